@@ -1,0 +1,38 @@
+# Imported targets for dependencies that ship no usable CMake config: CAF::core and CAF::io
+# (libcaf-dev 0.17 has no config, FindCAF.cmake or .pc file; see shared/stack.md section 1) and
+# herd_openblas (libopenblas-dev's config only sets variables). Used by Herd's own build and by
+# herdConfig.cmake, so a project that calls find_package(herd) gets the same targets.
+
+find_package(Threads REQUIRED)
+
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIBRARY caf_core)
+find_library(CAF_IO_LIBRARY caf_io)
+if(NOT CAF_INCLUDE_DIR OR NOT CAF_CORE_LIBRARY OR NOT CAF_IO_LIBRARY)
+  message(FATAL_ERROR "CAF 0.17 not found: run scripts/install-deps.sh (apt-get install libcaf-dev)")
+endif()
+if(NOT TARGET CAF::core)
+  add_library(CAF::core UNKNOWN IMPORTED)
+  set_target_properties(CAF::core PROPERTIES
+    IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
+    INTERFACE_LINK_LIBRARIES Threads::Threads)
+endif()
+if(NOT TARGET CAF::io)
+  add_library(CAF::io UNKNOWN IMPORTED)
+  set_target_properties(CAF::io PROPERTIES
+    IMPORTED_LOCATION ${CAF_IO_LIBRARY}
+    INTERFACE_LINK_LIBRARIES CAF::core)
+endif()
+
+# The pthread flavour's include dir, so that openblas_set_num_threads is declared.
+find_package(OpenBLAS CONFIG QUIET)
+if(NOT OpenBLAS_FOUND)
+  message(FATAL_ERROR "OpenBLAS not found: run scripts/install-deps.sh (apt-get install libopenblas-dev)")
+endif()
+if(NOT TARGET herd_openblas)
+  add_library(herd_openblas INTERFACE IMPORTED)
+  set_target_properties(herd_openblas PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
+endif()

@@ -1,0 +1,189 @@
+// reference_ops(): every kernel of ops as the plainest loop that can be checked by eye, summing in
+// double. The oracle of the kernel tests; it shares no code with the implementations it judges.
+#include "kernels/check.hpp"
+#include "kernels/ops.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace herd::kernels {
+namespace {
+
+// Element (row, col) of op(matrix), where matrix is stored row-major with row stride ld.
+float op_element(const float* matrix, int ld, transpose trans, int row, int col) {
+  const auto stored_row = static_cast<std::size_t>(trans == transpose::no ? row : col);
+  const auto stored_col = static_cast<std::size_t>(trans == transpose::no ? col : row);
+  return matrix[stored_row * static_cast<std::size_t>(ld) + stored_col];
+}
+
+std::size_t at(int row, int cols, int col) {
+  return static_cast<std::size_t>(row) * static_cast<std::size_t>(cols) +
+         static_cast<std::size_t>(col);
+}
+
+void check_labels(const std::int32_t* labels, int rows, int classes) {
+  for (int r = 0; r < rows; ++r)
+    HERD_CHECK(labels[r] >= 0 && labels[r] < classes,
+               "row " << r << " has label " << labels[r] << ", outside [0, " << classes << ')');
+}
+
+class reference_implementation final : public ops {
+public:
+  std::string_view name() const override { return "reference"; }
+
+  void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha, const float* a,
+            int lda, const float* b, int ldb, float beta, float* c, int ldc) const override {
+    HERD_CHECK_GT(m, 0);
+    HERD_CHECK_GT(n, 0);
+    HERD_CHECK_GT(k, 0);
+    HERD_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm needs A, B and C");
+    HERD_CHECK_GE(lda, trans_a == transpose::no ? k : m);
+    HERD_CHECK_GE(ldb, trans_b == transpose::no ? n : k);
+    HERD_CHECK_GE(ldc, n);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double dot = 0.0;
+        for (int p = 0; p < k; ++p)
+          dot += static_cast<double>(op_element(a, lda, trans_a, i, p)) *
+                 static_cast<double>(op_element(b, ldb, trans_b, p, j));
+        float& out = c[at(i, ldc, j)];
+        // BLAS convention: with beta == 0, C is write-only, so garbage (even NaN) in it is ignored.
+        const double previous = beta == 0.0f ? 0.0 : static_cast<double>(beta) * out;
+        out = static_cast<float>(static_cast<double>(alpha) * dot + previous);
+      }
+    }
+  }
+
+  void bias_add(float* y, const float* bias, int rows, int cols) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(cols, 0);
+    HERD_CHECK(y != nullptr && bias != nullptr, "bias_add needs y and bias");
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        y[at(r, cols, c)] += bias[c];
+  }
+
+  void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(cols, 0);
+    HERD_CHECK(dy != nullptr && bias_grad != nullptr, "bias_grad needs dy and bias_grad");
+    for (int c = 0; c < cols; ++c) {
+      double sum = 0.0;
+      for (int r = 0; r < rows; ++r)
+        sum += static_cast<double>(dy[at(r, cols, c)]);
+      bias_grad[c] = static_cast<float>(sum);
+    }
+  }
+
+  void relu_forward(const float* x, float* y, std::size_t n) const override {
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(x != nullptr && y != nullptr, "relu_forward needs x and y");
+    for (std::size_t i = 0; i < n; ++i)
+      y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  }
+
+  void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(y != nullptr && dy != nullptr && dx != nullptr, "relu_backward needs y, dy and dx");
+    for (std::size_t i = 0; i < n; ++i)
+      dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  }
+
+  float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows, int classes,
+                             float* probs) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(classes, 0);
+    HERD_CHECK(logits != nullptr && labels != nullptr && probs != nullptr,
+               "softmax_xent_forward needs logits, labels and probs");
+    check_labels(labels, rows, classes);
+    double total_loss = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      double max_logit = logits[at(r, classes, 0)];
+      for (int c = 1; c < classes; ++c)
+        max_logit = std::fmax(max_logit, static_cast<double>(logits[at(r, classes, c)]));
+      double sum = 0.0;
+      for (int c = 0; c < classes; ++c)
+        sum += std::exp(static_cast<double>(logits[at(r, classes, c)]) - max_logit);
+      for (int c = 0; c < classes; ++c)
+        probs[at(r, classes, c)] = static_cast<float>(
+            std::exp(static_cast<double>(logits[at(r, classes, c)]) - max_logit) / sum);
+      // -log p[label] = log(sum) - (logit[label] - max): never takes the log of an underflowed p.
+      total_loss +=
+          std::log(sum) - (static_cast<double>(logits[at(r, classes, labels[r])]) - max_logit);
+    }
+    return static_cast<float>(total_loss / rows);
+  }
+
+  void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows, int classes,
+                             float* dlogits) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(classes, 0);
+    HERD_CHECK(probs != nullptr && labels != nullptr && dlogits != nullptr,
+               "softmax_xent_backward needs probs, labels and dlogits");
+    check_labels(labels, rows, classes);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < classes; ++c) {
+        const double onehot = c == labels[r] ? 1.0 : 0.0;
+        dlogits[at(r, classes, c)] =
+            static_cast<float>((static_cast<double>(probs[at(r, classes, c)]) - onehot) / rows);
+      }
+    }
+  }
+
+  std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
+                            int classes) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(classes, 0);
+    HERD_CHECK(scores != nullptr && labels != nullptr, "count_correct needs scores and labels");
+    check_labels(labels, rows, classes);
+    std::size_t correct = 0;
+    for (int r = 0; r < rows; ++r) {
+      int best = 0;
+      for (int c = 1; c < classes; ++c)
+        if (scores[at(r, classes, c)] > scores[at(r, classes, best)])
+          best = c;
+      if (best == labels[r])
+        ++correct;
+    }
+    return correct;
+  }
+
+  void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
+                const sgd_hyper& hyper) const override {
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(params != nullptr && grads != nullptr && velocity != nullptr,
+               "sgd_step needs params, grads and velocity");
+    for (std::size_t i = 0; i < n; ++i) {
+      const double gradient =
+          static_cast<double>(grads[i]) + static_cast<double>(hyper.weight_decay) * params[i];
+      const double new_velocity = static_cast<double>(hyper.momentum) * velocity[i] + gradient;
+      velocity[i] = static_cast<float>(new_velocity);
+      params[i] =
+          static_cast<float>(params[i] - static_cast<double>(hyper.learning_rate) * new_velocity);
+    }
+  }
+
+  void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
+                    std::size_t n) const override {
+    HERD_CHECK_GE(k, 1);
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(out != nullptr && inputs != nullptr && weights != nullptr,
+               "weighted_sum needs out, inputs and weights");
+    for (std::size_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int i = 0; i < k; ++i)
+        sum += static_cast<double>(weights[i]) * inputs[i][j];
+      out[j] = static_cast<float>(sum);
+    }
+  }
+};
+
+} // namespace
+
+const ops& reference_ops() {
+  static const reference_implementation instance;
+  return instance;
+}
+
+} // namespace herd::kernels
