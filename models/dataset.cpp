@@ -1,0 +1,283 @@
+// Builds normalised in-memory datasets: from IDX arrays (Fashion-MNIST), or synthetic Gaussian
+// clusters for tests that must not depend on installed data.
+#include "models/dataset.hpp"
+
+#include "kernels/check.hpp"
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <system_error>
+
+namespace herd::models {
+
+namespace {
+
+constexpr std::size_t fashion_mnist_side = 28;
+constexpr int fashion_mnist_classes = 10;
+
+std::uint64_t product(const std::vector<std::uint32_t>& dims, std::size_t first) {
+  return std::accumulate(dims.begin() + static_cast<std::ptrdiff_t>(first), dims.end(),
+                         std::uint64_t{1}, std::multiplies<>{});
+}
+
+std::string dims_string(const std::vector<std::uint32_t>& dims) {
+  std::string text;
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    text += (i ? " x " : "") + std::to_string(dims[i]);
+  return text;
+}
+
+// read_idx guarantees this; a hand-built array that breaks it is the caller's bug.
+void check_consistent(const idx_array& array, const char* what) {
+  HERD_CHECK(!array.dims.empty() && product(array.dims, 0) == array.values.size(),
+             what << " has dims [" << dims_string(array.dims) << "] but " << array.values.size()
+                  << " values");
+}
+
+// The normal distribution from the raw 64-bit outputs of std::mt19937_64 (whose sequence the
+// standard fixes) by Box-Muller, because std::normal_distribution's algorithm differs between
+// standard libraries and every node must generate the same synthetic data from the same seed.
+class portable_normal {
+public:
+  explicit portable_normal(std::uint64_t seed) : engine_(seed) {}
+
+  double operator()() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    // Top 53 bits as a double in (0, 1]: never 0, so the logarithm is finite.
+    const double uniform_radius = static_cast<double>((engine_() >> 11) + 1) * 0x1.0p-53;
+    const double uniform_angle = static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+    const double radius = std::sqrt(-2.0 * std::log(uniform_radius));
+    const double angle = 2.0 * 3.14159265358979323846 * uniform_angle;
+    spare_ = radius * std::sin(angle);
+    has_spare_ = true;
+    return radius * std::cos(angle);
+  }
+
+private:
+  std::mt19937_64 engine_;
+  double spare_ = 0.0;
+  bool has_spare_ = false;
+};
+
+// Within-class noise per feature, relative to the unit-scale spread of the class centres, is
+// noise_per_root_feature * sqrt(features). Two centres lie about sqrt(2 * features) apart, so the
+// classes overlap equally in any dimension: a nearest-centre classifier errs on about 0.2% of
+// pairs, hard enough that loss and accuracy stay informative, easy enough for quick tests.
+constexpr double noise_per_root_feature = 0.25;
+
+std::filesystem::path find_fashion_mnist_file(const std::filesystem::path& dir,
+                                              const std::string& stem) {
+  std::error_code ignored;
+  for (const std::string& name : {stem + ".gz", stem}) {
+    std::filesystem::path candidate = dir / name;
+    if (std::filesystem::exists(candidate, ignored))
+      return candidate;
+  }
+  return {};
+}
+
+[[noreturn]] void fashion_mnist_not_found(const std::string& dir, const std::string& problem) {
+  throw data_error("Fashion-MNIST not found in " + dir + ": " + problem +
+                   "; install it with `apt-get install dataset-fashion-mnist` or set data.path "
+                   "to a directory holding train-images-idx3-ubyte[.gz], "
+                   "train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz] and "
+                   "t10k-labels-idx1-ubyte[.gz]");
+}
+
+void check_fashion_mnist_images(const idx_array& images, const std::string& path) {
+  if (images.dims.size() != 3 || images.dims[1] != fashion_mnist_side ||
+      images.dims[2] != fashion_mnist_side)
+    throw data_error(path +
+                     ": expected Fashion-MNIST images of 28 x 28 pixels (n x 28 x 28), but "
+                     "the file holds " +
+                     dims_string(images.dims));
+}
+
+} // namespace
+
+normalisation pixel_statistics(const idx_array& images) {
+  check_consistent(images, "the image array");
+  // A histogram of the 256 byte values makes the sums exact and the pass one cheap load per
+  // pixel; mean and variance then come from 256 terms in double precision.
+  std::array<std::uint64_t, 256> histogram{};
+  for (std::uint8_t value : images.values)
+    ++histogram[value];
+  const auto count = static_cast<double>(images.values.size());
+  double sum = 0.0;
+  for (std::size_t value = 0; value < histogram.size(); ++value)
+    sum += static_cast<double>(histogram[value]) * (static_cast<double>(value) / 255.0);
+  const double mean = sum / count;
+  double squared_deviations = 0.0;
+  for (std::size_t value = 0; value < histogram.size(); ++value) {
+    const double deviation = static_cast<double>(value) / 255.0 - mean;
+    squared_deviations += static_cast<double>(histogram[value]) * deviation * deviation;
+  }
+  const double stddev = std::sqrt(squared_deviations / count);
+  normalisation result;
+  result.mean = static_cast<float>(mean);
+  // Images that are all one value have no spread to divide by; they stay merely centred.
+  result.stddev = stddev > 1e-6 ? static_cast<float>(stddev) : 1.0f;
+  return result;
+}
+
+dataset make_dataset(const idx_array& images, const idx_array& labels, int classes,
+                     const normalisation& norm, const std::string& name,
+                     const std::string& images_path, const std::string& labels_path) {
+  HERD_CHECK_GT(classes, 0);
+  HERD_CHECK(norm.stddev > 0.0f && std::isfinite(norm.stddev) && std::isfinite(norm.mean),
+             "normalisation mean " << norm.mean << ", stddev " << norm.stddev);
+  check_consistent(images, "the image array");
+  check_consistent(labels, "the label array");
+
+  if (images.dims.size() < 2)
+    throw data_error(images_path +
+                     ": expected images (at least 2 dimensions: count x pixels), "
+                     "but the file holds a 1-dimensional array of " +
+                     dims_string(images.dims) + " values");
+  if (labels.dims.size() != 1)
+    throw data_error(labels_path +
+                     ": expected a 1-dimensional array of labels, but the file holds " +
+                     dims_string(labels.dims));
+  const std::size_t count = images.dims[0];
+  if (labels.dims[0] != count)
+    throw data_error(images_path + " has " + std::to_string(count) + " images but " + labels_path +
+                     " has " + std::to_string(labels.dims[0]) + " labels");
+
+  dataset result;
+  result.classes = classes;
+  result.name = name;
+  result.labels.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint8_t label = labels.values[i];
+    if (label >= classes)
+      throw data_error(labels_path + ": label " + std::to_string(label) + " at index " +
+                       std::to_string(i) + " is out of range (expected below " +
+                       std::to_string(classes) + " classes)");
+    result.labels[i] = label;
+  }
+
+  // Every pixel is one of 256 bytes, so the normalised values are looked up, not computed.
+  std::array<float, 256> normalised{};
+  for (std::size_t value = 0; value < normalised.size(); ++value)
+    normalised[value] = (static_cast<float>(value) / 255.0f - norm.mean) / norm.stddev;
+  const auto features = static_cast<std::size_t>(product(images.dims, 1));
+  result.images = tensor({count, features});
+  float* destination = result.images.data();
+  for (std::size_t i = 0; i < images.values.size(); ++i)
+    destination[i] = normalised[images.values[i]];
+  return result;
+}
+
+train_test_split load_fashion_mnist(const std::string& dir) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error))
+    fashion_mnist_not_found(dir, "there is no such directory");
+
+  const std::array<std::string, 4> stems{"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+  std::array<std::string, 4> paths;
+  std::string missing;
+  for (std::size_t i = 0; i < stems.size(); ++i) {
+    paths[i] = find_fashion_mnist_file(dir, stems[i]).string();
+    if (paths[i].empty())
+      missing += (missing.empty() ? "" : ", ") + stems[i] + "[.gz]";
+  }
+  if (!missing.empty())
+    fashion_mnist_not_found(dir, "missing " + missing);
+  const std::string& train_images_path = paths[0];
+  const std::string& train_labels_path = paths[1];
+  const std::string& test_images_path = paths[2];
+  const std::string& test_labels_path = paths[3];
+
+  const idx_array train_images = read_idx(train_images_path);
+  check_fashion_mnist_images(train_images, train_images_path);
+  const idx_array test_images = read_idx(test_images_path);
+  check_fashion_mnist_images(test_images, test_images_path);
+
+  // Both sets are normalised with the training set's statistics, as a model trained on one is
+  // evaluated on the other.
+  const normalisation norm = pixel_statistics(train_images);
+  train_test_split split;
+  split.train = make_dataset(train_images, read_idx(train_labels_path), fashion_mnist_classes, norm,
+                             "fashion-mnist/train", train_images_path, train_labels_path);
+  split.test = make_dataset(test_images, read_idx(test_labels_path), fashion_mnist_classes, norm,
+                            "fashion-mnist/test", test_images_path, test_labels_path);
+  return split;
+}
+
+namespace {
+
+// Per-class centres with components ~ N(0, 1), drawn from `seed`.
+std::vector<double> synthetic_centres(std::size_t features, std::size_t classes,
+                                      std::uint64_t seed) {
+  portable_normal normal(seed);
+  std::vector<double> centres(classes * features);
+  for (double& component : centres)
+    component = normal();
+  return centres;
+}
+
+// n samples around the centres, noise drawn from `sample_seed`; labels cycle through the classes.
+dataset synthetic_samples(const std::vector<double>& centres, std::size_t n, std::size_t features,
+                          std::size_t classes, std::uint64_t sample_seed, std::string name) {
+  portable_normal normal(sample_seed);
+  // Centre components and noise are independent with variances 1 and noise^2; dividing by the
+  // total spread leaves every feature with mean 0 and variance 1, like the normalised images.
+  const double noise = noise_per_root_feature * std::sqrt(static_cast<double>(features));
+  const double scale = 1.0 / std::sqrt(1.0 + noise * noise);
+  dataset result;
+  result.classes = static_cast<int>(classes);
+  result.name = std::move(name);
+  result.images = tensor({n, features});
+  result.labels.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t label = i % classes;
+    result.labels[i] = static_cast<std::int32_t>(label);
+    const double* centre = centres.data() + label * features;
+    float* sample = result.images.row(i);
+    for (std::size_t feature = 0; feature < features; ++feature)
+      sample[feature] = static_cast<float>((centre[feature] + noise * normal()) * scale);
+  }
+  return result;
+}
+
+// Sample noise comes from a stream other than the centres'.
+constexpr std::uint64_t sample_stream = 0x73616d706c6573ull; // "samples"
+
+} // namespace
+
+dataset make_synthetic_dataset(std::size_t n, int features, int classes, std::uint64_t seed) {
+  HERD_CHECK_GT(n, std::size_t{0});
+  HERD_CHECK_GT(features, 0);
+  HERD_CHECK_GT(classes, 0);
+  const auto feature_count = static_cast<std::size_t>(features);
+  const auto class_count = static_cast<std::size_t>(classes);
+  return synthetic_samples(synthetic_centres(feature_count, class_count, seed), n, feature_count,
+                           class_count, seed ^ sample_stream, "synthetic");
+}
+
+train_test_split make_synthetic_split(std::size_t train_samples, std::size_t test_samples,
+                                      int features, int classes, std::uint64_t seed) {
+  HERD_CHECK_GT(train_samples, std::size_t{0});
+  HERD_CHECK_GT(test_samples, std::size_t{0});
+  HERD_CHECK_GT(features, 0);
+  HERD_CHECK_GT(classes, 0);
+  const auto feature_count = static_cast<std::size_t>(features);
+  const auto class_count = static_cast<std::size_t>(classes);
+  const auto centres = synthetic_centres(feature_count, class_count, seed);
+  train_test_split split;
+  split.train = synthetic_samples(centres, train_samples, feature_count, class_count,
+                                  seed ^ sample_stream, "synthetic/train");
+  split.test = synthetic_samples(centres, test_samples, feature_count, class_count,
+                                 (seed ^ sample_stream) + 1, "synthetic/test");
+  return split;
+}
+
+} // namespace herd::models

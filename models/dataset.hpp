@@ -1,0 +1,65 @@
+// Datasets in memory: normalised float images and int32 labels, Fashion-MNIST loaded from the
+// Debian package's files, and a small synthetic dataset for fast tests.
+#pragma once
+
+#include "models/idx.hpp"
+#include "models/tensor.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace herd::models {
+
+/// Where Debian's dataset-fashion-mnist package puts the files.
+inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+
+struct dataset {
+  tensor images;                    // size() x features(), normalised
+  std::vector<std::int32_t> labels; // size() labels in [0, classes)
+  int classes = 0;
+  std::string name; // for messages: "fashion-mnist/train", "synthetic"
+
+  std::size_t size() const { return labels.size(); }
+  std::size_t features() const { return images.empty() ? 0 : images.cols(); }
+};
+
+struct train_test_split {
+  dataset train;
+  dataset test;
+};
+
+/// Pixel normalisation x' = (x / 255 - mean) / stddev.
+struct normalisation {
+  float mean = 0.0f;
+  float stddev = 1.0f;
+};
+
+/// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array.
+normalisation pixel_statistics(const idx_array& images);
+
+/// Builds a dataset from an image array (n x rows x cols, or n x features) and a label array (n),
+/// checking that they match: same n, labels below `classes`. The paths only name the files in
+/// errors.
+dataset make_dataset(const idx_array& images, const idx_array& labels, int classes,
+                     const normalisation& norm, const std::string& name,
+                     const std::string& images_path, const std::string& labels_path);
+
+/// Loads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
+/// t10k-labels-idx1-ubyte (each either with ".gz" or without) from `dir`, normalised with the
+/// training set's pixel statistics. A missing directory or file is a data_error that says to
+/// `apt-get install dataset-fashion-mnist` or to set data.path.
+train_test_split load_fashion_mnist(const std::string& dir = default_fashion_mnist_dir);
+
+/// A learnable synthetic classification problem: `classes` Gaussian clusters in `features`
+/// dimensions with seeded centres, `n` samples with labels cycling through the classes.
+dataset make_synthetic_dataset(std::size_t n, int features, int classes, std::uint64_t seed);
+
+/// A training and a test set drawn around the same cluster centres (those of
+/// make_synthetic_dataset with the same seed), from different noise, so test accuracy measures
+/// generalisation to new samples of the same problem.
+train_test_split make_synthetic_split(std::size_t train_samples, std::size_t test_samples,
+                                      int features, int classes, std::uint64_t seed);
+
+} // namespace herd::models

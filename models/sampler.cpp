@@ -1,0 +1,103 @@
+// Sharding and batch sampling, reproducible from seeds alone: the same (seed, worker, epoch) gives
+// the same samples on every machine and standard library.
+#include "models/sampler.hpp"
+
+#include "kernels/check.hpp"
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <utility>
+
+namespace herd::models {
+
+namespace {
+
+// SplitMix64's output function (Steele, Lea, Flood: "Fast splittable pseudorandom number
+// generators", OOPSLA 2014): a bijection on 64 bits that spreads every input bit over the output.
+std::uint64_t splitmix64_mix(std::uint64_t value) {
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EB;
+  return value ^ (value >> 31);
+}
+
+// The seed of an epoch's shuffle is output number epoch + 1 of a SplitMix64 generator seeded with
+// `seed`. Distinct epochs get distinct seeds (the mix is a bijection), and none equals `seed`
+// itself, so a sampler given the same seed as shard_indices does not replay the shard's shuffle.
+std::uint64_t epoch_seed(std::uint64_t seed, std::uint64_t epoch) {
+  constexpr std::uint64_t golden_gamma = 0x9E3779B97F4A7C15;
+  return splitmix64_mix(seed + (epoch + 1) * golden_gamma);
+}
+
+} // namespace
+
+void seeded_shuffle(std::vector<std::size_t>& values, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  // Plain modulo: its bias (below size / 2^64) is negligible, and unlike a rejection loop or
+  // std::uniform_int_distribution it draws exactly one number per step on every library.
+  for (std::size_t i = values.size(); i > 1; --i) {
+    const auto pick = static_cast<std::size_t>(engine() % i);
+    std::swap(values[i - 1], values[pick]);
+  }
+}
+
+std::vector<std::size_t> shard_indices(std::size_t n, int worker, int workers, std::uint64_t seed) {
+  HERD_CHECK_GT(workers, 0);
+  HERD_CHECK(worker >= 0 && worker < workers, "worker " << worker << " is not one of the "
+                                                        << workers << " workers (numbered from 0)");
+  HERD_CHECK(n >= static_cast<std::size_t>(workers),
+             n << " samples cannot give each of " << workers << " workers one");
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  seeded_shuffle(order, seed);
+  const std::size_t shard_size = n / static_cast<std::size_t>(workers);
+  const auto first = order.begin() + static_cast<std::ptrdiff_t>(shard_size) * worker;
+  return std::vector<std::size_t>(first, first + static_cast<std::ptrdiff_t>(shard_size));
+}
+
+batch_sampler::batch_sampler(std::vector<std::size_t> shard, std::size_t batch_size,
+                             std::uint64_t seed)
+    : shard_(std::move(shard)), batch_size_(batch_size), seed_(seed) {
+  HERD_CHECK_GT(batch_size_, std::size_t{0});
+  HERD_CHECK(shard_.size() >= batch_size_,
+             "a shard of " << shard_.size() << " samples cannot fill one batch of " << batch_size_);
+  batch_.reserve(batch_size_);
+  shuffle_for_epoch();
+}
+
+const std::vector<std::size_t>& batch_sampler::next() {
+  const auto first = order_.begin() + static_cast<std::ptrdiff_t>(position_);
+  batch_.assign(first, first + static_cast<std::ptrdiff_t>(batch_size_));
+  position_ += batch_size_;
+  ++drawn_;
+  // Move on as soon as the epoch cannot fill another batch, so that epoch() already names the
+  // epoch of the batch that next() returns next.
+  if (position_ + batch_size_ > order_.size()) {
+    ++epoch_;
+    shuffle_for_epoch();
+  }
+  return batch_;
+}
+
+void batch_sampler::shuffle_for_epoch() {
+  order_ = shard_;
+  seeded_shuffle(order_, epoch_seed(seed_, epoch_));
+  position_ = 0;
+}
+
+void gather_batch(const dataset& data, const std::vector<std::size_t>& indices, tensor& x,
+                  std::vector<std::int32_t>& y) {
+  HERD_CHECK(!indices.empty(), "an empty batch of " << data.name);
+  const std::size_t features = data.features();
+  x.reshape({indices.size(), features});
+  y.resize(indices.size());
+  for (std::size_t row = 0; row < indices.size(); ++row) {
+    const std::size_t sample = indices[row];
+    HERD_CHECK(sample < data.size(), "sample " << sample << " of a batch is not in " << data.name
+                                               << " (" << data.size() << " samples)");
+    std::memcpy(x.row(row), data.images.row(sample), features * sizeof(float));
+    y[row] = data.labels[sample];
+  }
+}
+
+} // namespace herd::models

@@ -1,0 +1,56 @@
+// How workers see the data: disjoint equal shards of one seeded permutation, and a batch sampler
+// that reshuffles its shard each epoch from a seed, so every run is reproducible.
+#pragma once
+
+#include "models/dataset.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace herd::models {
+
+/// Sample indices of `worker`'s shard out of `workers`: a permutation of [0, n) seeded by `seed`,
+/// cut into `workers` consecutive parts of n / workers indices each (the n % workers remainder is
+/// left out, so all shards have the same size). Shards of different workers are disjoint.
+std::vector<std::size_t> shard_indices(std::size_t n, int worker, int workers, std::uint64_t seed);
+
+/// Yields batches of `batch_size` indices from a shard, epoch after epoch. Each epoch is a fresh
+/// permutation of the shard drawn from (seed, epoch); the last partial batch of an epoch is
+/// dropped, so every epoch has the same number of batches.
+class batch_sampler {
+public:
+  batch_sampler(std::vector<std::size_t> shard, std::size_t batch_size, std::uint64_t seed);
+
+  /// The next batch (valid until the next call).
+  const std::vector<std::size_t>& next();
+
+  std::size_t batch_size() const { return batch_size_; }
+  std::size_t batches_per_epoch() const { return shard_.size() / batch_size_; }
+  /// Epoch of the batch that next() returns next (0-based).
+  std::uint64_t epoch() const { return epoch_; }
+  std::uint64_t batches_drawn() const { return drawn_; }
+
+private:
+  void shuffle_for_epoch();
+
+  std::vector<std::size_t> shard_;
+  std::vector<std::size_t> order_;
+  std::vector<std::size_t> batch_;
+  std::size_t batch_size_;
+  std::uint64_t seed_;
+  std::uint64_t epoch_ = 0;
+  std::size_t position_ = 0;
+  std::uint64_t drawn_ = 0;
+};
+
+/// Copies the rows `indices` of `data` into x (resized to indices.size() x features) and their
+/// labels into y.
+void gather_batch(const dataset& data, const std::vector<std::size_t>& indices, tensor& x,
+                  std::vector<std::int32_t>& y);
+
+/// Fisher-Yates with std::mt19937_64 and plain modulo, so the order is the same with every
+/// standard library (std::shuffle's is not specified).
+void seeded_shuffle(std::vector<std::size_t>& values, std::uint64_t seed);
+
+} // namespace herd::models

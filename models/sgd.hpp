@@ -1,0 +1,29 @@
+// SGD with momentum and weight decay over one flat parameter buffer; it owns the velocity, which
+// stays local to each worker (no algorithm averages momentum).
+#pragma once
+
+#include "kernels/ops.hpp"
+#include "models/tensor.hpp"
+
+#include <cstddef>
+
+namespace herd::models {
+
+class sgd {
+public:
+  sgd(std::size_t parameter_count, const kernels::sgd_hyper& hyper);
+
+  /// params -= lr * (momentum-smoothed grads + weight_decay * params).
+  void step(const kernels::ops& ops, float* params, const float* grads);
+
+  const kernels::sgd_hyper& hyper() const { return hyper_; }
+  const tensor& velocity() const { return velocity_; }
+  std::size_t steps() const { return steps_; }
+
+private:
+  kernels::sgd_hyper hyper_;
+  tensor velocity_;
+  std::size_t steps_ = 0;
+};
+
+} // namespace herd::models

@@ -1,0 +1,181 @@
+// Finite-difference gradient checks for every layer and for the whole MLP: the analytic backward
+// pass must match central differences of the forward pass.
+#include "kernels/ops.hpp"
+#include "models/layers.hpp"
+#include "models/mlp.hpp"
+
+#include <cmath>
+#include <functional>
+#include <gtest/gtest.h>
+#include <random>
+
+namespace {
+
+using herd::models::tensor;
+
+const herd::kernels::ops& ops = herd::kernels::cpu_ops();
+
+tensor random_tensor(std::vector<std::size_t> shape, std::uint64_t seed, float scale = 1.0f) {
+  tensor t(std::move(shape));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  for (std::size_t i = 0; i < t.size(); ++i)
+    t[i] = normal(rng);
+  return t;
+}
+
+// Central difference of `loss` in every coordinate of `values`, compared with `analytic`.
+// The step is 1e-3: small enough that it rarely crosses a ReLU kink at these scales, large
+// enough for float32 forward passes. The tolerance is relative to the larger of the two
+// derivatives, with an absolute floor for derivatives near zero.
+void expect_gradient_matches(float* values, std::size_t n, const float* analytic,
+                             const std::function<double()>& loss, const char* what) {
+  const float step = 1e-3f;
+  int mismatches = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float saved = values[i];
+    values[i] = saved + step;
+    const double up = loss();
+    values[i] = saved - step;
+    const double down = loss();
+    values[i] = saved;
+    const double numeric = (up - down) / (2.0 * step);
+    const double scale = std::max({std::fabs(numeric), std::fabs(double{analytic[i]}), 1e-2});
+    if (std::fabs(numeric - analytic[i]) / scale > 2e-2 && ++mismatches <= 5)
+      ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic[i] << ", numeric " << numeric;
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+// Weighted sum of a tensor: loss = sum_i y_i * r_i, so dL/dy = r.
+double weighted(const tensor& y, const tensor& r) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    total += static_cast<double>(y[i]) * r[i];
+  return total;
+}
+
+TEST(gradient_check, dense_layer_weights_bias_and_inputs) {
+  const herd::models::dense layer(7, 5);
+  tensor params({layer.parameter_count()});
+  std::mt19937_64 rng(11);
+  layer.initialise(params.data(), rng);
+  for (std::size_t i = 0; i < layer.outputs(); ++i) // non-zero biases, so they are exercised
+    params[layer.inputs() * layer.outputs() + i] = 0.1f * static_cast<float>(i + 1);
+  tensor x = random_tensor({3, 7}, 12);
+  const tensor upstream = random_tensor({3, 5}, 13);
+
+  tensor y;
+  tensor grads({layer.parameter_count()});
+  tensor dx;
+  layer.forward(ops, params.data(), x, y);
+  layer.backward(ops, params.data(), x, upstream, grads.data(), &dx);
+
+  auto loss = [&] {
+    tensor out;
+    layer.forward(ops, params.data(), x, out);
+    return weighted(out, upstream);
+  };
+  expect_gradient_matches(params.data(), params.size(), grads.data(), loss, "dense params");
+  expect_gradient_matches(x.data(), x.size(), dx.data(), loss, "dense inputs");
+}
+
+TEST(gradient_check, relu_layer_inputs) {
+  tensor x = random_tensor({4, 9}, 21);
+  // Keep inputs away from the kink at 0, where the derivative is undefined.
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (std::fabs(x[i]) < 0.05f)
+      x[i] = 0.2f;
+  const tensor upstream = random_tensor({4, 9}, 22);
+  tensor y;
+  tensor dx;
+  herd::models::relu::forward(ops, x, y);
+  herd::models::relu::backward(ops, y, upstream, dx);
+  auto loss = [&] {
+    tensor out;
+    herd::models::relu::forward(ops, x, out);
+    return weighted(out, upstream);
+  };
+  expect_gradient_matches(x.data(), x.size(), dx.data(), loss, "relu inputs");
+}
+
+TEST(gradient_check, softmax_cross_entropy_logits) {
+  tensor logits = random_tensor({6, 4}, 31, 2.0f);
+  const std::vector<std::int32_t> labels{0, 3, 1, 2, 3, 0};
+  tensor probs;
+  tensor dlogits;
+  herd::models::softmax_cross_entropy::forward(ops, logits, labels, probs);
+  herd::models::softmax_cross_entropy::backward(ops, probs, labels, dlogits);
+  auto loss = [&] {
+    tensor p;
+    return double{herd::models::softmax_cross_entropy::forward(ops, logits, labels, p)};
+  };
+  expect_gradient_matches(logits.data(), logits.size(), dlogits.data(), loss, "logits");
+}
+
+TEST(gradient_check, whole_mlp_every_parameter) {
+  const herd::models::mlp model({6, 5, 4, 3});
+  tensor params = model.initial_parameters(41);
+  for (std::size_t i = 0; i < params.size(); ++i) // non-zero biases too
+    if (params[i] == 0.0f)
+      params[i] = 0.05f;
+  const tensor x = random_tensor({5, 6}, 42);
+  const std::vector<std::int32_t> labels{0, 1, 2, 1, 0};
+  herd::models::mlp_workspace work;
+  tensor grads({model.parameter_count()});
+  model.loss_and_gradient(ops, params.data(), x, labels, grads.data(), work);
+  auto loss = [&] {
+    herd::models::mlp_workspace scratch;
+    return double{model.loss(ops, params.data(), x, labels, scratch)};
+  };
+  expect_gradient_matches(params.data(), params.size(), grads.data(), loss, "mlp params");
+}
+
+TEST(mlp, parameter_layout_is_one_contiguous_buffer) {
+  const herd::models::mlp model({784, 256, 128, 10});
+  EXPECT_EQ(model.parameter_count(), 784u * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+  EXPECT_EQ(model.parameter_offset(0), 0u);
+  EXPECT_EQ(model.parameter_offset(1), 784u * 256 + 256);
+  EXPECT_EQ(model.parameter_offset(2), 784u * 256 + 256 + 256 * 128 + 128);
+}
+
+TEST(mlp, same_seed_same_replica_and_he_scale) {
+  const herd::models::mlp model({784, 256, 10});
+  const tensor a = model.initial_parameters(7);
+  const tensor b = model.initial_parameters(7);
+  const tensor c = model.initial_parameters(8);
+  EXPECT_EQ(herd::models::relative_difference(a.data(), b.data(), a.size()), 0.0);
+  EXPECT_GT(herd::models::relative_difference(a.data(), c.data(), a.size()), 0.1);
+  // He initialisation: first-layer weights have variance 2 / 784; biases are zero.
+  double sum_squares = 0.0;
+  for (std::size_t i = 0; i < 784u * 256; ++i)
+    sum_squares += static_cast<double>(a[i]) * a[i];
+  EXPECT_NEAR(sum_squares / (784.0 * 256), 2.0 / 784, 0.1 * 2.0 / 784);
+  for (std::size_t i = 784u * 256; i < 784u * 256 + 256; ++i)
+    ASSERT_EQ(a[i], 0.0f);
+}
+
+TEST(mlp, training_on_synthetic_data_reduces_loss_and_learns) {
+  const auto data = herd::models::make_synthetic_dataset(512, 20, 4, 3);
+  const herd::models::mlp model({20, 32, 4});
+  tensor params = model.initial_parameters(5);
+  tensor grads({model.parameter_count()});
+  herd::models::mlp_workspace work;
+  const auto before = model.evaluate(ops, params.data(), data, 128, work);
+  tensor x({64, 20});
+  std::vector<std::int32_t> labels(64);
+  for (int step = 0; step < 200; ++step) {
+    const std::size_t first = (step * 64) % 512;
+    std::copy_n(data.images.row(first), 64 * 20, x.data());
+    std::copy_n(data.labels.begin() + static_cast<std::ptrdiff_t>(first), 64, labels.begin());
+    model.loss_and_gradient(ops, params.data(), x, labels, grads.data(), work);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      params[i] -= 0.1f * grads[i];
+  }
+  const auto after = model.evaluate(ops, params.data(), data, 128, work);
+  EXPECT_LT(after.mean_loss, 0.5 * before.mean_loss);
+  EXPECT_GT(after.accuracy(), 0.9);
+  EXPECT_EQ(after.samples, 512u);
+}
+
+} // namespace

@@ -1,0 +1,90 @@
+// Test helpers for the data layer: a temporary directory that removes itself, and writers for IDX
+// files (raw and gzip) whose headers the tests may break on purpose.
+#pragma once
+
+#include "models/idx.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include <zlib.h>
+
+namespace herd::models::test_files {
+
+/// A fresh, uniquely named directory under the system's temporary directory (mkdtemp, so parallel
+/// ctest processes never share one), removed with everything in it at the end of the test.
+class temp_directory {
+public:
+  temp_directory() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "herd-data-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = pattern;
+  }
+  temp_directory(const temp_directory&) = delete;
+  temp_directory& operator=(const temp_directory&) = delete;
+  ~temp_directory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+  std::filesystem::path path_;
+};
+
+/// The bytes of an IDX file: magic (0, 0, type, dimension count), big-endian dims, then values.
+inline std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims,
+                                           const std::vector<std::uint8_t>& values,
+                                           std::uint8_t type = 0x08) {
+  std::vector<std::uint8_t> bytes{0, 0, type, static_cast<std::uint8_t>(dims.size())};
+  for (std::uint32_t extent : dims)
+    for (int shift = 24; shift >= 0; shift -= 8)
+      bytes.push_back(static_cast<std::uint8_t>(extent >> shift));
+  bytes.insert(bytes.end(), values.begin(), values.end());
+  return bytes;
+}
+
+inline void write_raw(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+}
+
+inline void write_gzip(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  if (file == nullptr)
+    throw std::runtime_error("cannot create " + path);
+  const int written = gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size()));
+  const int closed = gzclose(file);
+  if (written != static_cast<int>(bytes.size()) || closed != Z_OK)
+    throw std::runtime_error("cannot write gzip " + path);
+}
+
+inline std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in),
+                                   std::istreambuf_iterator<char>());
+}
+
+/// `count` random bytes from a fixed seed.
+inline std::vector<std::uint8_t> random_bytes(std::size_t count, std::uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::vector<std::uint8_t> values(count);
+  for (std::uint8_t& value : values)
+    value = static_cast<std::uint8_t>(engine() >> 24);
+  return values;
+}
+
+} // namespace herd::models::test_files
