@@ -1,0 +1,411 @@
+// The key table, conversion from CAF config values, and validation; see loader.hpp.
+//
+// CAF's own option handling is not used for typing: measured on 0.17.6, a value of the wrong type
+// in an INI file (workers="abc", or lr=1 for a real-valued option) is dropped without any error,
+// and unknown keys are accepted silently. So the file is parsed with CAF's parser into raw
+// settings and every key is converted and checked here, with messages a user can act on.
+#include "config/loader.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/config_value.hpp>
+#include <caf/settings.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+namespace herd::config {
+
+namespace {
+
+// -- rendering values ---------------------------------------------------------------------------
+
+std::string render(const caf::config_value& value) {
+  return caf::to_string(value);
+}
+
+std::string render(const std::string& value) {
+  return '"' + value + '"';
+}
+
+// The shortest text that reads back to the same double, so to_ini() round-trips.
+std::string render(double value) {
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::ostringstream out;
+    out.precision(precision);
+    out << value;
+    if (std::stod(out.str()) == value)
+      return out.str();
+  }
+  return std::to_string(value);
+}
+
+std::string render(const std::vector<int>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+std::string render(int value) {
+  return std::to_string(value);
+}
+
+std::string render(std::uint64_t value) {
+  return std::to_string(value);
+}
+
+// -- conversions: each returns an empty string on success, else what was expected -------------
+
+std::string convert(const caf::config_value& value, std::int64_t& out) {
+  if (auto integer = caf::get_if<caf::config_value::integer>(&value)) {
+    out = *integer;
+    return {};
+  }
+  return "expected an integer";
+}
+
+std::string convert(const caf::config_value& value, int& out) {
+  std::int64_t wide = 0;
+  if (auto problem = convert(value, wide); !problem.empty())
+    return problem;
+  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
+    return "out of range for a 32-bit integer";
+  out = static_cast<int>(wide);
+  return {};
+}
+
+std::string convert(const caf::config_value& value, std::uint64_t& out) {
+  std::int64_t wide = 0;
+  if (auto problem = convert(value, wide); !problem.empty())
+    return problem;
+  if (wide < 0)
+    return "expected a non-negative integer";
+  out = static_cast<std::uint64_t>(wide);
+  return {};
+}
+
+std::string convert(const caf::config_value& value, double& out) {
+  // An integer literal is a fine real number: "lr=1" must not be an error (or, as in CAF's own
+  // option handling, silently ignored).
+  if (auto real = caf::get_if<caf::config_value::real>(&value)) {
+    out = *real;
+  } else if (auto integer = caf::get_if<caf::config_value::integer>(&value)) {
+    out = static_cast<double>(*integer);
+  } else {
+    return "expected a number";
+  }
+  if (!std::isfinite(out))
+    return "expected a finite number";
+  return {};
+}
+
+std::string convert(const caf::config_value& value, std::string& out) {
+  if (auto text = caf::get_if<caf::config_value::string>(&value)) {
+    out = *text;
+    return {};
+  }
+  if (auto atom = caf::get_if<caf::config_value::atom>(&value)) {
+    out = caf::to_string(*atom);
+    return {};
+  }
+  return "expected a string (quote it in a file: key = \"value\")";
+}
+
+std::string convert(const caf::config_value& value, std::vector<int>& out) {
+  const auto* list = caf::get_if<caf::config_value::list>(&value);
+  if (list == nullptr) {
+    // A single integer is a list of one.
+    int single = 0;
+    if (convert(value, single).empty()) {
+      out = {single};
+      return {};
+    }
+    return "expected a list of integers such as [256, 128]";
+  }
+  std::vector<int> result;
+  for (const auto& element : *list) {
+    int number = 0;
+    if (!convert(element, number).empty())
+      return "expected a list of integers such as [256, 128]";
+    result.push_back(number);
+  }
+  out = std::move(result);
+  return {};
+}
+
+// -- the key table --------------------------------------------------------------------------------
+
+struct key_spec {
+  std::string name;
+  std::string type;
+  std::string help;
+  std::function<std::string(const caf::config_value&, run_config&)> assign;
+  std::function<std::string(const run_config&)> show;
+};
+
+// `field` is a generic lambda returning a reference to the key's member, for const and non-const
+// configurations alike.
+template <class T, class Field>
+key_spec make_key(std::string name, std::string type, std::string help, Field field) {
+  key_spec spec;
+  spec.name = std::move(name);
+  spec.type = std::move(type);
+  spec.help = std::move(help);
+  spec.assign = [field](const caf::config_value& value, run_config& config) {
+    T converted{};
+    auto problem = convert(value, converted);
+    if (problem.empty())
+      field(config) = std::move(converted);
+    return problem;
+  };
+  spec.show = [field](const run_config& config) { return render(field(config)); };
+  return spec;
+}
+
+const std::vector<key_spec>& keys() {
+  static const std::vector<key_spec> table = [] {
+    std::vector<key_spec> k;
+    k.push_back(make_key<std::string>(
+        "train.algorithm", "string", "how workers combine their updates: sync",
+        [](auto& c) -> auto& { return c.train.algorithm; }));
+    k.push_back(make_key<int>(
+        "train.workers", "integer", "worker actors in this process",
+        [](auto& c) -> auto& { return c.train.workers; }));
+    k.push_back(make_key<int>(
+        "train.batch-size", "integer", "samples per worker per step",
+        [](auto& c) -> auto& { return c.train.batch_size; }));
+    k.push_back(make_key<double>(
+        "train.lr", "real", "learning rate", [](auto& c) -> auto& { return c.train.lr; }));
+    k.push_back(make_key<double>(
+        "train.momentum", "real", "SGD momentum in [0, 1)",
+        [](auto& c) -> auto& { return c.train.momentum; }));
+    k.push_back(make_key<double>(
+        "train.weight-decay", "real", "L2 weight decay",
+        [](auto& c) -> auto& { return c.train.weight_decay; }));
+    k.push_back(make_key<int>(
+        "train.epochs", "integer", "passes over the training set",
+        [](auto& c) -> auto& { return c.train.epochs; }));
+    k.push_back(make_key<double>(
+        "train.target-accuracy", "real", "stop once test accuracy reaches this (0 = no target)",
+        [](auto& c) -> auto& { return c.train.target_accuracy; }));
+    k.push_back(make_key<double>(
+        "train.max-seconds", "real", "stop after this much wall time (0 = no limit)",
+        [](auto& c) -> auto& { return c.train.max_seconds; }));
+    k.push_back(make_key<std::uint64_t>(
+        "train.seed", "integer", "seed of initialisation, sharding and shuffling",
+        [](auto& c) -> auto& { return c.train.seed; }));
+    k.push_back(make_key<int>(
+        "train.eval-every", "integer", "rounds between two test-set evaluations",
+        [](auto& c) -> auto& { return c.train.eval_every; }));
+    k.push_back(make_key<int>(
+        "train.blas-threads", "integer",
+        "OpenBLAS threads per GEMM (0 = cores for one worker, 1 for several)",
+        [](auto& c) -> auto& { return c.train.blas_threads; }));
+    k.push_back(make_key<std::string>(
+        "data.dataset", "string", "fashion-mnist, or synthetic (generated, for smoke tests)",
+        [](auto& c) -> auto& { return c.data.dataset; }));
+    k.push_back(make_key<std::string>(
+        "data.path", "string", "directory holding the Fashion-MNIST IDX files",
+        [](auto& c) -> auto& { return c.data.path; }));
+    k.push_back(make_key<std::vector<int>>(
+        "model.hidden", "integer list", "hidden layer sizes of the MLP",
+        [](auto& c) -> auto& { return c.model.hidden; }));
+    k.push_back(make_key<int>(
+        "metrics.port", "integer",
+        "Prometheus /metrics port; not served by this build yet, so 0 (off)",
+        [](auto& c) -> auto& { return c.metrics.port; }));
+    return k;
+  }();
+  return table;
+}
+
+const key_spec* find_key(const std::string& name) {
+  for (const auto& spec : keys())
+    if (spec.name == name)
+      return &spec;
+  return nullptr;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_key_message(const std::string& name, const std::string& origin) {
+  std::string message = "unknown key " + name + " (" + origin + ")";
+  const key_spec* closest = nullptr;
+  std::size_t best = 4; // suggest only near misses
+  for (const auto& spec : keys()) {
+    const std::size_t distance = edit_distance(name, spec.name);
+    if (distance < best) {
+      best = distance;
+      closest = &spec;
+    }
+  }
+  if (closest != nullptr)
+    message += "; did you mean " + closest->name + "?";
+  else
+    message += "; `herd train --help` lists every key";
+  return message;
+}
+
+void assign_value(const std::string& name, const caf::config_value& value,
+                  const std::string& origin, run_config& config,
+                  std::vector<config_error>& errors) {
+  const key_spec* spec = find_key(name);
+  if (spec == nullptr) {
+    errors.push_back({name, unknown_key_message(name, origin)});
+    return;
+  }
+  if (auto problem = spec->assign(value, config); !problem.empty())
+    errors.push_back({name, name + " = " + render(value) + " (" + origin + "): " + problem});
+}
+
+// Walks CAF's parsed settings: sections are dictionaries, keys inside them are values.
+void assign_settings(const caf::settings& settings, const std::string& prefix,
+                     const std::string& origin, run_config& config,
+                     std::vector<config_error>& errors) {
+  for (const auto& [key, value] : settings) {
+    const std::string name = prefix.empty() ? std::string{key} : prefix + "." + std::string{key};
+    if (auto section = caf::get_if<caf::config_value::dictionary>(&value))
+      assign_settings(*section, name, origin, config, errors);
+    else
+      assign_value(name, value, origin, config, errors);
+  }
+}
+
+std::string describe_parser_error(const caf::error& error) {
+  // CAF renders e.g. parser_error(unexpected_character, ({"column" = 8, "line" = 7})).
+  std::string text = caf::to_string(error);
+  std::string line;
+  std::string column;
+  if (auto context = caf::to_string(error.context()); !context.empty()) {
+    auto number_after = [&](const std::string& label) {
+      auto at = context.find("\"" + label + "\" = ");
+      if (at == std::string::npos)
+        return std::string{};
+      at += label.size() + 5;
+      auto end = context.find_first_not_of("0123456789", at);
+      return context.substr(at, end - at);
+    };
+    line = number_after("line");
+    column = number_after("column");
+  }
+  std::string where =
+      line.empty() ? "" : "line " + line + (column.empty() ? "" : ", column " + column) + ": ";
+  return where + "syntax error (" + text +
+         "); files use INI syntax: [section] headers, key = value, strings in double quotes";
+}
+
+caf::config_value parse_override_value(const std::string& text) {
+  // CAF 0.17's number parser can be one ulp off (0.0123456789 reads as 0.012345678899999999);
+  // strtod is correctly rounded, so plain real numbers on the command line go through it.
+  if (text.find_first_of(".eE") != std::string::npos) {
+    char* end = nullptr;
+    const double number = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size())
+      return caf::config_value{number};
+  }
+  if (auto parsed = caf::config_value::parse(text))
+    return std::move(*parsed);
+  // "--model.hidden=256,128" is friendlier than "[256,128]"; anything else that does not parse
+  // as a CAF value is taken as a plain string (paths, names).
+  if (auto as_list = caf::config_value::parse("[" + text + "]"))
+    return std::move(*as_list);
+  return caf::config_value{text};
+}
+
+} // namespace
+
+invalid_config::invalid_config(std::vector<config_error> errors)
+    : std::runtime_error(errors.empty() ? std::string{"invalid configuration"}
+                                        : errors.front().message),
+      errors_(std::move(errors)) {}
+
+const std::vector<std::string>& known_algorithms() {
+  static const std::vector<std::string> names{"sync"};
+  return names;
+}
+
+const std::vector<std::string>& known_datasets() {
+  static const std::vector<std::string> names{"fashion-mnist", "synthetic"};
+  return names;
+}
+
+run_config load(const std::string& file, const std::vector<std::string>& overrides) {
+  run_config config;
+  std::vector<config_error> errors;
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) {
+      errors.push_back({"", "cannot read config file " + file + ": " + std::strerror(errno)});
+    } else if (auto settings = caf::actor_system_config::parse_config(in)) {
+      assign_settings(*settings, "", "in " + file, config, errors);
+    } else {
+      errors.push_back({"", file + ": " + describe_parser_error(settings.error())});
+    }
+  }
+  for (const auto& raw : overrides) {
+    std::string text = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
+    const auto equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      errors.push_back({"", "cannot read option '" + raw + "': expected --section.key=value"});
+      continue;
+    }
+    assign_value(text.substr(0, equals), parse_override_value(text.substr(equals + 1)),
+                 "command line", config, errors);
+  }
+  if (errors.empty())
+    errors = validate(config);
+  if (!errors.empty())
+    throw invalid_config(std::move(errors));
+  return config;
+}
+
+std::string describe_keys() {
+  const run_config defaults;
+  std::ostringstream out;
+  std::size_t width = 0;
+  for (const auto& spec : keys())
+    width = std::max(width, spec.name.size());
+  for (const auto& spec : keys()) {
+    out << "  --" << spec.name << std::string(width + 2 - spec.name.size(), ' ') << spec.help
+        << " (" << spec.type << ", default " << spec.show(defaults) << ")\n";
+  }
+  return out.str();
+}
+
+std::string to_ini(const run_config& config) {
+  std::ostringstream out;
+  std::string section;
+  for (const auto& spec : keys()) {
+    const auto dot = spec.name.find('.');
+    const std::string key_section = spec.name.substr(0, dot);
+    if (key_section != section) {
+      out << (section.empty() ? "" : "\n") << '[' << key_section << "]\n";
+      section = key_section;
+    }
+    out << spec.name.substr(dot + 1) << " = " << spec.show(config) << '\n';
+  }
+  return out.str();
+}
+
+} // namespace herd::config

@@ -1,0 +1,45 @@
+// Summary statistics of a stream of durations (step times, wait times) in constant memory:
+// count, total, min, max, mean, and quantiles read off a log-spaced histogram (buckets 2% wide,
+// so a quantile is within 2% of the true one), whatever the length of the run.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace herd::monitoring {
+
+class duration_stats {
+public:
+  /// Records one duration in seconds; negative values count as 0.
+  void add(double seconds);
+
+  std::uint64_t count() const { return count_; }
+  double total() const { return total_; }
+  double mean() const { return count_ == 0 ? 0.0 : total_ / static_cast<double>(count_); }
+  double min() const { return count_ == 0 ? 0.0 : min_; }
+  double max() const { return count_ == 0 ? 0.0 : max_; }
+  /// The q-quantile (q in [0, 1]), within 2%, clamped to [min(), max()]; 0 when empty.
+  double quantile(double q) const;
+  double median() const { return quantile(0.5); }
+
+  /// Adds another summary's samples to this one.
+  void merge(const duration_stats& other);
+
+private:
+  // Buckets cover 1 us .. ~10^4 s at ratio 1.02 (1160 buckets); bucket 0 also holds anything
+  // shorter, the last anything longer.
+  static constexpr double smallest_seconds = 1e-6;
+  static constexpr double bucket_ratio = 1.02;
+  static constexpr std::size_t bucket_count = 1160;
+  static std::size_t bucket_of(double seconds);
+  static double bucket_middle(std::size_t bucket);
+
+  std::array<std::uint64_t, bucket_count> buckets_{};
+  std::uint64_t count_ = 0;
+  double total_ = 0.0;
+  double min_ = 0.0;
+  double max_ = 0.0;
+};
+
+} // namespace herd::monitoring
