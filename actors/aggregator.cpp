@@ -1,0 +1,141 @@
+// The aggregator actor; see aggregator.hpp.
+#include "actors/aggregator.hpp"
+
+#include "actors/messages.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+
+namespace herd::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+class aggregator_actor : public caf::event_based_actor {
+public:
+  aggregator_actor(caf::actor_config& config, aggregator_setup setup, caf::actor coordinator)
+      : caf::event_based_actor(config), setup_(std::move(setup)),
+        coordinator_(std::move(coordinator)) {}
+
+  const char* name() const override { return "herd.aggregator"; }
+
+  void on_exit() override { coordinator_ = nullptr; }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](const group_plan& plan) { begin(plan); },
+    };
+  }
+
+private:
+  struct round_state {
+    group_plan plan;
+    std::vector<std::optional<contribution>> answers; // by member position
+    std::size_t outstanding = 0;
+    clock_type::time_point started;
+    struct {
+      std::vector<std::int32_t> unanswered;
+      std::vector<std::string> reasons;
+    } plan_failures;
+  };
+
+  void begin(const group_plan& plan) {
+    auto& state = rounds_[plan.round];
+    state.plan = plan;
+    state.answers.assign(plan.members.size(), std::nullopt);
+    state.outstanding = plan.members.size();
+    state.started = clock_type::now();
+    const std::uint64_t round = plan.round;
+    for (std::size_t position = 0; position < plan.members.size(); ++position) {
+      request(plan.member_handles[position], setup_.contribution_timeout, contribute_atom::value,
+              round)
+          .then([this, round,
+                 position](const contribution& answer) { answered(round, position, answer, {}); },
+                [this, round, position](caf::error& failure) {
+                  answered(round, position, std::nullopt, system().render(failure));
+                });
+    }
+  }
+
+  void answered(std::uint64_t round, std::size_t position, std::optional<contribution> answer,
+                std::string failure) {
+    auto found = rounds_.find(round);
+    if (found == rounds_.end())
+      return;
+    auto& state = found->second;
+    state.answers[position] = std::move(answer);
+    if (!failure.empty()) {
+      state.plan_failures.unanswered.push_back(state.plan.members[position]);
+      state.plan_failures.reasons.push_back(std::move(failure));
+    }
+    if (--state.outstanding == 0) {
+      finish(state);
+      rounds_.erase(found);
+    }
+  }
+
+  void finish(round_state& state) {
+    group_done report;
+    report.round = state.plan.round;
+    report.unanswered = state.plan_failures.unanswered;
+    report.unanswered_reasons = state.plan_failures.reasons;
+    // Members that answered take part; each gets 1/n of its buffer (uniform weighting).
+    std::vector<std::size_t> answered_positions;
+    for (std::size_t position = 0; position < state.answers.size(); ++position)
+      if (state.answers[position])
+        answered_positions.push_back(position);
+    const auto weights = answered_positions.empty()
+                             ? std::vector<float>{}
+                             : member_weights(state.plan.weights, answered_positions.size());
+    std::vector<comm::weighted_input> inputs;
+    for (std::size_t i = 0; i < answered_positions.size(); ++i) {
+      const auto& answer = *state.answers[answered_positions[i]];
+      report.members.push_back(answer.worker);
+      if (answer.kind == freshness::none)
+        continue;
+      if (answer.kind == freshness::fresh) {
+        ++report.fresh;
+        report.samples += answer.samples;
+      } else {
+        ++report.stale;
+      }
+      inputs.push_back({answer.worker, weights[i]});
+    }
+    auto result = setup_.results->acquire();
+    const auto reduce_start = clock_type::now();
+    if (inputs.empty()) {
+      std::fill(result->begin(), result->end(), 0.0f); // nobody had anything: a zero update
+    } else {
+      auto work = setup_.backend->group_reduce(inputs, result->data(), result->size());
+      report.error = work->wait(setup_.contribution_timeout) ? work->error()
+                                                             : "data-plane reduction timed out";
+    }
+    report.reduce_seconds = std::chrono::duration<double>(clock_type::now() - reduce_start).count();
+    report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);
+    // A failed reduction leaves garbage: nobody gets it, and the coordinator ends the run.
+    if (report.error.empty()) {
+      const round_result delivered{state.plan.round, result,
+                                   static_cast<std::uint32_t>(report.members.size())};
+      for (std::size_t position : answered_positions)
+        send(state.plan.member_handles[position], delivered);
+    }
+    report.seconds = std::chrono::duration<double>(clock_type::now() - state.started).count();
+    send(coordinator_, std::move(report));
+  }
+
+  aggregator_setup setup_;
+  caf::actor coordinator_;
+  std::map<std::uint64_t, round_state> rounds_;
+};
+
+} // namespace
+
+caf::actor spawn_aggregator(caf::actor_system& system, aggregator_setup setup,
+                            const caf::actor& coordinator) {
+  return system.spawn<aggregator_actor>(std::move(setup), coordinator);
+}
+
+} // namespace herd::actors

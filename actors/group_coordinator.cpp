@@ -1,0 +1,433 @@
+// The group coordinator actor; see group_coordinator.hpp.
+#include "actors/group_coordinator.hpp"
+
+#include "actors/errors.hpp"
+#include "actors/messages.hpp"
+#include "actors/policy.hpp"
+#include "monitoring/duration_stats.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <numeric>
+
+namespace herd::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Test evaluations of 10k samples take well under a minute even on one slow core.
+constexpr std::chrono::minutes evaluation_timeout{10};
+constexpr std::chrono::seconds snapshot_timeout{30};
+// The training loss shown and reported is the mean over this many recent local steps.
+constexpr std::size_t recent_loss_steps = 200;
+
+struct worker_record {
+  caf::actor handle;
+  bool live = true;
+  std::uint64_t steps = 0;
+  std::uint64_t samples = 0;
+  monitoring::duration_stats step_seconds;
+  monitoring::duration_stats wait_seconds;
+};
+
+class coordinator_actor : public caf::event_based_actor {
+public:
+  coordinator_actor(caf::actor_config& config, coordinator_setup setup)
+      : caf::event_based_actor(config), setup_(std::move(setup)),
+        policy_(make_policy(setup_.config.train.algorithm)) {
+    set_down_handler([this](caf::down_msg& down) { on_down(down); });
+  }
+
+  const char* name() const override { return "herd.group_coordinator"; }
+
+  void on_exit() override {
+    workers_.clear();
+    aggregators_.clear();
+    evaluator_ = nullptr;
+  }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](const run_start& start) { on_start(start); },
+        [this](const step_ready& ready) { on_ready(ready); },
+        [this](const group_done& report) { on_group_done(report); },
+        [this](caf::tick_atom) { on_tick(); },
+        [this](stop_atom) { begin_stop("interrupted"); },
+    };
+  }
+
+private:
+  enum class phase { waiting, running, draining, stopping_workers, final_evaluation, finished };
+
+  double elapsed() const {
+    return std::chrono::duration<double>(clock_type::now() - started_at_).count();
+  }
+
+  double epochs_done() const {
+    return setup_.samples_per_epoch == 0 ? 0.0
+                                         : static_cast<double>(samples_applied_) /
+                                               static_cast<double>(setup_.samples_per_epoch);
+  }
+
+  std::vector<int> live_workers() const {
+    std::vector<int> live;
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+      if (workers_[i].live)
+        live.push_back(static_cast<int>(i));
+    return live;
+  }
+
+  void notice(const std::string& text) {
+    if (setup_.observer != nullptr)
+      setup_.observer->on_notice(text);
+  }
+
+  // -- the run ----------------------------------------------------------------------------------
+
+  void on_start(const run_start& start) {
+    if (phase_ != phase::waiting)
+      return;
+    for (const auto& handle : start.workers) {
+      worker_record record;
+      record.handle = handle;
+      workers_.push_back(std::move(record));
+      monitor(handle);
+    }
+    aggregators_ = start.aggregators;
+    evaluator_ = start.evaluator;
+    phase_ = phase::running;
+    started_at_ = clock_type::now();
+    start_rounds(policy_->set_live_workers(live_workers()));
+    for (const auto& worker : workers_)
+      send(worker.handle, start_atom::value);
+    delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
+  }
+
+  void on_ready(const step_ready& ready) {
+    if (ready.worker < 0 || static_cast<std::size_t>(ready.worker) >= workers_.size())
+      return;
+    auto& worker = workers_[static_cast<std::size_t>(ready.worker)];
+    ++worker.steps;
+    worker.samples += ready.samples;
+    ++steps_;
+    worker.step_seconds.add(ready.compute_seconds);
+    if (ready.step > 1) // the first step had nothing to wait for
+      worker.wait_seconds.add(ready.wait_seconds);
+    recent_losses_.push_back(ready.loss);
+    if (recent_losses_.size() > recent_loss_steps)
+      recent_losses_.pop_front();
+    if (phase_ != phase::running || !worker.live)
+      return;
+    arrival event;
+    event.worker = ready.worker;
+    event.step = ready.step;
+    event.at_seconds = elapsed();
+    event.compute_seconds = ready.compute_seconds;
+    start_rounds(policy_->on_ready(event));
+  }
+
+  void start_rounds(const std::vector<group_decision>& decisions) {
+    for (const auto& decision : decisions) {
+      group_plan plan;
+      plan.round = next_round_++;
+      plan.kind = decision.kind;
+      plan.weights = decision.weights;
+      for (int member : decision.members) {
+        plan.members.push_back(member);
+        plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)].handle);
+      }
+      send(aggregators_[next_aggregator_++ % aggregators_.size()], std::move(plan));
+      ++in_flight_;
+    }
+  }
+
+  void on_group_done(const group_done& report) {
+    --in_flight_;
+    ++rounds_;
+    samples_applied_ += report.samples;
+    reduce_seconds_ += report.reduce_seconds;
+    reduce_bytes_ += report.bytes;
+    for (std::size_t i = 0; i < report.unanswered.size(); ++i)
+      lose_worker(report.unanswered[i], "did not answer round " + std::to_string(report.round) +
+                                            ": " + report.unanswered_reasons[i]);
+    if (!report.error.empty()) {
+      fail("round " + std::to_string(report.round) + ": " + report.error);
+      return;
+    }
+    if (phase_ == phase::running) {
+      start_rounds(policy_->on_group_done({report.members.begin(), report.members.end()}));
+      if (rounds_ % static_cast<std::uint64_t>(setup_.config.train.eval_every) == 0)
+        evaluate_periodically();
+      if (epochs_done() >= setup_.config.train.epochs)
+        begin_stop("epochs");
+    }
+    if (phase_ == phase::draining && in_flight_ == 0)
+      stop_workers();
+  }
+
+  void on_tick() {
+    if (phase_ == phase::finished)
+      return;
+    report_progress();
+    if (phase_ == phase::running && setup_.config.train.max_seconds > 0.0 &&
+        elapsed() >= setup_.config.train.max_seconds)
+      begin_stop("max-seconds");
+    delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
+  }
+
+  void on_down(const caf::down_msg& down) {
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+      if (workers_[i].handle.address() == down.source)
+        lose_worker(static_cast<int>(i), system().render(down.reason));
+  }
+
+  void lose_worker(int index, const std::string& why) {
+    auto& worker = workers_[static_cast<std::size_t>(index)];
+    if (!worker.live || phase_ == phase::finished)
+      return;
+    worker.live = false;
+    notice("worker " + std::to_string(index) + " lost: " + why);
+    if (phase_ == phase::stopping_workers) {
+      acknowledge_stop();
+      return;
+    }
+    auto live = live_workers();
+    if (live.empty()) {
+      fail("every worker was lost");
+      return;
+    }
+    auto decisions = policy_->set_live_workers(std::move(live));
+    if (phase_ == phase::running)
+      start_rounds(decisions);
+  }
+
+  // -- evaluation -------------------------------------------------------------------------------
+
+  // Evaluates the first live worker's parameters (under sync every replica is the same).
+  template <class OnResult>
+  void evaluate_snapshot(OnResult on_result) {
+    auto live = live_workers();
+    if (live.empty()) {
+      on_result(std::optional<evaluation_point>{}, "no live worker to evaluate");
+      return;
+    }
+    evaluation_point point;
+    point.round = rounds_;
+    point.elapsed_seconds = elapsed();
+    point.epoch = epochs_done();
+    request(workers_[static_cast<std::size_t>(live.front())].handle, snapshot_timeout,
+            snapshot_atom::value)
+        .then(
+            [this, point, on_result](const parameter_snapshot& snapshot) {
+              request(evaluator_, evaluation_timeout, evaluate_atom::value, snapshot)
+                  .then(
+                      [point, on_result](const evaluation_result& result) mutable {
+                        point.test_accuracy = result.test_accuracy;
+                        point.test_loss = result.test_loss;
+                        on_result(std::optional<evaluation_point>{point}, std::string{});
+                      },
+                      [this, on_result](caf::error& failure) {
+                        on_result(std::optional<evaluation_point>{}, system().render(failure));
+                      });
+            },
+            [this, on_result](caf::error& failure) {
+              on_result(std::optional<evaluation_point>{}, system().render(failure));
+            });
+  }
+
+  void evaluate_periodically() {
+    if (evaluating_)
+      return; // the previous evaluation is still running: skip this one
+    evaluating_ = true;
+    evaluate_snapshot([this](std::optional<evaluation_point> point, const std::string& failure) {
+      evaluating_ = false;
+      if (!point) {
+        notice("evaluation failed: " + failure);
+        return;
+      }
+      record_evaluation(*point);
+    });
+  }
+
+  void record_evaluation(const evaluation_point& point) {
+    if (phase_ == phase::finished)
+      return;
+    evaluations_.push_back(point);
+    if (setup_.observer != nullptr)
+      setup_.observer->on_evaluation(point);
+    const double target = setup_.config.train.target_accuracy;
+    if (target > 0.0 && point.test_accuracy >= target && !time_to_target_) {
+      time_to_target_ = point.elapsed_seconds;
+      begin_stop("target-accuracy");
+    }
+  }
+
+  // -- stopping ---------------------------------------------------------------------------------
+
+  void begin_stop(const std::string& reason) {
+    if (phase_ != phase::running)
+      return;
+    stop_reason_ = reason;
+    phase_ = phase::draining;
+    if (in_flight_ == 0)
+      stop_workers();
+  }
+
+  // Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.
+  void fail(const std::string& error) {
+    if (error_.empty())
+      error_ = error;
+    notice("error: " + error);
+    stop_reason_ = "error";
+    if (phase_ == phase::running)
+      phase_ = phase::draining;
+    if (phase_ == phase::draining && in_flight_ == 0)
+      stop_workers();
+  }
+
+  void stop_workers() {
+    phase_ = phase::stopping_workers;
+    stop_acks_outstanding_ = 0;
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      if (!workers_[i].live)
+        continue;
+      ++stop_acks_outstanding_;
+      request(workers_[i].handle, setup_.stop_timeout, stop_atom::value)
+          .then([this](const worker_stopped&) { acknowledge_stop(); },
+                [this, i](caf::error& failure) {
+                  lose_worker(static_cast<int>(i),
+                              "no answer to stop: " + system().render(failure));
+                });
+    }
+    if (stop_acks_outstanding_ == 0)
+      final_evaluation();
+  }
+
+  void acknowledge_stop() {
+    if (phase_ != phase::stopping_workers)
+      return;
+    if (--stop_acks_outstanding_ == 0)
+      final_evaluation();
+  }
+
+  void final_evaluation() {
+    phase_ = phase::final_evaluation;
+    wall_seconds_ = elapsed();
+    evaluate_snapshot([this](std::optional<evaluation_point> point, const std::string& failure) {
+      if (point) {
+        final_ = *point;
+        record_evaluation(*point);
+      } else {
+        notice("final evaluation failed: " + failure);
+        if (!evaluations_.empty())
+          final_ = evaluations_.back();
+      }
+      finish();
+    });
+  }
+
+  double recent_loss() const {
+    if (recent_losses_.empty())
+      return 0.0;
+    return std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) /
+           static_cast<double>(recent_losses_.size());
+  }
+
+  void report_progress() {
+    if (setup_.observer == nullptr)
+      return;
+    progress now;
+    now.elapsed_seconds = elapsed();
+    now.epoch = epochs_done();
+    now.rounds = rounds_;
+    now.steps = steps_;
+    now.samples = samples_applied_;
+    now.train_loss = recent_loss();
+    if (!evaluations_.empty())
+      now.test_accuracy = evaluations_.back().test_accuracy;
+    now.samples_per_second = now.elapsed_seconds > 0.0
+                                 ? static_cast<double>(samples_applied_) / now.elapsed_seconds
+                                 : 0.0;
+    now.live_workers = static_cast<int>(live_workers().size());
+    setup_.observer->on_progress(now);
+  }
+
+  void finish() {
+    if (phase_ == phase::finished)
+      return;
+    report_progress();
+    phase_ = phase::finished;
+    run_summary summary;
+    summary.algorithm = setup_.config.train.algorithm;
+    summary.workers = static_cast<int>(workers_.size());
+    summary.backend = setup_.backend_name;
+    summary.stop_reason = stop_reason_;
+    summary.error = error_;
+    summary.steps = steps_;
+    summary.rounds = rounds_;
+    summary.samples = samples_applied_;
+    summary.epochs = epochs_done();
+    summary.wall_seconds = wall_seconds_;
+    summary.target_accuracy = setup_.config.train.target_accuracy;
+    summary.time_to_target_seconds = time_to_target_;
+    summary.final_test_accuracy = final_.test_accuracy;
+    summary.final_test_loss = final_.test_loss;
+    summary.final_train_loss = recent_loss();
+    summary.samples_per_second =
+        wall_seconds_ > 0.0 ? static_cast<double>(samples_applied_) / wall_seconds_ : 0.0;
+    summary.reduce_seconds = reduce_seconds_;
+    summary.reduce_bytes = reduce_bytes_;
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      const auto& record = workers_[i];
+      worker_summary worker;
+      worker.worker = static_cast<int>(i);
+      worker.steps = record.steps;
+      worker.samples = record.samples;
+      worker.live = record.live;
+      worker.compute_seconds = record.step_seconds.total();
+      worker.wait_seconds = record.wait_seconds.total();
+      worker.step_seconds = {record.step_seconds.mean(), record.step_seconds.median(),
+                             record.step_seconds.quantile(0.9), record.step_seconds.max()};
+      worker.wait_seconds_per_step = {record.wait_seconds.mean(), record.wait_seconds.median(),
+                                      record.wait_seconds.quantile(0.9), record.wait_seconds.max()};
+      summary.per_worker.push_back(worker);
+    }
+    summary.evaluations = evaluations_;
+    if (setup_.on_finished)
+      setup_.on_finished(std::move(summary));
+  }
+
+  coordinator_setup setup_;
+  std::unique_ptr<grouping_policy> policy_;
+  std::vector<worker_record> workers_;
+  std::vector<caf::actor> aggregators_;
+  caf::actor evaluator_;
+  phase phase_ = phase::waiting;
+  clock_type::time_point started_at_;
+  std::uint64_t next_round_ = 0;
+  std::size_t next_aggregator_ = 0;
+  std::size_t in_flight_ = 0;
+  std::uint64_t rounds_ = 0;
+  std::uint64_t steps_ = 0;
+  std::uint64_t samples_applied_ = 0;
+  double reduce_seconds_ = 0.0;
+  std::uint64_t reduce_bytes_ = 0;
+  std::deque<double> recent_losses_;
+  bool evaluating_ = false;
+  std::vector<evaluation_point> evaluations_;
+  std::optional<double> time_to_target_;
+  evaluation_point final_;
+  std::string stop_reason_;
+  std::string error_;
+  std::size_t stop_acks_outstanding_ = 0;
+  double wall_seconds_ = 0.0;
+};
+
+} // namespace
+
+caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup) {
+  return system.spawn<coordinator_actor>(std::move(setup));
+}
+
+} // namespace herd::actors

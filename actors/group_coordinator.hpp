@@ -1,0 +1,41 @@
+// The group coordinator actor: membership, the round counter, the grouping policy, arrival
+// timestamps, evaluation, and when to stop. The decisions live in the policy (policy.hpp); this
+// actor feeds it arrivals and completions and carries out what it decides.
+//
+// Messages it answers:
+//   run_start         the workers, aggregators and evaluator; starts the run
+//   step_ready        a worker finished a local step
+//   group_done        an aggregator finished a round
+//   stop_atom         stop early (Ctrl-C): finish in-flight rounds, stop workers, evaluate
+// It monitors every worker: a lost worker leaves the policy's groups.
+#pragma once
+
+#include "actors/run_summary.hpp"
+#include "config/run_config.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace herd::actors {
+
+struct coordinator_setup {
+  config::run_config config;
+  std::string backend_name;
+  /// Samples that make one epoch over all shards (workers x batches per epoch x batch size).
+  std::size_t samples_per_epoch = 0;
+  /// Receives progress and evaluations on the coordinator's thread; may be null.
+  run_observer* observer = nullptr;
+  /// Called once, on the coordinator's thread, with the summary when the run has ended.
+  std::function<void(run_summary)> on_finished;
+  std::chrono::milliseconds progress_interval{250};
+  /// How long stopping workers and final evaluation may take before the run ends without them.
+  std::chrono::milliseconds stop_timeout{60000};
+};
+
+caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);
+
+} // namespace herd::actors

@@ -1,0 +1,54 @@
+// Registration of Herd's message types and error category; see messages.hpp and errors.hpp.
+#include "actors/messages.hpp"
+
+#include "actors/errors.hpp"
+
+namespace herd::actors {
+
+namespace {
+
+constexpr caf::atom_value error_category = caf::atom("herd");
+
+} // namespace
+
+const char* to_string(herd_errc code) {
+  switch (code) {
+  case herd_errc::compute_failed:
+    return "compute_failed";
+  case herd_errc::reduce_failed:
+    return "reduce_failed";
+  case herd_errc::evaluation_failed:
+    return "evaluation_failed";
+  case herd_errc::worker_lost:
+    return "worker_lost";
+  }
+  return "unknown";
+}
+
+caf::error make_error(herd_errc code, std::string context) {
+  return caf::error{static_cast<std::uint8_t>(code), error_category,
+                    caf::make_message(std::move(context))};
+}
+
+void add_error_category(caf::actor_system_config& config) {
+  config.add_error_category(error_category,
+                            [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+                              std::string text = to_string(static_cast<herd_errc>(code));
+                              if (context.match_elements<std::string>())
+                                text += ": " + context.get_as<std::string>(0);
+                              return text;
+                            });
+}
+
+void add_message_types(caf::actor_system_config& config) {
+  config.add_message_type<step_ready>("herd.step_ready");
+  config.add_message_type<group_plan>("herd.group_plan");
+  config.add_message_type<contribution>("herd.contribution");
+  config.add_message_type<group_done>("herd.group_done");
+  config.add_message_type<run_start>("herd.run_start");
+  config.add_message_type<worker_stopped>("herd.worker_stopped");
+  config.add_message_type<evaluation_result>("herd.evaluation_result");
+  add_error_category(config);
+}
+
+} // namespace herd::actors

@@ -1,0 +1,174 @@
+// Herd's message vocabulary: every atom and message struct the actors exchange, in one place,
+// and the one function that registers them with an actor system config. Control messages are
+// small; tensors stay in the data plane (comm/), except the in-process handles marked below.
+//
+// This header includes CAF: include it only from actor implementation files and tests.
+#pragma once
+
+#include "actors/policy.hpp"
+#include "actors/run_summary.hpp"
+#include "comm/buffer_pool.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::actors {
+
+// -- atoms (CAF 0.17 allows at most 10 characters) ------------------------------------------------
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using contribute_atom = caf::atom_constant<caf::atom("contrib")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
+
+/// How fresh a member's contribution to a round is.
+enum class freshness : std::uint8_t {
+  fresh, // a gradient finished for this round
+  stale, // an older buffer (accumulated late gradients, or the previous model)
+  none,  // nothing to give (weight 0)
+};
+
+// -- worker -> coordinator ----------------------------------------------------------------------
+
+/// A worker finished a local step; its send buffer holds the result (DESIGN.md section 3, step 1).
+struct step_ready {
+  std::int32_t worker = 0;
+  std::uint64_t step = 0;       // the worker's step counter after this step
+  double compute_seconds = 0.0; // this step's local compute
+  double wait_seconds = 0.0;    // the previous step's wait: ready until result applied
+  double loss = 0.0;            // the batch's mean training loss
+  std::uint32_t samples = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_ready& x) {
+  return f(caf::meta::type_name("herd.step_ready"), x.worker, x.step, x.compute_seconds,
+           x.wait_seconds, x.loss, x.samples);
+}
+
+// -- coordinator -> aggregator ------------------------------------------------------------------
+
+/// A round the policy activated: who reduces, how the contributions are weighted.
+struct group_plan {
+  std::uint64_t round = 0;
+  std::vector<std::int32_t> members;
+  std::vector<caf::actor> member_handles; // same order as members
+  round_kind kind = round_kind::full_sync;
+  weighting weights = weighting::uniform;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
+  return f(caf::meta::type_name("herd.group_plan"), x.round, x.members, x.member_handles, x.kind,
+           x.weights);
+}
+
+// -- aggregator <-> worker ----------------------------------------------------------------------
+
+/// A member's answer to (contribute_atom, round): what its send buffer holds. The data itself
+/// stays where it is; the data plane reads it.
+struct contribution {
+  std::int32_t worker = 0;
+  std::uint64_t round = 0;
+  std::uint64_t step = 0;
+  freshness kind = freshness::fresh;
+  std::uint32_t samples = 0; // samples behind a fresh contribution
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, contribution& x) {
+  return f(caf::meta::type_name("herd.contribution"), x.worker, x.round, x.step, x.kind, x.samples);
+}
+
+/// A round's reduced buffer, shared by every member of the group (zero copy, in-process only).
+struct round_result {
+  std::uint64_t round = 0;
+  comm::shared_buffer data;
+  std::uint32_t members = 0;
+};
+
+// -- aggregator -> coordinator ------------------------------------------------------------------
+
+/// A round finished (DESIGN.md section 3, step 4).
+struct group_done {
+  std::uint64_t round = 0;
+  std::vector<std::int32_t> members;
+  std::uint32_t fresh = 0;
+  std::uint32_t stale = 0;
+  std::uint64_t samples = 0;                   // samples behind the fresh contributions
+  std::uint64_t bytes = 0;                     // bytes the data plane read and wrote
+  double reduce_seconds = 0.0;                 // data-plane time
+  double seconds = 0.0;                        // plan received until results sent
+  std::string error;                           // the data plane failed; nobody got a result
+  std::vector<std::int32_t> unanswered;        // members whose contribution request failed
+  std::vector<std::string> unanswered_reasons; // why, same order
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, group_done& x) {
+  return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.fresh, x.stale, x.samples,
+           x.bytes, x.reduce_seconds, x.seconds, x.error, x.unanswered, x.unanswered_reasons);
+}
+
+// -- session -> coordinator ---------------------------------------------------------------------
+
+/// Everything the coordinator drives, sent once all actors are spawned.
+struct run_start {
+  std::vector<caf::actor> workers; // index = worker number
+  std::vector<caf::actor> aggregators;
+  caf::actor evaluator;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_start& x) {
+  return f(caf::meta::type_name("herd.run_start"), x.workers, x.aggregators, x.evaluator);
+}
+
+// -- worker lifecycle ---------------------------------------------------------------------------
+
+/// A worker's reply to stop_atom, once its compute thread is idle.
+struct worker_stopped {
+  std::int32_t worker = 0;
+  std::uint64_t steps = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_stopped& x) {
+  return f(caf::meta::type_name("herd.worker_stopped"), x.worker, x.steps);
+}
+
+/// A copy of a worker's parameters, for evaluation (in-process only).
+struct parameter_snapshot {
+  std::int32_t worker = 0;
+  std::uint64_t step = 0;
+  std::shared_ptr<const std::vector<float>> parameters;
+};
+
+/// The evaluator's answer.
+struct evaluation_result {
+  double test_accuracy = 0.0;
+  double test_loss = 0.0;
+  double seconds = 0.0; // how long the evaluation took
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, evaluation_result& x) {
+  return f(caf::meta::type_name("herd.evaluation_result"), x.test_accuracy, x.test_loss, x.seconds);
+}
+
+/// Registers every message type above that can cross a process boundary. Call it on every
+/// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an
+/// unregistered type on the receiving node).
+void add_message_types(caf::actor_system_config& config);
+
+} // namespace herd::actors
+
+// Buffers shared by pointer: valid only inside one process, never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::round_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::parameter_snapshot)

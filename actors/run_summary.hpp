@@ -1,0 +1,85 @@
+// What a training run reports while it runs (progress, evaluations) and when it ends (the run
+// summary behind the CLI's summary and the JSON report). Plain data, no CAF.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::actors {
+
+struct progress {
+  double elapsed_seconds = 0.0;
+  double epoch = 0.0; // samples applied / samples in one epoch of all shards
+  std::uint64_t rounds = 0;
+  std::uint64_t steps = 0;             // local steps of all workers
+  std::uint64_t samples = 0;           // samples whose gradients were applied
+  double train_loss = 0.0;             // mean loss of recent steps
+  std::optional<double> test_accuracy; // latest evaluation, if any
+  double samples_per_second = 0.0;
+  int live_workers = 0;
+};
+
+struct evaluation_point {
+  std::uint64_t round = 0;
+  double elapsed_seconds = 0.0; // when the evaluated parameters were taken
+  double epoch = 0.0;
+  double test_accuracy = 0.0;
+  double test_loss = 0.0;
+};
+
+struct duration_summary {
+  double mean = 0.0;
+  double median = 0.0;
+  double p90 = 0.0;
+  double max = 0.0;
+};
+
+struct worker_summary {
+  int worker = 0;
+  std::uint64_t steps = 0;
+  std::uint64_t samples = 0;
+  double compute_seconds = 0.0; // total local compute
+  double wait_seconds = 0.0;    // total time from ready to result applied
+  duration_summary step_seconds;
+  duration_summary wait_seconds_per_step;
+  bool live = true;
+};
+
+struct run_summary {
+  std::string algorithm;
+  int workers = 0;
+  std::string backend;
+  std::string imbalance = "none";
+  std::string stop_reason; // epochs, target-accuracy, max-seconds, interrupted, error
+  std::string error;       // what went wrong when stop_reason == "error"
+  std::uint64_t steps = 0;
+  std::uint64_t rounds = 0;
+  std::uint64_t samples = 0;
+  double epochs = 0.0;
+  double wall_seconds = 0.0;
+  double target_accuracy = 0.0; // 0 = none was set
+  std::optional<double> time_to_target_seconds;
+  double final_test_accuracy = 0.0;
+  double final_test_loss = 0.0;
+  double final_train_loss = 0.0;
+  double samples_per_second = 0.0;
+  double reduce_seconds = 0.0;    // data-plane time of all rounds together
+  std::uint64_t reduce_bytes = 0; // bytes the data plane read and wrote
+  std::vector<worker_summary> per_worker;
+  std::vector<evaluation_point> evaluations;
+};
+
+/// Receives a run's events. Called from the coordinator's thread, one call at a time.
+class run_observer {
+public:
+  virtual ~run_observer() = default;
+  virtual void on_progress(const progress&) {}
+  virtual void on_evaluation(const evaluation_point&) {}
+  /// A notable event in words ("worker 2 lost: ...").
+  virtual void on_notice(std::string_view) {}
+};
+
+} // namespace herd::actors

@@ -1,0 +1,250 @@
+// One training run in this process; see train_session.hpp.
+#include "actors/train_session.hpp"
+
+#include "actors/aggregator.hpp"
+#include "actors/evaluator.hpp"
+#include "actors/group_coordinator.hpp"
+#include "actors/messages.hpp"
+#include "actors/worker.hpp"
+#include "comm/backend.hpp"
+#include "comm/buffer_pool.hpp"
+#include "config/loader.hpp"
+#include "models/sampler.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace herd::actors {
+
+namespace {
+
+// Different streams for sharding and for each worker's shuffles, all from train.seed.
+constexpr std::uint64_t shard_stream = 0x5348415244ull;     // "SHARD"
+constexpr std::uint64_t shuffle_stream = 0x53485546464cull; // "SHUFFL"
+
+std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
+  // splitmix64 of seed ^ stream: nearby seeds give unrelated streams.
+  std::uint64_t z = seed ^ stream;
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+} // namespace
+
+std::vector<std::size_t> worker_shard(const config::run_config& config,
+                                      std::size_t training_samples, int worker) {
+  return models::shard_indices(training_samples, worker, config.train.workers,
+                               mix(config.train.seed, shard_stream));
+}
+
+std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker) {
+  return mix(config.train.seed, shuffle_stream + static_cast<std::uint64_t>(worker));
+}
+
+std::vector<std::size_t> mlp_layer_sizes(const config::run_config& config,
+                                         const models::dataset& data) {
+  std::vector<std::size_t> sizes{data.features()};
+  for (int hidden : config.model.hidden)
+    sizes.push_back(static_cast<std::size_t>(hidden));
+  sizes.push_back(static_cast<std::size_t>(data.classes));
+  return sizes;
+}
+
+struct train_session::impl {
+  config::run_config config;
+  std::shared_ptr<const models::train_test_split> data;
+  session_options options;
+  std::shared_ptr<const models::mlp> model;
+  std::size_t samples_per_epoch = 0;
+
+  caf::actor_system_config system_config;
+  std::unique_ptr<caf::actor_system> system;
+  std::shared_ptr<comm::backend> backend;
+  caf::actor coordinator;
+  std::vector<caf::actor> workers;
+  std::vector<caf::actor> aggregators;
+  caf::actor evaluator;
+  bool started = false;
+  bool shut_down = false;
+
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::optional<run_summary> summary;
+  std::vector<std::vector<float>> final_parameters;
+
+  void collect_final_parameters() {
+    final_parameters.assign(workers.size(), {});
+    caf::scoped_actor self{*system};
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      self->request(workers[i], std::chrono::seconds(10), snapshot_atom::value)
+          .receive(
+              [&](const parameter_snapshot& snapshot) {
+                if (snapshot.parameters)
+                  final_parameters[i] = *snapshot.parameters;
+              },
+              [](caf::error&) { /* a lost worker has no parameters */ });
+    }
+  }
+
+  void shutdown() {
+    if (shut_down || !system)
+      return;
+    shut_down = true;
+    auto stop = [](const caf::actor& handle) {
+      if (handle)
+        caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+    };
+    for (const auto& worker : workers)
+      stop(worker);
+    for (const auto& aggregator : aggregators)
+      stop(aggregator);
+    stop(evaluator);
+    stop(coordinator);
+    workers.clear();
+    aggregators.clear();
+    evaluator = nullptr;
+    coordinator = nullptr;
+    system->await_all_actors_done();
+  }
+};
+
+train_session::train_session(config::run_config config,
+                             std::shared_ptr<const models::train_test_split> data,
+                             session_options options)
+    : impl_(std::make_unique<impl>()) {
+  if (auto errors = config::validate(config); !errors.empty())
+    throw config::invalid_config(std::move(errors));
+  if (auto errors = config::validate_against_data(config, data->train.size()); !errors.empty())
+    throw config::invalid_config(std::move(errors));
+  impl_->config = std::move(config);
+  impl_->data = std::move(data);
+  impl_->options = options;
+  const auto& train = impl_->config.train;
+  impl_->model =
+      std::make_shared<const models::mlp>(mlp_layer_sizes(impl_->config, impl_->data->train));
+  const std::size_t batches_per_epoch = impl_->data->train.size() /
+                                        static_cast<std::size_t>(train.workers) /
+                                        static_cast<std::size_t>(train.batch_size);
+  impl_->samples_per_epoch = static_cast<std::size_t>(train.workers) * batches_per_epoch *
+                             static_cast<std::size_t>(train.batch_size);
+
+  // Several workers each compute on their own thread, so one BLAS thread apiece; one worker may
+  // use every core.
+  int blas_threads = train.blas_threads;
+  if (blas_threads == 0)
+    blas_threads = train.workers == 1 ? 0 : 1;
+  kernels::set_blas_threads(blas_threads);
+
+  add_message_types(impl_->system_config);
+  // 'sharing' keeps control-path latency low on few cores (shared/stack.md section 1.6); the
+  // scheduler only runs message handlers, the compute happens on the workers' own threads.
+  impl_->system_config.set("scheduler.policy", caf::atom("sharing"));
+  impl_->system_config.set("scheduler.max-threads",
+                           std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
+  impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
+  impl_->backend = comm::make_local_backend(*impl_->options.ops);
+}
+
+train_session::~train_session() {
+  if (impl_->started && !impl_->shut_down) {
+    request_stop();
+    wait_for(std::chrono::seconds(60));
+  }
+  impl_->shutdown();
+}
+
+void train_session::start() {
+  auto& state = *impl_;
+  if (state.started)
+    return;
+  state.started = true;
+  const auto& train = state.config.train;
+  auto& system = *state.system;
+
+  coordinator_setup coordination;
+  coordination.config = state.config;
+  coordination.backend_name = std::string(state.backend->name());
+  coordination.samples_per_epoch = state.samples_per_epoch;
+  coordination.observer = state.options.observer;
+  coordination.progress_interval = state.options.progress_interval;
+  coordination.on_finished = [&state](run_summary summary) {
+    std::lock_guard<std::mutex> guard(state.mutex);
+    state.summary = std::move(summary);
+    state.finished.notify_all();
+  };
+  state.coordinator = spawn_group_coordinator(system, std::move(coordination));
+
+  aggregator_setup aggregation;
+  aggregation.backend = state.backend;
+  aggregation.results = comm::buffer_pool::create(state.model->parameter_count());
+  const int aggregator_count = std::min(train.workers, 4);
+  for (int i = 0; i < aggregator_count; ++i)
+    state.aggregators.push_back(spawn_aggregator(system, aggregation, state.coordinator));
+
+  evaluator_setup evaluation;
+  evaluation.model = state.model;
+  evaluation.test = std::shared_ptr<const models::dataset>(state.data, &state.data->test);
+  evaluation.ops = state.options.ops;
+  state.evaluator = spawn_evaluator(system, evaluation);
+
+  const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);
+  for (int index = 0; index < train.workers; ++index) {
+    worker_setup setup;
+    setup.index = index;
+    setup.model = state.model;
+    setup.train = train_data;
+    setup.shard = worker_shard(state.config, train_data->size(), index);
+    setup.batch_size = static_cast<std::size_t>(train.batch_size);
+    setup.optimizer.learning_rate = static_cast<float>(train.lr);
+    setup.optimizer.momentum = static_cast<float>(train.momentum);
+    setup.optimizer.weight_decay = static_cast<float>(train.weight_decay);
+    setup.init_seed = train.seed;
+    setup.shuffle_seed = worker_shuffle_seed(state.config, index);
+    setup.ops = state.options.ops;
+    setup.backend = state.backend;
+    setup.wait_for_own_round = true;
+    state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
+  }
+  caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});
+}
+
+void train_session::request_stop() {
+  if (impl_->coordinator)
+    caf::anon_send(impl_->coordinator, stop_atom::value);
+}
+
+std::optional<run_summary> train_session::wait_for(std::chrono::milliseconds timeout) {
+  auto& state = *impl_;
+  {
+    std::unique_lock<std::mutex> lock(state.mutex);
+    if (!state.finished.wait_for(lock, timeout, [&] { return state.summary.has_value(); }))
+      return std::nullopt;
+  }
+  if (!state.shut_down) {
+    state.collect_final_parameters();
+    state.shutdown();
+  }
+  std::lock_guard<std::mutex> guard(state.mutex);
+  return state.summary;
+}
+
+run_summary train_session::run() {
+  start();
+  for (;;)
+    if (auto summary = wait_for(std::chrono::hours(1)))
+      return *summary;
+}
+
+const std::vector<std::vector<float>>& train_session::final_parameters() const {
+  return impl_->final_parameters;
+}
+
+std::size_t train_session::samples_per_epoch() const {
+  return impl_->samples_per_epoch;
+}
+
+} // namespace herd::actors

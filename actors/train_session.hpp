@@ -1,0 +1,74 @@
+// One training run in this process: the actor system, a group coordinator, a pool of
+// aggregators, an evaluator and N workers over the local data plane. This is what `herd train`
+// runs, and the entry point for C++ code that wants a run without writing actor code.
+// No CAF in this header.
+#pragma once
+
+#include "actors/run_summary.hpp"
+#include "config/run_config.hpp"
+#include "kernels/ops.hpp"
+#include "models/dataset.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace herd::actors {
+
+struct session_options {
+  run_observer* observer = nullptr;              // progress and evaluations; may be null
+  const kernels::ops* ops = &kernels::cpu_ops(); // where the workers compute
+  std::chrono::milliseconds progress_interval{250};
+};
+
+class train_session {
+public:
+  /// Checks the configuration against the data (throws config::invalid_config when, say, a batch
+  /// is larger than a worker's shard) and prepares the run. Nothing runs before start().
+  train_session(config::run_config config, std::shared_ptr<const models::train_test_split> data,
+                session_options options = {});
+  /// Stops a run that is still going (as request_stop()) and shuts the actors down.
+  ~train_session();
+
+  train_session(const train_session&) = delete;
+  train_session& operator=(const train_session&) = delete;
+
+  void start();
+
+  /// Asks the run to stop early: in-flight rounds finish, workers stop, the final evaluation
+  /// runs. Thread-safe; returns at once.
+  void request_stop();
+
+  /// The summary, once the run has ended; nothing if `timeout` passed first.
+  std::optional<run_summary> wait_for(std::chrono::milliseconds timeout);
+
+  /// start(), then wait until the run ends.
+  run_summary run();
+
+  /// Every worker's parameters when the run ended (empty for a worker that was lost); available
+  /// after wait_for() returned a summary.
+  const std::vector<std::vector<float>>& final_parameters() const;
+
+  /// Samples that make one epoch over all shards.
+  std::size_t samples_per_epoch() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// The sample indices worker `worker` trains on, as train_session assigns them.
+std::vector<std::size_t> worker_shard(const config::run_config& config,
+                                      std::size_t training_samples, int worker);
+
+/// The seed of worker `worker`'s per-epoch shuffles, as train_session assigns it.
+std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker);
+
+/// The MLP's layer sizes for a dataset: inputs, model.hidden..., classes.
+std::vector<std::size_t> mlp_layer_sizes(const config::run_config& config,
+                                         const models::dataset& data);
+
+} // namespace herd::actors

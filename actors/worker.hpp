@@ -1,0 +1,47 @@
+// The worker actor: one model replica, its optimizer state and data shard, and a compute thread.
+//
+// Messages it answers:
+//   start_atom                        begin the first local step
+//   (contribute_atom, round)       -> contribution   what its send buffer holds for that round
+//   round_result                      a round's reduced buffer; applied strictly in round order
+//   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
+//   stop_atom                      -> worker_stopped once no step is running; starts no more
+// Messages it sends: step_ready to the coordinator after every local step.
+#pragma once
+
+#include "comm/backend.hpp"
+#include "kernels/ops.hpp"
+#include "models/dataset.hpp"
+#include "models/mlp.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace herd::actors {
+
+struct worker_setup {
+  int index = 0;
+  std::shared_ptr<const models::mlp> model;
+  std::shared_ptr<const models::dataset> train;
+  std::vector<std::size_t> shard; // this worker's sample indices
+  std::size_t batch_size = 32;
+  kernels::sgd_hyper optimizer;
+  std::uint64_t init_seed = 1;    // the same for every worker: identical replicas
+  std::uint64_t shuffle_seed = 1; // this worker's epoch shuffles
+  const kernels::ops* ops = nullptr;
+  std::shared_ptr<comm::backend> backend;
+  /// Gradient algorithms (sync) wait for the round their gradient went into before the next
+  /// step; the partial algorithms go on computing.
+  bool wait_for_own_round = true;
+};
+
+/// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the backend as
+/// rank `setup.index` for as long as it lives.
+caf::actor spawn_worker(caf::actor_system& system, worker_setup setup,
+                        const caf::actor& coordinator);
+
+} // namespace herd::actors

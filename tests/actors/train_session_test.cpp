@@ -1,0 +1,280 @@
+// Whole runs of the actor system in one process: synchronous training is equivalent to one big
+// batch, replicas stay identical, and every stop condition ends the run with a truthful summary.
+#include "actors/train_session.hpp"
+#include "config/loader.hpp"
+#include "models/mlp.hpp"
+#include "models/sampler.hpp"
+#include "models/sgd.hpp"
+
+#include <atomic>
+#include <gtest/gtest.h>
+#include <thread>
+
+namespace {
+
+using herd::actors::train_session;
+using herd::config::run_config;
+
+constexpr int features = 24;
+constexpr int classes = 5;
+
+std::shared_ptr<const herd::models::train_test_split> synthetic(std::size_t train_samples,
+                                                                std::uint64_t seed = 7) {
+  return std::make_shared<herd::models::train_test_split>(
+      herd::models::make_synthetic_split(train_samples, 500, features, classes, seed));
+}
+
+run_config small_config(int workers, int batch) {
+  run_config config;
+  config.train.workers = workers;
+  config.train.batch_size = batch;
+  config.train.lr = 0.05;
+  config.train.momentum = 0.9;
+  config.train.weight_decay = 1e-4;
+  config.train.epochs = 1;
+  config.train.seed = 3;
+  config.train.eval_every = 1000;
+  config.data.dataset = "synthetic";
+  config.model.hidden = {16};
+  return config;
+}
+
+herd::actors::session_options quick() {
+  herd::actors::session_options options;
+  options.progress_interval = std::chrono::milliseconds(20);
+  return options;
+}
+
+// Twenty synchronous rounds of 4 workers at batch b against one model trained on the same samples
+// in batches of 4b: the mean of the workers' mean gradients is the big batch's mean gradient.
+TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch) {
+  const int workers = 4;
+  const int batch = 8;
+  const int rounds = 20;
+  auto config = small_config(workers, batch);
+  // One epoch is exactly `rounds` rounds: each shard holds rounds * batch samples.
+  auto data = synthetic(static_cast<std::size_t>(workers * rounds * batch));
+
+  train_session session(config, data, quick());
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.rounds, static_cast<std::uint64_t>(rounds));
+
+  // The reference: the same samples, step by step, in one batch of 4b.
+  const herd::models::mlp model(herd::actors::mlp_layer_sizes(config, data->train));
+  auto params = model.initial_parameters(config.train.seed);
+  herd::models::sgd optimizer(model.parameter_count(),
+                              {static_cast<float>(config.train.lr),
+                               static_cast<float>(config.train.momentum),
+                               static_cast<float>(config.train.weight_decay)});
+  std::vector<herd::models::batch_sampler> samplers;
+  for (int w = 0; w < workers; ++w)
+    samplers.emplace_back(herd::actors::worker_shard(config, data->train.size(), w),
+                          static_cast<std::size_t>(batch),
+                          herd::actors::worker_shuffle_seed(config, w));
+  herd::models::tensor grads({model.parameter_count()});
+  herd::models::tensor x;
+  std::vector<std::int32_t> y;
+  herd::models::mlp_workspace work;
+  for (int step = 0; step < rounds; ++step) {
+    std::vector<std::size_t> big_batch;
+    for (auto& sampler : samplers) {
+      const auto& indices = sampler.next();
+      big_batch.insert(big_batch.end(), indices.begin(), indices.end());
+    }
+    herd::models::gather_batch(data->train, big_batch, x, y);
+    model.loss_and_gradient(herd::kernels::cpu_ops(), params.data(), x, y, grads.data(), work);
+    optimizer.step(herd::kernels::cpu_ops(), params.data(), grads.data());
+  }
+
+  const auto& finals = session.final_parameters();
+  ASSERT_EQ(finals.size(), static_cast<std::size_t>(workers));
+  for (int w = 0; w < workers; ++w) {
+    ASSERT_EQ(finals[w].size(), params.size());
+    const double difference =
+        herd::models::relative_difference(finals[w].data(), params.data(), params.size());
+    EXPECT_LT(difference, 1e-4) << "worker " << w;
+  }
+  // And the training really moved the parameters (the comparison is not trivially true).
+  const auto initial = model.initial_parameters(config.train.seed);
+  EXPECT_GT(herd::models::relative_difference(finals[0].data(), initial.data(), initial.size()),
+            1e-2);
+}
+
+TEST(train_session, sync_replicas_stay_bitwise_identical) {
+  auto config = small_config(3, 16);
+  config.train.epochs = 2;
+  train_session session(config, synthetic(3 * 16 * 15), quick());
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs");
+  const auto& finals = session.final_parameters();
+  ASSERT_EQ(finals.size(), 3u);
+  EXPECT_EQ(finals[0], finals[1]);
+  EXPECT_EQ(finals[0], finals[2]);
+}
+
+TEST(train_session, summary_counts_are_consistent) {
+  const int workers = 4;
+  const int batch = 10;
+  auto config = small_config(workers, batch);
+  config.train.epochs = 2;
+  config.train.eval_every = 5;
+  // 1003 samples: 250 per shard (3 left out), 25 batches per epoch.
+  train_session session(config, synthetic(1003), quick());
+  EXPECT_EQ(session.samples_per_epoch(), 1000u);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs");
+  EXPECT_EQ(summary.algorithm, "sync");
+  EXPECT_EQ(summary.backend, "local");
+  EXPECT_EQ(summary.workers, workers);
+  EXPECT_EQ(summary.rounds, 50u);
+  EXPECT_EQ(summary.samples, 50u * workers * batch);
+  EXPECT_DOUBLE_EQ(summary.epochs, 2.0);
+  EXPECT_GT(summary.wall_seconds, 0.0);
+  EXPECT_NEAR(summary.samples_per_second, summary.samples / summary.wall_seconds, 1e-6);
+  ASSERT_EQ(summary.per_worker.size(), static_cast<std::size_t>(workers));
+  std::uint64_t steps = 0;
+  for (const auto& worker : summary.per_worker) {
+    // Every worker computed every round's gradient, and at most one more before it stopped.
+    EXPECT_GE(worker.steps, 50u);
+    EXPECT_LE(worker.steps, 51u);
+    EXPECT_EQ(worker.samples, worker.steps * batch);
+    EXPECT_TRUE(worker.live);
+    EXPECT_GT(worker.step_seconds.mean, 0.0);
+    EXPECT_LE(worker.step_seconds.median, worker.step_seconds.max);
+    steps += worker.steps;
+  }
+  EXPECT_EQ(summary.steps, steps);
+  // Evaluations every 5 rounds (the evaluator may skip one while busy) plus the final one.
+  EXPECT_GE(summary.evaluations.size(), 2u);
+  EXPECT_EQ(summary.evaluations.back().round, summary.rounds);
+  EXPECT_DOUBLE_EQ(summary.final_test_accuracy, summary.evaluations.back().test_accuracy);
+  EXPECT_GT(summary.final_test_accuracy, 0.5); // the synthetic problem is learnable
+  EXPECT_GT(summary.final_train_loss, 0.0);
+}
+
+TEST(train_session, stops_at_the_target_accuracy_and_reports_when) {
+  auto config = small_config(2, 16);
+  config.train.epochs = 50;
+  config.train.eval_every = 4;
+  config.train.target_accuracy = 0.6;
+  train_session session(config, synthetic(2000), quick());
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "target-accuracy");
+  ASSERT_TRUE(summary.time_to_target_seconds.has_value());
+  EXPECT_LE(*summary.time_to_target_seconds, summary.wall_seconds);
+  EXPECT_LT(summary.epochs, 50.0);
+  bool reached = false;
+  for (const auto& point : summary.evaluations)
+    reached = reached || point.test_accuracy >= 0.6;
+  EXPECT_TRUE(reached);
+}
+
+TEST(train_session, request_stop_ends_the_run_with_a_summary) {
+  auto config = small_config(4, 8);
+  config.train.epochs = 100000;
+  train_session session(config, synthetic(4000), quick());
+  session.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_GT(summary->rounds, 0u);
+  EXPECT_EQ(session.final_parameters().size(), 4u);
+}
+
+TEST(train_session, stops_after_max_seconds) {
+  auto config = small_config(2, 8);
+  config.train.epochs = 100000;
+  config.train.max_seconds = 0.3;
+  train_session session(config, synthetic(4000), quick());
+  const auto summary = session.run();
+  EXPECT_EQ(summary.stop_reason, "max-seconds");
+  EXPECT_GE(summary.wall_seconds, 0.3);
+  EXPECT_GT(summary.rounds, 0u);
+}
+
+TEST(train_session, batch_larger_than_a_shard_is_rejected_before_anything_runs) {
+  auto config = small_config(4, 300);
+  EXPECT_THROW(train_session(config, synthetic(1000), quick()), herd::config::invalid_config);
+}
+
+// Fault injection through the kernel interface: the N-th backward pass of softmax (only ever
+// called by a worker's training step) throws, so exactly one worker's step fails.
+class failing_ops final : public herd::kernels::ops {
+public:
+  explicit failing_ops(int fail_on_call) : fail_on_call_(fail_on_call) {}
+  std::string_view name() const override { return "failing"; }
+  void gemm(herd::kernels::transpose ta, herd::kernels::transpose tb, int m, int n, int k,
+            float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
+            int ldc) const override {
+    base().gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void bias_add(float* y, const float* bias, int rows, int cols) const override {
+    base().bias_add(y, bias, rows, cols);
+  }
+  void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
+    base().bias_grad(dy, bias_grad, rows, cols);
+  }
+  void relu_forward(const float* x, float* y, std::size_t n) const override {
+    base().relu_forward(x, y, n);
+  }
+  void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
+    base().relu_backward(y, dy, dx, n);
+  }
+  float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows,
+                             int classes_count, float* probs) const override {
+    return base().softmax_xent_forward(logits, labels, rows, classes_count, probs);
+  }
+  void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows,
+                             int classes_count, float* dlogits) const override {
+    if (calls_.fetch_add(1) + 1 == fail_on_call_)
+      throw std::runtime_error("injected failure");
+    base().softmax_xent_backward(probs, labels, rows, classes_count, dlogits);
+  }
+  std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
+                            int classes_count) const override {
+    return base().count_correct(scores, labels, rows, classes_count);
+  }
+  void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
+                const herd::kernels::sgd_hyper& hyper) const override {
+    base().sgd_step(params, grads, velocity, n, hyper);
+  }
+  void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
+                    std::size_t n) const override {
+    base().weighted_sum(out, inputs, weights, k, n);
+  }
+
+private:
+  static const herd::kernels::ops& base() { return herd::kernels::cpu_ops(); }
+  int fail_on_call_;
+  mutable std::atomic<int> calls_{0};
+};
+
+TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
+  auto config = small_config(4, 8);
+  config.train.epochs = 2;
+  failing_ops ops(10);
+  auto options = quick();
+  options.ops = &ops;
+  train_session session(config, synthetic(4 * 8 * 10), options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  int lost = 0;
+  for (const auto& worker : summary.per_worker)
+    lost += worker.live ? 0 : 1;
+  EXPECT_EQ(lost, 1);
+  // The three survivors still trained two epochs' worth of samples, in rounds of three.
+  EXPECT_GE(summary.samples, 2u * 4 * 8 * 10);
+  const auto& finals = session.final_parameters();
+  std::vector<const std::vector<float>*> survivors;
+  for (const auto& params : finals)
+    if (!params.empty())
+      survivors.push_back(&params);
+  ASSERT_EQ(survivors.size(), 3u);
+  EXPECT_EQ(*survivors[0], *survivors[1]);
+  EXPECT_EQ(*survivors[0], *survivors[2]);
+}
+
+} // namespace
