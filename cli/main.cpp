@@ -1,0 +1,46 @@
+// The `herd` executable: dispatches to its commands.
+#include "cli/train_command.hpp"
+#include "kernels/cuda/device.hpp"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#ifndef HERD_VERSION
+#define HERD_VERSION "unknown"
+#endif
+
+namespace {
+
+const char* usage = "usage: herd <command> [options]\n\n"
+                    "Herd trains neural networks with actors that do not wait for stragglers.\n\n"
+                    "commands:\n"
+                    "  train     train in this process with N worker actors (herd train --help)\n\n"
+                    "options:\n"
+                    "  --help, -h      show this help\n"
+                    "  --version       show the version\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << usage;
+    return herd::cli::exit_bad_input;
+  }
+  const std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << usage;
+    return herd::cli::exit_ok;
+  }
+  if (command == "--version") {
+    std::cout << "herd " << HERD_VERSION << '\n'
+              << herd::kernels::cuda::describe(herd::kernels::cuda::query_devices()) << '\n';
+    return herd::cli::exit_ok;
+  }
+  if (command == "train")
+    return herd::cli::train_command(args);
+  std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;
+  return herd::cli::exit_bad_input;
+}

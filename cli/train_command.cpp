@@ -1,0 +1,190 @@
+// `herd train`; see train_command.hpp.
+#include "cli/train_command.hpp"
+
+#include "actors/train_session.hpp"
+#include "cli/progress_printer.hpp"
+#include "cli/report.hpp"
+#include "config/loader.hpp"
+#include "models/dataset.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
+
+namespace herd::cli {
+
+namespace {
+
+std::atomic<int> interrupts{0};
+
+extern "C" void on_interrupt(int) {
+  // A second Ctrl-C while stopping ends the process at once.
+  if (interrupts.fetch_add(1) >= 1) {
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+
+struct train_arguments {
+  std::string config_file;
+  std::string report_file;
+  std::vector<std::string> overrides;
+  bool help = false;
+};
+
+// Throws std::invalid_argument with a message for the user.
+train_arguments parse_arguments(const std::vector<std::string>& args) {
+  train_arguments parsed;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value_of = [&](const std::string& name) -> std::string {
+      if (arg.size() > name.size() && arg[name.size()] == '=')
+        return arg.substr(name.size() + 1);
+      if (i + 1 >= args.size())
+        throw std::invalid_argument(name + " needs a value, e.g. " + name + " FILE");
+      return args[++i];
+    };
+    auto is = [&](const std::string& name) { return arg == name || arg.rfind(name + "=", 0) == 0; };
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+    } else if (is("--config") || arg == "-c") {
+      parsed.config_file = value_of(arg == "-c" ? "-c" : "--config");
+    } else if (is("--report")) {
+      parsed.report_file = value_of("--report");
+    } else if (arg.rfind("--", 0) == 0 && arg.find('.') != std::string::npos &&
+               arg.find('=') != std::string::npos && arg.find('.') < arg.find('=')) {
+      parsed.overrides.push_back(arg);
+    } else {
+      throw std::invalid_argument("unknown argument '" + arg +
+                                  "'; settings are written --section.key=value "
+                                  "(see herd train --help)");
+    }
+  }
+  return parsed;
+}
+
+std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config) {
+  if (config.data.dataset == "synthetic") {
+    // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
+    return std::make_shared<models::train_test_split>(
+        models::make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
+  }
+  return std::make_shared<models::train_test_split>(models::load_fashion_mnist(config.data.path));
+}
+
+std::string describe_model(const std::vector<std::size_t>& sizes) {
+  std::string text;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    text += (i ? "-" : "") + std::to_string(sizes[i]);
+  return text;
+}
+
+} // namespace
+
+std::string train_help() {
+  std::ostringstream out;
+  out << "usage: herd train [--config FILE] [--report FILE] [--section.key=value ...]\n\n"
+         "Trains an MLP with N worker actors in this process and prints a summary.\n\n"
+         "  --config FILE, -c FILE  read settings from an INI file (e.g. config/quickstart.ini)\n"
+         "  --report FILE           also write the run summary as JSON to FILE\n"
+         "  --help, -h              show this help\n\n"
+         "Settings (in a file as [section] key = value; on the command line as\n"
+         "--section.key=value, which overrides the file):\n"
+      << config::describe_keys()
+      << "\nTraining stops at train.target-accuracy, train.epochs or train.max-seconds,\n"
+         "whichever comes first. Ctrl-C stops after the rounds in flight and prints the\n"
+         "summary; a second Ctrl-C aborts.\n\n"
+         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted.\n";
+  return out.str();
+}
+
+int train_command(const std::vector<std::string>& args) {
+  train_arguments parsed;
+  config::run_config config;
+  try {
+    parsed = parse_arguments(args);
+    if (parsed.help) {
+      std::cout << train_help();
+      return exit_ok;
+    }
+    config = config::load(parsed.config_file, parsed.overrides);
+  } catch (const config::invalid_config& invalid) {
+    for (const auto& error : invalid.errors())
+      std::cerr << "herd train: " << error.message << '\n';
+    return exit_bad_input;
+  } catch (const std::invalid_argument& bad) {
+    std::cerr << "herd train: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+
+  std::shared_ptr<const models::train_test_split> data;
+  const auto load_start = std::chrono::steady_clock::now();
+  try {
+    data = load_data(config);
+  } catch (const models::data_error& bad) {
+    std::cerr << "herd train: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  const double load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+
+  const bool interactive = ::isatty(STDOUT_FILENO) != 0;
+  progress_printer printer(std::cout, interactive, config.train.epochs);
+  actors::session_options options;
+  options.observer = &printer;
+  std::optional<actors::train_session> session;
+  try {
+    session.emplace(config, data, options);
+  } catch (const config::invalid_config& invalid) {
+    for (const auto& error : invalid.errors())
+      std::cerr << "herd train: " << error.message << '\n';
+    return exit_bad_input;
+  }
+
+  const auto sizes = actors::mlp_layer_sizes(config, data->train);
+  std::cout << "herd train: " << config.train.algorithm << ", " << config.train.workers
+            << " workers x batch " << config.train.batch_size << ", lr " << config.train.lr
+            << ", MLP " << describe_model(sizes) << ", " << data->train.name << " ("
+            << data->train.size() << " train / " << data->test.size() << " test, loaded in "
+            << std::fixed << std::setprecision(1) << load_seconds << " s)" << std::endl;
+  std::cout.unsetf(std::ios::fixed);
+
+  interrupts = 0;
+  auto previous_handler = std::signal(SIGINT, on_interrupt);
+  session->start();
+  bool stop_requested = false;
+  std::optional<actors::run_summary> summary;
+  while (!(summary = session->wait_for(std::chrono::milliseconds(100)))) {
+    if (interrupts.load() > 0 && !stop_requested) {
+      stop_requested = true;
+      printer.on_notice("interrupted: stopping after the rounds in flight "
+                        "(Ctrl-C again to abort)");
+      session->request_stop();
+    }
+  }
+  std::signal(SIGINT, previous_handler);
+  printer.finish();
+
+  print_summary(std::cout, *summary);
+  if (!parsed.report_file.empty()) {
+    try {
+      write_file_atomically(parsed.report_file, report_json(*summary, config));
+      std::cout << "\nreport written to " << parsed.report_file << '\n';
+    } catch (const std::exception& failure) {
+      std::cerr << "herd train: " << failure.what() << '\n';
+      return exit_run_failed;
+    }
+  }
+  if (summary->stop_reason == "error")
+    return exit_run_failed;
+  if (summary->stop_reason == "interrupted")
+    return exit_interrupted;
+  return exit_ok;
+}
+
+} // namespace herd::cli

@@ -1,0 +1,167 @@
+// The `herd` executable end to end: help, bad input with exit code 2 and a message naming the
+// problem, a short run with its JSON report, and Ctrl-C.
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "support/subprocess.hpp"
+
+namespace {
+
+using herd::testing::run_process;
+using testing::HasSubstr;
+
+class herd_cli : public testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("herd-cli-test-" + std::to_string(::getpid()) + "-" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static herd::testing::process_result
+  herd(std::vector<std::string> args, std::optional<std::chrono::milliseconds> interrupt = {}) {
+    args.insert(args.begin(), HERD_BINARY);
+    return run_process(args, std::chrono::seconds(120), interrupt);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
+
+// A short run on generated data: no dataset package needed.
+const std::vector<std::string> synthetic_run{"train", "--data.dataset=synthetic",
+                                             "--train.workers=2", "--model.hidden=[32]",
+                                             "--train.epochs=1"};
+
+TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
+  auto top = herd({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.output, HasSubstr("train"));
+  auto train = herd({"train", "--help"});
+  EXPECT_EQ(train.exit_code, 0);
+  for (const char* key :
+       {"train.algorithm", "train.workers", "train.batch-size", "train.lr", "train.momentum",
+        "train.weight-decay", "train.epochs", "train.target-accuracy", "train.max-seconds",
+        "train.seed", "data.path", "model.hidden", "metrics.port", "--config", "--report"})
+    EXPECT_THAT(train.output, HasSubstr(key));
+}
+
+TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
+  auto command = herd({"frobnicate"});
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_THAT(command.output, HasSubstr("unknown command 'frobnicate'"));
+  auto argument = herd({"train", "--frobnicate"});
+  EXPECT_EQ(argument.exit_code, 2);
+  EXPECT_THAT(argument.output, HasSubstr("unknown argument '--frobnicate'"));
+}
+
+TEST_F(herd_cli, bad_config_value_exits_2_naming_key_and_value) {
+  auto result = herd({"train", "--train.workers=0", "--train.lr=-0.1"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("train.workers = 0"));
+  EXPECT_THAT(result.output, HasSubstr("train.lr = -0.1"));
+}
+
+TEST_F(herd_cli, bad_config_file_exits_2_naming_file_and_key) {
+  const auto file = path("bad.ini");
+  std::ofstream(file) << "[train]\nworkers = 4\nalgorithim = \"sync\"\n";
+  auto result = herd({"train", "--config", file});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("unknown key train.algorithim"));
+  EXPECT_THAT(result.output, HasSubstr(file));
+  EXPECT_THAT(result.output, HasSubstr("did you mean train.algorithm?"));
+}
+
+TEST_F(herd_cli, missing_dataset_exits_2_and_says_what_to_install) {
+  auto result = herd({"train", "--data.path=" + path("no-such-dir")});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("apt-get install dataset-fashion-mnist"));
+}
+
+TEST_F(herd_cli, corrupt_idx_file_exits_2_naming_the_file) {
+  // Four files with the right names; the training images are not IDX at all.
+  for (const char* name :
+       {"train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+    std::ofstream(path(name)) << "placeholder";
+  const auto corrupt = path("train-images-idx3-ubyte.gz");
+  gzFile out = gzopen(corrupt.c_str(), "wb");
+  const char garbage[] = "this is not an IDX file at all, just some bytes";
+  gzwrite(out, garbage, sizeof garbage);
+  gzclose(out);
+  auto result = herd({"train", "--data.path=" + dir_.string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("train-images-idx3-ubyte"));
+  EXPECT_THAT(result.output, HasSubstr("magic"));
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("terminate")));
+}
+
+TEST_F(herd_cli, batch_larger_than_a_shard_exits_2) {
+  auto args = synthetic_run;
+  args.push_back("--train.batch-size=5000");
+  auto result = herd(args);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("train.batch-size = 5000"));
+}
+
+TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
+  auto args = synthetic_run;
+  const auto report_path = path("report.json");
+  args.insert(args.end(), {"--report", report_path});
+  auto result = herd(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("Herd run summary"));
+  EXPECT_THAT(result.output, HasSubstr("evaluation at round")); // log lines, not a terminal
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good()) << report_path;
+  const auto report = nlohmann::json::parse(in);
+  for (const char* field :
+       {"algorithm", "workers", "backend", "imbalance", "steps", "rounds", "samples",
+        "wall_seconds", "time_to_target_seconds", "final_test_accuracy", "final_train_loss",
+        "samples_per_second", "per_worker", "evaluations", "stop_reason", "config"})
+    EXPECT_TRUE(report.contains(field)) << field;
+  EXPECT_EQ(report["algorithm"], "sync");
+  EXPECT_EQ(report["workers"], 2);
+  EXPECT_EQ(report["backend"], "local");
+  EXPECT_EQ(report["imbalance"], "none");
+  EXPECT_EQ(report["stop_reason"], "epochs");
+  EXPECT_TRUE(report["time_to_target_seconds"].is_null());
+  EXPECT_EQ(report["per_worker"].size(), 2u);
+  EXPECT_GT(report["per_worker"][0]["steps"].get<int>(), 0);
+  EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
+  EXPECT_GT(report["samples_per_second"].get<double>(), 0.0);
+  EXPECT_FALSE(std::filesystem::exists(report_path + ".tmp"));
+}
+
+TEST_F(herd_cli, unwritable_report_path_is_an_error_after_the_summary) {
+  auto args = synthetic_run;
+  args.insert(args.end(), {"--report", path("missing-dir/report.json")});
+  auto result = herd(args);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("Herd run summary"));
+  EXPECT_THAT(result.output, HasSubstr("missing-dir/report.json"));
+}
+
+TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {
+  const auto report_path = path("interrupted.json");
+  auto result = herd({"train", "--data.dataset=synthetic", "--train.epochs=100000",
+                      "--model.hidden=[32]", "--report", report_path},
+                     std::chrono::milliseconds(1500));
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("interrupted"));
+  EXPECT_THAT(result.output, HasSubstr("Herd run summary"));
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good());
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["stop_reason"], "interrupted");
+  EXPECT_GT(report["rounds"].get<int>(), 0);
+}
+
+} // namespace

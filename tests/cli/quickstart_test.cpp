@@ -1,0 +1,34 @@
+// The quick-start job on the real Fashion-MNIST: 4 workers reach 0.85 test accuracy within 3
+// epochs. Needs the dataset-fashion-mnist package (scripts/install-deps.sh installs it).
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/subprocess.hpp"
+
+namespace {
+
+TEST(quickstart, four_workers_reach_85_percent_within_three_epochs) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist";
+  const auto report_path = (std::filesystem::temp_directory_path() /
+                            ("herd-quickstart-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const auto result = herd::testing::run_process(
+      {HERD_BINARY, "train", "--config", std::string(HERD_CONFIG_DIR) + "/quickstart.ini",
+       "--train.epochs=3", "--train.target-accuracy=0.85", "--report", report_path},
+      std::chrono::minutes(10));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good());
+  const auto report = nlohmann::json::parse(in);
+  std::filesystem::remove(report_path);
+  EXPECT_EQ(report["workers"], 4);
+  EXPECT_EQ(report["stop_reason"], "target-accuracy") << result.output;
+  EXPECT_FALSE(report["time_to_target_seconds"].is_null());
+  EXPECT_GE(report["final_test_accuracy"].get<double>(), 0.85);
+  EXPECT_LE(report["epochs"].get<double>(), 3.0);
+}
+
+} // namespace

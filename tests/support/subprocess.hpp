@@ -1,0 +1,22 @@
+// Runs a program as a child process for end-to-end tests: collects its output (stdout and stderr
+// together), optionally sends SIGINT after a delay, and kills it if it overruns a timeout.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herd::testing {
+
+struct process_result {
+  int exit_code = -1; // the exit status, or 128 + signal number if a signal ended it
+  std::string output; // stdout and stderr, interleaved as written
+  bool timed_out = false;
+};
+
+process_result run_process(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(120),
+                           std::optional<std::chrono::milliseconds> interrupt_after = {});
+
+} // namespace herd::testing
