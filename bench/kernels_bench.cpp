@@ -1,0 +1,328 @@
+// bench_kernels: what the kernel layer costs over its baselines. GEMM GFLOP/s of cpu_ops().gemm
+// against a bare cblas_sgemm, and weighted_sum GB/s against memcpy moving the same bytes.
+//
+// Usage: bench_kernels [--quick] [--blas_threads=N] [Google Benchmark flags]
+// Prints Google Benchmark's table (aggregates over repetitions), then ratios of the medians of this
+// same run. Defaults: 5 repetitions of at least 0.1 s; --quick: 3 of at least 0.02 s (about 40 s
+// and 10 s on 2 cores). Later --benchmark_* flags override both. Benchmarks assert nothing.
+#include "kernels/ops.hpp"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using herd::kernels::cpu_ops;
+using herd::kernels::transpose;
+
+// ---- GEMM ---------------------------------------------------------------------------------------
+
+struct gemm_shape {
+  std::string name;
+  transpose trans_a;
+  transpose trans_b;
+  int m;
+  int n;
+  int k;
+};
+
+// The GEMMs of the MLP 784-256-128-10 as models/layers.cpp calls them (weights stored outputs x
+// inputs): forward y = x W^T, weight gradient dW = dy^T x, input gradient dx = dy W (not needed
+// for the first layer). Plus 1024^3, where OpenBLAS runs at its peak.
+std::vector<gemm_shape> gemm_shapes() {
+  struct layer {
+    const char* name;
+    int inputs;
+    int outputs;
+  };
+  const layer layers[] = {{"fc1", 784, 256}, {"fc2", 256, 128}, {"fc3", 128, 10}};
+  std::vector<gemm_shape> shapes;
+  for (const int batch : {32, 128}) {
+    const std::string prefix = "b" + std::to_string(batch) + "_";
+    for (const layer& l : layers) {
+      shapes.push_back({prefix + l.name + "_forward", transpose::no, transpose::yes, batch,
+                        l.outputs, l.inputs});
+      shapes.push_back({prefix + l.name + "_weight_grad", transpose::yes, transpose::no, l.outputs,
+                        l.inputs, batch});
+      if (l.inputs != 784)
+        shapes.push_back({prefix + l.name + "_input_grad", transpose::no, transpose::no, batch,
+                          l.inputs, l.outputs});
+    }
+  }
+  shapes.push_back({"square_1024", transpose::no, transpose::no, 1024, 1024, 1024});
+  return shapes;
+}
+
+int stored_cols(transpose trans, int op_rows, int op_cols) {
+  return trans == transpose::no ? op_cols : op_rows;
+}
+
+CBLAS_TRANSPOSE to_cblas(transpose trans) {
+  return trans == transpose::no ? CblasNoTrans : CblasTrans;
+}
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float& value : values)
+    value = distribution(generator);
+  return values;
+}
+
+// A, B and C big enough for every shape, written once before any timing: first touch of fresh
+// pages is very slow on these VMs and would otherwise land inside the first measurements.
+struct gemm_operands {
+  static constexpr std::size_t largest_matrix = std::size_t{1024} * 1024;
+  std::vector<float> a = random_values(largest_matrix, 1);
+  std::vector<float> b = random_values(largest_matrix, 2);
+  std::vector<float> c = std::vector<float>(largest_matrix, 0.0f);
+};
+
+gemm_operands& shared_gemm_operands() {
+  static gemm_operands operands;
+  return operands;
+}
+
+void count_gemm_flops(benchmark::State& state, const gemm_shape& s) {
+  const double gigaflops_per_call = 2.0 * s.m * s.n * s.k * 1e-9;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(gigaflops_per_call, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void gemm_through_cpu_ops(benchmark::State& state, const gemm_shape& s) {
+  gemm_operands& operands = shared_gemm_operands();
+  const int lda = stored_cols(s.trans_a, s.m, s.k);
+  const int ldb = stored_cols(s.trans_b, s.k, s.n);
+  const auto& kernels = cpu_ops();
+  for (auto _ : state) {
+    kernels.gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, operands.a.data(), lda,
+                 operands.b.data(), ldb, 0.0f, operands.c.data(), s.n);
+    benchmark::ClobberMemory();
+  }
+  count_gemm_flops(state, s);
+}
+
+void gemm_through_bare_cblas(benchmark::State& state, const gemm_shape& s) {
+  gemm_operands& operands = shared_gemm_operands();
+  const int lda = stored_cols(s.trans_a, s.m, s.k);
+  const int ldb = stored_cols(s.trans_b, s.k, s.n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, to_cblas(s.trans_a), to_cblas(s.trans_b), s.m, s.n, s.k, 1.0f,
+                operands.a.data(), lda, operands.b.data(), ldb, 0.0f, operands.c.data(), s.n);
+    benchmark::ClobberMemory();
+  }
+  count_gemm_flops(state, s);
+}
+
+// ---- weighted sum against memcpy ----------------------------------------------------------------
+
+struct reduction_case {
+  int inputs;
+  std::size_t floats;
+  std::string name() const { return "k" + std::to_string(inputs) + "/n" + std::to_string(floats); }
+  // Bytes a weighted sum moves: k inputs read and one output written.
+  std::size_t bytes_moved() const {
+    return (static_cast<std::size_t>(inputs) + 1) * floats * sizeof(float);
+  }
+};
+
+constexpr std::size_t mlp_parameter_count = 235146; // 784*256+256 + 256*128+128 + 128*10+10
+constexpr std::size_t large_floats = std::size_t{16} << 20;
+constexpr int most_inputs = 8;
+
+std::vector<reduction_case> reduction_cases() {
+  std::vector<reduction_case> cases;
+  for (const std::size_t floats : {mlp_parameter_count, large_floats})
+    for (const int inputs : {2, 4, most_inputs})
+      cases.push_back({inputs, floats});
+  return cases;
+}
+
+// One arena, written once, holds the inputs and output of every weighted sum and both sides of
+// every memcpy, so that kernel and baseline run on the same (already touched) pages.
+std::vector<float>& reduction_arena() {
+  static std::vector<float> arena((most_inputs + 1) * large_floats, 1.0f);
+  return arena;
+}
+
+void count_bytes(benchmark::State& state, std::size_t bytes_per_call) {
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes_per_call) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Inputs all hold 1 and the weights are 1/k (exact for k = 2, 4, 8), so the output stays 1 even
+// when it is written into inputs[0] over and over.
+void weighted_sum_benchmark(benchmark::State& state, const reduction_case& c,
+                            bool into_first_input) {
+  float* arena = reduction_arena().data();
+  std::vector<const float*> inputs(static_cast<std::size_t>(c.inputs));
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    inputs[i] = arena + i * c.floats;
+  float* out = into_first_input ? arena : arena + static_cast<std::size_t>(c.inputs) * c.floats;
+  const std::vector<float> weights(static_cast<std::size_t>(c.inputs), 1.0f / c.inputs);
+  const auto& kernels = cpu_ops();
+  for (auto _ : state) {
+    kernels.weighted_sum(out, inputs.data(), weights.data(), c.inputs, c.floats);
+    benchmark::ClobberMemory();
+  }
+  count_bytes(state, c.bytes_moved());
+}
+
+// memcpy moves 2 bytes (one read, one written) per byte copied, so it copies half of what the
+// weighted sum moves: both benchmarks then move the same total.
+void memcpy_benchmark(benchmark::State& state, const reduction_case& c) {
+  char* arena = reinterpret_cast<char*>(reduction_arena().data());
+  const std::size_t bytes_copied = c.bytes_moved() / 2;
+  for (auto _ : state) {
+    std::memcpy(arena + bytes_copied, arena, bytes_copied);
+    benchmark::ClobberMemory();
+  }
+  count_bytes(state, 2 * bytes_copied);
+}
+
+// ---- the ratio table ----------------------------------------------------------------------------
+
+// Google Benchmark's console table, plus a copy of every median (or, with one repetition, of the
+// single run) so the ratios can be printed once everything has run.
+class median_collector : public benchmark::ConsoleReporter {
+public:
+  median_collector() : ConsoleReporter(OO_Tabular) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.error_occurred)
+        continue;
+      const std::string& name = run.run_name.function_name;
+      const bool median_of_repetitions =
+          run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      const bool only_run = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
+      if (median_of_repetitions || only_run)
+        medians_[name] = run.counters;
+    }
+  }
+
+  // The median of counter in benchmark name, or 0 when that benchmark did not run (a filter).
+  double median(const std::string& name, const std::string& counter) const {
+    const auto found = medians_.find(name);
+    if (found == medians_.end())
+      return 0.0;
+    const auto value = found->second.find(counter);
+    return value == found->second.end() ? 0.0 : value->second.value;
+  }
+
+private:
+  std::map<std::string, benchmark::UserCounters> medians_;
+};
+
+double ratio(double kernel, double baseline) {
+  return baseline > 0.0 ? kernel / baseline : 0.0;
+}
+
+void print_ratios(const median_collector& results) {
+  std::printf("\nRatios of medians (kernel layer / baseline), same process. 0 = not run.\n");
+  std::printf("\n%-22s %14s %14s %7s\n", "GEMM shape (m n k)", "cpu_ops GF/s", "cblas GF/s",
+              "ratio");
+  for (const gemm_shape& s : gemm_shapes()) {
+    const double layer = results.median("gemm/cpu_ops/" + s.name, "GFLOP/s");
+    const double bare = results.median("gemm/cblas/" + s.name, "GFLOP/s");
+    std::printf("%-22s %14.1f %14.1f %7.3f   (%d %d %d)\n", s.name.c_str(), layer, bare,
+                ratio(layer, bare), s.m, s.n, s.k);
+  }
+  std::printf("\n%-18s %14s %14s %14s %9s %9s\n", "weighted sum", "out GB/s", "in-place GB/s",
+              "memcpy GB/s", "out/mcpy", "inpl/mcpy");
+  for (const reduction_case& c : reduction_cases()) {
+    const double separate = results.median("weighted_sum/" + c.name(), "GB/s");
+    const double in_place = results.median("weighted_sum_in_place/" + c.name(), "GB/s");
+    const double copy = results.median("memcpy/" + c.name(), "GB/s");
+    std::printf("%-18s %14.2f %14.2f %14.2f %9.3f %9.3f\n", c.name().c_str(), separate, in_place,
+                copy, ratio(separate, copy), ratio(in_place, copy));
+  }
+  std::printf("\nGB/s counts (k reads + 1 write) * n * 4 bytes for a weighted sum and 2 * bytes "
+              "copied for memcpy,\nat equal bytes moved. \"out\" writes a separate buffer, "
+              "\"in-place\" writes into inputs[0].\n");
+}
+
+// Real time, not CPU time: OpenBLAS computes in threads of its own, which the CPU time of the
+// benchmark thread would leave out.
+void register_benchmarks() {
+  for (const gemm_shape& s : gemm_shapes()) {
+    benchmark::RegisterBenchmark(("gemm/cpu_ops/" + s.name).c_str(), gemm_through_cpu_ops, s)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("gemm/cblas/" + s.name).c_str(), gemm_through_bare_cblas, s)
+        ->UseRealTime();
+  }
+  for (const reduction_case& c : reduction_cases()) {
+    benchmark::RegisterBenchmark(("weighted_sum/" + c.name()).c_str(), weighted_sum_benchmark, c,
+                                 false)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("weighted_sum_in_place/" + c.name()).c_str(),
+                                 weighted_sum_benchmark, c, true)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("memcpy/" + c.name()).c_str(), memcpy_benchmark, c)
+        ->UseRealTime();
+  }
+}
+
+// Whether cpu_ops' target_clones resolvers pick the AVX2+FMA clone on this machine.
+bool runs_x86_64_v3_clone() {
+  __builtin_cpu_init();
+#if defined(__clang__)
+  // clang (clang-tidy) knows no "x86-64-v3" here; these are the level's vector features.
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return __builtin_cpu_supports("x86-64-v3"); // the resolver's own test
+#endif
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // Our defaults come first so that flags given on the command line, parsed later, win.
+  // The warm-up wakes OpenBLAS's threads and the caches before the first timed repetition.
+  std::vector<std::string> arguments{argv[0], "--benchmark_repetitions=5",
+                                     "--benchmark_min_time=0.1", "--benchmark_min_warmup_time=0.05",
+                                     "--benchmark_report_aggregates_only=true"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument == "--quick") {
+      arguments.emplace_back("--benchmark_repetitions=3");
+      arguments.emplace_back("--benchmark_min_time=0.02");
+      arguments.emplace_back("--benchmark_min_warmup_time=0.02");
+    } else if (argument.rfind("--blas_threads=", 0) == 0) {
+      herd::kernels::set_blas_threads(std::stoi(argument.substr(std::strlen("--blas_threads="))));
+    } else {
+      arguments.push_back(argument);
+    }
+  }
+  std::vector<char*> pointers;
+  pointers.reserve(arguments.size());
+  for (std::string& argument : arguments)
+    pointers.push_back(argument.data());
+  int count = static_cast<int>(pointers.size());
+  benchmark::Initialize(&count, pointers.data());
+  if (benchmark::ReportUnrecognizedArguments(count, pointers.data()))
+    return 1;
+
+  std::printf("OpenBLAS threads: %d. Elementwise kernels: %s clone.\n",
+              herd::kernels::blas_threads(),
+              runs_x86_64_v3_clone() ? "AVX2+FMA (x86-64-v3)" : "baseline x86-64 (default)");
+
+  // Every buffer is allocated and written here, before the first benchmark starts its clock.
+  shared_gemm_operands();
+  reduction_arena();
+  register_benchmarks();
+  median_collector results;
+  benchmark::RunSpecifiedBenchmarks(&results);
+  print_ratios(results);
+  benchmark::Shutdown();
+  return 0;
+}

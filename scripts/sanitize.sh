@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds and tests Herd under a sanitizer: scripts/sanitize.sh address (ASan+UBSan, default) or
+# scripts/sanitize.sh thread (TSan). Builds into build-<sanitizer>/; extra arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizer="${1:-address}"
+shift || true
+build_dir="build-${sanitizer}"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_SANITIZERS="$sanitizer" \
+  -DHERD_BUILD_BENCH=OFF -DHERD_WITH_CUDA=OFF
+cmake --build "$build_dir" -j "$(nproc)"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -LE slow "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's second command (and what CI runs): install what is missing, build, and run every
+# test. GPU tests skip where there is no device. Extra arguments go to ctest, e.g. -L data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
