@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds and tests Herd under a sanitizer: scripts/sanitize.sh address (ASan+UBSan, default) or
 # scripts/sanitize.sh thread (TSan). Builds into build-<sanitizer>/; extra arguments go to ctest.
+# TSan leaves out the tests labelled caf: Debian's libcaf_core is not built with TSan, so the
+# synchronisation of its mailboxes is invisible and every message between threads reads as a
+# race (measured: hundreds of reports, all in CAF's mailbox_element). The thread-safety of
+# Herd's own concurrent code outside CAF (compute_thread, buffer_pool, local backend) is covered.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizer="${1:-address}"
@@ -12,4 +16,6 @@ cmake --build "$build_dir" -j "$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -LE slow "$@"
+excluded="slow"
+[ "$sanitizer" = thread ] && excluded="slow|caf"
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -LE "$excluded" "$@"
