@@ -10,6 +10,24 @@ namespace {
 
 using herd::actors::compute_thread;
 
+// A job that signals when it starts and then blocks until released, to hold the thread busy.
+class blocking_job {
+public:
+  void post_to(compute_thread& thread) {
+    auto released = release_.get_future().share();
+    thread.post([this, released] {
+      started_.set_value();
+      released.wait();
+    });
+    started_.get_future().wait();
+  }
+  void release() { release_.set_value(); }
+
+private:
+  std::promise<void> started_;
+  std::promise<void> release_;
+};
+
 TEST(compute_thread, runs_the_job_on_another_thread) {
   compute_thread thread("test");
   std::promise<std::thread::id> ran_on;
@@ -21,16 +39,10 @@ TEST(compute_thread, runs_the_job_on_another_thread) {
 
 TEST(compute_thread, busy_until_the_job_returns) {
   compute_thread thread("test");
-  std::promise<void> release;
-  auto released = release.get_future().share();
-  std::promise<void> started;
-  thread.post([&, released] {
-    started.set_value();
-    released.wait();
-  });
-  started.get_future().wait();
+  blocking_job job;
+  job.post_to(thread);
   EXPECT_TRUE(thread.busy());
-  release.set_value();
+  job.release();
   for (int i = 0; i < 1000 && thread.busy(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_FALSE(thread.busy());
@@ -46,17 +58,11 @@ TEST(compute_thread, a_job_may_be_posted_while_the_previous_one_finishes) {
 
 TEST(compute_thread, posting_over_a_job_that_has_not_started_is_an_error) {
   compute_thread thread("test");
-  std::promise<void> release;
-  auto released = release.get_future().share();
-  std::promise<void> started;
-  thread.post([&, released] {
-    started.set_value();
-    released.wait();
-  });
-  started.get_future().wait();
+  blocking_job job;
+  job.post_to(thread);
   thread.post([] {});                                      // waits behind the running job
   EXPECT_THROW(thread.post([] {}), std::invalid_argument); // a second waiting job is refused
-  release.set_value();
+  job.release();
 }
 
 TEST(compute_thread, destruction_waits_for_the_running_job) {

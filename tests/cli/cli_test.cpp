@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "support/subprocess.hpp"
+#include "support/temp_directory.hpp"
 
 namespace {
 
@@ -16,23 +17,15 @@ using testing::HasSubstr;
 
 class herd_cli : public testing::Test {
 protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("herd-cli-test-" + std::to_string(::getpid()) + "-" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   static herd::testing::process_result
   herd(std::vector<std::string> args, std::optional<std::chrono::milliseconds> interrupt = {}) {
     args.insert(args.begin(), HERD_BINARY);
     return run_process(args, std::chrono::seconds(120), interrupt);
   }
 
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return dir_.file(name); }
 
-  std::filesystem::path dir_;
+  herd::testing::temp_directory dir_;
 };
 
 // A short run on generated data: no dataset package needed.
@@ -95,7 +88,7 @@ TEST_F(herd_cli, corrupt_idx_file_exits_2_naming_the_file) {
   const char garbage[] = "this is not an IDX file at all, just some bytes";
   gzwrite(out, garbage, sizeof garbage);
   gzclose(out);
-  auto result = herd({"train", "--data.path=" + dir_.string()});
+  auto result = herd({"train", "--data.path=" + dir_.path().string()});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.output, HasSubstr("train-images-idx3-ubyte"));
   EXPECT_THAT(result.output, HasSubstr("magic"));

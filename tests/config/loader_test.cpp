@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/temp_directory.hpp"
+
 namespace {
 
 using herd::config::invalid_config;
@@ -15,16 +17,8 @@ using testing::HasSubstr;
 
 class config_files : public testing::Test {
 protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("herd-config-test-" + std::to_string(::getpid()) + "-" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& text) {
-    const auto path = (dir_ / name).string();
+    const auto path = dir_.file(name);
     std::ofstream(path) << text;
     return path;
   }
@@ -40,7 +34,7 @@ protected:
     return {};
   }
 
-  std::filesystem::path dir_;
+  herd::testing::temp_directory dir_;
 };
 
 TEST_F(config_files, defaults_are_valid) {
@@ -97,7 +91,7 @@ TEST_F(config_files, syntax_error_names_file_and_line) {
 }
 
 TEST_F(config_files, missing_file_is_an_error) {
-  const auto message = first_error((dir_ / "nope.ini").string(), {});
+  const auto message = first_error(dir_.file("nope.ini"), {});
   EXPECT_THAT(message, HasSubstr("nope.ini"));
   EXPECT_THAT(message, HasSubstr("No such file"));
 }

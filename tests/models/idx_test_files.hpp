@@ -15,32 +15,11 @@
 #include <vector>
 #include <zlib.h>
 
+#include "support/temp_directory.hpp"
+
 namespace herd::models::test_files {
 
-/// A fresh, uniquely named directory under the system's temporary directory (mkdtemp, so parallel
-/// ctest processes never share one), removed with everything in it at the end of the test.
-class temp_directory {
-public:
-  temp_directory() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "herd-data-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed for " + pattern);
-    path_ = pattern;
-  }
-  temp_directory(const temp_directory&) = delete;
-  temp_directory& operator=(const temp_directory&) = delete;
-  ~temp_directory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-
-  const std::filesystem::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-  std::filesystem::path path_;
-};
+using herd::testing::temp_directory;
 
 /// The bytes of an IDX file: magic (0, 0, type, dimension count), big-endian dims, then values.
 inline std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims,
