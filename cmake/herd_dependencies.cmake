@@ -12,6 +12,10 @@ include(herd_external_targets)
 # CUDA: detected, never required. CI compiles the CUDA code (nvcc is present there) and the GPU
 # tests skip without a device. -DHERD_WITH_CUDA=OFF forces a CPU-only build.
 include(CheckLanguage)
+# The toolkit's usual home, for machines where nvcc is installed but not on PATH.
+if(NOT DEFINED ENV{CUDACXX} AND NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(ENV{CUDACXX} /usr/local/cuda/bin/nvcc)
+endif()
 check_language(CUDA)
 set(herd_cuda_default OFF)
 if(CMAKE_CUDA_COMPILER)
