@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <deque>
 #include <numeric>
+#include <set>
 
 namespace herd::actors {
 
@@ -189,7 +190,7 @@ private:
     worker.live = false;
     notice("worker " + std::to_string(index) + " lost: " + why);
     if (phase_ == phase::stopping_workers) {
-      acknowledge_stop();
+      acknowledge_stop(index); // a lost worker has nothing left to stop
       return;
     }
     auto live = live_workers();
@@ -288,26 +289,25 @@ private:
 
   void stop_workers() {
     phase_ = phase::stopping_workers;
-    stop_acks_outstanding_ = 0;
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-      if (!workers_[i].live)
-        continue;
-      ++stop_acks_outstanding_;
-      request(workers_[i].handle, setup_.stop_timeout, stop_atom::value)
-          .then([this](const worker_stopped&) { acknowledge_stop(); },
-                [this, i](caf::error& failure) {
-                  lose_worker(static_cast<int>(i),
-                              "no answer to stop: " + system().render(failure));
+    for (int index : live_workers())
+      awaiting_stop_.insert(index);
+    for (int index : live_workers()) {
+      request(workers_[static_cast<std::size_t>(index)].handle, setup_.stop_timeout,
+              stop_atom::value)
+          .then([this, index](const worker_stopped&) { acknowledge_stop(index); },
+                [this, index](caf::error& failure) {
+                  lose_worker(index, "no answer to stop: " + system().render(failure));
                 });
     }
-    if (stop_acks_outstanding_ == 0)
+    if (awaiting_stop_.empty())
       final_evaluation();
   }
 
-  void acknowledge_stop() {
-    if (phase_ != phase::stopping_workers)
+  // Counts each worker once, whether it answered or was lost (or both, in either order).
+  void acknowledge_stop(int index) {
+    if (phase_ != phase::stopping_workers || awaiting_stop_.erase(index) == 0)
       return;
-    if (--stop_acks_outstanding_ == 0)
+    if (awaiting_stop_.empty())
       final_evaluation();
   }
 
@@ -420,7 +420,7 @@ private:
   evaluation_point final_;
   std::string stop_reason_;
   std::string error_;
-  std::size_t stop_acks_outstanding_ = 0;
+  std::set<int> awaiting_stop_;
   double wall_seconds_ = 0.0;
 };
 

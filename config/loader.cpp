@@ -267,28 +267,35 @@ std::string unknown_key_message(const std::string& name, const std::string& orig
   return message;
 }
 
+// What load() accumulates: the configuration, where each value came from, and the problems.
+struct load_state {
+  run_config config;
+  value_origins origins;
+  std::vector<config_error> errors;
+};
+
 void assign_value(const std::string& name, const caf::config_value& value,
-                  const std::string& origin, run_config& config,
-                  std::vector<config_error>& errors) {
+                  const std::string& origin, load_state& state) {
   const key_spec* spec = find_key(name);
   if (spec == nullptr) {
-    errors.push_back({name, unknown_key_message(name, origin)});
+    state.errors.push_back({name, unknown_key_message(name, origin)});
     return;
   }
-  if (auto problem = spec->assign(value, config); !problem.empty())
-    errors.push_back({name, name + " = " + render(value) + " (" + origin + "): " + problem});
+  if (auto problem = spec->assign(value, state.config); !problem.empty())
+    state.errors.push_back({name, name + " = " + render(value) + " (" + origin + "): " + problem});
+  else
+    state.origins[name] = origin;
 }
 
 // Walks CAF's parsed settings: sections are dictionaries, keys inside them are values.
 void assign_settings(const caf::settings& settings, const std::string& prefix,
-                     const std::string& origin, run_config& config,
-                     std::vector<config_error>& errors) {
+                     const std::string& origin, load_state& state) {
   for (const auto& [key, value] : settings) {
     const std::string name = prefix.empty() ? std::string{key} : prefix + "." + std::string{key};
     if (auto section = caf::get_if<caf::config_value::dictionary>(&value))
-      assign_settings(*section, name, origin, config, errors);
+      assign_settings(*section, name, origin, state);
     else
-      assign_value(name, value, origin, config, errors);
+      assign_value(name, value, origin, state);
   }
 }
 
@@ -351,33 +358,33 @@ const std::vector<std::string>& known_datasets() {
 }
 
 run_config load(const std::string& file, const std::vector<std::string>& overrides) {
-  run_config config;
-  std::vector<config_error> errors;
+  load_state state;
   if (!file.empty()) {
     std::ifstream in(file);
     if (!in) {
-      errors.push_back({"", "cannot read config file " + file + ": " + std::strerror(errno)});
+      state.errors.push_back({"", "cannot read config file " + file + ": " + std::strerror(errno)});
     } else if (auto settings = caf::actor_system_config::parse_config(in)) {
-      assign_settings(*settings, "", "in " + file, config, errors);
+      assign_settings(*settings, "", "in " + file, state);
     } else {
-      errors.push_back({"", file + ": " + describe_parser_error(settings.error())});
+      state.errors.push_back({"", file + ": " + describe_parser_error(settings.error())});
     }
   }
   for (const auto& raw : overrides) {
     std::string text = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
     const auto equals = text.find('=');
     if (equals == std::string::npos || equals == 0) {
-      errors.push_back({"", "cannot read option '" + raw + "': expected --section.key=value"});
+      state.errors.push_back(
+          {"", "cannot read option '" + raw + "': expected --section.key=value"});
       continue;
     }
     assign_value(text.substr(0, equals), parse_override_value(text.substr(equals + 1)),
-                 "command line", config, errors);
+                 "command line", state);
   }
-  if (errors.empty())
-    errors = validate(config);
-  if (!errors.empty())
-    throw invalid_config(std::move(errors));
-  return config;
+  if (state.errors.empty())
+    state.errors = validate(state.config, state.origins);
+  if (!state.errors.empty())
+    throw invalid_config(std::move(state.errors));
+  return state.config;
 }
 
 std::string describe_keys() {

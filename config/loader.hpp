@@ -6,6 +6,7 @@
 #include "config/run_config.hpp"
 
 #include <cstddef>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,8 +32,11 @@ private:
 /// is "--section.key=value" (or "section.key=value"). Throws invalid_config.
 run_config load(const std::string& file, const std::vector<std::string>& overrides);
 
+/// Where each key's value came from ("command line", "in run.ini"), for messages.
+using value_origins = std::map<std::string, std::string>;
+
 /// Semantic checks of a filled-in configuration (ranges, known names). Empty when it is valid.
-std::vector<config_error> validate(const run_config& config);
+std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
 
 /// Checks that need the training set's size: every worker's shard must hold at least one batch.
 std::vector<config_error> validate_against_data(const run_config& config,

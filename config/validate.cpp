@@ -18,18 +18,24 @@ std::string join(const std::vector<std::string>& names) {
 
 class checker {
 public:
+  explicit checker(const value_origins& origins) : origins_(origins) {}
+
   template <class T>
   void require(bool ok, const std::string& key, const T& value, const std::string& allowed) {
     if (ok)
       return;
     std::ostringstream message;
-    message << key << " = " << value << ": " << allowed;
+    message << key << " = " << value;
+    if (auto origin = origins_.find(key); origin != origins_.end())
+      message << " (" << origin->second << ")";
+    message << ": " << allowed;
     errors_.push_back({key, message.str()});
   }
 
   std::vector<config_error> take() { return std::move(errors_); }
 
 private:
+  const value_origins& origins_;
   std::vector<config_error> errors_;
 };
 
@@ -39,8 +45,8 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 
 } // namespace
 
-std::vector<config_error> validate(const run_config& config) {
-  checker check;
+std::vector<config_error> validate(const run_config& config, const value_origins& origins) {
+  checker check(origins);
   const auto& train = config.train;
   check.require(contains(known_algorithms(), train.algorithm), "train.algorithm",
                 '"' + train.algorithm + '"',
@@ -81,7 +87,8 @@ std::vector<config_error> validate(const run_config& config) {
 
 std::vector<config_error> validate_against_data(const run_config& config,
                                                 std::size_t training_samples) {
-  checker check;
+  const value_origins no_origins;
+  checker check(no_origins);
   const auto workers = static_cast<std::size_t>(config.train.workers);
   const std::size_t shard = training_samples / workers;
   std::ostringstream allowed;

@@ -102,14 +102,23 @@ TEST_F(config_files, malformed_override_is_an_error) {
 
 TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.workers=0"}),
-              HasSubstr("train.workers = 0: must be between 1 and 1024"));
+              HasSubstr("train.workers = 0 (command line): must be between 1 and 1024"));
   EXPECT_THAT(first_error("", {"--train.lr=-0.5"}),
-              HasSubstr("train.lr = -0.5: the learning rate must be positive"));
+              HasSubstr("train.lr = -0.5 (command line): the learning rate must be positive"));
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
-              HasSubstr("train.algorithm = \"bogus\": unknown algorithm; allowed: sync"));
+              HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
+                        "allowed: sync"));
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
   EXPECT_THAT(first_error("", {"--model.hidden=[0]"}), HasSubstr("model.hidden = 0"));
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
+}
+
+TEST_F(config_files, a_bad_value_names_the_file_it_came_from) {
+  const auto file = write("run.ini", "[train]\nworkers = 0\n");
+  EXPECT_THAT(first_error(file, {}), HasSubstr("train.workers = 0 (in " + file + ")"));
+  // An override wins, and so does its origin.
+  EXPECT_THAT(first_error(file, {"--train.workers=-3"}),
+              HasSubstr("train.workers = -3 (command line)"));
 }
 
 TEST_F(config_files, every_problem_is_reported_not_only_the_first) {
