@@ -300,25 +300,28 @@ void assign_settings(const caf::settings& settings, const std::string& prefix,
 }
 
 std::string describe_parser_error(const caf::error& error) {
-  // CAF renders e.g. parser_error(unexpected_character, ({"column" = 8, "line" = 7})).
-  std::string text = caf::to_string(error);
-  std::string line;
-  std::string column;
-  if (auto context = caf::to_string(error.context()); !context.empty()) {
-    auto number_after = [&](const std::string& label) {
-      auto at = context.find("\"" + label + "\" = ");
-      if (at == std::string::npos)
-        return std::string{};
-      at += label.size() + 5;
-      auto end = context.find_first_not_of("0123456789", at);
-      return context.substr(at, end - at);
-    };
-    line = number_after("line");
-    column = number_after("column");
+  // CAF renders e.g. parser_error(unexpected_character, ({"column" = 8, "line" = 7})): keep the
+  // reason in words and the position.
+  const std::string text = caf::to_string(error);
+  std::string reason = text;
+  if (auto open = text.find('('); open != std::string::npos) {
+    const auto end = text.find_first_of(",)", open + 1);
+    reason = text.substr(open + 1, end - open - 1);
+    std::replace(reason.begin(), reason.end(), '_', ' ');
   }
-  std::string where =
+  const std::string context = caf::to_string(error.context());
+  auto number_after = [&context](const std::string& label) {
+    auto at = context.find("\"" + label + "\" = ");
+    if (at == std::string::npos)
+      return std::string{};
+    at += label.size() + 5;
+    return context.substr(at, context.find_first_not_of("0123456789", at) - at);
+  };
+  const std::string line = number_after("line");
+  const std::string column = number_after("column");
+  const std::string where =
       line.empty() ? "" : "line " + line + (column.empty() ? "" : ", column " + column) + ": ";
-  return where + "syntax error (" + text +
+  return where + "syntax error (" + reason +
          "); files use INI syntax: [section] headers, key = value, strings in double quotes";
 }
 
