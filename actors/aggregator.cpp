@@ -60,13 +60,13 @@ private:
     }
   }
 
-  void answered(std::uint64_t round, std::size_t position, std::optional<contribution> answer,
-                std::string failure) {
+  void answered(std::uint64_t round, std::size_t position,
+                const std::optional<contribution>& answer, std::string failure) {
     auto found = rounds_.find(round);
     if (found == rounds_.end())
       return;
     auto& state = found->second;
-    state.answers[position] = std::move(answer);
+    state.answers[position] = answer;
     if (!failure.empty()) {
       state.plan_failures.unanswered.push_back(state.plan.members[position]);
       state.plan_failures.reasons.push_back(std::move(failure));

@@ -15,7 +15,7 @@ struct evaluator_state {
   static inline const char* name = "herd.evaluator";
 };
 
-caf::behavior evaluator(caf::stateful_actor<evaluator_state>* self, evaluator_setup setup) {
+caf::behavior evaluator(caf::stateful_actor<evaluator_state>* self, const evaluator_setup& setup) {
   return {
       [self, setup](evaluate_atom,
                     const parameter_snapshot& snapshot) -> caf::result<evaluation_result> {

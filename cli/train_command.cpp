@@ -46,7 +46,7 @@ train_arguments parse_arguments(const std::vector<std::string>& args) {
       if (arg.size() > name.size() && arg[name.size()] == '=')
         return arg.substr(name.size() + 1);
       if (i + 1 >= args.size())
-        throw std::invalid_argument(name + " needs a value, e.g. " + name + " FILE");
+        throw std::invalid_argument(name + " needs a value (a file name)");
       return args[++i];
     };
     auto is = [&](const std::string& name) { return arg == name || arg.rfind(name + "=", 0) == 0; };

@@ -53,7 +53,7 @@ TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch
   const int rounds = 20;
   auto config = small_config(workers, batch);
   // One epoch is exactly `rounds` rounds: each shard holds rounds * batch samples.
-  auto data = synthetic(static_cast<std::size_t>(workers * rounds * batch));
+  auto data = synthetic(std::size_t{workers} * rounds * batch);
 
   train_session session(config, data, quick());
   const auto summary = session.run();
@@ -68,6 +68,7 @@ TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch
                                static_cast<float>(config.train.momentum),
                                static_cast<float>(config.train.weight_decay)});
   std::vector<herd::models::batch_sampler> samplers;
+  samplers.reserve(workers);
   for (int w = 0; w < workers; ++w)
     samplers.emplace_back(herd::actors::worker_shard(config, data->train.size(), w),
                           static_cast<std::size_t>(batch),
@@ -104,7 +105,7 @@ TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch
 TEST(train_session, sync_replicas_stay_bitwise_identical) {
   auto config = small_config(3, 16);
   config.train.epochs = 2;
-  train_session session(config, synthetic(3 * 16 * 15), quick());
+  train_session session(config, synthetic(std::size_t{3} * 16 * 15), quick());
   const auto summary = session.run();
   ASSERT_EQ(summary.stop_reason, "epochs");
   const auto& finals = session.final_parameters();
@@ -258,7 +259,7 @@ TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   failing_ops ops(10);
   auto options = quick();
   options.ops = &ops;
-  train_session session(config, synthetic(4 * 8 * 10), options);
+  train_session session(config, synthetic(std::size_t{4} * 8 * 10), options);
   const auto summary = session.run();
   ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
   int lost = 0;

@@ -18,7 +18,7 @@ using testing::HasSubstr;
 class config_files : public testing::Test {
 protected:
   std::string write(const std::string& name, const std::string& text) {
-    const auto path = dir_.file(name);
+    auto path = dir_.file(name);
     std::ofstream(path) << text;
     return path;
   }

@@ -408,7 +408,7 @@ TEST(make_synthetic_split, train_and_test_share_the_clusters_but_not_the_samples
   EXPECT_EQ(split.train.features(), 12u);
   EXPECT_EQ(split.test.classes, 4);
   // Class means estimated on the training set classify the test set: same clusters.
-  std::vector<double> means(4 * 12, 0.0);
+  std::vector<double> means(std::size_t{4} * 12, 0.0);
   for (std::size_t i = 0; i < split.train.size(); ++i)
     for (std::size_t f = 0; f < 12; ++f)
       means[static_cast<std::size_t>(split.train.labels[i]) * 12 + f] +=

@@ -148,10 +148,11 @@ TEST(mlp, same_seed_same_replica_and_he_scale) {
   EXPECT_GT(herd::models::relative_difference(a.data(), c.data(), a.size()), 0.1);
   // He initialisation: first-layer weights have variance 2 / 784; biases are zero.
   double sum_squares = 0.0;
-  for (std::size_t i = 0; i < 784u * 256; ++i)
+  constexpr std::size_t first_layer_weights = std::size_t{784} * 256;
+  for (std::size_t i = 0; i < first_layer_weights; ++i)
     sum_squares += static_cast<double>(a[i]) * a[i];
-  EXPECT_NEAR(sum_squares / (784.0 * 256), 2.0 / 784, 0.1 * 2.0 / 784);
-  for (std::size_t i = 784u * 256; i < 784u * 256 + 256; ++i)
+  EXPECT_NEAR(sum_squares / first_layer_weights, 2.0 / 784, 0.1 * 2.0 / 784);
+  for (std::size_t i = first_layer_weights; i < first_layer_weights + 256; ++i)
     ASSERT_EQ(a[i], 0.0f);
 }
 

@@ -25,6 +25,7 @@ process_result run_process(const std::vector<std::string>& argv, std::chrono::mi
     ::close(pipe_ends[0]);
     ::close(pipe_ends[1]);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& arg : argv)
       args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
