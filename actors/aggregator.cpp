@@ -77,11 +77,23 @@ private:
     }
   }
 
+  // Always reports the round, so the coordinator never waits for it; no exception escapes (it
+  // would kill the actor with the round unreported).
   void finish(round_state& state) {
     group_done report;
     report.round = state.plan.round;
     report.unanswered = state.plan_failures.unanswered;
     report.unanswered_reasons = state.plan_failures.reasons;
+    try {
+      reduce_and_deliver(state, report);
+    } catch (const std::exception& failure) {
+      report.error = std::string("aggregator failed: ") + failure.what();
+    }
+    report.seconds = std::chrono::duration<double>(clock_type::now() - state.started).count();
+    send(coordinator_, std::move(report));
+  }
+
+  void reduce_and_deliver(const round_state& state, group_done& report) {
     // Members that answered take part; each gets 1/n of its buffer (uniform weighting).
     std::vector<std::size_t> answered_positions;
     for (std::size_t position = 0; position < state.answers.size(); ++position)
@@ -122,8 +134,6 @@ private:
       for (std::size_t position : answered_positions)
         send(state.plan.member_handles[position], delivered);
     }
-    report.seconds = std::chrono::duration<double>(clock_type::now() - state.started).count();
-    send(coordinator_, std::move(report));
   }
 
   aggregator_setup setup_;

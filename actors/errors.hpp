@@ -12,11 +12,11 @@ class actor_system_config;
 
 namespace herd::actors {
 
+// A round's own failures travel in group_done (a data-plane error is data, not an actor's exit);
+// these codes are for actors that end or refuse a request.
 enum class herd_errc : std::uint8_t {
-  compute_failed = 1, // a worker's local step threw
-  reduce_failed,      // the data plane could not reduce a group
+  compute_failed = 1, // a worker's local step threw; the worker exits with this
   evaluation_failed,  // the evaluator could not evaluate a snapshot
-  worker_lost,        // a worker died or stopped answering
 };
 
 const char* to_string(herd_errc code);

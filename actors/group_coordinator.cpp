@@ -7,7 +7,9 @@
 #include "monitoring/duration_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -20,6 +22,8 @@ using clock_type = std::chrono::steady_clock;
 // Test evaluations of 10k samples take well under a minute even on one slow core.
 constexpr std::chrono::minutes evaluation_timeout{10};
 constexpr std::chrono::seconds snapshot_timeout{30};
+using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
+
 // The training loss shown and reported is the mean over this many recent local steps.
 constexpr std::size_t recent_loss_steps = 200;
 
@@ -54,6 +58,7 @@ public:
         [this](const step_ready& ready) { on_ready(ready); },
         [this](const group_done& report) { on_group_done(report); },
         [this](caf::tick_atom) { on_tick(); },
+        [this](drain_timeout_atom) { on_drain_timeout(); },
         [this](stop_atom) { begin_stop("interrupted"); },
     };
   }
@@ -62,6 +67,8 @@ private:
   enum class phase { waiting, running, draining, stopping_workers, final_evaluation, finished };
 
   double elapsed() const {
+    if (phase_ == phase::waiting)
+      return 0.0;
     return std::chrono::duration<double>(clock_type::now() - started_at_).count();
   }
 
@@ -96,7 +103,10 @@ private:
       monitor(handle);
     }
     aggregators_ = start.aggregators;
+    for (const auto& aggregator : aggregators_)
+      monitor(aggregator);
     evaluator_ = start.evaluator;
+    monitor(evaluator_);
     phase_ = phase::running;
     started_at_ = clock_type::now();
     start_rounds(policy_->set_live_workers(live_workers()));
@@ -118,6 +128,12 @@ private:
     recent_losses_.push_back(ready.loss);
     if (recent_losses_.size() > recent_loss_steps)
       recent_losses_.pop_front();
+    if (!std::isfinite(ready.loss) && error_.empty()) {
+      fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
+           std::to_string(ready.loss) + " at step " + std::to_string(ready.step) +
+           "; try a smaller train.lr");
+      return;
+    }
     if (phase_ != phase::running || !worker.live)
       return;
     arrival event;
@@ -138,17 +154,15 @@ private:
         plan.members.push_back(member);
         plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)].handle);
       }
-      send(aggregators_[next_aggregator_++ % aggregators_.size()], std::move(plan));
-      ++in_flight_;
+      const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
+      in_flight_[plan.round] = aggregator;
+      send(aggregators_[aggregator], std::move(plan));
     }
   }
 
   void on_group_done(const group_done& report) {
-    --in_flight_;
-    ++rounds_;
-    samples_applied_ += report.samples;
-    reduce_seconds_ += report.reduce_seconds;
-    reduce_bytes_ += report.bytes;
+    if (in_flight_.erase(report.round) == 0)
+      return; // abandoned when its aggregator was lost or the drain timed out
     for (std::size_t i = 0; i < report.unanswered.size(); ++i)
       lose_worker(report.unanswered[i], "did not answer round " + std::to_string(report.round) +
                                             ": " + report.unanswered_reasons[i]);
@@ -156,15 +170,36 @@ private:
       fail("round " + std::to_string(report.round) + ": " + report.error);
       return;
     }
+    ++rounds_;
+    samples_applied_ += report.samples;
+    reduce_seconds_ += report.reduce_seconds;
+    reduce_bytes_ += report.bytes;
     if (phase_ == phase::running) {
       start_rounds(policy_->on_group_done({report.members.begin(), report.members.end()}));
-      if (rounds_ % static_cast<std::uint64_t>(setup_.config.train.eval_every) == 0)
-        evaluate_periodically();
       if (epochs_done() >= setup_.config.train.epochs)
         begin_stop("epochs");
+      // Not when the run just ended: the final evaluation measures these parameters anyway.
+      if (phase_ == phase::running &&
+          rounds_ % static_cast<std::uint64_t>(setup_.config.train.eval_every) == 0)
+        evaluate_periodically();
     }
-    if (phase_ == phase::draining && in_flight_ == 0)
+    stop_workers_once_drained();
+  }
+
+  void stop_workers_once_drained() {
+    if (phase_ == phase::draining && in_flight_.empty())
       stop_workers();
+  }
+
+  // Rounds that a stop is waiting for get stop_timeout to finish; then the run stops without
+  // them (their members are idle, waiting for a result that will not come).
+  void on_drain_timeout() {
+    if (phase_ != phase::draining || in_flight_.empty())
+      return;
+    notice(std::to_string(in_flight_.size()) + " round(s) did not finish within " +
+           std::to_string(setup_.stop_timeout.count()) + " ms of the stop; stopping without them");
+    in_flight_.clear();
+    stop_workers();
   }
 
   void on_tick() {
@@ -178,9 +213,23 @@ private:
   }
 
   void on_down(const caf::down_msg& down) {
+    if (phase_ == phase::finished)
+      return; // the session is shutting the actors down
     for (std::size_t i = 0; i < workers_.size(); ++i)
       if (workers_[i].handle.address() == down.source)
         lose_worker(static_cast<int>(i), system().render(down.reason));
+    for (std::size_t i = 0; i < aggregators_.size(); ++i)
+      if (aggregators_[i].address() == down.source)
+        lose_aggregator(i, system().render(down.reason));
+    if (evaluator_ && evaluator_.address() == down.source)
+      notice("the evaluator stopped: " + system().render(down.reason));
+  }
+
+  // Its rounds will never be reported: the run cannot go on correctly, so it ends with an error.
+  void lose_aggregator(std::size_t index, const std::string& why) {
+    for (auto round = in_flight_.begin(); round != in_flight_.end();)
+      round = round->second == index ? in_flight_.erase(round) : std::next(round);
+    fail("aggregator " + std::to_string(index) + " stopped: " + why);
   }
 
   void lose_worker(int index, const std::string& why) {
@@ -267,12 +316,22 @@ private:
   // -- stopping ---------------------------------------------------------------------------------
 
   void begin_stop(const std::string& reason) {
+    if (phase_ == phase::waiting) { // stopped before it started: nothing to wait for
+      stop_reason_ = reason;
+      finish();
+      return;
+    }
     if (phase_ != phase::running)
       return;
     stop_reason_ = reason;
+    drain();
+  }
+
+  void drain() {
     phase_ = phase::draining;
-    if (in_flight_ == 0)
-      stop_workers();
+    if (!in_flight_.empty())
+      delayed_send(this, setup_.stop_timeout, drain_timeout_atom::value);
+    stop_workers_once_drained();
   }
 
   // Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.
@@ -281,10 +340,12 @@ private:
       error_ = error;
     notice("error: " + error);
     stop_reason_ = "error";
-    if (phase_ == phase::running)
-      phase_ = phase::draining;
-    if (phase_ == phase::draining && in_flight_ == 0)
-      stop_workers();
+    if (phase_ == phase::waiting)
+      finish();
+    else if (phase_ == phase::running)
+      drain();
+    else
+      stop_workers_once_drained();
   }
 
   void stop_workers() {
@@ -319,9 +380,10 @@ private:
         final_ = *point;
         record_evaluation(*point);
       } else {
+        // No stand-in from an earlier evaluation: the summary says the final one is missing.
         notice("final evaluation failed: " + failure);
-        if (!evaluations_.empty())
-          final_ = evaluations_.back();
+        if (error_.empty())
+          error_ = "final evaluation failed: " + failure;
       }
       finish();
     });
@@ -371,8 +433,10 @@ private:
     summary.wall_seconds = wall_seconds_;
     summary.target_accuracy = setup_.config.train.target_accuracy;
     summary.time_to_target_seconds = time_to_target_;
-    summary.final_test_accuracy = final_.test_accuracy;
-    summary.final_test_loss = final_.test_loss;
+    if (final_) {
+      summary.final_test_accuracy = final_->test_accuracy;
+      summary.final_test_loss = final_->test_loss;
+    }
     summary.final_train_loss = recent_loss();
     summary.samples_per_second =
         wall_seconds_ > 0.0 ? static_cast<double>(samples_applied_) / wall_seconds_ : 0.0;
@@ -407,7 +471,7 @@ private:
   clock_type::time_point started_at_;
   std::uint64_t next_round_ = 0;
   std::size_t next_aggregator_ = 0;
-  std::size_t in_flight_ = 0;
+  std::map<std::uint64_t, std::size_t> in_flight_; // round -> aggregator
   std::uint64_t rounds_ = 0;
   std::uint64_t steps_ = 0;
   std::uint64_t samples_applied_ = 0;
@@ -417,7 +481,7 @@ private:
   bool evaluating_ = false;
   std::vector<evaluation_point> evaluations_;
   std::optional<double> time_to_target_;
-  evaluation_point final_;
+  std::optional<evaluation_point> final_;
   std::string stop_reason_;
   std::string error_;
   std::set<int> awaiting_stop_;

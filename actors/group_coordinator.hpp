@@ -31,8 +31,11 @@ struct coordinator_setup {
   run_observer* observer = nullptr;
   /// Called once, on the coordinator's thread, with the summary when the run has ended.
   std::function<void(run_summary)> on_finished;
+  /// Progress reports, and the checks of train.max-seconds, come this often.
   std::chrono::milliseconds progress_interval{250};
-  /// How long stopping workers and final evaluation may take before the run ends without them.
+  /// When stopping: how long in-flight rounds may take to finish, and how long each worker may
+  /// take to answer the stop (it finishes its current step first), before the run goes on
+  /// without them. Evaluations have their own bounds (30 s for a snapshot, 10 min to evaluate).
   std::chrono::milliseconds stop_timeout{60000};
 };
 

@@ -15,12 +15,8 @@ const char* to_string(herd_errc code) {
   switch (code) {
   case herd_errc::compute_failed:
     return "compute_failed";
-  case herd_errc::reduce_failed:
-    return "reduce_failed";
   case herd_errc::evaluation_failed:
     return "evaluation_failed";
-  case herd_errc::worker_lost:
-    return "worker_lost";
   }
   return "unknown";
 }

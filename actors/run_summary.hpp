@@ -62,8 +62,8 @@ struct run_summary {
   double wall_seconds = 0.0;
   double target_accuracy = 0.0; // 0 = none was set
   std::optional<double> time_to_target_seconds;
-  double final_test_accuracy = 0.0;
-  double final_test_loss = 0.0;
+  std::optional<double> final_test_accuracy; // none when the final evaluation failed
+  std::optional<double> final_test_loss;
   double final_train_loss = 0.0;
   double samples_per_second = 0.0;
   double reduce_seconds = 0.0;    // data-plane time of all rounds together

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
+#include <unistd.h>
 
 namespace herd::actors {
 
@@ -31,6 +33,27 @@ std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+// Refuses a model whose replicas cannot fit in memory before anything is allocated: each worker
+// holds parameters, gradients and momentum, and the aggregators' result buffers come on top.
+void check_memory(const config::run_config& config, const std::vector<std::size_t>& sizes) {
+  double parameters = 0.0;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
+    parameters += static_cast<double>(sizes[i]) * static_cast<double>(sizes[i + 1]) +
+                  static_cast<double>(sizes[i + 1]);
+  const double bytes = parameters * sizeof(float) * (3.0 * config.train.workers + 4.0);
+  const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (available > 0.0 && bytes > 0.8 * available) {
+    char message[320];
+    std::snprintf(message, sizeof message,
+                  "model.hidden: the model has %.3g parameters; %d workers need about %.1f GiB "
+                  "for parameters, gradients and momentum, more than 80%% of this machine's "
+                  "%.1f GiB; use smaller hidden layers or fewer workers",
+                  parameters, config.train.workers, bytes / (1u << 30), available / (1u << 30));
+    throw config::invalid_config({{"model.hidden", message}});
+  }
 }
 
 } // namespace
@@ -107,7 +130,10 @@ struct train_session::impl {
     workers.clear();
     aggregators.clear();
     evaluator = nullptr;
-    coordinator = nullptr;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      coordinator = nullptr;
+    }
     system->await_all_actors_done();
   }
 };
@@ -124,6 +150,7 @@ train_session::train_session(config::run_config config,
   impl_->data = std::move(data);
   impl_->options = options;
   const auto& train = impl_->config.train;
+  check_memory(impl_->config, mlp_layer_sizes(impl_->config, impl_->data->train));
   impl_->model =
       std::make_shared<const models::mlp>(mlp_layer_sizes(impl_->config, impl_->data->train));
   const std::size_t batches_per_epoch = impl_->data->train.size() /
@@ -162,6 +189,17 @@ void train_session::start() {
   if (state.started)
     return;
   state.started = true;
+  try {
+    spawn_and_start();
+  } catch (...) {
+    // Half a run (a coordinator without workers, say) must not outlive a failed start.
+    state.shutdown();
+    throw;
+  }
+}
+
+void train_session::spawn_and_start() {
+  auto& state = *impl_;
   const auto& train = state.config.train;
   auto& system = *state.system;
 
@@ -176,7 +214,25 @@ void train_session::start() {
     state.summary = std::move(summary);
     state.finished.notify_all();
   };
-  state.coordinator = spawn_group_coordinator(system, std::move(coordination));
+  {
+    std::lock_guard<std::mutex> guard(state.mutex);
+    state.coordinator = spawn_group_coordinator(system, std::move(coordination));
+  }
+  // A coordinator that dies without finishing (a bug, or killed) must not leave wait_for()
+  // waiting forever: its exit becomes an error summary.
+  state.coordinator->attach_functor([&state](const caf::error& reason) {
+    std::lock_guard<std::mutex> guard(state.mutex);
+    if (state.summary)
+      return;
+    run_summary failed;
+    failed.algorithm = state.config.train.algorithm;
+    failed.workers = state.config.train.workers;
+    failed.backend = std::string(state.backend->name());
+    failed.stop_reason = "error";
+    failed.error = "the group coordinator stopped: " + state.system->render(reason);
+    state.summary = std::move(failed);
+    state.finished.notify_all();
+  });
 
   aggregator_setup aggregation;
   aggregation.backend = state.backend;
@@ -206,15 +262,19 @@ void train_session::start() {
     setup.shuffle_seed = worker_shuffle_seed(state.config, index);
     setup.ops = state.options.ops;
     setup.backend = state.backend;
-    setup.wait_for_own_round = true;
     state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
   }
   caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});
 }
 
 void train_session::request_stop() {
-  if (impl_->coordinator)
-    caf::anon_send(impl_->coordinator, stop_atom::value);
+  caf::actor coordinator;
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex); // shutdown() may be clearing it
+    coordinator = impl_->coordinator;
+  }
+  if (coordinator)
+    caf::anon_send(coordinator, stop_atom::value);
 }
 
 std::optional<run_summary> train_session::wait_for(std::chrono::milliseconds timeout) {

@@ -56,6 +56,8 @@ public:
   std::size_t samples_per_epoch() const;
 
 private:
+  void spawn_and_start();
+
   struct impl;
   std::unique_ptr<impl> impl_;
 };

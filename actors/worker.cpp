@@ -57,6 +57,7 @@ public:
 
   void on_exit() override {
     compute_.reset(); // lets a running step finish: it reads params_ and writes grads_
+    self_while_computing_ = nullptr;
     setup_.backend->detach(setup_.index);
     coordinator_ = nullptr;
   }
@@ -93,6 +94,10 @@ public:
 private:
   void begin_step() {
     computing_ = true;
+    // While the job runs the actor keeps itself alive, so the job's message below never drops
+    // the last reference: the actor is then never destroyed on (and joined from) its own
+    // compute thread.
+    self_while_computing_ = caf::actor_cast<caf::strong_actor_ptr>(this);
     // The job captures a weak handle: the compute thread must not keep the actor alive.
     caf::actor_addr self_address = address();
     compute_->post([this, self_address] {
@@ -114,6 +119,7 @@ private:
 
   void on_step_done(const step_outcome& outcome) {
     computing_ = false;
+    self_while_computing_ = nullptr;
     if (!outcome.error.empty()) {
       quit(make_error(herd_errc::compute_failed,
                       "worker " + std::to_string(setup_.index) + ": " + outcome.error));
@@ -133,10 +139,8 @@ private:
     if (stop_promise_) {
       stop_promise_->deliver(worker_stopped{setup_.index, step_});
       stop_promise_.reset();
-      return;
     }
-    if (!setup_.wait_for_own_round && !stopping_)
-      begin_step();
+    apply_ready_results(); // any that arrived while the step ran
   }
 
   contribution contribute(std::uint64_t round) {
@@ -156,23 +160,29 @@ private:
     return reply;
   }
 
-  // Results are applied in round order among the rounds this worker contributed to.
+  // Results are applied in round order among the rounds this worker contributed to, and only
+  // between steps (the compute thread reads the parameters while a step runs). The next step
+  // starts once the round holding this worker's gradient has been applied.
   void apply_ready_results() {
+    if (computing_)
+      return; // on_step_done() comes back here
+    bool own_round_applied = false;
     while (!member_of_.empty()) {
       const std::uint64_t next = *member_of_.begin();
       auto found = pending_results_.find(next);
       if (found == pending_results_.end())
-        return;
+        break;
       optimizer_.step(*setup_.ops, params_.data(), found->second->data());
       pending_results_.erase(found);
       member_of_.erase(member_of_.begin());
       if (awaiting_round_ == next) {
         awaiting_round_.reset();
         last_wait_seconds_ = seconds_since(ready_at_);
-        if (setup_.wait_for_own_round && !stopping_ && !computing_)
-          begin_step();
+        own_round_applied = true;
       }
     }
+    if (own_round_applied && !stopping_)
+      begin_step();
   }
 
   worker_setup setup_;
@@ -196,6 +206,7 @@ private:
   clock_type::time_point ready_at_;
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
+  caf::strong_actor_ptr self_while_computing_;
 
   // Last member: destroyed (joined) first, while everything its job touches still exists.
   std::unique_ptr<compute_thread> compute_;

@@ -7,6 +7,10 @@
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
 // Messages it sends: step_ready to the coordinator after every local step.
+//
+// A worker starts its next step once the round its gradient went into has been applied (sync).
+// The partial algorithms, which go on computing meanwhile, need a separate send buffer and
+// results applied between steps; they arrive with them.
 #pragma once
 
 #include "comm/backend.hpp"
@@ -34,9 +38,6 @@ struct worker_setup {
   std::uint64_t shuffle_seed = 1; // this worker's epoch shuffles
   const kernels::ops* ops = nullptr;
   std::shared_ptr<comm::backend> backend;
-  /// Gradient algorithms (sync) wait for the round their gradient went into before the next
-  /// step; the partial algorithms go on computing.
-  bool wait_for_own_round = true;
 };
 
 /// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the backend as

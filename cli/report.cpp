@@ -22,6 +22,10 @@ std::string fixed(double value, int digits) {
   return out.str();
 }
 
+nlohmann::json optional_number(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
 nlohmann::json durations(const actors::duration_summary& d) {
   return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"max", d.max}};
 }
@@ -41,8 +45,9 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   line("rounds / steps", std::to_string(s.rounds) + " / " + std::to_string(s.steps));
   line("samples",
        std::to_string(s.samples) + " (" + fixed(s.samples_per_second, 0) + " samples/s)");
-  line("test accuracy",
-       fixed(s.final_test_accuracy, 4) + " (loss " + fixed(s.final_test_loss, 4) + ")");
+  line("test accuracy", s.final_test_accuracy ? fixed(*s.final_test_accuracy, 4) + " (loss " +
+                                                    fixed(s.final_test_loss.value_or(0.0), 4) + ")"
+                                              : "not measured (the final evaluation failed)");
   line("train loss", fixed(s.final_train_loss, 4) + " (mean of recent steps)");
   line("data plane",
        fixed(s.reduce_seconds, 2) + " s reducing, " +
@@ -80,11 +85,9 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["wall_seconds"] = s.wall_seconds;
   report["target_accuracy"] =
       s.target_accuracy > 0.0 ? nlohmann::json(s.target_accuracy) : nlohmann::json(nullptr);
-  report["time_to_target_seconds"] = s.time_to_target_seconds
-                                         ? nlohmann::json(*s.time_to_target_seconds)
-                                         : nlohmann::json(nullptr);
-  report["final_test_accuracy"] = s.final_test_accuracy;
-  report["final_test_loss"] = s.final_test_loss;
+  report["time_to_target_seconds"] = optional_number(s.time_to_target_seconds);
+  report["final_test_accuracy"] = optional_number(s.final_test_accuracy);
+  report["final_test_loss"] = optional_number(s.final_test_loss);
   report["final_train_loss"] = s.final_train_loss;
   report["samples_per_second"] = s.samples_per_second;
   report["reduce_seconds"] = s.reduce_seconds;

@@ -8,8 +8,11 @@
 #include "models/dataset.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -43,11 +46,14 @@ train_arguments parse_arguments(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     auto value_of = [&](const std::string& name) -> std::string {
+      std::string value;
       if (arg.size() > name.size() && arg[name.size()] == '=')
-        return arg.substr(name.size() + 1);
-      if (i + 1 >= args.size())
+        value = arg.substr(name.size() + 1);
+      else if (i + 1 < args.size())
+        value = args[++i];
+      if (value.empty())
         throw std::invalid_argument(name + " needs a value (a file name)");
-      return args[++i];
+      return value;
     };
     auto is = [&](const std::string& name) { return arg == name || arg.rfind(name + "=", 0) == 0; };
     if (arg == "--help" || arg == "-h") {
@@ -68,6 +74,20 @@ train_arguments parse_arguments(const std::vector<std::string>& args) {
   return parsed;
 }
 
+// A report that cannot be written should be known before the run, not after it.
+void check_report_path(const std::string& path) {
+  const std::filesystem::path report(path);
+  if (std::filesystem::is_directory(report))
+    throw std::invalid_argument("--report " + path + ": is a directory; name a file");
+  const auto directory = report.has_parent_path() ? report.parent_path() : ".";
+  if (!std::filesystem::is_directory(directory))
+    throw std::invalid_argument("--report " + path + ": directory " + directory.string() +
+                                " does not exist");
+  if (::access(directory.c_str(), W_OK) != 0)
+    throw std::invalid_argument("--report " + path + ": cannot write in " + directory.string() +
+                                ": " + std::strerror(errno));
+}
+
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config) {
   if (config.data.dataset == "synthetic") {
     // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
@@ -83,6 +103,9 @@ std::string describe_model(const std::vector<std::size_t>& sizes) {
     text += (i ? "-" : "") + std::to_string(sizes[i]);
   return text;
 }
+
+// Everything `herd train` does; train_command() adds the last line of defence around it.
+int run_train(const std::vector<std::string>& args);
 
 } // namespace
 
@@ -104,6 +127,18 @@ std::string train_help() {
 }
 
 int train_command(const std::vector<std::string>& args) {
+  try {
+    return run_train(args);
+  } catch (const std::exception& unexpected) {
+    // Nothing may end in std::terminate: say what happened and fail cleanly.
+    std::cerr << "herd train: error: " << unexpected.what() << '\n';
+    return exit_run_failed;
+  }
+}
+
+namespace {
+
+int run_train(const std::vector<std::string>& args) {
   train_arguments parsed;
   config::run_config config;
   try {
@@ -113,6 +148,8 @@ int train_command(const std::vector<std::string>& args) {
       return exit_ok;
     }
     config = config::load(parsed.config_file, parsed.overrides);
+    if (!parsed.report_file.empty())
+      check_report_path(parsed.report_file);
   } catch (const config::invalid_config& invalid) {
     for (const auto& error : invalid.errors())
       std::cerr << "herd train: " << error.message << '\n';
@@ -180,11 +217,13 @@ int train_command(const std::vector<std::string>& args) {
       return exit_run_failed;
     }
   }
-  if (summary->stop_reason == "error")
+  if (summary->stop_reason == "error" || !summary->error.empty())
     return exit_run_failed;
   if (summary->stop_reason == "interrupted")
     return exit_interrupted;
   return exit_ok;
 }
+
+} // namespace
 
 } // namespace herd::cli

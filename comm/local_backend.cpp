@@ -2,6 +2,7 @@
 #include "comm/backend.hpp"
 
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 namespace herd::comm {
@@ -27,12 +28,13 @@ public:
   std::string_view name() const override { return "local"; }
 
   void attach(int rank, const float* send_buffer, std::size_t count) override {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::unique_lock<std::shared_mutex> exclusive(mutex_);
     buffers_[rank] = {send_buffer, count};
   }
 
+  // Waits for reductions in flight: they may be reading the buffer its owner is about to free.
   void detach(int rank) override {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::unique_lock<std::shared_mutex> exclusive(mutex_);
     buffers_.erase(rank);
   }
 
@@ -44,23 +46,28 @@ public:
     std::vector<float> weights;
     sources.reserve(inputs.size());
     weights.reserve(inputs.size());
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      for (const auto& input : inputs) {
-        auto found = buffers_.find(input.rank);
-        if (found == buffers_.end())
-          return std::make_shared<completed_work>("rank " + std::to_string(input.rank) +
-                                                  " has no attached buffer");
-        if (found->second.count != count)
-          return std::make_shared<completed_work>(
-              "rank " + std::to_string(input.rank) + " attached " +
-              std::to_string(found->second.count) + " floats, the reduction wants " +
-              std::to_string(count));
-        sources.push_back(found->second.data);
-        weights.push_back(input.weight);
-      }
+    // Shared for the whole reduction: reductions run side by side, detach() waits for them.
+    std::shared_lock<std::shared_mutex> reading(mutex_);
+    for (const auto& input : inputs) {
+      auto found = buffers_.find(input.rank);
+      if (found == buffers_.end())
+        return std::make_shared<completed_work>("rank " + std::to_string(input.rank) +
+                                                " has no attached buffer");
+      if (found->second.count != count)
+        return std::make_shared<completed_work>("rank " + std::to_string(input.rank) +
+                                                " attached " + std::to_string(found->second.count) +
+                                                " floats, the reduction wants " +
+                                                std::to_string(count));
+      sources.push_back(found->second.data);
+      weights.push_back(input.weight);
     }
-    ops_.weighted_sum(out, sources.data(), weights.data(), static_cast<int>(sources.size()), count);
+    try {
+      ops_.weighted_sum(out, sources.data(), weights.data(), static_cast<int>(sources.size()),
+                        count);
+    } catch (const std::exception& failure) {
+      return std::make_shared<completed_work>(std::string("weighted sum failed: ") +
+                                              failure.what());
+    }
     return std::make_shared<completed_work>(std::string{});
   }
 
@@ -71,7 +78,7 @@ private:
   };
 
   const kernels::ops& ops_;
-  std::mutex mutex_;
+  std::shared_mutex mutex_;
   std::unordered_map<int, attached_buffer> buffers_;
 };
 

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -26,12 +27,24 @@ namespace {
 
 // -- rendering values ---------------------------------------------------------------------------
 
+std::string render(double value);
+
 std::string render(const caf::config_value& value) {
+  // CAF prints reals as 1.500000; show them as written.
+  if (auto real = caf::get_if<caf::config_value::real>(&value))
+    return render(*real);
   return caf::to_string(value);
 }
 
+// Quoted and escaped as CAF's parser reads it back (to_ini() must round-trip any path).
 std::string render(const std::string& value) {
-  return '"' + value + '"';
+  std::string quoted = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\')
+      quoted += '\\';
+    quoted += c;
+  }
+  return quoted + '"';
 }
 
 // The shortest text that reads back to the same double, so to_ini() round-trips.
@@ -84,7 +97,7 @@ std::string convert(const caf::config_value& value, int& out) {
 std::string convert(const caf::config_value& value, std::uint64_t& out) {
   std::int64_t wide = 0;
   if (auto problem = convert(value, wide); !problem.empty())
-    return problem;
+    return "expected an integer between 0 and 9223372036854775807";
   if (wide < 0)
     return "expected a non-negative integer";
   out = static_cast<std::uint64_t>(wide);
@@ -127,7 +140,7 @@ std::string convert(const caf::config_value& value, std::vector<int>& out) {
       out = {single};
       return {};
     }
-    return "expected a list of integers such as [256, 128]";
+    return "expected a list of integers such as [256, 128] ([] for no hidden layer)";
   }
   std::vector<int> result;
   for (const auto& element : *list) {
@@ -326,6 +339,8 @@ std::string describe_parser_error(const caf::error& error) {
 }
 
 caf::config_value parse_override_value(const std::string& text) {
+  if (text.empty()) // "--train.algorithm=": an empty string, not CAF's empty list
+    return caf::config_value{std::string{}};
   // CAF 0.17's number parser can be one ulp off (0.0123456789 reads as 0.012345678899999999);
   // strtod is correctly rounded, so plain real numbers on the command line go through it.
   if (text.find_first_of(".eE") != std::string::npos) {
@@ -363,8 +378,12 @@ const std::vector<std::string>& known_datasets() {
 run_config load(const std::string& file, const std::vector<std::string>& overrides) {
   load_state state;
   if (!file.empty()) {
+    std::error_code status_error;
+    const bool directory = std::filesystem::is_directory(file, status_error);
     std::ifstream in(file);
-    if (!in) {
+    if (directory) {
+      state.errors.push_back({"", "cannot read config file " + file + ": it is a directory"});
+    } else if (!in) {
       state.errors.push_back({"", "cannot read config file " + file + ": " + std::strerror(errno)});
     } else if (auto settings = caf::actor_system_config::parse_config(in)) {
       assign_settings(*settings, "", "in " + file, state);

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <thread>
 
+#include "support/delegating_ops.hpp"
+
 namespace {
 
 using herd::actors::train_session;
@@ -149,8 +151,9 @@ TEST(train_session, summary_counts_are_consistent) {
   // Evaluations every 5 rounds (the evaluator may skip one while busy) plus the final one.
   EXPECT_GE(summary.evaluations.size(), 2u);
   EXPECT_EQ(summary.evaluations.back().round, summary.rounds);
-  EXPECT_DOUBLE_EQ(summary.final_test_accuracy, summary.evaluations.back().test_accuracy);
-  EXPECT_GT(summary.final_test_accuracy, 0.5); // the synthetic problem is learnable
+  ASSERT_TRUE(summary.final_test_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*summary.final_test_accuracy, summary.evaluations.back().test_accuracy);
+  EXPECT_GT(*summary.final_test_accuracy, 0.5); // the synthetic problem is learnable
   EXPECT_GT(summary.final_train_loss, 0.0);
 }
 
@@ -185,17 +188,6 @@ TEST(train_session, request_stop_ends_the_run_with_a_summary) {
   EXPECT_EQ(session.final_parameters().size(), 4u);
 }
 
-TEST(train_session, stops_after_max_seconds) {
-  auto config = small_config(2, 8);
-  config.train.epochs = 100000;
-  config.train.max_seconds = 0.3;
-  train_session session(config, synthetic(4000), quick());
-  const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "max-seconds");
-  EXPECT_GE(summary.wall_seconds, 0.3);
-  EXPECT_GT(summary.rounds, 0u);
-}
-
 TEST(train_session, batch_larger_than_a_shard_is_rejected_before_anything_runs) {
   auto config = small_config(4, 300);
   EXPECT_THROW(train_session(config, synthetic(1000), quick()), herd::config::invalid_config);
@@ -203,52 +195,17 @@ TEST(train_session, batch_larger_than_a_shard_is_rejected_before_anything_runs) 
 
 // Fault injection through the kernel interface: the N-th backward pass of softmax (only ever
 // called by a worker's training step) throws, so exactly one worker's step fails.
-class failing_ops final : public herd::kernels::ops {
+class failing_backward_ops final : public herd::testing::delegating_ops {
 public:
-  explicit failing_ops(int fail_on_call) : fail_on_call_(fail_on_call) {}
-  std::string_view name() const override { return "failing"; }
-  void gemm(herd::kernels::transpose ta, herd::kernels::transpose tb, int m, int n, int k,
-            float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
-            int ldc) const override {
-    base().gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
-  void bias_add(float* y, const float* bias, int rows, int cols) const override {
-    base().bias_add(y, bias, rows, cols);
-  }
-  void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
-    base().bias_grad(dy, bias_grad, rows, cols);
-  }
-  void relu_forward(const float* x, float* y, std::size_t n) const override {
-    base().relu_forward(x, y, n);
-  }
-  void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
-    base().relu_backward(y, dy, dx, n);
-  }
-  float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows,
-                             int classes_count, float* probs) const override {
-    return base().softmax_xent_forward(logits, labels, rows, classes_count, probs);
-  }
+  explicit failing_backward_ops(int fail_on_call) : fail_on_call_(fail_on_call) {}
   void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows,
                              int classes_count, float* dlogits) const override {
     if (calls_.fetch_add(1) + 1 == fail_on_call_)
       throw std::runtime_error("injected failure");
     base().softmax_xent_backward(probs, labels, rows, classes_count, dlogits);
   }
-  std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
-                            int classes_count) const override {
-    return base().count_correct(scores, labels, rows, classes_count);
-  }
-  void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
-                const herd::kernels::sgd_hyper& hyper) const override {
-    base().sgd_step(params, grads, velocity, n, hyper);
-  }
-  void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
-                    std::size_t n) const override {
-    base().weighted_sum(out, inputs, weights, k, n);
-  }
 
 private:
-  static const herd::kernels::ops& base() { return herd::kernels::cpu_ops(); }
   int fail_on_call_;
   mutable std::atomic<int> calls_{0};
 };
@@ -256,7 +213,7 @@ private:
 TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   auto config = small_config(4, 8);
   config.train.epochs = 2;
-  failing_ops ops(10);
+  failing_backward_ops ops(10);
   auto options = quick();
   options.ops = &ops;
   train_session session(config, synthetic(std::size_t{4} * 8 * 10), options);
@@ -276,6 +233,100 @@ TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   ASSERT_EQ(survivors.size(), 3u);
   EXPECT_EQ(*survivors[0], *survivors[1]);
   EXPECT_EQ(*survivors[0], *survivors[2]);
+}
+
+} // namespace
+
+namespace {
+
+TEST(train_session, stop_right_after_start_still_ends_with_a_summary) {
+  auto config = small_config(4, 8);
+  config.train.epochs = 100000;
+  train_session session(config, synthetic(4000), quick());
+  session.start();
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_TRUE(summary->error.empty()) << summary->error;
+}
+
+TEST(train_session, destroying_a_running_session_stops_it) {
+  auto config = small_config(2, 8);
+  config.train.epochs = 100000;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    train_session session(config, synthetic(4000), quick());
+    session.start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // The destructor stops the run (it does not wait out its 60 s bound).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+// Evaluations are the only callers of count_correct.
+class failing_evaluation_ops final : public herd::testing::delegating_ops {
+public:
+  std::size_t count_correct(const float*, const std::int32_t*, int, int) const override {
+    throw std::runtime_error("injected evaluation failure");
+  }
+};
+
+TEST(train_session, a_failed_final_evaluation_is_reported_not_replaced) {
+  auto config = small_config(2, 8);
+  config.train.eval_every = 3;
+  failing_evaluation_ops ops;
+  auto options = quick();
+  options.ops = &ops;
+  train_session session(config, synthetic(2 * 8 * 10), options);
+  const auto summary = session.run();
+  EXPECT_EQ(summary.stop_reason, "epochs");
+  EXPECT_FALSE(summary.final_test_accuracy.has_value());
+  EXPECT_FALSE(summary.final_test_loss.has_value());
+  EXPECT_TRUE(summary.evaluations.empty());
+  EXPECT_NE(summary.error.find("final evaluation failed"), std::string::npos) << summary.error;
+  EXPECT_NE(summary.error.find("injected evaluation failure"), std::string::npos);
+}
+
+// Reductions are the only callers of weighted_sum.
+class failing_reduction_ops final : public herd::testing::delegating_ops {
+public:
+  void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
+                    std::size_t n) const override {
+    if (calls_.fetch_add(1) == 3)
+      throw std::runtime_error("injected reduction failure");
+    base().weighted_sum(out, inputs, weights, k, n);
+  }
+
+private:
+  mutable std::atomic<int> calls_{0};
+};
+
+TEST(train_session, a_failed_reduction_ends_the_run_with_an_error_instead_of_hanging) {
+  auto config = small_config(2, 8);
+  config.train.epochs = 100;
+  failing_reduction_ops ops;
+  auto options = quick();
+  options.ops = &ops;
+  train_session session(config, synthetic(2 * 8 * 10), options);
+  session.start();
+  const auto summary = session.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(summary.has_value()) << "the run hung after a failed reduction";
+  EXPECT_EQ(summary->stop_reason, "error");
+  EXPECT_NE(summary->error.find("injected reduction failure"), std::string::npos) << summary->error;
+  EXPECT_EQ(summary->rounds, 3u); // the failed round is not counted
+}
+
+TEST(train_session, max_seconds_stops_within_a_progress_interval_or_two) {
+  auto config = small_config(2, 8);
+  config.train.epochs = 100000;
+  config.train.max_seconds = 0.3;
+  config.train.eval_every = 1000000;
+  train_session session(config, synthetic(4000), quick());
+  const auto summary = session.run();
+  EXPECT_EQ(summary.stop_reason, "max-seconds");
+  EXPECT_GE(summary.wall_seconds, 0.3);
+  EXPECT_LT(summary.wall_seconds, 5.0); // generous: a shared 2-core CI machine
 }
 
 } // namespace

@@ -132,13 +132,37 @@ TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
   EXPECT_FALSE(std::filesystem::exists(report_path + ".tmp"));
 }
 
-TEST_F(herd_cli, unwritable_report_path_is_an_error_after_the_summary) {
+TEST_F(herd_cli, unwritable_report_path_is_refused_before_training) {
   auto args = synthetic_run;
   args.insert(args.end(), {"--report", path("missing-dir/report.json")});
   auto result = herd(args);
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_THAT(result.output, HasSubstr("Herd run summary"));
+  EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.output, HasSubstr("missing-dir/report.json"));
+  EXPECT_THAT(result.output, HasSubstr("does not exist"));
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("Herd run summary")));
+  auto directory = herd({"train", "--report", dir_.path().string()});
+  EXPECT_EQ(directory.exit_code, 2);
+  EXPECT_THAT(directory.output, HasSubstr("is a directory"));
+}
+
+TEST_F(herd_cli, config_path_that_is_a_directory_exits_2) {
+  auto result = herd({"train", "--config", dir_.path().string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("it is a directory"));
+}
+
+TEST_F(herd_cli, a_model_too_large_for_memory_is_refused_before_allocating) {
+  auto result = herd({"train", "--data.dataset=synthetic", "--model.hidden=65536,65536"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.output, HasSubstr("model.hidden: the model has"));
+  EXPECT_THAT(result.output, HasSubstr("GiB"));
+}
+
+TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
+  auto result = herd({"train", "--data.dataset=synthetic", "--train.lr=1000", "--train.epochs=50"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("training diverged"));
+  EXPECT_THAT(result.output, HasSubstr("try a smaller train.lr"));
 }
 
 TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {

@@ -3,9 +3,12 @@
 #include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
 
+#include <atomic>
+#include <future>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <random>
+#include <thread>
 
 namespace {
 
@@ -92,6 +95,73 @@ TEST(buffer_pool, buffers_outliving_the_pool_are_freed) {
   }
   EXPECT_EQ((*survivor)[3], 7.0f); // still valid; freed when dropped (ASan checks the rest)
   survivor.reset();
+}
+
+} // namespace
+
+namespace {
+
+TEST(local_backend, detach_waits_for_a_reduction_that_reads_the_buffer) {
+  // A kernel double that holds the reduction open until told to finish.
+  struct held_ops : herd::kernels::ops {
+    std::promise<void> entered;
+    std::shared_future<void> release;
+    std::string_view name() const override { return "held"; }
+    void gemm(herd::kernels::transpose, herd::kernels::transpose, int, int, int, float,
+              const float*, int, const float*, int, float, float*, int) const override {}
+    void bias_add(float*, const float*, int, int) const override {}
+    void bias_grad(const float*, float*, int, int) const override {}
+    void relu_forward(const float*, float*, std::size_t) const override {}
+    void relu_backward(const float*, const float*, float*, std::size_t) const override {}
+    float softmax_xent_forward(const float*, const std::int32_t*, int, int, float*) const override {
+      return 0.0f;
+    }
+    void softmax_xent_backward(const float*, const std::int32_t*, int, int, float*) const override {
+    }
+    std::size_t count_correct(const float*, const std::int32_t*, int, int) const override {
+      return 0;
+    }
+    void sgd_step(float*, const float*, float*, std::size_t,
+                  const herd::kernels::sgd_hyper&) const override {}
+    void weighted_sum(float* out, const float* const* inputs, const float*, int,
+                      std::size_t n) const override {
+      const_cast<held_ops*>(this)->entered.set_value();
+      release.wait();
+      std::copy_n(inputs[0], n, out);
+    }
+  };
+  held_ops ops;
+  std::promise<void> release;
+  ops.release = release.get_future().share();
+  auto entered = ops.entered.get_future();
+  auto backend = herd::comm::make_local_backend(ops);
+  std::vector<float> send(16, 2.0f);
+  backend->attach(0, send.data(), send.size());
+  std::vector<float> out(16);
+  std::thread reducer([&] { backend->group_reduce({{0, 1.0f}}, out.data(), out.size()); });
+  entered.wait();
+  std::atomic<bool> detached{false};
+  std::thread owner([&] {
+    backend->detach(0);
+    detached = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(detached) << "detach returned while a reduction was reading the buffer";
+  release.set_value();
+  reducer.join();
+  owner.join();
+  EXPECT_TRUE(detached);
+  EXPECT_EQ(out[7], 2.0f);
+}
+
+TEST(local_backend, a_kernel_failure_comes_back_through_the_work_handle) {
+  auto backend = herd::comm::make_local_backend(herd::kernels::cpu_ops());
+  std::vector<float> send(8, 1.0f);
+  backend->attach(0, send.data(), send.size());
+  // out aliasing a later input is a precondition error of weighted_sum.
+  backend->attach(1, send.data(), send.size());
+  auto work = backend->group_reduce({{1, 1.0f}, {0, 1.0f}}, send.data(), send.size());
+  EXPECT_THAT(work->error(), testing::HasSubstr("weighted sum failed"));
 }
 
 } // namespace

@@ -154,6 +154,20 @@ TEST_F(config_files, to_ini_round_trips) {
   EXPECT_NEAR(reread.train.lr, 0.0123456789, 1e-15);
 }
 
+TEST_F(config_files, to_ini_round_trips_paths_with_quotes_and_backslashes) {
+  const auto original = load("", {R"(--data.path=/tmp/a"b\c d)"});
+  const auto again = load(write("odd.ini", herd::config::to_ini(original)), {});
+  EXPECT_EQ(again.data.path, R"(/tmp/a"b\c d)");
+}
+
+TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
+  EXPECT_THAT(first_error("", {"--train.algorithm="}),
+              HasSubstr("train.algorithm = \"\" (command line): unknown algorithm"));
+  EXPECT_THAT(first_error("", {"--train.workers=1.5"}),
+              HasSubstr("train.workers = 1.5 (command line): expected an integer"));
+  EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
+}
+
 TEST_F(config_files, shipped_configs_load) {
   for (const auto& entry : std::filesystem::directory_iterator(HERD_CONFIG_DIR)) {
     if (entry.path().extension() != ".ini")

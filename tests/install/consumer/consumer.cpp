@@ -12,6 +12,6 @@ int main() {
   herd::actors::train_session session(config, data);
   const auto summary = session.run();
   std::cout << "consumer: " << summary.rounds << " rounds, test accuracy "
-            << summary.final_test_accuracy << '\n';
-  return summary.stop_reason == "epochs" && summary.final_test_accuracy > 0.9 ? 0 : 1;
+            << summary.final_test_accuracy.value_or(0.0) << '\n';
+  return summary.stop_reason == "epochs" && summary.final_test_accuracy.value_or(0.0) > 0.9 ? 0 : 1;
 }

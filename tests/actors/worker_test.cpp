@@ -1,0 +1,148 @@
+// The worker actor on its own, with the test playing coordinator and aggregator: it keeps
+// answering while its step runs, and applies round results in round order whatever order they
+// arrive in.
+#include "actors/messages.hpp"
+#include "actors/worker.hpp"
+#include "models/sgd.hpp"
+
+#include <future>
+#include <gtest/gtest.h>
+#include <random>
+
+#include "support/delegating_ops.hpp"
+
+namespace {
+
+using namespace herd::actors;
+
+// The first training step blocks in its backward pass until the test releases it.
+class gated_ops final : public herd::testing::delegating_ops {
+public:
+  void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows, int classes,
+                             float* dlogits) const override {
+    if (!first_call_done_.exchange(true)) {
+      entered_.set_value();
+      released_.wait();
+    }
+    base().softmax_xent_backward(probs, labels, rows, classes, dlogits);
+  }
+  void wait_until_entered() { entered_future_.wait(); }
+  void release() { release_.set_value(); }
+
+private:
+  mutable std::atomic<bool> first_call_done_{false};
+  mutable std::promise<void> entered_;
+  std::future<void> entered_future_ = entered_.get_future();
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+};
+
+class worker_actor_test : public testing::Test {
+protected:
+  worker_actor_test() : system_(make_config()) {}
+
+  static caf::actor_system_config& make_config() {
+    static caf::actor_system_config config;
+    static bool registered = false;
+    if (!registered) {
+      add_message_types(config);
+      registered = true;
+    }
+    return config;
+  }
+
+  worker_setup setup(const herd::kernels::ops& ops) {
+    worker_setup result;
+    result.index = 0;
+    result.model = model_;
+    result.train = data_;
+    for (std::size_t i = 0; i < 64; ++i)
+      result.shard.push_back(i);
+    result.batch_size = 16;
+    result.optimizer = hyper_;
+    result.init_seed = 5;
+    result.ops = &ops;
+    result.backend = backend_;
+    return result;
+  }
+
+  std::vector<float> snapshot(caf::scoped_actor& self, const caf::actor& worker) {
+    std::vector<float> parameters;
+    self->request(worker, std::chrono::seconds(10), snapshot_atom::value)
+        .receive([&](const parameter_snapshot& snap) { parameters = *snap.parameters; },
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+    return parameters;
+  }
+
+  caf::actor_system system_;
+  std::shared_ptr<const herd::models::mlp> model_ =
+      std::make_shared<const herd::models::mlp>(std::vector<std::size_t>{12, 8, 3});
+  std::shared_ptr<const herd::models::dataset> data_ =
+      std::make_shared<const herd::models::dataset>(
+          herd::models::make_synthetic_dataset(64, 12, 3, 1));
+  std::shared_ptr<herd::comm::backend> backend_ =
+      herd::comm::make_local_backend(herd::kernels::cpu_ops());
+  herd::kernels::sgd_hyper hyper_{0.1f, 0.9f, 0.01f};
+};
+
+TEST_F(worker_actor_test, answers_messages_while_its_step_runs) {
+  gated_ops ops;
+  caf::scoped_actor coordinator{system_};
+  auto worker = spawn_worker(system_, setup(ops), coordinator);
+  coordinator->send(worker, start_atom::value);
+  ops.wait_until_entered(); // the step is now blocked inside its backward pass
+  const auto parameters = snapshot(coordinator, worker);
+  EXPECT_EQ(parameters.size(), model_->parameter_count());
+  contribution answer;
+  coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0})
+      .receive([&](const contribution& reply) { answer = reply; },
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  EXPECT_EQ(answer.kind, freshness::none); // nothing finished yet
+  ops.release();
+  bool ready = false;
+  coordinator->receive([&](const step_ready& report) { ready = report.step == 1; },
+                       caf::after(std::chrono::seconds(10)) >> [] {});
+  EXPECT_TRUE(ready);
+  coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arrive_in) {
+  caf::scoped_actor coordinator{system_};
+  auto worker = spawn_worker(system_, setup(herd::kernels::cpu_ops()), coordinator);
+  const auto initial = snapshot(coordinator, worker);
+  coordinator->send(worker, start_atom::value);
+  coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
+                                                     [] { ADD_FAILURE() << "no step_ready"; });
+  // The test is the aggregator: the worker takes part in rounds 5 (fresh) and 6 (nothing new).
+  for (std::uint64_t round : {5u, 6u})
+    coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, round)
+        .receive([](const contribution&) {},
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::shared_ptr<std::vector<float>>> results;
+  for (int r = 0; r < 2; ++r) {
+    results.push_back(std::make_shared<std::vector<float>>(model_->parameter_count()));
+    for (auto& value : *results.back())
+      value = normal(rng);
+  }
+  // Round 6's result arrives first; round 5's must still be applied first.
+  coordinator->send(worker, round_result{6, results[1], 1});
+  coordinator->send(worker, round_result{5, results[0], 1});
+  const auto after = snapshot(coordinator, worker);
+
+  std::vector<float> expected = initial;
+  herd::models::sgd optimizer(expected.size(), hyper_);
+  optimizer.step(herd::kernels::cpu_ops(), expected.data(), results[0]->data());
+  optimizer.step(herd::kernels::cpu_ops(), expected.data(), results[1]->data());
+  std::vector<float> wrong_order = initial;
+  herd::models::sgd other(expected.size(), hyper_);
+  other.step(herd::kernels::cpu_ops(), wrong_order.data(), results[1]->data());
+  other.step(herd::kernels::cpu_ops(), wrong_order.data(), results[0]->data());
+  ASSERT_EQ(after.size(), expected.size());
+  EXPECT_EQ(after, expected);
+  EXPECT_NE(after, wrong_order); // momentum makes the order visible
+  coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+} // namespace
