@@ -171,6 +171,7 @@ TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {
                       "--model.hidden=[32]", "--report", report_path},
                      std::chrono::milliseconds(1500));
   EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.signal, 0) << "SIGINT killed herd instead of stopping it";
   EXPECT_EQ(result.exit_code, 130) << result.output;
   EXPECT_THAT(result.output, HasSubstr("interrupted"));
   EXPECT_THAT(result.output, HasSubstr("Herd run summary"));

@@ -64,7 +64,7 @@ process_result run_process(const std::vector<std::string>& argv, std::chrono::mi
   if (WIFEXITED(status))
     result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status))
-    result.exit_code = 128 + WTERMSIG(status);
+    result.signal = WTERMSIG(status);
   return result;
 }
 

@@ -10,7 +10,8 @@
 namespace herd::testing {
 
 struct process_result {
-  int exit_code = -1; // the exit status, or 128 + signal number if a signal ended it
+  int exit_code = -1; // the exit status; -1 when a signal ended the process
+  int signal = 0;     // the signal that ended it, or 0
   std::string output; // stdout and stderr, interleaved as written
   bool timed_out = false;
 };
