@@ -94,9 +94,27 @@ struct train_session::impl {
   bool started = false;
   bool shut_down = false;
 
+  // Guards the coordinator handle against request_stop() from another thread.
   std::mutex mutex;
-  std::condition_variable finished;
-  std::optional<run_summary> summary;
+
+  // The run's result. Shared with the actors' callbacks, which CAF may still run after
+  // await_all_actors_done() returned (an attached functor runs late in an actor's cleanup), so it
+  // outlives the session if need be.
+  struct outcome {
+    std::mutex mutex;
+    std::condition_variable finished;
+    std::optional<run_summary> summary;
+
+    // The first summary wins; later ones (a coordinator exiting after it finished) are dropped.
+    void deliver(run_summary result) {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (summary)
+        return;
+      summary = std::move(result);
+      finished.notify_all();
+    }
+  };
+  std::shared_ptr<outcome> result = std::make_shared<outcome>();
   std::vector<std::vector<float>> final_parameters;
 
   void collect_final_parameters() {
@@ -209,10 +227,8 @@ void train_session::spawn_and_start() {
   coordination.samples_per_epoch = state.samples_per_epoch;
   coordination.observer = state.options.observer;
   coordination.progress_interval = state.options.progress_interval;
-  coordination.on_finished = [&state](run_summary summary) {
-    std::lock_guard<std::mutex> guard(state.mutex);
-    state.summary = std::move(summary);
-    state.finished.notify_all();
+  coordination.on_finished = [result = state.result](run_summary summary) {
+    result->deliver(std::move(summary));
   };
   {
     std::lock_guard<std::mutex> guard(state.mutex);
@@ -220,19 +236,16 @@ void train_session::spawn_and_start() {
   }
   // A coordinator that dies without finishing (a bug, or killed) must not leave wait_for()
   // waiting forever: its exit becomes an error summary.
-  state.coordinator->attach_functor([&state](const caf::error& reason) {
-    std::lock_guard<std::mutex> guard(state.mutex);
-    if (state.summary)
-      return;
-    run_summary failed;
-    failed.algorithm = state.config.train.algorithm;
-    failed.workers = state.config.train.workers;
-    failed.backend = std::string(state.backend->name());
-    failed.stop_reason = "error";
-    failed.error = "the group coordinator stopped: " + state.system->render(reason);
-    state.summary = std::move(failed);
-    state.finished.notify_all();
-  });
+  run_summary failed;
+  failed.algorithm = state.config.train.algorithm;
+  failed.workers = state.config.train.workers;
+  failed.backend = std::string(state.backend->name());
+  failed.stop_reason = "error";
+  state.coordinator->attach_functor(
+      [result = state.result, failed](const caf::error& reason) mutable {
+        failed.error = "the group coordinator stopped: " + caf::to_string(reason);
+        result->deliver(std::move(failed));
+      });
 
   aggregator_setup aggregation;
   aggregation.backend = state.backend;
@@ -280,16 +293,17 @@ void train_session::request_stop() {
 std::optional<run_summary> train_session::wait_for(std::chrono::milliseconds timeout) {
   auto& state = *impl_;
   {
-    std::unique_lock<std::mutex> lock(state.mutex);
-    if (!state.finished.wait_for(lock, timeout, [&] { return state.summary.has_value(); }))
+    std::unique_lock<std::mutex> lock(state.result->mutex);
+    if (!state.result->finished.wait_for(lock, timeout,
+                                         [&] { return state.result->summary.has_value(); }))
       return std::nullopt;
   }
   if (!state.shut_down) {
     state.collect_final_parameters();
     state.shutdown();
   }
-  std::lock_guard<std::mutex> guard(state.mutex);
-  return state.summary;
+  std::lock_guard<std::mutex> guard(state.result->mutex);
+  return state.result->summary;
 }
 
 run_summary train_session::run() {
