@@ -144,8 +144,24 @@ private:
     start_rounds(policy_->on_ready(event));
   }
 
+  // Samples of one epoch over all shards, times train.epochs: the run's sample budget.
+  std::uint64_t sample_budget() const {
+    return static_cast<std::uint64_t>(setup_.samples_per_epoch) *
+           static_cast<std::uint64_t>(setup_.config.train.epochs);
+  }
+
   void start_rounds(const std::vector<group_decision>& decisions) {
     for (const auto& decision : decisions) {
+      // Under sync every member of a round contributes one fresh batch. Workers may report their
+      // next step before the last round's group_done reaches this actor (different senders), so
+      // without this check a round past the epoch limit could start.
+      const std::uint64_t expected_samples =
+          decision.members.size() * static_cast<std::uint64_t>(setup_.config.train.batch_size);
+      if (samples_committed_ >= sample_budget()) {
+        budget_spent_ = true; // its members now wait for the stop
+        continue;
+      }
+      samples_committed_ += expected_samples;
       group_plan plan;
       plan.round = next_round_++;
       plan.kind = decision.kind;
@@ -155,14 +171,20 @@ private:
         plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)].handle);
       }
       const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
-      in_flight_[plan.round] = aggregator;
+      in_flight_[plan.round] = {aggregator, expected_samples};
       send(aggregators_[aggregator], std::move(plan));
     }
   }
 
   void on_group_done(const group_done& report) {
-    if (in_flight_.erase(report.round) == 0)
+    auto round = in_flight_.find(report.round);
+    if (round == in_flight_.end())
       return; // abandoned when its aggregator was lost or the drain timed out
+    // Replace the expectation with what the round really applied (nothing, if it failed).
+    samples_committed_ -= round->second.expected_samples;
+    in_flight_.erase(round);
+    if (report.error.empty())
+      samples_committed_ += report.samples;
     for (std::size_t i = 0; i < report.unanswered.size(); ++i)
       lose_worker(report.unanswered[i], "did not answer round " + std::to_string(report.round) +
                                             ": " + report.unanswered_reasons[i]);
@@ -176,7 +198,7 @@ private:
     reduce_bytes_ += report.bytes;
     if (phase_ == phase::running) {
       start_rounds(policy_->on_group_done({report.members.begin(), report.members.end()}));
-      if (epochs_done() >= setup_.config.train.epochs)
+      if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
         begin_stop("epochs");
       // Not when the run just ended: the final evaluation measures these parameters anyway.
       if (phase_ == phase::running &&
@@ -228,7 +250,7 @@ private:
   // Its rounds will never be reported: the run cannot go on correctly, so it ends with an error.
   void lose_aggregator(std::size_t index, const std::string& why) {
     for (auto round = in_flight_.begin(); round != in_flight_.end();)
-      round = round->second == index ? in_flight_.erase(round) : std::next(round);
+      round = round->second.aggregator == index ? in_flight_.erase(round) : std::next(round);
     fail("aggregator " + std::to_string(index) + " stopped: " + why);
   }
 
@@ -471,7 +493,13 @@ private:
   clock_type::time_point started_at_;
   std::uint64_t next_round_ = 0;
   std::size_t next_aggregator_ = 0;
-  std::map<std::uint64_t, std::size_t> in_flight_; // round -> aggregator
+  struct round_in_flight {
+    std::size_t aggregator = 0;
+    std::uint64_t expected_samples = 0;
+  };
+  std::map<std::uint64_t, round_in_flight> in_flight_;
+  std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
+  bool budget_spent_ = false;           // a round was not started because of the epoch limit
   std::uint64_t rounds_ = 0;
   std::uint64_t steps_ = 0;
   std::uint64_t samples_applied_ = 0;
