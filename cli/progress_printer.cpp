@@ -26,8 +26,8 @@ progress_printer::progress_printer(std::ostream& out, bool interactive, double e
 std::string progress_printer::status(const actors::progress& now) const {
   std::ostringstream line;
   line << std::fixed << "epoch " << std::setprecision(2) << now.epoch << '/' << std::setprecision(0)
-       << epochs_ << "  round " << now.rounds << "  loss " << std::setprecision(4) << now.train_loss
-       << "  test acc ";
+       << epochs_ << "  round " << now.rounds << " (" << now.steps << " steps)  loss "
+       << std::setprecision(4) << now.train_loss << "  test acc ";
   if (now.test_accuracy)
     line << std::setprecision(4) << *now.test_accuracy;
   else
