@@ -94,7 +94,8 @@ private:
   }
 
   void reduce_and_deliver(const round_state& state, group_done& report) {
-    // Members that answered take part; each gets 1/n of its buffer (uniform weighting).
+    // Members that answered take part; each gets 1/n of its buffer (uniform weighting: the
+    // mean under sync, sum / P under the partial algorithms).
     std::vector<std::size_t> answered_positions;
     for (std::size_t position = 0; position < state.answers.size(); ++position)
       if (state.answers[position])
@@ -106,14 +107,15 @@ private:
     for (std::size_t i = 0; i < answered_positions.size(); ++i) {
       const auto& answer = *state.answers[answered_positions[i]];
       report.members.push_back(answer.worker);
+      report.kinds.push_back(answer.kind);
+      report.steps.push_back(answer.step);
       if (answer.kind == freshness::none)
         continue;
-      if (answer.kind == freshness::fresh) {
+      if (answer.kind == freshness::fresh)
         ++report.fresh;
-        report.samples += answer.samples;
-      } else {
+      else
         ++report.stale;
-      }
+      report.samples += answer.samples;
       inputs.push_back({answer.worker, weights[i]});
     }
     auto result = setup_.results->acquire();

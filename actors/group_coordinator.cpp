@@ -2,11 +2,14 @@
 #include "actors/group_coordinator.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/imbalance.hpp"
 #include "actors/messages.hpp"
 #include "actors/policy.hpp"
 #include "monitoring/duration_stats.hpp"
+#include "monitoring/wait_ledger.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -31,6 +34,7 @@ struct worker_record {
   caf::actor handle;
   bool live = true;
   std::uint64_t steps = 0;
+  std::uint64_t late_steps = 0;
   std::uint64_t samples = 0;
   monitoring::duration_stats step_seconds;
   monitoring::duration_stats wait_seconds;
@@ -40,7 +44,7 @@ class coordinator_actor : public caf::event_based_actor {
 public:
   coordinator_actor(caf::actor_config& config, coordinator_setup setup)
       : caf::event_based_actor(config), setup_(std::move(setup)),
-        policy_(make_policy(setup_.config.train.algorithm)) {
+        policy_(make_policy(setup_.config)), ledger_(setup_.config.train.workers) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
   }
 
@@ -123,8 +127,13 @@ private:
     worker.samples += ready.samples;
     ++steps_;
     worker.step_seconds.add(ready.compute_seconds);
-    if (ready.step > 1) // the first step had nothing to wait for
+    ledger_.step_finished(ready.worker, ready.step, ready.compute_seconds);
+    if (ready.step > 1) { // the first step had nothing to wait for
       worker.wait_seconds.add(ready.wait_seconds);
+      ledger_.waited_after(ready.worker, ready.step - 1, ready.wait_seconds);
+    }
+    if (ready.late)
+      ++worker.late_steps;
     recent_losses_.push_back(ready.loss);
     if (recent_losses_.size() > recent_loss_steps)
       recent_losses_.pop_front();
@@ -134,7 +143,8 @@ private:
            "; try a smaller train.lr");
       return;
     }
-    if (phase_ != phase::running || !worker.live)
+    // A late step's round has closed: it is no arrival for the policy.
+    if (phase_ != phase::running || !worker.live || ready.late)
       return;
     arrival event;
     event.worker = ready.worker;
@@ -152,11 +162,11 @@ private:
 
   void start_rounds(const std::vector<group_decision>& decisions) {
     for (const auto& decision : decisions) {
-      // Under sync every member of a round contributes one fresh batch. Workers may report their
-      // next step before the last round's group_done reaches this actor (different senders), so
-      // without this check a round past the epoch limit could start.
+      // Every fresh arrival brings one batch. Workers may report their next step before the last
+      // round's group_done reaches this actor (different senders), so without this check a round
+      // past the epoch limit could start.
       const std::uint64_t expected_samples =
-          decision.members.size() * static_cast<std::uint64_t>(setup_.config.train.batch_size);
+          decision.fresh_arrivals * static_cast<std::uint64_t>(setup_.config.train.batch_size);
       if (samples_committed_ >= sample_budget()) {
         budget_spent_ = true; // its members now wait for the stop
         continue;
@@ -171,7 +181,7 @@ private:
         plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)].handle);
       }
       const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
-      in_flight_[plan.round] = {aggregator, expected_samples};
+      in_flight_[plan.round] = {aggregator, expected_samples, decision.kind};
       send(aggregators_[aggregator], std::move(plan));
     }
   }
@@ -182,6 +192,7 @@ private:
       return; // abandoned when its aggregator was lost or the drain timed out
     // Replace the expectation with what the round really applied (nothing, if it failed).
     samples_committed_ -= round->second.expected_samples;
+    const round_kind kind = round->second.kind;
     in_flight_.erase(round);
     if (report.error.empty())
       samples_committed_ += report.samples;
@@ -193,11 +204,14 @@ private:
       return;
     }
     ++rounds_;
+    ++(kind == round_kind::full_sync ? full_sync_rounds_ : partial_rounds_);
+    for (freshness given : report.kinds)
+      ++contributions_[static_cast<std::size_t>(given)];
     samples_applied_ += report.samples;
     reduce_seconds_ += report.reduce_seconds;
     reduce_bytes_ += report.bytes;
     if (phase_ == phase::running) {
-      start_rounds(policy_->on_group_done({report.members.begin(), report.members.end()}));
+      start_rounds(policy_->on_group_done(outcome_of(report)));
       if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
         begin_stop("epochs");
       // Not when the run just ended: the final evaluation measures these parameters anyway.
@@ -206,6 +220,15 @@ private:
         evaluate_periodically();
     }
     stop_workers_once_drained();
+  }
+
+  static group_outcome outcome_of(const group_done& report) {
+    group_outcome outcome;
+    outcome.members.assign(report.members.begin(), report.members.end());
+    for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i)
+      outcome.contributions.push_back(
+          {report.members[i], report.kinds[i], i < report.steps.size() ? report.steps[i] : 0});
+    return outcome;
   }
 
   void stop_workers_once_drained() {
@@ -259,6 +282,7 @@ private:
     if (!worker.live || phase_ == phase::finished)
       return;
     worker.live = false;
+    ledger_.worker_lost(index);
     notice("worker " + std::to_string(index) + " lost: " + why);
     if (phase_ == phase::stopping_workers) {
       acknowledge_stop(index); // a lost worker has nothing left to stop
@@ -446,10 +470,17 @@ private:
     summary.algorithm = setup_.config.train.algorithm;
     summary.workers = static_cast<int>(workers_.size());
     summary.backend = setup_.backend_name;
+    summary.imbalance =
+        imbalance_model(setup_.config.imbalance, setup_.config.train.workers).describe();
     summary.stop_reason = stop_reason_;
     summary.error = error_;
     summary.steps = steps_;
     summary.rounds = rounds_;
+    summary.full_sync_rounds = full_sync_rounds_;
+    summary.partial_rounds = partial_rounds_;
+    summary.fresh_contributions = contributions_[static_cast<std::size_t>(freshness::fresh)];
+    summary.stale_contributions = contributions_[static_cast<std::size_t>(freshness::stale)];
+    summary.empty_contributions = contributions_[static_cast<std::size_t>(freshness::none)];
     summary.samples = samples_applied_;
     summary.epochs = epochs_done();
     summary.wall_seconds = wall_seconds_;
@@ -464,11 +495,18 @@ private:
         wall_seconds_ > 0.0 ? static_cast<double>(samples_applied_) / wall_seconds_ : 0.0;
     summary.reduce_seconds = reduce_seconds_;
     summary.reduce_bytes = reduce_bytes_;
+    const auto waiting = ledger_.compare();
+    summary.waiting.steps_compared = waiting.steps_compared;
+    summary.waiting.waited_seconds = waiting.waited_total;
+    summary.waiting.barrier_seconds = waiting.barrier_total;
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       const auto& record = workers_[i];
       worker_summary worker;
       worker.worker = static_cast<int>(i);
       worker.steps = record.steps;
+      worker.late_steps = record.late_steps;
+      worker.waited_compared_seconds = waiting.waited[i];
+      worker.barrier_wait_seconds = waiting.barrier[i];
       worker.samples = record.samples;
       worker.live = record.live;
       worker.compute_seconds = record.step_seconds.total();
@@ -496,11 +534,16 @@ private:
   struct round_in_flight {
     std::size_t aggregator = 0;
     std::uint64_t expected_samples = 0;
+    round_kind kind = round_kind::partial;
   };
   std::map<std::uint64_t, round_in_flight> in_flight_;
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit
   std::uint64_t rounds_ = 0;
+  std::uint64_t full_sync_rounds_ = 0;
+  std::uint64_t partial_rounds_ = 0;
+  std::array<std::uint64_t, 3> contributions_{}; // by freshness
+  monitoring::wait_ledger ledger_;
   std::uint64_t steps_ = 0;
   std::uint64_t samples_applied_ = 0;
   double reduce_seconds_ = 0.0;

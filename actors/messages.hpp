@@ -27,29 +27,25 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 
-/// How fresh a member's contribution to a round is.
-enum class freshness : std::uint8_t {
-  fresh, // a gradient finished for this round
-  stale, // an older buffer (accumulated late gradients, or the previous model)
-  none,  // nothing to give (weight 0)
-};
-
 // -- worker -> coordinator ----------------------------------------------------------------------
 
-/// A worker finished a local step; its send buffer holds the result (DESIGN.md section 3, step 1).
+/// A worker finished a local step (DESIGN.md section 3, step 1). A fresh result waits in its send
+/// buffer for the next round; a late one (a round asked for the worker's contribution while the
+/// step ran) has already missed its round, and is accumulated or discarded.
 struct step_ready {
   std::int32_t worker = 0;
   std::uint64_t step = 0;       // the worker's step counter after this step
-  double compute_seconds = 0.0; // this step's local compute
-  double wait_seconds = 0.0;    // the previous step's wait: ready until result applied
+  double compute_seconds = 0.0; // this step's local compute, injected imbalance included
+  double wait_seconds = 0.0;    // idle time between the previous step and this one
   double loss = 0.0;            // the batch's mean training loss
   std::uint32_t samples = 0;
+  bool late = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_ready& x) {
   return f(caf::meta::type_name("herd.step_ready"), x.worker, x.step, x.compute_seconds,
-           x.wait_seconds, x.loss, x.samples);
+           x.wait_seconds, x.loss, x.samples, x.late);
 }
 
 // -- coordinator -> aggregator ------------------------------------------------------------------
@@ -78,7 +74,7 @@ struct contribution {
   std::uint64_t round = 0;
   std::uint64_t step = 0;
   freshness kind = freshness::fresh;
-  std::uint32_t samples = 0; // samples behind a fresh contribution
+  std::uint32_t samples = 0; // samples behind the gradients contributed (fresh and accumulated)
 };
 
 template <class Inspector>
@@ -98,10 +94,12 @@ struct round_result {
 /// A round finished (DESIGN.md section 3, step 4).
 struct group_done {
   std::uint64_t round = 0;
-  std::vector<std::int32_t> members;
+  std::vector<std::int32_t> members;           // those that answered
+  std::vector<freshness> kinds;                // what each of them gave, same order
+  std::vector<std::uint64_t> steps;            // each one's step counter when it answered
   std::uint32_t fresh = 0;
   std::uint32_t stale = 0;
-  std::uint64_t samples = 0;                   // samples behind the fresh contributions
+  std::uint64_t samples = 0;                   // samples behind the contributions
   std::uint64_t bytes = 0;                     // bytes the data plane read and wrote
   double reduce_seconds = 0.0;                 // data-plane time
   double seconds = 0.0;                        // plan received until results sent
@@ -112,8 +110,8 @@ struct group_done {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_done& x) {
-  return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.fresh, x.stale, x.samples,
-           x.bytes, x.reduce_seconds, x.seconds, x.error, x.unanswered, x.unanswered_reasons);
+  return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps, x.fresh,
+           x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.error, x.unanswered, x.unanswered_reasons);
 }
 
 // -- session -> coordinator ---------------------------------------------------------------------

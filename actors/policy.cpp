@@ -4,56 +4,117 @@
 #include "kernels/check.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace herd::actors {
 
-namespace {
-
-void insert_sorted(std::vector<int>& set, int value) {
-  auto at = std::lower_bound(set.begin(), set.end(), value);
-  if (at == set.end() || *at != value)
-    set.insert(at, value);
+quorum_policy::quorum_policy(std::string name, double fraction, int sync_every)
+    : name_(std::move(name)), fraction_(fraction), sync_every_(sync_every) {
+  HERD_CHECK(fraction >= 0.0 && fraction <= 1.0, "quorum fraction " << fraction);
+  HERD_CHECK_GE(sync_every, 0);
 }
 
-} // namespace
+std::size_t quorum_policy::threshold() const {
+  const std::size_t live = live_.size();
+  if (next_round_is_full_sync())
+    return live;
+  // The small slack keeps fraction * P that is an integer in exact arithmetic (0.5 * 8) from
+  // rounding up to the next one.
+  const auto needed = static_cast<std::size_t>(std::ceil(fraction_ * static_cast<double>(live) - 1e-9));
+  return std::clamp<std::size_t>(needed, 1, std::max<std::size_t>(live, 1));
+}
 
-std::vector<group_decision> sync_policy::set_live_workers(std::vector<int> workers) {
+bool quorum_policy::next_round_is_full_sync() const {
+  return sync_every_ > 0 &&
+         (rounds_activated_ + 1) % static_cast<std::uint64_t>(sync_every_) == 0;
+}
+
+std::vector<group_decision> quorum_policy::set_live_workers(std::vector<int> workers) {
   std::sort(workers.begin(), workers.end());
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
+  HERD_CHECK(workers.empty() || workers.front() >= 0, "negative worker index");
   live_ = std::move(workers);
-  // A lost worker's readiness no longer counts.
-  std::vector<int> still_ready;
-  std::set_intersection(ready_.begin(), ready_.end(), live_.begin(), live_.end(),
-                        std::back_inserter(still_ready));
-  ready_ = std::move(still_ready);
-  return activate_if_complete();
+  const std::size_t slots = live_.empty() ? 0 : static_cast<std::size_t>(live_.back()) + 1;
+  if (ready_step_.size() < slots) {
+    ready_step_.resize(slots, 0);
+    consumed_step_.resize(slots, 0);
+  }
+  return activate_if_due();
 }
 
-std::vector<group_decision> sync_policy::on_ready(const arrival& ready) {
+std::vector<group_decision> quorum_policy::on_ready(const arrival& ready) {
   if (!std::binary_search(live_.begin(), live_.end(), ready.worker))
     return {}; // a worker that was declared lost
-  insert_sorted(ready_, ready.worker);
-  return activate_if_complete();
+  auto& latest = ready_step_[static_cast<std::size_t>(ready.worker)];
+  latest = std::max(latest, ready.step);
+  return activate_if_due();
 }
 
-std::vector<group_decision> sync_policy::on_group_done(const std::vector<int>&) {
-  return {}; // the next round forms from the next arrivals
+std::vector<group_decision> quorum_policy::on_group_done(const group_outcome& outcome) {
+  in_flight_ = false;
+  for (const auto& given : outcome.contributions) {
+    if (given.kind != freshness::fresh || given.worker < 0 ||
+        static_cast<std::size_t>(given.worker) >= consumed_step_.size())
+      continue;
+    auto& consumed = consumed_step_[static_cast<std::size_t>(given.worker)];
+    consumed = std::max(consumed, given.step);
+  }
+  return activate_if_due();
 }
 
-std::vector<group_decision> sync_policy::activate_if_complete() {
-  if (live_.empty() || ready_ != live_)
+std::size_t quorum_policy::pending_fresh() const {
+  std::size_t pending = 0;
+  for (int worker : live_) {
+    const auto index = static_cast<std::size_t>(worker);
+    if (ready_step_[index] > consumed_step_[index])
+      ++pending;
+  }
+  return pending;
+}
+
+std::vector<group_decision> quorum_policy::activate_if_due() {
+  if (in_flight_ || live_.empty())
     return {};
-  group_decision all;
-  all.members = live_;
-  all.kind = round_kind::full_sync;
-  all.weights = weighting::uniform;
-  ready_.clear();
-  return {all};
+  const std::size_t fresh = pending_fresh();
+  if (fresh < threshold())
+    return {};
+  group_decision round;
+  round.members = live_;
+  round.kind = fresh == live_.size() && threshold() == live_.size() ? round_kind::full_sync
+                                                                    : round_kind::partial;
+  round.weights = weighting::uniform;
+  round.fresh_arrivals = fresh;
+  in_flight_ = true;
+  ++rounds_activated_;
+  return {round};
 }
 
-std::unique_ptr<grouping_policy> make_policy(const std::string& algorithm) {
+std::unique_ptr<quorum_policy> make_sync_policy() {
+  return std::make_unique<quorum_policy>("sync", 1.0, 1);
+}
+
+const config::partial_section* partial_settings(const config::run_config& config) {
+  const auto& algorithm = config.train.algorithm;
+  if (algorithm == "solo")
+    return &config.solo;
+  if (algorithm == "majority")
+    return &config.majority;
+  if (algorithm == "quorum")
+    return &config.quorum;
+  return nullptr;
+}
+
+std::unique_ptr<grouping_policy> make_policy(const config::run_config& config) {
+  const auto& algorithm = config.train.algorithm;
   if (algorithm == "sync")
-    return std::make_unique<sync_policy>();
+    return make_sync_policy();
+  if (algorithm == "solo")
+    return std::make_unique<quorum_policy>("solo", 0.0, config.solo.sync_every);
+  if (algorithm == "majority")
+    return std::make_unique<quorum_policy>("majority", 0.5, config.majority.sync_every);
+  if (algorithm == "quorum")
+    return std::make_unique<quorum_policy>("quorum", config.quorum.fraction,
+                                           config.quorum.sync_every);
   HERD_CHECK(false, "no grouping policy named '" << algorithm << "'");
   return nullptr;
 }

@@ -1,7 +1,10 @@
 // Grouping policies: who reduces with whom, and when. A policy is a plain class the group
 // coordinator drives with arrivals and completions, so its decisions are tested without actors.
-// DESIGN.md section 4 defines the algorithms; this file holds the interface and `sync`.
+// DESIGN.md section 4 defines the algorithms; this file holds the interface and the gradient
+// algorithms, which are one family: sync, solo, majority and quorum.
 #pragma once
+
+#include "config/run_config.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -11,7 +14,8 @@
 
 namespace herd::actors {
 
-/// A worker reporting a finished local step.
+/// A worker reporting a fresh result of a local step (late ones are not arrivals for a policy:
+/// their round has already closed).
 struct arrival {
   int worker = 0;
   std::uint64_t step = 0;  // the worker's step counter after this step
@@ -20,6 +24,13 @@ struct arrival {
 };
 
 enum class round_kind : std::uint8_t { partial, full_sync };
+
+/// How fresh a member's contribution to a round is.
+enum class freshness : std::uint8_t {
+  fresh, // a gradient finished for this round (perhaps with accumulated late ones added)
+  stale, // an older buffer: accumulated late gradients
+  none,  // nothing to give (counts in P, adds nothing)
+};
 
 /// How the aggregator weights the members' contributions.
 enum class weighting : std::uint8_t {
@@ -30,6 +41,20 @@ struct group_decision {
   std::vector<int> members; // ascending worker indices
   round_kind kind = round_kind::full_sync;
   weighting weights = weighting::uniform;
+  std::size_t fresh_arrivals = 0; // fresh arrivals the policy counted for this round
+};
+
+/// What one member gave to a finished round.
+struct member_contribution {
+  int worker = 0;
+  freshness kind = freshness::none;
+  std::uint64_t step = 0; // the member's step counter when it answered
+};
+
+/// A finished round, as the aggregator reported it.
+struct group_outcome {
+  std::vector<int> members;
+  std::vector<member_contribution> contributions; // the members that answered
 };
 
 class grouping_policy {
@@ -43,26 +68,53 @@ public:
 
   virtual std::vector<group_decision> on_ready(const arrival& ready) = 0;
 
-  virtual std::vector<group_decision> on_group_done(const std::vector<int>& members) = 0;
+  virtual std::vector<group_decision> on_group_done(const group_outcome& outcome) = 0;
 };
 
-/// Baseline allreduce-SGD: one group of all live workers once every one of them is ready.
-class sync_policy final : public grouping_policy {
+/// The gradient-exchange family (DESIGN.md section 4): every round's group is every live worker,
+/// and a round activates once `threshold` live workers have a fresh gradient that no round has
+/// taken yet. threshold = max(1, ceil(fraction * P)): sync is fraction 1, majority 1/2, solo 0
+/// (the first arrival). Every `sync_every`-th round (0 = never) waits for all P (a full
+/// synchronous round, bounding staleness). One round is in flight at a time: a round's
+/// contributions decide which arrivals it consumed, and an arrival it consumed must not count
+/// again for the next one (workers that finish before the aggregator asks them give fresh data
+/// even though their arrival reached the coordinator after the activation).
+class quorum_policy final : public grouping_policy {
 public:
-  std::string_view name() const override { return "sync"; }
+  quorum_policy(std::string name, double fraction, int sync_every);
+
+  std::string_view name() const override { return name_; }
   std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
   std::vector<group_decision> on_ready(const arrival& ready) override;
-  std::vector<group_decision> on_group_done(const std::vector<int>& members) override;
+  std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
+
+  /// Fresh arrivals needed for the next round to activate.
+  std::size_t threshold() const;
 
 private:
-  std::vector<group_decision> activate_if_complete();
+  std::vector<group_decision> activate_if_due();
+  bool next_round_is_full_sync() const;
+  std::size_t pending_fresh() const;
 
-  std::vector<int> live_;  // ascending
-  std::vector<int> ready_; // ascending, subset of live_
+  std::string name_;
+  double fraction_;
+  int sync_every_;
+  std::vector<int> live_;                    // ascending
+  std::vector<std::uint64_t> ready_step_;    // by worker: latest fresh arrival's step
+  std::vector<std::uint64_t> consumed_step_; // by worker: latest step a round took fresh
+  bool in_flight_ = false;
+  std::uint64_t rounds_activated_ = 0;
 };
 
-/// The policy named by train.algorithm (one of config::known_algorithms()).
-std::unique_ptr<grouping_policy> make_policy(const std::string& algorithm);
+/// The baseline: every round waits for every live worker.
+std::unique_ptr<quorum_policy> make_sync_policy();
+
+/// The policy of config.train.algorithm with its section's settings; `workers` is only used to
+/// name it in errors. Throws std::invalid_argument for an unknown algorithm.
+std::unique_ptr<grouping_policy> make_policy(const config::run_config& config);
+
+/// The settings section of a partial algorithm (solo, majority, quorum); null for sync.
+const config::partial_section* partial_settings(const config::run_config& config);
 
 /// Weight of each member, in the members' order.
 std::vector<float> member_weights(weighting weights, std::size_t members);

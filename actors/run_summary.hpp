@@ -41,11 +41,24 @@ struct worker_summary {
   int worker = 0;
   std::uint64_t steps = 0;
   std::uint64_t samples = 0;
-  double compute_seconds = 0.0; // total local compute
-  double wait_seconds = 0.0;    // total time from ready to result applied
+  std::uint64_t late_steps = 0; // steps whose round closed before they finished
+  double compute_seconds = 0.0; // total local compute, injected imbalance included
+  double wait_seconds = 0.0;    // total idle time between steps
+  // Over the step numbers every worker completed (run_summary::waiting): the idle time that
+  // really followed them, and what a barrier after each would have imposed.
+  double waited_compared_seconds = 0.0;
+  double barrier_wait_seconds = 0.0;
   duration_summary step_seconds;
   duration_summary wait_seconds_per_step;
   bool live = true;
+};
+
+/// Waiting that happened against waiting a synchronous barrier would have imposed on the same
+/// steps (monitoring/wait_ledger.hpp), over the step numbers every worker completed.
+struct waiting_summary {
+  std::uint64_t steps_compared = 0;
+  double waited_seconds = 0.0;  // all workers together
+  double barrier_seconds = 0.0; // all workers together
 };
 
 struct run_summary {
@@ -57,6 +70,11 @@ struct run_summary {
   std::string error;       // what went wrong when stop_reason == "error"
   std::uint64_t steps = 0;
   std::uint64_t rounds = 0;
+  std::uint64_t full_sync_rounds = 0; // rounds every live worker gave a fresh gradient to
+  std::uint64_t partial_rounds = 0;
+  std::uint64_t fresh_contributions = 0;
+  std::uint64_t stale_contributions = 0; // accumulated late gradients
+  std::uint64_t empty_contributions = 0; // members that had nothing to give
   std::uint64_t samples = 0;
   double epochs = 0.0;
   double wall_seconds = 0.0;
@@ -68,6 +86,7 @@ struct run_summary {
   double samples_per_second = 0.0;
   double reduce_seconds = 0.0;    // data-plane time of all rounds together
   std::uint64_t reduce_bytes = 0; // bytes the data plane read and wrote
+  waiting_summary waiting;
   std::vector<worker_summary> per_worker;
   std::vector<evaluation_point> evaluations;
 };

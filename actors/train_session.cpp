@@ -261,6 +261,9 @@ void train_session::spawn_and_start() {
   state.evaluator = spawn_evaluator(system, evaluation);
 
   const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);
+  const auto* partial = partial_settings(state.config);
+  const bool accumulate_late = partial == nullptr || partial->late_gradients == "accumulate";
+  auto imbalance = std::make_shared<const imbalance_model>(state.config.imbalance, train.workers);
   for (int index = 0; index < train.workers; ++index) {
     worker_setup setup;
     setup.index = index;
@@ -275,6 +278,10 @@ void train_session::spawn_and_start() {
     setup.shuffle_seed = worker_shuffle_seed(state.config, index);
     setup.ops = state.options.ops;
     setup.backend = state.backend;
+    setup.accumulate_late_gradients = accumulate_late;
+    if (imbalance->active())
+      setup.imbalance = imbalance;
+    setup.probe = state.options.probe;
     state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
   }
   caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "actors/run_summary.hpp"
+#include "actors/worker_probe.hpp"
 #include "config/run_config.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
@@ -22,6 +23,7 @@ struct session_options {
   run_observer* observer = nullptr;              // progress and evaluations; may be null
   const kernels::ops* ops = &kernels::cpu_ops(); // where the workers compute
   std::chrono::milliseconds progress_interval{250};
+  std::shared_ptr<worker_probe> probe; // every worker's; for tests and diagnostics
 };
 
 class train_session {

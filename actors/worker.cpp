@@ -1,6 +1,8 @@
 // The worker actor; see worker.hpp. The actor's thread owns the parameters (it alone writes
 // them, and only while no step runs); the compute thread reads them and writes the gradient,
-// which is also the send buffer the data plane reads between ready and result.
+// into the send buffer when that is empty and free, else into a scratch buffer whose contents
+// the actor then adds into the send buffer. The data plane reads the send buffer from a
+// contribution until the round's result arrives.
 #include "actors/worker.hpp"
 
 #include "actors/compute_thread.hpp"
@@ -13,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 namespace herd::actors {
 
@@ -46,20 +49,21 @@ public:
       : caf::event_based_actor(config), setup_(std::move(setup)),
         coordinator_(std::move(coordinator)),
         params_(setup_.model->initial_parameters(setup_.init_seed)),
-        grads_({setup_.model->parameter_count()}),
+        grads_({setup_.model->parameter_count()}), send_({setup_.model->parameter_count()}),
         optimizer_(setup_.model->parameter_count(), setup_.optimizer),
         sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
-    setup_.backend->attach(setup_.index, grads_.data(), grads_.size());
+    setup_.backend->attach(setup_.index, send_.data(), send_.size());
   }
 
   const char* name() const override { return "herd.worker"; }
 
   void on_exit() override {
-    compute_.reset(); // lets a running step finish: it reads params_ and writes grads_
+    compute_.reset(); // lets a running step finish: it reads params_ and writes a gradient buffer
     self_while_computing_ = nullptr;
     setup_.backend->detach(setup_.index);
     coordinator_ = nullptr;
+    deferred_.clear();
   }
 
   caf::behavior make_behavior() override {
@@ -67,13 +71,24 @@ public:
         [this](start_atom) {
           if (!started_ && !stopping_) {
             started_ = true;
-            begin_step();
+            begin_step_when_due();
           }
         },
         [this](step_done_atom, const step_outcome& outcome) { on_step_done(outcome); },
-        [this](contribute_atom, std::uint64_t round) { return contribute(round); },
+        [this](contribute_atom, std::uint64_t round) -> caf::result<contribution> {
+          // The send buffer is still being read for an earlier round: answer once its result
+          // (sent after the reduction) is here.
+          if (lent_to_round_ && *lent_to_round_ != round) {
+            auto promise = make_response_promise<contribution>();
+            deferred_.emplace(round, promise);
+            return promise;
+          }
+          return contribute(round);
+        },
         [this](const round_result& result) {
           pending_results_[result.round] = result.data;
+          if (lent_to_round_ == result.round)
+            release_send_buffer();
           apply_ready_results();
         },
         [this](snapshot_atom) {
@@ -83,8 +98,10 @@ public:
         },
         [this](stop_atom) -> caf::result<worker_stopped> {
           stopping_ = true;
-          if (!computing_)
+          if (!computing_) {
+            report_unsent();
             return worker_stopped{setup_.index, step_};
+          }
           stop_promise_ = make_response_promise();
           return *stop_promise_;
         },
@@ -92,23 +109,48 @@ public:
   }
 
 private:
+  enum class send_contents { empty, fresh, stale };
+
+  // A step starts once the round holding this worker's last fresh gradient has been applied
+  // and the last gradient has found its place in the send buffer.
+  void begin_step_when_due() {
+    if (!started_ || stopping_ || computing_ || fresh_outstanding_ || unfolded_)
+      return;
+    begin_step();
+  }
+
   void begin_step() {
+    last_wait_seconds_ = step_ == 0 ? 0.0 : seconds_since(idle_since_);
     computing_ = true;
+    // An empty send buffer that no reduction reads takes the gradient directly (no copy; under
+    // sync this is every step). A round asking meanwhile gets nothing from this worker.
+    computing_into_send_ = contents_ == send_contents::empty && !lent_to_round_;
+    float* gradient = computing_into_send_ ? send_.data() : grads_.data();
     // While the job runs the actor keeps itself alive, so the job's message below never drops
     // the last reference: the actor is then never destroyed on (and joined from) its own
     // compute thread.
     self_while_computing_ = caf::actor_cast<caf::strong_actor_ptr>(this);
     // The job captures a weak handle: the compute thread must not keep the actor alive.
     caf::actor_addr self_address = address();
-    compute_->post([this, self_address] {
+    const std::uint64_t step_number = step_ + 1;
+    compute_->post([this, self_address, gradient, step_number] {
       step_outcome outcome;
       const auto start = clock_type::now();
       try {
         const auto& batch = sampler_.next();
         models::gather_batch(*setup_.train, batch, batch_x_, batch_y_);
         outcome.loss = setup_.model->loss_and_gradient(*setup_.ops, params_.data(), batch_x_,
-                                                       batch_y_, grads_.data(), workspace_);
+                                                       batch_y_, gradient, workspace_);
         outcome.samples = static_cast<std::uint32_t>(batch.size());
+        if (setup_.probe)
+          setup_.probe->gradient_computed(setup_.index, step_number, gradient,
+                                          setup_.model->parameter_count());
+        if (setup_.imbalance) {
+          const double extra =
+              setup_.imbalance->extra_seconds(setup_.index, step_number, seconds_since(start));
+          if (extra > 0.0)
+            std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+        }
       } catch (const std::exception& failure) {
         outcome.error = failure.what();
       }
@@ -126,8 +168,22 @@ private:
       return;
     }
     ++step_;
-    has_fresh_ = true;
-    ready_at_ = clock_type::now();
+    idle_since_ = clock_type::now();
+    const bool late = asked_while_computing_;
+    asked_while_computing_ = false;
+    const bool keep = !late || setup_.accumulate_late_gradients;
+    if (computing_into_send_) {
+      computing_into_send_ = false;
+      if (keep) {
+        contents_ = late ? send_contents::stale : send_contents::fresh;
+        contents_samples_ = outcome.samples;
+      }
+    } else if (keep) {
+      unfolded_ = unfolded_gradient{!late, outcome.samples};
+      if (!lent_to_round_)
+        fold_gradient();
+    }
+    fresh_outstanding_ = !late;
     step_ready ready;
     ready.worker = setup_.index;
     ready.step = step_;
@@ -135,60 +191,123 @@ private:
     ready.wait_seconds = last_wait_seconds_;
     ready.loss = outcome.loss;
     ready.samples = outcome.samples;
+    ready.late = late;
     send(coordinator_, ready);
     if (stop_promise_) {
+      report_unsent();
       stop_promise_->deliver(worker_stopped{setup_.index, step_});
       stop_promise_.reset();
     }
-    apply_ready_results(); // any that arrived while the step ran
+    apply_ready_results(); // any that arrived while the step ran; may start the next step
   }
 
+  // The send buffer holds fresh or accumulated late gradients, or nothing; a contribution hands
+  // over all of it, and the buffer stays lent until the round's result shows the reduction has
+  // read it.
   contribution contribute(std::uint64_t round) {
     contribution reply;
     reply.worker = setup_.index;
     reply.round = round;
     reply.step = step_;
-    if (has_fresh_) {
-      reply.kind = freshness::fresh;
-      reply.samples = static_cast<std::uint32_t>(setup_.batch_size);
-      has_fresh_ = false;
-      awaiting_round_ = round;
-    } else {
-      reply.kind = freshness::none;
-    }
+    reply.kind = freshness::none;
     member_of_.insert(round);
+    if (computing_)
+      asked_while_computing_ = true; // the running step's gradient misses this round
+    if (!computing_into_send_ && contents_ != send_contents::empty) {
+      reply.kind = contents_ == send_contents::fresh ? freshness::fresh : freshness::stale;
+      reply.samples = contents_samples_;
+      if (reply.kind == freshness::fresh)
+        awaiting_round_ = round;
+      contents_ = send_contents::empty;
+      contents_samples_ = 0;
+      lent_to_round_ = round;
+    }
     return reply;
   }
 
+  void release_send_buffer() {
+    lent_to_round_.reset();
+    if (unfolded_)
+      fold_gradient();
+    while (!deferred_.empty() && !lent_to_round_) {
+      auto first = deferred_.begin();
+      auto promise = first->second;
+      const std::uint64_t round = first->first;
+      deferred_.erase(first);
+      promise.deliver(contribute(round));
+    }
+  }
+
+  // Adds the gradient waiting in grads_ into the send buffer (a copy when it is empty, so a
+  // lone gradient goes out bit for bit).
+  void fold_gradient() {
+    const std::size_t count = send_.size();
+    if (contents_ == send_contents::empty) {
+      std::copy(grads_.data(), grads_.data() + count, send_.data());
+    } else {
+      const float* inputs[] = {send_.data(), grads_.data()};
+      const float weights[] = {1.0f, 1.0f};
+      setup_.ops->weighted_sum(send_.data(), inputs, weights, 2, count);
+    }
+    if (unfolded_->fresh || contents_ == send_contents::fresh)
+      contents_ = send_contents::fresh;
+    else
+      contents_ = send_contents::stale;
+    contents_samples_ += unfolded_->samples;
+    unfolded_.reset();
+  }
+
   // Results are applied in round order among the rounds this worker contributed to, and only
-  // between steps (the compute thread reads the parameters while a step runs). The next step
-  // starts once the round holding this worker's gradient has been applied.
+  // between steps (the compute thread reads the parameters while a step runs).
   void apply_ready_results() {
     if (computing_)
       return; // on_step_done() comes back here
-    bool own_round_applied = false;
     while (!member_of_.empty()) {
       const std::uint64_t next = *member_of_.begin();
       auto found = pending_results_.find(next);
       if (found == pending_results_.end())
         break;
       optimizer_.step(*setup_.ops, params_.data(), found->second->data());
+      if (setup_.probe)
+        setup_.probe->round_applied(setup_.index, next, found->second->data(), params_.data(),
+                                    params_.size());
       pending_results_.erase(found);
       member_of_.erase(member_of_.begin());
       if (awaiting_round_ == next) {
         awaiting_round_.reset();
-        last_wait_seconds_ = seconds_since(ready_at_);
-        own_round_applied = true;
+        fresh_outstanding_ = false;
       }
     }
-    if (own_round_applied && !stopping_)
-      begin_step();
+    begin_step_when_due();
   }
+
+  void report_unsent() {
+    if (!setup_.probe)
+      return;
+    const bool held = !computing_into_send_ && contents_ != send_contents::empty;
+    if (!held && !unfolded_) {
+      setup_.probe->stopped(setup_.index, nullptr, 0);
+      return;
+    }
+    std::vector<float> unsent(send_.size(), 0.0f);
+    if (held)
+      std::copy(send_.data(), send_.data() + send_.size(), unsent.begin());
+    if (unfolded_)
+      for (std::size_t i = 0; i < unsent.size(); ++i)
+        unsent[i] += grads_.data()[i];
+    setup_.probe->stopped(setup_.index, unsent.data(), unsent.size());
+  }
+
+  struct unfolded_gradient {
+    bool fresh = false;
+    std::uint32_t samples = 0;
+  };
 
   worker_setup setup_;
   caf::actor coordinator_;
   models::tensor params_;
-  models::tensor grads_; // the send buffer
+  models::tensor grads_; // a finished gradient waiting to be added into the send buffer
+  models::tensor send_;  // what the data plane reads: attached to the backend
   models::sgd optimizer_;
   models::batch_sampler sampler_;     // compute thread only
   models::mlp_workspace workspace_;   // compute thread only
@@ -198,12 +317,19 @@ private:
   std::uint64_t step_ = 0;
   bool started_ = false;
   bool computing_ = false;
+  bool computing_into_send_ = false;   // the running step writes send_ directly
+  bool asked_while_computing_ = false; // so the running step's gradient is late
   bool stopping_ = false;
-  bool has_fresh_ = false;
-  std::optional<std::uint64_t> awaiting_round_;
+  bool fresh_outstanding_ = false; // a fresh gradient whose round has not been applied yet
+  send_contents contents_ = send_contents::empty;
+  std::uint32_t contents_samples_ = 0;
+  std::optional<unfolded_gradient> unfolded_; // grads_ holds it
+  std::optional<std::uint64_t> lent_to_round_;
+  std::map<std::uint64_t, caf::typed_response_promise<contribution>> deferred_;
+  std::optional<std::uint64_t> awaiting_round_; // the round that took the fresh gradient
   std::set<std::uint64_t> member_of_;
   std::map<std::uint64_t, comm::shared_buffer> pending_results_;
-  clock_type::time_point ready_at_;
+  clock_type::time_point idle_since_;
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
   caf::strong_actor_ptr self_while_computing_;
@@ -213,6 +339,10 @@ private:
 };
 
 } // namespace
+
+void worker_probe::gradient_computed(int, std::uint64_t, const float*, std::size_t) {}
+void worker_probe::round_applied(int, std::uint64_t, const float*, const float*, std::size_t) {}
+void worker_probe::stopped(int, const float*, std::size_t) {}
 
 caf::actor spawn_worker(caf::actor_system& system, worker_setup setup,
                         const caf::actor& coordinator) {

@@ -2,17 +2,25 @@
 //
 // Messages it answers:
 //   start_atom                        begin the first local step
-//   (contribute_atom, round)       -> contribution   what its send buffer holds for that round
+//   (contribute_atom, round)       -> contribution   what its send buffer holds for that round,
+//                                     answered at once, even while a step runs
 //   round_result                      a round's reduced buffer; applied strictly in round order
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
 // Messages it sends: step_ready to the coordinator after every local step.
 //
-// A worker starts its next step once the round its gradient went into has been applied (sync).
-// The partial algorithms, which go on computing meanwhile, need a separate send buffer and
-// results applied between steps; they arrive with them.
+// The gradient algorithms (sync, solo, majority, quorum; DESIGN.md section 4). A step computes a
+// gradient on the parameters as they are (every result applied so far). If no round asked for
+// the worker's contribution while the step ran, the gradient is fresh: it waits in the send
+// buffer for the next round, and the worker starts its next step once that round's result is
+// applied. If a round asked meanwhile (and got the accumulated late gradients, or nothing), the
+// gradient is late: with late-gradients=accumulate it is added into the send buffer and goes with
+// the next contribution, with discard it is dropped, and the next step starts at once. Results are
+// applied between steps, in round order, so every replica goes through the same states.
 #pragma once
 
+#include "actors/imbalance.hpp"
+#include "actors/worker_probe.hpp"
 #include "comm/backend.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
@@ -38,6 +46,9 @@ struct worker_setup {
   std::uint64_t shuffle_seed = 1; // this worker's epoch shuffles
   const kernels::ops* ops = nullptr;
   std::shared_ptr<comm::backend> backend;
+  bool accumulate_late_gradients = true; // false: late gradients are discarded
+  std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
+  std::shared_ptr<worker_probe> probe;              // null: none
 };
 
 /// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the backend as

@@ -26,6 +26,29 @@ nlohmann::json optional_number(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+std::uint64_t late_steps(const actors::run_summary& s) {
+  std::uint64_t late = 0;
+  for (const auto& w : s.per_worker)
+    late += w.late_steps;
+  return late;
+}
+
+double avoided_fraction(const actors::waiting_summary& w) {
+  return w.barrier_seconds > 0.0 ? 1.0 - w.waited_seconds / w.barrier_seconds : 0.0;
+}
+
+std::string waiting_line(const actors::waiting_summary& w) {
+  std::string text = fixed(w.waited_seconds, 2) +
+                     " s idle; a synchronous barrier would have imposed " +
+                     fixed(w.barrier_seconds, 2) + " s";
+  if (w.barrier_seconds > 0.0) {
+    const double avoided = avoided_fraction(w);
+    text += avoided >= 0.0 ? " (" + fixed(100.0 * avoided, 0) + "% avoided)"
+                           : " (waited " + fixed(-100.0 * avoided, 0) + "% more than it)";
+  }
+  return text;
+}
+
 nlohmann::json durations(const actors::duration_summary& d) {
   return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"max", d.max}};
 }
@@ -42,7 +65,15 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   line("stopped by", s.stop_reason + " after " + fixed(s.epochs, 2) + " epochs" +
                          (s.error.empty() ? "" : " (" + s.error + ")"));
   line("wall time", fixed(s.wall_seconds, 1) + " s");
-  line("rounds / steps", std::to_string(s.rounds) + " / " + std::to_string(s.steps));
+  line("rounds / steps", std::to_string(s.rounds) + " / " + std::to_string(s.steps) + " (" +
+                             std::to_string(s.full_sync_rounds) + " full sync, " +
+                             std::to_string(s.partial_rounds) + " partial)");
+  if (s.stale_contributions + s.empty_contributions > 0 || late_steps(s) > 0)
+    line("contributions", std::to_string(s.fresh_contributions) + " fresh, " +
+                              std::to_string(s.stale_contributions) + " stale, " +
+                              std::to_string(s.empty_contributions) + " empty; " +
+                              std::to_string(late_steps(s)) + " late steps");
+  line("waiting", waiting_line(s.waiting));
   line("samples",
        std::to_string(s.samples) + " (" + fixed(s.samples_per_second, 0) + " samples/s)");
   line("test accuracy", s.final_test_accuracy ? fixed(*s.final_test_accuracy, 4) + " (loss " +
@@ -59,15 +90,21 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.target_accuracy > 0.0)
     line("time to " + fixed(s.target_accuracy, 3),
          s.time_to_target_seconds ? fixed(*s.time_to_target_seconds, 1) + " s" : "not reached");
-  out << "\n  worker   steps   samples   step mean   step p90   wait total   wait/step\n";
+  out << "\n  worker   steps    late   samples   step mean   step p90   waited   wait/step"
+         "   barrier would\n";
   for (const auto& w : s.per_worker) {
     out << "  " << std::right << std::setw(6) << w.worker << std::setw(8) << w.steps
-        << std::setw(10) << w.samples << std::setw(10) << fixed(w.step_seconds.mean * 1e3, 2)
-        << "ms" << std::setw(9) << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(11)
-        << fixed(w.wait_seconds, 2) << "s" << std::setw(10)
-        << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms" << (w.live ? "" : "  (lost)")
+        << std::setw(8) << w.late_steps << std::setw(10) << w.samples << std::setw(10)
+        << fixed(w.step_seconds.mean * 1e3, 2) << "ms" << std::setw(9)
+        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(8)
+        << fixed(w.waited_compared_seconds, 2)
+        << "s" << std::setw(10) << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms"
+        << std::setw(15) << fixed(w.barrier_wait_seconds, 2) << "s" << (w.live ? "" : "  (lost)")
         << '\n';
   }
+  out << "  (waited: idle between steps; barrier would: what a synchronous barrier would have\n"
+         "   imposed; both over the "
+      << s.waiting.steps_compared << " step numbers every worker finished)\n";
 }
 
 std::string report_json(const actors::run_summary& s, const config::run_config& config) {
@@ -80,6 +117,17 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["error"] = s.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.error);
   report["steps"] = s.steps;
   report["rounds"] = s.rounds;
+  report["rounds_full_sync"] = s.full_sync_rounds;
+  report["rounds_partial"] = s.partial_rounds;
+  report["contributions"] = {{"fresh", s.fresh_contributions},
+                             {"stale", s.stale_contributions},
+                             {"none", s.empty_contributions}};
+  report["late_steps"] = late_steps(s);
+  report["waiting"] = {{"steps_compared", s.waiting.steps_compared},
+                       {"waited_seconds", s.waiting.waited_seconds},
+                       {"barrier_seconds", s.waiting.barrier_seconds},
+                       {"avoided_seconds", s.waiting.barrier_seconds - s.waiting.waited_seconds},
+                       {"avoided_fraction", avoided_fraction(s.waiting)}};
   report["samples"] = s.samples;
   report["epochs"] = s.epochs;
   report["wall_seconds"] = s.wall_seconds;
@@ -97,9 +145,12 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
     workers.push_back({{"worker", w.worker},
                        {"live", w.live},
                        {"steps", w.steps},
+                       {"late_steps", w.late_steps},
                        {"samples", w.samples},
                        {"compute_seconds", w.compute_seconds},
                        {"wait_seconds", w.wait_seconds},
+                       {"waited_compared_seconds", w.waited_compared_seconds},
+                       {"barrier_wait_seconds", w.barrier_wait_seconds},
                        {"step_seconds", durations(w.step_seconds)},
                        {"wait_seconds_per_step", durations(w.wait_seconds_per_step)}});
   }

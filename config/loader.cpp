@@ -165,28 +165,49 @@ struct key_spec {
 
 // `field` is a generic lambda returning a reference to the key's member, for const and non-const
 // configurations alike.
+// `expected`, when given, replaces the conversion's own wording of what a value must look like
+// (the generic list message speaks of hidden layers, which is wrong for a list of workers).
 template <class T, class Field>
-key_spec make_key(std::string name, std::string type, std::string help, Field field) {
+key_spec make_key(std::string name, std::string type, std::string help, Field field,
+                  std::string expected = {}) {
   key_spec spec;
   spec.name = std::move(name);
   spec.type = std::move(type);
   spec.help = std::move(help);
-  spec.assign = [field](const caf::config_value& value, run_config& config) {
+  spec.assign = [field, expected](const caf::config_value& value, run_config& config) {
     T converted{};
     auto problem = convert(value, converted);
     if (problem.empty())
       field(config) = std::move(converted);
+    else if (!expected.empty())
+      problem = expected;
     return problem;
   };
   spec.show = [field](const run_config& config) { return render(field(config)); };
   return spec;
 }
 
+// The keys every partial-collective section ([solo], [majority], [quorum]) shares.
+template <class Section>
+void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
+                      Section run_config::*member) {
+  k.push_back(make_key<int>(
+      section + ".sync-every", "integer",
+      "a full synchronous round every this many rounds (0 = never)", [member](auto& c) -> auto& {
+        return (c.*member).sync_every;
+      }));
+  k.push_back(make_key<std::string>(
+      section + ".late-gradients", "string",
+      "late gradients: accumulate (added to the next contribution) or discard",
+      [member](auto& c) -> auto& { return (c.*member).late_gradients; }));
+}
+
 const std::vector<key_spec>& keys() {
   static const std::vector<key_spec> table = [] {
     std::vector<key_spec> k;
     k.push_back(make_key<std::string>(
-        "train.algorithm", "string", "how workers combine their updates: sync",
+        "train.algorithm", "string",
+        "how workers combine their updates: sync, solo, majority or quorum",
         [](auto& c) -> auto& { return c.train.algorithm; }));
     k.push_back(make_key<int>(
         "train.workers", "integer", "worker actors in this process",
@@ -234,6 +255,39 @@ const std::vector<key_spec>& keys() {
         "metrics.port", "integer",
         "Prometheus /metrics port; not served by this build yet, so 0 (off)",
         [](auto& c) -> auto& { return c.metrics.port; }));
+    // Keys of one section must stay together: to_ini() writes a header whenever the section
+    // changes.
+    add_partial_keys(k, "solo", &run_config::solo);
+    add_partial_keys(k, "majority", &run_config::majority);
+    k.push_back(make_key<double>(
+        "quorum.fraction", "real",
+        "a round activates once ceil(fraction * workers) fresh gradients arrived, in (0, 1]",
+        [](auto& c) -> auto& { return c.quorum.fraction; }));
+    add_partial_keys(k, "quorum", &run_config::quorum);
+    k.push_back(make_key<std::string>(
+        "imbalance.kind", "string",
+        "injected load imbalance: none, random, persistent or lognormal",
+        [](auto& c) -> auto& { return c.imbalance.kind; }));
+    k.push_back(make_key<std::uint64_t>(
+        "imbalance.seed", "integer", "seed of the imbalance generator, shared by all workers",
+        [](auto& c) -> auto& { return c.imbalance.seed; }));
+    k.push_back(make_key<int>(
+        "imbalance.k", "integer", "random: workers delayed in each step",
+        [](auto& c) -> auto& { return c.imbalance.k; }));
+    k.push_back(make_key<double>(
+        "imbalance.delay-ms", "real", "random: delay of each delayed worker, in milliseconds",
+        [](auto& c) -> auto& { return c.imbalance.delay_ms; }));
+    k.push_back(make_key<std::vector<int>>(
+        "imbalance.workers", "integer list", "persistent: indices of the slow workers",
+        [](auto& c) -> auto& { return c.imbalance.workers; },
+        "expected a list of worker indices such as [0, 1]"));
+    k.push_back(make_key<double>(
+        "imbalance.factor", "real", "persistent: how many times slower the slow workers run",
+        [](auto& c) -> auto& { return c.imbalance.factor; }));
+    k.push_back(make_key<double>(
+        "imbalance.sigma", "real",
+        "lognormal: sigma of the LogNormal(0, sigma) multiplier of every step time",
+        [](auto& c) -> auto& { return c.imbalance.sigma; }));
     return k;
   }();
   return table;
@@ -366,7 +420,17 @@ invalid_config::invalid_config(std::vector<config_error> errors)
       errors_(std::move(errors)) {}
 
 const std::vector<std::string>& known_algorithms() {
-  static const std::vector<std::string> names{"sync"};
+  static const std::vector<std::string> names{"sync", "solo", "majority", "quorum"};
+  return names;
+}
+
+const std::vector<std::string>& known_imbalance_kinds() {
+  static const std::vector<std::string> names{"none", "random", "persistent", "lognormal"};
+  return names;
+}
+
+const std::vector<std::string>& known_late_gradient_modes() {
+  static const std::vector<std::string> names{"accumulate", "discard"};
   return names;
 }
 

@@ -37,12 +37,48 @@ struct metrics_section {
   int port = 0; // metrics.port: 0 = off
 };
 
+/// Settings of one partial-collective algorithm (sections [solo], [majority], [quorum]).
+/// DESIGN.md section 4.
+struct partial_section {
+  int sync_every = 32; // <algorithm>.sync-every: a full synchronous round every this many rounds
+                       // (the reference library's default); 0 = never
+  std::string late_gradients = "accumulate"; // <algorithm>.late-gradients: accumulate | discard
+};
+
+/// [quorum]: the fraction of fresh arrivals that activates a round (solo = 1/P, majority = 1/2,
+/// sync = 1).
+struct quorum_section : partial_section {
+  double fraction = 0.5; // quorum.fraction, in (0, 1]
+};
+
+/// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
+/// elapsed time (DESIGN.md section 5).
+struct imbalance_section {
+  std::string kind = "none";  // imbalance.kind: none | random | persistent | lognormal
+  std::uint64_t seed = 1;     // imbalance.seed
+  int k = 1;                  // imbalance.k (random): workers delayed per step
+  double delay_ms = 10.0;     // imbalance.delay-ms (random): the delay of each of them
+  std::vector<int> workers{0}; // imbalance.workers (persistent): the slow workers
+  double factor = 2.0;        // imbalance.factor (persistent): how many times slower they run
+  double sigma = 0.5;         // imbalance.sigma (lognormal): sigma of the step-time multiplier
+};
+
 struct run_config {
   train_section train;
   data_section data;
   model_section model;
   metrics_section metrics;
+  partial_section solo;
+  partial_section majority;
+  quorum_section quorum;
+  imbalance_section imbalance;
 };
+
+/// The imbalance kinds imbalance.kind accepts.
+const std::vector<std::string>& known_imbalance_kinds();
+
+/// The values <algorithm>.late-gradients accepts.
+const std::vector<std::string>& known_late_gradient_modes();
 
 /// The algorithms this build implements (train.algorithm).
 const std::vector<std::string>& known_algorithms();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace herd::config {
 
@@ -41,6 +43,71 @@ private:
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string quoted(const std::string& text) {
+  return '"' + text + '"';
+}
+
+std::string render(const std::vector<int>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+// sync-every and late-gradients of [solo], [majority] or [quorum], checked whichever algorithm
+// runs: a typo in an unused section is still a typo.
+void check_partial(checker& check, const std::string& section, const partial_section& partial) {
+  check.require(partial.sync_every >= 0 && partial.sync_every <= 1000000, section + ".sync-every",
+                partial.sync_every, "must be between 0 (never) and 1000000 rounds");
+  check.require(contains(known_late_gradient_modes(), partial.late_gradients),
+                section + ".late-gradients", quoted(partial.late_gradients),
+                "unknown mode; allowed: " + join(known_late_gradient_modes()));
+}
+
+// Range checks of each imbalance value always; checks against train.workers only for the kind
+// that uses the value, so the defaults never fail whatever train.workers is.
+void check_imbalance(checker& check, const imbalance_section& imbalance, int workers) {
+  check.require(contains(known_imbalance_kinds(), imbalance.kind), "imbalance.kind",
+                quoted(imbalance.kind),
+                "unknown imbalance kind; allowed: " + join(known_imbalance_kinds()));
+  // A bad train.workers is reported on its own; comparing against it would only add noise.
+  const bool workers_valid = workers >= 1 && workers <= 1024;
+  const bool random = imbalance.kind == "random" && workers_valid;
+  const bool persistent = imbalance.kind == "persistent" && workers_valid;
+  if (random)
+    check.require(imbalance.k >= 1 && imbalance.k <= workers, "imbalance.k", imbalance.k,
+                  "must be between 1 and train.workers (" + std::to_string(workers) + ")");
+  else
+    check.require(imbalance.k >= 1, "imbalance.k", imbalance.k, "must be at least 1");
+  check.require(imbalance.delay_ms >= 0.0 && imbalance.delay_ms <= 60000.0, "imbalance.delay-ms",
+                imbalance.delay_ms, "must lie in [0, 60000] milliseconds");
+  const std::string listed = render(imbalance.workers);
+  // Sorted, so that a repeated index is reported once, as a duplicate.
+  auto sorted = imbalance.workers;
+  std::sort(sorted.begin(), sorted.end());
+  const auto duplicate = std::adjacent_find(sorted.begin(), sorted.end());
+  if (duplicate != sorted.end())
+    check.require(false, "imbalance.workers", listed,
+                  "worker " + std::to_string(*duplicate) + " is listed twice; list each once");
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (int index : sorted) {
+    if (persistent)
+      check.require(index >= 0 && index < workers, "imbalance.workers", listed,
+                    "worker index " + std::to_string(index) +
+                        " is out of range; indices must lie in [0, train.workers) = [0, " +
+                        std::to_string(workers) + ")");
+    else
+      check.require(index >= 0, "imbalance.workers", listed,
+                    "worker index " + std::to_string(index) + " is negative");
+  }
+  check.require(imbalance.kind != "persistent" || !imbalance.workers.empty(), "imbalance.workers",
+                listed, "imbalance.kind = persistent needs at least one slow worker");
+  check.require(imbalance.factor >= 1.0 && imbalance.factor <= 100.0, "imbalance.factor",
+                imbalance.factor, "must lie in [1, 100] (how many times slower)");
+  check.require(imbalance.sigma >= 0.0 && imbalance.sigma <= 3.0, "imbalance.sigma",
+                imbalance.sigma, "must lie in [0, 3]");
 }
 
 } // namespace
@@ -82,6 +149,12 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   const bool port_in_range = config.metrics.port >= 0 && config.metrics.port <= 65535;
   check.require(config.metrics.port == 0 || !port_in_range, "metrics.port", config.metrics.port,
                 "this build does not serve /metrics yet; leave metrics.port at 0");
+  check_partial(check, "solo", config.solo);
+  check_partial(check, "majority", config.majority);
+  check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",
+                config.quorum.fraction, "must lie in (0, 1]");
+  check_partial(check, "quorum", config.quorum);
+  check_imbalance(check, config.imbalance, train.workers);
   return check.take();
 }
 

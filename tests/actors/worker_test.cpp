@@ -6,6 +6,7 @@
 #include "models/sgd.hpp"
 
 #include <future>
+#include <optional>
 #include <gtest/gtest.h>
 #include <random>
 
@@ -99,10 +100,48 @@ TEST_F(worker_actor_test, answers_messages_while_its_step_runs) {
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   EXPECT_EQ(answer.kind, freshness::none); // nothing finished yet
   ops.release();
-  bool ready = false;
-  coordinator->receive([&](const step_ready& report) { ready = report.step == 1; },
+  std::optional<step_ready> ready;
+  coordinator->receive([&](const step_ready& report) { ready = report; },
                        caf::after(std::chrono::seconds(10)) >> [] {});
-  EXPECT_TRUE(ready);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->step, 1u);
+  EXPECT_TRUE(ready->late) << "round 0 asked while the step ran, so the gradient missed it";
+  // A late worker does not wait for a round: it is computing again. Stop it before `ops` goes.
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+      .receive([](const worker_stopped&) {},
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(worker_actor_test, a_late_gradient_goes_with_the_next_contribution_as_stale) {
+  gated_ops ops;
+  caf::scoped_actor coordinator{system_};
+  auto worker = spawn_worker(system_, setup(ops), coordinator);
+  coordinator->send(worker, start_atom::value);
+  ops.wait_until_entered();
+  auto ask = [&](std::uint64_t round) {
+    contribution answer;
+    coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, round)
+        .receive([&](const contribution& reply) { answer = reply; },
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+    return answer;
+  };
+  EXPECT_EQ(ask(0).kind, freshness::none);
+  ops.release();
+  coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >> [] {
+    ADD_FAILURE() << "no step_ready";
+  });
+  // Round 0 is done (its result arrives), round 1 asks: the late gradient of step 1 goes now.
+  coordinator->send(worker,
+                    round_result{0, std::make_shared<std::vector<float>>(
+                                        model_->parameter_count(), 0.0f),
+                                 1});
+  const auto second = ask(1);
+  EXPECT_NE(second.kind, freshness::none);
+  EXPECT_GE(second.samples, 16u) << "at least step 1's batch is behind it";
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+      .receive([](const worker_stopped&) {},
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
@@ -114,10 +153,12 @@ TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arr
   coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
                                                      [] { ADD_FAILURE() << "no step_ready"; });
   // The test is the aggregator: the worker takes part in rounds 5 (fresh) and 6 (nothing new).
-  for (std::uint64_t round : {5u, 6u})
-    coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, round)
-        .receive([](const contribution&) {},
-                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  // Round 5 reads its send buffer until round 5's result arrives, so the answer for round 6 waits
+  // for that result.
+  coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{5})
+      .receive([](const contribution& answer) { EXPECT_EQ(answer.kind, freshness::fresh); },
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  coordinator->send(worker, contribute_atom::value, std::uint64_t{6});
   std::mt19937_64 rng(9);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<std::shared_ptr<std::vector<float>>> results;
@@ -129,6 +170,14 @@ TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arr
   // Round 6's result arrives first; round 5's must still be applied first.
   coordinator->send(worker, round_result{6, results[1], 1});
   coordinator->send(worker, round_result{5, results[0], 1});
+  bool answered_six = false;
+  coordinator->receive(
+      [&](const contribution& answer) {
+        answered_six = answer.round == 6;
+        EXPECT_EQ(answer.kind, freshness::none);
+      },
+      caf::after(std::chrono::seconds(10)) >> [] {});
+  EXPECT_TRUE(answered_six);
   const auto after = snapshot(coordinator, worker);
 
   std::vector<float> expected = initial;
@@ -142,6 +191,9 @@ TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arr
   ASSERT_EQ(after.size(), expected.size());
   EXPECT_EQ(after, expected);
   EXPECT_NE(after, wrong_order); // momentum makes the order visible
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+      .receive([](const worker_stopped&) {},
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
 }
 

@@ -107,7 +107,7 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
               HasSubstr("train.lr = -0.5 (command line): the learning rate must be positive"));
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
               HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
-                        "allowed: sync"));
+                        "allowed: sync, solo, majority, quorum"));
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
   EXPECT_THAT(first_error("", {"--model.hidden=[0]"}), HasSubstr("model.hidden = 0"));
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
@@ -180,11 +180,262 @@ TEST_F(config_files, shipped_configs_load) {
 
 TEST_F(config_files, help_lists_every_contract_key) {
   const auto help = herd::config::describe_keys();
-  for (const char* key :
-       {"train.algorithm", "train.workers", "train.batch-size", "train.lr", "train.momentum",
-        "train.weight-decay", "train.epochs", "train.target-accuracy", "train.max-seconds",
-        "train.seed", "data.path", "model.hidden", "metrics.port"})
+  for (const char* key : {"train.algorithm",
+                          "train.workers",
+                          "train.batch-size",
+                          "train.lr",
+                          "train.momentum",
+                          "train.weight-decay",
+                          "train.epochs",
+                          "train.target-accuracy",
+                          "train.max-seconds",
+                          "train.seed",
+                          "data.path",
+                          "model.hidden",
+                          "metrics.port",
+                          "solo.sync-every",
+                          "solo.late-gradients",
+                          "majority.sync-every",
+                          "majority.late-gradients",
+                          "quorum.fraction",
+                          "quorum.sync-every",
+                          "quorum.late-gradients",
+                          "imbalance.kind",
+                          "imbalance.seed",
+                          "imbalance.k",
+                          "imbalance.delay-ms",
+                          "imbalance.workers",
+                          "imbalance.factor",
+                          "imbalance.sigma"})
     EXPECT_THAT(help, HasSubstr(std::string("--") + key)) << key;
+}
+
+// -- partial collectives and imbalance ------------------------------------------------------------
+
+TEST_F(config_files, partial_and_imbalance_sections_have_their_defaults) {
+  const auto config = load("", {});
+  for (const auto* partial : {&config.solo, &config.majority,
+                              static_cast<const herd::config::partial_section*>(&config.quorum)}) {
+    EXPECT_EQ(partial->sync_every, 32);
+    EXPECT_EQ(partial->late_gradients, "accumulate");
+  }
+  EXPECT_DOUBLE_EQ(config.quorum.fraction, 0.5);
+  EXPECT_EQ(config.imbalance.kind, "none");
+  EXPECT_EQ(config.imbalance.seed, 1u);
+  EXPECT_EQ(config.imbalance.k, 1);
+  EXPECT_DOUBLE_EQ(config.imbalance.delay_ms, 10.0);
+  EXPECT_EQ(config.imbalance.workers, std::vector<int>{0});
+  EXPECT_DOUBLE_EQ(config.imbalance.factor, 2.0);
+  EXPECT_DOUBLE_EQ(config.imbalance.sigma, 0.5);
+}
+
+TEST_F(config_files, every_algorithm_and_imbalance_kind_is_accepted) {
+  for (const char* algorithm : {"sync", "solo", "majority", "quorum"})
+    EXPECT_EQ(load("", {std::string("--train.algorithm=") + algorithm}).train.algorithm, algorithm);
+  for (const char* kind : {"none", "random", "persistent", "lognormal"})
+    EXPECT_EQ(load("", {std::string("--imbalance.kind=") + kind}).imbalance.kind, kind);
+  // The defaults fit even a single worker, whatever the kind.
+  for (const char* kind : {"random", "persistent"})
+    EXPECT_NO_THROW(load("", {"--train.workers=1", std::string("--imbalance.kind=") + kind}));
+}
+
+TEST_F(config_files, every_new_key_parses_from_a_file) {
+  const auto file =
+      write("partial.ini", "[train]\nalgorithm = \"quorum\"\nworkers = 8\n"
+                           "[solo]\nsync-every = 7\nlate-gradients = \"discard\"\n"
+                           "[majority]\nsync-every = 0\nlate-gradients = \"discard\"\n"
+                           "[quorum]\nfraction = 0.75\nsync-every = 64\n"
+                           "late-gradients = \"discard\"\n"
+                           "[imbalance]\nkind = \"persistent\"\nseed = 99\nk = 3\n"
+                           "delay-ms = 25.5\nworkers = [1, 6]\nfactor = 4\n"
+                           "sigma = 1.25\n");
+  const auto config = load(file, {});
+  EXPECT_EQ(config.train.algorithm, "quorum");
+  EXPECT_EQ(config.solo.sync_every, 7);
+  EXPECT_EQ(config.solo.late_gradients, "discard");
+  EXPECT_EQ(config.majority.sync_every, 0);
+  EXPECT_EQ(config.majority.late_gradients, "discard");
+  EXPECT_DOUBLE_EQ(config.quorum.fraction, 0.75);
+  EXPECT_EQ(config.quorum.sync_every, 64);
+  EXPECT_EQ(config.quorum.late_gradients, "discard");
+  EXPECT_EQ(config.imbalance.kind, "persistent");
+  EXPECT_EQ(config.imbalance.seed, 99u);
+  EXPECT_EQ(config.imbalance.k, 3);
+  EXPECT_DOUBLE_EQ(config.imbalance.delay_ms, 25.5);
+  EXPECT_EQ(config.imbalance.workers, (std::vector<int>{1, 6}));
+  EXPECT_DOUBLE_EQ(config.imbalance.factor, 4.0);
+  EXPECT_DOUBLE_EQ(config.imbalance.sigma, 1.25);
+}
+
+TEST_F(config_files, every_new_key_parses_from_the_command_line) {
+  const auto config =
+      load("", {"--train.workers=8", "--solo.sync-every=5", "--solo.late-gradients=discard",
+                "--majority.sync-every=1000000", "--majority.late-gradients=discard",
+                "--quorum.fraction=1", "--quorum.sync-every=0", "--quorum.late-gradients=discard",
+                "--imbalance.kind=random", "--imbalance.seed=12345", "--imbalance.k=8",
+                "--imbalance.delay-ms=60000", "--imbalance.workers=2,3", "--imbalance.factor=100",
+                "--imbalance.sigma=3"});
+  EXPECT_EQ(config.solo.sync_every, 5);
+  EXPECT_EQ(config.solo.late_gradients, "discard");
+  EXPECT_EQ(config.majority.sync_every, 1000000);
+  EXPECT_EQ(config.majority.late_gradients, "discard");
+  EXPECT_DOUBLE_EQ(config.quorum.fraction, 1.0);
+  EXPECT_EQ(config.quorum.sync_every, 0);
+  EXPECT_EQ(config.quorum.late_gradients, "discard");
+  EXPECT_EQ(config.imbalance.kind, "random");
+  EXPECT_EQ(config.imbalance.seed, 12345u);
+  EXPECT_EQ(config.imbalance.k, 8);
+  EXPECT_DOUBLE_EQ(config.imbalance.delay_ms, 60000.0);
+  EXPECT_EQ(config.imbalance.workers, (std::vector<int>{2, 3}));
+  EXPECT_DOUBLE_EQ(config.imbalance.factor, 100.0);
+  EXPECT_DOUBLE_EQ(config.imbalance.sigma, 3.0);
+  EXPECT_EQ(load("", {"--imbalance.workers=[0,1]"}).imbalance.workers, (std::vector<int>{0, 1}));
+  EXPECT_EQ(load("", {"--imbalance.workers=[]"}).imbalance.workers, std::vector<int>{});
+  EXPECT_EQ(load("", {"--imbalance.sigma=0"}).imbalance.sigma, 0.0);
+}
+
+TEST_F(config_files, to_ini_round_trips_the_new_sections) {
+  const auto original = load(
+      "", {"--train.workers=6", "--solo.sync-every=3", "--majority.late-gradients=discard",
+           "--quorum.fraction=0.3", "--quorum.sync-every=11", "--imbalance.kind=persistent",
+           "--imbalance.seed=7", "--imbalance.k=2", "--imbalance.delay-ms=12.5",
+           "--imbalance.workers=[4,0,5]", "--imbalance.factor=3.5", "--imbalance.sigma=0.125"});
+  const auto ini = herd::config::to_ini(original);
+  for (const char* header : {"[solo]", "[majority]", "[quorum]", "[imbalance]"})
+    EXPECT_THAT(ini, HasSubstr(header)) << ini;
+  const auto again = load(write("dump.ini", ini), {});
+  EXPECT_EQ(herd::config::to_ini(again), ini);
+  EXPECT_EQ(again.solo.sync_every, 3);
+  EXPECT_EQ(again.majority.late_gradients, "discard");
+  EXPECT_DOUBLE_EQ(again.quorum.fraction, 0.3);
+  EXPECT_EQ(again.quorum.sync_every, 11);
+  EXPECT_EQ(again.quorum.late_gradients, "accumulate");
+  EXPECT_EQ(again.imbalance.kind, "persistent");
+  EXPECT_EQ(again.imbalance.seed, 7u);
+  EXPECT_EQ(again.imbalance.k, 2);
+  EXPECT_DOUBLE_EQ(again.imbalance.delay_ms, 12.5);
+  EXPECT_EQ(again.imbalance.workers, (std::vector<int>{4, 0, 5}));
+  EXPECT_DOUBLE_EQ(again.imbalance.factor, 3.5);
+  EXPECT_DOUBLE_EQ(again.imbalance.sigma, 0.125);
+  // The defaults round-trip as well (an empty worker list included).
+  const auto defaults = load("", {"--imbalance.workers=[]"});
+  const auto reread = load(write("defaults.ini", herd::config::to_ini(defaults)), {});
+  EXPECT_EQ(herd::config::to_ini(reread), herd::config::to_ini(defaults));
+}
+
+TEST_F(config_files, bad_partial_values_name_key_value_and_what_is_allowed) {
+  EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
+              HasSubstr("allowed: sync, solo, majority, quorum"));
+  EXPECT_THAT(first_error("", {"--solo.sync-every=-1"}),
+              HasSubstr("solo.sync-every = -1 (command line): must be between 0 (never) and "
+                        "1000000 rounds"));
+  EXPECT_THAT(first_error("", {"--majority.sync-every=1000001"}),
+              HasSubstr("majority.sync-every = 1000001 (command line)"));
+  EXPECT_THAT(first_error("", {"--quorum.sync-every=-5"}), HasSubstr("quorum.sync-every = -5"));
+  EXPECT_THAT(first_error("", {"--solo.late-gradients=drop"}),
+              HasSubstr("solo.late-gradients = \"drop\" (command line): unknown mode; "
+                        "allowed: accumulate, discard"));
+  EXPECT_THAT(first_error("", {"--majority.late-gradients=keep"}),
+              HasSubstr("majority.late-gradients = \"keep\""));
+  EXPECT_THAT(first_error("", {"--quorum.late-gradients=x"}),
+              HasSubstr("quorum.late-gradients = \"x\""));
+  EXPECT_THAT(first_error("", {"--quorum.fraction=0"}),
+              HasSubstr("quorum.fraction = 0 (command line): must lie in (0, 1]"));
+  EXPECT_THAT(first_error("", {"--quorum.fraction=1.5"}), HasSubstr("quorum.fraction = 1.5"));
+  EXPECT_THAT(first_error("", {"--quorum.fraction=-0.25"}), HasSubstr("quorum.fraction = -0.25"));
+  const auto file = write("late.ini", "[quorum]\nlate-gradients = \"later\"\n");
+  EXPECT_THAT(first_error(file, {}),
+              HasSubstr("quorum.late-gradients = \"later\" (in " + file + ")"));
+}
+
+TEST_F(config_files, bad_imbalance_values_name_key_value_and_what_is_allowed) {
+  EXPECT_THAT(first_error("", {"--imbalance.kind=bursty"}),
+              HasSubstr("imbalance.kind = \"bursty\" (command line): unknown imbalance kind; "
+                        "allowed: none, random, persistent, lognormal"));
+  EXPECT_THAT(first_error("", {"--imbalance.kind=persistent", "--imbalance.workers=[0,7]",
+                               "--train.workers=4"}),
+              HasSubstr("imbalance.workers = [0, 7] (command line): worker index 7 is out of "
+                        "range; indices must lie in [0, train.workers) = [0, 4)"));
+  EXPECT_THAT(first_error("", {"--imbalance.kind=random", "--imbalance.k=5", "--train.workers=4"}),
+              HasSubstr("imbalance.k = 5 (command line): must be between 1 and train.workers (4)"));
+  EXPECT_THAT(first_error("", {"--imbalance.k=0"}),
+              HasSubstr("imbalance.k = 0 (command line): must be at least 1"));
+  EXPECT_THAT(first_error("", {"--imbalance.delay-ms=-1"}),
+              HasSubstr("imbalance.delay-ms = -1 (command line): must lie in [0, 60000]"));
+  EXPECT_THAT(first_error("", {"--imbalance.delay-ms=60000.5"}),
+              HasSubstr("imbalance.delay-ms = 60000.5"));
+  EXPECT_THAT(first_error("", {"--imbalance.workers=[2,1,2]"}),
+              HasSubstr("imbalance.workers = [2, 1, 2] (command line): worker 2 is listed twice"));
+  EXPECT_THAT(first_error("", {"--imbalance.workers=[-1]"}),
+              HasSubstr("imbalance.workers = [-1] (command line): worker index -1 is negative"));
+  EXPECT_THAT(first_error("", {"--imbalance.kind=persistent", "--imbalance.workers=[]"}),
+              HasSubstr("imbalance.workers = [] (command line): imbalance.kind = persistent "
+                        "needs at least one slow worker"));
+  EXPECT_THAT(first_error("", {"--imbalance.factor=0.5"}),
+              HasSubstr("imbalance.factor = 0.5 (command line): must lie in [1, 100]"));
+  EXPECT_THAT(first_error("", {"--imbalance.factor=101"}), HasSubstr("imbalance.factor = 101"));
+  EXPECT_THAT(first_error("", {"--imbalance.sigma=-0.1"}),
+              HasSubstr("imbalance.sigma = -0.1 (command line): must lie in [0, 3]"));
+  EXPECT_THAT(first_error("", {"--imbalance.sigma=3.5"}), HasSubstr("imbalance.sigma = 3.5"));
+  EXPECT_THAT(first_error("", {"--imbalance.workers=abc"}),
+              HasSubstr("imbalance.workers = \"abc\" (command line): expected a list of worker "
+                        "indices such as [0, 1]"));
+  EXPECT_THAT(first_error("", {"--imbalance.seed=-1"}),
+              HasSubstr("imbalance.seed = -1 (command line): expected a non-negative integer"));
+}
+
+TEST_F(config_files, imbalance_errors_carry_the_key) {
+  try {
+    load("", {"--train.workers=4", "--imbalance.kind=persistent", "--imbalance.workers=[0,7,7]",
+              "--quorum.fraction=0"});
+    FAIL() << "expected invalid_config";
+  } catch (const invalid_config& error) {
+    std::vector<std::string> messages;
+    for (const auto& problem : error.errors())
+      messages.push_back(problem.key + ": " + problem.message);
+    // The repeated 7 is one duplicate and one index out of range, not two of each.
+    EXPECT_THAT(messages,
+                testing::UnorderedElementsAre(
+                    HasSubstr("quorum.fraction: quorum.fraction = 0"),
+                    HasSubstr("imbalance.workers: imbalance.workers = [0, 7, 7] (command line): "
+                              "worker 7 is listed twice"),
+                    HasSubstr("imbalance.workers: imbalance.workers = [0, 7, 7] (command line): "
+                              "worker index 7 is out of range")));
+  }
+}
+
+TEST_F(config_files, cross_checks_against_workers_apply_only_to_the_kind_that_uses_them) {
+  // k and the worker list only matter for random and persistent respectively.
+  EXPECT_NO_THROW(load("", {"--train.workers=2", "--imbalance.k=5"}));
+  EXPECT_NO_THROW(
+      load("", {"--train.workers=2", "--imbalance.kind=persistent", "--imbalance.k=5"}));
+  EXPECT_NO_THROW(load("", {"--train.workers=2", "--imbalance.workers=[0,7]"}));
+  EXPECT_NO_THROW(
+      load("", {"--train.workers=2", "--imbalance.kind=random", "--imbalance.workers=[0,7]"}));
+  EXPECT_NO_THROW(load("", {"--train.workers=2", "--imbalance.kind=lognormal", "--imbalance.k=9",
+                            "--imbalance.workers=[9]"}));
+  EXPECT_NO_THROW(load("", {"--train.workers=4", "--imbalance.kind=random", "--imbalance.k=4"}));
+  EXPECT_NO_THROW(
+      load("", {"--train.workers=4", "--imbalance.kind=persistent", "--imbalance.workers=[3,0]"}));
+  // A bad train.workers is reported once, not echoed by every key compared against it.
+  try {
+    load("", {"--train.workers=0", "--imbalance.kind=random"});
+    FAIL() << "expected invalid_config";
+  } catch (const invalid_config& error) {
+    ASSERT_EQ(error.errors().size(), 1u);
+    EXPECT_EQ(error.errors().front().key, "train.workers");
+  }
+}
+
+TEST_F(config_files, misspelt_new_keys_get_a_suggestion) {
+  EXPECT_THAT(first_error("", {"--imbalance.delay=3"}),
+              HasSubstr("unknown key imbalance.delay (command line); did you mean "
+                        "imbalance.delay-ms?"));
+  EXPECT_THAT(first_error("", {"--quorum.fracton=0.5"}),
+              HasSubstr("did you mean quorum.fraction?"));
+  EXPECT_THAT(first_error("", {"--solo.sync_every=4"}), HasSubstr("did you mean solo.sync-every?"));
+  const auto file = write("typo.ini", "[majority]\nlate-gradient = \"discard\"\n");
+  EXPECT_THAT(first_error(file, {}), HasSubstr("did you mean majority.late-gradients?"));
 }
 
 } // namespace

@@ -1,0 +1,158 @@
+// Real waiting against a barrier's, step number by step number; see wait_ledger.hpp.
+//
+// How open_ is kept: besides the records of open steps it holds "settled markers" (records with
+// empty vectors), so that a late or repeated report for a settled step is recognised and ignored
+// rather than reopening it. The first entry is always a marker whose key W says every step up to
+// W is settled (step 0 at the start); markers above W are steps that settled ahead of an earlier
+// one, and they fold into W once the steps below them settle. So the map holds only the steps
+// in flight, not the run's history.
+#include "monitoring/wait_ledger.hpp"
+
+#include "kernels/check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+namespace herd::monitoring {
+
+namespace {
+
+// Templates because step_record is private to wait_ledger.
+
+template <class Record>
+bool is_settled_marker(const Record& record) {
+  return record.compute.empty();
+}
+
+/// Every live worker has reported both the step's compute time and the wait after it.
+template <class Record>
+bool is_complete(const Record& record, const std::vector<bool>& live) {
+  bool anyone = false;
+  for (std::size_t worker = 0; worker < live.size(); ++worker) {
+    if (!live[worker])
+      continue;
+    if (!record.compute[worker] || !record.waited[worker])
+      return false;
+    anyone = true;
+  }
+  return anyone; // with no live worker left there is nothing to compare
+}
+
+/// The record a live worker's report for `step` goes into, opened if new; null when the report
+/// is to be ignored (the worker is lost, or the step is already settled).
+template <class Records>
+auto* record_for_report(Records& open, const std::vector<bool>& live, int worker,
+                        std::uint64_t step) {
+  using record_type = typename Records::mapped_type;
+  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < live.size(),
+             "report from worker " << worker << " to a ledger of " << live.size() << " workers");
+  HERD_CHECK(step >= 1, "step numbers start at 1, got " << step);
+  record_type* none = nullptr;
+  if (!live[static_cast<std::size_t>(worker)] || step <= open.begin()->first)
+    return none;
+  auto [at, opened] = open.try_emplace(step);
+  if (opened) {
+    at->second.compute.resize(live.size());
+    at->second.waited.resize(live.size());
+  } else if (is_settled_marker(at->second)) {
+    return none;
+  }
+  return &at->second;
+}
+
+std::size_t checked_worker_count(int workers) {
+  HERD_CHECK_GE(workers, 1);
+  return static_cast<std::size_t>(workers);
+}
+
+void check_seconds(double seconds, const char* what) {
+  HERD_CHECK(std::isfinite(seconds) && seconds >= 0.0,
+             what << " must be a finite number of seconds >= 0, got " << seconds);
+}
+
+} // namespace
+
+wait_ledger::wait_ledger(int workers) : live_(checked_worker_count(workers), true) {
+  settled_.waited.assign(live_.size(), 0.0);
+  settled_.barrier.assign(live_.size(), 0.0);
+  open_.emplace(0, step_record{}); // the watermark: "every step up to 0 is settled"
+}
+
+void wait_ledger::step_finished(int worker, std::uint64_t step, double compute_seconds) {
+  check_seconds(compute_seconds, "compute_seconds");
+  auto* record = record_for_report(open_, live_, worker, step);
+  if (record == nullptr)
+    return;
+  auto& slot = record->compute[static_cast<std::size_t>(worker)];
+  if (slot) // a repeated report: the first one stands
+    return;
+  slot = compute_seconds;
+  if (is_complete(*record, live_))
+    settle(step);
+}
+
+void wait_ledger::waited_after(int worker, std::uint64_t step, double seconds) {
+  check_seconds(seconds, "seconds waited");
+  auto* record = record_for_report(open_, live_, worker, step);
+  if (record == nullptr)
+    return;
+  auto& slot = record->waited[static_cast<std::size_t>(worker)];
+  if (slot)
+    return;
+  slot = seconds;
+  if (is_complete(*record, live_))
+    settle(step);
+}
+
+void wait_ledger::worker_lost(int worker) {
+  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < live_.size(),
+             "worker " << worker << " lost from a ledger of " << live_.size() << " workers");
+  if (!live_[static_cast<std::size_t>(worker)])
+    return;
+  live_[static_cast<std::size_t>(worker)] = false;
+  // Settling edits open_, so collect first; ascending, so the watermark advances as it goes.
+  std::vector<std::uint64_t> now_complete;
+  for (const auto& [step, record] : open_)
+    if (!is_settled_marker(record) && is_complete(record, live_))
+      now_complete.push_back(step);
+  for (auto step : now_complete)
+    settle(step);
+  if (std::none_of(live_.begin(), live_.end(), [](bool live) { return live; })) {
+    // Nobody is left to report, so no open step can ever settle.
+    open_.erase(std::next(open_.begin()), open_.end());
+  }
+}
+
+wait_ledger::comparison wait_ledger::compare() const {
+  return settled_;
+}
+
+void wait_ledger::settle(std::uint64_t step) {
+  auto at = open_.find(step);
+  auto& record = at->second;
+  double slowest = 0.0;
+  for (std::size_t worker = 0; worker < live_.size(); ++worker)
+    if (live_[worker])
+      slowest = std::max(slowest, *record.compute[worker]);
+  for (std::size_t worker = 0; worker < live_.size(); ++worker) {
+    if (!live_[worker])
+      continue;
+    const double waited = *record.waited[worker];
+    const double barrier = slowest - *record.compute[worker];
+    settled_.waited[worker] += waited;
+    settled_.barrier[worker] += barrier;
+    settled_.waited_total += waited;
+    settled_.barrier_total += barrier;
+  }
+  ++settled_.steps_compared;
+  at->second = step_record{}; // now a settled marker
+  // Fold markers that directly follow the watermark into it.
+  for (auto next = std::next(open_.begin());
+       next != open_.end() && next->first == open_.begin()->first + 1 &&
+       is_settled_marker(next->second);
+       next = std::next(open_.begin()))
+    open_.erase(open_.begin());
+}
+
+} // namespace herd::monitoring

@@ -1,0 +1,56 @@
+// What waiting cost, and what a synchronous barrier would have cost on the same steps.
+//
+// Workers report, for every local step, its compute time and how long they then waited before
+// their next step began. Under a barrier every worker's step number t ends together, when the
+// slowest one finishes: worker i would wait max_j compute(j, t) - compute(i, t). The ledger pairs
+// steps by number and compares, over the step numbers every live worker has finished and reported
+// the wait after, the waiting that really happened with the waiting a barrier would have imposed.
+// A plain class: the coordinator feeds it, tests drive it directly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace herd::monitoring {
+
+class wait_ledger {
+public:
+  explicit wait_ledger(int workers);
+
+  /// Worker `worker` finished its step number `step` (1-based) after `compute_seconds`.
+  void step_finished(int worker, std::uint64_t step, double compute_seconds);
+
+  /// Worker `worker` waited `seconds` after its step number `step` before the next one began.
+  void waited_after(int worker, std::uint64_t step, double seconds);
+
+  /// The worker is gone: step numbers no longer wait for its reports (steps it already
+  /// completed with everyone stay counted).
+  void worker_lost(int worker);
+
+  struct comparison {
+    std::uint64_t steps_compared = 0; // step numbers every live worker completed
+    std::vector<double> waited;       // per worker, over those steps
+    std::vector<double> barrier;      // per worker, what a barrier would have imposed
+    double waited_total = 0.0;
+    double barrier_total = 0.0;
+  };
+
+  comparison compare() const;
+
+private:
+  struct step_record {
+    std::vector<std::optional<double>> compute;
+    std::vector<std::optional<double>> waited;
+  };
+
+  void settle(std::uint64_t step);
+
+  std::vector<bool> live_;
+  // Steps not yet completed by every live worker, and markers of settled ones (see the .cpp).
+  std::map<std::uint64_t, step_record> open_;
+  comparison settled_;
+};
+
+} // namespace herd::monitoring

@@ -1,0 +1,294 @@
+// Whole runs of the partial collectives (solo, majority, quorum) under injected imbalance: every
+// gradient is accounted for, every replica goes through the same states, and quorum = 1 is sync.
+#include "actors/train_session.hpp"
+#include "actors/worker_probe.hpp"
+#include "models/mlp.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+namespace {
+
+using herd::actors::run_summary;
+using herd::actors::train_session;
+using herd::config::run_config;
+
+constexpr int features = 24;
+constexpr int classes = 5;
+constexpr int batch = 8;
+
+// A run of `workers` workers whose single epoch is `steps` steps per worker.
+struct job {
+  run_config config;
+  std::shared_ptr<const herd::models::train_test_split> data;
+};
+
+job make_job(const std::string& algorithm, int workers, int steps) {
+  job made;
+  auto& config = made.config;
+  config.train.algorithm = algorithm;
+  config.train.workers = workers;
+  config.train.batch_size = batch;
+  config.train.lr = 0.05;
+  config.train.momentum = 0.9;
+  config.train.weight_decay = 1e-4;
+  config.train.epochs = 1;
+  config.train.seed = 11;
+  config.train.eval_every = 100000;
+  config.data.dataset = "synthetic";
+  config.model.hidden = {16};
+  config.solo.sync_every = 4;
+  config.majority.sync_every = 4;
+  config.quorum.sync_every = 4;
+  made.data = std::make_shared<herd::models::train_test_split>(herd::models::make_synthetic_split(
+      static_cast<std::size_t>(workers * steps * batch), 200, features, classes, 5));
+  return made;
+}
+
+void set_imbalance(run_config& config, const std::string& kind) {
+  auto& imbalance = config.imbalance;
+  imbalance.kind = kind;
+  imbalance.seed = 3;
+  imbalance.k = std::max(1, config.train.workers / 4);
+  imbalance.delay_ms = 3.0;
+  imbalance.workers = {0};
+  imbalance.factor = 4.0;
+  imbalance.sigma = 1.0;
+}
+
+// Records, per worker, the sum of the gradients it computed, the sum of the results it applied,
+// a fingerprint of its parameters after each round, and what it held back when it stopped.
+class recording_probe final : public herd::actors::worker_probe {
+public:
+  recording_probe(int workers, std::size_t count)
+      : computed_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        applied_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        unsent_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        fingerprints_(static_cast<std::size_t>(workers)),
+        stopped_(static_cast<std::size_t>(workers), false) {}
+
+  void gradient_computed(int worker, std::uint64_t, const float* gradient,
+                         std::size_t count) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    add(computed_[static_cast<std::size_t>(worker)], gradient, count);
+  }
+
+  void round_applied(int worker, std::uint64_t round, const float* result,
+                     const float* parameters, std::size_t count) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    add(applied_[static_cast<std::size_t>(worker)], result, count);
+    fingerprints_[static_cast<std::size_t>(worker)][round] = fingerprint(parameters, count);
+  }
+
+  void stopped(int worker, const float* unsent, std::size_t count) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopped_[static_cast<std::size_t>(worker)] = true;
+    if (unsent != nullptr)
+      add(unsent_[static_cast<std::size_t>(worker)], unsent, count);
+  }
+
+  // All accessors are for after the run.
+  const std::vector<std::vector<double>>& computed() const { return computed_; }
+  const std::vector<std::vector<double>>& applied() const { return applied_; }
+  const std::vector<std::vector<double>>& unsent() const { return unsent_; }
+  const std::vector<std::map<std::uint64_t, std::uint64_t>>& fingerprints() const {
+    return fingerprints_;
+  }
+  bool all_stopped() const {
+    return std::all_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
+  }
+
+private:
+  static void add(std::vector<double>& sum, const float* values, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i)
+      sum[i] += static_cast<double>(values[i]);
+  }
+
+  // FNV-1a over the bytes: equal fingerprints for bit-identical parameters.
+  static std::uint64_t fingerprint(const float* values, std::size_t count) {
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values);
+    for (std::size_t i = 0; i < count * sizeof(float); ++i)
+      hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    return hash;
+  }
+
+  std::mutex mutex_;
+  std::vector<std::vector<double>> computed_, applied_, unsent_;
+  std::vector<std::map<std::uint64_t, std::uint64_t>> fingerprints_;
+  std::vector<bool> stopped_;
+};
+
+struct probed_run {
+  run_summary summary;
+  std::shared_ptr<recording_probe> probe;
+  std::vector<std::vector<float>> final_parameters;
+};
+
+probed_run run_probed(const job& j) {
+  herd::actors::session_options options;
+  options.progress_interval = std::chrono::milliseconds(20);
+  const herd::models::mlp model(herd::actors::mlp_layer_sizes(j.config, j.data->train));
+  auto probe = std::make_shared<recording_probe>(j.config.train.workers, model.parameter_count());
+  options.probe = probe;
+  train_session session(j.config, j.data, options);
+  probed_run result;
+  result.summary = session.run();
+  result.probe = probe;
+  result.final_parameters = session.final_parameters();
+  return result;
+}
+
+double norm(const std::vector<double>& values) {
+  return std::sqrt(std::inner_product(values.begin(), values.end(), values.begin(), 0.0));
+}
+
+TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbalance) {
+  for (const char* algorithm : {"solo", "majority"}) {
+    for (int workers : {2, 4, 7}) {
+      auto j = make_job(algorithm, workers, 40);
+      set_imbalance(j.config, "random");
+      const auto run = run_probed(j);
+      ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+      ASSERT_TRUE(run.probe->all_stopped());
+      ASSERT_GT(run.summary.stale_contributions, 0u)
+          << algorithm << " P=" << workers << ": no late gradient was accumulated, so this run "
+          << "tests nothing beyond sync";
+      // Every round's result is sum / P; every worker applied every round.
+      const auto count = run.probe->computed()[0].size();
+      std::vector<double> computed(count, 0.0), accounted(count, 0.0), magnitude(count, 0.0);
+      for (int w = 0; w < workers; ++w) {
+        for (std::size_t i = 0; i < count; ++i) {
+          computed[i] += run.probe->computed()[static_cast<std::size_t>(w)][i];
+          accounted[i] += run.probe->unsent()[static_cast<std::size_t>(w)][i];
+        }
+      }
+      for (std::size_t i = 0; i < count; ++i)
+        accounted[i] += static_cast<double>(workers) * run.probe->applied()[0][i];
+      std::vector<double> difference(count);
+      for (std::size_t i = 0; i < count; ++i)
+        difference[i] = accounted[i] - computed[i];
+      EXPECT_LT(norm(difference), 1e-5 * norm(computed))
+          << algorithm << " P=" << workers << ": |applied * P + unsent - computed| = "
+          << norm(difference) << " of " << norm(computed);
+      for (int w = 1; w < workers; ++w)
+        EXPECT_EQ(run.probe->applied()[static_cast<std::size_t>(w)], run.probe->applied()[0])
+            << "worker " << w << " applied different results";
+    }
+  }
+}
+
+TEST(partial_collectives, replicas_are_bit_identical_after_every_round_under_every_imbalance) {
+  for (const char* kind : {"none", "random", "persistent", "lognormal"}) {
+    for (int workers : {1, 2, 3, 4, 7, 8}) {
+      const char* algorithm = workers % 2 == 0 ? "solo" : "majority";
+      auto j = make_job(algorithm, workers, 30);
+      set_imbalance(j.config, kind);
+      const auto run = run_probed(j);
+      const std::string label = std::string(algorithm) + " imbalance=" + kind +
+                                " P=" + std::to_string(workers);
+      ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+      const auto& fingerprints = run.probe->fingerprints();
+      ASSERT_EQ(fingerprints[0].size(), run.summary.rounds) << label;
+      for (int w = 0; w < workers; ++w) {
+        const auto& mine = fingerprints[static_cast<std::size_t>(w)];
+        ASSERT_EQ(mine.size(), run.summary.rounds) << label << " worker " << w;
+        std::uint64_t expected_round = 0;
+        for (const auto& [round, hash] : mine) {
+          ASSERT_EQ(round, expected_round++) << label << ": worker " << w << " skipped a round";
+          ASSERT_EQ(hash, fingerprints[0].at(round))
+              << label << ": worker " << w << " differs from worker 0 after round " << round;
+        }
+        EXPECT_EQ(run.final_parameters[static_cast<std::size_t>(w)], run.final_parameters[0]);
+      }
+      // A full synchronous round every sync-every = 4 rounds, exactly.
+      EXPECT_EQ(run.summary.full_sync_rounds, workers == 1 ? run.summary.rounds
+                                                           : run.summary.rounds / 4)
+          << label;
+    }
+  }
+}
+
+TEST(partial_collectives, majority_rounds_carry_at_least_half_fresh_gradients) {
+  for (int workers : {3, 4, 8}) {
+    auto j = make_job("majority", workers, 30);
+    set_imbalance(j.config, "random");
+    const auto run = run_probed(j);
+    ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+    const auto half = static_cast<std::uint64_t>((workers + 1) / 2);
+    EXPECT_GE(run.summary.fresh_contributions, run.summary.rounds * half) << "P=" << workers;
+    EXPECT_GT(run.summary.partial_rounds, 0u);
+  }
+}
+
+TEST(partial_collectives, quorum_of_one_gives_the_same_parameters_as_sync_bit_for_bit) {
+  auto sync = make_job("sync", 4, 30);
+  auto quorum = make_job("quorum", 4, 30);
+  quorum.config.quorum.fraction = 1.0;
+  set_imbalance(sync.config, "random");
+  set_imbalance(quorum.config, "random");
+  const auto with_sync = run_probed(sync);
+  const auto with_quorum = run_probed(quorum);
+  ASSERT_EQ(with_sync.summary.stop_reason, "epochs") << with_sync.summary.error;
+  ASSERT_EQ(with_quorum.summary.stop_reason, "epochs") << with_quorum.summary.error;
+  EXPECT_EQ(with_quorum.summary.rounds, with_sync.summary.rounds);
+  EXPECT_EQ(with_quorum.summary.full_sync_rounds, with_quorum.summary.rounds);
+  ASSERT_FALSE(with_sync.final_parameters[0].empty());
+  EXPECT_EQ(with_quorum.final_parameters[0], with_sync.final_parameters[0]);
+}
+
+TEST(partial_collectives, discard_drops_late_gradients_instead_of_sending_them) {
+  auto j = make_job("solo", 4, 40);
+  j.config.solo.late_gradients = "discard";
+  set_imbalance(j.config, "random");
+  const auto run = run_probed(j);
+  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  std::uint64_t late = 0;
+  for (const auto& worker : run.summary.per_worker)
+    late += worker.late_steps;
+  EXPECT_GT(late, 0u);
+  EXPECT_EQ(run.summary.stale_contributions, 0u);
+  // Discarded gradients are neither applied nor held: applied * P + unsent falls short.
+  const auto& computed = run.probe->computed();
+  double computed_norm = 0.0, shortfall = 0.0;
+  for (std::size_t i = 0; i < computed[0].size(); ++i) {
+    double total = 0.0, accounted = 4.0 * run.probe->applied()[0][i];
+    for (int w = 0; w < 4; ++w) {
+      total += computed[static_cast<std::size_t>(w)][i];
+      accounted += run.probe->unsent()[static_cast<std::size_t>(w)][i];
+    }
+    computed_norm += total * total;
+    shortfall += (total - accounted) * (total - accounted);
+  }
+  EXPECT_GT(std::sqrt(shortfall), 1e-3 * std::sqrt(computed_norm));
+}
+
+TEST(partial_collectives, the_summary_compares_waiting_with_a_barrier) {
+  auto solo = make_job("solo", 4, 40);
+  auto sync = make_job("sync", 4, 40);
+  solo.config.imbalance.kind = sync.config.imbalance.kind = "persistent";
+  solo.config.imbalance.workers = sync.config.imbalance.workers = {1};
+  solo.config.imbalance.factor = sync.config.imbalance.factor = 40.0;
+  solo.config.solo.sync_every = 0; // no full synchronous rounds: they wait for the slow worker
+  // Steps long enough (about 0.1 ms, 4 ms slowed) that waiting is more than message latency.
+  solo.config.model.hidden = sync.config.model.hidden = {256, 256};
+  const auto with_solo = run_probed(solo).summary;
+  const auto with_sync = run_probed(sync).summary;
+  for (const auto* summary : {&with_solo, &with_sync}) {
+    EXPECT_GT(summary->waiting.steps_compared, 0u);
+    EXPECT_GT(summary->waiting.barrier_seconds, 0.0);
+    // The slow worker is the one a barrier never makes wait.
+    for (const auto& worker : summary->per_worker)
+      if (worker.worker != 1) {
+        EXPECT_GT(worker.barrier_wait_seconds, summary->per_worker[1].barrier_wait_seconds);
+      }
+  }
+  // Under sync the fast workers really wait for the slow one; under solo they go on.
+  EXPECT_GT(with_sync.waiting.waited_seconds, 0.5 * with_sync.waiting.barrier_seconds);
+  EXPECT_LT(with_solo.waiting.waited_seconds, 0.5 * with_solo.waiting.barrier_seconds);
+}
+
+} // namespace
