@@ -215,7 +215,7 @@ private:
       if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
         begin_stop("epochs");
       // Not when the run just ended: the final evaluation measures these parameters anyway.
-      if (phase_ == phase::running &&
+      if (phase_ == phase::running && !deferred_evaluation() &&
           rounds_ % static_cast<std::uint64_t>(setup_.config.train.eval_every) == 0)
         evaluate_periodically();
     }
@@ -251,6 +251,10 @@ private:
     if (phase_ == phase::finished)
       return;
     report_progress();
+    if (phase_ == phase::running && deferred_evaluation() && elapsed() >= next_snapshot_at_) {
+      next_snapshot_at_ = elapsed() + std::chrono::duration<double>(setup_.snapshot_interval).count();
+      take_snapshot();
+    }
     if (phase_ == phase::running && setup_.config.train.max_seconds > 0.0 &&
         elapsed() >= setup_.config.train.max_seconds)
       begin_stop("max-seconds");
@@ -329,6 +333,49 @@ private:
             },
             [this, on_result](caf::error& failure) {
               on_result(std::optional<evaluation_point>{}, system().render(failure));
+            });
+  }
+
+  bool deferred_evaluation() const { return setup_.snapshot_interval.count() > 0; }
+
+  void take_snapshot() {
+    auto live = live_workers();
+    if (live.empty())
+      return;
+    evaluation_point point;
+    point.round = rounds_;
+    point.elapsed_seconds = elapsed();
+    point.epoch = epochs_done();
+    request(workers_[static_cast<std::size_t>(live.front())].handle, snapshot_timeout,
+            snapshot_atom::value)
+        .then([this, point](const parameter_snapshot& snapshot) {
+                snapshots_.emplace_back(point, snapshot);
+              },
+              [this](caf::error& failure) {
+                notice("snapshot failed: " + system().render(failure));
+              });
+  }
+
+  // Evaluates the snapshots one after another, then `then`.
+  template <class Then>
+  void evaluate_snapshots(std::size_t index, Then then) {
+    if (index >= snapshots_.size()) {
+      snapshots_.clear();
+      then();
+      return;
+    }
+    request(evaluator_, evaluation_timeout, evaluate_atom::value, snapshots_[index].second)
+        .then(
+            [this, index, then](const evaluation_result& result) {
+              auto point = snapshots_[index].first;
+              point.test_accuracy = result.test_accuracy;
+              point.test_loss = result.test_loss;
+              record_evaluation(point);
+              evaluate_snapshots(index + 1, then);
+            },
+            [this, index, then](caf::error& failure) {
+              notice("evaluation of a snapshot failed: " + system().render(failure));
+              evaluate_snapshots(index + 1, then);
             });
   }
 
@@ -421,6 +468,10 @@ private:
   void final_evaluation() {
     phase_ = phase::final_evaluation;
     wall_seconds_ = elapsed();
+    evaluate_snapshots(0, [this] { evaluate_final(); });
+  }
+
+  void evaluate_final() {
     evaluate_snapshot([this](std::optional<evaluation_point> point, const std::string& failure) {
       if (point) {
         final_ = *point;
@@ -551,6 +602,8 @@ private:
   std::deque<double> recent_losses_;
   bool evaluating_ = false;
   std::vector<evaluation_point> evaluations_;
+  std::vector<std::pair<evaluation_point, parameter_snapshot>> snapshots_; // deferred evaluation
+  double next_snapshot_at_ = 0.0;
   std::optional<double> time_to_target_;
   std::optional<evaluation_point> final_;
   std::string stop_reason_;

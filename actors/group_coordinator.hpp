@@ -37,6 +37,11 @@ struct coordinator_setup {
   /// take to answer the stop (it finishes its current step first), before the run goes on
   /// without them. Evaluations have their own bounds (30 s for a snapshot, 10 min to evaluate).
   std::chrono::milliseconds stop_timeout{60000};
+  /// When positive: instead of evaluating every train.eval-every rounds while training (which
+  /// competes with training for cores), take a parameter snapshot this often (checked at each
+  /// progress report) and evaluate all of them after the workers stopped. The run cannot stop at
+  /// train.target-accuracy then, but reports when it was reached. For benchmarks.
+  std::chrono::milliseconds snapshot_interval{0};
 };
 
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);

@@ -227,6 +227,7 @@ void train_session::spawn_and_start() {
   coordination.samples_per_epoch = state.samples_per_epoch;
   coordination.observer = state.options.observer;
   coordination.progress_interval = state.options.progress_interval;
+  coordination.snapshot_interval = state.options.snapshot_interval;
   coordination.on_finished = [result = state.result](run_summary summary) {
     result->deliver(std::move(summary));
   };

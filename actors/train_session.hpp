@@ -24,6 +24,9 @@ struct session_options {
   const kernels::ops* ops = &kernels::cpu_ops(); // where the workers compute
   std::chrono::milliseconds progress_interval{250};
   std::shared_ptr<worker_probe> probe; // every worker's; for tests and diagnostics
+  /// When positive, parameter snapshots taken this often are evaluated after the run instead of
+  /// evaluations during it (see coordinator_setup::snapshot_interval). For benchmarks.
+  std::chrono::milliseconds snapshot_interval{0};
 };
 
 class train_session {

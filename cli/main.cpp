@@ -1,4 +1,5 @@
 // The `herd` executable: dispatches to its commands.
+#include "cli/bench_command.hpp"
 #include "cli/train_command.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -15,7 +16,8 @@ namespace {
 const char* usage = "usage: herd <command> [options]\n\n"
                     "Herd trains neural networks with actors that do not wait for stragglers.\n\n"
                     "commands:\n"
-                    "  train     train in this process with N worker actors (herd train --help)\n\n"
+                    "  train     train in this process with N worker actors (herd train --help)\n"
+                    "  bench     compare algorithms under imbalance scenarios (herd bench --help)\n\n"
                     "options:\n"
                     "  --help, -h      show this help\n"
                     "  --version       show the version\n";
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
   }
   if (command == "train")
     return herd::cli::train_command(args);
+  if (command == "bench")
+    return herd::cli::bench_command(args);
   std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;
   return herd::cli::exit_bad_input;
 }

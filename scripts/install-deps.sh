@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev      # the JSON report
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist   # the data of the quick start
+  gnuplot-nox             # herd bench plots accuracy against wall time
 )
 
 missing=()

@@ -174,6 +174,34 @@ TEST(train_session, stops_at_the_target_accuracy_and_reports_when) {
   EXPECT_TRUE(reached);
 }
 
+TEST(train_session, snapshots_are_evaluated_after_the_run_in_time_order) {
+  auto config = small_config(2, 8);
+  config.train.epochs = 4;
+  config.train.target_accuracy = 0.3;
+  auto options = quick();
+  options.progress_interval = std::chrono::milliseconds(5);
+  options.snapshot_interval = std::chrono::milliseconds(5);
+  // Steps slowed to 1 ms so that the run lasts long enough for several snapshots.
+  config.imbalance.kind = "persistent";
+  config.imbalance.workers = {0, 1};
+  config.imbalance.factor = 100.0;
+  train_session session(config, synthetic(2 * 8 * 40), options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << "the target must not stop a deferred run";
+  ASSERT_GE(summary.evaluations.size(), 3u);
+  for (std::size_t i = 1; i < summary.evaluations.size(); ++i)
+    EXPECT_LE(summary.evaluations[i - 1].elapsed_seconds, summary.evaluations[i].elapsed_seconds);
+  ASSERT_TRUE(summary.time_to_target_seconds.has_value());
+  // The time to the target is that of the first snapshot at or above it.
+  for (const auto& point : summary.evaluations) {
+    if (point.test_accuracy >= 0.3) {
+      EXPECT_EQ(*summary.time_to_target_seconds, point.elapsed_seconds);
+      break;
+    }
+  }
+  EXPECT_TRUE(summary.final_test_accuracy.has_value());
+}
+
 TEST(train_session, request_stop_ends_the_run_with_a_summary) {
   auto config = small_config(4, 8);
   config.train.epochs = 100000;

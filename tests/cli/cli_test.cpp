@@ -1,5 +1,6 @@
 // The `herd` executable end to end: help, bad input with exit code 2 and a message naming the
 // problem, a short run with its JSON report, and Ctrl-C.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
@@ -37,12 +38,16 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   auto top = herd({"--help"});
   EXPECT_EQ(top.exit_code, 0);
   EXPECT_THAT(top.output, HasSubstr("train"));
+  EXPECT_THAT(top.output, HasSubstr("bench"));
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
   for (const char* key :
        {"train.algorithm", "train.workers", "train.batch-size", "train.lr", "train.momentum",
         "train.weight-decay", "train.epochs", "train.target-accuracy", "train.max-seconds",
-        "train.seed", "data.path", "model.hidden", "metrics.port", "--config", "--report"})
+        "train.seed", "data.path", "model.hidden", "metrics.port", "solo.sync-every",
+        "solo.late-gradients", "majority.sync-every", "quorum.fraction", "imbalance.kind",
+        "imbalance.k", "imbalance.delay-ms", "imbalance.workers", "imbalance.factor",
+        "imbalance.sigma", "--config", "--report"})
     EXPECT_THAT(train.output, HasSubstr(key));
 }
 
@@ -130,6 +135,81 @@ TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
   EXPECT_GT(report["samples_per_second"].get<double>(), 0.0);
   EXPECT_FALSE(std::filesystem::exists(report_path + ".tmp"));
+}
+
+TEST_F(herd_cli, a_partial_run_reports_the_waiting_a_barrier_would_have_imposed) {
+  auto args = synthetic_run;
+  const auto report_path = path("solo.json");
+  args.insert(args.end(), {"--train.algorithm=solo", "--imbalance.kind=persistent",
+                           "--imbalance.workers=[1]", "--imbalance.factor=30", "--report",
+                           report_path});
+  auto result = herd(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("a synchronous barrier would have imposed"));
+  EXPECT_THAT(result.output, HasSubstr("imbalance persistent: worker 1 runs 30x slower"));
+  std::ifstream in(report_path);
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["algorithm"], "solo");
+  const auto& waiting = report["waiting"];
+  EXPECT_GT(waiting["steps_compared"].get<int>(), 0);
+  EXPECT_GT(waiting["barrier_seconds"].get<double>(), 0.0);
+  EXPECT_NEAR(waiting["avoided_seconds"].get<double>(),
+              waiting["barrier_seconds"].get<double>() - waiting["waited_seconds"].get<double>(),
+              1e-9);
+  EXPECT_GT(report["rounds_partial"].get<int>(), 0);
+  for (const char* field : {"fresh", "stale", "none"})
+    EXPECT_TRUE(report["contributions"].contains(field)) << field;
+  // The slowed worker is the one a barrier never makes wait.
+  const auto& workers = report["per_worker"];
+  EXPECT_LT(workers[1]["barrier_wait_seconds"].get<double>(),
+            workers[0]["barrier_wait_seconds"].get<double>());
+}
+
+TEST_F(herd_cli, bench_help_and_bad_arguments) {
+  auto help = herd({"bench", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* text : {"--algorithms", "--scenarios", "persistent", "lognormal", "--repeat"})
+    EXPECT_THAT(help.output, HasSubstr(text));
+  auto scenario = herd({"bench", "--scenarios=none,sideways"});
+  EXPECT_EQ(scenario.exit_code, 2);
+  EXPECT_THAT(scenario.output, HasSubstr("unknown scenario 'sideways'"));
+  auto algorithm = herd({"bench", "--algorithms=sync,fast"});
+  EXPECT_EQ(algorithm.exit_code, 2);
+  EXPECT_THAT(algorithm.output, HasSubstr("unknown algorithm 'fast'"));
+  auto repeat = herd({"bench", "--repeat=0"});
+  EXPECT_EQ(repeat.exit_code, 2);
+  EXPECT_THAT(repeat.output, HasSubstr("--repeat"));
+}
+
+TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
+  const auto out = path("bench");
+  auto result = herd({"bench", "--data.dataset=synthetic", "--train.workers=2",
+                      "--model.hidden=[16]", "--train.epochs=1", "--train.target-accuracy=0.3",
+                      "--algorithms=sync,solo", "--scenarios=none,random", "--snapshot-ms=20",
+                      "--out", out});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("four undelayed step times"));
+  std::ifstream csv(out + "/results.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << "a header and one row per scenario and algorithm";
+  EXPECT_EQ(lines[0].rfind("scenario,algorithm,seconds_to_target,", 0), 0u);
+  EXPECT_EQ(lines[1].rfind("none,sync,", 0), 0u);
+  EXPECT_EQ(lines[4].rfind("random,solo,", 0), 0u);
+  std::ifstream json(out + "/results.json");
+  const auto results = nlohmann::json::parse(json);
+  ASSERT_EQ(results["runs"].size(), 4u);
+  EXPECT_GT(results["random_delay_ms"].get<double>(), 0.0);
+  for (const auto& run : results["runs"])
+    EXPECT_FALSE(run["accuracy_over_time"].empty()) << run["algorithm"];
+  EXPECT_EQ(results["table"][0]["speedup_vs_sync"].get<double>(), 1.0);
+  if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
+    EXPECT_GT(std::filesystem::file_size(out + "/accuracy-none.png"), 1000u);
+    EXPECT_GT(std::filesystem::file_size(out + "/accuracy-random.png"), 1000u);
+  } else {
+    EXPECT_THAT(result.output, HasSubstr("gnuplot is not installed"));
+  }
 }
 
 TEST_F(herd_cli, unwritable_report_path_is_refused_before_training) {

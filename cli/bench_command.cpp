@@ -1,0 +1,561 @@
+// `herd bench`; see bench_command.hpp.
+//
+// Evaluation during the runs would compete with training for cores and distort the comparison,
+// so each run takes parameter snapshots every --snapshot-ms and evaluates them after its workers
+// stopped (train_session's snapshot_interval); the time to the target is the wall time of the
+// first snapshot at or above it.
+#include "cli/bench_command.hpp"
+
+#include "actors/train_session.hpp"
+#include "cli/job_data.hpp"
+#include "cli/report.hpp"
+#include "config/loader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+namespace herd::cli {
+
+namespace {
+
+const std::vector<std::string> known_scenarios{"none", "random", "persistent", "lognormal"};
+
+struct bench_arguments {
+  std::string config_file;
+  std::vector<std::string> overrides;
+  std::vector<std::string> algorithms{"sync", "solo", "majority"};
+  std::vector<std::string> scenarios{"none", "random"};
+  int repeat = 1;
+  std::string out_dir = "bench-results";
+  std::optional<double> random_delay_ms; // default: four undelayed step times
+  int snapshot_ms = 250;
+  bool help = false;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty())
+      items.push_back(item);
+  return items;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+int parse_positive(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value < 1 || value > 1000000)
+    throw std::invalid_argument(name + " = " + text + ": expected a whole number >= 1");
+  return static_cast<int>(value);
+}
+
+// Throws std::invalid_argument with a message for the user.
+bench_arguments parse_arguments(const std::vector<std::string>& args) {
+  bench_arguments parsed;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto is = [&](const std::string& name) { return arg == name || arg.rfind(name + "=", 0) == 0; };
+    auto value_of = [&](const std::string& name) -> std::string {
+      std::string value;
+      if (arg.size() > name.size() && arg[name.size()] == '=')
+        value = arg.substr(name.size() + 1);
+      else if (i + 1 < args.size())
+        value = args[++i];
+      if (value.empty())
+        throw std::invalid_argument(name + " needs a value");
+      return value;
+    };
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+    } else if (is("--config") || arg == "-c") {
+      parsed.config_file = value_of(arg == "-c" ? "-c" : "--config");
+    } else if (is("--algorithms")) {
+      parsed.algorithms = split_list(value_of("--algorithms"));
+    } else if (is("--scenarios")) {
+      parsed.scenarios = split_list(value_of("--scenarios"));
+    } else if (is("--repeat")) {
+      parsed.repeat = parse_positive("--repeat", value_of("--repeat"));
+    } else if (is("--out")) {
+      parsed.out_dir = value_of("--out");
+    } else if (is("--snapshot-ms")) {
+      parsed.snapshot_ms = parse_positive("--snapshot-ms", value_of("--snapshot-ms"));
+    } else if (is("--random-delay-ms")) {
+      const std::string text = value_of("--random-delay-ms");
+      char* end = nullptr;
+      const double delay = std::strtod(text.c_str(), &end);
+      if (*end != '\0' || !(delay >= 0.0 && delay <= 60000.0))
+        throw std::invalid_argument("--random-delay-ms = " + text +
+                                    ": expected milliseconds in [0, 60000]");
+      parsed.random_delay_ms = delay;
+    } else if (arg.rfind("--", 0) == 0 && arg.find('.') != std::string::npos &&
+               arg.find('=') != std::string::npos && arg.find('.') < arg.find('=')) {
+      parsed.overrides.push_back(arg);
+    } else {
+      throw std::invalid_argument("unknown argument '" + arg + "' (see herd bench --help)");
+    }
+  }
+  if (parsed.algorithms.empty())
+    throw std::invalid_argument("--algorithms: name at least one algorithm");
+  for (const auto& algorithm : parsed.algorithms)
+    if (std::find(config::known_algorithms().begin(), config::known_algorithms().end(),
+                  algorithm) == config::known_algorithms().end())
+      throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
+                                  "'; allowed: " + join(config::known_algorithms()));
+  if (parsed.scenarios.empty())
+    throw std::invalid_argument("--scenarios: name at least one scenario");
+  for (const auto& scenario : parsed.scenarios)
+    if (std::find(known_scenarios.begin(), known_scenarios.end(), scenario) ==
+        known_scenarios.end())
+      throw std::invalid_argument("--scenarios: unknown scenario '" + scenario +
+                                  "'; allowed: " + join(known_scenarios));
+  return parsed;
+}
+
+// The imbalance of a scenario for a job of `workers` workers (docs/benchmarks.md).
+config::imbalance_section scenario_imbalance(const std::string& scenario, int workers,
+                                             double random_delay_ms,
+                                             const config::imbalance_section& base) {
+  config::imbalance_section imbalance = base; // keeps the seed
+  imbalance.kind = scenario;
+  const int quarter = std::max(1, workers / 4);
+  if (scenario == "random") {
+    imbalance.k = quarter;
+    imbalance.delay_ms = random_delay_ms;
+  } else if (scenario == "persistent") {
+    imbalance.workers.clear();
+    for (int w = 0; w < quarter; ++w)
+      imbalance.workers.push_back(w);
+    imbalance.factor = 3.0;
+  } else if (scenario == "lognormal") {
+    imbalance.sigma = 0.5;
+  }
+  return imbalance;
+}
+
+struct run_result {
+  std::string scenario;
+  std::string algorithm;
+  int repetition = 0;
+  actors::run_summary summary;
+};
+
+actors::run_summary run_one(const config::run_config& config,
+                            const std::shared_ptr<const models::train_test_split>& data,
+                            int snapshot_ms) {
+  actors::session_options options;
+  options.progress_interval = std::chrono::milliseconds(std::min(snapshot_ms, 100));
+  options.snapshot_interval = std::chrono::milliseconds(snapshot_ms);
+  actors::train_session session(config, data, options);
+  return session.run();
+}
+
+// How long one step takes a worker in an undelayed run, waiting included: wall time over steps
+// per worker. (Not the bare compute time: on a machine with fewer cores than workers, steps share
+// cores, and the step period is what a worker experiences.)
+double step_period_seconds(const actors::run_summary& summary) {
+  if (summary.steps == 0)
+    return 0.0;
+  return summary.wall_seconds * static_cast<double>(summary.workers) /
+         static_cast<double>(summary.steps);
+}
+
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty())
+    return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+struct table_row {
+  std::string scenario;
+  std::string algorithm;
+  std::optional<double> seconds_to_target; // median over the repetitions that reached it
+  int reached = 0;                         // repetitions that reached the target
+  double final_accuracy = 0.0;             // median
+  double samples_per_second = 0.0;         // median
+  double wall_seconds = 0.0;               // median
+  double waited_seconds = 0.0;             // median idle time of all workers
+  double barrier_seconds = 0.0;            // median waiting a barrier would have imposed
+  std::optional<double> speedup;           // sync's seconds to target over this one's
+  std::optional<double> accuracy_vs_sync;  // final accuracy minus sync's, same scenario
+};
+
+std::vector<table_row> make_table(const std::vector<run_result>& runs,
+                                  const bench_arguments& args) {
+  std::vector<table_row> rows;
+  for (const auto& scenario : args.scenarios) {
+    for (const auto& algorithm : args.algorithms) {
+      table_row row;
+      row.scenario = scenario;
+      row.algorithm = algorithm;
+      std::vector<double> to_target, accuracy, throughput, wall, waited, barrier;
+      for (const auto& run : runs) {
+        if (run.scenario != scenario || run.algorithm != algorithm)
+          continue;
+        const auto& s = run.summary;
+        if (s.time_to_target_seconds) {
+          to_target.push_back(*s.time_to_target_seconds);
+          ++row.reached;
+        }
+        accuracy.push_back(s.final_test_accuracy.value_or(0.0));
+        throughput.push_back(s.samples_per_second);
+        wall.push_back(s.wall_seconds);
+        waited.push_back(s.waiting.waited_seconds);
+        barrier.push_back(s.waiting.barrier_seconds);
+      }
+      row.seconds_to_target = median(to_target);
+      row.final_accuracy = median(accuracy).value_or(0.0);
+      row.samples_per_second = median(throughput).value_or(0.0);
+      row.wall_seconds = median(wall).value_or(0.0);
+      row.waited_seconds = median(waited).value_or(0.0);
+      row.barrier_seconds = median(barrier).value_or(0.0);
+      rows.push_back(row);
+    }
+    // Against sync in the same scenario, when it ran.
+    const auto sync = std::find_if(rows.begin(), rows.end(), [&](const table_row& row) {
+      return row.scenario == scenario && row.algorithm == "sync";
+    });
+    if (sync == rows.end())
+      continue;
+    const table_row baseline = *sync;
+    for (auto& row : rows) {
+      if (row.scenario != scenario)
+        continue;
+      row.accuracy_vs_sync = row.final_accuracy - baseline.final_accuracy;
+      if (row.seconds_to_target && baseline.seconds_to_target && *row.seconds_to_target > 0.0)
+        row.speedup = *baseline.seconds_to_target / *row.seconds_to_target;
+    }
+  }
+  return rows;
+}
+
+std::string format(const std::optional<double>& value, int digits, const std::string& suffix = "",
+                   bool sign = false) {
+  if (!value)
+    return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << (sign ? std::showpos : std::noshowpos)
+      << *value << suffix;
+  return out.str();
+}
+
+void print_table(std::ostream& out, const std::vector<table_row>& rows, double target,
+                 int repeat) {
+  out << "\n" << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm"
+      << std::right << std::setw(12) << ("to " + format(target, 2) + " (s)") << std::setw(11)
+      << "final acc" << std::setw(11) << "vs sync" << std::setw(12) << "samples/s"
+      << std::setw(10) << "speedup" << std::setw(21) << "idle / barrier (s)" << '\n';
+  for (const auto& row : rows) {
+    std::string to_target = format(row.seconds_to_target, 1);
+    if (row.reached > 0 && row.reached < repeat)
+      to_target += " (" + std::to_string(row.reached) + "/" + std::to_string(repeat) + ")";
+    out << std::left << std::setw(12) << row.scenario << std::setw(11) << row.algorithm
+        << std::right << std::setw(12) << to_target << std::setw(11)
+        << format(row.final_accuracy, 4) << std::setw(11)
+        << format(row.accuracy_vs_sync ? std::optional<double>(100.0 * *row.accuracy_vs_sync)
+                                       : std::nullopt,
+                  2, " pp", true)
+        << std::setw(12) << format(row.samples_per_second, 0) << std::setw(10)
+        << format(row.speedup, 2, "x") << std::setw(21)
+        << format(row.waited_seconds, 1) + " / " + format(row.barrier_seconds, 1) << '\n';
+  }
+}
+
+std::string csv(const std::vector<table_row>& rows) {
+  std::ostringstream out;
+  out << "scenario,algorithm,seconds_to_target,reached,final_accuracy,accuracy_vs_sync,"
+         "samples_per_second,wall_seconds,speedup_vs_sync,waited_seconds,barrier_seconds\n";
+  auto cell = [](const std::optional<double>& value) {
+    if (!value)
+      return std::string{};
+    std::ostringstream text;
+    text << std::setprecision(6) << *value;
+    return text.str();
+  };
+  for (const auto& row : rows)
+    out << row.scenario << ',' << row.algorithm << ',' << cell(row.seconds_to_target) << ','
+        << row.reached << ',' << cell(row.final_accuracy) << ',' << cell(row.accuracy_vs_sync)
+        << ',' << cell(row.samples_per_second) << ',' << cell(row.wall_seconds) << ','
+        << cell(row.speedup) << ',' << cell(row.waited_seconds) << ','
+        << cell(row.barrier_seconds) << '\n';
+  return out.str();
+}
+
+nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<run_result>& runs,
+                       const config::run_config& job, double random_delay_ms) {
+  auto optional = [](const std::optional<double>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+  };
+  nlohmann::json out;
+  out["job"] = config::to_ini(job);
+  out["random_delay_ms"] = random_delay_ms;
+  auto& table = out["table"] = nlohmann::json::array();
+  for (const auto& row : rows)
+    table.push_back({{"scenario", row.scenario},
+                     {"algorithm", row.algorithm},
+                     {"seconds_to_target", optional(row.seconds_to_target)},
+                     {"reached", row.reached},
+                     {"final_accuracy", row.final_accuracy},
+                     {"accuracy_vs_sync", optional(row.accuracy_vs_sync)},
+                     {"samples_per_second", row.samples_per_second},
+                     {"wall_seconds", row.wall_seconds},
+                     {"speedup_vs_sync", optional(row.speedup)},
+                     {"waited_seconds", row.waited_seconds},
+                     {"barrier_seconds", row.barrier_seconds}});
+  auto& all = out["runs"] = nlohmann::json::array();
+  for (const auto& run : runs) {
+    nlohmann::json curve = nlohmann::json::array();
+    for (const auto& point : run.summary.evaluations)
+      curve.push_back({point.elapsed_seconds, point.test_accuracy});
+    all.push_back({{"scenario", run.scenario},
+                   {"algorithm", run.algorithm},
+                   {"repetition", run.repetition},
+                   {"imbalance", run.summary.imbalance},
+                   {"seconds_to_target", optional(run.summary.time_to_target_seconds)},
+                   {"final_accuracy", optional(run.summary.final_test_accuracy)},
+                   {"samples_per_second", run.summary.samples_per_second},
+                   {"wall_seconds", run.summary.wall_seconds},
+                   {"rounds", run.summary.rounds},
+                   {"steps", run.summary.steps},
+                   {"waited_seconds", run.summary.waiting.waited_seconds},
+                   {"barrier_seconds", run.summary.waiting.barrier_seconds},
+                   {"accuracy_over_time", curve}});
+  }
+  return out;
+}
+
+// One data file per run of the first repetition, a gnuplot script, and (when gnuplot is
+// installed) one PNG per scenario. Returns the PNG paths written.
+std::vector<std::string> plot(const std::filesystem::path& dir, const std::vector<run_result>& runs,
+                              const bench_arguments& args, double target) {
+  std::ostringstream script;
+  script << "# Test accuracy against wall time, one line per algorithm; herd bench wrote this.\n"
+            "set terminal pngcairo size 900,560\n"
+            "set xlabel 'wall time (s)'\nset ylabel 'test accuracy'\nset key bottom right\n"
+            "set grid\n";
+  std::vector<std::string> pngs;
+  for (const auto& scenario : args.scenarios) {
+    std::vector<std::string> lines;
+    for (const auto& run : runs) {
+      if (run.scenario != scenario || run.repetition != 0)
+        continue;
+      const std::string name = "curve-" + scenario + "-" + run.algorithm + ".dat";
+      std::ostringstream data;
+      data << "# elapsed_seconds test_accuracy\n";
+      for (const auto& point : run.summary.evaluations)
+        data << point.elapsed_seconds << ' ' << point.test_accuracy << '\n';
+      write_file_atomically((dir / name).string(), data.str());
+      lines.push_back("'" + name + "' using 1:2 with linespoints pointsize 0.5 title '" +
+                      run.algorithm + "'");
+    }
+    if (lines.empty())
+      continue;
+    const std::string png = "accuracy-" + scenario + ".png";
+    script << "set output '" << png << "'\nset title 'scenario " << scenario << "'\n";
+    if (target > 0.0)
+      script << "set arrow 1 from graph 0, first " << target << " to graph 1, first " << target
+             << " nohead dashtype 2\n";
+    script << "plot ";
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      script << (i ? ", " : "") << lines[i];
+    script << "\n";
+    pngs.push_back(png);
+  }
+  write_file_atomically((dir / "plot.gp").string(), script.str());
+  const std::string command =
+      "cd '" + dir.string() + "' && gnuplot plot.gp > gnuplot.log 2>&1";
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    std::cout << "gnuplot is not installed (apt-get install gnuplot-nox): " << (dir / "plot.gp")
+              << " is ready to plot\n";
+    return {};
+  }
+  if (std::system(command.c_str()) != 0) {
+    std::cout << "gnuplot failed; see " << (dir / "gnuplot.log") << '\n';
+    return {};
+  }
+  std::vector<std::string> written;
+  for (const auto& png : pngs)
+    written.push_back((dir / png).string());
+  return written;
+}
+
+int run_bench(const std::vector<std::string>& args);
+
+} // namespace
+
+std::string bench_help() {
+  std::ostringstream out;
+  out << "usage: herd bench [--config FILE] [options] [--section.key=value ...]\n\n"
+         "Runs the configured job under each algorithm for each imbalance scenario, one run\n"
+         "after another in this process, and prints a table: seconds to train.target-accuracy,\n"
+         "final test accuracy (and its difference from sync), samples/s, speedup over sync in\n"
+         "the same scenario, and the workers' idle time against what a synchronous barrier\n"
+         "would have imposed on the same steps. Writes results.csv,\n"
+         "results.json, and accuracy-<scenario>.png (with gnuplot) to the output directory.\n\n"
+         "  --config FILE, -c FILE   the job (e.g. config/bench.ini); its [imbalance] section is\n"
+         "                           replaced by each scenario's, except the seed\n"
+         "  --algorithms LIST        comma-separated (default sync,solo,majority; allowed: "
+      << join(config::known_algorithms())
+      << ")\n"
+         "  --scenarios LIST         comma-separated (default none,random; allowed: "
+      << join(known_scenarios)
+      << ")\n"
+         "  --repeat N               runs per cell; the table shows medians (default 1)\n"
+         "  --out DIR                output directory (default bench-results)\n"
+         "  --random-delay-ms MS     the random scenario's delay (default: four undelayed step\n"
+         "                           times: sync's wall time per step per worker, measured\n"
+         "                           without imbalance)\n"
+         "  --snapshot-ms MS         parameter snapshots for the accuracy curve (default 250);\n"
+         "                           they are evaluated after each run, not during it\n"
+         "  --help, -h               show this help\n\n"
+         "Scenarios (P workers, a quarter of them = max(1, P/4)):\n"
+         "  none        no injected imbalance\n"
+         "  random      each step a quarter of the workers, chosen by a shared seeded generator,\n"
+         "              are delayed by --random-delay-ms\n"
+         "  persistent  workers 0 .. P/4-1 run 3x slower\n"
+         "  lognormal   every step time multiplied by LogNormal(0, 0.5) noise\n\n"
+         "Every run trains train.epochs epochs (it does not stop at the target), so final\n"
+         "accuracies compare at equal epochs.\n";
+  return out.str();
+}
+
+int bench_command(const std::vector<std::string>& args) {
+  try {
+    return run_bench(args);
+  } catch (const std::exception& unexpected) {
+    std::cerr << "herd bench: error: " << unexpected.what() << '\n';
+    return exit_run_failed;
+  }
+}
+
+namespace {
+
+int run_bench(const std::vector<std::string>& raw) {
+  bench_arguments args;
+  config::run_config job;
+  try {
+    args = parse_arguments(raw);
+    if (args.help) {
+      std::cout << bench_help();
+      return exit_ok;
+    }
+    job = config::load(args.config_file, args.overrides);
+    std::filesystem::create_directories(args.out_dir);
+  } catch (const config::invalid_config& invalid) {
+    for (const auto& error : invalid.errors())
+      std::cerr << "herd bench: " << error.message << '\n';
+    return exit_bad_input;
+  } catch (const std::exception& bad) {
+    std::cerr << "herd bench: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  std::shared_ptr<const models::train_test_split> data;
+  try {
+    data = load_data(job);
+  } catch (const models::data_error& bad) {
+    std::cerr << "herd bench: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  std::cout << "herd bench: " << job.train.workers << " workers x batch " << job.train.batch_size
+            << ", MLP " << describe_model(actors::mlp_layer_sizes(job, data->train)) << ", "
+            << job.train.epochs << " epochs of " << data->train.name << ", target "
+            << job.train.target_accuracy << "; algorithms " << join(args.algorithms)
+            << "; scenarios " << join(args.scenarios) << "; " << args.repeat
+            << " run(s) each\n";
+
+  // The order of runs: scenario by scenario, `none` first, sync first within each, so that the
+  // random scenario's delay can come from sync's undelayed step time.
+  std::vector<std::string> scenarios = args.scenarios;
+  std::stable_partition(scenarios.begin(), scenarios.end(),
+                        [](const std::string& s) { return s == "none"; });
+  std::vector<std::string> algorithms = args.algorithms;
+  std::stable_partition(algorithms.begin(), algorithms.end(),
+                        [](const std::string& a) { return a == "sync"; });
+  const bool needs_delay =
+      std::find(scenarios.begin(), scenarios.end(), "random") != scenarios.end();
+  std::optional<double> delay_ms = args.random_delay_ms;
+  auto calibrate = [&](const actors::run_summary& undelayed) {
+    if (!delay_ms && needs_delay) {
+      delay_ms = 4.0 * 1e3 * step_period_seconds(undelayed);
+      std::cout << "random scenario: delay " << std::fixed << std::setprecision(2) << *delay_ms
+                << " ms = four undelayed step times (sync without imbalance: "
+                << 1e3 * step_period_seconds(undelayed) << " ms per step per worker)\n";
+      std::cout.unsetf(std::ios::fixed);
+    }
+  };
+  const bool calibrated_by_table =
+      scenarios.front() == "none" && algorithms.front() == "sync";
+  if (needs_delay && !delay_ms && !calibrated_by_table) {
+    auto calibration = job;
+    calibration.train.algorithm = "sync";
+    calibration.imbalance.kind = "none";
+    calibration.train.max_seconds = 5.0;
+    std::cout << "calibrating the random scenario's delay: sync without imbalance for 5 s\n";
+    calibrate(run_one(calibration, data, args.snapshot_ms));
+  }
+
+  std::vector<run_result> runs;
+  const std::size_t total =
+      scenarios.size() * algorithms.size() * static_cast<std::size_t>(args.repeat);
+  for (const auto& scenario : scenarios) {
+    for (const auto& algorithm : algorithms) {
+      for (int repetition = 0; repetition < args.repeat; ++repetition) {
+        auto config = job;
+        config.train.algorithm = algorithm;
+        config.imbalance = scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0),
+                                              job.imbalance);
+        std::cout << "[" << runs.size() + 1 << "/" << total << "] " << scenario << " / "
+                  << algorithm << " ..." << std::flush;
+        run_result result{scenario, algorithm, repetition, run_one(config, data, args.snapshot_ms)};
+        const auto& s = result.summary;
+        std::cout << " " << std::fixed << std::setprecision(1) << s.wall_seconds << " s, "
+                  << (s.time_to_target_seconds
+                          ? "target at " + format(s.time_to_target_seconds, 1) + " s"
+                          : std::string("target not reached"))
+                  << ", final accuracy " << format(s.final_test_accuracy, 4) << ", "
+                  << std::setprecision(0) << s.samples_per_second << " samples/s" << std::endl;
+        std::cout.unsetf(std::ios::fixed);
+        if (!s.error.empty()) {
+          std::cerr << "herd bench: " << scenario << " / " << algorithm << " failed: " << s.error
+                    << '\n';
+          return exit_run_failed;
+        }
+        if (scenario == "none" && algorithm == "sync" && repetition == 0)
+          calibrate(s);
+        runs.push_back(std::move(result));
+      }
+    }
+  }
+
+  const auto rows = make_table(runs, args);
+  print_table(std::cout, rows, job.train.target_accuracy, args.repeat);
+  const std::filesystem::path dir(args.out_dir);
+  write_file_atomically((dir / "results.csv").string(), csv(rows));
+  write_file_atomically((dir / "results.json").string(),
+                        to_json(rows, runs, job, delay_ms.value_or(0.0)).dump(2) + "\n");
+  std::cout << "\nwrote " << (dir / "results.csv").string() << ", "
+            << (dir / "results.json").string() << '\n';
+  for (const auto& png : plot(dir, runs, args, job.train.target_accuracy))
+    std::cout << "wrote " << png << '\n';
+  return exit_ok;
+}
+
+} // namespace
+
+} // namespace herd::cli
