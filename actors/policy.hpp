@@ -109,8 +109,8 @@ private:
 /// The baseline: every round waits for every live worker.
 std::unique_ptr<quorum_policy> make_sync_policy();
 
-/// The policy of config.train.algorithm with its section's settings; `workers` is only used to
-/// name it in errors. Throws std::invalid_argument for an unknown algorithm.
+/// The policy of config.train.algorithm with its section's settings. Throws
+/// std::invalid_argument for an unknown algorithm.
 std::unique_ptr<grouping_policy> make_policy(const config::run_config& config);
 
 /// The settings section of a partial algorithm (solo, majority, quorum); null for sync.

@@ -36,7 +36,7 @@ struct bench_arguments {
   int repeat = 1;
   std::string out_dir = "bench-results";
   std::optional<double> random_delay_ms; // default: four undelayed step times
-  int snapshot_ms = 250;
+  int snapshot_ms = 100;
   bool help = false;
 };
 
@@ -158,7 +158,8 @@ actors::run_summary run_one(const config::run_config& config,
                             const std::shared_ptr<const models::train_test_split>& data,
                             int snapshot_ms) {
   actors::session_options options;
-  options.progress_interval = std::chrono::milliseconds(std::min(snapshot_ms, 100));
+  // Snapshots are taken at progress ticks: two ticks per snapshot interval keep them on time.
+  options.progress_interval = std::chrono::milliseconds(std::clamp(snapshot_ms / 2, 5, 100));
   options.snapshot_interval = std::chrono::milliseconds(snapshot_ms);
   actors::train_session session(config, data, options);
   return session.run();
@@ -421,7 +422,7 @@ std::string bench_help() {
          "  --random-delay-ms MS     the random scenario's delay (default: four undelayed step\n"
          "                           times: sync's wall time per step per worker, measured\n"
          "                           without imbalance)\n"
-         "  --snapshot-ms MS         parameter snapshots for the accuracy curve (default 250);\n"
+         "  --snapshot-ms MS         parameter snapshots for the accuracy curve (default 100);\n"
          "                           they are evaluated after each run, not during it\n"
          "  --help, -h               show this help\n\n"
          "Scenarios (P workers, a quarter of them = max(1, P/4)):\n"
@@ -490,14 +491,15 @@ int run_bench(const std::vector<std::string>& raw) {
   const bool needs_delay =
       std::find(scenarios.begin(), scenarios.end(), "random") != scenarios.end();
   std::optional<double> delay_ms = args.random_delay_ms;
-  auto calibrate = [&](const actors::run_summary& undelayed) {
-    if (!delay_ms && needs_delay) {
-      delay_ms = 4.0 * 1e3 * step_period_seconds(undelayed);
-      std::cout << "random scenario: delay " << std::fixed << std::setprecision(2) << *delay_ms
-                << " ms = four undelayed step times (sync without imbalance: "
-                << 1e3 * step_period_seconds(undelayed) << " ms per step per worker)\n";
-      std::cout.unsetf(std::ios::fixed);
-    }
+  // The delay comes from the median step period over sync's runs without imbalance (one run
+  // alone can meet a noisy neighbour), or from a calibration run when the table has none.
+  auto calibrate = [&](std::vector<double> periods) {
+    const double period = median(std::move(periods)).value_or(0.0);
+    delay_ms = 4.0 * 1e3 * period;
+    std::cout << "random scenario: delay " << std::fixed << std::setprecision(2) << *delay_ms
+              << " ms = four undelayed step times (sync without imbalance: " << 1e3 * period
+              << " ms per step per worker, median of its runs)\n";
+    std::cout.unsetf(std::ios::fixed);
   };
   const bool calibrated_by_table =
       scenarios.front() == "none" && algorithms.front() == "sync";
@@ -507,15 +509,17 @@ int run_bench(const std::vector<std::string>& raw) {
     calibration.imbalance.kind = "none";
     calibration.train.max_seconds = 5.0;
     std::cout << "calibrating the random scenario's delay: sync without imbalance for 5 s\n";
-    calibrate(run_one(calibration, data, args.snapshot_ms));
+    calibrate({step_period_seconds(run_one(calibration, data, args.snapshot_ms))});
   }
 
   std::vector<run_result> runs;
   const std::size_t total =
       scenarios.size() * algorithms.size() * static_cast<std::size_t>(args.repeat);
+  // Repetitions interleave the algorithms, so that a noisy neighbour on a shared machine slows
+  // all of them alike rather than one algorithm's runs.
   for (const auto& scenario : scenarios) {
-    for (const auto& algorithm : algorithms) {
-      for (int repetition = 0; repetition < args.repeat; ++repetition) {
+    for (int repetition = 0; repetition < args.repeat; ++repetition) {
+      for (const auto& algorithm : algorithms) {
         auto config = job;
         config.train.algorithm = algorithm;
         config.imbalance = scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0),
@@ -536,10 +540,15 @@ int run_bench(const std::vector<std::string>& raw) {
                     << '\n';
           return exit_run_failed;
         }
-        if (scenario == "none" && algorithm == "sync" && repetition == 0)
-          calibrate(s);
         runs.push_back(std::move(result));
       }
+    }
+    if (scenario == "none" && needs_delay && !delay_ms) {
+      std::vector<double> periods;
+      for (const auto& run : runs)
+        if (run.algorithm == "sync")
+          periods.push_back(step_period_seconds(run.summary));
+      calibrate(std::move(periods));
     }
   }
 
