@@ -252,7 +252,8 @@ private:
       return;
     report_progress();
     if (phase_ == phase::running && deferred_evaluation() && elapsed() >= next_snapshot_at_) {
-      next_snapshot_at_ = elapsed() + std::chrono::duration<double>(setup_.snapshot_interval).count();
+      next_snapshot_at_ =
+          elapsed() + std::chrono::duration<double>(setup_.snapshot_interval).count();
       take_snapshot();
     }
     if (phase_ == phase::running && setup_.config.train.max_seconds > 0.0 &&
@@ -348,9 +349,8 @@ private:
     point.epoch = epochs_done();
     request(workers_[static_cast<std::size_t>(live.front())].handle, snapshot_timeout,
             snapshot_atom::value)
-        .then([this, point](const parameter_snapshot& snapshot) {
-                snapshots_.emplace_back(point, snapshot);
-              },
+        .then([this, point](
+                  const parameter_snapshot& snapshot) { snapshots_.emplace_back(point, snapshot); },
               [this](caf::error& failure) {
                 notice("snapshot failed: " + system().render(failure));
               });

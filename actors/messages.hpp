@@ -94,9 +94,9 @@ struct round_result {
 /// A round finished (DESIGN.md section 3, step 4).
 struct group_done {
   std::uint64_t round = 0;
-  std::vector<std::int32_t> members;           // those that answered
-  std::vector<freshness> kinds;                // what each of them gave, same order
-  std::vector<std::uint64_t> steps;            // each one's step counter when it answered
+  std::vector<std::int32_t> members; // those that answered
+  std::vector<freshness> kinds;      // what each of them gave, same order
+  std::vector<std::uint64_t> steps;  // each one's step counter when it answered
   std::uint32_t fresh = 0;
   std::uint32_t stale = 0;
   std::uint64_t samples = 0;                   // samples behind the contributions
@@ -111,7 +111,8 @@ struct group_done {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_done& x) {
   return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps, x.fresh,
-           x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.error, x.unanswered, x.unanswered_reasons);
+           x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.error, x.unanswered,
+           x.unanswered_reasons);
 }
 
 // -- session -> coordinator ---------------------------------------------------------------------

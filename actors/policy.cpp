@@ -20,13 +20,13 @@ std::size_t quorum_policy::threshold() const {
     return live;
   // The small slack keeps fraction * P that is an integer in exact arithmetic (0.5 * 8) from
   // rounding up to the next one.
-  const auto needed = static_cast<std::size_t>(std::ceil(fraction_ * static_cast<double>(live) - 1e-9));
+  const auto needed =
+      static_cast<std::size_t>(std::ceil(fraction_ * static_cast<double>(live) - 1e-9));
   return std::clamp<std::size_t>(needed, 1, std::max<std::size_t>(live, 1));
 }
 
 bool quorum_policy::next_round_is_full_sync() const {
-  return sync_every_ > 0 &&
-         (rounds_activated_ + 1) % static_cast<std::uint64_t>(sync_every_) == 0;
+  return sync_every_ > 0 && (rounds_activated_ + 1) % static_cast<std::uint64_t>(sync_every_) == 0;
 }
 
 std::vector<group_decision> quorum_policy::set_live_workers(std::vector<int> workers) {

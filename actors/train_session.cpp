@@ -106,11 +106,11 @@ struct train_session::impl {
     std::optional<run_summary> summary;
 
     // The first summary wins; later ones (a coordinator exiting after it finished) are dropped.
-    void deliver(run_summary result) {
+    void deliver(run_summary ended) {
       std::lock_guard<std::mutex> guard(mutex);
       if (summary)
         return;
-      summary = std::move(result);
+      summary = std::move(ended);
       finished.notify_all();
     }
   };
@@ -166,7 +166,7 @@ train_session::train_session(config::run_config config,
     throw config::invalid_config(std::move(errors));
   impl_->config = std::move(config);
   impl_->data = std::move(data);
-  impl_->options = options;
+  impl_->options = std::move(options);
   const auto& train = impl_->config.train;
   check_memory(impl_->config, mlp_layer_sizes(impl_->config, impl_->data->train));
   impl_->model =

@@ -46,7 +46,7 @@ struct worker_setup {
   std::uint64_t shuffle_seed = 1; // this worker's epoch shuffles
   const kernels::ops* ops = nullptr;
   std::shared_ptr<comm::backend> backend;
-  bool accumulate_late_gradients = true; // false: late gradients are discarded
+  bool accumulate_late_gradients = true;            // false: late gradients are discarded
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
 };

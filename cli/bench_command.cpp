@@ -251,17 +251,17 @@ std::string format(const std::optional<double>& value, int digits, const std::st
   if (!value)
     return "-";
   std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << (sign ? std::showpos : std::noshowpos)
-      << *value << suffix;
+  out << std::fixed << std::setprecision(digits) << (sign ? std::showpos : std::noshowpos) << *value
+      << suffix;
   return out.str();
 }
 
-void print_table(std::ostream& out, const std::vector<table_row>& rows, double target,
-                 int repeat) {
-  out << "\n" << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm"
-      << std::right << std::setw(12) << ("to " + format(target, 2) + " (s)") << std::setw(11)
-      << "final acc" << std::setw(11) << "vs sync" << std::setw(12) << "samples/s"
-      << std::setw(10) << "speedup" << std::setw(21) << "idle / barrier (s)" << '\n';
+void print_table(std::ostream& out, const std::vector<table_row>& rows, double target, int repeat) {
+  out << "\n"
+      << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm" << std::right
+      << std::setw(12) << ("to " + format(target, 2) + " (s)") << std::setw(11) << "final acc"
+      << std::setw(11) << "vs sync" << std::setw(12) << "samples/s" << std::setw(10) << "speedup"
+      << std::setw(21) << "idle / barrier (s)" << '\n';
   for (const auto& row : rows) {
     std::string to_target = format(row.seconds_to_target, 1);
     if (row.reached > 0 && row.reached < repeat)
@@ -293,8 +293,8 @@ std::string csv(const std::vector<table_row>& rows) {
     out << row.scenario << ',' << row.algorithm << ',' << cell(row.seconds_to_target) << ','
         << row.reached << ',' << cell(row.final_accuracy) << ',' << cell(row.accuracy_vs_sync)
         << ',' << cell(row.samples_per_second) << ',' << cell(row.wall_seconds) << ','
-        << cell(row.speedup) << ',' << cell(row.waited_seconds) << ','
-        << cell(row.barrier_seconds) << '\n';
+        << cell(row.speedup) << ',' << cell(row.waited_seconds) << ',' << cell(row.barrier_seconds)
+        << '\n';
   return out.str();
 }
 
@@ -379,8 +379,7 @@ std::vector<std::string> plot(const std::filesystem::path& dir, const std::vecto
     pngs.push_back(png);
   }
   write_file_atomically((dir / "plot.gp").string(), script.str());
-  const std::string command =
-      "cd '" + dir.string() + "' && gnuplot plot.gp > gnuplot.log 2>&1";
+  const std::string command = "cd '" + dir.string() + "' && gnuplot plot.gp > gnuplot.log 2>&1";
   if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
     std::cout << "gnuplot is not installed (apt-get install gnuplot-nox): " << (dir / "plot.gp")
               << " is ready to plot\n";
@@ -391,6 +390,7 @@ std::vector<std::string> plot(const std::filesystem::path& dir, const std::vecto
     return {};
   }
   std::vector<std::string> written;
+  written.reserve(pngs.size());
   for (const auto& png : pngs)
     written.push_back((dir / png).string());
   return written;
@@ -477,8 +477,7 @@ int run_bench(const std::vector<std::string>& raw) {
             << ", MLP " << describe_model(actors::mlp_layer_sizes(job, data->train)) << ", "
             << job.train.epochs << " epochs of " << data->train.name << ", target "
             << job.train.target_accuracy << "; algorithms " << join(args.algorithms)
-            << "; scenarios " << join(args.scenarios) << "; " << args.repeat
-            << " run(s) each\n";
+            << "; scenarios " << join(args.scenarios) << "; " << args.repeat << " run(s) each\n";
 
   // The order of runs: scenario by scenario, `none` first, sync first within each, so that the
   // random scenario's delay can come from sync's undelayed step time.
@@ -501,8 +500,7 @@ int run_bench(const std::vector<std::string>& raw) {
               << " ms per step per worker, median of its runs)\n";
     std::cout.unsetf(std::ios::fixed);
   };
-  const bool calibrated_by_table =
-      scenarios.front() == "none" && algorithms.front() == "sync";
+  const bool calibrated_by_table = scenarios.front() == "none" && algorithms.front() == "sync";
   if (needs_delay && !delay_ms && !calibrated_by_table) {
     auto calibration = job;
     calibration.train.algorithm = "sync";
@@ -522,8 +520,8 @@ int run_bench(const std::vector<std::string>& raw) {
       for (const auto& algorithm : algorithms) {
         auto config = job;
         config.train.algorithm = algorithm;
-        config.imbalance = scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0),
-                                              job.imbalance);
+        config.imbalance =
+            scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0), job.imbalance);
         std::cout << "[" << runs.size() + 1 << "/" << total << "] " << scenario << " / "
                   << algorithm << " ..." << std::flush;
         run_result result{scenario, algorithm, repetition, run_one(config, data, args.snapshot_ms)};

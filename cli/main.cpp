@@ -13,14 +13,15 @@
 
 namespace {
 
-const char* usage = "usage: herd <command> [options]\n\n"
-                    "Herd trains neural networks with actors that do not wait for stragglers.\n\n"
-                    "commands:\n"
-                    "  train     train in this process with N worker actors (herd train --help)\n"
-                    "  bench     compare algorithms under imbalance scenarios (herd bench --help)\n\n"
-                    "options:\n"
-                    "  --help, -h      show this help\n"
-                    "  --version       show the version\n";
+const char* usage =
+    "usage: herd <command> [options]\n\n"
+    "Herd trains neural networks with actors that do not wait for stragglers.\n\n"
+    "commands:\n"
+    "  train     train in this process with N worker actors (herd train --help)\n"
+    "  bench     compare algorithms under imbalance scenarios (herd bench --help)\n\n"
+    "options:\n"
+    "  --help, -h      show this help\n"
+    "  --version       show the version\n";
 
 } // namespace
 

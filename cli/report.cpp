@@ -92,14 +92,13 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   out << "\n  worker   steps    late   samples   step mean   step p90   waited   wait/step"
          "   barrier would\n";
   for (const auto& w : s.per_worker) {
-    out << "  " << std::right << std::setw(6) << w.worker << std::setw(8) << w.steps
-        << std::setw(8) << w.late_steps << std::setw(10) << w.samples << std::setw(10)
+    out << "  " << std::right << std::setw(6) << w.worker << std::setw(8) << w.steps << std::setw(8)
+        << w.late_steps << std::setw(10) << w.samples << std::setw(10)
         << fixed(w.step_seconds.mean * 1e3, 2) << "ms" << std::setw(9)
         << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(8)
-        << fixed(w.waited_compared_seconds, 2)
-        << "s" << std::setw(10) << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms"
-        << std::setw(15) << fixed(w.barrier_wait_seconds, 2) << "s" << (w.live ? "" : "  (lost)")
-        << '\n';
+        << fixed(w.waited_compared_seconds, 2) << "s" << std::setw(10)
+        << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms" << std::setw(15)
+        << fixed(w.barrier_wait_seconds, 2) << "s" << (w.live ? "" : "  (lost)") << '\n';
   }
   out << "  (waited: idle between steps; barrier would: what a synchronous barrier would have\n"
          "   imposed; both over the "

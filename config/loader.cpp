@@ -174,7 +174,8 @@ key_spec make_key(std::string name, std::string type, std::string help, Field fi
   spec.name = std::move(name);
   spec.type = std::move(type);
   spec.help = std::move(help);
-  spec.assign = [field, expected](const caf::config_value& value, run_config& config) {
+  spec.assign = [field, expected = std::move(expected)](const caf::config_value& value,
+                                                        run_config& config) {
     T converted{};
     auto problem = convert(value, converted);
     if (problem.empty())

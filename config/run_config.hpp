@@ -54,13 +54,13 @@ struct quorum_section : partial_section {
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
 /// elapsed time (DESIGN.md section 5).
 struct imbalance_section {
-  std::string kind = "none";  // imbalance.kind: none | random | persistent | lognormal
-  std::uint64_t seed = 1;     // imbalance.seed
-  int k = 1;                  // imbalance.k (random): workers delayed per step
-  double delay_ms = 10.0;     // imbalance.delay-ms (random): the delay of each of them
+  std::string kind = "none";   // imbalance.kind: none | random | persistent | lognormal
+  std::uint64_t seed = 1;      // imbalance.seed
+  int k = 1;                   // imbalance.k (random): workers delayed per step
+  double delay_ms = 10.0;      // imbalance.delay-ms (random): the delay of each of them
   std::vector<int> workers{0}; // imbalance.workers (persistent): the slow workers
-  double factor = 2.0;        // imbalance.factor (persistent): how many times slower they run
-  double sigma = 0.5;         // imbalance.sigma (lognormal): sigma of the step-time multiplier
+  double factor = 2.0;         // imbalance.factor (persistent): how many times slower they run
+  double sigma = 0.5;          // imbalance.sigma (lognormal): sigma of the step-time multiplier
 };
 
 struct run_config {

@@ -44,7 +44,8 @@ job make_job(const std::string& algorithm, int workers, int steps) {
   config.majority.sync_every = 4;
   config.quorum.sync_every = 4;
   made.data = std::make_shared<herd::models::train_test_split>(herd::models::make_synthetic_split(
-      static_cast<std::size_t>(workers * steps * batch), 200, features, classes, 5));
+      static_cast<std::size_t>(workers) * static_cast<std::size_t>(steps * batch), 200, features,
+      classes, 5));
   return made;
 }
 
@@ -76,8 +77,8 @@ public:
     add(computed_[static_cast<std::size_t>(worker)], gradient, count);
   }
 
-  void round_applied(int worker, std::uint64_t round, const float* result,
-                     const float* parameters, std::size_t count) override {
+  void round_applied(int worker, std::uint64_t round, const float* result, const float* parameters,
+                     std::size_t count) override {
     std::lock_guard<std::mutex> guard(mutex_);
     add(applied_[static_cast<std::size_t>(worker)], result, count);
     fingerprints_[static_cast<std::size_t>(worker)][round] = fingerprint(parameters, count);
@@ -174,8 +175,9 @@ TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbal
       for (std::size_t i = 0; i < count; ++i)
         difference[i] = accounted[i] - computed[i];
       EXPECT_LT(norm(difference), 1e-5 * norm(computed))
-          << algorithm << " P=" << workers << ": |applied * P + unsent - computed| = "
-          << norm(difference) << " of " << norm(computed);
+          << algorithm << " P=" << workers
+          << ": |applied * P + unsent - computed| = " << norm(difference) << " of "
+          << norm(computed);
       for (int w = 1; w < workers; ++w)
         EXPECT_EQ(run.probe->applied()[static_cast<std::size_t>(w)], run.probe->applied()[0])
             << "worker " << w << " applied different results";
@@ -190,8 +192,8 @@ TEST(partial_collectives, replicas_are_bit_identical_after_every_round_under_eve
       auto j = make_job(algorithm, workers, 30);
       set_imbalance(j.config, kind);
       const auto run = run_probed(j);
-      const std::string label = std::string(algorithm) + " imbalance=" + kind +
-                                " P=" + std::to_string(workers);
+      const std::string label =
+          std::string(algorithm) + " imbalance=" + kind + " P=" + std::to_string(workers);
       ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
       const auto& fingerprints = run.probe->fingerprints();
       ASSERT_EQ(fingerprints[0].size(), run.summary.rounds) << label;
@@ -207,8 +209,8 @@ TEST(partial_collectives, replicas_are_bit_identical_after_every_round_under_eve
         EXPECT_EQ(run.final_parameters[static_cast<std::size_t>(w)], run.final_parameters[0]);
       }
       // A full synchronous round every sync-every = 4 rounds, exactly.
-      EXPECT_EQ(run.summary.full_sync_rounds, workers == 1 ? run.summary.rounds
-                                                           : run.summary.rounds / 4)
+      EXPECT_EQ(run.summary.full_sync_rounds,
+                workers == 1 ? run.summary.rounds : run.summary.rounds / 4)
           << label;
     }
   }

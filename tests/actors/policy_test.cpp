@@ -198,13 +198,13 @@ struct simulation {
     quorum_policy policy("quorum", fraction, sync_every);
     policy.set_live_workers(iota(workers));
     const auto p = static_cast<std::size_t>(workers);
-    std::vector<std::uint64_t> step(p, 0);          // steps finished
-    std::vector<bool> computing(p, true);           // else: holding a fresh gradient
-    std::vector<std::uint64_t> delivered(p, 0);     // latest arrival the policy has seen
-    std::vector<std::uint64_t> consumed(p, 0);      // latest step a round took
-    std::vector<std::uint64_t> undelivered(p, 0);   // an arrival still in the mail
+    std::vector<std::uint64_t> step(p, 0);        // steps finished
+    std::vector<bool> computing(p, true);         // else: holding a fresh gradient
+    std::vector<std::uint64_t> delivered(p, 0);   // latest arrival the policy has seen
+    std::vector<std::uint64_t> consumed(p, 0);    // latest step a round took
+    std::vector<std::uint64_t> undelivered(p, 0); // an arrival still in the mail
     std::optional<group_decision> in_flight;
-    std::vector<std::uint64_t> taken(p, 0);         // what the in-flight round took
+    std::vector<std::uint64_t> taken(p, 0); // what the in-flight round took
     int rounds = 0;
 
     auto pending = [&] {

@@ -185,7 +185,7 @@ TEST(train_session, snapshots_are_evaluated_after_the_run_in_time_order) {
   config.imbalance.kind = "persistent";
   config.imbalance.workers = {0, 1};
   config.imbalance.factor = 100.0;
-  train_session session(config, synthetic(2 * 8 * 40), options);
+  train_session session(config, synthetic(std::size_t{2} * 8 * 40), options);
   const auto summary = session.run();
   ASSERT_EQ(summary.stop_reason, "epochs") << "the target must not stop a deferred run";
   ASSERT_GE(summary.evaluations.size(), 3u);
@@ -306,7 +306,7 @@ TEST(train_session, a_failed_final_evaluation_is_reported_not_replaced) {
   failing_evaluation_ops ops;
   auto options = quick();
   options.ops = &ops;
-  train_session session(config, synthetic(2 * 8 * 10), options);
+  train_session session(config, synthetic(std::size_t{2} * 8 * 10), options);
   const auto summary = session.run();
   EXPECT_EQ(summary.stop_reason, "epochs");
   EXPECT_FALSE(summary.final_test_accuracy.has_value());
@@ -336,7 +336,7 @@ TEST(train_session, a_failed_reduction_ends_the_run_with_an_error_instead_of_han
   failing_reduction_ops ops;
   auto options = quick();
   options.ops = &ops;
-  train_session session(config, synthetic(2 * 8 * 10), options);
+  train_session session(config, synthetic(std::size_t{2} * 8 * 10), options);
   session.start();
   const auto summary = session.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(summary.has_value()) << "the run hung after a failed reduction";

@@ -6,8 +6,8 @@
 #include "models/sgd.hpp"
 
 #include <future>
-#include <optional>
 #include <gtest/gtest.h>
+#include <optional>
 #include <random>
 
 #include "support/delegating_ops.hpp"
@@ -128,14 +128,12 @@ TEST_F(worker_actor_test, a_late_gradient_goes_with_the_next_contribution_as_sta
   };
   EXPECT_EQ(ask(0).kind, freshness::none);
   ops.release();
-  coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >> [] {
-    ADD_FAILURE() << "no step_ready";
-  });
+  coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
+                                                     [] { ADD_FAILURE() << "no step_ready"; });
   // Round 0 is done (its result arrives), round 1 asks: the late gradient of step 1 goes now.
-  coordinator->send(worker,
-                    round_result{0, std::make_shared<std::vector<float>>(
-                                        model_->parameter_count(), 0.0f),
-                                 1});
+  coordinator->send(
+      worker,
+      round_result{0, std::make_shared<std::vector<float>>(model_->parameter_count(), 0.0f), 1});
   const auto second = ask(1);
   EXPECT_NE(second.kind, freshness::none);
   EXPECT_GE(second.samples, 16u) << "at least step 1's batch is behind it";

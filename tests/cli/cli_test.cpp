@@ -42,12 +42,13 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
   for (const char* key :
-       {"train.algorithm", "train.workers", "train.batch-size", "train.lr", "train.momentum",
-        "train.weight-decay", "train.epochs", "train.target-accuracy", "train.max-seconds",
-        "train.seed", "data.path", "model.hidden", "metrics.port", "solo.sync-every",
-        "solo.late-gradients", "majority.sync-every", "quorum.fraction", "imbalance.kind",
-        "imbalance.k", "imbalance.delay-ms", "imbalance.workers", "imbalance.factor",
-        "imbalance.sigma", "--config", "--report"})
+       {"train.algorithm",   "train.workers",      "train.batch-size",    "train.lr",
+        "train.momentum",    "train.weight-decay", "train.epochs",        "train.target-accuracy",
+        "train.max-seconds", "train.seed",         "data.path",           "model.hidden",
+        "metrics.port",      "solo.sync-every",    "solo.late-gradients", "majority.sync-every",
+        "quorum.fraction",   "imbalance.kind",     "imbalance.k",         "imbalance.delay-ms",
+        "imbalance.workers", "imbalance.factor",   "imbalance.sigma",     "--config",
+        "--report"})
     EXPECT_THAT(train.output, HasSubstr(key));
 }
 
@@ -140,9 +141,9 @@ TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
 TEST_F(herd_cli, a_partial_run_reports_the_waiting_a_barrier_would_have_imposed) {
   auto args = synthetic_run;
   const auto report_path = path("solo.json");
-  args.insert(args.end(), {"--train.algorithm=solo", "--imbalance.kind=persistent",
-                           "--imbalance.workers=[1]", "--imbalance.factor=30", "--report",
-                           report_path});
+  args.insert(args.end(),
+              {"--train.algorithm=solo", "--imbalance.kind=persistent", "--imbalance.workers=[1]",
+               "--imbalance.factor=30", "--report", report_path});
   auto result = herd(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("a synchronous barrier would have imposed"));
@@ -183,10 +184,10 @@ TEST_F(herd_cli, bench_help_and_bad_arguments) {
 
 TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   const auto out = path("bench");
-  auto result = herd({"bench", "--data.dataset=synthetic", "--train.workers=2",
-                      "--model.hidden=[16]", "--train.epochs=1", "--train.target-accuracy=0.3",
-                      "--algorithms=sync,solo", "--scenarios=none,random", "--snapshot-ms=20",
-                      "--out", out});
+  auto result =
+      herd({"bench", "--data.dataset=synthetic", "--train.workers=2", "--model.hidden=[16]",
+            "--train.epochs=1", "--train.target-accuracy=0.3", "--algorithms=sync,solo",
+            "--scenarios=none,random", "--snapshot-ms=20", "--out", out});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("four undelayed step times"));
   std::ifstream csv(out + "/results.csv");
