@@ -305,12 +305,14 @@ private:
 
   // -- evaluation -------------------------------------------------------------------------------
 
-  // Evaluates the first live worker's parameters (under sync every replica is the same).
-  template <class OnResult>
-  void evaluate_snapshot(OnResult on_result) {
+  // Asks the first live worker for its parameters: `then(point, snapshot)`, where the point says
+  // when they were taken, or `failed(reason)`. Every worker applies every result in round order,
+  // so any live replica shows the training's state (a round or two behind at most).
+  template <class Then, class Failed>
+  void request_snapshot(Then then, Failed failed) {
     auto live = live_workers();
     if (live.empty()) {
-      on_result(std::optional<evaluation_point>{}, "no live worker to evaluate");
+      failed(std::string("no live worker to evaluate"));
       return;
     }
     evaluation_point point;
@@ -319,41 +321,38 @@ private:
     point.epoch = epochs_done();
     request(workers_[static_cast<std::size_t>(live.front())].handle, snapshot_timeout,
             snapshot_atom::value)
-        .then(
-            [this, point, on_result](const parameter_snapshot& snapshot) {
-              request(evaluator_, evaluation_timeout, evaluate_atom::value, snapshot)
-                  .then(
-                      [point, on_result](const evaluation_result& result) mutable {
-                        point.test_accuracy = result.test_accuracy;
-                        point.test_loss = result.test_loss;
-                        on_result(std::optional<evaluation_point>{point}, std::string{});
-                      },
-                      [this, on_result](caf::error& failure) {
-                        on_result(std::optional<evaluation_point>{}, system().render(failure));
-                      });
-            },
-            [this, on_result](caf::error& failure) {
-              on_result(std::optional<evaluation_point>{}, system().render(failure));
-            });
+        .then([point, then](const parameter_snapshot& snapshot) mutable { then(point, snapshot); },
+              [this, failed](caf::error& failure) mutable { failed(system().render(failure)); });
+  }
+
+  // Evaluates a snapshot of the first live worker's parameters now.
+  template <class OnResult>
+  void evaluate_snapshot(OnResult on_result) {
+    auto failed = [on_result](const std::string& reason) {
+      on_result(std::optional<evaluation_point>{}, reason);
+    };
+    request_snapshot(
+        [this, on_result, failed](evaluation_point point, const parameter_snapshot& snapshot) {
+          request(evaluator_, evaluation_timeout, evaluate_atom::value, snapshot)
+              .then(
+                  [point, on_result](const evaluation_result& result) mutable {
+                    point.test_accuracy = result.test_accuracy;
+                    point.test_loss = result.test_loss;
+                    on_result(std::optional<evaluation_point>{point}, std::string{});
+                  },
+                  [this, failed](caf::error& failure) { failed(system().render(failure)); });
+        },
+        failed);
   }
 
   bool deferred_evaluation() const { return setup_.snapshot_interval.count() > 0; }
 
   void take_snapshot() {
-    auto live = live_workers();
-    if (live.empty())
-      return;
-    evaluation_point point;
-    point.round = rounds_;
-    point.elapsed_seconds = elapsed();
-    point.epoch = epochs_done();
-    request(workers_[static_cast<std::size_t>(live.front())].handle, snapshot_timeout,
-            snapshot_atom::value)
-        .then([this, point](
-                  const parameter_snapshot& snapshot) { snapshots_.emplace_back(point, snapshot); },
-              [this](caf::error& failure) {
-                notice("snapshot failed: " + system().render(failure));
-              });
+    request_snapshot(
+        [this](const evaluation_point& point, const parameter_snapshot& snapshot) {
+          snapshots_.emplace_back(point, snapshot);
+        },
+        [this](const std::string& reason) { notice("snapshot failed: " + reason); });
   }
 
   // Evaluates the snapshots one after another, then `then`.

@@ -7,7 +7,7 @@
 #include "cli/bench_command.hpp"
 
 #include "actors/train_session.hpp"
-#include "cli/job_data.hpp"
+#include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "config/loader.hpp"
 
@@ -437,12 +437,7 @@ std::string bench_help() {
 }
 
 int bench_command(const std::vector<std::string>& args) {
-  try {
-    return run_bench(args);
-  } catch (const std::exception& unexpected) {
-    std::cerr << "herd bench: error: " << unexpected.what() << '\n';
-    return exit_run_failed;
-  }
+  return run_guarded("bench", [&args] { return run_bench(args); });
 }
 
 namespace {
@@ -459,20 +454,15 @@ int run_bench(const std::vector<std::string>& raw) {
     job = config::load(args.config_file, args.overrides);
     std::filesystem::create_directories(args.out_dir);
   } catch (const config::invalid_config& invalid) {
-    for (const auto& error : invalid.errors())
-      std::cerr << "herd bench: " << error.message << '\n';
+    print_config_errors("bench", invalid);
     return exit_bad_input;
   } catch (const std::exception& bad) {
     std::cerr << "herd bench: " << bad.what() << '\n';
     return exit_bad_input;
   }
-  std::shared_ptr<const models::train_test_split> data;
-  try {
-    data = load_data(job);
-  } catch (const models::data_error& bad) {
-    std::cerr << "herd bench: " << bad.what() << '\n';
+  const auto data = load_data_or_report("bench", job);
+  if (!data)
     return exit_bad_input;
-  }
   std::cout << "herd bench: " << job.train.workers << " workers x batch " << job.train.batch_size
             << ", MLP " << describe_model(actors::mlp_layer_sizes(job, data->train)) << ", "
             << job.train.epochs << " epochs of " << data->train.name << ", target "

@@ -2,7 +2,7 @@
 #include "cli/train_command.hpp"
 
 #include "actors/train_session.hpp"
-#include "cli/job_data.hpp"
+#include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "config/loader.hpp"
@@ -112,13 +112,7 @@ std::string train_help() {
 }
 
 int train_command(const std::vector<std::string>& args) {
-  try {
-    return run_train(args);
-  } catch (const std::exception& unexpected) {
-    // Nothing may end in std::terminate: say what happened and fail cleanly.
-    std::cerr << "herd train: error: " << unexpected.what() << '\n';
-    return exit_run_failed;
-  }
+  return run_guarded("train", [&args] { return run_train(args); });
 }
 
 namespace {
@@ -136,22 +130,17 @@ int run_train(const std::vector<std::string>& args) {
     if (!parsed.report_file.empty())
       check_report_path(parsed.report_file);
   } catch (const config::invalid_config& invalid) {
-    for (const auto& error : invalid.errors())
-      std::cerr << "herd train: " << error.message << '\n';
+    print_config_errors("train", invalid);
     return exit_bad_input;
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd train: " << bad.what() << '\n';
     return exit_bad_input;
   }
 
-  std::shared_ptr<const models::train_test_split> data;
   const auto load_start = std::chrono::steady_clock::now();
-  try {
-    data = load_data(config);
-  } catch (const models::data_error& bad) {
-    std::cerr << "herd train: " << bad.what() << '\n';
+  const auto data = load_data_or_report("train", config);
+  if (!data)
     return exit_bad_input;
-  }
   const double load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
@@ -163,8 +152,7 @@ int run_train(const std::vector<std::string>& args) {
   try {
     session.emplace(config, data, options);
   } catch (const config::invalid_config& invalid) {
-    for (const auto& error : invalid.errors())
-      std::cerr << "herd train: " << error.message << '\n';
+    print_config_errors("train", invalid);
     return exit_bad_input;
   }
 

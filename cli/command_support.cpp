@@ -1,0 +1,50 @@
+// What the commands share; see command_support.hpp.
+#include "cli/command_support.hpp"
+
+#include "cli/train_command.hpp"
+
+#include <iostream>
+
+namespace herd::cli {
+
+int run_guarded(const std::string& name, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const std::exception& unexpected) {
+    std::cerr << "herd " << name << ": error: " << unexpected.what() << '\n';
+    return exit_run_failed;
+  }
+}
+
+void print_config_errors(const std::string& name, const config::invalid_config& invalid) {
+  for (const auto& error : invalid.errors())
+    std::cerr << "herd " << name << ": " << error.message << '\n';
+}
+
+std::shared_ptr<const models::train_test_split>
+load_data_or_report(const std::string& name, const config::run_config& config) {
+  try {
+    return load_data(config);
+  } catch (const models::data_error& bad) {
+    std::cerr << "herd " << name << ": " << bad.what() << '\n';
+    return nullptr;
+  }
+}
+
+std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config) {
+  if (config.data.dataset == "synthetic") {
+    // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
+    return std::make_shared<models::train_test_split>(
+        models::make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
+  }
+  return std::make_shared<models::train_test_split>(models::load_fashion_mnist(config.data.path));
+}
+
+std::string describe_model(const std::vector<std::size_t>& sizes) {
+  std::string text;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    text += (i ? "-" : "") + std::to_string(sizes[i]);
+  return text;
+}
+
+} // namespace herd::cli

@@ -1,0 +1,35 @@
+// What the `herd` commands share: the last line of defence around a command, configuration
+// errors in the commands' words, loading the configured dataset, and naming a model.
+#pragma once
+
+#include "config/loader.hpp"
+#include "config/run_config.hpp"
+#include "models/dataset.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::cli {
+
+/// Runs `command`; an exception that escapes it becomes "herd <name>: error: ..." on stderr and
+/// exit status 1, so that nothing ends in std::terminate.
+int run_guarded(const std::string& name, const std::function<int()>& command);
+
+/// Prints every problem as "herd <name>: <message>" on stderr.
+void print_config_errors(const std::string& name, const config::invalid_config& invalid);
+
+/// The configured dataset, or null after printing "herd <name>: <what is wrong>" (a missing or
+/// corrupt file) on stderr.
+std::shared_ptr<const models::train_test_split>
+load_data_or_report(const std::string& name, const config::run_config& config);
+
+/// The configured dataset (data.dataset, data.path); throws models::data_error naming the file
+/// and the problem.
+std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config);
+
+/// "784-256-128-10".
+std::string describe_model(const std::vector<std::size_t>& sizes);
+
+} // namespace herd::cli
