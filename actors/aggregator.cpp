@@ -109,6 +109,7 @@ private:
       report.members.push_back(answer.worker);
       report.kinds.push_back(answer.kind);
       report.steps.push_back(answer.step);
+      report.versions.push_back(answer.version);
       if (answer.kind == freshness::none)
         continue;
       if (answer.kind == freshness::fresh)

@@ -6,6 +6,7 @@
 #include "actors/messages.hpp"
 #include "actors/policy.hpp"
 #include "monitoring/duration_stats.hpp"
+#include "monitoring/training_metrics.hpp"
 #include "monitoring/wait_ledger.hpp"
 
 #include <algorithm>
@@ -36,6 +37,8 @@ struct worker_record {
   std::uint64_t steps = 0;
   std::uint64_t late_steps = 0;
   std::uint64_t samples = 0;
+  std::uint64_t last_fresh_step = 0;       // the latest fresh arrival: its step
+  double last_fresh_arrival_seconds = 0.0; // and when it reached the coordinator
   monitoring::duration_stats step_seconds;
   monitoring::duration_stats wait_seconds;
 };
@@ -134,6 +137,9 @@ private:
     }
     if (ready.late)
       ++worker.late_steps;
+    if (setup_.metrics)
+      setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
+                                    ready.wait_seconds, ready.samples);
     recent_losses_.push_back(ready.loss);
     if (recent_losses_.size() > recent_loss_steps)
       recent_losses_.pop_front();
@@ -146,6 +152,8 @@ private:
     // A late step's round has closed: it is no arrival for the policy.
     if (phase_ != phase::running || !worker.live || ready.late)
       return;
+    worker.last_fresh_step = ready.step;
+    worker.last_fresh_arrival_seconds = elapsed();
     arrival event;
     event.worker = ready.worker;
     event.step = ready.step;
@@ -208,6 +216,8 @@ private:
     for (freshness given : report.kinds)
       ++contributions_[static_cast<std::size_t>(given)];
     samples_applied_ += report.samples;
+    if (setup_.metrics)
+      setup_.metrics->round_finished(metrics_record(report, kind));
     reduce_seconds_ += report.reduce_seconds;
     reduce_bytes_ += report.bytes;
     if (phase_ == phase::running) {
@@ -220,6 +230,37 @@ private:
         evaluate_periodically();
     }
     stop_workers_once_drained();
+  }
+
+  monitoring::training_metrics::round_record metrics_record(const group_done& report,
+                                                            round_kind kind) const {
+    monitoring::training_metrics::round_record round;
+    round.full_sync = kind == round_kind::full_sync;
+    round.members = report.members.size();
+    round.reduce_seconds = report.reduce_seconds;
+    round.reduce_bytes = report.bytes;
+    for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i) {
+      const std::uint64_t step = i < report.steps.size() ? report.steps[i] : 0;
+      if (report.kinds[i] != freshness::none && i < report.versions.size())
+        round.staleness_rounds.push_back(report.round - std::min(report.round, report.versions[i]));
+      switch (report.kinds[i]) {
+      case freshness::fresh: {
+        ++round.fresh;
+        const auto& worker = workers_[static_cast<std::size_t>(report.members[i])];
+        // Its arrival may still be on the way (it gave before the coordinator heard of it).
+        if (worker.last_fresh_step == step)
+          round.fresh_arrival_seconds.push_back(worker.last_fresh_arrival_seconds);
+        break;
+      }
+      case freshness::stale:
+        ++round.stale;
+        break;
+      case freshness::none:
+        ++round.none;
+        break;
+      }
+    }
+    return round;
   }
 
   static group_outcome outcome_of(const group_done& report) {
@@ -251,6 +292,10 @@ private:
     if (phase_ == phase::finished)
       return;
     report_progress();
+    if (setup_.metrics) {
+      setup_.metrics->train_loss(recent_loss());
+      setup_.metrics->refresh(elapsed());
+    }
     if (phase_ == phase::running && deferred_evaluation() && elapsed() >= next_snapshot_at_) {
       next_snapshot_at_ =
           elapsed() + std::chrono::duration<double>(setup_.snapshot_interval).count();
@@ -288,6 +333,8 @@ private:
       return;
     worker.live = false;
     ledger_.worker_lost(index);
+    if (setup_.metrics)
+      setup_.metrics->worker_lost(index);
     notice("worker " + std::to_string(index) + " lost: " + why);
     if (phase_ == phase::stopping_workers) {
       acknowledge_stop(index); // a lost worker has nothing left to stop
@@ -396,6 +443,8 @@ private:
     if (phase_ == phase::finished)
       return;
     evaluations_.push_back(point);
+    if (setup_.metrics)
+      setup_.metrics->test_accuracy(point.test_accuracy);
     if (setup_.observer != nullptr)
       setup_.observer->on_evaluation(point);
     const double target = setup_.config.train.target_accuracy;

@@ -18,7 +18,12 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
+
+namespace herd::monitoring {
+class training_metrics;
+} // namespace herd::monitoring
 
 namespace herd::actors {
 
@@ -42,6 +47,8 @@ struct coordinator_setup {
   /// progress report) and evaluate all of them after the workers stopped. The run cannot stop at
   /// train.target-accuracy then, but reports when it was reached. For benchmarks.
   std::chrono::milliseconds snapshot_interval{0};
+  /// Prometheus metrics, updated on the coordinator's thread; may be null (metrics off).
+  std::shared_ptr<monitoring::training_metrics> metrics;
 };
 
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);

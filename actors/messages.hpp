@@ -75,11 +75,13 @@ struct contribution {
   std::uint64_t step = 0;
   freshness kind = freshness::fresh;
   std::uint32_t samples = 0; // samples behind the gradients contributed (fresh and accumulated)
+  std::uint64_t version = 0; // rounds applied to the parameters the oldest of them was computed on
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, contribution& x) {
-  return f(caf::meta::type_name("herd.contribution"), x.worker, x.round, x.step, x.kind, x.samples);
+  return f(caf::meta::type_name("herd.contribution"), x.worker, x.round, x.step, x.kind, x.samples,
+           x.version);
 }
 
 /// A round's reduced buffer, shared by every member of the group (zero copy, in-process only).
@@ -94,9 +96,10 @@ struct round_result {
 /// A round finished (DESIGN.md section 3, step 4).
 struct group_done {
   std::uint64_t round = 0;
-  std::vector<std::int32_t> members; // those that answered
-  std::vector<freshness> kinds;      // what each of them gave, same order
-  std::vector<std::uint64_t> steps;  // each one's step counter when it answered
+  std::vector<std::int32_t> members;   // those that answered
+  std::vector<freshness> kinds;        // what each of them gave, same order
+  std::vector<std::uint64_t> steps;    // each one's step counter when it answered
+  std::vector<std::uint64_t> versions; // each one's contribution.version
   std::uint32_t fresh = 0;
   std::uint32_t stale = 0;
   std::uint64_t samples = 0;                   // samples behind the contributions
@@ -110,9 +113,9 @@ struct group_done {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_done& x) {
-  return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps, x.fresh,
-           x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.error, x.unanswered,
-           x.unanswered_reasons);
+  return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps,
+           x.versions, x.fresh, x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.error,
+           x.unanswered, x.unanswered_reasons);
 }
 
 // -- session -> coordinator ---------------------------------------------------------------------

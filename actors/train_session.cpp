@@ -10,6 +10,7 @@
 #include "comm/buffer_pool.hpp"
 #include "config/loader.hpp"
 #include "models/sampler.hpp"
+#include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -33,6 +34,13 @@ std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0')
+    return "localhost";
+  return name;
 }
 
 // Refuses a model whose replicas cannot fit in memory before anything is allocated: each worker
@@ -228,6 +236,16 @@ void train_session::spawn_and_start() {
   coordination.observer = state.options.observer;
   coordination.progress_interval = state.options.progress_interval;
   coordination.snapshot_interval = state.options.snapshot_interval;
+  if (state.options.metrics) {
+    monitoring::training_metrics::identity who;
+    who.job = state.config.metrics.job;
+    who.node = state.options.node_name.empty() ? host_name() : state.options.node_name;
+    who.algorithm = state.config.train.algorithm;
+    who.workers = train.workers;
+    who.window_seconds = state.config.metrics.window_seconds;
+    coordination.metrics =
+        std::make_shared<monitoring::training_metrics>(state.options.metrics, who);
+  }
   coordination.on_finished = [result = state.result](run_summary summary) {
     result->deliver(std::move(summary));
   };

@@ -9,12 +9,14 @@
 #include "config/run_config.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
+#include "monitoring/metrics.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace herd::actors {
@@ -27,6 +29,10 @@ struct session_options {
   /// When positive, parameter snapshots taken this often are evaluated after the run instead of
   /// evaluations during it (see coordinator_setup::snapshot_interval). For benchmarks.
   std::chrono::milliseconds snapshot_interval{0};
+  /// When set, the run's metrics (DESIGN.md section 6; labels job = metrics.job, node =
+  /// `node_name`) are kept in this registry; serve it with monitoring::metrics_endpoint.
+  std::shared_ptr<monitoring::registry> metrics;
+  std::string node_name; // empty: this host's name
 };
 
 class train_session {

@@ -122,6 +122,7 @@ private:
   void begin_step() {
     last_wait_seconds_ = step_ == 0 ? 0.0 : seconds_since(idle_since_);
     computing_ = true;
+    step_version_ = rounds_applied_;
     // An empty send buffer that no reduction reads takes the gradient directly (no copy; under
     // sync this is every step). A round asking meanwhile gets nothing from this worker.
     computing_into_send_ = contents_ == send_contents::empty && !lent_to_round_;
@@ -177,9 +178,10 @@ private:
       if (keep) {
         contents_ = late ? send_contents::stale : send_contents::fresh;
         contents_samples_ = outcome.samples;
+        contents_version_ = step_version_;
       }
     } else if (keep) {
-      unfolded_ = unfolded_gradient{!late, outcome.samples};
+      unfolded_ = unfolded_gradient{!late, outcome.samples, step_version_};
       if (!lent_to_round_)
         fold_gradient();
     }
@@ -216,6 +218,7 @@ private:
     if (!computing_into_send_ && contents_ != send_contents::empty) {
       reply.kind = contents_ == send_contents::fresh ? freshness::fresh : freshness::stale;
       reply.samples = contents_samples_;
+      reply.version = contents_version_;
       if (reply.kind == freshness::fresh)
         awaiting_round_ = round;
       contents_ = send_contents::empty;
@@ -244,7 +247,9 @@ private:
     const std::size_t count = send_.size();
     if (contents_ == send_contents::empty) {
       std::copy(grads_.data(), grads_.data() + count, send_.data());
+      contents_version_ = unfolded_->version;
     } else {
+      contents_version_ = std::min(contents_version_, unfolded_->version);
       const float* inputs[] = {send_.data(), grads_.data()};
       const float weights[] = {1.0f, 1.0f};
       setup_.ops->weighted_sum(send_.data(), inputs, weights, 2, count);
@@ -273,6 +278,7 @@ private:
                                     params_.size());
       pending_results_.erase(found);
       member_of_.erase(member_of_.begin());
+      ++rounds_applied_;
       if (awaiting_round_ == next) {
         awaiting_round_.reset();
         fresh_outstanding_ = false;
@@ -301,6 +307,7 @@ private:
   struct unfolded_gradient {
     bool fresh = false;
     std::uint32_t samples = 0;
+    std::uint64_t version = 0;
   };
 
   worker_setup setup_;
@@ -323,6 +330,9 @@ private:
   bool fresh_outstanding_ = false; // a fresh gradient whose round has not been applied yet
   send_contents contents_ = send_contents::empty;
   std::uint32_t contents_samples_ = 0;
+  std::uint64_t contents_version_ = 0;        // of the oldest gradient in the send buffer
+  std::uint64_t rounds_applied_ = 0;          // the parameters' version
+  std::uint64_t step_version_ = 0;            // the running (or last) step computed on this version
   std::optional<unfolded_gradient> unfolded_; // grads_ holds it
   std::optional<std::uint64_t> lent_to_round_;
   std::map<std::uint64_t, caf::typed_response_promise<contribution>> deferred_;

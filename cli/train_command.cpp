@@ -7,6 +7,8 @@
 #include "cli/report.hpp"
 #include "config/loader.hpp"
 #include "models/dataset.hpp"
+#include "monitoring/metrics.hpp"
+#include "monitoring/metrics_endpoint.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -148,6 +150,20 @@ int run_train(const std::vector<std::string>& args) {
   progress_printer printer(std::cout, interactive, config.train.epochs);
   actors::session_options options;
   options.observer = &printer;
+  // Before the session: a port in use is bad input, found before any training.
+  std::unique_ptr<monitoring::metrics_endpoint> endpoint;
+  if (config.metrics.port != 0) {
+    options.metrics = std::make_shared<monitoring::registry>();
+    try {
+      endpoint = std::make_unique<monitoring::metrics_endpoint>(
+          config.metrics.bind, config.metrics.port,
+          [metrics = options.metrics] { return monitoring::expose(*metrics); });
+    } catch (const std::exception& failure) {
+      std::cerr << "herd train: metrics.port = " << config.metrics.port << ": " << failure.what()
+                << '\n';
+      return exit_bad_input;
+    }
+  }
   std::optional<actors::train_session> session;
   try {
     session.emplace(config, data, options);
@@ -163,6 +179,9 @@ int run_train(const std::vector<std::string>& args) {
             << data->train.size() << " train / " << data->test.size() << " test, loaded in "
             << std::fixed << std::setprecision(1) << load_seconds << " s)" << std::endl;
   std::cout.unsetf(std::ios::fixed);
+  if (endpoint)
+    std::cout << "herd train: Prometheus metrics at http://" << endpoint->bind_address() << ':'
+              << endpoint->port() << "/metrics" << std::endl;
 
   interrupts = 0;
   auto previous_handler = std::signal(SIGINT, on_interrupt);

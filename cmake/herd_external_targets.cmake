@@ -1,7 +1,8 @@
 # Imported targets for dependencies that ship no usable CMake config: CAF::core and CAF::io
-# (libcaf-dev 0.17 has no config, FindCAF.cmake or .pc file; see shared/stack.md section 1) and
-# herd_openblas (libopenblas-dev's config only sets variables). Used by Herd's own build and by
-# herdConfig.cmake, so a project that calls find_package(herd) gets the same targets.
+# (libcaf-dev 0.17 has no config, FindCAF.cmake or .pc file; see shared/stack.md section 1),
+# herd_openblas (libopenblas-dev's config only sets variables) and PkgConfig::HERD_HTTPLIB
+# (libcpp-httplib-dev ships only a .pc file). Used by Herd's own build and by herdConfig.cmake, so
+# a project that calls find_package(herd) gets the same targets.
 
 find_package(Threads REQUIRED)
 
@@ -35,4 +36,19 @@ if(NOT TARGET herd_openblas)
   set_target_properties(herd_openblas PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
     INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
+endif()
+
+# cpp-httplib serves /metrics. Debian builds it as a shared library, and its .pc file carries the
+# -DCPPHTTPLIB_{OPENSSL,ZLIB,BROTLI}_SUPPORT flags that must match the library's ABI.
+# herd::monitoring links it privately, but a static herd_monitoring still lists it in its link
+# interface ($<LINK_ONLY:...>), so a consumer of the installed package needs this target too.
+if(NOT TARGET PkgConfig::HERD_HTTPLIB)
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    pkg_check_modules(HERD_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+  endif()
+  if(NOT HERD_HTTPLIB_FOUND)
+    message(FATAL_ERROR "cpp-httplib not found through pkg-config: run scripts/install-deps.sh "
+                        "(apt-get install pkg-config libcpp-httplib-dev)")
+  endif()
 endif()

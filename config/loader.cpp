@@ -254,8 +254,19 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.model.hidden; }));
     k.push_back(make_key<int>(
         "metrics.port", "integer",
-        "Prometheus /metrics port; not served by this build yet, so 0 (off)",
+        "serve Prometheus metrics on this TCP port at /metrics (0 = off)",
         [](auto& c) -> auto& { return c.metrics.port; }));
+    k.push_back(make_key<std::string>(
+        "metrics.bind", "string",
+        "address the metrics endpoint listens on (0.0.0.0 = every interface)",
+        [](auto& c) -> auto& { return c.metrics.bind; }));
+    k.push_back(make_key<std::string>(
+        "metrics.job", "string", "the job label of every metric",
+        [](auto& c) -> auto& { return c.metrics.job; }));
+    k.push_back(make_key<double>(
+        "metrics.window-seconds", "real",
+        "recent window of step times behind the straggler score and imbalance ratio",
+        [](auto& c) -> auto& { return c.metrics.window_seconds; }));
     // Keys of one section must stay together: to_ini() writes a header whenever the section
     // changes.
     add_partial_keys(k, "solo", &run_config::solo);

@@ -34,7 +34,10 @@ struct model_section {
 };
 
 struct metrics_section {
-  int port = 0; // metrics.port: 0 = off
+  int port = 0;                   // metrics.port: the Prometheus endpoint's TCP port, 0 = off
+  std::string bind = "127.0.0.1"; // metrics.bind: the address it listens on
+  std::string job = "herd";       // metrics.job: the `job` label of every metric
+  double window_seconds = 30.0;   // metrics.window-seconds: recent window of the straggler score
 };
 
 /// Settings of one partial-collective algorithm (sections [solo], [majority], [quorum]).

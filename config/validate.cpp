@@ -146,9 +146,13 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                   "every hidden layer size must be between 1 and 65536");
   check.require(config.metrics.port >= 0 && config.metrics.port <= 65535, "metrics.port",
                 config.metrics.port, "must be a TCP port between 0 and 65535 (0 = off)");
-  const bool port_in_range = config.metrics.port >= 0 && config.metrics.port <= 65535;
-  check.require(config.metrics.port == 0 || !port_in_range, "metrics.port", config.metrics.port,
-                "this build does not serve /metrics yet; leave metrics.port at 0");
+  check.require(!config.metrics.bind.empty(), "metrics.bind", "\"\"",
+                "must name an address to listen on, e.g. 127.0.0.1 or 0.0.0.0");
+  check.require(!config.metrics.job.empty(), "metrics.job", "\"\"",
+                "must not be empty: it labels every metric");
+  check.require(config.metrics.window_seconds >= 1.0 && config.metrics.window_seconds <= 3600.0,
+                "metrics.window-seconds", config.metrics.window_seconds,
+                "must lie between 1 and 3600 seconds");
   check_partial(check, "solo", config.solo);
   check_partial(check, "majority", config.majority);
   check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",

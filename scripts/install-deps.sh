@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist   # the data of the quick start
   gnuplot-nox             # herd bench plots accuracy against wall time
+  libcpp-httplib-dev      # the /metrics endpoint (a compiled library: pkg-config cpp-httplib)
+  prometheus              # promtool and a real server for the metrics tests
 )
 
 missing=()

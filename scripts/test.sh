@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh -DHERD_WERROR=ON # a warning in Herd's code fails the tests too
 # The dataset was just installed: its tests must run, not skip.
-HERD_REQUIRE_DATA=1 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
+HERD_REQUIRE_DATA=1 HERD_REQUIRE_PROMETHEUS=1 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"

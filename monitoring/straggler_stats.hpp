@@ -1,0 +1,58 @@
+// Who is the straggler, now: each worker's median step time over a recent window of wall time,
+// against the median of all live workers' medians. Under allreduce every rank waits the same
+// time, so the slow one hides in the wait; its step times do not (DESIGN.md section 6). A plain
+// class: the coordinator feeds it, tests drive it with scripted times.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace herd::monitoring {
+
+class straggler_stats {
+public:
+  /// `window_seconds`: how far back step times count, so that the score follows a worker that
+  /// becomes slow and recovers.
+  straggler_stats(int workers, double window_seconds);
+
+  /// Worker `worker` finished a step of `step_seconds` at time `now_seconds` (any monotonic clock).
+  void step_finished(int worker, double now_seconds, double step_seconds);
+
+  /// A lost worker no longer counts (its score becomes empty).
+  void worker_lost(int worker);
+
+  /// The median step time of `worker` over the window ending at `now_seconds`; empty when it
+  /// finished no step in the window (it may be hung or very slow: then its last known median is
+  /// kept, see score()).
+  std::optional<double> recent_median(int worker, double now_seconds) const;
+
+  struct snapshot {
+    std::vector<std::optional<double>> score; // by worker: its median over the median of all
+    std::optional<double> imbalance_ratio;    // max over median of the workers' medians
+  };
+
+  /// Scores at `now_seconds`. A live worker with no step in the window keeps its last median
+  /// (a worker that stopped finishing steps must not look healthy). Empty until some live worker
+  /// has a median.
+  snapshot compute(double now_seconds);
+
+private:
+  struct sample {
+    double at = 0.0;
+    double seconds = 0.0;
+  };
+  struct worker_state {
+    bool live = true;
+    std::deque<sample> recent;
+    std::optional<double> last_median;
+  };
+
+  void forget_before(worker_state& state, double now_seconds) const;
+
+  double window_seconds_;
+  std::vector<worker_state> workers_;
+};
+
+} // namespace herd::monitoring

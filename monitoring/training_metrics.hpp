@@ -1,0 +1,90 @@
+// Herd's straggler metrics (DESIGN.md section 6) on a metric registry: the names, types, labels
+// and buckets in one place, fed by the group coordinator from arrival timestamps, the workers'
+// step timings and finished rounds. A plain class (no actors): one thread updates it (the
+// coordinator's), any thread may collect the registry meanwhile.
+#pragma once
+
+#include "monitoring/metrics.hpp"
+#include "monitoring/straggler_stats.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::monitoring {
+
+class training_metrics {
+public:
+  struct identity {
+    std::string job = "herd";
+    std::string node = "local"; // the process's host
+    std::string algorithm = "sync";
+    int workers = 1;
+    double window_seconds = 30.0; // of the straggler score and imbalance ratio
+  };
+
+  /// Registers every family in `metrics` (kept alive as long as this object) and sets every
+  /// worker up.
+  training_metrics(std::shared_ptr<registry> metrics, identity who);
+
+  /// A worker finished its step number `step` (1-based) at `now_seconds` after `compute_seconds`;
+  /// it had been idle `idle_seconds` before the step began.
+  void step_finished(int worker, std::uint64_t step, double now_seconds, double compute_seconds,
+                     double idle_seconds, std::uint32_t samples);
+
+  /// What a finished round tells the metrics.
+  struct round_record {
+    bool full_sync = false;
+    std::size_t members = 0;
+    std::size_t fresh = 0;
+    std::size_t stale = 0;
+    std::size_t none = 0;
+    /// For each member that gave something: rounds applied since the parameters its (oldest)
+    /// gradient was computed on, before this round (0 = computed on the latest parameters).
+    std::vector<std::uint64_t> staleness_rounds;
+    std::vector<double> fresh_arrival_seconds;     // when the fresh contributors arrived
+    double reduce_seconds = 0.0;
+    std::uint64_t reduce_bytes = 0;
+  };
+  void round_finished(const round_record& round);
+
+  void worker_lost(int worker);
+  void train_loss(double loss);
+  void test_accuracy(double accuracy);
+
+  /// Recomputes the straggler scores, the imbalance ratio and the lags at `now_seconds`.
+  void refresh(double now_seconds);
+
+private:
+  struct per_worker {
+    histogram* step_seconds = nullptr;
+    histogram* wait_seconds = nullptr;
+    gauge* lag_steps = nullptr;
+    gauge* straggler_score = nullptr;
+    counter* samples = nullptr;
+    gauge* up = nullptr;
+    std::uint64_t steps = 0;
+    bool live = true;
+  };
+
+  std::shared_ptr<registry> registry_;
+  identity who_;
+  straggler_stats stragglers_;
+  std::vector<per_worker> workers_;
+  histogram* arrival_skew_ = nullptr;
+  gauge* imbalance_ratio_ = nullptr;
+  counter* fresh_ = nullptr;
+  counter* stale_ = nullptr;
+  counter* none_ = nullptr;
+  histogram* staleness_ = nullptr;
+  histogram* group_size_ = nullptr;
+  counter* partial_rounds_ = nullptr;
+  counter* full_sync_rounds_ = nullptr;
+  histogram* reduce_seconds_ = nullptr;
+  counter* reduce_bytes_ = nullptr;
+  gauge* train_loss_ = nullptr;
+  gauge* test_accuracy_ = nullptr;
+};
+
+} // namespace herd::monitoring

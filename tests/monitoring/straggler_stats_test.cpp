@@ -1,0 +1,84 @@
+// Straggler scores on scripted step times: the slow worker stands out, the score follows a worker
+// that becomes slow and recovers, and lost workers stop counting.
+#include "monitoring/straggler_stats.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using herd::monitoring::straggler_stats;
+
+// Every worker finishes a step every `period` seconds of its own step time, from `from` to `to`.
+void run(straggler_stats& stats, const std::vector<double>& step_seconds, double from, double to) {
+  std::vector<double> next(step_seconds.size(), from);
+  for (;;) {
+    std::size_t worker = 0;
+    for (std::size_t i = 1; i < next.size(); ++i)
+      if (next[i] < next[worker])
+        worker = i;
+    const double at = next[worker] + step_seconds[worker];
+    if (at > to)
+      return;
+    stats.step_finished(static_cast<int>(worker), at, step_seconds[worker]);
+    next[worker] = at;
+  }
+}
+
+TEST(straggler_stats, the_slow_worker_scores_its_slowdown_and_the_others_one) {
+  straggler_stats stats(4, 10.0);
+  run(stats, {0.01, 0.03, 0.01, 0.01}, 0.0, 20.0);
+  const auto now = stats.compute(20.0);
+  ASSERT_TRUE(now.score[1].has_value());
+  EXPECT_NEAR(*now.score[1], 3.0, 1e-9);
+  for (int worker : {0, 2, 3})
+    EXPECT_NEAR(*now.score[static_cast<std::size_t>(worker)], 1.0, 1e-9);
+  ASSERT_TRUE(now.imbalance_ratio.has_value());
+  EXPECT_NEAR(*now.imbalance_ratio, 3.0, 1e-9);
+}
+
+TEST(straggler_stats, the_score_follows_a_worker_that_becomes_slow_and_recovers) {
+  straggler_stats stats(3, 5.0);
+  run(stats, {0.01, 0.01, 0.01}, 0.0, 10.0);
+  EXPECT_NEAR(*stats.compute(10.0).score[2], 1.0, 1e-9);
+  run(stats, {0.01, 0.01, 0.04}, 10.0, 20.0);
+  EXPECT_NEAR(*stats.compute(20.0).score[2], 4.0, 1e-9) << "slow for longer than the window";
+  run(stats, {0.01, 0.01, 0.01}, 20.0, 30.0);
+  EXPECT_NEAR(*stats.compute(30.0).score[2], 1.0, 1e-9) << "recovered for longer than the window";
+}
+
+TEST(straggler_stats, a_worker_without_steps_in_the_window_keeps_its_last_score) {
+  straggler_stats stats(3, 2.0);
+  run(stats, {0.01, 0.01, 0.05}, 0.0, 4.0);
+  EXPECT_NEAR(*stats.compute(4.0).score[2], 5.0, 1e-9);
+  // Worker 2 hangs: the others go on for longer than the window.
+  run(stats, {0.01, 0.01, 1000.0}, 4.0, 10.0);
+  const auto later = stats.compute(10.0);
+  ASSERT_TRUE(later.score[2].has_value()) << "a hung worker must not vanish from the scores";
+  EXPECT_NEAR(*later.score[2], 5.0, 1e-9);
+  EXPECT_FALSE(stats.recent_median(2, 10.0).has_value());
+}
+
+TEST(straggler_stats, lost_workers_do_not_count) {
+  straggler_stats stats(3, 10.0);
+  run(stats, {0.01, 0.02, 0.08}, 0.0, 10.0);
+  stats.worker_lost(2);
+  const auto now = stats.compute(10.0);
+  EXPECT_FALSE(now.score[2].has_value());
+  // The median of two medians (0.01, 0.02) is their mean.
+  EXPECT_NEAR(*now.score[0], 0.01 / 0.015, 1e-9);
+  EXPECT_NEAR(*now.score[1], 0.02 / 0.015, 1e-9);
+  stats.step_finished(2, 11.0, 5.0); // ignored
+  EXPECT_FALSE(stats.compute(11.0).score[2].has_value());
+}
+
+TEST(straggler_stats, nothing_to_say_before_the_first_step) {
+  straggler_stats stats(2, 10.0);
+  const auto now = stats.compute(1.0);
+  EXPECT_FALSE(now.score[0].has_value());
+  EXPECT_FALSE(now.imbalance_ratio.has_value());
+  EXPECT_THROW(stats.step_finished(2, 0.0, 1.0), std::invalid_argument);
+  EXPECT_THROW(straggler_stats(0, 10.0), std::invalid_argument);
+  EXPECT_THROW(straggler_stats(2, 0.0), std::invalid_argument);
+}
+
+} // namespace

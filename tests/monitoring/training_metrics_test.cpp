@@ -1,0 +1,84 @@
+// Herd's metric families on a registry: names, labels and values as an operator's queries
+// expect them, fed the way the coordinator feeds them.
+#include "monitoring/training_metrics.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+using herd::monitoring::training_metrics;
+using testing::HasSubstr;
+
+training_metrics::identity two_workers() {
+  training_metrics::identity who;
+  who.job = "test";
+  who.node = "n1";
+  who.algorithm = "solo";
+  who.workers = 2;
+  who.window_seconds = 10.0;
+  return who;
+}
+
+TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labels) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  metrics.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
+  metrics.step_finished(1, 1, 0.1, 0.030, 0.0, 32);
+  metrics.step_finished(0, 2, 0.2, 0.010, 0.005, 32);
+  training_metrics::round_record round;
+  round.members = 2;
+  round.fresh = 1;
+  round.none = 1;
+  round.staleness_rounds = {0};
+  round.fresh_arrival_seconds = {0.2};
+  round.reduce_seconds = 0.001;
+  round.reduce_bytes = 4096;
+  metrics.round_finished(round);
+  round.full_sync = true;
+  round.fresh = 2;
+  round.none = 0;
+  round.staleness_rounds = {0, 1};
+  round.fresh_arrival_seconds = {0.2, 0.5};
+  metrics.round_finished(round);
+  metrics.train_loss(0.75);
+  metrics.test_accuracy(0.5);
+  metrics.refresh(1.0);
+  const std::string text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_step_seconds_count{job="test",node="n1",worker="1"} 1)"));
+  // The first step's wait is not observed: nothing was waited for.
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_wait_seconds_count{job="test",node="n1",worker="0"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_lag_steps{job="test",node="n1",worker="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_straggler_score{job="test",node="n1",worker="1"} 1.5)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_imbalance_ratio{job="test"} 1.5)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_rounds_total{algorithm="solo",job="test",kind="partial"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_rounds_total{algorithm="solo",job="test",kind="full_sync"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_contributions_total{job="test",kind="fresh"} 3)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_contributions_total{job="test",kind="none"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_staleness_steps_count{job="test"} 3)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_staleness_steps_sum{job="test"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_round_arrival_skew_seconds_sum{algorithm="solo",job="test"} 0.3)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_group_size_sum{job="test"} 4)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_reduce_bytes_total{job="test"} 8192)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_train_loss{job="test"} 0.75)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_test_accuracy{job="test"} 0.5)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 1)"));
+  metrics.worker_lost(1);
+  EXPECT_THAT(herd::monitoring::expose(*registry),
+              HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 0)"));
+}
+
+TEST(training_metrics, a_second_run_on_the_same_registry_continues_its_counters) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  {
+    training_metrics first(registry, two_workers());
+    first.step_finished(0, 1, 0.1, 0.01, 0.0, 32);
+  }
+  training_metrics second(registry, two_workers());
+  second.step_finished(0, 1, 0.1, 0.01, 0.0, 32);
+  EXPECT_THAT(herd::monitoring::expose(*registry),
+              HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
+}
+
+} // namespace
