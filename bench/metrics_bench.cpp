@@ -70,7 +70,8 @@ std::size_t scrape(int port) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::size_t bytes = 0;
   if (::connect(socket, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-    const std::string request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    const std::string request =
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
     if (::write(socket, request.data(), request.size()) > 0) {
       char buffer[65536];
       for (ssize_t got; (got = ::read(socket, buffer, sizeof buffer)) > 0;)
@@ -92,7 +93,8 @@ double samples_per_second(const config::run_config& config,
   if (metrics_on) {
     session_options.metrics = std::make_shared<monitoring::registry>();
     endpoint = std::make_unique<monitoring::metrics_endpoint>(
-        "127.0.0.1", 0, [metrics = session_options.metrics] { return monitoring::expose(*metrics); });
+        "127.0.0.1", 0,
+        [metrics = session_options.metrics] { return monitoring::expose(*metrics); });
     scraper = std::thread([&, port = endpoint->port()] {
       while (!done.load()) {
         scraped_bytes += scrape(port);

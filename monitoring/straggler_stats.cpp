@@ -19,8 +19,8 @@ double median_of(std::vector<double> values) {
   if (values.size() % 2 == 1)
     return values[middle];
   const double upper = values[middle];
-  const double lower = *std::max_element(values.begin(),
-                                         values.begin() + static_cast<std::ptrdiff_t>(middle));
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle));
   return 0.5 * (lower + upper);
 }
 

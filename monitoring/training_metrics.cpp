@@ -19,8 +19,9 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       stragglers_(who_.workers, who_.window_seconds) {
   auto& metrics = *registry_;
   const labels job{{"job", who_.job}};
-  auto& step_seconds = metrics.add_histogram(
-      "herd_worker_step_seconds", "Local compute time of a worker's step (injected delays included)");
+  auto& step_seconds =
+      metrics.add_histogram("herd_worker_step_seconds",
+                            "Local compute time of a worker's step (injected delays included)");
   auto& wait_seconds = metrics.add_histogram(
       "herd_worker_wait_seconds", "Idle time of a worker between the end of a step and the next");
   auto& lag = metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest");
@@ -59,13 +60,14 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
            .add_histogram("herd_staleness_steps",
                           "Rounds (applied optimizer steps) between the parameters a contribution "
                           "was computed on and its round")
-           .add(job, bucket_boundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512,
-                                       1024});
+           .add(job,
+                bucket_boundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024});
   group_size_ = &metrics.add_histogram("herd_group_size", "Members per group")
                      .add(job, bucket_boundaries{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
   auto& rounds = metrics.add_counter("herd_rounds_total",
                                      "Finished rounds by algorithm and kind: partial, full_sync");
-  partial_rounds_ = &rounds.add({{"job", who_.job}, {"algorithm", who_.algorithm}, {"kind", "partial"}});
+  partial_rounds_ =
+      &rounds.add({{"job", who_.job}, {"algorithm", who_.algorithm}, {"kind", "partial"}});
   full_sync_rounds_ =
       &rounds.add({{"job", who_.job}, {"algorithm", who_.algorithm}, {"kind", "full_sync"}});
   reduce_seconds_ = &metrics.add_histogram("herd_reduce_seconds", "Data-plane time of a round")
@@ -101,8 +103,8 @@ void training_metrics::round_finished(const round_record& round) {
   for (std::uint64_t rounds : round.staleness_rounds)
     staleness_->observe(static_cast<double>(rounds));
   if (!round.fresh_arrival_seconds.empty()) {
-    const auto [first, last] = std::minmax_element(round.fresh_arrival_seconds.begin(),
-                                                   round.fresh_arrival_seconds.end());
+    const auto [first, last] =
+        std::minmax_element(round.fresh_arrival_seconds.begin(), round.fresh_arrival_seconds.end());
     arrival_skew_->observe(*last - *first);
   }
   reduce_seconds_->observe(round.reduce_seconds);

@@ -43,7 +43,7 @@ public:
     /// For each member that gave something: rounds applied since the parameters its (oldest)
     /// gradient was computed on, before this round (0 = computed on the latest parameters).
     std::vector<std::uint64_t> staleness_rounds;
-    std::vector<double> fresh_arrival_seconds;     // when the fresh contributors arrived
+    std::vector<double> fresh_arrival_seconds; // when the fresh contributors arrived
     double reduce_seconds = 0.0;
     std::uint64_t reduce_bytes = 0;
   };

@@ -1,11 +1,15 @@
 // The `herd` executable end to end: help, bad input with exit code 2 and a message naming the
 // problem, a short run with its JSON report, and Ctrl-C.
+#include <arpa/inet.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "support/subprocess.hpp"
@@ -41,14 +45,34 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   EXPECT_THAT(top.output, HasSubstr("bench"));
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
-  for (const char* key :
-       {"train.algorithm",   "train.workers",      "train.batch-size",    "train.lr",
-        "train.momentum",    "train.weight-decay", "train.epochs",        "train.target-accuracy",
-        "train.max-seconds", "train.seed",         "data.path",           "model.hidden",
-        "metrics.port",      "solo.sync-every",    "solo.late-gradients", "majority.sync-every",
-        "quorum.fraction",   "imbalance.kind",     "imbalance.k",         "imbalance.delay-ms",
-        "imbalance.workers", "imbalance.factor",   "imbalance.sigma",     "--config",
-        "--report"})
+  for (const char* key : {"train.algorithm",
+                          "train.workers",
+                          "train.batch-size",
+                          "train.lr",
+                          "train.momentum",
+                          "train.weight-decay",
+                          "train.epochs",
+                          "train.target-accuracy",
+                          "train.max-seconds",
+                          "train.seed",
+                          "data.path",
+                          "model.hidden",
+                          "metrics.port",
+                          "solo.sync-every",
+                          "solo.late-gradients",
+                          "majority.sync-every",
+                          "quorum.fraction",
+                          "imbalance.kind",
+                          "imbalance.k",
+                          "imbalance.delay-ms",
+                          "imbalance.workers",
+                          "imbalance.factor",
+                          "imbalance.sigma",
+                          "metrics.bind",
+                          "metrics.job",
+                          "metrics.window-seconds",
+                          "--config",
+                          "--report"})
     EXPECT_THAT(train.output, HasSubstr(key));
 }
 
@@ -211,6 +235,30 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   } else {
     EXPECT_THAT(result.output, HasSubstr("gnuplot is not installed"));
   }
+}
+
+TEST_F(herd_cli, a_metrics_port_in_use_is_refused_before_training) {
+  // Hold a listening socket on a port, as another process would.
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(holder, 1), 0);
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  auto args = synthetic_run;
+  args.push_back("--metrics.port=" + port);
+  auto result = herd(args);
+  ::close(holder);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("metrics.port = " + port));
+  EXPECT_THAT(result.output, HasSubstr("cannot serve metrics on 127.0.0.1:" + port));
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("Herd run summary")));
+  auto window = herd({"train", "--metrics.window-seconds=0"});
+  EXPECT_EQ(window.exit_code, 2);
+  EXPECT_THAT(window.output, HasSubstr("metrics.window-seconds = 0"));
 }
 
 TEST_F(herd_cli, unwritable_report_path_is_refused_before_training) {

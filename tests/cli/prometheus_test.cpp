@@ -28,13 +28,13 @@ bool tools_present() {
          std::filesystem::exists("/usr/bin/promtool");
 }
 
-#define REQUIRE_PROMETHEUS()                                                                      \
-  do {                                                                                            \
-    if (!tools_present()) {                                                                       \
-      if (std::getenv("HERD_REQUIRE_PROMETHEUS") != nullptr)                                      \
-        FAIL() << "prometheus is not installed: apt-get install prometheus";                      \
-      GTEST_SKIP() << "prometheus is not installed: apt-get install prometheus";                  \
-    }                                                                                             \
+#define REQUIRE_PROMETHEUS()                                                                       \
+  do {                                                                                             \
+    if (!tools_present()) {                                                                        \
+      if (std::getenv("HERD_REQUIRE_PROMETHEUS") != nullptr)                                       \
+        FAIL() << "prometheus is not installed: apt-get install prometheus";                       \
+      GTEST_SKIP() << "prometheus is not installed: apt-get install prometheus";                   \
+    }                                                                                              \
   } while (false)
 
 // Every panel query of the dashboard, nested rows included.
@@ -69,8 +69,8 @@ std::string status_of(const nlohmann::json& answer) {
 }
 
 nlohmann::json query(httplib::Client& prometheus, const std::string& promql) {
-  auto response = prometheus.Get("/api/v1/query", httplib::Params{{"query", promql}},
-                                 httplib::Headers{});
+  auto response =
+      prometheus.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
   if (!response)
     return {{"status", "no response"}};
   return nlohmann::json::parse(response->body, nullptr, false);
@@ -83,11 +83,11 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   const int prometheus_port = herd::testing::free_loopback_port();
 
   background_process herd(
-      {HERD_BINARY, "train", "--data.dataset=synthetic", "--train.workers=4",
-       "--model.hidden=[64]", "--train.epochs=1000", "--train.max-seconds=60",
-       "--train.eval-every=50", "--train.algorithm=solo", "--imbalance.kind=persistent",
-       "--imbalance.workers=[1]", "--imbalance.factor=3", "--metrics.job=herd-e2e",
-       "--metrics.window-seconds=5", "--metrics.port=" + std::to_string(herd_port)},
+      {HERD_BINARY, "train", "--data.dataset=synthetic", "--train.workers=4", "--model.hidden=[64]",
+       "--train.epochs=1000", "--train.max-seconds=60", "--train.eval-every=50",
+       "--train.algorithm=solo", "--imbalance.kind=persistent", "--imbalance.workers=[1]",
+       "--imbalance.factor=3", "--metrics.job=herd-e2e", "--metrics.window-seconds=5",
+       "--metrics.port=" + std::to_string(herd_port)},
       dir.file("herd.log"));
   httplib::Client endpoint("127.0.0.1", herd_port);
   endpoint.set_connection_timeout(2);

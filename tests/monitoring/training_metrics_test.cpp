@@ -46,19 +46,25 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   metrics.refresh(1.0);
   const std::string text = herd::monitoring::expose(*registry);
   EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
-  EXPECT_THAT(text, HasSubstr(R"(herd_worker_step_seconds_count{job="test",node="n1",worker="1"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_worker_step_seconds_count{job="test",node="n1",worker="1"} 1)"));
   // The first step's wait is not observed: nothing was waited for.
-  EXPECT_THAT(text, HasSubstr(R"(herd_worker_wait_seconds_count{job="test",node="n1",worker="0"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_worker_wait_seconds_count{job="test",node="n1",worker="0"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_worker_lag_steps{job="test",node="n1",worker="1"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(herd_worker_straggler_score{job="test",node="n1",worker="1"} 1.5)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_worker_straggler_score{job="test",node="n1",worker="1"} 1.5)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_imbalance_ratio{job="test"} 1.5)"));
-  EXPECT_THAT(text, HasSubstr(R"(herd_rounds_total{algorithm="solo",job="test",kind="partial"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(herd_rounds_total{algorithm="solo",job="test",kind="full_sync"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_rounds_total{algorithm="solo",job="test",kind="partial"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_rounds_total{algorithm="solo",job="test",kind="full_sync"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_contributions_total{job="test",kind="fresh"} 3)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_contributions_total{job="test",kind="none"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_staleness_steps_count{job="test"} 3)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_staleness_steps_sum{job="test"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(herd_round_arrival_skew_seconds_sum{algorithm="solo",job="test"} 0.3)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_round_arrival_skew_seconds_sum{algorithm="solo",job="test"} 0.3)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_group_size_sum{job="test"} 4)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_reduce_bytes_total{job="test"} 8192)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_train_loss{job="test"} 0.75)"));

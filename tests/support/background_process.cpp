@@ -17,8 +17,7 @@
 
 namespace herd::testing {
 
-background_process::background_process(const std::vector<std::string>& argv,
-                                       std::string log_file)
+background_process::background_process(const std::vector<std::string>& argv, std::string log_file)
     : log_file_(std::move(log_file)) {
   const int log = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (log < 0)
