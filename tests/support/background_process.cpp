@@ -15,6 +15,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "support/subprocess.hpp"
+
 namespace herd::testing {
 
 background_process::background_process(const std::vector<std::string>& argv, std::string log_file)
@@ -29,14 +31,7 @@ background_process::background_process(const std::vector<std::string>& argv, std
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::close(log);
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const auto& arg : argv)
-      args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    std::fprintf(stderr, "execv %s: %s\n", args[0], std::strerror(errno));
-    ::_exit(127);
+    exec_child(argv);
   }
   ::close(log);
 }

@@ -2,6 +2,7 @@
 #include "support/subprocess.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <poll.h>
@@ -10,6 +11,17 @@
 #include <unistd.h>
 
 namespace herd::testing {
+
+void exec_child(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const auto& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  std::fprintf(stderr, "execv %s: %s\n", args[0], std::strerror(errno));
+  ::_exit(127);
+}
 
 process_result run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                            std::optional<std::chrono::milliseconds> interrupt_after) {
@@ -24,14 +36,7 @@ process_result run_process(const std::vector<std::string>& argv, std::chrono::mi
     ::dup2(pipe_ends[1], STDERR_FILENO);
     ::close(pipe_ends[0]);
     ::close(pipe_ends[1]);
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const auto& arg : argv)
-      args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    std::fprintf(stderr, "execv %s: %s\n", args[0], std::strerror(errno));
-    ::_exit(127);
+    exec_child(argv);
   }
   ::close(pipe_ends[1]);
   process_result result;

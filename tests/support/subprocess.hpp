@@ -16,6 +16,9 @@ struct process_result {
   bool timed_out = false;
 };
 
+/// In a forked child: replaces the process with argv[0] (a path), or exits 127 saying why.
+[[noreturn]] void exec_child(const std::vector<std::string>& argv);
+
 process_result run_process(const std::vector<std::string>& argv,
                            std::chrono::milliseconds timeout = std::chrono::seconds(120),
                            std::optional<std::chrono::milliseconds> interrupt_after = {});
