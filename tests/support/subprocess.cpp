@@ -2,8 +2,8 @@
 #include "support/subprocess.hpp"
 
 #include <cerrno>
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <poll.h>
 #include <stdexcept>

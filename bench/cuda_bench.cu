@@ -1,0 +1,188 @@
+// bench_cuda: what make_cuda_ops() costs over its baselines on one GPU. weighted_sum (k = 2, 1 GiB
+// buffers) GB/s, counting k reads + 1 write, over cudaMemcpy device-to-device GB/s counting bytes
+// read + written (goal >= 0.85); GEMM TFLOP/s through cuda_ops over a bare cublasSgemm with the
+// same shapes, stream and math mode (goal >= 0.95). Medians of timed repetitions (cudaEvents,
+// after warm-up). Prints a table; asserts nothing (scripts/gpu-check reads the verdicts).
+//
+// Usage: bench_cuda [--quick]   (--quick: 64 MiB buffers and fewer repetitions, for a smoke test)
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using herd::kernels::transpose;
+using herd::kernels::cuda::device_buffer;
+
+struct timing_plan {
+  int warmups;
+  int repetitions;
+  int calls_per_repetition; // small GEMMs run several calls between two events
+};
+
+// Median milliseconds of one call of `work`, timed with events on `stream`.
+double median_ms(cudaStream_t stream, const timing_plan& plan, const std::function<void()>& work) {
+  for (int i = 0; i < plan.warmups; ++i)
+    work();
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  HERD_CUDA_CHECK(cudaEventCreate(&start));
+  HERD_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> samples;
+  for (int r = 0; r < plan.repetitions; ++r) {
+    HERD_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int c = 0; c < plan.calls_per_repetition; ++c)
+      work();
+    HERD_CUDA_CHECK(cudaEventRecord(stop, stream));
+    HERD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float elapsed_ms = 0.0f;
+    HERD_CUDA_CHECK(cudaEventElapsedTime(&elapsed_ms, start, stop));
+    samples.push_back(static_cast<double>(elapsed_ms) / plan.calls_per_repetition);
+  }
+  HERD_CUDA_CHECK(cudaEventDestroy(start));
+  HERD_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+struct row {
+  std::string what;
+  std::string unit;
+  double measured;
+  double baseline;
+  double goal;
+};
+
+struct gemm_shape {
+  std::string name;
+  transpose trans_a;
+  transpose trans_b;
+  int m;
+  int n;
+  int k;
+};
+
+// 4096^3, and the GEMMs of the MLP 784-256-128-10 at batch 256 and 4096 as models/layers.cpp calls
+// them (weights stored outputs x inputs): forward y = x W^T, weight gradient dW = dy^T x, input
+// gradient dx = dy W.
+std::vector<gemm_shape> gemm_shapes() {
+  std::vector<gemm_shape> shapes{{"square_4096", transpose::no, transpose::no, 4096, 4096, 4096}};
+  for (const int batch : {256, 4096}) {
+    const std::string prefix = "b" + std::to_string(batch) + "_";
+    shapes.push_back({prefix + "fc1_forward", transpose::no, transpose::yes, batch, 256, 784});
+    shapes.push_back({prefix + "fc1_weight_grad", transpose::yes, transpose::no, 256, 784, batch});
+    shapes.push_back({prefix + "fc2_forward", transpose::no, transpose::yes, batch, 128, 256});
+    shapes.push_back({prefix + "fc2_input_grad", transpose::no, transpose::no, batch, 256, 128});
+  }
+  return shapes;
+}
+
+cublasOperation_t to_cublas(transpose trans) {
+  return trans == transpose::no ? CUBLAS_OP_N : CUBLAS_OP_T;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (!herd::kernels::cuda::cuda_device_available()) {
+    std::printf("bench_cuda: no CUDA device (%s)\n",
+                herd::kernels::cuda::query_devices().unavailable_reason.c_str());
+    return 2;
+  }
+  std::printf("bench_cuda: %s\n",
+              herd::kernels::cuda::describe(herd::kernels::cuda::query_devices()).c_str());
+
+  cudaStream_t stream = nullptr;
+  HERD_CUDA_CHECK(cudaStreamCreate(&stream));
+  auto gpu = herd::kernels::cuda::make_cuda_ops(0, stream);
+  std::vector<row> rows;
+
+  // ---- weighted sum over memcpy -------------------------------------------------------------
+  {
+    const std::size_t floats = (quick ? std::size_t{64} : std::size_t{1024}) << 18; // MiB -> floats
+    const std::size_t bytes = floats * sizeof(float);
+    const timing_plan plan{3, quick ? 5 : 15, 1};
+    device_buffer<float> x(std::vector<float>(floats, 1.0f));
+    device_buffer<float> y(std::vector<float>(floats, 2.0f));
+    device_buffer<float> out(floats);
+    const float* inputs[] = {x.data(), y.data()};
+    const float weights[] = {0.5f, 0.25f};
+    const double sum_ms =
+        median_ms(stream, plan, [&] { gpu->weighted_sum(out.data(), inputs, weights, 2, floats); });
+    const double copy_ms = median_ms(stream, plan, [&] {
+      HERD_CUDA_CHECK(
+          cudaMemcpyAsync(out.data(), x.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+    });
+    const double sum_gbs = 3.0 * static_cast<double>(bytes) / (sum_ms * 1e6);
+    const double copy_gbs = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e6);
+    // A wrong result would make the bandwidth meaningless.
+    const float expected = 0.5f * 1.0f + 0.25f * 2.0f;
+    const std::vector<float> result = out.download();
+    if (result.front() != expected || result.back() != expected) {
+      std::printf("bench_cuda: weighted_sum gave %g, expected %g\n", result.front(), expected);
+      return 1;
+    }
+    rows.push_back({"weighted_sum k=2 " + std::to_string(bytes >> 20) + " MiB vs memcpy D2D",
+                    "GB/s", sum_gbs, copy_gbs, 0.85});
+  }
+
+  // ---- GEMM through cuda_ops over bare cublasSgemm --------------------------------------------
+  {
+    cublasHandle_t bare = nullptr;
+    HERD_CUBLAS_CHECK(cublasCreate(&bare));
+    HERD_CUBLAS_CHECK(cublasSetStream(bare, stream));
+    HERD_CUBLAS_CHECK(cublasSetMathMode(bare, CUBLAS_DEFAULT_MATH)); // what cuda_ops uses
+    for (const gemm_shape& shape : gemm_shapes()) {
+      const bool big = static_cast<double>(shape.m) * shape.n * shape.k > 1e9;
+      const timing_plan plan{3, quick ? 5 : 11, big ? 3 : 50};
+      const int a_rows = shape.trans_a == transpose::no ? shape.m : shape.k;
+      const int lda = shape.trans_a == transpose::no ? shape.k : shape.m;
+      const int b_rows = shape.trans_b == transpose::no ? shape.k : shape.n;
+      const int ldb = shape.trans_b == transpose::no ? shape.n : shape.k;
+      device_buffer<float> a(std::vector<float>(static_cast<std::size_t>(a_rows) * lda, 0.5f));
+      device_buffer<float> b(std::vector<float>(static_cast<std::size_t>(b_rows) * ldb, 0.25f));
+      device_buffer<float> c(static_cast<std::size_t>(shape.m) * shape.n);
+      const float alpha = 1.0f;
+      const float beta = 0.0f;
+      const double ops_ms = median_ms(stream, plan, [&] {
+        gpu->gemm(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k, alpha, a.data(), lda,
+                  b.data(), ldb, beta, c.data(), shape.n);
+      });
+      const double bare_ms = median_ms(stream, plan, [&] {
+        HERD_CUBLAS_CHECK(cublasSgemm(bare, to_cublas(shape.trans_b), to_cublas(shape.trans_a),
+                                      shape.n, shape.m, shape.k, &alpha, b.data(), ldb, a.data(),
+                                      lda, &beta, c.data(), shape.n));
+      });
+      const double flops = 2.0 * shape.m * shape.n * shape.k;
+      rows.push_back({"gemm " + shape.name + " vs bare cublasSgemm", "TFLOP/s",
+                      flops / (ops_ms * 1e9), flops / (bare_ms * 1e9), 0.95});
+    }
+    HERD_CUBLAS_CHECK(cublasDestroy(bare));
+  }
+
+  std::printf("\n%-46s %8s %12s %12s %7s %6s  %s\n", "what", "unit", "measured", "baseline",
+              "ratio", "goal", "verdict");
+  bool all_met = true;
+  for (const row& r : rows) {
+    const double ratio = r.measured / r.baseline;
+    const bool met = ratio >= r.goal;
+    all_met = all_met && met;
+    std::printf("%-46s %8s %12.2f %12.2f %7.3f %6.2f  %s\n", r.what.c_str(), r.unit.c_str(),
+                r.measured, r.baseline, ratio, r.goal, met ? "met" : "BELOW GOAL");
+  }
+  std::printf("%-46s %s\n", "training step time on the GPU",
+              "not available yet: workers run on the CPU");
+  std::printf("bench_cuda: %s\n", all_met ? "all goals met" : "some goals not met");
+  HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  gpu.reset(); // its cuBLAS handle uses the stream
+  HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}

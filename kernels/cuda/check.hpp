@@ -1,0 +1,50 @@
+// The checking macros for the CUDA runtime and cuBLAS, in the style of kernels/check.hpp (and
+// NCCL's CUDACHECK): a failed call throws std::runtime_error naming the file, the line, the call's
+// text and the library's error name and words. Only kernels/cuda's .cu/.cpp files include this.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace herd::detail {
+
+[[noreturn]] inline void cuda_call_failed(const char* file, int line, const char* call,
+                                          cudaError_t status) {
+  // Clears a non-sticky error, so that the next, unrelated call does not report this one again.
+  cudaGetLastError();
+  std::ostringstream out;
+  out << file << ':' << line << ": " << call << " failed with CUDA error "
+      << static_cast<int>(status) << ' ' << cudaGetErrorName(status) << " ("
+      << cudaGetErrorString(status) << ')';
+  throw std::runtime_error(out.str());
+}
+
+[[noreturn]] inline void cublas_call_failed(const char* file, int line, const char* call,
+                                            cublasStatus_t status) {
+  std::ostringstream out;
+  out << file << ':' << line << ": " << call << " failed with cuBLAS status "
+      << static_cast<int>(status) << ' ' << cublasGetStatusName(status) << " ("
+      << cublasGetStatusString(status) << ')';
+  throw std::runtime_error(out.str());
+}
+
+} // namespace herd::detail
+
+/// HERD_CUDA_CHECK(cudaMalloc(&p, bytes)): throws std::runtime_error unless the call succeeds.
+#define HERD_CUDA_CHECK(call)                                                                      \
+  do {                                                                                             \
+    const cudaError_t herd_cuda_status_ = (call);                                                  \
+    if (herd_cuda_status_ != cudaSuccess)                                                          \
+      ::herd::detail::cuda_call_failed(__FILE__, __LINE__, #call, herd_cuda_status_);              \
+  } while (false)
+
+/// HERD_CUBLAS_CHECK(cublasCreate(&handle)): throws std::runtime_error unless the call succeeds.
+#define HERD_CUBLAS_CHECK(call)                                                                    \
+  do {                                                                                             \
+    const cublasStatus_t herd_cublas_status_ = (call);                                             \
+    if (herd_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                              \
+      ::herd::detail::cublas_call_failed(__FILE__, __LINE__, #call, herd_cublas_status_);          \
+  } while (false)

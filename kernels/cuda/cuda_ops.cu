@@ -1,0 +1,518 @@
+// make_cuda_ops(): kernels::ops on one CUDA device and stream. GEMM is cuBLAS SGEMM on row-major
+// data (computed as the column-major transpose, so no copies); every other op is one grid-stride
+// kernel, launched on the stream and checked. See cuda_ops.hpp for the contract.
+#include "kernels/check.hpp"
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace herd::kernels::cuda {
+
+namespace {
+
+constexpr int threads_per_block = 256; // a multiple of the warp size; block_reduce relies on it
+constexpr int warp_size = 32;
+constexpr int no_bad_row = INT_MAX;
+
+// weighted_sum passes up to this many inputs to the kernel by value (no device-side array, so no
+// copy and no synchronisation per call); more are summed in chunks of this size.
+constexpr int inputs_per_launch = 16;
+
+struct weighted_inputs {
+  const float* inputs[inputs_per_launch];
+  float weights[inputs_per_launch];
+  int count;
+};
+
+// What the value-returning ops reduce into on the device, then copy back in one transfer.
+struct reduction_scratch {
+  double loss_sum;
+  unsigned long long correct;
+  int first_bad_row; // the lowest row whose label lies outside [0, classes); no_bad_row if none
+};
+
+// ---- kernels ------------------------------------------------------------------------------------
+
+__device__ std::size_t global_thread() {
+  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ std::size_t grid_threads() {
+  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+
+__device__ bool label_valid(std::int32_t label, int classes) {
+  return label >= 0 && label < classes;
+}
+
+struct max_op {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct sum_op {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// Reduces one value per thread over the block; every thread gets the result. `shared` holds one
+// float per warp. blockDim.x must be a multiple of 32.
+template <class Op>
+__device__ float block_reduce(float value, Op op, float identity, float* shared) {
+  const unsigned lane = threadIdx.x % warp_size;
+  const unsigned warp = threadIdx.x / warp_size;
+  for (int offset = warp_size / 2; offset > 0; offset /= 2)
+    value = op(value, __shfl_down_sync(0xffffffffu, value, offset));
+  if (lane == 0)
+    shared[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = lane < blockDim.x / warp_size ? shared[lane] : identity;
+    for (int offset = warp_size / 2; offset > 0; offset /= 2)
+      value = op(value, __shfl_down_sync(0xffffffffu, value, offset));
+    if (lane == 0)
+      shared[0] = value;
+  }
+  __syncthreads();
+  const float result = shared[0];
+  __syncthreads(); // shared is reused by the next reduction
+  return result;
+}
+
+__global__ void bias_add_kernel(float* y, const float* bias, std::size_t total, int cols) {
+  for (std::size_t i = global_thread(); i < total; i += grid_threads())
+    y[i] += bias[i % static_cast<std::size_t>(cols)];
+}
+
+// Block (32, 8): 32 adjacent columns per block, so the reads of one row are coalesced; the 8 rows
+// of threads stride over the rows and their partial sums (in double, like the oracle) meet in
+// shared memory.
+constexpr int bias_grad_columns = 32;
+constexpr int bias_grad_row_lanes = 8;
+
+__global__ void bias_grad_kernel(const float* dy, float* bias_grad, int rows, int cols) {
+  __shared__ double partial[bias_grad_row_lanes][bias_grad_columns];
+  const int col = static_cast<int>(blockIdx.x) * bias_grad_columns + static_cast<int>(threadIdx.x);
+  double sum = 0.0;
+  if (col < cols)
+    for (int r = static_cast<int>(threadIdx.y); r < rows; r += bias_grad_row_lanes)
+      sum += static_cast<double>(dy[static_cast<std::size_t>(r) * cols + col]);
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    for (int lane = 1; lane < bias_grad_row_lanes; ++lane)
+      sum += partial[lane][threadIdx.x];
+    bias_grad[col] = static_cast<float>(sum);
+  }
+}
+
+__global__ void relu_forward_kernel(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = global_thread(); i < n; i += grid_threads())
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::size_t n) {
+  for (std::size_t i = global_thread(); i < n; i += grid_threads())
+    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+// One block per row: max, sum of exp(x - max), probs, and -log p[label] = log(sum) - (x[label] -
+// max), which never takes the log of an underflowed probability. Row losses meet in a double.
+__global__ void softmax_xent_forward_kernel(const float* logits, const std::int32_t* labels,
+                                            int classes, float* probs, reduction_scratch* scratch) {
+  __shared__ float shared[threads_per_block / warp_size];
+  const int row = static_cast<int>(blockIdx.x);
+  const float* x = logits + static_cast<std::size_t>(row) * classes;
+  float* p = probs + static_cast<std::size_t>(row) * classes;
+
+  float row_max = -INFINITY;
+  for (int c = static_cast<int>(threadIdx.x); c < classes; c += blockDim.x)
+    row_max = fmaxf(row_max, x[c]);
+  row_max = block_reduce(row_max, max_op{}, -INFINITY, shared);
+
+  float sum = 0.0f;
+  for (int c = static_cast<int>(threadIdx.x); c < classes; c += blockDim.x)
+    sum += expf(x[c] - row_max);
+  sum = block_reduce(sum, sum_op{}, 0.0f, shared);
+
+  for (int c = static_cast<int>(threadIdx.x); c < classes; c += blockDim.x)
+    p[c] = expf(x[c] - row_max) / sum;
+
+  if (threadIdx.x == 0) {
+    const std::int32_t label = labels[row];
+    if (label_valid(label, classes)) {
+      const double row_loss = static_cast<double>(logf(sum)) -
+                              (static_cast<double>(x[label]) - static_cast<double>(row_max));
+      atomicAdd(&scratch->loss_sum, row_loss);
+    } else {
+      atomicMin(&scratch->first_bad_row, row);
+    }
+  }
+}
+
+__global__ void softmax_xent_backward_kernel(const float* probs, const std::int32_t* labels,
+                                             int classes, std::size_t total, double rows,
+                                             float* dlogits) {
+  for (std::size_t i = global_thread(); i < total; i += grid_threads()) {
+    const std::size_t row = i / static_cast<std::size_t>(classes);
+    const auto col = static_cast<std::int32_t>(i % static_cast<std::size_t>(classes));
+    const double onehot = col == labels[row] ? 1.0 : 0.0;
+    dlogits[i] = static_cast<float>((static_cast<double>(probs[i]) - onehot) / rows);
+  }
+}
+
+// One thread per row, scanning left to right with `>`: the first maximum wins, as in the oracle.
+__global__ void count_correct_kernel(const float* scores, const std::int32_t* labels, int rows,
+                                     int classes, reduction_scratch* scratch) {
+  for (std::size_t r = global_thread(); r < static_cast<std::size_t>(rows); r += grid_threads()) {
+    const float* row = scores + r * static_cast<std::size_t>(classes);
+    int best = 0;
+    for (int c = 1; c < classes; ++c)
+      if (row[c] > row[best])
+        best = c;
+    const std::int32_t label = labels[r];
+    if (!label_valid(label, classes))
+      atomicMin(&scratch->first_bad_row, static_cast<int>(r));
+    else if (best == label)
+      atomicAdd(&scratch->correct, 1ull);
+  }
+}
+
+__global__ void reset_scratch_kernel(reduction_scratch* scratch) {
+  scratch->loss_sum = 0.0;
+  scratch->correct = 0;
+  scratch->first_bad_row = no_bad_row;
+}
+
+// PyTorch's SGD, computed in double like the oracle (memory-bound, so the doubles cost nothing).
+__global__ void sgd_step_kernel(float* params, const float* grads, float* velocity, std::size_t n,
+                                sgd_hyper hyper) {
+  for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
+    const double param = params[i];
+    const double gradient =
+        static_cast<double>(grads[i]) + static_cast<double>(hyper.weight_decay) * param;
+    const double new_velocity =
+        static_cast<double>(hyper.momentum) * static_cast<double>(velocity[i]) + gradient;
+    velocity[i] = static_cast<float>(new_velocity);
+    params[i] = static_cast<float>(param - static_cast<double>(hyper.learning_rate) * new_velocity);
+  }
+}
+
+// out = (accumulate ? out : 0) + sum_j weights[j] * inputs[j]. The loop over j is unrolled with
+// constant indices so the by-value pointers stay in parameter space (a dynamic index would copy
+// the struct to local memory). out may alias inputs[0]: each element is read before it is written,
+// by the same thread.
+__device__ float weighted_element(const weighted_inputs& in, std::size_t i, float start) {
+  float sum = start;
+#pragma unroll
+  for (int j = 0; j < inputs_per_launch; ++j)
+    if (j < in.count)
+      sum = fmaf(in.weights[j], in.inputs[j][i], sum);
+  return sum;
+}
+
+__device__ float4 weighted_element4(const weighted_inputs& in, std::size_t i, float4 sum) {
+#pragma unroll
+  for (int j = 0; j < inputs_per_launch; ++j) {
+    if (j < in.count) {
+      const float4 x = reinterpret_cast<const float4*>(in.inputs[j])[i];
+      const float w = in.weights[j];
+      sum = make_float4(fmaf(w, x.x, sum.x), fmaf(w, x.y, sum.y), fmaf(w, x.z, sum.z),
+                        fmaf(w, x.w, sum.w));
+    }
+  }
+  return sum;
+}
+
+// With every pointer 16-byte aligned, four floats per load (what reaches the copy bandwidth); the
+// n % 4 tail, or everything when misaligned, one float at a time.
+template <bool vectorised>
+__global__ void weighted_sum_kernel(float* out, weighted_inputs in, bool accumulate,
+                                    std::size_t n) {
+  std::size_t scalar_begin = 0;
+  if constexpr (vectorised) {
+    const std::size_t quads = n / 4;
+    auto* out4 = reinterpret_cast<float4*>(out);
+    for (std::size_t i = global_thread(); i < quads; i += grid_threads()) {
+      const float4 start = accumulate ? out4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      out4[i] = weighted_element4(in, i, start);
+    }
+    scalar_begin = quads * 4;
+  }
+  for (std::size_t i = scalar_begin + global_thread(); i < n; i += grid_threads())
+    out[i] = weighted_element(in, i, accumulate ? out[i] : 0.0f);
+}
+
+// ---- host side ----------------------------------------------------------------------------------
+
+cublasOperation_t to_cublas(transpose trans) {
+  return trans == transpose::no ? CUBLAS_OP_N : CUBLAS_OP_T;
+}
+
+bool aligned16(const void* pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
+}
+
+// Makes `device` current for one call and restores the caller's device afterwards.
+class device_scope {
+public:
+  explicit device_scope(int device) : device_(device) {
+    HERD_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device_)
+      HERD_CUDA_CHECK(cudaSetDevice(device_));
+  }
+  ~device_scope() {
+    if (previous_ != device_)
+      cudaSetDevice(previous_); // a destructor must not throw
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+private:
+  int device_;
+  int previous_ = 0;
+};
+
+class cuda_implementation final : public ops {
+public:
+  cuda_implementation(int device, void* stream) : device_(device) {
+    const device_scope scope(device_);
+    try {
+      if (stream == nullptr) {
+        HERD_CUDA_CHECK(cudaStreamCreate(&stream_));
+        owns_stream_ = true;
+      } else {
+        stream_ = static_cast<cudaStream_t>(stream);
+      }
+      HERD_CUDA_CHECK(
+          cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device_));
+      HERD_CUBLAS_CHECK(cublasCreate(&blas_));
+      HERD_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+      // Plain FP32: no TF32 tensor cores and no emulation, so results match the CPU's to FP32
+      // rounding (the tests hold GEMM to 1e-4 relative, which TF32 would miss).
+      HERD_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+      HERD_CUDA_CHECK(cudaMalloc(&scratch_, sizeof(reduction_scratch)));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~cuda_implementation() override {
+    const device_scope scope(device_);
+    release();
+  }
+
+  cuda_implementation(const cuda_implementation&) = delete;
+  cuda_implementation& operator=(const cuda_implementation&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+
+  void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha, const float* a,
+            int lda, const float* b, int ldb, float beta, float* c, int ldc) const override {
+    HERD_CHECK_GT(m, 0);
+    HERD_CHECK_GT(n, 0);
+    HERD_CHECK_GT(k, 0);
+    HERD_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm needs A, B and C");
+    HERD_CHECK_GE(lda, trans_a == transpose::no ? k : m);
+    HERD_CHECK_GE(ldb, trans_b == transpose::no ? n : k);
+    HERD_CHECK_GE(ldc, n);
+    const device_scope scope(device_);
+    // Row-major C (m x n) is column-major C^T (n x m), and C^T = op(B)^T op(A)^T: so swap A and B
+    // and m and n; each stored matrix read column-major is already its transpose, so the
+    // transpose flags and leading dimensions carry over unchanged.
+    HERD_CUBLAS_CHECK(cublasSgemm(blas_, to_cublas(trans_b), to_cublas(trans_a), n, m, k, &alpha, b,
+                                  ldb, a, lda, &beta, c, ldc));
+  }
+
+  void bias_add(float* y, const float* bias, int rows, int cols) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(cols, 0);
+    HERD_CHECK(y != nullptr && bias != nullptr, "bias_add needs y and bias");
+    const device_scope scope(device_);
+    const std::size_t total = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+    bias_add_kernel<<<blocks_for(total), threads_per_block, 0, stream_>>>(y, bias, total, cols);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(cols, 0);
+    HERD_CHECK(dy != nullptr && bias_grad != nullptr, "bias_grad needs dy and bias_grad");
+    const device_scope scope(device_);
+    const dim3 block(bias_grad_columns, bias_grad_row_lanes);
+    const dim3 grid(static_cast<unsigned>((cols + bias_grad_columns - 1) / bias_grad_columns));
+    bias_grad_kernel<<<grid, block, 0, stream_>>>(dy, bias_grad, rows, cols);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void relu_forward(const float* x, float* y, std::size_t n) const override {
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(x != nullptr && y != nullptr, "relu_forward needs x and y");
+    const device_scope scope(device_);
+    relu_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(x, y, n);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(y != nullptr && dy != nullptr && dx != nullptr, "relu_backward needs y, dy and dx");
+    const device_scope scope(device_);
+    relu_backward_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(y, dy, dx, n);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows, int classes,
+                             float* probs) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(classes, 0);
+    HERD_CHECK(logits != nullptr && labels != nullptr && probs != nullptr,
+               "softmax_xent_forward needs logits, labels and probs");
+    const device_scope scope(device_);
+    reset_scratch_kernel<<<1, 1, 0, stream_>>>(scratch_);
+    HERD_CUDA_CHECK(cudaGetLastError());
+    softmax_xent_forward_kernel<<<static_cast<unsigned>(rows), threads_per_block, 0, stream_>>>(
+        logits, labels, classes, probs, scratch_);
+    HERD_CUDA_CHECK(cudaGetLastError());
+    const reduction_scratch result = read_scratch();
+    check_labels(result, labels, classes);
+    return static_cast<float>(result.loss_sum / rows);
+  }
+
+  void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows, int classes,
+                             float* dlogits) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(classes, 0);
+    HERD_CHECK(probs != nullptr && labels != nullptr && dlogits != nullptr,
+               "softmax_xent_backward needs probs, labels and dlogits");
+    const device_scope scope(device_);
+    const std::size_t total = static_cast<std::size_t>(rows) * static_cast<std::size_t>(classes);
+    softmax_xent_backward_kernel<<<blocks_for(total), threads_per_block, 0, stream_>>>(
+        probs, labels, classes, total, static_cast<double>(rows), dlogits);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
+                            int classes) const override {
+    HERD_CHECK_GT(rows, 0);
+    HERD_CHECK_GT(classes, 0);
+    HERD_CHECK(scores != nullptr && labels != nullptr, "count_correct needs scores and labels");
+    const device_scope scope(device_);
+    reset_scratch_kernel<<<1, 1, 0, stream_>>>(scratch_);
+    HERD_CUDA_CHECK(cudaGetLastError());
+    count_correct_kernel<<<blocks_for(static_cast<std::size_t>(rows)), threads_per_block, 0,
+                           stream_>>>(scores, labels, rows, classes, scratch_);
+    HERD_CUDA_CHECK(cudaGetLastError());
+    const reduction_scratch result = read_scratch();
+    check_labels(result, labels, classes);
+    return static_cast<std::size_t>(result.correct);
+  }
+
+  void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
+                const sgd_hyper& hyper) const override {
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(params != nullptr && grads != nullptr && velocity != nullptr,
+               "sgd_step needs params, grads and velocity");
+    HERD_CHECK_GE(hyper.learning_rate, 0.0f);
+    HERD_CHECK_GE(hyper.momentum, 0.0f);
+    HERD_CHECK_GE(hyper.weight_decay, 0.0f);
+    const device_scope scope(device_);
+    sgd_step_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(params, grads, velocity, n,
+                                                                      hyper);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
+                    std::size_t n) const override {
+    HERD_CHECK_GE(k, 1);
+    HERD_CHECK_GT(n, 0u);
+    HERD_CHECK(out != nullptr && inputs != nullptr && weights != nullptr,
+               "weighted_sum needs out, inputs and weights");
+    for (int i = 0; i < k; ++i)
+      HERD_CHECK(inputs[i] != nullptr, "weighted_sum input " << i << " of " << k << " is null");
+    const device_scope scope(device_);
+    // Chunks of inputs_per_launch: the first writes out, the rest add to it. out may alias
+    // inputs[0] only, which the first chunk reads before anything is written.
+    for (int first = 0; first < k; first += inputs_per_launch) {
+      weighted_inputs chunk{};
+      chunk.count = std::min(inputs_per_launch, k - first);
+      bool vectorised = aligned16(out);
+      for (int j = 0; j < chunk.count; ++j) {
+        chunk.inputs[j] = inputs[first + j];
+        chunk.weights[j] = weights[first + j];
+        vectorised = vectorised && aligned16(chunk.inputs[j]);
+      }
+      const bool accumulate = first > 0;
+      if (vectorised)
+        weighted_sum_kernel<true>
+            <<<blocks_for((n + 3) / 4), threads_per_block, 0, stream_>>>(out, chunk, accumulate, n);
+      else
+        weighted_sum_kernel<false>
+            <<<blocks_for(n), threads_per_block, 0, stream_>>>(out, chunk, accumulate, n);
+      HERD_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+
+private:
+  // Enough blocks to cover `work` one element per thread, capped at a few waves of resident
+  // blocks; the grid-stride loops do the rest.
+  unsigned blocks_for(std::size_t work) const {
+    const std::size_t wanted = (work + threads_per_block - 1) / threads_per_block;
+    const std::size_t cap = static_cast<std::size_t>(multiprocessors_) * 32;
+    return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, cap)));
+  }
+
+  reduction_scratch read_scratch() const {
+    reduction_scratch result{};
+    HERD_CUDA_CHECK(
+        cudaMemcpyAsync(&result, scratch_, sizeof result, cudaMemcpyDeviceToHost, stream_));
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return result;
+  }
+
+  // Throws the same std::invalid_argument as the CPU implementations, naming the first bad row.
+  void check_labels(const reduction_scratch& result, const std::int32_t* labels,
+                    int classes) const {
+    if (result.first_bad_row == no_bad_row)
+      return;
+    std::int32_t label = 0;
+    HERD_CUDA_CHECK(
+        cudaMemcpy(&label, labels + result.first_bad_row, sizeof label, cudaMemcpyDeviceToHost));
+    HERD_CHECK(label >= 0 && label < classes, "row " << result.first_bad_row << " has label "
+                                                     << label << ", outside [0, " << classes
+                                                     << ')');
+  }
+
+  void release() noexcept {
+    if (scratch_ != nullptr)
+      cudaFree(scratch_);
+    if (blas_ != nullptr)
+      cublasDestroy(blas_);
+    if (owns_stream_ && stream_ != nullptr)
+      cudaStreamDestroy(stream_);
+    scratch_ = nullptr;
+    blas_ = nullptr;
+    stream_ = nullptr;
+  }
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  bool owns_stream_ = false;
+  int multiprocessors_ = 1;
+  cublasHandle_t blas_ = nullptr;
+  reduction_scratch* scratch_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<ops> make_cuda_ops(int device, void* stream) {
+  int count = 0;
+  HERD_CUDA_CHECK(cudaGetDeviceCount(&count));
+  HERD_CHECK(device >= 0 && device < count,
+             "no CUDA device " << device << "; this machine has " << count);
+  return std::make_unique<cuda_implementation>(device, stream);
+}
+
+} // namespace herd::kernels::cuda
