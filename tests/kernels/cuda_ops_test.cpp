@@ -89,8 +89,10 @@ TEST(cuda_ops, device_buffer_round_trips_and_moves) {
   EXPECT_EQ(first.size(), labels.size());
   device_buffer<std::int32_t> second(std::move(first));
   // A moved-from buffer is documented to be empty.
-  EXPECT_EQ(first.size(), 0u); // NOLINT(bugprone-use-after-move,clang-analyzer-cplusplus.Move)
-  EXPECT_EQ(first.data(), nullptr); // NOLINT(bugprone-use-after-move)
+  // NOLINTNEXTLINE(bugprone-use-after-move,clang-analyzer-cplusplus.Move)
+  EXPECT_EQ(first.size(), 0u);
+  // NOLINTNEXTLINE(bugprone-use-after-move)
+  EXPECT_EQ(first.data(), nullptr);
   EXPECT_EQ(second.download(), labels);
   second.upload(std::vector<std::int32_t>{1, 2, 3});
   EXPECT_EQ(second.download(), (std::vector<std::int32_t>{1, 2, 3}));
