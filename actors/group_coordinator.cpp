@@ -176,7 +176,11 @@ private:
       const std::uint64_t expected_samples =
           decision.fresh_arrivals * static_cast<std::uint64_t>(setup_.config.train.batch_size);
       if (samples_committed_ >= sample_budget()) {
-        budget_spent_ = true; // its members now wait for the stop
+        // Its members now wait for the stop. The policy counts this round as in flight and never
+        // hears of it again; that is safe only because the run stops here: a round is skipped
+        // only once the applied samples reach the budget, and the stop follows in
+        // on_group_done().
+        budget_spent_ = true;
         continue;
       }
       samples_committed_ += expected_samples;
@@ -202,15 +206,12 @@ private:
     samples_committed_ -= round->second.expected_samples;
     const round_kind kind = round->second.kind;
     in_flight_.erase(round);
-    if (report.error.empty())
-      samples_committed_ += report.samples;
-    for (std::size_t i = 0; i < report.unanswered.size(); ++i)
-      lose_worker(report.unanswered[i], "did not answer round " + std::to_string(report.round) +
-                                            ": " + report.unanswered_reasons[i]);
     if (!report.error.empty()) {
+      lose_unanswered(report);
       fail("round " + std::to_string(report.round) + ": " + report.error);
       return;
     }
+    samples_committed_ += report.samples;
     ++rounds_;
     ++(kind == round_kind::full_sync ? full_sync_rounds_ : partial_rounds_);
     for (freshness given : report.kinds)
@@ -220,6 +221,9 @@ private:
       setup_.metrics->round_finished(metrics_record(report, kind));
     reduce_seconds_ += report.reduce_seconds;
     reduce_bytes_ += report.bytes;
+    // After the round is counted: losing the last worker can end the run (and send the summary)
+    // right here.
+    lose_unanswered(report);
     if (phase_ == phase::running) {
       start_rounds(policy_->on_group_done(outcome_of(report)));
       if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
@@ -230,6 +234,12 @@ private:
         evaluate_periodically();
     }
     stop_workers_once_drained();
+  }
+
+  void lose_unanswered(const group_done& report) {
+    for (std::size_t i = 0; i < report.unanswered.size(); ++i)
+      lose_worker(report.unanswered[i], "did not answer round " + std::to_string(report.round) +
+                                            ": " + report.unanswered_reasons[i]);
   }
 
   monitoring::training_metrics::round_record metrics_record(const group_done& report,
