@@ -2,6 +2,7 @@
 // built for AVX2+FMA and for baseline x86-64 and picked at load time, so one binary runs anywhere.
 #include "kernels/check.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/preconditions.hpp"
 
 #include <algorithm>
 #include <cblas.h>
@@ -145,11 +146,6 @@ std::size_t as_size(int value) {
   return static_cast<std::size_t>(value);
 }
 
-void check_matrix(int rows, int cols) {
-  HERD_CHECK_GT(rows, 0);
-  HERD_CHECK_GT(cols, 0);
-}
-
 void check_labels(const std::int32_t* labels, int rows, int classes) {
   for (int r = 0; r < rows; ++r)
     HERD_CHECK(labels[r] >= 0 && labels[r] < classes,
@@ -166,47 +162,34 @@ public:
 
   void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha, const float* a,
             int lda, const float* b, int ldb, float beta, float* c, int ldc) const override {
-    HERD_CHECK_GT(m, 0);
-    HERD_CHECK_GT(n, 0);
-    HERD_CHECK_GT(k, 0);
-    HERD_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm needs A, B and C");
-    // OpenBLAS reports a bad stride on stderr and returns without computing; check them here.
-    HERD_CHECK_GE(lda, trans_a == transpose::no ? k : m);
-    HERD_CHECK_GE(ldb, trans_b == transpose::no ? n : k);
-    HERD_CHECK_GE(ldc, n);
+    preconditions::gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
     cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
                 beta, c, ldc);
   }
 
   void bias_add(float* y, const float* bias, int rows, int cols) const override {
-    check_matrix(rows, cols);
-    HERD_CHECK(y != nullptr && bias != nullptr, "bias_add needs y and bias");
+    preconditions::bias_add(y, bias, rows, cols);
     add_to_every_row(y, bias, as_size(rows), as_size(cols));
   }
 
   void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
-    check_matrix(rows, cols);
-    HERD_CHECK(dy != nullptr && bias_grad != nullptr, "bias_grad needs dy and bias_grad");
+    preconditions::bias_grad(dy, bias_grad, rows, cols);
     sum_over_rows(dy, bias_grad, as_size(rows), as_size(cols));
   }
 
   void relu_forward(const float* x, float* y, std::size_t n) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(x != nullptr && y != nullptr, "relu_forward needs x and y");
+    preconditions::relu_forward(x, y, n);
     clamp_below_at_zero(x, y, n);
   }
 
   void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(y != nullptr && dy != nullptr && dx != nullptr, "relu_backward needs y, dy and dx");
+    preconditions::relu_backward(y, dy, dx, n);
     pass_where_positive(y, dy, dx, n);
   }
 
   float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows, int classes,
                              float* probs) const override {
-    check_matrix(rows, classes);
-    HERD_CHECK(logits != nullptr && labels != nullptr && probs != nullptr,
-               "softmax_xent_forward needs logits, labels and probs");
+    preconditions::softmax_xent_forward(logits, labels, rows, classes, probs);
     check_labels(labels, rows, classes);
     const std::size_t width = as_size(classes);
     double total_loss = 0.0;
@@ -233,9 +216,7 @@ public:
 
   void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows, int classes,
                              float* dlogits) const override {
-    check_matrix(rows, classes);
-    HERD_CHECK(probs != nullptr && labels != nullptr && dlogits != nullptr,
-               "softmax_xent_backward needs probs, labels and dlogits");
+    preconditions::softmax_xent_backward(probs, labels, rows, classes, dlogits);
     check_labels(labels, rows, classes);
     const std::size_t width = as_size(classes);
     const float inverse_rows = 1.0f / static_cast<float>(rows);
@@ -252,8 +233,7 @@ public:
 
   std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
                             int classes) const override {
-    check_matrix(rows, classes);
-    HERD_CHECK(scores != nullptr && labels != nullptr, "count_correct needs scores and labels");
+    preconditions::count_correct(scores, labels, rows, classes);
     check_labels(labels, rows, classes);
     const std::size_t width = as_size(classes);
     std::size_t correct = 0;
@@ -268,27 +248,14 @@ public:
 
   void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
                 const sgd_hyper& hyper) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(params != nullptr && grads != nullptr && velocity != nullptr,
-               "sgd_step needs params, grads and velocity");
-    HERD_CHECK_GE(hyper.learning_rate, 0.0f);
-    HERD_CHECK_GE(hyper.momentum, 0.0f);
-    HERD_CHECK_GE(hyper.weight_decay, 0.0f);
+    preconditions::sgd_step(params, grads, velocity, n, hyper);
     sgd_with_momentum(params, grads, velocity, n, hyper.learning_rate, hyper.momentum,
                       hyper.weight_decay);
   }
 
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                     std::size_t n) const override {
-    HERD_CHECK_GE(k, 1);
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(out != nullptr && inputs != nullptr && weights != nullptr,
-               "weighted_sum needs out, inputs and weights");
-    for (int i = 0; i < k; ++i) {
-      HERD_CHECK(inputs[i] != nullptr, "input " << i << " of " << k << " is null");
-      HERD_CHECK(i == 0 || inputs[i] != out,
-                 "out may alias inputs[0] only, not inputs[" << i << ']');
-    }
+    preconditions::weighted_sum(out, inputs, weights, k, n);
     if (k <= inputs_per_pass) {
       weighted_sum_of_few(out, inputs, weights, k, n);
       return;

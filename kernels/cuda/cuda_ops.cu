@@ -4,6 +4,7 @@
 #include "kernels/check.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
+#include "kernels/preconditions.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -312,13 +313,7 @@ public:
 
   void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha, const float* a,
             int lda, const float* b, int ldb, float beta, float* c, int ldc) const override {
-    HERD_CHECK_GT(m, 0);
-    HERD_CHECK_GT(n, 0);
-    HERD_CHECK_GT(k, 0);
-    HERD_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm needs A, B and C");
-    HERD_CHECK_GE(lda, trans_a == transpose::no ? k : m);
-    HERD_CHECK_GE(ldb, trans_b == transpose::no ? n : k);
-    HERD_CHECK_GE(ldc, n);
+    preconditions::gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
     const device_scope scope(device_);
     // Row-major C (m x n) is column-major C^T (n x m), and C^T = op(B)^T op(A)^T: so swap A and B
     // and m and n; each stored matrix read column-major is already its transpose, so the
@@ -328,9 +323,7 @@ public:
   }
 
   void bias_add(float* y, const float* bias, int rows, int cols) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(cols, 0);
-    HERD_CHECK(y != nullptr && bias != nullptr, "bias_add needs y and bias");
+    preconditions::bias_add(y, bias, rows, cols);
     const device_scope scope(device_);
     const std::size_t total = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
     bias_add_kernel<<<blocks_for(total), threads_per_block, 0, stream_>>>(y, bias, total, cols);
@@ -338,9 +331,7 @@ public:
   }
 
   void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(cols, 0);
-    HERD_CHECK(dy != nullptr && bias_grad != nullptr, "bias_grad needs dy and bias_grad");
+    preconditions::bias_grad(dy, bias_grad, rows, cols);
     const device_scope scope(device_);
     const dim3 block(bias_grad_columns, bias_grad_row_lanes);
     const dim3 grid(static_cast<unsigned>((cols + bias_grad_columns - 1) / bias_grad_columns));
@@ -349,16 +340,14 @@ public:
   }
 
   void relu_forward(const float* x, float* y, std::size_t n) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(x != nullptr && y != nullptr, "relu_forward needs x and y");
+    preconditions::relu_forward(x, y, n);
     const device_scope scope(device_);
     relu_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(x, y, n);
     HERD_CUDA_CHECK(cudaGetLastError());
   }
 
   void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(y != nullptr && dy != nullptr && dx != nullptr, "relu_backward needs y, dy and dx");
+    preconditions::relu_backward(y, dy, dx, n);
     const device_scope scope(device_);
     relu_backward_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(y, dy, dx, n);
     HERD_CUDA_CHECK(cudaGetLastError());
@@ -366,10 +355,7 @@ public:
 
   float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows, int classes,
                              float* probs) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(classes, 0);
-    HERD_CHECK(logits != nullptr && labels != nullptr && probs != nullptr,
-               "softmax_xent_forward needs logits, labels and probs");
+    preconditions::softmax_xent_forward(logits, labels, rows, classes, probs);
     const device_scope scope(device_);
     reset_scratch_kernel<<<1, 1, 0, stream_>>>(scratch_);
     HERD_CUDA_CHECK(cudaGetLastError());
@@ -383,10 +369,7 @@ public:
 
   void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows, int classes,
                              float* dlogits) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(classes, 0);
-    HERD_CHECK(probs != nullptr && labels != nullptr && dlogits != nullptr,
-               "softmax_xent_backward needs probs, labels and dlogits");
+    preconditions::softmax_xent_backward(probs, labels, rows, classes, dlogits);
     const device_scope scope(device_);
     const std::size_t total = static_cast<std::size_t>(rows) * static_cast<std::size_t>(classes);
     softmax_xent_backward_kernel<<<blocks_for(total), threads_per_block, 0, stream_>>>(
@@ -396,9 +379,7 @@ public:
 
   std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
                             int classes) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(classes, 0);
-    HERD_CHECK(scores != nullptr && labels != nullptr, "count_correct needs scores and labels");
+    preconditions::count_correct(scores, labels, rows, classes);
     const device_scope scope(device_);
     reset_scratch_kernel<<<1, 1, 0, stream_>>>(scratch_);
     HERD_CUDA_CHECK(cudaGetLastError());
@@ -412,12 +393,7 @@ public:
 
   void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
                 const sgd_hyper& hyper) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(params != nullptr && grads != nullptr && velocity != nullptr,
-               "sgd_step needs params, grads and velocity");
-    HERD_CHECK_GE(hyper.learning_rate, 0.0f);
-    HERD_CHECK_GE(hyper.momentum, 0.0f);
-    HERD_CHECK_GE(hyper.weight_decay, 0.0f);
+    preconditions::sgd_step(params, grads, velocity, n, hyper);
     const device_scope scope(device_);
     sgd_step_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(params, grads, velocity, n,
                                                                       hyper);
@@ -426,12 +402,7 @@ public:
 
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                     std::size_t n) const override {
-    HERD_CHECK_GE(k, 1);
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(out != nullptr && inputs != nullptr && weights != nullptr,
-               "weighted_sum needs out, inputs and weights");
-    for (int i = 0; i < k; ++i)
-      HERD_CHECK(inputs[i] != nullptr, "weighted_sum input " << i << " of " << k << " is null");
+    preconditions::weighted_sum(out, inputs, weights, k, n);
     const device_scope scope(device_);
     // Chunks of inputs_per_launch: the first writes out, the rest add to it. out may alias
     // inputs[0] only, which the first chunk reads before anything is written.

@@ -2,6 +2,7 @@
 // double. The oracle of the kernel tests; it shares no code with the implementations it judges.
 #include "kernels/check.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/preconditions.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -34,13 +35,7 @@ public:
 
   void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha, const float* a,
             int lda, const float* b, int ldb, float beta, float* c, int ldc) const override {
-    HERD_CHECK_GT(m, 0);
-    HERD_CHECK_GT(n, 0);
-    HERD_CHECK_GT(k, 0);
-    HERD_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm needs A, B and C");
-    HERD_CHECK_GE(lda, trans_a == transpose::no ? k : m);
-    HERD_CHECK_GE(ldb, trans_b == transpose::no ? n : k);
-    HERD_CHECK_GE(ldc, n);
+    preconditions::gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
     for (int i = 0; i < m; ++i) {
       for (int j = 0; j < n; ++j) {
         double dot = 0.0;
@@ -56,18 +51,14 @@ public:
   }
 
   void bias_add(float* y, const float* bias, int rows, int cols) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(cols, 0);
-    HERD_CHECK(y != nullptr && bias != nullptr, "bias_add needs y and bias");
+    preconditions::bias_add(y, bias, rows, cols);
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c)
         y[at(r, cols, c)] += bias[c];
   }
 
   void bias_grad(const float* dy, float* bias_grad, int rows, int cols) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(cols, 0);
-    HERD_CHECK(dy != nullptr && bias_grad != nullptr, "bias_grad needs dy and bias_grad");
+    preconditions::bias_grad(dy, bias_grad, rows, cols);
     for (int c = 0; c < cols; ++c) {
       double sum = 0.0;
       for (int r = 0; r < rows; ++r)
@@ -77,25 +68,20 @@ public:
   }
 
   void relu_forward(const float* x, float* y, std::size_t n) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(x != nullptr && y != nullptr, "relu_forward needs x and y");
+    preconditions::relu_forward(x, y, n);
     for (std::size_t i = 0; i < n; ++i)
       y[i] = x[i] > 0.0f ? x[i] : 0.0f;
   }
 
   void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(y != nullptr && dy != nullptr && dx != nullptr, "relu_backward needs y, dy and dx");
+    preconditions::relu_backward(y, dy, dx, n);
     for (std::size_t i = 0; i < n; ++i)
       dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
   }
 
   float softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows, int classes,
                              float* probs) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(classes, 0);
-    HERD_CHECK(logits != nullptr && labels != nullptr && probs != nullptr,
-               "softmax_xent_forward needs logits, labels and probs");
+    preconditions::softmax_xent_forward(logits, labels, rows, classes, probs);
     check_labels(labels, rows, classes);
     double total_loss = 0.0;
     for (int r = 0; r < rows; ++r) {
@@ -117,10 +103,7 @@ public:
 
   void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows, int classes,
                              float* dlogits) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(classes, 0);
-    HERD_CHECK(probs != nullptr && labels != nullptr && dlogits != nullptr,
-               "softmax_xent_backward needs probs, labels and dlogits");
+    preconditions::softmax_xent_backward(probs, labels, rows, classes, dlogits);
     check_labels(labels, rows, classes);
     for (int r = 0; r < rows; ++r) {
       for (int c = 0; c < classes; ++c) {
@@ -133,9 +116,7 @@ public:
 
   std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
                             int classes) const override {
-    HERD_CHECK_GT(rows, 0);
-    HERD_CHECK_GT(classes, 0);
-    HERD_CHECK(scores != nullptr && labels != nullptr, "count_correct needs scores and labels");
+    preconditions::count_correct(scores, labels, rows, classes);
     check_labels(labels, rows, classes);
     std::size_t correct = 0;
     for (int r = 0; r < rows; ++r) {
@@ -151,9 +132,7 @@ public:
 
   void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
                 const sgd_hyper& hyper) const override {
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(params != nullptr && grads != nullptr && velocity != nullptr,
-               "sgd_step needs params, grads and velocity");
+    preconditions::sgd_step(params, grads, velocity, n, hyper);
     for (std::size_t i = 0; i < n; ++i) {
       const double gradient =
           static_cast<double>(grads[i]) + static_cast<double>(hyper.weight_decay) * params[i];
@@ -166,10 +145,7 @@ public:
 
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                     std::size_t n) const override {
-    HERD_CHECK_GE(k, 1);
-    HERD_CHECK_GT(n, 0u);
-    HERD_CHECK(out != nullptr && inputs != nullptr && weights != nullptr,
-               "weighted_sum needs out, inputs and weights");
+    preconditions::weighted_sum(out, inputs, weights, k, n);
     for (std::size_t j = 0; j < n; ++j) {
       double sum = 0.0;
       for (int i = 0; i < k; ++i)

@@ -1,0 +1,93 @@
+// The argument checks of kernels::ops (ops.hpp's contract), shared by every implementation so
+// that reference, cpu and cuda refuse the same calls with the same words. Host-side only: they
+// look at sizes and pointers, never at the data (labels are checked where they can be read).
+// Plain C++, included by .cu files too.
+#pragma once
+
+#include "kernels/check.hpp"
+#include "kernels/ops.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace herd::kernels::preconditions {
+
+inline void matrix(int rows, int cols) {
+  HERD_CHECK_GT(rows, 0);
+  HERD_CHECK_GT(cols, 0);
+}
+
+inline void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, const float* a, int lda,
+                 const float* b, int ldb, const float* c, int ldc) {
+  HERD_CHECK_GT(m, 0);
+  HERD_CHECK_GT(n, 0);
+  HERD_CHECK_GT(k, 0);
+  HERD_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm needs A, B and C");
+  // BLAS libraries report a bad stride on stderr and return without computing: refuse it here.
+  HERD_CHECK_GE(lda, trans_a == transpose::no ? k : m);
+  HERD_CHECK_GE(ldb, trans_b == transpose::no ? n : k);
+  HERD_CHECK_GE(ldc, n);
+}
+
+inline void bias_add(const float* y, const float* bias, int rows, int cols) {
+  matrix(rows, cols);
+  HERD_CHECK(y != nullptr && bias != nullptr, "bias_add needs y and bias");
+}
+
+inline void bias_grad(const float* dy, const float* bias_grad, int rows, int cols) {
+  matrix(rows, cols);
+  HERD_CHECK(dy != nullptr && bias_grad != nullptr, "bias_grad needs dy and bias_grad");
+}
+
+inline void relu_forward(const float* x, const float* y, std::size_t n) {
+  HERD_CHECK_GT(n, 0u);
+  HERD_CHECK(x != nullptr && y != nullptr, "relu_forward needs x and y");
+}
+
+inline void relu_backward(const float* y, const float* dy, const float* dx, std::size_t n) {
+  HERD_CHECK_GT(n, 0u);
+  HERD_CHECK(y != nullptr && dy != nullptr && dx != nullptr, "relu_backward needs y, dy and dx");
+}
+
+inline void softmax_xent_forward(const float* logits, const std::int32_t* labels, int rows,
+                                 int classes, const float* probs) {
+  matrix(rows, classes);
+  HERD_CHECK(logits != nullptr && labels != nullptr && probs != nullptr,
+             "softmax_xent_forward needs logits, labels and probs");
+}
+
+inline void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows,
+                                  int classes, const float* dlogits) {
+  matrix(rows, classes);
+  HERD_CHECK(probs != nullptr && labels != nullptr && dlogits != nullptr,
+             "softmax_xent_backward needs probs, labels and dlogits");
+}
+
+inline void count_correct(const float* scores, const std::int32_t* labels, int rows, int classes) {
+  matrix(rows, classes);
+  HERD_CHECK(scores != nullptr && labels != nullptr, "count_correct needs scores and labels");
+}
+
+inline void sgd_step(const float* params, const float* grads, const float* velocity, std::size_t n,
+                     const sgd_hyper& hyper) {
+  HERD_CHECK_GT(n, 0u);
+  HERD_CHECK(params != nullptr && grads != nullptr && velocity != nullptr,
+             "sgd_step needs params, grads and velocity");
+  HERD_CHECK_GE(hyper.learning_rate, 0.0f);
+  HERD_CHECK_GE(hyper.momentum, 0.0f);
+  HERD_CHECK_GE(hyper.weight_decay, 0.0f);
+}
+
+inline void weighted_sum(const float* out, const float* const* inputs, const float* weights, int k,
+                         std::size_t n) {
+  HERD_CHECK_GE(k, 1);
+  HERD_CHECK_GT(n, 0u);
+  HERD_CHECK(out != nullptr && inputs != nullptr && weights != nullptr,
+             "weighted_sum needs out, inputs and weights");
+  for (int i = 0; i < k; ++i) {
+    HERD_CHECK(inputs[i] != nullptr, "weighted_sum input " << i << " of " << k << " is null");
+    HERD_CHECK(i == 0 || inputs[i] != out, "out may alias inputs[0] only, not inputs[" << i << ']');
+  }
+}
+
+} // namespace herd::kernels::preconditions
