@@ -67,43 +67,31 @@ int parse_positive(const std::string& name, const std::string& text) {
 // Throws std::invalid_argument with a message for the user.
 bench_arguments parse_arguments(const std::vector<std::string>& args) {
   bench_arguments parsed;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    auto is = [&](const std::string& name) { return arg == name || arg.rfind(name + "=", 0) == 0; };
-    auto value_of = [&](const std::string& name) -> std::string {
-      std::string value;
-      if (arg.size() > name.size() && arg[name.size()] == '=')
-        value = arg.substr(name.size() + 1);
-      else if (i + 1 < args.size())
-        value = args[++i];
-      if (value.empty())
-        throw std::invalid_argument(name + " needs a value");
-      return value;
-    };
+  for (argument_reader reader(args); !reader.done(); reader.next()) {
+    const std::string& arg = reader.current();
     if (arg == "--help" || arg == "-h") {
       parsed.help = true;
-    } else if (is("--config") || arg == "-c") {
-      parsed.config_file = value_of(arg == "-c" ? "-c" : "--config");
-    } else if (is("--algorithms")) {
-      parsed.algorithms = split_list(value_of("--algorithms"));
-    } else if (is("--scenarios")) {
-      parsed.scenarios = split_list(value_of("--scenarios"));
-    } else if (is("--repeat")) {
-      parsed.repeat = parse_positive("--repeat", value_of("--repeat"));
-    } else if (is("--out")) {
-      parsed.out_dir = value_of("--out");
-    } else if (is("--snapshot-ms")) {
-      parsed.snapshot_ms = parse_positive("--snapshot-ms", value_of("--snapshot-ms"));
-    } else if (is("--random-delay-ms")) {
-      const std::string text = value_of("--random-delay-ms");
+    } else if (reader.is("--config") || arg == "-c") {
+      parsed.config_file = reader.value(arg == "-c" ? "-c" : "--config");
+    } else if (reader.is("--algorithms")) {
+      parsed.algorithms = split_list(reader.value("--algorithms"));
+    } else if (reader.is("--scenarios")) {
+      parsed.scenarios = split_list(reader.value("--scenarios"));
+    } else if (reader.is("--repeat")) {
+      parsed.repeat = parse_positive("--repeat", reader.value("--repeat"));
+    } else if (reader.is("--out")) {
+      parsed.out_dir = reader.value("--out");
+    } else if (reader.is("--snapshot-ms")) {
+      parsed.snapshot_ms = parse_positive("--snapshot-ms", reader.value("--snapshot-ms"));
+    } else if (reader.is("--random-delay-ms")) {
+      const std::string text = reader.value("--random-delay-ms");
       char* end = nullptr;
       const double delay = std::strtod(text.c_str(), &end);
       if (*end != '\0' || !(delay >= 0.0 && delay <= 60000.0))
         throw std::invalid_argument("--random-delay-ms = " + text +
                                     ": expected milliseconds in [0, 60000]");
       parsed.random_delay_ms = delay;
-    } else if (arg.rfind("--", 0) == 0 && arg.find('.') != std::string::npos &&
-               arg.find('=') != std::string::npos && arg.find('.') < arg.find('=')) {
+    } else if (reader.is_setting()) {
       parsed.overrides.push_back(arg);
     } else {
       throw std::invalid_argument("unknown argument '" + arg + "' (see herd bench --help)");

@@ -4,8 +4,34 @@
 #include "cli/train_command.hpp"
 
 #include <iostream>
+#include <stdexcept>
 
 namespace herd::cli {
+
+bool argument_reader::is(const std::string& name) const {
+  const std::string& arg = current();
+  return arg == name || arg.rfind(name + "=", 0) == 0;
+}
+
+std::string argument_reader::value(const std::string& name, const std::string& hint) {
+  const std::string& arg = current();
+  std::string text;
+  if (arg.size() > name.size() && arg[name.size()] == '=')
+    text = arg.substr(name.size() + 1);
+  else if (index_ + 1 < args_.size())
+    text = args_[++index_];
+  if (text.empty())
+    throw std::invalid_argument(name + " needs a value" + hint);
+  return text;
+}
+
+bool argument_reader::is_setting() const {
+  const std::string& arg = current();
+  const auto dot = arg.find('.');
+  const auto equals = arg.find('=');
+  return arg.rfind("--", 0) == 0 && dot != std::string::npos && equals != std::string::npos &&
+         dot < equals;
+}
 
 int run_guarded(const std::string& name, const std::function<int()>& command) {
   try {

@@ -13,6 +13,29 @@
 
 namespace herd::cli {
 
+/// Walks a command's arguments. Options take their value as `--name value` or `--name=value`;
+/// settings are `--section.key=value`.
+class argument_reader {
+public:
+  explicit argument_reader(const std::vector<std::string>& args) : args_(args) {}
+
+  bool done() const { return index_ >= args_.size(); }
+  const std::string& current() const { return args_[index_]; }
+  void next() { ++index_; }
+
+  /// The current argument is option `name`, with or without `=value`.
+  bool is(const std::string& name) const;
+  /// The value of option `name` (from `=value` or the next argument, which is then consumed).
+  /// Throws std::invalid_argument "<name> needs a value<hint>" when there is none.
+  std::string value(const std::string& name, const std::string& hint = "");
+  /// The current argument is a setting, `--section.key=value`.
+  bool is_setting() const;
+
+private:
+  const std::vector<std::string>& args_;
+  std::size_t index_ = 0;
+};
+
 /// Runs `command`; an exception that escapes it becomes "herd <name>: error: ..." on stderr and
 /// exit status 1, so that nothing ends in std::terminate.
 int run_guarded(const std::string& name, const std::function<int()>& command);

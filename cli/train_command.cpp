@@ -46,27 +46,16 @@ struct train_arguments {
 // Throws std::invalid_argument with a message for the user.
 train_arguments parse_arguments(const std::vector<std::string>& args) {
   train_arguments parsed;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    auto value_of = [&](const std::string& name) -> std::string {
-      std::string value;
-      if (arg.size() > name.size() && arg[name.size()] == '=')
-        value = arg.substr(name.size() + 1);
-      else if (i + 1 < args.size())
-        value = args[++i];
-      if (value.empty())
-        throw std::invalid_argument(name + " needs a value (a file name)");
-      return value;
-    };
-    auto is = [&](const std::string& name) { return arg == name || arg.rfind(name + "=", 0) == 0; };
+  const std::string file_hint = " (a file name)";
+  for (argument_reader reader(args); !reader.done(); reader.next()) {
+    const std::string& arg = reader.current();
     if (arg == "--help" || arg == "-h") {
       parsed.help = true;
-    } else if (is("--config") || arg == "-c") {
-      parsed.config_file = value_of(arg == "-c" ? "-c" : "--config");
-    } else if (is("--report")) {
-      parsed.report_file = value_of("--report");
-    } else if (arg.rfind("--", 0) == 0 && arg.find('.') != std::string::npos &&
-               arg.find('=') != std::string::npos && arg.find('.') < arg.find('=')) {
+    } else if (reader.is("--config") || arg == "-c") {
+      parsed.config_file = reader.value(arg == "-c" ? "-c" : "--config", file_hint);
+    } else if (reader.is("--report")) {
+      parsed.report_file = reader.value("--report", file_hint);
+    } else if (reader.is_setting()) {
       parsed.overrides.push_back(arg);
     } else {
       throw std::invalid_argument("unknown argument '" + arg +
