@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/mlp_gemm_shapes.hpp"
+
 namespace {
 
 using herd::kernels::transpose;
@@ -60,27 +62,13 @@ struct row {
   double goal;
 };
 
-struct gemm_shape {
-  std::string name;
-  transpose trans_a;
-  transpose trans_b;
-  int m;
-  int n;
-  int k;
-};
+using herd::bench::gemm_shape;
 
-// 4096^3, and the GEMMs of the MLP 784-256-128-10 at batch 256 and 4096 as models/layers.cpp calls
-// them (weights stored outputs x inputs): forward y = x W^T, weight gradient dW = dy^T x, input
-// gradient dx = dy W.
+// 4096^3, and the MLP's GEMMs at batch 256 and 4096.
 std::vector<gemm_shape> gemm_shapes() {
   std::vector<gemm_shape> shapes{{"square_4096", transpose::no, transpose::no, 4096, 4096, 4096}};
-  for (const int batch : {256, 4096}) {
-    const std::string prefix = "b" + std::to_string(batch) + "_";
-    shapes.push_back({prefix + "fc1_forward", transpose::no, transpose::yes, batch, 256, 784});
-    shapes.push_back({prefix + "fc1_weight_grad", transpose::yes, transpose::no, 256, 784, batch});
-    shapes.push_back({prefix + "fc2_forward", transpose::no, transpose::yes, batch, 128, 256});
-    shapes.push_back({prefix + "fc2_input_grad", transpose::no, transpose::no, batch, 256, 128});
-  }
+  for (auto& shape : herd::bench::mlp_gemm_shapes({256, 4096}))
+    shapes.push_back(std::move(shape));
   return shapes;
 }
 

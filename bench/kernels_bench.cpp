@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/mlp_gemm_shapes.hpp"
+
 namespace {
 
 using herd::kernels::cpu_ops;
@@ -24,38 +26,11 @@ using herd::kernels::transpose;
 
 // ---- GEMM ---------------------------------------------------------------------------------------
 
-struct gemm_shape {
-  std::string name;
-  transpose trans_a;
-  transpose trans_b;
-  int m;
-  int n;
-  int k;
-};
+using herd::bench::gemm_shape;
 
-// The GEMMs of the MLP 784-256-128-10 as models/layers.cpp calls them (weights stored outputs x
-// inputs): forward y = x W^T, weight gradient dW = dy^T x, input gradient dx = dy W (not needed
-// for the first layer). Plus 1024^3, where OpenBLAS runs at its peak.
+// The MLP's GEMMs at batch 32 and 128, plus 1024^3, where OpenBLAS runs at its peak.
 std::vector<gemm_shape> gemm_shapes() {
-  struct layer {
-    const char* name;
-    int inputs;
-    int outputs;
-  };
-  const layer layers[] = {{"fc1", 784, 256}, {"fc2", 256, 128}, {"fc3", 128, 10}};
-  std::vector<gemm_shape> shapes;
-  for (const int batch : {32, 128}) {
-    const std::string prefix = "b" + std::to_string(batch) + "_";
-    for (const layer& l : layers) {
-      shapes.push_back({prefix + l.name + "_forward", transpose::no, transpose::yes, batch,
-                        l.outputs, l.inputs});
-      shapes.push_back({prefix + l.name + "_weight_grad", transpose::yes, transpose::no, l.outputs,
-                        l.inputs, batch});
-      if (l.inputs != 784)
-        shapes.push_back({prefix + l.name + "_input_grad", transpose::no, transpose::no, batch,
-                          l.inputs, l.outputs});
-    }
-  }
+  auto shapes = herd::bench::mlp_gemm_shapes({32, 128});
   shapes.push_back({"square_1024", transpose::no, transpose::no, 1024, 1024, 1024});
   return shapes;
 }
