@@ -195,12 +195,13 @@ private:
     ready.samples = outcome.samples;
     ready.late = late;
     send(coordinator_, ready);
+    apply_ready_results(); // any that arrived while the step ran; may start the next step
     if (stop_promise_) {
+      // Last: once the answer is out the owner may destroy what the worker borrowed (its ops).
       report_unsent();
       stop_promise_->deliver(worker_stopped{setup_.index, step_});
       stop_promise_.reset();
     }
-    apply_ready_results(); // any that arrived while the step ran; may start the next step
   }
 
   // The send buffer holds fresh or accumulated late gradients, or nothing; a contribution hands

@@ -42,9 +42,10 @@ struct worker_setup {
   std::vector<std::size_t> shard; // this worker's sample indices
   std::size_t batch_size = 32;
   kernels::sgd_hyper optimizer;
-  std::uint64_t init_seed = 1;    // the same for every worker: identical replicas
-  std::uint64_t shuffle_seed = 1; // this worker's epoch shuffles
-  const kernels::ops* ops = nullptr;
+  std::uint64_t init_seed = 1;       // the same for every worker: identical replicas
+  std::uint64_t shuffle_seed = 1;    // this worker's epoch shuffles
+  const kernels::ops* ops = nullptr; // borrowed: the worker no longer uses it once it answered
+                                     // stop (unless round results still come after that)
   std::shared_ptr<comm::backend> backend;
   bool accumulate_late_gradients = true;            // false: late gradients are discarded
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance

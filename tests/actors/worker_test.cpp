@@ -7,8 +7,11 @@
 
 #include <future>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "support/delegating_ops.hpp"
 
@@ -36,6 +39,27 @@ private:
   std::future<void> entered_future_ = entered_.get_future();
   std::promise<void> release_;
   std::shared_future<void> released_ = release_.get_future().share();
+};
+
+// Records the order of a worker's applied rounds and its stop.
+class event_probe final : public worker_probe {
+public:
+  void round_applied(int, std::uint64_t round, const float*, const float*, std::size_t) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    events_.push_back("applied " + std::to_string(round));
+  }
+  void stopped(int, const float*, std::size_t) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    events_.emplace_back("stopped");
+  }
+  std::vector<std::string> events() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return events_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> events_;
 };
 
 class worker_actor_test : public testing::Test {
@@ -140,6 +164,31 @@ TEST_F(worker_actor_test, a_late_gradient_goes_with_the_next_contribution_as_sta
   coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
       .receive([](const worker_stopped&) {},
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+// The answer to stop is the worker's last use of what it borrowed: a result that arrived while
+// the step ran is applied before it, and the owner may then destroy the ops.
+TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_results_that_arrived) {
+  gated_ops ops;
+  auto probe = std::make_shared<event_probe>();
+  auto worker_config = setup(ops);
+  worker_config.probe = probe;
+  caf::scoped_actor coordinator{system_};
+  auto worker = spawn_worker(system_, worker_config, coordinator);
+  coordinator->send(worker, start_atom::value);
+  ops.wait_until_entered();
+  coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0})
+      .receive([](const contribution& reply) { EXPECT_EQ(reply.kind, freshness::none); },
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  coordinator->send(
+      worker,
+      round_result{0, std::make_shared<std::vector<float>>(model_->parameter_count(), 0.0f), 1});
+  auto stopped = coordinator->request(worker, std::chrono::seconds(10), stop_atom::value);
+  ops.release();
+  stopped.receive([](const worker_stopped& report) { EXPECT_EQ(report.steps, 1u); },
+                  [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  EXPECT_EQ(probe->events(), (std::vector<std::string>{"applied 0", "stopped"}));
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
