@@ -94,18 +94,20 @@ private:
   }
 
   void reduce_and_deliver(const round_state& state, group_done& report) {
-    // Members that answered take part; each gets 1/n of its buffer (uniform weighting: the
-    // mean under sync, sum / P under the partial algorithms).
-    std::vector<std::size_t> answered_positions;
+    // Members that answered take part, with the plan's weights renormalised over them (uniform:
+    // the mean under sync, sum / P under the partial algorithms, where a member with nothing
+    // still counts).
+    std::vector<bool> answered(state.answers.size());
     for (std::size_t position = 0; position < state.answers.size(); ++position)
-      if (state.answers[position])
-        answered_positions.push_back(position);
-    const auto weights = answered_positions.empty()
-                             ? std::vector<float>{}
-                             : member_weights(state.plan.weights, answered_positions.size());
+      answered[position] = state.answers[position].has_value();
+    const auto weights = member_weights(state.plan.weights, state.plan.member_weights, answered);
+    std::vector<std::size_t> answered_positions;
     std::vector<comm::weighted_input> inputs;
-    for (std::size_t i = 0; i < answered_positions.size(); ++i) {
-      const auto& answer = *state.answers[answered_positions[i]];
+    for (std::size_t position = 0; position < state.answers.size(); ++position) {
+      if (!answered[position])
+        continue;
+      answered_positions.push_back(position);
+      const auto& answer = *state.answers[position];
       report.members.push_back(answer.worker);
       report.kinds.push_back(answer.kind);
       report.steps.push_back(answer.step);
@@ -117,7 +119,7 @@ private:
       else
         ++report.stale;
       report.samples += answer.samples;
-      inputs.push_back({answer.worker, weights[i]});
+      inputs.push_back({answer.worker, weights[position]});
     }
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();

@@ -27,6 +27,7 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::chrono::minutes evaluation_timeout{10};
 constexpr std::chrono::seconds snapshot_timeout{30};
 using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
+using policy_time_atom = caf::atom_constant<caf::atom("policytime")>;
 
 // The training loss shown and reported is the mean over this many recent local steps.
 constexpr std::size_t recent_loss_steps = 200;
@@ -41,6 +42,14 @@ struct worker_record {
   double last_fresh_arrival_seconds = 0.0; // and when it reached the coordinator
   monitoring::duration_stats step_seconds;
   monitoring::duration_stats wait_seconds;
+};
+
+struct round_in_flight {
+  std::size_t aggregator = 0;
+  std::uint64_t expected_samples = 0;
+  round_kind kind = round_kind::partial;
+  std::vector<int> members;
+  std::vector<std::uint64_t> staleness; // the policy's, per member; empty where it has none
 };
 
 class coordinator_actor : public caf::event_based_actor {
@@ -66,6 +75,7 @@ public:
         [this](const group_done& report) { on_group_done(report); },
         [this](caf::tick_atom) { on_tick(); },
         [this](drain_timeout_atom) { on_drain_timeout(); },
+        [this](policy_time_atom, double deadline) { on_policy_time(deadline); },
         [this](stop_atom) { begin_stop("interrupted"); },
     };
   }
@@ -188,14 +198,45 @@ private:
       plan.round = next_round_++;
       plan.kind = decision.kind;
       plan.weights = decision.weights;
+      plan.member_weights = decision.member_weights;
+      if (decision.intervention) {
+        ++isolation_interventions_;
+        if (setup_.metrics)
+          setup_.metrics->isolation_intervention();
+      }
       for (int member : decision.members) {
         plan.members.push_back(member);
         plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)].handle);
       }
       const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
-      in_flight_[plan.round] = {aggregator, expected_samples, decision.kind};
+      in_flight_[plan.round] = {aggregator, expected_samples, decision.kind, decision.members,
+                                decision.staleness};
       send(aggregators_[aggregator], std::move(plan));
     }
+    schedule_policy_time();
+  }
+
+  // A policy with deadlines (preduce's wait window) hears the time when one is due. One timer
+  // is pending at a time, for the earliest deadline; a later deadline waits for it.
+  void schedule_policy_time() {
+    const auto deadline = policy_->next_deadline();
+    if (!deadline || phase_ != phase::running ||
+        (policy_timer_at_ && *policy_timer_at_ <= *deadline))
+      return;
+    policy_timer_at_ = *deadline;
+    const double delay = std::max(0.0, *deadline - elapsed());
+    delayed_send(this,
+                 std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::duration<double>(delay)) +
+                     std::chrono::microseconds(1),
+                 policy_time_atom::value, *deadline);
+  }
+
+  void on_policy_time(double deadline) {
+    if (policy_timer_at_ && *policy_timer_at_ == deadline)
+      policy_timer_at_.reset();
+    if (phase_ == phase::running) // the deadline has passed, whatever the clocks' rounding says
+      start_rounds(policy_->on_time(std::max(elapsed(), deadline)));
   }
 
   void on_group_done(const group_done& report) {
@@ -204,7 +245,8 @@ private:
       return; // abandoned when its aggregator was lost or the drain timed out
     // Replace the expectation with what the round really applied (nothing, if it failed).
     samples_committed_ -= round->second.expected_samples;
-    const round_kind kind = round->second.kind;
+    const round_in_flight planned = round->second;
+    const round_kind kind = planned.kind;
     in_flight_.erase(round);
     if (!report.error.empty()) {
       lose_unanswered(report);
@@ -218,14 +260,14 @@ private:
       ++contributions_[static_cast<std::size_t>(given)];
     samples_applied_ += report.samples;
     if (setup_.metrics)
-      setup_.metrics->round_finished(metrics_record(report, kind));
+      setup_.metrics->round_finished(metrics_record(report, planned));
     reduce_seconds_ += report.reduce_seconds;
     reduce_bytes_ += report.bytes;
     // After the round is counted: losing the last worker can end the run (and send the summary)
     // right here.
     lose_unanswered(report);
     if (phase_ == phase::running) {
-      start_rounds(policy_->on_group_done(outcome_of(report)));
+      start_rounds(policy_->on_group_done(outcome_of(report, kind)));
       if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
         begin_stop("epochs");
       // Not when the run just ended: the final evaluation measures these parameters anyway.
@@ -243,16 +285,17 @@ private:
   }
 
   monitoring::training_metrics::round_record metrics_record(const group_done& report,
-                                                            round_kind kind) const {
+                                                            const round_in_flight& planned) const {
     monitoring::training_metrics::round_record round;
-    round.full_sync = kind == round_kind::full_sync;
+    round.full_sync = planned.kind == round_kind::full_sync;
     round.members = report.members.size();
     round.reduce_seconds = report.reduce_seconds;
     round.reduce_bytes = report.bytes;
     for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i) {
       const std::uint64_t step = i < report.steps.size() ? report.steps[i] : 0;
-      if (report.kinds[i] != freshness::none && i < report.versions.size())
-        round.staleness_rounds.push_back(report.round - std::min(report.round, report.versions[i]));
+      if (report.kinds[i] != freshness::none)
+        if (auto staleness = staleness_of(report, i, planned))
+          round.staleness_rounds.push_back(*staleness);
       switch (report.kinds[i]) {
       case freshness::fresh: {
         ++round.fresh;
@@ -273,8 +316,25 @@ private:
     return round;
   }
 
-  static group_outcome outcome_of(const group_done& report) {
+  // The policy's staleness of the member where it defines one (model averaging), else the rounds
+  // between the parameters its gradient was computed on and this round.
+  static std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t i,
+                                                   const round_in_flight& planned) {
+    if (!planned.staleness.empty()) {
+      const auto member =
+          std::find(planned.members.begin(), planned.members.end(), report.members[i]);
+      if (member == planned.members.end())
+        return std::nullopt;
+      return planned.staleness[static_cast<std::size_t>(member - planned.members.begin())];
+    }
+    if (i >= report.versions.size())
+      return std::nullopt;
+    return report.round - std::min(report.round, report.versions[i]);
+  }
+
+  static group_outcome outcome_of(const group_done& report, round_kind kind) {
     group_outcome outcome;
+    outcome.kind = kind;
     outcome.members.assign(report.members.begin(), report.members.end());
     for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i)
       outcome.contributions.push_back(
@@ -376,10 +436,60 @@ private:
     point.round = rounds_;
     point.elapsed_seconds = elapsed();
     point.epoch = epochs_done();
+    if (policy_->exchanges_models()) {
+      request_mean_snapshot(live, point, then, failed);
+      return;
+    }
     request(workers_[static_cast<std::size_t>(live.front())].handle, snapshot_timeout,
             snapshot_atom::value)
         .then([point, then](const parameter_snapshot& snapshot) mutable { then(point, snapshot); },
               [this, failed](caf::error& failure) mutable { failed(system().render(failure)); });
+  }
+
+  // Model averaging leaves the replicas different between global averages: the model of the run
+  // is their mean, over the live workers that answer.
+  template <class Then, class Failed>
+  void request_mean_snapshot(const std::vector<int>& live, const evaluation_point& point, Then then,
+                             Failed failed) {
+    struct gathering {
+      std::vector<double> sum;
+      std::size_t outstanding = 0;
+      std::size_t received = 0;
+      std::uint64_t step = 0;
+      std::string failure;
+    };
+    auto state = std::make_shared<gathering>();
+    state->outstanding = live.size();
+    auto one_more = [state, point, then, failed]() mutable {
+      if (--state->outstanding > 0)
+        return;
+      if (state->received == 0) {
+        failed(state->failure);
+        return;
+      }
+      auto mean = std::make_shared<std::vector<float>>(state->sum.size());
+      for (std::size_t i = 0; i < mean->size(); ++i)
+        (*mean)[i] = static_cast<float>(state->sum[i] / static_cast<double>(state->received));
+      then(point, parameter_snapshot{-1, state->step, std::move(mean)});
+    };
+    for (int index : live)
+      request(workers_[static_cast<std::size_t>(index)].handle, snapshot_timeout,
+              snapshot_atom::value)
+          .then(
+              [state, one_more](const parameter_snapshot& snapshot) mutable {
+                const auto& parameters = *snapshot.parameters;
+                if (state->sum.empty())
+                  state->sum.assign(parameters.size(), 0.0);
+                for (std::size_t i = 0; i < parameters.size() && i < state->sum.size(); ++i)
+                  state->sum[i] += parameters[i];
+                ++state->received;
+                state->step = std::max(state->step, snapshot.step);
+                one_more();
+              },
+              [this, state, one_more](caf::error& failure) mutable {
+                state->failure = system().render(failure);
+                one_more();
+              });
   }
 
   // Evaluates a snapshot of the first live worker's parameters now.
@@ -587,6 +697,7 @@ private:
     summary.rounds = rounds_;
     summary.full_sync_rounds = full_sync_rounds_;
     summary.partial_rounds = partial_rounds_;
+    summary.isolation_interventions = isolation_interventions_;
     summary.fresh_contributions = contributions_[static_cast<std::size_t>(freshness::fresh)];
     summary.stale_contributions = contributions_[static_cast<std::size_t>(freshness::stale)];
     summary.empty_contributions = contributions_[static_cast<std::size_t>(freshness::none)];
@@ -640,11 +751,8 @@ private:
   clock_type::time_point started_at_;
   std::uint64_t next_round_ = 0;
   std::size_t next_aggregator_ = 0;
-  struct round_in_flight {
-    std::size_t aggregator = 0;
-    std::uint64_t expected_samples = 0;
-    round_kind kind = round_kind::partial;
-  };
+  std::optional<double> policy_timer_at_; // the earliest policy deadline a timer is set for
+  std::uint64_t isolation_interventions_ = 0;
   std::map<std::uint64_t, round_in_flight> in_flight_;
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit

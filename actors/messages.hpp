@@ -57,12 +57,13 @@ struct group_plan {
   std::vector<caf::actor> member_handles; // same order as members
   round_kind kind = round_kind::full_sync;
   weighting weights = weighting::uniform;
+  std::vector<float> member_weights; // weighting::given: one per member, same order
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
   return f(caf::meta::type_name("herd.group_plan"), x.round, x.members, x.member_handles, x.kind,
-           x.weights);
+           x.weights, x.member_weights);
 }
 
 // -- aggregator <-> worker ----------------------------------------------------------------------

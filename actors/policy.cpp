@@ -1,6 +1,7 @@
 // Grouping policies; see policy.hpp.
 #include "actors/policy.hpp"
 
+#include "actors/preduce.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -115,17 +116,30 @@ std::unique_ptr<grouping_policy> make_policy(const config::run_config& config) {
   if (algorithm == "quorum")
     return std::make_unique<quorum_policy>("quorum", config.quorum.fraction,
                                            config.quorum.sync_every);
+  if (algorithm == "preduce")
+    return std::make_unique<preduce_policy>(preduce_settings_of(config.preduce));
   HERD_CHECK(false, "no grouping policy named '" << algorithm << "'");
   return nullptr;
 }
 
-std::vector<float> member_weights(weighting weights, std::size_t members) {
-  HERD_CHECK_GT(members, 0u);
-  switch (weights) {
-  case weighting::uniform:
-    break;
-  }
-  return std::vector<float>(members, 1.0f / static_cast<float>(members));
+std::vector<float> member_weights(weighting weights, const std::vector<float>& given,
+                                  const std::vector<bool>& answered) {
+  HERD_CHECK(weights != weighting::given || given.size() == answered.size(),
+             given.size() << " given weights for " << answered.size() << " members");
+  const auto count = static_cast<std::size_t>(std::count(answered.begin(), answered.end(), true));
+  std::vector<float> result(answered.size(), 0.0f);
+  if (count == 0)
+    return result;
+  double total = 0.0;
+  for (std::size_t i = 0; i < answered.size(); ++i)
+    if (answered[i])
+      total += weights == weighting::given ? static_cast<double>(given[i]) : 1.0;
+  HERD_CHECK(total > 0.0, "the answering members' weights sum to " << total);
+  for (std::size_t i = 0; i < answered.size(); ++i)
+    if (answered[i])
+      result[i] = static_cast<float>(
+          (weights == weighting::given ? static_cast<double>(given[i]) : 1.0) / total);
+  return result;
 }
 
 } // namespace herd::actors

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,13 +36,17 @@ enum class freshness : std::uint8_t {
 /// How the aggregator weights the members' contributions.
 enum class weighting : std::uint8_t {
   uniform, // every member 1 / group size: the mean (sync), or sum / P (solo, majority)
+  given,   // the policy's member_weights, renormalised over the members that answered
 };
 
 struct group_decision {
   std::vector<int> members; // ascending worker indices
   round_kind kind = round_kind::full_sync;
   weighting weights = weighting::uniform;
-  std::size_t fresh_arrivals = 0; // fresh arrivals the policy counted for this round
+  std::vector<float> member_weights;    // weighting::given: one per member, same order
+  std::vector<std::uint64_t> staleness; // per member, where the policy defines it (model exchange)
+  std::size_t fresh_arrivals = 0;       // fresh arrivals the policy counted for this round
+  bool intervention = false;            // preduce: the isolation guard built this group
 };
 
 /// What one member gave to a finished round.
@@ -53,6 +58,7 @@ struct member_contribution {
 
 /// A finished round, as the aggregator reported it.
 struct group_outcome {
+  round_kind kind = round_kind::partial;
   std::vector<int> members;
   std::vector<member_contribution> contributions; // the members that answered
 };
@@ -69,6 +75,15 @@ public:
   virtual std::vector<group_decision> on_ready(const arrival& ready) = 0;
 
   virtual std::vector<group_decision> on_group_done(const group_outcome& outcome) = 0;
+
+  /// The coordinator clock reached `now_seconds` (at or after next_deadline()).
+  virtual std::vector<group_decision> on_time(double /*now_seconds*/) { return {}; }
+
+  /// When the policy next needs on_time() (coordinator clock), if ever.
+  virtual std::optional<double> next_deadline() const { return std::nullopt; }
+
+  /// True when workers exchange models (average them) rather than gradients.
+  virtual bool exchanges_models() const { return false; }
 };
 
 /// The gradient-exchange family (DESIGN.md section 4): every round's group is every live worker,
@@ -113,10 +128,13 @@ std::unique_ptr<quorum_policy> make_sync_policy();
 /// std::invalid_argument for an unknown algorithm.
 std::unique_ptr<grouping_policy> make_policy(const config::run_config& config);
 
-/// The settings section of a partial algorithm (solo, majority, quorum); null for sync.
+/// The settings section of a partial-collective algorithm (solo, majority, quorum); null for
+/// the others.
 const config::partial_section* partial_settings(const config::run_config& config);
 
-/// Weight of each member, in the members' order.
-std::vector<float> member_weights(weighting weights, std::size_t members);
+/// Weight of each member of a round, in the members' order: 0 for a member that did not answer;
+/// the others share 1, uniformly or in proportion to the `given` weights.
+std::vector<float> member_weights(weighting weights, const std::vector<float>& given,
+                                  const std::vector<bool>& answered);
 
 } // namespace herd::actors

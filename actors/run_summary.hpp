@@ -72,6 +72,7 @@ struct run_summary {
   std::uint64_t rounds = 0;
   std::uint64_t full_sync_rounds = 0; // rounds every live worker gave a fresh gradient to
   std::uint64_t partial_rounds = 0;
+  std::uint64_t isolation_interventions = 0; // preduce: groups its isolation guard built
   std::uint64_t fresh_contributions = 0;
   std::uint64_t stale_contributions = 0; // accumulated late gradients
   std::uint64_t empty_contributions = 0; // members that had nothing to give

@@ -269,7 +269,8 @@ void train_session::spawn_and_start() {
   aggregator_setup aggregation;
   aggregation.backend = state.backend;
   aggregation.results = comm::buffer_pool::create(state.model->parameter_count());
-  const int aggregator_count = std::min(train.workers, 4);
+  // The gradient algorithms have one round in flight; preduce up to one group per two workers.
+  const int aggregator_count = std::clamp(train.workers / 2, 1, 16);
   for (int i = 0; i < aggregator_count; ++i)
     state.aggregators.push_back(spawn_aggregator(system, aggregation, state.coordinator));
 
@@ -282,6 +283,7 @@ void train_session::spawn_and_start() {
   const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);
   const auto* partial = partial_settings(state.config);
   const bool accumulate_late = partial == nullptr || partial->late_gradients == "accumulate";
+  const bool exchange_models = make_policy(state.config)->exchanges_models();
   auto imbalance = std::make_shared<const imbalance_model>(state.config.imbalance, train.workers);
   for (int index = 0; index < train.workers; ++index) {
     worker_setup setup;
@@ -298,6 +300,7 @@ void train_session::spawn_and_start() {
     setup.ops = state.options.ops;
     setup.backend = state.backend;
     setup.accumulate_late_gradients = accumulate_late;
+    setup.exchange_models = exchange_models;
     if (imbalance->active())
       setup.imbalance = imbalance;
     setup.probe = state.options.probe;

@@ -125,7 +125,8 @@ private:
     step_version_ = rounds_applied_;
     // An empty send buffer that no reduction reads takes the gradient directly (no copy; under
     // sync this is every step). A round asking meanwhile gets nothing from this worker.
-    computing_into_send_ = contents_ == send_contents::empty && !lent_to_round_;
+    computing_into_send_ =
+        !setup_.exchange_models && contents_ == send_contents::empty && !lent_to_round_;
     float* gradient = computing_into_send_ ? send_.data() : grads_.data();
     // While the job runs the actor keeps itself alive, so the job's message below never drops
     // the last reference: the actor is then never destroyed on (and joined from) its own
@@ -172,7 +173,9 @@ private:
     idle_since_ = clock_type::now();
     const bool late = asked_while_computing_;
     asked_while_computing_ = false;
-    const bool keep = !late || setup_.accumulate_late_gradients;
+    const bool keep = !late || setup_.accumulate_late_gradients || setup_.exchange_models;
+    if (setup_.exchange_models) // the local optimizer step; its model is what goes out
+      optimizer_.step(*setup_.ops, params_.data(), grads_.data());
     if (computing_into_send_) {
       computing_into_send_ = false;
       if (keep) {
@@ -222,7 +225,8 @@ private:
       reply.version = contents_version_;
       if (reply.kind == freshness::fresh)
         awaiting_round_ = round;
-      contents_ = send_contents::empty;
+      // A model stays in the buffer: a later round gets it again, as stale.
+      contents_ = setup_.exchange_models ? send_contents::stale : send_contents::empty;
       contents_samples_ = 0;
       lent_to_round_ = round;
     }
@@ -243,10 +247,14 @@ private:
   }
 
   // Adds the gradient waiting in grads_ into the send buffer (a copy when it is empty, so a
-  // lone gradient goes out bit for bit).
+  // lone gradient goes out bit for bit). Exchanging models, the step's model replaces what the
+  // send buffer held.
   void fold_gradient() {
     const std::size_t count = send_.size();
-    if (contents_ == send_contents::empty) {
+    if (setup_.exchange_models) {
+      std::copy(params_.data(), params_.data() + count, send_.data());
+      contents_version_ = unfolded_->version;
+    } else if (contents_ == send_contents::empty) {
       std::copy(grads_.data(), grads_.data() + count, send_.data());
       contents_version_ = unfolded_->version;
     } else {
@@ -273,7 +281,10 @@ private:
       auto found = pending_results_.find(next);
       if (found == pending_results_.end())
         break;
-      optimizer_.step(*setup_.ops, params_.data(), found->second->data());
+      if (setup_.exchange_models) // the group's average replaces the model
+        std::copy(found->second->begin(), found->second->end(), params_.data());
+      else
+        optimizer_.step(*setup_.ops, params_.data(), found->second->data());
       if (setup_.probe)
         setup_.probe->round_applied(setup_.index, next, found->second->data(), params_.data(),
                                     params_.size());
@@ -291,6 +302,10 @@ private:
   void report_unsent() {
     if (!setup_.probe)
       return;
+    if (setup_.exchange_models) { // no gradients are held back: every step went into the model
+      setup_.probe->stopped(setup_.index, nullptr, 0);
+      return;
+    }
     const bool held = !computing_into_send_ && contents_ != send_contents::empty;
     if (!held && !unfolded_) {
       setup_.probe->stopped(setup_.index, nullptr, 0);

@@ -17,6 +17,12 @@
 // gradient is late: with late-gradients=accumulate it is added into the send buffer and goes with
 // the next contribution, with discard it is dropped, and the next step starts at once. Results are
 // applied between steps, in round order, so every replica goes through the same states.
+//
+// The model-averaging algorithms (preduce; worker_setup.exchange_models): a step computes a
+// gradient and applies the worker's own optimizer step (momentum stays local), and the model
+// goes into the send buffer. A round that takes it fresh is awaited before the next step; its
+// result (the group's weighted average) replaces the model. A round asking while a step runs
+// gets the previous model, as stale.
 #pragma once
 
 #include "actors/imbalance.hpp"
@@ -47,7 +53,9 @@ struct worker_setup {
   const kernels::ops* ops = nullptr; // borrowed: the worker no longer uses it once it answered
                                      // stop (unless round results still come after that)
   std::shared_ptr<comm::backend> backend;
-  bool accumulate_late_gradients = true;            // false: late gradients are discarded
+  bool accumulate_late_gradients = true; // false: late gradients are discarded
+  bool exchange_models = false; // true: the worker applies its own optimizer step and contributes
+                                // its model; a round's result replaces the model (preduce)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
 };

@@ -208,7 +208,7 @@ const std::vector<key_spec>& keys() {
     std::vector<key_spec> k;
     k.push_back(make_key<std::string>(
         "train.algorithm", "string",
-        "how workers combine their updates: sync, solo, majority or quorum",
+        "how workers combine their updates: sync, solo, majority, quorum or preduce",
         [](auto& c) -> auto& { return c.train.algorithm; }));
     k.push_back(make_key<int>(
         "train.workers", "integer", "worker actors in this process",
@@ -276,6 +276,29 @@ const std::vector<key_spec>& keys() {
         "a round activates once ceil(fraction * workers) fresh gradients arrived, in (0, 1]",
         [](auto& c) -> auto& { return c.quorum.fraction; }));
     add_partial_keys(k, "quorum", &run_config::quorum);
+    k.push_back(make_key<int>(
+        "preduce.group-size", "integer", "preduce: members of a group (at least 2)",
+        [](auto& c) -> auto& { return c.preduce.group_size; }));
+    k.push_back(make_key<double>(
+        "preduce.wait-window-ms", "real",
+        "preduce: after this long the oldest ready worker groups with those ready, if any",
+        [](auto& c) -> auto& { return c.preduce.wait_window_ms; }));
+    k.push_back(make_key<double>(
+        "preduce.staleness-decay", "real",
+        "preduce: member weights exp(-decay * steps behind the freshest member); 0 = uniform",
+        [](auto& c) -> auto& { return c.preduce.staleness_decay; }));
+    k.push_back(make_key<int>(
+        "preduce.connect-every", "integer",
+        "preduce: groups that may pass before the isolation guard connects all workers (0 = off)",
+        [](auto& c) -> auto& { return c.preduce.connect_every; }));
+    k.push_back(make_key<double>(
+        "preduce.connect-wait-ms", "real",
+        "preduce: how long a guard's group waits for a worker of another component",
+        [](auto& c) -> auto& { return c.preduce.connect_wait_ms; }));
+    k.push_back(make_key<int>(
+        "preduce.sync-every", "integer",
+        "preduce: a global average every this many groups (0 = never)",
+        [](auto& c) -> auto& { return c.preduce.sync_every; }));
     k.push_back(make_key<std::string>(
         "imbalance.kind", "string",
         "injected load imbalance: none, random, persistent or lognormal",
@@ -432,7 +455,7 @@ invalid_config::invalid_config(std::vector<config_error> errors)
       errors_(std::move(errors)) {}
 
 const std::vector<std::string>& known_algorithms() {
-  static const std::vector<std::string> names{"sync", "solo", "majority", "quorum"};
+  static const std::vector<std::string> names{"sync", "solo", "majority", "quorum", "preduce"};
   return names;
 }
 

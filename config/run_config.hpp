@@ -54,6 +54,23 @@ struct quorum_section : partial_section {
   double fraction = 0.5; // quorum.fraction, in (0, 1]
 };
 
+/// [preduce]: partial reduce (DESIGN.md section 4). Workers exchange models: a group forms from
+/// the first `group-size` ready workers, or from the (at least two) ready ones once the oldest has
+/// waited `wait-window-ms`; members average with weights exp(-staleness-decay * s_i), s_i the
+/// steps a member is behind the group's freshest one.
+struct preduce_section {
+  int group_size = 2;             // preduce.group-size: members of a group, at least 2
+  double wait_window_ms = 20.0;   // preduce.wait-window-ms: the oldest ready worker waits at most
+                                  // this long for a full group before a smaller one forms
+  double staleness_decay = 0.0;   // preduce.staleness-decay: lambda of the weights (0 = uniform)
+  int connect_every = 16;         // preduce.connect-every: groups that may pass without all live
+                                  // workers connected before the isolation guard steps in (0 = off)
+  double connect_wait_ms = 200.0; // preduce.connect-wait-ms: how long a group the guard builds
+                                  // waits for a worker of another component
+  int sync_every = 0;             // preduce.sync-every: a global average every this many groups
+                                  // (0 = never)
+};
+
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
 /// elapsed time (DESIGN.md section 5).
 struct imbalance_section {
@@ -74,6 +91,7 @@ struct run_config {
   partial_section solo;
   partial_section majority;
   quorum_section quorum;
+  preduce_section preduce;
   imbalance_section imbalance;
 };
 

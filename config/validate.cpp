@@ -66,6 +66,25 @@ void check_partial(checker& check, const std::string& section, const partial_sec
                 "unknown mode; allowed: " + join(known_late_gradient_modes()));
 }
 
+void check_preduce(checker& check, const preduce_section& preduce) {
+  check.require(preduce.group_size >= 2 && preduce.group_size <= 4096, "preduce.group-size",
+                preduce.group_size, "must be between 2 and 4096 workers");
+  check.require(preduce.wait_window_ms >= 0.0 && preduce.wait_window_ms <= 600000.0,
+                "preduce.wait-window-ms", preduce.wait_window_ms,
+                "must lie between 0 and 600000 ms");
+  check.require(preduce.staleness_decay >= 0.0 && preduce.staleness_decay <= 100.0,
+                "preduce.staleness-decay", preduce.staleness_decay,
+                "must lie between 0 (uniform weights) and 100");
+  check.require(preduce.connect_every >= 0 && preduce.connect_every <= 1000000,
+                "preduce.connect-every", preduce.connect_every,
+                "must be between 0 (guard off) and 1000000 groups");
+  check.require(preduce.connect_wait_ms >= 0.0 && preduce.connect_wait_ms <= 600000.0,
+                "preduce.connect-wait-ms", preduce.connect_wait_ms,
+                "must lie between 0 and 600000 ms");
+  check.require(preduce.sync_every >= 0 && preduce.sync_every <= 1000000, "preduce.sync-every",
+                preduce.sync_every, "must be between 0 (never) and 1000000 groups");
+}
+
 // Range checks of each imbalance value always; checks against train.workers only for the kind
 // that uses the value, so the defaults never fail whatever train.workers is.
 void check_imbalance(checker& check, const imbalance_section& imbalance, int workers) {
@@ -158,6 +177,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",
                 config.quorum.fraction, "must lie in (0, 1]");
   check_partial(check, "quorum", config.quorum);
+  check_preduce(check, config.preduce);
   check_imbalance(check, config.imbalance, train.workers);
   return check.take();
 }

@@ -58,10 +58,16 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
   staleness_ =
       &metrics
            .add_histogram("herd_staleness_steps",
-                          "Rounds (applied optimizer steps) between the parameters a contribution "
-                          "was computed on and its round")
+                          "Staleness of contributions: rounds between the parameters a gradient "
+                          "was computed on and its round, or (preduce) local steps behind the "
+                          "group's freshest member")
            .add(job,
                 bucket_boundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024});
+  isolation_interventions_ =
+      &metrics
+           .add_counter("herd_isolation_interventions_total",
+                        "Groups preduce's isolation guard built across disconnected workers")
+           .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
   group_size_ = &metrics.add_histogram("herd_group_size", "Members per group")
                      .add(job, bucket_boundaries{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
   auto& rounds = metrics.add_counter("herd_rounds_total",
@@ -109,6 +115,10 @@ void training_metrics::round_finished(const round_record& round) {
   }
   reduce_seconds_->observe(round.reduce_seconds);
   reduce_bytes_->increment(static_cast<double>(round.reduce_bytes));
+}
+
+void training_metrics::isolation_intervention() {
+  isolation_interventions_->increment();
 }
 
 void training_metrics::worker_lost(int worker) {

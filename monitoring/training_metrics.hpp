@@ -40,14 +40,19 @@ public:
     std::size_t fresh = 0;
     std::size_t stale = 0;
     std::size_t none = 0;
-    /// For each member that gave something: rounds applied since the parameters its (oldest)
-    /// gradient was computed on, before this round (0 = computed on the latest parameters).
+    /// For each member that gave something: its staleness. Gradient algorithms: rounds applied
+    /// since the parameters its (oldest) gradient was computed on, before this round (0 =
+    /// computed on the latest parameters). Model averaging (preduce): local steps behind the
+    /// group's freshest member.
     std::vector<std::uint64_t> staleness_rounds;
     std::vector<double> fresh_arrival_seconds; // when the fresh contributors arrived
     double reduce_seconds = 0.0;
     std::uint64_t reduce_bytes = 0;
   };
   void round_finished(const round_record& round);
+
+  /// preduce's isolation guard built a group across components.
+  void isolation_intervention();
 
   void worker_lost(int worker);
   void train_loss(double loss);
@@ -77,6 +82,7 @@ private:
   counter* fresh_ = nullptr;
   counter* stale_ = nullptr;
   counter* none_ = nullptr;
+  counter* isolation_interventions_ = nullptr;
   histogram* staleness_ = nullptr;
   histogram* group_size_ = nullptr;
   counter* partial_rounds_ = nullptr;

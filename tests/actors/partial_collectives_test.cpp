@@ -1,5 +1,6 @@
 // Whole runs of the partial collectives (solo, majority, quorum) under injected imbalance: every
 // gradient is accounted for, every replica goes through the same states, and quorum = 1 is sync.
+// And of partial reduce (preduce): every group's members leave it with one model.
 #include "actors/train_session.hpp"
 #include "actors/worker_probe.hpp"
 #include "models/mlp.hpp"
@@ -9,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <set>
 
 namespace {
 
@@ -268,6 +270,80 @@ TEST(partial_collectives, discard_drops_late_gradients_instead_of_sending_them) 
     shortfall += (total - accounted) * (total - accounted);
   }
   EXPECT_GT(std::sqrt(shortfall), 1e-3 * std::sqrt(computed_norm));
+}
+
+// Runs preduce and checks what every run must show: each group's members leave it with one
+// model (the same weighted average), groups have at least two and at most group-size members
+// (the global averages all), and every step's samples reach exactly one group, but for the
+// steps still waiting when the epoch ran out.
+void expect_preduce_groups_consistent(const probed_run& run, const job& j,
+                                      const std::string& label) {
+  const int workers = j.config.train.workers;
+  ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+  std::map<std::uint64_t, std::vector<std::pair<int, std::uint64_t>>> rounds; // round: (w, hash)
+  for (int w = 0; w < workers; ++w)
+    for (const auto& [round, hash] : run.probe->fingerprints()[static_cast<std::size_t>(w)])
+      rounds[round].emplace_back(w, hash);
+  ASSERT_EQ(rounds.size(), run.summary.rounds) << label;
+  std::uint64_t everyone = 0;
+  std::set<int> took_part;
+  for (const auto& [round, members] : rounds) {
+    for (const auto& [worker, hash] : members) {
+      took_part.insert(worker);
+      ASSERT_EQ(hash, members.front().second)
+          << label << ": worker " << worker << " left round " << round
+          << " with another model than worker " << members.front().first;
+    }
+    if (members.size() == static_cast<std::size_t>(workers))
+      ++everyone;
+    if (workers > 1) {
+      ASSERT_GE(members.size(), 2u) << label << ": round " << round;
+    }
+    if (members.size() != static_cast<std::size_t>(workers)) {
+      ASSERT_LE(members.size(), static_cast<std::size_t>(j.config.preduce.group_size))
+          << label << ": round " << round;
+    }
+  }
+  EXPECT_EQ(took_part.size(), static_cast<std::size_t>(workers)) << label;
+  if (workers > j.config.preduce.group_size) {
+    EXPECT_EQ(everyone, run.summary.full_sync_rounds) << label;
+  }
+  std::uint64_t computed = 0;
+  for (const auto& worker : run.summary.per_worker)
+    computed += worker.samples;
+  EXPECT_LE(run.summary.samples, computed) << label;
+  EXPECT_GE(run.summary.samples + static_cast<std::uint64_t>(workers * batch), computed) << label;
+  EXPECT_EQ(run.summary.stale_contributions + run.summary.empty_contributions, 0u) << label;
+}
+
+TEST(preduce_runs, every_group_leaves_its_members_with_one_model_under_every_imbalance) {
+  for (const char* kind : {"none", "random", "persistent"}) {
+    for (int workers : {1, 2, 3, 4, 7}) {
+      auto j = make_job("preduce", workers, 30);
+      set_imbalance(j.config, kind);
+      j.config.preduce.group_size = 3;
+      j.config.preduce.staleness_decay = 0.3;
+      j.config.preduce.connect_every = 4;
+      const std::string label =
+          std::string("preduce imbalance=") + kind + " P=" + std::to_string(workers);
+      const auto run = run_probed(j);
+      expect_preduce_groups_consistent(run, j, label);
+      EXPECT_EQ(run.summary.full_sync_rounds, 0u) << label; // sync-every = 0: groups only
+    }
+  }
+}
+
+TEST(preduce_runs, a_global_average_every_sync_every_groups_makes_the_replicas_one_model) {
+  auto j = make_job("preduce", 6, 40);
+  set_imbalance(j.config, "persistent");
+  j.config.preduce.group_size = 2;
+  j.config.preduce.sync_every = 5;
+  const auto run = run_probed(j);
+  expect_preduce_groups_consistent(run, j, "preduce sync-every=5");
+  ASSERT_GT(run.summary.full_sync_rounds, 0u);
+  // Five partial groups before each global average; the run may end between them.
+  EXPECT_GE(run.summary.partial_rounds, 5 * run.summary.full_sync_rounds);
+  EXPECT_LE(run.summary.partial_rounds, 5 * (run.summary.full_sync_rounds + 1));
 }
 
 TEST(partial_collectives, the_summary_compares_waiting_with_a_barrier) {

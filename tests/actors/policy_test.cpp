@@ -348,15 +348,33 @@ TEST(policies, make_policy_follows_the_configured_algorithm_and_its_section) {
   EXPECT_THROW(herd::actors::make_policy(config), std::invalid_argument);
 }
 
-TEST(weights, uniform_weights_are_one_over_group_size) {
+TEST(weights, uniform_weights_are_one_over_the_members_that_answered) {
+  using herd::actors::member_weights;
+  using herd::actors::weighting;
   for (std::size_t n = 1; n <= 16; ++n) {
-    const auto weights = herd::actors::member_weights(herd::actors::weighting::uniform, n);
+    const auto weights = member_weights(weighting::uniform, {}, std::vector<bool>(n, true));
     ASSERT_EQ(weights.size(), n);
     for (float weight : weights)
       EXPECT_FLOAT_EQ(weight, 1.0f / static_cast<float>(n));
   }
-  EXPECT_THROW(herd::actors::member_weights(herd::actors::weighting::uniform, 0),
-               std::invalid_argument);
+  EXPECT_EQ(member_weights(weighting::uniform, {}, {true, false, true, true}),
+            (std::vector<float>{1.0f / 3, 0.0f, 1.0f / 3, 1.0f / 3}));
+  EXPECT_EQ(member_weights(weighting::uniform, {}, {false, false}), (std::vector<float>{0, 0}));
+}
+
+TEST(weights, given_weights_are_renormalised_over_the_members_that_answered) {
+  using herd::actors::member_weights;
+  using herd::actors::weighting;
+  const std::vector<float> given{0.5f, 0.25f, 0.25f};
+  const auto all = member_weights(weighting::given, given, {true, true, true});
+  EXPECT_FLOAT_EQ(all[0], 0.5f);
+  EXPECT_FLOAT_EQ(all[1], 0.25f);
+  EXPECT_FLOAT_EQ(all[2], 0.25f);
+  const auto two = member_weights(weighting::given, given, {true, false, true});
+  EXPECT_FLOAT_EQ(two[0], 2.0f / 3.0f);
+  EXPECT_EQ(two[1], 0.0f);
+  EXPECT_FLOAT_EQ(two[2], 1.0f / 3.0f);
+  EXPECT_THROW(member_weights(weighting::given, given, {true, true}), std::invalid_argument);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -68,6 +69,12 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
                           "imbalance.workers",
                           "imbalance.factor",
                           "imbalance.sigma",
+                          "preduce.group-size",
+                          "preduce.wait-window-ms",
+                          "preduce.staleness-decay",
+                          "preduce.connect-every",
+                          "preduce.connect-wait-ms",
+                          "preduce.sync-every",
                           "metrics.bind",
                           "metrics.job",
                           "metrics.window-seconds",
@@ -141,6 +148,7 @@ TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("Herd run summary"));
   EXPECT_THAT(result.output, HasSubstr("evaluation at round")); // log lines, not a terminal
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("isolation guard"))) << "preduce only";
   std::ifstream in(report_path);
   ASSERT_TRUE(in.good()) << report_path;
   const auto report = nlohmann::json::parse(in);
@@ -188,6 +196,45 @@ TEST_F(herd_cli, a_partial_run_reports_the_waiting_a_barrier_would_have_imposed)
   const auto& workers = report["per_worker"];
   EXPECT_LT(workers[1]["barrier_wait_seconds"].get<double>(),
             workers[0]["barrier_wait_seconds"].get<double>());
+}
+
+TEST_F(herd_cli, a_preduce_run_reports_its_isolation_guard) {
+  // Four workers in groups of two, two of them slowed: fast pairs form more often than slow ones.
+  const auto report_path = path("preduce.json");
+  auto result =
+      herd({"train", "--data.dataset=synthetic", "--train.workers=4", "--model.hidden=[32]",
+            "--train.epochs=1", "--train.algorithm=preduce", "--preduce.connect-every=4",
+            "--imbalance.kind=persistent", "--imbalance.workers=[2,3]", "--imbalance.factor=3",
+            "--report", report_path});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("Herd run summary"));
+  std::smatch line;
+  ASSERT_TRUE(std::regex_search(
+      result.output, line,
+      std::regex(R"(isolation guard +([0-9]+) group\(s\) built across disconnected workers)")))
+      << result.output;
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good()) << report_path;
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["algorithm"], "preduce");
+  EXPECT_EQ(report["workers"], 4);
+  EXPECT_EQ(report["stop_reason"], "epochs");
+  ASSERT_TRUE(report.contains("isolation_interventions"));
+  ASSERT_TRUE(report["isolation_interventions"].is_number_unsigned())
+      << report["isolation_interventions"];
+  const auto interventions = report["isolation_interventions"].get<std::uint64_t>();
+  EXPECT_EQ(std::to_string(interventions), line[1].str()) << "the summary and the report agree";
+  // The fast pair keeps meeting itself, so within 4 groups the guard has to join it to the slow
+  // workers (0 only if every period happened to connect everyone on its own).
+  EXPECT_GT(interventions, 0u);
+  EXPECT_LE(interventions, report["rounds_partial"].get<std::uint64_t>());
+  EXPECT_GT(report["rounds_partial"].get<int>(), 0);
+  EXPECT_EQ(report["rounds_full_sync"], 0) << "preduce.sync-every = 0: groups only";
+  EXPECT_THAT(report["config"].get<std::string>(), HasSubstr("[preduce]\ngroup-size = 2\n"));
+  EXPECT_THAT(report["config"].get<std::string>(), HasSubstr("connect-every = 4\n"));
+  // The evaluated model is the mean of the replicas; it must have learned.
+  EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
+  EXPECT_FALSE(std::filesystem::exists(report_path + ".tmp"));
 }
 
 TEST_F(herd_cli, bench_help_and_bad_arguments) {

@@ -107,7 +107,7 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
               HasSubstr("train.lr = -0.5 (command line): the learning rate must be positive"));
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
               HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
-                        "allowed: sync, solo, majority, quorum"));
+                        "allowed: sync, solo, majority, quorum, preduce"));
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
   EXPECT_THAT(first_error("", {"--model.hidden=[0]"}), HasSubstr("model.hidden = 0"));
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
@@ -200,6 +200,12 @@ TEST_F(config_files, help_lists_every_contract_key) {
                           "quorum.fraction",
                           "quorum.sync-every",
                           "quorum.late-gradients",
+                          "preduce.group-size",
+                          "preduce.wait-window-ms",
+                          "preduce.staleness-decay",
+                          "preduce.connect-every",
+                          "preduce.connect-wait-ms",
+                          "preduce.sync-every",
                           "imbalance.kind",
                           "imbalance.seed",
                           "imbalance.k",
@@ -230,7 +236,7 @@ TEST_F(config_files, partial_and_imbalance_sections_have_their_defaults) {
 }
 
 TEST_F(config_files, every_algorithm_and_imbalance_kind_is_accepted) {
-  for (const char* algorithm : {"sync", "solo", "majority", "quorum"})
+  for (const char* algorithm : {"sync", "solo", "majority", "quorum", "preduce"})
     EXPECT_EQ(load("", {std::string("--train.algorithm=") + algorithm}).train.algorithm, algorithm);
   for (const char* kind : {"none", "random", "persistent", "lognormal"})
     EXPECT_EQ(load("", {std::string("--imbalance.kind=") + kind}).imbalance.kind, kind);
@@ -325,7 +331,7 @@ TEST_F(config_files, to_ini_round_trips_the_new_sections) {
 
 TEST_F(config_files, bad_partial_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
-              HasSubstr("allowed: sync, solo, majority, quorum"));
+              HasSubstr("allowed: sync, solo, majority, quorum, preduce"));
   EXPECT_THAT(first_error("", {"--solo.sync-every=-1"}),
               HasSubstr("solo.sync-every = -1 (command line): must be between 0 (never) and "
                         "1000000 rounds"));
@@ -382,6 +388,103 @@ TEST_F(config_files, bad_imbalance_values_name_key_value_and_what_is_allowed) {
                         "indices such as [0, 1]"));
   EXPECT_THAT(first_error("", {"--imbalance.seed=-1"}),
               HasSubstr("imbalance.seed = -1 (command line): expected a non-negative integer"));
+}
+
+// -- partial reduce ------------------------------------------------------------------------------
+
+TEST_F(config_files, preduce_section_has_its_defaults) {
+  const auto config = load("", {});
+  EXPECT_EQ(config.preduce.group_size, 2);
+  EXPECT_DOUBLE_EQ(config.preduce.wait_window_ms, 20.0);
+  EXPECT_DOUBLE_EQ(config.preduce.staleness_decay, 0.0);
+  EXPECT_EQ(config.preduce.connect_every, 16);
+  EXPECT_DOUBLE_EQ(config.preduce.connect_wait_ms, 200.0);
+  EXPECT_EQ(config.preduce.sync_every, 0);
+  // The defaults are valid with preduce chosen, for any number of workers, one included.
+  for (const char* workers : {"1", "2", "3", "1024"})
+    EXPECT_EQ(load("", {"--train.algorithm=preduce", std::string("--train.workers=") + workers})
+                  .train.algorithm,
+              "preduce")
+        << workers;
+}
+
+TEST_F(config_files, preduce_keys_parse_from_a_file_and_the_command_line_and_round_trip) {
+  const auto file = write("preduce.ini", "[train]\nalgorithm = \"preduce\"\nworkers = 8\n"
+                                         "[preduce]\ngroup-size = 4\nwait-window-ms = 7.5\n"
+                                         "staleness-decay = 1\nconnect-every = 0\n"
+                                         "connect-wait-ms = 0\nsync-every = 12\n");
+  const auto config = load(file, {"--preduce.group-size=3", "--preduce.staleness-decay=0.25"});
+  EXPECT_EQ(config.train.algorithm, "preduce");
+  EXPECT_EQ(config.preduce.group_size, 3); // the command line wins
+  EXPECT_DOUBLE_EQ(config.preduce.wait_window_ms, 7.5);
+  EXPECT_DOUBLE_EQ(config.preduce.staleness_decay, 0.25);
+  EXPECT_EQ(config.preduce.connect_every, 0);
+  EXPECT_DOUBLE_EQ(config.preduce.connect_wait_ms, 0.0);
+  EXPECT_EQ(config.preduce.sync_every, 12);
+  // The bounds themselves are allowed.
+  const auto bounds =
+      load("", {"--preduce.group-size=4096", "--preduce.wait-window-ms=600000",
+                "--preduce.staleness-decay=100", "--preduce.connect-every=1000000",
+                "--preduce.connect-wait-ms=600000", "--preduce.sync-every=1000000"});
+  EXPECT_EQ(bounds.preduce.group_size, 4096);
+  EXPECT_EQ(bounds.preduce.sync_every, 1000000);
+
+  const auto ini = herd::config::to_ini(config);
+  EXPECT_THAT(ini, HasSubstr("[preduce]")) << ini;
+  const auto again = load(write("dump.ini", ini), {});
+  EXPECT_EQ(herd::config::to_ini(again), ini);
+  EXPECT_EQ(again.preduce.group_size, 3);
+  EXPECT_DOUBLE_EQ(again.preduce.wait_window_ms, 7.5);
+  EXPECT_DOUBLE_EQ(again.preduce.staleness_decay, 0.25);
+  EXPECT_EQ(again.preduce.connect_every, 0);
+  EXPECT_DOUBLE_EQ(again.preduce.connect_wait_ms, 0.0);
+  EXPECT_EQ(again.preduce.sync_every, 12);
+}
+
+TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
+  EXPECT_THAT(first_error("", {"--preduce.group-size=1"}),
+              HasSubstr("preduce.group-size = 1 (command line): must be between 2 and 4096 "
+                        "workers"));
+  EXPECT_THAT(first_error("", {"--preduce.group-size=4097"}),
+              HasSubstr("preduce.group-size = 4097 (command line)"));
+  EXPECT_THAT(first_error("", {"--preduce.wait-window-ms=-1"}),
+              HasSubstr("preduce.wait-window-ms = -1 (command line): must lie between 0 and "
+                        "600000 ms"));
+  EXPECT_THAT(first_error("", {"--preduce.staleness-decay=-0.5"}),
+              HasSubstr("preduce.staleness-decay = -0.5 (command line): must lie between 0 "
+                        "(uniform weights) and 100"));
+  EXPECT_THAT(first_error("", {"--preduce.staleness-decay=101"}),
+              HasSubstr("preduce.staleness-decay = 101 (command line)"));
+  EXPECT_THAT(first_error("", {"--preduce.connect-every=-1"}),
+              HasSubstr("preduce.connect-every = -1 (command line): must be between 0 (guard "
+                        "off) and 1000000 groups"));
+  EXPECT_THAT(first_error("", {"--preduce.connect-wait-ms=-2"}),
+              HasSubstr("preduce.connect-wait-ms = -2 (command line): must lie between 0 and "
+                        "600000 ms"));
+  EXPECT_THAT(first_error("", {"--preduce.sync-every=-1"}),
+              HasSubstr("preduce.sync-every = -1 (command line): must be between 0 (never) and "
+                        "1000000 groups"));
+  EXPECT_THAT(first_error("", {"--preduce.group-size=2.5"}),
+              HasSubstr("preduce.group-size = 2.5 (command line): expected an integer"));
+  const auto file = write("bad.ini", "[preduce]\nwait-window-ms = -3\n");
+  EXPECT_THAT(first_error(file, {}), HasSubstr("preduce.wait-window-ms = -3 (in " + file + ")"));
+  EXPECT_THAT(first_error("", {"--preduce.group_size=4"}),
+              HasSubstr("did you mean preduce.group-size?"));
+  // Every bad preduce value is reported, each with its key.
+  try {
+    load("",
+         {"--preduce.group-size=1", "--preduce.wait-window-ms=-1", "--preduce.staleness-decay=-1",
+          "--preduce.connect-every=-1", "--preduce.connect-wait-ms=-1", "--preduce.sync-every=-1"});
+    FAIL() << "expected invalid_config";
+  } catch (const invalid_config& error) {
+    std::vector<std::string> keys;
+    for (const auto& problem : error.errors())
+      keys.push_back(problem.key);
+    EXPECT_THAT(keys,
+                testing::UnorderedElementsAre("preduce.group-size", "preduce.wait-window-ms",
+                                              "preduce.staleness-decay", "preduce.connect-every",
+                                              "preduce.connect-wait-ms", "preduce.sync-every"));
+  }
 }
 
 TEST_F(config_files, imbalance_errors_carry_the_key) {
