@@ -31,8 +31,8 @@ const std::vector<std::string> known_scenarios{"none", "random", "persistent", "
 struct bench_arguments {
   std::string config_file;
   std::vector<std::string> overrides;
-  std::vector<std::string> algorithms{"sync", "solo", "majority"};
-  std::vector<std::string> scenarios{"none", "random"};
+  std::vector<std::string> algorithms{"sync", "solo", "majority", "preduce"};
+  std::vector<std::string> scenarios{"none", "random", "persistent"};
   int repeat = 1;
   std::string out_dir = "bench-results";
   std::optional<double> random_delay_ms; // default: four undelayed step times
@@ -399,10 +399,12 @@ std::string bench_help() {
          "results.json, and accuracy-<scenario>.png (with gnuplot) to the output directory.\n\n"
          "  --config FILE, -c FILE   the job (e.g. config/bench.ini); its [imbalance] section is\n"
          "                           replaced by each scenario's, except the seed\n"
-         "  --algorithms LIST        comma-separated (default sync,solo,majority; allowed: "
+         "  --algorithms LIST        comma-separated (default sync,solo,majority,preduce;\n"
+         "                           allowed: "
       << join(config::known_algorithms())
       << ")\n"
-         "  --scenarios LIST         comma-separated (default none,random; allowed: "
+         "  --scenarios LIST         comma-separated (default none,random,persistent;\n"
+         "                           allowed: "
       << join(known_scenarios)
       << ")\n"
          "  --repeat N               runs per cell; the table shows medians (default 1)\n"
