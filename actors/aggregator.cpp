@@ -51,7 +51,7 @@ private:
     const std::uint64_t round = plan.round;
     for (std::size_t position = 0; position < plan.members.size(); ++position) {
       request(plan.member_handles[position], setup_.contribution_timeout, contribute_atom::value,
-              round)
+              round, plan.step)
           .then([this, round,
                  position](const contribution& answer) { answered(round, position, answer, {}); },
                 [this, round, position](caf::error& failure) {

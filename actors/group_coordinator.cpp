@@ -50,6 +50,7 @@ struct round_in_flight {
   round_kind kind = round_kind::partial;
   std::vector<int> members;
   std::vector<std::uint64_t> staleness; // the policy's, per member; empty where it has none
+  std::uint64_t step = 0;               // wagma: the local step the round averages
 };
 
 class coordinator_actor : public caf::event_based_actor {
@@ -199,6 +200,7 @@ private:
       plan.kind = decision.kind;
       plan.weights = decision.weights;
       plan.member_weights = decision.member_weights;
+      plan.step = decision.step;
       if (decision.intervention) {
         ++isolation_interventions_;
         if (setup_.metrics)
@@ -209,8 +211,8 @@ private:
         plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)].handle);
       }
       const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
-      in_flight_[plan.round] = {aggregator, expected_samples, decision.kind, decision.members,
-                                decision.staleness};
+      in_flight_[plan.round] = {aggregator,       expected_samples,   decision.kind,
+                                decision.members, decision.staleness, decision.step};
       send(aggregators_[aggregator], std::move(plan));
     }
     schedule_policy_time();
@@ -316,8 +318,9 @@ private:
     return round;
   }
 
-  // The policy's staleness of the member where it defines one (model averaging), else the rounds
-  // between the parameters its gradient was computed on and this round.
+  // The policy's staleness of the member where it defines one (preduce); under wagma the steps the
+  // member had still to finish of the round's step; else the rounds between the parameters its
+  // gradient was computed on and this round.
   static std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t i,
                                                    const round_in_flight& planned) {
     if (!planned.staleness.empty()) {
@@ -327,6 +330,8 @@ private:
         return std::nullopt;
       return planned.staleness[static_cast<std::size_t>(member - planned.members.begin())];
     }
+    if (planned.step > 0)
+      return i < report.steps.size() ? planned.step - std::min(planned.step, report.steps[i]) : 0;
     if (i >= report.versions.size())
       return std::nullopt;
     return report.round - std::min(report.round, report.versions[i]);

@@ -58,17 +58,19 @@ struct group_plan {
   round_kind kind = round_kind::full_sync;
   weighting weights = weighting::uniform;
   std::vector<float> member_weights; // weighting::given: one per member, same order
+  std::uint64_t step = 0;            // wagma: the local step whose models this round averages
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
   return f(caf::meta::type_name("herd.group_plan"), x.round, x.members, x.member_handles, x.kind,
-           x.weights, x.member_weights);
+           x.weights, x.member_weights, x.step);
 }
 
 // -- aggregator <-> worker ----------------------------------------------------------------------
 
-/// A member's answer to (contribute_atom, round): what its send buffer holds. The data itself
+/// A member's answer to (contribute_atom, round, step): what its send buffer holds. `step` is the
+/// local step whose models the round averages (wagma), 0 for the other algorithms. The data itself
 /// stays where it is; the data plane reads it.
 struct contribution {
   std::int32_t worker = 0;

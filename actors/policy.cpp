@@ -2,6 +2,7 @@
 #include "actors/policy.hpp"
 
 #include "actors/preduce.hpp"
+#include "actors/wagma.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -118,6 +119,8 @@ std::unique_ptr<grouping_policy> make_policy(const config::run_config& config) {
                                            config.quorum.sync_every);
   if (algorithm == "preduce")
     return std::make_unique<preduce_policy>(preduce_settings_of(config.preduce));
+  if (algorithm == "wagma")
+    return std::make_unique<wagma_policy>(config.train.workers, wagma_settings_of(config.wagma));
   HERD_CHECK(false, "no grouping policy named '" << algorithm << "'");
   return nullptr;
 }

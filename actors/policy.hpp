@@ -47,6 +47,7 @@ struct group_decision {
   std::vector<std::uint64_t> staleness; // per member, where the policy defines it (model exchange)
   std::size_t fresh_arrivals = 0;       // fresh arrivals the policy counted for this round
   bool intervention = false;            // preduce: the isolation guard built this group
+  std::uint64_t step = 0;               // wagma: the local step whose models this round averages
 };
 
 /// What one member gave to a finished round.
@@ -84,6 +85,10 @@ public:
 
   /// True when workers exchange models (average them) rather than gradients.
   virtual bool exchanges_models() const { return false; }
+
+  /// True when a worker late for its step's round blends that round's result with its fresh
+  /// model (wagma) instead of taking part on time only.
+  virtual bool blends_late_models() const { return false; }
 };
 
 /// The gradient-exchange family (DESIGN.md section 4): every round's group is every live worker,

@@ -283,7 +283,7 @@ void train_session::spawn_and_start() {
   const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);
   const auto* partial = partial_settings(state.config);
   const bool accumulate_late = partial == nullptr || partial->late_gradients == "accumulate";
-  const bool exchange_models = make_policy(state.config)->exchanges_models();
+  const auto policy = make_policy(state.config);
   auto imbalance = std::make_shared<const imbalance_model>(state.config.imbalance, train.workers);
   for (int index = 0; index < train.workers; ++index) {
     worker_setup setup;
@@ -300,7 +300,8 @@ void train_session::spawn_and_start() {
     setup.ops = state.options.ops;
     setup.backend = state.backend;
     setup.accumulate_late_gradients = accumulate_late;
-    setup.exchange_models = exchange_models;
+    setup.exchange_models = policy->exchanges_models();
+    setup.blend_late_models = policy->blends_late_models();
     if (imbalance->active())
       setup.imbalance = imbalance;
     setup.probe = state.options.probe;

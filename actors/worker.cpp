@@ -54,6 +54,10 @@ public:
         sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
     setup_.backend->attach(setup_.index, send_.data(), send_.size());
+    if (setup_.exchange_models) { // the stored model a round asking before the first step gets
+      std::copy(params_.data(), params_.data() + params_.size(), send_.data());
+      contents_ = send_contents::stale;
+    }
   }
 
   const char* name() const override { return "herd.worker"; }
@@ -75,19 +79,13 @@ public:
           }
         },
         [this](step_done_atom, const step_outcome& outcome) { on_step_done(outcome); },
-        [this](contribute_atom, std::uint64_t round) -> caf::result<contribution> {
-          // The send buffer is still being read for an earlier round: answer once its result
-          // (sent after the reduction) is here.
-          if (lent_to_round_ && *lent_to_round_ != round) {
-            auto promise = make_response_promise<contribution>();
-            deferred_.emplace(round, promise);
-            return promise;
-          }
-          return contribute(round);
+        [this](contribute_atom, std::uint64_t round, std::uint64_t step) {
+          return on_contribute(round, step);
         },
+        [this](contribute_atom, std::uint64_t round) { return on_contribute(round, 0); },
         [this](const round_result& result) {
-          pending_results_[result.round] = result.data;
-          if (lent_to_round_ == result.round)
+          pending_results_[result.round] = result;
+          if (lent_to_.erase(result.round) > 0 && lent_to_.empty())
             release_send_buffer();
           apply_ready_results();
         },
@@ -111,12 +109,42 @@ public:
 private:
   enum class send_contents { empty, fresh, stale };
 
+  caf::result<contribution> on_contribute(std::uint64_t round, std::uint64_t step) {
+    // The send buffer is still being read for an earlier round: answer once its result (sent
+    // after the reduction) is here.
+    // Under wagma rounds of consecutive steps overlap and come from different aggregators in
+    // any order: waiting could close a cycle (each of two members waiting for the other's
+    // round), so the buffer is lent to several rounds at once; its writes wait for all of them.
+    if (!setup_.blend_late_models && !lent_to_.empty() && lent_to_.count(round) == 0) {
+      auto promise = make_response_promise<contribution>();
+      deferred_.emplace(round, deferred_request{step, promise});
+      return promise;
+    }
+    return contribute(round, step);
+  }
+
   // A step starts once the round holding this worker's last fresh gradient has been applied
   // and the last gradient has found its place in the send buffer.
   void begin_step_when_due() {
-    if (!started_ || stopping_ || computing_ || fresh_outstanding_ || unfolded_)
+    if (!started_ || stopping_ || computing_ || fresh_outstanding_ || unfolded_ ||
+        blend_outstanding())
       return;
     begin_step();
+  }
+
+  // wagma: a round answered with the stored model while this worker's matching step had not
+  // finished is blended in at the end of that step; the next step waits for its result.
+  bool blend_outstanding() const {
+    if (member_of_.empty())
+      return false;
+    auto late = late_rounds_.find(*member_of_.begin());
+    return late != late_rounds_.end() && late->second <= step_;
+  }
+
+  // wagma: a round of the step that just finished was asked before it finished.
+  bool late_for_this_step() const {
+    return std::any_of(late_rounds_.begin(), late_rounds_.end(),
+                       [this](const auto& late) { return late.second == step_; });
   }
 
   void begin_step() {
@@ -126,7 +154,7 @@ private:
     // An empty send buffer that no reduction reads takes the gradient directly (no copy; under
     // sync this is every step). A round asking meanwhile gets nothing from this worker.
     computing_into_send_ =
-        !setup_.exchange_models && contents_ == send_contents::empty && !lent_to_round_;
+        !setup_.exchange_models && contents_ == send_contents::empty && lent_to_.empty();
     float* gradient = computing_into_send_ ? send_.data() : grads_.data();
     // While the job runs the actor keeps itself alive, so the job's message below never drops
     // the last reference: the actor is then never destroyed on (and joined from) its own
@@ -171,7 +199,7 @@ private:
     }
     ++step_;
     idle_since_ = clock_type::now();
-    const bool late = asked_while_computing_;
+    const bool late = setup_.blend_late_models ? late_for_this_step() : asked_while_computing_;
     asked_while_computing_ = false;
     const bool keep = !late || setup_.accumulate_late_gradients || setup_.exchange_models;
     if (setup_.exchange_models) // the local optimizer step; its model is what goes out
@@ -185,7 +213,7 @@ private:
       }
     } else if (keep) {
       unfolded_ = unfolded_gradient{!late, outcome.samples, step_version_};
-      if (!lent_to_round_)
+      if (lent_to_.empty())
         fold_gradient();
     }
     fresh_outstanding_ = !late;
@@ -210,7 +238,7 @@ private:
   // The send buffer holds fresh or accumulated late gradients, or nothing; a contribution hands
   // over all of it, and the buffer stays lent until the round's result shows the reduction has
   // read it.
-  contribution contribute(std::uint64_t round) {
+  contribution contribute(std::uint64_t round, std::uint64_t step) {
     contribution reply;
     reply.worker = setup_.index;
     reply.round = round;
@@ -219,8 +247,18 @@ private:
     member_of_.insert(round);
     if (computing_)
       asked_while_computing_ = true; // the running step's gradient misses this round
+    // wagma: the round of a step this worker has not finished gets the stored model, and its
+    // result is blended in when that step finishes.
+    const bool ahead = setup_.blend_late_models && step > step_;
+    if (ahead)
+      late_rounds_[round] = step;
     if (!computing_into_send_ && contents_ != send_contents::empty) {
-      reply.kind = contents_ == send_contents::fresh ? freshness::fresh : freshness::stale;
+      // wagma: fresh is the round of the step this worker finished on time and waits on (another
+      // round may have read the same model as stale before this one asked).
+      const bool fresh = setup_.blend_late_models
+                             ? !ahead && step == step_ && fresh_outstanding_ && !awaiting_round_
+                             : contents_ == send_contents::fresh;
+      reply.kind = fresh ? freshness::fresh : freshness::stale;
       reply.samples = contents_samples_;
       reply.version = contents_version_;
       if (reply.kind == freshness::fresh)
@@ -228,21 +266,23 @@ private:
       // A model stays in the buffer: a later round gets it again, as stale.
       contents_ = setup_.exchange_models ? send_contents::stale : send_contents::empty;
       contents_samples_ = 0;
-      lent_to_round_ = round;
+      lent_to_.insert(round);
     }
     return reply;
   }
 
   void release_send_buffer() {
-    lent_to_round_.reset();
+    lent_to_.clear();
     if (unfolded_)
       fold_gradient();
-    while (!deferred_.empty() && !lent_to_round_) {
+    else if (setup_.exchange_models && contents_ != send_contents::fresh) // the current model
+      std::copy(params_.data(), params_.data() + params_.size(), send_.data());
+    while (!deferred_.empty() && lent_to_.empty()) {
       auto first = deferred_.begin();
-      auto promise = first->second;
+      auto request = first->second;
       const std::uint64_t round = first->first;
       deferred_.erase(first);
-      promise.deliver(contribute(round));
+      request.promise.deliver(contribute(round, request.step));
     }
   }
 
@@ -276,17 +316,27 @@ private:
   void apply_ready_results() {
     if (computing_)
       return; // on_step_done() comes back here
+    bool model_changed = false;
     while (!member_of_.empty()) {
       const std::uint64_t next = *member_of_.begin();
+      auto late = late_rounds_.find(next);
+      if (late != late_rounds_.end() && late->second > step_)
+        break; // blended in when that step finishes
       auto found = pending_results_.find(next);
       if (found == pending_results_.end())
         break;
-      if (setup_.exchange_models) // the group's average replaces the model
-        std::copy(found->second->begin(), found->second->end(), params_.data());
-      else
-        optimizer_.step(*setup_.ops, params_.data(), found->second->data());
+      const auto& data = *found->second.data;
+      if (late != late_rounds_.end()) {
+        blend(data, found->second.members);
+        late_rounds_.erase(late);
+      } else if (setup_.exchange_models) { // the group's average replaces the model
+        std::copy(data.begin(), data.end(), params_.data());
+      } else {
+        optimizer_.step(*setup_.ops, params_.data(), data.data());
+      }
+      model_changed = model_changed || setup_.exchange_models;
       if (setup_.probe)
-        setup_.probe->round_applied(setup_.index, next, found->second->data(), params_.data(),
+        setup_.probe->round_applied(setup_.index, next, data.data(), params_.data(),
                                     params_.size());
       pending_results_.erase(found);
       member_of_.erase(member_of_.begin());
@@ -296,7 +346,19 @@ private:
         fresh_outstanding_ = false;
       }
     }
+    // The stored model a round gets while the next step runs is the current one.
+    if (model_changed && lent_to_.empty() && contents_ != send_contents::fresh)
+      std::copy(params_.data(), params_.data() + params_.size(), send_.data());
     begin_step_when_due();
+  }
+
+  // WAGMA's late member: its round averaged `members` models (its stored one among them) into
+  // `average`; with its fresh model the result is (sum + fresh) / (members + 1).
+  void blend(const std::vector<float>& average, std::uint32_t members) {
+    const float n = static_cast<float>(members);
+    const float* inputs[] = {params_.data(), average.data()}; // out may alias inputs[0] only
+    const float weights[] = {1.0f / (n + 1.0f), n / (n + 1.0f)};
+    setup_.ops->weighted_sum(params_.data(), inputs, weights, 2, params_.size());
   }
 
   void report_unsent() {
@@ -350,11 +412,16 @@ private:
   std::uint64_t rounds_applied_ = 0;          // the parameters' version
   std::uint64_t step_version_ = 0;            // the running (or last) step computed on this version
   std::optional<unfolded_gradient> unfolded_; // grads_ holds it
-  std::optional<std::uint64_t> lent_to_round_;
-  std::map<std::uint64_t, caf::typed_response_promise<contribution>> deferred_;
-  std::optional<std::uint64_t> awaiting_round_; // the round that took the fresh gradient
+  std::set<std::uint64_t> lent_to_;           // rounds whose reduction may still read send_
+  struct deferred_request {
+    std::uint64_t step = 0;
+    caf::typed_response_promise<contribution> promise;
+  };
+  std::map<std::uint64_t, deferred_request> deferred_; // by round
+  std::map<std::uint64_t, std::uint64_t> late_rounds_; // wagma: round -> step it blends into
+  std::optional<std::uint64_t> awaiting_round_;        // the round that took the fresh gradient
   std::set<std::uint64_t> member_of_;
-  std::map<std::uint64_t, comm::shared_buffer> pending_results_;
+  std::map<std::uint64_t, round_result> pending_results_;
   clock_type::time_point idle_since_;
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;

@@ -2,8 +2,9 @@
 //
 // Messages it answers:
 //   start_atom                        begin the first local step
-//   (contribute_atom, round)       -> contribution   what its send buffer holds for that round,
-//                                     answered at once, even while a step runs
+//   (contribute_atom, round, step) -> contribution   what its send buffer holds for that round,
+//                                     answered at once, even while a step runs (step: the local
+//                                     step the round averages, wagma; 0 otherwise)
 //   round_result                      a round's reduced buffer; applied strictly in round order
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
@@ -22,7 +23,10 @@
 // gradient and applies the worker's own optimizer step (momentum stays local), and the model
 // goes into the send buffer. A round that takes it fresh is awaited before the next step; its
 // result (the group's weighted average) replaces the model. A round asking while a step runs
-// gets the previous model, as stale.
+// gets the stored model (the current one before the step), as stale. Under wagma
+// (blend_late_models) rounds name the step they average: a round of a step the worker has not
+// finished is late for it, and when that step finishes the worker sets its model to
+// (sum + fresh) / (S + 1), S the members that round averaged; it waits for that result if needed.
 #pragma once
 
 #include "actors/imbalance.hpp"
@@ -54,8 +58,11 @@ struct worker_setup {
                                      // stop (unless round results still come after that)
   std::shared_ptr<comm::backend> backend;
   bool accumulate_late_gradients = true; // false: late gradients are discarded
-  bool exchange_models = false; // true: the worker applies its own optimizer step and contributes
-                                // its model; a round's result replaces the model (preduce)
+  bool exchange_models = false;   // true: the worker applies its own optimizer step and contributes
+                                  // its model; a round's result replaces the model (preduce)
+  bool blend_late_models = false; // with exchange_models (wagma): a round of a step the worker has
+                                  // not finished gets its stored model, and its result is blended
+                                  // in when the step finishes: (sum + fresh) / (members + 1)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
 };

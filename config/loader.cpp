@@ -208,7 +208,7 @@ const std::vector<key_spec>& keys() {
     std::vector<key_spec> k;
     k.push_back(make_key<std::string>(
         "train.algorithm", "string",
-        "how workers combine their updates: sync, solo, majority, quorum or preduce",
+        "how workers combine their updates: sync, solo, majority, quorum, preduce or wagma",
         [](auto& c) -> auto& { return c.train.algorithm; }));
     k.push_back(make_key<int>(
         "train.workers", "integer", "worker actors in this process",
@@ -299,6 +299,14 @@ const std::vector<key_spec>& keys() {
         "preduce.sync-every", "integer",
         "preduce: a global average every this many groups (0 = never)",
         [](auto& c) -> auto& { return c.preduce.sync_every; }));
+    k.push_back(make_key<int>(
+        "wagma.group-size", "integer",
+        "wagma: models averaged per group, a power of two (0 = sqrt(workers) rounded down)",
+        [](auto& c) -> auto& { return c.wagma.group_size; }));
+    k.push_back(make_key<int>(
+        "wagma.sync-every", "integer",
+        "wagma: a blocking global model average every this many steps (0 = never)",
+        [](auto& c) -> auto& { return c.wagma.sync_every; }));
     k.push_back(make_key<std::string>(
         "imbalance.kind", "string",
         "injected load imbalance: none, random, persistent or lognormal",
@@ -455,7 +463,8 @@ invalid_config::invalid_config(std::vector<config_error> errors)
       errors_(std::move(errors)) {}
 
 const std::vector<std::string>& known_algorithms() {
-  static const std::vector<std::string> names{"sync", "solo", "majority", "quorum", "preduce"};
+  static const std::vector<std::string> names{"sync",   "solo",    "majority",
+                                              "quorum", "preduce", "wagma"};
   return names;
 }
 

@@ -71,6 +71,14 @@ struct preduce_section {
                                   // (0 = never)
 };
 
+/// [wagma]: WAGMA-SGD (DESIGN.md section 4). Workers exchange models; each step's round averages
+/// them in groups of the butterfly schedule, activated by the first arrival (wait-avoiding).
+struct wagma_section {
+  int group_size = 0;  // wagma.group-size: a power of two; 0 = sqrt(workers) rounded down to one
+  int sync_every = 10; // wagma.sync-every: a blocking global average every this many steps (tau);
+                       // 0 = never
+};
+
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
 /// elapsed time (DESIGN.md section 5).
 struct imbalance_section {
@@ -92,6 +100,7 @@ struct run_config {
   partial_section majority;
   quorum_section quorum;
   preduce_section preduce;
+  wagma_section wagma;
   imbalance_section imbalance;
 };
 

@@ -85,6 +85,24 @@ void check_preduce(checker& check, const preduce_section& preduce) {
                 preduce.sync_every, "must be between 0 (never) and 1000000 groups");
 }
 
+// The group size is checked against train.workers only when that is valid itself.
+void check_wagma(checker& check, const wagma_section& wagma, int workers) {
+  const bool power_of_two =
+      wagma.group_size > 0 && (wagma.group_size & (wagma.group_size - 1)) == 0;
+  check.require(wagma.group_size == 0 || (power_of_two && wagma.group_size <= 4096),
+                "wagma.group-size", wagma.group_size,
+                "must be a power of two up to 4096, or 0 for sqrt(workers) rounded down");
+  int padded = 1;
+  while (padded < workers)
+    padded *= 2;
+  if (workers >= 1 && workers <= 1024 && power_of_two)
+    check.require(wagma.group_size <= padded, "wagma.group-size", wagma.group_size,
+                  "exceeds train.workers = " + std::to_string(workers) +
+                      " rounded up to a power of two (" + std::to_string(padded) + ")");
+  check.require(wagma.sync_every >= 0 && wagma.sync_every <= 1000000, "wagma.sync-every",
+                wagma.sync_every, "must be between 0 (never) and 1000000 steps");
+}
+
 // Range checks of each imbalance value always; checks against train.workers only for the kind
 // that uses the value, so the defaults never fail whatever train.workers is.
 void check_imbalance(checker& check, const imbalance_section& imbalance, int workers) {
@@ -178,6 +196,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 config.quorum.fraction, "must lie in (0, 1]");
   check_partial(check, "quorum", config.quorum);
   check_preduce(check, config.preduce);
+  check_wagma(check, config.wagma, train.workers);
   check_imbalance(check, config.imbalance, train.workers);
   return check.take();
 }

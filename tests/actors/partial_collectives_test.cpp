@@ -1,6 +1,9 @@
 // Whole runs of the partial collectives (solo, majority, quorum) under injected imbalance: every
 // gradient is accounted for, every replica goes through the same states, and quorum = 1 is sync.
-// And of partial reduce (preduce): every group's members leave it with one model.
+// And of the model-averaging algorithms: every preduce group's members leave it with one model;
+// wagma's on-time members take their group's average, late ones blend it, and a global average
+// makes the replicas one.
+#include "actors/butterfly.hpp"
 #include "actors/train_session.hpp"
 #include "actors/worker_probe.hpp"
 #include "models/mlp.hpp"
@@ -10,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 
 namespace {
@@ -71,6 +75,8 @@ public:
         applied_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
         unsent_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
         fingerprints_(static_cast<std::size_t>(workers)),
+        took_result_(static_cast<std::size_t>(workers)),
+        last_applied_(static_cast<std::size_t>(workers)),
         stopped_(static_cast<std::size_t>(workers), false) {}
 
   void gradient_computed(int worker, std::uint64_t, const float* gradient,
@@ -84,6 +90,9 @@ public:
     std::lock_guard<std::mutex> guard(mutex_);
     add(applied_[static_cast<std::size_t>(worker)], result, count);
     fingerprints_[static_cast<std::size_t>(worker)][round] = fingerprint(parameters, count);
+    took_result_[static_cast<std::size_t>(worker)][round] =
+        fingerprint(parameters, count) == fingerprint(result, count);
+    last_applied_[static_cast<std::size_t>(worker)].assign(parameters, parameters + count);
   }
 
   void stopped(int worker, const float* unsent, std::size_t count) override {
@@ -100,6 +109,11 @@ public:
   const std::vector<std::map<std::uint64_t, std::uint64_t>>& fingerprints() const {
     return fingerprints_;
   }
+  /// Per worker and round: whether its parameters afterwards were the round's result itself
+  /// (model averaging on time), not a blend of it.
+  const std::vector<std::map<std::uint64_t, bool>>& took_result() const { return took_result_; }
+  /// Per worker: its parameters right after the last round it applied.
+  const std::vector<std::vector<float>>& last_applied() const { return last_applied_; }
   bool all_stopped() const {
     return std::all_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
   }
@@ -122,6 +136,8 @@ private:
   std::mutex mutex_;
   std::vector<std::vector<double>> computed_, applied_, unsent_;
   std::vector<std::map<std::uint64_t, std::uint64_t>> fingerprints_;
+  std::vector<std::map<std::uint64_t, bool>> took_result_;
+  std::vector<std::vector<float>> last_applied_;
   std::vector<bool> stopped_;
 };
 
@@ -344,6 +360,134 @@ TEST(preduce_runs, a_global_average_every_sync_every_groups_makes_the_replicas_o
   // Five partial groups before each global average; the run may end between them.
   EXPECT_GE(run.summary.partial_rounds, 5 * run.summary.full_sync_rounds);
   EXPECT_LE(run.summary.partial_rounds, 5 * (run.summary.full_sync_rounds + 1));
+}
+
+// Groups per round (rounds with every worker are the global averages under wagma), each member
+// with its fingerprint afterwards and whether it took the result itself.
+struct wagma_round {
+  std::vector<int> members;
+  std::vector<std::uint64_t> hashes;
+  std::vector<bool> took_result;
+};
+
+std::map<std::uint64_t, wagma_round> rounds_of(const probed_run& run, int workers) {
+  std::map<std::uint64_t, wagma_round> rounds;
+  for (int w = 0; w < workers; ++w) {
+    const auto index = static_cast<std::size_t>(w);
+    for (const auto& [round, hash] : run.probe->fingerprints()[index]) {
+      auto& entry = rounds[round];
+      entry.members.push_back(w);
+      entry.hashes.push_back(hash);
+      entry.took_result.push_back(run.probe->took_result()[index].at(round));
+    }
+  }
+  return rounds;
+}
+
+TEST(wagma_runs, on_time_members_take_the_average_late_ones_blend_and_global_averages_unite) {
+  for (const char* kind : {"none", "random", "persistent"}) {
+    for (int workers : {1, 2, 3, 4, 7, 8}) {
+      auto j = make_job("wagma", workers, 30);
+      set_imbalance(j.config, kind);
+      j.config.wagma.sync_every = 4;
+      const std::string label =
+          std::string("wagma imbalance=") + kind + " P=" + std::to_string(workers);
+      const auto run = run_probed(j);
+      ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+      const auto rounds = rounds_of(run, workers);
+      // A late member blends when its step finishes; a worker stopped before that (at the end of
+      // the run) never applies the round, so a round of late members only can go unapplied.
+      ASSERT_LE(rounds.size(), run.summary.rounds) << label;
+      ASSERT_GE(rounds.size() + 2 * static_cast<std::uint64_t>(workers), run.summary.rounds)
+          << label;
+      const int group_size = herd::actors::butterfly_schedule::default_group_size(workers);
+      std::uint64_t everyone = 0, blends = 0;
+      for (const auto& [round, entry] : rounds) {
+        const bool global = entry.members.size() == static_cast<std::size_t>(workers);
+        if (global) {
+          ++everyone;
+        } else {
+          ASSERT_LE(entry.members.size(), static_cast<std::size_t>(group_size)) << label;
+        }
+        std::optional<std::uint64_t> on_time_hash;
+        for (std::size_t i = 0; i < entry.members.size(); ++i) {
+          if (!entry.took_result[i]) {
+            ++blends;
+            continue;
+          }
+          // Every on-time member holds the same model: the group's average.
+          if (on_time_hash) {
+            ASSERT_EQ(entry.hashes[i], *on_time_hash) << label << " round " << round;
+          }
+          on_time_hash = entry.hashes[i];
+        }
+      }
+      // A global average is blocking: nobody blends it, so the replicas are one model.
+      std::uint64_t late = 0;
+      for (const auto& worker : run.summary.per_worker)
+        late += worker.late_steps;
+      EXPECT_LE(blends, late) << label;
+      EXPECT_GE(blends + static_cast<std::uint64_t>(workers), late) << label;
+      if (workers > group_size) {
+        EXPECT_EQ(everyone, run.summary.full_sync_rounds) << label;
+        EXPECT_GT(run.summary.full_sync_rounds, 0u) << label;
+      }
+    }
+  }
+}
+
+TEST(wagma_runs, global_averages_leave_every_replica_with_the_same_model) {
+  auto j = make_job("wagma", 8, 40);
+  set_imbalance(j.config, "random");
+  j.config.wagma.sync_every = 5;
+  j.config.wagma.group_size = 2;
+  const auto run = run_probed(j);
+  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  std::uint64_t globals = 0;
+  for (const auto& [round, entry] : rounds_of(run, 8)) {
+    if (entry.members.size() != 8u)
+      continue;
+    ++globals;
+    for (std::size_t i = 0; i < entry.members.size(); ++i) {
+      EXPECT_TRUE(entry.took_result[i]) << "round " << round << " worker " << entry.members[i];
+      EXPECT_EQ(entry.hashes[i], entry.hashes[0]) << "round " << round;
+    }
+  }
+  EXPECT_EQ(globals, run.summary.full_sync_rounds);
+  EXPECT_GE(globals, 40u / 5u - 1u) << "a global average every 5 of about 40 steps";
+}
+
+// S = P with a global average every step is synchronous model averaging: with momentum kept
+// per worker and everything linear, the mean of P models each stepped on its own gradient is
+// sync's step on the mean gradient, so the two end at the same parameters up to rounding.
+TEST(wagma_runs, one_group_of_everyone_every_step_is_synchronous_model_averaging) {
+  auto sync = make_job("sync", 4, 30);
+  auto wagma = make_job("wagma", 4, 30);
+  wagma.config.wagma.group_size = 4;
+  wagma.config.wagma.sync_every = 1;
+  const auto with_sync = run_probed(sync);
+  const auto with_wagma = run_probed(wagma);
+  ASSERT_EQ(with_sync.summary.stop_reason, "epochs") << with_sync.summary.error;
+  ASSERT_EQ(with_wagma.summary.stop_reason, "epochs") << with_wagma.summary.error;
+  EXPECT_EQ(with_wagma.summary.rounds, with_sync.summary.rounds);
+  EXPECT_EQ(with_wagma.summary.full_sync_rounds, with_wagma.summary.rounds);
+  for (const auto& [round, entry] : rounds_of(with_wagma, 4)) {
+    ASSERT_EQ(entry.members.size(), 4u) << "round " << round;
+    for (std::size_t i = 0; i < 4; ++i)
+      EXPECT_EQ(entry.hashes[i], entry.hashes[0]) << "round " << round;
+  }
+  // After its last round: a worker's model then takes a last local step that no round averages.
+  const auto& expected = with_sync.final_parameters[0];
+  const auto& got = with_wagma.probe->last_applied()[0];
+  ASSERT_EQ(got.size(), expected.size());
+  double difference = 0.0, magnitude = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    difference += std::pow(static_cast<double>(got[i]) - expected[i], 2.0);
+    magnitude += std::pow(static_cast<double>(expected[i]), 2.0);
+  }
+  EXPECT_LT(std::sqrt(difference), 1e-4 * std::sqrt(magnitude));
+  for (int w = 1; w < 4; ++w)
+    EXPECT_EQ(with_wagma.probe->last_applied()[static_cast<std::size_t>(w)], got);
 }
 
 TEST(partial_collectives, the_summary_compares_waiting_with_a_barrier) {

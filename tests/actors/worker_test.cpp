@@ -5,8 +5,10 @@
 #include "actors/worker.hpp"
 #include "models/sgd.hpp"
 
+#include <cmath>
 #include <future>
 #include <gtest/gtest.h>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -189,6 +191,79 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
   stopped.receive([](const worker_stopped& report) { EXPECT_EQ(report.steps, 1u); },
                   [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   EXPECT_EQ(probe->events(), (std::vector<std::string>{"applied 0", "stopped"}));
+  coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+// Keeps the gradient of each step.
+class gradient_probe final : public worker_probe {
+public:
+  void gradient_computed(int, std::uint64_t step, const float* gradient,
+                         std::size_t count) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    gradients_[step].assign(gradient, gradient + count);
+  }
+  std::vector<float> gradient(std::uint64_t step) const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return gradients_.at(step);
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::map<std::uint64_t, std::vector<float>> gradients_;
+};
+
+// WAGMA's stale formula on a constructed late arrival: the round of step 1 asks while step 1
+// runs, gets the stored (initial) model, and averages it with two others into R (S = 3); when
+// step 1 finishes, the worker's model is (sum + fresh) / (S + 1) = (3 R + fresh) / 4.
+TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_over_s_plus_one) {
+  gated_ops ops;
+  auto probe = std::make_shared<gradient_probe>();
+  auto worker_config = setup(ops);
+  worker_config.exchange_models = true;
+  worker_config.blend_late_models = true;
+  worker_config.probe = probe;
+  caf::scoped_actor coordinator{system_};
+  auto worker = spawn_worker(system_, worker_config, coordinator);
+  const auto initial = snapshot(coordinator, worker);
+  coordinator->send(worker, start_atom::value);
+  ops.wait_until_entered();
+  coordinator
+      ->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0},
+                std::uint64_t{1})
+      .receive(
+          [](const contribution& reply) {
+            EXPECT_EQ(reply.kind, freshness::stale);
+            EXPECT_EQ(reply.step, 0u);
+          },
+          [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto average = std::make_shared<std::vector<float>>(model_->parameter_count());
+  for (auto& value : *average)
+    value = normal(rng);
+  coordinator->send(worker, round_result{0, average, 3});
+  ops.release();
+  std::optional<step_ready> ready;
+  coordinator->receive([&](const step_ready& report) { ready = report; },
+                       caf::after(std::chrono::seconds(10)) >> [] {});
+  ASSERT_TRUE(ready);
+  EXPECT_TRUE(ready->late) << "its round was asked before step 1 finished";
+  const auto blended = snapshot(coordinator, worker);
+
+  std::vector<float> fresh = initial;
+  herd::models::sgd optimizer(fresh.size(), hyper_);
+  optimizer.step(herd::kernels::cpu_ops(), fresh.data(), probe->gradient(1).data());
+  ASSERT_EQ(blended.size(), fresh.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    const double expected = (3.0 * (*average)[i] + fresh[i]) / 4.0;
+    worst = std::max(worst, std::abs(blended[i] - expected));
+  }
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_NE(blended, *average);
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+      .receive([](const worker_stopped&) {},
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
 }
 

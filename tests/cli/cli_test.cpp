@@ -75,6 +75,8 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
                           "preduce.connect-every",
                           "preduce.connect-wait-ms",
                           "preduce.sync-every",
+                          "wagma.group-size",
+                          "wagma.sync-every",
                           "metrics.bind",
                           "metrics.job",
                           "metrics.window-seconds",

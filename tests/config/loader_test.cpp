@@ -107,7 +107,7 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
               HasSubstr("train.lr = -0.5 (command line): the learning rate must be positive"));
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
               HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
-                        "allowed: sync, solo, majority, quorum, preduce"));
+                        "allowed: sync, solo, majority, quorum, preduce, wagma"));
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
   EXPECT_THAT(first_error("", {"--model.hidden=[0]"}), HasSubstr("model.hidden = 0"));
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
@@ -206,6 +206,8 @@ TEST_F(config_files, help_lists_every_contract_key) {
                           "preduce.connect-every",
                           "preduce.connect-wait-ms",
                           "preduce.sync-every",
+                          "wagma.group-size",
+                          "wagma.sync-every",
                           "imbalance.kind",
                           "imbalance.seed",
                           "imbalance.k",
@@ -331,7 +333,7 @@ TEST_F(config_files, to_ini_round_trips_the_new_sections) {
 
 TEST_F(config_files, bad_partial_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
-              HasSubstr("allowed: sync, solo, majority, quorum, preduce"));
+              HasSubstr("allowed: sync, solo, majority, quorum, preduce, wagma"));
   EXPECT_THAT(first_error("", {"--solo.sync-every=-1"}),
               HasSubstr("solo.sync-every = -1 (command line): must be between 0 (never) and "
                         "1000000 rounds"));
@@ -439,6 +441,25 @@ TEST_F(config_files, preduce_keys_parse_from_a_file_and_the_command_line_and_rou
   EXPECT_EQ(again.preduce.connect_every, 0);
   EXPECT_DOUBLE_EQ(again.preduce.connect_wait_ms, 0.0);
   EXPECT_EQ(again.preduce.sync_every, 12);
+}
+
+TEST_F(config_files, wagma_keys_have_defaults_and_bad_values_name_key_value_and_what_is_allowed) {
+  const auto defaults = load("", {"--train.algorithm=wagma"});
+  EXPECT_EQ(defaults.wagma.group_size, 0);
+  EXPECT_EQ(defaults.wagma.sync_every, 10);
+  const auto set = load("", {"--train.algorithm=wagma", "--train.workers=16",
+                             "--wagma.group-size=8", "--wagma.sync-every=0"});
+  EXPECT_EQ(set.wagma.group_size, 8);
+  EXPECT_EQ(set.wagma.sync_every, 0);
+  EXPECT_THAT(first_error("", {"--wagma.group-size=3"}),
+              HasSubstr("wagma.group-size = 3 (command line): must be a power of two up to 4096, "
+                        "or 0 for sqrt(workers) rounded down"));
+  EXPECT_THAT(first_error("", {"--train.workers=5", "--wagma.group-size=16"}),
+              HasSubstr("wagma.group-size = 16 (command line): exceeds train.workers = 5 rounded "
+                        "up to a power of two (8)"));
+  EXPECT_THAT(first_error("", {"--wagma.sync-every=-1"}),
+              HasSubstr("wagma.sync-every = -1 (command line): must be between 0 (never) and "
+                        "1000000 steps"));
 }
 
 TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
