@@ -111,11 +111,17 @@ private:
 
   caf::result<contribution> on_contribute(std::uint64_t round, std::uint64_t step) {
     // The send buffer is still being read for an earlier round: answer once its result (sent
-    // after the reduction) is here.
-    // Under wagma rounds of consecutive steps overlap and come from different aggregators in
-    // any order: waiting could close a cycle (each of two members waiting for the other's
-    // round), so the buffer is lent to several rounds at once; its writes wait for all of them.
-    if (!setup_.blend_late_models && !lent_to_.empty() && lent_to_.count(round) == 0) {
+    // after the reduction) is here, so that a gradient finished meanwhile goes with this round.
+    // Not under wagma: there rounds of consecutive steps overlap and come from different
+    // aggregators in any order, and waiting could close a cycle (two members each waiting for
+    // the other's round); the buffer is lent to several rounds at once, and writes wait.
+    // Under wagma only the round of the step just finished waits, while that step's model is
+    // not in the buffer yet (a later step's round, read first, holds it): the chain of such
+    // waits climbs to later steps, whose rounds are answered at once, so it ends.
+    const bool wait = setup_.blend_late_models
+                          ? unfolded_ && step == step_ && lent_to_.count(round) == 0
+                          : !lent_to_.empty() && lent_to_.count(round) == 0;
+    if (wait) {
       auto promise = make_response_promise<contribution>();
       deferred_.emplace(round, deferred_request{step, promise});
       return promise;
@@ -237,7 +243,7 @@ private:
 
   // The send buffer holds fresh or accumulated late gradients, or nothing; a contribution hands
   // over all of it, and the buffer stays lent until the round's result shows the reduction has
-  // read it.
+  // read it. Exchanging models, it holds the latest model, which stays there (as stale).
   contribution contribute(std::uint64_t round, std::uint64_t step) {
     contribution reply;
     reply.worker = setup_.index;
@@ -277,7 +283,7 @@ private:
       fold_gradient();
     else if (setup_.exchange_models && contents_ != send_contents::fresh) // the current model
       std::copy(params_.data(), params_.data() + params_.size(), send_.data());
-    while (!deferred_.empty() && lent_to_.empty()) {
+    while (!deferred_.empty() && (lent_to_.empty() || setup_.blend_late_models)) {
       auto first = deferred_.begin();
       auto request = first->second;
       const std::uint64_t round = first->first;

@@ -194,7 +194,7 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
-// Keeps the gradient of each step.
+// Keeps the gradient of each step and the parameters right after each applied round.
 class gradient_probe final : public worker_probe {
 public:
   void gradient_computed(int, std::uint64_t step, const float* gradient,
@@ -202,14 +202,27 @@ public:
     const std::lock_guard<std::mutex> lock(mutex_);
     gradients_[step].assign(gradient, gradient + count);
   }
+  void round_applied(int, std::uint64_t round, const float*, const float* parameters,
+                     std::size_t count) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    applied_[round].assign(parameters, parameters + count);
+  }
   std::vector<float> gradient(std::uint64_t step) const {
     const std::lock_guard<std::mutex> lock(mutex_);
     return gradients_.at(step);
+  }
+  std::optional<std::vector<float>> after_round(std::uint64_t round) const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto found = applied_.find(round);
+    if (found == applied_.end())
+      return std::nullopt;
+    return found->second;
   }
 
 private:
   mutable std::mutex mutex_;
   std::map<std::uint64_t, std::vector<float>> gradients_;
+  std::map<std::uint64_t, std::vector<float>> applied_; // parameters right after each round
 };
 
 // WAGMA's stale formula on a constructed late arrival: the round of step 1 asks while step 1
@@ -248,7 +261,11 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
                        caf::after(std::chrono::seconds(10)) >> [] {});
   ASSERT_TRUE(ready);
   EXPECT_TRUE(ready->late) << "its round was asked before step 1 finished";
-  const auto blended = snapshot(coordinator, worker);
+  // The worker goes on with step 2 at once: read its model as it left round 0.
+  snapshot(coordinator, worker); // round 0 is applied before this answer (same actor, in order)
+  const auto applied = probe->after_round(0);
+  ASSERT_TRUE(applied) << "round 0 was not applied";
+  const auto& blended = *applied;
 
   std::vector<float> fresh = initial;
   herd::models::sgd optimizer(fresh.size(), hyper_);
@@ -261,6 +278,52 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
   }
   EXPECT_LT(worst, 1e-6);
   EXPECT_NE(blended, *average);
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+      .receive([](const worker_stopped&) {},
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+// Rounds of consecutive steps come from different aggregators, in any order. Here step 2's
+// round asks first (while step 1 runs) and reads the stored model; step 1 then finishes, but its
+// model cannot enter the buffer that round still reads. Step 1's round must get step 1's model,
+// so its answer waits for the buffer, not the old model marked fresh.
+TEST_F(worker_actor_test,
+       under_wagma_a_step_s_round_gets_step_s_model_when_a_later_round_asked_first) {
+  gated_ops ops;
+  auto worker_config = setup(ops);
+  worker_config.exchange_models = true;
+  worker_config.blend_late_models = true;
+  caf::scoped_actor coordinator{system_};
+  auto worker = spawn_worker(system_, worker_config, coordinator);
+  coordinator->send(worker, start_atom::value);
+  ops.wait_until_entered();
+  coordinator
+      ->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{1},
+                std::uint64_t{2})
+      .receive([](const contribution& reply) { EXPECT_EQ(reply.kind, freshness::stale); },
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  ops.release();
+  coordinator->receive([](const step_ready& ready) { EXPECT_FALSE(ready.late); },
+                       caf::after(std::chrono::seconds(10)) >>
+                           [] { ADD_FAILURE() << "no step_ready"; });
+  std::optional<contribution> answer;
+  coordinator->send(worker, contribute_atom::value, std::uint64_t{0}, std::uint64_t{1});
+  coordinator->receive([&](const contribution& reply) { answer = reply; },
+                       caf::after(std::chrono::milliseconds(300)) >> [] {});
+  if (!answer) { // step 2's round ends: the buffer takes step 1's model, and the answer comes
+    coordinator->send(
+        worker,
+        round_result{1, std::make_shared<std::vector<float>>(model_->parameter_count(), 0.5f), 2});
+    coordinator->receive([&](const contribution& reply) { answer = reply; },
+                         caf::after(std::chrono::seconds(10)) >> [] {});
+  }
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->round, 0u);
+  EXPECT_EQ(answer->kind, freshness::fresh);
+  std::vector<float> sent(model_->parameter_count());
+  ASSERT_TRUE(backend_->group_reduce({{0, 1.0f}}, sent.data(), sent.size())->error().empty());
+  EXPECT_EQ(sent, snapshot(coordinator, worker)) << "step 1's round must read step 1's model";
   coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
       .receive([](const worker_stopped&) {},
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
