@@ -9,27 +9,17 @@
 #include <optional>
 #include <random>
 
+#include "support/arrivals.hpp"
+
 namespace {
 
-using herd::actors::arrival;
 using herd::actors::freshness;
 using herd::actors::group_decision;
 using herd::actors::group_outcome;
 using herd::actors::quorum_policy;
 using herd::actors::round_kind;
-
-arrival ready(int worker, std::uint64_t step = 1) {
-  arrival event;
-  event.worker = worker;
-  event.step = step;
-  return event;
-}
-
-std::vector<int> iota(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using herd::testing::iota;
+using herd::testing::ready;
 
 // Every member of `round` gave what `fresh_steps` says (0 = nothing fresh).
 group_outcome outcome(const group_decision& round, const std::vector<std::uint64_t>& fresh_steps) {

@@ -21,9 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "support/arrivals.hpp"
+
 namespace {
 
-using herd::actors::arrival;
 using herd::actors::freshness;
 using herd::actors::group_decision;
 using herd::actors::group_outcome;
@@ -33,22 +34,10 @@ using herd::actors::preduce_settings;
 using herd::actors::round_kind;
 using herd::actors::staleness_weighting;
 using herd::actors::weighting;
+using herd::testing::iota;
+using herd::testing::ready;
 
 constexpr double never = std::numeric_limits<double>::infinity();
-
-arrival ready(int worker, std::uint64_t step, double at_seconds) {
-  arrival event;
-  event.worker = worker;
-  event.step = step;
-  event.at_seconds = at_seconds;
-  return event;
-}
-
-std::vector<int> iota(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
 
 // Member sets are compared sorted: the tests do not depend on the order a group was built in.
 std::vector<int> sorted(std::vector<int> members) {

@@ -9,26 +9,16 @@
 #include <set>
 #include <vector>
 
+#include "support/arrivals.hpp"
+
 namespace {
 
-using herd::actors::arrival;
 using herd::actors::group_decision;
 using herd::actors::round_kind;
 using herd::actors::wagma_policy;
 using herd::actors::wagma_settings;
-
-arrival ready(int worker, std::uint64_t step) {
-  arrival event;
-  event.worker = worker;
-  event.step = step;
-  return event;
-}
-
-std::vector<int> iota(int n) {
-  std::vector<int> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), 0);
-  return values;
-}
+using herd::testing::iota;
+using herd::testing::ready;
 
 std::vector<std::vector<int>> members_of(const std::vector<group_decision>& decisions) {
   std::vector<std::vector<int>> groups;
