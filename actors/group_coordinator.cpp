@@ -248,7 +248,6 @@ private:
     // Replace the expectation with what the round really applied (nothing, if it failed).
     samples_committed_ -= round->second.expected_samples;
     const round_in_flight planned = round->second;
-    const round_kind kind = planned.kind;
     in_flight_.erase(round);
     if (!report.error.empty()) {
       lose_unanswered(report);
@@ -257,7 +256,7 @@ private:
     }
     samples_committed_ += report.samples;
     ++rounds_;
-    ++(kind == round_kind::full_sync ? full_sync_rounds_ : partial_rounds_);
+    ++(planned.kind == round_kind::full_sync ? full_sync_rounds_ : partial_rounds_);
     for (freshness given : report.kinds)
       ++contributions_[static_cast<std::size_t>(given)];
     samples_applied_ += report.samples;
@@ -269,7 +268,7 @@ private:
     // right here.
     lose_unanswered(report);
     if (phase_ == phase::running) {
-      start_rounds(policy_->on_group_done(outcome_of(report, kind)));
+      start_rounds(policy_->on_group_done(outcome_of(report)));
       if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
         begin_stop("epochs");
       // Not when the run just ended: the final evaluation measures these parameters anyway.
@@ -337,9 +336,8 @@ private:
     return report.round - std::min(report.round, report.versions[i]);
   }
 
-  static group_outcome outcome_of(const group_done& report, round_kind kind) {
+  static group_outcome outcome_of(const group_done& report) {
     group_outcome outcome;
-    outcome.kind = kind;
     outcome.members.assign(report.members.begin(), report.members.end());
     for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i)
       outcome.contributions.push_back(

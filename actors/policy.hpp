@@ -59,7 +59,6 @@ struct member_contribution {
 
 /// A finished round, as the aggregator reported it.
 struct group_outcome {
-  round_kind kind = round_kind::partial;
   std::vector<int> members;
   std::vector<member_contribution> contributions; // the members that answered
 };

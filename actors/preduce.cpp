@@ -185,8 +185,6 @@ std::vector<group_decision> preduce_policy::on_group_done(const group_outcome& o
       early_.erase(held);
     }
   }
-  if (outcome.kind == round_kind::full_sync && global_in_flight_ > 0)
-    --global_in_flight_;
   return form_groups();
 }
 
@@ -224,7 +222,6 @@ std::vector<group_decision> preduce_policy::form_groups() {
       std::vector<std::size_t> everyone(queue_.size());
       std::iota(everyone.begin(), everyone.end(), 0);
       partial_groups_ = 0;
-      ++global_in_flight_;
       decisions.push_back(make_group(std::move(everyone), round_kind::full_sync));
       continue;
     }

@@ -129,7 +129,6 @@ private:
   std::deque<queued_worker> queue_;
   std::vector<int> in_group_;        // workers in a group in flight (ascending)
   std::vector<queued_worker> early_; // arrivals of such workers, queued once the group is done
-  std::size_t global_in_flight_ = 0;
   std::uint64_t partial_groups_ = 0; // formed since the last global average
   std::uint64_t interventions_ = 0;
   std::optional<double> guard_waiting_since_; // a guard's group is waiting for a component

@@ -57,7 +57,6 @@ std::string show(const std::vector<int>& members) {
 // Every member answered fresh with the step it arrived with.
 group_outcome done(const group_decision& group, const std::vector<std::uint64_t>& step_of) {
   group_outcome outcome;
-  outcome.kind = group.kind;
   outcome.members = group.members;
   for (int member : group.members)
     outcome.contributions.push_back(
@@ -522,7 +521,6 @@ private:
     const group_decision group = flying_[index].group;
     flying_.erase(flying_.begin() + static_cast<std::ptrdiff_t>(index));
     group_outcome outcome;
-    outcome.kind = group.kind;
     outcome.members = group.members;
     for (int member : group.members) {
       const auto m = static_cast<std::size_t>(member);
