@@ -4,7 +4,8 @@
 //   start_atom                        begin the first local step
 //   (contribute_atom, round, step) -> contribution   what its send buffer holds for that round,
 //                                     answered at once, even while a step runs (step: the local
-//                                     step the round averages, wagma; 0 otherwise)
+//                                     step the round averages, wagma; 0 otherwise;
+//                                     (contribute_atom, round) means step 0)
 //   round_result                      a round's reduced buffer; applied strictly in round order
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
