@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "support/contract_keys.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
 
@@ -46,43 +47,10 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   EXPECT_THAT(top.output, HasSubstr("bench"));
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
-  for (const char* key : {"train.algorithm",
-                          "train.workers",
-                          "train.batch-size",
-                          "train.lr",
-                          "train.momentum",
-                          "train.weight-decay",
-                          "train.epochs",
-                          "train.target-accuracy",
-                          "train.max-seconds",
-                          "train.seed",
-                          "data.path",
-                          "model.hidden",
-                          "metrics.port",
-                          "solo.sync-every",
-                          "solo.late-gradients",
-                          "majority.sync-every",
-                          "quorum.fraction",
-                          "imbalance.kind",
-                          "imbalance.k",
-                          "imbalance.delay-ms",
-                          "imbalance.workers",
-                          "imbalance.factor",
-                          "imbalance.sigma",
-                          "preduce.group-size",
-                          "preduce.wait-window-ms",
-                          "preduce.staleness-decay",
-                          "preduce.connect-every",
-                          "preduce.connect-wait-ms",
-                          "preduce.sync-every",
-                          "wagma.group-size",
-                          "wagma.sync-every",
-                          "metrics.bind",
-                          "metrics.job",
-                          "metrics.window-seconds",
-                          "--config",
-                          "--report"})
-    EXPECT_THAT(train.output, HasSubstr(key));
+  for (const char* key : herd::testing::contract_keys())
+    EXPECT_THAT(train.output, HasSubstr(key)) << key;
+  for (const char* option : {"--config", "--report"})
+    EXPECT_THAT(train.output, HasSubstr(option));
 }
 
 TEST_F(herd_cli, unknown_command_and_argument_exit_2) {

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/contract_keys.hpp"
 #include "support/temp_directory.hpp"
 
 namespace {
@@ -180,41 +181,7 @@ TEST_F(config_files, shipped_configs_load) {
 
 TEST_F(config_files, help_lists_every_contract_key) {
   const auto help = herd::config::describe_keys();
-  for (const char* key : {"train.algorithm",
-                          "train.workers",
-                          "train.batch-size",
-                          "train.lr",
-                          "train.momentum",
-                          "train.weight-decay",
-                          "train.epochs",
-                          "train.target-accuracy",
-                          "train.max-seconds",
-                          "train.seed",
-                          "data.path",
-                          "model.hidden",
-                          "metrics.port",
-                          "solo.sync-every",
-                          "solo.late-gradients",
-                          "majority.sync-every",
-                          "majority.late-gradients",
-                          "quorum.fraction",
-                          "quorum.sync-every",
-                          "quorum.late-gradients",
-                          "preduce.group-size",
-                          "preduce.wait-window-ms",
-                          "preduce.staleness-decay",
-                          "preduce.connect-every",
-                          "preduce.connect-wait-ms",
-                          "preduce.sync-every",
-                          "wagma.group-size",
-                          "wagma.sync-every",
-                          "imbalance.kind",
-                          "imbalance.seed",
-                          "imbalance.k",
-                          "imbalance.delay-ms",
-                          "imbalance.workers",
-                          "imbalance.factor",
-                          "imbalance.sigma"})
+  for (const char* key : herd::testing::contract_keys())
     EXPECT_THAT(help, HasSubstr(std::string("--") + key)) << key;
 }
 

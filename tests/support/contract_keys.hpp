@@ -1,0 +1,51 @@
+// The configuration keys that scripts and docs rely on (docs/configuration.md): every help text
+// must list them. One list for the loader's help and `herd train --help`.
+#pragma once
+
+#include <vector>
+
+namespace herd::testing {
+
+inline const std::vector<const char*>& contract_keys() {
+  static const std::vector<const char*> keys{"train.algorithm",
+                                             "train.workers",
+                                             "train.batch-size",
+                                             "train.lr",
+                                             "train.momentum",
+                                             "train.weight-decay",
+                                             "train.epochs",
+                                             "train.target-accuracy",
+                                             "train.max-seconds",
+                                             "train.seed",
+                                             "data.path",
+                                             "model.hidden",
+                                             "metrics.port",
+                                             "metrics.bind",
+                                             "metrics.job",
+                                             "metrics.window-seconds",
+                                             "solo.sync-every",
+                                             "solo.late-gradients",
+                                             "majority.sync-every",
+                                             "majority.late-gradients",
+                                             "quorum.fraction",
+                                             "quorum.sync-every",
+                                             "quorum.late-gradients",
+                                             "preduce.group-size",
+                                             "preduce.wait-window-ms",
+                                             "preduce.staleness-decay",
+                                             "preduce.connect-every",
+                                             "preduce.connect-wait-ms",
+                                             "preduce.sync-every",
+                                             "wagma.group-size",
+                                             "wagma.sync-every",
+                                             "imbalance.kind",
+                                             "imbalance.seed",
+                                             "imbalance.k",
+                                             "imbalance.delay-ms",
+                                             "imbalance.workers",
+                                             "imbalance.factor",
+                                             "imbalance.sigma"};
+  return keys;
+}
+
+} // namespace herd::testing
