@@ -4,6 +4,12 @@
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+# Gloo (libgloo-dev): the CPU data plane's TCP transport. Its config lives in /usr/share/cmake/Gloo
+# and defines the imported target `gloo`.
+find_package(Gloo CONFIG QUIET)
+if(NOT Gloo_FOUND OR NOT TARGET gloo)
+  message(FATAL_ERROR "Gloo not found: run scripts/install-deps.sh (apt-get install libgloo-dev)")
+endif()
 
 # CAF and OpenBLAS ship no usable CMake targets; herd_external_targets.cmake makes them, here and
 # in the installed package (find_package(herd) runs the same file).

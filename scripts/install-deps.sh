@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcaf-dev              # actors (CAF 0.17)
+  libgloo-dev             # the gloo data plane (Gloo's TCP transport, CMake target gloo)
   libopenblas-dev         # CPU GEMM
   zlib1g-dev              # gzip IDX files
   nlohmann-json3-dev      # the JSON report
@@ -14,6 +15,8 @@ packages=(
   gnuplot-nox             # herd bench plots accuracy against wall time
   libcpp-httplib-dev      # the /metrics endpoint (a compiled library: pkg-config cpp-httplib)
   prometheus              # promtool and a real server for the metrics tests
+  openssl                 # the cluster tests make a CA and certificates for control-plane TLS
+  iproute2                # the cluster tests join network namespaces with veth (ip netns)
 )
 
 missing=()

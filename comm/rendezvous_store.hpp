@@ -1,0 +1,41 @@
+// The key-value store through which data-plane ranks exchange their addresses before they connect
+// (Gloo's rendezvous Store contract: set, and a get that waits with a timeout), and the error type
+// of the data plane. In production the coordinator is the rendezvous point (over CAF, outside
+// comm/); the memory and file stores here serve threads of one process and processes of one host.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace herd::comm {
+
+/// A data-plane failure (a peer lost, a timeout, a rendezvous that never completed), in words that
+/// name the peer rank, the key or the operation.
+class comm_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Key-value store through which ranks exchange addresses (Gloo's Store contract). Implementations
+/// must be thread-safe.
+class rendezvous_store {
+public:
+  virtual ~rendezvous_store() = default;
+  virtual void set(const std::string& key, const std::vector<char>& value) = 0;
+  /// The value of `key`, waiting for another rank to set it; throws comm_error naming the key when
+  /// `timeout` passes first.
+  virtual std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+};
+
+/// Ranks that are threads of one process.
+std::shared_ptr<rendezvous_store> make_memory_store();
+
+/// Ranks that are processes of one host (tests, bench): one file per key under `directory`
+/// (created if missing), written to a temporary name and renamed, so a reader never sees half a
+/// value. Keys may hold any characters; they are escaped into file names.
+std::shared_ptr<rendezvous_store> make_file_store(const std::string& directory);
+
+} // namespace herd::comm

@@ -1,0 +1,533 @@
+// The gloo data plane: group sums and broadcasts among any subset of a plane's ranks, concurrent
+// operations, and failures (a rank that never joins, a peer that leaves, a peer too late) that
+// end in comm_error naming the peer without touching the caller's buffer. Ranks are threads with a
+// memory store; built with HERD_TEST_FORKS, ranks are forked processes with a file store (ctest
+// label multiproc).
+#include "comm/gloo_plane.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <signal.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using herd::comm::comm_error;
+using herd::comm::gloo_plane;
+using herd::comm::gloo_plane_options;
+using namespace std::chrono_literals;
+using testing::HasSubstr;
+
+std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (auto& value : values)
+    value = uniform(rng);
+  return values;
+}
+
+// Seeds that differ for every (case, rank).
+std::uint64_t seed_of(std::size_t case_index, int rank) {
+  return 1000003u * case_index + static_cast<std::uint64_t>(rank) + 17u;
+}
+
+// "" when `got` is the sum over `members` of random_values(count, seed_of(case_index, member)),
+// within 1e-6 of the sum of magnitudes (a float sum of a few terms is that close to the exact
+// one); otherwise the first element that is not, in words.
+std::string check_sum(const std::vector<float>& got, std::size_t case_index,
+                      const std::vector<int>& members) {
+  std::vector<double> sum(got.size(), 0.0);
+  std::vector<double> magnitude(got.size(), 0.0);
+  for (int member : members) {
+    auto values = random_values(got.size(), seed_of(case_index, member));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      sum[i] += values[i];
+      magnitude[i] += std::abs(static_cast<double>(values[i]));
+    }
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - sum[i]) <= 1e-6 * magnitude[i]))
+      return "element " + std::to_string(i) + " of " + std::to_string(got.size()) + " is " +
+             std::to_string(got[i]) + ", the double-precision sum is " + std::to_string(sum[i]);
+  return "";
+}
+
+// What operations that should succeed may take: a rank outside a group skips ahead and waits in
+// its next operation while the others finish theirs, which under a sanitizer takes long.
+constexpr std::chrono::milliseconds generous_timeout = std::chrono::seconds(60);
+
+gloo_plane_options options_with(std::chrono::milliseconds timeout, std::string prefix = "test") {
+  gloo_plane_options options;
+  options.prefix = std::move(prefix);
+  options.timeout = timeout;
+  return options;
+}
+
+#ifndef HERD_TEST_FORKS
+
+std::uint64_t fingerprint(const std::vector<float>& values) {
+  std::uint64_t hash = 1469598103934665603u;
+  for (float value : values) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    hash = (hash ^ bits) * 1099511628211u;
+  }
+  return hash;
+}
+
+// Threads meet here (C++17 has no std::barrier).
+class meeting_point {
+public:
+  explicit meeting_point(int parties) : parties_(parties) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto generation = generation_;
+    if (++arrived_ == parties_) {
+      arrived_ = 0;
+      ++generation_;
+      everyone_here_.notify_all();
+      return;
+    }
+    everyone_here_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable everyone_here_;
+  const int parties_;
+  int arrived_ = 0;
+  int generation_ = 0;
+};
+
+// Runs `size` ranks as threads of this process, each with its own plane over one memory store.
+// `body` may destroy its plane (reset the pointer). Every rank meets the others before its plane
+// is destroyed, so no rank closes its connections while a peer still reads from them.
+void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plane>&)>& body) {
+  auto store = herd::comm::make_memory_store();
+  meeting_point done(size);
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(size));
+  for (int rank = 0; rank < size; ++rank) {
+    threads.emplace_back([&, rank] {
+      std::unique_ptr<gloo_plane> plane;
+      try {
+        plane = std::make_unique<gloo_plane>(rank, size, store, options_with(generous_timeout));
+        body(rank, plane);
+      } catch (const std::exception& failure) {
+        ADD_FAILURE() << "rank " << rank << ": " << failure.what();
+      }
+      done.arrive_and_wait();
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+}
+
+bool contains(const std::vector<int>& ranks, int rank) {
+  return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+}
+
+TEST(gloo_plane, allreduce_sums_over_every_group_size_and_subset_of_a_four_rank_plane) {
+  struct reduction {
+    std::vector<int> ranks;
+    std::size_t count;
+  };
+  std::vector<reduction> reductions;
+  // Counts: none, fewer than the group, not divisible by it, and several 1 MiB segments per chunk.
+  for (const auto& ranks : std::vector<std::vector<int>>{{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}})
+    for (std::size_t count : {0u, 1u, 3u, 1000003u})
+      reductions.push_back({ranks, count});
+  for (const auto& ranks : std::vector<std::vector<int>>{{0, 2}, {1, 2, 3}, {1, 3}, {0, 1, 3}})
+    for (std::size_t count : {1u, 7u, 1000003u})
+      reductions.push_back({ranks, count});
+
+  std::mutex results_mutex;
+  std::map<std::size_t, std::map<int, std::uint64_t>> fingerprints;
+  run_ranks(4, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    EXPECT_EQ(plane->rank(), rank);
+    EXPECT_EQ(plane->size(), 4);
+    for (std::size_t i = 0; i < reductions.size(); ++i) {
+      const auto& reduction = reductions[i];
+      if (!contains(reduction.ranks, rank))
+        continue;
+      auto data = random_values(reduction.count, seed_of(i, rank));
+      plane->group_allreduce(data.data(), data.size(), reduction.ranks, i, generous_timeout);
+      EXPECT_EQ(check_sum(data, i, reduction.ranks), "")
+          << "rank " << rank << ", group of " << reduction.ranks.size() << ", count "
+          << reduction.count;
+      std::lock_guard<std::mutex> guard(results_mutex);
+      fingerprints[i][rank] = fingerprint(data);
+    }
+  });
+  // Every member ends with the very same floats (replicas must not drift apart).
+  for (const auto& [index, by_rank] : fingerprints)
+    for (const auto& [rank, print] : by_rank)
+      EXPECT_EQ(print, by_rank.begin()->second) << "reduction " << index << ", rank " << rank;
+}
+
+TEST(gloo_plane, concurrent_operations_with_different_tags_on_overlapping_groups) {
+  const std::vector<int> first_group = {0, 1, 2};
+  const std::vector<int> second_group = {1, 2, 3};
+  const std::size_t count = 1600003; // three segments per chunk in a group of three
+  const int rounds = 3;
+  run_ranks(4, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    auto reduce_in = [&](const std::vector<int>& group, std::uint64_t first_tag) {
+      for (int round = 0; round < rounds; ++round) {
+        std::size_t case_index = first_tag + static_cast<std::size_t>(round);
+        auto data = random_values(count, seed_of(case_index, rank));
+        plane->group_allreduce(data.data(), count, group, case_index, generous_timeout);
+        EXPECT_EQ(check_sum(data, case_index, group), "")
+            << "rank " << rank << ", tag " << case_index;
+      }
+    };
+    // Ranks 1 and 2 run both groups at once, from two threads, on one plane.
+    std::thread second;
+    if (contains(second_group, rank))
+      second = std::thread([&] {
+        try {
+          reduce_in(second_group, 200);
+        } catch (const std::exception& failure) {
+          ADD_FAILURE() << "rank " << rank << ", second thread: " << failure.what();
+        }
+      });
+    if (contains(first_group, rank)) {
+      try {
+        reduce_in(first_group, 100);
+      } catch (const std::exception& failure) {
+        ADD_FAILURE() << "rank " << rank << ", first thread: " << failure.what();
+      }
+    }
+    if (second.joinable())
+      second.join();
+  });
+}
+
+TEST(gloo_plane, broadcast_copies_the_root_values_into_every_member) {
+  struct copy {
+    std::vector<int> ranks;
+    int root;
+    std::size_t count;
+  };
+  std::vector<copy> copies;
+  for (int root = 0; root < 4; ++root) {
+    copies.push_back({{0, 1, 2, 3}, root, 1000003});
+    copies.push_back({{0, 1, 2, 3}, root, 5});
+  }
+  copies.push_back({{1, 3}, 3, 4099});
+  copies.push_back({{0, 2, 3}, 2, 3});
+  run_ranks(4, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    for (std::size_t i = 0; i < copies.size(); ++i) {
+      const auto& copy = copies[i];
+      if (!contains(copy.ranks, rank))
+        continue;
+      auto root_values = random_values(copy.count, seed_of(i, copy.root));
+      auto data = rank == copy.root
+                      ? root_values
+                      : std::vector<float>(copy.count, std::numeric_limits<float>::quiet_NaN());
+      plane->group_broadcast(data.data(), copy.count, copy.ranks, copy.root, 500 + i,
+                             generous_timeout);
+      EXPECT_EQ(std::memcmp(data.data(), root_values.data(), copy.count * sizeof(float)), 0)
+          << "rank " << rank << " after broadcast " << i << " from root " << copy.root;
+    }
+  });
+}
+
+TEST(gloo_plane, rendezvous_that_a_rank_never_joins_fails_naming_the_missing_rank) {
+  auto store = herd::comm::make_memory_store();
+  // Ranks 0 and 1 of 3 start; rank 2 never does.
+  std::vector<std::string> errors(2);
+  std::vector<std::chrono::steady_clock::duration> elapsed(2);
+  std::vector<std::thread> threads;
+  threads.reserve(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto start = std::chrono::steady_clock::now();
+      try {
+        gloo_plane plane(rank, 3, store, options_with(500ms, "lonely"));
+      } catch (const comm_error& failure) {
+        errors[static_cast<std::size_t>(rank)] = failure.what();
+      }
+      elapsed[static_cast<std::size_t>(rank)] = std::chrono::steady_clock::now() - start;
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    auto index = static_cast<std::size_t>(rank);
+    EXPECT_THAT(errors[index], HasSubstr("rank(s) {2} never appeared")) << "rank " << rank;
+    EXPECT_THAT(errors[index], HasSubstr("rank " + std::to_string(rank) + " of 3"));
+    EXPECT_GE(elapsed[index], 450ms);
+    EXPECT_LT(elapsed[index], 3000ms) << "rank " << rank;
+  }
+}
+
+TEST(gloo_plane, peer_that_destroyed_its_plane_fails_the_operation_and_the_rest_still_reduce) {
+  const std::vector<int> everyone = {0, 1, 2, 3};
+  const std::vector<int> survivors = {0, 1, 2};
+  const std::size_t count = 300001;
+  meeting_point rank_3_gone(4);
+  run_ranks(4, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    auto warm = random_values(count, seed_of(0, rank));
+    plane->group_allreduce(warm.data(), count, everyone, 1, generous_timeout);
+    EXPECT_EQ(check_sum(warm, 0, everyone), "") << "rank " << rank;
+    if (rank == 3)
+      plane.reset();
+    rank_3_gone.arrive_and_wait();
+    if (rank == 3)
+      return;
+
+    auto data = random_values(count, seed_of(1, rank));
+    auto original = data;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      plane->group_allreduce(data.data(), count, everyone, 2, 1000ms);
+      ADD_FAILURE() << "rank " << rank << ": an allreduce with a departed rank succeeded";
+    } catch (const comm_error& failure) {
+      std::string message = failure.what();
+      EXPECT_THAT(message, HasSubstr("tag 2"));
+      // Ranks 0 and 2 are rank 3's neighbours in the ring; rank 1 only learns that its
+      // neighbours stopped sending.
+      if (rank != 1) {
+        EXPECT_THAT(message, HasSubstr("rank 3")) << "rank " << rank;
+      }
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms + 2000ms) << "rank " << rank;
+    EXPECT_EQ(data, original) << "rank " << rank << ": a failed operation changed data";
+    // A failed tag is refused: its messages may still be in flight.
+    EXPECT_THROW(plane->group_allreduce(data.data(), count, survivors, 2, 1000ms),
+                 std::invalid_argument);
+
+    auto again = random_values(count, seed_of(2, rank));
+    plane->group_allreduce(again.data(), count, survivors, 3, generous_timeout);
+    EXPECT_EQ(check_sum(again, 2, survivors), "") << "rank " << rank;
+    if (rank != 1) {
+      auto pair = random_values(7, seed_of(3, rank));
+      plane->group_allreduce(pair.data(), 7, {0, 2}, 4, generous_timeout);
+      EXPECT_EQ(check_sum(pair, 3, {0, 2}), "") << "rank " << rank;
+    }
+  });
+}
+
+TEST(gloo_plane, late_data_from_a_peer_never_reaches_a_buffer_whose_operation_timed_out) {
+  const std::size_t count = 600001;
+  const std::vector<int> both = {0, 1};
+  meeting_point rank_1_gave_up(2);
+  meeting_point rank_0_done(2);
+  run_ranks(2, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    auto data = random_values(count, seed_of(0, rank));
+    auto original = data;
+    if (rank == 1) {
+      // Gives up after 200 ms; only then does rank 0 start, and its data arrives.
+      EXPECT_THROW(plane->group_allreduce(data.data(), count, both, 9, 200ms), comm_error);
+      rank_1_gave_up.arrive_and_wait();
+      rank_0_done.arrive_and_wait();
+      EXPECT_EQ(data, original) << "late data was written into the caller's buffer";
+    } else {
+      rank_1_gave_up.arrive_and_wait();
+      try {
+        // Rank 1's parked operation takes this rank's chunk and sends its own, so the
+        // reduce-scatter completes here; the allgather then waits for a rank that left.
+        plane->group_allreduce(data.data(), count, both, 9, 400ms);
+        ADD_FAILURE() << "rank 0 completed an allreduce whose peer had given up";
+      } catch (const comm_error& failure) {
+        EXPECT_THAT(failure.what(), HasSubstr("rank 1"));
+      }
+      rank_0_done.arrive_and_wait();
+    }
+    // The pair is still usable afterwards (a destroyed Gloo buffer with a queued receive would
+    // have jammed it).
+    auto again = random_values(count, seed_of(1, rank));
+    plane->group_allreduce(again.data(), count, both, 10, generous_timeout);
+    EXPECT_EQ(check_sum(again, 1, both), "") << "rank " << rank;
+  });
+}
+
+TEST(gloo_plane, preconditions_name_both_operands) {
+  run_ranks(2, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    if (rank != 0)
+      return;
+    std::vector<float> data(4, 1.0f);
+    auto message_of = [&](const std::function<void()>& call) -> std::string {
+      try {
+        call();
+      } catch (const std::invalid_argument& failure) {
+        return failure.what();
+      }
+      return "no std::invalid_argument";
+    };
+    EXPECT_THAT(message_of([&] { plane->group_allreduce(data.data(), 4, {1}, 0, 100ms); }),
+                HasSubstr("this rank 0 is not in ranks {1}"));
+    EXPECT_THAT(message_of([&] {
+                  plane->group_allreduce(data.data(), 4, {1, 0}, 0, 100ms);
+                }),
+                HasSubstr("ranks {1, 0} must be sorted and unique, but 1 comes before 0"));
+    EXPECT_THAT(message_of([&] {
+                  plane->group_allreduce(data.data(), 4, {0, 0, 1}, 0, 100ms);
+                }),
+                HasSubstr("but 0 comes before 0"));
+    EXPECT_THAT(message_of([&] {
+                  plane->group_allreduce(data.data(), 4, {0, 5}, 0, 100ms);
+                }),
+                HasSubstr("rank 5 in ranks {0, 5} is outside the plane of size 2"));
+    EXPECT_THAT(message_of([&] { plane->group_allreduce(data.data(), 4, {}, 0, 100ms); }),
+                HasSubstr("ranks is empty"));
+    EXPECT_THAT(message_of([&] { plane->group_broadcast(data.data(), 4, {0}, 1, 0, 100ms); }),
+                HasSubstr("root 1 is not in ranks {0}"));
+    EXPECT_THAT(message_of([&] { plane->group_broadcast(data.data(), 4, {1}, 1, 0, 100ms); }),
+                HasSubstr("this rank 0 is not in ranks {1}"));
+    EXPECT_THAT(message_of([&] {
+                  plane->group_allreduce(data.data(), 4, {0}, std::uint64_t{1} << 50, 1ms);
+                }),
+                HasSubstr("tag 1125899906842624 exceeds the largest tag 281474976710655"));
+    EXPECT_THAT(message_of([&] { plane->group_allreduce(nullptr, 4, {0}, 0, 100ms); }),
+                HasSubstr("data is null but count is 4"));
+    // A group of one is valid and leaves the data as it is.
+    plane->group_allreduce(data.data(), 4, {0}, 0, 100ms);
+    EXPECT_EQ(data, std::vector<float>(4, 1.0f));
+  });
+}
+
+#else
+
+// Forks one process per rank, each running `body(rank)` and exiting with its result (0: passed);
+// returns each child's wait status.
+std::vector<int> run_processes(int size, const std::function<int(int)>& body) {
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < size; ++rank) {
+    pid_t child = ::fork();
+    if (child == 0) {
+      int result = 1;
+      try {
+        result = body(rank);
+      } catch (const std::exception& failure) {
+        std::cerr << "rank " << rank << ": " << failure.what() << std::endl;
+      }
+      ::_exit(result);
+    }
+    children.push_back(child);
+  }
+  std::vector<int> statuses;
+  for (pid_t child : children) {
+    int status = -1;
+    ::waitpid(child, &status, 0);
+    statuses.push_back(status);
+  }
+  return statuses;
+}
+
+class scratch_directory {
+public:
+  scratch_directory() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("herd-gloo-test-" + std::to_string(::getpid()) + "-" + std::to_string(next_++));
+    std::filesystem::remove_all(path_);
+  }
+  ~scratch_directory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string path() const { return path_.string(); }
+
+private:
+  static inline int next_ = 0;
+  std::filesystem::path path_;
+};
+
+bool passed(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// In a child: prints the problem and returns 1, or returns 0.
+int verdict(const std::string& problem, int rank) {
+  if (problem.empty())
+    return 0;
+  std::cerr << "rank " << rank << ": " << problem << std::endl;
+  return 1;
+}
+
+TEST(gloo_plane_processes, forked_ranks_reduce_and_broadcast_through_a_file_store) {
+  scratch_directory directory;
+  auto statuses = run_processes(3, [&](int rank) {
+    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path()),
+                     options_with(generous_timeout));
+    auto data = random_values(1000003, seed_of(0, rank));
+    plane.group_allreduce(data.data(), data.size(), {0, 1, 2}, 1, generous_timeout);
+    if (auto problem = check_sum(data, 0, {0, 1, 2}); !problem.empty())
+      return verdict("allreduce of three: " + problem, rank);
+    if (rank != 1) {
+      auto pair = random_values(7, seed_of(1, rank));
+      plane.group_allreduce(pair.data(), pair.size(), {0, 2}, 2, generous_timeout);
+      if (auto problem = check_sum(pair, 1, {0, 2}); !problem.empty())
+        return verdict("allreduce of {0, 2}: " + problem, rank);
+    }
+    auto root_values = random_values(4099, seed_of(2, 1));
+    auto copy = rank == 1 ? root_values : std::vector<float>(4099, 0.0f);
+    plane.group_broadcast(copy.data(), copy.size(), {0, 1, 2}, 1, 3, generous_timeout);
+    if (copy != root_values)
+      return verdict("broadcast from rank 1 differs", rank);
+    // Nobody closes a connection before everyone is done reading from it.
+    std::vector<float> barrier(1, 0.0f);
+    plane.group_allreduce(barrier.data(), 1, {0, 1, 2}, 4, generous_timeout);
+    return 0;
+  });
+  for (std::size_t rank = 0; rank < statuses.size(); ++rank)
+    EXPECT_TRUE(passed(statuses[rank])) << "rank " << rank << " status " << statuses[rank];
+}
+
+TEST(gloo_plane_processes, killed_process_fails_its_peers_naming_it_and_the_rest_still_reduce) {
+  scratch_directory directory;
+  const std::size_t count = 300001;
+  auto statuses = run_processes(3, [&](int rank) {
+    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path()),
+                     options_with(generous_timeout));
+    auto warm = random_values(count, seed_of(0, rank));
+    plane.group_allreduce(warm.data(), count, {0, 1, 2}, 1, generous_timeout);
+    if (rank == 2)
+      ::raise(SIGKILL); // no destructor, no goodbye: the kernel closes the sockets
+    auto data = random_values(count, seed_of(1, rank));
+    auto original = data;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      plane.group_allreduce(data.data(), count, {0, 1, 2}, 2, 2000ms);
+      return verdict("an allreduce with a killed rank succeeded", rank);
+    } catch (const comm_error& failure) {
+      // Both survivors are neighbours of rank 2 in the ring of three.
+      if (std::string(failure.what()).find("rank 2") == std::string::npos)
+        return verdict(std::string("the error does not name rank 2: ") + failure.what(), rank);
+    }
+    if (std::chrono::steady_clock::now() - start > 3500ms)
+      return verdict("the failure took longer than the timeout allows", rank);
+    if (data != original)
+      return verdict("the failed allreduce changed data", rank);
+    auto again = random_values(count, seed_of(2, rank));
+    plane.group_allreduce(again.data(), count, {0, 1}, 3, generous_timeout);
+    if (auto problem = check_sum(again, 2, {0, 1}); !problem.empty())
+      return verdict("allreduce of the survivors: " + problem, rank);
+    std::vector<float> barrier(1, 0.0f);
+    plane.group_allreduce(barrier.data(), 1, {0, 1}, 4, generous_timeout);
+    return 0;
+  });
+  EXPECT_TRUE(passed(statuses[0])) << "status " << statuses[0];
+  EXPECT_TRUE(passed(statuses[1])) << "status " << statuses[1];
+  EXPECT_TRUE(WIFSIGNALED(statuses[2]) && WTERMSIG(statuses[2]) == SIGKILL)
+      << "status " << statuses[2];
+}
+
+#endif
+
+} // namespace
