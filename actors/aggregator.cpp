@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace herd::actors {
 
@@ -18,11 +19,18 @@ class aggregator_actor : public caf::event_based_actor {
 public:
   aggregator_actor(caf::actor_config& config, aggregator_setup setup, caf::actor coordinator)
       : caf::event_based_actor(config), setup_(std::move(setup)),
-        coordinator_(std::move(coordinator)) {}
+        coordinator_(std::move(coordinator)) {
+    set_down_handler([this](caf::down_msg& down) { on_down(down); });
+    for (const auto& reducer : setup_.node_reducers)
+      monitor(reducer);
+  }
 
   const char* name() const override { return "herd.aggregator"; }
 
-  void on_exit() override { coordinator_ = nullptr; }
+  void on_exit() override {
+    coordinator_ = nullptr;
+    setup_.node_reducers.clear();
+  }
 
   caf::behavior make_behavior() override {
     return {
@@ -34,22 +42,43 @@ private:
   struct round_state {
     group_plan plan;
     std::vector<std::optional<contribution>> answers; // by member position
+    std::vector<bool> settled;                        // answered or given up, by position
     std::size_t outstanding = 0;
     clock_type::time_point started;
     struct {
       std::vector<std::int32_t> unanswered;
       std::vector<std::string> reasons;
     } plan_failures;
+    // Across processes, once the contributions are in: the report so far, the nodes still
+    // reducing, the members that get the result, and the first node's failure.
+    group_done report;
+    std::set<int> reducing_nodes;
+    std::vector<int> group_nodes;
+    std::string reduce_error;
+    clock_type::time_point reduce_started;
   };
+
+  bool distributed() const { return !setup_.node_reducers.empty(); }
+
+  int node_of(std::int32_t worker) const {
+    return worker >= 0 && static_cast<std::size_t>(worker) < setup_.worker_nodes.size()
+               ? setup_.worker_nodes[static_cast<std::size_t>(worker)]
+               : -1;
+  }
 
   void begin(const group_plan& plan) {
     auto& state = rounds_[plan.round];
     state.plan = plan;
     state.answers.assign(plan.members.size(), std::nullopt);
+    state.settled.assign(plan.members.size(), false);
     state.outstanding = plan.members.size();
     state.started = clock_type::now();
     const std::uint64_t round = plan.round;
     for (std::size_t position = 0; position < plan.members.size(); ++position) {
+      if (distributed() && lost_nodes_.count(node_of(plan.members[position])) > 0) {
+        answered(round, position, std::nullopt, "its node was lost");
+        continue;
+      }
       request(plan.member_handles[position], setup_.contribution_timeout, contribute_atom::value,
               round, plan.step)
           .then([this, round,
@@ -66,47 +95,59 @@ private:
     if (found == rounds_.end())
       return;
     auto& state = found->second;
+    if (state.settled[position])
+      return; // given up when its node was lost; the late answer changes nothing
+    state.settled[position] = true;
     state.answers[position] = answer;
     if (!failure.empty()) {
       state.plan_failures.unanswered.push_back(state.plan.members[position]);
       state.plan_failures.reasons.push_back(std::move(failure));
     }
-    if (--state.outstanding == 0) {
-      finish(state);
-      rounds_.erase(found);
-    }
+    if (--state.outstanding == 0)
+      contributions_in(found);
   }
 
-  // Always reports the round, so the coordinator never waits for it; no exception escapes (it
-  // would kill the actor with the round unreported).
-  void finish(round_state& state) {
-    group_done report;
-    report.round = state.plan.round;
-    report.unanswered = state.plan_failures.unanswered;
-    report.unanswered_reasons = state.plan_failures.reasons;
+  void contributions_in(std::map<std::uint64_t, round_state>::iterator found) {
+    auto& state = found->second;
+    state.report.round = state.plan.round;
+    state.report.unanswered = state.plan_failures.unanswered;
+    state.report.unanswered_reasons = state.plan_failures.reasons;
+    // No exception may escape: it would kill the actor with the round unreported.
     try {
-      reduce_and_deliver(state, report);
+      const auto inputs = weigh(state, state.report);
+      // Across processes even a round with nothing to reduce goes through the nodes: a result
+      // buffer cannot travel to another process, and every member needs one.
+      if (distributed()) {
+        order_reductions(state, inputs);
+        return; // reported once every node answered
+      }
+      reduce_and_deliver(state, inputs, state.report);
     } catch (const std::exception& failure) {
-      report.error = std::string("aggregator failed: ") + failure.what();
+      state.report.error = std::string("aggregator failed: ") + failure.what();
     }
-    report.seconds = std::chrono::duration<double>(clock_type::now() - state.started).count();
-    send(coordinator_, std::move(report));
+    finish(found);
   }
 
-  void reduce_and_deliver(const round_state& state, group_done& report) {
-    // Members that answered take part, with the plan's weights renormalised over them (uniform:
-    // the mean under sync, sum / P under the partial algorithms, where a member with nothing
-    // still counts).
+  void finish(std::map<std::uint64_t, round_state>::iterator found) {
+    auto& report = found->second.report;
+    report.seconds =
+        std::chrono::duration<double>(clock_type::now() - found->second.started).count();
+    send(coordinator_, std::move(report));
+    rounds_.erase(found);
+  }
+
+  // Members that answered take part, with the plan's weights renormalised over them (uniform:
+  // the mean under sync, sum / P under the partial algorithms, where a member with nothing
+  // still counts). Fills the report's per-member columns; returns the weighted inputs.
+  std::vector<comm::weighted_input> weigh(const round_state& state, group_done& report) const {
     std::vector<bool> answered(state.answers.size());
     for (std::size_t position = 0; position < state.answers.size(); ++position)
       answered[position] = state.answers[position].has_value();
     const auto weights = member_weights(state.plan.weights, state.plan.member_weights, answered);
-    std::vector<std::size_t> answered_positions;
     std::vector<comm::weighted_input> inputs;
     for (std::size_t position = 0; position < state.answers.size(); ++position) {
       if (!answered[position])
         continue;
-      answered_positions.push_back(position);
       const auto& answer = *state.answers[position];
       report.members.push_back(answer.worker);
       report.kinds.push_back(answer.kind);
@@ -121,6 +162,20 @@ private:
       report.samples += answer.samples;
       inputs.push_back({answer.worker, weights[position]});
     }
+    return inputs;
+  }
+
+  // Answering members in plan order, for delivery.
+  std::vector<std::size_t> answered_positions(const round_state& state) const {
+    std::vector<std::size_t> positions;
+    for (std::size_t position = 0; position < state.answers.size(); ++position)
+      if (state.answers[position])
+        positions.push_back(position);
+    return positions;
+  }
+
+  void reduce_and_deliver(const round_state& state, const std::vector<comm::weighted_input>& inputs,
+                          group_done& report) {
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();
     if (inputs.empty()) {
@@ -136,14 +191,129 @@ private:
     if (report.error.empty()) {
       const round_result delivered{state.plan.round, result,
                                    static_cast<std::uint32_t>(report.members.size())};
-      for (std::size_t position : answered_positions)
+      for (std::size_t position : answered_positions(state))
         send(state.plan.member_handles[position], delivered);
     }
+  }
+
+  // -- across processes -------------------------------------------------------------------------
+
+  void order_reductions(round_state& state, const std::vector<comm::weighted_input>& inputs) {
+    std::map<int, reduce_order> orders; // by node
+    const auto members = static_cast<std::uint32_t>(state.report.members.size());
+    for (std::size_t position : answered_positions(state)) {
+      const std::int32_t worker = state.plan.members[position];
+      auto& order = orders[node_of(worker)];
+      order.deliver_to.push_back(worker);
+    }
+    for (const auto& input : inputs) {
+      auto& order = orders[node_of(input.rank)];
+      order.inputs.push_back(input.rank);
+      order.weights.push_back(input.weight);
+    }
+    for (const auto& [node, order] : orders)
+      state.group_nodes.push_back(node);
+    state.reduce_started = clock_type::now();
+    const std::uint64_t round = state.plan.round;
+    for (auto& [node, order] : orders) {
+      order.round = round;
+      order.nodes = state.group_nodes;
+      order.members = members;
+      if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
+          lost_nodes_.count(node) > 0) {
+        state.reduce_error = "node " + std::to_string(node) + " was lost";
+        continue;
+      }
+      state.reducing_nodes.insert(node);
+      request(setup_.node_reducers[static_cast<std::size_t>(node)], setup_.reduce_timeout,
+              std::move(order))
+          .then([this, round, node = node](
+                    const reduce_done& answer) { node_reduced(round, node, answer.error); },
+                [this, round, node = node](caf::error& failure) {
+                  node_reduced(round, node, system().render(failure));
+                });
+    }
+    state.report.bytes =
+        (inputs.size() + state.group_nodes.size()) * setup_.results->count() * sizeof(float);
+    if (state.reducing_nodes.empty())
+      commit(rounds_.find(round));
+  }
+
+  void node_reduced(std::uint64_t round, int node, const std::string& error) {
+    auto found = rounds_.find(round);
+    if (found == rounds_.end() || found->second.reducing_nodes.erase(node) == 0)
+      return;
+    auto& state = found->second;
+    if (!error.empty() && state.reduce_error.empty())
+      state.reduce_error = "node " + std::to_string(node) + ": " + error;
+    if (state.reducing_nodes.empty())
+      commit(found);
+  }
+
+  // Every node of the group delivers the result, or (one failed) every node tells its members to
+  // skip the round.
+  void commit(std::map<std::uint64_t, round_state>::iterator found) {
+    auto& state = found->second;
+    const bool deliver = state.reduce_error.empty();
+    for (int node : state.group_nodes)
+      if (lost_nodes_.count(node) == 0)
+        send(setup_.node_reducers[static_cast<std::size_t>(node)], commit_atom::value,
+             state.plan.round, deliver);
+    state.report.reduce_seconds =
+        std::chrono::duration<double>(clock_type::now() - state.reduce_started).count();
+    if (!deliver) {
+      state.report.error = state.reduce_error;
+      state.report.aborted = true;
+    }
+    finish(found);
+  }
+
+  // A node is gone: its members will not answer and its part of a reduction will not come.
+  void on_down(const caf::down_msg& down) {
+    int node = -1;
+    for (std::size_t i = 0; i < setup_.node_reducers.size(); ++i)
+      if (setup_.node_reducers[i].address() == down.source)
+        node = static_cast<int>(i);
+    if (node < 0 || !lost_nodes_.insert(node).second)
+      return;
+    const std::string why =
+        "node " + std::to_string(node) + " lost: " + system().render(down.reason);
+    std::vector<std::uint64_t> rounds;
+    for (const auto& [round, state] : rounds_)
+      rounds.push_back(round);
+    for (std::uint64_t round : rounds) {
+      auto found = rounds_.find(round);
+      if (found == rounds_.end())
+        continue;
+      const auto& plan = found->second.plan;
+      for (std::size_t position = 0; position < plan.members.size(); ++position)
+        if (node_of(plan.members[position]) == node)
+          answered(round, position, std::nullopt, why);
+      abandon_reduction(round, node, why);
+    }
+  }
+
+  // The other nodes of the group may wait for the lost one until the data-plane timeout; their
+  // members are told to skip the round now instead.
+  void abandon_reduction(std::uint64_t round, int node, const std::string& why) {
+    auto found = rounds_.find(round);
+    if (found == rounds_.end())
+      return;
+    auto& state = found->second;
+    if (std::find(state.group_nodes.begin(), state.group_nodes.end(), node) ==
+            state.group_nodes.end() ||
+        state.reducing_nodes.empty())
+      return;
+    if (state.reduce_error.empty())
+      state.reduce_error = why;
+    state.reducing_nodes.clear();
+    commit(found);
   }
 
   aggregator_setup setup_;
   caf::actor coordinator_;
   std::map<std::uint64_t, round_state> rounds_;
+  std::set<int> lost_nodes_;
 };
 
 } // namespace

@@ -6,6 +6,12 @@
 //   group_plan        run this round (DESIGN.md section 3, steps 3 and 4)
 // Messages it sends: (contribute_atom, round) requests and round_result to the members,
 // group_done to the coordinator.
+//
+// Across processes (node_reducers set) it reduces nothing itself: every node of the group gets a
+// reduce_order (its members' weighted sum, then the sum over the group's nodes through the data
+// plane), and once every node holds the result, (commit_atom, round, true) makes them deliver it.
+// If any node failed or was lost, every node is told (commit_atom, round, false): its members skip
+// the round (group_done.aborted), so no replica applies what another did not.
 #pragma once
 
 #include "comm/backend.hpp"
@@ -16,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace herd::actors {
 
@@ -25,6 +32,12 @@ struct aggregator_setup {
   /// How long a member may take to answer a contribution request. Members answer from their
   /// actor thread while computing, so this only fires for a member that died or hangs.
   std::chrono::milliseconds contribution_timeout{30000};
+  /// Many processes: the node (data-plane rank) of every worker, and every node's reducer by
+  /// rank. Empty: all workers live in this process and `backend` reduces.
+  std::vector<int> worker_nodes;
+  std::vector<caf::actor> node_reducers;
+  /// Many processes: how long a node may take to reduce its part.
+  std::chrono::milliseconds reduce_timeout{30000};
 };
 
 caf::actor spawn_aggregator(caf::actor_system& system, aggregator_setup setup,

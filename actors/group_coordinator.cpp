@@ -32,6 +32,9 @@ using policy_time_atom = caf::atom_constant<caf::atom("policytime")>;
 // The training loss shown and reported is the mean over this many recent local steps.
 constexpr std::size_t recent_loss_steps = 200;
 
+// Aborted rounds in a row (no round finishing between them) after which the run ends.
+constexpr std::uint64_t max_consecutive_aborted_rounds = 8;
+
 struct worker_record {
   caf::actor handle;
   bool live = true;
@@ -249,11 +252,16 @@ private:
     samples_committed_ -= round->second.expected_samples;
     const round_in_flight planned = round->second;
     in_flight_.erase(round);
-    if (!report.error.empty()) {
+    if (!report.error.empty() && !report.aborted) {
       lose_unanswered(report);
       fail("round " + std::to_string(report.round) + ": " + report.error);
       return;
     }
+    if (report.aborted) {
+      on_round_aborted(report);
+      return;
+    }
+    consecutive_aborted_rounds_ = 0;
     samples_committed_ += report.samples;
     ++rounds_;
     ++(planned.kind == round_kind::full_sync ? full_sync_rounds_ : partial_rounds_);
@@ -275,6 +283,24 @@ private:
       if (phase_ == phase::running && !deferred_evaluation() &&
           rounds_ % static_cast<std::uint64_t>(setup_.config.train.eval_every) == 0)
         evaluate_periodically();
+    }
+    stop_workers_once_drained();
+  }
+
+  // Its members skipped it (their contributions are lost with it) and the run goes on with the
+  // live workers: a lost node costs the rounds it was reducing. A data plane that keeps failing
+  // while no node is lost ends the run.
+  void on_round_aborted(const group_done& report) {
+    ++aborted_rounds_;
+    notice("round " + std::to_string(report.round) + " aborted: " + report.error);
+    lose_unanswered(report);
+    if (++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds) {
+      fail(std::to_string(consecutive_aborted_rounds_) +
+           " rounds in a row aborted; the last: " + report.error);
+      return;
+    }
+    if (phase_ == phase::running) {
+      start_rounds(policy_->on_group_done(outcome_of(report)));
     }
     stop_workers_once_drained();
   }
@@ -701,6 +727,7 @@ private:
     summary.full_sync_rounds = full_sync_rounds_;
     summary.partial_rounds = partial_rounds_;
     summary.isolation_interventions = isolation_interventions_;
+    summary.aborted_rounds = aborted_rounds_;
     summary.fresh_contributions = contributions_[static_cast<std::size_t>(freshness::fresh)];
     summary.stale_contributions = contributions_[static_cast<std::size_t>(freshness::stale)];
     summary.empty_contributions = contributions_[static_cast<std::size_t>(freshness::none)];
@@ -756,6 +783,8 @@ private:
   std::size_t next_aggregator_ = 0;
   std::optional<double> policy_timer_at_; // the earliest policy deadline a timer is set for
   std::uint64_t isolation_interventions_ = 0;
+  std::uint64_t aborted_rounds_ = 0;
+  std::uint64_t consecutive_aborted_rounds_ = 0;
   std::map<std::uint64_t, round_in_flight> in_flight_;
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit

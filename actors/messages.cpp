@@ -17,6 +17,10 @@ const char* to_string(herd_errc code) {
     return "compute_failed";
   case herd_errc::evaluation_failed:
     return "evaluation_failed";
+  case herd_errc::join_refused:
+    return "join_refused";
+  case herd_errc::store_timeout:
+    return "store_timeout";
   }
   return "unknown";
 }
@@ -44,6 +48,12 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<run_start>("herd.run_start");
   config.add_message_type<worker_stopped>("herd.worker_stopped");
   config.add_message_type<evaluation_result>("herd.evaluation_result");
+  config.add_message_type<parameter_snapshot>("herd.parameter_snapshot");
+  config.add_message_type<node_hello>("herd.node_hello");
+  config.add_message_type<node_welcome>("herd.node_welcome");
+  config.add_message_type<node_ready>("herd.node_ready");
+  config.add_message_type<reduce_order>("herd.reduce_order");
+  config.add_message_type<reduce_done>("herd.reduce_done");
   add_error_category(config);
 }
 

@@ -5,6 +5,7 @@
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/messages.hpp"
+#include "actors/run_parts.hpp"
 #include "actors/worker.hpp"
 #include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
@@ -36,34 +37,6 @@ std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
   return z ^ (z >> 31);
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0')
-    return "localhost";
-  return name;
-}
-
-// Refuses a model whose replicas cannot fit in memory before anything is allocated: each worker
-// holds parameters, gradients and momentum, and the aggregators' result buffers come on top.
-void check_memory(const config::run_config& config, const std::vector<std::size_t>& sizes) {
-  double parameters = 0.0;
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
-    parameters += static_cast<double>(sizes[i]) * static_cast<double>(sizes[i + 1]) +
-                  static_cast<double>(sizes[i + 1]);
-  const double bytes = parameters * sizeof(float) * (3.0 * config.train.workers + 4.0);
-  const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  if (available > 0.0 && bytes > 0.8 * available) {
-    char message[320];
-    std::snprintf(message, sizeof message,
-                  "model.hidden: the model has %.3g parameters; %d workers need about %.1f GiB "
-                  "for parameters, gradients and momentum, more than 80%% of this machine's "
-                  "%.1f GiB; use smaller hidden layers or fewer workers",
-                  parameters, config.train.workers, bytes / (1u << 30), available / (1u << 30));
-    throw config::invalid_config({{"model.hidden", message}});
-  }
-}
-
 } // namespace
 
 std::vector<std::size_t> worker_shard(const config::run_config& config,
@@ -83,6 +56,94 @@ std::vector<std::size_t> mlp_layer_sizes(const config::run_config& config,
     sizes.push_back(static_cast<std::size_t>(hidden));
   sizes.push_back(static_cast<std::size_t>(data.classes));
   return sizes;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0')
+    return "localhost";
+  return name;
+}
+
+// Each worker holds parameters, gradients and momentum, and the aggregators' result buffers come
+// on top.
+void check_memory(const std::vector<std::size_t>& sizes, int local_workers) {
+  double parameters = 0.0;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
+    parameters += static_cast<double>(sizes[i]) * static_cast<double>(sizes[i + 1]) +
+                  static_cast<double>(sizes[i + 1]);
+  const double bytes = parameters * sizeof(float) * (3.0 * local_workers + 4.0);
+  const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (available > 0.0 && bytes > 0.8 * available) {
+    char message[320];
+    std::snprintf(message, sizeof message,
+                  "model.hidden: the model has %.3g parameters; %d workers need about %.1f GiB "
+                  "for parameters, gradients and momentum, more than 80%% of this machine's "
+                  "%.1f GiB; use smaller hidden layers or fewer workers",
+                  parameters, local_workers, bytes / (1u << 30), available / (1u << 30));
+    throw config::invalid_config({{"model.hidden", message}});
+  }
+}
+
+worker_setup make_worker_setup(const config::run_config& config, int index,
+                               std::shared_ptr<const models::mlp> model,
+                               std::shared_ptr<const models::dataset> train,
+                               const kernels::ops* ops, std::shared_ptr<comm::backend> backend,
+                               std::shared_ptr<const imbalance_model> imbalance,
+                               std::shared_ptr<worker_probe> probe) {
+  const auto* partial = partial_settings(config);
+  const auto policy = make_policy(config);
+  worker_setup setup;
+  setup.index = index;
+  setup.model = std::move(model);
+  setup.shard = worker_shard(config, train->size(), index);
+  setup.train = std::move(train);
+  setup.batch_size = static_cast<std::size_t>(config.train.batch_size);
+  setup.optimizer.learning_rate = static_cast<float>(config.train.lr);
+  setup.optimizer.momentum = static_cast<float>(config.train.momentum);
+  setup.optimizer.weight_decay = static_cast<float>(config.train.weight_decay);
+  setup.init_seed = config.train.seed;
+  setup.shuffle_seed = worker_shuffle_seed(config, index);
+  setup.ops = ops;
+  setup.backend = std::move(backend);
+  setup.accumulate_late_gradients = partial == nullptr || partial->late_gradients == "accumulate";
+  setup.exchange_models = policy->exchanges_models();
+  setup.blend_late_models = policy->blends_late_models();
+  if (imbalance && imbalance->active())
+    setup.imbalance = std::move(imbalance);
+  setup.probe = std::move(probe);
+  return setup;
+}
+
+std::size_t epoch_samples(const config::run_config& config, std::size_t training_samples) {
+  const auto workers = static_cast<std::size_t>(config.train.workers);
+  const auto batch = static_cast<std::size_t>(config.train.batch_size);
+  return workers * (training_samples / workers / batch) * batch;
+}
+
+int aggregator_count(const config::run_config& config) {
+  return std::clamp(config.train.workers / 2, 1, 16);
+}
+
+void set_blas_threads_for(const config::run_config& config, int local_workers) {
+  int blas_threads = config.train.blas_threads;
+  if (blas_threads == 0)
+    blas_threads = local_workers == 1 ? 0 : 1;
+  kernels::set_blas_threads(blas_threads);
+}
+
+std::shared_ptr<monitoring::training_metrics>
+make_training_metrics(const config::run_config& config,
+                      std::shared_ptr<monitoring::registry> registry,
+                      const std::string& node_name) {
+  monitoring::training_metrics::identity who;
+  who.job = config.metrics.job;
+  who.node = node_name.empty() ? host_name() : node_name;
+  who.algorithm = config.train.algorithm;
+  who.workers = config.train.workers;
+  who.window_seconds = config.metrics.window_seconds;
+  return std::make_shared<monitoring::training_metrics>(std::move(registry), who);
 }
 
 struct train_session::impl {
@@ -176,21 +237,11 @@ train_session::train_session(config::run_config config,
   impl_->data = std::move(data);
   impl_->options = std::move(options);
   const auto& train = impl_->config.train;
-  check_memory(impl_->config, mlp_layer_sizes(impl_->config, impl_->data->train));
+  check_memory(mlp_layer_sizes(impl_->config, impl_->data->train), train.workers);
   impl_->model =
       std::make_shared<const models::mlp>(mlp_layer_sizes(impl_->config, impl_->data->train));
-  const std::size_t batches_per_epoch = impl_->data->train.size() /
-                                        static_cast<std::size_t>(train.workers) /
-                                        static_cast<std::size_t>(train.batch_size);
-  impl_->samples_per_epoch = static_cast<std::size_t>(train.workers) * batches_per_epoch *
-                             static_cast<std::size_t>(train.batch_size);
-
-  // Several workers each compute on their own thread, so one BLAS thread apiece; one worker may
-  // use every core.
-  int blas_threads = train.blas_threads;
-  if (blas_threads == 0)
-    blas_threads = train.workers == 1 ? 0 : 1;
-  kernels::set_blas_threads(blas_threads);
+  impl_->samples_per_epoch = epoch_samples(impl_->config, impl_->data->train.size());
+  set_blas_threads_for(impl_->config, train.workers);
 
   add_message_types(impl_->system_config);
   // 'sharing' keeps control-path latency low on few cores (shared/stack.md section 1.6); the
@@ -236,16 +287,9 @@ void train_session::spawn_and_start() {
   coordination.observer = state.options.observer;
   coordination.progress_interval = state.options.progress_interval;
   coordination.snapshot_interval = state.options.snapshot_interval;
-  if (state.options.metrics) {
-    monitoring::training_metrics::identity who;
-    who.job = state.config.metrics.job;
-    who.node = state.options.node_name.empty() ? host_name() : state.options.node_name;
-    who.algorithm = state.config.train.algorithm;
-    who.workers = train.workers;
-    who.window_seconds = state.config.metrics.window_seconds;
+  if (state.options.metrics)
     coordination.metrics =
-        std::make_shared<monitoring::training_metrics>(state.options.metrics, who);
-  }
+        make_training_metrics(state.config, state.options.metrics, state.options.node_name);
   coordination.on_finished = [result = state.result](run_summary summary) {
     result->deliver(std::move(summary));
   };
@@ -269,9 +313,7 @@ void train_session::spawn_and_start() {
   aggregator_setup aggregation;
   aggregation.backend = state.backend;
   aggregation.results = comm::buffer_pool::create(state.model->parameter_count());
-  // The gradient algorithms have one round in flight; preduce up to one group per two workers.
-  const int aggregator_count = std::clamp(train.workers / 2, 1, 16);
-  for (int i = 0; i < aggregator_count; ++i)
+  for (int i = 0; i < aggregator_count(state.config); ++i)
     state.aggregators.push_back(spawn_aggregator(system, aggregation, state.coordinator));
 
   evaluator_setup evaluation;
@@ -281,32 +323,13 @@ void train_session::spawn_and_start() {
   state.evaluator = spawn_evaluator(system, evaluation);
 
   const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);
-  const auto* partial = partial_settings(state.config);
-  const bool accumulate_late = partial == nullptr || partial->late_gradients == "accumulate";
-  const auto policy = make_policy(state.config);
   auto imbalance = std::make_shared<const imbalance_model>(state.config.imbalance, train.workers);
-  for (int index = 0; index < train.workers; ++index) {
-    worker_setup setup;
-    setup.index = index;
-    setup.model = state.model;
-    setup.train = train_data;
-    setup.shard = worker_shard(state.config, train_data->size(), index);
-    setup.batch_size = static_cast<std::size_t>(train.batch_size);
-    setup.optimizer.learning_rate = static_cast<float>(train.lr);
-    setup.optimizer.momentum = static_cast<float>(train.momentum);
-    setup.optimizer.weight_decay = static_cast<float>(train.weight_decay);
-    setup.init_seed = train.seed;
-    setup.shuffle_seed = worker_shuffle_seed(state.config, index);
-    setup.ops = state.options.ops;
-    setup.backend = state.backend;
-    setup.accumulate_late_gradients = accumulate_late;
-    setup.exchange_models = policy->exchanges_models();
-    setup.blend_late_models = policy->blends_late_models();
-    if (imbalance->active())
-      setup.imbalance = imbalance;
-    setup.probe = state.options.probe;
-    state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
-  }
+  for (int index = 0; index < train.workers; ++index)
+    state.workers.push_back(spawn_worker(
+        system,
+        make_worker_setup(state.config, index, state.model, train_data, state.options.ops,
+                          state.backend, imbalance, state.options.probe),
+        state.coordinator));
   caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});
 }
 

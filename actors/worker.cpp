@@ -331,19 +331,22 @@ private:
       auto found = pending_results_.find(next);
       if (found == pending_results_.end())
         break;
-      const auto& data = *found->second.data;
-      if (late != late_rounds_.end()) {
-        blend(data, found->second.members);
+      if (found->second.data) {
+        const auto& data = *found->second.data;
+        if (late != late_rounds_.end()) {
+          blend(data, found->second.members);
+        } else if (setup_.exchange_models) { // the group's average replaces the model
+          std::copy(data.begin(), data.end(), params_.data());
+        } else {
+          optimizer_.step(*setup_.ops, params_.data(), data.data());
+        }
+        model_changed = model_changed || setup_.exchange_models;
+        if (setup_.probe)
+          setup_.probe->round_applied(setup_.index, next, data.data(), params_.data(),
+                                      params_.size());
+      } // else the round was aborted: every member skips it, the replicas stay in step
+      if (late != late_rounds_.end())
         late_rounds_.erase(late);
-      } else if (setup_.exchange_models) { // the group's average replaces the model
-        std::copy(data.begin(), data.end(), params_.data());
-      } else {
-        optimizer_.step(*setup_.ops, params_.data(), data.data());
-      }
-      model_changed = model_changed || setup_.exchange_models;
-      if (setup_.probe)
-        setup_.probe->round_applied(setup_.index, next, data.data(), params_.data(),
-                                    params_.size());
       pending_results_.erase(found);
       member_of_.erase(member_of_.begin());
       ++rounds_applied_;

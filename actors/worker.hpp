@@ -7,6 +7,7 @@
 //                                     step the round averages, wagma; 0 otherwise;
 //                                     (contribute_atom, round) means step 0)
 //   round_result                      a round's reduced buffer; applied strictly in round order
+//                                     (no buffer: the round was aborted, and is skipped)
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
 // Messages it sends: step_ready to the coordinator after every local step.

@@ -1,5 +1,6 @@
 // The `herd` executable: dispatches to its commands.
 #include "cli/bench_command.hpp"
+#include "cli/cluster_commands.hpp"
 #include "cli/train_command.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -17,8 +18,10 @@ const char* usage =
     "usage: herd <command> [options]\n\n"
     "Herd trains neural networks with actors that do not wait for stragglers.\n\n"
     "commands:\n"
-    "  train     train in this process with N worker actors (herd train --help)\n"
-    "  bench     compare algorithms under imbalance scenarios (herd bench --help)\n\n"
+    "  train        train in this process with N worker actors (herd train --help)\n"
+    "  coordinator  host a run across processes and hosts (herd coordinator --help)\n"
+    "  node         join a coordinator's run with N workers (herd node --help)\n"
+    "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n\n"
     "options:\n"
     "  --help, -h      show this help\n"
     "  --version       show the version\n";
@@ -44,6 +47,10 @@ int main(int argc, char** argv) {
   }
   if (command == "train")
     return herd::cli::train_command(args);
+  if (command == "coordinator")
+    return herd::cli::coordinator_command(args);
+  if (command == "node")
+    return herd::cli::node_command(args);
   if (command == "bench")
     return herd::cli::bench_command(args);
   std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;

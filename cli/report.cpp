@@ -70,6 +70,9 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.algorithm == "preduce")
     line("isolation guard", std::to_string(s.isolation_interventions) + " group(s) built across " +
                                 "disconnected workers");
+  if (s.aborted_rounds > 0)
+    line("aborted rounds", std::to_string(s.aborted_rounds) +
+                               " (a node was lost while they reduced; their members skipped them)");
   if (s.stale_contributions + s.empty_contributions > 0 || late_steps(s) > 0)
     line("contributions", std::to_string(s.fresh_contributions) + " fresh, " +
                               std::to_string(s.stale_contributions) + " stale, " +
@@ -121,6 +124,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["rounds_full_sync"] = s.full_sync_rounds;
   report["rounds_partial"] = s.partial_rounds;
   report["isolation_interventions"] = s.isolation_interventions;
+  report["rounds_aborted"] = s.aborted_rounds;
   report["contributions"] = {{"fresh", s.fresh_contributions},
                              {"stale", s.stale_contributions},
                              {"none", s.empty_contributions}};

@@ -26,6 +26,18 @@ if(NOT TARGET CAF::io)
     INTERFACE_LINK_LIBRARIES CAF::core)
 endif()
 
+# Control-plane TLS (libcaf-openssl0.17 comes with libcaf-dev); it links libssl and libcrypto.
+find_library(CAF_OPENSSL_LIBRARY caf_openssl)
+if(NOT CAF_OPENSSL_LIBRARY)
+  message(FATAL_ERROR "CAF's OpenSSL module not found: run scripts/install-deps.sh (apt-get install libcaf-dev)")
+endif()
+if(NOT TARGET CAF::openssl)
+  add_library(CAF::openssl UNKNOWN IMPORTED)
+  set_target_properties(CAF::openssl PROPERTIES
+    IMPORTED_LOCATION ${CAF_OPENSSL_LIBRARY}
+    INTERFACE_LINK_LIBRARIES CAF::io)
+endif()
+
 # The pthread flavour's include dir, so that openblas_set_num_threads is declared.
 find_package(OpenBLAS CONFIG QUIET)
 if(NOT OpenBLAS_FOUND)

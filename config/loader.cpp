@@ -331,6 +331,41 @@ const std::vector<key_spec>& keys() {
         "imbalance.sigma", "real",
         "lognormal: sigma of the LogNormal(0, sigma) multiplier of every step time",
         [](auto& c) -> auto& { return c.imbalance.sigma; }));
+    k.push_back(make_key<int>(
+        "cluster.min-nodes", "integer",
+        "herd coordinator: nodes that must join before the first step",
+        [](auto& c) -> auto& { return c.cluster.min_nodes; }));
+    k.push_back(make_key<int>(
+        "cluster.heartbeat-ms", "integer",
+        "coordinator and nodes: control-plane heartbeat interval, in milliseconds",
+        [](auto& c) -> auto& { return c.cluster.heartbeat_ms; }));
+    k.push_back(make_key<int>(
+        "cluster.node-timeout-ms", "integer",
+        "a process silent this long (no heartbeat) is declared down, in milliseconds",
+        [](auto& c) -> auto& { return c.cluster.node_timeout_ms; }));
+    k.push_back(make_key<int>(
+        "cluster.data-timeout-ms", "integer",
+        "longest wait of one data-plane transfer before the round is aborted, in milliseconds",
+        [](auto& c) -> auto& { return c.cluster.data_timeout_ms; }));
+    k.push_back(make_key<int>(
+        "cluster.join-timeout-s", "integer",
+        "herd node: how long to wait for the coordinator and the other nodes, in seconds",
+        [](auto& c) -> auto& { return c.cluster.join_timeout_s; }));
+    k.push_back(make_key<std::string>(
+        "cluster.token", "string",
+        "a secret every node must present to join (not encryption; see docs/deploy.md)",
+        [](auto& c) -> auto& { return c.cluster.token; }));
+    k.push_back(make_key<std::string>(
+        "cluster.tls-ca", "string",
+        "control-plane TLS: the cluster CA certificate (PEM); a peer whose certificate it did not "
+        "sign cannot connect (\"\" = no TLS)",
+        [](auto& c) -> auto& { return c.cluster.tls_ca; }));
+    k.push_back(make_key<std::string>(
+        "cluster.tls-cert", "string", "control-plane TLS: this process's certificate (PEM)",
+        [](auto& c) -> auto& { return c.cluster.tls_cert; }));
+    k.push_back(make_key<std::string>(
+        "cluster.tls-key", "string", "control-plane TLS: this process's private key (PEM)",
+        [](auto& c) -> auto& { return c.cluster.tls_key; }));
     return k;
   }();
   return table;

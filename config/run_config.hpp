@@ -91,6 +91,21 @@ struct imbalance_section {
   double sigma = 0.5;          // imbalance.sigma (lognormal): sigma of the step-time multiplier
 };
 
+/// Many processes (`herd coordinator`, `herd node`; docs/deploy.md).
+struct cluster_section {
+  int min_nodes = 1;           // cluster.min-nodes: nodes that must join before the first step
+  int heartbeat_ms = 500;      // cluster.heartbeat-ms: control-plane heartbeat between processes
+  int node_timeout_ms = 4000;  // cluster.node-timeout-ms: silence after which a node is down
+  int data_timeout_ms = 30000; // cluster.data-timeout-ms: longest wait of one data-plane transfer
+  int join_timeout_s = 600;    // cluster.join-timeout-s: how long a node waits for the cluster
+  std::string token;           // cluster.token: a node must present it to join ("" = none)
+  std::string tls_ca;          // cluster.tls-ca: the cluster CA's certificate (PEM); "" = no TLS
+  std::string tls_cert;        // cluster.tls-cert: this process's certificate, signed by that CA
+  std::string tls_key;         // cluster.tls-key: its private key (PEM)
+
+  bool tls() const { return !tls_ca.empty(); }
+};
+
 struct run_config {
   train_section train;
   data_section data;
@@ -102,6 +117,7 @@ struct run_config {
   preduce_section preduce;
   wagma_section wagma;
   imbalance_section imbalance;
+  cluster_section cluster;
 };
 
 /// The imbalance kinds imbalance.kind accepts.

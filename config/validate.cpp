@@ -3,6 +3,9 @@
 #include "config/loader.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -105,6 +108,42 @@ void check_wagma(checker& check, const wagma_section& wagma, int workers) {
 
 // Range checks of each imbalance value always; checks against train.workers only for the kind
 // that uses the value, so the defaults never fail whatever train.workers is.
+void check_cluster(checker& check, const cluster_section& cluster) {
+  check.require(cluster.min_nodes >= 1 && cluster.min_nodes <= 1024, "cluster.min-nodes",
+                cluster.min_nodes, "must be between 1 and 1024 nodes");
+  check.require(cluster.heartbeat_ms >= 10 && cluster.heartbeat_ms <= 60000, "cluster.heartbeat-ms",
+                cluster.heartbeat_ms, "must be between 10 and 60000 ms");
+  // A node is declared down after the timeout without a heartbeat: it needs a few of them.
+  check.require(cluster.node_timeout_ms >= 2 * cluster.heartbeat_ms &&
+                    cluster.node_timeout_ms <= 3600000,
+                "cluster.node-timeout-ms", cluster.node_timeout_ms,
+                "must be at least twice cluster.heartbeat-ms (" +
+                    std::to_string(cluster.heartbeat_ms) + ") and at most 3600000 ms");
+  check.require(cluster.data_timeout_ms >= 100 && cluster.data_timeout_ms <= 3600000,
+                "cluster.data-timeout-ms", cluster.data_timeout_ms,
+                "must be between 100 and 3600000 ms");
+  check.require(cluster.join_timeout_s >= 1 && cluster.join_timeout_s <= 86400,
+                "cluster.join-timeout-s", cluster.join_timeout_s,
+                "must be between 1 and 86400 seconds");
+  // TLS is all or nothing, and a file that cannot be read is found before anything connects.
+  const bool any_tls =
+      !cluster.tls_ca.empty() || !cluster.tls_cert.empty() || !cluster.tls_key.empty();
+  for (const auto& [key, file] :
+       {std::pair<std::string, std::string>{"cluster.tls-ca", cluster.tls_ca},
+        {"cluster.tls-cert", cluster.tls_cert},
+        {"cluster.tls-key", cluster.tls_key}}) {
+    if (!any_tls)
+      break;
+    check.require(!file.empty(), key, quoted(file),
+                  "control-plane TLS needs cluster.tls-ca, cluster.tls-cert and cluster.tls-key");
+    if (!file.empty())
+      check.require(std::ifstream(file).good(), key, quoted(file),
+                    "cannot read this file: " + std::string(std::strerror(errno)));
+  }
+  check.require(cluster.token.size() <= 1024, "cluster.token",
+                std::to_string(cluster.token.size()) + " bytes", "must be at most 1024 bytes");
+}
+
 void check_imbalance(checker& check, const imbalance_section& imbalance, int workers) {
   check.require(contains(known_imbalance_kinds(), imbalance.kind), "imbalance.kind",
                 quoted(imbalance.kind),
@@ -198,6 +237,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_preduce(check, config.preduce);
   check_wagma(check, config.wagma, train.workers);
   check_imbalance(check, config.imbalance, train.workers);
+  check_cluster(check, config.cluster);
   return check.take();
 }
 

@@ -530,3 +530,47 @@ TEST_F(config_files, misspelt_new_keys_get_a_suggestion) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(config_files, cluster_keys_have_defaults_parse_round_trip_and_name_bad_values) {
+  const auto defaults = load("", {});
+  EXPECT_EQ(defaults.cluster.min_nodes, 1);
+  EXPECT_EQ(defaults.cluster.heartbeat_ms, 500);
+  EXPECT_EQ(defaults.cluster.node_timeout_ms, 4000);
+  EXPECT_EQ(defaults.cluster.data_timeout_ms, 30000);
+  EXPECT_EQ(defaults.cluster.join_timeout_s, 600);
+  EXPECT_FALSE(defaults.cluster.tls());
+  const auto ca = write("ca.pem", "not checked here, only readable");
+  const auto set = load(write("cluster.ini", "[cluster]\nmin-nodes = 3\nheartbeat-ms = 200\n"
+                                             "node-timeout-ms = 1000\ntoken = \"s3cret\"\n"),
+                        {"--cluster.tls-ca=" + ca, "--cluster.tls-cert=" + ca,
+                         "--cluster.tls-key=" + ca, "--cluster.data-timeout-ms=500"});
+  EXPECT_EQ(set.cluster.min_nodes, 3);
+  EXPECT_EQ(set.cluster.heartbeat_ms, 200);
+  EXPECT_EQ(set.cluster.node_timeout_ms, 1000);
+  EXPECT_EQ(set.cluster.data_timeout_ms, 500);
+  EXPECT_EQ(set.cluster.token, "s3cret");
+  EXPECT_TRUE(set.cluster.tls());
+  const auto again = load(write("again.ini", herd::config::to_ini(set)), {});
+  EXPECT_EQ(again.cluster.token, "s3cret");
+  EXPECT_EQ(again.cluster.tls_key, ca);
+  EXPECT_EQ(again.cluster.node_timeout_ms, 1000);
+
+  EXPECT_THAT(first_error("", {"--cluster.min-nodes=0"}),
+              HasSubstr("cluster.min-nodes = 0 (command line): must be between 1 and 1024 nodes"));
+  EXPECT_THAT(first_error("", {"--cluster.heartbeat-ms=1000", "--cluster.node-timeout-ms=1500"}),
+              HasSubstr("cluster.node-timeout-ms = 1500 (command line): must be at least twice "
+                        "cluster.heartbeat-ms (1000)"));
+  EXPECT_THAT(first_error("", {"--cluster.tls-ca=" + ca}),
+              HasSubstr("cluster.tls-cert = \"\": control-plane TLS needs cluster.tls-ca, "
+                        "cluster.tls-cert and cluster.tls-key"));
+  EXPECT_THAT(first_error("", {"--cluster.tls-ca=" + dir_.file("missing.pem"),
+                               "--cluster.tls-cert=" + ca, "--cluster.tls-key=" + ca}),
+              HasSubstr("cluster.tls-ca = \"" + dir_.file("missing.pem") +
+                        "\" (command line): cannot read this file"));
+  EXPECT_THAT(first_error("", {"--cluster.token=" + std::string(1025, 'x')}),
+              HasSubstr("cluster.token = 1025 bytes (command line): must be at most 1024 bytes"));
+}
+
+} // namespace

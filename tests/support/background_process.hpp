@@ -25,6 +25,7 @@ public:
   /// Sends `signal`, then waits up to `timeout`; SIGKILL if it is still running.
   void stop(int signal, std::chrono::milliseconds timeout);
   bool running();
+  int pid() const { return pid_; }
   std::string output() const;
 
 private:

@@ -44,7 +44,16 @@ inline const std::vector<const char*>& contract_keys() {
                                              "imbalance.delay-ms",
                                              "imbalance.workers",
                                              "imbalance.factor",
-                                             "imbalance.sigma"};
+                                             "imbalance.sigma",
+                                             "cluster.min-nodes",
+                                             "cluster.heartbeat-ms",
+                                             "cluster.node-timeout-ms",
+                                             "cluster.data-timeout-ms",
+                                             "cluster.join-timeout-s",
+                                             "cluster.token",
+                                             "cluster.tls-ca",
+                                             "cluster.tls-cert",
+                                             "cluster.tls-key"};
   return keys;
 }
 

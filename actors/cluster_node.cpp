@@ -1,0 +1,330 @@
+// One node of a cluster; see cluster_node.hpp.
+#include "actors/cluster_node.hpp"
+
+#include "actors/control_gate.hpp"
+#include "actors/errors.hpp"
+#include "actors/messages.hpp"
+#include "actors/node_reducer.hpp"
+#include "actors/remoting.hpp"
+#include "actors/run_parts.hpp"
+#include "actors/train_session.hpp"
+#include "comm/buffer_pool.hpp"
+#include "comm/gloo_plane.hpp"
+#include "config/loader.hpp"
+
+#include <caf/io/all.hpp>
+
+#include <arpa/inet.h>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace herd::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// The data plane's rendezvous keys live in the coordinator's registry; Gloo calls this from the
+// thread that builds the plane, so each call uses a short-lived scoped actor (a long-lived one
+// slows down with every timed request, shared/stack.md section 1.6).
+class registry_store final : public comm::rendezvous_store {
+public:
+  registry_store(caf::actor_system& system, caf::actor registry)
+      : system_(system), registry_(std::move(registry)) {}
+
+  void set(const std::string& key, const std::vector<char>& value) override {
+    caf::scoped_actor self{system_};
+    self->send(registry_, store_set_atom::value, key, value);
+  }
+
+  std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
+    caf::scoped_actor self{system_};
+    std::vector<char> value;
+    std::string failure;
+    self->request(registry_, timeout, store_get_atom::value, key)
+        .receive([&](std::vector<char>& found) { value = std::move(found); },
+                 [&](caf::error& error) { failure = system_.render(error); });
+    if (!failure.empty())
+      throw comm::comm_error("rendezvous key " + key + " not set by the other nodes within " +
+                             std::to_string(timeout.count()) + " ms: " + failure);
+    return value;
+  }
+
+private:
+  caf::actor_system& system_;
+  caf::actor registry_;
+};
+
+// The run's settings arrive as INI text: config::load reads them from a file, like a user's.
+config::run_config parse_settings(const std::string& settings) {
+  char path[] = "/tmp/herd-node-settings-XXXXXX";
+  const int descriptor = ::mkstemp(path);
+  if (descriptor < 0)
+    throw std::runtime_error("cannot create a temporary file for the run's settings");
+  ::close(descriptor);
+  {
+    std::ofstream out(path);
+    out << settings;
+  }
+  try {
+    auto config = config::load(path, {});
+    std::filesystem::remove(path);
+    return config;
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
+}
+
+void notify(const node_options& options, const std::string& text) {
+  if (options.on_notice)
+    options.on_notice(text);
+}
+
+// Connects to the registry through the gate, retrying until the deadline: nodes may start
+// before the coordinator.
+caf::expected<caf::actor> connect(caf::actor_system& system, const node_options& options,
+                                  const gate_dialer& gate, clock_type::time_point deadline,
+                                  std::string& failure) {
+  auto attempt = [&] {
+    auto registry = remote_on_loopback(system, gate.local_port(), options.cluster);
+    failure = gate.last_failure();
+    if (!registry && failure.empty()) {
+      // The gate let this node in, so the coordinator is there: with TLS, a failed handshake.
+      failure = options.cluster.tls()
+                    ? "the TLS handshake with the coordinator failed (is this node's "
+                      "cluster.tls-cert signed by the CA the coordinator trusts, and its "
+                      "cluster.tls-ca the CA that signed the coordinator's?): " +
+                          system.render(registry.error())
+                    : system.render(registry.error());
+    }
+    return registry;
+  };
+  auto registry = attempt();
+  bool said_waiting = false;
+  while (!registry && clock_type::now() < deadline) {
+    if (failure.find("refused this node") != std::string::npos ||
+        failure.find("TLS handshake") != std::string::npos)
+      break; // a wrong token, version or certificate does not get better by waiting
+    if (!said_waiting) {
+      notify(options, "waiting for the coordinator at " + options.coordinator_host + ":" +
+                          std::to_string(options.coordinator_port) + " (" + failure + ")");
+      said_waiting = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    registry = attempt();
+  }
+  return registry;
+}
+
+// Everything the node hosts, stopped in order when the job ends.
+struct hosted {
+  std::shared_ptr<comm::gloo_plane> plane;
+  std::vector<caf::actor> workers;
+  caf::actor reducer;
+
+  void stop() {
+    for (auto& worker : workers)
+      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+    if (reducer)
+      caf::anon_send_exit(reducer, caf::exit_reason::user_shutdown);
+    workers.clear();
+    reducer = nullptr;
+  }
+};
+
+node_outcome fail(node_outcome outcome, std::string error) {
+  outcome.ok = false;
+  outcome.error = std::move(error);
+  return outcome;
+}
+
+node_outcome run_joined(caf::actor_system& system, const node_options& options,
+                        const caf::actor& registry, clock_type::time_point deadline,
+                        hosted& parts) {
+  node_outcome outcome;
+  outcome.workers = options.workers;
+  caf::scoped_actor self{system};
+  self->monitor(registry);
+
+  node_hello hello;
+  hello.protocol = cluster_protocol_version;
+  hello.name = options.name.empty() ? host_name() : options.name;
+  hello.workers = options.workers;
+  hello.data_host = options.data_host.empty()
+                        ? local_address_towards(options.coordinator_host, options.coordinator_port)
+                        : options.data_host;
+  if (hello.data_host.empty())
+    hello.data_host = "127.0.0.1";
+  std::optional<node_welcome> welcome;
+  std::string failure;
+  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(deadline - clock_type::now(), clock_type::duration(std::chrono::seconds(1))));
+  // A plain send, not a request: the answer comes as a message, and so does the coordinator's
+  // loss while the cluster forms (a request's receive would wait out its timeout instead).
+  self->send(registry, hello);
+  bool timed_out = false;
+  self->receive([&](node_welcome& answer) { welcome = std::move(answer); },
+                [&](caf::error& error) { failure = system.render(error); },
+                [&](caf::down_msg& down) {
+                  failure = "lost the coordinator while the cluster formed: " +
+                            system.render(down.reason);
+                },
+                caf::after(wait) >> [&] { timed_out = true; });
+  if (timed_out)
+    return fail(outcome, "the cluster did not form within cluster.join-timeout-s (" +
+                             std::to_string(options.cluster.join_timeout_s) +
+                             " s): fewer than cluster.min-nodes nodes joined the coordinator");
+  if (!welcome)
+    return fail(outcome, "the coordinator did not admit this node: " + failure);
+  outcome.first_worker = welcome->first_worker;
+  notify(options, "joined as node " + std::to_string(welcome->node) + " of " +
+                      std::to_string(welcome->nodes) + ": workers " +
+                      std::to_string(welcome->first_worker) + "-" +
+                      std::to_string(welcome->first_worker + options.workers - 1));
+
+  config::run_config config;
+  try {
+    config = parse_settings(welcome->settings);
+  } catch (const std::exception& bad) {
+    return fail(outcome, std::string("the coordinator's settings do not load here: ") + bad.what());
+  }
+  std::shared_ptr<const models::train_test_split> data;
+  try {
+    data = options.load_data(config);
+  } catch (const std::exception& bad) {
+    return fail(outcome, std::string("cannot load the run's dataset on this node: ") + bad.what());
+  }
+  if (data->train.size() != welcome->training_samples)
+    return fail(outcome, "this node's training set (" + config.data.path + ") has " +
+                             std::to_string(data->train.size()) + " samples, the coordinator's " +
+                             std::to_string(welcome->training_samples) +
+                             "; every node needs the same dataset");
+  const auto sizes = mlp_layer_sizes(config, data->train);
+  check_memory(sizes, options.workers);
+  set_blas_threads_for(config, options.workers);
+  auto model = std::make_shared<const models::mlp>(sizes);
+
+  if (welcome->nodes > 1) {
+    comm::gloo_plane_options plane_options;
+    plane_options.hostname = hello.data_host;
+    plane_options.prefix = welcome->job;
+    plane_options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(deadline - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
+    try {
+      parts.plane = std::make_shared<comm::gloo_plane>(
+          welcome->node, welcome->nodes, std::make_shared<registry_store>(system, registry),
+          plane_options);
+    } catch (const std::exception& bad) {
+      return fail(outcome, std::string("the data plane did not connect: ") + bad.what());
+    }
+    notify(options, "data plane connected (" + hello.data_host + ", " +
+                        std::to_string(welcome->nodes) + " nodes)");
+  }
+
+  std::shared_ptr<comm::backend> local = comm::make_local_backend(*options.ops);
+  const auto train = std::shared_ptr<const models::dataset>(data, &data->train);
+  auto imbalance = std::make_shared<const imbalance_model>(config.imbalance, config.train.workers);
+  node_reducer_setup reduction;
+  for (int i = 0; i < options.workers; ++i) {
+    const int index = welcome->first_worker + i;
+    parts.workers.push_back(spawn_worker(system,
+                                         make_worker_setup(config, index, model, train, options.ops,
+                                                           local, imbalance, options.probe),
+                                         welcome->coordinator));
+    reduction.workers[index] = parts.workers.back();
+  }
+  reduction.node = welcome->node;
+  reduction.local = local;
+  reduction.plane = parts.plane;
+  reduction.results = comm::buffer_pool::create(model->parameter_count());
+  reduction.data_timeout = std::chrono::milliseconds(config.cluster.data_timeout_ms);
+  parts.reducer = spawn_node_reducer(system, std::move(reduction));
+
+  node_ready ready;
+  ready.node = welcome->node;
+  ready.workers = parts.workers;
+  ready.reducer = parts.reducer;
+  ready.control = caf::actor_cast<caf::actor>(self);
+  self->send(registry, ready);
+
+  // Until the coordinator says the job is over, or is lost.
+  bool over = false;
+  self->receive_while([&] { return !over; })(
+      [&](job_over_atom) {
+        over = true;
+        outcome.ok = true;
+        return true;
+      },
+      [&](caf::down_msg& down) {
+        over = true;
+        outcome = fail(outcome, "lost the coordinator: " + system.render(down.reason));
+      });
+  if (outcome.ok)
+    notify(options, "the job is over");
+  return outcome;
+}
+
+} // namespace
+
+std::string local_address_towards(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
+      found == nullptr)
+    return {};
+  std::string address;
+  const int sock = ::socket(AF_INET, SOCK_DGRAM, 0);
+  // Connecting a UDP socket sends nothing; it only picks the route and so the source address.
+  if (sock >= 0 && ::connect(sock, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t length = sizeof local;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(sock, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr)
+      address = text;
+  }
+  if (sock >= 0)
+    ::close(sock);
+  ::freeaddrinfo(found);
+  return address;
+}
+
+node_outcome run_node(const node_options& options) {
+  node_outcome outcome;
+  outcome.workers = options.workers;
+  caf::actor_system_config system_config;
+  configure_remoting(system_config, options.cluster);
+  caf::actor_system system{system_config};
+  const auto deadline = clock_type::now() + std::chrono::seconds(options.cluster.join_timeout_s);
+  gate_dialer gate(options.coordinator_host, options.coordinator_port, options.cluster.token);
+  std::string failure;
+  auto registry = connect(system, options, gate, deadline, failure);
+  if (!registry)
+    return fail(outcome, failure.find("refused this node") != std::string::npos ||
+                                 failure.find("TLS handshake") != std::string::npos
+                             ? failure
+                             : "cannot reach the coordinator at " + options.coordinator_host + ":" +
+                                   std::to_string(options.coordinator_port) + " within " +
+                                   std::to_string(options.cluster.join_timeout_s) +
+                                   " s (cluster.join-timeout-s): " + failure);
+  hosted parts;
+  try {
+    outcome = run_joined(system, options, *registry, deadline, parts);
+  } catch (const std::exception& error) {
+    outcome = fail(outcome, error.what());
+  }
+  parts.stop();
+  system.await_all_actors_done();
+  return outcome;
+}
+
+} // namespace herd::actors

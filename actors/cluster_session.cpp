@@ -1,0 +1,513 @@
+// One training run across processes, coordinator side; see cluster_session.hpp.
+#include "actors/cluster_session.hpp"
+
+#include "actors/aggregator.hpp"
+#include "actors/control_gate.hpp"
+#include "actors/errors.hpp"
+#include "actors/evaluator.hpp"
+#include "actors/group_coordinator.hpp"
+#include "actors/messages.hpp"
+#include "actors/remoting.hpp"
+#include "actors/run_parts.hpp"
+#include "actors/train_session.hpp"
+#include "comm/buffer_pool.hpp"
+#include "config/loader.hpp"
+
+#include <caf/io/all.hpp>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace herd::actors {
+
+namespace {
+
+// The run's result, shared with the actors' callbacks (as in train_session).
+struct outcome {
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::optional<run_summary> summary;
+
+  void deliver(run_summary ended) {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (summary)
+      return;
+    summary = std::move(ended);
+    finished.notify_all();
+  }
+};
+
+// What the registry needs to build the run once the cluster has formed.
+struct run_context {
+  config::run_config config;
+  std::shared_ptr<const models::train_test_split> data;
+  cluster_options options;
+  std::shared_ptr<outcome> result;
+  std::string job; // names this run's keys in the rendezvous store
+
+  // Read by effective_config() from another thread once the run started.
+  mutable std::mutex config_mutex;
+};
+
+// The summary of a run that ended before its first step.
+run_summary error_summary(const config::run_config& config, std::string error) {
+  run_summary failed;
+  failed.started = false;
+  failed.algorithm = config.train.algorithm;
+  failed.workers = config.train.workers;
+  failed.backend = "gloo";
+  failed.stop_reason = "error";
+  failed.error = std::move(error);
+  return failed;
+}
+
+// The coordinator's face to the nodes, published on the listen port: admits nodes until
+// cluster.min-nodes have joined, hands each its place and the run's settings, keeps the data
+// plane's rendezvous keys, and starts the run once every node is ready.
+class registry_actor : public caf::event_based_actor {
+public:
+  registry_actor(caf::actor_config& actor_config, std::shared_ptr<run_context> context)
+      : caf::event_based_actor(actor_config), context_(std::move(context)) {
+    set_down_handler([this](caf::down_msg& down) { on_down(down); });
+  }
+
+  const char* name() const override { return "herd.registry"; }
+
+  // The run's actors go with the registry: the system's shutdown waits for every one of them.
+  void on_exit() override {
+    auto stop = [](const caf::actor& handle) {
+      if (handle)
+        caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+    };
+    for (const auto& aggregator : aggregators_)
+      stop(aggregator);
+    stop(evaluator_);
+    stop(coordinator_);
+    coordinator_ = nullptr;
+    aggregators_.clear();
+    evaluator_ = nullptr;
+    nodes_.clear();
+  }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](const node_hello& hello) -> caf::result<node_welcome> { return on_hello(hello); },
+        [this](const node_ready& ready) { on_ready(ready); },
+        [this](store_set_atom, const std::string& key, const std::vector<char>& value) {
+          store_set(key, value);
+        },
+        [this](store_get_atom, const std::string& key) -> caf::result<std::vector<char>> {
+          return store_get(key);
+        },
+        [this](stop_atom) { on_stop(); },
+        [this](job_over_atom) -> caf::result<bool> { return tell_nodes_job_over(); },
+    };
+  }
+
+private:
+  struct node_entry {
+    node_hello hello;
+    caf::response_promise welcome;
+    int first_worker = 0;
+    bool ready = false;
+    std::vector<caf::actor> workers;
+    caf::actor reducer;
+    caf::actor control;
+    caf::actor_addr link;  // the node's joining actor: lives as long as the node's part of the job
+    bool answered = false; // its welcome (or refusal) was delivered
+    bool live = true;
+  };
+
+  void notice(const std::string& text) {
+    if (context_->options.observer != nullptr)
+      context_->options.observer->on_notice(text);
+  }
+
+  caf::result<node_welcome> on_hello(const node_hello& hello) {
+    if (hello.protocol != cluster_protocol_version)
+      return make_error(herd_errc::join_refused,
+                        "node " + hello.name + " speaks cluster protocol " +
+                            std::to_string(hello.protocol) + ", this coordinator " +
+                            std::to_string(cluster_protocol_version) +
+                            "; run the same Herd version everywhere");
+    if (hello.workers < 1 || hello.workers > 1024)
+      return make_error(herd_errc::join_refused, "node " + hello.name + " offers " +
+                                                     std::to_string(hello.workers) +
+                                                     " workers; it must be between 1 and 1024");
+    if (stopped_)
+      return make_error(herd_errc::join_refused, "the job is over");
+    if (started_)
+      return make_error(herd_errc::join_refused,
+                        "the job has already started with " + std::to_string(nodes_.size()) +
+                            " nodes; joining a running job is not supported yet");
+    if (formed_)
+      return make_error(herd_errc::join_refused,
+                        "the cluster has formed with " + std::to_string(nodes_.size()) +
+                            " nodes and is starting; joining a running job is not supported yet");
+    node_entry entry;
+    entry.hello = hello;
+    // Watched from now on: a node that leaves before the cluster forms must not be counted.
+    entry.link = caf::actor_cast<caf::actor_addr>(current_sender());
+    monitor(entry.link);
+    entry.welcome = make_response_promise();
+    nodes_.push_back(std::move(entry));
+    notice("node " + std::to_string(nodes_.size() - 1) + " (" + hello.name + ", " +
+           count(hello.workers, "worker") + ") joined; " + std::to_string(nodes_.size()) + " of " +
+           std::to_string(context_->config.cluster.min_nodes) + " nodes");
+    auto promise = nodes_.back().welcome;
+    if (static_cast<int>(nodes_.size()) >= context_->config.cluster.min_nodes)
+      form_cluster();
+    return promise;
+  }
+
+  // Every node is known: count the workers, check the settings against them, build the
+  // coordinator and welcome the nodes.
+  void form_cluster() {
+    formed_ = true;
+    auto& config = context_->config;
+    int workers = 0;
+    for (auto& node : nodes_) {
+      node.first_worker = workers;
+      workers += node.hello.workers;
+    }
+    {
+      std::lock_guard<std::mutex> guard(context_->config_mutex);
+      config.train.workers = workers;
+    }
+    auto errors = config::validate(config);
+    if (errors.empty())
+      errors = config::validate_against_data(config, context_->data->train.size());
+    if (!errors.empty()) {
+      std::string text =
+          "the settings do not fit the " + std::to_string(workers) + " workers of the nodes: ";
+      for (std::size_t i = 0; i < errors.size(); ++i)
+        text += (i > 0 ? "; " : "") + errors[i].message;
+      refuse_all(text);
+      return;
+    }
+    const auto sizes = mlp_layer_sizes(config, context_->data->train);
+    model_ = std::make_shared<const models::mlp>(sizes);
+    coordinator_setup coordination;
+    coordination.config = config;
+    coordination.backend_name = "gloo";
+    coordination.samples_per_epoch = epoch_samples(config, context_->data->train.size());
+    coordination.observer = context_->options.observer;
+    coordination.progress_interval = context_->options.progress_interval;
+    if (context_->options.metrics)
+      coordination.metrics =
+          make_training_metrics(config, context_->options.metrics, context_->options.node_name);
+    coordination.on_finished = [result = context_->result](run_summary summary) {
+      result->deliver(std::move(summary));
+    };
+    coordinator_ = spawn_group_coordinator(system(), std::move(coordination));
+    coordinator_->attach_functor([result = context_->result, failed = error_summary(config, "")](
+                                     const caf::error& reason) mutable {
+      failed.error = "the group coordinator stopped: " + caf::to_string(reason);
+      result->deliver(std::move(failed));
+    });
+    const auto settings = config::to_ini(config);
+    for (std::size_t index = 0; index < nodes_.size(); ++index) {
+      node_welcome welcome;
+      welcome.node = static_cast<std::int32_t>(index);
+      welcome.nodes = static_cast<std::int32_t>(nodes_.size());
+      welcome.first_worker = nodes_[index].first_worker;
+      welcome.settings = settings;
+      welcome.training_samples = context_->data->train.size();
+      welcome.job = context_->job;
+      welcome.coordinator = coordinator_;
+      nodes_[index].answered = true;
+      nodes_[index].welcome.deliver(std::move(welcome));
+    }
+    notice("cluster formed: " + std::to_string(nodes_.size()) + " nodes, " +
+           std::to_string(workers) + " workers; connecting the data plane");
+  }
+
+  // Ends a run that never started: nodes still waiting for their welcome hear why.
+  void refuse_all(const std::string& why, const std::string& stop_reason = "error") {
+    for (auto& node : nodes_)
+      if (!node.answered) {
+        node.answered = true;
+        node.welcome.deliver(make_error(herd_errc::join_refused, why));
+      }
+    stopped_ = true;
+    auto summary = error_summary(context_->config, why);
+    summary.stop_reason = stop_reason;
+    context_->result->deliver(std::move(summary));
+  }
+
+  void on_ready(const node_ready& ready) {
+    if (ready.node < 0 || static_cast<std::size_t>(ready.node) >= nodes_.size() ||
+        nodes_[static_cast<std::size_t>(ready.node)].ready)
+      return;
+    auto& node = nodes_[static_cast<std::size_t>(ready.node)];
+    if (static_cast<int>(ready.workers.size()) != node.hello.workers) {
+      notice("node " + std::to_string(ready.node) + " reported " +
+             std::to_string(ready.workers.size()) + " workers, not " +
+             std::to_string(node.hello.workers) + "; ignored");
+      return;
+    }
+    node.ready = true;
+    node.workers = ready.workers;
+    node.reducer = ready.reducer;
+    node.control = ready.control;
+    monitor(node.reducer);
+    notice("node " + std::to_string(ready.node) + " (" + node.hello.name + ") ready: workers " +
+           std::to_string(node.first_worker) + "-" +
+           std::to_string(node.first_worker + node.hello.workers - 1));
+    for (const auto& entry : nodes_)
+      if (!entry.ready)
+        return;
+    start_run();
+  }
+
+  void start_run() {
+    const auto& config = context_->config;
+    aggregator_setup aggregation;
+    aggregation.results = comm::buffer_pool::create(model_->parameter_count());
+    aggregation.reduce_timeout =
+        std::chrono::milliseconds(config.cluster.data_timeout_ms) + std::chrono::seconds(5);
+    std::vector<caf::actor> workers;
+    for (std::size_t index = 0; index < nodes_.size(); ++index) {
+      for (const auto& worker : nodes_[index].workers) {
+        workers.push_back(worker);
+        aggregation.worker_nodes.push_back(static_cast<int>(index));
+      }
+      aggregation.node_reducers.push_back(nodes_[index].reducer);
+    }
+    for (int i = 0; i < aggregator_count(config); ++i)
+      aggregators_.push_back(spawn_aggregator(system(), aggregation, coordinator_));
+    evaluator_setup evaluation;
+    evaluation.model = model_;
+    evaluation.test = std::shared_ptr<const models::dataset>(context_->data, &context_->data->test);
+    evaluation.ops = &kernels::cpu_ops();
+    evaluator_ = spawn_evaluator(system(), evaluation);
+    send(coordinator_, run_start{workers, aggregators_, evaluator_});
+    started_ = true;
+  }
+
+  void store_set(const std::string& key, const std::vector<char>& value) {
+    store_[key] = value;
+    auto waiting = waiting_gets_.find(key);
+    if (waiting == waiting_gets_.end())
+      return;
+    for (auto& promise : waiting->second)
+      promise.deliver(value);
+    waiting_gets_.erase(waiting);
+  }
+
+  caf::result<std::vector<char>> store_get(const std::string& key) {
+    auto found = store_.find(key);
+    if (found != store_.end())
+      return found->second;
+    auto promise = make_response_promise<std::vector<char>>();
+    waiting_gets_[key].push_back(promise);
+    return promise;
+  }
+
+  void on_stop() {
+    if (started_) {
+      send(coordinator_, stop_atom::value);
+      return;
+    }
+    refuse_all(formed_
+                   ? "stopped while the nodes were connecting"
+                   : "stopped while waiting for nodes (" + std::to_string(nodes_.size()) + " of " +
+                         std::to_string(context_->config.cluster.min_nodes) + " had joined)",
+               "interrupted");
+  }
+
+  // Answers once every live node acknowledged (or did not within a few seconds), so the
+  // session closes the connections only after the nodes know.
+  caf::result<bool> tell_nodes_job_over() {
+    stopped_ = true;
+    auto outstanding = std::make_shared<std::size_t>(0);
+    for (const auto& node : nodes_)
+      if (node.live && node.control)
+        ++*outstanding;
+    if (*outstanding == 0)
+      return true;
+    // Only now: a promise takes the request's answer over.
+    auto promise = make_response_promise<bool>();
+    auto one_done = [promise, outstanding]() mutable {
+      if (--*outstanding == 0)
+        promise.deliver(true);
+    };
+    for (const auto& node : nodes_)
+      if (node.live && node.control)
+        request(node.control, std::chrono::seconds(3), job_over_atom::value)
+            .then([one_done](bool) mutable { one_done(); },
+                  [one_done](caf::error&) mutable { one_done(); });
+    return promise;
+  }
+
+  void on_down(const caf::down_msg& down) {
+    for (std::size_t index = 0; index < nodes_.size(); ++index) {
+      auto& node = nodes_[index];
+      if (!node.live || (node.reducer.address() != down.source && node.link != down.source))
+        continue;
+      node.live = false;
+      if (stopped_)
+        return; // the job is over: nodes leave
+      const std::string why = system().render(down.reason);
+      if (!formed_) {
+        notice("node " + std::to_string(index) + " (" + node.hello.name +
+               ") left before the cluster formed: " + why + "; " +
+               std::to_string(nodes_.size() - 1) + " of " +
+               std::to_string(context_->config.cluster.min_nodes) + " nodes");
+        nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(index));
+        return;
+      }
+      notice("node " + std::to_string(index) + " (" + node.hello.name + ") lost: " + why +
+             "; its " + workers_of(node) + " down");
+      if (!started_)
+        refuse_all("node " + std::to_string(index) + " (" + node.hello.name +
+                   ") was lost before the run started: " + why);
+      return;
+    }
+  }
+
+  static std::string count(int n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  }
+
+  // "worker 3 is" or "workers 4-7 are", for the operator's log.
+  static std::string workers_of(const node_entry& node) {
+    const int last = node.first_worker + node.hello.workers - 1;
+    return node.hello.workers == 1 ? "worker " + std::to_string(last) + " is"
+                                   : "workers " + std::to_string(node.first_worker) + "-" +
+                                         std::to_string(last) + " are";
+  }
+
+  std::shared_ptr<run_context> context_;
+  std::vector<node_entry> nodes_;
+  bool formed_ = false;
+  bool started_ = false;
+  bool stopped_ = false;
+  std::shared_ptr<const models::mlp> model_;
+  caf::actor coordinator_;
+  std::vector<caf::actor> aggregators_;
+  caf::actor evaluator_;
+  std::map<std::string, std::vector<char>> store_;
+  std::map<std::string, std::vector<caf::response_promise>> waiting_gets_;
+};
+
+std::string make_job_name() {
+  std::random_device entropy;
+  const auto value = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
+  char text[32];
+  std::snprintf(text, sizeof text, "herd-%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+} // namespace
+
+struct cluster_session::impl {
+  std::shared_ptr<run_context> context = std::make_shared<run_context>();
+  caf::actor_system_config system_config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor registry;
+  std::uint16_t inner_port = 0; // CAF's, on loopback
+  std::unique_ptr<gate_listener> gate;
+  bool shut_down = false;
+
+  void shutdown() {
+    if (shut_down || !system)
+      return;
+    shut_down = true;
+    if (registry) {
+      {
+        caf::scoped_actor self{*system};
+        self->request(registry, std::chrono::seconds(5), job_over_atom::value)
+            .receive([](bool) {}, [](caf::error&) {});
+      }
+      // Refusals and the job's end are on their way through the gate: let the nodes read them
+      // and leave before the connections go.
+      if (gate)
+        gate->drain(std::chrono::seconds(3));
+      gate.reset();
+      // The published registry must go before the system, or its destructor waits forever.
+      system->middleman().unpublish(registry, inner_port);
+      caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
+      registry = nullptr;
+    }
+    system->await_all_actors_done();
+  }
+};
+
+cluster_session::cluster_session(config::run_config config,
+                                 std::shared_ptr<const models::train_test_split> data,
+                                 cluster_options options)
+    : impl_(std::make_unique<impl>()) {
+  if (auto errors = config::validate(config); !errors.empty())
+    throw config::invalid_config(std::move(errors));
+  auto& context = *impl_->context;
+  context.config = std::move(config);
+  context.data = std::move(data);
+  context.options = std::move(options);
+  context.result = std::make_shared<outcome>();
+  context.job = make_job_name();
+  configure_remoting(impl_->system_config, context.config.cluster);
+  impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
+  impl_->registry = impl_->system->spawn<registry_actor>(impl_->context);
+  // CAF listens on loopback only; the gate takes the public address (control_gate.hpp).
+  auto inner_port = publish_on_loopback(impl_->registry, context.config.cluster);
+  const auto& listen = context.options.listen_host;
+  try {
+    if (!inner_port)
+      throw std::runtime_error(impl_->system->render(inner_port.error()));
+    impl_->inner_port = *inner_port;
+    impl_->gate = std::make_unique<gate_listener>(
+        listen, context.options.port, impl_->inner_port, context.config.cluster.token,
+        [observer = context.options.observer](const std::string& why) {
+          if (observer != nullptr)
+            observer->on_notice(why);
+        });
+  } catch (const std::exception& failure) {
+    if (inner_port)
+      impl_->system->middleman().unpublish(impl_->registry, *inner_port);
+    caf::anon_send_exit(impl_->registry, caf::exit_reason::user_shutdown);
+    impl_->registry = nullptr;
+    impl_->system->await_all_actors_done();
+    throw std::runtime_error("cannot listen on " + listen + ":" +
+                             std::to_string(context.options.port) + ": " + failure.what());
+  }
+}
+
+cluster_session::~cluster_session() {
+  if (!impl_->shut_down) {
+    request_stop();
+    wait_for(std::chrono::seconds(60));
+  }
+  impl_->shutdown();
+}
+
+std::uint16_t cluster_session::port() const {
+  return impl_->gate ? impl_->gate->port() : 0;
+}
+
+void cluster_session::request_stop() {
+  if (impl_->registry && !impl_->shut_down)
+    caf::anon_send(impl_->registry, stop_atom::value);
+}
+
+std::optional<run_summary> cluster_session::wait_for(std::chrono::milliseconds timeout) {
+  auto& result = *impl_->context->result;
+  {
+    std::unique_lock<std::mutex> lock(result.mutex);
+    if (!result.finished.wait_for(lock, timeout, [&] { return result.summary.has_value(); }))
+      return std::nullopt;
+  }
+  impl_->shutdown();
+  std::lock_guard<std::mutex> guard(result.mutex);
+  return result.summary;
+}
+
+config::run_config cluster_session::effective_config() const {
+  std::lock_guard<std::mutex> guard(impl_->context->config_mutex);
+  return impl_->context->config;
+}
+
+} // namespace herd::actors

@@ -1,0 +1,264 @@
+// `herd coordinator` and `herd node`; see cluster_commands.hpp.
+#include "cli/cluster_commands.hpp"
+
+#include "actors/cluster_node.hpp"
+#include "actors/cluster_session.hpp"
+#include "actors/train_session.hpp"
+#include "cli/command_support.hpp"
+#include "cli/progress_printer.hpp"
+#include "cli/run_support.hpp"
+#include "cli/train_command.hpp"
+#include "config/loader.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace herd::cli {
+
+namespace {
+
+constexpr const char* default_listen = "0.0.0.0:7070";
+constexpr int max_workers = 1024; // train.workers' limit
+
+// The cluster.* settings that belong on a node's command line: those both ends must agree on,
+// and the node's own join timeout. The others come from the coordinator.
+const std::vector<std::string> node_settings{
+    "--cluster.heartbeat-ms", "--cluster.node-timeout-ms", "--cluster.join-timeout-s",
+    "--cluster.token",        "--cluster.tls-ca",          "--cluster.tls-cert",
+    "--cluster.tls-key"};
+
+struct endpoint_address {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+// "HOST:PORT" (the last colon splits, so "[::1]:7070" and "::1:7070" keep their host); throws
+// std::invalid_argument naming the option and the value.
+endpoint_address parse_endpoint(const std::string& option, const std::string& text,
+                                bool port_may_be_zero) {
+  const auto colon = text.rfind(':');
+  const std::string hint = option + " " + text + ": expected HOST:PORT, e.g. 10.0.0.5:7070";
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw std::invalid_argument(hint);
+  endpoint_address address;
+  address.host = text.substr(0, colon);
+  if (address.host.size() > 2 && address.host.front() == '[' && address.host.back() == ']')
+    address.host = address.host.substr(1, address.host.size() - 2);
+  const std::string port = text.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5)
+    throw std::invalid_argument(hint);
+  const unsigned long value = std::stoul(port);
+  if (value > 65535 || (value == 0 && !port_may_be_zero))
+    throw std::invalid_argument(option + " " + text + ": the port must be between " +
+                                (port_may_be_zero ? "0" : "1") + " and 65535");
+  address.port = static_cast<std::uint16_t>(value);
+  return address;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+int positive_count(const std::string& option, const std::string& text) {
+  std::size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1 || value > max_workers)
+    throw std::invalid_argument(option + " " + text + ": expected a number of workers from 1 to " +
+                                std::to_string(max_workers));
+  return value;
+}
+
+int run_coordinator(const std::vector<std::string>& args) {
+  run_arguments parsed;
+  endpoint_address listen;
+  try {
+    parsed = parse_run_arguments(args, "coordinator", {"--listen"});
+    if (!parsed.help)
+      listen = parse_endpoint(
+          "--listen",
+          parsed.options.count("--listen") > 0 ? parsed.options["--listen"] : default_listen, true);
+  } catch (const std::invalid_argument& bad) {
+    std::cerr << "herd coordinator: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  if (parsed.help) {
+    std::cout << coordinator_help();
+    return exit_ok;
+  }
+  // The workers are the nodes' (train.workers is replaced once they joined), so checks against
+  // the worker count wait until then: meanwhile they are made against the most there may be.
+  parsed.overrides.push_back("--train.workers=" + std::to_string(max_workers));
+  auto prepared = prepare_run("coordinator", parsed);
+  if (!prepared)
+    return exit_bad_input;
+  const auto& config = prepared->config;
+  const bool interactive = ::isatty(STDOUT_FILENO) != 0;
+  progress_printer printer(std::cout, interactive, config.train.epochs);
+  actors::cluster_options options;
+  options.listen_host = listen.host;
+  options.port = listen.port;
+  options.observer = &printer;
+  options.metrics = prepared->metrics;
+  std::optional<actors::cluster_session> session;
+  try {
+    session.emplace(config, prepared->data, options);
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors("coordinator", invalid);
+    return exit_bad_input;
+  } catch (const std::runtime_error& failure) {
+    std::cerr << "herd coordinator: --listen " << listen.host << ':' << listen.port << ": "
+              << failure.what() << '\n';
+    return exit_bad_input;
+  }
+  const auto sizes = actors::mlp_layer_sizes(config, prepared->data->train);
+  std::cout << "herd coordinator: " << config.train.algorithm << ", batch "
+            << config.train.batch_size << " per worker, MLP " << describe_model(sizes) << ", "
+            << prepared->data->train.name << "; listening on " << listen.host << ':'
+            << session->port() << ", waiting for " << config.cluster.min_nodes << " node(s)"
+            << std::endl;
+  if (prepared->endpoint)
+    std::cout << "herd coordinator: Prometheus metrics at http://"
+              << prepared->endpoint->bind_address() << ':' << prepared->endpoint->port()
+              << "/metrics" << std::endl;
+  // The report names the workers the nodes brought, not the file's train.workers.
+  auto effective = config;
+  const int status = await_run("coordinator",
+                               {[&session, &effective](std::chrono::milliseconds timeout) {
+                                  auto summary = session->wait_for(timeout);
+                                  if (summary)
+                                    effective = session->effective_config();
+                                  return summary;
+                                },
+                                [&session] { session->request_stop(); }},
+                               printer, effective, parsed.report_file);
+  return status;
+}
+
+int run_node_command(const std::vector<std::string>& args) {
+  actors::node_options options;
+  bool help = false;
+  std::vector<std::string> settings;
+  try {
+    std::string coordinator;
+    for (argument_reader reader(args); !reader.done(); reader.next()) {
+      const std::string& arg = reader.current();
+      if (arg == "--help" || arg == "-h") {
+        help = true;
+      } else if (reader.is("--coordinator")) {
+        coordinator = reader.value("--coordinator", " (HOST:PORT)");
+      } else if (reader.is("--workers")) {
+        options.workers = positive_count("--workers", reader.value("--workers"));
+      } else if (reader.is("--data-host")) {
+        options.data_host = reader.value("--data-host", " (this node's address)");
+      } else if (reader.is("--name")) {
+        options.name = reader.value("--name");
+      } else if (reader.is_setting()) {
+        const std::string name = arg.substr(0, arg.find('='));
+        if (std::find(node_settings.begin(), node_settings.end(), name) == node_settings.end())
+          throw std::invalid_argument(
+              arg +
+              ": a node takes the run's settings from the coordinator; on its command "
+              "line only " +
+              join(node_settings) + " (see herd node --help)");
+        settings.push_back(arg);
+      } else {
+        throw std::invalid_argument("unknown argument '" + arg + "' (see herd node --help)");
+      }
+    }
+    if (help) {
+      std::cout << node_help();
+      return exit_ok;
+    }
+    if (coordinator.empty())
+      throw std::invalid_argument("--coordinator HOST:PORT is required");
+    const auto address = parse_endpoint("--coordinator", coordinator, false);
+    options.coordinator_host = address.host;
+    options.coordinator_port = address.port;
+    options.cluster = config::load("", settings).cluster;
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors("node", invalid);
+    return exit_bad_input;
+  } catch (const std::invalid_argument& bad) {
+    std::cerr << "herd node: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  options.load_data = [](const config::run_config& config) { return load_data(config); };
+  options.on_notice = [](const std::string& text) {
+    std::cout << "herd node: " << text << std::endl;
+  };
+  std::cout << "herd node: " << options.workers << " worker(s), coordinator "
+            << options.coordinator_host << ':' << options.coordinator_port << std::endl;
+  const auto outcome = actors::run_node(options);
+  if (!outcome.ok) {
+    std::cerr << "herd node: " << outcome.error << '\n';
+    return exit_run_failed;
+  }
+  return exit_ok;
+}
+
+} // namespace
+
+std::string coordinator_help() {
+  std::ostringstream out;
+  out << "usage: herd coordinator [--listen HOST:PORT] [--config FILE] [--report FILE]\n"
+         "                        [--section.key=value ...]\n\n"
+         "Hosts a training run across processes: the group coordinator, evaluation, metrics\n"
+         "and the data plane's rendezvous. Nodes join with herd node --coordinator HOST:PORT;\n"
+         "the run starts once cluster.min-nodes have joined, with train.workers = the sum of\n"
+         "their --workers. Prints the same summary and writes the same report as herd train.\n\n"
+         "  --listen HOST:PORT      the address nodes connect to (default "
+      << default_listen
+      << "; port 0 = any)\n"
+         "  --config FILE, -c FILE  read settings from an INI file\n"
+         "  --report FILE           also write the run summary as JSON to FILE\n"
+         "  --help, -h              show this help\n\n"
+         "Settings (as for herd train; the nodes receive them from here):\n"
+      << config::describe_keys()
+      << "\nThe control plane is CAF over TCP; the data plane (Gloo over TCP) is not encrypted:\n"
+         "keep nodes on a private network (docs/deploy.md).\n\n"
+         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted.\n";
+  return out.str();
+}
+
+std::string node_help() {
+  return "usage: herd node --coordinator HOST:PORT [--workers N] [--data-host ADDRESS]\n"
+         "                 [--name NAME] [--cluster.key=value ...]\n\n"
+         "Joins a run hosted by herd coordinator and runs N workers in this process until the\n"
+         "coordinator says the job is over. The run's settings come from the coordinator; the\n"
+         "dataset must be on this machine at the configured data.path.\n\n"
+         "  --coordinator HOST:PORT  the coordinator's --listen address (required)\n"
+         "  --workers N              workers in this process (default 1)\n"
+         "  --data-host ADDRESS      the address the data plane listens on and the other nodes\n"
+         "                           dial (default: the address this host reaches the\n"
+         "                           coordinator from)\n"
+         "  --name NAME              this node's name in logs (default: the host name)\n"
+         "  --cluster.heartbeat-ms=N, --cluster.node-timeout-ms=N, --cluster.token=SECRET,\n"
+         "  --cluster.tls-ca=FILE, --cluster.tls-cert=FILE, --cluster.tls-key=FILE\n"
+         "                           must match the coordinator's (herd coordinator --help)\n"
+         "  --cluster.join-timeout-s=N  how long to wait for the coordinator and the cluster\n"
+         "  --help, -h               show this help\n\n"
+         "Exit status: 0 the job is over, 1 the node failed or lost the coordinator, 2 bad "
+         "input.\n";
+}
+
+int coordinator_command(const std::vector<std::string>& args) {
+  return run_guarded("coordinator", [&args] { return run_coordinator(args); });
+}
+
+int node_command(const std::vector<std::string>& args) {
+  return run_guarded("node", [&args] { return run_node_command(args); });
+}
+
+} // namespace herd::cli

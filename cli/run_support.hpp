@@ -1,0 +1,71 @@
+// What `herd train` and `herd coordinator` share around a run: the report path checked before
+// the run, the metrics endpoint opened before it, and the wait for its end (Ctrl-C, the summary,
+// the JSON report, the exit status).
+#pragma once
+
+#include "actors/run_summary.hpp"
+#include "cli/progress_printer.hpp"
+#include "config/run_config.hpp"
+#include "models/dataset.hpp"
+#include "monitoring/metrics.hpp"
+#include "monitoring/metrics_endpoint.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herd::cli {
+
+struct run_arguments {
+  std::string config_file;
+  std::string report_file;
+  std::vector<std::string> overrides;         // --section.key=value
+  std::map<std::string, std::string> options; // the command's own options, by name
+  bool help = false;
+};
+
+/// Reads --config FILE (-c), --report FILE, --help (-h), settings, and each of `own_options`
+/// (options that take a value, such as "--listen"). Throws std::invalid_argument naming the
+/// argument.
+run_arguments parse_run_arguments(const std::vector<std::string>& args, const std::string& command,
+                                  const std::vector<std::string>& own_options = {});
+
+/// A run's inputs, read and checked before anything starts.
+struct prepared_run {
+  config::run_config config;
+  std::shared_ptr<const models::train_test_split> data;
+  double load_seconds = 0.0;
+  std::shared_ptr<monitoring::registry> metrics; // null when metrics.port is 0
+  std::unique_ptr<monitoring::metrics_endpoint> endpoint;
+};
+
+/// Loads the settings, checks the report path, loads the dataset and opens the metrics endpoint.
+/// On bad input prints "herd <command>: ..." and returns nothing (exit status 2).
+std::optional<prepared_run> prepare_run(const std::string& command, const run_arguments& parsed);
+
+/// Throws std::invalid_argument naming the path when a report could not be written there.
+void check_report_path(const std::string& path);
+
+/// Serves `registry` on metrics.bind:metrics.port; null when metrics.port is 0. Throws
+/// std::invalid_argument naming the key and the address when the port cannot be opened.
+std::unique_ptr<monitoring::metrics_endpoint>
+open_metrics_endpoint(const config::run_config& config,
+                      const std::shared_ptr<monitoring::registry>& registry);
+
+struct run_handle {
+  std::function<std::optional<actors::run_summary>(std::chrono::milliseconds)> wait_for;
+  std::function<void()> request_stop;
+};
+
+/// Waits for the run; the first Ctrl-C or SIGTERM asks it to stop, a second one ends the process.
+/// Then prints the summary, writes the report (when `report_file` is set) and returns the exit
+/// status: 0 done, 1 failed, 130 interrupted. A run that never started (a cluster that never
+/// formed) prints only why, with no report.
+int await_run(const std::string& command, const run_handle& run, progress_printer& printer,
+              const config::run_config& config, const std::string& report_file);
+
+} // namespace herd::cli

@@ -1,0 +1,495 @@
+// herd coordinator and herd node as real processes on loopback (and, where the machine allows,
+// in network namespaces joined by veth): the quick-start job reaches its target across them; a
+// node killed or frozen mid-run is detected and the run goes on; garbage sent to the coordinator's
+// port does not bring it down. The accuracy tests need the dataset-fashion-mnist package.
+#include <arpa/inet.h>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <memory>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+#include "support/background_process.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using herd::testing::background_process;
+using herd::testing::temp_directory;
+using namespace std::chrono_literals;
+
+const std::string quickstart = std::string(HERD_CONFIG_DIR) + "/quickstart.ini";
+
+bool fashion_mnist_missing() {
+  if (std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    return false;
+  // As in quickstart_test: where the data is required (CI), its absence is a failure.
+  if (std::getenv("HERD_REQUIRE_DATA") != nullptr)
+    ADD_FAILURE() << "Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist";
+  return true;
+}
+
+#define REQUIRE_FASHION_MNIST()                                                                    \
+  do {                                                                                             \
+    if (fashion_mnist_missing())                                                                   \
+      GTEST_SKIP() << "Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist";     \
+  } while (false)
+
+// Runs a command; true when it exited 0.
+bool shell(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// A coordinator and its nodes, each a background process logging to a file of `dir`.
+class cluster {
+public:
+  cluster(const temp_directory& dir, std::vector<std::string> coordinator_args,
+          const std::string& coordinator_host = "127.0.0.1")
+      : dir_(dir), port_(herd::testing::free_loopback_port()) {
+    std::vector<std::string> argv{HERD_BINARY, "coordinator",
+                                  "--listen",  coordinator_host + ":" + std::to_string(port_),
+                                  "--report",  report_path()};
+    argv.insert(argv.end(), coordinator_args.begin(), coordinator_args.end());
+    coordinator_ = std::make_unique<background_process>(argv, dir_.file("coordinator.log"));
+  }
+
+  // `prefix`: a command the node runs under (ip netns exec NAME), or empty.
+  background_process& add_node(int workers, std::vector<std::string> extra = {},
+                               const std::vector<std::string>& prefix = {},
+                               const std::string& coordinator_host = "127.0.0.1") {
+    std::vector<std::string> argv = prefix;
+    const std::vector<std::string> node{
+        HERD_BINARY,     "node",
+        "--coordinator", coordinator_host + ":" + std::to_string(port_),
+        "--workers",     std::to_string(workers),
+        "--name",        "node" + std::to_string(nodes_.size())};
+    argv.insert(argv.end(), node.begin(), node.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    nodes_.push_back(std::make_unique<background_process>(
+        argv, dir_.file("node" + std::to_string(nodes_.size()) + ".log")));
+    return *nodes_.back();
+  }
+
+  background_process& coordinator() { return *coordinator_; }
+  background_process& node(std::size_t index) { return *nodes_[index]; }
+  int port() const { return port_; }
+  std::string report_path() const { return dir_.file("report.json"); }
+
+  nlohmann::json report() const {
+    std::ifstream in(report_path());
+    return in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  }
+
+  // Everything every process wrote, for failure messages.
+  std::string logs() const {
+    std::string text = "--- coordinator:\n" + coordinator_->output();
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      text += "--- node " + std::to_string(i) + ":\n" + nodes_[i]->output();
+    return text;
+  }
+
+  // The workers node `name` hosts, from the coordinator's "(name) ready: workers a-b" line.
+  std::vector<int> workers_of(const std::string& name) const {
+    const std::string marker = "(" + name + ") ready: workers ";
+    const std::string output = coordinator_->output();
+    const auto at = output.find(marker);
+    if (at == std::string::npos)
+      return {};
+    int first = 0, last = -1;
+    if (std::sscanf(output.c_str() + at + marker.size(), "%d-%d", &first, &last) != 2)
+      return {};
+    std::vector<int> workers;
+    for (int worker = first; worker <= last; ++worker)
+      workers.push_back(worker);
+    return workers;
+  }
+
+  // Waits until the coordinator's output contains `text`; false after `timeout`.
+  bool coordinator_says(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (coordinator_->output().find(text) != std::string::npos)
+        return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+private:
+  const temp_directory& dir_;
+  int port_;
+  std::unique_ptr<background_process> coordinator_;
+  std::vector<std::unique_ptr<background_process>> nodes_;
+};
+
+// The evaluation that reached the target happened within the epochs of the job.
+bool reached_target(const nlohmann::json& report, double target, double epochs) {
+  for (const auto& evaluation : report["evaluations"])
+    if (evaluation["test_accuracy"].get<double>() >= target &&
+        evaluation["epoch"].get<double>() <= epochs)
+      return true;
+  return false;
+}
+
+TEST(cluster_cli, a_coordinator_and_three_nodes_train_the_quick_start_to_the_target) {
+  REQUIRE_FASHION_MNIST();
+  for (const char* algorithm : {"sync", "solo"}) {
+    temp_directory dir;
+    cluster run(dir, {"--config", quickstart, std::string("--train.algorithm=") + algorithm,
+                      "--train.target-accuracy=0.85", "--cluster.min-nodes=3"});
+    run.add_node(2);
+    run.add_node(1);
+    run.add_node(1);
+    const auto status = run.coordinator().wait(10min);
+    ASSERT_EQ(status, 0) << algorithm << "\n" << run.logs();
+    for (std::size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(run.node(i).wait(30s), 0) << algorithm << " node " << i << "\n" << run.logs();
+    const auto report = run.report();
+    EXPECT_EQ(report["algorithm"], algorithm);
+    EXPECT_EQ(report["workers"], 4) << "train.workers is the sum of the nodes' --workers";
+    EXPECT_EQ(report["backend"], "gloo");
+    EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
+    EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
+    EXPECT_EQ(report["rounds_aborted"], 0);
+  }
+}
+
+TEST(cluster_cli, a_node_killed_in_the_middle_of_a_solo_run_is_marked_down_and_the_run_goes_on) {
+  REQUIRE_FASHION_MNIST();
+  temp_directory dir;
+  cluster run(dir,
+              {"--config", quickstart, "--train.target-accuracy=0.85", "--cluster.min-nodes=3"});
+  run.add_node(2);
+  run.add_node(1);
+  run.add_node(1);
+  ASSERT_TRUE(run.coordinator_says("evaluation at round 100", 5min)) << run.logs();
+  const auto killed = run.workers_of("node2");
+  ASSERT_EQ(killed.size(), 1u) << run.logs();
+  run.node(2).stop(SIGKILL, 10s);
+  ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
+  const auto report = run.report();
+  EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
+  EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
+  for (int worker = 0; worker < 4; ++worker)
+    EXPECT_EQ(report["per_worker"][worker]["live"], worker != killed[0])
+        << "worker " << worker << "\n"
+        << run.logs();
+  EXPECT_NE(run.coordinator().output().find("(node2) lost"), std::string::npos) << run.logs();
+  EXPECT_NE(run.coordinator().output().find("worker " + std::to_string(killed[0]) + " lost"),
+            std::string::npos)
+      << run.logs();
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(run.node(i).wait(30s), 0) << "node " << i << "\n" << run.logs();
+}
+
+TEST(cluster_cli, a_frozen_node_is_detected_within_the_configured_timeout) {
+  temp_directory dir;
+  // Short enough to test quickly, long enough that a loaded 2-core machine raises no false alarm.
+  const std::vector<std::string> heartbeat{"--cluster.heartbeat-ms=250",
+                                           "--cluster.node-timeout-ms=2000"};
+  std::vector<std::string> coordinator_args{"--data.dataset=synthetic", "--train.algorithm=solo",
+                                            "--train.epochs=1000", "--train.max-seconds=120",
+                                            "--cluster.min-nodes=2"};
+  coordinator_args.insert(coordinator_args.end(), heartbeat.begin(), heartbeat.end());
+  cluster run(dir, coordinator_args);
+  run.add_node(1, heartbeat);
+  auto& frozen = run.add_node(1, heartbeat);
+  ASSERT_TRUE(run.coordinator_says("(node1) ready", 60s)) << run.logs();
+  ASSERT_TRUE(run.coordinator_says("(node0) ready", 60s)) << run.logs();
+  std::this_thread::sleep_for(500ms); // training, not only joined
+  ASSERT_TRUE(frozen.running());
+  const auto frozen_at = std::chrono::steady_clock::now();
+  ::kill(frozen.pid(), SIGSTOP);
+  const bool detected = run.coordinator_says("(node1) lost", 15s);
+  const auto took = std::chrono::steady_clock::now() - frozen_at;
+  ::kill(frozen.pid(), SIGKILL);
+  ASSERT_TRUE(detected) << run.logs();
+  // The configured timeout is 2 s; heartbeats are checked every 250 ms. The slack is for a
+  // loaded 2-core machine, not for the mechanism.
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), 5000)
+      << run.logs();
+  // The run goes on with the other node and stops cleanly.
+  run.coordinator().stop(SIGINT, 60s);
+  EXPECT_NE(run.coordinator().output().find("Herd run summary"), std::string::npos) << run.logs();
+}
+
+// Bytes that are not CAF's protocol, or a header that announces more than it sends.
+void send_garbage(int port, const std::vector<unsigned char>& bytes) {
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::send(sock, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  std::this_thread::sleep_for(100ms);
+  ::close(sock);
+}
+
+TEST(cluster_cli, garbage_on_the_coordinator_port_does_not_bring_it_down) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=sync", "--train.epochs=1",
+                    "--cluster.min-nodes=1"});
+  ASSERT_TRUE(run.coordinator_says("waiting for 1 node", 30s)) << run.logs();
+  std::mt19937 generator(17);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(1 + generator() % 4096));
+    for (auto& byte : bytes)
+      byte = static_cast<unsigned char>(generator());
+    send_garbage(run.port(), bytes);
+  }
+  // A BASP-sized header whose payload length is huge, then nothing.
+  std::vector<unsigned char> header(64, 0);
+  for (std::size_t i = 8; i < 16; ++i)
+    header[i] = 0xff;
+  send_garbage(run.port(), header);
+  send_garbage(run.port(), {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '1',
+                            '\r', '\n', '\r', '\n'});
+  ASSERT_TRUE(run.coordinator().running()) << run.logs();
+  // It still admits a real node and runs the job.
+  run.add_node(2);
+  EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+  EXPECT_EQ(run.report()["stop_reason"], "epochs") << run.logs();
+  EXPECT_EQ(run.node(0).wait(30s), 0) << run.logs();
+}
+
+TEST(cluster_cli, a_node_refuses_the_run_settings_on_its_command_line) {
+  const auto result = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--train.lr=0.1"}, 30s);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("a node takes the run's settings from the coordinator"),
+            std::string::npos)
+      << result.output;
+  const auto coordinator_only = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--cluster.min-nodes=2"}, 30s);
+  EXPECT_EQ(coordinator_only.exit_code, 2) << coordinator_only.output;
+}
+
+TEST(cluster_cli, bad_addresses_are_bad_input_naming_the_option) {
+  const auto no_coordinator = herd::testing::run_process({HERD_BINARY, "node"}, 30s);
+  EXPECT_EQ(no_coordinator.exit_code, 2);
+  EXPECT_NE(no_coordinator.output.find("--coordinator HOST:PORT is required"), std::string::npos)
+      << no_coordinator.output;
+  const auto bad_port =
+      herd::testing::run_process({HERD_BINARY, "coordinator", "--listen", "127.0.0.1:99999"}, 30s);
+  EXPECT_EQ(bad_port.exit_code, 2);
+  EXPECT_NE(bad_port.output.find("--listen 127.0.0.1:99999"), std::string::npos) << bad_port.output;
+  const auto bad_workers = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--workers", "zero"}, 30s);
+  EXPECT_EQ(bad_workers.exit_code, 2);
+  EXPECT_NE(bad_workers.output.find("--workers zero"), std::string::npos) << bad_workers.output;
+}
+
+TEST(cluster_cli, a_node_that_leaves_before_the_cluster_forms_is_not_counted) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=solo", "--train.epochs=1",
+                    "--cluster.min-nodes=2"});
+  auto& quitter = run.add_node(1);
+  ASSERT_TRUE(run.coordinator_says("(node0, 1 worker) joined; 1 of 2", 60s)) << run.logs();
+  quitter.stop(SIGKILL, 10s);
+  ASSERT_TRUE(run.coordinator_says("(node0) left before the cluster formed", 30s)) << run.logs();
+  run.add_node(1);
+  run.add_node(2);
+  ASSERT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+  EXPECT_EQ(run.report()["workers"], 3) << run.logs();
+  EXPECT_EQ(run.node(1).wait(30s), 0) << run.logs();
+  EXPECT_EQ(run.node(2).wait(30s), 0) << run.logs();
+}
+
+TEST(cluster_cli, a_node_waiting_for_the_cluster_leaves_when_the_coordinator_goes) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=2"});
+  auto& waiting = run.add_node(1);
+  ASSERT_TRUE(run.coordinator_says("1 of 2 nodes", 60s)) << run.logs();
+  run.coordinator().stop(SIGKILL, 10s);
+  EXPECT_EQ(waiting.wait(60s), 1) << run.logs();
+  EXPECT_NE(waiting.output().find("lost the coordinator while the cluster formed"),
+            std::string::npos)
+      << run.logs();
+}
+
+TEST(cluster_cli, a_node_without_the_cluster_token_is_refused_and_the_job_goes_on) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=sync", "--train.epochs=1",
+                    "--cluster.min-nodes=1", "--cluster.token=blue-herd-42"});
+  auto& stranger = run.add_node(1, {"--cluster.token=red-herd", "--cluster.join-timeout-s=20"});
+  EXPECT_EQ(stranger.wait(60s), 1) << run.logs();
+  EXPECT_NE(stranger.output().find("refused this node: wrong cluster.token"), std::string::npos)
+      << run.logs();
+  auto& member = run.add_node(1, {"--cluster.token=blue-herd-42"});
+  EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+  EXPECT_EQ(member.wait(30s), 0) << run.logs();
+  EXPECT_NE(run.coordinator().output().find("wrong cluster.token"), std::string::npos)
+      << run.logs();
+}
+
+// A cluster CA, a second CA, and certificates: the coordinator's and a member's from the first,
+// a stranger's from the second.
+bool make_certificates(const temp_directory& dir) {
+  const std::string d = dir.path().string();
+  auto ca = [&](const std::string& name) {
+    return shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/" + name +
+                 ".key -out " + d + "/" + name + ".pem -days 1 -subj /CN=" + name);
+  };
+  auto signed_by = [&](const std::string& name, const std::string& authority) {
+    return shell("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/" + name + ".key -out " +
+                 d + "/" + name + ".csr -subj /CN=" + name) &&
+           shell("openssl x509 -req -in " + d + "/" + name + ".csr -CA " + d + "/" + authority +
+                 ".pem -CAkey " + d + "/" + authority + ".key -CAcreateserial -out " + d + "/" +
+                 name + ".pem -days 1");
+  };
+  return ca("cluster-ca") && ca("other-ca") && signed_by("coordinator", "cluster-ca") &&
+         signed_by("member", "cluster-ca") && signed_by("stranger", "other-ca");
+}
+
+std::vector<std::string> tls(const temp_directory& dir, const std::string& ca,
+                             const std::string& name) {
+  return {"--cluster.tls-ca=" + dir.file(ca + ".pem"),
+          "--cluster.tls-cert=" + dir.file(name + ".pem"),
+          "--cluster.tls-key=" + dir.file(name + ".key")};
+}
+
+TEST(cluster_cli, a_node_whose_certificate_another_ca_signed_cannot_join_and_the_job_goes_on) {
+  temp_directory dir;
+  ASSERT_TRUE(make_certificates(dir)) << "openssl could not make the test certificates";
+  std::vector<std::string> args{"--data.dataset=synthetic", "--train.algorithm=sync",
+                                "--train.epochs=1", "--cluster.min-nodes=1"};
+  const auto coordinator_tls = tls(dir, "cluster-ca", "coordinator");
+  args.insert(args.end(), coordinator_tls.begin(), coordinator_tls.end());
+  cluster run(dir, args);
+  // Another CA's certificate (trusting that CA), then the cluster CA trusted but the stranger's
+  // certificate, then no TLS at all: none gets in.
+  std::vector<std::vector<std::string>> strangers{
+      tls(dir, "other-ca", "stranger"), tls(dir, "cluster-ca", "stranger"), {}};
+  for (std::size_t i = 0; i < strangers.size(); ++i) {
+    auto extra = strangers[i];
+    extra.push_back("--cluster.join-timeout-s=5");
+    auto& stranger = run.add_node(1, extra);
+    EXPECT_EQ(stranger.wait(60s), 1) << "stranger " << i << "\n" << run.logs();
+  }
+  EXPECT_NE(run.node(0).output().find("TLS handshake with the coordinator failed"),
+            std::string::npos)
+      << run.logs();
+  ASSERT_TRUE(run.coordinator().running()) << run.logs();
+  auto& member = run.add_node(2, tls(dir, "cluster-ca", "member"));
+  EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+  EXPECT_EQ(member.wait(30s), 0) << run.logs();
+  EXPECT_EQ(run.report()["workers"], 2) << "only the member's workers joined\n" << run.logs();
+}
+
+TEST(cluster_cli, tls_settings_that_cannot_work_are_bad_input_naming_the_key) {
+  const auto missing = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--cluster.tls-ca=/nonexistent.pem"},
+      30s);
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("cluster.tls-cert"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("cluster.tls-ca = \"/nonexistent.pem\""), std::string::npos)
+      << missing.output;
+}
+
+// -- three network namespaces joined by veth ------------------------------------------------
+
+// Namespaces herd-<pid>-{c,a,b}: the coordinator in c (10.77.0.1), nodes in a and b
+// (10.77.0.2, .3), all on one bridge in namespace c. Removed with the object.
+class namespaces {
+public:
+  namespaces() : prefix_("herd" + std::to_string(::getpid() % 100000)) {}
+  ~namespaces() {
+    for (const char* name : {"c", "a", "b"})
+      shell("ip netns del " + prefix_ + name);
+  }
+
+  bool create() {
+    const std::string c = prefix_ + "c";
+    if (!shell("ip netns add " + c))
+      return false;
+    bool ok = shell("ip -n " + c + " link set lo up") &&
+              shell("ip -n " + c + " link add br0 type bridge") &&
+              shell("ip -n " + c + " link set br0 up") &&
+              shell("ip -n " + c + " addr add 10.77.0.1/24 dev br0");
+    int host = 2;
+    for (const char* name : {"a", "b"}) {
+      const std::string ns = prefix_ + name;
+      const std::string veth = prefix_ + name + "v";
+      ok = ok && shell("ip netns add " + ns) && shell("ip -n " + ns + " link set lo up") &&
+           shell("ip -n " + ns + " link add eth0 type veth peer name " + veth + " netns " + c) &&
+           shell("ip -n " + ns + " addr add 10.77.0." + std::to_string(host++) + "/24 dev eth0") &&
+           shell("ip -n " + ns + " link set eth0 up") &&
+           shell("ip -n " + c + " link set " + veth + " master br0") &&
+           shell("ip -n " + c + " link set " + veth + " up");
+    }
+    return ok;
+  }
+
+  std::vector<std::string> exec(const char* name) const {
+    return {"/usr/sbin/ip", "netns", "exec", prefix_ + name};
+  }
+
+private:
+  std::string prefix_;
+};
+
+TEST(cluster_cli, the_quick_start_reaches_the_target_across_three_network_namespaces) {
+  REQUIRE_FASHION_MNIST();
+  namespaces spaces;
+  if (!std::filesystem::exists("/usr/sbin/ip") || !spaces.create())
+    GTEST_SKIP() << "cannot create network namespaces here (needs root, CAP_SYS_ADMIN and "
+                    "iproute2; containers often forbid it): the cross-namespace run is skipped";
+  temp_directory dir;
+  // The coordinator runs in namespace c and listens on the bridge's address.
+  std::vector<std::string> argv = spaces.exec("c");
+  const int port = 17070;
+  const std::vector<std::string> coordinator{HERD_BINARY,
+                                             "coordinator",
+                                             "--listen",
+                                             "10.77.0.1:" + std::to_string(port),
+                                             "--config",
+                                             quickstart,
+                                             "--train.target-accuracy=0.85",
+                                             "--cluster.min-nodes=3",
+                                             "--report",
+                                             dir.file("report.json")};
+  argv.insert(argv.end(), coordinator.begin(), coordinator.end());
+  background_process coordinator_process(argv, dir.file("coordinator.log"));
+  std::vector<std::unique_ptr<background_process>> nodes;
+  const std::vector<std::pair<const char*, int>> placement{{"a", 2}, {"b", 1}, {"c", 1}};
+  for (const auto& [space, workers] : placement) {
+    auto node_argv = spaces.exec(space);
+    const std::vector<std::string> node{HERD_BINARY,     "node",
+                                        "--coordinator", "10.77.0.1:" + std::to_string(port),
+                                        "--workers",     std::to_string(workers)};
+    node_argv.insert(node_argv.end(), node.begin(), node.end());
+    nodes.push_back(std::make_unique<background_process>(
+        node_argv, dir.file(std::string("node-") + space + ".log")));
+  }
+  auto logs = [&] {
+    std::string text = coordinator_process.output();
+    for (const auto& node : nodes)
+      text += "\n---\n" + node->output();
+    return text;
+  };
+  ASSERT_EQ(coordinator_process.wait(10min), 0) << logs();
+  std::ifstream in(dir.file("report.json"));
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["workers"], 4);
+  EXPECT_EQ(report["stop_reason"], "target-accuracy") << logs();
+  EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << logs();
+  // Each node's data plane listened on its own namespace's address.
+  EXPECT_NE(nodes[0]->output().find("data plane connected (10.77.0.2"), std::string::npos)
+      << logs();
+  EXPECT_NE(nodes[1]->output().find("data plane connected (10.77.0.3"), std::string::npos)
+      << logs();
+}
+
+} // namespace

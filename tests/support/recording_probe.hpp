@@ -1,0 +1,91 @@
+// A worker probe that records, per worker, what it computed, applied and held back, and a
+// fingerprint of its parameters after every round: for tests of whole runs (one process or a
+// cluster) that check conservation and that replicas go through the same states.
+#pragma once
+
+#include "actors/worker_probe.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace herd::testing {
+
+// Records, per worker, the sum of the gradients it computed, the sum of the results it applied,
+// a fingerprint of its parameters after each round, and what it held back when it stopped.
+class recording_probe final : public herd::actors::worker_probe {
+public:
+  recording_probe(int workers, std::size_t count)
+      : computed_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        applied_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        unsent_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        fingerprints_(static_cast<std::size_t>(workers)),
+        took_result_(static_cast<std::size_t>(workers)),
+        last_applied_(static_cast<std::size_t>(workers)),
+        stopped_(static_cast<std::size_t>(workers), false) {}
+
+  void gradient_computed(int worker, std::uint64_t, const float* gradient,
+                         std::size_t count) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    add(computed_[static_cast<std::size_t>(worker)], gradient, count);
+  }
+
+  void round_applied(int worker, std::uint64_t round, const float* result, const float* parameters,
+                     std::size_t count) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    add(applied_[static_cast<std::size_t>(worker)], result, count);
+    fingerprints_[static_cast<std::size_t>(worker)][round] = fingerprint(parameters, count);
+    took_result_[static_cast<std::size_t>(worker)][round] =
+        fingerprint(parameters, count) == fingerprint(result, count);
+    last_applied_[static_cast<std::size_t>(worker)].assign(parameters, parameters + count);
+  }
+
+  void stopped(int worker, const float* unsent, std::size_t count) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopped_[static_cast<std::size_t>(worker)] = true;
+    if (unsent != nullptr)
+      add(unsent_[static_cast<std::size_t>(worker)], unsent, count);
+  }
+
+  // All accessors are for after the run.
+  const std::vector<std::vector<double>>& computed() const { return computed_; }
+  const std::vector<std::vector<double>>& applied() const { return applied_; }
+  const std::vector<std::vector<double>>& unsent() const { return unsent_; }
+  const std::vector<std::map<std::uint64_t, std::uint64_t>>& fingerprints() const {
+    return fingerprints_;
+  }
+  /// Per worker and round: whether its parameters afterwards were the round's result itself
+  /// (model averaging on time), not a blend of it.
+  const std::vector<std::map<std::uint64_t, bool>>& took_result() const { return took_result_; }
+  /// Per worker: its parameters right after the last round it applied.
+  const std::vector<std::vector<float>>& last_applied() const { return last_applied_; }
+  bool all_stopped() const {
+    return std::all_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
+  }
+
+private:
+  static void add(std::vector<double>& sum, const float* values, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i)
+      sum[i] += static_cast<double>(values[i]);
+  }
+
+  // FNV-1a over the bytes: equal fingerprints for bit-identical parameters.
+  static std::uint64_t fingerprint(const float* values, std::size_t count) {
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values);
+    for (std::size_t i = 0; i < count * sizeof(float); ++i)
+      hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    return hash;
+  }
+
+  std::mutex mutex_;
+  std::vector<std::vector<double>> computed_, applied_, unsent_;
+  std::vector<std::map<std::uint64_t, std::uint64_t>> fingerprints_;
+  std::vector<std::map<std::uint64_t, bool>> took_result_;
+  std::vector<std::vector<float>> last_applied_;
+  std::vector<bool> stopped_;
+};
+
+} // namespace herd::testing
