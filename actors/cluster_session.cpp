@@ -15,7 +15,6 @@
 
 #include <caf/io/all.hpp>
 
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <random>
@@ -25,27 +24,12 @@ namespace herd::actors {
 
 namespace {
 
-// The run's result, shared with the actors' callbacks (as in train_session).
-struct outcome {
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::optional<run_summary> summary;
-
-  void deliver(run_summary ended) {
-    std::lock_guard<std::mutex> guard(mutex);
-    if (summary)
-      return;
-    summary = std::move(ended);
-    finished.notify_all();
-  }
-};
-
 // What the registry needs to build the run once the cluster has formed.
 struct run_context {
   config::run_config config;
   std::shared_ptr<const models::train_test_split> data;
   cluster_options options;
-  std::shared_ptr<outcome> result;
+  std::shared_ptr<run_outcome> result;
   std::string job; // names this run's keys in the rendezvous store
 
   // Read by effective_config() from another thread once the run started.
@@ -447,7 +431,7 @@ cluster_session::cluster_session(config::run_config config,
   context.config = std::move(config);
   context.data = std::move(data);
   context.options = std::move(options);
-  context.result = std::make_shared<outcome>();
+  context.result = std::make_shared<run_outcome>();
   context.job = make_job_name();
   configure_remoting(impl_->system_config, context.config.cluster);
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
@@ -495,14 +479,10 @@ void cluster_session::request_stop() {
 
 std::optional<run_summary> cluster_session::wait_for(std::chrono::milliseconds timeout) {
   auto& result = *impl_->context->result;
-  {
-    std::unique_lock<std::mutex> lock(result.mutex);
-    if (!result.finished.wait_for(lock, timeout, [&] { return result.summary.has_value(); }))
-      return std::nullopt;
-  }
+  if (!result.wait_for(timeout))
+    return std::nullopt;
   impl_->shutdown();
-  std::lock_guard<std::mutex> guard(result.mutex);
-  return result.summary;
+  return result.summary();
 }
 
 config::run_config cluster_session::effective_config() const {

@@ -3,12 +3,17 @@
 #pragma once
 
 #include "actors/imbalance.hpp"
+#include "actors/run_summary.hpp"
 #include "actors/worker.hpp"
 #include "config/run_config.hpp"
 #include "monitoring/metrics.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace herd::monitoring {
@@ -47,5 +52,36 @@ make_training_metrics(const config::run_config& config,
 
 /// This machine's host name ("localhost" if it has none).
 std::string host_name();
+
+/// A run's summary, handed from the actors' callbacks to the thread that waits for it. Shared with
+/// those callbacks, which CAF may still run after await_all_actors_done() returned (an attached
+/// functor runs late in an actor's cleanup), so it may outlive its session.
+class run_outcome {
+public:
+  /// The first summary wins; later ones (a coordinator exiting after it finished) are dropped.
+  void deliver(run_summary ended) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (summary_)
+      return;
+    summary_ = std::move(ended);
+    finished_.notify_all();
+  }
+
+  /// Whether a summary came within `timeout`.
+  bool wait_for(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return finished_.wait_for(lock, timeout, [this] { return summary_.has_value(); });
+  }
+
+  std::optional<run_summary> summary() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return summary_;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  std::optional<run_summary> summary_;
+};
 
 } // namespace herd::actors

@@ -14,7 +14,6 @@
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -166,24 +165,8 @@ struct train_session::impl {
   // Guards the coordinator handle against request_stop() from another thread.
   std::mutex mutex;
 
-  // The run's result. Shared with the actors' callbacks, which CAF may still run after
-  // await_all_actors_done() returned (an attached functor runs late in an actor's cleanup), so it
-  // outlives the session if need be.
-  struct outcome {
-    std::mutex mutex;
-    std::condition_variable finished;
-    std::optional<run_summary> summary;
-
-    // The first summary wins; later ones (a coordinator exiting after it finished) are dropped.
-    void deliver(run_summary ended) {
-      std::lock_guard<std::mutex> guard(mutex);
-      if (summary)
-        return;
-      summary = std::move(ended);
-      finished.notify_all();
-    }
-  };
-  std::shared_ptr<outcome> result = std::make_shared<outcome>();
+  // The run's result (see run_outcome).
+  std::shared_ptr<run_outcome> result = std::make_shared<run_outcome>();
   std::vector<std::vector<float>> final_parameters;
 
   void collect_final_parameters() {
@@ -345,18 +328,13 @@ void train_session::request_stop() {
 
 std::optional<run_summary> train_session::wait_for(std::chrono::milliseconds timeout) {
   auto& state = *impl_;
-  {
-    std::unique_lock<std::mutex> lock(state.result->mutex);
-    if (!state.result->finished.wait_for(lock, timeout,
-                                         [&] { return state.result->summary.has_value(); }))
-      return std::nullopt;
-  }
+  if (!state.result->wait_for(timeout))
+    return std::nullopt;
   if (!state.shut_down) {
     state.collect_final_parameters();
     state.shutdown();
   }
-  std::lock_guard<std::mutex> guard(state.result->mutex);
-  return state.result->summary;
+  return state.result->summary();
 }
 
 run_summary train_session::run() {
