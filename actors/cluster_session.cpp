@@ -80,10 +80,17 @@ public:
     return {
         [this](const node_hello& hello) -> caf::result<node_welcome> { return on_hello(hello); },
         [this](const node_ready& ready) { on_ready(ready); },
+        // Only nodes this cluster welcomed take part in the data plane's rendezvous.
         [this](store_set_atom, const std::string& key, const std::vector<char>& value) {
-          store_set(key, value);
+          if (welcomed(current_sender()))
+            store_set(key, value);
+          else
+            notice("ignored a rendezvous key from a process that is not a welcomed node");
         },
         [this](store_get_atom, const std::string& key) -> caf::result<std::vector<char>> {
+          if (!welcomed(current_sender()))
+            return make_error(herd_errc::join_refused,
+                              "the data plane's rendezvous is for welcomed nodes only");
           return store_get(key);
         },
         [this](stop_atom) { on_stop(); },
@@ -101,6 +108,7 @@ private:
     caf::actor reducer;
     caf::actor control;
     caf::actor_addr link;  // the node's joining actor: lives as long as the node's part of the job
+    caf::node_id process;  // the node's process, as CAF knows it
     bool answered = false; // its welcome (or refusal) was delivered
     bool live = true;
   };
@@ -135,6 +143,7 @@ private:
     entry.hello = hello;
     // Watched from now on: a node that leaves before the cluster forms must not be counted.
     entry.link = caf::actor_cast<caf::actor_addr>(current_sender());
+    entry.process = current_sender() ? current_sender()->node() : caf::node_id{};
     monitor(entry.link);
     entry.welcome = make_response_promise();
     nodes_.push_back(std::move(entry));
@@ -351,6 +360,16 @@ private:
                    ") was lost before the run started: " + why);
       return;
     }
+  }
+
+  // A message from a process this cluster sent a welcome to (and that is still live).
+  bool welcomed(const caf::strong_actor_ptr& from) const {
+    if (!from || !formed_)
+      return false;
+    for (const auto& node : nodes_)
+      if (node.live && node.answered && node.process == from->node())
+        return true;
+    return false;
   }
 
   static std::string count(int n, const std::string& what) {

@@ -258,3 +258,37 @@ TEST(cluster_runs, a_coordinator_port_in_use_is_named) {
 }
 
 } // namespace
+
+#include "actors/control_gate.hpp"
+#include "actors/messages.hpp"
+#include "actors/remoting.hpp"
+
+#include <caf/all.hpp>
+
+namespace {
+
+TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
+  auto j = make_job("sync", 2, 10);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  // A process that passed the gate but never joined: it may not read or write the store.
+  caf::actor_system_config system_config;
+  herd::actors::configure_remoting(system_config, j.config.cluster);
+  caf::actor_system system{system_config};
+  herd::actors::gate_dialer gate("127.0.0.1", session.port(), "");
+  auto registry = herd::actors::remote_on_loopback(system, gate.local_port(), j.config.cluster);
+  ASSERT_TRUE(registry) << system.render(registry.error());
+  caf::scoped_actor self{system};
+  std::string refusal;
+  self->request(*registry, std::chrono::seconds(10), herd::actors::store_get_atom::value,
+                std::string("any-key"))
+      .receive([](const std::vector<char>&) {},
+               [&](caf::error& error) { refusal = system.render(error); });
+  EXPECT_NE(refusal.find("for welcomed nodes only"), std::string::npos) << refusal;
+  session.request_stop();
+  EXPECT_TRUE(session.wait_for(std::chrono::seconds(30)).has_value());
+}
+
+} // namespace
