@@ -195,7 +195,7 @@ public:
   void relay(int a, int b) {
     ++active_;
     auto pump = [this](int from, int to) {
-      std::vector<char> buffer(64 * 1024);
+      std::vector<char> buffer(std::size_t{64} * 1024);
       while (readable(from)) {
         const ssize_t got = ::recv(from, buffer.data(), buffer.size(), 0);
         if (got <= 0 || !write_all(to, buffer.data(), static_cast<std::size_t>(got)))

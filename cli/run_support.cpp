@@ -51,9 +51,9 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
     } else if (reader.is_setting()) {
       parsed.overrides.push_back(arg);
     } else {
-      throw std::invalid_argument("unknown argument '" + arg +
-                                  "'; settings are written --section.key=value (see herd " +
-                                  command + " --help)");
+      std::string message = "unknown argument '" + arg + "'";
+      message += "; settings are written --section.key=value (see herd " + command + " --help)";
+      throw std::invalid_argument(message);
     }
   }
   return parsed;

@@ -418,18 +418,21 @@ public:
               shell("ip -n " + c + " link add br0 type bridge") &&
               shell("ip -n " + c + " link set br0 up") &&
               shell("ip -n " + c + " addr add 10.77.0.1/24 dev br0");
-    int host = 2;
-    for (const char* name : {"a", "b"}) {
-      const std::string ns = prefix_ + name;
-      const std::string veth = prefix_ + name + "v";
-      ok = ok && shell("ip netns add " + ns) && shell("ip -n " + ns + " link set lo up") &&
+    ok = ok && attach("a", 2) && attach("b", 3);
+    return ok;
+  }
+
+  // Namespace `name` with eth0 = 10.77.0.<host>, its veth peer on c's bridge.
+  bool attach(const std::string& name, int host) const {
+    const std::string c = prefix_ + "c";
+    const std::string ns = prefix_ + name;
+    const std::string veth = prefix_ + name + "v";
+    return shell("ip netns add " + ns) && shell("ip -n " + ns + " link set lo up") &&
            shell("ip -n " + ns + " link add eth0 type veth peer name " + veth + " netns " + c) &&
-           shell("ip -n " + ns + " addr add 10.77.0." + std::to_string(host++) + "/24 dev eth0") &&
+           shell("ip -n " + ns + " addr add 10.77.0." + std::to_string(host) + "/24 dev eth0") &&
            shell("ip -n " + ns + " link set eth0 up") &&
            shell("ip -n " + c + " link set " + veth + " master br0") &&
            shell("ip -n " + c + " link set " + veth + " up");
-    }
-    return ok;
   }
 
   std::vector<std::string> exec(const char* name) const {
