@@ -232,6 +232,12 @@ private:
   }
 
   void on_ready(const node_ready& ready) {
+    if (stopped_) { // the run ended while this node was connecting: it has nothing to do
+      if (ready.control)
+        request(ready.control, std::chrono::seconds(3), job_over_atom::value)
+            .then([](bool) {}, [](caf::error&) {});
+      return;
+    }
     if (ready.node < 0 || static_cast<std::size_t>(ready.node) >= nodes_.size() ||
         nodes_[static_cast<std::size_t>(ready.node)].ready)
       return;
