@@ -226,8 +226,10 @@ std::string coordinator_help() {
          "  --help, -h              show this help\n\n"
          "Settings (as for herd train; the nodes receive them from here):\n"
       << config::describe_keys()
-      << "\nThe control plane is CAF over TCP; the data plane (Gloo over TCP) is not encrypted:\n"
-         "keep nodes on a private network (docs/deploy.md).\n\n"
+      << "\nThe control plane is CAF over TCP behind a gate that admits only Herd nodes (with\n"
+         "cluster.token, those that know it), encrypted with TLS when cluster.tls-* are set. The\n"
+         "data plane (Gloo over TCP) is never encrypted: keep nodes on a private network\n"
+         "(docs/deploy.md).\n\n"
          "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted.\n";
   return out.str();
 }
