@@ -189,9 +189,15 @@ private:
     coordination.samples_per_epoch = epoch_samples(config, context_->data->train.size());
     coordination.observer = context_->options.observer;
     coordination.progress_interval = context_->options.progress_interval;
-    if (context_->options.metrics)
-      coordination.metrics =
-          make_training_metrics(config, context_->options.metrics, context_->options.node_name);
+    if (context_->options.metrics) {
+      // Each worker's `node` label names the node that hosts it: the straggler's machine.
+      std::vector<std::string> worker_nodes;
+      for (const auto& node : nodes_)
+        worker_nodes.insert(worker_nodes.end(), static_cast<std::size_t>(node.hello.workers),
+                            node.hello.name);
+      coordination.metrics = make_training_metrics(config, context_->options.metrics,
+                                                   context_->options.node_name, worker_nodes);
+    }
     coordination.on_finished = [result = context_->result](run_summary summary) {
       result->deliver(std::move(summary));
     };

@@ -45,10 +45,11 @@ void set_blas_threads_for(const config::run_config& config, int local_workers);
 void check_memory(const std::vector<std::size_t>& layer_sizes, int local_workers);
 
 /// The run's Prometheus metrics in `registry` (labels job = metrics.job, node = `node_name`, or
-/// this host's name when empty).
+/// this host's name when empty; a worker's node = worker_nodes[worker] where given).
 std::shared_ptr<monitoring::training_metrics>
 make_training_metrics(const config::run_config& config,
-                      std::shared_ptr<monitoring::registry> registry, const std::string& node_name);
+                      std::shared_ptr<monitoring::registry> registry, const std::string& node_name,
+                      std::vector<std::string> worker_nodes = {});
 
 /// This machine's host name ("localhost" if it has none).
 std::string host_name();

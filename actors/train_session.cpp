@@ -134,14 +134,15 @@ void set_blas_threads_for(const config::run_config& config, int local_workers) {
 
 std::shared_ptr<monitoring::training_metrics>
 make_training_metrics(const config::run_config& config,
-                      std::shared_ptr<monitoring::registry> registry,
-                      const std::string& node_name) {
+                      std::shared_ptr<monitoring::registry> registry, const std::string& node_name,
+                      std::vector<std::string> worker_nodes) {
   monitoring::training_metrics::identity who;
   who.job = config.metrics.job;
   who.node = node_name.empty() ? host_name() : node_name;
   who.algorithm = config.train.algorithm;
   who.workers = config.train.workers;
   who.window_seconds = config.metrics.window_seconds;
+  who.worker_nodes = std::move(worker_nodes);
   return std::make_shared<monitoring::training_metrics>(std::move(registry), who);
 }
 

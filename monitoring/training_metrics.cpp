@@ -31,7 +31,10 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
   auto& samples = metrics.add_counter("herd_samples_total", "Samples a worker has processed");
   auto& up = metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost");
   for (int worker = 0; worker < who_.workers; ++worker) {
-    const labels mine{{"job", who_.job}, {"node", who_.node}, {"worker", std::to_string(worker)}};
+    const auto index = static_cast<std::size_t>(worker);
+    const std::string& node =
+        index < who_.worker_nodes.size() ? who_.worker_nodes[index] : who_.node;
+    const labels mine{{"job", who_.job}, {"node", node}, {"worker", std::to_string(worker)}};
     per_worker record;
     record.step_seconds = &step_seconds.add(mine, seconds_buckets());
     record.wait_seconds = &wait_seconds.add(mine, seconds_buckets());

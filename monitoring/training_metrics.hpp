@@ -19,6 +19,9 @@ public:
   struct identity {
     std::string job = "herd";
     std::string node = "local"; // the process's host
+    /// The `node` label of each worker where they differ (a cluster: the node that hosts it);
+    /// empty: `node` for every worker.
+    std::vector<std::string> worker_nodes;
     std::string algorithm = "sync";
     int workers = 1;
     double window_seconds = 30.0; // of the straggler score and imbalance ratio

@@ -88,3 +88,24 @@ TEST(training_metrics, a_second_run_on_the_same_registry_continues_its_counters)
 }
 
 } // namespace
+
+namespace {
+
+TEST(training_metrics, workers_of_a_cluster_carry_the_name_of_the_node_that_hosts_them) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  auto who = two_workers();
+  who.node = "coordinator-vm";
+  who.worker_nodes = {"node-a", "node-b"};
+  training_metrics metrics(registry, who);
+  metrics.step_finished(1, 1, 0.1, 0.030, 0.0, 32);
+  const std::string text = herd::monitoring::expose(*registry);
+  EXPECT_NE(text.find("herd_worker_up{job=\"test\",node=\"node-a\",worker=\"0\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("herd_samples_total{job=\"test\",node=\"node-b\",worker=\"1\"} 32"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("coordinator-vm"), std::string::npos) << text;
+}
+
+} // namespace
