@@ -31,6 +31,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench/bench_flags.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -63,10 +65,7 @@ void usage(std::ostream& out) {
 options parse(int argc, char** argv) {
   options parsed;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto equals = arg.find('=');
-    const std::string key = arg.substr(0, equals);
-    const std::string value = equals == std::string::npos ? "" : arg.substr(equals + 1);
+    const auto [key, value] = herd::bench::split_flag(argv[i]);
     if (key == "--help" || key == "-h") {
       usage(std::cout);
       std::exit(0);

@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench/bench_flags.hpp"
+
 namespace {
 
 using namespace herd;
@@ -38,10 +40,7 @@ struct options {
 options parse(int argc, char** argv) {
   options parsed;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto equals = arg.find('=');
-    const std::string key = arg.substr(0, equals);
-    const std::string value = equals == std::string::npos ? "" : arg.substr(equals + 1);
+    const auto [key, value] = herd::bench::split_flag(argv[i]);
     if (key == "--repetitions")
       parsed.repetitions = std::stoi(value);
     else if (key == "--epochs")
