@@ -19,8 +19,6 @@ const char* to_string(herd_errc code) {
     return "evaluation_failed";
   case herd_errc::join_refused:
     return "join_refused";
-  case herd_errc::store_timeout:
-    return "store_timeout";
   }
   return "unknown";
 }
