@@ -295,10 +295,10 @@ struct gate_listener::impl {
   void admit(int client) {
     const std::string why = check_preamble(client, token);
     if (!why.empty()) {
+      if (on_refused) // first: by the time the peer reads the answer, the log has it
+        on_refused("refused a connection from " + peer_of(client) + ": " + why);
       const std::string answer = std::string(1, refused) + why + "\n";
       write_all(client, answer.data(), answer.size());
-      if (on_refused)
-        on_refused("refused a connection from " + peer_of(client) + ": " + why);
       ::close(client);
       return;
     }
