@@ -24,6 +24,9 @@
 #include <thread>
 #include <unistd.h>
 
+#include "support/random_values.hpp"
+#include "support/temp_directory.hpp"
+
 namespace {
 
 using herd::comm::comm_error;
@@ -32,14 +35,7 @@ using herd::comm::gloo_plane_options;
 using namespace std::chrono_literals;
 using testing::HasSubstr;
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(n);
-  for (auto& value : values)
-    value = uniform(rng);
-  return values;
-}
+using herd::testing::random_values;
 
 // Seeds that differ for every (case, rank).
 std::uint64_t seed_of(std::size_t case_index, int rank) {
@@ -430,24 +426,6 @@ std::vector<int> run_processes(int size, const std::function<int(int)>& body) {
   return statuses;
 }
 
-class scratch_directory {
-public:
-  scratch_directory() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("herd-gloo-test-" + std::to_string(::getpid()) + "-" + std::to_string(next_++));
-    std::filesystem::remove_all(path_);
-  }
-  ~scratch_directory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string path() const { return path_.string(); }
-
-private:
-  static inline int next_ = 0;
-  std::filesystem::path path_;
-};
-
 bool passed(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
@@ -461,9 +439,9 @@ int verdict(const std::string& problem, int rank) {
 }
 
 TEST(gloo_plane_processes, forked_ranks_reduce_and_broadcast_through_a_file_store) {
-  scratch_directory directory;
+  herd::testing::temp_directory directory;
   auto statuses = run_processes(3, [&](int rank) {
-    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path()),
+    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path().string()),
                      options_with(generous_timeout));
     auto data = random_values(1000003, seed_of(0, rank));
     plane.group_allreduce(data.data(), data.size(), {0, 1, 2}, 1, generous_timeout);
@@ -490,10 +468,10 @@ TEST(gloo_plane_processes, forked_ranks_reduce_and_broadcast_through_a_file_stor
 }
 
 TEST(gloo_plane_processes, killed_process_fails_its_peers_naming_it_and_the_rest_still_reduce) {
-  scratch_directory directory;
+  herd::testing::temp_directory directory;
   const std::size_t count = 300001;
   auto statuses = run_processes(3, [&](int rank) {
-    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path()),
+    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path().string()),
                      options_with(generous_timeout));
     auto warm = random_values(count, seed_of(0, rank));
     plane.group_allreduce(warm.data(), count, {0, 1, 2}, 1, generous_timeout);

@@ -7,19 +7,11 @@
 #include <future>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <random>
 #include <thread>
 
-namespace {
+#include "support/random_values.hpp"
 
-std::vector<float> random_buffer(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(n);
-  for (auto& value : values)
-    value = uniform(rng);
-  return values;
-}
+namespace {
 
 TEST(local_backend, weighted_group_reduce_reads_attached_buffers) {
   auto backend = herd::comm::make_local_backend(herd::kernels::cpu_ops());
@@ -27,7 +19,7 @@ TEST(local_backend, weighted_group_reduce_reads_attached_buffers) {
   const std::size_t n = 1001;
   std::vector<std::vector<float>> sends;
   for (int rank = 0; rank < 4; ++rank) {
-    sends.push_back(random_buffer(n, 100 + rank));
+    sends.push_back(herd::testing::random_values(n, 100 + rank));
     backend->attach(rank, sends.back().data(), n);
   }
   std::vector<float> out(n);

@@ -3,7 +3,6 @@
 // multiproc).
 #include "comm/rendezvous_store.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <gmock/gmock.h>
@@ -12,6 +11,8 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+
+#include "support/temp_directory.hpp"
 
 namespace {
 
@@ -26,25 +27,6 @@ std::string text_of(const std::vector<char>& bytes) {
   return {bytes.begin(), bytes.end()};
 }
 
-// A fresh directory under the system's temporary directory, removed with the object.
-class scratch_directory {
-public:
-  scratch_directory() {
-    static std::atomic<int> next{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("herd-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
-    std::filesystem::remove_all(path_);
-  }
-  ~scratch_directory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string path() const { return path_.string(); }
-
-private:
-  std::filesystem::path path_;
-};
-
 #ifndef HERD_TEST_FORKS
 
 // Both stores must honour the same contract; each test runs on each.
@@ -53,11 +35,11 @@ protected:
   std::shared_ptr<herd::comm::rendezvous_store> make_store() {
     if (GetParam() == "memory")
       return herd::comm::make_memory_store();
-    return herd::comm::make_file_store(directory_.path());
+    return herd::comm::make_file_store(directory_.path().string());
   }
 
 private:
-  scratch_directory directory_;
+  herd::testing::temp_directory directory_;
 };
 
 TEST_P(store_contract, get_waits_for_a_set_from_another_thread) {
@@ -107,16 +89,16 @@ std::string store_name(const testing::TestParamInfo<std::string>& store) {
 INSTANTIATE_TEST_SUITE_P(stores, store_contract, testing::Values("memory", "file"), store_name);
 
 TEST(file_store, keys_never_leave_the_directory) {
-  scratch_directory directory;
-  auto store = herd::comm::make_file_store(directory.path() + "/nested");
+  herd::testing::temp_directory directory;
+  auto store = herd::comm::make_file_store(directory.file("nested"));
   store->set("../../escape", bytes_of("inside"));
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(directory.path() + "/nested")) {
+  for (const auto& entry : std::filesystem::directory_iterator(directory.file("nested"))) {
     (void)entry;
     ++files;
   }
   EXPECT_EQ(files, 1u);
-  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(directory.path()) / ".." / "escape"));
+  EXPECT_FALSE(std::filesystem::exists(directory.path() / ".." / "escape"));
   EXPECT_EQ(text_of(store->get("../../escape", 0ms)), "inside");
 }
 
@@ -124,13 +106,13 @@ TEST(file_store, keys_never_leave_the_directory) {
 
 // A child process sets a key the parent waits for, and answers a key the parent sets.
 TEST(file_store_processes, get_sees_a_set_from_a_forked_process) {
-  scratch_directory directory;
+  herd::testing::temp_directory directory;
   pid_t child = ::fork();
   ASSERT_NE(child, -1);
   if (child == 0) {
     int status = 1;
     try {
-      auto store = herd::comm::make_file_store(directory.path());
+      auto store = herd::comm::make_file_store(directory.path().string());
       std::this_thread::sleep_for(50ms);
       store->set("child/address", bytes_of("10.0.0.2:5000"));
       auto question = store->get("parent/question", 5000ms);
@@ -140,7 +122,7 @@ TEST(file_store_processes, get_sees_a_set_from_a_forked_process) {
     }
     ::_exit(status);
   }
-  auto store = herd::comm::make_file_store(directory.path());
+  auto store = herd::comm::make_file_store(directory.path().string());
   EXPECT_EQ(text_of(store->get("child/address", 5000ms)), "10.0.0.2:5000");
   store->set("parent/question", bytes_of("ping"));
   EXPECT_EQ(text_of(store->get("child/answer", 5000ms)), "echo ping");
