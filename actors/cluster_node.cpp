@@ -16,8 +16,6 @@
 
 #include <arpa/inet.h>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -60,27 +58,6 @@ private:
   caf::actor_system& system_;
   caf::actor registry_;
 };
-
-// The run's settings arrive as INI text: config::load reads them from a file, like a user's.
-config::run_config parse_settings(const std::string& settings) {
-  char path[] = "/tmp/herd-node-settings-XXXXXX";
-  const int descriptor = ::mkstemp(path);
-  if (descriptor < 0)
-    throw std::runtime_error("cannot create a temporary file for the run's settings");
-  ::close(descriptor);
-  {
-    std::ofstream out(path);
-    out << settings;
-  }
-  try {
-    auto config = config::load(path, {});
-    std::filesystem::remove(path);
-    return config;
-  } catch (...) {
-    std::filesystem::remove(path);
-    throw;
-  }
-}
 
 void notify(const node_options& options, const std::string& text) {
   if (options.on_notice)
@@ -191,7 +168,7 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
 
   config::run_config config;
   try {
-    config = parse_settings(welcome->settings);
+    config = config::load_text(welcome->settings, "the coordinator's settings");
   } catch (const std::exception& bad) {
     return fail(outcome, std::string("the coordinator's settings do not load here: ") + bad.what());
   }

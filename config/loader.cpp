@@ -518,6 +518,19 @@ const std::vector<std::string>& known_datasets() {
   return names;
 }
 
+namespace {
+
+// Validates what was read; throws every problem found.
+run_config finish(load_state state) {
+  if (state.errors.empty())
+    state.errors = validate(state.config, state.origins);
+  if (!state.errors.empty())
+    throw invalid_config(std::move(state.errors));
+  return state.config;
+}
+
+} // namespace
+
 run_config load(const std::string& file, const std::vector<std::string>& overrides) {
   load_state state;
   if (!file.empty()) {
@@ -545,11 +558,17 @@ run_config load(const std::string& file, const std::vector<std::string>& overrid
     assign_value(text.substr(0, equals), parse_override_value(text.substr(equals + 1)),
                  "command line", state);
   }
-  if (state.errors.empty())
-    state.errors = validate(state.config, state.origins);
-  if (!state.errors.empty())
-    throw invalid_config(std::move(state.errors));
-  return state.config;
+  return finish(std::move(state));
+}
+
+run_config load_text(const std::string& ini, const std::string& origin) {
+  load_state state;
+  std::istringstream in(ini);
+  if (auto settings = caf::actor_system_config::parse_config(in))
+    assign_settings(*settings, "", "in " + origin, state);
+  else
+    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error())});
+  return finish(std::move(state));
 }
 
 std::string describe_keys() {

@@ -32,6 +32,10 @@ private:
 /// is "--section.key=value" (or "section.key=value"). Throws invalid_config.
 run_config load(const std::string& file, const std::vector<std::string>& overrides);
 
+/// The same from INI text (the settings a coordinator hands its nodes); `origin` names where the
+/// text came from in messages. Throws invalid_config.
+run_config load_text(const std::string& ini, const std::string& origin);
+
 /// Where each key's value came from ("command line", "in run.ini"), for messages.
 using value_origins = std::map<std::string, std::string>;
 

@@ -574,3 +574,23 @@ TEST_F(config_files, cluster_keys_have_defaults_parse_round_trip_and_name_bad_va
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(config_files, settings_handed_over_as_ini_text_load_like_a_file_and_name_their_origin) {
+  auto sent = load("", {"--train.algorithm=preduce", "--train.workers=6", "--cluster.token=x"});
+  const auto received =
+      herd::config::load_text(herd::config::to_ini(sent), "the coordinator's settings");
+  EXPECT_EQ(received.train.algorithm, "preduce");
+  EXPECT_EQ(received.train.workers, 6);
+  EXPECT_EQ(received.cluster.token, "x");
+  try {
+    herd::config::load_text("[train]\nlr = \"fast\"\n", "the coordinator's settings");
+    FAIL() << "load_text accepted a string for train.lr";
+  } catch (const invalid_config& invalid) {
+    EXPECT_THAT(invalid.errors().front().message,
+                HasSubstr("train.lr = \"fast\" (in the coordinator's settings)"));
+  }
+}
+
+} // namespace
