@@ -233,8 +233,12 @@ private:
                   node_reduced(round, node, system().render(failure));
                 });
     }
+    // Each node's pre-reduction reads its inputs and writes one buffer; the ring among k nodes
+    // sends 2(k-1)/k of a buffer from every node, 2(k-1) buffers in all.
+    const std::size_t nodes = state.group_nodes.size();
+    const std::size_t ring_buffers = nodes > 1 ? 2 * (nodes - 1) : 0;
     state.report.bytes =
-        (inputs.size() + state.group_nodes.size()) * setup_.results->count() * sizeof(float);
+        (inputs.size() + nodes + ring_buffers) * setup_.results->count() * sizeof(float);
     if (state.reducing_nodes.empty())
       commit(rounds_.find(round));
   }
