@@ -35,6 +35,7 @@ public:
   caf::behavior make_behavior() override {
     return {
         [this](const group_plan& plan) { begin(plan); },
+        [this](const cluster_topology& topology) { update(topology); },
     };
   }
 
@@ -59,6 +60,18 @@ private:
   };
 
   bool distributed() const { return !setup_.node_reducers.empty(); }
+
+  // The coordinator sends this before any plan that includes a new node's workers; rounds
+  // already ordered keep the generation they were ordered with.
+  void update(const cluster_topology& topology) {
+    for (std::size_t node = setup_.node_reducers.size(); node < topology.node_reducers.size();
+         ++node)
+      if (topology.node_reducers[node]) // a node that never got ready has none
+        monitor(topology.node_reducers[node]);
+    setup_.worker_nodes.assign(topology.worker_nodes.begin(), topology.worker_nodes.end());
+    setup_.node_reducers = topology.node_reducers;
+    setup_.generation = topology.generation;
+  }
 
   int node_of(std::int32_t worker) const {
     return worker >= 0 && static_cast<std::size_t>(worker) < setup_.worker_nodes.size()
@@ -211,18 +224,28 @@ private:
       order.inputs.push_back(input.rank);
       order.weights.push_back(input.weight);
     }
-    for (const auto& [node, order] : orders)
+    for (const auto& [node, order] : orders) {
       state.group_nodes.push_back(node);
+      if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
+          lost_nodes_.count(node) > 0)
+        state.reduce_error = "node " + std::to_string(node) + " was lost";
+    }
     state.reduce_started = clock_type::now();
     const std::uint64_t round = state.plan.round;
     for (auto& [node, order] : orders) {
       order.round = round;
       order.nodes = state.group_nodes;
+      order.generation = setup_.generation;
       order.members = members;
       if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
-          lost_nodes_.count(node) > 0) {
-        state.reduce_error = "node " + std::to_string(node) + " was lost";
+          lost_nodes_.count(node) > 0)
         continue;
+      if (!state.reduce_error.empty()) {
+        // The round is lost already: the live nodes only hold it, so that the commit to skip
+        // reaches their members, and nobody waits in the data plane for the lost node.
+        order.inputs.clear();
+        order.weights.clear();
+        order.nodes = {node};
       }
       state.reducing_nodes.insert(node);
       request(setup_.node_reducers[static_cast<std::size_t>(node)], setup_.reduce_timeout,

@@ -4,6 +4,7 @@
 //
 // Messages it answers:
 //   group_plan        run this round (DESIGN.md section 3, steps 3 and 4)
+//   cluster_topology  across processes: a node joined; rounds from now on use this plane
 // Messages it sends: (contribute_atom, round) requests and round_result to the members,
 // group_done to the coordinator.
 //
@@ -21,6 +22,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -32,10 +34,11 @@ struct aggregator_setup {
   /// How long a member may take to answer a contribution request. Members answer from their
   /// actor thread while computing, so this only fires for a member that died or hangs.
   std::chrono::milliseconds contribution_timeout{30000};
-  /// Many processes: the node (data-plane rank) of every worker, and every node's reducer by
-  /// rank. Empty: all workers live in this process and `backend` reduces.
+  /// Many processes: the node index of every worker, and every node's reducer by index, and the
+  /// data plane's generation. Empty: all workers live in this process and `backend` reduces.
   std::vector<int> worker_nodes;
   std::vector<caf::actor> node_reducers;
+  std::uint32_t generation = 0;
   /// Many processes: how long a node may take to reduce its part.
   std::chrono::milliseconds reduce_timeout{30000};
 };

@@ -14,6 +14,7 @@
 
 #include <caf/io/all.hpp>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cstdio>
 #include <map>
@@ -59,6 +60,12 @@ private:
   caf::actor registry_;
 };
 
+constexpr std::chrono::milliseconds leave_poll{100};
+
+bool leaving(const node_options& options) {
+  return options.leave != nullptr && options.leave->load();
+}
+
 void notify(const node_options& options, const std::string& text) {
   if (options.on_notice)
     options.on_notice(text);
@@ -85,7 +92,7 @@ caf::expected<caf::actor> connect(caf::actor_system& system, const node_options&
   };
   auto registry = attempt();
   bool said_waiting = false;
-  while (!registry && clock_type::now() < deadline) {
+  while (!registry && clock_type::now() < deadline && !leaving(options)) {
     if (failure.find("refused this node") != std::string::npos ||
         failure.find("TLS handshake") != std::string::npos)
       break; // a wrong token, version or certificate does not get better by waiting
@@ -115,6 +122,27 @@ struct hosted {
     reducer = nullptr;
   }
 };
+
+// This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
+// coordinator's rendezvous. Generation 0 is the plane the cluster formed with; every node joining
+// the running job makes a new one.
+std::shared_ptr<comm::gloo_plane>
+connect_plane(caf::actor_system& system, const caf::actor& registry, const std::string& data_host,
+              const std::string& job, std::uint32_t generation,
+              const std::vector<std::int32_t>& plane_nodes, std::int32_t node,
+              std::chrono::milliseconds timeout) {
+  auto found = std::find(plane_nodes.begin(), plane_nodes.end(), node);
+  if (found == plane_nodes.end())
+    throw comm::comm_error("node " + std::to_string(node) + " is not in data plane generation " +
+                           std::to_string(generation));
+  comm::gloo_plane_options plane_options;
+  plane_options.hostname = data_host;
+  plane_options.prefix = generation == 0 ? job : job + "/g" + std::to_string(generation);
+  plane_options.timeout = timeout;
+  return std::make_shared<comm::gloo_plane>(
+      static_cast<int>(found - plane_nodes.begin()), static_cast<int>(plane_nodes.size()),
+      std::make_shared<registry_store>(system, registry), plane_options);
+}
 
 node_outcome fail(node_outcome outcome, std::string error) {
   outcome.ok = false;
@@ -147,24 +175,48 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
   // loss while the cluster forms (a request's receive would wait out its timeout instead).
   self->send(registry, hello);
   bool timed_out = false;
-  self->receive([&](node_welcome& answer) { welcome = std::move(answer); },
-                [&](caf::error& error) { failure = system.render(error); },
-                [&](caf::down_msg& down) {
-                  failure = "lost the coordinator while the cluster formed: " +
-                            system.render(down.reason);
-                },
-                caf::after(wait) >> [&] { timed_out = true; });
+  bool answered = false;
+  const auto wait_until = clock_type::now() + wait;
+  while (!answered && !timed_out) {
+    self->receive(
+        [&](node_welcome& answer) {
+          welcome = std::move(answer);
+          answered = true;
+        },
+        [&](caf::error& error) {
+          failure = system.render(error);
+          answered = true;
+        },
+        [&](caf::down_msg& down) {
+          failure = "lost the coordinator while the cluster formed: " + system.render(down.reason);
+          answered = true;
+        },
+        caf::after(leave_poll) >>
+            [&] {
+              if (leaving(options)) {
+                failure = "interrupted before the coordinator admitted this node";
+                answered = true;
+              }
+              timed_out = clock_type::now() >= wait_until;
+            });
+  }
   if (timed_out)
     return fail(outcome, "the cluster did not form within cluster.join-timeout-s (" +
                              std::to_string(options.cluster.join_timeout_s) +
                              " s): fewer than cluster.min-nodes nodes joined the coordinator");
   if (!welcome)
-    return fail(outcome, "the coordinator did not admit this node: " + failure);
-  outcome.first_worker = welcome->first_worker;
-  notify(options, "joined as node " + std::to_string(welcome->node) + " of " +
-                      std::to_string(welcome->nodes) + ": workers " +
-                      std::to_string(welcome->first_worker) + "-" +
-                      std::to_string(welcome->first_worker + options.workers - 1));
+    return fail(outcome,
+                leaving(options) ? failure : "the coordinator did not admit this node: " + failure);
+  outcome.worker_indices.assign(welcome->workers.begin(), welcome->workers.end());
+  outcome.joined_running = welcome->running;
+  std::string slots;
+  for (std::size_t i = 0; i < welcome->workers.size(); ++i)
+    slots += (i > 0 ? ", " : "") + std::to_string(welcome->workers[i]);
+  notify(options, welcome->running
+                      ? "joining the running job as node " + std::to_string(welcome->node) +
+                            " in place of lost worker(s) " + slots
+                      : "joined as node " + std::to_string(welcome->node) + " of " +
+                            std::to_string(welcome->plane_nodes.size()) + ": worker(s) " + slots);
 
   config::run_config config;
   try {
@@ -188,29 +240,29 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
   set_blas_threads_for(config, options.workers);
   auto model = std::make_shared<const models::mlp>(sizes);
 
-  if (welcome->nodes > 1) {
-    comm::gloo_plane_options plane_options;
-    plane_options.hostname = hello.data_host;
-    plane_options.prefix = welcome->job;
-    plane_options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::max(deadline - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
+  if (welcome->plane_nodes.size() > 1) {
+    // Joining a running job, the others wait for this node's rendezvous for the data timeout.
+    const auto timeout =
+        welcome->running
+            ? std::chrono::milliseconds(config.cluster.data_timeout_ms)
+            : std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
+                  deadline - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
     try {
-      parts.plane = std::make_shared<comm::gloo_plane>(
-          welcome->node, welcome->nodes, std::make_shared<registry_store>(system, registry),
-          plane_options);
+      parts.plane =
+          connect_plane(system, registry, hello.data_host, welcome->job, welcome->generation,
+                        welcome->plane_nodes, welcome->node, timeout);
     } catch (const std::exception& bad) {
       return fail(outcome, std::string("the data plane did not connect: ") + bad.what());
     }
     notify(options, "data plane connected (" + hello.data_host + ", " +
-                        std::to_string(welcome->nodes) + " nodes)");
+                        std::to_string(welcome->plane_nodes.size()) + " nodes)");
   }
 
   std::shared_ptr<comm::backend> local = comm::make_local_backend(*options.ops);
   const auto train = std::shared_ptr<const models::dataset>(data, &data->train);
   auto imbalance = std::make_shared<const imbalance_model>(config.imbalance, config.train.workers);
   node_reducer_setup reduction;
-  for (int i = 0; i < options.workers; ++i) {
-    const int index = welcome->first_worker + i;
+  for (const std::int32_t index : welcome->workers) {
     parts.workers.push_back(spawn_worker(system,
                                          make_worker_setup(config, index, model, train, options.ops,
                                                            local, imbalance, options.probe),
@@ -220,6 +272,8 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
   reduction.node = welcome->node;
   reduction.local = local;
   reduction.plane = parts.plane;
+  reduction.generation = welcome->generation;
+  reduction.plane_nodes.assign(welcome->plane_nodes.begin(), welcome->plane_nodes.end());
   reduction.results = comm::buffer_pool::create(model->parameter_count());
   reduction.data_timeout = std::chrono::milliseconds(config.cluster.data_timeout_ms);
   parts.reducer = spawn_node_reducer(system, std::move(reduction));
@@ -231,7 +285,8 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
   ready.control = caf::actor_cast<caf::actor>(self);
   self->send(registry, ready);
 
-  // Until the coordinator says the job is over, or is lost.
+  // Until the coordinator says the job is over, or is lost. Meanwhile, when a node joins the
+  // running job, this node connects the data plane's next generation with it.
   bool over = false;
   self->receive_while([&] { return !over; })(
       [&](job_over_atom) {
@@ -239,11 +294,44 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
         outcome.ok = true;
         return true;
       },
+      [&](const plane_rebuild& rebuild) -> caf::result<bool> {
+        const auto generation = rebuild.generation;
+        const auto& plane_nodes = rebuild.plane_nodes;
+        try {
+          auto plane = connect_plane(system, registry, hello.data_host, welcome->job, generation,
+                                     plane_nodes, welcome->node,
+                                     std::chrono::milliseconds(config.cluster.data_timeout_ms));
+          self->send(parts.reducer, plane_update{generation, plane_nodes, std::move(plane)});
+        } catch (const std::exception& bad) {
+          notify(options,
+                 std::string("the data plane did not reconnect for a joining node: ") + bad.what());
+          return make_error(herd_errc::join_refused, bad.what());
+        }
+        notify(options, "data plane reconnected with a joining node (generation " +
+                            std::to_string(generation) + ", " + std::to_string(plane_nodes.size()) +
+                            " nodes)");
+        return true;
+      },
+      [&](leave_atom, const std::string& why) {
+        over = true;
+        outcome = fail(outcome, "the coordinator turned this node away: " + why);
+      },
       [&](caf::down_msg& down) {
         over = true;
         outcome = fail(outcome, "lost the coordinator: " + system.render(down.reason));
-      });
-  if (outcome.ok)
+      },
+      caf::after(leave_poll) >>
+          [&] {
+            if (!leaving(options))
+              return;
+            over = true;
+            outcome.ok = true;
+            outcome.left = true;
+          });
+  if (outcome.left)
+    notify(options, "left the job before it was over; the coordinator counts this node's "
+                    "workers lost, and another node may join in their place");
+  else if (outcome.ok)
     notify(options, "the job is over");
   return outcome;
 }
@@ -285,6 +373,8 @@ node_outcome run_node(const node_options& options) {
   gate_dialer gate(options.coordinator_host, options.coordinator_port, options.cluster.token);
   std::string failure;
   auto registry = connect(system, options, gate, deadline, failure);
+  if (!registry && leaving(options))
+    return fail(outcome, "interrupted before it reached the coordinator");
   if (!registry)
     return fail(outcome, failure.find("refused this node") != std::string::npos ||
                                  failure.find("TLS handshake") != std::string::npos

@@ -9,6 +9,7 @@
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,12 +35,18 @@ struct node_options {
   /// Lines for the operator (joined, connected, the job is over); may be empty.
   std::function<void(const std::string&)> on_notice;
   std::shared_ptr<worker_probe> probe; // for tests
+  /// Borrowed, may be null: once true the node leaves the job (checked every 100 ms), its
+  /// workers stop and the coordinator counts them lost at once; another node may then join in
+  /// their place. `herd node` sets it on Ctrl-C or SIGTERM (a VM's preemption notice).
+  const std::atomic<bool>* leave = nullptr;
 };
 
 struct node_outcome {
   bool ok = false;
-  std::string error; // why the node ended early, naming what failed
-  int first_worker = 0;
+  std::string error;               // why the node ended early, naming what failed
+  std::vector<int> worker_indices; // the run's indices of the workers it hosted
+  bool joined_running = false;     // it joined the running job in place of lost workers
+  bool left = false;               // it left before the job was over (node_options::leave)
   int workers = 0;
 };
 

@@ -15,8 +15,10 @@
 
 #include <caf/io/all.hpp>
 
+#include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -95,6 +97,9 @@ public:
         },
         [this](stop_atom) { on_stop(); },
         [this](job_over_atom) -> caf::result<bool> { return tell_nodes_job_over(); },
+        [this](join_done_atom, std::int32_t node, const std::string& error) {
+          join_done(node, error);
+        },
     };
   }
 
@@ -102,9 +107,9 @@ private:
   struct node_entry {
     node_hello hello;
     caf::response_promise welcome;
-    int first_worker = 0;
+    std::vector<std::int32_t> slots; // the worker indices it hosts
     bool ready = false;
-    std::vector<caf::actor> workers;
+    std::vector<caf::actor> workers; // same order
     caf::actor reducer;
     caf::actor control;
     caf::actor_addr link;  // the node's joining actor: lives as long as the node's part of the job
@@ -131,22 +136,14 @@ private:
                                                      " workers; it must be between 1 and 1024");
     if (stopped_)
       return make_error(herd_errc::join_refused, "the job is over");
-    if (started_)
-      return make_error(herd_errc::join_refused,
-                        "the job has already started with " + std::to_string(nodes_.size()) +
-                            " nodes; joining a running job is not supported yet");
-    if (formed_)
+    if (formed_ && !started_)
       return make_error(herd_errc::join_refused,
                         "the cluster has formed with " + std::to_string(nodes_.size()) +
-                            " nodes and is starting; joining a running job is not supported yet");
-    node_entry entry;
-    entry.hello = hello;
+                            " nodes and is starting; try again once it runs");
+    if (started_)
+      return on_hello_running(hello);
     // Watched from now on: a node that leaves before the cluster forms must not be counted.
-    entry.link = caf::actor_cast<caf::actor_addr>(current_sender());
-    entry.process = current_sender() ? current_sender()->node() : caf::node_id{};
-    monitor(entry.link);
-    entry.welcome = make_response_promise();
-    nodes_.push_back(std::move(entry));
+    nodes_.push_back(entry_for(hello));
     notice("node " + std::to_string(nodes_.size() - 1) + " (" + hello.name + ", " +
            count(hello.workers, "worker") + ") joined; " + std::to_string(nodes_.size()) + " of " +
            std::to_string(context_->config.cluster.min_nodes) + " nodes");
@@ -156,16 +153,29 @@ private:
     return promise;
   }
 
+  // The node that sent `hello`, watched (its joining actor lives as long as its part of the job),
+  // with the promise of its welcome.
+  node_entry entry_for(const node_hello& hello) {
+    node_entry entry;
+    entry.hello = hello;
+    entry.link = caf::actor_cast<caf::actor_addr>(current_sender());
+    entry.process = current_sender() ? current_sender()->node() : caf::node_id{};
+    monitor(entry.link);
+    entry.welcome = make_response_promise();
+    return entry;
+  }
+
   // Every node is known: count the workers, check the settings against them, build the
   // coordinator and welcome the nodes.
   void form_cluster() {
     formed_ = true;
     auto& config = context_->config;
     int workers = 0;
-    for (auto& node : nodes_) {
-      node.first_worker = workers;
-      workers += node.hello.workers;
-    }
+    for (std::size_t index = 0; index < nodes_.size(); ++index)
+      for (int i = 0; i < nodes_[index].hello.workers; ++i) {
+        nodes_[index].slots.push_back(workers++);
+        slot_nodes_.push_back(static_cast<std::int32_t>(index));
+      }
     {
       std::lock_guard<std::mutex> guard(context_->config_mutex);
       config.train.workers = workers;
@@ -207,21 +217,27 @@ private:
       failed.error = "the group coordinator stopped: " + caf::to_string(reason);
       result->deliver(std::move(failed));
     });
-    const auto settings = config::to_ini(config);
-    for (std::size_t index = 0; index < nodes_.size(); ++index) {
-      node_welcome welcome;
-      welcome.node = static_cast<std::int32_t>(index);
-      welcome.nodes = static_cast<std::int32_t>(nodes_.size());
-      welcome.first_worker = nodes_[index].first_worker;
-      welcome.settings = settings;
-      welcome.training_samples = context_->data->train.size();
-      welcome.job = context_->job;
-      welcome.coordinator = coordinator_;
-      nodes_[index].answered = true;
-      nodes_[index].welcome.deliver(std::move(welcome));
-    }
+    for (std::size_t index = 0; index < nodes_.size(); ++index)
+      plane_nodes_.push_back(static_cast<std::int32_t>(index));
+    for (std::size_t index = 0; index < nodes_.size(); ++index)
+      welcome(index, false);
     notice("cluster formed: " + std::to_string(nodes_.size()) + " nodes, " +
            std::to_string(workers) + " workers; connecting the data plane");
+  }
+
+  void welcome(std::size_t index, bool running) {
+    node_welcome welcome;
+    welcome.node = static_cast<std::int32_t>(index);
+    welcome.workers = nodes_[index].slots;
+    welcome.generation = generation_;
+    welcome.plane_nodes = plane_nodes_;
+    welcome.running = running;
+    welcome.settings = config::to_ini(context_->config);
+    welcome.training_samples = context_->data->train.size();
+    welcome.job = context_->job;
+    welcome.coordinator = coordinator_;
+    nodes_[index].answered = true;
+    nodes_[index].welcome.deliver(std::move(welcome));
   }
 
   // Ends a run that never started: nodes still waiting for their welcome hear why.
@@ -245,7 +261,8 @@ private:
       return;
     }
     if (ready.node < 0 || static_cast<std::size_t>(ready.node) >= nodes_.size() ||
-        nodes_[static_cast<std::size_t>(ready.node)].ready)
+        nodes_[static_cast<std::size_t>(ready.node)].ready ||
+        !nodes_[static_cast<std::size_t>(ready.node)].answered)
       return;
     auto& node = nodes_[static_cast<std::size_t>(ready.node)];
     if (static_cast<int>(ready.workers.size()) != node.hello.workers) {
@@ -259,9 +276,13 @@ private:
     node.reducer = ready.reducer;
     node.control = ready.control;
     monitor(node.reducer);
-    notice("node " + std::to_string(ready.node) + " (" + node.hello.name + ") ready: workers " +
-           std::to_string(node.first_worker) + "-" +
-           std::to_string(node.first_worker + node.hello.workers - 1));
+    notice("node " + std::to_string(ready.node) + " (" + node.hello.name +
+           ") ready: " + workers_of(node));
+    if (started_) {
+      if (joining_ && *joining_ == static_cast<std::size_t>(ready.node))
+        admit_when_connected();
+      return;
+    }
     for (const auto& entry : nodes_)
       if (!entry.ready)
         return;
@@ -276,12 +297,11 @@ private:
         std::chrono::milliseconds(config.cluster.data_timeout_ms) + std::chrono::seconds(5);
     std::vector<caf::actor> workers;
     for (std::size_t index = 0; index < nodes_.size(); ++index) {
-      for (const auto& worker : nodes_[index].workers) {
+      for (const auto& worker : nodes_[index].workers)
         workers.push_back(worker);
-        aggregation.worker_nodes.push_back(static_cast<int>(index));
-      }
       aggregation.node_reducers.push_back(nodes_[index].reducer);
     }
+    aggregation.worker_nodes.assign(slot_nodes_.begin(), slot_nodes_.end());
     for (int i = 0; i < aggregator_count(config); ++i)
       aggregators_.push_back(spawn_aggregator(system(), aggregation, coordinator_));
     evaluator_setup evaluation;
@@ -328,6 +348,11 @@ private:
   // session closes the connections only after the nodes know.
   caf::result<bool> tell_nodes_job_over() {
     stopped_ = true;
+    for (auto& node : nodes_) // nodes still waiting for their turn to join
+      if (!node.answered && node.live) {
+        node.answered = true;
+        node.welcome.deliver(make_error(herd_errc::join_refused, "the job is over"));
+      }
     auto outstanding = std::make_shared<std::size_t>(0);
     for (const auto& node : nodes_)
       if (node.live && node.control)
@@ -356,7 +381,8 @@ private:
       node.live = false;
       if (stopped_)
         return; // the job is over: nodes leave
-      const std::string why = system().render(down.reason);
+      const std::string why =
+          down.reason ? system().render(down.reason) : std::string("it left the job");
       if (!formed_) {
         notice("node " + std::to_string(index) + " (" + node.hello.name +
                ") left before the cluster formed: " + why + "; " +
@@ -365,8 +391,19 @@ private:
         nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(index));
         return;
       }
+      if (joining_ && *joining_ == index) {
+        // Once admitted, the coordinator's transfer fails and says so (join_done).
+        if (!admitted_)
+          join_failed("it was lost while connecting: " + why);
+        return;
+      }
+      if (started_ && !node.ready) { // a node waiting for its turn to join
+        notice("node " + std::to_string(index) + " (" + node.hello.name +
+               ") left before it could join: " + why);
+        return;
+      }
       notice("node " + std::to_string(index) + " (" + node.hello.name + ") lost: " + why +
-             "; its " + workers_of(node) + " down");
+             "; its " + workers_of(node) + (node.slots.size() == 1 ? " is" : " are") + " down");
       if (!started_)
         refuse_all("node " + std::to_string(index) + " (" + node.hello.name +
                    ") was lost before the run started: " + why);
@@ -388,16 +425,167 @@ private:
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
   }
 
-  // "worker 3 is" or "workers 4-7 are", for the operator's log.
-  static std::string workers_of(const node_entry& node) {
-    const int last = node.first_worker + node.hello.workers - 1;
-    return node.hello.workers == 1 ? "worker " + std::to_string(last) + " is"
-                                   : "workers " + std::to_string(node.first_worker) + "-" +
-                                         std::to_string(last) + " are";
+  // "worker 3" or "workers 4-7" or "workers 1, 4", for the operator's log.
+  static std::string workers_of(const node_entry& node) { return worker_list(node.slots); }
+
+  // -- a node joining the running job ----------------------------------------------------------
+  //
+  // It takes lost workers' slots (the run's worker count never changes). One node joins at a
+  // time, the others wait for their welcome: every live node connects a new generation of the
+  // data plane with it (a full mesh cannot grow), then the coordinator pauses the rounds, has the
+  // new workers adopt a live worker's state through that plane, and counts them live.
+
+  caf::result<node_welcome> on_hello_running(const node_hello& hello) {
+    const auto& config = context_->config;
+    if (config.train.algorithm == "wagma")
+      return make_error(
+          herd_errc::join_refused,
+          "node " + hello.name +
+              " cannot join a running wagma job: its rounds are "
+              "keyed by the step every worker is at (sync, solo, majority, quorum and "
+              "preduce take a node in place of a lost one)");
+    std::vector<std::int32_t> free;
+    for (std::size_t slot = 0; slot < slot_nodes_.size(); ++slot)
+      if (!nodes_[static_cast<std::size_t>(slot_nodes_[slot])].live)
+        free.push_back(static_cast<std::int32_t>(slot));
+    if (free.empty())
+      return make_error(herd_errc::join_refused,
+                        "the job is running and none of its " +
+                            std::to_string(config.train.workers) +
+                            " workers is lost; a node joins a running job only in place of a lost "
+                            "node's workers");
+    if (static_cast<int>(free.size()) < hello.workers)
+      return make_error(herd_errc::join_refused,
+                        "node " + hello.name + " offers " + count(hello.workers, "worker") +
+                            " but only " + std::to_string(free.size()) + " slot(s) are free (" +
+                            worker_list(free) + "); start it with --workers " +
+                            std::to_string(free.size()));
+    node_entry entry = entry_for(hello);
+    const auto index = nodes_.size();
+    for (int i = 0; i < hello.workers; ++i) {
+      entry.slots.push_back(free[static_cast<std::size_t>(i)]);
+      slot_nodes_[static_cast<std::size_t>(free[static_cast<std::size_t>(i)])] =
+          static_cast<std::int32_t>(index);
+    }
+    nodes_.push_back(std::move(entry));
+    auto promise = nodes_.back().welcome;
+    notice("node " + std::to_string(index) + " (" + hello.name + ") asks to join the running job " +
+           "in place of lost " + worker_list(nodes_.back().slots));
+    waiting_joins_.push_back(index);
+    next_join();
+    return promise;
+  }
+
+  void next_join() {
+    while (!joining_ && !waiting_joins_.empty() && !stopped_) {
+      const std::size_t index = waiting_joins_.front();
+      waiting_joins_.pop_front();
+      if (nodes_[index].live)
+        begin_join(index);
+    }
+  }
+
+  void begin_join(std::size_t index) {
+    joining_ = index;
+    admitted_ = false;
+    ++generation_;
+    plane_nodes_.clear();
+    std::vector<std::size_t> peers;
+    for (std::size_t other = 0; other < nodes_.size(); ++other)
+      if (other != index && nodes_[other].live && nodes_[other].ready) {
+        plane_nodes_.push_back(static_cast<std::int32_t>(other));
+        peers.push_back(other);
+      }
+    plane_nodes_.push_back(static_cast<std::int32_t>(index));
+    welcome(index, true);
+    rebuilding_ = peers.size();
+    const auto& cluster = context_->config.cluster;
+    const auto timeout =
+        std::chrono::milliseconds(cluster.data_timeout_ms) + std::chrono::seconds(10);
+    for (std::size_t peer : peers)
+      request(nodes_[peer].control, timeout, plane_rebuild{generation_, plane_nodes_})
+          .then([this, generation = generation_](bool) { rebuilt(generation, {}); },
+                [this, generation = generation_, peer](caf::error& failure) {
+                  rebuilt(generation, "node " + std::to_string(peer) + " (" +
+                                          nodes_[peer].hello.name +
+                                          "): " + system().render(failure));
+                });
+  }
+
+  void rebuilt(std::uint32_t generation, const std::string& error) {
+    if (!joining_ || admitted_ || generation != generation_)
+      return; // a join that failed already
+    if (!error.empty()) {
+      join_failed("the data plane did not reconnect: " + error);
+      return;
+    }
+    --rebuilding_;
+    admit_when_connected();
+  }
+
+  void admit_when_connected() {
+    if (!joining_ || admitted_ || rebuilding_ > 0 || !nodes_[*joining_].ready)
+      return;
+    admitted_ = true;
+    const auto& node = nodes_[*joining_];
+    node_admission admission;
+    admission.node = static_cast<std::int32_t>(*joining_);
+    admission.name = node.hello.name;
+    admission.workers = node.slots;
+    admission.handles = node.workers;
+    admission.topology.generation = generation_;
+    admission.topology.worker_nodes = slot_nodes_;
+    for (const auto& entry : nodes_)
+      admission.topology.node_reducers.push_back(entry.reducer);
+    send(coordinator_, std::move(admission));
+  }
+
+  void join_done(std::int32_t node, const std::string& error) {
+    if (!joining_ || static_cast<std::int32_t>(*joining_) != node)
+      return;
+    if (!error.empty()) {
+      join_failed(error);
+      return;
+    }
+    joining_.reset();
+    next_join();
+  }
+
+  // The node is turned away (told why, if it is still there); its slots are free again.
+  void join_failed(const std::string& why) {
+    auto& node = nodes_[*joining_];
+    notice("node " + std::to_string(*joining_) + " (" + node.hello.name +
+           ") could not join the running job: " + why);
+    node.live = false;
+    if (node.control)
+      send(node.control, leave_atom::value, why);
+    joining_.reset();
+    next_join();
+  }
+
+  static std::string worker_list(const std::vector<std::int32_t>& slots) {
+    if (slots.empty())
+      return "no workers";
+    if (slots.size() == 1)
+      return "worker " + std::to_string(slots.front());
+    const bool contiguous = slots.back() - slots.front() + 1 == static_cast<int>(slots.size());
+    if (contiguous)
+      return "workers " + std::to_string(slots.front()) + "-" + std::to_string(slots.back());
+    std::string text = "workers ";
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      text += (i > 0 ? ", " : "") + std::to_string(slots[i]);
+    return text;
   }
 
   std::shared_ptr<run_context> context_;
   std::vector<node_entry> nodes_;
+  std::vector<std::int32_t> slot_nodes_;  // the node index of every worker
+  std::uint32_t generation_ = 0;          // of the data plane
+  std::vector<std::int32_t> plane_nodes_; // its ranks' node indices
+  std::deque<std::size_t> waiting_joins_; // nodes waiting for their turn to join
+  std::optional<std::size_t> joining_;    // the node joining now
+  std::size_t rebuilding_ = 0;            // live nodes still connecting the new plane
+  bool admitted_ = false;                 // the coordinator took over the join
   bool formed_ = false;
   bool started_ = false;
   bool stopped_ = false;

@@ -13,6 +13,7 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -34,6 +35,9 @@ constexpr std::size_t recent_loss_steps = 200;
 
 // Aborted rounds in a row (no round finishing between them) after which the run ends.
 constexpr std::uint64_t max_consecutive_aborted_rounds = 8;
+
+// Data-plane tags of state transfers lie above every round number.
+constexpr std::uint64_t transfer_tag_base = std::uint64_t{1} << 47;
 
 struct worker_record {
   caf::actor handle;
@@ -81,6 +85,7 @@ public:
         [this](drain_timeout_atom) { on_drain_timeout(); },
         [this](policy_time_atom, double deadline) { on_policy_time(deadline); },
         [this](stop_atom) { begin_stop("interrupted"); },
+        [this](node_admission& admission) { on_admission(std::move(admission)); },
     };
   }
 
@@ -173,7 +178,7 @@ private:
     event.step = ready.step;
     event.at_seconds = elapsed();
     event.compute_seconds = ready.compute_seconds;
-    start_rounds(policy_->on_ready(event));
+    consult([this, event] { return policy_->on_ready(event); });
   }
 
   // Samples of one epoch over all shards, times train.epochs: the run's sample budget.
@@ -225,7 +230,7 @@ private:
   // is pending at a time, for the earliest deadline; a later deadline waits for it.
   void schedule_policy_time() {
     const auto deadline = policy_->next_deadline();
-    if (!deadline || phase_ != phase::running ||
+    if (!deadline || phase_ != phase::running || joining_ ||
         (policy_timer_at_ && *policy_timer_at_ <= *deadline))
       return;
     policy_timer_at_ = *deadline;
@@ -240,8 +245,10 @@ private:
   void on_policy_time(double deadline) {
     if (policy_timer_at_ && *policy_timer_at_ == deadline)
       policy_timer_at_.reset();
-    if (phase_ == phase::running) // the deadline has passed, whatever the clocks' rounding says
-      start_rounds(policy_->on_time(std::max(elapsed(), deadline)));
+    if (phase_ == phase::running) { // the deadline has passed, whatever the clocks' rounding says
+      const double now = std::max(elapsed(), deadline);
+      consult([this, now] { return policy_->on_time(now); });
+    }
   }
 
   void on_group_done(const group_done& report) {
@@ -276,7 +283,7 @@ private:
     // right here.
     lose_unanswered(report);
     if (phase_ == phase::running) {
-      start_rounds(policy_->on_group_done(outcome_of(report)));
+      consult([this, outcome = outcome_of(report)] { return policy_->on_group_done(outcome); });
       if (epochs_done() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty()))
         begin_stop("epochs");
       // Not when the run just ended: the final evaluation measures these parameters anyway.
@@ -299,9 +306,8 @@ private:
            " rounds in a row aborted; the last: " + report.error);
       return;
     }
-    if (phase_ == phase::running) {
-      start_rounds(policy_->on_group_done(outcome_of(report)));
-    }
+    if (phase_ == phase::running)
+      consult([this, outcome = outcome_of(report)] { return policy_->on_group_done(outcome); });
     stop_workers_once_drained();
   }
 
@@ -374,6 +380,153 @@ private:
   void stop_workers_once_drained() {
     if (phase_ == phase::draining && in_flight_.empty())
       stop_workers();
+    transfer_when_drained();
+  }
+
+  // -- a node joining the running job -----------------------------------------------------------
+
+  // The policy hears nothing while a node joins (its inputs wait in held_), so no round starts:
+  // the rounds in flight drain, a live worker's state is then exactly the state after every
+  // round so far, and the new workers adopt it before any later round can include them.
+  void consult(std::function<std::vector<group_decision>()> input) {
+    if (joining_) {
+      held_.push_back(std::move(input));
+      return;
+    }
+    start_rounds(input());
+  }
+
+  void on_admission(node_admission admission) {
+    auto registry = caf::actor_cast<caf::actor>(current_sender());
+    std::string refusal;
+    if (phase_ != phase::running)
+      refusal = "the run is ending";
+    else if (joining_)
+      refusal = "another node is joining";
+    else if (admission.workers.size() != admission.handles.size() || admission.workers.empty())
+      refusal = "the admission names " + std::to_string(admission.workers.size()) + " slots for " +
+                std::to_string(admission.handles.size()) + " workers";
+    for (std::int32_t slot : admission.workers)
+      if (refusal.empty() && (slot < 0 || static_cast<std::size_t>(slot) >= workers_.size() ||
+                              workers_[static_cast<std::size_t>(slot)].live))
+        refusal = "worker " + std::to_string(slot) + " is not a lost worker of this run";
+    const auto& topology = admission.topology;
+    const auto nodes = static_cast<std::int32_t>(topology.node_reducers.size());
+    if (refusal.empty() &&
+        (topology.worker_nodes.size() != workers_.size() || admission.node < 0 ||
+         admission.node >= nodes ||
+         std::any_of(topology.worker_nodes.begin(), topology.worker_nodes.end(),
+                     [nodes](std::int32_t node) { return node < 0 || node >= nodes; })))
+      refusal = "the admission's topology does not cover the run's " +
+                std::to_string(workers_.size()) + " workers";
+    if (!refusal.empty()) {
+      send(registry, join_done_atom::value, admission.node, refusal);
+      return;
+    }
+    // Before any plan that includes the new workers: each aggregator hears this from this actor
+    // first, and messages from one sender arrive in order.
+    for (const auto& aggregator : aggregators_)
+      send(aggregator, admission.topology);
+    notice("node " + std::to_string(admission.node) + " joins: rounds pause while " +
+           std::to_string(in_flight_.size()) + " in flight finish, then its workers take a live " +
+           "worker's model");
+    joining_ = join_state{std::move(admission), registry, false};
+    transfer_when_drained();
+  }
+
+  void transfer_when_drained() {
+    if (!joining_ || joining_->transferring || !in_flight_.empty())
+      return;
+    if (phase_ != phase::running) {
+      end_join("the run is ending");
+      return;
+    }
+    const auto live = live_workers();
+    if (live.empty()) {
+      end_join("no live worker to take the model from");
+      return;
+    }
+    const auto& admission = joining_->admission;
+    const auto& topology = admission.topology;
+    const int source = live.front();
+    state_transfer order;
+    order.tag = transfer_tag_base + ++transfers_;
+    order.generation = topology.generation;
+    order.from = topology.worker_nodes.at(static_cast<std::size_t>(source));
+    order.to = admission.node;
+    order.source = source;
+    order.targets = admission.workers;
+    joining_->transferring = true;
+    joining_->source = source;
+    joining_->rounds = rounds_;
+    // The source waits for its step to end before it exports, then both sides move the state.
+    const auto timeout = std::chrono::milliseconds(2 * setup_.config.cluster.data_timeout_ms) +
+                         std::chrono::seconds(5);
+    struct parts {
+      int outstanding = 2;
+      std::string error;
+    };
+    auto state = std::make_shared<parts>();
+    for (int node : {order.from, order.to}) {
+      auto one_done = [this, state, node, tag = order.tag](const std::string& error) {
+        if (!error.empty() && state->error.empty())
+          state->error = "node " + std::to_string(node) + ": " + error;
+        if (--state->outstanding == 0 && joining_ && joining_->tag == tag)
+          end_join(state->error);
+      };
+      request(topology.node_reducers.at(static_cast<std::size_t>(node)), timeout, order)
+          .then([one_done](const reduce_done& answer) { one_done(answer.error); },
+                [this, one_done](caf::error& failure) { one_done(system().render(failure)); });
+    }
+    joining_->tag = order.tag;
+  }
+
+  // The transfer ended (or could not start): the new workers count as live from here on, or the
+  // node is turned away; either way the policy hears what it was held from.
+  void end_join(const std::string& error) {
+    if (!joining_)
+      return;
+    const join_state join = std::move(*joining_);
+    joining_.reset();
+    const auto& admission = join.admission;
+    std::string outcome = error;
+    if (outcome.empty() && phase_ != phase::running)
+      outcome = "the run is ending";
+    if (outcome.empty()) {
+      std::string slots;
+      for (std::size_t i = 0; i < admission.workers.size(); ++i) {
+        revive(admission.workers[i], admission.handles[i], admission.name);
+        slots += (i > 0 ? ", " : "") + std::to_string(admission.workers[i]);
+      }
+      workers_joined_ += admission.workers.size();
+      notice("node " + std::to_string(admission.node) + " (" + admission.name +
+             ") joined the running job: worker" + (admission.workers.size() == 1 ? " " : "s ") +
+             slots + " took worker " + std::to_string(join.source) + "'s model after round " +
+             std::to_string(join.rounds));
+    } else {
+      notice("node " + std::to_string(admission.node) + " could not join: " + outcome);
+    }
+    send(join.registry, join_done_atom::value, admission.node, outcome);
+    auto held = std::move(held_);
+    held_.clear();
+    if (phase_ != phase::running)
+      return;
+    if (outcome.empty())
+      start_rounds(policy_->set_live_workers(live_workers()));
+    for (auto& input : held)
+      if (phase_ == phase::running)
+        start_rounds(input());
+    schedule_policy_time();
+  }
+
+  void revive(int index, const caf::actor& handle, const std::string& node) {
+    auto& worker = workers_[static_cast<std::size_t>(index)];
+    worker.handle = handle;
+    worker.live = true;
+    monitor(handle);
+    if (setup_.metrics)
+      setup_.metrics->worker_joined(index, node);
+    send(handle, start_atom::value);
   }
 
   // Rounds that a stop is waiting for get stop_timeout to finish; then the run stops without
@@ -444,9 +597,10 @@ private:
       fail("every worker was lost");
       return;
     }
-    auto decisions = policy_->set_live_workers(std::move(live));
     if (phase_ == phase::running)
-      start_rounds(decisions);
+      consult([this] { return policy_->set_live_workers(live_workers()); });
+    else
+      policy_->set_live_workers(std::move(live));
   }
 
   // -- evaluation -------------------------------------------------------------------------------
@@ -728,6 +882,7 @@ private:
     summary.partial_rounds = partial_rounds_;
     summary.isolation_interventions = isolation_interventions_;
     summary.aborted_rounds = aborted_rounds_;
+    summary.workers_joined = workers_joined_;
     summary.fresh_contributions = contributions_[static_cast<std::size_t>(freshness::fresh)];
     summary.stale_contributions = contributions_[static_cast<std::size_t>(freshness::stale)];
     summary.empty_contributions = contributions_[static_cast<std::size_t>(freshness::none)];
@@ -772,8 +927,21 @@ private:
       setup_.on_finished(std::move(summary));
   }
 
+  struct join_state {
+    node_admission admission;
+    caf::actor registry; // hears (join_done_atom, node, error)
+    bool transferring = false;
+    std::uint64_t tag = 0;    // the transfer's
+    int source = -1;          // the live worker whose state the new workers adopt
+    std::uint64_t rounds = 0; // rounds finished when it was taken
+  };
+
   coordinator_setup setup_;
   std::unique_ptr<grouping_policy> policy_;
+  std::optional<join_state> joining_;
+  std::vector<std::function<std::vector<group_decision>()>> held_; // policy inputs, in order
+  std::uint64_t transfers_ = 0;
+  std::uint64_t workers_joined_ = 0;
   std::vector<worker_record> workers_;
   std::vector<caf::actor> aggregators_;
   caf::actor evaluator_;

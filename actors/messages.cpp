@@ -52,6 +52,10 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<node_ready>("herd.node_ready");
   config.add_message_type<reduce_order>("herd.reduce_order");
   config.add_message_type<reduce_done>("herd.reduce_done");
+  config.add_message_type<cluster_topology>("herd.cluster_topology");
+  config.add_message_type<node_admission>("herd.node_admission");
+  config.add_message_type<state_transfer>("herd.state_transfer");
+  config.add_message_type<plane_rebuild>("herd.plane_rebuild");
   add_error_category(config);
 }
 

@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace herd::comm {
+class gloo_plane;
+} // namespace herd::comm
+
 namespace herd::actors {
 
 // -- atoms (CAF 0.17 allows at most 10 characters) ------------------------------------------------
@@ -31,6 +35,10 @@ using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using store_set_atom = caf::atom_constant<caf::atom("storeset")>;
 using store_get_atom = caf::atom_constant<caf::atom("storeget")>;
 using job_over_atom = caf::atom_constant<caf::atom("jobover")>;
+using export_atom = caf::atom_constant<caf::atom("export")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 
@@ -215,27 +223,30 @@ typename Inspector::result_type inspect(Inspector& f, node_hello& x) {
   return f(caf::meta::type_name("herd.node_hello"), x.protocol, x.name, x.workers, x.data_host);
 }
 
-/// The registry's answer once the cluster has formed: the node's place in it and the run.
+/// The registry's answer once the cluster has formed (or, joining a running job, once the node
+/// was given the slots of lost workers): the node's place in it and the run.
 struct node_welcome {
-  std::int32_t node = 0; // also its data-plane rank
-  std::int32_t nodes = 0;
-  std::int32_t first_worker = 0;      // its workers are first_worker .. first_worker + workers - 1
-  std::string settings;               // the run's configuration, as config::to_ini writes it
-  std::uint64_t training_samples = 0; // the coordinator's training set, to check the node's
-  std::string job;                    // names this run's keys in the rendezvous store
-  caf::actor coordinator;             // the group coordinator the workers report to
+  std::int32_t node = 0;                 // its index among every node the job has admitted
+  std::vector<std::int32_t> workers;     // the worker indices it hosts, ascending
+  std::uint32_t generation = 0;          // of the data plane it connects
+  std::vector<std::int32_t> plane_nodes; // that plane's ranks: the node index of each
+  bool running = false;                  // the job runs: its workers take a live peer's model
+  std::string settings;                  // the run's configuration, as config::to_ini writes it
+  std::uint64_t training_samples = 0;    // the coordinator's training set, to check the node's
+  std::string job;                       // names this run's keys in the rendezvous store
+  caf::actor coordinator;                // the group coordinator the workers report to
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_welcome& x) {
-  return f(caf::meta::type_name("herd.node_welcome"), x.node, x.nodes, x.first_worker, x.settings,
-           x.training_samples, x.job, x.coordinator);
+  return f(caf::meta::type_name("herd.node_welcome"), x.node, x.workers, x.generation,
+           x.plane_nodes, x.running, x.settings, x.training_samples, x.job, x.coordinator);
 }
 
 /// A node's workers are spawned and its data plane is connected.
 struct node_ready {
   std::int32_t node = 0;
-  std::vector<caf::actor> workers; // first_worker onwards
+  std::vector<caf::actor> workers; // in the order of node_welcome::workers
   caf::actor reducer;
   caf::actor control; // hears job_over_atom when the job is over
 };
@@ -253,14 +264,15 @@ struct reduce_order {
   std::vector<std::int32_t> inputs;
   std::vector<float> weights;           // same order as inputs
   std::vector<std::int32_t> deliver_to; // its workers that get the result
-  std::vector<std::int32_t> nodes;      // data-plane ranks of the group, sorted
+  std::vector<std::int32_t> nodes;      // node indices of the group, sorted
+  std::uint32_t generation = 0;         // the data plane those nodes reduce through
   std::uint32_t members = 0;            // the round's answering members, for round_result
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_order& x) {
   return f(caf::meta::type_name("herd.reduce_order"), x.round, x.inputs, x.weights, x.deliver_to,
-           x.nodes, x.members);
+           x.nodes, x.generation, x.members);
 }
 
 /// A node's answer to reduce_order.
@@ -276,8 +288,110 @@ typename Inspector::result_type inspect(Inspector& f, reduce_done& x) {
   return f(caf::meta::type_name("herd.reduce_done"), x.round, x.node, x.error, x.seconds);
 }
 
+/// Where every worker lives, and the data plane rounds use from now on: the registry tells the
+/// coordinator when a node joins a running job, the coordinator tells its aggregators before any
+/// round that includes the new node's workers.
+struct cluster_topology {
+  std::uint32_t generation = 0;
+  std::vector<std::int32_t> worker_nodes; // the node index of every worker
+  std::vector<caf::actor> node_reducers;  // by node index (a lost node's stays, unused)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_topology& x) {
+  return f(caf::meta::type_name("herd.cluster_topology"), x.generation, x.worker_nodes,
+           x.node_reducers);
+}
+
+/// A node joined the running job (registry -> coordinator): its data plane is connected on every
+/// live node. The coordinator drains the rounds in flight, has the new workers take a live peer's
+/// state, counts them live, and answers (join_done_atom, node, error) to the registry.
+struct node_admission {
+  std::int32_t node = 0;
+  std::string name;                  // its --name, for logs and the metrics' node label
+  std::vector<std::int32_t> workers; // the slots it fills
+  std::vector<caf::actor> handles;   // its workers, same order
+  cluster_topology topology;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_admission& x) {
+  return f(caf::meta::type_name("herd.node_admission"), x.node, x.name, x.workers, x.handles,
+           x.topology);
+}
+
+/// The coordinator's order to two node reducers: `source` (a live worker on node `from`) exports
+/// its state (worker_state) and the data plane broadcasts it to node `to`, whose reducer has
+/// every worker in `targets` adopt it. Both answer with reduce_done (round = tag).
+struct state_transfer {
+  std::uint64_t tag = 0; // the data-plane tag; above every round number
+  std::uint32_t generation = 0;
+  std::int32_t from = 0;
+  std::int32_t to = 0;
+  std::int32_t source = 0;
+  std::vector<std::int32_t> targets;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, state_transfer& x) {
+  return f(caf::meta::type_name("herd.state_transfer"), x.tag, x.generation, x.from, x.to, x.source,
+           x.targets);
+}
+
+/// A worker's whole state in one buffer (in-process only: a worker and its node reducer): a header
+/// of its step counter and rounds applied (each a uint64 in two floats' bits), its parameters, then
+/// its optimizer's velocity. What a worker joining a running job adopts.
+struct worker_state {
+  comm::shared_buffer data;
+
+  static constexpr std::size_t header_floats = 4;
+
+  /// The buffer's length for a model of `count` parameters.
+  static std::size_t floats_for(std::size_t count) { return header_floats + 2 * count; }
+
+  /// A state for `count` parameters with the header filled in; the caller copies the rest.
+  static worker_state make(std::size_t count, std::uint64_t step, std::uint64_t rounds_applied) {
+    std::vector<float> floats(floats_for(count));
+    std::memcpy(&floats[0], &step, sizeof step);
+    std::memcpy(&floats[2], &rounds_applied, sizeof rounds_applied);
+    return worker_state{std::make_shared<std::vector<float>>(std::move(floats))};
+  }
+
+  std::uint64_t step() const { return header(0); }
+  std::uint64_t rounds_applied() const { return header(1); }
+  float* parameters() const { return data->data() + header_floats; }
+  float* velocity(std::size_t count) const { return parameters() + count; }
+
+private:
+  std::uint64_t header(std::size_t index) const {
+    std::uint64_t value = 0;
+    std::memcpy(&value, data->data() + 2 * index, sizeof value);
+    return value;
+  }
+};
+
+/// The registry's request to every live node when another joins the running job: connect data
+/// plane `generation` among `plane_nodes` (answered with true once connected).
+struct plane_rebuild {
+  std::uint32_t generation = 0;
+  std::vector<std::int32_t> plane_nodes; // the node index of each rank
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plane_rebuild& x) {
+  return f(caf::meta::type_name("herd.plane_rebuild"), x.generation, x.plane_nodes);
+}
+
+/// A data plane a node connected (in-process only: the node's control loop -> its reducer). The
+/// reducer keeps the latest two generations: rounds ordered before a join may still use the older.
+struct plane_update {
+  std::uint32_t generation = 0;
+  std::vector<std::int32_t> plane_nodes; // the node index of each rank
+  std::shared_ptr<comm::gloo_plane> plane;
+};
+
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
-constexpr std::uint32_t cluster_protocol_version = 1;
+constexpr std::uint32_t cluster_protocol_version = 2;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an
@@ -288,3 +402,5 @@ void add_message_types(caf::actor_system_config& config);
 
 // A buffer shared by pointer: valid only inside one process, never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::round_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::worker_state)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::plane_update)

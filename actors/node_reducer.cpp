@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 
 namespace herd::actors {
 
@@ -15,16 +16,22 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using reduced_atom = caf::atom_constant<caf::atom("reduced")>;
 using prereduced_atom = caf::atom_constant<caf::atom("prereduced")>;
+using moved_atom = caf::atom_constant<caf::atom("moved")>;
 
 class node_reducer_actor : public caf::event_based_actor {
 public:
   node_reducer_actor(caf::actor_config& config, node_reducer_setup setup)
-      : caf::event_based_actor(config), setup_(std::move(setup)) {}
+      : caf::event_based_actor(config), setup_(std::move(setup)) {
+    if (setup_.plane)
+      planes_[setup_.generation] = {setup_.plane, setup_.plane_nodes};
+    setup_.plane = nullptr; // planes_ holds it
+  }
 
   const char* name() const override { return "herd.node_reducer"; }
 
   void on_exit() override {
     held_.clear();
+    transfers_.clear();
     setup_.workers.clear();
   }
 
@@ -36,6 +43,11 @@ public:
         },
         [this](prereduced_atom, std::uint64_t round) { prereduced(round); },
         [this](commit_atom, std::uint64_t round, bool deliver) { commit(round, deliver); },
+        [this](plane_update& update) { add_plane(std::move(update)); },
+        [this](const state_transfer& order) -> caf::result<reduce_done> { return transfer(order); },
+        [this](moved_atom, std::uint64_t tag, const std::string& error, double seconds) {
+          moved(tag, error, seconds);
+        },
     };
   }
 
@@ -50,17 +62,69 @@ private:
     std::optional<bool> deferred; // a commit that came while the send buffers were still read
   };
 
+  struct plane_entry {
+    std::shared_ptr<comm::gloo_plane> plane;
+    std::vector<int> plane_nodes; // the node index of each rank
+  };
+
+  // Rounds ordered before a join may still use the previous generation; older ones are done
+  // (the coordinator drains every round in flight before a join completes, and joins come one at
+  // a time).
+  void add_plane(plane_update update) {
+    planes_[update.generation] = {std::move(update.plane), std::move(update.plane_nodes)};
+    while (planes_.size() > 2)
+      planes_.erase(planes_.begin());
+  }
+
+  // The plane of `generation`; throws naming it when this node has not connected it.
+  const plane_entry& plane_of(std::uint32_t generation) const {
+    auto entry = planes_.find(generation);
+    if (entry == planes_.end())
+      throw std::runtime_error("data plane generation " + std::to_string(generation) +
+                               " is not connected on node " + std::to_string(setup_.node));
+    return entry->second;
+  }
+
+  static int rank_of(const plane_entry& entry, std::int32_t node, std::uint32_t generation) {
+    auto found = std::find(entry.plane_nodes.begin(), entry.plane_nodes.end(), node);
+    if (found == entry.plane_nodes.end())
+      throw std::runtime_error("node " + std::to_string(node) +
+                               " is not in data plane generation " + std::to_string(generation));
+    return static_cast<int>(found - entry.plane_nodes.begin());
+  }
+
+  // The ranks of `nodes` in the plane of `generation`, sorted (the ring's order on every node).
+  std::vector<int> ranks_of(std::uint32_t generation,
+                            const std::vector<std::int32_t>& nodes) const {
+    const auto& entry = plane_of(generation);
+    std::vector<int> ranks;
+    for (std::int32_t node : nodes)
+      ranks.push_back(rank_of(entry, node, generation));
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+  }
+
   caf::result<reduce_done> begin(reduce_order order) {
     const std::uint64_t round = order.round;
     if (held_.count(round) > 0)
       return reduce_done{round, setup_.node, "round already ordered on this node", 0.0};
+    std::shared_ptr<comm::gloo_plane> plane;
+    std::vector<int> ranks;
+    if (order.nodes.size() > 1) {
+      try {
+        ranks = ranks_of(order.generation, order.nodes);
+        plane = plane_of(order.generation).plane;
+      } catch (const std::exception& failure) {
+        return reduce_done{round, setup_.node, failure.what(), 0.0};
+      }
+    }
     auto& held = held_[round];
     held.order = std::move(order);
     held.result = setup_.results->acquire();
     held.promise = make_response_promise();
-    threads_.run([self = address(), local = setup_.local, plane = setup_.plane,
+    threads_.run([self = address(), local = setup_.local, plane = std::move(plane),
                   result = held.result, inputs = held.order.inputs, weights = held.order.weights,
-                  nodes = held.order.nodes, round, timeout = setup_.data_timeout] {
+                  ranks = std::move(ranks), round, timeout = setup_.data_timeout] {
       const auto start = clock_type::now();
       std::string error;
       try {
@@ -75,13 +139,8 @@ private:
         }
         if (auto reducer = caf::actor_cast<caf::actor>(self))
           caf::anon_send(reducer, prereduced_atom::value, round);
-        if (error.empty() && nodes.size() > 1) {
-          if (!plane)
-            error = "the group spans " + std::to_string(nodes.size()) +
-                    " nodes but this node has no data plane";
-          else
-            plane->group_allreduce(result->data(), result->size(), nodes, round, timeout);
-        }
+        if (error.empty() && plane)
+          plane->group_allreduce(result->data(), result->size(), ranks, round, timeout);
       } catch (const std::exception& failure) {
         error = failure.what();
       }
@@ -141,7 +200,125 @@ private:
       held_.erase(found);
   }
 
+  // -- a node joining the running job ------------------------------------------------------------
+
+  struct transfer_state {
+    state_transfer order;
+    caf::typed_response_promise<reduce_done> promise;
+    worker_state state;       // sent, or received
+    std::size_t adopting = 0; // targets that have not answered yet
+    std::string error;
+    double seconds = 0.0;
+  };
+
+  // The sending node exports the source worker's state (once its rounds are applied) and
+  // broadcasts it; the receiving node receives it and has its new workers adopt it. Both answer
+  // once their part is done.
+  caf::result<reduce_done> transfer(const state_transfer& order) {
+    std::shared_ptr<comm::gloo_plane> plane;
+    std::vector<int> ranks;
+    int root = 0;
+    try {
+      const auto& entry = plane_of(order.generation);
+      plane = entry.plane;
+      root = rank_of(entry, order.from, order.generation);
+      ranks = ranks_of(order.generation, {order.from, order.to});
+    } catch (const std::exception& failure) {
+      return reduce_done{order.tag, setup_.node, failure.what(), 0.0};
+    }
+    const bool sending = setup_.node == order.from;
+    if (!sending && setup_.node != order.to)
+      return reduce_done{order.tag, setup_.node, "this node takes no part in the transfer", 0.0};
+    if (transfers_.count(order.tag) > 0)
+      return reduce_done{order.tag, setup_.node, "transfer already ordered on this node", 0.0};
+    auto& pending = transfers_[order.tag];
+    pending.order = order;
+    pending.promise = make_response_promise<reduce_done>();
+    auto promise = pending.promise;
+    auto run = [this, plane, ranks, root, tag = order.tag](const worker_state& state) {
+      auto found = transfers_.find(tag);
+      if (found == transfers_.end())
+        return;
+      found->second.state = state;
+      threads_.run([self = address(), plane, ranks, root, tag, data = state.data,
+                    timeout = setup_.data_timeout] {
+        const auto start = clock_type::now();
+        std::string error;
+        try {
+          plane->group_broadcast(data->data(), data->size(), ranks, root, tag, timeout);
+        } catch (const std::exception& failure) {
+          error = failure.what();
+        }
+        const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        if (auto reducer = caf::actor_cast<caf::actor>(self))
+          caf::anon_send(reducer, moved_atom::value, tag, error, seconds);
+      });
+    };
+    if (!sending) {
+      run(worker_state::make(setup_.results->count(), 0, 0));
+      return promise;
+    }
+    auto source = setup_.workers.find(order.source);
+    if (source == setup_.workers.end()) {
+      transfers_.erase(order.tag);
+      return reduce_done{order.tag, setup_.node,
+                         "worker " + std::to_string(order.source) + " is not on this node", 0.0};
+    }
+    request(source->second, setup_.data_timeout, export_atom::value)
+        .then([run](const worker_state& state) mutable { run(state); },
+              [this, tag = order.tag](caf::error& failure) {
+                moved(tag, "worker state export failed: " + system().render(failure), 0.0);
+              });
+    return promise;
+  }
+
+  void moved(std::uint64_t tag, const std::string& error, double seconds) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    auto& pending = found->second;
+    pending.seconds = seconds;
+    if (!error.empty() || pending.order.from == setup_.node) {
+      finish_transfer(tag, error);
+      return;
+    }
+    pending.adopting = pending.order.targets.size();
+    for (std::int32_t target : pending.order.targets) {
+      auto worker = setup_.workers.find(target);
+      if (worker == setup_.workers.end()) {
+        adopted(tag, "worker " + std::to_string(target) + " is not on this node");
+        continue;
+      }
+      request(worker->second, setup_.data_timeout, adopt_atom::value, pending.state)
+          .then([this, tag](bool) { adopted(tag, {}); },
+                [this, tag](caf::error& failure) { adopted(tag, system().render(failure)); });
+    }
+    if (pending.order.targets.empty())
+      finish_transfer(tag, {});
+  }
+
+  void adopted(std::uint64_t tag, const std::string& error) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    auto& pending = found->second;
+    if (!error.empty() && pending.error.empty())
+      pending.error = error;
+    if (--pending.adopting == 0)
+      finish_transfer(tag, pending.error);
+  }
+
+  void finish_transfer(std::uint64_t tag, const std::string& error) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    found->second.promise.deliver(reduce_done{tag, setup_.node, error, found->second.seconds});
+    transfers_.erase(found);
+  }
+
   node_reducer_setup setup_;
+  std::map<std::uint32_t, plane_entry> planes_;       // by generation
+  std::map<std::uint64_t, transfer_state> transfers_; // by tag
   std::map<std::uint64_t, held_round> held_;
   // One thread per reduction in flight: rounds of different groups may be in flight at once and
   // may meet the nodes in different orders, so one thread doing them in turn could deadlock

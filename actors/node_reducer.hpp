@@ -8,6 +8,10 @@
 //   reduce_order                 -> reduce_done   reduce this node's part of a round
 //   (commit_atom, round, deliver)                 deliver the held result (true) or tell the
 //                                                 members to skip the round (false)
+//   plane_update                                  a data plane generation this node connected
+//   state_transfer               -> reduce_done   a node joins the running job: send a local
+//                                                 worker's state to it, or have the local
+//                                                 workers adopt the state received
 #pragma once
 
 #include "comm/backend.hpp"
@@ -18,6 +22,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace herd::comm {
 class gloo_plane;
@@ -26,9 +31,11 @@ class gloo_plane;
 namespace herd::actors {
 
 struct node_reducer_setup {
-  int node = 0;                            // this process's data-plane rank
+  int node = 0;                            // this process's node index
   std::shared_ptr<comm::backend> local;    // the workers' send buffers, attached by index
   std::shared_ptr<comm::gloo_plane> plane; // between processes; null when alone
+  std::uint32_t generation = 0;            // the plane's
+  std::vector<int> plane_nodes;            // the node index of each of the plane's ranks
   std::shared_ptr<comm::buffer_pool> results;
   std::chrono::milliseconds data_timeout{30000}; // one data-plane reduction, at most
   std::map<int, caf::actor> workers;             // this process's workers, by index

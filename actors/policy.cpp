@@ -35,12 +35,19 @@ std::vector<group_decision> quorum_policy::set_live_workers(std::vector<int> wor
   std::sort(workers.begin(), workers.end());
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
   HERD_CHECK(workers.empty() || workers.front() >= 0, "negative worker index");
-  live_ = std::move(workers);
-  const std::size_t slots = live_.empty() ? 0 : static_cast<std::size_t>(live_.back()) + 1;
+  const std::size_t slots = workers.empty() ? 0 : static_cast<std::size_t>(workers.back()) + 1;
   if (ready_step_.size() < slots) {
     ready_step_.resize(slots, 0);
     consumed_step_.resize(slots, 0);
   }
+  // A worker that comes back (a node joined in a lost one's place) counts its steps from the peer
+  // whose state it took, which may be below what its slot had seen: its slot starts afresh.
+  for (int worker : workers)
+    if (!std::binary_search(live_.begin(), live_.end(), worker)) {
+      ready_step_[static_cast<std::size_t>(worker)] = 0;
+      consumed_step_[static_cast<std::size_t>(worker)] = 0;
+    }
+  live_ = std::move(workers);
   return activate_if_due();
 }
 

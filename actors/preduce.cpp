@@ -138,6 +138,16 @@ bool preduce_policy::live(int worker) const {
 std::vector<group_decision> preduce_policy::set_live_workers(std::vector<int> workers) {
   std::sort(workers.begin(), workers.end());
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
+  // A worker that comes back (a node joined in a lost one's place) is in no group and has no
+  // arrival held from before it was lost.
+  for (int worker : workers)
+    if (!live(worker)) {
+      in_group_.erase(std::remove(in_group_.begin(), in_group_.end(), worker), in_group_.end());
+      early_.erase(
+          std::remove_if(early_.begin(), early_.end(),
+                         [worker](const queued_worker& held) { return held.worker == worker; }),
+          early_.end());
+    }
   live_ = std::move(workers);
   queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
                               [this](const queued_worker& queued) { return !live(queued.worker); }),

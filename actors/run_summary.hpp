@@ -75,6 +75,7 @@ struct run_summary {
   std::uint64_t isolation_interventions = 0; // preduce: groups its isolation guard built
   bool started = true; // false: it ended before its first step (a cluster that never formed)
   std::uint64_t aborted_rounds = 0; // rounds skipped because a node was lost while reducing
+  std::uint64_t workers_joined = 0; // lost workers' slots taken over by a node joining the run
   std::uint64_t fresh_contributions = 0;
   std::uint64_t stale_contributions = 0; // accumulated late gradients
   std::uint64_t empty_contributions = 0; // members that had nothing to give

@@ -68,6 +68,7 @@ public:
     setup_.backend->detach(setup_.index);
     coordinator_ = nullptr;
     deferred_.clear();
+    exports_.clear();
   }
 
   caf::behavior make_behavior() override {
@@ -94,6 +95,14 @@ public:
                                     std::make_shared<const std::vector<float>>(
                                         params_.data(), params_.data() + params_.size())};
         },
+        [this](export_atom) -> caf::result<worker_state> {
+          if (member_of_.empty())
+            return export_state();
+          // Only now: a promise takes the request's answer over.
+          exports_.push_back(make_response_promise<worker_state>());
+          return exports_.back();
+        },
+        [this](adopt_atom, const worker_state& state) -> caf::result<bool> { return adopt(state); },
         [this](stop_atom) -> caf::result<worker_stopped> {
           stopping_ = true;
           if (!computing_) {
@@ -358,7 +367,49 @@ private:
     // The stored model a round gets while the next step runs is the current one.
     if (model_changed && lent_to_.empty() && contents_ != send_contents::fresh)
       std::copy(params_.data(), params_.data() + params_.size(), send_.data());
+    deliver_exports();
     begin_step_when_due();
+  }
+
+  // The state a worker joining the running job adopts: taken once every round this worker
+  // contributed to is applied, so it is the state after a known number of rounds.
+  worker_state export_state() const {
+    const std::size_t count = params_.size();
+    auto state = worker_state::make(count, step_, rounds_applied_);
+    std::copy(params_.data(), params_.data() + count, state.parameters());
+    const auto& velocity = optimizer_.velocity();
+    std::copy(velocity.data(), velocity.data() + count, state.velocity(count));
+    return state;
+  }
+
+  void deliver_exports() {
+    if (!member_of_.empty())
+      return;
+    for (auto& promise : exports_)
+      promise.deliver(export_state());
+    exports_.clear();
+  }
+
+  // Before its first step only: the worker continues from a live peer's state (its parameters,
+  // velocity, step counter and rounds applied), so under the gradient algorithms it is a replica
+  // of the others again.
+  caf::result<bool> adopt(const worker_state& state) {
+    const std::size_t count = params_.size();
+    if (started_)
+      return make_error(herd_errc::join_refused,
+                        "worker " + std::to_string(setup_.index) + " has started already");
+    if (!state.data || state.data->size() != worker_state::floats_for(count))
+      return make_error(herd_errc::join_refused,
+                        "a model state of " + std::to_string(state.data ? state.data->size() : 0) +
+                            " floats for a model of " + std::to_string(count) + " parameters");
+    std::copy(state.parameters(), state.parameters() + count, params_.data());
+    optimizer_.restore_velocity(state.velocity(count));
+    step_ = state.step();
+    rounds_applied_ = state.rounds_applied();
+    idle_since_ = clock_type::now(); // its first step's wait: until the coordinator counts it live
+    if (setup_.exchange_models)
+      std::copy(params_.data(), params_.data() + count, send_.data());
+    return true;
   }
 
   // WAGMA's late member: its round averaged `members` models (its stored one among them) into
@@ -434,6 +485,7 @@ private:
   clock_type::time_point idle_since_;
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
+  std::vector<caf::typed_response_promise<worker_state>> exports_; // waiting for rounds to apply
   caf::strong_actor_ptr self_while_computing_;
 
   // Last member: destroyed (joined) first, while everything its job touches still exists.

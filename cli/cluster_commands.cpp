@@ -11,6 +11,8 @@
 #include "config/loader.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -146,6 +148,15 @@ int run_coordinator(const std::vector<std::string>& args) {
   return status;
 }
 
+std::atomic<bool> node_leave{false};
+
+extern "C" void on_node_signal(int signal) {
+  if (node_leave.exchange(true)) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+}
+
 int run_node_command(const std::vector<std::string>& args) {
   actors::node_options options;
   bool help = false;
@@ -200,10 +211,18 @@ int run_node_command(const std::vector<std::string>& args) {
   };
   std::cout << "herd node: " << options.workers << " worker(s), coordinator "
             << options.coordinator_host << ':' << options.coordinator_port << std::endl;
+  // Ctrl-C or SIGTERM (systemctl stop, a VM's preemption notice) leaves the job; a second one
+  // ends the process at once.
+  node_leave = false;
+  options.leave = &node_leave;
+  auto previous_handler = std::signal(SIGINT, on_node_signal);
+  auto previous_terminate_handler = std::signal(SIGTERM, on_node_signal);
   const auto outcome = actors::run_node(options);
+  std::signal(SIGINT, previous_handler);
+  std::signal(SIGTERM, previous_terminate_handler);
   if (!outcome.ok) {
     std::cerr << "herd node: " << outcome.error << '\n';
-    return exit_run_failed;
+    return node_leave.load() ? exit_interrupted : exit_run_failed;
   }
   return exit_ok;
 }
@@ -251,8 +270,13 @@ std::string node_help() {
          "                           must match the coordinator's (herd coordinator --help)\n"
          "  --cluster.join-timeout-s=N  how long to wait for the coordinator and the cluster\n"
          "  --help, -h               show this help\n\n"
-         "Exit status: 0 the job is over, 1 the node failed or lost the coordinator, 2 bad "
-         "input.\n";
+         "A node started while the job runs joins it in place of a lost node's workers (its\n"
+         "--workers at most the number lost): its workers take a live worker's model and\n"
+         "go on from there. Ctrl-C or SIGTERM leaves the job: the coordinator counts this\n"
+         "node's workers lost at once and the run goes on without them.\n\n"
+         "Exit status: 0 the job is over (or the node left it on Ctrl-C/SIGTERM), 1 the node\n"
+         "failed, was turned away or lost the coordinator, 2 bad input, 130 interrupted\n"
+         "before it joined.\n";
 }
 
 int coordinator_command(const std::vector<std::string>& args) {

@@ -73,6 +73,9 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.aborted_rounds > 0)
     line("aborted rounds", std::to_string(s.aborted_rounds) +
                                " (a node was lost while they reduced; their members skipped them)");
+  if (s.workers_joined > 0)
+    line("workers joined", std::to_string(s.workers_joined) +
+                               " (a node took over lost workers' slots during the run)");
   if (s.stale_contributions + s.empty_contributions > 0 || late_steps(s) > 0)
     line("contributions", std::to_string(s.fresh_contributions) + " fresh, " +
                               std::to_string(s.stale_contributions) + " stale, " +
@@ -125,6 +128,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["rounds_partial"] = s.partial_rounds;
   report["isolation_interventions"] = s.isolation_interventions;
   report["rounds_aborted"] = s.aborted_rounds;
+  report["workers_joined"] = s.workers_joined;
   report["contributions"] = {{"fresh", s.fresh_contributions},
                              {"stale", s.stale_contributions},
                              {"none", s.empty_contributions}};

@@ -3,6 +3,8 @@
 
 #include "kernels/check.hpp"
 
+#include <algorithm>
+
 namespace herd::models {
 
 sgd::sgd(std::size_t parameter_count, const kernels::sgd_hyper& hyper)
@@ -16,6 +18,10 @@ sgd::sgd(std::size_t parameter_count, const kernels::sgd_hyper& hyper)
 void sgd::step(const kernels::ops& ops, float* params, const float* grads) {
   ops.sgd_step(params, grads, velocity_.data(), velocity_.size(), hyper_);
   ++steps_;
+}
+
+void sgd::restore_velocity(const float* velocity) {
+  std::copy(velocity, velocity + velocity_.size(), velocity_.data());
 }
 
 } // namespace herd::models

@@ -18,6 +18,9 @@ public:
 
   const kernels::sgd_hyper& hyper() const { return hyper_; }
   const tensor& velocity() const { return velocity_; }
+  /// Takes over another optimizer's velocity (velocity().size() floats): a worker joining a
+  /// running job continues where a live peer is.
+  void restore_velocity(const float* velocity);
   std::size_t steps() const { return steps_; }
 
 private:

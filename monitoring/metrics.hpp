@@ -121,6 +121,13 @@ public:
   template <class... Args>
   Metric& add(const labels& label_values, Args&&... args);
 
+  /// Drops the metric of these labels (nothing if there is none): its series ends, and references
+  /// to it become invalid, so only the code that added it may call this.
+  void remove(const labels& label_values) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    metrics_.erase(label_values);
+  }
+
   metric_family collect() const override;
   const std::string& name() const override { return name_; }
   metric_type type() const override { return type_; }

@@ -54,6 +54,12 @@ void straggler_stats::worker_lost(int worker) {
   state.last_median.reset();
 }
 
+void straggler_stats::worker_joined(int worker) {
+  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < workers_.size(),
+             "worker " << worker << " of " << workers_.size());
+  workers_[static_cast<std::size_t>(worker)].live = true;
+}
+
 void straggler_stats::forget_before(worker_state& state, double now_seconds) const {
   while (!state.recent.empty() && state.recent.front().at < now_seconds - window_seconds_)
     state.recent.pop_front();

@@ -23,6 +23,9 @@ public:
   /// A lost worker no longer counts (its score becomes empty).
   void worker_lost(int worker);
 
+  /// A lost worker's slot is live again, with no steps in the window yet.
+  void worker_joined(int worker);
+
   /// The median step time of `worker` over the window ending at `now_seconds`; empty when it
   /// finished no step in the window (it may be hung or very slow: then its last known median is
   /// kept, see score()).

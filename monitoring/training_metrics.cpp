@@ -19,31 +19,21 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       stragglers_(who_.workers, who_.window_seconds) {
   auto& metrics = *registry_;
   const labels job{{"job", who_.job}};
-  auto& step_seconds =
-      metrics.add_histogram("herd_worker_step_seconds",
-                            "Local compute time of a worker's step (injected delays included)");
-  auto& wait_seconds = metrics.add_histogram(
+  step_seconds_family_ =
+      &metrics.add_histogram("herd_worker_step_seconds",
+                             "Local compute time of a worker's step (injected delays included)");
+  wait_seconds_family_ = &metrics.add_histogram(
       "herd_worker_wait_seconds", "Idle time of a worker between the end of a step and the next");
-  auto& lag = metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest");
-  auto& score = metrics.add_gauge(
+  lag_family_ = &metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest");
+  score_family_ = &metrics.add_gauge(
       "herd_worker_straggler_score",
       "A worker's recent median step time over the median of all live workers' (1 = typical)");
-  auto& samples = metrics.add_counter("herd_samples_total", "Samples a worker has processed");
-  auto& up = metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost");
+  samples_family_ = &metrics.add_counter("herd_samples_total", "Samples a worker has processed");
+  up_family_ = &metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost");
   for (int worker = 0; worker < who_.workers; ++worker) {
     const auto index = static_cast<std::size_t>(worker);
-    const std::string& node =
-        index < who_.worker_nodes.size() ? who_.worker_nodes[index] : who_.node;
-    const labels mine{{"job", who_.job}, {"node", node}, {"worker", std::to_string(worker)}};
-    per_worker record;
-    record.step_seconds = &step_seconds.add(mine, seconds_buckets());
-    record.wait_seconds = &wait_seconds.add(mine, seconds_buckets());
-    record.lag_steps = &lag.add(mine);
-    record.straggler_score = &score.add(mine);
-    record.samples = &samples.add(mine);
-    record.up = &up.add(mine);
-    record.up->set(1.0);
-    workers_.push_back(record);
+    workers_.push_back(series_for(
+        worker, index < who_.worker_nodes.size() ? who_.worker_nodes[index] : who_.node));
   }
   arrival_skew_ = &metrics
                        .add_histogram("herd_round_arrival_skew_seconds",
@@ -131,6 +121,38 @@ void training_metrics::worker_lost(int worker) {
   record.lag_steps->set(0.0);
   record.straggler_score->set(0.0);
   stragglers_.worker_lost(worker);
+}
+
+training_metrics::per_worker training_metrics::series_for(int worker, const std::string& node) {
+  const labels mine{{"job", who_.job}, {"node", node}, {"worker", std::to_string(worker)}};
+  per_worker record;
+  record.step_seconds = &step_seconds_family_->add(mine, seconds_buckets());
+  record.wait_seconds = &wait_seconds_family_->add(mine, seconds_buckets());
+  record.lag_steps = &lag_family_->add(mine);
+  record.straggler_score = &score_family_->add(mine);
+  record.samples = &samples_family_->add(mine);
+  record.up = &up_family_->add(mine);
+  record.up->set(1.0);
+  record.node = node;
+  return record;
+}
+
+void training_metrics::worker_joined(int worker, const std::string& node) {
+  auto& record = workers_.at(static_cast<std::size_t>(worker));
+  const auto old_node = record.node;
+  record = series_for(worker, node);
+  // The slot's series under the node it left end: herd_worker_up 0 there would keep an alert
+  // firing for a worker that is live again.
+  if (old_node != node) {
+    const labels old{{"job", who_.job}, {"node", old_node}, {"worker", std::to_string(worker)}};
+    step_seconds_family_->remove(old);
+    wait_seconds_family_->remove(old);
+    lag_family_->remove(old);
+    score_family_->remove(old);
+    samples_family_->remove(old);
+    up_family_->remove(old);
+  }
+  stragglers_.worker_joined(worker);
 }
 
 void training_metrics::train_loss(double loss) {

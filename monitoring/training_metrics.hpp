@@ -58,6 +58,9 @@ public:
   void isolation_intervention();
 
   void worker_lost(int worker);
+  /// A lost worker's slot is live again: a node named `node` joined the running job in its
+  /// place. Its series carry `node` from now on; those under the node it left end.
+  void worker_joined(int worker, const std::string& node);
   void train_loss(double loss);
   void test_accuracy(double accuracy);
 
@@ -65,6 +68,9 @@ public:
   void refresh(double now_seconds);
 
 private:
+  struct per_worker;
+  per_worker series_for(int worker, const std::string& node);
+
   struct per_worker {
     histogram* step_seconds = nullptr;
     histogram* wait_seconds = nullptr;
@@ -72,6 +78,7 @@ private:
     gauge* straggler_score = nullptr;
     counter* samples = nullptr;
     gauge* up = nullptr;
+    std::string node; // the label its series carry
     std::uint64_t steps = 0;
     bool live = true;
   };
@@ -80,6 +87,12 @@ private:
   identity who_;
   straggler_stats stragglers_;
   std::vector<per_worker> workers_;
+  family<histogram>* step_seconds_family_ = nullptr;
+  family<histogram>* wait_seconds_family_ = nullptr;
+  family<gauge>* lag_family_ = nullptr;
+  family<gauge>* score_family_ = nullptr;
+  family<counter>* samples_family_ = nullptr;
+  family<gauge>* up_family_ = nullptr;
   histogram* arrival_skew_ = nullptr;
   gauge* imbalance_ratio_ = nullptr;
   counter* fresh_ = nullptr;

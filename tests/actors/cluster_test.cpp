@@ -7,8 +7,10 @@
 #include "actors/train_session.hpp"
 #include "models/mlp.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <numeric>
@@ -74,6 +76,33 @@ node_options node_for(const job& j, std::uint16_t port, int workers,
   options.probe = std::move(probe);
   return options;
 }
+
+// Notices from a node, watched for one that contains `text`.
+class notice_latch {
+public:
+  explicit notice_latch(std::string text) : text_(std::move(text)) {}
+
+  std::function<void(const std::string&)> watcher() {
+    return [this](const std::string& notice) {
+      if (notice.find(text_) == std::string::npos)
+        return;
+      std::lock_guard<std::mutex> guard(mutex_);
+      seen_ = true;
+      changed_.notify_all();
+    };
+  }
+
+  bool wait(std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [this] { return seen_; });
+  }
+
+private:
+  std::string text_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool seen_ = false;
+};
 
 // A coordinator and one node per entry of `node_workers`, each node on a thread of its own.
 cluster_run run_cluster(job j, const std::vector<int>& node_workers,
@@ -179,39 +208,31 @@ TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key
 }
 
 TEST(cluster_runs, a_node_that_comes_after_the_run_started_is_refused_with_the_reason) {
-  auto j = make_job("solo", 2, 400);
-  j.config.imbalance.delay_ms = 20.0; // a run long enough for the late node to find it running
-  j.config.cluster.min_nodes = 1;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
-  cluster_session session(j.config, j.data, options);
-  std::mutex mutex;
-  std::condition_variable joined;
-  bool first_joined = false;
-  auto first_options = node_for(j, session.port(), 2, nullptr);
-  first_options.on_notice = [&](const std::string& text) {
-    if (text.find("joined as node 0") != std::string::npos) {
-      std::lock_guard<std::mutex> guard(mutex);
-      first_joined = true;
-      joined.notify_all();
-    }
-  };
-  node_outcome first;
-  std::thread first_node([&] { first = herd::actors::run_node(first_options); });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(joined.wait_for(lock, std::chrono::seconds(60), [&] { return first_joined; }));
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"solo", "none of its 2 workers is lost"}, {"wagma", "cannot join a running wagma job"}};
+  for (const auto& [algorithm, reason] : cases) {
+    auto j = make_job(algorithm, 2, 400);
+    j.config.imbalance.delay_ms = 20.0; // a run long enough for the late node to find it running
+    j.config.cluster.min_nodes = 1;
+    cluster_options options;
+    options.listen_host = "127.0.0.1";
+    cluster_session session(j.config, j.data, options);
+    notice_latch joined("joined as node 0");
+    auto first_options = node_for(j, session.port(), 2, nullptr);
+    first_options.on_notice = joined.watcher();
+    node_outcome first;
+    std::thread first_node([&] { first = herd::actors::run_node(first_options); });
+    EXPECT_TRUE(joined.wait(std::chrono::seconds(60))) << algorithm;
+    const auto late = herd::actors::run_node(node_for(j, session.port(), 1, nullptr));
+    EXPECT_FALSE(late.ok) << algorithm;
+    EXPECT_NE(late.error.find(reason), std::string::npos) << algorithm << ": " << late.error;
+    session.request_stop();
+    const auto summary = session.wait_for(std::chrono::minutes(2));
+    first_node.join();
+    ASSERT_TRUE(summary.has_value()) << algorithm;
+    EXPECT_EQ(summary->workers, 2) << algorithm;
+    EXPECT_TRUE(first.ok) << algorithm << ": " << first.error;
   }
-  const auto late = herd::actors::run_node(node_for(j, session.port(), 1, nullptr));
-  EXPECT_FALSE(late.ok);
-  EXPECT_NE(late.error.find("joining a running job is not supported"), std::string::npos)
-      << late.error;
-  session.request_stop();
-  const auto summary = session.wait_for(std::chrono::minutes(2));
-  first_node.join();
-  ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->workers, 2);
-  EXPECT_TRUE(first.ok) << first.error;
 }
 
 TEST(cluster_runs, a_coordinator_stopped_while_waiting_for_nodes_says_how_many_had_joined) {
@@ -289,6 +310,158 @@ TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
   EXPECT_NE(refusal.find("for welcomed nodes only"), std::string::npos) << refusal;
   session.request_stop();
   EXPECT_TRUE(session.wait_for(std::chrono::seconds(30)).has_value());
+}
+
+} // namespace
+
+namespace {
+
+// Waits (polling) until `done`; false after `timeout`.
+template <class Done>
+bool eventually(Done done, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// A run of three one-worker nodes that goes on until stopped: node 2 leaves after a few rounds,
+// and a fourth node joins in its place.
+struct join_run {
+  run_summary summary;
+  node_outcome left, joined;
+  std::size_t rounds_before_leaving = 0; // rounds worker 2 had applied when its node left
+  std::size_t steps_before_leaving = 0;
+  std::size_t rounds_after_joining = 0;
+};
+
+join_run run_with_a_join(const std::string& algorithm,
+                         const std::shared_ptr<recording_probe>& probe) {
+  auto j = make_job(algorithm, 3, 40);
+  j.config.cluster.min_nodes = 3;
+  j.config.train.epochs = 100000;
+  j.config.train.max_seconds = 120; // a safety net: the test stops the run itself
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  join_run run;
+  std::atomic<bool> leave{false};
+  node_outcome first, second;
+  std::thread node0([&] { first = herd::actors::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node1(
+      [&] { second = herd::actors::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node2([&] {
+    auto leaving = node_for(j, session.port(), 1, probe);
+    leaving.leave = &leave;
+    run.left = herd::actors::run_node(leaving);
+  });
+  // Which worker index the leaving node hosts is decided by join order: find it by its rounds
+  // stopping. Every node hosts one worker; wait until all applied some rounds.
+  EXPECT_TRUE(eventually(
+      [&] { return probe->rounds(0) >= 20 && probe->rounds(1) >= 20 && probe->rounds(2) >= 20; },
+      std::chrono::seconds(60)));
+  leave = true;
+  node2.join();
+  const int gone = run.left.worker_indices.empty() ? -1 : run.left.worker_indices.front();
+  if (gone >= 0) {
+    run.rounds_before_leaving = probe->rounds(gone);
+    run.steps_before_leaving = probe->steps(gone);
+    std::thread node3(
+        [&] { run.joined = herd::actors::run_node(node_for(j, session.port(), 1, probe)); });
+    EXPECT_TRUE(eventually([&] { return probe->rounds(gone) >= run.rounds_before_leaving + 30; },
+                           std::chrono::seconds(60)))
+        << "the joined worker applied " << probe->rounds(gone) - run.rounds_before_leaving
+        << " rounds";
+    run.rounds_after_joining = probe->rounds(gone) - run.rounds_before_leaving;
+    session.request_stop();
+    auto summary = session.wait_for(std::chrono::minutes(2));
+    node3.join();
+    if (summary)
+      run.summary = *summary;
+  } else {
+    session.request_stop();
+    session.wait_for(std::chrono::minutes(2));
+  }
+  node0.join();
+  node1.join();
+  EXPECT_TRUE(first.ok) << first.error;
+  EXPECT_TRUE(second.ok) << second.error;
+  return run;
+}
+
+TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_takes_the_model) {
+  for (const char* algorithm : {"solo", "sync", "preduce"}) {
+    const auto j = make_job(algorithm, 3, 40);
+    auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
+    const auto run = run_with_a_join(algorithm, probe);
+    ASSERT_TRUE(run.left.ok) << algorithm << ": " << run.left.error;
+    EXPECT_TRUE(run.left.left) << algorithm;
+    ASSERT_EQ(run.left.worker_indices.size(), 1u) << algorithm;
+    const int slot = run.left.worker_indices.front();
+    EXPECT_TRUE(run.joined.ok) << algorithm << ": " << run.joined.error;
+    EXPECT_TRUE(run.joined.joined_running) << algorithm;
+    EXPECT_EQ(run.joined.worker_indices, std::vector<int>{slot}) << algorithm;
+    EXPECT_EQ(run.summary.stop_reason, "interrupted") << algorithm << ": " << run.summary.error;
+    EXPECT_EQ(run.summary.workers_joined, 1u) << algorithm;
+    ASSERT_EQ(run.summary.per_worker.size(), 3u) << algorithm;
+    EXPECT_TRUE(run.summary.per_worker[static_cast<std::size_t>(slot)].live) << algorithm;
+    // It computes again: it contributes, not only receives.
+    EXPECT_GT(probe->steps(slot), run.steps_before_leaving + 10) << algorithm;
+    EXPECT_GE(run.rounds_after_joining, 30u) << algorithm;
+    if (std::string(algorithm) == "preduce")
+      continue; // model averaging: replicas differ between global averages
+    // The gradient algorithms: the new worker took the model, the velocity and the round count,
+    // so after every round it is bit for bit the replica that never left.
+    const int witness = slot == 0 ? 1 : 0;
+    const auto& fingerprints = probe->fingerprints();
+    std::size_t compared = 0;
+    for (const auto& [round, hash] : fingerprints[static_cast<std::size_t>(slot)]) {
+      auto theirs = fingerprints[static_cast<std::size_t>(witness)].find(round);
+      ASSERT_NE(theirs, fingerprints[static_cast<std::size_t>(witness)].end())
+          << algorithm << ": worker " << witness << " did not apply round " << round;
+      ASSERT_EQ(hash, theirs->second) << algorithm << ": worker " << slot << " differs from worker "
+                                      << witness << " after round " << round;
+      ++compared;
+    }
+    EXPECT_GE(compared, run.rounds_before_leaving + 30) << algorithm;
+  }
+}
+
+TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_are) {
+  auto j = make_job("solo", 3, 40);
+  j.config.cluster.min_nodes = 2;
+  j.config.train.epochs = 100000;
+  j.config.train.max_seconds = 120;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  std::atomic<bool> leave{false};
+  node_outcome first, second;
+  std::thread node0(
+      [&] { first = herd::actors::run_node(node_for(j, session.port(), 2, nullptr)); });
+  notice_latch connected("data plane connected");
+  auto leaving = node_for(j, session.port(), 1, nullptr);
+  leaving.leave = &leave;
+  leaving.on_notice = connected.watcher();
+  std::thread node1([&] { second = herd::actors::run_node(leaving); });
+  EXPECT_TRUE(connected.wait(std::chrono::seconds(60)));
+  leave = true;
+  node1.join();
+  ASSERT_TRUE(second.left) << second.error;
+  const int gone = second.worker_indices.front();
+  const auto big = herd::actors::run_node(node_for(j, session.port(), 2, nullptr));
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.error.find("only 1 slot(s) are free (worker " + std::to_string(gone) +
+                           "); start it with --workers 1"),
+            std::string::npos)
+      << big.error;
+  session.request_stop();
+  EXPECT_TRUE(session.wait_for(std::chrono::minutes(2)).has_value());
+  node0.join();
+  EXPECT_TRUE(first.ok) << first.error;
 }
 
 } // namespace

@@ -99,6 +99,22 @@ TEST(sync_policy, readiness_of_a_lost_worker_is_forgotten) {
   EXPECT_EQ(decisions[0].members, std::vector<int>{0});
 }
 
+TEST(sync_policy, a_worker_that_comes_back_counts_from_the_steps_of_the_state_it_took) {
+  auto policy = herd::actors::make_sync_policy();
+  policy->set_live_workers({0, 1});
+  policy->on_ready(ready(0, 50));
+  const auto first = policy->on_ready(ready(1, 50));
+  ASSERT_EQ(first.size(), 1u);
+  policy->on_group_done(outcome(first[0], {50, 50}));
+  EXPECT_TRUE(policy->set_live_workers({0}).empty());
+  // A node joins in worker 1's place with a peer's state at step 10: its next step is 11.
+  EXPECT_TRUE(policy->set_live_workers({0, 1}).empty());
+  EXPECT_TRUE(policy->on_ready(ready(0, 51)).empty());
+  const auto second = policy->on_ready(ready(1, 11));
+  ASSERT_EQ(second.size(), 1u) << "the returning worker's arrival counts";
+  EXPECT_EQ(second[0].members, (std::vector<int>{0, 1}));
+}
+
 // -- the quorum family --------------------------------------------------------------------------
 
 TEST(quorum_policy, solo_activates_at_the_first_arrival_with_every_live_worker_as_member) {

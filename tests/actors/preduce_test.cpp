@@ -357,6 +357,26 @@ TEST(preduce_policy, extra_queued_workers_stay_in_fifo_order_for_the_next_group)
   EXPECT_EQ(groups, (std::vector<std::vector<int>>{{0, 4}, {2, 5}, {1, 3}}));
 }
 
+TEST(preduce_policy, a_worker_lost_in_a_group_and_then_replaced_is_queued_again) {
+  preduce_policy policy(plain_settings(2, 1.0));
+  policy.set_live_workers(iota(2));
+  policy.on_ready(ready(0, 1, 0.0));
+  const auto group = policy.on_ready(ready(1, 1, 0.0));
+  ASSERT_EQ(group.size(), 1u);
+  policy.set_live_workers({0});
+  // Only the member that answered is reported; the lost one never comes back from that group.
+  herd::actors::group_outcome done;
+  done.members = {0};
+  done.contributions.push_back({0, herd::actors::freshness::fresh, 1});
+  policy.on_group_done(done);
+  policy.set_live_workers(iota(2)); // a node joined in worker 1's place
+  EXPECT_TRUE(policy.on_ready(ready(1, 5, 1.0)).empty());
+  EXPECT_EQ(policy.queued(), 1u) << "the returning worker waits in the queue, not as held early";
+  const auto next = policy.on_ready(ready(0, 2, 1.0));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(sorted(next[0].members), (std::vector<int>{0, 1}));
+}
+
 TEST(preduce_policy, group_size_is_clamped_to_the_live_workers) {
   preduce_policy policy(plain_settings(4, 10.0));
   policy.set_live_workers({3, 7});

@@ -5,6 +5,7 @@
 #include "actors/worker.hpp"
 #include "models/sgd.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <future>
 #include <gtest/gtest.h>
@@ -192,6 +193,85 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
                   [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   EXPECT_EQ(probe->events(), (std::vector<std::string>{"applied 0", "stopped"}));
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+// A node joining a running job: its worker adopts a live peer's exported state (parameters,
+// velocity, step, rounds applied) and from then on goes through the same states as that peer.
+TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_same_states) {
+  const auto& ops = herd::kernels::cpu_ops();
+  caf::scoped_actor coordinator{system_};
+  auto peer = spawn_worker(system_, setup(ops), coordinator);
+  auto joining_setup = setup(ops);
+  joining_setup.index = 1;
+  joining_setup.init_seed = 99; // not the peer's model: adopting must replace it
+  auto joining = spawn_worker(system_, joining_setup, coordinator);
+  const auto count = model_->parameter_count();
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random_result = [&](std::uint64_t round) {
+    auto data = std::make_shared<std::vector<float>>(count);
+    for (auto& value : *data)
+      value = normal(rng);
+    return round_result{round, data, 1};
+  };
+  auto export_state = [&](const caf::actor& worker) {
+    std::optional<worker_state> state;
+    coordinator->request(worker, std::chrono::seconds(10), export_atom::value)
+        .receive([&](const worker_state& exported) { state = exported; },
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+    return state;
+  };
+  auto contribute = [&](const caf::actor& worker, std::uint64_t round) {
+    coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, round)
+        .receive([](const contribution&) {},
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  };
+  coordinator->send(peer, start_atom::value);
+  coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
+                                                     [] { ADD_FAILURE() << "no step_ready"; });
+  contribute(peer, 0);
+  coordinator->send(peer, random_result(0)); // a momentum step: the velocity is not zero now
+  const auto taken = export_state(peer);     // waits until round 0 is applied
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->step(), 1u);
+  EXPECT_EQ(taken->rounds_applied(), 1u);
+  ASSERT_EQ(taken->data->size(), worker_state::floats_for(count));
+
+  bool adopted = false;
+  coordinator->request(joining, std::chrono::seconds(10), adopt_atom::value, *taken)
+      .receive([&](bool ok) { adopted = ok; },
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  ASSERT_TRUE(adopted);
+  EXPECT_EQ(snapshot(coordinator, joining),
+            std::vector<float>(taken->parameters(), taken->parameters() + count));
+
+  // The next round, applied by both with their own optimizers: equal only if the velocity came too.
+  contribute(peer, 1);
+  contribute(joining, 1);
+  const auto next = random_result(1);
+  coordinator->send(peer, next);
+  coordinator->send(joining, next);
+  const auto peer_after = export_state(peer);
+  const auto joining_after = export_state(joining);
+  ASSERT_TRUE(peer_after && joining_after);
+  // (The peer has run its next step meanwhile; the joining worker has not started.)
+  EXPECT_TRUE(std::equal(peer_after->parameters(), peer_after->velocity(count) + count,
+                         joining_after->parameters()))
+      << "parameters and velocity equal bit for bit after the next round";
+  EXPECT_EQ(peer_after->rounds_applied(), 2u);
+  EXPECT_EQ(joining_after->rounds_applied(), 2u);
+
+  // A worker that has started cannot adopt: its steps would mix two states.
+  std::string refusal;
+  coordinator->request(peer, std::chrono::seconds(10), adopt_atom::value, *taken)
+      .receive([](bool) {}, [&](caf::error& failure) { refusal = system_.render(failure); });
+  EXPECT_NE(refusal.find("worker 0 has started already"), std::string::npos) << refusal;
+  for (const auto& worker : {peer, joining}) {
+    coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+        .receive([](const worker_stopped&) {},
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+    coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+  }
 }
 
 // Keeps the gradient of each step and the parameters right after each applied round.

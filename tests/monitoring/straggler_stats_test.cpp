@@ -71,6 +71,18 @@ TEST(straggler_stats, lost_workers_do_not_count) {
   EXPECT_FALSE(stats.compute(11.0).score[2].has_value());
 }
 
+TEST(straggler_stats, a_worker_that_comes_back_counts_again_from_its_new_steps) {
+  straggler_stats stats(3, 10.0);
+  run(stats, {0.01, 0.02, 0.08}, 0.0, 10.0);
+  stats.worker_lost(2);
+  stats.worker_joined(2);
+  EXPECT_FALSE(stats.compute(10.0).score[2].has_value()) << "no step since it came back";
+  stats.step_finished(2, 11.0, 0.04);
+  const auto now = stats.compute(11.0);
+  ASSERT_TRUE(now.score[2].has_value());
+  EXPECT_NEAR(*now.score[2], 0.04 / 0.02, 1e-9); // the median of 0.01, 0.02, 0.04 is 0.02
+}
+
 TEST(straggler_stats, nothing_to_say_before_the_first_step) {
   straggler_stats stats(2, 10.0);
   const auto now = stats.compute(1.0);

@@ -108,4 +108,25 @@ TEST(training_metrics, workers_of_a_cluster_carry_the_name_of_the_node_that_host
   EXPECT_EQ(text.find("coordinator-vm"), std::string::npos) << text;
 }
 
+TEST(training_metrics, a_worker_whose_slot_a_joining_node_took_is_up_under_that_nodes_name) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  auto who = two_workers();
+  who.worker_nodes = {"node-a", "node-b"};
+  training_metrics metrics(registry, who);
+  metrics.step_finished(1, 1, 0.1, 0.030, 0.0, 32);
+  metrics.worker_lost(1);
+  metrics.worker_joined(1, "node-c");
+  metrics.step_finished(1, 2, 0.2, 0.030, 0.0, 32);
+  const std::string text = herd::monitoring::expose(*registry);
+  EXPECT_EQ(text.find("node=\"node-b\""), std::string::npos)
+      << "the series of the node it left end (no alert for a worker that is live again)\n"
+      << text;
+  EXPECT_NE(text.find("herd_worker_up{job=\"test\",node=\"node-c\",worker=\"1\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("herd_samples_total{job=\"test\",node=\"node-c\",worker=\"1\"} 32"),
+            std::string::npos)
+      << text;
+}
+
 } // namespace

@@ -30,6 +30,7 @@ public:
                          std::size_t count) override {
     std::lock_guard<std::mutex> guard(mutex_);
     add(computed_[static_cast<std::size_t>(worker)], gradient, count);
+    ++steps_[worker];
   }
 
   void round_applied(int worker, std::uint64_t round, const float* result, const float* parameters,
@@ -49,7 +50,19 @@ public:
       add(unsent_[static_cast<std::size_t>(worker)], unsent, count);
   }
 
-  // All accessors are for after the run.
+  // While the run goes on: local steps computed and rounds applied under worker index `worker`
+  // (by every worker that held that index).
+  std::size_t steps(int worker) const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto found = steps_.find(worker);
+    return found == steps_.end() ? 0 : found->second;
+  }
+  std::size_t rounds(int worker) const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return fingerprints_[static_cast<std::size_t>(worker)].size();
+  }
+
+  // The other accessors are for after the run.
   const std::vector<std::vector<double>>& computed() const { return computed_; }
   const std::vector<std::vector<double>>& applied() const { return applied_; }
   const std::vector<std::vector<double>>& unsent() const { return unsent_; }
@@ -80,7 +93,8 @@ private:
     return hash;
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::map<int, std::size_t> steps_;
   std::vector<std::vector<double>> computed_, applied_, unsent_;
   std::vector<std::map<std::uint64_t, std::uint64_t>> fingerprints_;
   std::vector<std::map<std::uint64_t, bool>> took_result_;
