@@ -476,8 +476,10 @@ private:
     return promise;
   }
 
+  // Not while a live node may still be connecting a failed join's plane: it would answer the next
+  // join's request only after that gives up.
   void next_join() {
-    while (!joining_ && !waiting_joins_.empty() && !stopped_) {
+    while (!joining_ && rebuilding_.empty() && !waiting_joins_.empty() && !stopped_) {
       const std::size_t index = waiting_joins_.front();
       waiting_joins_.pop_front();
       if (nodes_[index].live)
@@ -498,7 +500,8 @@ private:
       }
     plane_nodes_.push_back(static_cast<std::int32_t>(index));
     welcome(index, true);
-    rebuilding_ = peers.size();
+    if (!peers.empty())
+      rebuilding_[generation_] = peers.size();
     const auto& cluster = context_->config.cluster;
     const auto timeout =
         std::chrono::milliseconds(cluster.data_timeout_ms) + std::chrono::seconds(10);
@@ -513,18 +516,20 @@ private:
   }
 
   void rebuilt(std::uint32_t generation, const std::string& error) {
-    if (!joining_ || admitted_ || generation != generation_)
-      return; // a join that failed already
-    if (!error.empty()) {
+    auto outstanding = rebuilding_.find(generation);
+    if (outstanding != rebuilding_.end() && --outstanding->second == 0)
+      rebuilding_.erase(outstanding);
+    const bool current = joining_ && !admitted_ && generation == generation_;
+    if (current && !error.empty())
       join_failed("the data plane did not reconnect: " + error);
-      return;
-    }
-    --rebuilding_;
-    admit_when_connected();
+    else if (current)
+      admit_when_connected();
+    else if (!joining_)
+      next_join(); // a failed join's plane: the next may start once every node has answered
   }
 
   void admit_when_connected() {
-    if (!joining_ || admitted_ || rebuilding_ > 0 || !nodes_[*joining_].ready)
+    if (!joining_ || admitted_ || rebuilding_.count(generation_) > 0 || !nodes_[*joining_].ready)
       return;
     admitted_ = true;
     const auto& node = nodes_[*joining_];
@@ -579,13 +584,13 @@ private:
 
   std::shared_ptr<run_context> context_;
   std::vector<node_entry> nodes_;
-  std::vector<std::int32_t> slot_nodes_;  // the node index of every worker
-  std::uint32_t generation_ = 0;          // of the data plane
-  std::vector<std::int32_t> plane_nodes_; // its ranks' node indices
-  std::deque<std::size_t> waiting_joins_; // nodes waiting for their turn to join
-  std::optional<std::size_t> joining_;    // the node joining now
-  std::size_t rebuilding_ = 0;            // live nodes still connecting the new plane
-  bool admitted_ = false;                 // the coordinator took over the join
+  std::vector<std::int32_t> slot_nodes_;            // the node index of every worker
+  std::uint32_t generation_ = 0;                    // of the data plane
+  std::vector<std::int32_t> plane_nodes_;           // its ranks' node indices
+  std::deque<std::size_t> waiting_joins_;           // nodes waiting for their turn to join
+  std::optional<std::size_t> joining_;              // the node joining now
+  std::map<std::uint32_t, std::size_t> rebuilding_; // live nodes still connecting, by generation
+  bool admitted_ = false;                           // the coordinator took over the join
   bool formed_ = false;
   bool started_ = false;
   bool stopped_ = false;

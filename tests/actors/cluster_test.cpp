@@ -430,6 +430,61 @@ TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_ta
   }
 }
 
+// A join that fails (here the new node's data plane cannot listen on its --data-host) frees the
+// lost slots again, and the next node joins in their place once the live nodes have given up
+// connecting the failed generation of the data plane.
+TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
+  auto j = make_job("solo", 3, 40);
+  j.config.cluster.min_nodes = 3;
+  j.config.cluster.data_timeout_ms = 2000;
+  j.config.train.epochs = 100000;
+  j.config.train.max_seconds = 120;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
+  std::atomic<bool> leave{false};
+  node_outcome first, second, left;
+  std::thread node0([&] { first = herd::actors::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node1(
+      [&] { second = herd::actors::run_node(node_for(j, session.port(), 1, probe)); });
+  auto leaving = node_for(j, session.port(), 1, probe);
+  leaving.leave = &leave;
+  std::thread node2([&] { left = herd::actors::run_node(leaving); });
+  EXPECT_TRUE(eventually(
+      [&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10 && probe->rounds(2) >= 10; },
+      std::chrono::seconds(60)));
+  leave = true;
+  node2.join();
+  ASSERT_TRUE(left.left) << left.error;
+  const int gone = left.worker_indices.front();
+
+  auto unreachable = node_for(j, session.port(), 1, probe);
+  unreachable.data_host = "192.0.2.1"; // TEST-NET-1: no address of this machine
+  const auto failed = herd::actors::run_node(unreachable);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_TRUE(failed.joined_running);
+  EXPECT_NE(failed.error.find("the data plane did not connect"), std::string::npos) << failed.error;
+
+  const std::size_t before = probe->rounds(gone);
+  node_outcome joined;
+  std::thread node3(
+      [&] { joined = herd::actors::run_node(node_for(j, session.port(), 1, probe)); });
+  EXPECT_TRUE(
+      eventually([&] { return probe->rounds(gone) >= before + 10; }, std::chrono::seconds(60)));
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  for (auto* node : {&node0, &node1, &node3})
+    node->join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->workers_joined, 1u);
+  EXPECT_TRUE(summary->per_worker[static_cast<std::size_t>(gone)].live);
+  EXPECT_TRUE(joined.ok) << joined.error;
+  EXPECT_TRUE(joined.joined_running);
+  EXPECT_TRUE(first.ok) << first.error;
+  EXPECT_TRUE(second.ok) << second.error;
+}
+
 TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_are) {
   auto j = make_job("solo", 3, 40);
   j.config.cluster.min_nodes = 2;
