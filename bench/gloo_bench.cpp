@@ -1,6 +1,8 @@
 // bench_gloo: group_allreduce of the gloo data plane among P forked processes on loopback, against
 // raw loopback TCP measured in the same run (one process streaming the same bytes to another
-// through a plain socket pair).
+// through a plain socket pair), right before each P's allreduces: on a shared host the TCP figure
+// drifts by tens of percent within a minute, so a baseline taken once at the start would skew
+// the later rows' ratios.
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
 //              [--hostname=127.0.0.1]
@@ -8,10 +10,10 @@
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
 // bandwidth (algbw * 2(P-1)/P, as nccl-tests define it: what each rank's link carries), the raw
-// TCP bandwidth of one stream (median), busbw / TCP, and the per-direction bandwidth of two
-// streams running both ways at once (duplex: what each ring step asks of the kernel). All
-// processes share this host's cores: with more busy threads than cores the ring is CPU-bound, not
-// network-bound. Asserts nothing.
+// TCP bandwidth of one stream (median), busbw / TCP (the goal's measure), the per-direction
+// bandwidth of two streams running both ways at once over one connection (duplex: what each ring
+// step asks of the kernel), and busbw / duplex. All processes share this host's cores: with more
+// busy threads than cores the ring is CPU-bound, not network-bound. Asserts nothing.
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
@@ -59,7 +61,7 @@ void usage(std::ostream& out) {
          "                  [--warmup=2] [--hostname=127.0.0.1]\n"
          "Times group_allreduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
-         "and prints algbw, busbw and busbw/TCP.\n";
+         "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
 }
 
 options parse(int argc, char** argv) {
@@ -342,18 +344,17 @@ int main(int argc, char** argv) {
       std::filesystem::temp_directory_path() / ("herd-bench-gloo-" + std::to_string(::getpid()));
   std::filesystem::remove_all(store_root);
 
-  std::map<std::size_t, double> raw_tcp;
-  std::map<std::size_t, double> duplex_tcp;
-  for (double size_mb : opts.sizes_mb) {
-    raw_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), false);
-    duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
-  }
-
   std::printf("bench_gloo: %d repetitions (median) after %d warm-up, %u cores on this host\n",
               opts.repetitions, opts.warmup, std::thread::hardware_concurrency());
-  std::printf("%5s %9s %10s %11s %11s %9s %10s %10s\n", "procs", "size_MB", "time_ms", "algbw_GB/s",
-              "busbw_GB/s", "tcp_GB/s", "busbw/tcp", "duplex_GB/s");
+  std::printf("%5s %9s %10s %11s %11s %9s %10s %11s %13s\n", "procs", "size_MB", "time_ms",
+              "algbw_GB/s", "busbw_GB/s", "tcp_GB/s", "busbw/tcp", "duplex_GB/s", "busbw/duplex");
   for (int processes : opts.processes) {
+    std::map<std::size_t, double> raw_tcp;
+    std::map<std::size_t, double> duplex_tcp;
+    for (double size_mb : opts.sizes_mb) {
+      raw_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), false);
+      duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
+    }
     auto directory = store_root / std::to_string(processes);
     auto times = time_allreduce(opts, processes, directory.string());
     for (double size_mb : opts.sizes_mb) {
@@ -363,8 +364,8 @@ int main(int argc, char** argv) {
       double busbw = algbw * 2.0 * (processes - 1) / processes;
       double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
       double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
-      std::printf("%5d %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %10.2f\n", processes, size_mb,
-                  seconds * 1e3, algbw, busbw, tcp, busbw / tcp, duplex);
+      std::printf("%5d %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f\n", processes, size_mb,
+                  seconds * 1e3, algbw, busbw, tcp, busbw / tcp, duplex, busbw / duplex);
       std::fflush(stdout);
     }
   }
