@@ -437,13 +437,6 @@ private:
 
   caf::result<node_welcome> on_hello_running(const node_hello& hello) {
     const auto& config = context_->config;
-    if (config.train.algorithm == "wagma")
-      return make_error(
-          herd_errc::join_refused,
-          "node " + hello.name +
-              " cannot join a running wagma job: its rounds are "
-              "keyed by the step every worker is at (sync, solo, majority, quorum and "
-              "preduce take a node in place of a lost one)");
     std::vector<std::int32_t> free;
     for (std::size_t slot = 0; slot < slot_nodes_.size(); ++slot)
       if (!nodes_[static_cast<std::size_t>(slot_nodes_[slot])].live)

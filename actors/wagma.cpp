@@ -33,6 +33,11 @@ std::vector<group_decision> wagma_policy::set_live_workers(std::vector<int> work
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
   HERD_CHECK(workers.empty() || (workers.front() >= 0 && workers.back() < schedule_.workers()),
              "live workers outside 0.." << schedule_.workers() - 1);
+  // A worker that comes back (a node joined in a lost one's place) counts from the step of the
+  // state it took, which may be below what its slot had reached.
+  for (int worker : workers)
+    if (!live(worker))
+      fresh_step_[static_cast<std::size_t>(worker)] = 0;
   live_ = std::move(workers);
   return activate_due(); // a loss can complete a global average
 }
