@@ -22,7 +22,7 @@ public:
         coordinator_(std::move(coordinator)) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
     for (const auto& reducer : setup_.node_reducers)
-      monitor(reducer);
+      watch(reducer);
   }
 
   const char* name() const override { return "herd.aggregator"; }
@@ -61,13 +61,17 @@ private:
 
   bool distributed() const { return !setup_.node_reducers.empty(); }
 
+  // Every node reducer once (a node still waiting to join has none yet).
+  void watch(const caf::actor& reducer) {
+    if (reducer && watched_.insert(reducer.address()).second)
+      monitor(reducer);
+  }
+
   // The coordinator sends this before any plan that includes a new node's workers; rounds
   // already ordered keep the generation they were ordered with.
   void update(const cluster_topology& topology) {
-    for (std::size_t node = setup_.node_reducers.size(); node < topology.node_reducers.size();
-         ++node)
-      if (topology.node_reducers[node]) // a node that never got ready has none
-        monitor(topology.node_reducers[node]);
+    for (const auto& reducer : topology.node_reducers)
+      watch(reducer);
     setup_.worker_nodes.assign(topology.worker_nodes.begin(), topology.worker_nodes.end());
     setup_.node_reducers = topology.node_reducers;
     setup_.generation = topology.generation;
@@ -341,6 +345,7 @@ private:
   caf::actor coordinator_;
   std::map<std::uint64_t, round_state> rounds_;
   std::set<int> lost_nodes_;
+  std::set<caf::actor_addr> watched_; // node reducers monitored
 };
 
 } // namespace

@@ -137,7 +137,7 @@ connect_plane(caf::actor_system& system, const caf::actor& registry, const std::
                            std::to_string(generation));
   comm::gloo_plane_options plane_options;
   plane_options.hostname = data_host;
-  plane_options.prefix = generation == 0 ? job : job + "/g" + std::to_string(generation);
+  plane_options.prefix = plane_prefix(job, generation);
   plane_options.timeout = timeout;
   return std::make_shared<comm::gloo_plane>(
       static_cast<int>(found - plane_nodes.begin()), static_cast<int>(plane_nodes.size()),
@@ -201,9 +201,10 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
             });
   }
   if (timed_out)
-    return fail(outcome, "the cluster did not form within cluster.join-timeout-s (" +
+    return fail(outcome, "no welcome from the coordinator within cluster.join-timeout-s (" +
                              std::to_string(options.cluster.join_timeout_s) +
-                             " s): fewer than cluster.min-nodes nodes joined the coordinator");
+                             " s): fewer than cluster.min-nodes nodes joined it (or, joining a "
+                             "running job, the joins of other nodes took that long)");
   if (!welcome)
     return fail(outcome,
                 leaving(options) ? failure : "the coordinator did not admit this node: " + failure);

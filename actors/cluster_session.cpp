@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 namespace herd::actors {
@@ -76,6 +77,9 @@ public:
     aggregators_.clear();
     evaluator_ = nullptr;
     nodes_.clear();
+    // A promise holds this actor: one still waiting for a key (a rendezvous that failed) would
+    // keep it alive forever.
+    waiting_gets_.clear();
   }
 
   caf::behavior make_behavior() override {
@@ -116,6 +120,7 @@ private:
     caf::node_id process;  // the node's process, as CAF knows it
     bool answered = false; // its welcome (or refusal) was delivered
     bool live = true;
+    std::string turned_away; // why its join failed
   };
 
   void notice(const std::string& text) {
@@ -265,6 +270,11 @@ private:
         !nodes_[static_cast<std::size_t>(ready.node)].answered)
       return;
     auto& node = nodes_[static_cast<std::size_t>(ready.node)];
+    if (!node.live) { // turned away before it was ready: it has not heard why yet
+      if (ready.control)
+        send(ready.control, leave_atom::value, node.turned_away);
+      return;
+    }
     if (static_cast<int>(ready.workers.size()) != node.hello.workers) {
       notice("node " + std::to_string(ready.node) + " reported " +
              std::to_string(ready.workers.size()) + " workers, not " +
@@ -397,6 +407,15 @@ private:
           join_failed("it was lost while connecting: " + why);
         return;
       }
+      // A node lost while it connected a joining node's plane will not answer: the join fails
+      // (the others wait for its rank), and the next one need not wait for its answer.
+      std::vector<std::uint32_t> connecting;
+      for (const auto& [generation, peers] : rebuilding_)
+        if (peers.count(index) > 0)
+          connecting.push_back(generation);
+      for (std::uint32_t generation : connecting)
+        rebuilt(generation, index,
+                "node " + std::to_string(index) + " (" + node.hello.name + ") was lost: " + why);
       if (started_ && !node.ready) { // a node waiting for its turn to join
         notice("node " + std::to_string(index) + " (" + node.hello.name +
                ") left before it could join: " + why);
@@ -441,12 +460,17 @@ private:
     for (std::size_t slot = 0; slot < slot_nodes_.size(); ++slot)
       if (!nodes_[static_cast<std::size_t>(slot_nodes_[slot])].live)
         free.push_back(static_cast<std::int32_t>(slot));
-    if (free.empty())
+    if (free.empty()) {
+      const bool taken = !waiting_joins_.empty() || joining_.has_value();
       return make_error(herd_errc::join_refused,
-                        "the job is running and none of its " +
-                            std::to_string(config.train.workers) +
-                            " workers is lost; a node joins a running job only in place of a lost "
-                            "node's workers");
+                        taken ? "the job is running and the slots of its lost workers are taken "
+                                "by nodes joining now; a node joins a running job only in place "
+                                "of a lost node's workers"
+                              : "the job is running and none of its " +
+                                    std::to_string(config.train.workers) +
+                                    " workers is lost; a node joins a running job only in place "
+                                    "of a lost node's workers");
+    }
     if (static_cast<int>(free.size()) < hello.workers)
       return make_error(herd_errc::join_refused,
                         "node " + hello.name + " offers " + count(hello.workers, "worker") +
@@ -494,23 +518,25 @@ private:
     plane_nodes_.push_back(static_cast<std::int32_t>(index));
     welcome(index, true);
     if (!peers.empty())
-      rebuilding_[generation_] = peers.size();
+      rebuilding_[generation_] = std::set<std::size_t>(peers.begin(), peers.end());
     const auto& cluster = context_->config.cluster;
     const auto timeout =
         std::chrono::milliseconds(cluster.data_timeout_ms) + std::chrono::seconds(10);
     for (std::size_t peer : peers)
       request(nodes_[peer].control, timeout, plane_rebuild{generation_, plane_nodes_})
-          .then([this, generation = generation_](bool) { rebuilt(generation, {}); },
+          .then([this, generation = generation_, peer](bool) { rebuilt(generation, peer, {}); },
                 [this, generation = generation_, peer](caf::error& failure) {
-                  rebuilt(generation, "node " + std::to_string(peer) + " (" +
-                                          nodes_[peer].hello.name +
-                                          "): " + system().render(failure));
+                  rebuilt(generation, peer,
+                          "node " + std::to_string(peer) + " (" + nodes_[peer].hello.name +
+                              "): " + system().render(failure));
                 });
   }
 
-  void rebuilt(std::uint32_t generation, const std::string& error) {
+  // `peer` answered for `generation` (or was lost, and will not).
+  void rebuilt(std::uint32_t generation, std::size_t peer, const std::string& error) {
     auto outstanding = rebuilding_.find(generation);
-    if (outstanding != rebuilding_.end() && --outstanding->second == 0)
+    if (outstanding != rebuilding_.end() && outstanding->second.erase(peer) > 0 &&
+        outstanding->second.empty())
       rebuilding_.erase(outstanding);
     const bool current = joining_ && !admitted_ && generation == generation_;
     if (current && !error.empty())
@@ -555,6 +581,12 @@ private:
     notice("node " + std::to_string(*joining_) + " (" + node.hello.name +
            ") could not join the running job: " + why);
     node.live = false;
+    node.turned_away = why;
+    // Rendezvous reads of the failed generation's keys will never be answered.
+    const std::string prefix = plane_prefix(context_->job, generation_) + "/";
+    for (auto waiting = waiting_gets_.begin(); waiting != waiting_gets_.end();)
+      waiting = waiting->first.compare(0, prefix.size(), prefix) == 0 ? waiting_gets_.erase(waiting)
+                                                                      : std::next(waiting);
     if (node.control)
       send(node.control, leave_atom::value, why);
     joining_.reset();
@@ -577,13 +609,14 @@ private:
 
   std::shared_ptr<run_context> context_;
   std::vector<node_entry> nodes_;
-  std::vector<std::int32_t> slot_nodes_;            // the node index of every worker
-  std::uint32_t generation_ = 0;                    // of the data plane
-  std::vector<std::int32_t> plane_nodes_;           // its ranks' node indices
-  std::deque<std::size_t> waiting_joins_;           // nodes waiting for their turn to join
-  std::optional<std::size_t> joining_;              // the node joining now
-  std::map<std::uint32_t, std::size_t> rebuilding_; // live nodes still connecting, by generation
-  bool admitted_ = false;                           // the coordinator took over the join
+  std::vector<std::int32_t> slot_nodes_;  // the node index of every worker
+  std::uint32_t generation_ = 0;          // of the data plane
+  std::vector<std::int32_t> plane_nodes_; // its ranks' node indices
+  std::deque<std::size_t> waiting_joins_; // nodes waiting for their turn to join
+  std::optional<std::size_t> joining_;    // the node joining now
+  std::map<std::uint32_t, std::set<std::size_t>>
+      rebuilding_;        // nodes still connecting, by generation
+  bool admitted_ = false; // the coordinator took over the join
   bool formed_ = false;
   bool started_ = false;
   bool stopped_ = false;

@@ -407,9 +407,8 @@ private:
       refusal = "the admission names " + std::to_string(admission.workers.size()) + " slots for " +
                 std::to_string(admission.handles.size()) + " workers";
     for (std::int32_t slot : admission.workers)
-      if (refusal.empty() && (slot < 0 || static_cast<std::size_t>(slot) >= workers_.size() ||
-                              workers_[static_cast<std::size_t>(slot)].live))
-        refusal = "worker " + std::to_string(slot) + " is not a lost worker of this run";
+      if (refusal.empty() && (slot < 0 || static_cast<std::size_t>(slot) >= workers_.size()))
+        refusal = "worker " + std::to_string(slot) + " is not a worker of this run";
     const auto& topology = admission.topology;
     const auto nodes = static_cast<std::int32_t>(topology.node_reducers.size());
     if (refusal.empty() &&
@@ -423,6 +422,19 @@ private:
       send(registry, join_done_atom::value, admission.node, refusal);
       return;
     }
+    // The registry saw the node of these slots lost; its workers' down messages may still be on
+    // their way here.
+    for (std::int32_t slot : admission.workers)
+      lose_worker(slot, "its node was lost");
+    if (phase_ != phase::running) { // that was the last worker
+      send(registry, join_done_atom::value, admission.node, std::string("the run is ending"));
+      return;
+    }
+    // Watched from now on: losing the new node ends the join at once, not at the transfer's
+    // timeout.
+    monitor(topology.node_reducers[static_cast<std::size_t>(admission.node)]);
+    for (const auto& handle : admission.handles)
+      monitor(handle);
     // Before any plan that includes the new workers: each aggregator hears this from this actor
     // first, and messages from one sender arrive in order.
     for (const auto& aggregator : aggregators_)
@@ -521,9 +533,8 @@ private:
 
   void revive(int index, const caf::actor& handle, const std::string& node) {
     auto& worker = workers_[static_cast<std::size_t>(index)];
-    worker.handle = handle;
+    worker.handle = handle; // monitored since the admission
     worker.live = true;
-    monitor(handle);
     if (setup_.metrics)
       setup_.metrics->worker_joined(index, node);
     send(handle, start_atom::value);
@@ -570,6 +581,17 @@ private:
         lose_aggregator(i, system().render(down.reason));
     if (evaluator_ && evaluator_.address() == down.source)
       notice("the evaluator stopped: " + system().render(down.reason));
+    if (joining_) {
+      const auto& admission = joining_->admission;
+      const auto& reducer =
+          admission.topology.node_reducers[static_cast<std::size_t>(admission.node)];
+      const bool joiner =
+          reducer.address() == down.source ||
+          std::any_of(admission.handles.begin(), admission.handles.end(),
+                      [&](const caf::actor& handle) { return handle.address() == down.source; });
+      if (joiner)
+        end_join("it was lost while joining: " + system().render(down.reason));
+    }
   }
 
   // Its rounds will never be reported: the run cannot go on correctly, so it ends with an error.
@@ -588,6 +610,9 @@ private:
     if (setup_.metrics)
       setup_.metrics->worker_lost(index);
     notice("worker " + std::to_string(index) + " lost: " + why);
+    if (joining_ && joining_->transferring && joining_->source == index)
+      end_join("worker " + std::to_string(index) +
+               ", whose state the new workers were taking, was lost: " + why);
     if (phase_ == phase::stopping_workers) {
       acknowledge_stop(index); // a lost worker has nothing left to stop
       return;

@@ -370,6 +370,12 @@ private:
   }
 };
 
+/// The rendezvous keys of data plane `generation` of job `job` start with this (generation 0 is
+/// the plane the cluster formed with; every join makes a new one).
+inline std::string plane_prefix(const std::string& job, std::uint32_t generation) {
+  return generation == 0 ? job : job + "/g" + std::to_string(generation);
+}
+
 /// The registry's request to every live node when another joins the running job: connect data
 /// plane `generation` among `plane_nodes` (answered with true once connected).
 struct plane_rebuild {
@@ -383,7 +389,7 @@ typename Inspector::result_type inspect(Inspector& f, plane_rebuild& x) {
 }
 
 /// A data plane a node connected (in-process only: the node's control loop -> its reducer). The
-/// reducer keeps the latest two generations: rounds ordered before a join may still use the older.
+/// reducer keeps it, and older ones until an order names it (a failed join's is never named).
 struct plane_update {
   std::uint32_t generation = 0;
   std::vector<std::int32_t> plane_nodes; // the node index of each rank

@@ -67,13 +67,17 @@ private:
     std::vector<int> plane_nodes; // the node index of each rank
   };
 
-  // Rounds ordered before a join may still use the previous generation; older ones are done
-  // (the coordinator drains every round in flight before a join completes, and joins come one at
-  // a time).
+  // A new generation is used only once its join was admitted, and a failed join's is never used:
+  // until an order names a newer one, rounds go on through the older.
   void add_plane(plane_update update) {
     planes_[update.generation] = {std::move(update.plane), std::move(update.plane_nodes)};
-    while (planes_.size() > 2)
-      planes_.erase(planes_.begin());
+  }
+
+  // The first order of a generation comes after every round ordered with an older one has
+  // finished (the coordinator drains the rounds in flight before the state transfer, which is the
+  // first use of a join's generation), so the older ones go.
+  void use_generation(std::uint32_t generation) {
+    planes_.erase(planes_.begin(), planes_.lower_bound(generation));
   }
 
   // The plane of `generation`; throws naming it when this node has not connected it.
@@ -114,6 +118,7 @@ private:
       try {
         ranks = ranks_of(order.generation, order.nodes);
         plane = plane_of(order.generation).plane;
+        use_generation(order.generation);
       } catch (const std::exception& failure) {
         return reduce_done{round, setup_.node, failure.what(), 0.0};
       }
@@ -223,6 +228,7 @@ private:
       plane = entry.plane;
       root = rank_of(entry, order.from, order.generation);
       ranks = ranks_of(order.generation, {order.from, order.to});
+      use_generation(order.generation);
     } catch (const std::exception& failure) {
       return reduce_done{order.tag, setup_.node, failure.what(), 0.0};
     }
@@ -282,19 +288,24 @@ private:
       finish_transfer(tag, error);
       return;
     }
-    pending.adopting = pending.order.targets.size();
-    for (std::int32_t target : pending.order.targets) {
+    // Copies: adopted() erases the entry once the last target answered.
+    const auto targets = pending.order.targets;
+    const auto state = pending.state;
+    if (targets.empty()) {
+      finish_transfer(tag, {});
+      return;
+    }
+    pending.adopting = targets.size();
+    for (std::int32_t target : targets) {
       auto worker = setup_.workers.find(target);
       if (worker == setup_.workers.end()) {
         adopted(tag, "worker " + std::to_string(target) + " is not on this node");
         continue;
       }
-      request(worker->second, setup_.data_timeout, adopt_atom::value, pending.state)
+      request(worker->second, setup_.data_timeout, adopt_atom::value, state)
           .then([this, tag](bool) { adopted(tag, {}); },
                 [this, tag](caf::error& failure) { adopted(tag, system().render(failure)); });
     }
-    if (pending.order.targets.empty())
-      finish_transfer(tag, {});
   }
 
   void adopted(std::uint64_t tag, const std::string& error) {

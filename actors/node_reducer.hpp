@@ -9,6 +9,7 @@
 //   (commit_atom, round, deliver)                 deliver the held result (true) or tell the
 //                                                 members to skip the round (false)
 //   plane_update                                  a data plane generation this node connected
+//                                                 (kept until an order names a newer one)
 //   state_transfer               -> reduce_done   a node joins the running job: send a local
 //                                                 worker's state to it, or have the local
 //                                                 workers adopt the state received

@@ -9,11 +9,11 @@
 
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
-#include <functional>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "support/recording_probe.hpp"
@@ -77,32 +77,17 @@ node_options node_for(const job& j, std::uint16_t port, int workers,
   return options;
 }
 
-// Notices from a node, watched for one that contains `text`.
-class notice_latch {
-public:
-  explicit notice_latch(std::string text) : text_(std::move(text)) {}
-
-  std::function<void(const std::string&)> watcher() {
-    return [this](const std::string& notice) {
-      if (notice.find(text_) == std::string::npos)
-        return;
-      std::lock_guard<std::mutex> guard(mutex_);
-      seen_ = true;
-      changed_.notify_all();
-    };
+// Waits (polling) until `done`; false after `timeout`.
+template <class Done>
+bool eventually(Done done, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-
-  bool wait(std::chrono::seconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, timeout, [this] { return seen_; });
-  }
-
-private:
-  std::string text_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool seen_ = false;
-};
+  return true;
+}
 
 // A coordinator and one node per entry of `node_workers`, each node on a thread of its own.
 cluster_run run_cluster(job j, const std::vector<int>& node_workers,
@@ -214,12 +199,12 @@ TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_
   cluster_options options;
   options.listen_host = "127.0.0.1";
   cluster_session session(j.config, j.data, options);
-  notice_latch joined("joined as node 0");
-  auto first_options = node_for(j, session.port(), 2, nullptr);
-  first_options.on_notice = joined.watcher();
+  auto probe = std::make_shared<recording_probe>(2, parameter_count(j));
   node_outcome first;
-  std::thread first_node([&] { first = herd::actors::run_node(first_options); });
-  EXPECT_TRUE(joined.wait(std::chrono::seconds(60)));
+  std::thread first_node(
+      [&] { first = herd::actors::run_node(node_for(j, session.port(), 2, probe)); });
+  EXPECT_TRUE(eventually([&] { return probe->rounds(0) >= 3; }, std::chrono::seconds(60)))
+      << "the run has started";
   const auto late = herd::actors::run_node(node_for(j, session.port(), 1, nullptr));
   EXPECT_FALSE(late.ok);
   EXPECT_NE(late.error.find("none of its 2 workers is lost"), std::string::npos) << late.error;
@@ -311,18 +296,6 @@ TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
 } // namespace
 
 namespace {
-
-// Waits (polling) until `done`; false after `timeout`.
-template <class Done>
-bool eventually(Done done, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
 
 // A run of three one-worker nodes that goes on until stopped: node 2 leaves after a few rounds,
 // and a fourth node joins in its place.
@@ -426,9 +399,31 @@ TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_ta
   }
 }
 
-// A join that fails (here the new node's data plane cannot listen on its --data-host) frees the
-// lost slots again, and the next node joins in their place once the live nodes have given up
-// connecting the failed generation of the data plane.
+// Collects the coordinator's notices.
+class notice_log final : public herd::actors::run_observer {
+public:
+  void on_notice(std::string_view text) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    notices_.emplace_back(text);
+  }
+  std::vector<std::string> containing(const std::string& text) const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    std::vector<std::string> found;
+    for (const auto& notice : notices_)
+      if (notice.find(text) != std::string::npos)
+        found.push_back(notice);
+    return found;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> notices_;
+};
+
+// Joins that fail free the lost slots again, and the next node joins in their place: one whose
+// data plane cannot listen on its --data-host (it fails before any peer connects), then one that
+// crashes right after its data plane connected (every live node has that generation of the plane
+// then, but rounds must go on through the one in use), then one that succeeds.
 TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   auto j = make_job("solo", 3, 40);
   j.config.cluster.min_nodes = 3;
@@ -437,6 +432,8 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   j.config.train.max_seconds = 120;
   cluster_options options;
   options.listen_host = "127.0.0.1";
+  notice_log notices;
+  options.observer = &notices;
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave{false};
@@ -462,6 +459,20 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   EXPECT_TRUE(failed.joined_running);
   EXPECT_NE(failed.error.find("the data plane did not connect"), std::string::npos) << failed.error;
 
+  auto crashing = node_for(j, session.port(), 1, probe);
+  crashing.on_notice = [](const std::string& text) {
+    if (text.find("data plane connected") != std::string::npos)
+      throw std::runtime_error("crashed after connecting");
+  };
+  const auto crashed = herd::actors::run_node(crashing);
+  EXPECT_FALSE(crashed.ok);
+  EXPECT_NE(crashed.error.find("crashed after connecting"), std::string::npos) << crashed.error;
+  // Rounds go on meanwhile, through the data plane the aggregators use.
+  const int witness = gone == 0 ? 1 : 0;
+  const std::size_t still = probe->rounds(witness);
+  EXPECT_TRUE(
+      eventually([&] { return probe->rounds(witness) >= still + 10; }, std::chrono::seconds(60)));
+
   const std::size_t before = probe->rounds(gone);
   node_outcome joined;
   std::thread node3(
@@ -479,6 +490,16 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   EXPECT_TRUE(joined.joined_running);
   EXPECT_TRUE(first.ok) << first.error;
   EXPECT_TRUE(second.ok) << second.error;
+  EXPECT_EQ(notices.containing("could not join").size(), 2u) << [&] {
+    std::string all;
+    for (const auto& notice : notices.containing(""))
+      all += notice + "\n";
+    return all;
+  }();
+  EXPECT_TRUE(notices.containing("is not connected on node").empty())
+      << notices.containing("is not connected on node").front();
+  EXPECT_TRUE(notices.containing("is not in data plane").empty())
+      << notices.containing("is not in data plane").front();
 }
 
 TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_are) {
@@ -489,16 +510,15 @@ TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_a
   cluster_options options;
   options.listen_host = "127.0.0.1";
   cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave{false};
   node_outcome first, second;
-  std::thread node0(
-      [&] { first = herd::actors::run_node(node_for(j, session.port(), 2, nullptr)); });
-  notice_latch connected("data plane connected");
-  auto leaving = node_for(j, session.port(), 1, nullptr);
+  std::thread node0([&] { first = herd::actors::run_node(node_for(j, session.port(), 2, probe)); });
+  auto leaving = node_for(j, session.port(), 1, probe);
   leaving.leave = &leave;
-  leaving.on_notice = connected.watcher();
   std::thread node1([&] { second = herd::actors::run_node(leaving); });
-  EXPECT_TRUE(connected.wait(std::chrono::seconds(60)));
+  // The run has started (a node leaving before that would end it).
+  EXPECT_TRUE(eventually([&] { return probe->rounds(0) >= 5; }, std::chrono::seconds(60)));
   leave = true;
   node1.join();
   ASSERT_TRUE(second.left) << second.error;
