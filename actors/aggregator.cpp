@@ -316,9 +316,10 @@ private:
       auto found = rounds_.find(round);
       if (found == rounds_.end())
         continue;
-      const auto& plan = found->second.plan;
-      for (std::size_t position = 0; position < plan.members.size(); ++position)
-        if (node_of(plan.members[position]) == node)
+      // A copy: the last answer can finish the round, which erases its state.
+      const auto members = found->second.plan.members;
+      for (std::size_t position = 0; position < members.size(); ++position)
+        if (node_of(members[position]) == node)
           answered(round, position, std::nullopt, why);
       abandon_reduction(round, node, why);
     }
