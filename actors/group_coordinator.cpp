@@ -535,6 +535,7 @@ private:
     auto& worker = workers_[static_cast<std::size_t>(index)];
     worker.handle = handle; // monitored since the admission
     worker.live = true;
+    ledger_.worker_joined(index);
     if (setup_.metrics)
       setup_.metrics->worker_joined(index, node);
     send(handle, start_atom::value);

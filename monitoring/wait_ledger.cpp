@@ -25,12 +25,12 @@ bool is_settled_marker(const Record& record) {
   return record.compute.empty();
 }
 
-/// Every live worker has reported both the step's compute time and the wait after it.
-template <class Record>
-bool is_complete(const Record& record, const std::vector<bool>& live) {
+/// Every worker that counts for `step` has reported both its compute time and the wait after it.
+template <class Record, class Counts>
+bool is_complete(const Record& record, std::uint64_t step, Counts counts) {
   bool anyone = false;
-  for (std::size_t worker = 0; worker < live.size(); ++worker) {
-    if (!live[worker])
+  for (std::size_t worker = 0; worker < record.compute.size(); ++worker) {
+    if (!counts(worker, step))
       continue;
     if (!record.compute[worker] || !record.waited[worker])
       return false;
@@ -39,22 +39,22 @@ bool is_complete(const Record& record, const std::vector<bool>& live) {
   return anyone; // with no live worker left there is nothing to compare
 }
 
-/// The record a live worker's report for `step` goes into, opened if new; null when the report
-/// is to be ignored (the worker is lost, or the step is already settled).
-template <class Records>
-auto* record_for_report(Records& open, const std::vector<bool>& live, int worker,
-                        std::uint64_t step) {
+/// The record a report for `step` goes into, opened if new; null when the report is to be
+/// ignored (the worker does not count for that step, or the step is already settled).
+template <class Records, class Counts>
+auto* record_for_report(Records& open, std::size_t workers, int worker, std::uint64_t step,
+                        Counts counts) {
   using record_type = typename Records::mapped_type;
-  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < live.size(),
-             "report from worker " << worker << " to a ledger of " << live.size() << " workers");
+  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < workers,
+             "report from worker " << worker << " to a ledger of " << workers << " workers");
   HERD_CHECK(step >= 1, "step numbers start at 1, got " << step);
   record_type* none = nullptr;
-  if (!live[static_cast<std::size_t>(worker)] || step <= open.begin()->first)
+  if (!counts(static_cast<std::size_t>(worker), step) || step <= open.begin()->first)
     return none;
   auto [at, opened] = open.try_emplace(step);
   if (opened) {
-    at->second.compute.resize(live.size());
-    at->second.waited.resize(live.size());
+    at->second.compute.resize(workers);
+    at->second.waited.resize(workers);
   } else if (is_settled_marker(at->second)) {
     return none;
   }
@@ -73,48 +73,71 @@ void check_seconds(double seconds, const char* what) {
 
 } // namespace
 
-wait_ledger::wait_ledger(int workers) : live_(checked_worker_count(workers), true) {
+wait_ledger::wait_ledger(int workers)
+    : live_(checked_worker_count(workers), true), since_(live_.size(), 0),
+      joining_(live_.size(), false) {
   settled_.waited.assign(live_.size(), 0.0);
   settled_.barrier.assign(live_.size(), 0.0);
   open_.emplace(0, step_record{}); // the watermark: "every step up to 0 is settled"
 }
 
+bool wait_ledger::counts(std::size_t worker, std::uint64_t step) const {
+  return live_[worker] && step >= since_[worker];
+}
+
 void wait_ledger::step_finished(int worker, std::uint64_t step, double compute_seconds) {
   check_seconds(compute_seconds, "compute_seconds");
-  auto* record = record_for_report(open_, live_, worker, step);
+  if (worker >= 0 && static_cast<std::size_t>(worker) < joining_.size() &&
+      joining_[static_cast<std::size_t>(worker)]) { // its first step since it came back
+    joining_[static_cast<std::size_t>(worker)] = false;
+    live_[static_cast<std::size_t>(worker)] = true;
+    since_[static_cast<std::size_t>(worker)] = step;
+  }
+  auto counted = [this](std::size_t who, std::uint64_t at) { return counts(who, at); };
+  auto* record = record_for_report(open_, live_.size(), worker, step, counted);
   if (record == nullptr)
     return;
   auto& slot = record->compute[static_cast<std::size_t>(worker)];
   if (slot) // a repeated report: the first one stands
     return;
   slot = compute_seconds;
-  if (is_complete(*record, live_))
+  if (is_complete(*record, step, counted))
     settle(step);
 }
 
 void wait_ledger::waited_after(int worker, std::uint64_t step, double seconds) {
   check_seconds(seconds, "seconds waited");
-  auto* record = record_for_report(open_, live_, worker, step);
+  auto counted = [this](std::size_t who, std::uint64_t at) { return counts(who, at); };
+  auto* record = record_for_report(open_, live_.size(), worker, step, counted);
   if (record == nullptr)
     return;
   auto& slot = record->waited[static_cast<std::size_t>(worker)];
   if (slot)
     return;
   slot = seconds;
-  if (is_complete(*record, live_))
+  if (is_complete(*record, step, counted))
     settle(step);
+}
+
+void wait_ledger::worker_joined(int worker) {
+  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < live_.size(),
+             "worker " << worker << " joined a ledger of " << live_.size() << " workers");
+  if (!live_[static_cast<std::size_t>(worker)])
+    joining_[static_cast<std::size_t>(worker)] = true;
 }
 
 void wait_ledger::worker_lost(int worker) {
   HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < live_.size(),
              "worker " << worker << " lost from a ledger of " << live_.size() << " workers");
+  joining_[static_cast<std::size_t>(worker)] = false;
   if (!live_[static_cast<std::size_t>(worker)])
     return;
   live_[static_cast<std::size_t>(worker)] = false;
   // Settling edits open_, so collect first; ascending, so the watermark advances as it goes.
+  auto counted = [this](std::size_t who, std::uint64_t at) { return counts(who, at); };
   std::vector<std::uint64_t> now_complete;
   for (const auto& [step, record] : open_)
-    if (!is_settled_marker(record) && is_complete(record, live_))
+    if (!is_settled_marker(record) && is_complete(record, step, counted))
       now_complete.push_back(step);
   for (auto step : now_complete)
     settle(step);
@@ -133,10 +156,10 @@ void wait_ledger::settle(std::uint64_t step) {
   auto& record = at->second;
   double slowest = 0.0;
   for (std::size_t worker = 0; worker < live_.size(); ++worker)
-    if (live_[worker])
+    if (counts(worker, step))
       slowest = std::max(slowest, *record.compute[worker]);
   for (std::size_t worker = 0; worker < live_.size(); ++worker) {
-    if (!live_[worker])
+    if (!counts(worker, step))
       continue;
     const double waited = *record.waited[worker];
     const double barrier = slowest - *record.compute[worker];

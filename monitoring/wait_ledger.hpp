@@ -29,6 +29,10 @@ public:
   /// completed with everyone stay counted).
   void worker_lost(int worker);
 
+  /// A lost worker's slot is live again (a node joined the running job in its place). It counts
+  /// again from the first step it reports on: that step number and the later ones wait for it.
+  void worker_joined(int worker);
+
   struct comparison {
     std::uint64_t steps_compared = 0; // step numbers every live worker completed
     std::vector<double> waited;       // per worker, over those steps
@@ -46,8 +50,11 @@ private:
   };
 
   void settle(std::uint64_t step);
+  bool counts(std::size_t worker, std::uint64_t step) const; // a live worker, from since_ on
 
   std::vector<bool> live_;
+  std::vector<std::uint64_t> since_; // the first step each worker counts for (0: from the start)
+  std::vector<bool> joining_;        // came back; counts from its next reported step
   // Steps not yet completed by every live worker, and markers of settled ones (see the .cpp).
   std::map<std::uint64_t, step_record> open_;
   comparison settled_;

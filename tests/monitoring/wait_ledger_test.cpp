@@ -94,6 +94,30 @@ TEST(wait_ledger, lost_worker_no_longer_holds_back_pending_steps) {
   expect_same(ledger.compare(), result);
 }
 
+TEST(wait_ledger, a_worker_that_comes_back_counts_from_its_first_report_on) {
+  wait_ledger ledger(3);
+  report_step(ledger, 1, {1.0, 2.0, 4.0}, {0.5, 0.5, 0.5});
+  ledger.worker_lost(2);
+  report_step(ledger, 2, {1.0, 3.0}, {0.25, 0.25});
+  ledger.worker_joined(2); // a node joined in its place; its workers took a peer's step 4
+  report_step(ledger, 3, {1.0, 1.0}, {0.0, 0.0}); // settles without it: it has not reported yet
+  ledger.step_finished(2, 5, 6.0);
+  ledger.waited_after(2, 4, 9.0); // before its first step: ignored
+  report_step(ledger, 4, {1.0, 1.0}, {0.0, 0.0}); // step 4 is before it counts
+  const auto before = ledger.compare();
+  EXPECT_EQ(before.steps_compared, 4u);
+  report_step(ledger, 5, {1.0, 2.0}, {0.5, 0.5});
+  EXPECT_EQ(ledger.compare().steps_compared, 4u) << "step 5 waits for the returning worker";
+  ledger.waited_after(2, 5, 0.25);
+  const auto after = ledger.compare();
+  EXPECT_EQ(after.steps_compared, 5u);
+  // Its 6 s step sets step 5's barrier.
+  EXPECT_EQ(after.barrier[0] - before.barrier[0], 5.0);
+  EXPECT_EQ(after.barrier[1] - before.barrier[1], 4.0);
+  EXPECT_EQ(after.barrier[2] - before.barrier[2], 0.0);
+  EXPECT_EQ(after.waited[2] - before.waited[2], 0.25);
+}
+
 TEST(wait_ledger, losing_every_worker_leaves_the_settled_steps) {
   wait_ledger ledger(2);
   report_step(ledger, 1, {1.0, 2.0}, {0.5, 0.5});
