@@ -102,7 +102,7 @@ TEST(wait_ledger, a_worker_that_comes_back_counts_from_its_first_report_on) {
   ledger.worker_joined(2); // a node joined in its place; its workers took a peer's step 4
   report_step(ledger, 3, {1.0, 1.0}, {0.0, 0.0}); // settles without it: it has not reported yet
   ledger.step_finished(2, 5, 6.0);
-  ledger.waited_after(2, 4, 9.0); // before its first step: ignored
+  ledger.waited_after(2, 4, 9.0);                 // before its first step: ignored
   report_step(ledger, 4, {1.0, 1.0}, {0.0, 0.0}); // step 4 is before it counts
   const auto before = ledger.compare();
   EXPECT_EQ(before.steps_compared, 4u);
