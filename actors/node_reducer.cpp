@@ -102,6 +102,7 @@ private:
                             const std::vector<std::int32_t>& nodes) const {
     const auto& entry = plane_of(generation);
     std::vector<int> ranks;
+    ranks.reserve(nodes.size());
     for (std::int32_t node : nodes)
       ranks.push_back(rank_of(entry, node, generation));
     std::sort(ranks.begin(), ranks.end());
