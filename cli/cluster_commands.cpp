@@ -236,7 +236,8 @@ std::string coordinator_help() {
          "Hosts a training run across processes: the group coordinator, evaluation, metrics\n"
          "and the data plane's rendezvous. Nodes join with herd node --coordinator HOST:PORT;\n"
          "the run starts once cluster.min-nodes have joined, with train.workers = the sum of\n"
-         "their --workers. Prints the same summary and writes the same report as herd train.\n\n"
+         "their --workers. A node started after that joins the running job in place of a lost\n"
+         "node's workers. Prints the same summary and writes the same report as herd train.\n\n"
          "  --listen HOST:PORT      the address nodes connect to (default "
       << default_listen
       << "; port 0 = any)\n"

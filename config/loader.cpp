@@ -345,7 +345,8 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.cluster.node_timeout_ms; }));
     k.push_back(make_key<int>(
         "cluster.data-timeout-ms", "integer",
-        "longest wait of one data-plane transfer before the round is aborted, in milliseconds",
+        "longest wait of one data-plane transfer before the round is aborted (and for a joining "
+        "node's data plane to connect), in milliseconds",
         [](auto& c) -> auto& { return c.cluster.data_timeout_ms; }));
     k.push_back(make_key<int>(
         "cluster.join-timeout-s", "integer",
