@@ -210,9 +210,7 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
                 leaving(options) ? failure : "the coordinator did not admit this node: " + failure);
   outcome.worker_indices.assign(welcome->workers.begin(), welcome->workers.end());
   outcome.joined_running = welcome->running;
-  std::string slots;
-  for (std::size_t i = 0; i < welcome->workers.size(); ++i)
-    slots += (i > 0 ? ", " : "") + std::to_string(welcome->workers[i]);
+  const std::string slots = index_list(welcome->workers);
   notify(options, welcome->running
                       ? "joining the running job as node " + std::to_string(welcome->node) +
                             " in place of lost worker(s) " + slots

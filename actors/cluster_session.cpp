@@ -601,10 +601,7 @@ private:
     const bool contiguous = slots.back() - slots.front() + 1 == static_cast<int>(slots.size());
     if (contiguous)
       return "workers " + std::to_string(slots.front()) + "-" + std::to_string(slots.back());
-    std::string text = "workers ";
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      text += (i > 0 ? ", " : "") + std::to_string(slots[i]);
-    return text;
+    return "workers " + index_list(slots);
   }
 
   std::shared_ptr<run_context> context_;

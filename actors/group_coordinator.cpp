@@ -5,6 +5,7 @@
 #include "actors/imbalance.hpp"
 #include "actors/messages.hpp"
 #include "actors/policy.hpp"
+#include "actors/run_parts.hpp"
 #include "monitoring/duration_stats.hpp"
 #include "monitoring/training_metrics.hpp"
 #include "monitoring/wait_ledger.hpp"
@@ -505,16 +506,13 @@ private:
     if (outcome.empty() && phase_ != phase::running)
       outcome = "the run is ending";
     if (outcome.empty()) {
-      std::string slots;
-      for (std::size_t i = 0; i < admission.workers.size(); ++i) {
+      for (std::size_t i = 0; i < admission.workers.size(); ++i)
         revive(admission.workers[i], admission.handles[i], admission.name);
-        slots += (i > 0 ? ", " : "") + std::to_string(admission.workers[i]);
-      }
       workers_joined_ += admission.workers.size();
       notice("node " + std::to_string(admission.node) + " (" + admission.name +
              ") joined the running job: worker" + (admission.workers.size() == 1 ? " " : "s ") +
-             slots + " took worker " + std::to_string(join.source) + "'s model after round " +
-             std::to_string(join.rounds));
+             index_list(admission.workers) + " took worker " + std::to_string(join.source) +
+             "'s model after round " + std::to_string(join.rounds));
     } else {
       notice("node " + std::to_string(admission.node) + " could not join: " + outcome);
     }

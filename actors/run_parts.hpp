@@ -11,10 +11,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace herd::monitoring {
 class training_metrics;
@@ -53,6 +55,9 @@ make_training_metrics(const config::run_config& config,
 
 /// This machine's host name ("localhost" if it has none).
 std::string host_name();
+
+/// Worker indices for the operator's log: "1, 4, 5".
+std::string index_list(const std::vector<std::int32_t>& indices);
 
 /// A run's summary, handed from the actors' callbacks to the thread that waits for it. Shared with
 /// those callbacks, which CAF may still run after await_all_actors_done() returned (an attached

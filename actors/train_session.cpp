@@ -64,6 +64,13 @@ std::string host_name() {
   return name;
 }
 
+std::string index_list(const std::vector<std::int32_t>& indices) {
+  std::string text;
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    text += (i > 0 ? ", " : "") + std::to_string(indices[i]);
+  return text;
+}
+
 // Each worker holds parameters, gradients and momentum, and the aggregators' result buffers come
 // on top.
 void check_memory(const std::vector<std::size_t>& sizes, int local_workers) {

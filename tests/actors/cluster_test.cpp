@@ -59,6 +59,14 @@ job make_job(const std::string& algorithm, int workers, int steps) {
   return made;
 }
 
+// A job that runs until the test stops it (train.max-seconds is a safety net).
+job make_endless_job(const std::string& algorithm, int workers) {
+  auto made = make_job(algorithm, workers, 40);
+  made.config.train.epochs = 100000;
+  made.config.train.max_seconds = 120;
+  return made;
+}
+
 struct cluster_run {
   run_summary summary;
   std::vector<node_outcome> nodes;
@@ -309,10 +317,8 @@ struct join_run {
 
 join_run run_with_a_join(const std::string& algorithm,
                          const std::shared_ptr<recording_probe>& probe) {
-  auto j = make_job(algorithm, 3, 40);
+  auto j = make_endless_job(algorithm, 3);
   j.config.cluster.min_nodes = 3;
-  j.config.train.epochs = 100000;
-  j.config.train.max_seconds = 120; // a safety net: the test stops the run itself
   cluster_options options;
   options.listen_host = "127.0.0.1";
   cluster_session session(j.config, j.data, options);
@@ -425,11 +431,9 @@ private:
 // crashes right after its data plane connected (every live node has that generation of the plane
 // then, but rounds must go on through the one in use), then one that succeeds.
 TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
-  auto j = make_job("solo", 3, 40);
+  auto j = make_endless_job("solo", 3);
   j.config.cluster.min_nodes = 3;
   j.config.cluster.data_timeout_ms = 2000;
-  j.config.train.epochs = 100000;
-  j.config.train.max_seconds = 120;
   cluster_options options;
   options.listen_host = "127.0.0.1";
   notice_log notices;
@@ -503,10 +507,8 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
 }
 
 TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_are) {
-  auto j = make_job("solo", 3, 40);
+  auto j = make_endless_job("solo", 3);
   j.config.cluster.min_nodes = 2;
-  j.config.train.epochs = 100000;
-  j.config.train.max_seconds = 120;
   cluster_options options;
   options.listen_host = "127.0.0.1";
   cluster_session session(j.config, j.data, options);
