@@ -196,7 +196,8 @@ private:
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();
     if (inputs.empty()) {
-      std::fill(result->begin(), result->end(), 0.0f); // nobody had anything: a zero update
+      // Nobody had anything: a zero update.
+      setup_.results->where().zero(result->data(), result->size() * sizeof(float));
     } else {
       auto work = setup_.backend->group_reduce(inputs, result->data(), result->size());
       report.error = work->wait(setup_.contribution_timeout) ? work->error()

@@ -674,6 +674,12 @@ cluster_session::cluster_session(config::run_config config,
     : impl_(std::make_unique<impl>()) {
   if (auto errors = config::validate(config); !errors.empty())
     throw config::invalid_config(std::move(errors));
+  if (config.train.backend != "cpu")
+    throw config::invalid_config(
+        {{"train.backend",
+          "train.backend = " + config.train.backend +
+              ": across processes (herd coordinator / herd node) workers compute on the CPU; the "
+              "GPU data plane (NCCL) is not part of the cluster yet. Run `herd train` for a GPU"}});
   auto& context = *impl_->context;
   context.config = std::move(config);
   context.data = std::move(data);

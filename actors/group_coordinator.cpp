@@ -896,6 +896,7 @@ private:
     summary.algorithm = setup_.config.train.algorithm;
     summary.workers = static_cast<int>(workers_.size());
     summary.backend = setup_.backend_name;
+    summary.compute = setup_.compute;
     summary.imbalance =
         imbalance_model(setup_.config.imbalance, setup_.config.train.workers).describe();
     summary.stop_reason = stop_reason_;

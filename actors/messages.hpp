@@ -342,7 +342,7 @@ typename Inspector::result_type inspect(Inspector& f, state_transfer& x) {
 /// of its step counter and rounds applied (each a uint64 in two floats' bits), its parameters, then
 /// its optimizer's velocity. What a worker joining a running job adopts.
 struct worker_state {
-  comm::shared_buffer data;
+  std::shared_ptr<std::vector<float>> data; // host memory, wherever the worker computes
 
   static constexpr std::size_t header_floats = 4;
 

@@ -135,7 +135,7 @@ private:
       std::string error;
       try {
         if (inputs.empty()) {
-          std::fill(result->begin(), result->end(), 0.0f);
+          std::fill(result->data(), result->data() + result->size(), 0.0f);
         } else {
           std::vector<comm::weighted_input> weighted;
           for (std::size_t i = 0; i < inputs.size(); ++i)

@@ -65,6 +65,7 @@ struct run_summary {
   std::string algorithm;
   int workers = 0;
   std::string backend;
+  std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   std::string imbalance = "none";
   std::string stop_reason; // epochs, target-accuracy, max-seconds, interrupted, error
   std::string error;       // what went wrong when stop_reason == "error"

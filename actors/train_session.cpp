@@ -10,6 +10,7 @@
 #include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
 #include "config/loader.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
 #include "models/sampler.hpp"
 #include "monitoring/training_metrics.hpp"
 
@@ -153,12 +154,59 @@ make_training_metrics(const config::run_config& config,
   return std::make_shared<monitoring::training_metrics>(std::move(registry), who);
 }
 
+// Where the workers compute and the local data plane reduces: the session's ops (CPU), or, with
+// train.backend = cuda, CUDA ops made here (each with its own stream on train.device).
+struct compute_placement {
+  std::vector<std::unique_ptr<kernels::ops>> owned;
+  const kernels::ops* reduce = nullptr;
+  std::vector<const kernels::ops*> step;  // per worker: its compute thread's
+  std::vector<const kernels::ops*> apply; // per worker: its actor's
+  std::string description = "cpu";
+
+  static compute_placement make(const config::run_config& config, const kernels::ops& cpu) {
+    compute_placement placement;
+    const auto workers = static_cast<std::size_t>(config.train.workers);
+    if (config.train.backend != "cuda") {
+      placement.reduce = &cpu;
+      placement.step.assign(workers, &cpu);
+      placement.apply.assign(workers, &cpu);
+      placement.description = std::string(cpu.name());
+      return placement;
+    }
+    const int device = config.train.device;
+    const auto query = kernels::cuda::query_devices();
+    if (query.devices.empty())
+      throw config::invalid_config(
+          {{"train.backend", "train.backend = cuda: no CUDA device can be used here (" +
+                                 query.unavailable_reason + "); use train.backend = cpu"}});
+    if (static_cast<std::size_t>(device) >= query.devices.size())
+      throw config::invalid_config(
+          {{"train.device", "train.device = " + std::to_string(device) + ": this machine has " +
+                                std::to_string(query.devices.size()) + " CUDA device(s), 0 to " +
+                                std::to_string(query.devices.size() - 1)}});
+    auto make = [&] {
+      placement.owned.push_back(kernels::cuda::make_cuda_ops(device));
+      return placement.owned.back().get();
+    };
+    placement.reduce = make();
+    for (std::size_t i = 0; i < workers; ++i) {
+      placement.step.push_back(make());
+      placement.apply.push_back(make());
+    }
+    const auto& gpu = query.devices[static_cast<std::size_t>(device)];
+    placement.description = "cuda:" + std::to_string(device) + " (" + gpu.name + ")";
+    return placement;
+  }
+};
+
 struct train_session::impl {
   config::run_config config;
   std::shared_ptr<const models::train_test_split> data;
   session_options options;
   std::shared_ptr<const models::mlp> model;
   std::size_t samples_per_epoch = 0;
+  // Before the actor system: destroyed after it, so no actor outlives the ops it borrows.
+  compute_placement compute;
 
   caf::actor_system_config system_config;
   std::unique_ptr<caf::actor_system> system;
@@ -228,7 +276,9 @@ train_session::train_session(config::run_config config,
   impl_->data = std::move(data);
   impl_->options = std::move(options);
   const auto& train = impl_->config.train;
-  check_memory(mlp_layer_sizes(impl_->config, impl_->data->train), train.workers);
+  if (train.backend == "cpu")
+    check_memory(mlp_layer_sizes(impl_->config, impl_->data->train), train.workers);
+  impl_->compute = compute_placement::make(impl_->config, *impl_->options.ops);
   impl_->model =
       std::make_shared<const models::mlp>(mlp_layer_sizes(impl_->config, impl_->data->train));
   impl_->samples_per_epoch = epoch_samples(impl_->config, impl_->data->train.size());
@@ -241,7 +291,7 @@ train_session::train_session(config::run_config config,
   impl_->system_config.set("scheduler.max-threads",
                            std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
-  impl_->backend = comm::make_local_backend(*impl_->options.ops);
+  impl_->backend = comm::make_local_backend(*impl_->compute.reduce);
 }
 
 train_session::~train_session() {
@@ -274,6 +324,7 @@ void train_session::spawn_and_start() {
   coordinator_setup coordination;
   coordination.config = state.config;
   coordination.backend_name = std::string(state.backend->name());
+  coordination.compute = state.compute.description;
   coordination.samples_per_epoch = state.samples_per_epoch;
   coordination.observer = state.options.observer;
   coordination.progress_interval = state.options.progress_interval;
@@ -303,7 +354,8 @@ void train_session::spawn_and_start() {
 
   aggregator_setup aggregation;
   aggregation.backend = state.backend;
-  aggregation.results = comm::buffer_pool::create(state.model->parameter_count());
+  aggregation.results =
+      comm::buffer_pool::create(state.model->parameter_count(), state.compute.reduce->memory());
   for (int i = 0; i < aggregator_count(state.config); ++i)
     state.aggregators.push_back(spawn_aggregator(system, aggregation, state.coordinator));
 
@@ -315,12 +367,14 @@ void train_session::spawn_and_start() {
 
   const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);
   auto imbalance = std::make_shared<const imbalance_model>(state.config.imbalance, train.workers);
-  for (int index = 0; index < train.workers; ++index)
-    state.workers.push_back(spawn_worker(
-        system,
-        make_worker_setup(state.config, index, state.model, train_data, state.options.ops,
-                          state.backend, imbalance, state.options.probe),
-        state.coordinator));
+  for (int index = 0; index < train.workers; ++index) {
+    const auto slot = static_cast<std::size_t>(index);
+    auto setup =
+        make_worker_setup(state.config, index, state.model, train_data, state.compute.step[slot],
+                          state.backend, imbalance, state.options.probe);
+    setup.apply_ops = state.compute.apply[slot];
+    state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
+  }
   caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});
 }
 

@@ -3,6 +3,11 @@
 // into the send buffer when that is empty and free, else into a scratch buffer whose contents
 // the actor then adds into the send buffer. The data plane reads the send buffer from a
 // contribution until the round's result arrives.
+//
+// On a GPU the two threads queue work on two streams (setup.ops, setup.apply_ops), and the
+// hand-overs between them, and to the data plane, are host-side: a step's job waits for its
+// stream before it reports, and every handler that queued work on the actor's stream waits for
+// it before it returns (settle()), so whatever a message says is done is done on the device.
 #include "actors/worker.hpp"
 
 #include "actors/compute_thread.hpp"
@@ -48,15 +53,18 @@ public:
   worker_actor(caf::actor_config& config, worker_setup setup, caf::actor coordinator)
       : caf::event_based_actor(config), setup_(std::move(setup)),
         coordinator_(std::move(coordinator)),
-        params_(setup_.model->initial_parameters(setup_.init_seed)),
-        grads_({setup_.model->parameter_count()}), send_({setup_.model->parameter_count()}),
-        optimizer_(setup_.model->parameter_count(), setup_.optimizer),
-        sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed),
+        apply_ops_(setup_.apply_ops != nullptr ? setup_.apply_ops : setup_.ops),
+        params_(setup_.model->initial_parameters(setup_.init_seed), memory()),
+        grads_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
+        send_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
+        optimizer_(setup_.model->parameter_count(), setup_.optimizer, memory()),
+        sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed), batch_x_(memory()),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
     setup_.backend->attach(setup_.index, send_.data(), send_.size());
     if (setup_.exchange_models) { // the stored model a round asking before the first step gets
-      std::copy(params_.data(), params_.data() + params_.size(), send_.data());
+      apply_ops_->copy(send_.data(), params_.data(), params_.size());
       contents_ = send_contents::stale;
+      settle();
     }
   }
 
@@ -91,9 +99,9 @@ public:
           apply_ready_results();
         },
         [this](snapshot_atom) {
-          return parameter_snapshot{setup_.index, step_,
-                                    std::make_shared<const std::vector<float>>(
-                                        params_.data(), params_.data() + params_.size())};
+          return parameter_snapshot{
+              setup_.index, step_,
+              std::make_shared<const std::vector<float>>(on_host(params_.data(), params_.size()))};
         },
         [this](export_atom) -> caf::result<worker_state> {
           if (member_of_.empty())
@@ -117,6 +125,19 @@ public:
 
 private:
   enum class send_contents { empty, fresh, stale };
+
+  const kernels::memory& memory() const { return setup_.ops->memory(); }
+
+  // Waits for what this thread queued on the actor's stream (nothing to wait for on the CPU).
+  void settle() const { apply_ops_->synchronize(); }
+
+  // A host copy of n floats of this worker's memory (a view would do on the CPU; these are for
+  // snapshots, exports and probes, not the training loop).
+  std::vector<float> on_host(const float* values, std::size_t n) const {
+    std::vector<float> copy(n);
+    apply_ops_->download(copy.data(), values, n * sizeof(float));
+    return copy;
+  }
 
   caf::result<contribution> on_contribute(std::uint64_t round, std::uint64_t step) {
     // The send buffer is still being read for an earlier round: answer once its result (sent
@@ -183,13 +204,18 @@ private:
       const auto start = clock_type::now();
       try {
         const auto& batch = sampler_.next();
-        models::gather_batch(*setup_.train, batch, batch_x_, batch_y_);
-        outcome.loss = setup_.model->loss_and_gradient(*setup_.ops, params_.data(), batch_x_,
-                                                       batch_y_, gradient, workspace_);
+        load_batch(batch);
+        const kernels::ops& ops = *setup_.ops;
+        outcome.loss = setup_.model->loss_and_gradient(ops, params_.data(), batch_x_, batch_y_,
+                                                       gradient, workspace_);
+        ops.synchronize(); // the gradient is complete before the actor hears of it
         outcome.samples = static_cast<std::uint32_t>(batch.size());
-        if (setup_.probe)
-          setup_.probe->gradient_computed(setup_.index, step_number, gradient,
-                                          setup_.model->parameter_count());
+        if (setup_.probe) {
+          const std::size_t count = setup_.model->parameter_count();
+          std::vector<float> host_gradient(count);
+          ops.download(host_gradient.data(), gradient, count * sizeof(float));
+          setup_.probe->gradient_computed(setup_.index, step_number, host_gradient.data(), count);
+        }
         if (setup_.imbalance) {
           const double extra =
               setup_.imbalance->extra_seconds(setup_.index, step_number, seconds_since(start));
@@ -202,6 +228,18 @@ private:
       outcome.compute_seconds = seconds_since(start);
       caf::anon_send(caf::actor_cast<caf::actor>(self_address), step_done_atom::value, outcome);
     });
+  }
+
+  // The batch's rows into batch_x_ (through a host staging tensor when that is on a GPU: the one
+  // transfer in of a step) and its labels into batch_y_. Compute thread.
+  void load_batch(const std::vector<std::size_t>& batch) {
+    if (batch_x_.on_host()) {
+      models::gather_batch(*setup_.train, batch, batch_x_, batch_y_);
+      return;
+    }
+    models::gather_batch(*setup_.train, batch, staged_x_, batch_y_);
+    batch_x_.reshape(staged_x_.shape());
+    setup_.ops->upload(batch_x_.data(), staged_x_.data(), staged_x_.size() * sizeof(float));
   }
 
   void on_step_done(const step_outcome& outcome) {
@@ -218,7 +256,7 @@ private:
     asked_while_computing_ = false;
     const bool keep = !late || setup_.accumulate_late_gradients || setup_.exchange_models;
     if (setup_.exchange_models) // the local optimizer step; its model is what goes out
-      optimizer_.step(*setup_.ops, params_.data(), grads_.data());
+      optimizer_.step(*apply_ops_, params_.data(), grads_.data());
     if (computing_into_send_) {
       computing_into_send_ = false;
       if (keep) {
@@ -291,7 +329,8 @@ private:
     if (unfolded_)
       fold_gradient();
     else if (setup_.exchange_models && contents_ != send_contents::fresh) // the current model
-      std::copy(params_.data(), params_.data() + params_.size(), send_.data());
+      apply_ops_->copy(send_.data(), params_.data(), params_.size());
+    settle(); // before the buffer goes out again below
     while (!deferred_.empty() && (lent_to_.empty() || setup_.blend_late_models)) {
       auto first = deferred_.begin();
       auto request = first->second;
@@ -307,16 +346,16 @@ private:
   void fold_gradient() {
     const std::size_t count = send_.size();
     if (setup_.exchange_models) {
-      std::copy(params_.data(), params_.data() + count, send_.data());
+      apply_ops_->copy(send_.data(), params_.data(), count);
       contents_version_ = unfolded_->version;
     } else if (contents_ == send_contents::empty) {
-      std::copy(grads_.data(), grads_.data() + count, send_.data());
+      apply_ops_->copy(send_.data(), grads_.data(), count);
       contents_version_ = unfolded_->version;
     } else {
       contents_version_ = std::min(contents_version_, unfolded_->version);
       const float* inputs[] = {send_.data(), grads_.data()};
       const float weights[] = {1.0f, 1.0f};
-      setup_.ops->weighted_sum(send_.data(), inputs, weights, 2, count);
+      apply_ops_->weighted_sum(send_.data(), inputs, weights, 2, count);
     }
     if (unfolded_->fresh || contents_ == send_contents::fresh)
       contents_ = send_contents::fresh;
@@ -332,6 +371,8 @@ private:
     if (computing_)
       return; // on_step_done() comes back here
     bool model_changed = false;
+    // The results applied below go back to their pool only once the device has read them.
+    std::vector<comm::shared_buffer> applied;
     while (!member_of_.empty()) {
       const std::uint64_t next = *member_of_.begin();
       auto late = late_rounds_.find(next);
@@ -341,18 +382,18 @@ private:
       if (found == pending_results_.end())
         break;
       if (found->second.data) {
-        const auto& data = *found->second.data;
+        const float* data = found->second.data->data();
         if (late != late_rounds_.end()) {
           blend(data, found->second.members);
         } else if (setup_.exchange_models) { // the group's average replaces the model
-          std::copy(data.begin(), data.end(), params_.data());
+          apply_ops_->copy(params_.data(), data, params_.size());
         } else {
-          optimizer_.step(*setup_.ops, params_.data(), data.data());
+          optimizer_.step(*apply_ops_, params_.data(), data);
         }
         model_changed = model_changed || setup_.exchange_models;
         if (setup_.probe)
-          setup_.probe->round_applied(setup_.index, next, data.data(), params_.data(),
-                                      params_.size());
+          probe_round(next, data);
+        applied.push_back(std::move(found->second.data));
       } // else the round was aborted: every member skips it, the replicas stay in step
       if (late != late_rounds_.end())
         late_rounds_.erase(late);
@@ -366,7 +407,9 @@ private:
     }
     // The stored model a round gets while the next step runs is the current one.
     if (model_changed && lent_to_.empty() && contents_ != send_contents::fresh)
-      std::copy(params_.data(), params_.data() + params_.size(), send_.data());
+      apply_ops_->copy(send_.data(), params_.data(), params_.size());
+    settle();
+    applied.clear();
     deliver_exports();
     begin_step_when_due();
   }
@@ -376,9 +419,9 @@ private:
   worker_state export_state() const {
     const std::size_t count = params_.size();
     auto state = worker_state::make(count, step_, rounds_applied_);
-    std::copy(params_.data(), params_.data() + count, state.parameters());
-    const auto& velocity = optimizer_.velocity();
-    std::copy(velocity.data(), velocity.data() + count, state.velocity(count));
+    apply_ops_->download(state.parameters(), params_.data(), count * sizeof(float));
+    apply_ops_->download(state.velocity(count), optimizer_.velocity().data(),
+                         count * sizeof(float));
     return state;
   }
 
@@ -402,23 +445,37 @@ private:
       return make_error(herd_errc::join_refused,
                         "a model state of " + std::to_string(state.data ? state.data->size() : 0) +
                             " floats for a model of " + std::to_string(count) + " parameters");
-    std::copy(state.parameters(), state.parameters() + count, params_.data());
+    apply_ops_->upload(params_.data(), state.parameters(), count * sizeof(float));
     optimizer_.restore_velocity(state.velocity(count));
     step_ = state.step();
     rounds_applied_ = state.rounds_applied();
     idle_since_ = clock_type::now(); // its first step's wait: until the coordinator counts it live
     if (setup_.exchange_models)
-      std::copy(params_.data(), params_.data() + count, send_.data());
+      apply_ops_->copy(send_.data(), params_.data(), count);
+    settle();
     return true;
   }
 
   // WAGMA's late member: its round averaged `members` models (its stored one among them) into
   // `average`; with its fresh model the result is (sum + fresh) / (members + 1).
-  void blend(const std::vector<float>& average, std::uint32_t members) {
+  void blend(const float* average, std::uint32_t members) {
     const float n = static_cast<float>(members);
-    const float* inputs[] = {params_.data(), average.data()}; // out may alias inputs[0] only
+    const float* inputs[] = {params_.data(), average}; // out may alias inputs[0] only
     const float weights[] = {1.0f / (n + 1.0f), n / (n + 1.0f)};
-    setup_.ops->weighted_sum(params_.data(), inputs, weights, 2, params_.size());
+    apply_ops_->weighted_sum(params_.data(), inputs, weights, 2, params_.size());
+  }
+
+  // The probe sees host memory: on a GPU the round's result and the parameters after it are
+  // copied out (diagnostics and tests only).
+  void probe_round(std::uint64_t round, const float* data) {
+    const std::size_t count = params_.size();
+    if (memory().host_accessible()) {
+      setup_.probe->round_applied(setup_.index, round, data, params_.data(), count);
+      return;
+    }
+    const auto host_data = on_host(data, count);
+    const auto host_params = on_host(params_.data(), count);
+    setup_.probe->round_applied(setup_.index, round, host_data.data(), host_params.data(), count);
   }
 
   void report_unsent() {
@@ -435,10 +492,12 @@ private:
     }
     std::vector<float> unsent(send_.size(), 0.0f);
     if (held)
-      std::copy(send_.data(), send_.data() + send_.size(), unsent.begin());
-    if (unfolded_)
+      unsent = on_host(send_.data(), send_.size());
+    if (unfolded_) {
+      const auto unfolded = on_host(grads_.data(), grads_.size());
       for (std::size_t i = 0; i < unsent.size(); ++i)
-        unsent[i] += grads_.data()[i];
+        unsent[i] += unfolded[i];
+    }
     setup_.probe->stopped(setup_.index, unsent.data(), unsent.size());
   }
 
@@ -450,13 +509,15 @@ private:
 
   worker_setup setup_;
   caf::actor coordinator_;
+  const kernels::ops* apply_ops_; // the actor thread's; setup_.ops is the compute thread's
   models::tensor params_;
   models::tensor grads_; // a finished gradient waiting to be added into the send buffer
   models::tensor send_;  // what the data plane reads: attached to the backend
   models::sgd optimizer_;
   models::batch_sampler sampler_;     // compute thread only
   models::mlp_workspace workspace_;   // compute thread only
-  models::tensor batch_x_;            // compute thread only
+  models::tensor batch_x_;            // compute thread only; in memory()
+  models::tensor staged_x_;           // compute thread only; the batch on the host, for a GPU
   std::vector<std::int32_t> batch_y_; // compute thread only
 
   std::uint64_t step_ = 0;

@@ -1,4 +1,7 @@
 // The worker actor: one model replica, its optimizer state and data shard, and a compute thread.
+// Parameters, gradients, the send buffer and the optimizer's velocity live in ops->memory(): on
+// a GPU (CUDA ops) they stay on the device, and only the batches (in), evaluation snapshots and
+// a joining peer's state (out) cross to the host.
 //
 // Messages it answers:
 //   start_atom                        begin the first local step
@@ -61,8 +64,12 @@ struct worker_setup {
   kernels::sgd_hyper optimizer;
   std::uint64_t init_seed = 1;       // the same for every worker: identical replicas
   std::uint64_t shuffle_seed = 1;    // this worker's epoch shuffles
-  const kernels::ops* ops = nullptr; // borrowed: the worker no longer uses it once it answered
-                                     // stop (unless round results still come after that)
+  const kernels::ops* ops = nullptr; // borrowed, for the compute thread's steps: the worker no
+                                     // longer uses it once it answered stop (unless round
+                                     // results still come after that)
+  const kernels::ops* apply_ops = nullptr; // borrowed likewise, for what the actor's thread does
+                                           // (applying results, filling the send buffer); null:
+                                           // `ops`. On a GPU its own stream, on the same device
   std::shared_ptr<comm::backend> backend;
   bool accumulate_late_gradients = true; // false: late gradients are discarded
   bool exchange_models = false;   // true: the worker applies its own optimizer step and contributes

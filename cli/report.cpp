@@ -59,8 +59,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
     out << "  " << std::left << std::setw(18) << label << value << '\n';
   };
   out << "\nHerd run summary\n";
-  line("algorithm", s.algorithm + " (" + std::to_string(s.workers) + " workers, " + s.backend +
-                        " backend, imbalance " + s.imbalance + ")");
+  line("algorithm", s.algorithm + " (" + std::to_string(s.workers) + " workers on " + s.compute +
+                        ", " + s.backend + " backend, imbalance " + s.imbalance + ")");
   line("stopped by", s.stop_reason + " after " + fixed(s.epochs, 2) + " epochs" +
                          (s.error.empty() ? "" : " (" + s.error + ")"));
   line("wall time", fixed(s.wall_seconds, 1) + " s");
@@ -119,6 +119,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["algorithm"] = s.algorithm;
   report["workers"] = s.workers;
   report["backend"] = s.backend;
+  report["compute"] = s.compute;
   report["imbalance"] = s.imbalance;
   report["stop_reason"] = s.stop_reason;
   report["error"] = s.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.error);

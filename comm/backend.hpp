@@ -51,7 +51,11 @@ public:
 };
 
 /// Workers of one process: a reduction is one pass of ops.weighted_sum over the attached buffers,
-/// read in place (zero copy), on the calling thread.
+/// read in place (zero copy), on the calling thread; it is complete (ops.synchronize()) when
+/// group_reduce returns. Buffers and `out` are in ops.memory(): on a GPU, several workers on that
+/// GPU reduce with the device kernel (NCCL cannot host two ranks on one GPU). Reductions run on
+/// several threads at once, so `ops` must allow concurrent weighted_sum and synchronize (the CPU
+/// ops and the CUDA ops do).
 std::unique_ptr<backend> make_local_backend(const kernels::ops& ops);
 
 } // namespace herd::comm

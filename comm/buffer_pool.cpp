@@ -3,12 +3,18 @@
 
 namespace herd::comm {
 
-std::shared_ptr<buffer_pool> buffer_pool::create(std::size_t count) {
-  return std::shared_ptr<buffer_pool>(new buffer_pool(count));
+shared_buffer host_buffer(const std::vector<float>& values) {
+  auto buffer = std::make_shared<kernels::buffer<float>>();
+  buffer->assign(values);
+  return buffer;
+}
+
+std::shared_ptr<buffer_pool> buffer_pool::create(std::size_t count, const kernels::memory& where) {
+  return std::shared_ptr<buffer_pool>(new buffer_pool(count, where));
 }
 
 shared_buffer buffer_pool::acquire() {
-  std::vector<float>* buffer = nullptr;
+  kernels::buffer<float>* buffer = nullptr;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!idle_.empty()) {
@@ -19,9 +25,9 @@ shared_buffer buffer_pool::acquire() {
     }
   }
   if (buffer == nullptr)
-    buffer = new std::vector<float>(count_);
+    buffer = new kernels::buffer<float>(count_, *memory_);
   std::weak_ptr<buffer_pool> pool = weak_from_this();
-  return shared_buffer(buffer, [pool](std::vector<float>* returned) {
+  return shared_buffer(buffer, [pool](kernels::buffer<float>* returned) {
     if (auto owner = pool.lock())
       owner->give_back(returned);
     else
@@ -29,7 +35,7 @@ shared_buffer buffer_pool::acquire() {
   });
 }
 
-void buffer_pool::give_back(std::vector<float>* buffer) {
+void buffer_pool::give_back(kernels::buffer<float>* buffer) {
   std::lock_guard<std::mutex> guard(mutex_);
   idle_.push_back(buffer);
 }

@@ -3,6 +3,8 @@
 // round's result goes into a buffer that earlier rounds already touched.
 #pragma once
 
+#include "kernels/memory.hpp"
+
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -10,18 +12,24 @@
 
 namespace herd::comm {
 
-using shared_buffer = std::shared_ptr<std::vector<float>>;
+/// A round's result: floats in host or device memory (see kernels/memory.hpp).
+using shared_buffer = std::shared_ptr<kernels::buffer<float>>;
+
+/// A host buffer holding a copy of `values`, outside any pool (tests, one-off results).
+shared_buffer host_buffer(const std::vector<float>& values);
 
 class buffer_pool : public std::enable_shared_from_this<buffer_pool> {
 public:
-  /// Pools hand out buffers of `count` floats.
-  static std::shared_ptr<buffer_pool> create(std::size_t count);
+  /// Pools hand out buffers of `count` floats in `where` (a GPU's memory for workers on a GPU).
+  static std::shared_ptr<buffer_pool> create(std::size_t count,
+                                             const kernels::memory& where = kernels::host_memory());
 
   /// A buffer of count() floats with unspecified contents. It goes back to the pool when the last
   /// reference to it is dropped (or is freed, if the pool is gone by then).
   shared_buffer acquire();
 
   std::size_t count() const { return count_; }
+  const kernels::memory& where() const { return *memory_; }
   /// Buffers ever allocated, and those idle in the pool now.
   std::size_t allocated() const;
   std::size_t idle() const;
@@ -31,12 +39,13 @@ public:
   ~buffer_pool();
 
 private:
-  explicit buffer_pool(std::size_t count) : count_(count) {}
-  void give_back(std::vector<float>* buffer);
+  buffer_pool(std::size_t count, const kernels::memory& where) : count_(count), memory_(&where) {}
+  void give_back(kernels::buffer<float>* buffer);
 
   std::size_t count_;
+  const kernels::memory* memory_;
   mutable std::mutex mutex_;
-  std::vector<std::vector<float>*> idle_;
+  std::vector<kernels::buffer<float>*> idle_;
   std::size_t allocated_ = 0;
 };
 

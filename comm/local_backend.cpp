@@ -64,6 +64,7 @@ public:
     try {
       ops_.weighted_sum(out, sources.data(), weights.data(), static_cast<int>(sources.size()),
                         count);
+      ops_.synchronize(); // on a GPU: done before the caller hands `out` on
     } catch (const std::exception& failure) {
       return std::make_shared<completed_work>(std::string("weighted sum failed: ") +
                                               failure.what());

@@ -244,6 +244,14 @@ const std::vector<key_spec>& keys() {
         "OpenBLAS threads per GEMM (0 = cores for one worker, 1 for several)",
         [](auto& c) -> auto& { return c.train.blas_threads; }));
     k.push_back(make_key<std::string>(
+        "train.backend", "string",
+        "where workers compute: cpu (OpenBLAS) or cuda (a GPU: model, gradients and reductions "
+        "stay on the device)",
+        [](auto& c) -> auto& { return c.train.backend; }));
+    k.push_back(make_key<int>(
+        "train.device", "integer", "with train.backend = cuda: the CUDA device all workers share",
+        [](auto& c) -> auto& { return c.train.device; }));
+    k.push_back(make_key<std::string>(
         "data.dataset", "string", "fashion-mnist, or synthetic (generated, for smoke tests)",
         [](auto& c) -> auto& { return c.data.dataset; }));
     k.push_back(make_key<std::string>(
@@ -501,6 +509,11 @@ invalid_config::invalid_config(std::vector<config_error> errors)
 const std::vector<std::string>& known_algorithms() {
   static const std::vector<std::string> names{"sync",   "solo",    "majority",
                                               "quorum", "preduce", "wagma"};
+  return names;
+}
+
+const std::vector<std::string>& known_backends() {
+  static const std::vector<std::string> names{"cpu", "cuda"};
   return names;
 }
 

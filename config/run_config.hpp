@@ -22,6 +22,8 @@ struct train_section {
   std::uint64_t seed = 1;         // train.seed
   int eval_every = 100;           // train.eval-every: rounds between test evaluations
   int blas_threads = 0;           // train.blas-threads: 0 = one per worker thread
+  std::string backend = "cpu";    // train.backend: where workers compute: cpu | cuda
+  int device = 0;                 // train.device: the CUDA device of every worker (backend cuda)
 };
 
 struct data_section {
@@ -125,6 +127,9 @@ const std::vector<std::string>& known_imbalance_kinds();
 
 /// The values <algorithm>.late-gradients accepts.
 const std::vector<std::string>& known_late_gradient_modes();
+
+/// Where workers compute (train.backend): cpu, cuda.
+const std::vector<std::string>& known_backends();
 
 /// The algorithms this build implements (train.algorithm).
 const std::vector<std::string>& known_algorithms();

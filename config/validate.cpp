@@ -212,6 +212,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "must be at least 1 round");
   check.require(train.blas_threads >= 0 && train.blas_threads <= 256, "train.blas-threads",
                 train.blas_threads, "must be between 0 (automatic) and 256");
+  check.require(contains(known_backends(), train.backend), "train.backend",
+                '"' + train.backend + '"', "unknown backend; allowed: " + join(known_backends()));
+  check.require(train.device >= 0, "train.device", train.device,
+                "must not be negative (a CUDA device index)");
   check.require(contains(known_datasets(), config.data.dataset), "data.dataset",
                 '"' + config.data.dataset + '"',
                 "unknown dataset; allowed: " + join(known_datasets()));

@@ -2,11 +2,13 @@
 // know where they run: reference_ops() (naive loops, the test oracle), cpu_ops() (OpenBLAS GEMM and
 // vectorised elementwise code) and, in later work, a CUDA implementation.
 //
-// Conventions: float32, row-major, raw pointers with explicit sizes (host memory for the CPU
-// implementations). No kernel allocates. Sizes must be positive: an empty shape is a caller's
-// mistake and throws std::invalid_argument, as do labels outside [0, classes) and negative
-// hyperparameters.
+// Conventions: float32, row-major, raw pointers with explicit sizes, all in the ops' memory()
+// (host memory for the CPU implementations, device memory for CUDA). No kernel allocates. Sizes
+// must be positive: an empty shape is a caller's mistake and throws std::invalid_argument, as do
+// labels outside [0, classes) and negative hyperparameters.
 #pragma once
+
+#include "kernels/memory.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +33,23 @@ public:
 
   /// Short name for logs and test names: "reference", "cpu", "cuda".
   virtual std::string_view name() const = 0;
+
+  // -- where the operands live, and moving data in that order ----------------------------------
+  // The CPU implementations keep the defaults below (host memory, memcpy, nothing to wait for).
+  // An asynchronous implementation (CUDA) queues copy() in order with its kernels, and
+  // synchronize() waits for all of them: a caller synchronises before another thread (or another
+  // ops object) reads what these calls wrote.
+
+  /// Where every pointer passed to this object's kernels must point.
+  virtual const kernels::memory& memory() const;
+  /// destination = source, n floats, both in memory(); queued in order with the kernels.
+  virtual void copy(float* destination, const float* source, std::size_t n) const;
+  /// From the host into memory(), queued in order; `host_source` may be reused once it returns.
+  virtual void upload(void* destination, const void* host_source, std::size_t bytes) const;
+  /// Out of memory() to the host, after all queued work; complete when it returns.
+  virtual void download(void* host_destination, const void* source, std::size_t bytes) const;
+  /// Waits until every queued call has finished.
+  virtual void synchronize() const;
 
   /// C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n, C m x n (row-major).
   /// lda/ldb/ldc are the row strides of A, B, C as stored (before op). With beta == 0, C is

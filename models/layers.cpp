@@ -73,18 +73,16 @@ void relu::backward(const kernels::ops& ops, const tensor& y, const tensor& dy, 
 }
 
 float softmax_cross_entropy::forward(const kernels::ops& ops, const tensor& logits,
-                                     const std::vector<std::int32_t>& labels, tensor& probs) {
-  HERD_CHECK_EQ(logits.rows(), labels.size());
+                                     const std::int32_t* labels, tensor& probs) {
   probs.reshape(logits.shape());
-  return ops.softmax_xent_forward(logits.data(), labels.data(), as_int(logits.rows()),
+  return ops.softmax_xent_forward(logits.data(), labels, as_int(logits.rows()),
                                   as_int(logits.cols()), probs.data());
 }
 
 void softmax_cross_entropy::backward(const kernels::ops& ops, const tensor& probs,
-                                     const std::vector<std::int32_t>& labels, tensor& dlogits) {
-  HERD_CHECK_EQ(probs.rows(), labels.size());
+                                     const std::int32_t* labels, tensor& dlogits) {
   dlogits.reshape(probs.shape());
-  ops.softmax_xent_backward(probs.data(), labels.data(), as_int(probs.rows()), as_int(probs.cols()),
+  ops.softmax_xent_backward(probs.data(), labels, as_int(probs.rows()), as_int(probs.cols()),
                             dlogits.data());
 }
 

@@ -46,15 +46,16 @@ public:
   static void backward(const kernels::ops& ops, const tensor& y, const tensor& dy, tensor& dx);
 };
 
-/// Softmax over each row of the logits followed by the mean cross-entropy against the labels.
+/// Softmax over each row of the logits followed by the mean cross-entropy against the labels
+/// (one per row, in the ops' memory like the tensors).
 class softmax_cross_entropy {
 public:
   /// Writes the probabilities and returns the mean loss.
-  static float forward(const kernels::ops& ops, const tensor& logits,
-                       const std::vector<std::int32_t>& labels, tensor& probs);
+  static float forward(const kernels::ops& ops, const tensor& logits, const std::int32_t* labels,
+                       tensor& probs);
   /// dL/dlogits of the mean loss: (probs - onehot) / rows.
-  static void backward(const kernels::ops& ops, const tensor& probs,
-                       const std::vector<std::int32_t>& labels, tensor& dlogits);
+  static void backward(const kernels::ops& ops, const tensor& probs, const std::int32_t* labels,
+                       tensor& dlogits);
 };
 
 } // namespace herd::models

@@ -26,10 +26,31 @@ tensor mlp::initial_parameters(std::uint64_t seed) const {
   return params;
 }
 
+const std::int32_t* mlp::prepare(const kernels::ops& ops, const tensor& x,
+                                 const std::vector<std::int32_t>& labels,
+                                 mlp_workspace& work) const {
+  const kernels::memory& where = ops.memory();
+  HERD_CHECK(&x.where() == &where, "a batch in " << x.where().name()
+                                                 << " memory given to ops computing in "
+                                                 << where.name() << " memory");
+  HERD_CHECK_EQ(x.rows(), labels.size());
+  if (&work.probs.where() != &where) {
+    work.outputs.assign(layers_.size(), tensor(where));
+    work.output_grads.assign(layers_.size(), tensor(where));
+    work.probs = tensor(where);
+    work.labels = kernels::buffer<std::int32_t>(0, where);
+  }
+  if (where.host_accessible())
+    return labels.data();
+  work.labels.resize(labels.size());
+  ops.upload(work.labels.data(), labels.data(), labels.size() * sizeof(std::int32_t));
+  return work.labels.data();
+}
+
 float mlp::forward(const kernels::ops& ops, const float* params, const tensor& x,
-                   const std::vector<std::int32_t>& labels, mlp_workspace& work) const {
+                   const std::int32_t* labels, mlp_workspace& work) const {
   HERD_CHECK_EQ(x.cols(), inputs());
-  work.outputs.resize(layers_.size());
+  work.outputs.resize(layers_.size(), tensor(ops.memory()));
   const tensor* input = &x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     layers_[i].forward(ops, params + offsets_[i], *input, work.outputs[i]);
@@ -42,15 +63,16 @@ float mlp::forward(const kernels::ops& ops, const float* params, const tensor& x
 
 float mlp::loss(const kernels::ops& ops, const float* params, const tensor& x,
                 const std::vector<std::int32_t>& labels, mlp_workspace& work) const {
-  return forward(ops, params, x, labels, work);
+  return forward(ops, params, x, prepare(ops, x, labels, work), work);
 }
 
 float mlp::loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                              const std::vector<std::int32_t>& labels, float* grads,
                              mlp_workspace& work) const {
-  const float batch_loss = forward(ops, params, x, labels, work);
-  work.output_grads.resize(layers_.size());
-  softmax_cross_entropy::backward(ops, work.probs, labels, work.output_grads.back());
+  const std::int32_t* batch_labels = prepare(ops, x, labels, work);
+  const float batch_loss = forward(ops, params, x, batch_labels, work);
+  work.output_grads.resize(layers_.size(), tensor(ops.memory()));
+  softmax_cross_entropy::backward(ops, work.probs, batch_labels, work.output_grads.back());
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const tensor& input = i == 0 ? x : work.outputs[i - 1];
     // The first layer's input gradient is never used: skip that GEMM.
@@ -68,17 +90,20 @@ evaluation mlp::evaluate(const kernels::ops& ops, const float* params, const dat
   HERD_CHECK_GT(batch_size, 0u);
   HERD_CHECK_EQ(data.features(), inputs());
   evaluation result;
-  tensor x;
   std::vector<std::int32_t> labels;
   double loss_sum = 0.0;
   for (std::size_t first = 0; first < data.size(); first += batch_size) {
     const std::size_t rows = std::min(batch_size, data.size() - first);
-    x.reshape({rows, inputs()});
-    std::copy_n(data.images.row(first), rows * inputs(), x.data());
     labels.assign(data.labels.begin() + static_cast<std::ptrdiff_t>(first),
                   data.labels.begin() + static_cast<std::ptrdiff_t>(first + rows));
-    loss_sum += static_cast<double>(forward(ops, params, x, labels, work)) * rows;
-    result.correct += ops.count_correct(work.probs.data(), labels.data(), static_cast<int>(rows),
+    if (&work.batch.where() != &ops.memory())
+      work.batch = tensor(ops.memory());
+    tensor& x = work.batch;
+    x.reshape({rows, inputs()});
+    ops.upload(x.data(), data.images.row(first), rows * inputs() * sizeof(float));
+    const std::int32_t* batch_labels = prepare(ops, x, labels, work);
+    loss_sum += static_cast<double>(forward(ops, params, x, batch_labels, work)) * rows;
+    result.correct += ops.count_correct(work.probs.data(), batch_labels, static_cast<int>(rows),
                                         static_cast<int>(classes()));
     result.samples += rows;
   }

@@ -15,11 +15,14 @@
 
 namespace herd::models {
 
-/// Activations of one forward/backward pass. Buffers keep their capacity between batches.
+/// Activations of one forward/backward pass, in the memory of the ops last used with it (a
+/// workspace moves there by itself). Buffers keep their capacity between batches.
 struct mlp_workspace {
   std::vector<tensor> outputs;      // per dense layer: pre-activation z, then ReLU(z) in place
   std::vector<tensor> output_grads; // per dense layer: dL/d(output)
   tensor probs;
+  kernels::buffer<std::int32_t> labels; // the batch's labels, when the ops are not on the host
+  tensor batch;                         // evaluate(): the batch, in the ops' memory
 };
 
 struct evaluation {
@@ -46,7 +49,8 @@ public:
   tensor initial_parameters(std::uint64_t seed) const;
 
   /// Forward and backward on one batch: overwrites `grads` (parameter_count() floats) with the
-  /// gradient of the batch's mean loss and returns that loss.
+  /// gradient of the batch's mean loss and returns that loss. `params`, `x` and `grads` are in
+  /// ops.memory() (device memory for CUDA ops); the labels are on the host (uploaded as needed).
   float loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                           const std::vector<std::int32_t>& labels, float* grads,
                           mlp_workspace& work) const;
@@ -55,7 +59,8 @@ public:
   float loss(const kernels::ops& ops, const float* params, const tensor& x,
              const std::vector<std::int32_t>& labels, mlp_workspace& work) const;
 
-  /// Mean loss and accuracy over a whole dataset, in batches of `batch_size`.
+  /// Mean loss and accuracy over a whole (host) dataset, in batches of `batch_size` copied into
+  /// ops.memory(); `params` are in ops.memory().
   evaluation evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                       std::size_t batch_size, mlp_workspace& work) const;
 
@@ -63,7 +68,11 @@ private:
   /// Leaves the logits in work.outputs.back() and the probabilities in work.probs; returns the
   /// batch's mean loss.
   float forward(const kernels::ops& ops, const float* params, const tensor& x,
-                const std::vector<std::int32_t>& labels, mlp_workspace& work) const;
+                const std::int32_t* labels, mlp_workspace& work) const;
+  /// Moves the workspace into ops.memory() if it is elsewhere, checks that x is there too, and
+  /// returns the labels as a pointer in that memory.
+  const std::int32_t* prepare(const kernels::ops& ops, const tensor& x,
+                              const std::vector<std::int32_t>& labels, mlp_workspace& work) const;
 
   std::vector<std::size_t> layer_sizes_;
   std::vector<dense> layers_;

@@ -11,16 +11,18 @@ namespace herd::models {
 
 class sgd {
 public:
-  sgd(std::size_t parameter_count, const kernels::sgd_hyper& hyper);
+  /// The velocity lives in `where`, the memory of the ops that step() will be given.
+  sgd(std::size_t parameter_count, const kernels::sgd_hyper& hyper,
+      const kernels::memory& where = kernels::host_memory());
 
   /// params -= lr * (momentum-smoothed grads + weight_decay * params).
   void step(const kernels::ops& ops, float* params, const float* grads);
 
   const kernels::sgd_hyper& hyper() const { return hyper_; }
   const tensor& velocity() const { return velocity_; }
-  /// Takes over another optimizer's velocity (velocity().size() floats): a worker joining a
-  /// running job continues where a live peer is.
-  void restore_velocity(const float* velocity);
+  /// Takes over another optimizer's velocity (velocity().size() floats, in host memory): a worker
+  /// joining a running job continues where a live peer is.
+  void restore_velocity(const float* host_velocity);
   std::size_t steps() const { return steps_; }
 
 private:

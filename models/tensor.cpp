@@ -8,6 +8,7 @@
 #include <functional>
 #include <numeric>
 #include <sstream>
+#include <stdexcept>
 
 namespace herd::models {
 
@@ -21,8 +22,32 @@ std::size_t element_count(const std::vector<std::size_t>& shape) {
 
 } // namespace
 
-tensor::tensor(std::vector<std::size_t> shape) : shape_(std::move(shape)) {
-  data_.assign(element_count(shape_), 0.0f);
+tensor::tensor(std::vector<std::size_t> shape, const kernels::memory& where)
+    : shape_(std::move(shape)), storage_(element_count(shape_), where) {
+  if (!storage_.empty())
+    where.zero(storage_.data(), storage_.size() * sizeof(float));
+}
+
+tensor::tensor(const tensor& other, const kernels::memory& where)
+    : shape_(other.shape_), storage_(other.size(), where) {
+  const std::size_t bytes = other.size() * sizeof(float);
+  if (bytes == 0)
+    return;
+  const kernels::memory& from = other.where();
+  if (&from == &where)
+    where.copy(storage_.data(), other.data(), bytes);
+  else if (from.host_accessible())
+    where.upload(storage_.data(), other.data(), bytes);
+  else if (where.host_accessible())
+    from.download(storage_.data(), other.data(), bytes);
+  else // between two devices: through the host
+    where.upload(storage_.data(), other.to_host().data(), bytes);
+}
+
+tensor& tensor::operator=(const tensor& other) {
+  if (this != &other)
+    *this = tensor(other);
+  return *this;
 }
 
 std::size_t tensor::dim(std::size_t axis) const {
@@ -40,13 +65,32 @@ std::size_t tensor::cols() const {
   return shape_.back();
 }
 
+void tensor::require_host() const {
+  if (!on_host())
+    throw std::logic_error("element access from the CPU to a tensor of shape " + shape_string() +
+                           " in " + std::string(where().name()) + " memory");
+}
+
 void tensor::reshape(std::vector<std::size_t> shape) {
-  data_.resize(element_count(shape), 0.0f);
+  const std::size_t old_size = storage_.size();
+  const std::size_t new_size = element_count(shape);
+  const kernels::memory& where = storage_.where();
+  if (new_size > storage_.capacity()) { // a larger allocation that keeps the contents
+    kernels::buffer<float> grown(new_size, where);
+    if (old_size > 0)
+      where.copy(grown.data(), storage_.data(), old_size * sizeof(float));
+    storage_ = std::move(grown);
+  } else {
+    storage_.resize(new_size);
+  }
+  if (new_size > old_size)
+    where.zero(storage_.data() + old_size, (new_size - old_size) * sizeof(float));
   shape_ = std::move(shape);
 }
 
 void tensor::fill(float value) {
-  std::fill(data_.begin(), data_.end(), value);
+  float* values = host_data();
+  std::fill(values, values + size(), value);
 }
 
 std::string tensor::shape_string() const {

@@ -11,6 +11,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 
 namespace herd::kernels::cuda {
 
@@ -276,9 +280,69 @@ private:
   int previous_ = 0;
 };
 
+// One device's memory (kernels/memory.hpp): synchronous, device-wide copies for setup and checks.
+class device_memory_space final : public memory {
+public:
+  explicit device_memory_space(int device)
+      : device_(device), name_("cuda:" + std::to_string(device)) {}
+
+  std::string_view name() const override { return name_; }
+  bool host_accessible() const override { return false; }
+
+  void* allocate(std::size_t bytes) const override {
+    const device_scope scope(device_);
+    void* pointer = nullptr;
+    HERD_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+    return pointer;
+  }
+
+  void release(void* pointer) const noexcept override {
+    if (pointer == nullptr)
+      return;
+    int previous = 0;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
+                          cudaSetDevice(device_) == cudaSuccess;
+    cudaFree(pointer); // a failed free only leaks; never throws
+    if (switched)
+      cudaSetDevice(previous);
+  }
+
+  // Every copy waits for the whole device before and after: the streams of the ops objects may
+  // still be writing the source, and the caller reuses the destination at once.
+  void copy(void* destination, const void* source, std::size_t bytes) const override {
+    transfer(destination, source, bytes, cudaMemcpyDeviceToDevice);
+  }
+  void upload(void* destination, const void* host_source, std::size_t bytes) const override {
+    transfer(destination, host_source, bytes, cudaMemcpyHostToDevice);
+  }
+  void download(void* host_destination, const void* source, std::size_t bytes) const override {
+    transfer(host_destination, source, bytes, cudaMemcpyDeviceToHost);
+  }
+  void zero(void* destination, std::size_t bytes) const override {
+    const device_scope scope(device_);
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+    HERD_CUDA_CHECK(cudaMemset(destination, 0, bytes));
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+private:
+  void transfer(void* destination, const void* source, std::size_t bytes,
+                cudaMemcpyKind kind) const {
+    if (bytes == 0)
+      return;
+    const device_scope scope(device_);
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+    HERD_CUDA_CHECK(cudaMemcpy(destination, source, bytes, kind));
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  int device_;
+  std::string name_;
+};
+
 class cuda_implementation final : public ops {
 public:
-  cuda_implementation(int device, void* stream) : device_(device) {
+  cuda_implementation(int device, void* stream) : device_(device), memory_(&device_memory(device)) {
     const device_scope scope(device_);
     try {
       if (stream == nullptr) {
@@ -310,6 +374,46 @@ public:
   cuda_implementation& operator=(const cuda_implementation&) = delete;
 
   std::string_view name() const override { return "cuda"; }
+
+  const kernels::memory& memory() const override { return *memory_; }
+
+  void copy(float* destination, const float* source, std::size_t n) const override {
+    HERD_CHECK(n == 0 || (destination != nullptr && source != nullptr),
+               "copy of " << n << " floats with a null pointer");
+    if (n == 0 || destination == source)
+      return;
+    const device_scope scope(device_);
+    HERD_CUDA_CHECK(
+        cudaMemcpyAsync(destination, source, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  // Waits for the copy: the host source may be pageable memory the caller reuses at once.
+  void upload(void* destination, const void* host_source, std::size_t bytes) const override {
+    HERD_CHECK(bytes == 0 || (destination != nullptr && host_source != nullptr),
+               "upload of " << bytes << " bytes with a null pointer");
+    if (bytes == 0)
+      return;
+    const device_scope scope(device_);
+    HERD_CUDA_CHECK(
+        cudaMemcpyAsync(destination, host_source, bytes, cudaMemcpyHostToDevice, stream_));
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void download(void* host_destination, const void* source, std::size_t bytes) const override {
+    HERD_CHECK(bytes == 0 || (host_destination != nullptr && source != nullptr),
+               "download of " << bytes << " bytes with a null pointer");
+    if (bytes == 0)
+      return;
+    const device_scope scope(device_);
+    HERD_CUDA_CHECK(
+        cudaMemcpyAsync(host_destination, source, bytes, cudaMemcpyDeviceToHost, stream_));
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void synchronize() const override {
+    const device_scope scope(device_);
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
 
   void gemm(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha, const float* a,
             int lda, const float* b, int ldb, float beta, float* c, int ldc) const override {
@@ -469,6 +573,7 @@ private:
   }
 
   int device_;
+  const kernels::memory* memory_;
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
   int multiprocessors_ = 1;
@@ -478,12 +583,33 @@ private:
 
 } // namespace
 
-std::unique_ptr<ops> make_cuda_ops(int device, void* stream) {
+namespace {
+
+int checked_device(int device) {
   int count = 0;
   HERD_CUDA_CHECK(cudaGetDeviceCount(&count));
   HERD_CHECK(device >= 0 && device < count,
              "no CUDA device " << device << "; this machine has " << count);
-  return std::make_unique<cuda_implementation>(device, stream);
+  return device;
+}
+
+} // namespace
+
+std::unique_ptr<ops> make_cuda_ops(int device, void* stream) {
+  return std::make_unique<cuda_implementation>(checked_device(device), stream);
+}
+
+const memory& device_memory(int device) {
+  checked_device(device);
+  // One per device, made on first use and kept for the program's life: buffers may outlive any
+  // ops object, and their destructors release through it.
+  static std::mutex made_mutex;
+  static std::map<int, std::unique_ptr<device_memory_space>> made;
+  const std::lock_guard<std::mutex> lock(made_mutex);
+  auto& space = made[device];
+  if (!space)
+    space = std::make_unique<device_memory_space>(device);
+  return *space;
 }
 
 } // namespace herd::kernels::cuda

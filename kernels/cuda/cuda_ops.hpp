@@ -29,12 +29,21 @@ namespace herd::kernels::cuda {
 /// - A failed CUDA or cuBLAS call throws std::runtime_error (kernels/cuda/check.hpp). A kernel
 /// fault
 ///   surfaces at the next call that synchronises.
-/// - Not thread-safe: one object per worker (per stream). Calls switch the calling thread to
-///   `device` for their duration and restore the previous device.
+/// - memory() is device_memory(device). copy() is queued on the stream; upload() and download()
+///   wait for the stream (so they are complete when they return); synchronize() waits for it.
+/// - Not thread-safe, with one exception: weighted_sum, copy and synchronize may be called from
+///   several threads at once (they use nothing but the stream), which the local data plane's
+///   concurrent reductions need. Otherwise one object per worker (per stream). Calls switch the
+///   calling thread to `device` for their duration and restore the previous device.
 ///
 /// Throws std::runtime_error when the device cannot be used (no driver, no device, built without
 /// CUDA) and std::invalid_argument for a device index past the last device.
 std::unique_ptr<ops> make_cuda_ops(int device = 0, void* stream = nullptr);
+
+/// The memory of CUDA device `device` (kernels/memory.hpp; name "cuda:N", not host-accessible):
+/// where a cuda ops object's operands live. Process-wide, made on first use. Throws like
+/// make_cuda_ops() when the device cannot be used.
+const memory& device_memory(int device = 0);
 
 /// Whether query_devices() lists at least one device (false in a CPU-only build).
 inline bool cuda_device_available() {

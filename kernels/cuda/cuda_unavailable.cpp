@@ -22,6 +22,10 @@ std::unique_ptr<ops> make_cuda_ops(int /*device*/, void* /*stream*/) {
   built_without_cuda("make_cuda_ops");
 }
 
+const memory& device_memory(int /*device*/) {
+  built_without_cuda("device_memory");
+}
+
 namespace detail {
 
 void* device_allocate(std::size_t /*bytes*/) {

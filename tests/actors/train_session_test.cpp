@@ -2,6 +2,7 @@
 // batch, replicas stay identical, and every stop condition ends the run with a truthful summary.
 #include "actors/train_session.hpp"
 #include "config/loader.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
 #include "models/mlp.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "support/delegating_ops.hpp"
+#include "support/separate_memory_ops.hpp"
 
 namespace {
 
@@ -49,15 +51,18 @@ herd::actors::session_options quick() {
 
 // Twenty synchronous rounds of 4 workers at batch b against one model trained on the same samples
 // in batches of 4b: the mean of the workers' mean gradients is the big batch's mean gradient.
-TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch) {
+// `options` and `backend` say where the workers compute.
+void expect_sync_equals_one_big_batch(const herd::actors::session_options& options,
+                                      const std::string& backend = "cpu") {
   const int workers = 4;
   const int batch = 8;
   const int rounds = 20;
   auto config = small_config(workers, batch);
+  config.train.backend = backend;
   // One epoch is exactly `rounds` rounds: each shard holds rounds * batch samples.
   auto data = synthetic(std::size_t{workers} * rounds * batch);
 
-  train_session session(config, data, quick());
+  train_session session(config, data, options);
   const auto summary = session.run();
   ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
   ASSERT_EQ(summary.rounds, static_cast<std::uint64_t>(rounds));
@@ -102,6 +107,63 @@ TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch
   const auto initial = model.initial_parameters(config.train.seed);
   EXPECT_GT(herd::models::relative_difference(finals[0].data(), initial.data(), initial.size()),
             1e-2);
+}
+
+TEST(train_session, sync_four_workers_equal_one_worker_with_four_times_the_batch) {
+  expect_sync_equals_one_big_batch(quick());
+}
+
+// The same run with the workers' parameters, gradients, send buffers, velocities and the rounds'
+// results in a memory the CPU does not touch directly: the path of workers on a GPU. Every step
+// uploads its batch and labels; nothing comes back to the host but the parameter snapshots of
+// the final evaluation and final_parameters() (no per-step downloads).
+TEST(train_session, workers_computing_in_device_memory_train_the_same) {
+  const herd::testing::separate_memory elsewhere;
+  const herd::testing::separate_memory_ops ops(elsewhere);
+  auto options = quick();
+  options.ops = &ops;
+  expect_sync_equals_one_big_batch(options);
+  EXPECT_GE(elsewhere.counts.uploads, 4u * 20u * 2u); // each worker's 20 batches and labels
+  EXPECT_LE(elsewhere.counts.downloads, 3u * 4u);     // snapshots only; 20 rounds would be 80
+  EXPECT_GT(elsewhere.counts.synchronizations, 4u * 20u);
+}
+
+// The model-averaging algorithms move models between parameters, send buffer and results with
+// the ops' copies (and WAGMA blends late models): in device memory too they learn.
+TEST(train_session, model_averaging_in_device_memory_learns) {
+  for (const char* algorithm : {"wagma", "preduce"}) {
+    const herd::testing::separate_memory elsewhere;
+    const herd::testing::separate_memory_ops ops(elsewhere);
+    auto options = quick();
+    options.ops = &ops;
+    auto config = small_config(4, 8);
+    config.train.algorithm = algorithm;
+    config.train.epochs = 3;
+    train_session session(config, synthetic(std::size_t{4} * 8 * 40), options);
+    const auto summary = session.run();
+    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_TRUE(summary.final_test_accuracy.has_value());
+    EXPECT_GT(*summary.final_test_accuracy, 0.5) << algorithm;
+    EXPECT_GT(elsewhere.counts.copies, summary.rounds) << algorithm;
+    EXPECT_LE(elsewhere.counts.downloads, 3u * 4u) << algorithm;
+  }
+}
+
+TEST(train_session, the_cuda_backend_without_a_device_is_refused_naming_the_key) {
+  if (herd::kernels::cuda::cuda_device_available())
+    GTEST_SKIP() << "this machine has a CUDA device (the GPU tests run the cuda backend)";
+  auto config = small_config(2, 8);
+  config.train.backend = "cuda";
+  try {
+    train_session session(config, synthetic(1000), quick());
+    ADD_FAILURE() << "train.backend = cuda was accepted without a device";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_FALSE(refused.errors().empty());
+    EXPECT_EQ(refused.errors().front().key, "train.backend");
+    EXPECT_NE(std::string(refused.what()).find("train.backend = cuda: no CUDA device"),
+              std::string::npos)
+        << refused.what();
+  }
 }
 
 TEST(train_session, sync_replicas_stay_bitwise_identical) {

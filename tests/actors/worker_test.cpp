@@ -21,6 +21,7 @@
 namespace {
 
 using namespace herd::actors;
+using herd::comm::host_buffer;
 
 // The first training step blocks in its backward pass until the test releases it.
 class gated_ops final : public herd::testing::delegating_ops {
@@ -159,8 +160,7 @@ TEST_F(worker_actor_test, a_late_gradient_goes_with_the_next_contribution_as_sta
                                                      [] { ADD_FAILURE() << "no step_ready"; });
   // Round 0 is done (its result arrives), round 1 asks: the late gradient of step 1 goes now.
   coordinator->send(
-      worker,
-      round_result{0, std::make_shared<std::vector<float>>(model_->parameter_count(), 0.0f), 1});
+      worker, round_result{0, host_buffer(std::vector<float>(model_->parameter_count(), 0.0f)), 1});
   const auto second = ask(1);
   EXPECT_NE(second.kind, freshness::none);
   EXPECT_GE(second.samples, 16u) << "at least step 1's batch is behind it";
@@ -185,8 +185,7 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
       .receive([](const contribution& reply) { EXPECT_EQ(reply.kind, freshness::none); },
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send(
-      worker,
-      round_result{0, std::make_shared<std::vector<float>>(model_->parameter_count(), 0.0f), 1});
+      worker, round_result{0, host_buffer(std::vector<float>(model_->parameter_count(), 0.0f)), 1});
   auto stopped = coordinator->request(worker, std::chrono::seconds(10), stop_atom::value);
   ops.release();
   stopped.receive([](const worker_stopped& report) { EXPECT_EQ(report.steps, 1u); },
@@ -212,7 +211,7 @@ TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_sa
     auto data = std::make_shared<std::vector<float>>(count);
     for (auto& value : *data)
       value = normal(rng);
-    return round_result{round, data, 1};
+    return round_result{round, host_buffer(*data), 1};
   };
   auto export_state = [&](const caf::actor& worker) {
     std::optional<worker_state> state;
@@ -334,7 +333,7 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
   auto average = std::make_shared<std::vector<float>>(model_->parameter_count());
   for (auto& value : *average)
     value = normal(rng);
-  coordinator->send(worker, round_result{0, average, 3});
+  coordinator->send(worker, round_result{0, host_buffer(*average), 3});
   ops.release();
   std::optional<step_ready> ready;
   coordinator->receive([&](const step_ready& report) { ready = report; },
@@ -394,7 +393,7 @@ TEST_F(worker_actor_test,
   if (!answer) { // step 2's round ends: the buffer takes step 1's model, and the answer comes
     coordinator->send(
         worker,
-        round_result{1, std::make_shared<std::vector<float>>(model_->parameter_count(), 0.5f), 2});
+        round_result{1, host_buffer(std::vector<float>(model_->parameter_count(), 0.5f)), 2});
     coordinator->receive([&](const contribution& reply) { answer = reply; },
                          caf::after(std::chrono::seconds(10)) >> [] {});
   }
@@ -433,8 +432,8 @@ TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arr
       value = normal(rng);
   }
   // Round 6's result arrives first; round 5's must still be applied first.
-  coordinator->send(worker, round_result{6, results[1], 1});
-  coordinator->send(worker, round_result{5, results[0], 1});
+  coordinator->send(worker, round_result{6, host_buffer(*results[1]), 1});
+  coordinator->send(worker, round_result{5, host_buffer(*results[0]), 1});
   bool answered_six = false;
   coordinator->receive(
       [&](const contribution& answer) {

@@ -83,9 +83,9 @@ TEST(buffer_pool, buffers_outliving_the_pool_are_freed) {
   {
     auto pool = herd::comm::buffer_pool::create(4);
     survivor = pool->acquire();
-    (*survivor)[3] = 7.0f;
+    survivor->data()[3] = 7.0f;
   }
-  EXPECT_EQ((*survivor)[3], 7.0f); // still valid; freed when dropped (ASan checks the rest)
+  EXPECT_EQ(survivor->data()[3], 7.0f); // still valid; freed when dropped (ASan checks the rest)
   survivor.reset();
 }
 

@@ -104,11 +104,11 @@ TEST(gradient_check, softmax_cross_entropy_logits) {
   const std::vector<std::int32_t> labels{0, 3, 1, 2, 3, 0};
   tensor probs;
   tensor dlogits;
-  herd::models::softmax_cross_entropy::forward(ops, logits, labels, probs);
-  herd::models::softmax_cross_entropy::backward(ops, probs, labels, dlogits);
+  herd::models::softmax_cross_entropy::forward(ops, logits, labels.data(), probs);
+  herd::models::softmax_cross_entropy::backward(ops, probs, labels.data(), dlogits);
   auto loss = [&] {
     tensor p;
-    return double{herd::models::softmax_cross_entropy::forward(ops, logits, labels, p)};
+    return double{herd::models::softmax_cross_entropy::forward(ops, logits, labels.data(), p)};
   };
   expect_gradient_matches(logits.data(), logits.size(), dlogits.data(), loss, "logits");
 }

@@ -1,0 +1,131 @@
+// Workers on a GPU (train.backend = cuda): four workers share one device, each with its own
+// streams, and reduce through the device weighted-sum kernel. Label gpu: every test skips
+// without a device. On the GPU machine the quick-start data comes from HERD_FASHION_MNIST_DIR
+// (or Debian's package directory); with HERD_REQUIRE_DATA set a missing dataset fails.
+#include "actors/train_session.hpp"
+#include "config/loader.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
+#include "models/dataset.hpp"
+#include "models/tensor.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <iostream>
+#include <string>
+
+namespace {
+
+using herd::actors::train_session;
+
+#define SKIP_WITHOUT_CUDA_DEVICE()                                                                 \
+  do {                                                                                             \
+    if (!herd::kernels::cuda::cuda_device_available())                                             \
+      GTEST_SKIP() << "no CUDA device: "                                                           \
+                   << herd::kernels::cuda::query_devices().unavailable_reason;                     \
+  } while (false)
+
+herd::actors::session_options quick() {
+  herd::actors::session_options options;
+  options.progress_interval = std::chrono::milliseconds(20);
+  return options;
+}
+
+herd::config::run_config synthetic_config(const std::string& algorithm,
+                                          const std::string& backend) {
+  herd::config::run_config config;
+  config.train.algorithm = algorithm;
+  config.train.backend = backend;
+  config.train.workers = 4;
+  config.train.batch_size = 8;
+  config.train.lr = 0.05;
+  config.train.momentum = 0.9;
+  config.train.weight_decay = 1e-4;
+  config.train.epochs = 1;
+  config.train.seed = 3;
+  config.train.eval_every = 1000;
+  config.data.dataset = "synthetic";
+  config.model.hidden = {64, 32};
+  return config;
+}
+
+// Under sync every worker applies the same mean gradient: the replicas on the GPU stay identical
+// bit for bit, and after 30 rounds they match the CPU run to FP32 rounding (cuBLAS and OpenBLAS
+// sum in different orders, so not bit for bit).
+TEST(gpu_training, sync_on_the_gpu_matches_the_cpu_and_keeps_replicas_identical) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  auto data = std::make_shared<herd::models::train_test_split>(
+      herd::models::make_synthetic_split(4 * 8 * 30, 500, 40, 6, 7));
+  train_session on_cpu(synthetic_config("sync", "cpu"), data, quick());
+  const auto cpu_summary = on_cpu.run();
+  train_session on_gpu(synthetic_config("sync", "cuda"), data, quick());
+  const auto gpu_summary = on_gpu.run();
+  ASSERT_EQ(gpu_summary.stop_reason, "epochs") << gpu_summary.error;
+  EXPECT_EQ(gpu_summary.rounds, cpu_summary.rounds);
+  EXPECT_EQ(gpu_summary.compute.rfind("cuda:0 (", 0), 0u) << gpu_summary.compute;
+  const auto& gpu = on_gpu.final_parameters();
+  const auto& cpu = on_cpu.final_parameters();
+  ASSERT_EQ(gpu.size(), 4u);
+  for (std::size_t w = 1; w < gpu.size(); ++w)
+    EXPECT_EQ(gpu[w], gpu[0]) << "worker " << w;
+  ASSERT_EQ(gpu[0].size(), cpu[0].size());
+  EXPECT_LT(herd::models::relative_difference(gpu[0].data(), cpu[0].data(), cpu[0].size()), 1e-3);
+  ASSERT_TRUE(gpu_summary.final_test_accuracy.has_value());
+  EXPECT_NEAR(*gpu_summary.final_test_accuracy, *cpu_summary.final_test_accuracy, 0.02);
+}
+
+// The model-averaging path (copies of models between parameters, send buffer and results on the
+// device, WAGMA's late blend) learns the synthetic problem.
+TEST(gpu_training, wagma_and_preduce_on_the_gpu_learn) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  auto data = std::make_shared<herd::models::train_test_split>(
+      herd::models::make_synthetic_split(4 * 8 * 60, 500, 40, 6, 7));
+  for (const char* algorithm : {"wagma", "preduce"}) {
+    auto config = synthetic_config(algorithm, "cuda");
+    config.train.epochs = 3;
+    train_session session(config, data, quick());
+    const auto summary = session.run();
+    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_TRUE(summary.final_test_accuracy.has_value());
+    EXPECT_GT(*summary.final_test_accuracy, 0.6) << algorithm;
+  }
+}
+
+std::string fashion_mnist_dir() {
+  const char* from_environment = std::getenv("HERD_FASHION_MNIST_DIR");
+  return from_environment != nullptr ? from_environment : herd::models::default_fashion_mnist_dir;
+}
+
+// The bar: four workers on one GPU train the quick-start job to the target accuracy, with
+// sync and with a partial algorithm (the quick start's solo, imbalance included).
+class gpu_quickstart : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(gpu_quickstart, four_workers_on_one_gpu_reach_85_percent_within_three_epochs) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const std::string dir = fashion_mnist_dir();
+  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
+    if (std::getenv("HERD_REQUIRE_DATA") != nullptr)
+      FAIL() << "Fashion-MNIST is not in " << dir << " (set HERD_FASHION_MNIST_DIR)";
+    GTEST_SKIP() << "Fashion-MNIST is not in " << dir << " (set HERD_FASHION_MNIST_DIR)";
+  }
+  const auto config = herd::config::load(
+      std::string(HERD_CONFIG_DIR) + "/quickstart.ini",
+      {"--train.backend=cuda", std::string("--train.algorithm=") + GetParam(),
+       "--train.target-accuracy=0.85", "--train.epochs=3", "--data.path=" + dir});
+  auto data =
+      std::make_shared<herd::models::train_test_split>(herd::models::load_fashion_mnist(dir));
+  train_session session(config, data, quick());
+  const auto summary = session.run();
+  EXPECT_EQ(summary.stop_reason, "target-accuracy") << summary.error;
+  EXPECT_EQ(summary.workers, 4);
+  EXPECT_EQ(summary.aborted_rounds, 0u);
+  ASSERT_TRUE(summary.final_test_accuracy.has_value());
+  EXPECT_GE(*summary.final_test_accuracy, 0.85);
+  std::cout << GetParam() << " on " << summary.compute << ": "
+            << summary.final_test_accuracy.value() << " after " << summary.epochs << " epochs, "
+            << summary.wall_seconds << " s\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(algorithms, gpu_quickstart, ::testing::Values("sync", "solo"));
+
+} // namespace

@@ -1,0 +1,71 @@
+// The MLP with its parameters, batch, activations and gradients in GPU memory (CUDA ops) against
+// the same model on the CPU: loss, gradient, an optimizer step and an evaluation. Label gpu:
+// skips without a device.
+#include "kernels/cuda/cuda_ops.hpp"
+#include "models/dataset.hpp"
+#include "models/mlp.hpp"
+#include "models/sampler.hpp"
+#include "models/sgd.hpp"
+#include "models/tensor.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <stdexcept>
+
+namespace {
+
+using herd::models::tensor;
+
+TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
+  if (!herd::kernels::cuda::cuda_device_available())
+    GTEST_SKIP() << "no CUDA device: " << herd::kernels::cuda::query_devices().unavailable_reason;
+  const auto gpu = herd::kernels::cuda::make_cuda_ops(0);
+  const auto& cpu = herd::kernels::cpu_ops();
+  const auto& device = gpu->memory();
+  EXPECT_EQ(device.name(), "cuda:0");
+  EXPECT_FALSE(device.host_accessible());
+
+  const auto data = herd::models::make_synthetic_split(500, 333, 57, 7, 5);
+  const herd::models::mlp model({57, 129, 33, 7}); // odd sizes
+  const tensor host_params = model.initial_parameters(9);
+  tensor params(host_params, device);
+  EXPECT_THROW((void)params[0], std::logic_error);
+  EXPECT_EQ(params.to_host(), host_params.to_host());
+
+  tensor x;
+  std::vector<std::int32_t> labels;
+  std::vector<std::size_t> rows(77);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i] = (i * 13) % data.train.size();
+  herd::models::gather_batch(data.train, rows, x, labels);
+  const tensor x_device(x, device);
+
+  herd::models::mlp_workspace cpu_work;
+  herd::models::mlp_workspace gpu_work;
+  tensor cpu_grads({model.parameter_count()});
+  tensor gpu_grads(std::vector<std::size_t>{model.parameter_count()}, device);
+  const float cpu_loss =
+      model.loss_and_gradient(cpu, host_params.data(), x, labels, cpu_grads.data(), cpu_work);
+  const float gpu_loss =
+      model.loss_and_gradient(*gpu, params.data(), x_device, labels, gpu_grads.data(), gpu_work);
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-5 * (1.0 + std::fabs(cpu_loss)));
+  const auto gradient = gpu_grads.to_host();
+  EXPECT_LT(herd::models::relative_difference(gradient.data(), cpu_grads.data(), gradient.size()),
+            1e-4);
+
+  herd::models::sgd cpu_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f});
+  herd::models::sgd gpu_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f}, device);
+  tensor stepped = host_params;
+  cpu_optimizer.step(cpu, stepped.data(), cpu_grads.data());
+  gpu_optimizer.step(*gpu, params.data(), gpu_grads.data());
+  const auto after = params.to_host();
+  EXPECT_LT(herd::models::relative_difference(after.data(), stepped.data(), after.size()), 1e-5);
+
+  const auto on_cpu = model.evaluate(cpu, stepped.data(), data.test, 64, cpu_work);
+  const auto on_gpu = model.evaluate(*gpu, params.data(), data.test, 64, gpu_work);
+  EXPECT_EQ(on_gpu.samples, 333u);
+  EXPECT_NEAR(static_cast<double>(on_gpu.correct), static_cast<double>(on_cpu.correct), 2.0);
+  EXPECT_NEAR(on_gpu.mean_loss, on_cpu.mean_loss, 1e-4 * (1.0 + on_cpu.mean_loss));
+}
+
+} // namespace
