@@ -196,8 +196,11 @@ private:
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();
     if (inputs.empty()) {
-      // Nobody had anything: a zero update.
-      setup_.results->where().zero(result->data(), result->size() * sizeof(float));
+      try { // nobody had anything: a zero update
+        setup_.results->where().zero(result->data(), result->size() * sizeof(float));
+      } catch (const std::exception& failure) {
+        report.error = std::string("zeroing the result failed: ") + failure.what();
+      }
     } else {
       auto work = setup_.backend->group_reduce(inputs, result->data(), result->size());
       report.error = work->wait(setup_.contribution_timeout) ? work->error()

@@ -159,18 +159,38 @@ make_training_metrics(const config::run_config& config,
 struct compute_placement {
   std::vector<std::unique_ptr<kernels::ops>> owned;
   const kernels::ops* reduce = nullptr;
+  const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
   std::vector<const kernels::ops*> step;  // per worker: its compute thread's
   std::vector<const kernels::ops*> apply; // per worker: its actor's
   std::string description = "cpu";
 
-  static compute_placement make(const config::run_config& config, const kernels::ops& cpu) {
+  static compute_placement make(const config::run_config& config, const kernels::ops& cpu,
+                                const std::function<std::unique_ptr<kernels::ops>()>& stream_ops) {
     compute_placement placement;
     const auto workers = static_cast<std::size_t>(config.train.workers);
+    placement.evaluate = cpu.memory().host_accessible() ? &cpu : &kernels::cpu_ops();
     if (config.train.backend != "cuda") {
       placement.reduce = &cpu;
       placement.step.assign(workers, &cpu);
       placement.apply.assign(workers, &cpu);
       placement.description = std::string(cpu.name());
+      return placement;
+    }
+    auto make = [&] {
+      placement.owned.push_back(stream_ops ? stream_ops()
+                                           : kernels::cuda::make_cuda_ops(config.train.device));
+      return placement.owned.back().get();
+    };
+    auto place = [&] {
+      placement.reduce = make();
+      for (std::size_t i = 0; i < workers; ++i) {
+        placement.step.push_back(make());
+        placement.apply.push_back(make());
+      }
+    };
+    if (stream_ops) {
+      place();
+      placement.description = std::string(placement.reduce->memory().name());
       return placement;
     }
     const int device = config.train.device;
@@ -184,15 +204,7 @@ struct compute_placement {
           {{"train.device", "train.device = " + std::to_string(device) + ": this machine has " +
                                 std::to_string(query.devices.size()) + " CUDA device(s), 0 to " +
                                 std::to_string(query.devices.size() - 1)}});
-    auto make = [&] {
-      placement.owned.push_back(kernels::cuda::make_cuda_ops(device));
-      return placement.owned.back().get();
-    };
-    placement.reduce = make();
-    for (std::size_t i = 0; i < workers; ++i) {
-      placement.step.push_back(make());
-      placement.apply.push_back(make());
-    }
+    place();
     const auto& gpu = query.devices[static_cast<std::size_t>(device)];
     placement.description = "cuda:" + std::to_string(device) + " (" + gpu.name + ")";
     return placement;
@@ -278,7 +290,8 @@ train_session::train_session(config::run_config config,
   const auto& train = impl_->config.train;
   if (train.backend == "cpu")
     check_memory(mlp_layer_sizes(impl_->config, impl_->data->train), train.workers);
-  impl_->compute = compute_placement::make(impl_->config, *impl_->options.ops);
+  impl_->compute =
+      compute_placement::make(impl_->config, *impl_->options.ops, impl_->options.stream_ops);
   impl_->model =
       std::make_shared<const models::mlp>(mlp_layer_sizes(impl_->config, impl_->data->train));
   impl_->samples_per_epoch = epoch_samples(impl_->config, impl_->data->train.size());
@@ -362,7 +375,7 @@ void train_session::spawn_and_start() {
   evaluator_setup evaluation;
   evaluation.model = state.model;
   evaluation.test = std::shared_ptr<const models::dataset>(state.data, &state.data->test);
-  evaluation.ops = state.options.ops;
+  evaluation.ops = state.compute.evaluate;
   state.evaluator = spawn_evaluator(system, evaluation);
 
   const auto train_data = std::shared_ptr<const models::dataset>(state.data, &state.data->train);

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,8 +23,17 @@
 namespace herd::actors {
 
 struct session_options {
-  run_observer* observer = nullptr;              // progress and evaluations; may be null
-  const kernels::ops* ops = &kernels::cpu_ops(); // where the workers compute
+  run_observer* observer = nullptr; // progress and evaluations; may be null
+  /// Where the workers compute with train.backend = cpu (tests pass doubles here): one object for
+  /// every worker's threads and the reductions, so it must allow concurrent calls, as cpu_ops()
+  /// does. The evaluator uses it too when its memory is the host's, else cpu_ops(). With
+  /// train.backend = cuda the session makes its own CUDA ops (one stream per thread).
+  const kernels::ops* ops = &kernels::cpu_ops();
+  /// With train.backend = cuda: makes the ops of one stream (every worker's compute thread and
+  /// actor, and the reductions, get their own; all must share one memory). Empty: CUDA ops on
+  /// train.device. Set by embedders with ops for another device, and by tests that emulate
+  /// streams on the CPU.
+  std::function<std::unique_ptr<kernels::ops>()> stream_ops;
   std::chrono::milliseconds progress_interval{250};
   std::shared_ptr<worker_probe> probe; // every worker's; for tests and diagnostics
   /// When positive, parameter snapshots taken this often are evaluated after the run instead of

@@ -13,6 +13,7 @@
 #include "actors/compute_thread.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
+#include "kernels/check.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
 
@@ -60,12 +61,17 @@ public:
         optimizer_(setup_.model->parameter_count(), setup_.optimizer, memory()),
         sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed), batch_x_(memory()),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
-    setup_.backend->attach(setup_.index, send_.data(), send_.size());
+    HERD_CHECK(&apply_ops_->memory() == &memory(),
+               "worker " << setup_.index << ": its actor's ops compute in "
+                         << apply_ops_->memory().name() << " memory, its steps in "
+                         << memory().name());
     if (setup_.exchange_models) { // the stored model a round asking before the first step gets
       apply_ops_->copy(send_.data(), params_.data(), params_.size());
       contents_ = send_contents::stale;
       settle();
     }
+    // Last: nothing above may throw with the buffer attached.
+    setup_.backend->attach(setup_.index, send_.data(), send_.size());
   }
 
   const char* name() const override { return "herd.worker"; }

@@ -24,8 +24,10 @@ shared_buffer buffer_pool::acquire() {
       ++allocated_;
     }
   }
-  if (buffer == nullptr)
+  if (buffer == nullptr) { // touched now, not inside the first reduction that writes it
     buffer = new kernels::buffer<float>(count_, *memory_);
+    memory_->zero(buffer->data(), count_ * sizeof(float));
+  }
   std::weak_ptr<buffer_pool> pool = weak_from_this();
   return shared_buffer(buffer, [pool](kernels::buffer<float>* returned) {
     if (auto owner = pool.lock())

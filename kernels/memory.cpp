@@ -38,8 +38,9 @@ public:
 } // namespace
 
 const memory& host_memory() {
-  static const host_memory_space host;
-  return host;
+  // Never destroyed: a buffer released during static destruction still finds its memory.
+  static const auto* host = new host_memory_space;
+  return *host;
 }
 
 const memory& ops::memory() const {

@@ -78,6 +78,7 @@ public:
     if (size > capacity_) {
       memory_->release(data_);
       data_ = nullptr;
+      size_ = 0;
       capacity_ = 0;
       data_ = static_cast<T*>(memory_->allocate(size * sizeof(T)));
       capacity_ = size;

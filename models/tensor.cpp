@@ -46,7 +46,7 @@ tensor::tensor(const tensor& other, const kernels::memory& where)
 
 tensor& tensor::operator=(const tensor& other) {
   if (this != &other)
-    *this = tensor(other);
+    *this = tensor(other, where());
   return *this;
 }
 

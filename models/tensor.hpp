@@ -26,7 +26,8 @@ public:
   /// A copy of `other` (its shape and contents) in `where`.
   tensor(const tensor& other, const kernels::memory& where);
 
-  /// Copies live in the same memory as the original.
+  /// A copy lives in the same memory as the original; an assignment copies into the memory the
+  /// assigned tensor lives in (as an allocator-aware container keeps its allocator).
   tensor(const tensor& other) : tensor(other, other.where()) {}
   tensor& operator=(const tensor& other);
   tensor(tensor&&) noexcept = default;

@@ -280,6 +280,26 @@ private:
   int previous_ = 0;
 };
 
+// device_scope for destructors and release paths: switches when it can, never throws (a sticky
+// error from an earlier launch may make cudaGetDevice fail there).
+class quiet_device_scope {
+public:
+  explicit quiet_device_scope(int device) noexcept {
+    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
+                cudaSetDevice(device) == cudaSuccess;
+  }
+  ~quiet_device_scope() {
+    if (switched_)
+      cudaSetDevice(previous_);
+  }
+  quiet_device_scope(const quiet_device_scope&) = delete;
+  quiet_device_scope& operator=(const quiet_device_scope&) = delete;
+
+private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
 // One device's memory (kernels/memory.hpp): synchronous, device-wide copies for setup and checks.
 class device_memory_space final : public memory {
 public:
@@ -299,12 +319,8 @@ public:
   void release(void* pointer) const noexcept override {
     if (pointer == nullptr)
       return;
-    int previous = 0;
-    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
-                          cudaSetDevice(device_) == cudaSuccess;
+    const quiet_device_scope scope(device_);
     cudaFree(pointer); // a failed free only leaks; never throws
-    if (switched)
-      cudaSetDevice(previous);
   }
 
   // Every copy waits for the whole device before and after: the streams of the ops objects may
@@ -366,7 +382,7 @@ public:
   }
 
   ~cuda_implementation() override {
-    const device_scope scope(device_);
+    const quiet_device_scope scope(device_);
     release();
   }
 
@@ -603,10 +619,11 @@ const memory& device_memory(int device) {
   checked_device(device);
   // One per device, made on first use and kept for the program's life: buffers may outlive any
   // ops object, and their destructors release through it.
-  static std::mutex made_mutex;
-  static std::map<int, std::unique_ptr<device_memory_space>> made;
-  const std::lock_guard<std::mutex> lock(made_mutex);
-  auto& space = made[device];
+  // Never destroyed: a buffer released during static destruction still finds its memory.
+  static auto* made_mutex = new std::mutex;
+  static auto* made = new std::map<int, std::unique_ptr<device_memory_space>>;
+  const std::lock_guard<std::mutex> lock(*made_mutex);
+  auto& space = (*made)[device];
   if (!space)
     space = std::make_unique<device_memory_space>(device);
   return *space;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "support/delegating_ops.hpp"
+#include "support/emulated_stream_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 
 namespace {
@@ -126,6 +127,45 @@ TEST(train_session, workers_computing_in_device_memory_train_the_same) {
   EXPECT_GE(elsewhere.counts.uploads, 4u * 20u * 2u); // each worker's 20 batches and labels
   EXPECT_LE(elsewhere.counts.downloads, 3u * 4u);     // snapshots only; 20 rounds would be 80
   EXPECT_GT(elsewhere.counts.synchronizations, 4u * 20u);
+}
+
+// train.backend = cuda with each stream emulated on the CPU
+// (tests/support/emulated_stream_ops.hpp): every worker's compute thread and actor, and the
+// reductions, queue work on their own "stream" that runs only when someone waits for it. A
+// hand-over without its synchronisation would let a step read parameters before the last result was
+// applied, or a reduction read a send buffer before it was filled, and the result would drift from
+// the big-batch reference.
+TEST(train_session, workers_on_emulated_gpu_streams_train_the_same) {
+  const herd::testing::separate_memory elsewhere;
+  auto options = quick();
+  std::size_t streams = 0;
+  options.stream_ops = [&]() -> std::unique_ptr<herd::kernels::ops> {
+    ++streams;
+    return std::make_unique<herd::testing::emulated_stream_ops>(elsewhere);
+  };
+  expect_sync_equals_one_big_batch(options, "cuda");
+  EXPECT_EQ(streams, 1u + 2u * 4u); // the reductions', and two per worker
+  EXPECT_LE(elsewhere.counts.downloads, 3u * 4u);
+}
+
+TEST(train_session, model_averaging_on_emulated_gpu_streams_learns) {
+  for (const char* algorithm : {"wagma", "preduce"}) {
+    const herd::testing::separate_memory elsewhere;
+    auto options = quick();
+    options.stream_ops = [&]() -> std::unique_ptr<herd::kernels::ops> {
+      return std::make_unique<herd::testing::emulated_stream_ops>(elsewhere);
+    };
+    auto config = small_config(4, 8);
+    config.train.algorithm = algorithm;
+    config.train.backend = "cuda";
+    config.train.epochs = 3;
+    train_session session(config, synthetic(std::size_t{4} * 8 * 40), options);
+    const auto summary = session.run();
+    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    EXPECT_EQ(summary.compute, "separate") << algorithm;
+    ASSERT_TRUE(summary.final_test_accuracy.has_value());
+    EXPECT_GT(*summary.final_test_accuracy, 0.5) << algorithm;
+  }
 }
 
 // The model-averaging algorithms move models between parameters, send buffer and results with

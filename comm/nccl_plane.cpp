@@ -1,0 +1,683 @@
+// The nccl data plane (see nccl_plane.hpp): one non-blocking NCCL communicator, group reductions
+// by grouped ncclSend/ncclRecv (or ncclAllReduce for all ranks) followed by the device weighted
+// sum, and a watchdog (comm/watchdog.hpp) that aborts the communicator on an error or a deadline.
+// Host code only (the weighted sum is kernels/cuda's kernel), so g++ compiles it.
+//
+// How NCCL's non-blocking mode is used (nccl.h and NCCL's src/init.cc and src/group.cc, 2.28):
+// * With config.blocking = 0, ncclCommInitRankConfig, ncclGroupEnd, ncclAllReduce and
+//   ncclCommFinalize may return ncclInProgress: the work goes on in an NCCL thread, and
+//   ncclCommGetAsyncError says ncclInProgress until it is done (ncclSuccess) or has failed. No
+//   other NCCL call on the communicator, and no kernel on the stream NCCL uses, may come before it
+//   says ncclSuccess ("Attempt to use communicator before the previous operation returned
+//   ncclSuccess"), so group_reduce polls it, under the operation's deadline, before it returns.
+// * ncclCommGetAsyncError is not a plain read: once a background group job is done it joins that
+//   job's thread, so two threads must not call it at once. Every NCCL call on the communicator,
+//   the watchdog's queries and abort included, holds nccl_mutex_, briefly (none of them blocks in
+//   non-blocking mode, except the abort).
+// * ncclCommAbort sets the communicator's abort flags (NCCL's kernels, proxy and bootstrap sockets
+//   poll them), joins an initialisation or group job still running, and frees everything; it
+//   blocks even on a non-blocking communicator (a communicator being destroyed makes its group
+//   blocking). It is how a hung initialisation or a hung operation ends.
+// * ncclCommDestroy without ncclCommFinalize synchronises with the host's other ranks
+//   (commDestroySync's intra-node barrier), blocking; ncclCommFinalize does that work in the
+//   background. So the destructor finalises under the deadline, then destroys.
+#include "comm/nccl_plane.hpp"
+
+#include "comm/nccl_check.hpp"
+#include "comm/watchdog.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+namespace herd::comm {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+static_assert(NCCL_UNIQUE_ID_BYTES == nccl_unique_id::size_bytes,
+              "nccl_unique_id must hold exactly an ncclUniqueId");
+static_assert(sizeof(ncclUniqueId) == nccl_unique_id::size_bytes,
+              "nccl_unique_id must hold exactly an ncclUniqueId");
+
+// How long past its deadline an operation may take to end: the watchdog's abort (NCCL joins its
+// threads and waits for its kernels to notice the abort flag) and the stream's draining.
+constexpr milliseconds abort_allowance = std::chrono::seconds(60);
+
+// How often group_reduce asks NCCL whether posted work is queued yet.
+constexpr auto settle_poll = std::chrono::microseconds(20);
+
+// Scratch slices start at multiples of 64 floats (256 bytes), so every slice is aligned for the
+// weighted-sum kernel's vector loads whatever the count.
+constexpr std::size_t slice_alignment_floats = 64;
+
+std::string describe(const std::vector<int>& ranks) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  return text + "]";
+}
+
+// Makes `device` current for a scope on a caller's thread and restores the caller's device after.
+class device_scope {
+public:
+  explicit device_scope(int device) : device_(device) {
+    HERD_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device_)
+      HERD_CUDA_CHECK(cudaSetDevice(device_));
+  }
+  ~device_scope() {
+    if (previous_ != device_)
+      (void)cudaSetDevice(previous_); // a destructor must not throw
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+private:
+  int device_;
+  int previous_ = 0;
+};
+
+// The same for destructors and error paths: never throws (and does nothing when it cannot).
+class quiet_device_scope {
+public:
+  explicit quiet_device_scope(int device) : device_(device) {
+    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device_)
+      switched_ = cudaSetDevice(device_) == cudaSuccess;
+  }
+  ~quiet_device_scope() {
+    if (switched_)
+      (void)cudaSetDevice(previous_);
+  }
+  quiet_device_scope(const quiet_device_scope&) = delete;
+  quiet_device_scope& operator=(const quiet_device_scope&) = delete;
+
+private:
+  int device_;
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+// For the watchdog's thread, which serves one plane: makes `device` current for good. (Restoring
+// that thread's default device 0 would make CUDA create a context on GPU 0 in every rank's
+// process.) Callers on other threads hold a device_scope for `device`, so this changes nothing
+// there.
+void make_current(int device) {
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device)
+    HERD_CUDA_CHECK(cudaSetDevice(device));
+}
+
+struct stream_deleter {
+  void operator()(std::remove_pointer_t<cudaStream_t>* stream) const noexcept {
+    (void)cudaStreamDestroy(stream); // returns at once; queued work still completes
+  }
+};
+using owned_stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter>;
+
+struct pool_deleter {
+  void operator()(std::remove_pointer_t<cudaMemPool_t>* pool) const noexcept {
+    (void)cudaMemPoolDestroy(pool); // memory still in use is released once freed
+  }
+};
+using owned_pool = std::unique_ptr<std::remove_pointer_t<cudaMemPool_t>, pool_deleter>;
+
+// Scratch memory for one reduction, stream-ordered (cudaMallocFromPoolAsync / cudaFreeAsync on
+// the plane's stream): allocating and freeing never wait for the device, so a hung reduction
+// cannot block the next call, and the pool (which keeps what it has) makes steady state free.
+class scratch_block {
+public:
+  scratch_block(cudaMemPool_t pool, cudaStream_t stream, std::size_t floats) : stream_(stream) {
+    if (floats == 0)
+      return;
+    void* memory = nullptr;
+    HERD_CUDA_CHECK(cudaMallocFromPoolAsync(&memory, floats * sizeof(float), pool, stream));
+    data_ = static_cast<float*>(memory);
+  }
+  ~scratch_block() {
+    if (data_ != nullptr)
+      (void)cudaFreeAsync(data_, stream_);
+  }
+  scratch_block(const scratch_block&) = delete;
+  scratch_block& operator=(const scratch_block&) = delete;
+
+  float* data() const { return data_; }
+
+private:
+  cudaStream_t stream_;
+  float* data_ = nullptr;
+};
+
+// The event recorded after a reduction's last step: set once the reduction is queued, read by the
+// watchdog's completion query (another thread), destroyed with the last work handle.
+class reduction_event {
+public:
+  explicit reduction_event(int device) : device_(device) {}
+  ~reduction_event() {
+    if (cudaEvent_t event = event_.load(); event != nullptr) {
+      const quiet_device_scope scope(device_);
+      (void)cudaEventDestroy(event);
+    }
+  }
+  reduction_event(const reduction_event&) = delete;
+  reduction_event& operator=(const reduction_event&) = delete;
+
+  void record(cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    HERD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(event, stream);
+    if (recorded != cudaSuccess) {
+      (void)cudaEventDestroy(event);
+      detail::cuda_call_failed(__FILE__, __LINE__, "cudaEventRecord(event, stream)", recorded);
+    }
+    event_.store(event);
+  }
+
+  /// Whether the reduction's result is in `out`; throws when the device reports an error.
+  bool finished() const {
+    cudaEvent_t event = event_.load();
+    if (event == nullptr)
+      return false; // still being queued
+    make_current(device_);
+    const cudaError_t status = cudaEventQuery(event);
+    if (status == cudaErrorNotReady)
+      return false;
+    if (status != cudaSuccess)
+      detail::cuda_call_failed(__FILE__, __LINE__, "cudaEventQuery(event)", status);
+    return true;
+  }
+
+private:
+  const int device_;
+  std::atomic<cudaEvent_t> event_{nullptr};
+};
+
+// A reduction that ended before it started (a bad call, nothing to do, an earlier abort).
+class ended_work final : public work {
+public:
+  explicit ended_work(std::string error) : error_(std::move(error)) {}
+  bool wait(milliseconds) override { return true; }
+  bool is_completed() const override { return true; }
+  std::string error() const override { return error_; }
+
+private:
+  std::string error_;
+};
+
+// A reduction under the watchdog.
+class watched_work final : public work {
+public:
+  explicit watched_work(std::shared_ptr<watched_operation> operation)
+      : operation_(std::move(operation)) {}
+  bool wait(milliseconds timeout) override { return operation_->wait(timeout); }
+  bool is_completed() const override { return operation_->finished(); }
+  std::string error() const override { return operation_->error(); }
+
+private:
+  std::shared_ptr<watched_operation> operation_;
+};
+
+// Why `pointer` cannot serve as `name`, a device buffer on `device`; empty when it can.
+std::string device_buffer_problem(const char* name, const void* pointer, int device) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t status = cudaPointerGetAttributes(&attributes, pointer);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string(name) + " cannot be inspected by CUDA (" + cudaGetErrorString(status) + ")";
+  }
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged)
+    return std::string(name) + " is not device memory (host memory, or memory CUDA does not know)";
+  if (attributes.device != device)
+    return std::string(name) + " is memory of CUDA device " + std::to_string(attributes.device) +
+           ", but this rank uses device " + std::to_string(device);
+  return {};
+}
+
+} // namespace
+
+class nccl_plane::impl {
+public:
+  impl(int rank, int size, const nccl_unique_id& id, nccl_plane_options options);
+  ~impl();
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+
+  std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
+                                     float* out, std::size_t count);
+  bool aborted() const { return watchdog_->aborted(); }
+  std::string abort_reason() const { return watchdog_->abort_message(); }
+
+  const int rank_;
+  const int size_;
+  const nccl_plane_options options_;
+  const std::string subject_;
+  owned_stream stream_;
+
+private:
+  void initialise(const nccl_unique_id& id);
+  void finalise();
+  std::string check_call(const std::vector<weighted_input>& inputs, const float* send,
+                         const float* out, std::size_t count) const;
+  bool run_allreduce(const std::vector<weighted_input>& inputs, const float* send, float* out,
+                     std::size_t count, const watched_operation& operation,
+                     reduction_event& finished);
+  bool run_exchange(const std::vector<weighted_input>& inputs, const float* send, float* out,
+                    std::size_t count, const watched_operation& operation,
+                    reduction_event& finished);
+  ncclResult_t post_exchange(const float* send, float* scratch, std::size_t stride,
+                             std::size_t count, const std::vector<int>& peers);
+  bool settle(ncclResult_t state, const watched_operation& operation);
+
+  // Runs `call` (NCCL calls on comm_) holding nccl_mutex_; nothing when the communicator is gone.
+  template <class Call>
+  std::optional<ncclResult_t> post(Call&& call) {
+    const std::lock_guard<std::mutex> lock(nccl_mutex_);
+    if (comm_ == nullptr)
+      return std::nullopt;
+    return call();
+  }
+
+  // The watchdog's callbacks.
+  bool communicator_ready();
+  std::string async_error();
+  std::string abort_communicator();
+  std::string drain_stream();
+
+  owned_pool pool_;
+  std::unique_ptr<kernels::ops> ops_; // the weighted sum, on stream_
+
+  std::mutex calls_mutex_; // one group_reduce (or the destructor) at a time
+  std::mutex nccl_mutex_;  // comm_ and every NCCL call on it
+  ncclComm_t comm_ = nullptr;
+
+  std::unique_ptr<watchdog> watchdog_; // last: its callbacks use everything above
+};
+
+nccl_plane::impl::impl(int rank, int size, const nccl_unique_id& id, nccl_plane_options options)
+    : rank_(rank), size_(size), options_(options),
+      subject_("nccl rank " + std::to_string(rank) + " of " + std::to_string(size) + " (device " +
+               std::to_string(options.device) + ")") {
+  if (size < 1 || rank < 0 || rank >= size)
+    throw std::invalid_argument("nccl_plane: rank " + std::to_string(rank) +
+                                " is outside a communicator of size " + std::to_string(size));
+  if (options.device < 0)
+    throw std::invalid_argument("nccl_plane: device " + std::to_string(options.device) +
+                                " is negative");
+  if (options.timeout.count() <= 0 || options.poll_interval.count() <= 0)
+    throw std::invalid_argument(subject_ + ": timeout (" + std::to_string(options.timeout.count()) +
+                                " ms) and poll_interval (" +
+                                std::to_string(options.poll_interval.count()) +
+                                " ms) must be positive");
+  try {
+    const device_scope scope(options_.device);
+    cudaStream_t stream = nullptr;
+    HERD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    stream_.reset(stream);
+    cudaMemPoolProps properties{};
+    properties.allocType = cudaMemAllocationTypePinned;
+    properties.handleTypes = cudaMemHandleTypeNone;
+    properties.location.type = cudaMemLocationTypeDevice;
+    properties.location.id = options_.device;
+    cudaMemPool_t pool = nullptr;
+    HERD_CUDA_CHECK(cudaMemPoolCreate(&pool, &properties));
+    pool_.reset(pool);
+    // Keep freed scratch for the next reduction instead of returning it at every synchronisation.
+    std::uint64_t keep_everything = UINT64_MAX;
+    HERD_CUDA_CHECK(
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+    ops_ = kernels::cuda::make_cuda_ops(options_.device, stream);
+  } catch (const std::exception& failure) {
+    throw comm_error(subject_ + ": cannot use CUDA device " + std::to_string(options_.device) +
+                     ": " + failure.what());
+  }
+  watchdog_options polling;
+  polling.busy_poll = options_.poll_interval;
+  watchdog_ = std::make_unique<watchdog>(
+      subject_, [this] { return async_error(); },
+      [this](const std::string&) { return abort_communicator(); }, polling);
+  initialise(id);
+}
+
+void nccl_plane::impl::initialise(const nccl_unique_id& id) {
+  ncclUniqueId nccl_id{};
+  std::memcpy(nccl_id.internal, id.bytes.data(), nccl_unique_id::size_bytes);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  try {
+    const device_scope scope(options_.device); // the communicator takes the current device
+    const std::lock_guard<std::mutex> lock(nccl_mutex_);
+    HERD_NCCL_START(ncclCommInitRankConfig(&comm_, size_, nccl_id, rank_, &config), comm_);
+  } catch (const std::exception& failure) {
+    // A failed call may still have made a communicator (in error): the abort frees it.
+    const quiet_device_scope scope(options_.device);
+    throw comm_error(
+        watchdog_->abort(std::string("communicator initialisation failed: ") + failure.what()));
+  }
+  auto operation = watchdog_->watch(
+      "communicator initialisation", [this] { return communicator_ready(); }, options_.timeout);
+  if (!operation->wait(options_.timeout + abort_allowance))
+    throw comm_error(subject_ + ": communicator initialisation did not end within " +
+                     std::to_string((options_.timeout + abort_allowance).count()) +
+                     " ms, even counting the abort");
+  if (!operation->succeeded())
+    throw comm_error(operation->error());
+}
+
+nccl_plane::impl::~impl() {
+  const std::lock_guard<std::mutex> one_call(calls_mutex_);
+  try {
+    finalise();
+  } catch (const std::exception& failure) {
+    const quiet_device_scope scope(options_.device);
+    watchdog_->abort(std::string("finalisation failed: ") + failure.what());
+  }
+  watchdog_.reset(); // before the stream, the pool and the ops its callbacks use
+}
+
+void nccl_plane::impl::finalise() {
+  if (watchdog_->aborted())
+    return;
+  if (!post([this] { return HERD_NCCL_START(ncclCommFinalize(comm_), comm_); }))
+    return;
+  auto operation = watchdog_->watch(
+      "finalisation", [this] { return communicator_ready(); }, options_.timeout);
+  operation->wait(options_.timeout + abort_allowance);
+  if (!operation->succeeded())
+    return; // the watchdog aborted the communicator
+  const device_scope scope(options_.device);
+  const std::lock_guard<std::mutex> lock(nccl_mutex_);
+  // Gone whatever the destroy says: a communicator is not aborted after a destroy.
+  ncclComm_t closing = std::exchange(comm_, nullptr);
+  HERD_NCCL_CHECK(ncclCommDestroy(closing), nullptr);
+}
+
+bool nccl_plane::impl::communicator_ready() {
+  const std::lock_guard<std::mutex> lock(nccl_mutex_);
+  if (comm_ == nullptr)
+    return false;
+  ncclResult_t state = ncclInProgress;
+  HERD_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state), comm_);
+  return state == ncclSuccess; // an error: async_error() reports it, in the same polling round
+}
+
+std::string nccl_plane::impl::async_error() {
+  const std::lock_guard<std::mutex> lock(nccl_mutex_);
+  if (comm_ == nullptr)
+    return {};
+  ncclResult_t state = ncclSuccess;
+  HERD_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state), comm_);
+  if (state == ncclSuccess || state == ncclInProgress)
+    return {};
+  return "NCCL reported an asynchronous error: " + detail::nccl_words(state, comm_);
+}
+
+std::string nccl_plane::impl::abort_communicator() {
+  ncclResult_t result = ncclSuccess;
+  {
+    const std::lock_guard<std::mutex> lock(nccl_mutex_);
+    if (comm_ == nullptr)
+      return {}; // none was made, or it was destroyed: nothing to abort
+    result = ncclCommAbort(std::exchange(comm_, nullptr));
+  }
+  std::string outcome = result == ncclSuccess
+                            ? "the communicator was aborted"
+                            : "ncclCommAbort failed: " + detail::nccl_words(result, nullptr);
+  return outcome + drain_stream();
+}
+
+// Once the communicator is aborted its kernels end; this waits (bounded) until the stream has
+// run what was queued behind them, so that a failed reduction's buffers are no longer written.
+// Empty when it drained; otherwise why the caller should not trust the buffers yet.
+std::string nccl_plane::impl::drain_stream() {
+  try {
+    make_current(options_.device);
+  } catch (const std::exception& failure) {
+    return std::string("; its stream could not be checked: ") + failure.what();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  for (;;) {
+    const cudaError_t status = cudaStreamQuery(stream_.get());
+    if (status == cudaSuccess)
+      return {};
+    if (status != cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return std::string("; the device reported ") + cudaGetErrorName(status) + " (" +
+             cudaGetErrorString(status) + ")";
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return "; its stream still had work " + std::to_string(options_.timeout.count()) +
+             " ms later, so the buffers of the failed reductions may still be written";
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+}
+
+std::string nccl_plane::impl::check_call(const std::vector<weighted_input>& inputs,
+                                         const float* send, const float* out,
+                                         std::size_t count) const {
+  std::vector<int> ranks;
+  ranks.reserve(inputs.size());
+  for (const auto& input : inputs)
+    ranks.push_back(input.rank);
+  if (ranks.empty())
+    return "inputs is empty; it must list this rank " + std::to_string(rank_);
+  std::vector<bool> seen(static_cast<std::size_t>(size_), false);
+  for (int rank : ranks) {
+    if (rank < 0 || rank >= size_)
+      return "rank " + std::to_string(rank) + " in " + describe(ranks) +
+             " is outside the communicator of " + std::to_string(size_) + " ranks";
+    if (seen[static_cast<std::size_t>(rank)])
+      return "rank " + std::to_string(rank) + " appears twice in " + describe(ranks);
+    seen[static_cast<std::size_t>(rank)] = true;
+  }
+  if (!seen[static_cast<std::size_t>(rank_)])
+    return "this rank " + std::to_string(rank_) + " is not in " + describe(ranks);
+  if (count == 0)
+    return {};
+  if (send == nullptr || out == nullptr)
+    return "send and out must be device buffers of " + std::to_string(count) +
+           " floats, but one is null";
+  if (send != out) {
+    const auto send_at = reinterpret_cast<std::uintptr_t>(send);
+    const auto out_at = reinterpret_cast<std::uintptr_t>(out);
+    const std::uintptr_t bytes = count * sizeof(float);
+    if (send_at < out_at + bytes && out_at < send_at + bytes)
+      return "out overlaps send without being send (in place)";
+  }
+  if (auto problem = device_buffer_problem("send", send, options_.device); !problem.empty())
+    return problem;
+  return device_buffer_problem("out", out, options_.device);
+}
+
+std::shared_ptr<work> nccl_plane::impl::group_reduce(const std::vector<weighted_input>& inputs,
+                                                     const float* send, float* out,
+                                                     std::size_t count) {
+  const std::lock_guard<std::mutex> one_call(calls_mutex_);
+  std::optional<device_scope> scope;
+  try {
+    scope.emplace(options_.device);
+  } catch (const std::exception& failure) {
+    return std::make_shared<ended_work>(subject_ + ": group_reduce: " + failure.what());
+  }
+  if (auto problem = check_call(inputs, send, out, count); !problem.empty())
+    return std::make_shared<ended_work>(subject_ + ": group_reduce: " + problem);
+  std::vector<int> members;
+  members.reserve(inputs.size());
+  for (const auto& input : inputs)
+    members.push_back(input.rank);
+  const std::string description = "group reduction among ranks " + describe(members) + " (" +
+                                  std::to_string(count) + " floats)";
+  if (count == 0)
+    return std::make_shared<ended_work>(watchdog_->abort_message());
+  auto finished = std::make_shared<reduction_event>(options_.device);
+  auto operation = watchdog_->watch(
+      description, [finished] { return finished->finished(); }, options_.timeout);
+  auto handle = std::make_shared<watched_work>(operation);
+  if (operation->finished())
+    return handle; // the communicator was aborted earlier: the operation says why
+  try {
+    const bool all_reduce = inputs.size() == static_cast<std::size_t>(size_) &&
+                            options_.full_group == full_group_algorithm::allreduce;
+    if (all_reduce)
+      run_allreduce(inputs, send, out, count, *operation, *finished);
+    else
+      run_exchange(inputs, send, out, count, *operation, *finished);
+  } catch (const std::exception& failure) {
+    // The communicator's state is unknown after a failed call: abort it (the operation fails).
+    watchdog_->abort(description + " failed: " + failure.what());
+  }
+  return handle;
+}
+
+// All ranks: own weight times own buffer into scratch, then ncclAllReduce(sum) into out. `out`
+// may be `send`: the scaling has read it before the allreduce writes it (stream order).
+bool nccl_plane::impl::run_allreduce(const std::vector<weighted_input>& inputs, const float* send,
+                                     float* out, std::size_t count,
+                                     const watched_operation& operation,
+                                     reduction_event& finished) {
+  float own_weight = 0.0f;
+  for (const auto& input : inputs)
+    if (input.rank == rank_)
+      own_weight = input.weight;
+  const scratch_block scaled(pool_.get(), stream_.get(), count);
+  const float* sources[] = {send};
+  ops_->weighted_sum(scaled.data(), sources, &own_weight, 1, count);
+  const auto started = post([&] {
+    return HERD_NCCL_START(
+        ncclAllReduce(scaled.data(), out, count, ncclFloat32, ncclSum, comm_, stream_.get()),
+        comm_);
+  });
+  if (!started || !settle(*started, operation))
+    return false;
+  finished.record(stream_.get());
+  return true;
+}
+
+// A subset: receive every other member's buffer into scratch while sending ours to each of them
+// (one group, so all transfers progress together), then one weighted sum over the k buffers in the
+// order of `inputs`.
+bool nccl_plane::impl::run_exchange(const std::vector<weighted_input>& inputs, const float* send,
+                                    float* out, std::size_t count,
+                                    const watched_operation& operation, reduction_event& finished) {
+  std::vector<int> peers;
+  std::size_t own_position = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].rank == rank_)
+      own_position = i;
+    else
+      peers.push_back(inputs[i].rank);
+  }
+  const std::size_t stride =
+      (count + slice_alignment_floats - 1) / slice_alignment_floats * slice_alignment_floats;
+  // In place, the kernel may write over inputs[0] only: elsewhere the sum goes to scratch first.
+  const bool sum_aside = out == send && own_position != 0;
+  const scratch_block scratch(pool_.get(), stream_.get(),
+                              peers.size() * stride + (sum_aside ? count : 0));
+  if (!peers.empty()) {
+    const auto started =
+        post([&] { return post_exchange(send, scratch.data(), stride, count, peers); });
+    if (!started || !settle(*started, operation))
+      return false;
+  }
+  std::vector<const float*> sources;
+  std::vector<float> weights;
+  std::size_t next_peer = 0;
+  for (const auto& input : inputs) {
+    sources.push_back(input.rank == rank_ ? send : scratch.data() + stride * next_peer++);
+    weights.push_back(input.weight);
+  }
+  float* sum = sum_aside ? scratch.data() + peers.size() * stride : out;
+  ops_->weighted_sum(sum, sources.data(), weights.data(), static_cast<int>(inputs.size()), count);
+  if (sum_aside)
+    HERD_CUDA_CHECK(
+        cudaMemcpyAsync(out, sum, count * sizeof(float), cudaMemcpyDeviceToDevice, stream_.get()));
+  finished.record(stream_.get());
+  return true;
+}
+
+// Holding nccl_mutex_: one send to and one receive from every peer, fused in one group.
+ncclResult_t nccl_plane::impl::post_exchange(const float* send, float* scratch, std::size_t stride,
+                                             std::size_t count, const std::vector<int>& peers) {
+  HERD_NCCL_CHECK(ncclGroupStart(), comm_);
+  try {
+    for (std::size_t j = 0; j < peers.size(); ++j) {
+      HERD_NCCL_START(ncclSend(send, count, ncclFloat32, peers[j], comm_, stream_.get()), comm_);
+      HERD_NCCL_START(
+          ncclRecv(scratch + stride * j, count, ncclFloat32, peers[j], comm_, stream_.get()),
+          comm_);
+    }
+  } catch (...) {
+    (void)ncclGroupEnd(); // the group is this thread's: close it before the abort
+    throw;
+  }
+  return HERD_NCCL_START(ncclGroupEnd(), comm_);
+}
+
+// Waits until the communicator says the posted work is queued on the stream (ncclSuccess). False
+// when the watchdog ended the operation meanwhile (its deadline, or an error: the communicator is
+// gone); throws when NCCL reports an error first.
+bool nccl_plane::impl::settle(ncclResult_t state, const watched_operation& operation) {
+  while (state == ncclInProgress) {
+    if (operation.finished())
+      return false;
+    std::this_thread::sleep_for(settle_poll);
+    const std::lock_guard<std::mutex> lock(nccl_mutex_);
+    if (comm_ == nullptr)
+      return false;
+    HERD_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state), comm_);
+  }
+  if (state != ncclSuccess)
+    throw std::runtime_error("NCCL reported " + detail::nccl_words(state, nullptr));
+  return true;
+}
+
+// ---- the public class ---------------------------------------------------------------------------
+
+nccl_unique_id make_nccl_unique_id() {
+  ncclUniqueId raw{};
+  try {
+    HERD_NCCL_CHECK(ncclGetUniqueId(&raw), nullptr);
+  } catch (const std::exception& failure) {
+    throw comm_error(std::string("make_nccl_unique_id: ") + failure.what());
+  }
+  nccl_unique_id id;
+  std::memcpy(id.bytes.data(), raw.internal, nccl_unique_id::size_bytes);
+  return id;
+}
+
+nccl_plane::nccl_plane(int rank, int size, const nccl_unique_id& id, nccl_plane_options options)
+    : impl_(std::make_unique<impl>(rank, size, id, options)) {}
+
+nccl_plane::~nccl_plane() = default;
+
+int nccl_plane::rank() const {
+  return impl_->rank_;
+}
+int nccl_plane::size() const {
+  return impl_->size_;
+}
+int nccl_plane::device() const {
+  return impl_->options_.device;
+}
+void* nccl_plane::stream() const {
+  return impl_->stream_.get();
+}
+
+std::shared_ptr<work> nccl_plane::group_reduce(const std::vector<weighted_input>& inputs,
+                                               const float* send, float* out, std::size_t count) {
+  return impl_->group_reduce(inputs, send, out, count);
+}
+
+bool nccl_plane::aborted() const {
+  return impl_->aborted();
+}
+std::string nccl_plane::abort_reason() const {
+  return impl_->abort_reason();
+}
+
+} // namespace herd::comm
