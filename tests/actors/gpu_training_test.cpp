@@ -91,6 +91,13 @@ TEST(gpu_training, wagma_and_preduce_on_the_gpu_learn) {
   }
 }
 
+// The run configurations; HERD_CONFIG_DIR overrides the source tree's (a bundle made by
+// scripts/gpu-bundle runs on a machine where the tree lies elsewhere).
+std::string config_dir() {
+  const char* from_environment = std::getenv("HERD_CONFIG_DIR");
+  return from_environment != nullptr ? from_environment : HERD_CONFIG_DIR;
+}
+
 std::string fashion_mnist_dir() {
   const char* from_environment = std::getenv("HERD_FASHION_MNIST_DIR");
   return from_environment != nullptr ? from_environment : herd::models::default_fashion_mnist_dir;
@@ -109,7 +116,7 @@ TEST_P(gpu_quickstart, four_workers_on_one_gpu_reach_85_percent_within_three_epo
     GTEST_SKIP() << "Fashion-MNIST is not in " << dir << " (set HERD_FASHION_MNIST_DIR)";
   }
   const auto config = herd::config::load(
-      std::string(HERD_CONFIG_DIR) + "/quickstart.ini",
+      config_dir() + "/quickstart.ini",
       {"--train.backend=cuda", std::string("--train.algorithm=") + GetParam(),
        "--train.target-accuracy=0.85", "--train.epochs=3", "--data.path=" + dir});
   auto data =
