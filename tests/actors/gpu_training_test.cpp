@@ -55,7 +55,7 @@ herd::config::run_config synthetic_config(const std::string& algorithm,
 TEST(gpu_training, sync_on_the_gpu_matches_the_cpu_and_keeps_replicas_identical) {
   SKIP_WITHOUT_CUDA_DEVICE();
   auto data = std::make_shared<herd::models::train_test_split>(
-      herd::models::make_synthetic_split(4 * 8 * 30, 500, 40, 6, 7));
+      herd::models::make_synthetic_split(std::size_t{4} * 8 * 30, 500, 40, 6, 7));
   train_session on_cpu(synthetic_config("sync", "cpu"), data, quick());
   const auto cpu_summary = on_cpu.run();
   train_session on_gpu(synthetic_config("sync", "cuda"), data, quick());
@@ -79,7 +79,7 @@ TEST(gpu_training, sync_on_the_gpu_matches_the_cpu_and_keeps_replicas_identical)
 TEST(gpu_training, wagma_and_preduce_on_the_gpu_learn) {
   SKIP_WITHOUT_CUDA_DEVICE();
   auto data = std::make_shared<herd::models::train_test_split>(
-      herd::models::make_synthetic_split(4 * 8 * 60, 500, 40, 6, 7));
+      herd::models::make_synthetic_split(std::size_t{4} * 8 * 60, 500, 40, 6, 7));
   for (const char* algorithm : {"wagma", "preduce"}) {
     auto config = synthetic_config(algorithm, "cuda");
     config.train.epochs = 3;

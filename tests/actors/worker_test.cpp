@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/delegating_ops.hpp"
+#include "support/emulated_stream_ops.hpp"
 
 namespace {
 
@@ -94,6 +95,8 @@ protected:
     result.backend = backend_;
     return result;
   }
+
+  void adopt_and_go_through_the_same_states(const struct placement& where);
 
   std::vector<float> snapshot(caf::scoped_actor& self, const caf::actor& worker) {
     std::vector<float> parameters;
@@ -196,11 +199,24 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
 
 // A node joining a running job: its worker adopts a live peer's exported state (parameters,
 // velocity, step, rounds applied) and from then on goes through the same states as that peer.
-TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_same_states) {
-  const auto& ops = herd::kernels::cpu_ops();
+// Where the two workers of the test below compute: each has its compute thread's and its actor's
+// ops (one object for both on the CPU; two emulated streams for a GPU), and round results live in
+// `results`.
+struct placement {
+  const herd::kernels::ops* peer_steps;
+  const herd::kernels::ops* peer_applies;
+  const herd::kernels::ops* joining_steps;
+  const herd::kernels::ops* joining_applies;
+  const herd::kernels::memory* results;
+};
+
+void worker_actor_test::adopt_and_go_through_the_same_states(const placement& where) {
   caf::scoped_actor coordinator{system_};
-  auto peer = spawn_worker(system_, setup(ops), coordinator);
-  auto joining_setup = setup(ops);
+  auto peer_setup = setup(*where.peer_steps);
+  peer_setup.apply_ops = where.peer_applies;
+  auto peer = spawn_worker(system_, peer_setup, coordinator);
+  auto joining_setup = setup(*where.joining_steps);
+  joining_setup.apply_ops = where.joining_applies;
   joining_setup.index = 1;
   joining_setup.init_seed = 99; // not the peer's model: adopting must replace it
   auto joining = spawn_worker(system_, joining_setup, coordinator);
@@ -208,10 +224,12 @@ TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_sa
   std::mt19937_64 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto random_result = [&](std::uint64_t round) {
-    auto data = std::make_shared<std::vector<float>>(count);
-    for (auto& value : *data)
+    std::vector<float> values(count);
+    for (auto& value : values)
       value = normal(rng);
-    return round_result{round, host_buffer(*data), 1};
+    auto data = std::make_shared<herd::kernels::buffer<float>>(0, *where.results);
+    data->assign(values);
+    return round_result{round, data, 1};
   };
   auto export_state = [&](const caf::actor& worker) {
     std::optional<worker_state> state;
@@ -271,6 +289,24 @@ TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_sa
                  [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
     coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
   }
+}
+
+TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_same_states) {
+  const auto& ops = herd::kernels::cpu_ops();
+  adopt_and_go_through_the_same_states({&ops, &ops, &ops, &ops, &herd::kernels::host_memory()});
+}
+
+// The same with both workers on an emulated GPU (tests/support/emulated_stream_ops.hpp): the state
+// leaves one worker's device memory and enters the other's through the host, and each worker's
+// two streams hand over only through synchronisation.
+TEST_F(worker_actor_test, a_worker_on_a_gpu_adopts_a_peers_state_and_goes_through_the_same_states) {
+  const herd::testing::separate_memory device;
+  const herd::testing::emulated_stream_ops streams[] = {
+      herd::testing::emulated_stream_ops(device), herd::testing::emulated_stream_ops(device),
+      herd::testing::emulated_stream_ops(device), herd::testing::emulated_stream_ops(device)};
+  adopt_and_go_through_the_same_states(
+      {&streams[0], &streams[1], &streams[2], &streams[3], &device});
+  EXPECT_GE(device.counts.downloads, 4u); // two exports (parameters and velocity each)
 }
 
 // Keeps the gradient of each step and the parameters right after each applied round.
