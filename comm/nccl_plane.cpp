@@ -39,6 +39,9 @@ namespace herd::comm {
 
 namespace {
 
+using kernels::cuda::device_scope;
+using kernels::cuda::quiet_device_scope;
+
 using std::chrono::milliseconds;
 
 static_assert(NCCL_UNIQUE_ID_BYTES == nccl_unique_id::size_bytes,
@@ -63,46 +66,6 @@ std::string describe(const std::vector<int>& ranks) {
     text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
   return text + "]";
 }
-
-// Makes `device` current for a scope on a caller's thread and restores the caller's device after.
-class device_scope {
-public:
-  explicit device_scope(int device) : device_(device) {
-    HERD_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device_)
-      HERD_CUDA_CHECK(cudaSetDevice(device_));
-  }
-  ~device_scope() {
-    if (previous_ != device_)
-      (void)cudaSetDevice(previous_); // a destructor must not throw
-  }
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
-private:
-  int device_;
-  int previous_ = 0;
-};
-
-// The same for destructors and error paths: never throws (and does nothing when it cannot).
-class quiet_device_scope {
-public:
-  explicit quiet_device_scope(int device) : device_(device) {
-    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device_)
-      switched_ = cudaSetDevice(device_) == cudaSuccess;
-  }
-  ~quiet_device_scope() {
-    if (switched_)
-      (void)cudaSetDevice(previous_);
-  }
-  quiet_device_scope(const quiet_device_scope&) = delete;
-  quiet_device_scope& operator=(const quiet_device_scope&) = delete;
-
-private:
-  int device_;
-  int previous_ = 0;
-  bool switched_ = false;
-};
 
 // For the watchdog's thread, which serves one plane: makes `device` current for good. (Restoring
 // that thread's default device 0 would make CUDA create a context on GPU 0 in every rank's

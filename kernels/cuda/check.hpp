@@ -49,3 +49,48 @@ namespace herd::detail {
     if (herd_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                              \
       ::herd::detail::cublas_call_failed(__FILE__, __LINE__, #call, herd_cublas_status_);          \
   } while (false)
+
+namespace herd::kernels::cuda {
+
+/// Makes `device` current for a scope on the calling thread and restores the caller's device
+/// afterwards; throws (HERD_CUDA_CHECK) when it cannot switch.
+class device_scope {
+public:
+  explicit device_scope(int device) : device_(device) {
+    HERD_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device_)
+      HERD_CUDA_CHECK(cudaSetDevice(device_));
+  }
+  ~device_scope() {
+    if (previous_ != device_)
+      (void)cudaSetDevice(previous_); // a destructor must not throw
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+private:
+  int device_;
+  int previous_ = 0;
+};
+
+/// The same for destructors and release paths: switches when it can, never throws (a sticky
+/// error from an earlier launch may make cudaGetDevice fail there).
+class quiet_device_scope {
+public:
+  explicit quiet_device_scope(int device) noexcept {
+    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
+                cudaSetDevice(device) == cudaSuccess;
+  }
+  ~quiet_device_scope() {
+    if (switched_)
+      (void)cudaSetDevice(previous_);
+  }
+  quiet_device_scope(const quiet_device_scope&) = delete;
+  quiet_device_scope& operator=(const quiet_device_scope&) = delete;
+
+private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+} // namespace herd::kernels::cuda

@@ -260,46 +260,6 @@ bool aligned16(const void* pointer) {
   return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
 }
 
-// Makes `device` current for one call and restores the caller's device afterwards.
-class device_scope {
-public:
-  explicit device_scope(int device) : device_(device) {
-    HERD_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device_)
-      HERD_CUDA_CHECK(cudaSetDevice(device_));
-  }
-  ~device_scope() {
-    if (previous_ != device_)
-      cudaSetDevice(previous_); // a destructor must not throw
-  }
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
-private:
-  int device_;
-  int previous_ = 0;
-};
-
-// device_scope for destructors and release paths: switches when it can, never throws (a sticky
-// error from an earlier launch may make cudaGetDevice fail there).
-class quiet_device_scope {
-public:
-  explicit quiet_device_scope(int device) noexcept {
-    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
-                cudaSetDevice(device) == cudaSuccess;
-  }
-  ~quiet_device_scope() {
-    if (switched_)
-      cudaSetDevice(previous_);
-  }
-  quiet_device_scope(const quiet_device_scope&) = delete;
-  quiet_device_scope& operator=(const quiet_device_scope&) = delete;
-
-private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
-
 // One device's memory (kernels/memory.hpp): synchronous, device-wide copies for setup and checks.
 class device_memory_space final : public memory {
 public:
