@@ -14,37 +14,22 @@
 #include <iostream>
 #include <string>
 
+#include "support/cuda_skip.hpp"
+#include "support/session_config.hpp"
+
 namespace {
 
 using herd::actors::train_session;
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                                 \
-  do {                                                                                             \
-    if (!herd::kernels::cuda::cuda_device_available())                                             \
-      GTEST_SKIP() << "no CUDA device: "                                                           \
-                   << herd::kernels::cuda::query_devices().unavailable_reason;                     \
-  } while (false)
-
 herd::actors::session_options quick() {
-  herd::actors::session_options options;
-  options.progress_interval = std::chrono::milliseconds(20);
-  return options;
+  return herd::testing::quick_session_options();
 }
 
 herd::config::run_config synthetic_config(const std::string& algorithm,
                                           const std::string& backend) {
-  herd::config::run_config config;
+  auto config = herd::testing::small_session_config(4, 8);
   config.train.algorithm = algorithm;
   config.train.backend = backend;
-  config.train.workers = 4;
-  config.train.batch_size = 8;
-  config.train.lr = 0.05;
-  config.train.momentum = 0.9;
-  config.train.weight_decay = 1e-4;
-  config.train.epochs = 1;
-  config.train.seed = 3;
-  config.train.eval_every = 1000;
-  config.data.dataset = "synthetic";
   config.model.hidden = {64, 32};
   return config;
 }
@@ -53,7 +38,7 @@ herd::config::run_config synthetic_config(const std::string& algorithm,
 // bit for bit, and after 30 rounds they match the CPU run to FP32 rounding (cuBLAS and OpenBLAS
 // sum in different orders, so not bit for bit).
 TEST(gpu_training, sync_on_the_gpu_matches_the_cpu_and_keeps_replicas_identical) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   auto data = std::make_shared<herd::models::train_test_split>(
       herd::models::make_synthetic_split(std::size_t{4} * 8 * 30, 500, 40, 6, 7));
   train_session on_cpu(synthetic_config("sync", "cpu"), data, quick());
@@ -77,7 +62,7 @@ TEST(gpu_training, sync_on_the_gpu_matches_the_cpu_and_keeps_replicas_identical)
 // The model-averaging path (copies of models between parameters, send buffer and results on the
 // device, WAGMA's late blend) learns the synthetic problem.
 TEST(gpu_training, wagma_and_preduce_on_the_gpu_learn) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   auto data = std::make_shared<herd::models::train_test_split>(
       herd::models::make_synthetic_split(std::size_t{4} * 8 * 60, 500, 40, 6, 7));
   for (const char* algorithm : {"wagma", "preduce"}) {
@@ -108,7 +93,7 @@ std::string fashion_mnist_dir() {
 class gpu_quickstart : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(gpu_quickstart, four_workers_on_one_gpu_reach_85_percent_within_three_epochs) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const std::string dir = fashion_mnist_dir();
   if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
     if (std::getenv("HERD_REQUIRE_DATA") != nullptr)

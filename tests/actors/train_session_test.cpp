@@ -14,6 +14,7 @@
 #include "support/delegating_ops.hpp"
 #include "support/emulated_stream_ops.hpp"
 #include "support/separate_memory_ops.hpp"
+#include "support/session_config.hpp"
 
 namespace {
 
@@ -29,25 +30,15 @@ std::shared_ptr<const herd::models::train_test_split> synthetic(std::size_t trai
       herd::models::make_synthetic_split(train_samples, 500, features, classes, seed));
 }
 
+using herd::testing::quick_session_options;
+using herd::testing::small_session_config;
+
 run_config small_config(int workers, int batch) {
-  run_config config;
-  config.train.workers = workers;
-  config.train.batch_size = batch;
-  config.train.lr = 0.05;
-  config.train.momentum = 0.9;
-  config.train.weight_decay = 1e-4;
-  config.train.epochs = 1;
-  config.train.seed = 3;
-  config.train.eval_every = 1000;
-  config.data.dataset = "synthetic";
-  config.model.hidden = {16};
-  return config;
+  return small_session_config(workers, batch);
 }
 
 herd::actors::session_options quick() {
-  herd::actors::session_options options;
-  options.progress_interval = std::chrono::milliseconds(20);
-  return options;
+  return quick_session_options();
 }
 
 // Twenty synchronous rounds of 4 workers at batch b against one model trained on the same samples

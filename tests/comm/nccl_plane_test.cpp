@@ -43,6 +43,7 @@
 #include "support/temp_directory.hpp"
 #endif
 
+#include "support/cuda_skip.hpp"
 #include "support/random_values.hpp"
 
 namespace {
@@ -445,12 +446,6 @@ using herd::kernels::cuda::cuda_device_available;
 using herd::kernels::cuda::query_devices;
 using testing::HasSubstr;
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                                 \
-  do {                                                                                             \
-    if (!cuda_device_available())                                                                  \
-      GTEST_SKIP() << "no CUDA device: " << query_devices().unavailable_reason;                    \
-  } while (false)
-
 TEST(nccl_unique_id, travels_as_exactly_its_bytes) {
   nccl_unique_id id;
   for (std::size_t i = 0; i < id.bytes.size(); ++i)
@@ -533,7 +528,7 @@ protected:
 // A group of one is the whole communicator: `exchange` sends nothing and runs the weighted sum;
 // `allreduce` scales into scratch and runs ncclAllReduce on the one rank.
 TEST_P(one_rank_communicator, reduces_correctly_on_odd_sizes_and_in_place) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   nccl_plane plane(0, 1, make_nccl_unique_id(), options());
   std::size_t step = 0;
   for (std::size_t count : {1u, 7u, 33u, 130u, 4099u, 1000003u}) {
@@ -548,7 +543,7 @@ TEST_P(one_rank_communicator, reduces_correctly_on_odd_sizes_and_in_place) {
 }
 
 TEST_P(one_rank_communicator, bad_calls_fail_alone_and_the_communicator_keeps_working) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   nccl_plane plane(0, 1, make_nccl_unique_id(), options());
   gpu_floats send(contribution(100, 0, 0));
   gpu_floats out(std::vector<float>(100, 0.0f));
@@ -597,7 +592,7 @@ INSTANTIATE_TEST_SUITE_P(algorithms, one_rank_communicator,
 // NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected", invalid usage):
 // both ranks (threads here) fail with NCCL's words, in time, and nothing hangs.
 TEST(nccl_plane, refuses_two_ranks_on_one_gpu) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto id = make_nccl_unique_id();
   std::vector<std::string> errors(2);
   std::vector<std::thread> ranks;
@@ -716,12 +711,12 @@ void expect_all_passed(const std::vector<rank_outcome>& outcomes) {
 }
 
 TEST(nccl_plane_processes, an_initialisation_whose_peer_never_joins_is_aborted_at_the_timeout) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   expect_all_passed(run_ranks({{"init_without_peer"}}, std::chrono::seconds(120)));
 }
 
 TEST(nccl_plane_processes, a_reduction_behind_a_stalled_stream_is_aborted_at_the_timeout) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   expect_all_passed(run_ranks({{"stalled_stream"}}, std::chrono::seconds(180)));
 }
 
@@ -731,7 +726,7 @@ int usable_ranks() {
 
 #define SKIP_WITHOUT_TWO_DEVICES()                                                                 \
   do {                                                                                             \
-    SKIP_WITHOUT_CUDA_DEVICE();                                                                    \
+    HERD_SKIP_WITHOUT_CUDA_DEVICE();                                                               \
     if (usable_ranks() < 2)                                                                        \
       GTEST_SKIP()                                                                                 \
           << "needs 2 CUDA devices (NCCL refuses two ranks on one GPU); this machine has "         \

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
+#include "support/cuda_skip.hpp"
 
 namespace {
 
@@ -37,12 +38,6 @@ using herd::kernels::test_support::random_labels;
 // fail it, so this also checks that cuBLAS runs in plain FP32.
 constexpr float gemm_tolerance = herd::kernels::test_support::gemm_tolerance;
 constexpr int odd_sizes[] = {1, 7, 33, 130};
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                                                 \
-  do {                                                                                             \
-    if (!cuda_device_available())                                                                  \
-      GTEST_SKIP() << "no CUDA device: " << query_devices().unavailable_reason;                    \
-  } while (false)
 
 std::size_t count(int rows, int cols) {
   return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
@@ -83,7 +78,7 @@ TEST(cuda_ops, works_with_a_device_or_fails_clearly_without_one) {
 }
 
 TEST(cuda_ops, device_buffer_round_trips_and_moves) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const std::vector<std::int32_t> labels = random_labels(130, 10, 2);
   device_buffer<std::int32_t> first(labels);
   EXPECT_EQ(first.size(), labels.size());
@@ -99,7 +94,7 @@ TEST(cuda_ops, device_buffer_round_trips_and_moves) {
 }
 
 TEST(cuda_ops, gemm_matches_reference_for_all_transposes_and_odd_sizes) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   std::uint32_t seed = 100;
   for (const transpose trans_a : {transpose::no, transpose::yes})
@@ -148,7 +143,7 @@ TEST(cuda_ops, gemm_matches_reference_for_all_transposes_and_odd_sizes) {
 }
 
 TEST(cuda_ops, bias_add_and_bias_grad_match_reference) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   std::uint32_t seed = 200;
   for (const int rows : odd_sizes)
@@ -173,7 +168,7 @@ TEST(cuda_ops, bias_add_and_bias_grad_match_reference) {
 }
 
 TEST(cuda_ops, relu_matches_reference_also_in_place) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   for (const std::size_t n :
        {std::size_t{1}, std::size_t{7}, std::size_t{130}, std::size_t{4099}}) {
@@ -202,7 +197,7 @@ TEST(cuda_ops, relu_matches_reference_also_in_place) {
 }
 
 TEST(cuda_ops, softmax_cross_entropy_matches_reference) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   std::uint32_t seed = 500;
   for (const int rows : odd_sizes)
@@ -236,7 +231,7 @@ TEST(cuda_ops, softmax_cross_entropy_matches_reference) {
 }
 
 TEST(cuda_ops, count_correct_matches_reference_with_ties) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   std::uint32_t seed = 600;
   for (const int rows : {1, 7, 33, 130, 5000})
@@ -256,7 +251,7 @@ TEST(cuda_ops, count_correct_matches_reference_with_ties) {
 }
 
 TEST(cuda_ops, labels_outside_the_classes_are_rejected) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   const int rows = 7;
   const int classes = 10;
@@ -281,7 +276,7 @@ TEST(cuda_ops, labels_outside_the_classes_are_rejected) {
 }
 
 TEST(cuda_ops, sgd_step_matches_reference) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   for (const sgd_hyper hyper : {sgd_hyper{0.1f, 0.9f, 1e-4f}, sgd_hyper{0.05f, 0.0f, 0.0f}})
     for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{4099}}) {
@@ -302,7 +297,7 @@ TEST(cuda_ops, sgd_step_matches_reference) {
 }
 
 TEST(cuda_ops, weighted_sum_matches_reference_aliased_and_misaligned) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   std::uint32_t seed = 900;
   for (const int k : {1, 2, 3, 16, 17, 40})
@@ -345,7 +340,7 @@ TEST(cuda_ops, weighted_sum_matches_reference_aliased_and_misaligned) {
 }
 
 TEST(cuda_ops, preconditions_are_checked_on_the_host) {
-  SKIP_WITHOUT_CUDA_DEVICE();
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
   device_buffer<float> buffer(std::vector<float>(16, 1.0f));
   EXPECT_THROW(gpu->relu_forward(buffer.data(), buffer.data(), 0), std::invalid_argument);

@@ -12,13 +12,14 @@
 #include <gtest/gtest.h>
 #include <stdexcept>
 
+#include "support/cuda_skip.hpp"
+
 namespace {
 
 using herd::models::tensor;
 
 TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
-  if (!herd::kernels::cuda::cuda_device_available())
-    GTEST_SKIP() << "no CUDA device: " << herd::kernels::cuda::query_devices().unavailable_reason;
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = herd::kernels::cuda::make_cuda_ops(0);
   const auto& cpu = herd::kernels::cpu_ops();
   const auto& device = gpu->memory();

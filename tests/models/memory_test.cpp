@@ -11,10 +11,10 @@
 
 #include <cstdint>
 #include <gtest/gtest.h>
-#include <random>
 #include <stdexcept>
 #include <vector>
 
+#include "support/random_values.hpp"
 #include "support/separate_memory_ops.hpp"
 
 namespace {
@@ -22,17 +22,9 @@ namespace {
 using herd::kernels::buffer;
 using herd::kernels::host_memory;
 using herd::models::tensor;
+using herd::testing::random_values;
 using herd::testing::separate_memory;
 using herd::testing::separate_memory_ops;
-
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(n);
-  for (auto& value : values)
-    value = normal(rng);
-  return values;
-}
 
 tensor host_tensor(std::vector<std::size_t> shape, std::uint64_t seed) {
   tensor t(std::move(shape));
