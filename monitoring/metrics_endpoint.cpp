@@ -1,235 +1,771 @@
-// The /metrics HTTP endpoint on cpp-httplib; see metrics_endpoint.hpp.
+// The /metrics endpoint (metrics_endpoint.hpp): one thread, non-blocking sockets and poll().
 //
-// Lifetime: the httplib::Server and everything its handlers touch live in a serving_state that
-// the serving thread co-owns. The destructor stops the server, waits until no call of the
-// caller's callback is running and drops the callback, and then joins the serving thread. A
-// client that keeps a request open by trickling bytes (cpp-httplib's read timeout is per read,
-// not per request) could hold a pool thread, and so the join, for as long as it likes; after
-// stop_wait the destructor detaches the thread instead, which stays safe because the thread owns
-// the state and never calls the callback again.
+// Why not a general HTTP library: cpp-httplib, which served this before, timed each read rather
+// than the request and queued accepted sockets without bound for a pool of four threads, so four
+// clients trickling a byte at a time blocked every scrape and a thousand idle ones used up the
+// process's descriptors. Here each connection lives through three phases, each with one deadline
+// (request head, reply, lingering close), one thread multiplexes them all, and the number open is
+// capped. Every reply closes its connection (no keep-alive): Prometheus connects once per scrape
+// either way.
 #include "monitoring/metrics_endpoint.hpp"
 
 #include "kernels/check.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <exception>
-#include <httplib.h>
-#include <mutex>
+#include <memory>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdexcept>
+#include <string_view>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <utility>
+#include <vector>
 
 namespace herd::monitoring {
 
 namespace {
 
 using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
 
-constexpr const char* metrics_path = "/metrics";
+constexpr std::string_view metrics_path = "/metrics";
 constexpr const char* allowed_methods = "GET, HEAD";
 constexpr const char* exposition_content_type = "text/plain; version=0.0.4; charset=utf-8";
 constexpr const char* error_content_type = "text/plain; charset=utf-8";
 
-// Scrapes are rare (Prometheus: one every few seconds per server), so a few threads suffice, and
-// a bounded pool caps what a flood of connections can take from training.
-constexpr std::size_t serving_threads = 4;
-constexpr time_t read_timeout_seconds = 5;
-constexpr time_t write_timeout_seconds = 5;
-// Short: an idle keep-alive connection holds one of the pool's threads. Prometheus scrapes every
-// 15 s by default and so reconnects anyway.
-constexpr time_t keep_alive_timeout_seconds = 2;
-constexpr std::size_t keep_alive_max_requests = 10;
-// A GET carries no body; this only bounds what a POST or PUT can make the server read. Header
-// lines are bounded by the library itself (CPPHTTPLIB_HEADER_MAX_LENGTH, 8 KiB, compiled in).
+// The connection cap is at most this fraction of the soft descriptor limit, so the endpoint can
+// never be what pushes training into "Too many open files".
+constexpr rlim_t descriptor_share_divisor = 16;
+// A GET carries no body; a request that announces more than this is refused with 413.
 constexpr std::size_t max_request_body_bytes = 4096;
-
-constexpr auto start_wait = 5s;
-constexpr auto stop_wait = 3s;
-constexpr auto stop_retry_interval = 20ms;
-
-struct serving_state {
-  explicit serving_state(std::function<std::string()> callback) : exposition(std::move(callback)) {}
-
-  /// Runs the callback into `text`; false (and no call) once the endpoint is shutting down.
-  bool produce(std::string& text) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex);
-      if (closing)
-        return false;
-      ++callbacks_running;
-    }
-    // Released on the way out, also when the callback throws.
-    struct release {
-      serving_state& state;
-      ~release() {
-        {
-          const std::lock_guard<std::mutex> lock(state.mutex);
-          --state.callbacks_running;
-        }
-        state.changed.notify_all();
-      }
-    } const releaser{*this};
-    text = exposition();
-    return true;
-  }
-
-  httplib::Server server;
-  std::atomic<std::uint64_t> scrapes{0};
-
-  std::mutex mutex;
-  std::condition_variable changed;
-  // Called only between produce()'s bookkeeping; emptied once closing and no call is running.
-  std::function<std::string()> exposition;
-  bool closing = false;
-  int callbacks_running = 0;
-  bool serving_finished = false;
-};
+// After its reply the server shuts down its sending side and reads until the client closes, at
+// most this long and this much: closing with unread bytes (a body, the rest of a refused head)
+// makes the kernel send a reset, which can destroy the reply before the client has read it.
+constexpr auto linger_time = 2s;
+constexpr std::size_t linger_max_bytes = std::size_t{1} << 20;
+// How long accepting pauses when the process is out of descriptors or memory.
+constexpr auto accept_pause = 100ms;
+constexpr std::size_t read_chunk_bytes = 4096;
 
 std::string endpoint_name(const std::string& address, int port) {
   return address + ":" + std::to_string(port);
 }
 
-/// The reason phrase for the error statuses the library produces itself.
-const char* error_reason(int status) {
+/// Owns one descriptor; closes it when destroyed or reset.
+class file_descriptor {
+public:
+  file_descriptor() = default;
+  explicit file_descriptor(int descriptor) : descriptor_(descriptor) {}
+  ~file_descriptor() { reset(); }
+  file_descriptor(file_descriptor&& other) noexcept
+      : descriptor_(std::exchange(other.descriptor_, -1)) {}
+  file_descriptor& operator=(file_descriptor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      descriptor_ = std::exchange(other.descriptor_, -1);
+    }
+    return *this;
+  }
+  file_descriptor(const file_descriptor&) = delete;
+  file_descriptor& operator=(const file_descriptor&) = delete;
+
+  int get() const { return descriptor_; }
+  bool is_open() const { return descriptor_ >= 0; }
+  void reset() {
+    if (descriptor_ >= 0)
+      ::close(descriptor_);
+    descriptor_ = -1;
+  }
+
+private:
+  int descriptor_ = -1;
+};
+
+// ---- requests and replies -------------------------------------------------------------------
+
+struct reply {
+  int status = 200;
+  const char* content_type = error_content_type;
+  std::string body;
+  bool allow_header = false; // "Allow: GET, HEAD", which a 405 must carry
+  bool head_only = false;    // a reply to HEAD: the body's length, not the body
+};
+
+const char* reason_phrase(int status) {
   switch (status) {
+  case 200:
+    return "OK";
   case 400:
-    return "bad request";
+    return "Bad Request";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 408:
+    return "Request Timeout";
   case 413:
-    return "payload too large";
+    return "Payload Too Large";
   case 414:
-    return "URI too long";
-  case 416:
-    return "range not satisfiable";
+    return "URI Too Long";
   case 431:
-    return "request header fields too large";
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 505:
+    return "HTTP Version Not Supported";
   default:
-    return "error";
+    return "Error";
   }
 }
 
-void set_error(httplib::Response& response, int status, const std::string& text) {
-  response.status = status;
-  response.set_content(text, error_content_type);
+reply error_reply(int status, std::string text) {
+  reply answer;
+  answer.status = status;
+  answer.body = std::move(text);
+  return answer;
 }
 
-void set_not_found(httplib::Response& response) {
-  set_error(response, 404, "404 not found: this endpoint serves only GET /metrics\n");
+reply bad_request() {
+  return error_reply(400, "400 bad request: malformed request line or header; this endpoint "
+                          "serves only GET /metrics\n");
 }
 
-void set_method_not_allowed(httplib::Response& response) {
-  response.set_header("Allow", allowed_methods);
-  set_error(response, 405, "405 method not allowed: /metrics answers only GET and HEAD\n");
+/// The bytes to send.
+std::string serialize(const reply& answer) {
+  std::string text = "HTTP/1.1 " + std::to_string(answer.status) + " " +
+                     reason_phrase(answer.status) + "\r\nContent-Type: " + answer.content_type +
+                     "\r\nContent-Length: " + std::to_string(answer.body.size()) + "\r\n";
+  if (answer.allow_header)
+    text += std::string("Allow: ") + allowed_methods + "\r\n";
+  text += "Connection: close\r\n\r\n";
+  if (!answer.head_only)
+    text += answer.body;
+  return text;
 }
 
-void serve_exposition(serving_state& state, const httplib::Request& request,
-                      httplib::Response& response) {
-  if (request.path != metrics_path) {
-    set_not_found(response);
-    return;
+/// Where the request head in `received` ends (just past its empty line), searching from `from`;
+/// std::string::npos while it is incomplete. Bare LF line ends are accepted (RFC 9112, 2.2).
+std::size_t head_end(const std::string& received, std::size_t from) {
+  for (std::size_t at = received.find('\n', from); at != std::string::npos;
+       at = received.find('\n', at + 1)) {
+    if (at + 1 < received.size() && received[at + 1] == '\n')
+      return at + 2;
+    if (at + 2 < received.size() && received[at + 1] == '\r' && received[at + 2] == '\n')
+      return at + 3;
   }
-  std::string text;
-  try {
-    if (!state.produce(text)) {
-      set_error(response, 503, "503 service unavailable: the metrics endpoint is shutting down\n");
+  return std::string::npos;
+}
+
+bool is_token_char(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+         (byte >= 'A' && byte <= 'Z') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_token(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is_token_char);
+}
+
+bool equals_ignoring_case(std::string_view left, std::string_view right) {
+  return left.size() == right.size() &&
+         std::equal(left.begin(), left.end(), right.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
+    text.remove_suffix(1);
+  return text;
+}
+
+/// What routing needs from a request head, or the status that refuses it.
+struct request_head {
+  int refusal = 0; // 0, or the 4xx/5xx status the request gets without routing
+  std::string method;
+  std::string path; // the target without its query
+};
+
+/// The path of an origin-form ("/metrics?x") or absolute-form ("http://host/metrics") target;
+/// empty when it is neither.
+std::string_view target_path(std::string_view target) {
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() >= scheme.size() &&
+        equals_ignoring_case(target.substr(0, scheme.size()), scheme)) {
+      const auto path_start = target.find('/', scheme.size());
+      target = path_start == std::string_view::npos ? "/" : target.substr(path_start);
+      break;
+    }
+  }
+  if (target.empty() || (target.front() != '/' && target != "*"))
+    return {};
+  return target.substr(0, target.find_first_of("?#"));
+}
+
+/// Parses a complete head (request line, headers, empty line) per RFC 9112. Strict: what a proxy
+/// in front could read differently (folded lines, a space before a colon, two lengths) is 400.
+request_head parse_request_head(std::string_view head) {
+  request_head request;
+  std::vector<std::string_view> lines;
+  while (!head.empty()) {
+    const auto line_end = head.find('\n');
+    auto line = head.substr(0, line_end);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    if (line.empty())
+      break;
+    lines.push_back(line);
+    head.remove_prefix(line_end == std::string_view::npos ? head.size() : line_end + 1);
+  }
+  if (lines.empty()) {
+    request.refusal = 400;
+    return request;
+  }
+
+  // method SP request-target SP HTTP-version, single spaces, nothing else.
+  const auto request_line = lines.front();
+  const auto first_space = request_line.find(' ');
+  const auto second_space = first_space == std::string_view::npos
+                                ? std::string_view::npos
+                                : request_line.find(' ', first_space + 1);
+  if (second_space == std::string_view::npos ||
+      request_line.find(' ', second_space + 1) != std::string_view::npos) {
+    request.refusal = 400;
+    return request;
+  }
+  const auto method = request_line.substr(0, first_space);
+  const auto target = request_line.substr(first_space + 1, second_space - first_space - 1);
+  const auto version = request_line.substr(second_space + 1);
+  const bool target_is_printable = std::all_of(target.begin(), target.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte > 0x20 && byte < 0x7f;
+  });
+  const auto path = target_path(target);
+  if (!is_token(method) || !target_is_printable || path.empty()) {
+    request.refusal = 400;
+    return request;
+  }
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+    const bool names_a_version = version.size() >= 6 && version.substr(0, 5) == "HTTP/" &&
+                                 std::isdigit(static_cast<unsigned char>(version[5])) != 0;
+    request.refusal = names_a_version ? 505 : 400;
+    return request;
+  }
+  request.method = std::string(method);
+  request.path = std::string(path);
+
+  std::string_view content_length;
+  for (std::size_t index = 1; index < lines.size(); ++index) {
+    const auto line = lines[index];
+    const auto colon = line.find(':');
+    // No whitespace before the colon and no folded continuation lines (RFC 9112, 5.1 and 5.2).
+    if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
+      request.refusal = 400;
+      return request;
+    }
+    if (!equals_ignoring_case(line.substr(0, colon), "Content-Length"))
+      continue;
+    const auto value = trim(line.substr(colon + 1));
+    const bool is_number =
+        !value.empty() && value.size() <= 18 && std::all_of(value.begin(), value.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+        });
+    if (!is_number || (!content_length.empty() && content_length != value)) {
+      request.refusal = 400;
+      return request;
+    }
+    content_length = value;
+  }
+  if (!content_length.empty() && std::stoull(std::string(content_length)) > max_request_body_bytes)
+    request.refusal = 413;
+  return request;
+}
+
+// ---- the server -----------------------------------------------------------------------------
+
+enum class connection_phase {
+  reading_request, // until the head is complete: request_deadline from accept
+  writing_reply,   // until the last byte is sent: reply_deadline
+  lingering,       // sending side shut, reading until the client closes: linger_time
+};
+
+struct connection {
+  file_descriptor socket;
+  connection_phase phase = connection_phase::reading_request;
+  clock_type::time_point accepted_at;
+  clock_type::time_point deadline;
+  std::string received;
+  std::string outgoing;
+  std::size_t sent_bytes = 0;
+  std::size_t drained_bytes = 0;
+};
+
+/// Which connection goes first when the cap is reached: one whose reply is out, then one still
+/// sending its request, then one still being answered; the oldest first within each.
+int eviction_order(connection_phase phase) {
+  switch (phase) {
+  case connection_phase::lingering:
+    return 0;
+  case connection_phase::reading_request:
+    return 1;
+  case connection_phase::writing_reply:
+    return 2;
+  }
+  return 2;
+}
+
+/// Closes with a reset instead of a FIN: the kernel drops what is still queued for a client that
+/// stopped reading rather than keep trying to deliver it.
+void close_abortively(file_descriptor& socket) {
+  const linger abort_at_once{1, 0};
+  ::setsockopt(socket.get(), SOL_SOCKET, SO_LINGER, &abort_at_once, sizeof(abort_at_once));
+  socket.reset();
+}
+
+class server {
+public:
+  server(file_descriptor listener, file_descriptor wake, std::function<std::string()> exposition,
+         const metrics_endpoint_limits& limits)
+      : listener_(std::move(listener)), wake_(std::move(wake)), exposition_(std::move(exposition)),
+        limits_(limits) {}
+
+  /// Serves until stop(); called on the serving thread.
+  void run();
+  /// Makes run() return, from any thread.
+  void stop() {
+    const std::uint64_t one = 1;
+    // An eventfd write of 1 fails only if the counter would overflow, which means it is set.
+    [[maybe_unused]] const auto written = ::write(wake_.get(), &one, sizeof(one));
+  }
+  std::uint64_t scrapes() const { return scrapes_.load(std::memory_order_relaxed); }
+
+private:
+  int poll_timeout_ms(clock_type::time_point now) const;
+  void serve(connection& client, clock_type::time_point now);
+  void read_request(connection& client, clock_type::time_point now);
+  void write_reply(connection& client, clock_type::time_point now);
+  void drain(connection& client);
+  void expire(connection& client, clock_type::time_point now);
+  void start_reply(connection& client, const reply& answer, clock_type::time_point now);
+  void start_lingering(connection& client, clock_type::time_point now);
+  void accept_connections(clock_type::time_point now);
+  void evict_one();
+  void drop_closed();
+  reply reply_to(std::string_view head);
+  reply exposition_reply();
+  void report_once(const std::string& problem);
+
+  file_descriptor listener_;
+  file_descriptor wake_;
+  std::function<std::string()> exposition_;
+  metrics_endpoint_limits limits_;
+  std::vector<connection> connections_;
+  clock_type::time_point accepting_paused_until_{};
+  bool reported_ = false;
+  std::atomic<std::uint64_t> scrapes_{0};
+};
+
+void server::run() {
+  std::vector<pollfd> watched;
+  for (;;) {
+    const auto before_poll = clock_type::now();
+    watched.clear();
+    watched.push_back({wake_.get(), POLLIN, 0});
+    // poll() skips a negative descriptor: that is how accepting pauses.
+    const bool accepting = before_poll >= accepting_paused_until_;
+    watched.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
+    for (const auto& client : connections_) {
+      const short events = client.phase == connection_phase::writing_reply ? POLLOUT : POLLIN;
+      watched.push_back({client.socket.get(), events, 0});
+    }
+    const int ready =
+        ::poll(watched.data(), static_cast<nfds_t>(watched.size()), poll_timeout_ms(before_poll));
+    if (ready < 0) {
+      if (errno == EINTR)
+        continue;
+      std::fprintf(stderr, "herd: metrics endpoint stopped serving: poll failed: %s\n",
+                   std::strerror(errno));
       return;
     }
+    if (watched[0].revents != 0)
+      return;
+
+    const auto now = clock_type::now();
+    for (std::size_t index = 0; index < connections_.size(); ++index) {
+      if (watched[index + 2].revents != 0)
+        serve(connections_[index], now);
+    }
+    for (auto& client : connections_) {
+      if (client.socket.is_open() && now >= client.deadline)
+        expire(client, now);
+    }
+    drop_closed();
+    if (watched[1].revents != 0)
+      accept_connections(now);
+  }
+}
+
+int server::poll_timeout_ms(clock_type::time_point now) const {
+  auto earliest = clock_type::time_point::max();
+  for (const auto& client : connections_)
+    earliest = std::min(earliest, client.deadline);
+  if (accepting_paused_until_ > now)
+    earliest = std::min(earliest, accepting_paused_until_);
+  if (earliest == clock_type::time_point::max())
+    return -1; // nothing to time out: only a client or stop() wakes the thread
+  if (earliest <= now)
+    return 0;
+  // Rounded up, so the thread does not wake just before a deadline and spin until it.
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(earliest - now);
+  return static_cast<int>(std::min<std::chrono::milliseconds::rep>(wait.count(), 60'000));
+}
+
+/// Moves `client` on after poll() reported it ready. Every phase reads or writes, and so learns of
+/// errors and hang-ups from that call itself.
+void server::serve(connection& client, clock_type::time_point now) {
+  try {
+    switch (client.phase) {
+    case connection_phase::reading_request:
+      read_request(client, now);
+      break;
+    case connection_phase::writing_reply:
+      write_reply(client, now);
+      break;
+    case connection_phase::lingering:
+      drain(client);
+      break;
+    }
   } catch (const std::exception& error) {
-    set_error(response, 500,
-              std::string("500 internal error: producing the metrics failed: ") + error.what() +
-                  "\n");
+    // Out of memory for one client's buffers: drop that client, keep serving the others.
+    report_once(std::string("dropped a connection: ") + error.what());
+    client.socket.reset();
+  }
+}
+
+void server::read_request(connection& client, clock_type::time_point now) {
+  char chunk[read_chunk_bytes];
+  for (;;) {
+    const auto count = ::recv(client.socket.get(), chunk, sizeof(chunk), 0);
+    if (count == 0) {
+      client.socket.reset(); // the client gave up before its request was complete
+      return;
+    }
+    if (count < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        client.socket.reset();
+      return;
+    }
+    // A terminator may straddle two reads.
+    const std::size_t search_from = client.received.size() >= 3 ? client.received.size() - 3 : 0;
+    client.received.append(chunk, static_cast<std::size_t>(count));
+    const auto end = head_end(client.received, search_from);
+    if (end != std::string::npos && end <= limits_.max_request_head_bytes) {
+      start_reply(client, reply_to(std::string_view(client.received).substr(0, end)), now);
+      return;
+    }
+    if (end != std::string::npos || client.received.size() > limits_.max_request_head_bytes) {
+      const auto bound = std::to_string(limits_.max_request_head_bytes);
+      const auto request_line_end = client.received.find('\n');
+      const bool request_line_too_long = request_line_end == std::string::npos ||
+                                         request_line_end > limits_.max_request_head_bytes;
+      start_reply(
+          client,
+          request_line_too_long
+              ? error_reply(414, "414 URI too long: the request line exceeds " + bound + " bytes\n")
+              : error_reply(431, "431 request header fields too large: the request head "
+                                 "exceeds " +
+                                     bound + " bytes\n"),
+          now);
+      return;
+    }
+  }
+}
+
+void server::start_reply(connection& client, const reply& answer, clock_type::time_point now) {
+  client.received = std::string(); // frees the buffer; whatever follows the head is drained
+  client.outgoing = serialize(answer);
+  client.sent_bytes = 0;
+  client.phase = connection_phase::writing_reply;
+  client.deadline = now + limits_.reply_deadline;
+  write_reply(client, now); // usually the whole reply fits in the socket buffer at once
+}
+
+void server::write_reply(connection& client, clock_type::time_point now) {
+  while (client.sent_bytes < client.outgoing.size()) {
+    const auto count =
+        ::send(client.socket.get(), client.outgoing.data() + client.sent_bytes,
+               client.outgoing.size() - client.sent_bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (count < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        client.socket.reset(); // the client is gone
+      return;
+    }
+    client.sent_bytes += static_cast<std::size_t>(count);
+  }
+  start_lingering(client, now);
+}
+
+void server::start_lingering(connection& client, clock_type::time_point now) {
+  client.outgoing = std::string();
+  client.phase = connection_phase::lingering;
+  client.deadline = now + linger_time;
+  client.drained_bytes = 0;
+  ::shutdown(client.socket.get(), SHUT_WR);
+}
+
+void server::drain(connection& client) {
+  char chunk[read_chunk_bytes];
+  for (;;) {
+    const auto count = ::recv(client.socket.get(), chunk, sizeof(chunk), 0);
+    if (count < 0 && errno == EINTR)
+      continue;
+    if (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    if (count <= 0) {
+      client.socket.reset(); // the client closed (or failed): done
+      return;
+    }
+    client.drained_bytes += static_cast<std::size_t>(count);
+    if (client.drained_bytes > linger_max_bytes) {
+      client.socket.reset();
+      return;
+    }
+  }
+}
+
+void server::expire(connection& client, clock_type::time_point now) {
+  switch (client.phase) {
+  case connection_phase::reading_request:
+    if (client.received.empty()) {
+      client.socket.reset(); // it never said anything; nothing is unread, so this is a clean FIN
+      return;
+    }
+    start_reply(client,
+                error_reply(408, "408 request timeout: the request did not arrive in full within " +
+                                     std::to_string(limits_.request_deadline.count()) + " ms\n"),
+                now);
     return;
+  case connection_phase::writing_reply:
+    close_abortively(client.socket);
+    return;
+  case connection_phase::lingering:
+    client.socket.reset();
+    return;
+  }
+}
+
+void server::accept_connections(clock_type::time_point now) {
+  // At most one cap's worth per wake, so a flood of connections cannot starve those already open.
+  for (std::size_t accepted = 0; accepted < limits_.max_connections; ++accepted) {
+    file_descriptor socket(
+        ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!socket.is_open()) {
+      switch (errno) {
+      case EAGAIN:
+#if EAGAIN != EWOULDBLOCK
+      case EWOULDBLOCK:
+#endif
+        return;
+      // Errors of the connection that was to be accepted, not of the listener (accept(2)).
+      case EINTR:
+      case ECONNABORTED:
+      case EPROTO:
+      case ENETDOWN:
+      case ENOPROTOOPT:
+      case EHOSTDOWN:
+      case ENONET:
+      case EHOSTUNREACH:
+      case EOPNOTSUPP:
+      case ENETUNREACH:
+        continue;
+      default:
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM: the process or the host is short of descriptors or
+        // memory. The pending connections wait in the backlog; retrying at once would spin.
+        report_once(std::string("cannot accept a connection: ") + std::strerror(errno) +
+                    " (pausing; if it is 'Too many open files', raise the limit with ulimit -n)");
+        accepting_paused_until_ = now + accept_pause;
+        return;
+      }
+    }
+    if (connections_.size() >= limits_.max_connections)
+      evict_one();
+    connection fresh;
+    fresh.socket = std::move(socket);
+    fresh.accepted_at = now;
+    fresh.deadline = now + limits_.request_deadline;
+    connections_.push_back(std::move(fresh));
+    // The request has usually arrived with the handshake: answer it before anything can evict it.
+    serve(connections_.back(), now);
+    if (!connections_.back().socket.is_open())
+      connections_.pop_back();
+  }
+}
+
+void server::evict_one() {
+  const auto victim = std::min_element(connections_.begin(), connections_.end(),
+                                       [](const connection& left, const connection& right) {
+                                         const auto left_order = eviction_order(left.phase);
+                                         const auto right_order = eviction_order(right.phase);
+                                         return left_order != right_order
+                                                    ? left_order < right_order
+                                                    : left.accepted_at < right.accepted_at;
+                                       });
+  if (victim == connections_.end())
+    return;
+  if (victim->phase == connection_phase::writing_reply)
+    close_abortively(victim->socket);
+  connections_.erase(victim);
+}
+
+void server::drop_closed() {
+  connections_.erase(
+      std::remove_if(connections_.begin(), connections_.end(),
+                     [](const connection& client) { return !client.socket.is_open(); }),
+      connections_.end());
+}
+
+/// The reply to a complete request head: routing, and the callback for GET or HEAD /metrics.
+reply server::reply_to(std::string_view head) {
+  const auto request = parse_request_head(head);
+  auto routed = [&]() -> reply {
+    switch (request.refusal) {
+    case 0:
+      break;
+    case 413:
+      return error_reply(413, "413 payload too large: /metrics takes no request body\n");
+    case 505:
+      return error_reply(505, "505 HTTP version not supported: use HTTP/1.1 or HTTP/1.0\n");
+    default:
+      return bad_request();
+    }
+    if (request.path != metrics_path)
+      return error_reply(404, "404 not found: this endpoint serves only GET /metrics\n");
+    if (request.method != "GET" && request.method != "HEAD") {
+      auto refusal =
+          error_reply(405, "405 method not allowed: /metrics answers only GET and HEAD\n");
+      refusal.allow_header = true;
+      return refusal;
+    }
+    return exposition_reply();
+  }();
+  routed.head_only = request.method == "HEAD";
+  return routed;
+}
+
+reply server::exposition_reply() {
+  reply answer;
+  try {
+    answer.body = exposition_();
+  } catch (const std::exception& error) {
+    return error_reply(500, std::string("500 internal error: producing the metrics failed: ") +
+                                error.what() + "\n");
   } catch (...) {
-    set_error(response, 500, "500 internal error: producing the metrics failed\n");
+    return error_reply(500, "500 internal error: producing the metrics failed\n");
+  }
+  answer.content_type = exposition_content_type;
+  scrapes_.fetch_add(1, std::memory_order_relaxed);
+  return answer;
+}
+
+void server::report_once(const std::string& problem) {
+  if (reported_)
     return;
+  reported_ = true;
+  std::fprintf(stderr, "herd: metrics endpoint: %s\n", problem.c_str());
+}
+
+/// The limits as given, checked, with the cap lowered to a share of the descriptor limit.
+metrics_endpoint_limits applied_limits(metrics_endpoint_limits limits) {
+  HERD_CHECK(limits.max_connections > 0, "metrics_endpoint_limits.max_connections is 0");
+  HERD_CHECK(limits.request_deadline.count() > 0, "metrics_endpoint_limits.request_deadline is "
+                                                      << limits.request_deadline.count() << " ms");
+  HERD_CHECK(limits.reply_deadline.count() > 0, "metrics_endpoint_limits.reply_deadline is "
+                                                    << limits.reply_deadline.count() << " ms");
+  HERD_CHECK(limits.max_request_head_bytes > 0,
+             "metrics_endpoint_limits.max_request_head_bytes is 0");
+  rlimit descriptors{};
+  if (::getrlimit(RLIMIT_NOFILE, &descriptors) == 0 && descriptors.rlim_cur != RLIM_INFINITY) {
+    const auto share = std::max<rlim_t>(1, descriptors.rlim_cur / descriptor_share_divisor);
+    limits.max_connections =
+        static_cast<std::size_t>(std::min<rlim_t>(limits.max_connections, share));
   }
-  response.status = 200;
-  // What set_content does, without copying what may be a large text.
-  response.body = std::move(text);
-  response.set_header("Content-Type", exposition_content_type);
-  state.scrapes.fetch_add(1, std::memory_order_relaxed);
+  return limits;
 }
 
-void answer_other_method(const httplib::Request& request, httplib::Response& response) {
-  if (request.path == metrics_path)
-    set_method_not_allowed(response);
-  else
-    set_not_found(response);
-}
-
-void configure(serving_state& state) {
-  auto& server = state.server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(serving_threads); };
-  server.set_read_timeout(read_timeout_seconds, 0);
-  server.set_write_timeout(write_timeout_seconds, 0);
-  server.set_keep_alive_timeout(keep_alive_timeout_seconds);
-  server.set_keep_alive_max_count(keep_alive_max_requests);
-  server.set_payload_max_length(max_request_body_bytes);
-  // cpp-httplib's default sets SO_REUSEPORT, with which a second process binds the same port and
-  // the kernel splits the scrapes between the two. SO_REUSEADDR only allows a quick restart.
-  server.set_socket_options([](socket_t socket) {
-    const int yes = 1;
-    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-
-  // Handlers capture a raw pointer: the state outlives the server it owns.
-  serving_state* const shared = &state;
-  // HEAD is routed to the GET handlers, and cpp-httplib leaves the body out.
-  server.Get(".*", [shared](const httplib::Request& request, httplib::Response& response) {
-    serve_exposition(*shared, request, response);
-  });
-  server.Post(".*", answer_other_method);
-  server.Put(".*", answer_other_method);
-  server.Patch(".*", answer_other_method);
-  server.Delete(".*", answer_other_method);
-  server.Options(".*", answer_other_method);
-  // Runs for every status from 400 on and gives the library's own errors (400, 413, 414) a body.
-  // Methods no handler takes (TRACE, CONNECT, unknown ones) never get here as 404s: cpp-httplib
-  // 0.11's request-line parser refuses them with 400 before routing.
-  // Named as HandlerWithResponse: a lambda converts to both of set_error_handler's overloads.
-  const httplib::Server::HandlerWithResponse fill_error = [](const httplib::Request&,
-                                                             httplib::Response& response) {
-    if (!response.body.empty())
-      return httplib::Server::HandlerResponse::Unhandled;
-    set_error(response, response.status,
-              std::to_string(response.status) + " " + error_reason(response.status) + "\n");
-    return httplib::Server::HandlerResponse::Handled;
+/// A listening, non-blocking socket on `address`:`port`; `bound_port` receives the port. Throws
+/// std::runtime_error naming the address when it cannot.
+file_descriptor listen_on(const std::string& address, int port, int& bound_port) {
+  const auto failure = [&](const std::string& reason) {
+    return std::runtime_error("cannot serve metrics on " + endpoint_name(address, port) + ": " +
+                              reason);
   };
-  server.set_error_handler(fill_error);
-  // A backstop: serve_exposition catches the callback's exceptions itself.
-  server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& response, const std::exception_ptr&) {
-        set_error(response, 500, "500 internal error while serving the request\n");
-      });
-}
-
-/// Binds and returns the port; throws std::runtime_error naming the address when it cannot.
-int bind_port(httplib::Server& server, const std::string& address, int port) {
   if (port < 0 || port > 65535)
-    throw std::runtime_error("cannot serve metrics on " + endpoint_name(address, port) +
-                             ": the port must be in 0..65535 (0 picks a free one)");
-  errno = 0;
-  int bound_port = port;
-  bool bound = false;
-  if (port == 0) {
-    bound_port = server.bind_to_any_port(address);
-    bound = bound_port > 0;
-  } else {
-    bound = server.bind_to_port(address, port);
+    throw failure("the port must be in 0..65535 (0 picks a free one)");
+
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int resolved = ::getaddrinfo(address.empty() ? nullptr : address.c_str(),
+                                     std::to_string(port).c_str(), &hints, &found);
+  if (resolved != 0)
+    throw failure(std::string("the address does not resolve to one this host can bind (") +
+                  ::gai_strerror(resolved) + ")");
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
+
+  int last_error = 0;
+  for (const addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
+    file_descriptor listener(::socket(candidate->ai_family,
+                                      candidate->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                                      candidate->ai_protocol));
+    if (!listener.is_open()) {
+      last_error = errno;
+      continue;
+    }
+    // SO_REUSEADDR allows a quick restart; not SO_REUSEPORT, with which a second process could
+    // bind the same port and the kernel would split the scrapes between the two.
+    const int yes = 1;
+    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    sockaddr_storage bound{};
+    socklen_t bound_size = sizeof(bound);
+    // The backlog holds connections beyond what the thread has accepted yet; they cost no
+    // descriptor of this process.
+    if (::bind(listener.get(), candidate->ai_addr, candidate->ai_addrlen) != 0 ||
+        ::listen(listener.get(), SOMAXCONN) != 0 ||
+        // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+        ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&bound), &bound_size) != 0) {
+      last_error = errno;
+      continue;
+    }
+    // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    bound_port = bound.ss_family == AF_INET6
+                     ? ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port)
+                     : ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+    // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+    return listener;
   }
-  if (!bound) {
-    const int error = errno;
-    const std::string reason = error != 0
-                                   ? std::strerror(error)
-                                   : "the address does not resolve to one this host can bind";
-    throw std::runtime_error("cannot serve metrics on " + endpoint_name(address, port) + ": " +
-                             reason + " (choose another address or port; port 0 picks a free one)");
-  }
-  return bound_port;
+  throw failure(std::string(last_error != 0 ? std::strerror(last_error) : "no address to bind") +
+                " (choose another address or port; port 0 picks a free one)");
 }
 
 } // namespace
@@ -237,76 +773,43 @@ int bind_port(httplib::Server& server, const std::string& address, int port) {
 struct metrics_endpoint::impl {
   std::string bind_address;
   int port = 0;
-  std::shared_ptr<serving_state> state;
+  metrics_endpoint_limits limits;
+  std::unique_ptr<server> serving;
   std::thread serving_thread;
-
-  /// Stops the server and ends or lets go of the serving thread; see the top of the file.
-  void shut_down() {
-    {
-      std::unique_lock<std::mutex> lock(state->mutex);
-      state->closing = true;
-      // No timeout on purpose: returning while the caller's callback runs would let it read
-      // objects the caller destroys next. The callback renders a registry; it does not block.
-      state->changed.wait(lock, [this] { return state->callbacks_running == 0; });
-      state->exposition = nullptr;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + stop_wait;
-    std::unique_lock<std::mutex> lock(state->mutex);
-    while (!state->serving_finished && std::chrono::steady_clock::now() < deadline) {
-      lock.unlock();
-      // Repeated because stop() does nothing until listen_after_bind() has started.
-      state->server.stop();
-      lock.lock();
-      state->changed.wait_for(lock, stop_retry_interval,
-                              [this] { return state->serving_finished; });
-    }
-    const bool finished = state->serving_finished;
-    lock.unlock();
-    if (finished)
-      serving_thread.join();
-    else
-      serving_thread.detach();
-  }
 };
 
 metrics_endpoint::metrics_endpoint(const std::string& bind_address, int port,
-                                   std::function<std::string()> exposition)
+                                   std::function<std::string()> exposition,
+                                   metrics_endpoint_limits limits)
     : impl_(std::make_unique<impl>()) {
   HERD_CHECK(static_cast<bool>(exposition),
              "metrics_endpoint needs a callback that returns the exposition text");
   impl_->bind_address = bind_address;
-  auto state = std::make_shared<serving_state>(std::move(exposition));
-  configure(*state);
-  impl_->port = bind_port(state->server, bind_address, port);
-  impl_->state = state;
-  impl_->serving_thread = std::thread([state] {
-    state->server.listen_after_bind();
-    {
-      const std::lock_guard<std::mutex> lock(state->mutex);
-      state->serving_finished = true;
+  impl_->limits = applied_limits(limits);
+  auto listener = listen_on(bind_address, port, impl_->port);
+  file_descriptor wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake.is_open())
+    throw std::runtime_error("cannot serve metrics on " + endpoint_name(bind_address, port) +
+                             ": eventfd failed: " + std::strerror(errno));
+  impl_->serving = std::make_unique<server>(std::move(listener), std::move(wake),
+                                            std::move(exposition), impl_->limits);
+  // Connections that arrive before the thread runs wait in the listen backlog.
+  impl_->serving_thread = std::thread([serving = impl_->serving.get()] {
+    try {
+      serving->run();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "herd: metrics endpoint stopped serving: %s\n", error.what());
+    } catch (...) {
+      std::fprintf(stderr, "herd: metrics endpoint stopped serving\n");
     }
-    state->changed.notify_all();
   });
-
-  // listen_after_bind() marks the server running before its first accept; until then a scrape
-  // would wait in the listen backlog, which works, but callers and tests expect a live endpoint.
-  const auto deadline = std::chrono::steady_clock::now() + start_wait;
-  std::unique_lock<std::mutex> lock(state->mutex);
-  while (!state->server.is_running()) {
-    const bool finished = state->serving_finished;
-    if (finished || std::chrono::steady_clock::now() >= deadline) {
-      lock.unlock();
-      impl_->shut_down();
-      throw std::runtime_error("cannot serve metrics on " + endpoint_name(bind_address, port) +
-                               (finished ? ": the server stopped as it started"
-                                         : ": the server thread did not start within 5 s"));
-    }
-    state->changed.wait_for(lock, 1ms);
-  }
 }
 
 metrics_endpoint::~metrics_endpoint() {
-  impl_->shut_down();
+  impl_->serving->stop();
+  // The thread blocks only in poll(), which stop() wakes, and in the callback, which the caller
+  // promises returns; once joined, the server's destructor closes every connection.
+  impl_->serving_thread.join();
 }
 
 int metrics_endpoint::port() const {
@@ -317,8 +820,12 @@ const std::string& metrics_endpoint::bind_address() const {
   return impl_->bind_address;
 }
 
+const metrics_endpoint_limits& metrics_endpoint::limits() const {
+  return impl_->limits;
+}
+
 std::uint64_t metrics_endpoint::scrapes() const {
-  return impl_->state->scrapes.load(std::memory_order_relaxed);
+  return impl_->serving->scrapes();
 }
 
 } // namespace herd::monitoring

@@ -1,26 +1,36 @@
-// metrics_endpoint: the /metrics HTTP endpoint, driven over loopback with cpp-httplib's client and
-// with raw sockets where a client has to misbehave.
+// metrics_endpoint: the /metrics HTTP endpoint, driven over loopback with cpp-httplib's client
+// (an independent HTTP implementation playing Prometheus) and with raw sockets where a client has
+// to misbehave: trickle, idle, flood, send too much or stop reading.
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <arpa/inet.h>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <iterator>
 #include <memory>
 #include <netinet/in.h>
+#include <ostream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
 
 using herd::monitoring::metrics_endpoint;
+using herd::monitoring::metrics_endpoint_limits;
 using namespace std::chrono_literals;
 
 constexpr const char* loopback = "127.0.0.1";
@@ -38,12 +48,18 @@ httplib::Client client_for(const metrics_endpoint& endpoint) {
 /// A TCP connection to the endpoint that the test drives byte by byte.
 class raw_connection {
 public:
-  explicit raw_connection(int port) : socket_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  /// `receive_buffer_bytes` > 0 fixes the socket's receive buffer (and so the window it offers).
+  explicit raw_connection(int port, int receive_buffer_bytes = 0)
+      : socket_(::socket(AF_INET, SOCK_STREAM, 0)) {
     if (socket_ < 0)
       throw std::runtime_error("socket() failed");
     timeval receive_timeout{};
     receive_timeout.tv_sec = 5;
     ::setsockopt(socket_, SOL_SOCKET, SO_RCVTIMEO, &receive_timeout, sizeof(receive_timeout));
+    if (receive_buffer_bytes > 0) {
+      ::setsockopt(socket_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes,
+                   sizeof(receive_buffer_bytes));
+    }
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -82,9 +98,115 @@ public:
     return received;
   }
 
+  enum class ending { closed, reset, still_open };
+  struct received_until_end {
+    std::string text;
+    ending how = ending::still_open;
+  };
+
+  /// Everything the server sends until it closes the connection (recv returns 0), resets it, or
+  /// `limit` passes.
+  received_until_end receive_until_closed(std::chrono::steady_clock::duration limit) {
+    received_until_end result;
+    const auto give_up_at = std::chrono::steady_clock::now() + limit;
+    char buffer[65536];
+    while (std::chrono::steady_clock::now() < give_up_at) {
+      const auto count = ::recv(socket_, buffer, sizeof(buffer), 0);
+      if (count > 0) {
+        result.text.append(buffer, static_cast<std::size_t>(count));
+      } else if (count == 0) {
+        result.how = ending::closed;
+        return result;
+      } else if (errno == ECONNRESET) {
+        result.how = ending::reset;
+        return result;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return result;
+      }
+    }
+    return result;
+  }
+
 private:
   int socket_;
 };
+
+std::ostream& operator<<(std::ostream& out, raw_connection::ending how) {
+  switch (how) {
+  case raw_connection::ending::closed:
+    return out << "closed";
+  case raw_connection::ending::reset:
+    return out << "reset";
+  case raw_connection::ending::still_open:
+    return out << "still open";
+  }
+  return out;
+}
+
+/// Milliseconds, for messages people read.
+long long in_ms(std::chrono::steady_clock::duration elapsed) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+}
+
+/// Threads that run until the test ends, however it ends (a failed ASSERT returns early).
+class background_threads {
+public:
+  background_threads() = default;
+  ~background_threads() {
+    stop_ = true;
+    for (auto& thread : threads_)
+      thread.join();
+  }
+  background_threads(const background_threads&) = delete;
+  background_threads& operator=(const background_threads&) = delete;
+
+  /// Runs `body(stop)`; the body returns once `stop` turns true.
+  void start(std::function<void(const std::atomic<bool>&)> body) {
+    threads_.emplace_back([this, body = std::move(body)] { body(stop_); });
+  }
+
+private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+/// Connects and sends the start of a request, then one header byte every 100-200 ms and never the
+/// end of the head; reconnects when the server cuts it off. Counts the bytes trickled.
+void trickle_until_stopped(const std::atomic<bool>& stop, int port, std::uint32_t seed,
+                           std::atomic<int>& trickled_bytes) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> pause_ms(100, 200);
+  while (!stop.load()) {
+    try {
+      raw_connection slow(port);
+      if (!slow.send_text("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "))
+        continue;
+      while (!stop.load() && slow.send_text("s")) {
+        ++trickled_bytes;
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));
+      }
+    } catch (const std::runtime_error&) {
+      std::this_thread::sleep_for(100ms); // the connect failed: try again
+    }
+  }
+}
+
+/// Descriptors this process holds (the directory listing's own included, the same every time).
+std::ptrdiff_t open_descriptors() {
+  return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                       std::filesystem::directory_iterator());
+}
+
+/// A scrape that must be answered 200 within the client's 5 s timeouts.
+::testing::AssertionResult scrape_succeeds(const metrics_endpoint& endpoint) {
+  auto client = client_for(endpoint);
+  const auto response = client.Get("/metrics");
+  if (!response)
+    return ::testing::AssertionFailure() << "no answer: " << httplib::to_string(response.error());
+  if (response->status != 200)
+    return ::testing::AssertionFailure() << "status " << response->status;
+  return ::testing::AssertionSuccess();
+}
 
 TEST(metrics_endpoint, scrape_returns_the_callbacks_text_and_the_exposition_content_type) {
   const std::string text = "# HELP herd_up Whether Herd runs.\n# TYPE herd_up gauge\nherd_up 1\n";
@@ -191,13 +313,14 @@ TEST(metrics_endpoint, other_methods_on_metrics_are_405) {
   ASSERT_TRUE(options) << httplib::to_string(options.error());
   EXPECT_EQ(options->status, 405);
 
-  // Methods cpp-httplib 0.11 does not route are refused by its parser (400), never served.
+  // Methods no client library sends are refused the same way.
   for (const char* method : {"TRACE", "CONNECT", "PROPFIND"}) {
     raw_connection connection(endpoint.port());
     ASSERT_TRUE(connection.send_text(std::string(method) +
                                      " /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
     const auto reply = connection.receive_head();
-    EXPECT_EQ(reply.rfind("HTTP/1.1 4", 0), 0u) << method << ": " << reply;
+    EXPECT_EQ(reply.rfind("HTTP/1.1 405", 0), 0u) << method << ": " << reply;
+    EXPECT_NE(reply.find("Allow: GET, HEAD\r\n"), std::string::npos) << method << ": " << reply;
   }
 
   EXPECT_EQ(calls.load(), 0);
@@ -378,6 +501,274 @@ TEST(metrics_endpoint, destruction_with_a_trickling_client_does_not_hang_or_call
   const auto reply = trickler.receive_all();
   EXPECT_TRUE(reply.empty() || reply.rfind("HTTP/1.1 503", 0) == 0) << reply.substr(0, 200);
   EXPECT_EQ(calls.load(), 0);
+}
+
+/// The reply's status line, or what came instead.
+std::string status_line(const std::string& reply) {
+  return reply.substr(0, reply.find("\r\n"));
+}
+
+TEST(metrics_endpoint, slow_clients_trickling_requests_do_not_block_scrapes) {
+  // Twice the four threads cpp-httplib served with, each of which one trickler used to hold.
+  constexpr int slow_clients = 8;
+  constexpr int scrapes = 20;
+  metrics_endpoint endpoint(loopback, 0, [] { return std::string("a 1\n"); });
+  std::atomic<int> trickled_bytes{0};
+  background_threads tricklers;
+  for (int client = 0; client < slow_clients; ++client) {
+    tricklers.start([&, client](const std::atomic<bool>& stop) {
+      trickle_until_stopped(stop, endpoint.port(), 1234u + static_cast<std::uint32_t>(client),
+                            trickled_bytes);
+    });
+  }
+  std::this_thread::sleep_for(500ms); // all of them connected and trickling
+
+  auto client = client_for(endpoint);
+  client.set_read_timeout(3s);
+  for (int scrape = 0; scrape < scrapes; ++scrape) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto response = client.Get("/metrics");
+    // Answered at all is the point; 3 s is a hang bound (the old server never answered).
+    ASSERT_TRUE(response) << "scrape " << scrape << ": " << httplib::to_string(response.error());
+    EXPECT_EQ(response->status, 200) << "scrape " << scrape;
+    EXPECT_EQ(response->body, "a 1\n");
+    EXPECT_LT(in_ms(std::chrono::steady_clock::now() - start), 3000) << "scrape " << scrape;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(endpoint.scrapes(), static_cast<std::uint64_t>(scrapes));
+  // The slow clients really were trickling the whole time (about 8 bytes a second each).
+  EXPECT_GT(trickled_bytes.load(), slow_clients * 10);
+}
+
+TEST(metrics_endpoint,
+     a_trickling_client_is_cut_off_at_the_request_deadline_though_it_keeps_sending) {
+  metrics_endpoint_limits limits;
+  limits.request_deadline = 1000ms;
+  metrics_endpoint endpoint(
+      loopback, 0, [] { return std::string("a 1\n"); }, limits);
+
+  raw_connection trickler(endpoint.port());
+  const auto connected = std::chrono::steady_clock::now();
+  ASSERT_TRUE(trickler.send_text("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  std::atomic<int> trickled_bytes{0};
+  background_threads trickling;
+  trickling.start([&](const std::atomic<bool>& stop) {
+    // A byte every 100 ms, so no single read ever waits long: only a whole-request deadline ends
+    // it.
+    while (!stop.load() && trickler.send_text("s")) {
+      ++trickled_bytes;
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+
+  const auto ending = trickler.receive_until_closed(10s);
+  const auto cut_off_after = std::chrono::steady_clock::now() - connected;
+  const int trickled_by_then = trickled_bytes.load();
+
+  EXPECT_EQ(ending.how, raw_connection::ending::closed)
+      << "received before the end: " << ending.text.substr(0, 200);
+  EXPECT_EQ(status_line(ending.text), "HTTP/1.1 408 Request Timeout") << ending.text;
+  // Not before its deadline, and soon after it (a hang bound, not a speed claim).
+  EXPECT_GE(in_ms(cut_off_after), 900);
+  EXPECT_LT(in_ms(cut_off_after), 4000);
+  RecordProperty("cut_off_after_ms", static_cast<int>(in_ms(cut_off_after)));
+  EXPECT_GE(trickled_by_then, 5) << "the client stopped sending before the deadline";
+  EXPECT_TRUE(scrape_succeeds(endpoint));
+}
+
+TEST(metrics_endpoint, a_silent_connection_is_closed_at_the_request_deadline) {
+  metrics_endpoint_limits limits;
+  limits.request_deadline = 500ms;
+  metrics_endpoint endpoint(
+      loopback, 0, [] { return std::string("a 1\n"); }, limits);
+  raw_connection silent(endpoint.port());
+  const auto connected = std::chrono::steady_clock::now();
+  const auto ending = silent.receive_until_closed(10s);
+  const auto closed_after = std::chrono::steady_clock::now() - connected;
+  EXPECT_EQ(ending.how, raw_connection::ending::closed);
+  EXPECT_EQ(ending.text, ""); // it asked nothing, so it gets no answer
+  EXPECT_GE(in_ms(closed_after), 400);
+  EXPECT_LT(in_ms(closed_after), 3000); // a hang bound, well short of cpp-httplib's 5 s per read
+}
+
+TEST(metrics_endpoint, a_request_sent_in_pieces_within_the_deadline_is_served) {
+  metrics_endpoint endpoint(loopback, 0, [] { return std::string("a 1\n"); });
+  raw_connection client(endpoint.port());
+  for (const char* piece : {"GE", "T /metr", "ics HTTP/1.1\r", "\nHost: x\r\n\r", "\n"}) {
+    ASSERT_TRUE(client.send_text(piece));
+    std::this_thread::sleep_for(50ms);
+  }
+  const auto reply = client.receive_all();
+  EXPECT_EQ(status_line(reply), "HTTP/1.1 200 OK") << reply;
+  EXPECT_EQ(reply.substr(reply.find("\r\n\r\n") + 4), "a 1\n");
+}
+
+TEST(metrics_endpoint, idle_connections_beyond_the_cap_hold_no_descriptors_and_scrapes_succeed) {
+  metrics_endpoint_limits limits;
+  // Far beyond the test's length, so only the cap, not a deadline, can close idle connections.
+  limits.request_deadline = 60s;
+  metrics_endpoint endpoint(
+      loopback, 0, [] { return std::string("a 1\n"); }, limits);
+  const auto cap = static_cast<std::ptrdiff_t>(endpoint.limits().max_connections);
+  ASSERT_LE(cap, 64);
+
+  constexpr std::ptrdiff_t idle_clients = 300;
+  const auto before = open_descriptors();
+  std::vector<std::unique_ptr<raw_connection>> idle;
+  idle.reserve(idle_clients);
+  for (std::ptrdiff_t client = 0; client < idle_clients; ++client)
+    idle.push_back(std::make_unique<raw_connection>(endpoint.port()));
+
+  // The server accepts in arrival order, so once this scrape is answered it has taken all 300.
+  for (int scrape = 0; scrape < 5; ++scrape)
+    ASSERT_TRUE(scrape_succeeds(endpoint)) << "scrape " << scrape;
+
+  // The clients' own 300 sockets are this process's too; what is left is the server's.
+  const auto held_by_server = open_descriptors() - before - idle_clients;
+  EXPECT_LE(held_by_server, cap) << "cap " << cap;
+  EXPECT_EQ(endpoint.scrapes(), 5u);
+  RecordProperty("held_by_server", static_cast<int>(held_by_server));
+}
+
+TEST(metrics_endpoint, the_connection_cap_is_at_most_a_sixteenth_of_the_descriptor_limit) {
+  rlimit original{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &original), 0);
+  ASSERT_GE(original.rlim_cur, 256u) << "this test lowers the soft limit to 256";
+  struct restore_limit {
+    rlimit saved;
+    ~restore_limit() { ::setrlimit(RLIMIT_NOFILE, &saved); }
+  } const restorer{original};
+  rlimit lowered = original;
+  lowered.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+
+  metrics_endpoint_limits limits;
+  limits.request_deadline = 60s;
+  metrics_endpoint endpoint(
+      loopback, 0, [] { return std::string("a 1\n"); }, limits);
+  EXPECT_EQ(endpoint.limits().max_connections, 16u); // 256 / 16
+
+  // It holds: 40 idle connections leave it with at most 16 sockets.
+  constexpr std::ptrdiff_t idle_clients = 40;
+  const auto before = open_descriptors();
+  std::vector<std::unique_ptr<raw_connection>> idle;
+  for (std::ptrdiff_t client = 0; client < idle_clients; ++client)
+    idle.push_back(std::make_unique<raw_connection>(endpoint.port()));
+  ASSERT_TRUE(scrape_succeeds(endpoint));
+  const auto held_by_server = open_descriptors() - before - idle_clients;
+  EXPECT_LE(held_by_server, 16);
+  RecordProperty("held_by_server", static_cast<int>(held_by_server));
+
+  // A cap below the share is kept as given.
+  limits.max_connections = 8;
+  metrics_endpoint smaller(
+      loopback, 0, [] { return std::string("a 1\n"); }, limits);
+  EXPECT_EQ(smaller.limits().max_connections, 8u);
+}
+
+TEST(metrics_endpoint, zero_limits_are_refused) {
+  const auto make = [](metrics_endpoint_limits limits) {
+    metrics_endpoint endpoint(
+        loopback, 0, [] { return std::string(); }, limits);
+  };
+  metrics_endpoint_limits no_connections;
+  no_connections.max_connections = 0;
+  EXPECT_THROW(make(no_connections), std::invalid_argument);
+  metrics_endpoint_limits no_time;
+  no_time.request_deadline = 0ms;
+  EXPECT_THROW(make(no_time), std::invalid_argument);
+  metrics_endpoint_limits no_head;
+  no_head.max_request_head_bytes = 0;
+  EXPECT_THROW(make(no_head), std::invalid_argument);
+}
+
+TEST(metrics_endpoint, a_request_head_over_the_bound_is_refused_and_one_at_the_bound_is_served) {
+  metrics_endpoint endpoint(loopback, 0, [] { return std::string("a 1\n"); });
+  const std::size_t bound = endpoint.limits().max_request_head_bytes;
+  ASSERT_EQ(bound, 8192u);
+  const std::string start = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Filler: ";
+  const std::string end = "\r\n\r\n";
+  const auto head_of = [&](std::size_t bytes) {
+    return start + std::string(bytes - start.size() - end.size(), 'f') + end;
+  };
+  const auto reply_to = [&](const std::string& request) {
+    raw_connection client(endpoint.port());
+    client.send_text(request);
+    return client.receive_all();
+  };
+
+  EXPECT_EQ(status_line(reply_to(head_of(bound))), "HTTP/1.1 200 OK");
+  EXPECT_EQ(status_line(reply_to(head_of(bound + 1))),
+            "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(status_line(reply_to(head_of(4 * bound))),
+            "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(status_line(reply_to("GET /" + std::string(bound, 'p') + " HTTP/1.1\r\n\r\n")),
+            "HTTP/1.1 414 URI Too Long");
+  EXPECT_EQ(endpoint.scrapes(), 1u);
+  EXPECT_TRUE(scrape_succeeds(endpoint));
+}
+
+TEST(metrics_endpoint, malformed_requests_are_400_and_odd_but_valid_ones_are_served) {
+  std::atomic<int> calls{0};
+  metrics_endpoint endpoint(loopback, 0, [&] {
+    ++calls;
+    return std::string("a 1\n");
+  });
+  const auto reply_to = [&](const std::string& request) {
+    raw_connection client(endpoint.port());
+    client.send_text(request);
+    return status_line(client.receive_all());
+  };
+  const std::string bad_request = "HTTP/1.1 400 Bad Request";
+  EXPECT_EQ(reply_to("GARBAGE\r\n\r\n"), bad_request);
+  EXPECT_EQ(reply_to("GET /metrics\r\n\r\n"), bad_request);           // HTTP/0.9
+  EXPECT_EQ(reply_to("GET  /metrics HTTP/1.1\r\n\r\n"), bad_request); // two spaces
+  EXPECT_EQ(reply_to("GET metrics HTTP/1.1\r\n\r\n"), bad_request);   // not a path
+  EXPECT_EQ(reply_to("G(T /metrics HTTP/1.1\r\n\r\n"), bad_request);  // not a token
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\r\nNo colon\r\n\r\n"), bad_request);
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\r\nHost : x\r\n\r\n"), bad_request);
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\r\nX: 1\r\n folded\r\n\r\n"), bad_request);
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\r\nContent-Length: x\r\n\r\n"), bad_request);
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+            bad_request);
+  EXPECT_EQ(reply_to("GET /metrics HTTP/2.0\r\n\r\n"), "HTTP/1.1 505 HTTP Version Not Supported");
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"),
+            "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(calls.load(), 0);
+
+  const std::string ok = "HTTP/1.1 200 OK";
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.0\r\n\r\n"), ok);
+  EXPECT_EQ(reply_to("GET /metrics?name[]=herd_up HTTP/1.1\r\nHost: x\r\n\r\n"), ok);
+  EXPECT_EQ(reply_to("GET http://127.0.0.1/metrics HTTP/1.1\r\n\r\n"), ok);
+  EXPECT_EQ(reply_to("GET /metrics HTTP/1.1\nHost: x\n\n"), ok); // bare LF line ends
+  EXPECT_EQ(calls.load(), 4);
+}
+
+TEST(metrics_endpoint, a_client_that_stops_reading_is_cut_off_at_the_reply_deadline) {
+  // Its reply is far more than the kernel buffers hold with the client's window kept small (the
+  // server's send buffer grows to 4 MiB at most), so it cannot be handed off at once.
+  constexpr int small_window_bytes = 64 * 1024;
+  const std::string large(std::size_t{16} << 20, 'x');
+  std::atomic<int> calls{0};
+  metrics_endpoint_limits limits;
+  limits.reply_deadline = 1000ms;
+  metrics_endpoint endpoint(
+      loopback, 0, [&] { return calls++ == 0 ? large : std::string("a 1\n"); }, limits);
+
+  raw_connection stalled(endpoint.port(), small_window_bytes);
+  ASSERT_TRUE(stalled.send_text("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const auto asked = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(100ms); // the server is stuck on it, as far as it can be
+  ASSERT_EQ(calls.load(), 1);
+  EXPECT_TRUE(scrape_succeeds(endpoint)); // meanwhile others are served
+
+  // Reads only after the deadline: a server without one would now send the rest.
+  std::this_thread::sleep_until(asked + limits.reply_deadline + 1s);
+  const auto ending = stalled.receive_until_closed(10s);
+  EXPECT_NE(ending.how, raw_connection::ending::still_open);
+  EXPECT_LT(ending.text.size(), large.size()) << "the whole reply arrived";
+  RecordProperty("bytes_received_by_the_stalled_client", static_cast<int>(ending.text.size()));
+  EXPECT_EQ(status_line(ending.text), "HTTP/1.1 200 OK");
 }
 
 } // namespace
