@@ -6,14 +6,15 @@
 // process's descriptors. Here each connection lives through three phases, each with one deadline
 // (request head, reply, lingering close), one thread multiplexes them all, and the number open is
 // capped. Every reply closes its connection (no keep-alive): Prometheus connects once per scrape
-// either way.
+// either way. This file is the connection machinery; http_request.cpp reads request heads, decides
+// which are refused, and writes the replies' bytes.
 #include "monitoring/metrics_endpoint.hpp"
 
 #include "kernels/check.hpp"
+#include "monitoring/http_request.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +24,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdexcept>
-#include <string_view>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -39,16 +39,11 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-constexpr std::string_view metrics_path = "/metrics";
-constexpr const char* allowed_methods = "GET, HEAD";
 constexpr const char* exposition_content_type = "text/plain; version=0.0.4; charset=utf-8";
-constexpr const char* error_content_type = "text/plain; charset=utf-8";
 
 // The connection cap is at most this fraction of the soft descriptor limit, so the endpoint can
 // never be what pushes training into "Too many open files".
 constexpr rlim_t descriptor_share_divisor = 16;
-// A GET carries no body; a request that announces more than this is refused with 413.
-constexpr std::size_t max_request_body_bytes = 4096;
 // After its reply the server shuts down its sending side and reads until the client closes, at
 // most this long and this much: closing with unread bytes (a body, the rest of a refused head)
 // makes the kernel send a reset, which can destroy the reply before the client has read it.
@@ -91,212 +86,6 @@ public:
 private:
   int descriptor_ = -1;
 };
-
-// ---- requests and replies -------------------------------------------------------------------
-
-struct reply {
-  int status = 200;
-  const char* content_type = error_content_type;
-  std::string body;
-  bool allow_header = false; // "Allow: GET, HEAD", which a 405 must carry
-  bool head_only = false;    // a reply to HEAD: the body's length, not the body
-};
-
-const char* reason_phrase(int status) {
-  switch (status) {
-  case 200:
-    return "OK";
-  case 400:
-    return "Bad Request";
-  case 404:
-    return "Not Found";
-  case 405:
-    return "Method Not Allowed";
-  case 408:
-    return "Request Timeout";
-  case 413:
-    return "Payload Too Large";
-  case 414:
-    return "URI Too Long";
-  case 431:
-    return "Request Header Fields Too Large";
-  case 500:
-    return "Internal Server Error";
-  case 505:
-    return "HTTP Version Not Supported";
-  default:
-    return "Error";
-  }
-}
-
-reply error_reply(int status, std::string text) {
-  reply answer;
-  answer.status = status;
-  answer.body = std::move(text);
-  return answer;
-}
-
-reply bad_request() {
-  return error_reply(400, "400 bad request: malformed request line or header; this endpoint "
-                          "serves only GET /metrics\n");
-}
-
-/// The bytes to send.
-std::string serialize(const reply& answer) {
-  std::string text = "HTTP/1.1 " + std::to_string(answer.status) + " " +
-                     reason_phrase(answer.status) + "\r\nContent-Type: " + answer.content_type +
-                     "\r\nContent-Length: " + std::to_string(answer.body.size()) + "\r\n";
-  if (answer.allow_header)
-    text += std::string("Allow: ") + allowed_methods + "\r\n";
-  text += "Connection: close\r\n\r\n";
-  if (!answer.head_only)
-    text += answer.body;
-  return text;
-}
-
-/// Where the request head in `received` ends (just past its empty line), searching from `from`;
-/// std::string::npos while it is incomplete. Bare LF line ends are accepted (RFC 9112, 2.2).
-std::size_t head_end(const std::string& received, std::size_t from) {
-  for (std::size_t at = received.find('\n', from); at != std::string::npos;
-       at = received.find('\n', at + 1)) {
-    if (at + 1 < received.size() && received[at + 1] == '\n')
-      return at + 2;
-    if (at + 2 < received.size() && received[at + 1] == '\r' && received[at + 2] == '\n')
-      return at + 3;
-  }
-  return std::string::npos;
-}
-
-bool is_token_char(char c) {
-  const auto byte = static_cast<unsigned char>(c);
-  return (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
-         (byte >= 'A' && byte <= 'Z') ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_token(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), is_token_char);
-}
-
-bool equals_ignoring_case(std::string_view left, std::string_view right) {
-  return left.size() == right.size() &&
-         std::equal(left.begin(), left.end(), right.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) ==
-                  std::tolower(static_cast<unsigned char>(b));
-         });
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
-
-/// What routing needs from a request head, or the status that refuses it.
-struct request_head {
-  int refusal = 0; // 0, or the 4xx/5xx status the request gets without routing
-  std::string method;
-  std::string path; // the target without its query
-};
-
-/// The path of an origin-form ("/metrics?x") or absolute-form ("http://host/metrics") target;
-/// empty when it is neither.
-std::string_view target_path(std::string_view target) {
-  for (const std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() >= scheme.size() &&
-        equals_ignoring_case(target.substr(0, scheme.size()), scheme)) {
-      const auto path_start = target.find('/', scheme.size());
-      target = path_start == std::string_view::npos ? "/" : target.substr(path_start);
-      break;
-    }
-  }
-  if (target.empty() || (target.front() != '/' && target != "*"))
-    return {};
-  return target.substr(0, target.find_first_of("?#"));
-}
-
-/// Parses a complete head (request line, headers, empty line) per RFC 9112. Strict: what a proxy
-/// in front could read differently (folded lines, a space before a colon, two lengths) is 400.
-request_head parse_request_head(std::string_view head) {
-  request_head request;
-  std::vector<std::string_view> lines;
-  while (!head.empty()) {
-    const auto line_end = head.find('\n');
-    auto line = head.substr(0, line_end);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    if (line.empty())
-      break;
-    lines.push_back(line);
-    head.remove_prefix(line_end == std::string_view::npos ? head.size() : line_end + 1);
-  }
-  if (lines.empty()) {
-    request.refusal = 400;
-    return request;
-  }
-
-  // method SP request-target SP HTTP-version, single spaces, nothing else.
-  const auto request_line = lines.front();
-  const auto first_space = request_line.find(' ');
-  const auto second_space = first_space == std::string_view::npos
-                                ? std::string_view::npos
-                                : request_line.find(' ', first_space + 1);
-  if (second_space == std::string_view::npos ||
-      request_line.find(' ', second_space + 1) != std::string_view::npos) {
-    request.refusal = 400;
-    return request;
-  }
-  const auto method = request_line.substr(0, first_space);
-  const auto target = request_line.substr(first_space + 1, second_space - first_space - 1);
-  const auto version = request_line.substr(second_space + 1);
-  const bool target_is_printable = std::all_of(target.begin(), target.end(), [](char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    return byte > 0x20 && byte < 0x7f;
-  });
-  const auto path = target_path(target);
-  if (!is_token(method) || !target_is_printable || path.empty()) {
-    request.refusal = 400;
-    return request;
-  }
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-    const bool names_a_version = version.size() >= 6 && version.substr(0, 5) == "HTTP/" &&
-                                 std::isdigit(static_cast<unsigned char>(version[5])) != 0;
-    request.refusal = names_a_version ? 505 : 400;
-    return request;
-  }
-  request.method = std::string(method);
-  request.path = std::string(path);
-
-  std::string_view content_length;
-  for (std::size_t index = 1; index < lines.size(); ++index) {
-    const auto line = lines[index];
-    const auto colon = line.find(':');
-    // No whitespace before the colon and no folded continuation lines (RFC 9112, 5.1 and 5.2).
-    if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
-      request.refusal = 400;
-      return request;
-    }
-    if (!equals_ignoring_case(line.substr(0, colon), "Content-Length"))
-      continue;
-    const auto value = trim(line.substr(colon + 1));
-    const bool is_number =
-        !value.empty() && value.size() <= 18 && std::all_of(value.begin(), value.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c)) != 0;
-        });
-    if (!is_number || (!content_length.empty() && content_length != value)) {
-      request.refusal = 400;
-      return request;
-    }
-    content_length = value;
-  }
-  if (!content_length.empty() && std::stoull(std::string(content_length)) > max_request_body_bytes)
-    request.refusal = 413;
-  return request;
-}
-
-// ---- the server -----------------------------------------------------------------------------
 
 enum class connection_phase {
   reading_request, // until the head is complete: request_deadline from accept
@@ -342,7 +131,10 @@ public:
   server(file_descriptor listener, file_descriptor wake, std::function<std::string()> exposition,
          const metrics_endpoint_limits& limits)
       : listener_(std::move(listener)), wake_(std::move(wake)), exposition_(std::move(exposition)),
-        limits_(limits) {}
+        limits_(limits) {
+    // A GET carries no body: the default bound on one (4 KiB) is kept.
+    request_limits_.max_head_bytes = limits.max_request_head_bytes;
+  }
 
   /// Serves until stop(); called on the serving thread.
   void run();
@@ -361,19 +153,20 @@ private:
   void write_reply(connection& client, clock_type::time_point now);
   void drain(connection& client);
   void expire(connection& client, clock_type::time_point now);
-  void start_reply(connection& client, const reply& answer, clock_type::time_point now);
+  void start_reply(connection& client, const http_reply& answer, clock_type::time_point now);
   void start_lingering(connection& client, clock_type::time_point now);
   void accept_connections(clock_type::time_point now);
   void evict_one();
   void drop_closed();
-  reply reply_to(std::string_view head);
-  reply exposition_reply();
+  http_reply reply_to(const request_parse& parse);
+  http_reply exposition_reply();
   void report_once(const std::string& problem);
 
   file_descriptor listener_;
   file_descriptor wake_;
   std::function<std::string()> exposition_;
   metrics_endpoint_limits limits_;
+  http_request_limits request_limits_;
   std::vector<connection> connections_;
   clock_type::time_point accepting_paused_until_{};
   bool reported_ = false;
@@ -472,35 +265,19 @@ void server::read_request(connection& client, clock_type::time_point now) {
         client.socket.reset();
       return;
     }
-    // A terminator may straddle two reads.
-    const std::size_t search_from = client.received.size() >= 3 ? client.received.size() - 3 : 0;
+    const auto searched_bytes = client.received.size();
     client.received.append(chunk, static_cast<std::size_t>(count));
-    const auto end = head_end(client.received, search_from);
-    if (end != std::string::npos && end <= limits_.max_request_head_bytes) {
-      start_reply(client, reply_to(std::string_view(client.received).substr(0, end)), now);
-      return;
-    }
-    if (end != std::string::npos || client.received.size() > limits_.max_request_head_bytes) {
-      const auto bound = std::to_string(limits_.max_request_head_bytes);
-      const auto request_line_end = client.received.find('\n');
-      const bool request_line_too_long = request_line_end == std::string::npos ||
-                                         request_line_end > limits_.max_request_head_bytes;
-      start_reply(
-          client,
-          request_line_too_long
-              ? error_reply(414, "414 URI too long: the request line exceeds " + bound + " bytes\n")
-              : error_reply(431, "431 request header fields too large: the request head "
-                                 "exceeds " +
-                                     bound + " bytes\n"),
-          now);
+    const auto parse = parse_request(client.received, request_limits_, searched_bytes);
+    if (parse.outcome != request_outcome::need_more_bytes) {
+      start_reply(client, reply_to(parse), now);
       return;
     }
   }
 }
 
-void server::start_reply(connection& client, const reply& answer, clock_type::time_point now) {
+void server::start_reply(connection& client, const http_reply& answer, clock_type::time_point now) {
   client.received = std::string(); // frees the buffer; whatever follows the head is drained
-  client.outgoing = serialize(answer);
+  client.outgoing = format_reply(answer);
   client.sent_bytes = 0;
   client.phase = connection_phase::writing_reply;
   client.deadline = now + limits_.reply_deadline;
@@ -560,8 +337,8 @@ void server::expire(connection& client, clock_type::time_point now) {
       return;
     }
     start_reply(client,
-                error_reply(408, "408 request timeout: the request did not arrive in full within " +
-                                     std::to_string(limits_.request_deadline.count()) + " ms\n"),
+                text_reply(408, "408 request timeout: the request did not arrive in full within " +
+                                    std::to_string(limits_.request_deadline.count()) + " ms\n"),
                 now);
     return;
   case connection_phase::writing_reply:
@@ -643,43 +420,24 @@ void server::drop_closed() {
       connections_.end());
 }
 
-/// The reply to a complete request head: routing, and the callback for GET or HEAD /metrics.
-reply server::reply_to(std::string_view head) {
-  const auto request = parse_request_head(head);
-  auto routed = [&]() -> reply {
-    switch (request.refusal) {
-    case 0:
-      break;
-    case 413:
-      return error_reply(413, "413 payload too large: /metrics takes no request body\n");
-    case 505:
-      return error_reply(505, "505 HTTP version not supported: use HTTP/1.1 or HTTP/1.0\n");
-    default:
-      return bad_request();
-    }
-    if (request.path != metrics_path)
-      return error_reply(404, "404 not found: this endpoint serves only GET /metrics\n");
-    if (request.method != "GET" && request.method != "HEAD") {
-      auto refusal =
-          error_reply(405, "405 method not allowed: /metrics answers only GET and HEAD\n");
-      refusal.allow_header = true;
-      return refusal;
-    }
-    return exposition_reply();
-  }();
-  routed.head_only = request.method == "HEAD";
-  return routed;
+/// The reply to a request head that is complete or refused.
+http_reply server::reply_to(const request_parse& parse) {
+  if (auto refusal = refusal_for(parse, request_limits_))
+    return *std::move(refusal);
+  auto answer = exposition_reply();
+  answer.head_only = parse.request.method == "HEAD";
+  return answer;
 }
 
-reply server::exposition_reply() {
-  reply answer;
+http_reply server::exposition_reply() {
+  http_reply answer;
   try {
     answer.body = exposition_();
   } catch (const std::exception& error) {
-    return error_reply(500, std::string("500 internal error: producing the metrics failed: ") +
-                                error.what() + "\n");
+    return text_reply(500, std::string("500 internal error: producing the metrics failed: ") +
+                               error.what() + "\n");
   } catch (...) {
-    return error_reply(500, "500 internal error: producing the metrics failed\n");
+    return text_reply(500, "500 internal error: producing the metrics failed\n");
   }
   answer.content_type = exposition_content_type;
   scrapes_.fetch_add(1, std::memory_order_relaxed);
