@@ -63,7 +63,8 @@ std::shared_ptr<const models::train_test_split> load_data(const config::run_conf
     return std::make_shared<models::train_test_split>(
         models::make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
   }
-  return std::make_shared<models::train_test_split>(models::load_fashion_mnist(config.data.path));
+  return std::make_shared<models::train_test_split>(
+      models::load_fashion_mnist(config.data.path, config.data.max_bytes));
 }
 
 std::string describe_model(const std::vector<std::size_t>& sizes) {

@@ -1,4 +1,5 @@
-// The key table, conversion from CAF config values, and validation; see loader.hpp.
+// The key table, CAF's parsing, conversion of its values and assembly of a run_config; see
+// loader.hpp. Every text is checked by the front end (front_end.hpp) before CAF parses it.
 //
 // CAF's own option handling is not used for typing: measured on 0.17.6, a value of the wrong type
 // in an INI file (workers="abc", or lr=1 for a real-valued option) is dropped without any error,
@@ -6,20 +7,21 @@
 // settings and every key is converted and checked here, with messages a user can act on.
 #include "config/loader.hpp"
 
+#include "config/front_end.hpp"
+
 #include <caf/actor_system_config.hpp>
 #include <caf/config_value.hpp>
 #include <caf/settings.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <variant>
 
 namespace herd::config {
 
@@ -257,6 +259,11 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<std::string>(
         "data.path", "string", "directory holding the Fashion-MNIST IDX files",
         [](auto& c) -> auto& { return c.data.path; }));
+    k.push_back(make_key<std::uint64_t>(
+        "data.max-bytes", "integer",
+        "memory the loaded dataset may take, in bytes, checked against the files' headers before "
+        "they are read (0 = half the physical memory)",
+        [](auto& c) -> auto& { return c.data.max_bytes; }));
     k.push_back(make_key<std::vector<int>>(
         "model.hidden", "integer list", "hidden layer sizes of the MLP",
         [](auto& c) -> auto& { return c.model.hidden; }));
@@ -360,10 +367,19 @@ const std::vector<key_spec>& keys() {
         "cluster.join-timeout-s", "integer",
         "herd node: how long to wait for the coordinator and the other nodes, in seconds",
         [](auto& c) -> auto& { return c.cluster.join_timeout_s; }));
+    k.push_back(make_key<int>(
+        "cluster.rejoin-s", "integer",
+        "how long a node that lost the coordinator tries to join the running job again, in "
+        "place of its own lost workers (0 = it exits at once)",
+        [](auto& c) -> auto& { return c.cluster.rejoin_s; }));
     k.push_back(make_key<std::string>(
         "cluster.token", "string",
         "a secret every node must present to join (not encryption; see docs/deploy.md)",
         [](auto& c) -> auto& { return c.cluster.token; }));
+    k.push_back(make_key<std::string>(
+        "cluster.token-file", "string",
+        "read cluster.token from this file (keeps it off command lines, which other users see)",
+        [](auto& c) -> auto& { return c.cluster.token_file; }));
     k.push_back(make_key<std::string>(
         "cluster.tls-ca", "string",
         "control-plane TLS: the cluster CA certificate (PEM); a peer whose certificate it did not "
@@ -404,10 +420,14 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string unknown_key_message(const std::string& name, const std::string& origin) {
-  std::string message = "unknown key " + name + " (" + origin + ")";
+  std::string message = "unknown key " + abbreviate(name) + " (" + origin + ")";
   const key_spec* closest = nullptr;
   std::size_t best = 4; // suggest only near misses
   for (const auto& spec : keys()) {
+    // The distance is at least the difference in length; skipping far longer names keeps a
+    // megabyte-long name from costing minutes.
+    if (name.size() >= spec.name.size() + best)
+      continue;
     const std::size_t distance = edit_distance(name, spec.name);
     if (distance < best) {
       best = distance;
@@ -436,20 +456,25 @@ void assign_value(const std::string& name, const caf::config_value& value,
     return;
   }
   if (auto problem = spec->assign(value, state.config); !problem.empty())
-    state.errors.push_back({name, name + " = " + render(value) + " (" + origin + "): " + problem});
+    state.errors.push_back({name, abbreviate(name) + " = " + abbreviate(render(value)) + " (" +
+                                      origin + "): " + problem});
   else
     state.origins[name] = origin;
 }
 
+// "in run.ini, line 7" for a key of a file; nothing for a key not to assign (one already
+// reported).
+using origin_of_key = std::function<std::optional<std::string>(const std::string& name)>;
+
 // Walks CAF's parsed settings: sections are dictionaries, keys inside them are values.
 void assign_settings(const caf::settings& settings, const std::string& prefix,
-                     const std::string& origin, load_state& state) {
+                     const origin_of_key& origin, load_state& state) {
   for (const auto& [key, value] : settings) {
     const std::string name = prefix.empty() ? std::string{key} : prefix + "." + std::string{key};
     if (auto section = caf::get_if<caf::config_value::dictionary>(&value))
       assign_settings(*section, name, origin, state);
-    else
-      assign_value(name, value, origin, state);
+    else if (auto where = origin(name))
+      assign_value(name, value, *where, state);
   }
 }
 
@@ -479,6 +504,25 @@ std::string describe_parser_error(const caf::error& error) {
          "); files use INI syntax: [section] headers, key = value, strings in double quotes";
 }
 
+// The settings of one INI text (a file's, or the coordinator's): the front end's checks, CAF's
+// parser, the duplicate keys, then every value. `origin` names the text in messages ("run.ini").
+void read_settings(const std::string& text, const std::string& origin, load_state& state) {
+  const checked_text checked = check_text(text, origin, keys().size());
+  if (!checked.problems.empty()) {
+    state.errors.insert(state.errors.end(), checked.problems.begin(), checked.problems.end());
+    return;
+  }
+  std::istringstream in(checked.text);
+  auto settings = caf::actor_system_config::parse_config(in);
+  if (!settings) {
+    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error())});
+    return;
+  }
+  state.errors.insert(state.errors.end(), checked.duplicates.begin(), checked.duplicates.end());
+  assign_settings(
+      *settings, "", [&checked](const std::string& key) { return checked.origin_of(key); }, state);
+}
+
 caf::config_value parse_override_value(const std::string& text) {
   if (text.empty()) // "--train.algorithm=": an empty string, not CAF's empty list
     return caf::config_value{std::string{}};
@@ -506,32 +550,6 @@ invalid_config::invalid_config(std::vector<config_error> errors)
                                         : errors.front().message),
       errors_(std::move(errors)) {}
 
-const std::vector<std::string>& known_algorithms() {
-  static const std::vector<std::string> names{"sync",   "solo",    "majority",
-                                              "quorum", "preduce", "wagma"};
-  return names;
-}
-
-const std::vector<std::string>& known_backends() {
-  static const std::vector<std::string> names{"cpu", "cuda"};
-  return names;
-}
-
-const std::vector<std::string>& known_imbalance_kinds() {
-  static const std::vector<std::string> names{"none", "random", "persistent", "lognormal"};
-  return names;
-}
-
-const std::vector<std::string>& known_late_gradient_modes() {
-  static const std::vector<std::string> names{"accumulate", "discard"};
-  return names;
-}
-
-const std::vector<std::string>& known_datasets() {
-  static const std::vector<std::string> names{"fashion-mnist", "synthetic"};
-  return names;
-}
-
 namespace {
 
 // Validates what was read; throws every problem found.
@@ -548,40 +566,35 @@ run_config finish(load_state state) {
 run_config load(const std::string& file, const std::vector<std::string>& overrides) {
   load_state state;
   if (!file.empty()) {
-    std::error_code status_error;
-    const bool directory = std::filesystem::is_directory(file, status_error);
-    std::ifstream in(file);
-    if (directory) {
-      state.errors.push_back({"", "cannot read config file " + file + ": it is a directory"});
-    } else if (!in) {
-      state.errors.push_back({"", "cannot read config file " + file + ": " + std::strerror(errno)});
-    } else if (auto settings = caf::actor_system_config::parse_config(in)) {
-      assign_settings(*settings, "", "in " + file, state);
-    } else {
-      state.errors.push_back({"", file + ": " + describe_parser_error(settings.error())});
-    }
+    auto text = read_config_file(file);
+    if (auto* error = std::get_if<config_error>(&text))
+      state.errors.push_back(std::move(*error));
+    else
+      read_settings(std::get<std::string>(text), file, state);
   }
   for (const auto& raw : overrides) {
     std::string text = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
     const auto equals = text.find('=');
     if (equals == std::string::npos || equals == 0) {
       state.errors.push_back(
-          {"", "cannot read option '" + raw + "': expected --section.key=value"});
+          {"", "cannot read option '" + abbreviate(raw) + "': expected --section.key=value"});
       continue;
     }
-    assign_value(text.substr(0, equals), parse_override_value(text.substr(equals + 1)),
-                 "command line", state);
+    const std::string name = text.substr(0, equals);
+    const std::string value = text.substr(equals + 1);
+    if (auto problem = check_value(value, keys().size()); !problem.empty()) {
+      state.errors.push_back(
+          {name, abbreviate(name) + " = " + abbreviate(value) + " (command line): " + problem});
+      continue;
+    }
+    assign_value(name, parse_override_value(value), "command line", state);
   }
   return finish(std::move(state));
 }
 
 run_config load_text(const std::string& ini, const std::string& origin) {
   load_state state;
-  std::istringstream in(ini);
-  if (auto settings = caf::actor_system_config::parse_config(in))
-    assign_settings(*settings, "", "in " + origin, state);
-  else
-    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error())});
+  read_settings(ini, origin, state);
   return finish(std::move(state));
 }
 

@@ -18,6 +18,14 @@ struct config_error {
   std::string message; // the whole sentence, e.g. "train.workers = 0 (command line): must be ..."
 };
 
+/// Bounds of what load() and load_text() read, enforced before CAF's parser sees the text: a
+/// configuration is a few kilobytes and sets each key once, and no setting nests lists or maps more
+/// than a level or two. CAF 0.17's parser recurses once per level (25,000 overflow the stack) and
+/// takes time quadratic in the settings of a section (20,000 take 9 s).
+inline constexpr std::size_t max_config_bytes = std::size_t{1} << 20;
+inline constexpr int max_config_nesting = 32;
+inline constexpr int max_config_settings = 1024;
+
 /// Thrown by load(): all problems found, not only the first.
 class invalid_config : public std::runtime_error {
 public:
@@ -30,6 +38,13 @@ private:
 
 /// Defaults, then the file (when `file` is not empty), then the overrides in order. Each override
 /// is "--section.key=value" (or "section.key=value"). Throws invalid_config.
+///
+/// Before CAF's parser sees a file (front_end.hpp): it must be a regular file (a FIFO, a directory
+/// or a device is refused without being read) of at most max_config_bytes; a UTF-8 byte order mark
+/// is dropped and CRLF line ends read as LF; a NUL byte, a carriage return that does not end a
+/// line, nesting deeper than max_config_nesting and more than max_config_settings `key = value`
+/// pairs are refused with their line. After parsing, a key set twice (within a section, or in two
+/// sections of the same name) is refused naming both lines.
 run_config load(const std::string& file, const std::vector<std::string>& overrides);
 
 /// The same from INI text (the settings a coordinator hands its nodes); `origin` names where the
@@ -45,6 +60,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
 /// Checks that need the training set's size: every worker's shard must hold at least one batch.
 std::vector<config_error> validate_against_data(const run_config& config,
                                                 std::size_t training_samples);
+
+/// `text` as messages show it: whole when it is short, else its first 80 bytes, "..." and its
+/// length, so that a 10 MB value does not become a 10 MB message.
+std::string abbreviate(const std::string& text);
 
 /// One line per key: name, type, default and meaning; for `--help`.
 std::string describe_keys();

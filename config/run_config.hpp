@@ -29,6 +29,9 @@ struct train_section {
 struct data_section {
   std::string dataset = "fashion-mnist";                  // data.dataset
   std::string path = "/usr/share/datasets/fashion-mnist"; // data.path
+  std::uint64_t max_bytes = 0; // data.max-bytes: memory the loaded dataset may take, checked
+                               // against the files' headers before reading; 0 = half the
+                               // physical memory
 };
 
 struct model_section {
@@ -42,8 +45,8 @@ struct metrics_section {
   double window_seconds = 30.0;   // metrics.window-seconds: recent window of the straggler score
 };
 
-/// Settings of one partial-collective algorithm (sections [solo], [majority], [quorum]).
-/// DESIGN.md section 4.
+/// Settings of one partial-collective algorithm (sections [solo], [majority], [quorum]);
+/// docs/algorithms.md, "Gradient exchange".
 struct partial_section {
   int sync_every = 32; // <algorithm>.sync-every: a full synchronous round every this many rounds
                        // (the reference library's default); 0 = never
@@ -56,10 +59,10 @@ struct quorum_section : partial_section {
   double fraction = 0.5; // quorum.fraction, in (0, 1]
 };
 
-/// [preduce]: partial reduce (DESIGN.md section 4). Workers exchange models: a group forms from
-/// the first `group-size` ready workers, or from the (at least two) ready ones once the oldest has
-/// waited `wait-window-ms`; members average with weights exp(-staleness-decay * s_i), s_i the
-/// steps a member is behind the group's freshest one.
+/// [preduce]: partial reduce (docs/algorithms.md, "Partial reduce"). Workers exchange models: a
+/// group forms from the first `group-size` ready workers, or from the (at least two) ready ones
+/// once the oldest has waited `wait-window-ms`; members average with weights
+/// exp(-staleness-decay * s_i), s_i the steps a member is behind the group's freshest one.
 struct preduce_section {
   int group_size = 2;             // preduce.group-size: members of a group, at least 2
   double wait_window_ms = 20.0;   // preduce.wait-window-ms: the oldest ready worker waits at most
@@ -73,8 +76,9 @@ struct preduce_section {
                                   // (0 = never)
 };
 
-/// [wagma]: WAGMA-SGD (DESIGN.md section 4). Workers exchange models; each step's round averages
-/// them in groups of the butterfly schedule, activated by the first arrival (wait-avoiding).
+/// [wagma]: WAGMA-SGD (docs/algorithms.md, "WAGMA-SGD"). Workers exchange models; each step's round
+/// averages them in groups of the butterfly schedule, activated by the first arrival
+/// (wait-avoiding).
 struct wagma_section {
   int group_size = 0;  // wagma.group-size: a power of two; 0 = sqrt(workers) rounded down to one
   int sync_every = 10; // wagma.sync-every: a blocking global average every this many steps (tau);
@@ -82,7 +86,7 @@ struct wagma_section {
 };
 
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
-/// elapsed time (DESIGN.md section 5).
+/// elapsed time (docs/algorithms.md, "Load imbalance").
 struct imbalance_section {
   std::string kind = "none";   // imbalance.kind: none | random | persistent | lognormal
   std::uint64_t seed = 1;      // imbalance.seed
@@ -100,13 +104,22 @@ struct cluster_section {
   int node_timeout_ms = 4000;  // cluster.node-timeout-ms: silence after which a node is down
   int data_timeout_ms = 30000; // cluster.data-timeout-ms: longest wait of one data-plane transfer
   int join_timeout_s = 600;    // cluster.join-timeout-s: how long a node waits for the cluster
+  int rejoin_s = 60;           // cluster.rejoin-s: how long a node that lost the coordinator
+                               // tries to join the running job again (0 = exit at once)
   std::string token;           // cluster.token: a node must present it to join ("" = none)
+  std::string token_file;      // cluster.token-file: read cluster.token from this file instead
   std::string tls_ca;          // cluster.tls-ca: the cluster CA's certificate (PEM); "" = no TLS
   std::string tls_cert;        // cluster.tls-cert: this process's certificate, signed by that CA
   std::string tls_key;         // cluster.tls-key: its private key (PEM)
 
   bool tls() const { return !tls_ca.empty(); }
 };
+
+struct run_config;
+
+/// `config` with the cluster's secrets (cluster.token, cluster.token-file) blanked: what may be
+/// written to a report or handed to other processes.
+run_config without_secrets(run_config config);
 
 struct run_config {
   train_section train;

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace herd::config {
@@ -29,8 +31,10 @@ public:
   void require(bool ok, const std::string& key, const T& value, const std::string& allowed) {
     if (ok)
       return;
+    std::ostringstream shown;
+    shown << value;
     std::ostringstream message;
-    message << key << " = " << value;
+    message << key << " = " << abbreviate(shown.str());
     if (auto origin = origins_.find(key); origin != origins_.end())
       message << " (" << origin->second << ")";
     message << ": " << allowed;
@@ -43,6 +47,32 @@ private:
   const value_origins& origins_;
   std::vector<config_error> errors_;
 };
+
+// Free-form strings have bounds too: a path longer than PATH_MAX names no file, and a metrics
+// label or address of a megabyte would be repeated in every scrape.
+constexpr std::size_t max_path_bytes = 4096;
+constexpr std::size_t max_label_bytes = 256;
+const std::string too_long_path = "is longer than " + std::to_string(max_path_bytes) +
+                                  " bytes, longer than any path the system can open";
+// More slow workers or hidden layers than this is a mistake; the lists' values are checked one by
+// one, and a long list would bury the one message that matters.
+constexpr std::size_t max_list_entries = 1024;
+constexpr std::size_t max_hidden_layers = 64;
+
+// Why `file` cannot be read, or "" when it can. Without opening it for reading in a way that
+// blocks: a FIFO would wait for a writer forever.
+std::string readable_file_problem(const std::string& file) {
+  struct stat status {};
+  if (::stat(file.c_str(), &status) != 0)
+    return std::strerror(errno);
+  if (!S_ISREG(status.st_mode))
+    return "not a regular file";
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return std::strerror(errno);
+  ::close(fd);
+  return {};
+}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -125,6 +155,8 @@ void check_cluster(checker& check, const cluster_section& cluster) {
   check.require(cluster.join_timeout_s >= 1 && cluster.join_timeout_s <= 86400,
                 "cluster.join-timeout-s", cluster.join_timeout_s,
                 "must be between 1 and 86400 seconds");
+  check.require(cluster.rejoin_s >= 0 && cluster.rejoin_s <= 86400, "cluster.rejoin-s",
+                cluster.rejoin_s, "must be between 0 and 86400 seconds");
   // TLS is all or nothing, and a file that cannot be read is found before anything connects.
   const bool any_tls =
       !cluster.tls_ca.empty() || !cluster.tls_cert.empty() || !cluster.tls_key.empty();
@@ -136,12 +168,54 @@ void check_cluster(checker& check, const cluster_section& cluster) {
       break;
     check.require(!file.empty(), key, quoted(file),
                   "control-plane TLS needs cluster.tls-ca, cluster.tls-cert and cluster.tls-key");
-    if (!file.empty())
-      check.require(std::ifstream(file).good(), key, quoted(file),
-                    "cannot read this file: " + std::string(std::strerror(errno)));
+    if (!file.empty() && file.size() <= max_path_bytes)
+      check.require(readable_file_problem(file).empty(), key, quoted(file),
+                    "cannot read this file: " + readable_file_problem(file));
+    check.require(file.size() <= max_path_bytes, key, quoted(file), too_long_path);
   }
   check.require(cluster.token.size() <= 1024, "cluster.token",
                 std::to_string(cluster.token.size()) + " bytes", "must be at most 1024 bytes");
+  if (!cluster.token_file.empty()) {
+    check.require(cluster.token.empty(), "cluster.token-file", quoted(cluster.token_file),
+                  "set cluster.token or cluster.token-file, not both");
+    check.require(cluster.token_file.size() <= max_path_bytes, "cluster.token-file",
+                  quoted(cluster.token_file), too_long_path);
+    if (cluster.token_file.size() <= max_path_bytes)
+      check.require(readable_file_problem(cluster.token_file).empty(), "cluster.token-file",
+                    quoted(cluster.token_file),
+                    "cannot read this file: " + readable_file_problem(cluster.token_file));
+  }
+}
+
+// imbalance.workers; `workers` is train.workers where indices must lie below it (the persistent
+// kind with a valid train.workers), else 0.
+void check_slow_workers(checker& check, const imbalance_section& imbalance, int workers) {
+  if (imbalance.workers.size() > max_list_entries) {
+    check.require(false, "imbalance.workers", std::to_string(imbalance.workers.size()) + " entries",
+                  "at most " + std::to_string(max_list_entries) + " slow workers");
+    return;
+  }
+  const std::string listed = render(imbalance.workers);
+  // Sorted, so that a repeated index is reported once, as a duplicate.
+  auto sorted = imbalance.workers;
+  std::sort(sorted.begin(), sorted.end());
+  const auto duplicate = std::adjacent_find(sorted.begin(), sorted.end());
+  if (duplicate != sorted.end())
+    check.require(false, "imbalance.workers", listed,
+                  "worker " + std::to_string(*duplicate) + " is listed twice; list each once");
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (int index : sorted) {
+    if (workers > 0)
+      check.require(index >= 0 && index < workers, "imbalance.workers", listed,
+                    "worker index " + std::to_string(index) +
+                        " is out of range; indices must lie in [0, train.workers) = [0, " +
+                        std::to_string(workers) + ")");
+    else
+      check.require(index >= 0, "imbalance.workers", listed,
+                    "worker index " + std::to_string(index) + " is negative");
+  }
+  check.require(imbalance.kind != "persistent" || !imbalance.workers.empty(), "imbalance.workers",
+                listed, "imbalance.kind = persistent needs at least one slow worker");
 }
 
 void check_imbalance(checker& check, const imbalance_section& imbalance, int workers) {
@@ -159,27 +233,7 @@ void check_imbalance(checker& check, const imbalance_section& imbalance, int wor
     check.require(imbalance.k >= 1, "imbalance.k", imbalance.k, "must be at least 1");
   check.require(imbalance.delay_ms >= 0.0 && imbalance.delay_ms <= 60000.0, "imbalance.delay-ms",
                 imbalance.delay_ms, "must lie in [0, 60000] milliseconds");
-  const std::string listed = render(imbalance.workers);
-  // Sorted, so that a repeated index is reported once, as a duplicate.
-  auto sorted = imbalance.workers;
-  std::sort(sorted.begin(), sorted.end());
-  const auto duplicate = std::adjacent_find(sorted.begin(), sorted.end());
-  if (duplicate != sorted.end())
-    check.require(false, "imbalance.workers", listed,
-                  "worker " + std::to_string(*duplicate) + " is listed twice; list each once");
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  for (int index : sorted) {
-    if (persistent)
-      check.require(index >= 0 && index < workers, "imbalance.workers", listed,
-                    "worker index " + std::to_string(index) +
-                        " is out of range; indices must lie in [0, train.workers) = [0, " +
-                        std::to_string(workers) + ")");
-    else
-      check.require(index >= 0, "imbalance.workers", listed,
-                    "worker index " + std::to_string(index) + " is negative");
-  }
-  check.require(imbalance.kind != "persistent" || !imbalance.workers.empty(), "imbalance.workers",
-                listed, "imbalance.kind = persistent needs at least one slow worker");
+  check_slow_workers(check, imbalance, persistent ? workers : 0);
   check.require(imbalance.factor >= 1.0 && imbalance.factor <= 100.0, "imbalance.factor",
                 imbalance.factor, "must lie in [1, 100] (how many times slower)");
   check.require(imbalance.sigma >= 0.0 && imbalance.sigma <= 3.0, "imbalance.sigma",
@@ -221,15 +275,29 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "unknown dataset; allowed: " + join(known_datasets()));
   check.require(config.data.dataset != "fashion-mnist" || !config.data.path.empty(), "data.path",
                 "\"\"", "must name the directory holding the Fashion-MNIST files");
-  for (int size : config.model.hidden)
-    check.require(size >= 1 && size <= 65536, "model.hidden", size,
-                  "every hidden layer size must be between 1 and 65536");
+  check.require(config.data.path.size() <= max_path_bytes, "data.path", quoted(config.data.path),
+                too_long_path);
+  // data.max-bytes is an unsigned integer: the conversion already refused a negative value.
+  const auto& hidden = config.model.hidden;
+  check.require(hidden.size() <= max_hidden_layers, "model.hidden",
+                std::to_string(hidden.size()) + " layers",
+                "at most " + std::to_string(max_hidden_layers) + " hidden layers");
+  if (hidden.size() <= max_hidden_layers)
+    for (int size : hidden)
+      check.require(size >= 1 && size <= 65536, "model.hidden", size,
+                    "every hidden layer size must be between 1 and 65536");
   check.require(config.metrics.port >= 0 && config.metrics.port <= 65535, "metrics.port",
                 config.metrics.port, "must be a TCP port between 0 and 65535 (0 = off)");
   check.require(!config.metrics.bind.empty(), "metrics.bind", "\"\"",
                 "must name an address to listen on, e.g. 127.0.0.1 or 0.0.0.0");
+  check.require(config.metrics.bind.size() <= max_label_bytes, "metrics.bind",
+                quoted(config.metrics.bind),
+                "must be at most " + std::to_string(max_label_bytes) + " bytes");
   check.require(!config.metrics.job.empty(), "metrics.job", "\"\"",
                 "must not be empty: it labels every metric");
+  check.require(config.metrics.job.size() <= max_label_bytes, "metrics.job",
+                quoted(config.metrics.job),
+                "must be at most " + std::to_string(max_label_bytes) + " bytes");
   check.require(config.metrics.window_seconds >= 1.0 && config.metrics.window_seconds <= 3600.0,
                 "metrics.window-seconds", config.metrics.window_seconds,
                 "must lie between 1 and 3600 seconds");

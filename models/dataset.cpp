@@ -4,13 +4,18 @@
 
 #include "kernels/check.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <limits>
+#include <new>
 #include <numeric>
 #include <random>
 #include <system_error>
+#include <unistd.h>
 
 namespace herd::models {
 
@@ -91,13 +96,44 @@ std::filesystem::path find_fashion_mnist_file(const std::filesystem::path& dir,
                    "t10k-labels-idx1-ubyte[.gz]");
 }
 
-void check_fashion_mnist_images(const idx_array& images, const std::string& path) {
-  if (images.dims.size() != 3 || images.dims[1] != fashion_mnist_side ||
-      images.dims[2] != fashion_mnist_side)
+void check_fashion_mnist_images(const std::vector<std::uint32_t>& dims, const std::string& path) {
+  if (dims.size() != 3 || dims[1] != fashion_mnist_side || dims[2] != fashion_mnist_side)
     throw data_error(path +
                      ": expected Fashion-MNIST images of 28 x 28 pixels (n x 28 x 28), but "
                      "the file holds " +
-                     dims_string(images.dims));
+                     dims_string(dims));
+}
+
+// The memory the four files would take once loaded, from their headers, against the limit: the
+// file whose values cross it is named. Nothing has been allocated for the values yet.
+void check_memory_budget(const std::array<std::string, 4>& paths,
+                         const std::array<idx_header, 4>& headers, std::uint64_t max_bytes,
+                         bool default_limit) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::uint64_t bytes = headers[i].values * loaded_bytes_per_value;
+    total += bytes;
+    if (total <= max_bytes)
+      continue;
+    const std::string earlier =
+        total > bytes ? " (" + std::to_string(total) + " with the files before it)" : "";
+    const auto& dims = headers[i].dims;
+    throw data_error(paths[i] + ": the header says " + dims_string(dims) +
+                     (dims.size() > 1 ? " = " + std::to_string(headers[i].values) : "") +
+                     " values, " + std::to_string(bytes) + " bytes of memory once loaded" +
+                     earlier + ", more than data.max-bytes = " + std::to_string(max_bytes) +
+                     (default_limit ? " (half the physical memory)" : "") +
+                     "; raise data.max-bytes if the file is right");
+  }
+}
+
+std::uint64_t cgroup_memory_limit() {
+  // cgroup v2; "max" or an unreadable file means no limit of its own.
+  std::ifstream in("/sys/fs/cgroup/memory.max");
+  std::uint64_t limit = 0;
+  if (in >> limit)
+    return limit;
+  return std::numeric_limits<std::uint64_t>::max();
 }
 
 } // namespace
@@ -175,7 +211,18 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
   return result;
 }
 
-train_test_split load_fashion_mnist(const std::string& dir) {
+std::uint64_t default_max_data_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = ::sysconf(_SC_PAGESIZE);
+  std::uint64_t memory =
+      pages > 0 && page_bytes > 0
+          ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes)
+          : std::uint64_t{8} << 30; // unknown: assume a small machine
+  memory = std::min(memory, cgroup_memory_limit());
+  return memory / 2;
+}
+
+train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_bytes) {
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error))
     fashion_mnist_not_found(dir, "there is no such directory");
@@ -196,20 +243,39 @@ train_test_split load_fashion_mnist(const std::string& dir) {
   const std::string& test_images_path = paths[2];
   const std::string& test_labels_path = paths[3];
 
-  const idx_array train_images = read_idx(train_images_path);
-  check_fashion_mnist_images(train_images, train_images_path);
-  const idx_array test_images = read_idx(test_images_path);
-  check_fashion_mnist_images(test_images, test_images_path);
+  // Every header first, so that a file declaring more than the machine should hold is refused
+  // before a byte of its values is read.
+  std::array<idx_header, 4> headers;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    headers[i] = read_idx_header(paths[i]);
+  check_fashion_mnist_images(headers[0].dims, train_images_path);
+  check_fashion_mnist_images(headers[2].dims, test_images_path);
+  check_memory_budget(paths, headers, max_bytes != 0 ? max_bytes : default_max_data_bytes(),
+                      max_bytes == 0);
 
-  // Both sets are normalised with the training set's statistics, as a model trained on one is
-  // evaluated on the other.
-  const normalisation norm = pixel_statistics(train_images);
-  train_test_split split;
-  split.train = make_dataset(train_images, read_idx(train_labels_path), fashion_mnist_classes, norm,
-                             "fashion-mnist/train", train_images_path, train_labels_path);
-  split.test = make_dataset(test_images, read_idx(test_labels_path), fashion_mnist_classes, norm,
-                            "fashion-mnist/test", test_images_path, test_labels_path);
-  return split;
+  try {
+    // Each file may hold no more than its header said a moment ago.
+    const idx_array train_images = read_idx(train_images_path, headers[0].values);
+    check_fashion_mnist_images(train_images.dims, train_images_path);
+    const idx_array test_images = read_idx(test_images_path, headers[2].values);
+    check_fashion_mnist_images(test_images.dims, test_images_path);
+
+    // Both sets are normalised with the training set's statistics, as a model trained on one is
+    // evaluated on the other.
+    const normalisation norm = pixel_statistics(train_images);
+    train_test_split split;
+    split.train = make_dataset(train_images, read_idx(train_labels_path, headers[1].values),
+                               fashion_mnist_classes, norm, "fashion-mnist/train",
+                               train_images_path, train_labels_path);
+    split.test = make_dataset(test_images, read_idx(test_labels_path, headers[3].values),
+                              fashion_mnist_classes, norm, "fashion-mnist/test", test_images_path,
+                              test_labels_path);
+    return split;
+  } catch (const std::bad_alloc&) {
+    throw data_error("Fashion-MNIST in " + dir +
+                     ": out of memory while loading it; free memory, or lower data.max-bytes to "
+                     "refuse such a dataset up front");
+  }
 }
 
 namespace {

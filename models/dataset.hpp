@@ -46,11 +46,24 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
                      const normalisation& norm, const std::string& name,
                      const std::string& images_path, const std::string& labels_path);
 
+/// Memory one value of an IDX file takes once loaded: its byte, kept while the dataset is built,
+/// and the 4-byte float (a pixel) or int32 (a label) it becomes.
+inline constexpr std::uint64_t loaded_bytes_per_value = 1 + 4;
+
+/// The memory limit data.max-bytes = 0 stands for: half the physical memory, or half the memory
+/// limit of this process's cgroup where that is lower.
+std::uint64_t default_max_data_bytes();
+
 /// Loads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
 /// t10k-labels-idx1-ubyte (each either with ".gz" or without) from `dir`, normalised with the
 /// training set's pixel statistics. A missing directory or file is a data_error that says to
-/// `apt-get install dataset-fashion-mnist` or to set data.path.
-train_test_split load_fashion_mnist(const std::string& dir = default_fashion_mnist_dir);
+/// `apt-get install dataset-fashion-mnist` or to set data.path. Before any values are read, the
+/// four headers are checked against their files (read_idx_header) and the memory the dataset would
+/// take (loaded_bytes_per_value for every declared value) against `max_bytes`
+/// (0 = default_max_data_bytes()); a dataset over the limit is a data_error naming the file that
+/// crosses it, its declared size and the limit.
+train_test_split load_fashion_mnist(const std::string& dir = default_fashion_mnist_dir,
+                                    std::uint64_t max_bytes = 0);
 
 /// A learnable synthetic classification problem: `classes` Gaussian clusters in `features`
 /// dimensions with seeded centres, `n` samples with labels cycling through the classes.

@@ -1,14 +1,20 @@
-// Reads and validates IDX files through zlib's gz* API, which passes raw files through unchanged,
-// so one code path serves "train-images-idx3-ubyte" and "train-images-idx3-ubyte.gz".
+// Reads and validates IDX files, raw or gzip-compressed. gzip goes through zlib's inflate() rather
+// than its gz* API: gzread() passes a stream cut before its CRC-32/length trailer as a clean end
+// when the last read fills the caller's buffer, and it opens whatever it is given (a FIFO blocks
+// forever). Here every member must end at its trailer, the trailer must match, and only regular
+// files are opened.
 #include "models/idx.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <iomanip>
-#include <memory>
+#include <new>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 namespace herd::models {
@@ -16,20 +22,16 @@ namespace herd::models {
 namespace {
 
 constexpr std::uint8_t unsigned_byte_type = 0x08;
+constexpr std::uint64_t magic_bytes = 4;
 
-// Far more than any (Fashion-)MNIST file (47 MB); a header claiming more is corrupt, and we say so
-// before trying to allocate it.
-constexpr std::uint64_t max_values = std::uint64_t{4} << 30;
-
-// Reads go straight into the destination in large pieces, and zlib's input buffer grows from its
-// default 8 KiB, so that inflate works on large stretches at a time (a 26 MB .gz in ~0.2 s).
+// Reads go straight into the destination in large pieces, so that inflate works on large
+// stretches at a time (a 26 MB .gz in ~0.2 s).
 constexpr std::size_t read_chunk_bytes = std::size_t{16} << 20;
-constexpr unsigned gz_buffer_bytes = 1u << 20;
-
-struct gz_closer {
-  void operator()(gzFile_s* file) const { gzclose(file); }
-};
-using gz_handle = std::unique_ptr<gzFile_s, gz_closer>;
+constexpr std::size_t compressed_buffer_bytes = std::size_t{1} << 20;
+// A gzip file's values arrive before they are known to exist: the array grows with them, by at
+// least this much and at most by what it holds already, so memory follows the data rather than
+// the header.
+constexpr std::size_t min_growth_bytes = std::size_t{1} << 20;
 
 std::string hex(std::uint32_t value, int digits) {
   std::ostringstream out;
@@ -54,92 +56,226 @@ const char* plural(std::uint64_t count, const char* one, const char* many) {
   return count == 1 ? one : many;
 }
 
-// One open IDX file: reads that report how much they got, and errors that name the file.
+// What a file that is not a regular file is, for messages.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+class file_descriptor {
+public:
+  explicit file_descriptor(int fd) : fd_(fd) {}
+  file_descriptor(const file_descriptor&) = delete;
+  file_descriptor& operator=(const file_descriptor&) = delete;
+  ~file_descriptor() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+private:
+  int fd_;
+};
+
+// One open IDX file, raw or gzip: reads that report how much they got, and errors that name the
+// file.
 class idx_reader {
 public:
-  explicit idx_reader(const std::string& path) : path_(path) {
-    errno = 0;
-    file_.reset(gzopen(path.c_str(), "rb"));
-    if (!file_) {
-      const int open_errno = errno;
-      if (open_errno == ENOENT)
-        fail("no such file");
-      fail(std::string("cannot open (") +
-           (open_errno != 0 ? std::strerror(open_errno) : "out of memory") + ")");
+  explicit idx_reader(const std::string& path) : path_(path), fd_(open_regular_file()) {
+    // Again on what was opened, in case the name changed after stat().
+    struct stat status {};
+    if (::fstat(fd_.get(), &status) != 0)
+      fail(std::string("cannot open (") + std::strerror(errno) + ")");
+    refuse_unless_regular(status.st_mode);
+    file_bytes_ = static_cast<std::uint64_t>(status.st_size);
+    std::array<std::uint8_t, 2> start{};
+    const ssize_t got = ::pread(fd_.get(), start.data(), start.size(), 0);
+    gzip_ = got == 2 && start[0] == 0x1f && start[1] == 0x8b;
+    if (gzip_) {
+      input_.resize(compressed_buffer_bytes);
+      if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK) // 16: a gzip wrapper, not zlib's
+        fail("out of memory while starting to decompress");
+      inflating_ = true;
+      in_member_ = true;
     }
-    gzbuffer(file_.get(), gz_buffer_bytes);
+  }
+  idx_reader(const idx_reader&) = delete;
+  idx_reader& operator=(const idx_reader&) = delete;
+  ~idx_reader() {
+    if (inflating_)
+      inflateEnd(&stream_);
   }
 
   [[noreturn]] void fail(const std::string& problem) const {
     throw data_error(path_ + ": " + problem);
   }
 
+  bool is_gzip() const { return gzip_; }
+  std::uint64_t file_bytes() const { return file_bytes_; }
+
+  // "the file" for raw input, "the gzip stream" otherwise.
+  const char* input_name() const { return gzip_ ? "the gzip stream" : "the file"; }
+
   // Reads up to `count` bytes into `destination` and returns how many arrived; fewer means the
-  // data ended, cleanly or (for gzip) in the middle of the compressed stream: see stream_cut().
-  // Corrupt streams and I/O errors throw.
+  // data ended, cleanly or (for gzip) in the middle of a member: see stream_cut(). Corrupt
+  // streams and I/O errors throw.
   std::size_t read(std::uint8_t* destination, std::size_t count) {
+    return gzip_ ? inflate_into(destination, count) : read_raw(destination, count);
+  }
+
+  // True when the input is gzip and its file ended inside a member: before the end of its
+  // compressed data or before its CRC-32/length trailer.
+  bool stream_cut() const { return cut_; }
+
+  // Why a gzip stream ended early, for the end of a "truncated" message; empty for a clean end.
+  std::string cut_note() const {
+    return cut_ ? " (the compressed data is cut short: the file ends before the gzip stream's end "
+                  "and its CRC-32/length trailer)"
+                : "";
+  }
+
+private:
+  // stat() first and open non-blocking: opening a FIFO for reading blocks until a writer comes,
+  // and a device such as /dev/zero never ends.
+  int open_regular_file() const {
+    struct stat status {};
+    if (::stat(path_.c_str(), &status) != 0) {
+      if (errno == ENOENT)
+        fail("no such file");
+      fail(std::string("cannot open (") + std::strerror(errno) + ")");
+    }
+    refuse_unless_regular(status.st_mode);
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+      fail(std::string("cannot open (") + std::strerror(errno) + ")");
+    return fd;
+  }
+
+  void refuse_unless_regular(mode_t mode) const {
+    if (!S_ISREG(mode))
+      fail("is " + file_kind(mode) + ", not a regular file; data.path must hold the IDX files");
+  }
+
+  std::size_t read_raw(std::uint8_t* destination, std::size_t count) {
     std::size_t total = 0;
     while (total < count) {
-      const auto piece = static_cast<unsigned>(std::min(count - total, read_chunk_bytes));
-      const int got = gzread(file_.get(), destination + total, piece);
-      if (got < 0)
-        fail_from_zlib();
-      total += static_cast<std::size_t>(got);
-      if (static_cast<unsigned>(got) < piece)
+      const std::size_t piece = std::min(count - total, read_chunk_bytes);
+      const ssize_t got = ::read(fd_.get(), destination + total, piece);
+      if (got < 0) {
+        if (errno == EINTR)
+          continue;
+        fail(std::string("read error (") + std::strerror(errno) + ")");
+      }
+      if (got == 0)
         break;
-    }
-    // gzread returns a short count, not -1, for some failures (a gzip stream cut short is
-    // Z_BUF_ERROR, deliberately), so the error state is checked after every short read as well.
-    if (total < count) {
-      int code = Z_OK;
-      gzerror(file_.get(), &code);
-      if (code != Z_OK && code != Z_BUF_ERROR)
-        fail_from_zlib();
+      total += static_cast<std::size_t>(got);
     }
     return total;
   }
 
-  // True when the input is gzip and its compressed stream ended before its end marker (the file
-  // was cut short), as opposed to ending cleanly.
-  bool stream_cut() const {
-    int code = Z_OK;
-    gzerror(file_.get(), &code);
-    return code == Z_BUF_ERROR;
+  // Makes at least `wanted` compressed bytes available unless the file ends first; returns how
+  // many are.
+  std::size_t fill_input(std::size_t wanted) {
+    if (stream_.avail_in >= wanted || input_ended_)
+      return stream_.avail_in;
+    // Keep what is left at the front of the buffer and read behind it.
+    if (stream_.avail_in > 0 && stream_.next_in != input_.data())
+      std::memmove(input_.data(), stream_.next_in, stream_.avail_in);
+    stream_.next_in = input_.data();
+    while (stream_.avail_in < wanted && !input_ended_) {
+      const ssize_t got =
+          ::read(fd_.get(), input_.data() + stream_.avail_in, input_.size() - stream_.avail_in);
+      if (got < 0) {
+        if (errno == EINTR)
+          continue;
+        fail(std::string("read error (") + std::strerror(errno) + ")");
+      }
+      if (got == 0)
+        input_ended_ = true;
+      stream_.avail_in += static_cast<uInt>(got);
+      compressed_read_ += static_cast<std::uint64_t>(got);
+    }
+    return stream_.avail_in;
   }
 
-  bool is_gzip() const { return gzdirect(file_.get()) == 0; }
-
-  // "the file" for raw input, "the gzip stream" otherwise.
-  const char* input_name() const { return is_gzip() ? "the gzip stream" : "the file"; }
-
-  // Why a gzip stream ended early, for the end of a "truncated" message; empty for a clean end.
-  std::string cut_note() const {
-    return stream_cut() ? " (the compressed data is cut short: " + zlib_message() + ")" : "";
+  // After a member's trailer: another member follows, or the file ends. Anything else is refused,
+  // where gzread would stop there silently.
+  void after_member() {
+    in_member_ = false;
+    if (fill_input(2) == 0) {
+      finished_ = true;
+      return;
+    }
+    if (stream_.avail_in >= 2 && stream_.next_in[0] == 0x1f && stream_.next_in[1] == 0x8b) {
+      inflateReset(&stream_);
+      in_member_ = true;
+      return;
+    }
+    const std::uint64_t consumed = compressed_read_ - stream_.avail_in;
+    const std::uint64_t trailing = file_bytes_ > consumed ? file_bytes_ - consumed : 1;
+    fail(std::to_string(trailing) + " unexpected " + plural(trailing, "byte", "bytes") +
+         " after the end of the gzip stream (not another gzip member)");
   }
 
-private:
-  // zlib prefixes its messages with the path it was given; we print the path once, in front.
-  std::string zlib_message() const {
-    int code = Z_OK;
-    std::string message = gzerror(file_.get(), &code);
-    const std::string prefix = path_ + ": ";
-    if (message.compare(0, prefix.size(), prefix) == 0)
-      message.erase(0, prefix.size());
-    return message;
-  }
-
-  [[noreturn]] void fail_from_zlib() const {
-    int code = Z_OK;
-    gzerror(file_.get(), &code);
-    if (code == Z_ERRNO)
-      fail("read error (" + zlib_message() + ")");
-    if (code == Z_MEM_ERROR)
-      fail("out of memory while decompressing");
-    fail("corrupt gzip stream (" + zlib_message() + ")");
+  std::size_t inflate_into(std::uint8_t* destination, std::size_t count) {
+    std::size_t total = 0;
+    while (total < count && !finished_) {
+      if (fill_input(1) == 0) {
+        // The file ended inside a member: before its compressed data or trailer was complete.
+        cut_ = in_member_;
+        finished_ = true;
+        break;
+      }
+      const auto room = static_cast<uInt>(std::min(count - total, read_chunk_bytes));
+      stream_.next_out = destination + total;
+      stream_.avail_out = room;
+      const uInt input_before = stream_.avail_in;
+      const int code = inflate(&stream_, Z_NO_FLUSH);
+      total += room - stream_.avail_out;
+      switch (code) {
+      case Z_OK:
+        break;
+      case Z_STREAM_END: // the member's trailer is there and matches (CRC-32 and length)
+        after_member();
+        break;
+      case Z_BUF_ERROR:
+        // No progress: legitimate only when input ran out (refilled above).
+        if (stream_.avail_in == input_before && stream_.avail_out == room)
+          fail("corrupt gzip stream (no progress decompressing)");
+        break;
+      case Z_MEM_ERROR:
+        fail("out of memory while decompressing");
+      case Z_NEED_DICT:
+        fail("corrupt gzip stream (it asks for a preset dictionary)");
+      default:
+        fail(std::string("corrupt gzip stream (") +
+             (stream_.msg != nullptr ? stream_.msg : "invalid data") + ")");
+      }
+    }
+    return total;
   }
 
   std::string path_;
-  gz_handle file_;
+  std::uint64_t file_bytes_ = 0;
+  file_descriptor fd_;
+  bool gzip_ = false;
+  z_stream stream_{};
+  bool inflating_ = false;
+  std::vector<std::uint8_t> input_;
+  std::uint64_t compressed_read_ = 0;
+  bool input_ended_ = false;
+  bool in_member_ = false;
+  bool finished_ = false;
+  bool cut_ = false;
 };
 
 std::uint32_t big_endian_u32(const std::uint8_t* bytes) {
@@ -154,9 +290,9 @@ bool is_idx_type(std::uint8_t type) {
 }
 
 std::uint8_t read_magic_dimension_count(idx_reader& reader) {
-  std::array<std::uint8_t, 4> magic{};
+  std::array<std::uint8_t, magic_bytes> magic{};
   const std::size_t got = reader.read(magic.data(), magic.size());
-  if (got == 0)
+  if (got == 0 && !reader.stream_cut())
     reader.fail("empty file (an IDX file starts with a 4-byte magic number)");
   if (got < magic.size())
     reader.fail(std::string("truncated: ") + reader.input_name() + " ends after " +
@@ -191,7 +327,8 @@ std::vector<std::uint32_t> read_dims(idx_reader& reader, std::uint8_t dimension_
   return dims;
 }
 
-std::uint64_t value_count(idx_reader& reader, const std::vector<std::uint32_t>& dims) {
+std::uint64_t value_count(idx_reader& reader, const std::vector<std::uint32_t>& dims,
+                          std::uint64_t max_values) {
   std::uint64_t count = 1;
   for (std::uint32_t extent : dims) {
     if (count > max_values / extent)
@@ -202,7 +339,44 @@ std::uint64_t value_count(idx_reader& reader, const std::vector<std::uint32_t>& 
   return count;
 }
 
-// Counts what follows the data; for gzip, reading to the end also checks the stream's CRC.
+// The declared size against the file's, before anything is allocated for it: raw, the values fill
+// the rest of the file exactly; gzip, deflate cannot expand the file to more than 1032 times its
+// size.
+void check_declared_size(const idx_reader& reader, const idx_header& header) {
+  const std::uint64_t header_bytes = magic_bytes + 4 * header.dims.size();
+  const std::uint64_t file_bytes = reader.file_bytes();
+  if (!reader.is_gzip()) {
+    const std::uint64_t data_bytes = file_bytes - std::min(file_bytes, header_bytes);
+    if (data_bytes < header.values)
+      reader.fail("truncated: the header says " + size_phrase(header.dims, header.values) +
+                  " but the file ends after " + std::to_string(data_bytes) + " of them");
+    if (data_bytes > header.values) {
+      const std::uint64_t trailing = data_bytes - header.values;
+      reader.fail(std::to_string(trailing) + " unexpected " + plural(trailing, "byte", "bytes") +
+                  " after the data (the header says " + size_phrase(header.dims, header.values) +
+                  ")");
+    }
+    return;
+  }
+  const std::uint64_t expandable = file_bytes * deflate_max_ratio;
+  if (header_bytes + header.values > expandable)
+    reader.fail("the header says " + size_phrase(header.dims, header.values) +
+                ", but a gzip file of " + std::to_string(file_bytes) +
+                " bytes expands to at most " + std::to_string(expandable) +
+                " (deflate expands at most 1032:1): the header is corrupt or the file truncated");
+}
+
+idx_header read_header(idx_reader& reader, std::uint64_t max_values) {
+  idx_header header;
+  header.dims = read_dims(reader, read_magic_dimension_count(reader));
+  header.values = value_count(reader, header.dims, max_values);
+  header.file_bytes = reader.file_bytes();
+  header.gzip = reader.is_gzip();
+  check_declared_size(reader, header);
+  return header;
+}
+
+// Counts what follows the data; for gzip, reading to the end also checks every member's trailer.
 std::uint64_t count_trailing_bytes(idx_reader& reader) {
   std::vector<std::uint8_t> scratch(std::size_t{1} << 16);
   std::uint64_t trailing = 0;
@@ -214,21 +388,19 @@ std::uint64_t count_trailing_bytes(idx_reader& reader) {
   }
 }
 
-} // namespace
-
-idx_array read_idx(const std::string& path) {
-  idx_reader reader(path);
-  idx_array result;
-  result.dims = read_dims(reader, read_magic_dimension_count(reader));
-  const std::uint64_t expected = value_count(reader, result.dims);
-
-  // Grows with the data rather than trusting the header with one big allocation up front.
+void read_values(idx_reader& reader, idx_array& result, std::uint64_t expected) {
   const auto total = static_cast<std::size_t>(expected);
-  result.values.reserve(std::min(total, std::size_t{256} << 20));
   std::size_t filled = 0;
+  if (!reader.is_gzip())
+    result.values.resize(total); // the file's size says the values are all there
+  else                           // address space only: pages are touched as the values arrive
+    result.values.reserve(std::min(total, std::size_t{256} << 20));
   while (filled < total) {
-    const std::size_t wanted = std::min(total - filled, read_chunk_bytes);
-    result.values.resize(filled + wanted);
+    std::size_t wanted = std::min(total - filled, read_chunk_bytes);
+    if (reader.is_gzip()) {
+      wanted = std::min(wanted, std::max(filled, min_growth_bytes));
+      result.values.resize(filled + wanted);
+    }
     const std::size_t got = reader.read(result.values.data() + filled, wanted);
     filled += got;
     if (got < wanted) {
@@ -237,11 +409,32 @@ idx_array read_idx(const std::string& path) {
                   reader.cut_note());
     }
   }
+}
+
+} // namespace
+
+idx_header read_idx_header(const std::string& path) {
+  idx_reader reader(path);
+  return read_header(reader, idx_max_values);
+}
+
+idx_array read_idx(const std::string& path, std::uint64_t max_values) {
+  idx_reader reader(path);
+  idx_array result;
+  const idx_header header = read_header(reader, std::min(max_values, idx_max_values));
+  result.dims = header.dims;
+  const std::uint64_t expected = header.values;
+  try {
+    read_values(reader, result, expected);
+  } catch (const std::bad_alloc&) {
+    reader.fail("out of memory for " + size_phrase(result.dims, expected) +
+                "; free memory or lower data.max-bytes to refuse such files up front");
+  }
 
   const std::uint64_t trailing = count_trailing_bytes(reader);
   if (reader.stream_cut())
     reader.fail("truncated: the gzip stream is cut short after all " + std::to_string(expected) +
-                " values, before its end marker");
+                " values, before its end marker (the CRC-32/length trailer)");
   if (trailing > 0)
     reader.fail(std::to_string(trailing) + " unexpected " + plural(trailing, "byte", "bytes") +
                 " after the data (the header says " + size_phrase(result.dims, expected) + ")");

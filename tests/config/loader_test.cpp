@@ -116,7 +116,7 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
 
 TEST_F(config_files, a_bad_value_names_the_file_it_came_from) {
   const auto file = write("run.ini", "[train]\nworkers = 0\n");
-  EXPECT_THAT(first_error(file, {}), HasSubstr("train.workers = 0 (in " + file + ")"));
+  EXPECT_THAT(first_error(file, {}), HasSubstr("train.workers = 0 (in " + file + ", line 2)"));
   // An override wins, and so does its origin.
   EXPECT_THAT(first_error(file, {"--train.workers=-3"}),
               HasSubstr("train.workers = -3 (command line)"));
@@ -320,7 +320,7 @@ TEST_F(config_files, bad_partial_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--quorum.fraction=-0.25"}), HasSubstr("quorum.fraction = -0.25"));
   const auto file = write("late.ini", "[quorum]\nlate-gradients = \"later\"\n");
   EXPECT_THAT(first_error(file, {}),
-              HasSubstr("quorum.late-gradients = \"later\" (in " + file + ")"));
+              HasSubstr("quorum.late-gradients = \"later\" (in " + file + ", line 2)"));
 }
 
 TEST_F(config_files, bad_imbalance_values_name_key_value_and_what_is_allowed) {
@@ -455,7 +455,8 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--preduce.group-size=2.5"}),
               HasSubstr("preduce.group-size = 2.5 (command line): expected an integer"));
   const auto file = write("bad.ini", "[preduce]\nwait-window-ms = -3\n");
-  EXPECT_THAT(first_error(file, {}), HasSubstr("preduce.wait-window-ms = -3 (in " + file + ")"));
+  EXPECT_THAT(first_error(file, {}),
+              HasSubstr("preduce.wait-window-ms = -3 (in " + file + ", line 2)"));
   EXPECT_THAT(first_error("", {"--preduce.group_size=4"}),
               HasSubstr("did you mean preduce.group-size?"));
   // Every bad preduce value is reported, each with its key.
@@ -589,7 +590,7 @@ TEST_F(config_files, settings_handed_over_as_ini_text_load_like_a_file_and_name_
     FAIL() << "load_text accepted a string for train.lr";
   } catch (const invalid_config& invalid) {
     EXPECT_THAT(invalid.errors().front().message,
-                HasSubstr("train.lr = \"fast\" (in the coordinator's settings)"));
+                HasSubstr("train.lr = \"fast\" (in the coordinator's settings, line 2)"));
   }
 }
 

@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 #include <iostream>
 #include <limits>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "idx_test_files.hpp"
+#include "support/forked_call.hpp"
 
 namespace herd::models {
 namespace {
@@ -291,6 +294,79 @@ TEST(load_fashion_mnist, reports_a_corrupt_file_by_its_path) {
   write_raw(dir.file("t10k-images-idx3-ubyte"), idx_bytes({20, 28, 28}, random_bytes(100, 26)));
   EXPECT_THAT(data_error_of([&] { load_fashion_mnist(dir.path().string()); }),
               AllOf(HasSubstr(dir.file("t10k-images-idx3-ubyte")), HasSubstr("truncated")));
+}
+
+// The default spec's files: 60 + 20 images of 784 pixels and their labels, 5 bytes each in memory.
+constexpr std::uint64_t default_spec_memory_bytes = (60 * 784 + 60 + 20 * 784 + 20) * 5;
+
+TEST(load_fashion_mnist,
+     a_dataset_over_data_max_bytes_is_refused_naming_the_file_and_both_numbers) {
+  temp_directory dir;
+  write_fashion_files(dir, fashion_files{});
+  ASSERT_EQ(default_spec_memory_bytes, 314000u);
+  EXPECT_EQ(load_fashion_mnist(dir.path().string(), 314000).train.size(), 60u);
+  // The training images alone cross 100000 bytes: they are named, with their declared size.
+  EXPECT_THAT(data_error_of([&] { load_fashion_mnist(dir.path().string(), 100000); }),
+              AllOf(HasSubstr(dir.file("train-images-idx3-ubyte.gz")),
+                    HasSubstr("60 x 28 x 28 = 47040 values, 235200 bytes of memory once loaded"),
+                    HasSubstr("more than data.max-bytes = 100000"),
+                    ::testing::Not(HasSubstr("physical memory"))));
+  // One byte short: the last file crosses the limit, with the total.
+  EXPECT_THAT(data_error_of([&] { load_fashion_mnist(dir.path().string(), 313999); }),
+              AllOf(HasSubstr(dir.file("t10k-labels-idx1-ubyte.gz")),
+                    HasSubstr("the header says 20 values, 100 bytes of memory once loaded (314000 "
+                              "with the files before it), more than data.max-bytes = 313999")));
+}
+
+TEST(load_fashion_mnist, a_header_over_the_limit_is_refused_before_anything_is_read) {
+  temp_directory dir;
+  write_fashion_files(dir, fashion_files{});
+  // A raw file whose size matches its header: plausible, but over any limit set.
+  const std::uint32_t count = 2000;
+  write_raw(dir.file("t10k-images-idx3-ubyte"),
+            idx_bytes({count, 28, 28}, std::vector<std::uint8_t>(std::size_t{count} * 784, 1)));
+  EXPECT_THAT(data_error_of([&] { load_fashion_mnist(dir.path().string(), 1000000); }),
+              AllOf(HasSubstr(dir.file("t10k-images-idx3-ubyte")),
+                    HasSubstr("2000 x 28 x 28 = 1568000 values"),
+                    HasSubstr("data.max-bytes = 1000000")));
+  // A gzip file claiming five million images refuses itself, whatever the limit.
+  write_gzip(dir.file("train-images-idx3-ubyte.gz"),
+             idx_bytes({5000000, 28, 28}, std::vector<std::uint8_t>(4096, 0)));
+  EXPECT_THAT(data_error_of([&] { load_fashion_mnist(dir.path().string()); }),
+              AllOf(HasSubstr(dir.file("train-images-idx3-ubyte.gz")),
+                    HasSubstr("5000000 x 28 x 28 = 3920000000 values"),
+                    HasSubstr("expands to at most")));
+}
+
+TEST(load_fashion_mnist, zero_means_half_the_physical_memory) {
+  const std::uint64_t physical = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                 static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_GT(default_max_data_bytes(), 0u);
+  EXPECT_LE(default_max_data_bytes(), physical / 2);
+  temp_directory dir;
+  write_fashion_files(dir, fashion_files{});
+  EXPECT_EQ(load_fashion_mnist(dir.path().string(), 0).train.size(), 60u);
+}
+
+TEST(load_fashion_mnist, a_fifo_among_the_files_is_refused_without_blocking) {
+  temp_directory dir;
+  fashion_files spec;
+  spec.test_labels = file_form::missing;
+  write_fashion_files(dir, spec);
+  const std::string fifo = dir.file("t10k-labels-idx1-ubyte");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto outcome = herd::testing::run_forked(
+      [&] {
+        try {
+          load_fashion_mnist(dir.path().string());
+          return std::string("accepted");
+        } catch (const data_error& error) {
+          return std::string(error.what());
+        }
+      },
+      std::chrono::seconds(20));
+  EXPECT_TRUE(outcome.finished) << "load_fashion_mnist blocked on a FIFO";
+  EXPECT_THAT(outcome.report, AllOf(HasSubstr(fifo), HasSubstr("a FIFO")));
 }
 
 // Needs Debian's dataset-fashion-mnist package; skipped where it is not installed.

@@ -2,15 +2,20 @@
 // names the file and the problem.
 #include "models/idx.hpp"
 
+#include <chrono>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "idx_test_files.hpp"
+#include "support/forked_call.hpp"
 
 namespace herd::models {
 namespace {
 
+using test_files::gzip_member;
 using test_files::idx_bytes;
+using test_files::peak_resident_bytes;
 using test_files::random_bytes;
 using test_files::read_bytes;
 using test_files::temp_directory;
@@ -202,6 +207,138 @@ TEST(read_idx, absurd_dimensions_are_refused_before_allocating) {
                                       HasSubstr("more than the 4294967296")));
   EXPECT_THAT(read_error(overflowing),
               AllOf(HasSubstr(overflowing), HasSubstr("more than the 4294967296")));
+}
+
+// -- what a header declares is checked before anything is allocated for it ----------------------
+
+// Memory the tests below allow reading a refused file to take: the reader's own buffers, never the
+// gigabytes the header declares (the reader of old zero-filled a 16 MiB chunk before it found out).
+constexpr std::uint64_t refusal_memory_bytes = std::uint64_t{8} << 20;
+
+TEST(read_idx, a_small_gzip_file_claiming_five_million_images_is_refused_before_allocating) {
+  temp_directory dir;
+  const std::string path = dir.file("bomb-idx3-ubyte.gz");
+  write_raw(path, gzip_member(idx_bytes({5000000, 28, 28}, std::vector<std::uint8_t>(65536, 0))));
+  const auto file_bytes = std::to_string(read_bytes(path).size());
+  const std::uint64_t before = peak_resident_bytes();
+  EXPECT_THAT(read_error(path),
+              AllOf(HasSubstr(path), HasSubstr("5000000 x 28 x 28 = 3920000000 values"),
+                    HasSubstr("a gzip file of " + file_bytes + " bytes expands to at most"),
+                    HasSubstr("1032:1")));
+  EXPECT_LT(peak_resident_bytes() - before, refusal_memory_bytes);
+}
+
+TEST(read_idx, a_small_raw_file_claiming_five_million_images_is_refused_before_allocating) {
+  temp_directory dir;
+  const std::string path = dir.file("short-idx3-ubyte");
+  write_raw(path, idx_bytes({5000000, 28, 28}, random_bytes(1000, 30)));
+  const std::uint64_t before = peak_resident_bytes();
+  EXPECT_THAT(read_error(path), AllOf(HasSubstr(path), HasSubstr("truncated"),
+                                      HasSubstr("5000000 x 28 x 28 = 3920000000 values"),
+                                      HasSubstr("the file ends after 1000 of them")));
+  EXPECT_LT(peak_resident_bytes() - before, refusal_memory_bytes);
+}
+
+TEST(read_idx, header_reports_the_declared_shape_checked_against_the_file) {
+  temp_directory dir;
+  write_gzip(dir.file("images.gz"), idx_bytes({3, 28, 28}, random_bytes(3 * 784, 31)));
+  const idx_header header = read_idx_header(dir.file("images.gz"));
+  EXPECT_EQ(header.dims, (std::vector<std::uint32_t>{3, 28, 28}));
+  EXPECT_EQ(header.values, 3u * 784u);
+  EXPECT_TRUE(header.gzip);
+  write_raw(dir.file("raw"), idx_bytes({5000000, 28, 28}, {}));
+  EXPECT_THROW(read_idx_header(dir.file("raw")), data_error);
+}
+
+TEST(read_idx, a_limit_below_the_declared_values_refuses_the_file) {
+  temp_directory dir;
+  const std::string path = dir.file("labels");
+  write_raw(path, idx_bytes({100}, random_bytes(100, 32)));
+  EXPECT_EQ(read_idx(path, 100).values.size(), 100u);
+  EXPECT_THROW(read_idx(path, 99), data_error);
+}
+
+// -- gzip trailers and members --------------------------------------------------------------------
+
+TEST(read_idx, gzip_missing_its_trailer_is_refused_where_the_data_fills_a_read) {
+  // 16 MiB - 8 values and an 8-byte header: the data ends exactly where a 16 MiB read does, which
+  // is where zlib's gzread took a missing trailer for a clean end.
+  temp_directory dir;
+  const std::uint32_t count = (std::uint32_t{1} << 24) - 8;
+  std::vector<std::uint8_t> values(count);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::uint8_t>(i % 251);
+  const auto whole = gzip_member(idx_bytes({count}, values));
+  for (const std::size_t cut : {8u, 4u, 1u}) {
+    const std::string path = dir.file("cut-" + std::to_string(cut) + ".gz");
+    write_raw(path, std::vector<std::uint8_t>(whole.begin(), whole.end() - static_cast<long>(cut)));
+    EXPECT_THAT(read_error(path),
+                AllOf(HasSubstr(path), HasSubstr("truncated"), HasSubstr("CRC-32/length trailer")))
+        << cut;
+  }
+  write_raw(dir.file("whole.gz"), whole);
+  EXPECT_EQ(read_idx(dir.file("whole.gz")).values, values);
+}
+
+TEST(read_idx, gzip_with_a_wrong_length_in_its_trailer_is_corrupt) {
+  temp_directory dir;
+  const std::string path = dir.file("bad-length.gz");
+  auto compressed = gzip_member(idx_bytes({4, 4}, random_bytes(16, 33)));
+  compressed.back() ^= 0x01; // the top byte of ISIZE, the length modulo 2^32
+  write_raw(path, compressed);
+  EXPECT_THAT(read_error(path), AllOf(HasSubstr(path), HasSubstr("corrupt gzip stream"),
+                                      HasSubstr("incorrect length check")));
+}
+
+TEST(read_idx, concatenated_gzip_members_read_as_one_stream) {
+  temp_directory dir;
+  const auto bytes = idx_bytes({6, 5}, random_bytes(30, 34));
+  auto joined = gzip_member({bytes.begin(), bytes.begin() + 11});
+  const auto rest = gzip_member({bytes.begin() + 11, bytes.end()});
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  write_raw(dir.file("two-members.gz"), joined);
+  EXPECT_EQ(read_idx(dir.file("two-members.gz")).values,
+            std::vector<std::uint8_t>(bytes.begin() + 12, bytes.end()));
+}
+
+TEST(read_idx, bytes_after_the_gzip_stream_are_refused) {
+  temp_directory dir;
+  const std::string path = dir.file("garbage-after.gz");
+  auto compressed = gzip_member(idx_bytes({4}, random_bytes(4, 35)));
+  compressed.insert(compressed.end(), {'j', 'u', 'n', 'k', '!'});
+  write_raw(path, compressed);
+  EXPECT_THAT(read_error(path),
+              AllOf(HasSubstr(path), HasSubstr("5 unexpected bytes after the end of the gzip "
+                                               "stream")));
+}
+
+// -- files that are not regular files -------------------------------------------------------------
+
+TEST(read_idx, a_fifo_is_refused_without_blocking) {
+  temp_directory dir;
+  const std::string fifo = dir.file("train-images-idx3-ubyte");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto outcome = herd::testing::run_forked(
+      [&] {
+        try {
+          read_idx(fifo);
+          return std::string("accepted");
+        } catch (const data_error& error) {
+          return std::string(error.what());
+        }
+      },
+      std::chrono::seconds(20));
+  EXPECT_TRUE(outcome.finished) << "read_idx blocked on a FIFO (killed at the deadline)";
+  EXPECT_THAT(outcome.report,
+              AllOf(HasSubstr(fifo), HasSubstr("a FIFO"), HasSubstr("not a regular file")));
+}
+
+TEST(read_idx, a_directory_and_a_device_are_refused) {
+  temp_directory dir;
+  EXPECT_THAT(read_error(dir.path().string()),
+              AllOf(HasSubstr(dir.path().string()), HasSubstr("is a directory")));
+  EXPECT_THAT(read_error("/dev/zero"),
+              AllOf(HasSubstr("/dev/zero"), HasSubstr("is a character device")));
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <sys/resource.h>
 #include <vector>
 #include <zlib.h>
 
@@ -49,6 +50,32 @@ inline void write_gzip(const std::string& path, const std::vector<std::uint8_t>&
   const int closed = gzclose(file);
   if (written != static_cast<int>(bytes.size()) || closed != Z_OK)
     throw std::runtime_error("cannot write gzip " + path);
+}
+
+/// `bytes` as one gzip member, in memory (members concatenate into one gzip stream).
+inline std::vector<std::uint8_t> gzip_member(const std::vector<std::uint8_t>& bytes) {
+  z_stream stream{};
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("deflateInit2 failed");
+  std::vector<std::uint8_t> out(deflateBound(&stream, bytes.size()) + 32);
+  stream.next_in = const_cast<Bytef*>(bytes.data());
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = out.data();
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int code = deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  if (code != Z_STREAM_END)
+    throw std::runtime_error("deflate did not finish");
+  return out;
+}
+
+/// The process's peak resident memory so far, in bytes.
+inline std::uint64_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024; // Linux reports kilobytes
 }
 
 inline std::vector<std::uint8_t> read_bytes(const std::string& path) {

@@ -18,6 +18,7 @@ inline const std::vector<const char*>& contract_keys() {
                                              "train.max-seconds",
                                              "train.seed",
                                              "data.path",
+                                             "data.max-bytes",
                                              "model.hidden",
                                              "metrics.port",
                                              "metrics.bind",
@@ -50,7 +51,9 @@ inline const std::vector<const char*>& contract_keys() {
                                              "cluster.node-timeout-ms",
                                              "cluster.data-timeout-ms",
                                              "cluster.join-timeout-s",
+                                             "cluster.rejoin-s",
                                              "cluster.token",
+                                             "cluster.token-file",
                                              "cluster.tls-ca",
                                              "cluster.tls-cert",
                                              "cluster.tls-key"};

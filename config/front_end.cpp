@@ -1,0 +1,334 @@
+// The loader's front end: a file read safely, and every text checked before CAF's parser sees
+// it; see front_end.hpp.
+#include "config/front_end.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace herd::config {
+
+namespace {
+
+// A problem the front end found, and the line it is on.
+struct text_problem {
+  int line = 0;
+  std::string what;
+};
+
+// Where a key is set in a file.
+struct key_line {
+  std::string name; // "train.workers"
+  int line = 0;
+};
+
+struct scanned_text {
+  std::vector<text_problem> problems;
+  std::vector<key_line> keys; // every `key = value` of a section, in order
+};
+
+bool is_key_start(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+bool is_key_char(char c) {
+  return is_key_start(c) || c == '-';
+}
+
+// A UTF-8 byte order mark is dropped and CRLF line ends become LF, as editors on Windows write
+// them; CAF's parser reads neither.
+std::string normalise_line_ends(const std::string& text) {
+  const char bom[] = "\xEF\xBB\xBF";
+  const std::size_t start = text.compare(0, 3, bom) == 0 ? 3 : 0;
+  std::string out;
+  out.reserve(text.size() - start);
+  for (std::size_t i = start; i < text.size(); ++i)
+    if (text[i] != '\r' || i + 1 >= text.size() || text[i + 1] != '\n')
+      out += text[i];
+  return out;
+}
+
+// Problems with single bytes: a NUL (CAF's parser stops there as if the file ended) and, in a
+// file, a CR that does not end a line (CRLF is normalised before; a command-line value such as a
+// path may hold one).
+void scan_bytes(const std::string& text, bool value_only, scanned_text& scan) {
+  int line = 1;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+    } else if (c == '\0') {
+      scan.problems.push_back({line, "a NUL byte; a configuration file is text (is this a binary "
+                                     "file?)"});
+      return;
+    } else if (c == '\r' && !value_only) {
+      scan.problems.push_back({line, "a carriage return (CR) that does not end a line; save the "
+                                     "file with LF or CRLF line ends"});
+      return;
+    }
+  }
+}
+
+// Follows CAF's INI grammar far enough to bound the nesting its parser will recurse into and to
+// see which keys each section sets: quoted strings ("..." with backslash escapes), atoms ('...'),
+// URIs (<...>) and `;` comments are skipped; `[` at the start of a line outside a value is a
+// section header. The count errs on the high side where the text is not valid CAF anyway, and
+// CAF's parser stops at the first error, so it never recurses deeper than counted here.
+// `value_only`: the text is one value (a command-line override), not a file.
+scanned_text scan_text(const std::string& text, bool value_only, std::size_t known_keys) {
+  scanned_text scan;
+  scan_bytes(text, value_only, scan);
+  if (!scan.problems.empty())
+    return scan;
+  enum class mode { normal, string, atom, uri, comment };
+  mode current = mode::normal;
+  int line = 1;
+  int depth = 0;
+  bool in_value = value_only; // after a key's '=', until the end of its line outside brackets
+  bool line_start = !value_only;
+  std::string section;
+  const auto too_deep = [&](int levels) {
+    scan.problems.push_back({line, "nested more than " + std::to_string(max_config_nesting) +
+                                       " levels deep (" + std::to_string(levels) +
+                                       " or more); no setting nests lists, maps or sections "
+                                       "that deep"});
+  };
+  // Every `=` and `{` outside strings and comments: at least as many as the parser's settings.
+  int settings = 0;
+  const auto count_setting = [&] {
+    if (++settings <= max_config_settings)
+      return true;
+    scan.problems.push_back({line, "more than " + std::to_string(max_config_settings) +
+                                       " settings (key = value); there are " +
+                                       std::to_string(known_keys) +
+                                       " keys, and each may be set once"});
+    return false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      if (current != mode::uri) // CAF reads a URI's '<' and the URI on separate lines
+        current = mode::normal;
+      if (depth == 0 && current == mode::normal) {
+        in_value = value_only;
+        line_start = !value_only;
+      }
+      continue;
+    }
+    switch (current) {
+    case mode::comment:
+      continue;
+    case mode::string:
+      if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+      else if (c == '"')
+        current = mode::normal;
+      continue;
+    case mode::atom:
+      if (c == '\'')
+        current = mode::normal;
+      continue;
+    case mode::uri:
+      if (c == '>')
+        current = mode::normal;
+      continue;
+    case mode::normal:
+      break;
+    }
+    if (c == ' ' || c == '\t')
+      continue;
+    const bool at_line_start = line_start;
+    line_start = false;
+    if (c == ';') {
+      current = mode::comment;
+    } else if (c == '"') {
+      current = mode::string;
+    } else if (c == '\'') {
+      current = mode::atom;
+    } else if (c == '<') {
+      current = mode::uri;
+    } else if (c == '[' && depth == 0 && at_line_start) {
+      // A section header, "[train]" or "[a.b.c]": CAF recurses once per dot.
+      const auto end = text.find_first_of("]\n", i + 1);
+      const std::string header = text.substr(i + 1, end == std::string::npos ? end : end - i - 1);
+      const auto levels = 1 + static_cast<int>(std::count(header.begin(), header.end(), '.'));
+      if (levels > max_config_nesting) {
+        too_deep(levels);
+        return scan;
+      }
+      const auto first = header.find_first_not_of(" \t");
+      const auto last = header.find_last_not_of(" \t");
+      section = first == std::string::npos ? "" : header.substr(first, last - first + 1);
+      if (section == "global") // CAF's name for the keys before the first header
+        section.clear();
+      if (end == std::string::npos)
+        break;
+      i = text[end] == ']' ? end : end - 1; // a header cut by a newline leaves the newline
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_config_nesting) {
+        too_deep(depth);
+        return scan;
+      }
+      // `key { ... }` is a setting as much as `key = { ... }`.
+      if (c == '{' && !count_setting())
+        return scan;
+    } else if (c == ']' || c == '}') {
+      depth = std::max(0, depth - 1);
+    } else if (c == '=') {
+      if (depth == 0)
+        in_value = true;
+      if (!count_setting())
+        return scan;
+    } else if (at_line_start && !in_value && depth == 0 && is_key_start(c)) {
+      // "key = value" or "key { ... }": a setting of the current section.
+      std::size_t end = i + 1;
+      while (end < text.size() && is_key_char(text[end]))
+        ++end;
+      std::size_t next = end;
+      while (next < text.size() && (text[next] == ' ' || text[next] == '\t'))
+        ++next;
+      if (next < text.size() && (text[next] == '=' || text[next] == '{')) {
+        const std::string key = text.substr(i, end - i);
+        scan.keys.push_back({section.empty() ? key : section + "." + key, line});
+      }
+      i = next - 1;
+    }
+  }
+  return scan;
+}
+
+// What a file that is not a regular file is, for messages.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+std::string too_large(std::uint64_t bytes) {
+  return std::to_string(bytes) + " bytes, more than the " + std::to_string(max_config_bytes) +
+         " bytes (1 MiB) a configuration may have";
+}
+
+} // namespace
+
+// Declared in loader.hpp: validation's messages shorten values too.
+std::string abbreviate(const std::string& text) {
+  constexpr std::size_t longest_shown = 200;
+  constexpr std::size_t shown_prefix = 80;
+  if (text.size() <= longest_shown)
+    return text;
+  return text.substr(0, shown_prefix) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+// stat() comes before open(), and the open is non-blocking: opening a FIFO for reading waits for a
+// writer forever, and /dev/zero never ends. Reading stops after the limit, whatever the file's size
+// says (files in /proc say 0).
+std::variant<std::string, config_error> read_config_file(const std::string& path) {
+  const auto fail = [&path](const std::string& problem) {
+    return config_error{"", "cannot read config file " + path + ": " + problem};
+  };
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0)
+    return fail(std::strerror(errno));
+  if (S_ISDIR(status.st_mode))
+    return fail("it is a directory");
+  if (!S_ISREG(status.st_mode))
+    return fail("it is " + file_kind(status.st_mode) + ", not a regular file; name an INI file");
+  if (static_cast<std::uint64_t>(status.st_size) > max_config_bytes)
+    return fail("it is " + too_large(static_cast<std::uint64_t>(status.st_size)));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return fail(std::strerror(errno));
+  std::string text;
+  std::string problem;
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    problem = "it changed while being opened and is no longer a regular file";
+  } else {
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t got = ::read(fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0) {
+        problem = std::strerror(errno);
+        break;
+      }
+      if (got == 0)
+        break;
+      text.append(buffer, static_cast<std::size_t>(got));
+      if (text.size() > max_config_bytes) {
+        problem = "it is more than the " + std::to_string(max_config_bytes) +
+                  " bytes (1 MiB) a configuration may have";
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  if (!problem.empty())
+    return fail(problem);
+  return text;
+}
+
+std::optional<std::string> checked_text::origin_of(const std::string& key) const {
+  for (std::string prefix = key;;) {
+    if (keys_set_twice.count(prefix) != 0)
+      return std::nullopt;
+    if (auto found = key_lines.find(prefix); found != key_lines.end())
+      return where + ", line " + std::to_string(found->second);
+    const auto dot = prefix.rfind('.');
+    if (dot == std::string::npos)
+      return where;
+    prefix.erase(dot);
+  }
+}
+
+checked_text check_text(const std::string& text, const std::string& origin,
+                        std::size_t known_keys) {
+  checked_text checked;
+  checked.where = "in " + origin;
+  if (text.size() > max_config_bytes) {
+    checked.problems.push_back({"", origin + ": " + too_large(text.size())});
+    return checked;
+  }
+  checked.text = normalise_line_ends(text);
+  const scanned_text scan = scan_text(checked.text, false, known_keys);
+  for (const auto& problem : scan.problems)
+    checked.problems.push_back(
+        {"", origin + ": line " + std::to_string(problem.line) + ": " + problem.what});
+  if (!checked.problems.empty())
+    return checked;
+  // A key set twice is reported, naming both lines, and left out: which of its values the parser
+  // kept is beside the point.
+  for (const auto& [name, line] : scan.keys) {
+    const auto [seen, fresh] = checked.key_lines.emplace(name, line);
+    if (fresh)
+      continue;
+    checked.keys_set_twice.insert(name);
+    checked.duplicates.push_back({name, abbreviate(name) + " is set twice (" + checked.where +
+                                            ", lines " + std::to_string(seen->second) + " and " +
+                                            std::to_string(line) + "): remove one of them"});
+  }
+  return checked;
+}
+
+std::string check_value(const std::string& value, std::size_t known_keys) {
+  if (value.size() > max_config_bytes)
+    return "the value is " + too_large(value.size());
+  const scanned_text scan = scan_text(value, true, known_keys);
+  return scan.problems.empty() ? std::string{} : scan.problems.front().what;
+}
+
+} // namespace herd::config

@@ -1,0 +1,39 @@
+// The named values of the run configuration's string keys, and the secret-free copy of a
+// configuration; see run_config.hpp.
+#include "config/run_config.hpp"
+
+namespace herd::config {
+
+const std::vector<std::string>& known_algorithms() {
+  static const std::vector<std::string> names{"sync",   "solo",    "majority",
+                                              "quorum", "preduce", "wagma"};
+  return names;
+}
+
+const std::vector<std::string>& known_backends() {
+  static const std::vector<std::string> names{"cpu", "cuda"};
+  return names;
+}
+
+const std::vector<std::string>& known_imbalance_kinds() {
+  static const std::vector<std::string> names{"none", "random", "persistent", "lognormal"};
+  return names;
+}
+
+const std::vector<std::string>& known_late_gradient_modes() {
+  static const std::vector<std::string> names{"accumulate", "discard"};
+  return names;
+}
+
+const std::vector<std::string>& known_datasets() {
+  static const std::vector<std::string> names{"fashion-mnist", "synthetic"};
+  return names;
+}
+
+run_config without_secrets(run_config config) {
+  config.cluster.token.clear();
+  config.cluster.token_file.clear();
+  return config;
+}
+
+} // namespace herd::config
