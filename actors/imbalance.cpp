@@ -6,6 +6,7 @@
 #include "kernels/check.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <initializer_list>
 #include <locale>
@@ -173,6 +174,31 @@ std::string imbalance_model::describe() const {
   if (is_kind(s, "lognormal"))
     return "lognormal: step times x LogNormal(0, " + compact(s.sigma) + ")";
   return "none";
+}
+
+bool injected_delay::wait(double seconds) {
+  if (!(seconds > 0.0)) // also NaN: nothing to wait for
+    return !cancelled();
+  // Far beyond any run, but small enough that the deadline below cannot overflow.
+  constexpr double longest_seconds = 1e9;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(std::min(seconds, longest_seconds)));
+  std::unique_lock<std::mutex> lock(mutex_);
+  return !woken_.wait_until(lock, deadline, [this] { return cancelled_; });
+}
+
+void injected_delay::cancel() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    cancelled_ = true;
+  }
+  woken_.notify_all();
+}
+
+bool injected_delay::cancelled() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return cancelled_;
 }
 
 } // namespace herd::actors

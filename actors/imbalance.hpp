@@ -1,12 +1,15 @@
-// Load-imbalance injection (DESIGN.md section 5): how much longer than its real compute time a
-// worker's local step must take. Seeded and reproducible: the answer depends only on the settings,
-// the worker and the step number, so every worker derives the same "shared" random choices
-// without talking to the others. The worker sleeps the extra time inside its compute step.
+// Load-imbalance injection (docs/algorithms.md, "Load imbalance"): how much longer than its real
+// compute time a worker's local step must take. Seeded and reproducible: the answer depends only on
+// the settings, the worker and the step number, so every worker derives the same "shared" random
+// choices without talking to the others. The worker waits the extra time inside its compute step
+// (injected_delay), and a stop cuts that wait short.
 #pragma once
 
 #include "config/run_config.hpp"
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,26 @@ public:
 private:
   config::imbalance_section settings_;
   int workers_;
+};
+
+/// Where a worker's compute thread waits out its injected delay. cancel() (the worker was asked
+/// to stop, or is going away) ends the wait under way and every later one at once, so that a
+/// delay longer than the run (imbalance.delay-ms = 60000 with train.max-seconds = 3, or Ctrl-C
+/// during it) never holds up the end of the run. Thread-safe.
+class injected_delay {
+public:
+  /// Waits `seconds` (steady clock), or until cancel(). True when it waited the whole time.
+  bool wait(double seconds);
+
+  /// Ends the wait under way, if any, and makes every later wait() return at once.
+  void cancel();
+
+  bool cancelled() const;
+
+private:
+  mutable std::mutex mutex_;
+  std::condition_variable woken_;
+  bool cancelled_ = false;
 };
 
 } // namespace herd::actors

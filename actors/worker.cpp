@@ -21,7 +21,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 
 namespace herd::actors {
 
@@ -77,6 +76,7 @@ public:
   const char* name() const override { return "herd.worker"; }
 
   void on_exit() override {
+    delay_.cancel();  // a step waiting out an injected delay finishes now
     compute_.reset(); // lets a running step finish: it reads params_ and writes a gradient buffer
     self_while_computing_ = nullptr;
     setup_.backend->detach(setup_.index);
@@ -119,6 +119,7 @@ public:
         [this](adopt_atom, const worker_state& state) -> caf::result<bool> { return adopt(state); },
         [this](stop_atom) -> caf::result<worker_stopped> {
           stopping_ = true;
+          delay_.cancel(); // no step starts after this one: its injected delay may end now
           if (!computing_) {
             report_unsent();
             return worker_stopped{setup_.index, step_};
@@ -225,8 +226,7 @@ private:
         if (setup_.imbalance) {
           const double extra =
               setup_.imbalance->extra_seconds(setup_.index, step_number, seconds_since(start));
-          if (extra > 0.0)
-            std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+          delay_.wait(extra); // cut short by a stop; compute_seconds says how long it took
         }
       } catch (const std::exception& failure) {
         outcome.error = failure.what();
@@ -554,6 +554,7 @@ private:
   std::optional<caf::response_promise> stop_promise_;
   std::vector<caf::typed_response_promise<worker_state>> exports_; // waiting for rounds to apply
   caf::strong_actor_ptr self_while_computing_;
+  injected_delay delay_; // the compute thread waits in it; outlives compute_
 
   // Last member: destroyed (joined) first, while everything its job touches still exists.
   std::unique_ptr<compute_thread> compute_;

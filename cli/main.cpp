@@ -1,6 +1,7 @@
 // The `herd` executable: dispatches to its commands.
 #include "cli/bench_command.hpp"
 #include "cli/cluster_commands.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -29,6 +30,11 @@ const char* usage =
 } // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: a Ctrl-C during argument parsing, configuration or loading must end a
+  // training command with 130, not be lost. bench keeps the default actions (Ctrl-C ends it).
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (first == "train" || first == "coordinator" || first == "node")
+    herd::cli::install_stop_signals();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << usage;

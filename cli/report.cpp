@@ -5,12 +5,17 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace herd::cli {
 
@@ -50,6 +55,100 @@ std::string waiting_line(const actors::waiting_summary& w) {
 
 nlohmann::json durations(const actors::duration_summary& d) {
   return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"max", d.max}};
+}
+
+std::string system_error_text() {
+  return std::strerror(errno);
+}
+
+std::filesystem::path directory_of(const std::string& path) {
+  const std::filesystem::path file(path);
+  return file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+}
+
+// The mode open(path, O_CREAT, 0666) would give a new file: a report is no more private than any
+// other file the user writes (mkstemp's 0600 would make it so). The umask comes from /proc:
+// umask() reads it only by changing it, for every thread.
+mode_t new_file_mode() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Umask:", 0) == 0)
+      return 0666 & ~static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+  return 0600; // no /proc: stay private
+}
+
+// A new, empty file beside `path` (".<name>.XXXXXX" in its directory), unique to this object;
+// removed with it unless renamed.
+class temporary_file {
+public:
+  explicit temporary_file(const std::string& beside)
+      : name_((directory_of(beside) /
+               ("." + std::filesystem::path(beside).filename().string() + ".XXXXXX"))
+                  .string()) {
+    fd_ = ::mkostemp(name_.data(), O_CLOEXEC);
+    if (fd_ < 0) {
+      const std::string reason = system_error_text();
+      name_.clear();
+      throw std::runtime_error("cannot create a file in " + directory_of(beside).string() + ": " +
+                               reason);
+    }
+  }
+  ~temporary_file() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    if (!name_.empty())
+      ::unlink(name_.c_str());
+  }
+  temporary_file(const temporary_file&) = delete;
+  temporary_file& operator=(const temporary_file&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  /// All of `text`, on the disk (fsync) before the file is closed.
+  void write_and_close(const std::string& text, mode_t mode) {
+    if (::fchmod(fd_, mode) != 0)
+      fail("cannot set the mode of");
+    for (std::size_t written = 0; written < text.size();) {
+      const ssize_t done = ::write(fd_, text.data() + written, text.size() - written);
+      if (done < 0 && errno == EINTR)
+        continue;
+      if (done < 0)
+        fail("cannot write");
+      written += static_cast<std::size_t>(done);
+    }
+    if (::fsync(fd_) != 0)
+      fail("cannot flush");
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0)
+      fail("cannot write");
+  }
+
+  /// Renames the file to `path` (replacing what was there); it is then no longer removed.
+  void rename_to(const std::string& path) {
+    if (std::rename(name_.c_str(), path.c_str()) != 0)
+      throw std::runtime_error("cannot rename " + name_ + " to " + path + ": " +
+                               system_error_text());
+    name_.clear();
+  }
+
+private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error(what + " " + name_ + ": " + system_error_text());
+  }
+
+  std::string name_;
+  int fd_ = -1;
+};
+
+// The rename is in the directory: flushing it too means a crash after "report written" cannot
+// lose the report. Best effort (some file systems refuse fsync on a directory).
+void flush_directory(const std::filesystem::path& directory) {
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ::fsync(fd);
+  ::close(fd);
 }
 
 } // namespace
@@ -173,25 +272,38 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
                            {"test_accuracy", e.test_accuracy},
                            {"test_loss", e.test_loss}});
   }
-  report["config"] = config::to_ini(config);
+  // The settings that reproduce the run, less the cluster's secrets: a report gets passed around.
+  report["config"] = config::to_ini(config::without_secrets(config));
   return report.dump(2) + "\n";
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
-    out << text;
-    out.flush();
-    if (!out)
-      throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw std::runtime_error("cannot move the report to " + path + ": " + reason);
+  temporary_file temporary(path);
+  // A file replaced keeps its mode, as it would if written in place.
+  struct stat existing {};
+  const bool replacing = ::stat(path.c_str(), &existing) == 0 && S_ISREG(existing.st_mode);
+  temporary.write_and_close(text, replacing ? existing.st_mode & 07777 : new_file_mode());
+  temporary.rename_to(path);
+  flush_directory(directory_of(path));
+}
+
+void check_writable(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (std::filesystem::is_directory(status))
+    throw std::runtime_error(path + ": is a directory; name a file");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw std::runtime_error(path + ": is not a regular file (a device, a pipe or a socket); " +
+                             "name a file");
+  if (!std::filesystem::path(path).has_filename())
+    throw std::runtime_error(path + ": names a directory; name a file");
+  const auto directory = directory_of(path);
+  if (!std::filesystem::is_directory(directory, error))
+    throw std::runtime_error(path + ": directory " + directory.string() + " does not exist");
+  try {
+    temporary_file probe(path); // removed at once
+  } catch (const std::runtime_error& failure) {
+    throw std::runtime_error(path + ": " + failure.what());
   }
 }
 

@@ -16,7 +16,16 @@ void print_summary(std::ostream& out, const actors::run_summary& summary);
 std::string report_json(const actors::run_summary& summary, const config::run_config& config);
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half a
-/// report. Throws std::runtime_error naming the path when it cannot.
+/// report: the temporary is a new file of this call's own beside `path` (mkstemp), flushed to
+/// the disk before the rename, so two writers of one path each leave a whole file there (the
+/// last rename wins). Throws std::runtime_error naming the path when it cannot; no temporary file
+/// is left behind then.
 void write_file_atomically(const std::string& path, const std::string& text);
+
+/// Throws std::runtime_error "<path>: <why>" when write_file_atomically(path, ...) could not
+/// work: `path` is a directory or another file that is not a regular one (a device, a pipe), or
+/// its directory is missing or takes no new file (tried: a temporary file is created there and
+/// removed, the one test that also holds for root, read-only mounts and /proc).
+void check_writable(const std::string& path);
 
 } // namespace herd::cli

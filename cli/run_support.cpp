@@ -3,31 +3,34 @@
 
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
 #include "config/loader.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
-#include <unistd.h>
+#include <sys/stat.h>
+#include <system_error>
 
 namespace herd::cli {
 
 namespace {
 
-std::atomic<int> interrupts{0};
-
-extern "C" void on_interrupt(int signal) {
-  // A second Ctrl-C (or SIGTERM) while stopping ends the process at once.
-  if (interrupts.fetch_add(1) >= 1) {
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
-  }
+// Two names of one file: by device and inode when both exist (hard and symbolic links, "./a"
+// and "a"), else by their canonical paths.
+bool same_file(const std::string& first, const std::string& second) {
+  struct stat first_status {};
+  struct stat second_status {};
+  if (::stat(first.c_str(), &first_status) == 0 && ::stat(second.c_str(), &second_status) == 0)
+    return first_status.st_dev == second_status.st_dev &&
+           first_status.st_ino == second_status.st_ino;
+  std::error_code first_error;
+  std::error_code second_error;
+  const auto first_path = std::filesystem::weakly_canonical(first, first_error);
+  const auto second_path = std::filesystem::weakly_canonical(second, second_error);
+  return !first_error && !second_error && first_path == second_path;
 }
 
 } // namespace
@@ -59,23 +62,29 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
   return parsed;
 }
 
-std::optional<prepared_run> prepare_run(const std::string& command, const run_arguments& parsed) {
+run_preparation prepare_run(const std::string& command, const run_arguments& parsed) {
+  const auto bad_input = [] { return run_preparation{std::nullopt, exit_bad_input}; };
+  const auto interrupted = [] { return run_preparation{std::nullopt, exit_interrupted}; };
   prepared_run run;
   try {
     run.config = config::load(parsed.config_file, parsed.overrides);
     if (!parsed.report_file.empty())
-      check_report_path(parsed.report_file);
+      check_report_path(parsed.report_file, parsed.config_file);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
-    return std::nullopt;
+    return bad_input();
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd " << command << ": " << bad.what() << '\n';
-    return std::nullopt;
+    return bad_input();
   }
+  if (interrupted_before_run(command))
+    return interrupted();
   const auto load_start = std::chrono::steady_clock::now();
   run.data = load_data_or_report(command, run.config);
+  if (interrupted_before_run(command)) // loading may have taken seconds
+    return interrupted();
   if (!run.data)
-    return std::nullopt;
+    return bad_input();
   run.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   // Before the session: a port in use is bad input, found before any training.
@@ -85,23 +94,22 @@ std::optional<prepared_run> prepare_run(const std::string& command, const run_ar
     run.endpoint = open_metrics_endpoint(run.config, run.metrics);
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd " << command << ": " << bad.what() << '\n';
-    return std::nullopt;
+    return bad_input();
   }
-  return run;
+  return {std::move(run), exit_ok};
 }
 
-// A report that cannot be written should be known before the run, not after it.
-void check_report_path(const std::string& path) {
-  const std::filesystem::path report(path);
-  if (std::filesystem::is_directory(report))
-    throw std::invalid_argument("--report " + path + ": is a directory; name a file");
-  const auto directory = report.has_parent_path() ? report.parent_path() : ".";
-  if (!std::filesystem::is_directory(directory))
-    throw std::invalid_argument("--report " + path + ": directory " + directory.string() +
-                                " does not exist");
-  if (::access(directory.c_str(), W_OK) != 0)
-    throw std::invalid_argument("--report " + path + ": cannot write in " + directory.string() +
-                                ": " + std::strerror(errno));
+// A report that cannot be written should be known before the run, not after it; and a report
+// must never replace the run's own settings.
+void check_report_path(const std::string& path, const std::string& config_file) {
+  if (!config_file.empty() && same_file(path, config_file))
+    throw std::invalid_argument("--report " + path + " is the --config file " + config_file +
+                                ": the report would replace it; name another file");
+  try {
+    check_writable(path);
+  } catch (const std::runtime_error& failure) {
+    throw std::invalid_argument(std::string("--report ") + failure.what());
+  }
 }
 
 std::unique_ptr<monitoring::metrics_endpoint>
@@ -121,22 +129,16 @@ open_metrics_endpoint(const config::run_config& config,
 
 int await_run(const std::string& command, const run_handle& run, progress_printer& printer,
               const config::run_config& config, const std::string& report_file) {
-  interrupts = 0;
-  // SIGTERM (systemctl stop, kill) stops the run like Ctrl-C: the summary and report still come.
-  auto previous_handler = std::signal(SIGINT, on_interrupt);
-  auto previous_terminate_handler = std::signal(SIGTERM, on_interrupt);
   bool stop_requested = false;
   std::optional<actors::run_summary> summary;
   while (!(summary = run.wait_for(std::chrono::milliseconds(100)))) {
-    if (interrupts.load() > 0 && !stop_requested) {
+    if (stop_signalled() && !stop_requested) {
       stop_requested = true;
-      printer.on_notice("interrupted: stopping after the rounds in flight "
-                        "(Ctrl-C again to abort)");
+      printer.on_notice("interrupted by " + stop_signal_name() +
+                        ": stopping after the rounds in flight (Ctrl-C again to abort)");
       run.request_stop();
     }
   }
-  std::signal(SIGINT, previous_handler);
-  std::signal(SIGTERM, previous_terminate_handler);
   printer.finish();
 
   if (!summary->started) { // nothing ran: no summary to show, only why

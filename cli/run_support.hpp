@@ -1,6 +1,6 @@
 // What `herd train` and `herd coordinator` share around a run: the report path checked before
-// the run, the metrics endpoint opened before it, and the wait for its end (Ctrl-C, the summary,
-// the JSON report, the exit status).
+// the run, the metrics endpoint opened before it, and the wait for its end (a stop signal, the
+// summary, the JSON report, the exit status).
 #pragma once
 
 #include "actors/run_summary.hpp"
@@ -43,12 +43,22 @@ struct prepared_run {
   std::unique_ptr<monitoring::metrics_endpoint> endpoint;
 };
 
-/// Loads the settings, checks the report path, loads the dataset and opens the metrics endpoint.
-/// On bad input prints "herd <command>: ..." and returns nothing (exit status 2).
-std::optional<prepared_run> prepare_run(const std::string& command, const run_arguments& parsed);
+/// prepare_run()'s answer: the run's inputs or, without them, the exit status to end with (the
+/// reason is printed already).
+struct run_preparation {
+  std::optional<prepared_run> run;
+  int exit_status = 0; // without a run: 2 bad input, 130 a stop signal (stop_signals.hpp) came
+};
 
-/// Throws std::invalid_argument naming the path when a report could not be written there.
-void check_report_path(const std::string& path);
+/// Loads the settings, checks the report path, loads the dataset and opens the metrics endpoint.
+/// On bad input prints "herd <command>: ..." and gives exit status 2; when a stop signal arrives
+/// meanwhile, says so and gives 130 (checked between those steps).
+run_preparation prepare_run(const std::string& command, const run_arguments& parsed);
+
+/// Throws std::invalid_argument naming the path when a report could not be written there (no
+/// such directory, none that takes new files, an existing target that is not a regular file), or
+/// when it names the file `config_file` (the --config file; empty: none), which it would replace.
+void check_report_path(const std::string& path, const std::string& config_file);
 
 /// Serves `registry` on metrics.bind:metrics.port; null when metrics.port is 0. Throws
 /// std::invalid_argument naming the key and the address when the port cannot be opened.
@@ -61,10 +71,11 @@ struct run_handle {
   std::function<void()> request_stop;
 };
 
-/// Waits for the run; the first Ctrl-C or SIGTERM asks it to stop, a second one ends the process.
-/// Then prints the summary, writes the report (when `report_file` is set) and returns the exit
-/// status: 0 done, 1 failed, 130 interrupted. A run that never started (a cluster that never
-/// formed) prints only why, with no report.
+/// Waits for the run; the first stop signal (SIGINT, SIGTERM or SIGHUP, also one that came
+/// before this call) asks it to stop, a second one ends the process. Then prints the summary,
+/// writes the report (when `report_file` is set) and returns the exit status: 0 done, 1 failed,
+/// 130 interrupted, whichever the signal. A run that never started (a cluster that never formed)
+/// prints only why, with no report.
 int await_run(const std::string& command, const run_handle& run, progress_printer& printer,
               const config::run_config& config, const std::string& report_file);
 

@@ -5,6 +5,7 @@
 #include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/run_support.hpp"
+#include "cli/stop_signals.hpp"
 #include "config/loader.hpp"
 #include "models/dataset.hpp"
 #include "monitoring/metrics.hpp"
@@ -37,9 +38,11 @@ std::string train_help() {
          "--section.key=value, which overrides the file):\n"
       << config::describe_keys()
       << "\nTraining stops at train.target-accuracy, train.epochs or train.max-seconds,\n"
-         "whichever comes first. Ctrl-C stops after the rounds in flight and prints the\n"
-         "summary; a second Ctrl-C aborts.\n\n"
-         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted.\n";
+         "whichever comes first. Ctrl-C (or SIGTERM, SIGHUP) stops after the rounds in\n"
+         "flight and prints the summary; before the run starts it ends herd at once; a\n"
+         "second Ctrl-C aborts.\n\n"
+         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted (by SIGINT,\n"
+         "SIGTERM or SIGHUP).\n";
   return out.str();
 }
 
@@ -61,9 +64,10 @@ int run_train(const std::vector<std::string>& args) {
     std::cout << train_help();
     return exit_ok;
   }
-  auto prepared = prepare_run("train", parsed);
-  if (!prepared)
-    return exit_bad_input;
+  auto preparation = prepare_run("train", parsed);
+  if (!preparation.run)
+    return preparation.exit_status;
+  auto& prepared = preparation.run;
   const auto& config = prepared->config;
   const auto& data = prepared->data;
   const bool interactive = ::isatty(STDOUT_FILENO) != 0;
@@ -90,6 +94,9 @@ int run_train(const std::vector<std::string>& args) {
     std::cout << "herd train: Prometheus metrics at http://" << prepared->endpoint->bind_address()
               << ':' << prepared->endpoint->port() << "/metrics" << std::endl;
 
+  // The last moment a signal means "no run": from here on it stops the run (await_run).
+  if (interrupted_before_run("train"))
+    return exit_interrupted;
   session->start();
   return await_run(
       "train",

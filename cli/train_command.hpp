@@ -1,6 +1,7 @@
 // `herd train`: one process, N worker actors. Parses its arguments, loads the configuration and
 // the data, runs a train_session with a progress display, prints the summary and writes the
-// JSON report. Exit codes: 0 done, 1 the run failed, 2 bad input, 130 interrupted (Ctrl-C).
+// JSON report. Exit codes: 0 done, 1 the run failed, 2 bad input, 130 interrupted (SIGINT, and
+// likewise SIGTERM and SIGHUP: one status for every stop signal, before or during the run).
 #pragma once
 
 #include <string>

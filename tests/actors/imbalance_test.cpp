@@ -1,16 +1,27 @@
-// imbalance_model: which workers each kind slows, by how much, reproducibly.
+// imbalance_model: which workers each kind slows, by how much, reproducibly; injected_delay:
+// a stop cuts the wait short.
 #include "actors/imbalance.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <gtest/gtest.h>
+#include <memory>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace {
 
 using herd::actors::imbalance_model;
+using herd::actors::injected_delay;
 using herd::config::imbalance_section;
+using std::chrono::steady_clock;
+
+double seconds_since(steady_clock::time_point start) {
+  return std::chrono::duration<double>(steady_clock::now() - start).count();
+}
 
 imbalance_section random_kind(int k, double delay_ms, std::uint64_t seed = 7) {
   imbalance_section settings;
@@ -233,6 +244,60 @@ TEST(imbalance, rejects_settings_that_cannot_be_applied) {
   const imbalance_model model(random_kind(2, 40.0), 8);
   EXPECT_THROW(model.extra_seconds(8, 1, 0.1), std::invalid_argument);
   EXPECT_THROW(model.extra_seconds(-1, 1, 0.1), std::invalid_argument);
+}
+
+// The bounds below are on a hang (a minute-long delay), not on speed: a loaded machine may be
+// slow to wake a thread, never a minute slow.
+
+// delay->wait(seconds) on a thread of its own, detached: a wait that cancel() fails to end
+// makes its test fail instead of hang (the thread shares the delay, so it may outlive the test).
+std::future<bool> wait_in_background(std::shared_ptr<injected_delay> delay, double seconds) {
+  std::promise<bool> waited;
+  auto result = waited.get_future();
+  std::thread([delay, seconds, waited = std::move(waited)]() mutable {
+    waited.set_value(delay->wait(seconds));
+  }).detach();
+  return result;
+}
+
+TEST(injected_delay, a_delay_nobody_cancels_waits_its_whole_time) {
+  injected_delay delay;
+  const auto start = steady_clock::now();
+  EXPECT_TRUE(delay.wait(0.05));
+  EXPECT_GE(seconds_since(start), 0.05);
+  EXPECT_TRUE(delay.wait(0.0)) << "no delay to wait";
+  EXPECT_FALSE(delay.cancelled());
+}
+
+TEST(injected_delay, cancel_ends_a_long_wait_under_way) {
+  auto delay = std::make_shared<injected_delay>();
+  auto waited = wait_in_background(delay, 60.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the wait has begun, most likely
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  delay->cancel();
+  ASSERT_EQ(waited.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "cancel() did not wake the wait";
+  EXPECT_FALSE(waited.get()) << "a cut-short wait says so";
+}
+
+TEST(injected_delay, every_wait_after_a_cancel_returns_at_once) {
+  // A stop that comes between two waits (before the step's delay begins) still counts.
+  auto delay = std::make_shared<injected_delay>();
+  delay->cancel();
+  EXPECT_TRUE(delay->cancelled());
+  auto waited = wait_in_background(delay, 60.0);
+  ASSERT_EQ(waited.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_FALSE(waited.get());
+}
+
+TEST(injected_delay, an_absurdly_long_delay_still_waits_and_is_cancelled) {
+  // 1e300 s would overflow a time_point; the wait must neither return at once nor hang.
+  auto delay = std::make_shared<injected_delay>();
+  auto waited = wait_in_background(delay, 1e300);
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  delay->cancel();
+  ASSERT_EQ(waited.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_FALSE(waited.get());
 }
 
 } // namespace

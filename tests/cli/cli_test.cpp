@@ -1,26 +1,94 @@
 // The `herd` executable end to end: help, bad input with exit code 2 and a message naming the
-// problem, a short run with its JSON report, and Ctrl-C.
+// problem, a short run with its JSON report, and stop signals (SIGINT, SIGTERM, SIGHUP) before
+// and during a run.
 #include <arpa/inet.h>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <memory>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "support/background_process.hpp"
 #include "support/contract_keys.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
 
 namespace {
 
+using herd::testing::background_process;
 using herd::testing::run_process;
+using namespace std::chrono_literals;
 using testing::HasSubstr;
+
+constexpr std::pair<int, const char*> stop_signals[] = {
+    {SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}};
+
+// Starts herd beside the test with the default action for SIGHUP, as from a terminal: a test run
+// under nohup would hand its ignored SIGHUP down, and herd leaves an ignored SIGHUP ignored.
+std::unique_ptr<background_process> start_herd(std::vector<std::string> args,
+                                               const std::string& log) {
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  struct sigaction saved {};
+  ::sigaction(SIGHUP, &default_action, &saved);
+  args.insert(args.begin(), HERD_BINARY);
+  auto process = std::make_unique<background_process>(args, log);
+  ::sigaction(SIGHUP, &saved, nullptr);
+  return process;
+}
+
+// True once process `pid` catches `signal` (/proc's SigCgt mask): herd installs its handlers
+// first thing in main(), so this is the earliest moment a signal can mean "stop" rather than
+// meet the default action (before main(), or in the child before exec). Polls without sleeping
+// long, so that the signal comes as early as it can.
+bool wait_until_catching(int pid, int signal, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string status_file = "/proc/" + std::to_string(pid) + "/status";
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream status(status_file);
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigCgt:", 0) == 0 &&
+          (std::stoull(line.substr(7), nullptr, 16) >> (signal - 1) & 1) != 0)
+        return true;
+    std::this_thread::sleep_for(100us);
+  }
+  return false;
+}
+
+bool wait_for_output(const background_process& process, const std::string& text,
+                     std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (process.output().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// The hidden files a report's writer makes beside it (".report.json.XXXXXX"); none may remain.
+std::vector<std::string> temporary_files_in(const std::filesystem::path& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    if (entry.path().filename().string().rfind('.', 0) == 0)
+      names.push_back(entry.path().filename().string());
+  return names;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 class herd_cli : public testing::Test {
 protected:
@@ -137,7 +205,7 @@ TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
   EXPECT_GT(report["per_worker"][0]["steps"].get<int>(), 0);
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
   EXPECT_GT(report["samples_per_second"].get<double>(), 0.0);
-  EXPECT_FALSE(std::filesystem::exists(report_path + ".tmp"));
+  EXPECT_THAT(temporary_files_in(dir_.path()), testing::IsEmpty());
 }
 
 TEST_F(herd_cli, a_partial_run_reports_the_waiting_a_barrier_would_have_imposed) {
@@ -204,7 +272,7 @@ TEST_F(herd_cli, a_preduce_run_reports_its_isolation_guard) {
   EXPECT_THAT(report["config"].get<std::string>(), HasSubstr("connect-every = 4\n"));
   // The evaluated model is the mean of the replicas; it must have learned.
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
-  EXPECT_FALSE(std::filesystem::exists(report_path + ".tmp"));
+  EXPECT_THAT(temporary_files_in(dir_.path()), testing::IsEmpty());
 }
 
 TEST_F(herd_cli, bench_help_and_bad_arguments) {
@@ -326,6 +394,132 @@ TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {
   const auto report = nlohmann::json::parse(in);
   EXPECT_EQ(report["stop_reason"], "interrupted");
   EXPECT_GT(report["rounds"].get<int>(), 0);
+}
+
+TEST_F(herd_cli, a_stop_signal_before_the_run_ends_herd_with_130_and_no_training) {
+  // Sent the moment the handlers are in: during argument parsing, configuration or loading. No
+  // run starts, whatever the command and the signal; before, the train run went on to its end.
+  const auto report_path = path("never.json");
+  const std::string no_coordinator =
+      "--coordinator=127.0.0.1:" + std::to_string(herd::testing::free_loopback_port());
+  const std::vector<std::vector<std::string>> commands{
+      {"train", "--data.dataset=synthetic", "--train.epochs=100000", "--report", report_path},
+      {"coordinator", "--listen=127.0.0.1:0", "--data.dataset=synthetic", "--report", report_path},
+      {"node", no_coordinator}};
+  for (const auto& args : commands) {
+    for (const auto& [signal, name] : stop_signals) {
+      SCOPED_TRACE("herd " + args.front() + ", " + name);
+      auto herd = start_herd(args, path("before.log"));
+      ASSERT_TRUE(wait_until_catching(herd->pid(), signal, 60s)) << herd->output();
+      ::kill(herd->pid(), signal);
+      const auto status = herd->wait(60s);
+      const auto output = herd->output();
+      EXPECT_EQ(status, std::optional<int>(130)) << output;
+      EXPECT_THAT(output, testing::Not(HasSubstr("Herd run summary")));
+      EXPECT_FALSE(std::filesystem::exists(report_path));
+      if (args.front() == "train") {
+        EXPECT_THAT(output, HasSubstr(std::string("herd train: interrupted by ") + name +
+                                      " before the run started; nothing was trained"));
+        EXPECT_THAT(output, testing::Not(HasSubstr("workers x batch"))) << "no session started";
+      }
+    }
+  }
+}
+
+TEST_F(herd_cli, sighup_mid_run_stops_with_a_summary_and_report) {
+  // A closed terminal or ssh session: before, SIGHUP killed herd with neither.
+  const auto report_path = path("hangup.json");
+  auto herd = start_herd({"train", "--data.dataset=synthetic", "--train.epochs=100000",
+                          "--model.hidden=[32]", "--report", report_path},
+                         path("hangup.log"));
+  ASSERT_TRUE(wait_for_output(*herd, "evaluation at round", 120s)) << herd->output();
+  ::kill(herd->pid(), SIGHUP);
+  EXPECT_EQ(herd->wait(120s), std::optional<int>(130)) << herd->output();
+  const auto output = herd->output();
+  EXPECT_THAT(output, HasSubstr("interrupted by SIGHUP"));
+  EXPECT_THAT(output, HasSubstr("Herd run summary"));
+  EXPECT_THAT(output, HasSubstr("report written to " + report_path));
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good());
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["stop_reason"], "interrupted");
+  EXPECT_GT(report["rounds"].get<int>(), 0);
+  EXPECT_THAT(temporary_files_in(dir_.path()), testing::IsEmpty());
+}
+
+TEST_F(herd_cli, sigterm_during_a_long_injected_delay_stops_promptly_with_a_summary_and_report) {
+  // Every step delays one of the two workers by a minute (the most imbalance.delay-ms allows);
+  // the stop must not wait it out.
+  const auto report_path = path("terminated.json");
+  auto herd = start_herd({"train", "--data.dataset=synthetic", "--train.workers=2",
+                          "--model.hidden=[32]", "--train.epochs=100000", "--imbalance.kind=random",
+                          "--imbalance.delay-ms=60000", "--report", report_path},
+                         path("terminated.log"));
+  ASSERT_TRUE(wait_for_output(*herd, "] epoch ", 120s)) << herd->output(); // the run is going
+  std::this_thread::sleep_for(200ms); // well into the first delay
+  const auto signalled = std::chrono::steady_clock::now();
+  ::kill(herd->pid(), SIGTERM);
+  // A bound on a hang (the delay is 60 s), not a speed claim.
+  EXPECT_EQ(herd->wait(30s), std::optional<int>(130)) << herd->output();
+  EXPECT_LT(seconds_since(signalled), 30.0);
+  const auto output = herd->output();
+  EXPECT_THAT(output, HasSubstr("interrupted by SIGTERM"));
+  EXPECT_THAT(output, HasSubstr("Herd run summary"));
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good());
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["stop_reason"], "interrupted");
+  EXPECT_THAT(report["imbalance"].get<std::string>(), HasSubstr("60000 ms"));
+}
+
+TEST_F(herd_cli, max_seconds_ends_a_run_whose_injected_delay_outlasts_it) {
+  // Before, the run waited out the 60 s delay of the step under way.
+  const auto report_path = path("bounded.json");
+  const auto start = std::chrono::steady_clock::now();
+  auto result =
+      herd({"train", "--data.dataset=synthetic", "--train.workers=2", "--model.hidden=[32]",
+            "--train.epochs=100000", "--train.max-seconds=3", "--imbalance.kind=random",
+            "--imbalance.delay-ms=60000", "--report", report_path});
+  const double seconds = seconds_since(start);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_LT(seconds, 30.0) << "a bound on a hang (the delay is 60 s), not a speed claim";
+  std::ifstream in(report_path);
+  ASSERT_TRUE(in.good());
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["stop_reason"], "max-seconds");
+  EXPECT_LT(report["wall_seconds"].get<double>(), 30.0);
+  // The delay cut short counts as the time it really took, a part of the 60 s.
+  for (const auto& worker : report["per_worker"])
+    EXPECT_LT(worker["compute_seconds"].get<double>(), 30.0) << worker;
+}
+
+TEST_F(herd_cli, a_report_path_naming_the_config_file_is_refused_and_the_file_kept) {
+  const auto config = path("run.ini");
+  const std::string settings = "[data]\ndataset = \"synthetic\"\n[train]\nworkers = 2\n";
+  std::ofstream(config) << settings;
+  for (const auto& report : {config, (dir_.path() / "." / "run.ini").string()}) {
+    auto result = herd({"train", "--config", config, "--report", report});
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("--report " + report + " is the --config file " + config));
+    EXPECT_THAT(result.output, testing::Not(HasSubstr("Herd run summary")));
+  }
+  std::ifstream in(config);
+  std::ostringstream kept;
+  kept << in.rdbuf();
+  EXPECT_EQ(kept.str(), settings) << "the settings file must not be touched";
+}
+
+TEST_F(herd_cli, a_report_path_under_proc_is_refused_before_training) {
+  // /proc/self is a directory root may write to by its mode bits, yet no file can be made there:
+  // before, this was found only after the run (which then failed with exit status 1).
+  auto args = synthetic_run;
+  args.insert(args.end(), {"--report", "/proc/self/nope"});
+  auto result = herd(args);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("--report /proc/self/nope: cannot create a file in /proc/self"));
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("workers x batch"))) << "no session started";
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("Herd run summary")));
 }
 
 } // namespace

@@ -1,0 +1,31 @@
+// Ctrl-C, SIGTERM and SIGHUP for the commands that train (train, coordinator, node). main()
+// installs the handlers before it reads an argument; they only set a flag. Before the run starts
+// the commands check the flag between their steps and end with exit status 130 without training;
+// once the run is going, await_run() (or the node's leave poll) turns it into a stop request. A
+// second signal ends the process at once.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+namespace herd::cli {
+
+/// Installs the handlers (sigaction) for SIGINT, SIGTERM and SIGHUP, once, first thing in main().
+/// SIGHUP inherited as ignored (nohup) stays ignored.
+void install_stop_signals();
+
+/// True once SIGINT, SIGTERM or SIGHUP arrived.
+bool stop_signalled();
+
+/// The flag stop_signalled() reads, for code that polls an atomic (actors::node_options::leave).
+const std::atomic<bool>& stop_signal_flag();
+
+/// "SIGINT", "SIGTERM" or "SIGHUP": the first stop signal that arrived; "a signal" before any.
+std::string stop_signal_name();
+
+/// For the steps before a run starts: when a stop signal has arrived, prints one line,
+/// "herd <command>: interrupted by SIGINT before the run started; nothing was trained", and
+/// returns true (the command then ends with exit status 130).
+bool interrupted_before_run(const std::string& command);
+
+} // namespace herd::cli

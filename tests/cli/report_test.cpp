@@ -1,0 +1,153 @@
+// The report writer and the report path's checks, without a run: two writers of one path, a
+// failed write, paths that cannot take a report, a report that would replace the --config file.
+#include "cli/report.hpp"
+#include "cli/run_support.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <vector>
+
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using herd::cli::check_report_path;
+using herd::cli::check_writable;
+using herd::cli::write_file_atomically;
+using testing::HasSubstr;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> names_in(const std::filesystem::path& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    names.push_back(entry.path().filename().string());
+  return names;
+}
+
+// A report big enough that a write takes several calls and two writers overlap.
+std::string report_from(const std::string& writer) {
+  nlohmann::json report;
+  report["writer"] = writer;
+  report["per_worker"] = std::vector<double>(20000, writer == "first" ? 1.0 : 2.0);
+  return report.dump(2) + "\n";
+}
+
+class report_file : public testing::Test {
+protected:
+  herd::testing::temp_directory dir_;
+};
+
+TEST_F(report_file, two_writers_of_one_path_each_leave_a_whole_report) {
+  // Two runs given the same --report: each write must succeed and leave valid JSON, whichever
+  // rename comes last; before, both wrote <path>.tmp and one of them failed or wrote over the
+  // other's half-written file.
+  const auto path = dir_.file("report.json");
+  const std::string texts[] = {report_from("first"), report_from("second")};
+  constexpr int writes_each = 100;
+  std::vector<std::string> failures[2];
+  auto writer = [&](int index) {
+    for (int i = 0; i < writes_each; ++i) {
+      try {
+        write_file_atomically(path, texts[index]);
+      } catch (const std::exception& failure) {
+        failures[index].push_back(failure.what());
+      }
+      const auto text = read_all(path); // never half a report
+      if (text != texts[0] && text != texts[1])
+        failures[index].push_back("read a torn report of " + std::to_string(text.size()) +
+                                  " bytes");
+    }
+  };
+  std::thread first(writer, 0);
+  std::thread second(writer, 1);
+  first.join();
+  second.join();
+  EXPECT_THAT(failures[0], testing::IsEmpty());
+  EXPECT_THAT(failures[1], testing::IsEmpty());
+  const auto report = nlohmann::json::parse(read_all(path));
+  EXPECT_THAT(report["writer"].get<std::string>(), testing::AnyOf("first", "second"));
+  EXPECT_THAT(names_in(dir_.path()), testing::ElementsAre("report.json"))
+      << "no temporary file is left behind";
+}
+
+TEST_F(report_file, replaces_an_old_report_and_keeps_its_mode) {
+  const auto path = dir_.file("report.json");
+  std::ofstream(path) << "old";
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  write_file_atomically(path, "{}\n");
+  EXPECT_EQ(read_all(path), "{}\n");
+  struct stat status {};
+  ASSERT_EQ(::stat(path.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 07777, 0640u);
+}
+
+TEST_F(report_file, a_failed_write_says_why_and_leaves_no_temporary_file) {
+  // The rename cannot replace a directory: the temporary file written beside it must go.
+  const auto path = dir_.file("taken");
+  std::filesystem::create_directory(path);
+  try {
+    write_file_atomically(path, "{}\n");
+    FAIL() << "a report cannot replace a directory";
+  } catch (const std::runtime_error& failure) {
+    EXPECT_THAT(failure.what(), HasSubstr(path));
+  }
+  EXPECT_THAT(names_in(dir_.path()), testing::ElementsAre("taken"));
+  EXPECT_THROW(write_file_atomically(dir_.file("missing/report.json"), "{}\n"), std::runtime_error);
+}
+
+TEST_F(report_file, check_writable_refuses_what_a_report_cannot_replace) {
+  auto refusal = [](const std::string& path) -> std::string {
+    try {
+      check_writable(path);
+    } catch (const std::runtime_error& refused) {
+      return refused.what();
+    }
+    return "accepted";
+  };
+  // /proc/self exists and root may write "in" it by its mode bits, but no file can be made
+  // there: only creating one tells.
+  EXPECT_THAT(refusal("/proc/self/nope"), HasSubstr("cannot create a file in /proc/self"));
+  EXPECT_THAT(refusal(dir_.path().string()), HasSubstr("is a directory"));
+  EXPECT_THAT(refusal("/dev/null"), HasSubstr("is not a regular file"));
+  EXPECT_THAT(refusal(dir_.file("missing/report.json")), HasSubstr("does not exist"));
+  EXPECT_EQ(refusal(dir_.file("report.json")), "accepted");
+  EXPECT_THAT(names_in(dir_.path()), testing::IsEmpty()) << "the probe file is removed";
+}
+
+TEST_F(report_file, a_report_path_naming_the_config_file_is_refused_by_any_name) {
+  const auto config = dir_.file("run.ini");
+  std::ofstream(config) << "[train]\nworkers = 2\n";
+  const auto linked = dir_.file("linked.ini");
+  std::filesystem::create_symlink(config, linked);
+  const auto hard = dir_.file("hard.ini");
+  std::filesystem::create_hard_link(config, hard);
+  const auto dotted = (dir_.path() / "." / "run.ini").string();
+  for (const auto& report : {config, linked, hard, dotted}) {
+    try {
+      check_report_path(report, config);
+      ADD_FAILURE() << report << " was accepted";
+    } catch (const std::invalid_argument& refused) {
+      EXPECT_THAT(refused.what(), HasSubstr("--report " + report));
+      EXPECT_THAT(refused.what(), HasSubstr("--config file " + config));
+    }
+  }
+  EXPECT_NO_THROW(check_report_path(dir_.file("report.json"), config));
+  EXPECT_NO_THROW(check_report_path(dir_.file("report.json"), ""));
+  EXPECT_EQ(read_all(config), "[train]\nworkers = 2\n");
+}
+
+} // namespace
