@@ -3,7 +3,7 @@
 // data plane, hands every member the result and reports the round to the coordinator.
 //
 // Messages it answers:
-//   group_plan        run this round (DESIGN.md section 3, steps 3 and 4)
+//   group_plan        run this round (docs/algorithms.md, "One round, end to end", steps 3, 4)
 //   cluster_topology  across processes: a node joined; rounds from now on use this plane
 // Messages it sends: (contribute_atom, round) requests and round_result to the members,
 // group_done to the coordinator.

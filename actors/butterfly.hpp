@@ -1,6 +1,6 @@
-// The WAGMA-SGD butterfly schedule (DESIGN.md section 4, `wagma`; Li et al., "Breaking (Global)
-// Barriers in Parallel Stochastic Optimization with Wait-Avoiding Group Averaging", IEEE TPDS
-// 2021, arXiv 2005.00124): which workers average their models together at each step. A plain
+// The WAGMA-SGD butterfly schedule (docs/algorithms.md, "WAGMA-SGD"; Li et al., "Breaking
+// (Global) Barriers in Parallel Stochastic Optimization with Wait-Avoiding Group Averaging", IEEE
+// TPDS 2021, arXiv 2005.00124): which workers average their models together at each step. A plain
 // class, no actors.
 #pragma once
 

@@ -42,9 +42,9 @@ using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 
-/// A worker finished a local step (DESIGN.md section 3, step 1). A fresh result waits in its send
-/// buffer for the next round; a late one (a round asked for the worker's contribution while the
-/// step ran) has already missed its round, and is accumulated or discarded.
+/// A worker finished a local step (docs/algorithms.md, "One round, end to end", step 1). A fresh
+/// result waits in its send buffer for the next round; a late one (a round asked for the worker's
+/// contribution while the step ran) has already missed its round, and is accumulated or discarded.
 struct step_ready {
   std::int32_t worker = 0;
   std::uint64_t step = 0;       // the worker's step counter after this step
@@ -111,7 +111,7 @@ struct round_result {
 
 // -- aggregator -> coordinator ------------------------------------------------------------------
 
-/// A round finished (DESIGN.md section 3, step 4).
+/// A round finished (docs/algorithms.md, "One round, end to end", step 4).
 struct group_done {
   std::uint64_t round = 0;
   std::vector<std::int32_t> members;   // those that answered

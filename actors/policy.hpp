@@ -1,6 +1,6 @@
 // Grouping policies: who reduces with whom, and when. A policy is a plain class the group
 // coordinator drives with arrivals and completions, so its decisions are tested without actors.
-// DESIGN.md section 4 defines the algorithms; this file holds the interface and the gradient
+// docs/algorithms.md defines the algorithms; this file holds the interface and the gradient
 // algorithms, which are one family: sync, solo, majority and quorum.
 #pragma once
 
@@ -90,14 +90,14 @@ public:
   virtual bool blends_late_models() const { return false; }
 };
 
-/// The gradient-exchange family (DESIGN.md section 4): every round's group is every live worker,
-/// and a round activates once `threshold` live workers have a fresh gradient that no round has
-/// taken yet. threshold = max(1, ceil(fraction * P)): sync is fraction 1, majority 1/2, solo 0
-/// (the first arrival). Every `sync_every`-th round (0 = never) waits for all P (a full
-/// synchronous round, bounding staleness). One round is in flight at a time: a round's
-/// contributions decide which arrivals it consumed, and an arrival it consumed must not count
-/// again for the next one (workers that finish before the aggregator asks them give fresh data
-/// even though their arrival reached the coordinator after the activation).
+/// The gradient-exchange family (docs/algorithms.md, "Gradient exchange"): every round's group is
+/// every live worker, and a round activates once `threshold` live workers have a fresh gradient
+/// that no round has taken yet. threshold = max(1, ceil(fraction * P)): sync is fraction 1,
+/// majority 1/2, solo 0 (the first arrival). Every `sync_every`-th round (0 = never) waits for all
+/// P (a full synchronous round, bounding staleness). One round is in flight at a time: a round's
+/// contributions decide which arrivals it consumed, and an arrival it consumed must not count again
+/// for the next one (workers that finish before the aggregator asks them give fresh data even
+/// though their arrival reached the coordinator after the activation).
 class quorum_policy final : public grouping_policy {
 public:
   quorum_policy(std::string name, double fraction, int sync_every);

@@ -1,4 +1,4 @@
-// Partial reduce (DESIGN.md section 4, `preduce`): workers exchange models in small groups of
+// Partial reduce (docs/algorithms.md, "Partial reduce"): workers exchange models in small groups of
 // whoever is ready first, averaged with staleness-aware weights, while an isolation guard keeps
 // fast workers from drifting away from slow ones. Three plain classes, no actors: the weights,
 // the guard and the grouping policy the coordinator drives.

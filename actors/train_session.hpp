@@ -39,7 +39,7 @@ struct session_options {
   /// When positive, parameter snapshots taken this often are evaluated after the run instead of
   /// evaluations during it (see coordinator_setup::snapshot_interval). For benchmarks.
   std::chrono::milliseconds snapshot_interval{0};
-  /// When set, the run's metrics (DESIGN.md section 6; labels job = metrics.job, node =
+  /// When set, the run's metrics (docs/metrics.md; labels job = metrics.job, node =
   /// `node_name`) are kept in this registry; serve it with monitoring::metrics_endpoint.
   std::shared_ptr<monitoring::registry> metrics;
   std::string node_name; // empty: this host's name

@@ -1,5 +1,5 @@
-// WAGMA-SGD (DESIGN.md section 4, `wagma`): wait-avoiding group model averaging. Each local step
-// s has one round: the groups of the butterfly schedule at step s, all activated by the first
+// WAGMA-SGD (docs/algorithms.md, "WAGMA-SGD"): wait-avoiding group model averaging. Each local
+// step s has one round: the groups of the butterfly schedule at step s, all activated by the first
 // worker that finishes step s. A plain class, no actors: the grouping policy the coordinator
 // drives. What a late member does lives in the worker (worker_setup::blend_late_models).
 #pragma once

@@ -20,11 +20,11 @@
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
 // Messages it sends: step_ready to the coordinator after every local step.
 //
-// The gradient algorithms (sync, solo, majority, quorum; DESIGN.md section 4). A step computes a
-// gradient on the parameters as they are (every result applied so far). If no round asked for
-// the worker's contribution while the step ran, the gradient is fresh: it waits in the send
-// buffer for the next round, and the worker starts its next step once that round's result is
-// applied. If a round asked meanwhile (and got the accumulated late gradients, or nothing), the
+// The gradient algorithms (sync, solo, majority, quorum; docs/algorithms.md, "Gradient exchange").
+// A step computes a gradient on the parameters as they are (every result applied so far). If no
+// round asked for the worker's contribution while the step ran, the gradient is fresh: it waits in
+// the send buffer for the next round, and the worker starts its next step once that round's result
+// is applied. If a round asked meanwhile (and got the accumulated late gradients, or nothing), the
 // gradient is late: with late-gradients=accumulate it is added into the send buffer and goes with
 // the next contribution, with discard it is dropped, and the next step starts at once. Results are
 // applied between steps, in round order, so every replica goes through the same states.

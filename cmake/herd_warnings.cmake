@@ -13,7 +13,7 @@ endfunction()
 
 if(HERD_SANITIZERS STREQUAL "address")
   # UBSan's null check fires inside CAF's init_fun_factory.hpp whenever a lambda is spawned
-  # (shared/stack.md section 1): noise from CAF, so it is switched off.
+  # ("reference binding to null pointer", CAF 0.17.6): noise from CAF, so it is switched off.
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined>
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=null>
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)

@@ -20,7 +20,8 @@
 namespace herd::comm {
 
 /// NCCL's unique id (ncclUniqueId, NCCL_UNIQUE_ID_BYTES = 128) as plain bytes, which the control
-/// plane carries: the coordinator makes one per job and sends it to every node (DESIGN.md 2).
+/// plane carries: the coordinator makes one per job and sends it to every node (no extra
+/// rendezvous service).
 struct nccl_unique_id {
   static constexpr std::size_t size_bytes = 128;
   std::array<char, size_bytes> bytes{};

@@ -1,7 +1,7 @@
 // A small metric registry whose API mirrors the Prometheus C++ client (prometheus-cpp: Registry,
 // Family with labels, Counter, Gauge, Histogram with bucket boundaries, a text serializer), in
 // Herd's snake_case. Debian 12 packages no Prometheus C++ client, so this is the smallest faithful
-// equivalent (stack.md section 4.3). Exposition format 0.0.4: label values and HELP text escaped,
+// equivalent (prometheus-cpp 1.3). Exposition format 0.0.4: label values and HELP text escaped,
 // histograms cumulative with a `+Inf` bucket, counters named `_total`, HELP and TYPE on every
 // metric. Thread-safe: metrics may be updated from any thread while the registry is collected.
 #pragma once

@@ -1,6 +1,6 @@
 // Who is the straggler, now: each worker's median step time over a recent window of wall time,
 // against the median of all live workers' medians. Under allreduce every rank waits the same
-// time, so the slow one hides in the wait; its step times do not (DESIGN.md section 6). A plain
+// time, so the slow one hides in the wait; its step times do not (docs/metrics.md). A plain
 // class: the coordinator feeds it, tests drive it with scripted times.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Herd's straggler metrics (DESIGN.md section 6) on a metric registry: the names, types, labels
+// Herd's straggler metrics (docs/metrics.md) on a metric registry: the names, types, labels
 // and buckets in one place, fed by the group coordinator from arrival timestamps, the workers'
 // step timings and finished rounds. A plain class (no actors): one thread updates it (the
 // coordinator's), any thread may collect the registry meanwhile.

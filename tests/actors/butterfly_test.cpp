@@ -1,4 +1,4 @@
-// The WAGMA-SGD butterfly schedule (DESIGN.md section 4, `wagma`) as a plain class: the paper's
+// The WAGMA-SGD butterfly schedule (docs/algorithms.md, "WAGMA-SGD") as a plain class: the paper's
 // worked example, the default group size, exhaustive partitions and mixing for every P up to 64
 // and every group size (absent members when P is not a power of two), and bad input.
 #include "actors/butterfly.hpp"
@@ -47,7 +47,8 @@ std::vector<int> group_sizes(int workers) {
   return sizes;
 }
 
-// D_t straight from DESIGN.md, as a mask: bits (t*g + r) mod L for r = 0..g-1.
+// D_t straight from its definition (docs/algorithms.md), as a mask: bits (t*g + r) mod L for
+// r = 0..g-1.
 unsigned design_mask(int index_bits, int group_bits, std::uint64_t step) {
   unsigned mask = 0;
   for (int r = 0; r < group_bits; ++r)

@@ -1,5 +1,5 @@
-// Partial reduce (DESIGN.md section 4, `preduce`) as plain classes: the staleness weights, the
-// isolation guard, and the grouping policy on scripted arrival sequences and on a deterministic
+// Partial reduce (docs/algorithms.md, "Partial reduce") as plain classes: the staleness weights,
+// the isolation guard, and the grouping policy on scripted arrival sequences and on a deterministic
 // discrete-event cluster (no actors); last, the data plane's group average under those weights.
 #include "actors/preduce.hpp"
 #include "comm/backend.hpp"
