@@ -31,7 +31,7 @@ using clock_type = std::chrono::steady_clock;
 
 // The data plane's rendezvous keys live in the coordinator's registry; Gloo calls this from the
 // thread that builds the plane, so each call uses a short-lived scoped actor (a long-lived one
-// slows down with every timed request, shared/stack.md section 1.6).
+// slows down with every timed request in CAF 0.17: stale timeouts pile up in its mailbox).
 class registry_store final : public comm::rendezvous_store {
 public:
   registry_store(caf::actor_system& system, caf::actor registry)
@@ -72,37 +72,22 @@ void notify(const node_options& options, const std::string& text) {
 }
 
 // Connects to the registry through the gate, retrying until the deadline: nodes may start
-// before the coordinator.
-caf::expected<caf::actor> connect(caf::actor_system& system, const node_options& options,
-                                  const gate_dialer& gate, clock_type::time_point deadline,
-                                  std::string& failure) {
-  auto attempt = [&] {
-    auto registry = remote_on_loopback(system, gate.local_port(), options.cluster);
-    failure = gate.last_failure();
-    if (!registry && failure.empty()) {
-      // The gate let this node in, so the coordinator is there: with TLS, a failed handshake.
-      failure = options.cluster.tls()
-                    ? "the TLS handshake with the coordinator failed (is this node's "
-                      "cluster.tls-cert signed by the CA the coordinator trusts, and its "
-                      "cluster.tls-ca the CA that signed the coordinator's?): " +
-                          system.render(registry.error())
-                    : system.render(registry.error());
-    }
-    return registry;
-  };
-  auto registry = attempt();
+// before the coordinator. A refusal or a failed TLS handshake ends the attempts at once: a wrong
+// token, version or certificate does not get better by waiting.
+caf::actor connect(caf::actor_system& system, const node_options& options, gate_dialer& gate,
+                   clock_type::time_point deadline, gate_connection& outcome) {
+  const auto handshake_timeout = std::chrono::milliseconds(options.cluster.node_timeout_ms);
+  auto registry = remote_through_gate(system, gate, outcome, handshake_timeout);
   bool said_waiting = false;
-  while (!registry && clock_type::now() < deadline && !leaving(options)) {
-    if (failure.find("refused this node") != std::string::npos ||
-        failure.find("TLS handshake") != std::string::npos)
-      break; // a wrong token, version or certificate does not get better by waiting
+  while (!registry && clock_type::now() < deadline && !leaving(options) &&
+         outcome.failure == gate_failure::unreachable) {
     if (!said_waiting) {
       notify(options, "waiting for the coordinator at " + options.coordinator_host + ":" +
-                          std::to_string(options.coordinator_port) + " (" + failure + ")");
+                          std::to_string(options.coordinator_port) + " (" + outcome.why + ")");
       said_waiting = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    registry = attempt();
+    registry = remote_through_gate(system, gate, outcome, handshake_timeout);
   }
   return registry;
 }
@@ -318,6 +303,7 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
       [&](caf::down_msg& down) {
         over = true;
         outcome = fail(outcome, "lost the coordinator: " + system.render(down.reason));
+        outcome.lost_coordinator = true;
       },
       caf::after(leave_poll) >>
           [&] {
@@ -368,27 +354,50 @@ node_outcome run_node(const node_options& options) {
   caf::actor_system_config system_config;
   configure_remoting(system_config, options.cluster);
   caf::actor_system system{system_config};
-  const auto deadline = clock_type::now() + std::chrono::seconds(options.cluster.join_timeout_s);
-  gate_dialer gate(options.coordinator_host, options.coordinator_port, options.cluster.token);
-  std::string failure;
-  auto registry = connect(system, options, gate, deadline, failure);
-  if (!registry && leaving(options))
-    return fail(outcome, "interrupted before it reached the coordinator");
-  if (!registry)
-    return fail(outcome, failure.find("refused this node") != std::string::npos ||
-                                 failure.find("TLS handshake") != std::string::npos
-                             ? failure
-                             : "cannot reach the coordinator at " + options.coordinator_host + ":" +
-                                   std::to_string(options.coordinator_port) + " within " +
-                                   std::to_string(options.cluster.join_timeout_s) +
-                                   " s (cluster.join-timeout-s): " + failure);
-  hosted parts;
-  try {
-    outcome = run_joined(system, options, *registry, deadline, parts);
-  } catch (const std::exception& error) {
-    outcome = fail(outcome, error.what());
+  auto deadline = clock_type::now() + std::chrono::seconds(options.cluster.join_timeout_s);
+  gate_dialer gate(options.coordinator_host, options.coordinator_port,
+                   gate_settings_of(options.cluster));
+  int rejoins = 0;
+  std::string lost; // why the last connection to the coordinator broke, while rejoining
+  for (;;) {
+    gate_connection attempt;
+    auto registry = connect(system, options, gate, deadline, attempt);
+    if (!registry && leaving(options))
+      return fail(outcome, "interrupted before it reached the coordinator");
+    if (!registry) {
+      const std::string why =
+          attempt.failure != gate_failure::unreachable
+              ? attempt.why
+              : "cannot reach the coordinator at " + options.coordinator_host + ":" +
+                    std::to_string(options.coordinator_port) + " within " +
+                    (lost.empty()
+                         ? std::to_string(options.cluster.join_timeout_s) +
+                               " s (cluster.join-timeout-s)"
+                         : std::to_string(options.cluster.rejoin_s) + " s (cluster.rejoin-s)") +
+                    ": " + attempt.why;
+      return fail(outcome, lost.empty() ? why : lost + "; could not join again: " + why);
+    }
+    hosted parts;
+    try {
+      outcome = run_joined(system, options, registry, deadline, parts);
+    } catch (const std::exception& error) {
+      outcome = fail(outcome, error.what());
+    }
+    parts.stop();
+    outcome.rejoins = rejoins;
+    if (!lost.empty() && !outcome.ok && !outcome.lost_coordinator)
+      outcome.error = lost + "; could not join again: " + outcome.error;
+    if (outcome.ok || !outcome.lost_coordinator || leaving(options) ||
+        options.cluster.rejoin_s == 0)
+      break;
+    // Declared lost (paused or cut off longer than the node timeout) is not the end: the job may
+    // still run, and this node's workers are the lost ones it can take back.
+    lost = outcome.error;
+    ++rejoins;
+    notify(options, outcome.error + "; joining the running job again (for up to " +
+                        std::to_string(options.cluster.rejoin_s) + " s, cluster.rejoin-s)");
+    deadline = clock_type::now() + std::chrono::seconds(options.cluster.rejoin_s);
   }
-  parts.stop();
   system.await_all_actors_done();
   return outcome;
 }

@@ -47,11 +47,15 @@ struct node_outcome {
   std::vector<int> worker_indices; // the run's indices of the workers it hosted
   bool joined_running = false;     // it joined the running job in place of lost workers
   bool left = false;               // it left before the job was over (node_options::leave)
+  bool lost_coordinator = false;   // its connection to the coordinator broke while the job ran
+  int rejoins = 0;                 // times it joined the job again after losing the coordinator
   int workers = 0;
 };
 
 /// Joins, runs the node's part of the job and returns when it is over. Retries connecting to the
-/// coordinator until cluster.join-timeout-s.
+/// coordinator until cluster.join-timeout-s. A node that loses the coordinator while the job runs
+/// (it was paused, or cut off, longer than cluster.node-timeout-ms, and so declared lost) joins
+/// the running job again in place of its lost workers, trying for cluster.rejoin-s.
 node_outcome run_node(const node_options& options);
 
 /// The local address (of this host) that packets to `host`:`port` leave from, found without

@@ -237,7 +237,8 @@ private:
     welcome.generation = generation_;
     welcome.plane_nodes = plane_nodes_;
     welcome.running = running;
-    welcome.settings = config::to_ini(context_->config);
+    // A node has its own token; the coordinator's is not passed around.
+    welcome.settings = config::to_ini(config::without_secrets(context_->config));
     welcome.training_samples = context_->data->train.size();
     welcome.job = context_->job;
     welcome.coordinator = coordinator_;
@@ -640,7 +641,8 @@ struct cluster_session::impl {
   caf::actor_system_config system_config;
   std::unique_ptr<caf::actor_system> system;
   caf::actor registry;
-  std::uint16_t inner_port = 0; // CAF's, on loopback
+  std::mutex server_mutex;                   // the gate's threads read `server`
+  std::unique_ptr<connection_server> server; // hands CAF the connections the gate admits
   std::unique_ptr<gate_listener> gate;
   bool shut_down = false;
 
@@ -660,7 +662,7 @@ struct cluster_session::impl {
         gate->drain(std::chrono::seconds(3));
       gate.reset();
       // The published registry must go before the system, or its destructor waits forever.
-      system->middleman().unpublish(registry, inner_port);
+      server.reset();
       caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
       registry = nullptr;
     }
@@ -689,22 +691,26 @@ cluster_session::cluster_session(config::run_config config,
   configure_remoting(impl_->system_config, context.config.cluster);
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
   impl_->registry = impl_->system->spawn<registry_actor>(impl_->context);
-  // CAF listens on loopback only; the gate takes the public address (control_gate.hpp).
-  auto inner_port = publish_on_loopback(impl_->registry, context.config.cluster);
+  // CAF listens on nothing: the gate owns the public address and hands CAF each connection it
+  // admitted (control_gate.hpp). The registry is published once the gate's port is known.
   const auto& listen = context.options.listen_host;
   try {
-    if (!inner_port)
-      throw std::runtime_error(impl_->system->render(inner_port.error()));
-    impl_->inner_port = *inner_port;
+    auto* observer = context.options.observer;
     impl_->gate = std::make_unique<gate_listener>(
-        listen, context.options.port, impl_->inner_port, context.config.cluster.token,
-        [observer = context.options.observer](const std::string& why) {
+        listen, context.options.port, gate_settings_of(context.config.cluster),
+        [this](int fd) {
+          std::lock_guard<std::mutex> guard(impl_->server_mutex);
+          return impl_->server && impl_->server->serve(fd);
+        },
+        [observer](const std::string& why) {
           if (observer != nullptr)
             observer->on_notice(why);
         });
+    std::lock_guard<std::mutex> guard(impl_->server_mutex);
+    impl_->server =
+        std::make_unique<connection_server>(*impl_->system, impl_->registry, impl_->gate->port());
   } catch (const std::exception& failure) {
-    if (inner_port)
-      impl_->system->middleman().unpublish(impl_->registry, *inner_port);
+    impl_->gate.reset();
     caf::anon_send_exit(impl_->registry, caf::exit_reason::user_shutdown);
     impl_->registry = nullptr;
     impl_->system->await_all_actors_done();

@@ -4,15 +4,15 @@
 #include "actors/cluster_node.hpp"
 #include "actors/cluster_session.hpp"
 #include "actors/train_session.hpp"
+#include "cli/cluster_security.hpp"
 #include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/run_support.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
 #include "config/loader.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -30,8 +30,8 @@ constexpr int max_workers = 1024; // train.workers' limit
 // and the node's own join timeout. The others come from the coordinator.
 const std::vector<std::string> node_settings{
     "--cluster.heartbeat-ms", "--cluster.node-timeout-ms", "--cluster.join-timeout-s",
-    "--cluster.token",        "--cluster.tls-ca",          "--cluster.tls-cert",
-    "--cluster.tls-key"};
+    "--cluster.rejoin-s",     "--cluster.token",           "--cluster.token-file",
+    "--cluster.tls-ca",       "--cluster.tls-cert",        "--cluster.tls-key"};
 
 struct endpoint_address {
   std::string host;
@@ -102,9 +102,19 @@ int run_coordinator(const std::vector<std::string>& args) {
   // The workers are the nodes' (train.workers is replaced once they joined), so checks against
   // the worker count wait until then: meanwhile they are made against the most there may be.
   parsed.overrides.push_back("--train.workers=" + std::to_string(max_workers));
-  auto prepared = prepare_run("coordinator", parsed);
-  if (!prepared)
+  auto preparation = prepare_run("coordinator", parsed);
+  if (!preparation.run)
+    return preparation.exit_status;
+  auto& prepared = preparation.run;
+  try {
+    if (auto warning = resolve_cluster_token(prepared->config.cluster); !warning.empty())
+      std::cerr << "herd coordinator: warning: " << warning << '\n';
+    if (auto problem = listen_problem(listen.host, prepared->config.cluster); !problem.empty())
+      throw std::invalid_argument(problem);
+  } catch (const std::invalid_argument& bad) {
+    std::cerr << "herd coordinator: " << bad.what() << '\n';
     return exit_bad_input;
+  }
   const auto& config = prepared->config;
   const bool interactive = ::isatty(STDOUT_FILENO) != 0;
   progress_printer printer(std::cout, interactive, config.train.epochs);
@@ -148,15 +158,6 @@ int run_coordinator(const std::vector<std::string>& args) {
   return status;
 }
 
-std::atomic<bool> node_leave{false};
-
-extern "C" void on_node_signal(int signal) {
-  if (node_leave.exchange(true)) {
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
-  }
-}
-
 int run_node_command(const std::vector<std::string>& args) {
   actors::node_options options;
   bool help = false;
@@ -198,6 +199,8 @@ int run_node_command(const std::vector<std::string>& args) {
     options.coordinator_host = address.host;
     options.coordinator_port = address.port;
     options.cluster = config::load("", settings).cluster;
+    if (auto warning = resolve_cluster_token(options.cluster); !warning.empty())
+      std::cerr << "herd node: warning: " << warning << '\n';
   } catch (const config::invalid_config& invalid) {
     print_config_errors("node", invalid);
     return exit_bad_input;
@@ -205,24 +208,26 @@ int run_node_command(const std::vector<std::string>& args) {
     std::cerr << "herd node: " << bad.what() << '\n';
     return exit_bad_input;
   }
-  options.load_data = [](const config::run_config& config) { return load_data(config); };
+  if (interrupted_before_run("node"))
+    return exit_interrupted;
+  options.load_data = [](const config::run_config& config) {
+    auto data = load_data(config);
+    if (stop_signalled()) // loading may take seconds; this node has not joined the run yet
+      throw std::runtime_error("interrupted by " + stop_signal_name());
+    return data;
+  };
   options.on_notice = [](const std::string& text) {
     std::cout << "herd node: " << text << std::endl;
   };
   std::cout << "herd node: " << options.workers << " worker(s), coordinator "
             << options.coordinator_host << ':' << options.coordinator_port << std::endl;
-  // Ctrl-C or SIGTERM (systemctl stop, a VM's preemption notice) leaves the job; a second one
-  // ends the process at once.
-  node_leave = false;
-  options.leave = &node_leave;
-  auto previous_handler = std::signal(SIGINT, on_node_signal);
-  auto previous_terminate_handler = std::signal(SIGTERM, on_node_signal);
+  // Ctrl-C, SIGTERM (systemctl stop, a VM's preemption notice) or SIGHUP leaves the job; a
+  // second one ends the process at once (main() installed the handlers).
+  options.leave = &stop_signal_flag();
   const auto outcome = actors::run_node(options);
-  std::signal(SIGINT, previous_handler);
-  std::signal(SIGTERM, previous_terminate_handler);
   if (!outcome.ok) {
     std::cerr << "herd node: " << outcome.error << '\n';
-    return node_leave.load() ? exit_interrupted : exit_run_failed;
+    return stop_signalled() ? exit_interrupted : exit_run_failed;
   }
   return exit_ok;
 }
@@ -247,10 +252,13 @@ std::string coordinator_help() {
          "Settings (as for herd train; the nodes receive them from here):\n"
       << config::describe_keys()
       << "\nThe control plane is CAF over TCP behind a gate that admits only Herd nodes (with\n"
-         "cluster.token, those that know it), encrypted with TLS when cluster.tls-* are set. The\n"
-         "data plane (Gloo over TCP) is never encrypted: keep nodes on a private network\n"
-         "(docs/deploy.md).\n\n"
-         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted.\n";
+         "cluster.token, those that know it), encrypted with TLS when cluster.tls-* are set. On\n"
+         "an address other machines reach (the default), a token of at least 16 characters is\n"
+         "required: put it in a file only you can read and pass --cluster.token-file=FILE here\n"
+         "and to every node. The data plane (Gloo over TCP) is never encrypted: keep nodes on a\n"
+         "private network (docs/deploy.md).\n\n"
+         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted (Ctrl-C,\n"
+         "SIGTERM or SIGHUP; before the nodes joined, it ends at once without a run).\n";
   return out.str();
 }
 
@@ -266,17 +274,21 @@ std::string node_help() {
          "                           dial (default: the address this host reaches the\n"
          "                           coordinator from)\n"
          "  --name NAME              this node's name in logs (default: the host name)\n"
-         "  --cluster.heartbeat-ms=N, --cluster.node-timeout-ms=N, --cluster.token=SECRET,\n"
+         "  --cluster.heartbeat-ms=N, --cluster.node-timeout-ms=N, --cluster.token-file=FILE\n"
+         "  (or --cluster.token=SECRET, which other users see in the process list),\n"
          "  --cluster.tls-ca=FILE, --cluster.tls-cert=FILE, --cluster.tls-key=FILE\n"
          "                           must match the coordinator's (herd coordinator --help)\n"
          "  --cluster.join-timeout-s=N  how long to wait for the coordinator and the cluster\n"
+         "  --cluster.rejoin-s=N     after losing the coordinator (this node was paused or cut\n"
+         "                           off longer than cluster.node-timeout-ms), how long to try\n"
+         "                           joining the running job again (default 60; 0 = exit)\n"
          "  --help, -h               show this help\n\n"
          "A node started while the job runs joins it in place of a lost node's workers (its\n"
          "--workers at most the number lost): its workers take a live worker's model and\n"
-         "go on from there. Ctrl-C or SIGTERM leaves the job: the coordinator counts this\n"
-         "node's workers lost at once and the run goes on without them.\n\n"
-         "Exit status: 0 the job is over (or the node left it on Ctrl-C/SIGTERM), 1 the node\n"
-         "failed, was turned away or lost the coordinator, 2 bad input, 130 interrupted\n"
+         "go on from there. Ctrl-C, SIGTERM or SIGHUP leaves the job: the coordinator counts\n"
+         "this node's workers lost at once and the run goes on without them.\n\n"
+         "Exit status: 0 the job is over (or the node left it on Ctrl-C/SIGTERM/SIGHUP), 1 the\n"
+         "node failed, was turned away or lost the coordinator, 2 bad input, 130 interrupted\n"
          "before it joined.\n";
 }
 

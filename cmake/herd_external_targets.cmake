@@ -1,8 +1,7 @@
 # Imported targets for dependencies that ship no usable CMake config: CAF::core and CAF::io
-# (libcaf-dev 0.17 has no config, FindCAF.cmake or .pc file; see shared/stack.md section 1),
-# herd_openblas (libopenblas-dev's config only sets variables) and PkgConfig::HERD_HTTPLIB
-# (libcpp-httplib-dev ships only a .pc file). Used by Herd's own build and by herdConfig.cmake, so
-# a project that calls find_package(herd) gets the same targets.
+# (libcaf-dev 0.17 has no CMake config, FindCAF.cmake or .pc file) and herd_openblas
+# (libopenblas-dev's config only sets variables). Used by Herd's own build and by
+# herdConfig.cmake, so a project that calls find_package(herd) gets the same targets.
 
 find_package(Threads REQUIRED)
 
@@ -26,17 +25,9 @@ if(NOT TARGET CAF::io)
     INTERFACE_LINK_LIBRARIES CAF::core)
 endif()
 
-# Control-plane TLS (libcaf-openssl0.17 comes with libcaf-dev); it links libssl and libcrypto.
-find_library(CAF_OPENSSL_LIBRARY caf_openssl)
-if(NOT CAF_OPENSSL_LIBRARY)
-  message(FATAL_ERROR "CAF's OpenSSL module not found: run scripts/install-deps.sh (apt-get install libcaf-dev)")
-endif()
-if(NOT TARGET CAF::openssl)
-  add_library(CAF::openssl UNKNOWN IMPORTED)
-  set_target_properties(CAF::openssl PROPERTIES
-    IMPORTED_LOCATION ${CAF_OPENSSL_LIBRARY}
-    INTERFACE_LINK_LIBRARIES CAF::io)
-endif()
+# Control-plane TLS: the gate runs it with OpenSSL itself (libssl-dev); CAF only ever sees the
+# plain bytes of connections the gate admitted.
+find_package(OpenSSL REQUIRED)
 
 # The pthread flavour's include dir, so that openblas_set_num_threads is declared.
 find_package(OpenBLAS CONFIG QUIET)
@@ -50,17 +41,3 @@ if(NOT TARGET herd_openblas)
     INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
 endif()
 
-# cpp-httplib serves /metrics. Debian builds it as a shared library, and its .pc file carries the
-# -DCPPHTTPLIB_{OPENSSL,ZLIB,BROTLI}_SUPPORT flags that must match the library's ABI.
-# herd::monitoring links it privately, but a static herd_monitoring still lists it in its link
-# interface ($<LINK_ONLY:...>), so a consumer of the installed package needs this target too.
-if(NOT TARGET PkgConfig::HERD_HTTPLIB)
-  find_package(PkgConfig QUIET)
-  if(PKG_CONFIG_FOUND)
-    pkg_check_modules(HERD_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
-  endif()
-  if(NOT HERD_HTTPLIB_FOUND)
-    message(FATAL_ERROR "cpp-httplib not found through pkg-config: run scripts/install-deps.sh "
-                        "(apt-get install pkg-config libcpp-httplib-dev)")
-  endif()
-endif()

@@ -13,8 +13,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist   # the data of the quick start
   gnuplot-nox             # herd bench plots accuracy against wall time
-  libcpp-httplib-dev      # the /metrics endpoint (a compiled library: pkg-config cpp-httplib)
+  libcpp-httplib-dev      # the tests' HTTP client, in place of Prometheus (pkg-config cpp-httplib)
   prometheus              # promtool and a real server for the metrics tests
+  libssl-dev              # control-plane TLS in the gate (OpenSSL)
   openssl                 # the cluster tests make a CA and certificates for control-plane TLS
   iproute2                # the cluster tests join network namespaces with veth (ip netns)
 )

@@ -287,12 +287,15 @@ TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
   caf::actor_system_config system_config;
   herd::actors::configure_remoting(system_config, j.config.cluster);
   caf::actor_system system{system_config};
-  herd::actors::gate_dialer gate("127.0.0.1", session.port(), "");
-  auto registry = herd::actors::remote_on_loopback(system, gate.local_port(), j.config.cluster);
-  ASSERT_TRUE(registry) << system.render(registry.error());
+  herd::actors::gate_dialer gate("127.0.0.1", session.port(),
+                                 herd::actors::gate_settings_of(j.config.cluster));
+  herd::actors::gate_connection attempt;
+  auto registry =
+      herd::actors::remote_through_gate(system, gate, attempt, std::chrono::seconds(10));
+  ASSERT_TRUE(registry) << attempt.why;
   caf::scoped_actor self{system};
   std::string refusal;
-  self->request(*registry, std::chrono::seconds(10), herd::actors::store_get_atom::value,
+  self->request(registry, std::chrono::seconds(10), herd::actors::store_get_atom::value,
                 std::string("any-key"))
       .receive([](const std::vector<char>&) {},
                [&](caf::error& error) { refusal = system.render(error); });

@@ -20,6 +20,7 @@
 #include "support/background_process.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
+#include "support/test_certificates.hpp"
 
 namespace {
 
@@ -47,6 +48,13 @@ bool fashion_mnist_missing() {
 // Runs a command; true when it exited 0.
 bool shell(const std::string& command) {
   return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// A file only this user may read (a token file, as docs/deploy.md makes one).
+void write_private_file(const std::string& path, const std::string& content) {
+  std::ofstream(path) << content;
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write);
 }
 
 // A coordinator and its nodes, each a background process logging to a file of `dir`.
@@ -238,20 +246,32 @@ TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_r
     EXPECT_EQ(run.node(i).wait(30s), 0) << "node " << i << "\n" << run.logs();
 }
 
+// Short enough to test quickly, long enough that a loaded 2-core machine raises no false alarm.
+const std::vector<std::string> quick_heartbeat{"--cluster.heartbeat-ms=250",
+                                               "--cluster.node-timeout-ms=2000"};
+
+// A solo run of two one-worker nodes (node0, node1) that goes on until stopped, training once
+// this returns true; `second_node` are node1's extra settings.
+bool two_nodes_training(cluster& run, std::vector<std::string> second_node = {}) {
+  run.add_node(1, quick_heartbeat);
+  second_node.insert(second_node.end(), quick_heartbeat.begin(), quick_heartbeat.end());
+  run.add_node(1, second_node);
+  return run.coordinator_says("(node1) ready", 60s) && run.coordinator_says("(node0) ready", 60s);
+}
+
+std::vector<std::string> until_stopped_settings() {
+  std::vector<std::string> settings{"--data.dataset=synthetic", "--train.algorithm=solo",
+                                    "--train.epochs=1000", "--train.max-seconds=120",
+                                    "--cluster.min-nodes=2"};
+  settings.insert(settings.end(), quick_heartbeat.begin(), quick_heartbeat.end());
+  return settings;
+}
+
 TEST(cluster_cli, a_frozen_node_is_detected_within_the_configured_timeout) {
   temp_directory dir;
-  // Short enough to test quickly, long enough that a loaded 2-core machine raises no false alarm.
-  const std::vector<std::string> heartbeat{"--cluster.heartbeat-ms=250",
-                                           "--cluster.node-timeout-ms=2000"};
-  std::vector<std::string> coordinator_args{"--data.dataset=synthetic", "--train.algorithm=solo",
-                                            "--train.epochs=1000", "--train.max-seconds=120",
-                                            "--cluster.min-nodes=2"};
-  coordinator_args.insert(coordinator_args.end(), heartbeat.begin(), heartbeat.end());
-  cluster run(dir, coordinator_args);
-  run.add_node(1, heartbeat);
-  auto& frozen = run.add_node(1, heartbeat);
-  ASSERT_TRUE(run.coordinator_says("(node1) ready", 60s)) << run.logs();
-  ASSERT_TRUE(run.coordinator_says("(node0) ready", 60s)) << run.logs();
+  cluster run(dir, until_stopped_settings());
+  ASSERT_TRUE(two_nodes_training(run)) << run.logs();
+  auto& frozen = run.node(1);
   std::this_thread::sleep_for(500ms); // training, not only joined
   ASSERT_TRUE(frozen.running());
   const auto frozen_at = std::chrono::steady_clock::now();
@@ -267,6 +287,43 @@ TEST(cluster_cli, a_frozen_node_is_detected_within_the_configured_timeout) {
   // The run goes on with the other node and stops cleanly.
   run.coordinator().stop(SIGINT, 60s);
   EXPECT_NE(run.coordinator().output().find("Herd run summary"), std::string::npos) << run.logs();
+}
+
+// Lost is not final: a node paused past the node timeout is declared lost, and when it goes on it
+// joins the running job again in place of its own workers, which take a live worker's model.
+TEST(cluster_cli, a_node_paused_past_the_node_timeout_joins_the_job_again) {
+  temp_directory dir;
+  cluster run(dir, until_stopped_settings());
+  ASSERT_TRUE(two_nodes_training(run)) << run.logs();
+  auto& paused = run.node(1);
+  std::this_thread::sleep_for(500ms);
+  ::kill(paused.pid(), SIGSTOP);
+  ASSERT_TRUE(run.coordinator_says("(node1) lost", 15s)) << run.logs();
+  std::this_thread::sleep_for(2s); // well past the timeout
+  ::kill(paused.pid(), SIGCONT);
+  ASSERT_TRUE(run.coordinator_says("(node1) joined the running job", 60s)) << run.logs();
+  EXPECT_TRUE(paused.running()) << run.logs();
+  EXPECT_NE(paused.output().find("joining the running job again"), std::string::npos) << run.logs();
+  run.coordinator().stop(SIGINT, 60s);
+  EXPECT_EQ(paused.wait(30s), 0) << run.logs();
+  EXPECT_EQ(run.node(0).wait(30s), 0) << run.logs();
+  const auto report = run.report();
+  ASSERT_FALSE(report.is_null()) << run.logs();
+  EXPECT_EQ(report["workers_joined"], 1) << run.logs();
+}
+
+// Without a rejoin window, the paused node says why it ends.
+TEST(cluster_cli, a_node_paused_past_the_node_timeout_without_rejoin_exits_naming_the_loss) {
+  temp_directory dir;
+  cluster run(dir, until_stopped_settings());
+  ASSERT_TRUE(two_nodes_training(run, {"--cluster.rejoin-s=0"})) << run.logs();
+  auto& paused = run.node(1);
+  ::kill(paused.pid(), SIGSTOP);
+  ASSERT_TRUE(run.coordinator_says("(node1) lost", 15s)) << run.logs();
+  ::kill(paused.pid(), SIGCONT);
+  EXPECT_EQ(paused.wait(60s), 1) << run.logs();
+  EXPECT_NE(paused.output().find("lost the coordinator"), std::string::npos) << run.logs();
+  run.coordinator().stop(SIGINT, 60s);
 }
 
 // Bytes that are not CAF's protocol, or a header that announces more than it sends.
@@ -338,6 +395,49 @@ TEST(cluster_cli, bad_addresses_are_bad_input_naming_the_option) {
   EXPECT_NE(bad_workers.output.find("--workers zero"), std::string::npos) << bad_workers.output;
 }
 
+// Secure by default: on an address other machines reach, the coordinator refuses to start
+// without a token (or with one short enough to guess), and says how to make one.
+TEST(cluster_cli, a_coordinator_reachable_from_the_network_needs_a_token) {
+  temp_directory dir;
+  const std::vector<std::string> base{HERD_BINARY, "coordinator", "--listen", "0.0.0.0:0",
+                                      "--data.dataset=synthetic"};
+  auto run = [&](std::vector<std::string> extra) {
+    auto argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return herd::testing::run_process(argv, 60s);
+  };
+  const auto open_door = run({});
+  EXPECT_EQ(open_door.exit_code, 2) << open_door.output;
+  EXPECT_NE(open_door.output.find("cluster.token is not set"), std::string::npos)
+      << open_door.output;
+  EXPECT_NE(open_door.output.find("--cluster.token-file"), std::string::npos) << open_door.output;
+  const auto short_token = run({"--cluster.token=guessable"});
+  EXPECT_EQ(short_token.exit_code, 2) << short_token.output;
+  EXPECT_NE(short_token.output.find("cluster.token has 9 characters"), std::string::npos)
+      << short_token.output;
+  // A token file that is empty, missing, or not a regular file is named.
+  write_private_file(dir.file("empty"), "");
+  const auto empty = run({"--cluster.token-file=" + dir.file("empty")});
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_NE(
+      empty.output.find("cluster.token-file = " + dir.file("empty") + ": the file holds no token"),
+      std::string::npos)
+      << empty.output;
+  const auto both =
+      run({"--cluster.token=abcdefghijklmnopq", "--cluster.token-file=" + dir.file("empty")});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("not both"), std::string::npos) << both.output;
+  ASSERT_TRUE(shell("mkfifo " + dir.file("fifo")));
+  const auto fifo = run({"--cluster.token-file=" + dir.file("fifo")});
+  EXPECT_EQ(fifo.exit_code, 2) << fifo.output;
+  EXPECT_FALSE(fifo.timed_out);
+  // Loopback needs no token: only this machine can connect (it starts, and is stopped).
+  const auto loopback = herd::testing::run_process(
+      {HERD_BINARY, "coordinator", "--listen", "127.0.0.1:0", "--data.dataset=synthetic"}, 60s,
+      std::chrono::milliseconds(3000));
+  EXPECT_NE(loopback.output.find("listening on 127.0.0.1:"), std::string::npos) << loopback.output;
+}
+
 TEST(cluster_cli, a_node_that_leaves_before_the_cluster_forms_is_not_counted) {
   temp_directory dir;
   cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=solo", "--train.epochs=1",
@@ -379,25 +479,22 @@ TEST(cluster_cli, a_node_without_the_cluster_token_is_refused_and_the_job_goes_o
   EXPECT_EQ(member.wait(30s), 0) << run.logs();
   EXPECT_NE(run.coordinator().output().find("wrong cluster.token"), std::string::npos)
       << run.logs();
+  // The report keeps the settings that reproduce the run, not the cluster's secret.
+  const auto report = run.report();
+  ASSERT_TRUE(report.contains("config")) << run.logs();
+  EXPECT_EQ(report["config"].get<std::string>().find("blue-herd-42"), std::string::npos);
 }
 
 // A cluster CA, a second CA, and certificates: the coordinator's and a member's from the first,
 // a stranger's from the second.
 bool make_certificates(const temp_directory& dir) {
   const std::string d = dir.path().string();
-  auto ca = [&](const std::string& name) {
-    return shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/" + name +
-                 ".key -out " + d + "/" + name + ".pem -days 1 -subj /CN=" + name);
-  };
-  auto signed_by = [&](const std::string& name, const std::string& authority) {
-    return shell("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/" + name + ".key -out " +
-                 d + "/" + name + ".csr -subj /CN=" + name) &&
-           shell("openssl x509 -req -in " + d + "/" + name + ".csr -CA " + d + "/" + authority +
-                 ".pem -CAkey " + d + "/" + authority + ".key -CAcreateserial -out " + d + "/" +
-                 name + ".pem -days 1");
-  };
-  return ca("cluster-ca") && ca("other-ca") && signed_by("coordinator", "cluster-ca") &&
-         signed_by("member", "cluster-ca") && signed_by("stranger", "other-ca");
+  using herd::testing::make_certificate_authority;
+  using herd::testing::make_signed_certificate;
+  return make_certificate_authority(d, "cluster-ca") && make_certificate_authority(d, "other-ca") &&
+         make_signed_certificate(d, "coordinator", "cluster-ca") &&
+         make_signed_certificate(d, "member", "cluster-ca") &&
+         make_signed_certificate(d, "stranger", "other-ca");
 }
 
 std::vector<std::string> tls(const temp_directory& dir, const std::string& ca,
@@ -497,6 +594,11 @@ TEST(cluster_cli, the_quick_start_reaches_the_target_across_three_network_namesp
     GTEST_SKIP() << "cannot create network namespaces here (needs root, CAP_SYS_ADMIN and "
                     "iproute2; containers often forbid it): the cross-namespace run is skipped";
   temp_directory dir;
+  // An address other machines reach needs a token: from a file only this user reads, as
+  // docs/deploy.md says.
+  const std::string token_file = dir.file("token");
+  write_private_file(token_file, "namespace-cluster-token-1234567890\n");
+  const std::string token_option = "--cluster.token-file=" + token_file;
   // The coordinator runs in namespace c and listens on the bridge's address.
   std::vector<std::string> argv = spaces.exec("c");
   const int port = 17070;
@@ -508,6 +610,7 @@ TEST(cluster_cli, the_quick_start_reaches_the_target_across_three_network_namesp
                                              quickstart,
                                              "--train.target-accuracy=0.85",
                                              "--cluster.min-nodes=3",
+                                             token_option,
                                              "--report",
                                              dir.file("report.json")};
   argv.insert(argv.end(), coordinator.begin(), coordinator.end());
@@ -518,7 +621,8 @@ TEST(cluster_cli, the_quick_start_reaches_the_target_across_three_network_namesp
     auto node_argv = spaces.exec(space);
     const std::vector<std::string> node{HERD_BINARY,     "node",
                                         "--coordinator", "10.77.0.1:" + std::to_string(port),
-                                        "--workers",     std::to_string(workers)};
+                                        "--workers",     std::to_string(workers),
+                                        token_option};
     node_argv.insert(node_argv.end(), node.begin(), node.end());
     nodes.push_back(std::make_unique<background_process>(
         node_argv, dir.file(std::string("node-") + space + ".log")));

@@ -1,0 +1,129 @@
+// What `herd coordinator` and `herd node` check before they open the control plane; see
+// cluster_security.hpp.
+#include "cli/cluster_security.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace herd::cli {
+
+namespace {
+
+constexpr std::size_t max_token_file_bytes = 4096;
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+} // namespace
+
+std::string resolve_cluster_token(config::cluster_section& cluster) {
+  if (cluster.token_file.empty())
+    return {};
+  const std::string& file = cluster.token_file;
+  const std::string where = "cluster.token-file = " + file + ": ";
+  // O_NONBLOCK: a FIFO must not block the start; it is refused below as not a regular file.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    throw std::invalid_argument(where + std::strerror(errno));
+  struct stat status {};
+  std::string token;
+  std::string problem;
+  if (::fstat(fd, &status) != 0)
+    problem = std::strerror(errno);
+  else if (!S_ISREG(status.st_mode))
+    problem = "not a regular file";
+  else if (status.st_size > static_cast<off_t>(max_token_file_bytes))
+    problem = std::to_string(status.st_size) + " bytes; a token file holds at most " +
+              std::to_string(max_token_file_bytes);
+  else {
+    token.resize(static_cast<std::size_t>(status.st_size));
+    std::size_t got = 0;
+    while (got < token.size()) {
+      const ssize_t n = ::read(fd, token.data() + got, token.size() - got);
+      if (n <= 0)
+        break;
+      got += static_cast<std::size_t>(n);
+    }
+    token.resize(got);
+  }
+  ::close(fd);
+  if (!problem.empty())
+    throw std::invalid_argument(where + problem);
+  std::size_t begin = 0;
+  std::size_t end = token.size();
+  while (begin < end && is_space(token[begin]))
+    ++begin;
+  while (end > begin && is_space(token[end - 1]))
+    --end;
+  token = token.substr(begin, end - begin);
+  if (token.empty())
+    throw std::invalid_argument(where + "the file holds no token");
+  if (token.size() > 1024)
+    throw std::invalid_argument(where + "a token of " + std::to_string(token.size()) +
+                                " bytes; at most 1024");
+  if (token.find('\0') != std::string::npos || token.find('\n') != std::string::npos)
+    throw std::invalid_argument(where + "the token must be one line of text");
+  cluster.token = token;
+  // Resolved: from here on the settings hold the token itself (checked again later, where a
+  // token and a token file together are a mistake).
+  cluster.token_file.clear();
+  if ((status.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+    return where + "other users may read this file; chmod 600 it";
+  return {};
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host.empty())
+    return false; // every address
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
+    return false;
+  bool all_loopback = true;
+  for (auto* address = found; address != nullptr; address = address->ai_next) {
+    if (address->ai_family == AF_INET) {
+      const auto* ipv4 = reinterpret_cast<const sockaddr_in*>(address->ai_addr);
+      all_loopback = all_loopback && (ntohl(ipv4->sin_addr.s_addr) >> 24) == 127;
+    } else if (address->ai_family == AF_INET6) {
+      const auto* ipv6 = reinterpret_cast<const sockaddr_in6*>(address->ai_addr);
+      all_loopback = all_loopback && IN6_IS_ADDR_LOOPBACK(&ipv6->sin6_addr);
+    } else {
+      all_loopback = false;
+    }
+  }
+  ::freeaddrinfo(found);
+  return all_loopback;
+}
+
+std::string listen_problem(const std::string& host, const config::cluster_section& cluster) {
+  if (is_loopback_host(host))
+    return {};
+  const std::string how =
+      "create a token file readable by you only (umask 077; openssl rand -hex 32 > "
+      "/etc/herd/token) and pass --cluster.token-file=/etc/herd/token here and to every node, or "
+      "listen on 127.0.0.1 for nodes on this machine";
+  const std::string address = host.empty() ? "every address" : host;
+  if (cluster.token.empty())
+    return "--listen " + address +
+           " is reachable from other machines and cluster.token is not set: anyone who reaches "
+           "the port could join the job and read its model. " +
+           how;
+  if (cluster.token.size() < min_network_token_bytes)
+    return "cluster.token has " + std::to_string(cluster.token.size()) +
+           " characters; on an address other machines reach (" + address + ") it needs at least " +
+           std::to_string(min_network_token_bytes) + " to be hard to guess. " + how;
+  return {};
+}
+
+} // namespace herd::cli

@@ -1,0 +1,28 @@
+// What `herd coordinator` and `herd node` check before they open the control plane: the cluster
+// token read from cluster.token-file, and a coordinator that would let anyone on the network in.
+#pragma once
+
+#include "config/run_config.hpp"
+
+#include <string>
+
+namespace herd::cli {
+
+/// The shortest token accepted on an address other machines can reach.
+constexpr std::size_t min_network_token_bytes = 16;
+
+/// With cluster.token-file set, reads the token from it (surrounding white space removed) into
+/// cluster.token and clears cluster.token-file. Throws std::invalid_argument naming the key and the
+/// file when it cannot be used. Returns a warning for the operator ("" when none): a file others
+/// may read.
+std::string resolve_cluster_token(config::cluster_section& cluster);
+
+/// True when every address `host` stands for is a loopback address (127.0.0.0/8, ::1), so only
+/// this machine can connect.
+bool is_loopback_host(const std::string& host);
+
+/// Why the coordinator must not listen on `host` with these settings ("" when it may): an
+/// address other machines reach, without a token or with one short enough to guess.
+std::string listen_problem(const std::string& host, const config::cluster_section& cluster);
+
+} // namespace herd::cli
