@@ -357,7 +357,6 @@ node_outcome run_node(const node_options& options) {
   auto deadline = clock_type::now() + std::chrono::seconds(options.cluster.join_timeout_s);
   gate_dialer gate(options.coordinator_host, options.coordinator_port,
                    gate_settings_of(options.cluster));
-  int rejoins = 0;
   std::string lost; // why the last connection to the coordinator broke, while rejoining
   for (;;) {
     gate_connection attempt;
@@ -384,7 +383,6 @@ node_outcome run_node(const node_options& options) {
       outcome = fail(outcome, error.what());
     }
     parts.stop();
-    outcome.rejoins = rejoins;
     if (!lost.empty() && !outcome.ok && !outcome.lost_coordinator)
       outcome.error = lost + "; could not join again: " + outcome.error;
     if (outcome.ok || !outcome.lost_coordinator || leaving(options) ||
@@ -393,7 +391,6 @@ node_outcome run_node(const node_options& options) {
     // Declared lost (paused or cut off longer than the node timeout) is not the end: the job may
     // still run, and this node's workers are the lost ones it can take back.
     lost = outcome.error;
-    ++rejoins;
     notify(options, outcome.error + "; joining the running job again (for up to " +
                         std::to_string(options.cluster.rejoin_s) + " s, cluster.rejoin-s)");
     deadline = clock_type::now() + std::chrono::seconds(options.cluster.rejoin_s);

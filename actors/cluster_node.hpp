@@ -48,7 +48,6 @@ struct node_outcome {
   bool joined_running = false;     // it joined the running job in place of lost workers
   bool left = false;               // it left before the job was over (node_options::leave)
   bool lost_coordinator = false;   // its connection to the coordinator broke while the job ran
-  int rejoins = 0;                 // times it joined the job again after losing the coordinator
   int workers = 0;
 };
 
