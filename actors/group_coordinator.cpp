@@ -4,7 +4,7 @@
 #include "actors/errors.hpp"
 #include "actors/imbalance.hpp"
 #include "actors/messages.hpp"
-#include "actors/policy.hpp"
+#include "policy/policy.hpp"
 #include "actors/run_parts.hpp"
 #include "monitoring/duration_stats.hpp"
 #include "monitoring/training_metrics.hpp"
@@ -20,6 +20,11 @@
 #include <set>
 
 namespace herd::actors {
+
+using policy::arrival;
+using policy::group_decision;
+using policy::group_outcome;
+using policy::grouping_policy;
 
 namespace {
 
@@ -65,7 +70,7 @@ class coordinator_actor : public caf::event_based_actor {
 public:
   coordinator_actor(caf::actor_config& config, coordinator_setup setup)
       : caf::event_based_actor(config), setup_(std::move(setup)),
-        policy_(make_policy(setup_.config)), ledger_(setup_.config.train.workers) {
+        policy_(policy::make_policy(setup_.config)), ledger_(setup_.config.train.workers) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
   }
 

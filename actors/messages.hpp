@@ -5,7 +5,7 @@
 // This header includes CAF: include it only from actor implementation files and tests.
 #pragma once
 
-#include "actors/policy.hpp"
+#include "policy/policy.hpp"
 #include "actors/run_summary.hpp"
 #include "comm/buffer_pool.hpp"
 
@@ -22,6 +22,11 @@ class gloo_plane;
 } // namespace herd::comm
 
 namespace herd::actors {
+
+// The policy's words that messages carry (policy/policy.hpp), part of this vocabulary.
+using policy::freshness;
+using policy::round_kind;
+using policy::weighting;
 
 // -- atoms (CAF 0.17 allows at most 10 characters) ------------------------------------------------
 

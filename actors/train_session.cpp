@@ -99,8 +99,8 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
                                const kernels::ops* ops, std::shared_ptr<comm::backend> backend,
                                std::shared_ptr<const imbalance_model> imbalance,
                                std::shared_ptr<worker_probe> probe) {
-  const auto* partial = partial_settings(config);
-  const auto policy = make_policy(config);
+  const auto* partial = policy::partial_settings(config);
+  const auto grouping = policy::make_policy(config);
   worker_setup setup;
   setup.index = index;
   setup.model = std::move(model);
@@ -115,8 +115,8 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   setup.ops = ops;
   setup.backend = std::move(backend);
   setup.accumulate_late_gradients = partial == nullptr || partial->late_gradients == "accumulate";
-  setup.exchange_models = policy->exchanges_models();
-  setup.blend_late_models = policy->blends_late_models();
+  setup.exchange_models = grouping->exchanges_models();
+  setup.blend_late_models = grouping->blends_late_models();
   if (imbalance && imbalance->active())
     setup.imbalance = std::move(imbalance);
   setup.probe = std::move(probe);

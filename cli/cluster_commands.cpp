@@ -1,8 +1,8 @@
 // `herd coordinator` and `herd node`; see cluster_commands.hpp.
 #include "cli/cluster_commands.hpp"
 
-#include "actors/cluster_node.hpp"
-#include "actors/cluster_session.hpp"
+#include "cluster/cluster_node.hpp"
+#include "cluster/cluster_session.hpp"
 #include "actors/train_session.hpp"
 #include "cli/cluster_security.hpp"
 #include "cli/command_support.hpp"
@@ -118,12 +118,12 @@ int run_coordinator(const std::vector<std::string>& args) {
   const auto& config = prepared->config;
   const bool interactive = ::isatty(STDOUT_FILENO) != 0;
   progress_printer printer(std::cout, interactive, config.train.epochs);
-  actors::cluster_options options;
+  cluster::cluster_options options;
   options.listen_host = listen.host;
   options.port = listen.port;
   options.observer = &printer;
   options.metrics = prepared->metrics;
-  std::optional<actors::cluster_session> session;
+  std::optional<cluster::cluster_session> session;
   try {
     session.emplace(config, prepared->data, options);
   } catch (const config::invalid_config& invalid) {
@@ -159,7 +159,7 @@ int run_coordinator(const std::vector<std::string>& args) {
 }
 
 int run_node_command(const std::vector<std::string>& args) {
-  actors::node_options options;
+  cluster::node_options options;
   bool help = false;
   std::vector<std::string> settings;
   try {
@@ -224,7 +224,7 @@ int run_node_command(const std::vector<std::string>& args) {
   // Ctrl-C, SIGTERM (systemctl stop, a VM's preemption notice) or SIGHUP leaves the job; a
   // second one ends the process at once (main() installed the handlers).
   options.leave = &stop_signal_flag();
-  const auto outcome = actors::run_node(options);
+  const auto outcome = cluster::run_node(options);
   if (!outcome.ok) {
     std::cerr << "herd node: " << outcome.error << '\n';
     return stop_signalled() ? exit_interrupted : exit_run_failed;

@@ -17,7 +17,7 @@ void install_stop_signals();
 /// True once SIGINT, SIGTERM or SIGHUP arrived.
 bool stop_signalled();
 
-/// The flag stop_signalled() reads, for code that polls an atomic (actors::node_options::leave).
+/// The flag stop_signalled() reads, for code that polls an atomic (cluster::node_options::leave).
 const std::atomic<bool>& stop_signal_flag();
 
 /// "SIGINT", "SIGTERM" or "SIGHUP": the first stop signal that arrived; "a signal" before any.

@@ -3,7 +3,7 @@
 // And of the model-averaging algorithms: every preduce group's members leave it with one model;
 // wagma's on-time members take their group's average, late ones blend it, and a global average
 // makes the replicas one.
-#include "actors/butterfly.hpp"
+#include "policy/butterfly.hpp"
 #include "actors/train_session.hpp"
 #include "actors/worker_probe.hpp"
 #include "models/mlp.hpp"
@@ -328,7 +328,7 @@ TEST(wagma_runs, on_time_members_take_the_average_late_ones_blend_and_global_ave
       ASSERT_LE(rounds.size(), run.summary.rounds) << label;
       ASSERT_GE(rounds.size() + 2 * static_cast<std::uint64_t>(workers), run.summary.rounds)
           << label;
-      const int group_size = herd::actors::butterfly_schedule::default_group_size(workers);
+      const int group_size = herd::policy::butterfly_schedule::default_group_size(workers);
       std::uint64_t everyone = 0, blends = 0;
       for (const auto& [round, entry] : rounds) {
         const bool global = entry.members.size() == static_cast<std::size_t>(workers);

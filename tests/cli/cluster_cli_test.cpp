@@ -432,10 +432,16 @@ TEST(cluster_cli, a_coordinator_reachable_from_the_network_needs_a_token) {
   EXPECT_EQ(fifo.exit_code, 2) << fifo.output;
   EXPECT_FALSE(fifo.timed_out);
   // Loopback needs no token: only this machine can connect (it starts, and is stopped).
-  const auto loopback = herd::testing::run_process(
-      {HERD_BINARY, "coordinator", "--listen", "127.0.0.1:0", "--data.dataset=synthetic"}, 60s,
-      std::chrono::milliseconds(3000));
-  EXPECT_NE(loopback.output.find("listening on 127.0.0.1:"), std::string::npos) << loopback.output;
+  background_process loopback(
+      {HERD_BINARY, "coordinator", "--listen", "127.0.0.1:0", "--data.dataset=synthetic"},
+      dir.file("loopback.log"));
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (loopback.output().find("listening on 127.0.0.1:") == std::string::npos &&
+         loopback.running() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_NE(loopback.output().find("listening on 127.0.0.1:"), std::string::npos)
+      << loopback.output();
+  loopback.stop(SIGINT, 30s);
 }
 
 TEST(cluster_cli, a_node_that_leaves_before_the_cluster_forms_is_not_counted) {

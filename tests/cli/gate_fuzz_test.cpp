@@ -3,9 +3,9 @@
 // (before, inside and after the preamble; with and without the right token; with and without
 // TLS; the red-team trial's two payloads among them), a synchronous job trains to its end, and
 // its result is bit for bit the result of the same job without the fuzzer.
-#include "actors/control_gate.hpp"
+#include "cluster/control_gate.hpp"
 #include "actors/messages.hpp"
-#include "actors/remoting.hpp"
+#include "cluster/remoting.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -30,10 +30,10 @@
 
 namespace {
 
-using herd::actors::gate_clock;
-using herd::actors::gate_link;
-using herd::actors::tls_context;
-using herd::actors::tls_files;
+using herd::cluster::gate_clock;
+using herd::cluster::gate_link;
+using herd::cluster::tls_context;
+using herd::cluster::tls_files;
 using herd::testing::background_process;
 using herd::testing::temp_directory;
 using namespace std::chrono_literals;
@@ -426,7 +426,7 @@ struct fuzzer_system {
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
   fuzzer_system() {
-    herd::actors::configure_remoting(config, herd::config::cluster_section{});
+    herd::cluster::configure_remoting(config, herd::config::cluster_section{});
     system = std::make_unique<caf::actor_system>(config);
   }
 };

@@ -1,7 +1,7 @@
 // Helpers of the grouping-policy tests: an arrival built in one call, and the worker list 0..n-1.
 #pragma once
 
-#include "actors/policy.hpp"
+#include "policy/policy.hpp"
 
 #include <cstdint>
 #include <numeric>
@@ -10,8 +10,8 @@
 namespace herd::testing {
 
 /// Worker `worker` reports a fresh result of its step `step` at `at_seconds`.
-inline actors::arrival ready(int worker, std::uint64_t step = 1, double at_seconds = 0.0) {
-  actors::arrival event;
+inline policy::arrival ready(int worker, std::uint64_t step = 1, double at_seconds = 0.0) {
+  policy::arrival event;
   event.worker = worker;
   event.step = step;
   event.at_seconds = at_seconds;

@@ -1,0 +1,148 @@
+// Checks the framing of CAF 0.17's remoting protocol; see basp_check.hpp.
+#include "cluster/basp_check.hpp"
+
+#include <algorithm>
+
+namespace herd::cluster {
+
+namespace {
+
+// The operations of BASP (caf/io/basp/message_type.hpp).
+enum operation : unsigned char {
+  server_handshake = 0,
+  client_handshake = 1,
+  direct_message = 2,
+  routed_message = 3,
+  monitor_message = 4,
+  down_message = 5,
+  heartbeat = 6,
+};
+
+const char* operation_name(unsigned char op) {
+  switch (op) {
+  case server_handshake:
+    return "server handshake";
+  case client_handshake:
+    return "client handshake";
+  case direct_message:
+    return "direct message";
+  case routed_message:
+    return "routed message";
+  case monitor_message:
+    return "monitor message";
+  case down_message:
+    return "down message";
+  case heartbeat:
+    return "heartbeat";
+  default:
+    return "unknown operation";
+  }
+}
+
+template <class Unsigned>
+Unsigned big_endian(const unsigned char* bytes) {
+  Unsigned value = 0;
+  for (std::size_t i = 0; i < sizeof(Unsigned); ++i)
+    value = static_cast<Unsigned>((value << 8) | bytes[i]);
+  return value;
+}
+
+// The header's fields, laid out as CAF's binary serializer writes them.
+struct header_fields {
+  unsigned char operation;
+  std::uint32_t payload_len;
+  std::uint64_t operation_data;
+  std::uint64_t source_actor;
+  std::uint64_t dest_actor;
+};
+
+header_fields parse(const unsigned char* bytes) {
+  return {bytes[0], big_endian<std::uint32_t>(bytes + 4), big_endian<std::uint64_t>(bytes + 8),
+          big_endian<std::uint64_t>(bytes + 16), big_endian<std::uint64_t>(bytes + 24)};
+}
+
+// CAF's own validity rules (caf::io::basp::valid), plus the one CAF misses: a handshake always
+// carries a payload (CAF reads it through a null pointer otherwise).
+std::string invalid_because(const header_fields& h) {
+  switch (h.operation) {
+  case server_handshake:
+    if (h.operation_data == 0)
+      return "a server handshake without a protocol version";
+    if (h.payload_len == 0)
+      return "a server handshake without a payload";
+    return {};
+  case client_handshake:
+    if (h.source_actor != 0 || h.dest_actor != 0)
+      return "a client handshake that names actors";
+    if (h.payload_len == 0)
+      return "a client handshake without a payload";
+    return {};
+  case direct_message:
+  case routed_message:
+    if (h.dest_actor == 0 || h.payload_len == 0)
+      return std::string("a ") + operation_name(h.operation) + " without a receiver or a payload";
+    return {};
+  case monitor_message:
+    if (h.payload_len == 0 || h.operation_data != 0)
+      return "a malformed monitor message";
+    return {};
+  case down_message:
+    if (h.source_actor == 0 || h.dest_actor != 0 || h.payload_len == 0 || h.operation_data != 0)
+      return "a malformed down message";
+    return {};
+  case heartbeat:
+    if (h.source_actor != 0 || h.dest_actor != 0 || h.payload_len != 0 || h.operation_data != 0)
+      return "a malformed heartbeat";
+    return {};
+  default:
+    return "operation " + std::to_string(h.operation) + " (not a CAF remoting message)";
+  }
+}
+
+} // namespace
+
+basp_check::basp_check(sender from, std::uint32_t max_payload_bytes)
+    : from_(from), max_payload_(max_payload_bytes) {}
+
+const std::string& basp_check::feed(const char* data, std::size_t size) {
+  while (size > 0 && problem_.empty()) {
+    if (payload_left_ > 0) {
+      const auto skipped = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, size));
+      payload_left_ -= skipped;
+      data += skipped;
+      size -= skipped;
+      continue;
+    }
+    const std::size_t taken = std::min(header_bytes - header_filled_, size);
+    std::copy(data, data + taken, header_.begin() + static_cast<std::ptrdiff_t>(header_filled_));
+    header_filled_ += taken;
+    data += taken;
+    size -= taken;
+    if (header_filled_ == header_bytes) {
+      header_filled_ = 0;
+      check_header();
+    }
+  }
+  return problem_;
+}
+
+void basp_check::check_header() {
+  const auto h = parse(header_.data());
+  const auto prefix = "frame " + std::to_string(frames_ + 1) + ": ";
+  std::string why = invalid_because(h);
+  const unsigned char first = from_ == sender::client ? client_handshake : server_handshake;
+  if (why.empty() && frames_ == 0 && h.operation != first)
+    why = std::string("the first message is a ") + operation_name(h.operation) + ", not a " +
+          operation_name(first);
+  if (why.empty() && h.payload_len > max_payload_)
+    why = "a payload of " + std::to_string(h.payload_len) + " bytes (at most " +
+          std::to_string(max_payload_) + ")";
+  if (!why.empty()) {
+    problem_ = prefix + why;
+    return;
+  }
+  ++frames_;
+  payload_left_ = h.payload_len;
+}
+
+} // namespace herd::cluster

@@ -1,0 +1,64 @@
+// One node of a cluster (`herd node`): joins the coordinator over CAF's middleman, receives the
+// run's settings and its workers' indices, connects the data plane (Gloo) with the other nodes,
+// and hosts its workers and its node reducer until the coordinator says the job is over (or is
+// lost). No CAF in this header.
+#pragma once
+
+#include "actors/worker_probe.hpp"
+#include "config/run_config.hpp"
+#include "kernels/ops.hpp"
+#include "models/dataset.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::cluster {
+
+struct node_options {
+  std::string coordinator_host;
+  std::uint16_t coordinator_port = 0;
+  int workers = 1;
+  /// The address this node's data plane listens on and the other nodes dial; empty: the address
+  /// this host uses to reach the coordinator.
+  std::string data_host;
+  std::string name; // empty: this host's name
+  /// cluster.* settings that apply before the node has the run's: heartbeat and timeouts.
+  config::cluster_section cluster;
+  /// Loads the dataset the run's settings name (data.dataset, data.path), on this machine.
+  std::function<std::shared_ptr<const models::train_test_split>(const config::run_config&)>
+      load_data;
+  const kernels::ops* ops = &kernels::cpu_ops();
+  /// Lines for the operator (joined, connected, the job is over); may be empty.
+  std::function<void(const std::string&)> on_notice;
+  std::shared_ptr<actors::worker_probe> probe; // for tests
+  /// Borrowed, may be null: once true the node leaves the job (checked every 100 ms), its
+  /// workers stop and the coordinator counts them lost at once; another node may then join in
+  /// their place. `herd node` sets it on Ctrl-C or SIGTERM (a VM's preemption notice).
+  const std::atomic<bool>* leave = nullptr;
+};
+
+struct node_outcome {
+  bool ok = false;
+  std::string error;               // why the node ended early, naming what failed
+  std::vector<int> worker_indices; // the run's indices of the workers it hosted
+  bool joined_running = false;     // it joined the running job in place of lost workers
+  bool left = false;               // it left before the job was over (node_options::leave)
+  bool lost_coordinator = false;   // its connection to the coordinator broke while the job ran
+  int workers = 0;
+};
+
+/// Joins, runs the node's part of the job and returns when it is over. Retries connecting to the
+/// coordinator until cluster.join-timeout-s. A node that loses the coordinator while the job runs
+/// (it was paused, or cut off, longer than cluster.node-timeout-ms, and so declared lost) joins
+/// the running job again in place of its lost workers, trying for cluster.rejoin-s.
+node_outcome run_node(const node_options& options);
+
+/// The local address (of this host) that packets to `host`:`port` leave from, found without
+/// sending anything; empty when there is no route.
+std::string local_address_towards(const std::string& host, std::uint16_t port);
+
+} // namespace herd::cluster

@@ -1,0 +1,64 @@
+// One training run across processes, coordinator side (`herd coordinator`): the group
+// coordinator, the aggregators, the evaluator and the metrics live here; workers live in node
+// processes (cluster_node) that join over CAF's middleman. The coordinator is also the
+// rendezvous point of the data plane: nodes exchange their Gloo addresses through it.
+// No CAF in this header.
+#pragma once
+
+#include "actors/run_summary.hpp"
+#include "config/run_config.hpp"
+#include "models/dataset.hpp"
+#include "monitoring/metrics.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace herd::cluster {
+
+struct cluster_options {
+  std::string listen_host = "0.0.0.0"; // the address nodes connect to
+  std::uint16_t port = 0;              // 0: any free port (see cluster_session::port())
+  actors::run_observer* observer = nullptr;    // progress, evaluations and notices (nodes joining, lost)
+  std::chrono::milliseconds progress_interval{250};
+  std::shared_ptr<monitoring::registry> metrics; // as session_options::metrics
+  std::string node_name;                         // the metrics' `node` label
+};
+
+class cluster_session {
+public:
+  /// Listens on options.listen_host:port at once; throws std::runtime_error naming the address
+  /// when it cannot. `data` is the coordinator's copy of the dataset: the test set for evaluation,
+  /// the training set's size to check the nodes' against. config.train.workers is replaced by
+  /// the sum of the nodes' workers once cluster.min-nodes nodes have joined.
+  cluster_session(config::run_config config, std::shared_ptr<const models::train_test_split> data,
+                  cluster_options options = {});
+  /// Stops a run that is still going (as request_stop()), tells the nodes, shuts down.
+  ~cluster_session();
+
+  cluster_session(const cluster_session&) = delete;
+  cluster_session& operator=(const cluster_session&) = delete;
+
+  /// The port nodes connect to.
+  std::uint16_t port() const;
+
+  /// Asks the run to stop early (or, before it started, to give up waiting for nodes).
+  /// Thread-safe; returns at once.
+  void request_stop();
+
+  /// The summary, once the run has ended; nothing if `timeout` passed first. Nodes are told the
+  /// job is over when it is returned.
+  std::optional<actors::run_summary> wait_for(std::chrono::milliseconds timeout);
+
+  /// The configuration as run, workers counted across nodes; valid once the run started.
+  config::run_config effective_config() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace herd::cluster

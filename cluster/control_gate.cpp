@@ -1,0 +1,519 @@
+// The control plane's front door; see control_gate.hpp.
+#include "cluster/control_gate.hpp"
+
+#include "cluster/tcp_socket.hpp"
+#include "cluster/thread_set.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <mutex>
+#include <openssl/crypto.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace herd::cluster {
+
+namespace {
+
+// "HERDGATE", the protocol version (4 bytes, big-endian), the token's length (2 bytes) and the
+// token. The gate answers one byte: accepted or refused (then a line saying why). Version 2 runs
+// inside TLS when the cluster has a CA (version 1 ran before it).
+constexpr char magic[] = {'H', 'E', 'R', 'D', 'G', 'A', 'T', 'E'};
+constexpr std::uint32_t gate_version = 2;
+constexpr char accepted = 'A';
+constexpr char refused = 'R';
+constexpr std::size_t max_token = 1024;
+constexpr std::size_t max_refusal_line = 512;
+constexpr std::chrono::milliseconds connect_timeout{5000};
+// What the relay buffers in either direction before it stops reading from that side.
+constexpr std::size_t relay_high_water = std::size_t{1} << 20;
+constexpr std::size_t relay_chunk = std::size_t{64} * 1024;
+
+std::vector<char> preamble(const std::string& token) {
+  std::vector<char> bytes(magic, magic + sizeof magic);
+  for (int shift = 24; shift >= 0; shift -= 8)
+    bytes.push_back(static_cast<char>((gate_version >> shift) & 0xff));
+  bytes.push_back(static_cast<char>((token.size() >> 8) & 0xff));
+  bytes.push_back(static_cast<char>(token.size() & 0xff));
+  bytes.insert(bytes.end(), token.begin(), token.end());
+  return bytes;
+}
+
+bool same_token(const std::string& presented, const std::string& token) {
+  // Constant time in the token's bytes: a timing side channel must not spell it out.
+  return presented.size() == token.size() &&
+         CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0;
+}
+
+// Reads and checks a connection's preamble; empty when admitted, else why not.
+std::string check_preamble(gate_link& link, const std::string& token,
+                           gate_clock::time_point deadline, int stop_fd) {
+  char head[sizeof magic + 6];
+  if (!link.read_exactly(head, sizeof head, deadline, stop_fd))
+    return "no Herd preamble before the deadline";
+  if (std::memcmp(head, magic, sizeof magic) != 0)
+    return "not a Herd node (no preamble; a port scanner, or another protocol)";
+  std::uint32_t version = 0;
+  for (int i = 0; i < 4; ++i)
+    version = (version << 8) | static_cast<unsigned char>(head[sizeof magic + i]);
+  const std::size_t length =
+      (static_cast<std::size_t>(static_cast<unsigned char>(head[sizeof magic + 4])) << 8) |
+      static_cast<unsigned char>(head[sizeof magic + 5]);
+  if (version != gate_version)
+    return "gate protocol " + std::to_string(version) + ", this coordinator speaks " +
+           std::to_string(gate_version) + "; run the same Herd version everywhere";
+  if (length > max_token)
+    return "a token of " + std::to_string(length) + " bytes";
+  std::string presented(length, '\0');
+  if (length > 0 && !link.read_exactly(presented.data(), length, deadline, stop_fd))
+    return "the token did not arrive";
+  if (!same_token(presented, token))
+    return "wrong cluster.token";
+  return {};
+}
+
+// Threads of one gate, stopped together: every wait also watches a pipe that stop() writes to.
+class relay_set {
+public:
+  relay_set() {
+    if (::pipe2(stop_pipe_, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe: " + errno_text());
+  }
+
+  ~relay_set() {
+    stop();
+    ::close(stop_pipe_[0]);
+    ::close(stop_pipe_[1]);
+  }
+
+  relay_set(const relay_set&) = delete;
+  relay_set& operator=(const relay_set&) = delete;
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (stopped_)
+        return;
+      stopped_ = true;
+    }
+    const char wake = 'x';
+    [[maybe_unused]] auto ignored = ::write(stop_pipe_[1], &wake, 1);
+    threads_.join_all();
+  }
+
+  int stop_fd() const { return stop_pipe_[0]; }
+
+  template <class Function>
+  bool spawn(Function function) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopped_)
+      return false;
+    threads_.run(std::move(function));
+    return true;
+  }
+
+  // Waits until `fd` is readable; false when the set is stopping.
+  bool readable(int fd) const {
+    pollfd watched[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    for (;;) {
+      const int ready = ::poll(watched, 2, -1);
+      if (ready < 0 && errno == EINTR)
+        continue;
+      return ready > 0 && watched[1].revents == 0;
+    }
+  }
+
+  std::atomic<int>& relayed() { return relayed_; }
+
+  // Waits until no connection is being relayed, or `timeout` passed.
+  void drain(std::chrono::milliseconds timeout) const {
+    const auto deadline = gate_clock::now() + timeout;
+    while (relayed_.load() > 0 && gate_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  // Relays between an authenticated peer and CAF's end of a socketpair (`local`) until either
+  // closes, or the peer breaks the protocol, or the set stops; closes `local`. Returns why the
+  // peer was dropped ("" when a side simply closed).
+  std::string relay(gate_link& peer, int local, basp_check check);
+
+private:
+  int stop_pipe_[2] = {-1, -1};
+  std::mutex mutex_;
+  bool stopped_ = false;
+  std::atomic<int> relayed_{0};
+  thread_set threads_;
+};
+
+// Bytes on their way in one direction.
+struct pending_bytes {
+  std::vector<char> data;
+  std::size_t offset = 0;
+  bool empty() const { return offset == data.size(); }
+  std::size_t size() const { return data.size() - offset; }
+  void consumed(std::size_t count) {
+    offset += count;
+    if (offset == data.size()) {
+      data.clear();
+      offset = 0;
+    }
+  }
+};
+
+std::string relay_set::relay(gate_link& peer, int local, basp_check check) {
+  ++relayed_;
+  set_nonblocking(local);
+  pending_bytes to_local;
+  pending_bytes to_peer;
+  std::vector<char> chunk(relay_chunk);
+  bool peer_open = true;
+  bool local_open = true;
+  std::string dropped;
+  // Ends once a side has closed and what it sent has been delivered, or on any failure.
+  while ((peer_open || !to_local.empty()) && (local_open || !to_peer.empty()) && dropped.empty()) {
+    const bool read_peer = peer_open && to_local.size() < relay_high_water;
+    const bool read_local = local_open && to_peer.size() < relay_high_water;
+    pollfd watched[3] = {{peer.fd(), 0, 0}, {local, 0, 0}, {stop_pipe_[0], POLLIN, 0}};
+    if (read_peer)
+      watched[0].events |= peer.read_wants();
+    if (!to_peer.empty())
+      watched[0].events |= peer.write_wants();
+    if (read_local)
+      watched[1].events |= POLLIN;
+    if (!to_local.empty())
+      watched[1].events |= POLLOUT;
+    // A side with nothing to wait for is left out: its hang-up would otherwise wake poll() at
+    // once, again and again, while the other side cannot take more.
+    for (int i = 0; i < 2; ++i)
+      if (watched[i].events == 0)
+        watched[i].fd = -1;
+    const bool buffered = read_peer && peer.has_buffered_input();
+    const int ready = ::poll(watched, 3, buffered ? 0 : -1);
+    if (ready < 0 && errno != EINTR)
+      break;
+    if (watched[2].revents != 0)
+      break; // the gate is going
+    if (read_peer && (buffered || watched[0].revents != 0)) {
+      for (int reads = 0; reads < 16 && to_local.size() < relay_high_water; ++reads) {
+        std::size_t moved = 0;
+        const auto status = peer.read_some(chunk.data(), chunk.size(), moved);
+        if (status == link_status::would_block)
+          break;
+        if (status != link_status::done) {
+          peer_open = false;
+          break;
+        }
+        dropped = check.feed(chunk.data(), moved);
+        if (!dropped.empty())
+          break;
+        to_local.data.insert(to_local.data.end(), chunk.data(), chunk.data() + moved);
+      }
+    }
+    if (!dropped.empty())
+      break;
+    if (read_local && watched[1].revents != 0) {
+      const ssize_t got = ::recv(local, chunk.data(), chunk.size(), 0);
+      if (got > 0)
+        to_peer.data.insert(to_peer.data.end(), chunk.data(), chunk.data() + got);
+      else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        local_open = false;
+    }
+    if (!to_local.empty()) {
+      const ssize_t sent =
+          ::send(local, to_local.data.data() + to_local.offset, to_local.size(), MSG_NOSIGNAL);
+      if (sent > 0)
+        to_local.consumed(static_cast<std::size_t>(sent));
+      else if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        break;
+    }
+    if (!to_peer.empty()) {
+      std::size_t moved = 0;
+      const auto status =
+          peer.write_some(to_peer.data.data() + to_peer.offset, to_peer.size(), moved);
+      if (status == link_status::done)
+        to_peer.consumed(moved);
+      else if (status != link_status::would_block)
+        break;
+    }
+  }
+  peer.close_gracefully();
+  ::close(local);
+  --relayed_;
+  return dropped;
+}
+
+// A socketpair for one peer: [0] goes to CAF, [1] stays with the relay.
+bool make_pair(int (&ends)[2]) {
+  return ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0;
+}
+
+} // namespace
+
+// -- the coordinator's side ---------------------------------------------------------------------
+
+struct gate_listener::impl {
+  int listen_fd = -1;
+  std::uint16_t port = 0;
+  gate_settings settings;
+  std::unique_ptr<tls_context> tls;
+  admit_function admit;
+  notice_function on_notice;
+  std::mutex pending_mutex;
+  int pending = 0;
+  std::map<std::string, int> pending_by_address;
+  relay_set relays; // last: stopped first
+
+  bool take_pending(const std::string& address) {
+    std::lock_guard<std::mutex> guard(pending_mutex);
+    auto& mine = pending_by_address[address];
+    if (pending >= max_pending || mine >= max_pending_per_address ||
+        relays.relayed().load() >= max_relayed) {
+      if (mine == 0)
+        pending_by_address.erase(address);
+      return false;
+    }
+    ++pending;
+    ++mine;
+    return true;
+  }
+
+  void release_pending(const std::string& address) {
+    std::lock_guard<std::mutex> guard(pending_mutex);
+    --pending;
+    if (--pending_by_address[address] == 0)
+      pending_by_address.erase(address);
+  }
+
+  void notice(const std::string& text) const {
+    if (on_notice)
+      on_notice(text);
+  }
+
+  void accept_loop() {
+    while (relays.readable(listen_fd)) {
+      const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0)
+        continue;
+      // A flood of connections costs a descriptor and a moment each, never a thread each.
+      const std::string from = peer_of(client);
+      if (!take_pending(from)) {
+        ::close(client);
+        continue;
+      }
+      if (!relays.spawn([this, client, from] { serve(client, from); })) {
+        release_pending(from);
+        ::close(client);
+      }
+    }
+  }
+
+  // A peer that speaks the gate's plain preamble to a TLS gate (a node without cluster.tls-*):
+  // told so in plain text, since it cannot read TLS.
+  bool plain_preamble_on_tls_gate(int client, gate_clock::time_point deadline) {
+    char head[sizeof magic] = {};
+    for (;;) {
+      const ssize_t got = ::recv(client, head, sizeof head, MSG_PEEK);
+      if (got == static_cast<ssize_t>(sizeof head))
+        break;
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+        return false;
+      pollfd watched[2] = {{client, POLLIN, 0}, {relays.stop_fd(), POLLIN, 0}};
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - gate_clock::now());
+      if (left.count() <= 0 || ::poll(watched, 2, static_cast<int>(left.count())) <= 0 ||
+          watched[1].revents != 0)
+        return false;
+      if (got > 0 && std::memcmp(head, magic, static_cast<std::size_t>(got)) != 0)
+        return false; // not our preamble: let TLS fail on it
+    }
+    return std::memcmp(head, magic, sizeof magic) == 0;
+  }
+
+  void refuse(gate_link& link, const std::string& from, const std::string& why,
+              gate_clock::time_point deadline) {
+    notice("refused a connection from " + from + ": " + why); // first: the log has it first
+    const std::string answer = std::string(1, refused) + why + "\n";
+    link.write_all(answer.data(), answer.size(), deadline, relays.stop_fd());
+    link.close_gracefully();
+  }
+
+  void serve(int client, const std::string& from) {
+    struct pending_guard {
+      impl& gate;
+      const std::string& from;
+      bool released = false;
+      void release() {
+        if (!released)
+          gate.release_pending(from);
+        released = true;
+      }
+      ~pending_guard() { release(); }
+    } guard{*this, from};
+    const auto deadline = gate_clock::now() + settings.handshake_timeout;
+    set_nodelay(client);
+    if (tls) {
+      set_nonblocking(client);
+      if (plain_preamble_on_tls_gate(client, deadline)) {
+        gate_link plain(client, nullptr);
+        refuse(plain, from,
+               "this coordinator requires TLS: set cluster.tls-ca, cluster.tls-cert and "
+               "cluster.tls-key on the node too",
+               deadline);
+        return;
+      }
+    }
+    std::unique_ptr<gate_link> link;
+    try {
+      link = std::make_unique<gate_link>(client, tls.get());
+    } catch (const std::exception& failure) {
+      notice("refused a connection from " + from + ": " + failure.what());
+      return;
+    }
+    if (auto why = link->handshake(deadline, relays.stop_fd()); !why.empty()) {
+      notice("refused a connection from " + from + ": TLS handshake failed: " + why);
+      return;
+    }
+    if (auto why = check_preamble(*link, settings.token, deadline, relays.stop_fd());
+        !why.empty()) {
+      refuse(*link, from, why, deadline);
+      return;
+    }
+    int ends[2] = {-1, -1};
+    if (!make_pair(ends)) {
+      notice("dropped a node from " + from + ": socketpair: " + errno_text());
+      return;
+    }
+    if (!link->write_all(&accepted, 1, deadline, relays.stop_fd()) || !admit(ends[0])) {
+      ::close(ends[0]);
+      ::close(ends[1]);
+      return;
+    }
+    guard.release();
+    // From here on CAF owns ends[0]; the relay owns ends[1].
+    const auto dropped = relays.relay(
+        *link, ends[1], basp_check(basp_check::sender::client, settings.max_message_bytes));
+    if (!dropped.empty())
+      notice("dropped the node connection from " + from + ": it broke the control protocol (" +
+             dropped + ")");
+  }
+};
+
+gate_listener::gate_listener(const std::string& host, std::uint16_t port, gate_settings settings,
+                             admit_function admit, notice_function on_notice)
+    : impl_(std::make_unique<impl>()) {
+  if (settings.tls.enabled())
+    impl_->tls = std::make_unique<tls_context>(tls_context::side::server, settings.tls);
+  impl_->listen_fd = listen_on(host, port);
+  impl_->port = bound_port(impl_->listen_fd);
+  impl_->settings = std::move(settings);
+  impl_->admit = std::move(admit);
+  impl_->on_notice = std::move(on_notice);
+  impl_->relays.spawn([this] { impl_->accept_loop(); });
+}
+
+gate_listener::~gate_listener() {
+  impl_->relays.stop();
+  ::close(impl_->listen_fd);
+}
+
+std::uint16_t gate_listener::port() const {
+  return impl_->port;
+}
+
+int gate_listener::relayed() const {
+  return impl_->relays.relayed().load();
+}
+
+void gate_listener::drain(std::chrono::milliseconds timeout) {
+  impl_->relays.drain(timeout);
+}
+
+// -- a node's side ------------------------------------------------------------------------------
+
+struct gate_dialer::impl {
+  std::string host;
+  std::uint16_t port = 0;
+  gate_settings settings;
+  std::unique_ptr<tls_context> tls;
+  relay_set relays; // last: stopped first
+
+  gate_connection fail(gate_failure kind, std::string why) const {
+    gate_connection result;
+    result.failure = kind;
+    result.why = std::move(why);
+    return result;
+  }
+
+  gate_connection open() {
+    std::string failure;
+    const int remote = connect_to(host, port, connect_timeout, failure);
+    if (remote < 0)
+      return fail(gate_failure::unreachable, failure);
+    const auto deadline = gate_clock::now() + settings.handshake_timeout;
+    auto link = std::make_shared<gate_link>(remote, tls.get());
+    if (auto why = link->handshake(deadline, relays.stop_fd()); !why.empty())
+      return fail(gate_failure::tls,
+                  "the TLS handshake with the coordinator failed (" + why +
+                      "): does the coordinator use TLS too, and did the cluster CA "
+                      "(cluster.tls-ca) sign both certificates?");
+    const auto hello = preamble(settings.token);
+    char answer = 0;
+    if (!link->write_all(hello.data(), hello.size(), deadline, relays.stop_fd()) ||
+        !link->read_exactly(&answer, 1, deadline, relays.stop_fd()))
+      return fail(gate_failure::unreachable, "no answer from the coordinator's gate");
+    if (answer == refused) {
+      std::string why;
+      char c = 0;
+      while (why.size() < max_refusal_line &&
+             link->read_exactly(&c, 1, deadline, relays.stop_fd()) && c != '\n')
+        why += c;
+      return fail(gate_failure::refused, "the coordinator refused this node: " + why);
+    }
+    if (answer != accepted)
+      return fail(gate_failure::refused,
+                  "the coordinator's gate answered with something else (is it a Herd "
+                  "coordinator of the same version, and TLS set the same on both sides?)");
+    int ends[2] = {-1, -1};
+    if (!make_pair(ends))
+      return fail(gate_failure::unreachable, "socketpair: " + errno_text());
+    const auto max_message = settings.max_message_bytes;
+    const int relay_end = ends[1];
+    const bool started = relays.spawn([this, link, relay_end, max_message] {
+      relays.relay(*link, relay_end, basp_check(basp_check::sender::server, max_message));
+    });
+    if (!started) {
+      ::close(ends[0]);
+      ::close(ends[1]);
+      return fail(gate_failure::unreachable, "the node is shutting down");
+    }
+    gate_connection result;
+    result.caf_fd = ends[0];
+    return result;
+  }
+};
+
+gate_dialer::gate_dialer(std::string coordinator_host, std::uint16_t coordinator_port,
+                         gate_settings settings)
+    : impl_(std::make_unique<impl>()) {
+  if (settings.tls.enabled())
+    impl_->tls = std::make_unique<tls_context>(tls_context::side::client, settings.tls);
+  impl_->host = std::move(coordinator_host);
+  impl_->port = coordinator_port;
+  impl_->settings = std::move(settings);
+}
+
+gate_dialer::~gate_dialer() {
+  impl_->relays.stop();
+}
+
+gate_connection gate_dialer::open() {
+  return impl_->open();
+}
+
+} // namespace herd::cluster

@@ -1,0 +1,106 @@
+// The control plane's front door. CAF 0.17's middleman trusts every byte it reads: a 32-byte
+// handshake header with no payload is a null dereference in libcaf_io, and a header announcing
+// gigabytes is an allocation of gigabytes. So CAF never listens on a socket and never reads from
+// one a peer writes to. The coordinator's public port belongs to a gate_listener:
+//   1. TLS first, when the cluster has a CA (both ends show a certificate the CA signed);
+//   2. then, inside it, Herd's preamble: a magic word, the gate protocol version and the cluster
+//      token, answered with one byte (accepted, or refused and a line saying why);
+//   3. then the gate hands CAF one end of a socketpair and relays between it and the peer,
+//      checking the framing of everything the peer sends (basp_check.hpp): a peer that breaks it
+//      is dropped alone.
+// A node's gate_dialer does the same from the other side and hands its CAF the local end.
+// Plain sockets, OpenSSL and threads; no CAF.
+#pragma once
+
+#include "cluster/basp_check.hpp"
+#include "cluster/gate_link.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace herd::cluster {
+
+struct gate_settings {
+  std::string token; // cluster.token: what a peer must present ("" = nothing)
+  tls_files tls;     // cluster.tls-*: TLS when tls.ca is set
+  /// How long a peer may take for the TLS handshake and the preamble.
+  std::chrono::milliseconds handshake_timeout{3000};
+  /// The largest control message a peer may send (basp_check).
+  std::uint32_t max_message_bytes = basp_check::default_max_payload_bytes;
+};
+
+/// The coordinator's side.
+class gate_listener {
+public:
+  /// Takes the CAF end of a socketpair for each admitted peer; false when CAF cannot take it now
+  /// (the connection is then closed).
+  using admit_function = std::function<bool(int caf_fd)>;
+  /// Hears, on a gate thread, why a connection was refused or a peer dropped (for the log).
+  using notice_function = std::function<void(const std::string&)>;
+
+  /// At most this many connections may be in the handshake at once, and at most
+  /// max_pending_per_address from one address; more are closed unread (a node retries). One
+  /// address holding its share of silent connections cannot keep other nodes out.
+  static constexpr int max_pending = 256;
+  static constexpr int max_pending_per_address = 8;
+  /// At most this many peers are relayed at once (nodes of one job).
+  static constexpr int max_relayed = 1100;
+
+  /// Listens on host:port (0 = any free port). Throws std::runtime_error naming the address when
+  /// it cannot listen, or naming the key and file when a TLS file cannot be used.
+  gate_listener(const std::string& host, std::uint16_t port, gate_settings settings,
+                admit_function admit, notice_function on_notice);
+  ~gate_listener();
+  gate_listener(const gate_listener&) = delete;
+  gate_listener& operator=(const gate_listener&) = delete;
+
+  std::uint16_t port() const;
+
+  /// Peers being relayed now.
+  int relayed() const;
+
+  /// Waits until every relayed connection has been closed by its ends (nodes leave once told
+  /// the job is over or refused), or `timeout` passed: what is on its way still arrives.
+  void drain(std::chrono::milliseconds timeout);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Why a dialer could not open a connection.
+enum class gate_failure {
+  none,
+  unreachable, // nothing answered (yet): worth retrying
+  refused,     // the gate said no (token, version, TLS required): retrying does not help
+  tls,         // the TLS handshake failed (certificates): retrying does not help
+};
+
+struct gate_connection {
+  int caf_fd = -1; // the local end for CAF; -1 on failure
+  gate_failure failure = gate_failure::none;
+  std::string why; // for people
+};
+
+/// A node's side: dials the coordinator's gate and relays for the node's CAF.
+class gate_dialer {
+public:
+  /// Throws std::runtime_error naming the key and file when a TLS file cannot be used.
+  gate_dialer(std::string coordinator_host, std::uint16_t coordinator_port, gate_settings settings);
+  ~gate_dialer();
+  gate_dialer(const gate_dialer&) = delete;
+  gate_dialer& operator=(const gate_dialer&) = delete;
+
+  /// Connects, authenticates, and starts relaying; the caller hands `caf_fd` to CAF (which then
+  /// owns it).
+  gate_connection open();
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace herd::cluster

@@ -1,0 +1,96 @@
+// One end of a control-plane connection between the gate and a peer: a TCP socket, with TLS on it
+// when the cluster has a CA (mutual authentication: both ends present a certificate the cluster CA
+// signed). Non-blocking reads and writes for the gate's relay, and blocking helpers with a
+// deadline for the handshake and the preamble. OpenSSL directly, no CAF.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <poll.h>
+#include <string>
+
+namespace herd::cluster {
+
+using gate_clock = std::chrono::steady_clock;
+
+/// The cluster.tls-* files. TLS is off when `ca` is empty.
+struct tls_files {
+  std::string ca;
+  std::string cert;
+  std::string key;
+  bool enabled() const { return !ca.empty(); }
+};
+
+/// An OpenSSL context for one side. Throws std::runtime_error naming the key, the file and
+/// OpenSSL's reason when a file cannot be used.
+class tls_context {
+public:
+  enum class side { server, client };
+  tls_context(side role, const tls_files& files);
+  ~tls_context();
+  tls_context(const tls_context&) = delete;
+  tls_context& operator=(const tls_context&) = delete;
+
+  side role() const { return role_; }
+  void* native() const { return context_; } // SSL_CTX*
+
+private:
+  side role_;
+  void* context_ = nullptr;
+};
+
+/// The result of one non-blocking transfer.
+enum class link_status { done, would_block, closed, failed };
+
+class gate_link {
+public:
+  /// Takes ownership of the connected socket `fd` (made non-blocking). With a context, TLS runs on
+  /// it once handshake() is called; without one, it is plain TCP.
+  gate_link(int fd, const tls_context* tls);
+  ~gate_link();
+  gate_link(const gate_link&) = delete;
+  gate_link& operator=(const gate_link&) = delete;
+
+  int fd() const { return fd_; }
+  bool secure() const { return ssl_ != nullptr; }
+
+  /// Runs the TLS handshake (nothing for plain TCP) until `deadline`, or until `stop_fd` (when
+  /// not -1) becomes readable. Empty on success, else why it failed.
+  std::string handshake(gate_clock::time_point deadline, int stop_fd = -1);
+
+  /// Non-blocking. `moved` is set to the bytes transferred when done.
+  link_status read_some(char* data, std::size_t size, std::size_t& moved);
+  link_status write_some(const char* data, std::size_t size, std::size_t& moved);
+  /// The poll() events the last read or write that would block waits for.
+  short read_wants() const { return read_wants_; }
+  short write_wants() const { return write_wants_; }
+  /// Bytes TLS has decrypted that no read took yet (poll() does not see them).
+  bool has_buffered_input() const;
+  /// Why the last transfer failed.
+  const std::string& failure() const { return failure_; }
+
+  /// Blocking helpers (poll with a deadline and an optional stop descriptor).
+  bool read_exactly(void* data, std::size_t size, gate_clock::time_point deadline,
+                    int stop_fd = -1);
+  bool write_all(const void* data, std::size_t size, gate_clock::time_point deadline,
+                 int stop_fd = -1);
+
+  /// Sends TLS's close notification when possible; the socket closes with the object.
+  void close_gracefully();
+
+private:
+  link_status settle(int result, std::size_t& moved, short& wants);
+  bool wait(short events, gate_clock::time_point deadline, int stop_fd);
+
+  int fd_ = -1;
+  void* ssl_ = nullptr; // SSL*
+  short read_wants_ = POLLIN;
+  short write_wants_ = POLLOUT;
+  std::string failure_;
+};
+
+/// OpenSSL's queued errors as one line (and clears the queue).
+std::string tls_error_text();
+
+} // namespace herd::cluster

@@ -1,0 +1,351 @@
+// The node reducer actor; see node_reducer.hpp.
+#include "cluster/node_reducer.hpp"
+
+#include "actors/messages.hpp"
+#include "cluster/thread_set.hpp"
+#include "comm/gloo_plane.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+namespace herd::cluster {
+
+// The actors of one process, which a cluster connects across processes.
+using namespace herd::actors;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using reduced_atom = caf::atom_constant<caf::atom("reduced")>;
+using prereduced_atom = caf::atom_constant<caf::atom("prereduced")>;
+using moved_atom = caf::atom_constant<caf::atom("moved")>;
+
+class node_reducer_actor : public caf::event_based_actor {
+public:
+  node_reducer_actor(caf::actor_config& config, node_reducer_setup setup)
+      : caf::event_based_actor(config), setup_(std::move(setup)) {
+    if (setup_.plane)
+      planes_[setup_.generation] = {setup_.plane, setup_.plane_nodes};
+    setup_.plane = nullptr; // planes_ holds it
+  }
+
+  const char* name() const override { return "herd.node_reducer"; }
+
+  void on_exit() override {
+    held_.clear();
+    transfers_.clear();
+    setup_.workers.clear();
+  }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](reduce_order& order) -> caf::result<reduce_done> { return begin(std::move(order)); },
+        [this](reduced_atom, std::uint64_t round, const std::string& error, double seconds) {
+          finished(round, error, seconds);
+        },
+        [this](prereduced_atom, std::uint64_t round) { prereduced(round); },
+        [this](commit_atom, std::uint64_t round, bool deliver) { commit(round, deliver); },
+        [this](plane_update& update) { add_plane(std::move(update)); },
+        [this](const state_transfer& order) -> caf::result<reduce_done> { return transfer(order); },
+        [this](moved_atom, std::uint64_t tag, const std::string& error, double seconds) {
+          moved(tag, error, seconds);
+        },
+    };
+  }
+
+private:
+  struct held_round {
+    reduce_order order;
+    comm::shared_buffer result;
+    caf::response_promise promise;
+    bool prereduced = false;      // the workers' send buffers are no longer read
+    bool reduced = false;         // the result is complete
+    bool committed = false;       // the members were told (the thread may still run)
+    std::optional<bool> deferred; // a commit that came while the send buffers were still read
+  };
+
+  struct plane_entry {
+    std::shared_ptr<comm::gloo_plane> plane;
+    std::vector<int> plane_nodes; // the node index of each rank
+  };
+
+  // A new generation is used only once its join was admitted, and a failed join's is never used:
+  // until an order names a newer one, rounds go on through the older.
+  void add_plane(plane_update update) {
+    planes_[update.generation] = {std::move(update.plane), std::move(update.plane_nodes)};
+  }
+
+  // The first order of a generation comes after every round ordered with an older one has
+  // finished (the coordinator drains the rounds in flight before the state transfer, which is the
+  // first use of a join's generation), so the older ones go.
+  void use_generation(std::uint32_t generation) {
+    planes_.erase(planes_.begin(), planes_.lower_bound(generation));
+  }
+
+  // The plane of `generation`; throws naming it when this node has not connected it.
+  const plane_entry& plane_of(std::uint32_t generation) const {
+    auto entry = planes_.find(generation);
+    if (entry == planes_.end())
+      throw std::runtime_error("data plane generation " + std::to_string(generation) +
+                               " is not connected on node " + std::to_string(setup_.node));
+    return entry->second;
+  }
+
+  static int rank_of(const plane_entry& entry, std::int32_t node, std::uint32_t generation) {
+    auto found = std::find(entry.plane_nodes.begin(), entry.plane_nodes.end(), node);
+    if (found == entry.plane_nodes.end())
+      throw std::runtime_error("node " + std::to_string(node) +
+                               " is not in data plane generation " + std::to_string(generation));
+    return static_cast<int>(found - entry.plane_nodes.begin());
+  }
+
+  // The ranks of `nodes` in the plane of `generation`, sorted (the ring's order on every node).
+  std::vector<int> ranks_of(std::uint32_t generation,
+                            const std::vector<std::int32_t>& nodes) const {
+    const auto& entry = plane_of(generation);
+    std::vector<int> ranks;
+    ranks.reserve(nodes.size());
+    for (std::int32_t node : nodes)
+      ranks.push_back(rank_of(entry, node, generation));
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+  }
+
+  caf::result<reduce_done> begin(reduce_order order) {
+    const std::uint64_t round = order.round;
+    if (held_.count(round) > 0)
+      return reduce_done{round, setup_.node, "round already ordered on this node", 0.0};
+    std::shared_ptr<comm::gloo_plane> plane;
+    std::vector<int> ranks;
+    if (order.nodes.size() > 1) {
+      try {
+        ranks = ranks_of(order.generation, order.nodes);
+        plane = plane_of(order.generation).plane;
+        use_generation(order.generation);
+      } catch (const std::exception& failure) {
+        return reduce_done{round, setup_.node, failure.what(), 0.0};
+      }
+    }
+    auto& held = held_[round];
+    held.order = std::move(order);
+    held.result = setup_.results->acquire();
+    held.promise = make_response_promise();
+    threads_.run([self = address(), local = setup_.local, plane = std::move(plane),
+                  result = held.result, inputs = held.order.inputs, weights = held.order.weights,
+                  ranks = std::move(ranks), round, timeout = setup_.data_timeout] {
+      const auto start = clock_type::now();
+      std::string error;
+      try {
+        if (inputs.empty()) {
+          std::fill(result->data(), result->data() + result->size(), 0.0f);
+        } else {
+          std::vector<comm::weighted_input> weighted;
+          for (std::size_t i = 0; i < inputs.size(); ++i)
+            weighted.push_back({inputs[i], weights[i]});
+          auto work = local->group_reduce(weighted, result->data(), result->size());
+          error = work->wait(timeout) ? work->error() : "local pre-reduction timed out";
+        }
+        if (auto reducer = caf::actor_cast<caf::actor>(self))
+          caf::anon_send(reducer, prereduced_atom::value, round);
+        if (error.empty() && plane)
+          plane->group_allreduce(result->data(), result->size(), ranks, round, timeout);
+      } catch (const std::exception& failure) {
+        error = failure.what();
+      }
+      const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+      if (auto reducer = caf::actor_cast<caf::actor>(self))
+        caf::anon_send(reducer, reduced_atom::value, round, error, seconds);
+    });
+    return held.promise;
+  }
+
+  void prereduced(std::uint64_t round) {
+    auto found = held_.find(round);
+    if (found == held_.end())
+      return;
+    found->second.prereduced = true;
+    if (found->second.deferred)
+      commit(round, *found->second.deferred);
+  }
+
+  void finished(std::uint64_t round, const std::string& error, double seconds) {
+    auto found = held_.find(round);
+    if (found == held_.end())
+      return;
+    auto& held = found->second;
+    held.prereduced = true; // also when the pre-reduction itself failed
+    held.reduced = error.empty();
+    held.promise.deliver(reduce_done{round, setup_.node, error, seconds});
+    if (!error.empty())
+      held.result = nullptr; // nobody gets garbage; the commit says skip
+    if (held.committed)
+      held_.erase(found); // the members were told already
+    else if (held.deferred)
+      commit(round, *held.deferred);
+  }
+
+  // A commit to deliver comes only after every node answered. A commit to skip may come while
+  // this node still reduces (another node of the group was lost): the members are told as soon
+  // as their send buffers are no longer read, and the reduction thread finishes on its own.
+  void commit(std::uint64_t round, bool deliver) {
+    auto found = held_.find(round);
+    if (found == held_.end() || found->second.committed)
+      return;
+    auto& held = found->second;
+    if (!held.prereduced) {
+      held.deferred = deliver;
+      return;
+    }
+    const round_result result{round, deliver && held.reduced ? held.result : nullptr,
+                              held.order.members};
+    for (std::int32_t worker : held.order.deliver_to) {
+      auto handle = setup_.workers.find(worker);
+      if (handle != setup_.workers.end())
+        send(handle->second, result);
+    }
+    held.committed = true;
+    if (held.reduced || !held.promise.pending())
+      held_.erase(found);
+  }
+
+  // -- a node joining the running job ------------------------------------------------------------
+
+  struct transfer_state {
+    state_transfer order;
+    caf::typed_response_promise<reduce_done> promise;
+    worker_state state;       // sent, or received
+    std::size_t adopting = 0; // targets that have not answered yet
+    std::string error;
+    double seconds = 0.0;
+  };
+
+  // The sending node exports the source worker's state (once its rounds are applied) and
+  // broadcasts it; the receiving node receives it and has its new workers adopt it. Both answer
+  // once their part is done.
+  caf::result<reduce_done> transfer(const state_transfer& order) {
+    std::shared_ptr<comm::gloo_plane> plane;
+    std::vector<int> ranks;
+    int root = 0;
+    try {
+      const auto& entry = plane_of(order.generation);
+      plane = entry.plane;
+      root = rank_of(entry, order.from, order.generation);
+      ranks = ranks_of(order.generation, {order.from, order.to});
+      use_generation(order.generation);
+    } catch (const std::exception& failure) {
+      return reduce_done{order.tag, setup_.node, failure.what(), 0.0};
+    }
+    const bool sending = setup_.node == order.from;
+    if (!sending && setup_.node != order.to)
+      return reduce_done{order.tag, setup_.node, "this node takes no part in the transfer", 0.0};
+    if (transfers_.count(order.tag) > 0)
+      return reduce_done{order.tag, setup_.node, "transfer already ordered on this node", 0.0};
+    auto& pending = transfers_[order.tag];
+    pending.order = order;
+    pending.promise = make_response_promise<reduce_done>();
+    auto promise = pending.promise;
+    auto run = [this, plane, ranks, root, tag = order.tag](const worker_state& state) {
+      auto found = transfers_.find(tag);
+      if (found == transfers_.end())
+        return;
+      found->second.state = state;
+      threads_.run([self = address(), plane, ranks, root, tag, data = state.data,
+                    timeout = setup_.data_timeout] {
+        const auto start = clock_type::now();
+        std::string error;
+        try {
+          plane->group_broadcast(data->data(), data->size(), ranks, root, tag, timeout);
+        } catch (const std::exception& failure) {
+          error = failure.what();
+        }
+        const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        if (auto reducer = caf::actor_cast<caf::actor>(self))
+          caf::anon_send(reducer, moved_atom::value, tag, error, seconds);
+      });
+    };
+    if (!sending) {
+      run(worker_state::make(setup_.results->count(), 0, 0));
+      return promise;
+    }
+    auto source = setup_.workers.find(order.source);
+    if (source == setup_.workers.end()) {
+      transfers_.erase(order.tag);
+      return reduce_done{order.tag, setup_.node,
+                         "worker " + std::to_string(order.source) + " is not on this node", 0.0};
+    }
+    request(source->second, setup_.data_timeout, export_atom::value)
+        .then([run](const worker_state& state) mutable { run(state); },
+              [this, tag = order.tag](caf::error& failure) {
+                moved(tag, "worker state export failed: " + system().render(failure), 0.0);
+              });
+    return promise;
+  }
+
+  void moved(std::uint64_t tag, const std::string& error, double seconds) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    auto& pending = found->second;
+    pending.seconds = seconds;
+    if (!error.empty() || pending.order.from == setup_.node) {
+      finish_transfer(tag, error);
+      return;
+    }
+    // Copies: adopted() erases the entry once the last target answered.
+    const auto targets = pending.order.targets;
+    const auto state = pending.state;
+    if (targets.empty()) {
+      finish_transfer(tag, {});
+      return;
+    }
+    pending.adopting = targets.size();
+    for (std::int32_t target : targets) {
+      auto worker = setup_.workers.find(target);
+      if (worker == setup_.workers.end()) {
+        adopted(tag, "worker " + std::to_string(target) + " is not on this node");
+        continue;
+      }
+      request(worker->second, setup_.data_timeout, adopt_atom::value, state)
+          .then([this, tag](bool) { adopted(tag, {}); },
+                [this, tag](caf::error& failure) { adopted(tag, system().render(failure)); });
+    }
+  }
+
+  void adopted(std::uint64_t tag, const std::string& error) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    auto& pending = found->second;
+    if (!error.empty() && pending.error.empty())
+      pending.error = error;
+    if (--pending.adopting == 0)
+      finish_transfer(tag, pending.error);
+  }
+
+  void finish_transfer(std::uint64_t tag, const std::string& error) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    found->second.promise.deliver(reduce_done{tag, setup_.node, error, found->second.seconds});
+    transfers_.erase(found);
+  }
+
+  node_reducer_setup setup_;
+  std::map<std::uint32_t, plane_entry> planes_;       // by generation
+  std::map<std::uint64_t, transfer_state> transfers_; // by tag
+  std::map<std::uint64_t, held_round> held_;
+  // One thread per reduction in flight: rounds of different groups may be in flight at once and
+  // may meet the nodes in different orders, so one thread doing them in turn could deadlock
+  // (node A waits in round 5 for B, B in round 6 for A). Every data-plane wait has a timeout, so
+  // joining is bounded. Last: joined before the rest goes.
+  thread_set threads_;
+};
+
+} // namespace
+
+caf::actor spawn_node_reducer(caf::actor_system& system, node_reducer_setup setup) {
+  return system.spawn<node_reducer_actor>(std::move(setup));
+}
+
+} // namespace herd::cluster

@@ -1,0 +1,47 @@
+// The node reducer actor: one per process of a cluster (herd node). It carries out an
+// aggregator's reduce_order for the workers of its process: their weighted sum read in place
+// through the local backend (the pre-reduction), then the sum of that buffer over the group's
+// nodes through the data plane (Gloo), on a thread of its own so the actor stays responsive.
+// It holds the result until the aggregator commits the round, then hands it to its members.
+//
+// Messages it answers:
+//   reduce_order                 -> reduce_done   reduce this node's part of a round
+//   (commit_atom, round, deliver)                 deliver the held result (true) or tell the
+//                                                 members to skip the round (false)
+//   plane_update                                  a data plane generation this node connected
+//                                                 (kept until an order names a newer one)
+//   state_transfer               -> reduce_done   a node joins the running job: send a local
+//                                                 worker's state to it, or have the local
+//                                                 workers adopt the state received
+#pragma once
+
+#include "comm/backend.hpp"
+#include "comm/buffer_pool.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace herd::comm {
+class gloo_plane;
+} // namespace herd::comm
+
+namespace herd::cluster {
+
+struct node_reducer_setup {
+  int node = 0;                            // this process's node index
+  std::shared_ptr<comm::backend> local;    // the workers' send buffers, attached by index
+  std::shared_ptr<comm::gloo_plane> plane; // between processes; null when alone
+  std::uint32_t generation = 0;            // the plane's
+  std::vector<int> plane_nodes;            // the node index of each of the plane's ranks
+  std::shared_ptr<comm::buffer_pool> results;
+  std::chrono::milliseconds data_timeout{30000}; // one data-plane reduction, at most
+  std::map<int, caf::actor> workers;             // this process's workers, by index
+};
+
+caf::actor spawn_node_reducer(caf::actor_system& system, node_reducer_setup setup);
+
+} // namespace herd::cluster

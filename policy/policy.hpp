@@ -1,0 +1,144 @@
+// Grouping policies: who reduces with whom, and when. A policy is a plain class the group
+// coordinator drives with arrivals and completions, so its decisions are tested without actors.
+// docs/algorithms.md defines the algorithms; this file holds the interface and the gradient
+// algorithms, which are one family: sync, solo, majority and quorum.
+#pragma once
+
+#include "config/run_config.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::policy {
+
+/// A worker reporting a fresh result of a local step (late ones are not arrivals for a policy:
+/// their round has already closed).
+struct arrival {
+  int worker = 0;
+  std::uint64_t step = 0;  // the worker's step counter after this step
+  double at_seconds = 0.0; // coordinator clock
+  double compute_seconds = 0.0;
+};
+
+enum class round_kind : std::uint8_t { partial, full_sync };
+
+/// How fresh a member's contribution to a round is.
+enum class freshness : std::uint8_t {
+  fresh, // a gradient finished for this round (perhaps with accumulated late ones added)
+  stale, // an older buffer: accumulated late gradients
+  none,  // nothing to give (counts in P, adds nothing)
+};
+
+/// How the aggregator weights the members' contributions.
+enum class weighting : std::uint8_t {
+  uniform, // every member 1 / group size: the mean (sync), or sum / P (solo, majority)
+  given,   // the policy's member_weights, renormalised over the members that answered
+};
+
+struct group_decision {
+  std::vector<int> members; // ascending worker indices
+  round_kind kind = round_kind::full_sync;
+  weighting weights = weighting::uniform;
+  std::vector<float> member_weights;    // weighting::given: one per member, same order
+  std::vector<std::uint64_t> staleness; // per member, where the policy defines it (model exchange)
+  std::size_t fresh_arrivals = 0;       // fresh arrivals the policy counted for this round
+  bool intervention = false;            // preduce: the isolation guard built this group
+  std::uint64_t step = 0;               // wagma: the local step whose models this round averages
+};
+
+/// What one member gave to a finished round.
+struct member_contribution {
+  int worker = 0;
+  freshness kind = freshness::none;
+  std::uint64_t step = 0; // the member's step counter when it answered
+};
+
+/// A finished round, as the aggregator reported it.
+struct group_outcome {
+  std::vector<int> members;
+  std::vector<member_contribution> contributions; // the members that answered
+};
+
+class grouping_policy {
+public:
+  virtual ~grouping_policy() = default;
+  virtual std::string_view name() const = 0;
+
+  /// The live workers changed (at start, or a worker was lost). A loss may complete a group that
+  /// was waiting for the lost worker, so decisions can come back.
+  virtual std::vector<group_decision> set_live_workers(std::vector<int> workers) = 0;
+
+  virtual std::vector<group_decision> on_ready(const arrival& ready) = 0;
+
+  virtual std::vector<group_decision> on_group_done(const group_outcome& outcome) = 0;
+
+  /// The coordinator clock reached `now_seconds` (at or after next_deadline()).
+  virtual std::vector<group_decision> on_time(double /*now_seconds*/) { return {}; }
+
+  /// When the policy next needs on_time() (coordinator clock), if ever.
+  virtual std::optional<double> next_deadline() const { return std::nullopt; }
+
+  /// True when workers exchange models (average them) rather than gradients.
+  virtual bool exchanges_models() const { return false; }
+
+  /// True when a worker late for its step's round blends that round's result with its fresh
+  /// model (wagma) instead of taking part on time only.
+  virtual bool blends_late_models() const { return false; }
+};
+
+/// The gradient-exchange family (docs/algorithms.md, "Gradient exchange"): every round's group is
+/// every live worker, and a round activates once `threshold` live workers have a fresh gradient
+/// that no round has taken yet. threshold = max(1, ceil(fraction * P)): sync is fraction 1,
+/// majority 1/2, solo 0 (the first arrival). Every `sync_every`-th round (0 = never) waits for all
+/// P (a full synchronous round, bounding staleness). One round is in flight at a time: a round's
+/// contributions decide which arrivals it consumed, and an arrival it consumed must not count again
+/// for the next one (workers that finish before the aggregator asks them give fresh data even
+/// though their arrival reached the coordinator after the activation).
+class quorum_policy final : public grouping_policy {
+public:
+  quorum_policy(std::string name, double fraction, int sync_every);
+
+  std::string_view name() const override { return name_; }
+  std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
+  std::vector<group_decision> on_ready(const arrival& ready) override;
+  std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
+
+  /// Fresh arrivals needed for the next round to activate.
+  std::size_t threshold() const;
+
+private:
+  std::vector<group_decision> activate_if_due();
+  bool next_round_is_full_sync() const;
+  std::size_t pending_fresh() const;
+
+  std::string name_;
+  double fraction_;
+  int sync_every_;
+  std::vector<int> live_;                    // ascending
+  std::vector<std::uint64_t> ready_step_;    // by worker: latest fresh arrival's step
+  std::vector<std::uint64_t> consumed_step_; // by worker: latest step a round took fresh
+  bool in_flight_ = false;
+  std::uint64_t rounds_activated_ = 0;
+};
+
+/// The baseline: every round waits for every live worker.
+std::unique_ptr<quorum_policy> make_sync_policy();
+
+/// The policy of config.train.algorithm with its section's settings. Throws
+/// std::invalid_argument for an unknown algorithm.
+std::unique_ptr<grouping_policy> make_policy(const config::run_config& config);
+
+/// The settings section of a partial-collective algorithm (solo, majority, quorum); null for
+/// the others.
+const config::partial_section* partial_settings(const config::run_config& config);
+
+/// Weight of each member of a round, in the members' order: 0 for a member that did not answer;
+/// the others share 1, uniformly or in proportion to the `given` weights.
+std::vector<float> member_weights(weighting weights, const std::vector<float>& given,
+                                  const std::vector<bool>& answered);
+
+} // namespace herd::policy

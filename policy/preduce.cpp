@@ -1,0 +1,322 @@
+// Partial reduce; see preduce.hpp.
+#include "policy/preduce.hpp"
+
+#include "kernels/check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace herd::policy {
+
+// -- staleness_weighting --------------------------------------------------------------------------
+
+staleness_weighting::staleness_weighting(double decay) : decay_(decay) {
+  HERD_CHECK(decay >= 0.0 && std::isfinite(decay), "staleness decay " << decay);
+}
+
+std::vector<std::uint64_t> staleness_weighting::staleness(const std::vector<std::uint64_t>& steps) {
+  const std::uint64_t freshest = steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end());
+  std::vector<std::uint64_t> result;
+  result.reserve(steps.size());
+  for (std::uint64_t step : steps)
+    result.push_back(freshest - step);
+  return result;
+}
+
+std::vector<float> staleness_weighting::weights(const std::vector<std::uint64_t>& steps) const {
+  HERD_CHECK(!steps.empty(), "weights of an empty group");
+  // The freshest member has weight exp(0) = 1, so the sum never underflows to zero.
+  std::vector<double> raw;
+  raw.reserve(steps.size());
+  for (std::uint64_t behind : staleness(steps))
+    raw.push_back(std::exp(-decay_ * static_cast<double>(behind)));
+  const double total = std::accumulate(raw.begin(), raw.end(), 0.0);
+  std::vector<float> result;
+  result.reserve(raw.size());
+  for (double weight : raw)
+    result.push_back(static_cast<float>(weight / total));
+  return result;
+}
+
+// -- isolation_guard ------------------------------------------------------------------------------
+
+isolation_guard::isolation_guard(int connect_every) : connect_every_(connect_every) {
+  HERD_CHECK_GE(connect_every, 0);
+}
+
+void isolation_guard::set_live_workers(const std::vector<int>& workers) {
+  live_ = workers;
+  std::sort(live_.begin(), live_.end());
+  live_.erase(std::unique(live_.begin(), live_.end()), live_.end());
+  const std::size_t slots = live_.empty() ? 0 : static_cast<std::size_t>(live_.back()) + 1;
+  parent_.assign(slots, -1);
+  for (int worker : live_)
+    parent_[static_cast<std::size_t>(worker)] = worker;
+  components_ = live_.size();
+  groups_since_connected_ = 0;
+}
+
+int isolation_guard::find(int worker) const {
+  if (worker < 0 || static_cast<std::size_t>(worker) >= parent_.size() ||
+      parent_[static_cast<std::size_t>(worker)] < 0)
+    return -1;
+  int root = worker;
+  while (parent_[static_cast<std::size_t>(root)] != root)
+    root = parent_[static_cast<std::size_t>(root)];
+  while (parent_[static_cast<std::size_t>(worker)] != root) { // path compression
+    const int next = parent_[static_cast<std::size_t>(worker)];
+    parent_[static_cast<std::size_t>(worker)] = root;
+    worker = next;
+  }
+  return root;
+}
+
+bool isolation_guard::record_group(const std::vector<int>& members) {
+  ++groups_since_connected_;
+  int first = -1;
+  for (int member : members) {
+    const int root = find(member);
+    if (root < 0)
+      continue; // not live
+    if (first < 0) {
+      first = root;
+    } else if (root != first) {
+      parent_[static_cast<std::size_t>(root)] = first;
+      --components_;
+    }
+  }
+  if (components_ > 1)
+    return false;
+  set_live_workers(std::vector<int>(live_)); // a new period
+  return true;
+}
+
+bool isolation_guard::intervention_due() const {
+  if (!enabled() || components_ <= 1)
+    return false;
+  const std::size_t every = static_cast<std::size_t>(connect_every_);
+  const std::size_t left = every > groups_since_connected_ ? every - groups_since_connected_ : 0;
+  return left <= components_ - 1;
+}
+
+bool isolation_guard::same_component(int a, int b) const {
+  const int root = find(a);
+  return root >= 0 && root == find(b);
+}
+
+std::size_t isolation_guard::components() const {
+  return components_;
+}
+
+// -- preduce_policy -------------------------------------------------------------------------------
+
+preduce_settings preduce_settings_of(const config::preduce_section& section) {
+  preduce_settings settings;
+  settings.group_size = section.group_size;
+  settings.wait_window_seconds = section.wait_window_ms / 1000.0;
+  settings.staleness_decay = section.staleness_decay;
+  settings.connect_every = section.connect_every;
+  settings.connect_wait_seconds = section.connect_wait_ms / 1000.0;
+  settings.sync_every = section.sync_every;
+  return settings;
+}
+
+preduce_policy::preduce_policy(preduce_settings settings)
+    : settings_(settings), weighting_(settings.staleness_decay), guard_(settings.connect_every) {
+  HERD_CHECK_GE(settings.group_size, 1);
+  HERD_CHECK(settings.wait_window_seconds >= 0.0, "wait window " << settings.wait_window_seconds);
+  HERD_CHECK(settings.connect_wait_seconds >= 0.0,
+             "connect wait " << settings.connect_wait_seconds);
+  HERD_CHECK_GE(settings.sync_every, 0);
+}
+
+bool preduce_policy::live(int worker) const {
+  return std::binary_search(live_.begin(), live_.end(), worker);
+}
+
+std::vector<group_decision> preduce_policy::set_live_workers(std::vector<int> workers) {
+  std::sort(workers.begin(), workers.end());
+  workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
+  // A worker that comes back (a node joined in a lost one's place) is in no group and has no
+  // arrival held from before it was lost.
+  for (int worker : workers)
+    if (!live(worker)) {
+      in_group_.erase(std::remove(in_group_.begin(), in_group_.end(), worker), in_group_.end());
+      early_.erase(
+          std::remove_if(early_.begin(), early_.end(),
+                         [worker](const queued_worker& held) { return held.worker == worker; }),
+          early_.end());
+    }
+  live_ = std::move(workers);
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [this](const queued_worker& queued) { return !live(queued.worker); }),
+               queue_.end());
+  guard_.set_live_workers(live_);
+  guard_waiting_since_.reset();
+  return form_groups();
+}
+
+std::vector<group_decision> preduce_policy::on_ready(const arrival& ready) {
+  now_ = std::max(now_, ready.at_seconds);
+  const bool queued = std::any_of(queue_.begin(), queue_.end(),
+                                  [&](const queued_worker& q) { return q.worker == ready.worker; });
+  if (!live(ready.worker) || queued)
+    return {}; // lost, or already waiting: not a new arrival
+  if (std::binary_search(in_group_.begin(), in_group_.end(), ready.worker)) {
+    // Its next step finished before its group's completion reached the coordinator.
+    early_.push_back({ready.worker, ready.step, ready.at_seconds});
+    return {};
+  }
+  enqueue({ready.worker, ready.step, ready.at_seconds});
+  return form_groups();
+}
+
+// In arrival order: a held early arrival may be older than the last one queued.
+void preduce_policy::enqueue(const queued_worker& ready) {
+  auto position = std::upper_bound(
+      queue_.begin(), queue_.end(), ready.since,
+      [](double since, const queued_worker& queued) { return since < queued.since; });
+  queue_.insert(position, ready);
+}
+
+std::vector<group_decision> preduce_policy::on_group_done(const group_outcome& outcome) {
+  // The members are free again; each comes back with its next arrival.
+  for (int member : outcome.members) {
+    auto found = std::lower_bound(in_group_.begin(), in_group_.end(), member);
+    if (found != in_group_.end() && *found == member)
+      in_group_.erase(found);
+    auto held = std::find_if(early_.begin(), early_.end(), [member](const queued_worker& early) {
+      return early.worker == member;
+    });
+    if (held != early_.end()) {
+      if (live(member))
+        enqueue(*held);
+      early_.erase(held);
+    }
+  }
+  return form_groups();
+}
+
+std::vector<group_decision> preduce_policy::on_time(double now_seconds) {
+  now_ = std::max(now_, now_seconds);
+  return form_groups();
+}
+
+std::optional<double> preduce_policy::next_deadline() const {
+  if (queue_.empty() || global_average_due())
+    return std::nullopt;
+  if (guard_waiting_since_)
+    return *guard_waiting_since_ + settings_.connect_wait_seconds;
+  if (queue_.size() >= 2)
+    return queue_.front().since + settings_.wait_window_seconds;
+  return std::nullopt; // a lone worker waits for a partner, however long
+}
+
+bool preduce_policy::global_average_due() const {
+  return settings_.sync_every > 0 &&
+         partial_groups_ >= static_cast<std::uint64_t>(settings_.sync_every);
+}
+
+std::vector<group_decision> preduce_policy::form_groups() {
+  std::vector<group_decision> decisions;
+  if (live_.empty())
+    return decisions;
+  const std::size_t size =
+      std::min<std::size_t>(static_cast<std::size_t>(settings_.group_size), live_.size());
+  while (!queue_.empty()) {
+    if (global_average_due()) {
+      // Everyone, once everyone waits: partial groups drain first.
+      if (queue_.size() < live_.size() || !in_group_.empty())
+        break;
+      std::vector<std::size_t> everyone(queue_.size());
+      std::iota(everyone.begin(), everyone.end(), 0);
+      partial_groups_ = 0;
+      decisions.push_back(make_group(std::move(everyone), round_kind::full_sync));
+      continue;
+    }
+    if (guard_.intervention_due()) {
+      if (auto positions = guarded_group()) {
+        guard_waiting_since_.reset();
+        ++interventions_;
+        decisions.push_back(make_group(std::move(*positions), round_kind::partial));
+        decisions.back().intervention = true;
+        continue;
+      }
+      // No other component is queued: wait for one, but not past connect_wait. The wait starts
+      // once an ordinary group could form (a lone worker waits for a partner anyway).
+      if (queue_.size() < 2 && live_.size() > 1)
+        break;
+      if (!guard_waiting_since_)
+        guard_waiting_since_ = now_;
+      if (now_ - *guard_waiting_since_ < settings_.connect_wait_seconds)
+        break;
+      guard_waiting_since_.reset(); // waited long enough: an ordinary group this time
+    }
+    const bool window_passed = now_ - queue_.front().since >= settings_.wait_window_seconds;
+    const bool alone = live_.size() == 1;
+    if (queue_.size() < size && !(window_passed && queue_.size() >= 2) && !alone)
+      break;
+    std::vector<std::size_t> first(std::min(size, queue_.size()));
+    std::iota(first.begin(), first.end(), 0);
+    decisions.push_back(make_group(std::move(first), round_kind::partial));
+  }
+  return decisions;
+}
+
+// The oldest queued worker, the oldest queued worker of each other component, then the rest in
+// queue order; nothing when no queued worker lies in another component than the oldest.
+std::optional<std::vector<std::size_t>> preduce_policy::guarded_group() {
+  const std::size_t size =
+      std::min<std::size_t>(static_cast<std::size_t>(settings_.group_size), live_.size());
+  std::vector<std::size_t> chosen{0};
+  for (std::size_t position = 1; position < queue_.size() && chosen.size() < size; ++position) {
+    const int candidate = queue_[position].worker;
+    const bool new_component = std::none_of(chosen.begin(), chosen.end(), [&](std::size_t c) {
+      return guard_.same_component(queue_[c].worker, candidate);
+    });
+    if (new_component)
+      chosen.push_back(position);
+  }
+  if (chosen.size() < 2)
+    return std::nullopt;
+  for (std::size_t position = 1; position < queue_.size() && chosen.size() < size; ++position)
+    if (std::find(chosen.begin(), chosen.end(), position) == chosen.end())
+      chosen.push_back(position);
+  return chosen;
+}
+
+// Takes the queued workers at `positions` into a group.
+group_decision preduce_policy::make_group(std::vector<std::size_t> positions, round_kind kind) {
+  std::sort(positions.begin(), positions.end());
+  std::vector<queued_worker> members;
+  members.reserve(positions.size());
+  for (std::size_t position : positions)
+    members.push_back(queue_[position]);
+  for (auto position = positions.rbegin(); position != positions.rend(); ++position)
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*position));
+  std::sort(members.begin(), members.end(),
+            [](const queued_worker& a, const queued_worker& b) { return a.worker < b.worker; });
+
+  group_decision group;
+  group.kind = kind;
+  group.weights = weighting::given;
+  group.fresh_arrivals = members.size();
+  std::vector<std::uint64_t> steps;
+  for (const auto& member : members) {
+    group.members.push_back(member.worker);
+    steps.push_back(member.step);
+    in_group_.insert(std::lower_bound(in_group_.begin(), in_group_.end(), member.worker),
+                     member.worker);
+  }
+  group.staleness = staleness_weighting::staleness(steps);
+  // The global average is a plain mean: it resets the replicas to one model.
+  group.member_weights = kind == round_kind::full_sync ? staleness_weighting(0.0).weights(steps)
+                                                       : weighting_.weights(steps);
+  if (kind == round_kind::partial)
+    ++partial_groups_;
+  guard_.record_group(group.members);
+  return group;
+}
+
+} // namespace herd::policy

@@ -1,0 +1,138 @@
+// Partial reduce (docs/algorithms.md, "Partial reduce"): workers exchange models in small groups of
+// whoever is ready first, averaged with staleness-aware weights, while an isolation guard keeps
+// fast workers from drifting away from slow ones. Three plain classes, no actors: the weights,
+// the guard and the grouping policy the coordinator drives.
+#pragma once
+
+#include "policy/policy.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace herd::policy {
+
+/// Staleness-aware member weights: s_i = max_j t_j - t_i (steps behind the group's freshest
+/// member), w_i proportional to exp(-decay * s_i), normalised to sum 1. decay 0 is the uniform
+/// average.
+class staleness_weighting {
+public:
+  explicit staleness_weighting(double decay); // decay >= 0
+
+  double decay() const { return decay_; }
+
+  /// Each member's staleness, in the members' order.
+  static std::vector<std::uint64_t> staleness(const std::vector<std::uint64_t>& steps);
+
+  /// Each member's weight, in the members' order (`steps` not empty).
+  std::vector<float> weights(const std::vector<std::uint64_t>& steps) const;
+
+private:
+  double decay_;
+};
+
+/// Tracks which live workers groups have connected (union-find) since the last point at which
+/// all of them were connected, and says when the next group must join different components:
+/// soon enough that all are connected again within `connect_every` groups of that point.
+class isolation_guard {
+public:
+  explicit isolation_guard(int connect_every); // 0: the guard is off
+
+  bool enabled() const { return connect_every_ > 0; }
+
+  /// Starts a new period over these workers (each its own component).
+  void set_live_workers(const std::vector<int>& workers);
+
+  /// A group formed: its members' components merge. When that connects every live worker, a new
+  /// period starts; returns true then.
+  bool record_group(const std::vector<int>& members);
+
+  /// True when the next group must join components: the groups left in this period are no more
+  /// than the merges still needed (components - 1; a group of two merges at most one).
+  bool intervention_due() const;
+
+  bool same_component(int a, int b) const;
+  std::size_t components() const;
+  std::size_t groups_since_connected() const { return groups_since_connected_; }
+
+private:
+  int find(int worker) const;
+
+  int connect_every_;
+  std::vector<int> live_;           // ascending
+  mutable std::vector<int> parent_; // by worker index; -1 for a worker that is not live
+  std::size_t components_ = 0;
+  std::size_t groups_since_connected_ = 0;
+};
+
+/// The settings of preduce_policy (config [preduce], with times in seconds).
+struct preduce_settings {
+  int group_size = 2;
+  double wait_window_seconds = 0.02;
+  double staleness_decay = 0.0;
+  int connect_every = 16;
+  double connect_wait_seconds = 0.2;
+  int sync_every = 0; // a global average every this many groups; 0 = never
+};
+
+/// The policy's settings from config [preduce].
+preduce_settings preduce_settings_of(const config::preduce_section& section);
+
+/// Forms groups from a FIFO queue of ready workers (each finished a local step and waits for its
+/// group's average). A group is the first `group_size` queued workers; or, once the oldest has
+/// waited `wait_window_seconds`, all queued workers if there are at least two. Many groups are
+/// in flight at once; a worker is in at most one (its next arrival can reach the coordinator
+/// before its group's completion: it is held until then, and queued in arrival order). When the
+/// isolation guard says so, the group is built across components: the oldest queued worker, then
+/// the oldest queued worker of each other component, then the rest in queue order; if no other
+/// component has a queued worker, the group waits for one at most `connect_wait_seconds`, then
+/// forms as usual. Every `sync_every` groups a global average of all live workers follows, once
+/// they all are queued (no partial group forms meanwhile). A group's decision carries its members'
+/// staleness weights; the global average is the plain mean (it makes all replicas one model, as
+/// synchronous averaging does).
+class preduce_policy final : public grouping_policy {
+public:
+  explicit preduce_policy(preduce_settings settings);
+
+  std::string_view name() const override { return "preduce"; }
+  bool exchanges_models() const override { return true; }
+  std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
+  std::vector<group_decision> on_ready(const arrival& ready) override;
+  std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
+  std::vector<group_decision> on_time(double now_seconds) override;
+  std::optional<double> next_deadline() const override;
+
+  /// Groups the isolation guard built across components.
+  std::uint64_t interventions() const { return interventions_; }
+  std::size_t queued() const { return queue_.size(); }
+
+private:
+  struct queued_worker {
+    int worker = 0;
+    std::uint64_t step = 0;
+    double since = 0.0; // coordinator clock when it joined the queue
+  };
+
+  void enqueue(const queued_worker& ready);
+  std::vector<group_decision> form_groups();
+  group_decision make_group(std::vector<std::size_t> positions, round_kind kind);
+  std::optional<std::vector<std::size_t>> guarded_group();
+  bool global_average_due() const;
+  bool live(int worker) const;
+
+  preduce_settings settings_;
+  staleness_weighting weighting_;
+  isolation_guard guard_;
+  std::vector<int> live_; // ascending
+  std::deque<queued_worker> queue_;
+  std::vector<int> in_group_;        // workers in a group in flight (ascending)
+  std::vector<queued_worker> early_; // arrivals of such workers, queued once the group is done
+  std::uint64_t partial_groups_ = 0; // formed since the last global average
+  std::uint64_t interventions_ = 0;
+  std::optional<double> guard_waiting_since_; // a guard's group is waiting for a component
+  double now_ = 0.0;
+};
+
+} // namespace herd::policy

@@ -1,0 +1,56 @@
+// WAGMA-SGD (docs/algorithms.md, "WAGMA-SGD"): wait-avoiding group model averaging. Each local
+// step s has one round: the groups of the butterfly schedule at step s, all activated by the first
+// worker that finishes step s. A plain class, no actors: the grouping policy the coordinator
+// drives. What a late member does lives in the worker (worker_setup::blend_late_models).
+#pragma once
+
+#include "policy/butterfly.hpp"
+#include "policy/policy.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace herd::policy {
+
+struct wagma_settings {
+  int group_size = 0;  // a power of two; 0 = butterfly_schedule::default_group_size
+  int sync_every = 10; // tau: a blocking global average every this many steps; 0 = never
+};
+
+/// The policy's settings from config [wagma].
+wagma_settings wagma_settings_of(const config::wagma_section& section);
+
+/// Step s's round activates at the first fresh arrival of step s: one decision per group of the
+/// butterfly schedule at schedule step s - 1 (so step 1 gives the paper's first grouping), lost
+/// workers left out, each with uniform weights and `step` = s. Members that have not finished
+/// step s contribute their stored model. Every `sync_every`-th step is a global average instead:
+/// one group of every live worker, activated once all of them finished that step (blocking), so
+/// nobody is late for it. Rounds activate in step order.
+class wagma_policy final : public grouping_policy {
+public:
+  wagma_policy(int workers, wagma_settings settings);
+
+  std::string_view name() const override { return "wagma"; }
+  bool exchanges_models() const override { return true; }
+  bool blends_late_models() const override { return true; }
+  std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
+  std::vector<group_decision> on_ready(const arrival& ready) override;
+  std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
+
+  const butterfly_schedule& schedule() const { return schedule_; }
+  /// The last step whose round activated (0 before the first).
+  std::uint64_t activated_step() const { return activated_; }
+
+private:
+  std::vector<group_decision> activate_due();
+  bool is_global(std::uint64_t step) const;
+  bool live(int worker) const;
+
+  butterfly_schedule schedule_;
+  int sync_every_;
+  std::vector<int> live_;                 // ascending
+  std::vector<std::uint64_t> fresh_step_; // by worker: its latest fresh arrival's step
+  std::uint64_t activated_ = 0;
+};
+
+} // namespace herd::policy

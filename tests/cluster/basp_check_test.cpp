@@ -1,0 +1,143 @@
+// The framing check of CAF's remoting protocol on its own: well-formed streams pass however they
+// are split, and each rule that protects CAF's middleman refuses the frame that breaks it.
+#include "cluster/basp_check.hpp"
+
+#include <gtest/gtest.h>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using herd::cluster::basp_check;
+
+void put_big_endian(std::string& out, std::uint64_t value, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((value >> shift) & 0xff));
+}
+
+struct header {
+  unsigned char operation = 2;
+  std::uint32_t payload_len = 0;
+  std::uint64_t operation_data = 0;
+  std::uint64_t source_actor = 0;
+  std::uint64_t dest_actor = 0;
+};
+
+std::string encode(const header& h, const std::string& payload) {
+  std::string bytes{static_cast<char>(h.operation), 0, 0, 0};
+  put_big_endian(bytes, h.payload_len, 4);
+  put_big_endian(bytes, h.operation_data, 8);
+  put_big_endian(bytes, h.source_actor, 8);
+  put_big_endian(bytes, h.dest_actor, 8);
+  return bytes + payload;
+}
+
+std::string frame(unsigned char operation, const std::string& payload,
+                  std::uint64_t operation_data = 0, std::uint64_t source_actor = 0,
+                  std::uint64_t dest_actor = 0) {
+  header h;
+  h.operation = operation;
+  h.payload_len = static_cast<std::uint32_t>(payload.size());
+  h.operation_data = operation_data;
+  h.source_actor = source_actor;
+  h.dest_actor = dest_actor;
+  return encode(h, payload);
+}
+
+// A node's usual stream: handshake, repeated handshake, messages, heartbeats.
+std::string a_clients_stream() {
+  return frame(1, std::string(24, 'n')) + frame(1, std::string(24, 'n')) +
+         frame(2, std::string(300, 'm'), 0, 4, 1) + frame(6, "") +
+         frame(3, std::string(90, 'r'), 0, 4, 2) + frame(4, std::string(48, 'x'), 0, 0, 7) +
+         frame(5, std::string(50, 'd'), 0, 7, 0) + frame(6, "");
+}
+
+TEST(basp_check, a_well_formed_stream_passes_however_it_is_split) {
+  const std::string stream = a_clients_stream();
+  std::mt19937 generator(3);
+  for (int split = 0; split < 50; ++split) {
+    basp_check check(basp_check::sender::client);
+    std::size_t at = 0;
+    while (at < stream.size()) {
+      const std::size_t piece = std::min<std::size_t>(stream.size() - at, 1 + generator() % 64);
+      ASSERT_EQ(check.feed(stream.data() + at, piece), "") << "split " << split << " at " << at;
+      at += piece;
+    }
+    EXPECT_EQ(check.frames(), 8u);
+  }
+  basp_check byte_by_byte(basp_check::sender::client);
+  for (char byte : stream)
+    ASSERT_EQ(byte_by_byte.feed(&byte, 1), "");
+  EXPECT_EQ(byte_by_byte.frames(), 8u);
+}
+
+TEST(basp_check, a_servers_stream_starts_with_a_server_handshake) {
+  basp_check server(basp_check::sender::server);
+  const std::string good = frame(0, std::string(40, 's'), 1) + frame(2, "m", 0, 1, 2);
+  EXPECT_EQ(server.feed(good.data(), good.size()), "");
+  basp_check client(basp_check::sender::client);
+  const std::string wrong = frame(0, std::string(40, 's'), 1);
+  EXPECT_EQ(client.feed(wrong.data(), wrong.size()),
+            "frame 1: the first message is a server handshake, not a client handshake");
+}
+
+struct broken_case {
+  std::string name;
+  std::string bytes;
+  std::string why;
+};
+
+TEST(basp_check, each_rule_refuses_the_frame_that_breaks_it) {
+  const std::string hello = frame(1, "node");
+  std::vector<broken_case> cases{
+      {"the 32 bytes of the red-team trial", std::string(1, '\x01') + std::string(31, '\0'),
+       "frame 1: a client handshake without a payload"},
+      {"a handshake naming actors", frame(1, "node", 0, 1, 0),
+       "frame 1: a client handshake that names actors"},
+      {"a server handshake without a version", hello + frame(0, "x", 0),
+       "frame 2: a server handshake without a protocol version"},
+      {"a server handshake without a payload", hello + frame(0, "", 1),
+       "frame 2: a server handshake without a payload"},
+      {"a message without a receiver", hello + frame(2, "x", 0, 1, 0),
+       "frame 2: a direct message without a receiver or a payload"},
+      {"a routed message without a payload", hello + frame(3, "", 0, 1, 2),
+       "frame 2: a routed message without a receiver or a payload"},
+      {"a monitor message with operation data", hello + frame(4, "x", 5),
+       "frame 2: a malformed monitor message"},
+      {"a down message to an actor", hello + frame(5, "x", 0, 1, 1),
+       "frame 2: a malformed down message"},
+      {"a heartbeat with a payload", hello + frame(6, "x"), "frame 2: a malformed heartbeat"},
+      {"an unknown operation", hello + frame(7, "x"),
+       "frame 2: operation 7 (not a CAF remoting message)"},
+  };
+  for (const auto& c : cases) {
+    basp_check check(basp_check::sender::client);
+    EXPECT_EQ(check.feed(c.bytes.data(), c.bytes.size()), c.why) << c.name;
+  }
+}
+
+TEST(basp_check, a_payload_beyond_the_limit_is_refused_before_it_arrives) {
+  basp_check check(basp_check::sender::client, 1000);
+  header h;
+  h.operation = 1;
+  h.payload_len = 1001;
+  const std::string head = encode(h, "");
+  EXPECT_EQ(check.feed(head.data(), head.size()),
+            "frame 1: a payload of 1001 bytes (at most 1000)");
+  basp_check at_limit(basp_check::sender::client, 1000);
+  const std::string fits = frame(1, std::string(1000, 'p'));
+  EXPECT_EQ(at_limit.feed(fits.data(), fits.size()), "");
+}
+
+TEST(basp_check, a_problem_stays_once_found) {
+  basp_check check(basp_check::sender::client);
+  const std::string bad = frame(9, "x");
+  const std::string why = check.feed(bad.data(), bad.size());
+  ASSERT_FALSE(why.empty());
+  const std::string good = frame(1, "node");
+  EXPECT_EQ(check.feed(good.data(), good.size()), why);
+  EXPECT_EQ(check.frames(), 0u);
+}
+
+} // namespace

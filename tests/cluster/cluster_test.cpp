@@ -1,0 +1,543 @@
+// Runs across processes, with the coordinator and every node as actor systems of this process
+// (each its own node in CAF's sense, joined over loopback TCP; the data plane is Gloo over
+// loopback): replicas on different nodes go through the same states, every gradient is
+// accounted for, every algorithm runs unchanged, and the cluster refuses what it cannot run.
+#include "cluster/cluster_node.hpp"
+#include "cluster/cluster_session.hpp"
+#include "actors/train_session.hpp"
+#include "models/mlp.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+
+#include "support/recording_probe.hpp"
+
+namespace {
+
+using herd::cluster::cluster_options;
+using herd::cluster::cluster_session;
+using herd::cluster::node_options;
+using herd::cluster::node_outcome;
+using herd::actors::run_summary;
+using herd::config::run_config;
+using herd::testing::recording_probe;
+
+constexpr int batch = 8;
+
+struct job {
+  run_config config;
+  std::shared_ptr<const herd::models::train_test_split> data;
+};
+
+// `workers` workers in all, one epoch of `steps` steps each.
+job make_job(const std::string& algorithm, int workers, int steps) {
+  job made;
+  auto& config = made.config;
+  config.train.algorithm = algorithm;
+  config.train.workers = workers;
+  config.train.batch_size = batch;
+  config.train.lr = 0.05;
+  config.train.momentum = 0.9;
+  config.train.epochs = 1;
+  config.train.seed = 7;
+  config.train.eval_every = 100000;
+  config.data.dataset = "synthetic";
+  config.model.hidden = {16};
+  config.solo.sync_every = 4;
+  config.majority.sync_every = 4;
+  config.imbalance.kind = "random";
+  config.imbalance.k = 1;
+  config.imbalance.delay_ms = 3.0;
+  made.data = std::make_shared<herd::models::train_test_split>(herd::models::make_synthetic_split(
+      static_cast<std::size_t>(workers) * static_cast<std::size_t>(steps * batch), 200, 24, 5, 3));
+  return made;
+}
+
+// A job that runs until the test stops it (train.max-seconds is a safety net).
+job make_endless_job(const std::string& algorithm, int workers) {
+  auto made = make_job(algorithm, workers, 40);
+  made.config.train.epochs = 100000;
+  made.config.train.max_seconds = 120;
+  return made;
+}
+
+struct cluster_run {
+  run_summary summary;
+  std::vector<node_outcome> nodes;
+};
+
+node_options node_for(const job& j, std::uint16_t port, int workers,
+                      std::shared_ptr<herd::actors::worker_probe> probe) {
+  node_options options;
+  options.coordinator_host = "127.0.0.1";
+  options.coordinator_port = port;
+  options.workers = workers;
+  options.data_host = "127.0.0.1";
+  options.cluster.join_timeout_s = 60;
+  options.load_data = [data = j.data](const run_config&) { return data; };
+  options.probe = std::move(probe);
+  return options;
+}
+
+// Waits (polling) until `done`; false after `timeout`.
+template <class Done>
+bool eventually(Done done, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// A coordinator and one node per entry of `node_workers`, each node on a thread of its own.
+cluster_run run_cluster(job j, const std::vector<int>& node_workers,
+                        std::shared_ptr<herd::actors::worker_probe> probe = nullptr) {
+  j.config.cluster.min_nodes = static_cast<int>(node_workers.size());
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  options.progress_interval = std::chrono::milliseconds(20);
+  cluster_session session(j.config, j.data, options);
+  cluster_run run;
+  run.nodes.resize(node_workers.size());
+  std::vector<std::thread> nodes;
+  for (std::size_t i = 0; i < node_workers.size(); ++i)
+    nodes.emplace_back([&, i] {
+      run.nodes[i] = herd::cluster::run_node(node_for(j, session.port(), node_workers[i], probe));
+    });
+  auto summary = session.wait_for(std::chrono::minutes(3));
+  for (auto& node : nodes)
+    node.join();
+  EXPECT_TRUE(summary.has_value()) << "the run did not end within 3 minutes";
+  if (summary)
+    run.summary = *summary;
+  return run;
+}
+
+std::size_t parameter_count(const job& j) {
+  return herd::models::mlp(herd::actors::mlp_layer_sizes(j.config, j.data->train))
+      .parameter_count();
+}
+
+double norm(const std::vector<double>& values) {
+  return std::sqrt(std::inner_product(values.begin(), values.end(), values.begin(), 0.0));
+}
+
+TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
+  for (const char* algorithm : {"sync", "solo", "majority"}) {
+    const auto j = make_job(algorithm, 4, 24);
+    auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
+    const auto run = run_cluster(j, {2, 1, 1}, probe);
+    ASSERT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    for (const auto& node : run.nodes)
+      EXPECT_TRUE(node.ok) << algorithm << ": " << node.error;
+    EXPECT_EQ(run.summary.workers, 4);
+    EXPECT_EQ(run.summary.aborted_rounds, 0u);
+    ASSERT_GT(run.summary.rounds, 0u);
+    const auto& fingerprints = probe->fingerprints();
+    for (int w = 0; w < 4; ++w) {
+      const auto& mine = fingerprints[static_cast<std::size_t>(w)];
+      ASSERT_EQ(mine.size(), run.summary.rounds) << algorithm << " worker " << w;
+      for (const auto& [round, hash] : mine)
+        ASSERT_EQ(hash, fingerprints[0].at(round))
+            << algorithm << ": worker " << w << " (another node than worker 0's, or the same) "
+            << "differs after round " << round;
+    }
+  }
+}
+
+TEST(cluster_runs, every_gradient_is_accounted_for_across_nodes) {
+  const auto j = make_job("solo", 4, 30);
+  auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
+  const auto run = run_cluster(j, {1, 2, 1}, probe);
+  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_TRUE(probe->all_stopped());
+  const auto count = probe->computed()[0].size();
+  std::vector<double> computed(count, 0.0), difference(count, 0.0);
+  for (std::size_t w = 0; w < 4; ++w)
+    for (std::size_t i = 0; i < count; ++i) {
+      computed[i] += probe->computed()[w][i];
+      difference[i] -= probe->computed()[w][i] - probe->unsent()[w][i];
+    }
+  // Every round's result is sum / P, and every worker applied every round.
+  for (std::size_t i = 0; i < count; ++i)
+    difference[i] += 4.0 * probe->applied()[0][i];
+  EXPECT_LT(norm(difference), 1e-5 * norm(computed))
+      << "|applied * P + unsent - computed| = " << norm(difference) << " of " << norm(computed);
+}
+
+TEST(cluster_runs, the_model_averaging_algorithms_run_unchanged_across_nodes) {
+  for (const char* algorithm : {"preduce", "wagma"}) {
+    const auto j = make_job(algorithm, 4, 24);
+    const auto run = run_cluster(j, {2, 2});
+    EXPECT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    EXPECT_GT(run.summary.rounds, 0u) << algorithm;
+    EXPECT_EQ(run.summary.aborted_rounds, 0u) << algorithm;
+    EXPECT_TRUE(run.summary.final_test_accuracy.has_value()) << algorithm;
+    for (const auto& node : run.nodes)
+      EXPECT_TRUE(node.ok) << algorithm << ": " << node.error;
+  }
+}
+
+TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key) {
+  auto j = make_job("solo", 4, 10);
+  j.config.imbalance.kind = "persistent";
+  j.config.imbalance.workers = {5}; // valid with the file's 8 workers, not with the nodes' 3
+  j.config.train.workers = 8;
+  const auto run = run_cluster(j, {2, 1});
+  EXPECT_EQ(run.summary.stop_reason, "error");
+  EXPECT_NE(run.summary.error.find("imbalance.workers"), std::string::npos) << run.summary.error;
+  for (const auto& node : run.nodes) {
+    EXPECT_FALSE(node.ok);
+    EXPECT_NE(node.error.find("imbalance.workers"), std::string::npos) << node.error;
+  }
+}
+
+TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_reason) {
+  auto j = make_job("solo", 2, 400);
+  j.config.imbalance.delay_ms = 20.0; // a run long enough for the late node to find it running
+  j.config.cluster.min_nodes = 1;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(2, parameter_count(j));
+  node_outcome first;
+  std::thread first_node(
+      [&] { first = herd::cluster::run_node(node_for(j, session.port(), 2, probe)); });
+  EXPECT_TRUE(eventually([&] { return probe->rounds(0) >= 3; }, std::chrono::seconds(60)))
+      << "the run has started";
+  const auto late = herd::cluster::run_node(node_for(j, session.port(), 1, nullptr));
+  EXPECT_FALSE(late.ok);
+  EXPECT_NE(late.error.find("none of its 2 workers is lost"), std::string::npos) << late.error;
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  first_node.join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->workers, 2);
+  EXPECT_TRUE(first.ok) << first.error;
+}
+
+TEST(cluster_runs, a_coordinator_stopped_while_waiting_for_nodes_says_how_many_had_joined) {
+  auto j = make_job("sync", 2, 10);
+  j.config.cluster.min_nodes = 3;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::seconds(30));
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_FALSE(summary->started);
+  EXPECT_NE(summary->error.find("0 of 3"), std::string::npos) << summary->error;
+}
+
+TEST(cluster_runs, a_node_that_cannot_reach_the_coordinator_gives_up_after_the_join_timeout) {
+  const auto j = make_job("sync", 2, 10);
+  auto options = node_for(j, 1, 1, nullptr); // port 1: nobody listens
+  options.cluster.join_timeout_s = 1;
+  const auto outcome = herd::cluster::run_node(options);
+  EXPECT_FALSE(outcome.ok);
+  EXPECT_NE(outcome.error.find("cannot reach the coordinator at 127.0.0.1:1"), std::string::npos)
+      << outcome.error;
+  EXPECT_NE(outcome.error.find("cluster.join-timeout-s"), std::string::npos) << outcome.error;
+}
+
+TEST(cluster_runs, a_coordinator_port_in_use_is_named) {
+  const auto j = make_job("sync", 2, 10);
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session first(j.config, j.data, options);
+  options.port = first.port();
+  try {
+    cluster_session second(j.config, j.data, options);
+    FAIL() << "a second coordinator listened on the same port";
+  } catch (const std::runtime_error& failure) {
+    EXPECT_NE(std::string(failure.what())
+                  .find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+              std::string::npos)
+        << failure.what();
+  }
+  first.request_stop();
+}
+
+} // namespace
+
+#include "cluster/control_gate.hpp"
+#include "actors/messages.hpp"
+#include "cluster/remoting.hpp"
+
+#include <caf/all.hpp>
+
+namespace {
+
+TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
+  auto j = make_job("sync", 2, 10);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  // A process that passed the gate but never joined: it may not read or write the store.
+  caf::actor_system_config system_config;
+  herd::cluster::configure_remoting(system_config, j.config.cluster);
+  caf::actor_system system{system_config};
+  herd::cluster::gate_dialer gate("127.0.0.1", session.port(),
+                                 herd::cluster::gate_settings_of(j.config.cluster));
+  herd::cluster::gate_connection attempt;
+  auto registry =
+      herd::cluster::remote_through_gate(system, gate, attempt, std::chrono::seconds(10));
+  ASSERT_TRUE(registry) << attempt.why;
+  caf::scoped_actor self{system};
+  std::string refusal;
+  self->request(registry, std::chrono::seconds(10), herd::actors::store_get_atom::value,
+                std::string("any-key"))
+      .receive([](const std::vector<char>&) {},
+               [&](caf::error& error) { refusal = system.render(error); });
+  EXPECT_NE(refusal.find("for welcomed nodes only"), std::string::npos) << refusal;
+  session.request_stop();
+  EXPECT_TRUE(session.wait_for(std::chrono::seconds(30)).has_value());
+}
+
+} // namespace
+
+namespace {
+
+// A run of three one-worker nodes that goes on until stopped: node 2 leaves after a few rounds,
+// and a fourth node joins in its place.
+struct join_run {
+  run_summary summary;
+  node_outcome left, joined;
+  std::size_t rounds_before_leaving = 0; // rounds worker 2 had applied when its node left
+  std::size_t steps_before_leaving = 0;
+  std::size_t rounds_after_joining = 0;
+};
+
+join_run run_with_a_join(const std::string& algorithm,
+                         const std::shared_ptr<recording_probe>& probe) {
+  auto j = make_endless_job(algorithm, 3);
+  j.config.cluster.min_nodes = 3;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  join_run run;
+  std::atomic<bool> leave{false};
+  node_outcome first, second;
+  std::thread node0([&] { first = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node1(
+      [&] { second = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node2([&] {
+    auto leaving = node_for(j, session.port(), 1, probe);
+    leaving.leave = &leave;
+    run.left = herd::cluster::run_node(leaving);
+  });
+  // Which worker index the leaving node hosts is decided by join order: find it by its rounds
+  // stopping. Every node hosts one worker; wait until all applied some rounds.
+  EXPECT_TRUE(eventually(
+      [&] { return probe->rounds(0) >= 20 && probe->rounds(1) >= 20 && probe->rounds(2) >= 20; },
+      std::chrono::seconds(60)));
+  leave = true;
+  node2.join();
+  const int gone = run.left.worker_indices.empty() ? -1 : run.left.worker_indices.front();
+  if (gone >= 0) {
+    run.rounds_before_leaving = probe->rounds(gone);
+    run.steps_before_leaving = probe->steps(gone);
+    std::thread node3(
+        [&] { run.joined = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+    EXPECT_TRUE(eventually([&] { return probe->rounds(gone) >= run.rounds_before_leaving + 30; },
+                           std::chrono::seconds(60)))
+        << "the joined worker applied " << probe->rounds(gone) - run.rounds_before_leaving
+        << " rounds";
+    run.rounds_after_joining = probe->rounds(gone) - run.rounds_before_leaving;
+    session.request_stop();
+    auto summary = session.wait_for(std::chrono::minutes(2));
+    node3.join();
+    if (summary)
+      run.summary = *summary;
+  } else {
+    session.request_stop();
+    session.wait_for(std::chrono::minutes(2));
+  }
+  node0.join();
+  node1.join();
+  EXPECT_TRUE(first.ok) << first.error;
+  EXPECT_TRUE(second.ok) << second.error;
+  return run;
+}
+
+TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_takes_the_model) {
+  for (const char* algorithm : {"solo", "sync", "preduce", "wagma"}) {
+    const auto j = make_job(algorithm, 3, 40);
+    auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
+    const auto run = run_with_a_join(algorithm, probe);
+    ASSERT_TRUE(run.left.ok) << algorithm << ": " << run.left.error;
+    EXPECT_TRUE(run.left.left) << algorithm;
+    ASSERT_EQ(run.left.worker_indices.size(), 1u) << algorithm;
+    const int slot = run.left.worker_indices.front();
+    EXPECT_TRUE(run.joined.ok) << algorithm << ": " << run.joined.error;
+    EXPECT_TRUE(run.joined.joined_running) << algorithm;
+    EXPECT_EQ(run.joined.worker_indices, std::vector<int>{slot}) << algorithm;
+    EXPECT_EQ(run.summary.stop_reason, "interrupted") << algorithm << ": " << run.summary.error;
+    EXPECT_EQ(run.summary.workers_joined, 1u) << algorithm;
+    ASSERT_EQ(run.summary.per_worker.size(), 3u) << algorithm;
+    EXPECT_TRUE(run.summary.per_worker[static_cast<std::size_t>(slot)].live) << algorithm;
+    // It computes again: it contributes, not only receives.
+    EXPECT_GT(probe->steps(slot), run.steps_before_leaving + 10) << algorithm;
+    EXPECT_GE(run.rounds_after_joining, 30u) << algorithm;
+    if (std::string(algorithm) == "preduce" || std::string(algorithm) == "wagma")
+      continue; // model averaging: replicas differ between global averages
+    // The gradient algorithms: the new worker took the model, the velocity and the round count,
+    // so after every round it is bit for bit the replica that never left.
+    const int witness = slot == 0 ? 1 : 0;
+    const auto& fingerprints = probe->fingerprints();
+    std::size_t compared = 0;
+    for (const auto& [round, hash] : fingerprints[static_cast<std::size_t>(slot)]) {
+      auto theirs = fingerprints[static_cast<std::size_t>(witness)].find(round);
+      ASSERT_NE(theirs, fingerprints[static_cast<std::size_t>(witness)].end())
+          << algorithm << ": worker " << witness << " did not apply round " << round;
+      ASSERT_EQ(hash, theirs->second) << algorithm << ": worker " << slot << " differs from worker "
+                                      << witness << " after round " << round;
+      ++compared;
+    }
+    EXPECT_GE(compared, run.rounds_before_leaving + 30) << algorithm;
+  }
+}
+
+// Collects the coordinator's notices.
+class notice_log final : public herd::actors::run_observer {
+public:
+  void on_notice(std::string_view text) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    notices_.emplace_back(text);
+  }
+  std::vector<std::string> containing(const std::string& text) const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    std::vector<std::string> found;
+    for (const auto& notice : notices_)
+      if (notice.find(text) != std::string::npos)
+        found.push_back(notice);
+    return found;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> notices_;
+};
+
+// Joins that fail free the lost slots again, and the next node joins in their place: one whose
+// data plane cannot listen on its --data-host (it fails before any peer connects), then one that
+// crashes right after its data plane connected (every live node has that generation of the plane
+// then, but rounds must go on through the one in use), then one that succeeds.
+TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
+  auto j = make_endless_job("solo", 3);
+  j.config.cluster.min_nodes = 3;
+  j.config.cluster.data_timeout_ms = 2000;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  notice_log notices;
+  options.observer = &notices;
+  cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
+  std::atomic<bool> leave{false};
+  node_outcome first, second, left;
+  std::thread node0([&] { first = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node1(
+      [&] { second = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  auto leaving = node_for(j, session.port(), 1, probe);
+  leaving.leave = &leave;
+  std::thread node2([&] { left = herd::cluster::run_node(leaving); });
+  EXPECT_TRUE(eventually(
+      [&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10 && probe->rounds(2) >= 10; },
+      std::chrono::seconds(60)));
+  leave = true;
+  node2.join();
+  ASSERT_TRUE(left.left) << left.error;
+  const int gone = left.worker_indices.front();
+
+  auto unreachable = node_for(j, session.port(), 1, probe);
+  unreachable.data_host = "192.0.2.1"; // TEST-NET-1: no address of this machine
+  const auto failed = herd::cluster::run_node(unreachable);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_TRUE(failed.joined_running);
+  EXPECT_NE(failed.error.find("the data plane did not connect"), std::string::npos) << failed.error;
+
+  auto crashing = node_for(j, session.port(), 1, probe);
+  crashing.on_notice = [](const std::string& text) {
+    if (text.find("data plane connected") != std::string::npos)
+      throw std::runtime_error("crashed after connecting");
+  };
+  const auto crashed = herd::cluster::run_node(crashing);
+  EXPECT_FALSE(crashed.ok);
+  EXPECT_NE(crashed.error.find("crashed after connecting"), std::string::npos) << crashed.error;
+  // Rounds go on meanwhile, through the data plane the aggregators use.
+  const int witness = gone == 0 ? 1 : 0;
+  const std::size_t still = probe->rounds(witness);
+  EXPECT_TRUE(
+      eventually([&] { return probe->rounds(witness) >= still + 10; }, std::chrono::seconds(60)));
+
+  const std::size_t before = probe->rounds(gone);
+  node_outcome joined;
+  std::thread node3(
+      [&] { joined = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  EXPECT_TRUE(
+      eventually([&] { return probe->rounds(gone) >= before + 10; }, std::chrono::seconds(60)));
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  for (auto* node : {&node0, &node1, &node3})
+    node->join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->workers_joined, 1u);
+  EXPECT_TRUE(summary->per_worker[static_cast<std::size_t>(gone)].live);
+  EXPECT_TRUE(joined.ok) << joined.error;
+  EXPECT_TRUE(joined.joined_running);
+  EXPECT_TRUE(first.ok) << first.error;
+  EXPECT_TRUE(second.ok) << second.error;
+  EXPECT_EQ(notices.containing("could not join").size(), 2u) << [&] {
+    std::string all;
+    for (const auto& notice : notices.containing(""))
+      all += notice + "\n";
+    return all;
+  }();
+  EXPECT_TRUE(notices.containing("is not connected on node").empty())
+      << notices.containing("is not connected on node").front();
+  EXPECT_TRUE(notices.containing("is not in data plane").empty())
+      << notices.containing("is not in data plane").front();
+}
+
+TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_are) {
+  auto j = make_endless_job("solo", 3);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
+  std::atomic<bool> leave{false};
+  node_outcome first, second;
+  std::thread node0([&] { first = herd::cluster::run_node(node_for(j, session.port(), 2, probe)); });
+  auto leaving = node_for(j, session.port(), 1, probe);
+  leaving.leave = &leave;
+  std::thread node1([&] { second = herd::cluster::run_node(leaving); });
+  // The run has started (a node leaving before that would end it).
+  EXPECT_TRUE(eventually([&] { return probe->rounds(0) >= 5; }, std::chrono::seconds(60)));
+  leave = true;
+  node1.join();
+  ASSERT_TRUE(second.left) << second.error;
+  const int gone = second.worker_indices.front();
+  const auto big = herd::cluster::run_node(node_for(j, session.port(), 2, nullptr));
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.error.find("only 1 slot(s) are free (worker " + std::to_string(gone) +
+                           "); start it with --workers 1"),
+            std::string::npos)
+      << big.error;
+  session.request_stop();
+  EXPECT_TRUE(session.wait_for(std::chrono::minutes(2)).has_value());
+  node0.join();
+  EXPECT_TRUE(first.ok) << first.error;
+}
+
+} // namespace

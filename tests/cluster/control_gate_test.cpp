@@ -1,0 +1,569 @@
+// The control plane's gate on its own, with plain sockets (no CAF): a dialer with the right token
+// reaches what stands behind the gate (CAF in production; here the test holds the socketpair end
+// the gate hands over) and bytes go both ways; a wrong token, another protocol, silence, or a peer
+// that breaks the control protocol after authenticating is refused or dropped alone, and nothing
+// it sent reaches behind. With TLS, the token travels encrypted and plain bytes are refused alone.
+#include "cluster/control_gate.hpp"
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <netinet/in.h>
+#include <random>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "support/temp_directory.hpp"
+#include "support/test_certificates.hpp"
+
+namespace {
+
+using herd::cluster::gate_connection;
+using herd::cluster::gate_dialer;
+using herd::cluster::gate_failure;
+using herd::cluster::gate_listener;
+using herd::cluster::gate_settings;
+using herd::testing::temp_directory;
+using namespace std::chrono_literals;
+
+int connect_loopback(std::uint16_t port) {
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(sock);
+    return -1;
+  }
+  return sock;
+}
+
+// Reads until `size` bytes came or the peer closed or `timeout` passed; what came.
+std::string read_some(int sock, std::size_t size, std::chrono::milliseconds timeout) {
+  timeval limit{};
+  limit.tv_sec = static_cast<long>(timeout.count() / 1000);
+  limit.tv_usec = static_cast<long>((timeout.count() % 1000) * 1000);
+  ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  std::string text;
+  char buffer[4096];
+  while (text.size() < size) {
+    const ssize_t got = ::recv(sock, buffer, std::min(sizeof buffer, size - text.size()), 0);
+    if (got <= 0)
+      break;
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  return text;
+}
+
+// True when the peer closed `sock` within `timeout` (reading whatever came before).
+bool closed_within(int sock, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buffer[4096];
+  timeval limit{0, 100000};
+  ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const ssize_t got = ::recv(sock, buffer, sizeof buffer, 0);
+    if (got == 0)
+      return true;
+    if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return true;
+  }
+  return false;
+}
+
+void send_all(int sock, const std::string& bytes) {
+  ASSERT_EQ(::send(sock, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+}
+
+std::string random_bytes(std::size_t size, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::string bytes(size, '\0');
+  for (auto& byte : bytes)
+    byte = static_cast<char>(generator());
+  return bytes;
+}
+
+void put_big_endian(std::string& out, std::uint64_t value, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((value >> shift) & 0xff));
+}
+
+// One frame of CAF's remoting protocol: the 32-byte header, then the payload.
+std::string frame(unsigned char operation, const std::string& payload,
+                  std::uint64_t operation_data = 0, std::uint64_t source_actor = 0,
+                  std::uint64_t dest_actor = 0, std::uint32_t announced_length = 0xffffffff) {
+  std::string bytes{static_cast<char>(operation), 0, 0, 0};
+  put_big_endian(bytes, announced_length == 0xffffffff ? payload.size() : announced_length, 4);
+  put_big_endian(bytes, operation_data, 8);
+  put_big_endian(bytes, source_actor, 8);
+  put_big_endian(bytes, dest_actor, 8);
+  return bytes + payload;
+}
+
+constexpr unsigned char server_handshake = 0;
+constexpr unsigned char client_handshake = 1;
+constexpr unsigned char direct_message = 2;
+
+std::string preamble(const std::string& token) {
+  std::string bytes = "HERDGATE";
+  put_big_endian(bytes, 2, 4);
+  put_big_endian(bytes, token.size(), 2);
+  return bytes + token;
+}
+
+// What stands behind the gate: collects the socketpair ends the gate hands over.
+class behind_the_gate {
+public:
+  ~behind_the_gate() {
+    for (int fd : ends_)
+      ::close(fd);
+  }
+
+  gate_listener::admit_function admit() {
+    return [this](int fd) {
+      std::lock_guard<std::mutex> guard(mutex_);
+      ends_.push_back(fd);
+      changed_.notify_all();
+      return true;
+    };
+  }
+
+  int admitted() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return static_cast<int>(ends_.size());
+  }
+
+  // The `index`th end handed over, once it was (or -1 after `timeout`).
+  int end(std::size_t index, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return ends_.size() > index; });
+    return ends_.size() > index ? ends_[index] : -1;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<int> ends_;
+};
+
+struct notices {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  gate_listener::notice_function sink() {
+    return [this](const std::string& line) {
+      std::lock_guard<std::mutex> guard(mutex);
+      lines.push_back(line);
+    };
+  }
+  std::string all() {
+    std::lock_guard<std::mutex> guard(mutex);
+    std::string text;
+    for (const auto& line : lines)
+      text += line + "\n";
+    return text;
+  }
+};
+
+gate_settings with_token(const std::string& token) {
+  gate_settings settings;
+  settings.token = token;
+  return settings;
+}
+
+// A connection to the gate that passed the preamble with `token` (plain TCP).
+int authenticated(std::uint16_t port, const std::string& token) {
+  const int sock = connect_loopback(port);
+  if (sock < 0)
+    return -1;
+  const auto hello = preamble(token);
+  ::send(sock, hello.data(), hello.size(), MSG_NOSIGNAL);
+  if (read_some(sock, 1, 10s) != "A") {
+    ::close(sock);
+    return -1;
+  }
+  return sock;
+}
+
+TEST(control_gate, a_dialer_with_the_token_reaches_behind_and_frames_go_both_ways) {
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, with_token("s3cret"), behind.admit(), log.sink());
+  gate_dialer dialer("127.0.0.1", gate.port(), with_token("s3cret"));
+  const gate_connection node = dialer.open();
+  ASSERT_GE(node.caf_fd, 0) << node.why;
+  EXPECT_EQ(node.failure, gate_failure::none);
+  const int coordinator = behind.end(0);
+  ASSERT_GE(coordinator, 0);
+  // 1 MB of seeded random payload each way, in frames the check lets through.
+  const std::string up = frame(client_handshake, random_bytes(1000, 1)) +
+                         frame(direct_message, random_bytes(1 << 20, 2), 0, 0, 7);
+  const std::string down = frame(server_handshake, random_bytes(1000, 3), 1) +
+                           frame(direct_message, random_bytes(1 << 20, 4), 0, 9, 3);
+  std::thread writer([&] {
+    send_all(node.caf_fd, up);
+    send_all(coordinator, down);
+  });
+  const std::string arrived_up = read_some(coordinator, up.size(), 20s);
+  const std::string arrived_down = read_some(node.caf_fd, down.size(), 20s);
+  writer.join();
+  EXPECT_TRUE(arrived_up == up) << "the node's bytes arrived changed (" << arrived_up.size()
+                                << " of " << up.size() << " bytes)";
+  EXPECT_TRUE(arrived_down == down) << "the coordinator's bytes arrived changed ("
+                                    << arrived_down.size() << " of " << down.size() << " bytes)";
+  EXPECT_EQ(gate.relayed(), 1);
+  ::close(node.caf_fd);
+  // The node's end closing closes the coordinator's.
+  EXPECT_TRUE(closed_within(coordinator, 10s));
+  EXPECT_EQ(log.all(), "");
+}
+
+TEST(control_gate, a_wrong_token_is_refused_with_the_reason_and_never_reaches_behind) {
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, with_token("s3cret"), behind.admit(), log.sink());
+  gate_dialer dialer("127.0.0.1", gate.port(), with_token("guess"));
+  const gate_connection node = dialer.open();
+  EXPECT_EQ(node.caf_fd, -1);
+  EXPECT_EQ(node.failure, gate_failure::refused);
+  EXPECT_EQ(node.why, "the coordinator refused this node: wrong cluster.token");
+  EXPECT_EQ(behind.admitted(), 0);
+  EXPECT_NE(log.all().find("refused a connection from 127.0.0.1: wrong cluster.token"),
+            std::string::npos)
+      << log.all();
+}
+
+TEST(control_gate, another_protocol_is_closed_before_anything_reaches_behind) {
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, with_token(""), behind.admit(), log.sink());
+  std::mt19937 generator(9);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const int sock = connect_loopback(gate.port());
+    ASSERT_GE(sock, 0);
+    const std::string garbage = random_bytes(1 + generator() % 2048, generator());
+    ::send(sock, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+    const std::string answer = read_some(sock, 4096, 10s);
+    ::close(sock);
+    // The gate answers 'R' and the reason, then closes.
+    ASSERT_FALSE(answer.empty());
+    EXPECT_EQ(answer.front(), 'R');
+  }
+  EXPECT_EQ(behind.admitted(), 0);
+  EXPECT_NE(log.all().find("not a Herd node"), std::string::npos) << log.all();
+}
+
+// The red-team trial's first finding: a handshake header that announces no payload (a byte 1 and
+// 31 zeros) made CAF dereference a null pointer and the coordinator exit 139. The gate now drops
+// that peer before CAF reads a byte of it, and other peers go on.
+TEST(control_gate, a_peer_that_breaks_the_protocol_after_authenticating_is_dropped_alone) {
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, with_token(""), behind.admit(), log.sink());
+  gate_dialer dialer("127.0.0.1", gate.port(), with_token(""));
+  const gate_connection good = dialer.open();
+  ASSERT_GE(good.caf_fd, 0) << good.why;
+  const int good_behind = behind.end(0);
+  ASSERT_GE(good_behind, 0);
+
+  const std::vector<std::pair<std::string, std::string>> attacks{
+      {"an empty client handshake", std::string(1, '\x01') + std::string(31, '\0')},
+      {"an empty server handshake", frame(server_handshake, "", 1)},
+      {"a payload of 4 GB announced", frame(client_handshake, "", 0, 0, 0, 0xfffffff0u)},
+      {"a direct message before the handshake", frame(direct_message, "x", 0, 0, 5)},
+      {"an unknown operation", frame(200, "abc")},
+      {"a valid handshake, then a malformed heartbeat",
+       frame(client_handshake, "node") + frame(6, "", 0, 3, 0)},
+  };
+  for (std::size_t i = 0; i < attacks.size(); ++i) {
+    const int attacker = authenticated(gate.port(), "");
+    ASSERT_GE(attacker, 0);
+    const int attacker_behind = behind.end(i + 1);
+    ASSERT_GE(attacker_behind, 0);
+    send_all(attacker, attacks[i].second);
+    EXPECT_TRUE(closed_within(attacker, 10s)) << attacks[i].first;
+    // What stands behind saw the connection end, and none of the bad frame.
+    std::string seen;
+    char buffer[256];
+    for (ssize_t got; (got = ::recv(attacker_behind, buffer, sizeof buffer, 0)) > 0;)
+      seen.append(buffer, static_cast<std::size_t>(got));
+    const std::string& sent = attacks[i].second;
+    // Only whole frames that passed the check may have gone through (a chunk that holds a bad
+    // frame is dropped whole, so the valid handshake before it may or may not have).
+    const std::size_t valid_prefix = i == 5 ? frame(client_handshake, "node").size() : 0;
+    EXPECT_TRUE(seen.empty() || seen == sent.substr(0, valid_prefix))
+        << attacks[i].first << ": " << seen.size() << " bytes reached behind";
+    ::close(attacker);
+  }
+  EXPECT_NE(log.all().find("broke the control protocol (frame 1: a client handshake without a "
+                           "payload)"),
+            std::string::npos)
+      << log.all();
+  // The good node's connection is untouched.
+  const std::string hello = frame(client_handshake, "hello");
+  send_all(good.caf_fd, hello);
+  EXPECT_EQ(read_some(good_behind, hello.size(), 10s), hello);
+  ::close(good.caf_fd);
+}
+
+TEST(control_gate, a_dialer_names_a_coordinator_that_does_not_listen) {
+  std::uint16_t closed_port = 0;
+  {
+    behind_the_gate placeholder_behind;
+    gate_listener placeholder("127.0.0.1", 0, with_token(""), placeholder_behind.admit(), nullptr);
+    closed_port = placeholder.port(); // a port that was free a moment ago
+  }
+  gate_dialer dialer("127.0.0.1", closed_port, with_token(""));
+  const gate_connection node = dialer.open();
+  EXPECT_EQ(node.caf_fd, -1);
+  EXPECT_EQ(node.failure, gate_failure::unreachable);
+  EXPECT_NE(node.why.find("connect to 127.0.0.1:" + std::to_string(closed_port)), std::string::npos)
+      << node.why;
+}
+
+TEST(control_gate, a_listen_address_in_use_is_named) {
+  behind_the_gate behind;
+  gate_listener first("127.0.0.1", 0, with_token(""), behind.admit(), nullptr);
+  try {
+    gate_listener second("127.0.0.1", first.port(), with_token(""), behind.admit(), nullptr);
+    FAIL() << "two gates listened on one port";
+  } catch (const std::runtime_error& failure) {
+    EXPECT_NE(std::string(failure.what()).find("Address already in use"), std::string::npos)
+        << failure.what();
+  }
+}
+
+// One address holding its share of silent connections cannot keep a node out: the node, from
+// another address of the loopback network, gets in while they wait out their deadline.
+TEST(control_gate, silent_connections_from_one_address_do_not_keep_other_nodes_out) {
+  behind_the_gate behind;
+  gate_settings settings = with_token("t");
+  settings.handshake_timeout = 20s;
+  gate_listener gate("127.0.0.1", 0, settings, behind.admit(), nullptr);
+  std::vector<int> silent;
+  for (int i = 0; i < 3 * gate_listener::max_pending_per_address; ++i) {
+    const int sock = connect_loopback(gate.port());
+    ASSERT_GE(sock, 0);
+    silent.push_back(sock);
+  }
+  // From 127.0.0.2: another address (the whole 127/8 network is loopback on Linux).
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr.s_addr = htonl(0x7f000002);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof local), 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(gate.port());
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const auto hello = preamble("t");
+  send_all(sock, hello);
+  EXPECT_EQ(read_some(sock, 1, 5s), "A");
+  ::close(sock);
+  // The silent ones beyond the share were closed at once, unread.
+  int closed = 0;
+  for (int fd : silent) {
+    closed += closed_within(fd, 100ms) ? 1 : 0;
+    ::close(fd);
+  }
+  EXPECT_EQ(closed, 2 * gate_listener::max_pending_per_address);
+}
+
+// -- TLS --------------------------------------------------------------------------------------
+
+// A cluster CA and certificates it signed for a coordinator and a node.
+struct certificates {
+  temp_directory dir;
+  bool made = false;
+  certificates() {
+    const std::string d = dir.path().string();
+    made = herd::testing::make_certificate_authority(d, "ca") &&
+           herd::testing::make_signed_certificate(d, "coordinator", "ca") &&
+           herd::testing::make_signed_certificate(d, "node", "ca");
+  }
+  gate_settings settings(const std::string& name, const std::string& token) const {
+    gate_settings result = with_token(token);
+    result.tls = {dir.file("ca.pem"), dir.file(name + ".pem"), dir.file(name + ".key")};
+    return result;
+  }
+};
+
+// A TCP relay between a client and the gate that keeps a copy of every byte it passes.
+class recording_proxy {
+public:
+  explicit recording_proxy(std::uint16_t target) : target_(target) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(listen_fd_, 4);
+    socklen_t length = sizeof address;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~recording_proxy() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+  std::string recorded() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return recorded_;
+  }
+
+private:
+  void run() {
+    const int client = ::accept(listen_fd_, nullptr, nullptr);
+    if (client < 0)
+      return;
+    const int server = connect_loopback(target_);
+    auto pump = [this](int from, int to) {
+      char buffer[4096];
+      for (ssize_t got; (got = ::recv(from, buffer, sizeof buffer, 0)) > 0;) {
+        {
+          std::lock_guard<std::mutex> guard(mutex_);
+          recorded_.append(buffer, static_cast<std::size_t>(got));
+        }
+        if (::send(to, buffer, static_cast<std::size_t>(got), MSG_NOSIGNAL) != got)
+          break;
+      }
+      ::shutdown(from, SHUT_RDWR);
+      ::shutdown(to, SHUT_RDWR);
+    };
+    std::thread back([&] { pump(server, client); });
+    pump(client, server);
+    back.join();
+    ::close(client);
+    ::close(server);
+  }
+
+  std::uint16_t target_;
+  int listen_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::string recorded_;
+};
+
+TEST(control_gate_tls, the_token_and_the_frames_travel_encrypted) {
+  certificates certs;
+  ASSERT_TRUE(certs.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  const std::string token = "token-that-must-not-be-seen-on-the-wire";
+  gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", token), behind.admit(),
+                     log.sink());
+  recording_proxy wire(gate.port());
+  gate_dialer dialer("127.0.0.1", wire.port(), certs.settings("node", token));
+  const gate_connection node = dialer.open();
+  ASSERT_GE(node.caf_fd, 0) << node.why << "\n" << log.all();
+  const int coordinator = behind.end(0);
+  ASSERT_GE(coordinator, 0);
+  const std::string secret_payload = "model-parameters-in-a-control-message";
+  const std::string up = frame(client_handshake, secret_payload);
+  send_all(node.caf_fd, up);
+  EXPECT_EQ(read_some(coordinator, up.size(), 10s), up);
+  const std::string down = frame(server_handshake, "the coordinator's answer", 1);
+  send_all(coordinator, down);
+  EXPECT_EQ(read_some(node.caf_fd, down.size(), 10s), down);
+  const std::string seen = wire.recorded();
+  EXPECT_GT(seen.size(), up.size() + down.size());
+  EXPECT_EQ(seen.find(token), std::string::npos) << "the token crossed the wire in the clear";
+  EXPECT_EQ(seen.find("HERDGATE"), std::string::npos) << "the preamble crossed in the clear";
+  EXPECT_EQ(seen.find(secret_payload), std::string::npos);
+  ::close(node.caf_fd);
+}
+
+// The red-team trial's second finding: plain bytes after the preamble made a TLS coordinator lose
+// every node. Now they fail that connection's TLS handshake and nothing else.
+TEST(control_gate_tls, plain_bytes_are_refused_alone_and_tls_peers_go_on) {
+  certificates certs;
+  ASSERT_TRUE(certs.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", "t"), behind.admit(),
+                     log.sink());
+  gate_dialer dialer("127.0.0.1", gate.port(), certs.settings("node", "t"));
+  const gate_connection good = dialer.open();
+  ASSERT_GE(good.caf_fd, 0) << good.why << "\n" << log.all();
+  const int good_behind = behind.end(0);
+  ASSERT_GE(good_behind, 0);
+
+  std::mt19937 generator(17);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    const int sock = connect_loopback(gate.port());
+    ASSERT_GE(sock, 0);
+    const std::string plain = attempt == 0   ? std::string(32, '\0')
+                              : attempt == 1 ? preamble("t") + frame(client_handshake, "x")
+                                             : random_bytes(1 + generator() % 600, generator());
+    ::send(sock, plain.data(), plain.size(), MSG_NOSIGNAL);
+    EXPECT_TRUE(closed_within(sock, 10s)) << "attempt " << attempt;
+    ::close(sock);
+  }
+  // A node without the TLS settings is told what is missing.
+  gate_dialer plain_node("127.0.0.1", gate.port(), with_token("t"));
+  const gate_connection refused = plain_node.open();
+  EXPECT_EQ(refused.failure, gate_failure::refused);
+  EXPECT_NE(refused.why.find("this coordinator requires TLS"), std::string::npos) << refused.why;
+  EXPECT_EQ(behind.admitted(), 1);
+  EXPECT_NE(log.all().find("TLS handshake failed"), std::string::npos) << log.all();
+  // The TLS node's connection still carries frames.
+  const std::string hello = frame(client_handshake, "still here");
+  send_all(good.caf_fd, hello);
+  EXPECT_EQ(read_some(good_behind, hello.size(), 10s), hello);
+  ::close(good.caf_fd);
+}
+
+TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_is_named) {
+  certificates certs;
+  certificates other;
+  ASSERT_TRUE(certs.made && other.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", ""), behind.admit(), log.sink());
+  gate_dialer stranger("127.0.0.1", gate.port(), other.settings("node", ""));
+  const gate_connection attempt = stranger.open();
+  EXPECT_EQ(attempt.failure, gate_failure::tls);
+  EXPECT_NE(attempt.why.find("TLS handshake with the coordinator failed"), std::string::npos)
+      << attempt.why;
+  EXPECT_EQ(behind.admitted(), 0);
+}
+
+TEST(control_gate_tls, an_unusable_tls_file_is_named_with_its_key) {
+  certificates certs;
+  ASSERT_TRUE(certs.made) << "openssl could not make the test certificates";
+  gate_settings settings = certs.settings("coordinator", "");
+  settings.tls.key = certs.dir.file("node.key"); // another certificate's key
+  behind_the_gate behind;
+  try {
+    gate_listener gate("127.0.0.1", 0, settings, behind.admit(), nullptr);
+    FAIL() << "a key that does not belong to the certificate was accepted";
+  } catch (const std::runtime_error& failure) {
+    EXPECT_NE(std::string(failure.what()).find("cluster.tls-key = " + settings.tls.key),
+              std::string::npos)
+        << failure.what();
+  }
+  settings = certs.settings("node", "");
+  settings.tls.ca = certs.dir.file("missing.pem");
+  try {
+    gate_dialer dialer("127.0.0.1", 1, settings);
+    FAIL() << "a missing CA file was accepted";
+  } catch (const std::runtime_error& failure) {
+    EXPECT_NE(std::string(failure.what()).find("cluster.tls-ca = " + settings.tls.ca),
+              std::string::npos)
+        << failure.what();
+  }
+}
+
+} // namespace

@@ -1,0 +1,1026 @@
+// Partial reduce (docs/algorithms.md, "Partial reduce") as plain classes: the staleness weights,
+// the isolation guard, and the grouping policy on scripted arrival sequences and on a deterministic
+// discrete-event cluster (no actors); last, the data plane's group average under those weights.
+#include "policy/preduce.hpp"
+#include "comm/backend.hpp"
+#include "kernels/ops.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <gtest/gtest.h>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/arrivals.hpp"
+
+namespace {
+
+using herd::policy::freshness;
+using herd::policy::group_decision;
+using herd::policy::group_outcome;
+using herd::policy::isolation_guard;
+using herd::policy::preduce_policy;
+using herd::policy::preduce_settings;
+using herd::policy::round_kind;
+using herd::policy::staleness_weighting;
+using herd::policy::weighting;
+using herd::testing::iota;
+using herd::testing::ready;
+
+constexpr double never = std::numeric_limits<double>::infinity();
+
+// Member sets are compared sorted: the tests do not depend on the order a group was built in.
+std::vector<int> sorted(std::vector<int> members) {
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+std::string show(const std::vector<int>& members) {
+  std::ostringstream out;
+  out << "{";
+  for (std::size_t i = 0; i < members.size(); ++i)
+    out << (i > 0 ? "," : "") << members[i];
+  out << "}";
+  return out.str();
+}
+
+// Every member answered fresh with the step it arrived with.
+group_outcome done(const group_decision& group, const std::vector<std::uint64_t>& step_of) {
+  group_outcome outcome;
+  outcome.members = group.members;
+  for (int member : group.members)
+    outcome.contributions.push_back(
+        {member, freshness::fresh, step_of[static_cast<std::size_t>(member)]});
+  return outcome;
+}
+
+// Every member answered fresh with the same step.
+group_outcome done(const group_decision& group, std::uint64_t step = 1) {
+  return done(group, std::vector<std::uint64_t>(64, step));
+}
+
+// The guard and the staleness decay off unless a test says otherwise.
+preduce_settings plain_settings(int group_size, double wait_window_seconds) {
+  preduce_settings settings;
+  settings.group_size = group_size;
+  settings.wait_window_seconds = wait_window_seconds;
+  settings.staleness_decay = 0.0;
+  settings.connect_every = 0;
+  settings.connect_wait_seconds = 0.0;
+  settings.sync_every = 0;
+  return settings;
+}
+
+// A group weighs its members by staleness; the global average is the plain mean (preduce.hpp).
+std::vector<float> expected_member_weights(const preduce_settings& settings, round_kind kind,
+                                           const std::vector<std::uint64_t>& steps) {
+  const double decay = kind == round_kind::full_sync ? 0.0 : settings.staleness_decay;
+  return staleness_weighting(decay).weights(steps);
+}
+
+double sum(const std::vector<float>& values) {
+  double total = 0.0;
+  for (float value : values)
+    total += static_cast<double>(value);
+  return total;
+}
+
+// Union-find over worker indices, independent of the guard's own, to check it from outside.
+class components {
+public:
+  explicit components(std::vector<int> live) : live_(std::move(live)) { reset(); }
+
+  void reset() {
+    parent_.assign(64, -1);
+    for (int worker : live_)
+      parent_[static_cast<std::size_t>(worker)] = worker;
+  }
+
+  int find(int worker) {
+    while (parent_[static_cast<std::size_t>(worker)] != worker)
+      worker = parent_[static_cast<std::size_t>(worker)];
+    return worker;
+  }
+
+  void merge(const std::vector<int>& members) {
+    for (std::size_t i = 1; i < members.size(); ++i)
+      parent_[static_cast<std::size_t>(find(members[i]))] = find(members[0]);
+  }
+
+  std::size_t count() {
+    std::size_t roots = 0;
+    for (int worker : live_)
+      roots += find(worker) == worker ? 1 : 0;
+    return roots;
+  }
+
+  // How many different components the members come from.
+  std::size_t spanned_by(const std::vector<int>& members) {
+    std::vector<int> roots;
+    roots.reserve(members.size());
+    for (int member : members)
+      roots.push_back(find(member));
+    std::sort(roots.begin(), roots.end());
+    return static_cast<std::size_t>(std::unique(roots.begin(), roots.end()) - roots.begin());
+  }
+
+private:
+  std::vector<int> live_;
+  std::vector<int> parent_;
+};
+
+// -- staleness weights --------------------------------------------------------------------------
+
+TEST(staleness_weighting, staleness_is_steps_behind_the_freshest_member) {
+  EXPECT_EQ(staleness_weighting::staleness({5, 3, 5, 1}), (std::vector<std::uint64_t>{0, 2, 0, 4}));
+  EXPECT_EQ(staleness_weighting::staleness({7}), (std::vector<std::uint64_t>{0}));
+  EXPECT_EQ(staleness_weighting::staleness({2, 9}), (std::vector<std::uint64_t>{7, 0}));
+}
+
+TEST(staleness_weighting, decay_zero_is_the_uniform_average) {
+  std::mt19937_64 rng(31);
+  const staleness_weighting uniform(0.0);
+  for (std::size_t members = 1; members <= 16; ++members) {
+    std::vector<std::uint64_t> steps(members);
+    for (auto& step : steps)
+      step = 100 + rng() % 50;
+    const auto weights = uniform.weights(steps);
+    ASSERT_EQ(weights.size(), members);
+    for (float weight : weights)
+      EXPECT_NEAR(weight, 1.0 / static_cast<double>(members), 1e-7) << members << " members";
+  }
+}
+
+TEST(staleness_weighting, weights_sum_to_one_and_fall_strictly_with_staleness) {
+  std::mt19937_64 rng(47);
+  for (double decay : {0.1, 0.5, 1.0, 2.0}) {
+    const staleness_weighting weighting(decay);
+    EXPECT_EQ(weighting.decay(), decay);
+    for (int trial = 0; trial < 200; ++trial) {
+      const std::size_t members = 1 + rng() % 12;
+      std::vector<std::uint64_t> steps(members);
+      for (auto& step : steps)
+        step = 1000 + rng() % 11;
+      const auto weights = weighting.weights(steps);
+      const auto staleness = staleness_weighting::staleness(steps);
+      ASSERT_EQ(weights.size(), members);
+      EXPECT_NEAR(sum(weights), 1.0, 1e-6) << "decay " << decay;
+      for (std::size_t i = 0; i < members; ++i) {
+        EXPECT_GT(weights[i], 0.0f);
+        for (std::size_t j = 0; j < members; ++j) {
+          if (staleness[i] < staleness[j]) {
+            EXPECT_GT(weights[i], weights[j])
+                << "decay " << decay << ": staleness " << staleness[i] << " vs " << staleness[j];
+          } else if (staleness[i] == staleness[j]) {
+            EXPECT_FLOAT_EQ(weights[i], weights[j]);
+          }
+          // w_i / w_j = exp(-decay * (s_i - s_j)).
+          const double expected_ratio = std::exp(
+              -decay * (static_cast<double>(staleness[i]) - static_cast<double>(staleness[j])));
+          EXPECT_NEAR(static_cast<double>(weights[i]) / static_cast<double>(weights[j]) /
+                          expected_ratio,
+                      1.0, 1e-5)
+              << "decay " << decay;
+        }
+      }
+    }
+  }
+}
+
+TEST(staleness_weighting, a_negative_decay_is_refused) {
+  EXPECT_THROW(staleness_weighting(-0.1), std::invalid_argument);
+}
+
+TEST(staleness_weighting, a_single_member_weighs_one) {
+  EXPECT_EQ(staleness_weighting(0.5).weights({42}), std::vector<float>{1.0f});
+}
+
+// -- isolation guard ----------------------------------------------------------------------------
+
+TEST(isolation_guard, a_disabled_guard_never_intervenes) {
+  isolation_guard guard(0);
+  EXPECT_FALSE(guard.enabled());
+  guard.set_live_workers(iota(8));
+  for (int round = 0; round < 50; ++round) {
+    EXPECT_FALSE(guard.intervention_due());
+    guard.record_group({0, 1});
+  }
+  EXPECT_FALSE(guard.intervention_due());
+}
+
+TEST(isolation_guard, intervention_is_due_when_the_groups_left_are_the_merges_still_needed) {
+  isolation_guard guard(4);
+  EXPECT_TRUE(guard.enabled());
+  guard.set_live_workers(iota(4));
+  EXPECT_EQ(guard.components(), 4u);
+  EXPECT_FALSE(guard.intervention_due()) << "4 groups left, 3 merges needed";
+
+  EXPECT_FALSE(guard.record_group({0, 1}));
+  EXPECT_EQ(guard.components(), 3u);
+  EXPECT_EQ(guard.groups_since_connected(), 1u);
+  EXPECT_FALSE(guard.intervention_due()) << "3 groups left, 2 merges needed";
+
+  EXPECT_FALSE(guard.record_group({1, 0})); // joins nothing
+  EXPECT_EQ(guard.components(), 3u);
+  EXPECT_EQ(guard.groups_since_connected(), 2u);
+  EXPECT_TRUE(guard.intervention_due()) << "2 groups left, 2 merges needed";
+  EXPECT_TRUE(guard.same_component(0, 1));
+  EXPECT_FALSE(guard.same_component(0, 2));
+  EXPECT_FALSE(guard.same_component(2, 3));
+
+  EXPECT_FALSE(guard.record_group({1, 2}));
+  EXPECT_EQ(guard.components(), 2u);
+  EXPECT_TRUE(guard.same_component(0, 2));
+  EXPECT_TRUE(guard.intervention_due()) << "1 group left, 1 merge needed";
+
+  EXPECT_TRUE(guard.record_group({3, 0})) << "every worker connected: a new period";
+  EXPECT_EQ(guard.components(), 4u);
+  EXPECT_EQ(guard.groups_since_connected(), 0u);
+  EXPECT_FALSE(guard.same_component(0, 1));
+  EXPECT_FALSE(guard.intervention_due());
+}
+
+TEST(isolation_guard, a_larger_group_merges_several_components_and_workers_need_not_be_dense) {
+  isolation_guard guard(3);
+  guard.set_live_workers({1, 4, 6, 9});
+  EXPECT_EQ(guard.components(), 4u);
+  EXPECT_FALSE(guard.record_group({1, 6, 9}));
+  EXPECT_EQ(guard.components(), 2u);
+  EXPECT_TRUE(guard.same_component(1, 9));
+  EXPECT_FALSE(guard.same_component(4, 9));
+  EXPECT_TRUE(guard.record_group({4, 6}));
+  EXPECT_EQ(guard.components(), 4u);
+}
+
+TEST(isolation_guard, new_live_workers_start_a_new_period) {
+  isolation_guard guard(5);
+  guard.set_live_workers(iota(6));
+  guard.record_group({0, 1});
+  guard.record_group({2, 3});
+  EXPECT_EQ(guard.components(), 4u);
+  guard.set_live_workers({0, 1, 2, 3, 5});
+  EXPECT_EQ(guard.components(), 5u);
+  EXPECT_EQ(guard.groups_since_connected(), 0u);
+  EXPECT_FALSE(guard.same_component(0, 1));
+}
+
+TEST(isolation_guard, a_single_live_worker_is_always_connected) {
+  isolation_guard guard(2);
+  guard.set_live_workers({3});
+  EXPECT_EQ(guard.components(), 1u);
+  EXPECT_FALSE(guard.intervention_due());
+}
+
+// -- FIFO grouping and the wait window ----------------------------------------------------------
+
+TEST(preduce_policy, groups_the_first_group_size_ready_workers_or_all_after_the_wait_window) {
+  preduce_policy policy(plain_settings(3, 0.01));
+  EXPECT_EQ(policy.name(), "preduce");
+  EXPECT_TRUE(policy.exchanges_models());
+  EXPECT_TRUE(policy.set_live_workers(iota(6)).empty());
+  EXPECT_FALSE(policy.next_deadline().has_value()) << "nobody queued";
+
+  EXPECT_TRUE(policy.on_ready(ready(0, 1, 0.0)).empty());
+  // Alone, worker 0 has nothing to gain from its window's end; a deadline, if any, is that end.
+  if (const auto lone = policy.next_deadline()) {
+    EXPECT_NEAR(*lone, 0.0 + 0.01, 1e-12);
+  }
+  EXPECT_TRUE(policy.on_ready(ready(1, 1, 0.001)).empty());
+  ASSERT_TRUE(policy.next_deadline().has_value());
+  EXPECT_NEAR(*policy.next_deadline(), 0.0 + 0.01, 1e-12) << "the oldest queued worker's window";
+  EXPECT_EQ(policy.queued(), 2u);
+
+  const auto first = policy.on_ready(ready(2, 1, 0.002));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(sorted(first[0].members), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(first[0].kind, round_kind::partial);
+  EXPECT_EQ(first[0].weights, weighting::given);
+  EXPECT_FALSE(first[0].intervention);
+  EXPECT_EQ(policy.queued(), 0u);
+  EXPECT_FALSE(policy.next_deadline().has_value()) << "the queue emptied";
+
+  EXPECT_TRUE(policy.on_ready(ready(3, 1, 0.003)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(4, 1, 0.004)).empty());
+  ASSERT_TRUE(policy.next_deadline().has_value());
+  EXPECT_NEAR(*policy.next_deadline(), 0.003 + 0.01, 1e-12);
+  EXPECT_TRUE(policy.on_time(0.008).empty()) << "before the window closed";
+  EXPECT_EQ(policy.queued(), 2u);
+  const auto second = policy.on_time(*policy.next_deadline());
+  ASSERT_EQ(second.size(), 1u) << "the window closed with two queued";
+  EXPECT_EQ(sorted(second[0].members), (std::vector<int>{3, 4}));
+  EXPECT_EQ(second[0].kind, round_kind::partial);
+  EXPECT_EQ(policy.queued(), 0u);
+}
+
+TEST(preduce_policy, a_lone_queued_worker_never_forms_a_group_when_others_are_live) {
+  preduce_policy policy(plain_settings(3, 0.01));
+  policy.set_live_workers(iota(4));
+  EXPECT_TRUE(policy.on_ready(ready(2, 1, 0.0)).empty());
+  for (double now : {0.005, 0.01, 0.02, 1.0, 100.0})
+    EXPECT_TRUE(policy.on_time(now).empty()) << "t=" << now;
+  EXPECT_EQ(policy.queued(), 1u);
+  // Its window closed long ago: the next arrival forms a window group at once, in on_ready.
+  const auto decisions = policy.on_ready(ready(0, 1, 100.5));
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(sorted(decisions[0].members), (std::vector<int>{0, 2}));
+}
+
+TEST(preduce_policy, the_wait_window_is_also_checked_when_a_worker_arrives) {
+  preduce_policy policy(plain_settings(4, 0.01));
+  policy.set_live_workers(iota(8));
+  EXPECT_TRUE(policy.on_ready(ready(5, 1, 0.0)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(1, 1, 0.001)).empty());
+  const auto decisions = policy.on_ready(ready(6, 1, 0.02));
+  ASSERT_EQ(decisions.size(), 1u) << "the oldest waited 0.02 s > 0.01 s: all three go";
+  EXPECT_EQ(sorted(decisions[0].members), (std::vector<int>{1, 5, 6}));
+}
+
+TEST(preduce_policy, extra_queued_workers_stay_in_fifo_order_for_the_next_group) {
+  preduce_policy policy(plain_settings(2, 1.0));
+  policy.set_live_workers(iota(6));
+  std::vector<std::vector<int>> groups;
+  const std::vector<int> order = {4, 0, 5, 2, 1, 3};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    for (const auto& decision : policy.on_ready(ready(order[i], 1, 0.001 * static_cast<double>(i))))
+      groups.push_back(sorted(decision.members));
+  }
+  EXPECT_EQ(groups, (std::vector<std::vector<int>>{{0, 4}, {2, 5}, {1, 3}}));
+}
+
+TEST(preduce_policy, a_worker_lost_in_a_group_and_then_replaced_is_queued_again) {
+  preduce_policy policy(plain_settings(2, 1.0));
+  policy.set_live_workers(iota(2));
+  policy.on_ready(ready(0, 1, 0.0));
+  const auto group = policy.on_ready(ready(1, 1, 0.0));
+  ASSERT_EQ(group.size(), 1u);
+  policy.set_live_workers({0});
+  // Only the member that answered is reported; the lost one never comes back from that group.
+  herd::policy::group_outcome done;
+  done.members = {0};
+  done.contributions.push_back({0, herd::policy::freshness::fresh, 1});
+  policy.on_group_done(done);
+  policy.set_live_workers(iota(2)); // a node joined in worker 1's place
+  EXPECT_TRUE(policy.on_ready(ready(1, 5, 1.0)).empty());
+  EXPECT_EQ(policy.queued(), 1u) << "the returning worker waits in the queue, not as held early";
+  const auto next = policy.on_ready(ready(0, 2, 1.0));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(sorted(next[0].members), (std::vector<int>{0, 1}));
+}
+
+TEST(preduce_policy, group_size_is_clamped_to_the_live_workers) {
+  preduce_policy policy(plain_settings(4, 10.0));
+  policy.set_live_workers({3, 7});
+  EXPECT_TRUE(policy.on_ready(ready(7, 1, 0.0)).empty());
+  const auto decisions = policy.on_ready(ready(3, 1, 0.0));
+  ASSERT_EQ(decisions.size(), 1u) << "a group of 4 from 2 live workers is a group of 2";
+  EXPECT_EQ(sorted(decisions[0].members), (std::vector<int>{3, 7}));
+}
+
+TEST(preduce_policy, a_single_live_worker_forms_a_group_of_one) {
+  preduce_policy policy(plain_settings(2, 10.0));
+  policy.set_live_workers({5});
+  const auto decisions = policy.on_ready(ready(5, 1, 0.0));
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].members, std::vector<int>{5});
+  ASSERT_EQ(decisions[0].member_weights.size(), 1u);
+  EXPECT_FLOAT_EQ(decisions[0].member_weights[0], 1.0f);
+}
+
+// Its next arrival can reach the coordinator before its group's completion does (different
+// senders): it is held, and queued in arrival order once the group is done.
+TEST(preduce_policy, a_member_of_a_group_in_flight_is_queued_again_once_its_group_is_done) {
+  preduce_policy policy(plain_settings(2, 10.0));
+  policy.set_live_workers(iota(4));
+  policy.on_ready(ready(0, 1, 0.0));
+  const auto first = policy.on_ready(ready(1, 1, 0.0));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(policy.on_ready(ready(0, 2, 0.1)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(2, 1, 0.2)).empty()) << "worker 0 must not pair with 2 yet";
+  EXPECT_EQ(policy.queued(), 1u);
+  const auto second = policy.on_group_done(done(first[0]));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(sorted(second[0].members), (std::vector<int>{0, 2}));
+  EXPECT_EQ(policy.queued(), 0u);
+  // A repeated arrival of a queued worker changes nothing.
+  EXPECT_TRUE(policy.on_ready(ready(3, 1, 0.4)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(3, 1, 0.5)).empty());
+  EXPECT_EQ(policy.queued(), 1u);
+}
+
+// -- weights on decisions -----------------------------------------------------------------------
+
+TEST(preduce_policy, decisions_carry_staleness_weights_in_member_order) {
+  auto settings = plain_settings(3, 10.0);
+  settings.staleness_decay = 0.5;
+  preduce_policy policy(settings);
+  policy.set_live_workers(iota(6));
+  const std::vector<std::uint64_t> step_of = {0, 0, 10, 0, 7, 9};
+  policy.on_ready(ready(4, step_of[4], 0.0));
+  policy.on_ready(ready(2, step_of[2], 0.0));
+  const auto decisions = policy.on_ready(ready(5, step_of[5], 0.0));
+  ASSERT_EQ(decisions.size(), 1u);
+  const auto& group = decisions[0];
+  EXPECT_EQ(sorted(group.members), (std::vector<int>{2, 4, 5}));
+  EXPECT_EQ(group.weights, weighting::given);
+  ASSERT_EQ(group.member_weights.size(), 3u);
+  ASSERT_EQ(group.staleness.size(), 3u);
+  const double total = 1.0 + std::exp(-0.5 * 3.0) + std::exp(-0.5 * 1.0);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const int member = group.members[i];
+    const std::uint64_t staleness = 10 - step_of[static_cast<std::size_t>(member)];
+    EXPECT_EQ(group.staleness[i], staleness) << "worker " << member;
+    EXPECT_NEAR(group.member_weights[i], std::exp(-0.5 * static_cast<double>(staleness)) / total,
+                1e-6)
+        << "worker " << member;
+  }
+}
+
+// -- a deterministic discrete-event cluster -----------------------------------------------------
+
+// Workers compute for step_seconds(worker), arrive, wait in their group, and compute again when
+// the group completes reduce_seconds() after it formed. Events at one time run completions
+// first, then arrivals by worker index; the policy's deadline runs when nothing comes before it.
+// Every decision is checked against the policy's definition as it is made.
+class scripted_cluster {
+public:
+  scripted_cluster(
+      preduce_settings settings, int workers, std::function<double(int)> step_seconds,
+      std::function<double()> reduce_seconds = [] { return 0.0; })
+      : settings_(settings), policy_(settings), step_seconds_(std::move(step_seconds)),
+        reduce_seconds_(std::move(reduce_seconds)), state_(static_cast<std::size_t>(workers)),
+        next_arrival_(static_cast<std::size_t>(workers)),
+        steps_(static_cast<std::size_t>(workers), 0) {
+    for (int worker = 0; worker < workers; ++worker)
+      next_arrival_[static_cast<std::size_t>(worker)] = step_seconds_(worker);
+    live_ = iota(workers);
+    apply(policy_.set_live_workers(live_));
+  }
+
+  preduce_policy& policy() { return policy_; }
+  const std::vector<group_decision>& log() const { return log_; }
+  const std::vector<int>& live() const { return live_; }
+  std::size_t most_in_flight() const { return most_in_flight_; }
+
+  // Runs until the log holds `decisions` groups; fails the test if the cluster stalls.
+  void run_until(std::size_t decisions) {
+    for (std::size_t events = 0; log_.size() < decisions; ++events) {
+      ASSERT_LT(events, 1000000u) << "no progress after a million events";
+      const auto [complete_at, group] = first_completion();
+      const auto [arrive_at, worker] = first_arrival();
+      double deadline_at = never;
+      const auto deadline = policy_.next_deadline();
+      if (deadline && deadline != spent_deadline_)
+        deadline_at = std::max(*deadline, clock_);
+      const double now = std::min({complete_at, arrive_at, deadline_at});
+      ASSERT_LT(now, never) << "stalled at t=" << clock_ << " after " << log_.size()
+                            << " groups with " << policy_.queued() << " workers queued";
+      ASSERT_GE(now, clock_);
+      clock_ = now;
+      if (complete_at == now) {
+        complete(group);
+      } else if (arrive_at == now) {
+        arrive(worker);
+      } else {
+        spent_deadline_ = deadline;
+        apply(policy_.on_time(clock_));
+      }
+      if (testing::Test::HasFatalFailure())
+        return;
+    }
+  }
+
+  // The worker is lost wherever it is: it never arrives again.
+  void lose(int worker) {
+    state_[static_cast<std::size_t>(worker)] = worker_state::lost;
+    live_.erase(std::find(live_.begin(), live_.end(), worker));
+    apply(policy_.set_live_workers(live_));
+  }
+
+private:
+  enum class worker_state { computing, queued, in_group, lost };
+
+  struct in_flight {
+    group_decision group;
+    double done_at = 0.0;
+  };
+
+  std::pair<double, std::size_t> first_completion() const {
+    std::pair<double, std::size_t> first{never, 0};
+    for (std::size_t i = 0; i < flying_.size(); ++i)
+      if (flying_[i].done_at < first.first)
+        first = {flying_[i].done_at, i};
+    return first;
+  }
+
+  std::pair<double, int> first_arrival() const {
+    std::pair<double, int> first{never, -1};
+    for (std::size_t w = 0; w < state_.size(); ++w)
+      if (state_[w] == worker_state::computing && next_arrival_[w] < first.first)
+        first = {next_arrival_[w], static_cast<int>(w)};
+    return first;
+  }
+
+  void arrive(int worker) {
+    const auto w = static_cast<std::size_t>(worker);
+    steps_[w] += 1;
+    state_[w] = worker_state::queued;
+    apply(policy_.on_ready(ready(worker, steps_[w], clock_)));
+  }
+
+  void complete(std::size_t index) {
+    const group_decision group = flying_[index].group;
+    flying_.erase(flying_.begin() + static_cast<std::ptrdiff_t>(index));
+    group_outcome outcome;
+    outcome.members = group.members;
+    for (int member : group.members) {
+      const auto m = static_cast<std::size_t>(member);
+      if (state_[m] == worker_state::lost)
+        continue; // it never answered
+      outcome.contributions.push_back({member, freshness::fresh, steps_[m]});
+      state_[m] = worker_state::computing;
+      next_arrival_[m] = clock_ + step_seconds_(member);
+    }
+    apply(policy_.on_group_done(outcome));
+  }
+
+  void apply(const std::vector<group_decision>& decisions) {
+    for (const auto& group : decisions) {
+      check(group);
+      if (testing::Test::HasFatalFailure())
+        return;
+      for (int member : group.members)
+        state_[static_cast<std::size_t>(member)] = worker_state::in_group;
+      log_.push_back(group);
+      flying_.push_back({group, clock_ + reduce_seconds_()});
+      most_in_flight_ = std::max(most_in_flight_, flying_.size());
+    }
+    std::size_t queued = 0;
+    for (auto state : state_)
+      queued += state == worker_state::queued ? 1 : 0;
+    ASSERT_EQ(policy_.queued(), queued) << "t=" << clock_ << ": the policy's queue vs the ready";
+  }
+
+  void check(const group_decision& group) {
+    const std::string where = "t=" + std::to_string(clock_) + " group " +
+                              std::to_string(log_.size()) + " " + show(group.members);
+    ASSERT_FALSE(group.members.empty()) << where;
+    ASSERT_TRUE(std::is_sorted(group.members.begin(), group.members.end()))
+        << where << ": policy.hpp documents members as ascending worker indices";
+    ASSERT_EQ(std::adjacent_find(group.members.begin(), group.members.end()), group.members.end())
+        << where << ": a worker twice";
+    std::vector<std::uint64_t> steps;
+    for (int member : group.members) {
+      ASSERT_TRUE(std::binary_search(live_.begin(), live_.end(), member))
+          << where << ": worker " << member << " is not live";
+      ASSERT_TRUE(state_[static_cast<std::size_t>(member)] == worker_state::queued)
+          << where << ": worker " << member << " is not ready (computing or in a group in flight)";
+      steps.push_back(steps_[static_cast<std::size_t>(member)]);
+    }
+    const std::size_t group_size =
+        std::min(static_cast<std::size_t>(settings_.group_size), live_.size());
+    if (group.kind == round_kind::full_sync) {
+      ASSERT_EQ(group.members, live_) << where << ": a global average is every live worker";
+      ASSERT_GT(settings_.sync_every, 0) << where << ": a global average without sync_every";
+      ASSERT_EQ(partial_since_sync_, static_cast<std::size_t>(settings_.sync_every))
+          << where << ": a global average after " << partial_since_sync_ << " partial groups";
+      partial_since_sync_ = 0;
+    } else {
+      ASSERT_EQ(group.kind, round_kind::partial) << where;
+      if (live_.size() > 1) {
+        ASSERT_GE(group.members.size(), 2u) << where << ": a lone worker in a group";
+      }
+      if (!group.intervention) {
+        ASSERT_LE(group.members.size(), group_size) << where;
+      }
+      partial_since_sync_ += 1;
+      if (settings_.sync_every > 0) {
+        ASSERT_LE(partial_since_sync_, static_cast<std::size_t>(settings_.sync_every))
+            << where << ": a partial group while a global average is due";
+      }
+    }
+    ASSERT_EQ(group.weights, weighting::given) << where;
+    ASSERT_EQ(group.staleness, staleness_weighting::staleness(steps)) << where;
+    const auto expected = expected_member_weights(settings_, group.kind, steps);
+    ASSERT_EQ(group.member_weights.size(), expected.size()) << where;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(group.member_weights[i], expected[i], 1e-6) << where << " member " << i;
+  }
+
+  preduce_settings settings_;
+  preduce_policy policy_;
+  std::function<double(int)> step_seconds_;
+  std::function<double()> reduce_seconds_;
+  std::vector<worker_state> state_;
+  std::vector<double> next_arrival_;
+  std::vector<std::uint64_t> steps_;
+  std::vector<int> live_;
+  std::vector<in_flight> flying_;
+  std::vector<group_decision> log_;
+  std::optional<double> spent_deadline_;
+  std::size_t partial_since_sync_ = 0;
+  std::size_t most_in_flight_ = 0;
+  double clock_ = 0.0;
+};
+
+// -- isolation: two fast workers, two 5x slower ------------------------------------------------
+
+preduce_settings isolation_settings(int connect_every) {
+  preduce_settings settings = plain_settings(2, 0.5);
+  settings.staleness_decay = 0.5;
+  settings.connect_every = connect_every;
+  settings.connect_wait_seconds = 10.0; // longer than a slow step: a guarded group always forms
+  return settings;
+}
+
+double fast_or_slow_step(int worker) {
+  return worker < 2 ? 1.0 : 5.0;
+}
+
+bool is_fast(int worker) {
+  return worker < 2;
+}
+
+TEST(preduce_isolation, without_the_guard_fast_and_slow_workers_never_meet) {
+  scripted_cluster cluster(isolation_settings(0), 4, fast_or_slow_step);
+  cluster.run_until(400);
+  ASSERT_FALSE(HasFatalFailure());
+  components connected(iota(4));
+  std::size_t fast_groups = 0;
+  std::size_t slow_groups = 0;
+  for (std::size_t i = 0; i < cluster.log().size(); ++i) {
+    const auto& members = cluster.log()[i].members;
+    const auto fast = std::count_if(members.begin(), members.end(), is_fast);
+    ASSERT_TRUE(fast == 0 || fast == static_cast<long>(members.size()))
+        << "group " << i << " " << show(members) << " mixes fast and slow workers";
+    (fast > 0 ? fast_groups : slow_groups) += 1;
+    connected.merge(members);
+    ASSERT_GT(connected.count(), 1u) << "group " << i << " connected everyone";
+  }
+  EXPECT_GE(fast_groups, 4 * slow_groups) << "the fast pair reduces about 5x as often";
+  EXPECT_GT(slow_groups, 0u);
+  EXPECT_EQ(cluster.policy().interventions(), 0u);
+}
+
+TEST(preduce_isolation, the_guard_connects_every_worker_within_connect_every_groups) {
+  for (int connect_every : {4, 8}) {
+    SCOPED_TRACE("connect_every " + std::to_string(connect_every));
+    scripted_cluster cluster(isolation_settings(connect_every), 4, fast_or_slow_step);
+    cluster.run_until(400);
+    ASSERT_FALSE(HasFatalFailure());
+
+    components connected(iota(4));
+    std::size_t since_connected = 0;
+    std::size_t connections = 0;
+    std::size_t flagged = 0;
+    std::size_t mixed = 0;
+    for (std::size_t i = 0; i < cluster.log().size(); ++i) {
+      const auto& group = cluster.log()[i];
+      if (group.intervention) {
+        flagged += 1;
+        EXPECT_GE(connected.spanned_by(group.members), 2u)
+            << "intervention " << i << " " << show(group.members) << " joins no components";
+      }
+      const auto fast = std::count_if(group.members.begin(), group.members.end(), is_fast);
+      mixed += fast > 0 && fast < static_cast<long>(group.members.size()) ? 1 : 0;
+      connected.merge(group.members);
+      since_connected += 1;
+      if (connected.count() == 1) {
+        ASSERT_LE(since_connected, static_cast<std::size_t>(connect_every))
+            << "group " << i << " connected everyone " << since_connected << " groups after the "
+            << "last time";
+        connections += 1;
+        since_connected = 0;
+        connected.reset();
+      } else {
+        ASSERT_LT(since_connected, static_cast<std::size_t>(connect_every))
+            << "group " << i << ": " << since_connected << " groups without full connectivity";
+      }
+    }
+    EXPECT_GE(connections, 400u / static_cast<std::size_t>(connect_every) - 1);
+    EXPECT_GT(cluster.policy().interventions(), 0u);
+    EXPECT_EQ(cluster.policy().interventions(), flagged)
+        << "interventions() counts the groups flagged as interventions";
+    EXPECT_GT(mixed, 0u);
+  }
+}
+
+// Four workers, connect_every 4: once workers 0 and 1 have paired twice (components {0,1}, {2},
+// {3}), the two groups left in the period must make the two merges still needed.
+preduce_settings guarded_settings() {
+  preduce_settings settings = plain_settings(2, 10.0);
+  settings.connect_every = 4;
+  settings.connect_wait_seconds = 1.0;
+  return settings;
+}
+
+void pair_twice(preduce_policy& policy) {
+  policy.set_live_workers(iota(4));
+  for (std::uint64_t step = 1; step <= 2; ++step) {
+    policy.on_ready(ready(0, step, 0.1 * static_cast<double>(step)));
+    const auto pair = policy.on_ready(ready(1, step, 0.1 * static_cast<double>(step)));
+    ASSERT_EQ(pair.size(), 1u);
+    EXPECT_FALSE(pair[0].intervention) << "4 groups left, 3 merges needed: not due yet";
+    policy.on_group_done(done(pair[0]));
+  }
+  EXPECT_EQ(policy.interventions(), 0u);
+}
+
+TEST(preduce_isolation, a_guarded_group_takes_the_oldest_worker_of_another_component) {
+  preduce_policy policy(guarded_settings());
+  pair_twice(policy);
+  // Components {0,1}, {2}, {3}; 2 groups left in the period, 2 merges needed: the guard is due.
+  EXPECT_TRUE(policy.on_ready(ready(0, 3, 1.0)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(1, 3, 1.0)).empty()) << "0 and 1 share a component";
+  ASSERT_TRUE(policy.next_deadline().has_value());
+  EXPECT_NEAR(*policy.next_deadline(), 1.0 + 1.0, 1e-12) << "the guard waits connect_wait";
+  EXPECT_TRUE(policy.on_time(1.5).empty());
+
+  const auto second = policy.on_ready(ready(2, 1, 1.6));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(sorted(second[0].members), (std::vector<int>{0, 2})) << "the oldest, then worker 2";
+  EXPECT_TRUE(second[0].intervention);
+  EXPECT_EQ(policy.interventions(), 1u);
+  // Components {0,1,2}, {3}; 1 group left, 1 merge needed.
+  const auto third = policy.on_ready(ready(3, 1, 1.7));
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(sorted(third[0].members), (std::vector<int>{1, 3}));
+  EXPECT_TRUE(third[0].intervention);
+  EXPECT_EQ(policy.interventions(), 2u);
+  EXPECT_EQ(policy.queued(), 0u);
+}
+
+TEST(preduce_isolation, a_guarded_group_forms_as_usual_after_connect_wait) {
+  preduce_policy policy(guarded_settings());
+  pair_twice(policy);
+  EXPECT_TRUE(policy.on_ready(ready(0, 3, 1.0)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(1, 3, 1.0)).empty());
+  EXPECT_TRUE(policy.on_time(1.9).empty()) << "still waiting for another component";
+  ASSERT_TRUE(policy.next_deadline().has_value());
+  const auto decisions = policy.on_time(*policy.next_deadline());
+  ASSERT_EQ(decisions.size(), 1u) << "the guard gave up waiting";
+  EXPECT_EQ(sorted(decisions[0].members), (std::vector<int>{0, 1}));
+  EXPECT_FALSE(decisions[0].intervention) << "formed as usual, not built by the guard";
+  EXPECT_EQ(policy.interventions(), 0u);
+}
+
+// -- consistency --------------------------------------------------------------------------------
+
+TEST(preduce_policy, a_lost_worker_leaves_the_queue_and_never_appears_again) {
+  preduce_policy policy(plain_settings(3, 10.0));
+  policy.set_live_workers(iota(4));
+  policy.on_ready(ready(0, 1, 0.0));
+  policy.on_ready(ready(1, 1, 0.0));
+  EXPECT_EQ(policy.queued(), 2u);
+  EXPECT_TRUE(policy.set_live_workers({0, 2, 3}).empty());
+  EXPECT_EQ(policy.queued(), 1u) << "worker 1 left the queue";
+  EXPECT_TRUE(policy.on_ready(ready(1, 2, 0.1)).empty()) << "a late arrival of a lost worker";
+  EXPECT_EQ(policy.queued(), 1u);
+  EXPECT_TRUE(policy.on_ready(ready(2, 1, 0.2)).empty());
+  const auto decisions = policy.on_ready(ready(3, 1, 0.3));
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(sorted(decisions[0].members), (std::vector<int>{0, 2, 3}));
+}
+
+TEST(preduce_policy, a_loss_can_complete_a_group) {
+  preduce_policy policy(plain_settings(4, 10.0));
+  policy.set_live_workers(iota(4));
+  policy.on_ready(ready(0, 1, 0.0));
+  policy.on_ready(ready(2, 1, 0.0));
+  policy.on_ready(ready(3, 1, 0.0));
+  const auto decisions = policy.set_live_workers({0, 2, 3});
+  ASSERT_EQ(decisions.size(), 1u) << "group size 4 clamps to the 3 live workers, all queued";
+  EXPECT_EQ(sorted(decisions[0].members), (std::vector<int>{0, 2, 3}));
+
+  preduce_policy pair(plain_settings(2, 10.0));
+  pair.set_live_workers({0, 1});
+  pair.on_ready(ready(0, 1, 0.0));
+  const auto alone = pair.set_live_workers({0});
+  ASSERT_EQ(alone.size(), 1u) << "the last live worker reduces alone";
+  EXPECT_EQ(alone[0].members, std::vector<int>{0});
+}
+
+// Random step and reduce times, several groups in flight, the guard, global averages and two
+// losses; the cluster checks every decision (live, ready, in no other group, weights).
+TEST(preduce_policy, decisions_stay_consistent_on_a_random_cluster_with_losses) {
+  for (std::uint64_t seed : {3u, 19u, 71u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::lognormal_distribution<double> noise(0.0, 0.5);
+    std::uniform_real_distribution<double> reduce(0.0, 0.3);
+    const std::vector<double> base = {1.0, 1.0, 1.2, 0.8, 3.0, 1.0, 5.0, 1.1};
+    preduce_settings settings;
+    settings.group_size = 3;
+    settings.wait_window_seconds = 0.3;
+    settings.staleness_decay = 0.5;
+    settings.connect_every = 6;
+    settings.connect_wait_seconds = 0.5;
+    settings.sync_every = 5;
+    scripted_cluster cluster(
+        settings, 8,
+        [&](int worker) { return base[static_cast<std::size_t>(worker)] * noise(rng); },
+        [&] { return reduce(rng); });
+    cluster.run_until(150);
+    ASSERT_FALSE(HasFatalFailure());
+    cluster.lose(5);
+    ASSERT_FALSE(HasFatalFailure());
+    const std::size_t after_first_loss = cluster.log().size();
+    cluster.run_until(300);
+    ASSERT_FALSE(HasFatalFailure());
+    cluster.lose(2);
+    ASSERT_FALSE(HasFatalFailure());
+    const std::size_t after_second_loss = cluster.log().size();
+    cluster.run_until(450);
+    ASSERT_FALSE(HasFatalFailure());
+
+    std::size_t full_syncs = 0;
+    std::size_t window_groups = 0;
+    for (std::size_t i = 0; i < cluster.log().size(); ++i) {
+      const auto& group = cluster.log()[i];
+      const auto& members = group.members;
+      full_syncs += group.kind == round_kind::full_sync ? 1 : 0;
+      window_groups += group.kind == round_kind::partial && !group.intervention &&
+                               members.size() < static_cast<std::size_t>(settings.group_size)
+                           ? 1
+                           : 0;
+      if (i >= after_first_loss) {
+        EXPECT_EQ(std::count(members.begin(), members.end(), 5), 0) << "group " << i;
+      }
+      if (i >= after_second_loss) {
+        EXPECT_EQ(std::count(members.begin(), members.end(), 2), 0) << "group " << i;
+      }
+    }
+    EXPECT_GE(full_syncs, 450u / 6 - 3) << "a global average every 5 partial groups";
+    // The run exercised what it claims to: concurrent groups, the window and the guard.
+    EXPECT_GE(cluster.most_in_flight(), 2u);
+    EXPECT_GT(window_groups, 0u);
+    EXPECT_GT(cluster.policy().interventions(), 0u);
+    EXPECT_EQ(cluster.live(), (std::vector<int>{0, 1, 3, 4, 6, 7}));
+  }
+}
+
+// -- global averages ----------------------------------------------------------------------------
+
+TEST(preduce_policy, a_global_average_follows_every_sync_every_partial_groups) {
+  auto settings = plain_settings(2, 10.0);
+  settings.sync_every = 3;
+  settings.staleness_decay = 0.5;
+  preduce_policy policy(settings);
+  policy.set_live_workers(iota(4));
+  std::vector<std::uint64_t> step_of(4, 0);
+  auto arrive = [&](int worker, double at) {
+    step_of[static_cast<std::size_t>(worker)] += 1;
+    return policy.on_ready(ready(worker, step_of[static_cast<std::size_t>(worker)], at));
+  };
+  double t = 0.0;
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    SCOPED_TRACE("cycle " + std::to_string(cycle));
+    // Three partial groups: {0,1} and {2,3}, then {0,1} again while {2,3} is in flight.
+    arrive(0, t += 0.1);
+    const auto g1 = arrive(1, t += 0.1);
+    ASSERT_EQ(g1.size(), 1u);
+    EXPECT_EQ(g1[0].kind, round_kind::partial);
+    arrive(2, t += 0.1);
+    const auto g2 = arrive(3, t += 0.1);
+    ASSERT_EQ(g2.size(), 1u);
+    EXPECT_EQ(g2[0].kind, round_kind::partial);
+    EXPECT_TRUE(policy.on_group_done(done(g1[0], step_of)).empty());
+    arrive(0, t += 0.1);
+    const auto g3 = arrive(1, t += 0.1);
+    ASSERT_EQ(g3.size(), 1u);
+    EXPECT_EQ(g3[0].kind, round_kind::partial);
+    EXPECT_EQ(sorted(g3[0].members), (std::vector<int>{0, 1}));
+
+    // The global average is due: no partial group forms, it waits for all four.
+    EXPECT_TRUE(policy.on_group_done(done(g3[0], step_of)).empty());
+    EXPECT_TRUE(arrive(0, t += 0.1).empty());
+    EXPECT_TRUE(arrive(1, t += 0.1).empty()) << "no partial group while a global average is due";
+    EXPECT_TRUE(policy.on_time(t + 100.0).empty()) << "not even after the wait window";
+    EXPECT_EQ(policy.queued(), 2u);
+    EXPECT_TRUE(policy.on_group_done(done(g2[0], step_of)).empty());
+    EXPECT_TRUE(arrive(2, t += 0.1).empty());
+    const auto global = arrive(3, t += 0.1);
+    ASSERT_EQ(global.size(), 1u);
+    EXPECT_EQ(global[0].kind, round_kind::full_sync);
+    EXPECT_EQ(sorted(global[0].members), iota(4));
+    EXPECT_EQ(global[0].weights, weighting::given);
+    std::vector<std::uint64_t> steps;
+    for (int member : global[0].members)
+      steps.push_back(step_of[static_cast<std::size_t>(member)]);
+    const auto expected = expected_member_weights(settings, global[0].kind, steps);
+    ASSERT_EQ(global[0].member_weights.size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i)
+      EXPECT_NEAR(global[0].member_weights[i], expected[i], 1e-6);
+    EXPECT_EQ(policy.queued(), 0u);
+    EXPECT_TRUE(policy.on_group_done(done(global[0], step_of)).empty());
+    t += 100.0; // the next cycle's window is fresh
+  }
+}
+
+TEST(preduce_policy, a_due_global_average_forms_without_a_lost_worker) {
+  auto settings = plain_settings(2, 10.0);
+  settings.sync_every = 1;
+  preduce_policy policy(settings);
+  policy.set_live_workers(iota(3));
+  policy.on_ready(ready(0, 1, 0.0));
+  const auto partial = policy.on_ready(ready(1, 1, 0.0));
+  ASSERT_EQ(partial.size(), 1u);
+  policy.on_group_done(done(partial[0]));
+  policy.on_ready(ready(0, 2, 0.1));
+  EXPECT_TRUE(policy.on_ready(ready(1, 2, 0.1)).empty()) << "waiting for worker 2";
+  const auto global = policy.set_live_workers({0, 1});
+  ASSERT_EQ(global.size(), 1u) << "the loss completes the global average";
+  EXPECT_EQ(global[0].kind, round_kind::full_sync);
+  EXPECT_EQ(sorted(global[0].members), (std::vector<int>{0, 1}));
+}
+
+// -- the group average on the data plane --------------------------------------------------------
+
+class group_average : public testing::Test {
+protected:
+  static constexpr std::size_t replicas = 6;
+  static constexpr std::size_t count = 1000;
+
+  void SetUp() override {
+    std::mt19937 rng(2025);
+    std::normal_distribution<float> value(0.0f, 1.0f);
+    params_.assign(replicas, std::vector<float>(count));
+    for (std::size_t r = 0; r < replicas; ++r) {
+      for (auto& x : params_[r])
+        x = value(rng);
+      backend_->attach(static_cast<int>(r), params_[r].data(), count);
+    }
+  }
+
+  void TearDown() override {
+    for (std::size_t r = 0; r < replicas; ++r)
+      backend_->detach(static_cast<int>(r));
+  }
+
+  std::vector<float> reduce(const std::vector<int>& members, const std::vector<float>& weights) {
+    std::vector<herd::comm::weighted_input> inputs;
+    for (std::size_t i = 0; i < members.size(); ++i)
+      inputs.push_back({members[i], weights[i]});
+    std::vector<float> out(count);
+    auto work = backend_->group_reduce(inputs, out.data(), count);
+    EXPECT_TRUE(work->wait(std::chrono::milliseconds(1000)));
+    EXPECT_EQ(work->error(), "");
+    return out;
+  }
+
+  std::vector<double> global_mean() const {
+    std::vector<double> mean(count, 0.0);
+    for (const auto& replica : params_)
+      for (std::size_t i = 0; i < count; ++i)
+        mean[i] += static_cast<double>(replica[i]) / static_cast<double>(replicas);
+    return mean;
+  }
+
+  std::unique_ptr<herd::comm::backend> backend_ =
+      herd::comm::make_local_backend(herd::kernels::cpu_ops());
+  std::vector<std::vector<float>> params_;
+};
+
+TEST_F(group_average, a_uniform_group_average_preserves_the_mean_of_all_replicas) {
+  const auto before = global_mean();
+  const std::vector<int> members = {1, 3, 4};
+  const auto weights = staleness_weighting(0.0).weights({12, 9, 4});
+  const auto average = reduce(members, weights);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double members_mean =
+        (static_cast<double>(params_[1][i]) + params_[3][i] + params_[4][i]) / 3.0;
+    ASSERT_NEAR(average[i], members_mean, 1e-5) << "parameter " << i;
+  }
+  for (int member : members)
+    params_[static_cast<std::size_t>(member)] = average;
+  const auto after = global_mean();
+  for (std::size_t i = 0; i < count; ++i)
+    ASSERT_NEAR(after[i], before[i], 1e-5) << "parameter " << i;
+}
+
+TEST_F(group_average, a_staleness_weighted_average_is_the_weighted_sum_of_the_members) {
+  const std::vector<int> members = {0, 2, 5};
+  const std::vector<std::uint64_t> steps = {10, 8, 5};
+  const auto weights = staleness_weighting(0.7).weights(steps);
+  ASSERT_GT(weights[0], weights[1]);
+  ASSERT_GT(weights[1], weights[2]);
+  const auto average = reduce(members, weights);
+  for (std::size_t i = 0; i < count; ++i) {
+    double expected = 0.0;
+    for (std::size_t m = 0; m < members.size(); ++m)
+      expected += static_cast<double>(weights[m]) *
+                  static_cast<double>(params_[static_cast<std::size_t>(members[m])][i]);
+    ASSERT_NEAR(average[i], expected, 1e-5 * (1.0 + std::abs(expected))) << "parameter " << i;
+  }
+}
+
+} // namespace
