@@ -160,7 +160,8 @@ private:
     std::vector<bool> answered(state.answers.size());
     for (std::size_t position = 0; position < state.answers.size(); ++position)
       answered[position] = state.answers[position].has_value();
-    const auto weights = policy::member_weights(state.plan.weights, state.plan.member_weights, answered);
+    const auto weights =
+        policy::member_weights(state.plan.weights, state.plan.member_weights, answered);
     std::vector<comm::weighted_input> inputs;
     for (std::size_t position = 0; position < state.answers.size(); ++position) {
       if (!answered[position])

@@ -4,7 +4,6 @@
 #include "actors/errors.hpp"
 #include "actors/imbalance.hpp"
 #include "actors/messages.hpp"
-#include "policy/policy.hpp"
 #include "actors/run_parts.hpp"
 #include "monitoring/duration_stats.hpp"
 #include "monitoring/training_metrics.hpp"
@@ -18,6 +17,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+
+#include "policy/policy.hpp"
 
 namespace herd::actors {
 

@@ -5,7 +5,6 @@
 // This header includes CAF: include it only from actor implementation files and tests.
 #pragma once
 
-#include "policy/policy.hpp"
 #include "actors/run_summary.hpp"
 #include "comm/buffer_pool.hpp"
 
@@ -16,6 +15,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "policy/policy.hpp"
 
 namespace herd::comm {
 class gloo_plane;

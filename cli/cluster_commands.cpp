@@ -1,8 +1,6 @@
 // `herd coordinator` and `herd node`; see cluster_commands.hpp.
 #include "cli/cluster_commands.hpp"
 
-#include "cluster/cluster_node.hpp"
-#include "cluster/cluster_session.hpp"
 #include "actors/train_session.hpp"
 #include "cli/cluster_security.hpp"
 #include "cli/command_support.hpp"
@@ -18,6 +16,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
+
+#include "cluster/cluster_node.hpp"
+#include "cluster/cluster_session.hpp"
 
 namespace herd::cli {
 

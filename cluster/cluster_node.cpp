@@ -1,11 +1,8 @@
 // One node of a cluster; see cluster_node.hpp.
 #include "cluster/cluster_node.hpp"
 
-#include "cluster/control_gate.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
-#include "cluster/node_reducer.hpp"
-#include "cluster/remoting.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
@@ -22,6 +19,10 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+
+#include "cluster/control_gate.hpp"
+#include "cluster/node_reducer.hpp"
+#include "cluster/remoting.hpp"
 
 namespace herd::cluster {
 

@@ -2,12 +2,10 @@
 #include "cluster/cluster_session.hpp"
 
 #include "actors/aggregator.hpp"
-#include "cluster/control_gate.hpp"
 #include "actors/errors.hpp"
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/messages.hpp"
-#include "cluster/remoting.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
@@ -22,6 +20,9 @@
 #include <random>
 #include <set>
 #include <thread>
+
+#include "cluster/control_gate.hpp"
+#include "cluster/remoting.hpp"
 
 namespace herd::cluster {
 

@@ -22,7 +22,8 @@ namespace herd::cluster {
 struct cluster_options {
   std::string listen_host = "0.0.0.0"; // the address nodes connect to
   std::uint16_t port = 0;              // 0: any free port (see cluster_session::port())
-  actors::run_observer* observer = nullptr;    // progress, evaluations and notices (nodes joining, lost)
+  actors::run_observer* observer =
+      nullptr; // progress, evaluations and notices (nodes joining, lost)
   std::chrono::milliseconds progress_interval{250};
   std::shared_ptr<monitoring::registry> metrics; // as session_options::metrics
   std::string node_name;                         // the metrics' `node` label

@@ -1,9 +1,6 @@
 // The control plane's front door; see control_gate.hpp.
 #include "cluster/control_gate.hpp"
 
-#include "cluster/tcp_socket.hpp"
-#include "cluster/thread_set.hpp"
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +13,9 @@
 #include <thread>
 #include <unistd.h>
 #include <vector>
+
+#include "cluster/tcp_socket.hpp"
+#include "cluster/thread_set.hpp"
 
 namespace herd::cluster {
 

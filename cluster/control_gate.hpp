@@ -12,14 +12,14 @@
 // Plain sockets, OpenSSL and threads; no CAF.
 #pragma once
 
-#include "cluster/basp_check.hpp"
-#include "cluster/gate_link.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "cluster/basp_check.hpp"
+#include "cluster/gate_link.hpp"
 
 namespace herd::cluster {
 

@@ -1,8 +1,6 @@
 // One end of a control-plane connection, plain TCP or TLS; see gate_link.hpp.
 #include "cluster/gate_link.hpp"
 
-#include "cluster/tcp_socket.hpp"
-
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -12,6 +10,8 @@
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "cluster/tcp_socket.hpp"
 
 namespace herd::cluster {
 

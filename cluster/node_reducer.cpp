@@ -2,12 +2,13 @@
 #include "cluster/node_reducer.hpp"
 
 #include "actors/messages.hpp"
-#include "cluster/thread_set.hpp"
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+
+#include "cluster/thread_set.hpp"
 
 namespace herd::cluster {
 

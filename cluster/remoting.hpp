@@ -3,7 +3,6 @@
 // the gate admitted reach CAF: CAF never listens and never dials itself (control_gate.hpp).
 #pragma once
 
-#include "cluster/control_gate.hpp"
 #include "config/run_config.hpp"
 
 #include <caf/fwd.hpp>
@@ -11,6 +10,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "cluster/control_gate.hpp"
 
 namespace herd::cluster {
 

@@ -1,12 +1,13 @@
 // Grouping policies; see policy.hpp.
 #include "policy/policy.hpp"
 
-#include "policy/preduce.hpp"
-#include "policy/wagma.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
 #include <cmath>
+
+#include "policy/preduce.hpp"
+#include "policy/wagma.hpp"
 
 namespace herd::policy {
 

@@ -4,13 +4,13 @@
 // the guard and the grouping policy the coordinator drives.
 #pragma once
 
-#include "policy/policy.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <vector>
+
+#include "policy/policy.hpp"
 
 namespace herd::policy {
 

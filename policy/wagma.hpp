@@ -4,11 +4,11 @@
 // drives. What a late member does lives in the worker (worker_setup::blend_late_models).
 #pragma once
 
-#include "policy/butterfly.hpp"
-#include "policy/policy.hpp"
-
 #include <cstdint>
 #include <vector>
+
+#include "policy/butterfly.hpp"
+#include "policy/policy.hpp"
 
 namespace herd::policy {
 

@@ -3,7 +3,6 @@
 // And of the model-averaging algorithms: every preduce group's members leave it with one model;
 // wagma's on-time members take their group's average, late ones blend it, and a global average
 // makes the replicas one.
-#include "policy/butterfly.hpp"
 #include "actors/train_session.hpp"
 #include "actors/worker_probe.hpp"
 #include "models/mlp.hpp"
@@ -16,6 +15,7 @@
 #include <optional>
 #include <set>
 
+#include "policy/butterfly.hpp"
 #include "support/recording_probe.hpp"
 
 namespace {

@@ -3,9 +3,7 @@
 // (before, inside and after the preamble; with and without the right token; with and without
 // TLS; the red-team trial's two payloads among them), a synchronous job trains to its end, and
 // its result is bit for bit the result of the same job without the fuzzer.
-#include "cluster/control_gate.hpp"
 #include "actors/messages.hpp"
-#include "cluster/remoting.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -24,6 +22,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cluster/control_gate.hpp"
+#include "cluster/remoting.hpp"
 #include "support/background_process.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"

@@ -1,11 +1,11 @@
 // The framing check of CAF's remoting protocol on its own: well-formed streams pass however they
 // are split, and each rule that protects CAF's middleman refuses the frame that breaks it.
-#include "cluster/basp_check.hpp"
-
 #include <gtest/gtest.h>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "cluster/basp_check.hpp"
 
 namespace {
 

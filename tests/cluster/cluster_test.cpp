@@ -2,8 +2,6 @@
 // (each its own node in CAF's sense, joined over loopback TCP; the data plane is Gloo over
 // loopback): replicas on different nodes go through the same states, every gradient is
 // accounted for, every algorithm runs unchanged, and the cluster refuses what it cannot run.
-#include "cluster/cluster_node.hpp"
-#include "cluster/cluster_session.hpp"
 #include "actors/train_session.hpp"
 #include "models/mlp.hpp"
 
@@ -16,15 +14,17 @@
 #include <string_view>
 #include <thread>
 
+#include "cluster/cluster_node.hpp"
+#include "cluster/cluster_session.hpp"
 #include "support/recording_probe.hpp"
 
 namespace {
 
+using herd::actors::run_summary;
 using herd::cluster::cluster_options;
 using herd::cluster::cluster_session;
 using herd::cluster::node_options;
 using herd::cluster::node_outcome;
-using herd::actors::run_summary;
 using herd::config::run_config;
 using herd::testing::recording_probe;
 
@@ -269,11 +269,12 @@ TEST(cluster_runs, a_coordinator_port_in_use_is_named) {
 
 } // namespace
 
-#include "cluster/control_gate.hpp"
 #include "actors/messages.hpp"
-#include "cluster/remoting.hpp"
 
 #include <caf/all.hpp>
+
+#include "cluster/control_gate.hpp"
+#include "cluster/remoting.hpp"
 
 namespace {
 
@@ -288,7 +289,7 @@ TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
   herd::cluster::configure_remoting(system_config, j.config.cluster);
   caf::actor_system system{system_config};
   herd::cluster::gate_dialer gate("127.0.0.1", session.port(),
-                                 herd::cluster::gate_settings_of(j.config.cluster));
+                                  herd::cluster::gate_settings_of(j.config.cluster));
   herd::cluster::gate_connection attempt;
   auto registry =
       herd::cluster::remote_through_gate(system, gate, attempt, std::chrono::seconds(10));
@@ -328,7 +329,8 @@ join_run run_with_a_join(const std::string& algorithm,
   join_run run;
   std::atomic<bool> leave{false};
   node_outcome first, second;
-  std::thread node0([&] { first = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node0(
+      [&] { first = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
   std::thread node1(
       [&] { second = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
   std::thread node2([&] {
@@ -445,7 +447,8 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave{false};
   node_outcome first, second, left;
-  std::thread node0([&] { first = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  std::thread node0(
+      [&] { first = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
   std::thread node1(
       [&] { second = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
   auto leaving = node_for(j, session.port(), 1, probe);
@@ -518,7 +521,8 @@ TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_a
   auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave{false};
   node_outcome first, second;
-  std::thread node0([&] { first = herd::cluster::run_node(node_for(j, session.port(), 2, probe)); });
+  std::thread node0(
+      [&] { first = herd::cluster::run_node(node_for(j, session.port(), 2, probe)); });
   auto leaving = node_for(j, session.port(), 1, probe);
   leaving.leave = &leave;
   std::thread node1([&] { second = herd::cluster::run_node(leaving); });

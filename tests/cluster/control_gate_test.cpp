@@ -3,8 +3,6 @@
 // the gate hands over) and bytes go both ways; a wrong token, another protocol, silence, or a peer
 // that breaks the control protocol after authenticating is refused or dropped alone, and nothing
 // it sent reaches behind. With TLS, the token travels encrypted and plain bytes are refused alone.
-#include "cluster/control_gate.hpp"
-
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cluster/control_gate.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
 

@@ -1,8 +1,6 @@
 // The WAGMA-SGD butterfly schedule (docs/algorithms.md, "WAGMA-SGD") as a plain class: the paper's
 // worked example, the default group size, exhaustive partitions and mixing for every P up to 64
 // and every group size (absent members when P is not a power of two), and bad input.
-#include "policy/butterfly.hpp"
-
 #include <algorithm>
 #include <cstdint>
 #include <gtest/gtest.h>
@@ -13,6 +11,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "policy/butterfly.hpp"
 
 namespace {
 

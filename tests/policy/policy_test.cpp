@@ -1,7 +1,5 @@
 // Grouping policies as plain classes: exhaustive small cases and property tests over random
 // arrival orders (fixed seeds), no actor system.
-#include "policy/policy.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
@@ -9,6 +7,7 @@
 #include <optional>
 #include <random>
 
+#include "policy/policy.hpp"
 #include "support/arrivals.hpp"
 
 namespace {

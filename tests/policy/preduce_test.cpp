@@ -1,7 +1,6 @@
 // Partial reduce (docs/algorithms.md, "Partial reduce") as plain classes: the staleness weights,
 // the isolation guard, and the grouping policy on scripted arrival sequences and on a deterministic
 // discrete-event cluster (no actors); last, the data plane's group average under those weights.
-#include "policy/preduce.hpp"
 #include "comm/backend.hpp"
 #include "kernels/ops.hpp"
 
@@ -21,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/preduce.hpp"
 #include "support/arrivals.hpp"
 
 namespace {

@@ -1,14 +1,13 @@
 // WAGMA-SGD's grouping policy on scripted arrivals: the first arrival of a step activates every
 // group of the butterfly schedule for that step, every sync-every-th step waits for everyone, and
 // lost workers leave the groups.
-#include "policy/wagma.hpp"
-
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <numeric>
 #include <set>
 #include <vector>
 
+#include "policy/wagma.hpp"
 #include "support/arrivals.hpp"
 
 namespace {

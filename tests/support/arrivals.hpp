@@ -1,11 +1,11 @@
 // Helpers of the grouping-policy tests: an arrival built in one call, and the worker list 0..n-1.
 #pragma once
 
-#include "policy/policy.hpp"
-
 #include <cstdint>
 #include <numeric>
 #include <vector>
+
+#include "policy/policy.hpp"
 
 namespace herd::testing {
 
