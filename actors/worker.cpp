@@ -2,7 +2,8 @@
 // them, and only while no step runs); the compute thread reads them and writes the gradient,
 // into the send buffer when that is empty and free, else into a scratch buffer whose contents
 // the actor then adds into the send buffer. The data plane reads the send buffer from a
-// contribution until the round's result arrives.
+// contribution until the round's result arrives. What goes where, and when, is decided by
+// policy::send_buffer; the handlers below move the tensors it names.
 //
 // On a GPU the two threads queue work on two streams (setup.ops, setup.apply_ops), and the
 // hand-overs between them, and to the data plane, are host-side: a step's job waits for its
@@ -20,7 +21,8 @@
 #include <chrono>
 #include <map>
 #include <optional>
-#include <set>
+
+#include "policy/send_buffer.hpp"
 
 namespace herd::actors {
 
@@ -59,14 +61,15 @@ public:
         send_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         optimizer_(setup_.model->parameter_count(), setup_.optimizer, memory()),
         sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed), batch_x_(memory()),
+        buffer_(policy::send_buffer_family_of(setup_.exchange_models, setup_.blend_late_models,
+                                              setup_.accumulate_late_gradients)),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
     HERD_CHECK(&apply_ops_->memory() == &memory(),
                "worker " << setup_.index << ": its actor's ops compute in "
                          << apply_ops_->memory().name() << " memory, its steps in "
                          << memory().name());
-    if (setup_.exchange_models) { // the stored model a round asking before the first step gets
-      apply_ops_->copy(send_.data(), params_.data(), params_.size());
-      contents_ = send_contents::stale;
+    if (buffer_.exchanges_models()) { // the stored model a round asking before the first step gets
+      write_send_buffer(policy::buffer_write::copy_model);
       settle();
     }
     // Last: nothing above may throw with the buffer attached.
@@ -87,52 +90,21 @@ public:
 
   caf::behavior make_behavior() override {
     return {
-        [this](start_atom) {
-          if (!started_ && !stopping_) {
-            started_ = true;
-            begin_step_when_due();
-          }
-        },
+        [this](start_atom) { on_start(); },
         [this](step_done_atom, const step_outcome& outcome) { on_step_done(outcome); },
         [this](contribute_atom, std::uint64_t round, std::uint64_t step) {
           return on_contribute(round, step);
         },
         [this](contribute_atom, std::uint64_t round) { return on_contribute(round, 0); },
-        [this](const round_result& result) {
-          pending_results_[result.round] = result;
-          if (lent_to_.erase(result.round) > 0 && lent_to_.empty())
-            release_send_buffer();
-          apply_ready_results();
-        },
-        [this](snapshot_atom) {
-          return parameter_snapshot{
-              setup_.index, step_,
-              std::make_shared<const std::vector<float>>(on_host(params_.data(), params_.size()))};
-        },
-        [this](export_atom) -> caf::result<worker_state> {
-          if (member_of_.empty())
-            return export_state();
-          // Only now: a promise takes the request's answer over.
-          exports_.push_back(make_response_promise<worker_state>());
-          return exports_.back();
-        },
-        [this](adopt_atom, const worker_state& state) -> caf::result<bool> { return adopt(state); },
-        [this](stop_atom) -> caf::result<worker_stopped> {
-          stopping_ = true;
-          delay_.cancel(); // no step starts after this one: its injected delay may end now
-          if (!computing_) {
-            report_unsent();
-            return worker_stopped{setup_.index, step_};
-          }
-          stop_promise_ = make_response_promise();
-          return *stop_promise_;
-        },
+        [this](const round_result& result) { on_round_result(result); },
+        [this](snapshot_atom) { return on_snapshot(); },
+        [this](export_atom) { return on_export(); },
+        [this](adopt_atom, const worker_state& state) { return adopt(state); },
+        [this](stop_atom) { return on_stop(); },
     };
   }
 
 private:
-  enum class send_contents { empty, fresh, stale };
-
   const kernels::memory& memory() const { return setup_.ops->memory(); }
 
   // Waits for what this thread queued on the actor's stream (nothing to wait for on the CPU).
@@ -146,66 +118,76 @@ private:
     return copy;
   }
 
-  caf::result<contribution> on_contribute(std::uint64_t round, std::uint64_t step) {
-    // The send buffer is still being read for an earlier round: answer once its result (sent
-    // after the reduction) is here, so that a gradient finished meanwhile goes with this round.
-    // Not under wagma: there rounds of consecutive steps overlap and come from different
-    // aggregators in any order, and waiting could close a cycle (two members each waiting for
-    // the other's round); the buffer is lent to several rounds at once, and writes wait.
-    // Under wagma only the round of the step just finished waits, while that step's model is
-    // not in the buffer yet (a later step's round, read first, holds it): the chain of such
-    // waits climbs to later steps, whose rounds are answered at once, so it ends.
-    const bool wait = setup_.blend_late_models
-                          ? unfolded_ && step == step_ && lent_to_.count(round) == 0
-                          : !lent_to_.empty() && lent_to_.count(round) == 0;
-    if (wait) {
-      auto promise = make_response_promise<contribution>();
-      deferred_.emplace(round, deferred_request{step, promise});
-      return promise;
+  void on_start() {
+    if (!started_ && !stopping_) {
+      started_ = true;
+      begin_step_when_due();
     }
-    return contribute(round, step);
   }
 
-  // A step starts once the round holding this worker's last fresh gradient has been applied
-  // and the last gradient has found its place in the send buffer.
+  // Answered at once, or once the send buffer is released (policy::send_buffer::must_wait).
+  caf::result<contribution> on_contribute(std::uint64_t round, std::uint64_t step) {
+    if (auto loan = buffer_.on_request(round, step))
+      return contribution_of(*loan);
+    return deferred_.emplace(round, make_response_promise<contribution>()).first->second;
+  }
+
+  contribution contribution_of(const policy::loan& loan) const {
+    return contribution{setup_.index, loan.round, loan.step, loan.kind, loan.samples, loan.version};
+  }
+
+  void on_round_result(const round_result& result) {
+    pending_results_[result.round] = result;
+    write_send_buffer(buffer_.on_result(result.round));
+    settle(); // before the buffer goes out again below
+    while (auto loan = buffer_.answer_waiting()) {
+      auto request = deferred_.find(loan->round);
+      request->second.deliver(contribution_of(*loan));
+      deferred_.erase(request);
+    }
+    apply_ready_results();
+  }
+
+  parameter_snapshot on_snapshot() const {
+    return parameter_snapshot{
+        setup_.index, buffer_.steps(),
+        std::make_shared<const std::vector<float>>(on_host(params_.data(), params_.size()))};
+  }
+
+  caf::result<worker_state> on_export() {
+    if (!buffer_.owes_rounds())
+      return export_state();
+    // Only now: a promise takes the request's answer over.
+    exports_.push_back(make_response_promise<worker_state>());
+    return exports_.back();
+  }
+
+  caf::result<worker_stopped> on_stop() {
+    stopping_ = true;
+    delay_.cancel(); // no step starts after this one: its injected delay may end now
+    if (!buffer_.computing()) {
+      report_unsent();
+      return worker_stopped{setup_.index, buffer_.steps()};
+    }
+    stop_promise_ = make_response_promise();
+    return *stop_promise_;
+  }
+
   void begin_step_when_due() {
-    if (!started_ || stopping_ || computing_ || fresh_outstanding_ || unfolded_ ||
-        blend_outstanding())
-      return;
-    begin_step();
-  }
-
-  // wagma: a round answered with the stored model while this worker's matching step had not
-  // finished is blended in at the end of that step; the next step waits for its result.
-  bool blend_outstanding() const {
-    if (member_of_.empty())
-      return false;
-    auto late = late_rounds_.find(*member_of_.begin());
-    return late != late_rounds_.end() && late->second <= step_;
-  }
-
-  // wagma: a round of the step that just finished was asked before it finished.
-  bool late_for_this_step() const {
-    return std::any_of(late_rounds_.begin(), late_rounds_.end(),
-                       [this](const auto& late) { return late.second == step_; });
+    if (started_ && !stopping_ && buffer_.step_due())
+      begin_step();
   }
 
   void begin_step() {
-    last_wait_seconds_ = step_ == 0 ? 0.0 : seconds_since(idle_since_);
-    computing_ = true;
-    step_version_ = rounds_applied_;
-    // An empty send buffer that no reduction reads takes the gradient directly (no copy; under
-    // sync this is every step). A round asking meanwhile gets nothing from this worker.
-    computing_into_send_ =
-        !setup_.exchange_models && contents_ == send_contents::empty && lent_to_.empty();
-    float* gradient = computing_into_send_ ? send_.data() : grads_.data();
+    last_wait_seconds_ = buffer_.steps() == 0 ? 0.0 : seconds_since(idle_since_);
+    float* gradient = buffer_.begin_step() ? send_.data() : grads_.data();
     // While the job runs the actor keeps itself alive, so the job's message below never drops
     // the last reference: the actor is then never destroyed on (and joined from) its own
     // compute thread.
     self_while_computing_ = caf::actor_cast<caf::strong_actor_ptr>(this);
     // The job captures a weak handle: the compute thread must not keep the actor alive.
     caf::actor_addr self_address = address();
-    const std::uint64_t step_number = step_ + 1;
+    const std::uint64_t step_number = buffer_.steps() + 1;
     compute_->post([this, self_address, gradient, step_number] {
       step_outcome outcome;
       const auto start = clock_type::now();
@@ -249,171 +231,76 @@ private:
   }
 
   void on_step_done(const step_outcome& outcome) {
-    computing_ = false;
     self_while_computing_ = nullptr;
     if (!outcome.error.empty()) {
       quit(make_error(herd_errc::compute_failed,
                       "worker " + std::to_string(setup_.index) + ": " + outcome.error));
       return;
     }
-    ++step_;
     idle_since_ = clock_type::now();
-    const bool late = setup_.blend_late_models ? late_for_this_step() : asked_while_computing_;
-    asked_while_computing_ = false;
-    const bool keep = !late || setup_.accumulate_late_gradients || setup_.exchange_models;
-    if (setup_.exchange_models) // the local optimizer step; its model is what goes out
+    const auto end = buffer_.end_step(outcome.samples);
+    if (buffer_.exchanges_models()) // the local optimizer step; its model is what goes out
       optimizer_.step(*apply_ops_, params_.data(), grads_.data());
-    if (computing_into_send_) {
-      computing_into_send_ = false;
-      if (keep) {
-        contents_ = late ? send_contents::stale : send_contents::fresh;
-        contents_samples_ = outcome.samples;
-        contents_version_ = step_version_;
-      }
-    } else if (keep) {
-      unfolded_ = unfolded_gradient{!late, outcome.samples, step_version_};
-      if (lent_to_.empty())
-        fold_gradient();
-    }
-    fresh_outstanding_ = !late;
+    write_send_buffer(end.write);
     step_ready ready;
     ready.worker = setup_.index;
-    ready.step = step_;
+    ready.step = buffer_.steps();
     ready.compute_seconds = outcome.compute_seconds;
     ready.wait_seconds = last_wait_seconds_;
     ready.loss = outcome.loss;
     ready.samples = outcome.samples;
-    ready.late = late;
+    ready.late = end.late;
     send(coordinator_, ready);
     apply_ready_results(); // any that arrived while the step ran; may start the next step
     if (stop_promise_) {
       // Last: once the answer is out the owner may destroy what the worker borrowed (its ops).
       report_unsent();
-      stop_promise_->deliver(worker_stopped{setup_.index, step_});
+      stop_promise_->deliver(worker_stopped{setup_.index, buffer_.steps()});
       stop_promise_.reset();
     }
   }
 
-  // The send buffer holds fresh or accumulated late gradients, or nothing; a contribution hands
-  // over all of it, and the buffer stays lent until the round's result shows the reduction has
-  // read it. Exchanging models, it holds the latest model, which stays there (as stale).
-  contribution contribute(std::uint64_t round, std::uint64_t step) {
-    contribution reply;
-    reply.worker = setup_.index;
-    reply.round = round;
-    reply.step = step_;
-    reply.kind = freshness::none;
-    member_of_.insert(round);
-    if (computing_)
-      asked_while_computing_ = true; // the running step's gradient misses this round
-    // wagma: the round of a step this worker has not finished gets the stored model, and its
-    // result is blended in when that step finishes.
-    const bool ahead = setup_.blend_late_models && step > step_;
-    if (ahead)
-      late_rounds_[round] = step;
-    if (!computing_into_send_ && contents_ != send_contents::empty) {
-      // wagma: fresh is the round of the step this worker finished on time and waits on (another
-      // round may have read the same model as stale before this one asked).
-      const bool fresh = setup_.blend_late_models
-                             ? !ahead && step == step_ && fresh_outstanding_ && !awaiting_round_
-                             : contents_ == send_contents::fresh;
-      reply.kind = fresh ? freshness::fresh : freshness::stale;
-      reply.samples = contents_samples_;
-      reply.version = contents_version_;
-      if (reply.kind == freshness::fresh)
-        awaiting_round_ = round;
-      // A model stays in the buffer: a later round gets it again, as stale.
-      contents_ = setup_.exchange_models ? send_contents::stale : send_contents::empty;
-      contents_samples_ = 0;
-      lent_to_.insert(round);
-    }
-    return reply;
-  }
-
-  void release_send_buffer() {
-    lent_to_.clear();
-    if (unfolded_)
-      fold_gradient();
-    else if (setup_.exchange_models && contents_ != send_contents::fresh) // the current model
-      apply_ops_->copy(send_.data(), params_.data(), params_.size());
-    settle(); // before the buffer goes out again below
-    while (!deferred_.empty() && (lent_to_.empty() || setup_.blend_late_models)) {
-      auto first = deferred_.begin();
-      auto request = first->second;
-      const std::uint64_t round = first->first;
-      deferred_.erase(first);
-      request.promise.deliver(contribute(round, request.step));
-    }
-  }
-
-  // Adds the gradient waiting in grads_ into the send buffer (a copy when it is empty, so a
-  // lone gradient goes out bit for bit). Exchanging models, the step's model replaces what the
-  // send buffer held.
-  void fold_gradient() {
+  // What buffer_ decided goes into the send buffer (on the actor's stream: settle() follows).
+  void write_send_buffer(policy::buffer_write write) {
     const std::size_t count = send_.size();
-    if (setup_.exchange_models) {
-      apply_ops_->copy(send_.data(), params_.data(), count);
-      contents_version_ = unfolded_->version;
-    } else if (contents_ == send_contents::empty) {
-      apply_ops_->copy(send_.data(), grads_.data(), count);
-      contents_version_ = unfolded_->version;
-    } else {
-      contents_version_ = std::min(contents_version_, unfolded_->version);
+    if (write == policy::buffer_write::add_gradient) {
       const float* inputs[] = {send_.data(), grads_.data()};
       const float weights[] = {1.0f, 1.0f};
       apply_ops_->weighted_sum(send_.data(), inputs, weights, 2, count);
+    } else if (write != policy::buffer_write::none) {
+      const bool model = write == policy::buffer_write::copy_model;
+      apply_ops_->copy(send_.data(), model ? params_.data() : grads_.data(), count);
     }
-    if (unfolded_->fresh || contents_ == send_contents::fresh)
-      contents_ = send_contents::fresh;
-    else
-      contents_ = send_contents::stale;
-    contents_samples_ += unfolded_->samples;
-    unfolded_.reset();
   }
 
   // Results are applied in round order among the rounds this worker contributed to, and only
-  // between steps (the compute thread reads the parameters while a step runs).
+  // between steps (on_step_done() comes back here).
   void apply_ready_results() {
-    if (computing_)
-      return; // on_step_done() comes back here
     bool model_changed = false;
     // The results applied below go back to their pool only once the device has read them.
     std::vector<comm::shared_buffer> applied;
-    while (!member_of_.empty()) {
-      const std::uint64_t next = *member_of_.begin();
-      auto late = late_rounds_.find(next);
-      if (late != late_rounds_.end() && late->second > step_)
-        break; // blended in when that step finishes
-      auto found = pending_results_.find(next);
+    while (const auto next = buffer_.next_application()) {
+      auto found = pending_results_.find(next->round);
       if (found == pending_results_.end())
         break;
       if (found->second.data) {
         const float* data = found->second.data->data();
-        if (late != late_rounds_.end()) {
+        if (next->use == policy::result_use::blend_model)
           blend(data, found->second.members);
-        } else if (setup_.exchange_models) { // the group's average replaces the model
+        else if (next->use == policy::result_use::replace_model)
           apply_ops_->copy(params_.data(), data, params_.size());
-        } else {
+        else
           optimizer_.step(*apply_ops_, params_.data(), data);
-        }
-        model_changed = model_changed || setup_.exchange_models;
+        model_changed = model_changed || next->use != policy::result_use::optimizer_step;
         if (setup_.probe)
-          probe_round(next, data);
+          probe_round(next->round, data);
         applied.push_back(std::move(found->second.data));
       } // else the round was aborted: every member skips it, the replicas stay in step
-      if (late != late_rounds_.end())
-        late_rounds_.erase(late);
       pending_results_.erase(found);
-      member_of_.erase(member_of_.begin());
-      ++rounds_applied_;
-      if (awaiting_round_ == next) {
-        awaiting_round_.reset();
-        fresh_outstanding_ = false;
-      }
+      buffer_.applied(next->round);
     }
-    // The stored model a round gets while the next step runs is the current one.
-    if (model_changed && lent_to_.empty() && contents_ != send_contents::fresh)
-      apply_ops_->copy(send_.data(), params_.data(), params_.size());
+    if (model_changed)
+      write_send_buffer(buffer_.after_model_changed());
     settle();
     applied.clear();
     deliver_exports();
@@ -424,7 +311,7 @@ private:
   // contributed to is applied, so it is the state after a known number of rounds.
   worker_state export_state() const {
     const std::size_t count = params_.size();
-    auto state = worker_state::make(count, step_, rounds_applied_);
+    auto state = worker_state::make(count, buffer_.steps(), buffer_.rounds_applied());
     apply_ops_->download(state.parameters(), params_.data(), count * sizeof(float));
     apply_ops_->download(state.velocity(count), optimizer_.velocity().data(),
                          count * sizeof(float));
@@ -432,7 +319,7 @@ private:
   }
 
   void deliver_exports() {
-    if (!member_of_.empty())
+    if (buffer_.owes_rounds())
       return;
     for (auto& promise : exports_)
       promise.deliver(export_state());
@@ -453,11 +340,10 @@ private:
                             " floats for a model of " + std::to_string(count) + " parameters");
     apply_ops_->upload(params_.data(), state.parameters(), count * sizeof(float));
     optimizer_.restore_velocity(state.velocity(count));
-    step_ = state.step();
-    rounds_applied_ = state.rounds_applied();
+    buffer_.adopt(state.step(), state.rounds_applied());
     idle_since_ = clock_type::now(); // its first step's wait: until the coordinator counts it live
-    if (setup_.exchange_models)
-      apply_ops_->copy(send_.data(), params_.data(), count);
+    if (buffer_.exchanges_models())
+      write_send_buffer(policy::buffer_write::copy_model);
     settle();
     return true;
   }
@@ -487,31 +373,23 @@ private:
   void report_unsent() {
     if (!setup_.probe)
       return;
-    if (setup_.exchange_models) { // no gradients are held back: every step went into the model
-      setup_.probe->stopped(setup_.index, nullptr, 0);
-      return;
-    }
-    const bool held = !computing_into_send_ && contents_ != send_contents::empty;
-    if (!held && !unfolded_) {
+    // Exchanging models, no gradients are held back: every step went into the model.
+    const bool held = buffer_.unsent_in_buffer();
+    const bool waiting = buffer_.unsent_in_scratch();
+    if (!held && !waiting) {
       setup_.probe->stopped(setup_.index, nullptr, 0);
       return;
     }
     std::vector<float> unsent(send_.size(), 0.0f);
     if (held)
       unsent = on_host(send_.data(), send_.size());
-    if (unfolded_) {
-      const auto unfolded = on_host(grads_.data(), grads_.size());
+    if (waiting) {
+      const auto scratch = on_host(grads_.data(), grads_.size());
       for (std::size_t i = 0; i < unsent.size(); ++i)
-        unsent[i] += unfolded[i];
+        unsent[i] += scratch[i];
     }
     setup_.probe->stopped(setup_.index, unsent.data(), unsent.size());
   }
-
-  struct unfolded_gradient {
-    bool fresh = false;
-    std::uint32_t samples = 0;
-    std::uint64_t version = 0;
-  };
 
   worker_setup setup_;
   caf::actor coordinator_;
@@ -526,28 +404,10 @@ private:
   models::tensor staged_x_;           // compute thread only; the batch on the host, for a GPU
   std::vector<std::int32_t> batch_y_; // compute thread only
 
-  std::uint64_t step_ = 0;
+  policy::send_buffer buffer_; // what goes where, and when; send_ is the tensor it stands for
   bool started_ = false;
-  bool computing_ = false;
-  bool computing_into_send_ = false;   // the running step writes send_ directly
-  bool asked_while_computing_ = false; // so the running step's gradient is late
   bool stopping_ = false;
-  bool fresh_outstanding_ = false; // a fresh gradient whose round has not been applied yet
-  send_contents contents_ = send_contents::empty;
-  std::uint32_t contents_samples_ = 0;
-  std::uint64_t contents_version_ = 0;        // of the oldest gradient in the send buffer
-  std::uint64_t rounds_applied_ = 0;          // the parameters' version
-  std::uint64_t step_version_ = 0;            // the running (or last) step computed on this version
-  std::optional<unfolded_gradient> unfolded_; // grads_ holds it
-  std::set<std::uint64_t> lent_to_;           // rounds whose reduction may still read send_
-  struct deferred_request {
-    std::uint64_t step = 0;
-    caf::typed_response_promise<contribution> promise;
-  };
-  std::map<std::uint64_t, deferred_request> deferred_; // by round
-  std::map<std::uint64_t, std::uint64_t> late_rounds_; // wagma: round -> step it blends into
-  std::optional<std::uint64_t> awaiting_round_;        // the round that took the fresh gradient
-  std::set<std::uint64_t> member_of_;
+  std::map<std::uint64_t, caf::typed_response_promise<contribution>> deferred_; // by round
   std::map<std::uint64_t, round_result> pending_results_;
   clock_type::time_point idle_since_;
   double last_wait_seconds_ = 0.0;

@@ -20,23 +20,12 @@
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
 // Messages it sends: step_ready to the coordinator after every local step.
 //
-// The gradient algorithms (sync, solo, majority, quorum; docs/algorithms.md, "Gradient exchange").
-// A step computes a gradient on the parameters as they are (every result applied so far). If no
-// round asked for the worker's contribution while the step ran, the gradient is fresh: it waits in
-// the send buffer for the next round, and the worker starts its next step once that round's result
-// is applied. If a round asked meanwhile (and got the accumulated late gradients, or nothing), the
-// gradient is late: with late-gradients=accumulate it is added into the send buffer and goes with
-// the next contribution, with discard it is dropped, and the next step starts at once. Results are
-// applied between steps, in round order, so every replica goes through the same states.
-//
-// The model-averaging algorithms (preduce; worker_setup.exchange_models): a step computes a
-// gradient and applies the worker's own optimizer step (momentum stays local), and the model
-// goes into the send buffer. A round that takes it fresh is awaited before the next step; its
-// result (the group's weighted average) replaces the model. A round asking while a step runs
-// gets the stored model (the current one before the step), as stale. Under wagma
-// (blend_late_models) rounds name the step they average: a round of a step the worker has not
-// finished is late for it, and when that step finishes the worker sets its model to
-// (sum + fresh) / (S + 1), S the members that round averaged; it waits for that result if needed.
+// What goes into the send buffer, what a contribution request gets and whether it waits, when
+// the next step may start and how a round's result changes the model are policy::send_buffer's
+// decisions (policy/send_buffer.hpp), for the family worker_setup's switches choose: gradients
+// with late ones accumulated or discarded (sync, solo, majority, quorum), models averaged
+// (preduce), or models with late rounds blended in (wagma). Results are applied between steps, in
+// round order, so under the gradient algorithms every replica goes through the same states.
 #pragma once
 
 #include "actors/imbalance.hpp"

@@ -1,7 +1,7 @@
 // WAGMA-SGD (docs/algorithms.md, "WAGMA-SGD"): wait-avoiding group model averaging. Each local
 // step s has one round: the groups of the butterfly schedule at step s, all activated by the first
 // worker that finishes step s. A plain class, no actors: the grouping policy the coordinator
-// drives. What a late member does lives in the worker (worker_setup::blend_late_models).
+// drives. What a late member does is the worker's: send_buffer.hpp, family blending_models.
 #pragma once
 
 #include <cstdint>
