@@ -44,7 +44,7 @@ TEST(slot_table, a_joining_node_takes_the_lowest_slots_of_lost_nodes) {
   std::set<std::size_t> lost{0, 2};
   const auto live = [&](std::size_t node) { return lost.count(node) == 0; };
   const auto free = table.free(live);
-  EXPECT_EQ(free, (slots{0, 1, 3, 4, 5}));
+  ASSERT_EQ(free, (slots{0, 1, 3, 4, 5}));
   EXPECT_EQ(table.take(3, free, 3), (slots{0, 1, 3}));
   EXPECT_EQ(table.worker_nodes(), (slots{3, 3, 1, 3, 2, 2}));
   // Node 3 is live: only node 2's remaining slots are free.
