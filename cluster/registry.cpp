@@ -66,17 +66,13 @@ public:
 
   caf::behavior make_behavior() override {
     return {
-        [this](const node_hello& hello) -> caf::result<node_welcome> { return on_hello(hello); },
+        [this](const node_hello& hello) { return on_hello(hello); },
         [this](const node_ready& ready) { on_ready(ready); },
         [this](store_set_atom, const std::string& key, const bytes& value) { on_set(key, value); },
-        [this](store_get_atom, const std::string& key) -> caf::result<bytes> {
-          return on_get(key);
-        },
+        [this](store_get_atom, const std::string& key) { return on_get(key); },
         [this](stop_atom) { on_stop(); },
-        [this](job_over_atom) -> caf::result<bool> { return on_job_over(); },
-        [this](join_done_atom, std::int32_t node, const std::string& error) {
-          on_join_done(node, error);
-        },
+        [this](job_over_atom) { return on_job_over(); },
+        [this](join_done_atom, std::int32_t node, std::string why) { on_join_done(node, why); },
     };
   }
 
