@@ -112,41 +112,8 @@ struct hosted {
   }
 };
 
-// This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
-// coordinator's rendezvous. Generation 0 is the plane the cluster formed with; every node joining
-// the running job makes a new one.
-std::shared_ptr<comm::gloo_plane>
-connect_plane(caf::actor_system& system, const caf::actor& registry, const std::string& data_host,
-              const std::string& job, std::uint32_t generation,
-              const std::vector<std::int32_t>& plane_nodes, std::int32_t node,
-              std::chrono::milliseconds timeout) {
-  auto found = std::find(plane_nodes.begin(), plane_nodes.end(), node);
-  if (found == plane_nodes.end())
-    throw comm::comm_error("node " + std::to_string(node) + " is not in data plane generation " +
-                           std::to_string(generation));
-  comm::gloo_plane_options plane_options;
-  plane_options.hostname = data_host;
-  plane_options.prefix = plane_prefix(job, generation);
-  plane_options.timeout = timeout;
-  return std::make_shared<comm::gloo_plane>(
-      static_cast<int>(found - plane_nodes.begin()), static_cast<int>(plane_nodes.size()),
-      std::make_shared<registry_store>(system, registry), plane_options);
-}
-
-node_outcome fail(node_outcome outcome, std::string error) {
-  outcome.ok = false;
-  outcome.error = std::move(error);
-  return outcome;
-}
-
-node_outcome run_joined(caf::actor_system& system, const node_options& options,
-                        const caf::actor& registry, clock_type::time_point deadline,
-                        hosted& parts) {
-  node_outcome outcome;
-  outcome.workers = options.workers;
-  caf::scoped_actor self{system};
-  self->monitor(registry);
-
+// This node's request to join; it names the address its data plane listens on.
+node_hello hello_of(const node_options& options) {
   node_hello hello;
   hello.protocol = cluster_protocol_version;
   hello.name = options.name.empty() ? host_name() : options.name;
@@ -156,174 +123,255 @@ node_outcome run_joined(caf::actor_system& system, const node_options& options,
                         : options.data_host;
   if (hello.data_host.empty())
     hello.data_host = "127.0.0.1";
-  std::optional<node_welcome> welcome;
-  std::string failure;
-  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::max(deadline - clock_type::now(), clock_type::duration(std::chrono::seconds(1))));
-  // A plain send, not a request: the answer comes as a message, and so does the coordinator's
-  // loss while the cluster forms (a request's receive would wait out its timeout instead).
-  self->send(registry, hello);
-  bool timed_out = false;
-  bool answered = false;
-  const auto wait_until = clock_type::now() + wait;
-  while (!answered && !timed_out) {
-    self->receive(
-        [&](node_welcome& answer) {
-          welcome = std::move(answer);
-          answered = true;
-        },
-        [&](caf::error& error) {
-          failure = system.render(error);
-          answered = true;
-        },
-        [&](caf::down_msg& down) {
-          failure = "lost the coordinator while the cluster formed: " + system.render(down.reason);
-          answered = true;
-        },
-        caf::after(leave_poll) >>
-            [&] {
-              if (leaving(options)) {
-                failure = "interrupted before the coordinator admitted this node";
-                answered = true;
-              }
-              timed_out = clock_type::now() >= wait_until;
-            });
-  }
-  if (timed_out)
-    return fail(outcome, "no welcome from the coordinator within cluster.join-timeout-s (" +
-                             std::to_string(options.cluster.join_timeout_s) +
-                             " s): fewer than cluster.min-nodes nodes joined it (or, joining a "
-                             "running job, the joins of other nodes took that long)");
-  if (!welcome)
-    return fail(outcome,
-                leaving(options) ? failure : "the coordinator did not admit this node: " + failure);
-  outcome.worker_indices.assign(welcome->workers.begin(), welcome->workers.end());
-  outcome.joined_running = welcome->running;
-  const std::string slots = index_list(welcome->workers);
-  notify(options, welcome->running
-                      ? "joining the running job as node " + std::to_string(welcome->node) +
-                            " in place of lost worker(s) " + slots
-                      : "joined as node " + std::to_string(welcome->node) + " of " +
-                            std::to_string(welcome->plane_nodes.size()) + ": worker(s) " + slots);
+  return hello;
+}
 
-  config::run_config config;
-  try {
-    config = config::load_text(welcome->settings, "the coordinator's settings");
-  } catch (const std::exception& bad) {
-    return fail(outcome, std::string("the coordinator's settings do not load here: ") + bad.what());
-  }
-  std::shared_ptr<const models::train_test_split> data;
-  try {
-    data = options.load_data(config);
-  } catch (const std::exception& bad) {
-    return fail(outcome, std::string("cannot load the run's dataset on this node: ") + bad.what());
-  }
-  if (data->train.size() != welcome->training_samples)
-    return fail(outcome, "this node's training set (" + config.data.path + ") has " +
-                             std::to_string(data->train.size()) + " samples, the coordinator's " +
-                             std::to_string(welcome->training_samples) +
-                             "; every node needs the same dataset");
-  const auto sizes = mlp_layer_sizes(config, data->train);
-  check_memory(sizes, options.workers);
-  set_blas_threads_for(config, options.workers);
-  auto model = std::make_shared<const models::mlp>(sizes);
+node_outcome fail(node_outcome outcome, std::string error) {
+  outcome.ok = false;
+  outcome.error = std::move(error);
+  return outcome;
+}
 
-  if (welcome->plane_nodes.size() > 1) {
+// The node's part of one job once it reached the coordinator, in its steps: ask to join and wait
+// for the welcome, load the run's settings and dataset, connect the data plane, spawn the workers
+// and the node reducer, and serve until the job is over. A step that fails says why in the outcome.
+class joined_node {
+public:
+  joined_node(caf::actor_system& system, const node_options& options, caf::actor registry,
+              clock_type::time_point deadline, hosted& parts)
+      : system_(system), options_(options), registry_(std::move(registry)), deadline_(deadline),
+        parts_(parts), self_(system), hello_(hello_of(options)) {
+    outcome_.workers = options.workers;
+    self_->monitor(registry_);
+  }
+
+  node_outcome run() {
+    if (welcome() && load() && connect_plane()) {
+      spawn();
+      serve();
+    }
+    return outcome_;
+  }
+
+private:
+  bool failed(std::string error) {
+    outcome_ = fail(outcome_, std::move(error));
+    return false;
+  }
+
+  bool welcome() {
+    // A plain send, not a request: the answer comes as a message, and so does the coordinator's
+    // loss while the cluster forms (a request's receive would wait out its timeout instead).
+    self_->send(registry_, hello_);
+    if (auto refused = await_welcome(); !refused.empty())
+      return failed(std::move(refused));
+    outcome_.worker_indices.assign(welcome_.workers.begin(), welcome_.workers.end());
+    outcome_.joined_running = welcome_.running;
+    const std::string slots = index_list(welcome_.workers);
+    notify(options_, welcome_.running
+                         ? "joining the running job as node " + std::to_string(welcome_.node) +
+                               " in place of lost worker(s) " + slots
+                         : "joined as node " + std::to_string(welcome_.node) + " of " +
+                               std::to_string(welcome_.plane_nodes.size()) + ": worker(s) " +
+                               slots);
+    return true;
+  }
+
+  // Empty once welcomed; otherwise why not.
+  std::string await_welcome() {
+    std::string failure;
+    bool answered = false;
+    bool welcomed = false;
+    bool timed_out = false;
+    const auto wait_until =
+        clock_type::now() +
+        std::max(deadline_ - clock_type::now(), clock_type::duration(std::chrono::seconds(1)));
+    while (!answered && !timed_out)
+      self_->receive(
+          [&](node_welcome& answer) {
+            welcome_ = std::move(answer);
+            answered = welcomed = true;
+          },
+          [&](caf::error& error) {
+            failure = system_.render(error);
+            answered = true;
+          },
+          [&](caf::down_msg& down) {
+            failure =
+                "lost the coordinator while the cluster formed: " + system_.render(down.reason);
+            answered = true;
+          },
+          caf::after(leave_poll) >>
+              [&] {
+                if (leaving(options_)) {
+                  failure = "interrupted before the coordinator admitted this node";
+                  answered = true;
+                }
+                timed_out = clock_type::now() >= wait_until;
+              });
+    if (timed_out)
+      return "no welcome from the coordinator within cluster.join-timeout-s (" +
+             std::to_string(options_.cluster.join_timeout_s) +
+             " s): fewer than cluster.min-nodes nodes joined it (or, joining a running job, the "
+             "joins of other nodes took that long)";
+    if (welcomed)
+      return {};
+    return leaving(options_) ? failure : "the coordinator did not admit this node: " + failure;
+  }
+
+  bool load() {
+    try {
+      config_ = config::load_text(welcome_.settings, "the coordinator's settings");
+    } catch (const std::exception& bad) {
+      return failed(std::string("the coordinator's settings do not load here: ") + bad.what());
+    }
+    try {
+      data_ = options_.load_data(config_);
+    } catch (const std::exception& bad) {
+      return failed(std::string("cannot load the run's dataset on this node: ") + bad.what());
+    }
+    if (data_->train.size() != welcome_.training_samples)
+      return failed("this node's training set (" + config_.data.path + ") has " +
+                    std::to_string(data_->train.size()) + " samples, the coordinator's " +
+                    std::to_string(welcome_.training_samples) +
+                    "; every node needs the same dataset");
+    const auto sizes = mlp_layer_sizes(config_, data_->train);
+    check_memory(sizes, options_.workers);
+    set_blas_threads_for(config_, options_.workers);
+    model_ = std::make_shared<const models::mlp>(sizes);
+    return true;
+  }
+
+  bool connect_plane() {
+    if (welcome_.plane_nodes.size() <= 1)
+      return true;
     // Joining a running job, the others wait for this node's rendezvous for the data timeout.
     const auto timeout =
-        welcome->running
-            ? std::chrono::milliseconds(config.cluster.data_timeout_ms)
+        welcome_.running
+            ? std::chrono::milliseconds(config_.cluster.data_timeout_ms)
             : std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
-                  deadline - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
+                  deadline_ - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
     try {
-      parts.plane =
-          connect_plane(system, registry, hello.data_host, welcome->job, welcome->generation,
-                        welcome->plane_nodes, welcome->node, timeout);
+      parts_.plane = plane_of(welcome_.generation, welcome_.plane_nodes, timeout);
     } catch (const std::exception& bad) {
-      return fail(outcome, std::string("the data plane did not connect: ") + bad.what());
+      return failed(std::string("the data plane did not connect: ") + bad.what());
     }
-    notify(options, "data plane connected (" + hello.data_host + ", " +
-                        std::to_string(welcome->plane_nodes.size()) + " nodes)");
+    notify(options_, "data plane connected (" + hello_.data_host + ", " +
+                         std::to_string(welcome_.plane_nodes.size()) + " nodes)");
+    return true;
   }
 
-  std::shared_ptr<comm::backend> local = comm::make_local_backend(*options.ops);
-  const auto train = std::shared_ptr<const models::dataset>(data, &data->train);
-  auto imbalance = std::make_shared<const imbalance_model>(config.imbalance, config.train.workers);
-  node_reducer_setup reduction;
-  for (const std::int32_t index : welcome->workers) {
-    parts.workers.push_back(spawn_worker(system,
-                                         make_worker_setup(config, index, model, train, options.ops,
-                                                           local, imbalance, options.probe),
-                                         welcome->coordinator));
-    reduction.workers[index] = parts.workers.back();
+  // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
+  // coordinator's rendezvous. Generation 0 is the plane the cluster formed with; every node
+  // joining the running job makes a new one.
+  std::shared_ptr<comm::gloo_plane> plane_of(std::uint32_t generation,
+                                             const std::vector<std::int32_t>& plane_nodes,
+                                             std::chrono::milliseconds timeout) {
+    auto found = std::find(plane_nodes.begin(), plane_nodes.end(), welcome_.node);
+    if (found == plane_nodes.end())
+      throw comm::comm_error("node " + std::to_string(welcome_.node) +
+                             " is not in data plane generation " + std::to_string(generation));
+    comm::gloo_plane_options plane_options;
+    plane_options.hostname = hello_.data_host;
+    plane_options.prefix = plane_prefix(welcome_.job, generation);
+    plane_options.timeout = timeout;
+    return std::make_shared<comm::gloo_plane>(
+        static_cast<int>(found - plane_nodes.begin()), static_cast<int>(plane_nodes.size()),
+        std::make_shared<registry_store>(system_, registry_), plane_options);
   }
-  reduction.node = welcome->node;
-  reduction.local = local;
-  reduction.plane = parts.plane;
-  reduction.generation = welcome->generation;
-  reduction.plane_nodes.assign(welcome->plane_nodes.begin(), welcome->plane_nodes.end());
-  reduction.results = comm::buffer_pool::create(model->parameter_count());
-  reduction.data_timeout = std::chrono::milliseconds(config.cluster.data_timeout_ms);
-  parts.reducer = spawn_node_reducer(system, std::move(reduction));
 
-  node_ready ready;
-  ready.node = welcome->node;
-  ready.workers = parts.workers;
-  ready.reducer = parts.reducer;
-  ready.control = caf::actor_cast<caf::actor>(self);
-  self->send(registry, ready);
+  // The workers and the node reducer; the registry hears that the node is ready.
+  void spawn() {
+    std::shared_ptr<comm::backend> local = comm::make_local_backend(*options_.ops);
+    const auto train = std::shared_ptr<const models::dataset>(data_, &data_->train);
+    auto imbalance =
+        std::make_shared<const imbalance_model>(config_.imbalance, config_.train.workers);
+    node_reducer_setup reduction;
+    for (const std::int32_t index : welcome_.workers) {
+      parts_.workers.push_back(
+          spawn_worker(system_,
+                       make_worker_setup(config_, index, model_, train, options_.ops, local,
+                                         imbalance, options_.probe),
+                       welcome_.coordinator));
+      reduction.workers[index] = parts_.workers.back();
+    }
+    reduction.node = welcome_.node;
+    reduction.local = local;
+    reduction.plane = parts_.plane;
+    reduction.generation = welcome_.generation;
+    reduction.plane_nodes.assign(welcome_.plane_nodes.begin(), welcome_.plane_nodes.end());
+    reduction.results = comm::buffer_pool::create(model_->parameter_count());
+    reduction.data_timeout = std::chrono::milliseconds(config_.cluster.data_timeout_ms);
+    parts_.reducer = spawn_node_reducer(system_, std::move(reduction));
+    self_->send(registry_, node_ready{welcome_.node, parts_.workers, parts_.reducer,
+                                      caf::actor_cast<caf::actor>(self_)});
+  }
 
   // Until the coordinator says the job is over, or is lost. Meanwhile, when a node joins the
   // running job, this node connects the data plane's next generation with it.
-  bool over = false;
-  self->receive_while([&] { return !over; })(
-      [&](job_over_atom) {
-        over = true;
-        outcome.ok = true;
-        return true;
-      },
-      [&](const plane_rebuild& rebuild) -> caf::result<bool> {
-        const auto generation = rebuild.generation;
-        const auto& plane_nodes = rebuild.plane_nodes;
-        try {
-          auto plane = connect_plane(system, registry, hello.data_host, welcome->job, generation,
-                                     plane_nodes, welcome->node,
-                                     std::chrono::milliseconds(config.cluster.data_timeout_ms));
-          self->send(parts.reducer, plane_update{generation, plane_nodes, std::move(plane)});
-        } catch (const std::exception& bad) {
-          notify(options,
-                 std::string("the data plane did not reconnect for a joining node: ") + bad.what());
-          return make_error(herd_errc::join_refused, bad.what());
-        }
-        notify(options, "data plane reconnected with a joining node (generation " +
-                            std::to_string(generation) + ", " + std::to_string(plane_nodes.size()) +
-                            " nodes)");
-        return true;
-      },
-      [&](leave_atom, const std::string& why) {
-        over = true;
-        outcome = fail(outcome, "the coordinator turned this node away: " + why);
-      },
-      [&](caf::down_msg& down) {
-        over = true;
-        outcome = fail(outcome, "lost the coordinator: " + system.render(down.reason));
-        outcome.lost_coordinator = true;
-      },
-      caf::after(leave_poll) >>
-          [&] {
-            if (!leaving(options))
-              return;
-            over = true;
-            outcome.ok = true;
-            outcome.left = true;
-          });
-  if (outcome.left)
-    notify(options, "left the job before it was over; the coordinator counts this node's "
-                    "workers lost, and another node may join in their place");
-  else if (outcome.ok)
-    notify(options, "the job is over");
-  return outcome;
-}
+  void serve() {
+    bool over = false;
+    self_->receive_while([&] { return !over; })(
+        [&](job_over_atom) {
+          over = true;
+          outcome_.ok = true;
+          return true;
+        },
+        [&](const plane_rebuild& rebuild) -> caf::result<bool> { return rebuild_plane(rebuild); },
+        [&](leave_atom, const std::string& why) {
+          over = true;
+          failed("the coordinator turned this node away: " + why);
+        },
+        [&](caf::down_msg& down) {
+          over = true;
+          failed("lost the coordinator: " + system_.render(down.reason));
+          outcome_.lost_coordinator = true;
+        },
+        caf::after(leave_poll) >>
+            [&] {
+              if (!leaving(options_))
+                return;
+              over = true;
+              outcome_.ok = true;
+              outcome_.left = true;
+            });
+    if (outcome_.left)
+      notify(options_, "left the job before it was over; the coordinator counts this node's "
+                       "workers lost, and another node may join in their place");
+    else if (outcome_.ok)
+      notify(options_, "the job is over");
+  }
+
+  caf::result<bool> rebuild_plane(const plane_rebuild& rebuild) {
+    try {
+      auto plane = plane_of(rebuild.generation, rebuild.plane_nodes,
+                            std::chrono::milliseconds(config_.cluster.data_timeout_ms));
+      self_->send(parts_.reducer,
+                  plane_update{rebuild.generation, rebuild.plane_nodes, std::move(plane)});
+    } catch (const std::exception& bad) {
+      notify(options_,
+             std::string("the data plane did not reconnect for a joining node: ") + bad.what());
+      return make_error(herd_errc::join_refused, bad.what());
+    }
+    notify(options_, "data plane reconnected with a joining node (generation " +
+                         std::to_string(rebuild.generation) + ", " +
+                         std::to_string(rebuild.plane_nodes.size()) + " nodes)");
+    return true;
+  }
+
+  caf::actor_system& system_;
+  const node_options& options_;
+  caf::actor registry_;
+  clock_type::time_point deadline_;
+  hosted& parts_;
+  caf::scoped_actor self_;
+  node_outcome outcome_;
+  node_hello hello_;
+  node_welcome welcome_;
+  config::run_config config_;
+  std::shared_ptr<const models::train_test_split> data_;
+  std::shared_ptr<const models::mlp> model_;
+};
 
 } // namespace
 
@@ -382,7 +430,7 @@ node_outcome run_node(const node_options& options) {
     }
     hosted parts;
     try {
-      outcome = run_joined(system, options, registry, deadline, parts);
+      outcome = joined_node(system, options, registry, deadline, parts).run();
     } catch (const std::exception& error) {
       outcome = fail(outcome, error.what());
     }

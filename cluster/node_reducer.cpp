@@ -215,8 +215,11 @@ private:
   struct transfer_state {
     state_transfer order;
     caf::typed_response_promise<reduce_done> promise;
-    worker_state state;       // sent, or received
-    std::size_t adopting = 0; // targets that have not answered yet
+    std::shared_ptr<comm::gloo_plane> plane; // the order's generation
+    std::vector<int> ranks;                  // of `from` and `to`, sorted
+    int root = 0;                            // the rank of `from`
+    worker_state state;                      // sent, or received
+    std::size_t adopting = 0;                // targets that have not answered yet
     std::string error;
     double seconds = 0.0;
   };
@@ -225,14 +228,12 @@ private:
   // broadcasts it; the receiving node receives it and has its new workers adopt it. Both answer
   // once their part is done.
   caf::result<reduce_done> transfer(const state_transfer& order) {
-    std::shared_ptr<comm::gloo_plane> plane;
-    std::vector<int> ranks;
-    int root = 0;
+    transfer_state pending;
     try {
       const auto& entry = plane_of(order.generation);
-      plane = entry.plane;
-      root = rank_of(entry, order.from, order.generation);
-      ranks = ranks_of(order.generation, {order.from, order.to});
+      pending.plane = entry.plane;
+      pending.root = rank_of(entry, order.from, order.generation);
+      pending.ranks = ranks_of(order.generation, {order.from, order.to});
       use_generation(order.generation);
     } catch (const std::exception& failure) {
       return reduce_done{order.tag, setup_.node, failure.what(), 0.0};
@@ -242,31 +243,11 @@ private:
       return reduce_done{order.tag, setup_.node, "this node takes no part in the transfer", 0.0};
     if (transfers_.count(order.tag) > 0)
       return reduce_done{order.tag, setup_.node, "transfer already ordered on this node", 0.0};
-    auto& pending = transfers_[order.tag];
     pending.order = order;
     pending.promise = make_response_promise<reduce_done>();
-    auto promise = pending.promise;
-    auto run = [this, plane, ranks, root, tag = order.tag](const worker_state& state) {
-      auto found = transfers_.find(tag);
-      if (found == transfers_.end())
-        return;
-      found->second.state = state;
-      threads_.run([self = address(), plane, ranks, root, tag, data = state.data,
-                    timeout = setup_.data_timeout] {
-        const auto start = clock_type::now();
-        std::string error;
-        try {
-          plane->group_broadcast(data->data(), data->size(), ranks, root, tag, timeout);
-        } catch (const std::exception& failure) {
-          error = failure.what();
-        }
-        const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-        if (auto reducer = caf::actor_cast<caf::actor>(self))
-          caf::anon_send(reducer, moved_atom::value, tag, error, seconds);
-      });
-    };
+    auto promise = transfers_.emplace(order.tag, std::move(pending)).first->second.promise;
     if (!sending) {
-      run(worker_state::make(setup_.results->count(), 0, 0));
+      broadcast(order.tag, worker_state::make(setup_.results->count(), 0, 0));
       return promise;
     }
     auto source = setup_.workers.find(order.source);
@@ -276,11 +257,34 @@ private:
                          "worker " + std::to_string(order.source) + " is not on this node", 0.0};
     }
     request(source->second, setup_.data_timeout, export_atom::value)
-        .then([run](const worker_state& state) mutable { run(state); },
+        .then([this, tag = order.tag](const worker_state& state) { broadcast(tag, state); },
               [this, tag = order.tag](caf::error& failure) {
                 moved(tag, "worker state export failed: " + system().render(failure), 0.0);
               });
     return promise;
+  }
+
+  // Sends the state, or receives it into `state`, over the transfer's plane on a thread of its
+  // own; moved() hears when it is done.
+  void broadcast(std::uint64_t tag, const worker_state& state) {
+    auto found = transfers_.find(tag);
+    if (found == transfers_.end())
+      return;
+    auto& pending = found->second;
+    pending.state = state;
+    threads_.run([self = address(), plane = pending.plane, ranks = pending.ranks,
+                  root = pending.root, tag, data = state.data, timeout = setup_.data_timeout] {
+      const auto start = clock_type::now();
+      std::string error;
+      try {
+        plane->group_broadcast(data->data(), data->size(), ranks, root, tag, timeout);
+      } catch (const std::exception& failure) {
+        error = failure.what();
+      }
+      const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+      if (auto reducer = caf::actor_cast<caf::actor>(self))
+        caf::anon_send(reducer, moved_atom::value, tag, error, seconds);
+    });
   }
 
   void moved(std::uint64_t tag, const std::string& error, double seconds) {

@@ -1,0 +1,73 @@
+// The registry's rules for admitting nodes; see admission.hpp.
+#include "cluster/admission.hpp"
+
+#include "actors/messages.hpp"
+#include "actors/run_parts.hpp"
+#include "config/loader.hpp"
+
+namespace herd::cluster {
+
+std::optional<std::string> hello_refusal(const actors::node_hello& hello, registry_phase phase,
+                                         bool over, std::size_t nodes) {
+  if (hello.protocol != actors::cluster_protocol_version)
+    return "node " + hello.name + " speaks cluster protocol " + std::to_string(hello.protocol) +
+           ", this coordinator " + std::to_string(actors::cluster_protocol_version) +
+           "; run the same Herd version everywhere";
+  if (hello.workers < 1 || hello.workers > 1024)
+    return "node " + hello.name + " offers " + std::to_string(hello.workers) +
+           " workers; it must be between 1 and 1024";
+  if (over)
+    return "the job is over";
+  if (phase == registry_phase::connecting)
+    return "the cluster has formed with " + std::to_string(nodes) +
+           " nodes and is starting; try again once it runs";
+  return std::nullopt;
+}
+
+std::optional<std::string> running_join_refusal(const actors::node_hello& hello,
+                                                const std::vector<std::int32_t>& free,
+                                                bool slots_taken, int run_workers) {
+  if (free.empty())
+    return slots_taken ? "the job is running and the slots of its lost workers are taken by "
+                         "nodes joining now; a node joins a running job only in place of a lost "
+                         "node's workers"
+                       : "the job is running and none of its " + std::to_string(run_workers) +
+                             " workers is lost; a node joins a running job only in place of a "
+                             "lost node's workers";
+  if (static_cast<int>(free.size()) < hello.workers)
+    return "node " + hello.name + " offers " + count_of(hello.workers, "worker") + " but only " +
+           std::to_string(free.size()) + " slot(s) are free (" + worker_list(free) +
+           "); start it with --workers " + std::to_string(free.size());
+  return std::nullopt;
+}
+
+std::optional<std::string> settings_refusal(const config::run_config& config,
+                                            std::size_t training_samples) {
+  auto errors = config::validate(config);
+  if (errors.empty())
+    errors = config::validate_against_data(config, training_samples);
+  if (errors.empty())
+    return std::nullopt;
+  std::string text = "the settings do not fit the " + std::to_string(config.train.workers) +
+                     " workers of the nodes: ";
+  for (std::size_t i = 0; i < errors.size(); ++i)
+    text += (i > 0 ? "; " : "") + errors[i].message;
+  return text;
+}
+
+std::string worker_list(const std::vector<std::int32_t>& slots) {
+  if (slots.empty())
+    return "no workers";
+  if (slots.size() == 1)
+    return "worker " + std::to_string(slots.front());
+  const bool contiguous = slots.back() - slots.front() + 1 == static_cast<int>(slots.size());
+  if (contiguous)
+    return "workers " + std::to_string(slots.front()) + "-" + std::to_string(slots.back());
+  return "workers " + actors::index_list(slots);
+}
+
+std::string count_of(int n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+} // namespace herd::cluster

@@ -1,0 +1,45 @@
+// The registry actor: the coordinator's face to the nodes, the one actor the connection server
+// publishes. It admits nodes until cluster.min-nodes have joined (admission.hpp), hands each its
+// slots (slots.hpp) and the run's settings, keeps the data plane's rendezvous keys
+// (rendezvous_keys.hpp), starts the run once every node is ready, and lets a node join the
+// running job in place of lost workers, one at a time (join_ledger.hpp).
+//
+// Messages it answers:
+//   node_hello                    -> node_welcome  admit a node (or refuse it, saying why)
+//   node_ready                                     a welcomed node's workers and reducer are up
+//   (store_set_atom, key, value)                   a rendezvous key (welcomed nodes only)
+//   (store_get_atom, key)         -> value         answered once the key is set
+//   stop_atom                                      stop the run (or the wait for nodes)
+//   job_over_atom                 -> bool          tell the nodes; answered once they know
+//   (join_done_atom, node, error)                  the coordinator finished a node's join
+// Messages it sends: plane_rebuild and leave_atom to nodes, node_admission and run_start to the
+// group coordinator.
+#pragma once
+
+#include "actors/run_parts.hpp"
+#include "models/dataset.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cluster/cluster_session.hpp"
+
+namespace herd::cluster {
+
+/// What the registry builds the run from; shared with the session.
+struct registry_context {
+  config::run_config config; // train.workers is set when the cluster forms
+  std::shared_ptr<const models::train_test_split> data;
+  cluster_options options;
+  std::shared_ptr<actors::run_outcome> result;
+  std::string job; // names this run's keys in the rendezvous store
+  // Read by effective_config() from another thread once the run started.
+  mutable std::mutex config_mutex;
+};
+
+caf::actor spawn_registry(caf::actor_system& system, std::shared_ptr<registry_context> context);
+
+} // namespace herd::cluster

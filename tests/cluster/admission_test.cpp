@@ -1,0 +1,115 @@
+// The registry's admission rules without an actor system: when the cluster forms, which slots a
+// node gets when it forms and when it joins the running job, and why a node is refused.
+#include "actors/messages.hpp"
+
+#include <gtest/gtest.h>
+#include <set>
+
+#include "cluster/admission.hpp"
+
+namespace {
+
+using herd::actors::node_hello;
+using herd::cluster::registry_phase;
+using herd::cluster::slot_table;
+using slots = std::vector<std::int32_t>;
+
+node_hello hello_of(int workers, const std::string& name = "n") {
+  node_hello hello;
+  hello.protocol = herd::actors::cluster_protocol_version;
+  hello.name = name;
+  hello.workers = workers;
+  return hello;
+}
+
+TEST(cluster_formation, forms_once_min_nodes_nodes_have_joined) {
+  EXPECT_FALSE(herd::cluster::cluster_complete(2, 3));
+  EXPECT_TRUE(herd::cluster::cluster_complete(3, 3));
+  EXPECT_TRUE(herd::cluster::cluster_complete(1, 1));
+}
+
+TEST(slot_table, the_formed_cluster_numbers_workers_in_node_order) {
+  slot_table table;
+  const auto given = table.form({2, 1, 3});
+  ASSERT_EQ(given.size(), 3u);
+  EXPECT_EQ(given[0], (slots{0, 1}));
+  EXPECT_EQ(given[1], (slots{2}));
+  EXPECT_EQ(given[2], (slots{3, 4, 5}));
+  EXPECT_EQ(table.worker_nodes(), (slots{0, 0, 1, 2, 2, 2}));
+}
+
+TEST(slot_table, a_joining_node_takes_the_lowest_slots_of_lost_nodes) {
+  slot_table table;
+  table.form({2, 1, 3});
+  std::set<std::size_t> lost{0, 2};
+  const auto live = [&](std::size_t node) { return lost.count(node) == 0; };
+  const auto free = table.free(live);
+  ASSERT_EQ(free, (slots{0, 1, 3, 4, 5}));
+  EXPECT_EQ(table.take(3, free, 3), (slots{0, 1, 3}));
+  EXPECT_EQ(table.worker_nodes(), (slots{3, 3, 1, 3, 2, 2}));
+  // Node 3 is live: only node 2's remaining slots are free.
+  EXPECT_EQ(table.free(live), (slots{4, 5}));
+  EXPECT_TRUE(table.free([](std::size_t) { return true; }).empty());
+}
+
+TEST(admission, a_node_of_another_protocol_or_an_odd_worker_count_is_refused_by_name) {
+  auto other = hello_of(1, "vm-b");
+  other.protocol = herd::actors::cluster_protocol_version + 1;
+  const auto protocol = herd::cluster::hello_refusal(other, registry_phase::gathering, false, 0);
+  ASSERT_TRUE(protocol);
+  EXPECT_NE(protocol->find("node vm-b speaks cluster protocol"), std::string::npos) << *protocol;
+  for (int workers : {0, -1, 1025}) {
+    const auto count =
+        herd::cluster::hello_refusal(hello_of(workers), registry_phase::gathering, false, 0);
+    ASSERT_TRUE(count) << workers;
+    EXPECT_NE(count->find("must be between 1 and 1024"), std::string::npos) << *count;
+  }
+  EXPECT_FALSE(herd::cluster::hello_refusal(hello_of(1024), registry_phase::gathering, false, 0));
+}
+
+TEST(admission, a_node_is_refused_while_the_cluster_starts_and_once_the_job_is_over) {
+  const auto starting =
+      herd::cluster::hello_refusal(hello_of(1), registry_phase::connecting, false, 3);
+  ASSERT_TRUE(starting);
+  EXPECT_EQ(*starting,
+            "the cluster has formed with 3 nodes and is starting; try again once it runs");
+  EXPECT_EQ(herd::cluster::hello_refusal(hello_of(1), registry_phase::running, true, 3),
+            "the job is over");
+  EXPECT_FALSE(herd::cluster::hello_refusal(hello_of(1), registry_phase::running, false, 3));
+}
+
+TEST(admission, a_running_job_takes_a_node_only_in_place_of_lost_workers) {
+  const auto none_lost = herd::cluster::running_join_refusal(hello_of(4), {}, false, 6);
+  ASSERT_TRUE(none_lost);
+  EXPECT_NE(none_lost->find("none of its 6 workers is lost"), std::string::npos) << *none_lost;
+  const auto taken = herd::cluster::running_join_refusal(hello_of(1), {}, true, 6);
+  ASSERT_TRUE(taken);
+  EXPECT_NE(taken->find("taken by nodes joining now"), std::string::npos) << *taken;
+  const auto too_many = herd::cluster::running_join_refusal(hello_of(2, "vm-c"), {3}, false, 6);
+  ASSERT_TRUE(too_many);
+  EXPECT_EQ(*too_many, "node vm-c offers 2 workers but only 1 slot(s) are free (worker 3); start "
+                       "it with --workers 1");
+  EXPECT_FALSE(herd::cluster::running_join_refusal(hello_of(2), {3, 5}, true, 6));
+}
+
+TEST(admission, settings_that_do_not_fit_the_nodes_workers_name_the_count) {
+  herd::config::run_config config;
+  config.train.workers = 3;
+  config.train.batch_size = 8;
+  EXPECT_FALSE(herd::cluster::settings_refusal(config, 10000));
+  const auto too_small = herd::cluster::settings_refusal(config, 10);
+  ASSERT_TRUE(too_small);
+  EXPECT_EQ(too_small->rfind("the settings do not fit the 3 workers of the nodes: ", 0), 0u)
+      << *too_small;
+}
+
+TEST(admission, worker_lists_read_as_ranges_where_they_can) {
+  EXPECT_EQ(herd::cluster::worker_list({}), "no workers");
+  EXPECT_EQ(herd::cluster::worker_list({3}), "worker 3");
+  EXPECT_EQ(herd::cluster::worker_list({4, 5, 6, 7}), "workers 4-7");
+  EXPECT_EQ(herd::cluster::worker_list({1, 4}), "workers 1, 4");
+  EXPECT_EQ(herd::cluster::count_of(1, "worker"), "1 worker");
+  EXPECT_EQ(herd::cluster::count_of(3, "worker"), "3 workers");
+}
+
+} // namespace
