@@ -1,13 +1,20 @@
 // The group coordinator actor: membership, the round counter, the grouping policy, arrival
-// timestamps, evaluation, and when to stop. The decisions live in the policy (policy.hpp); this
-// actor feeds it arrivals and completions and carries out what it decides.
+// timestamps, evaluation, and when to stop. Its handlers carry out what plain classes decide: the
+// policy (policy.hpp) which rounds start, run_phases when the run stops and what stopping does
+// next, evaluation_schedule when to evaluate what, run_counters what the summary says.
 //
 // Messages it answers:
-//   run_start         the workers, aggregators and evaluator; starts the run
-//   step_ready        a worker finished a local step
-//   group_done        an aggregator finished a round
-//   stop_atom         stop early (Ctrl-C): finish in-flight rounds, stop workers, evaluate
-// It monitors every worker: a lost worker leaves the policy's groups.
+//   run_start                 the workers, aggregators and evaluator; starts the run
+//   step_ready                a worker finished a local step
+//   group_done                an aggregator finished a round
+//   stop_atom                 stop early (Ctrl-C): finish in-flight rounds, stop workers, evaluate
+//   node_admission            a node joins the running job (handed to the join_hook; answers
+//                             (join_done_atom, node, error) to the sender)
+//   tick_atom                 its own timer: progress, train.max-seconds, deferred snapshots
+//   drain_timeout_atom        its own timer: rounds a stop waits for took stop_timeout
+//   (policy_time_atom, t)     its own timer: a policy deadline (preduce's wait window) is due
+// It monitors every worker, aggregator and the evaluator: a lost worker leaves the policy's groups,
+// a lost aggregator ends the run.
 #pragma once
 
 #include "actors/run_summary.hpp"
@@ -17,15 +24,54 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace herd::monitoring {
 class training_metrics;
 } // namespace herd::monitoring
 
 namespace herd::actors {
+
+struct node_admission;
+
+/// What the coordinator lets a join (join_hook) see and do; called on the coordinator's thread.
+class coordinator_port {
+public:
+  virtual ~coordinator_port() = default;
+  /// The coordinator itself, to send, request and monitor from.
+  virtual caf::event_based_actor& self() = 0;
+  virtual bool running() const = 0;
+  virtual std::size_t worker_count() const = 0;
+  virtual std::vector<int> live_workers() const = 0;
+  virtual std::size_t rounds_in_flight() const = 0;
+  virtual std::uint64_t rounds_finished() const = 0;
+  virtual const std::vector<caf::actor>& aggregators() const = 0;
+  virtual void lose_worker(int worker, const std::string& why) = 0;
+  /// `handle` (monitored already) takes slot `worker`, live from now on; `node` names its host.
+  virtual void admit_worker(int worker, const caf::actor& handle, const std::string& node) = 0;
+  /// The join is over: the policy hears the inputs it was held from, after the new live set when
+  /// workers were admitted.
+  virtual void resume_rounds(bool workers_admitted) = 0;
+  virtual void notice(const std::string& text) = 0;
+};
+
+/// A node joining the running job (cluster/node_join.hpp): while holding(), the coordinator keeps
+/// the policy's inputs, so no round starts; the join asks for the rest through coordinator_port.
+class join_hook {
+public:
+  virtual ~join_hook() = default;
+  /// `registry` sent `admission` and hears (join_done_atom, node, error).
+  virtual void admit(node_admission admission, const caf::actor& registry) = 0;
+  virtual bool holding() const = 0;
+  /// A round ended, or the run began to stop.
+  virtual void rounds_changed() = 0;
+  virtual void worker_lost(int worker, const std::string& why) = 0;
+  virtual void actor_down(const caf::down_msg& down) = 0;
+};
 
 struct coordinator_setup {
   config::run_config config;
@@ -50,6 +96,9 @@ struct coordinator_setup {
   std::chrono::milliseconds snapshot_interval{0};
   /// Prometheus metrics, updated on the coordinator's thread; may be null (metrics off).
   std::shared_ptr<monitoring::training_metrics> metrics;
+  /// Makes the coordinator's join_hook; empty where no node can join (one process): an admission
+  /// is refused.
+  std::function<std::unique_ptr<join_hook>(coordinator_port&)> joins;
 };
 
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);

@@ -45,6 +45,9 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+// The group coordinator's own timers.
+using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
+using policy_time_atom = caf::atom_constant<caf::atom("policytime")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 

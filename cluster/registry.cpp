@@ -15,6 +15,7 @@
 
 #include "cluster/admission.hpp"
 #include "cluster/join_ledger.hpp"
+#include "cluster/node_join.hpp"
 #include "cluster/rendezvous_keys.hpp"
 
 namespace herd::cluster {
@@ -290,6 +291,7 @@ private:
     coordination.samples_per_epoch = epoch_samples(config, context_->data->train.size());
     coordination.observer = context_->options.observer;
     coordination.progress_interval = context_->options.progress_interval;
+    coordination.joins = node_joins(config);
     if (context_->options.metrics) {
       // Each worker's `node` label names the node that hosts it: the straggler's machine.
       std::vector<std::string> worker_nodes;

@@ -1,0 +1,62 @@
+// When a run evaluates what; see evaluation_schedule.hpp.
+#include "actors/evaluation_schedule.hpp"
+
+namespace herd::actors {
+
+bool evaluation_schedule::start_periodic(std::uint64_t rounds) {
+  if (deferred() || periodic_outstanding_ || rounds % settings_.every_rounds != 0)
+    return false;
+  periodic_outstanding_ = true;
+  return true;
+}
+
+bool evaluation_schedule::snapshot_due(double elapsed_seconds) {
+  if (!deferred() || elapsed_seconds < next_snapshot_seconds_)
+    return false;
+  next_snapshot_seconds_ = elapsed_seconds + settings_.snapshot_interval_seconds;
+  return true;
+}
+
+std::vector<int> evaluation_schedule::sources(const std::vector<int>& live_workers) const {
+  if (settings_.mean_of_replicas || live_workers.empty())
+    return live_workers;
+  return {live_workers.front()};
+}
+
+bool evaluation_schedule::record(const evaluation_point& point) {
+  evaluations_.push_back(point);
+  const double target = settings_.target_accuracy;
+  if (target <= 0.0 || point.test_accuracy < target || time_to_target_)
+    return false;
+  time_to_target_ = point.elapsed_seconds;
+  return true;
+}
+
+std::optional<double> evaluation_schedule::latest_accuracy() const {
+  if (evaluations_.empty())
+    return std::nullopt;
+  return evaluations_.back().test_accuracy;
+}
+
+bool replica_mean::add(const std::vector<float>& parameters) {
+  if (sum_.empty())
+    sum_.assign(parameters.size(), 0.0);
+  for (std::size_t i = 0; i < parameters.size() && i < sum_.size(); ++i)
+    sum_[i] += parameters[i];
+  ++received_;
+  return --outstanding_ == 0;
+}
+
+bool replica_mean::fail(std::string reason) {
+  failure_ = std::move(reason);
+  return --outstanding_ == 0;
+}
+
+std::shared_ptr<const std::vector<float>> replica_mean::mean() const {
+  auto mean = std::make_shared<std::vector<float>>(sum_.size());
+  for (std::size_t i = 0; i < mean->size(); ++i)
+    (*mean)[i] = static_cast<float>(sum_[i] / static_cast<double>(received_));
+  return mean;
+}
+
+} // namespace herd::actors

@@ -1,0 +1,102 @@
+// When a run evaluates, which workers' parameters it evaluates, and what the evaluations found. A
+// plain class, no CAF: the group coordinator asks it and carries out the requests; tests drive it.
+//
+// While training, every train.eval-every rounds (one evaluation at a time: a round that comes due
+// while one runs is skipped). With a snapshot interval instead, a snapshot is taken that often and
+// every one is evaluated after the workers stopped (for benchmarks: evaluating competes with
+// training for cores). At the end always, on the final parameters.
+#pragma once
+
+#include "actors/run_summary.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herd::actors {
+
+class evaluation_schedule {
+public:
+  struct settings {
+    std::uint64_t every_rounds = 1;         // train.eval-every
+    double target_accuracy = 0.0;           // train.target-accuracy; 0: none
+    double snapshot_interval_seconds = 0.0; // > 0: snapshots now, evaluations after training
+    bool mean_of_replicas = false;          // the replicas differ between global averages
+  };
+
+  /// A snapshot taken to evaluate after training.
+  struct kept_snapshot {
+    evaluation_point point;
+    std::shared_ptr<const std::vector<float>> parameters;
+  };
+
+  explicit evaluation_schedule(settings chosen) : settings_(chosen) {}
+
+  bool deferred() const { return settings_.snapshot_interval_seconds > 0.0; }
+
+  /// `rounds` rounds have finished: whether to evaluate now. True marks one outstanding until
+  /// periodic_ended().
+  bool start_periodic(std::uint64_t rounds);
+  void periodic_ended() { periodic_outstanding_ = false; }
+
+  /// At `elapsed_seconds` into the run: whether to take a snapshot for later. True sets the next
+  /// one an interval later.
+  bool snapshot_due(double elapsed_seconds);
+
+  /// The workers whose parameters make the model: the first live one (every replica goes through
+  /// the same states), or every live one, to average (model averaging).
+  std::vector<int> sources(const std::vector<int>& live_workers) const;
+
+  void keep(kept_snapshot snapshot) { kept_.push_back(std::move(snapshot)); }
+  const std::vector<kept_snapshot>& kept() const { return kept_; }
+  void drop_kept() { kept_.clear(); }
+
+  /// Records an evaluation; true when it is the first to reach the target accuracy.
+  bool record(const evaluation_point& point);
+  /// The evaluation of the final parameters (recorded with record() too).
+  void set_final(const evaluation_point& point) { final_ = point; }
+
+  const std::vector<evaluation_point>& evaluations() const { return evaluations_; }
+  std::optional<double> latest_accuracy() const;
+  /// When the parameters of the first evaluation that reached the target were taken.
+  std::optional<double> time_to_target() const { return time_to_target_; }
+  const std::optional<evaluation_point>& final_point() const { return final_; }
+
+private:
+  settings settings_;
+  bool periodic_outstanding_ = false;
+  double next_snapshot_seconds_ = 0.0;
+  std::vector<kept_snapshot> kept_;
+  std::vector<evaluation_point> evaluations_;
+  std::optional<double> time_to_target_;
+  std::optional<evaluation_point> final_;
+};
+
+/// The mean of the parameters of the replicas asked for a snapshot, as their answers come.
+class replica_mean {
+public:
+  explicit replica_mean(std::size_t replicas) : outstanding_(replicas) {}
+
+  /// A replica's parameters; true when it was the last answer.
+  bool add(const std::vector<float>& parameters);
+  /// A replica that did not answer, and why; true when it was the last answer.
+  bool fail(std::string reason);
+
+  /// Whether any replica answered.
+  bool any() const { return received_ > 0; }
+  /// Why the last replica that failed did.
+  const std::string& failure() const { return failure_; }
+  /// The element-wise mean over the answers (of the first answer's length).
+  std::shared_ptr<const std::vector<float>> mean() const;
+
+private:
+  std::size_t outstanding_;
+  std::size_t received_ = 0;
+  std::vector<double> sum_;
+  std::string failure_;
+};
+
+} // namespace herd::actors

@@ -1,0 +1,58 @@
+// What a finished round tells the policy and the metrics; see round_report.hpp.
+#include "actors/round_report.hpp"
+
+#include <algorithm>
+
+namespace herd::actors {
+
+policy::group_outcome outcome_of(const group_done& report) {
+  policy::group_outcome outcome;
+  outcome.members.assign(report.members.begin(), report.members.end());
+  for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i)
+    outcome.contributions.push_back(
+        {report.members[i], report.kinds[i], i < report.steps.size() ? report.steps[i] : 0});
+  return outcome;
+}
+
+std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t i,
+                                          const policy::group_decision& planned) {
+  if (!planned.staleness.empty()) {
+    const auto member =
+        std::find(planned.members.begin(), planned.members.end(), report.members[i]);
+    if (member == planned.members.end())
+      return std::nullopt;
+    return planned.staleness[static_cast<std::size_t>(member - planned.members.begin())];
+  }
+  if (planned.step > 0)
+    return i < report.steps.size() ? planned.step - std::min(planned.step, report.steps[i]) : 0;
+  if (i >= report.versions.size())
+    return std::nullopt;
+  return report.round - std::min(report.round, report.versions[i]);
+}
+
+monitoring::training_metrics::round_record
+round_record_of(const group_done& report, const policy::group_decision& planned,
+                const std::vector<fresh_arrival>& arrivals) {
+  monitoring::training_metrics::round_record round;
+  round.full_sync = planned.kind == round_kind::full_sync;
+  round.members = report.members.size();
+  round.reduce_seconds = report.reduce_seconds;
+  round.reduce_bytes = report.bytes;
+  for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i) {
+    if (report.kinds[i] != freshness::none)
+      if (auto staleness = staleness_of(report, i, planned))
+        round.staleness_rounds.push_back(*staleness);
+    if (report.kinds[i] == freshness::fresh) {
+      ++round.fresh;
+      const auto& arrival = arrivals[static_cast<std::size_t>(report.members[i])];
+      // Its arrival may still be on the way (it gave before the coordinator heard of it).
+      if (arrival.step == (i < report.steps.size() ? report.steps[i] : 0))
+        round.fresh_arrival_seconds.push_back(arrival.at_seconds);
+    } else {
+      ++(report.kinds[i] == freshness::stale ? round.stale : round.none);
+    }
+  }
+  return round;
+}
+
+} // namespace herd::actors

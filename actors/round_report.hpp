@@ -1,0 +1,37 @@
+// What a finished round's report (group_done) tells the grouping policy and the metrics. Plain
+// functions of the report and the decision that started the round; tests call them directly.
+#pragma once
+
+#include "actors/messages.hpp"
+#include "monitoring/training_metrics.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace herd::actors {
+
+/// A worker's latest fresh arrival at the coordinator: its step, and when it came.
+struct fresh_arrival {
+  std::uint64_t step = 0;
+  double at_seconds = 0.0;
+};
+
+/// Which members answered the round and what each gave, for the policy.
+policy::group_outcome outcome_of(const group_done& report);
+
+/// The staleness of the report's member `i`: the policy's where it defines one (preduce); under
+/// wagma the steps the member had still to finish of the round's step; else the rounds between
+/// the parameters its gradient was computed on and this round. None where the report lacks it.
+std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t i,
+                                          const policy::group_decision& planned);
+
+/// The round's metrics. `arrivals` (by worker) give when each fresh contributor arrived, where
+/// that arrival has reached the coordinator yet.
+monitoring::training_metrics::round_record
+round_record_of(const group_done& report, const policy::group_decision& planned,
+                const std::vector<fresh_arrival>& arrivals);
+
+} // namespace herd::actors

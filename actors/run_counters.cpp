@@ -1,0 +1,148 @@
+// The coordinator's counters, its progress reports and the run summary; see run_counters.hpp.
+#include "actors/run_counters.hpp"
+
+#include <numeric>
+
+namespace herd::actors {
+
+namespace {
+
+// The training loss shown and reported is the mean over this many recent local steps.
+constexpr std::size_t recent_loss_steps = 200;
+
+duration_summary summary_of(const monitoring::duration_stats& durations) {
+  return {durations.mean(), durations.median(), durations.quantile(0.9), durations.max()};
+}
+
+} // namespace
+
+void run_counters::step_finished(int worker, std::uint64_t step, double compute_seconds,
+                                 double wait_seconds, double loss, std::uint32_t samples,
+                                 bool late) {
+  auto& counted = workers[static_cast<std::size_t>(worker)];
+  ++counted.steps;
+  counted.samples += samples;
+  ++steps;
+  counted.step_seconds.add(compute_seconds);
+  ledger.step_finished(worker, step, compute_seconds);
+  if (step > 1) { // the first step had nothing to wait for
+    counted.wait_seconds.add(wait_seconds);
+    ledger.waited_after(worker, step - 1, wait_seconds);
+  }
+  if (late)
+    ++counted.late_steps;
+  recent_losses.push_back(loss);
+  if (recent_losses.size() > recent_loss_steps)
+    recent_losses.pop_front();
+}
+
+void run_counters::round_finished(policy::round_kind kind,
+                                  const std::vector<policy::freshness>& given,
+                                  std::uint64_t samples, double seconds, std::uint64_t bytes) {
+  ++rounds;
+  ++(kind == policy::round_kind::full_sync ? full_sync_rounds : partial_rounds);
+  for (policy::freshness one : given)
+    ++contributions[static_cast<std::size_t>(one)];
+  samples_applied += samples;
+  reduce_seconds += seconds;
+  reduce_bytes += bytes;
+}
+
+void run_counters::worker_lost(int worker) {
+  workers[static_cast<std::size_t>(worker)].live = false;
+  ledger.worker_lost(worker);
+}
+
+void run_counters::worker_joined(int worker) {
+  workers[static_cast<std::size_t>(worker)].live = true;
+  ledger.worker_joined(worker);
+  ++workers_joined;
+}
+
+std::vector<int> run_counters::live_workers() const {
+  std::vector<int> live;
+  for (std::size_t i = 0; i < workers.size(); ++i)
+    if (workers[i].live)
+      live.push_back(static_cast<int>(i));
+  return live;
+}
+
+double run_counters::epochs() const {
+  return samples_per_epoch == 0
+             ? 0.0
+             : static_cast<double>(samples_applied) / static_cast<double>(samples_per_epoch);
+}
+
+double run_counters::recent_loss() const {
+  if (recent_losses.empty())
+    return 0.0;
+  return std::accumulate(recent_losses.begin(), recent_losses.end(), 0.0) /
+         static_cast<double>(recent_losses.size());
+}
+
+progress progress_of(const run_counters& counters, double elapsed_seconds,
+                     std::optional<double> test_accuracy) {
+  progress now;
+  now.elapsed_seconds = elapsed_seconds;
+  now.epoch = counters.epochs();
+  now.rounds = counters.rounds;
+  now.steps = counters.steps;
+  now.samples = counters.samples_applied;
+  now.train_loss = counters.recent_loss();
+  now.test_accuracy = test_accuracy;
+  now.samples_per_second =
+      elapsed_seconds > 0.0 ? static_cast<double>(counters.samples_applied) / elapsed_seconds : 0.0;
+  now.live_workers = static_cast<int>(counters.live_workers().size());
+  return now;
+}
+
+run_summary summarize(run_summary run, const run_counters& counters,
+                      const evaluation_schedule& evaluations, double wall_seconds) {
+  using policy::freshness;
+  run.workers = static_cast<int>(counters.workers.size());
+  run.steps = counters.steps;
+  run.rounds = counters.rounds;
+  run.full_sync_rounds = counters.full_sync_rounds;
+  run.partial_rounds = counters.partial_rounds;
+  run.isolation_interventions = counters.isolation_interventions;
+  run.aborted_rounds = counters.aborted_rounds;
+  run.workers_joined = counters.workers_joined;
+  run.fresh_contributions = counters.contributions[static_cast<std::size_t>(freshness::fresh)];
+  run.stale_contributions = counters.contributions[static_cast<std::size_t>(freshness::stale)];
+  run.empty_contributions = counters.contributions[static_cast<std::size_t>(freshness::none)];
+  run.samples = counters.samples_applied;
+  run.epochs = counters.epochs();
+  run.wall_seconds = wall_seconds;
+  run.time_to_target_seconds = evaluations.time_to_target();
+  if (const auto& final_point = evaluations.final_point()) {
+    run.final_test_accuracy = final_point->test_accuracy;
+    run.final_test_loss = final_point->test_loss;
+  }
+  run.final_train_loss = counters.recent_loss();
+  run.samples_per_second =
+      wall_seconds > 0.0 ? static_cast<double>(counters.samples_applied) / wall_seconds : 0.0;
+  run.reduce_seconds = counters.reduce_seconds;
+  run.reduce_bytes = counters.reduce_bytes;
+  const auto waiting = counters.ledger.compare();
+  run.waiting = {waiting.steps_compared, waiting.waited_total, waiting.barrier_total};
+  for (std::size_t i = 0; i < counters.workers.size(); ++i) {
+    const auto& counted = counters.workers[i];
+    worker_summary worker;
+    worker.worker = static_cast<int>(i);
+    worker.steps = counted.steps;
+    worker.samples = counted.samples;
+    worker.late_steps = counted.late_steps;
+    worker.compute_seconds = counted.step_seconds.total();
+    worker.wait_seconds = counted.wait_seconds.total();
+    worker.waited_compared_seconds = waiting.waited[i];
+    worker.barrier_wait_seconds = waiting.barrier[i];
+    worker.step_seconds = summary_of(counted.step_seconds);
+    worker.wait_seconds_per_step = summary_of(counted.wait_seconds);
+    worker.live = counted.live;
+    run.per_worker.push_back(worker);
+  }
+  run.evaluations = evaluations.evaluations();
+  return run;
+}
+
+} // namespace herd::actors

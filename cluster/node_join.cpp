@@ -1,0 +1,209 @@
+// A node joining the running job; see node_join.hpp.
+#include "cluster/node_join.hpp"
+
+#include "actors/messages.hpp"
+#include "actors/run_parts.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+namespace herd::cluster {
+
+using namespace herd::actors;
+
+namespace {
+
+// Data-plane tags of state transfers lie above every round number.
+constexpr std::uint64_t transfer_tag_base = std::uint64_t{1} << 47;
+
+class node_join : public join_hook {
+public:
+  node_join(coordinator_port& coordinator, std::chrono::milliseconds transfer_timeout)
+      : coordinator_(coordinator), transfer_timeout_(transfer_timeout) {}
+
+  void admit(node_admission admission, const caf::actor& registry) override {
+    auto& self = coordinator_.self();
+    const std::string refusal = refusal_of(admission);
+    if (!refusal.empty()) {
+      self.send(registry, join_done_atom::value, admission.node, refusal);
+      return;
+    }
+    // The registry saw the node of these slots lost; its workers' down messages may still be on
+    // their way to the coordinator.
+    for (std::int32_t slot : admission.workers)
+      coordinator_.lose_worker(slot, "its node was lost");
+    if (!coordinator_.running()) { // that was the last worker
+      self.send(registry, join_done_atom::value, admission.node, std::string("the run is ending"));
+      return;
+    }
+    // Watched from now on: losing the new node ends the join at once, not at the transfer's
+    // timeout.
+    self.monitor(admission.topology.node_reducers[static_cast<std::size_t>(admission.node)]);
+    for (const auto& handle : admission.handles)
+      self.monitor(handle);
+    // Before any plan that includes the new workers: each aggregator hears this from the
+    // coordinator first, and messages from one sender arrive in order.
+    for (const auto& aggregator : coordinator_.aggregators())
+      self.send(aggregator, admission.topology);
+    coordinator_.notice("node " + std::to_string(admission.node) + " joins: rounds pause while " +
+                        std::to_string(coordinator_.rounds_in_flight()) +
+                        " in flight finish, then its workers take a live worker's model");
+    joining_ = join_state{std::move(admission), registry};
+    rounds_changed();
+  }
+
+  bool holding() const override { return joining_.has_value(); }
+
+  // Once the rounds in flight have drained, a live worker's state is the state after every round
+  // so far: the transfer starts.
+  void rounds_changed() override {
+    if (!joining_ || joining_->transferring || coordinator_.rounds_in_flight() > 0)
+      return;
+    if (!coordinator_.running()) {
+      end("the run is ending");
+      return;
+    }
+    const auto live = coordinator_.live_workers();
+    if (live.empty()) {
+      end("no live worker to take the model from");
+      return;
+    }
+    transfer(live.front());
+  }
+
+  void worker_lost(int worker, const std::string& why) override {
+    if (joining_ && joining_->transferring && joining_->source == worker)
+      end("worker " + std::to_string(worker) +
+          ", whose state the new workers were taking, was lost: " + why);
+  }
+
+  void actor_down(const caf::down_msg& down) override {
+    if (!joining_)
+      return;
+    const auto& admission = joining_->admission;
+    const auto& reducer =
+        admission.topology.node_reducers[static_cast<std::size_t>(admission.node)];
+    const bool joiner =
+        reducer.address() == down.source ||
+        std::any_of(admission.handles.begin(), admission.handles.end(),
+                    [&](const caf::actor& handle) { return handle.address() == down.source; });
+    if (joiner)
+      end("it was lost while joining: " + coordinator_.self().system().render(down.reason));
+  }
+
+private:
+  struct join_state {
+    node_admission admission;
+    caf::actor registry; // hears (join_done_atom, node, error)
+    bool transferring = false;
+    std::uint64_t tag = 0;    // the transfer's
+    int source = -1;          // the live worker whose state the new workers adopt
+    std::uint64_t rounds = 0; // rounds finished when it was taken
+  };
+
+  std::string refusal_of(const node_admission& admission) const {
+    const auto workers = coordinator_.worker_count();
+    if (!coordinator_.running())
+      return "the run is ending";
+    if (joining_)
+      return "another node is joining";
+    if (admission.workers.size() != admission.handles.size() || admission.workers.empty())
+      return "the admission names " + std::to_string(admission.workers.size()) + " slots for " +
+             std::to_string(admission.handles.size()) + " workers";
+    for (std::int32_t slot : admission.workers)
+      if (slot < 0 || static_cast<std::size_t>(slot) >= workers)
+        return "worker " + std::to_string(slot) + " is not a worker of this run";
+    const auto& topology = admission.topology;
+    const auto nodes = static_cast<std::int32_t>(topology.node_reducers.size());
+    if (topology.worker_nodes.size() != workers || admission.node < 0 || admission.node >= nodes ||
+        std::any_of(topology.worker_nodes.begin(), topology.worker_nodes.end(),
+                    [nodes](std::int32_t node) { return node < 0 || node >= nodes; }))
+      return "the admission's topology does not cover the run's " + std::to_string(workers) +
+             " workers";
+    return {};
+  }
+
+  // The source exports its state once its step has ended, then both nodes move it; the join ends
+  // when both have answered.
+  void transfer(int source) {
+    const auto& admission = joining_->admission;
+    const auto& topology = admission.topology;
+    state_transfer order;
+    order.tag = transfer_tag_base + ++transfers_;
+    order.generation = topology.generation;
+    order.from = topology.worker_nodes.at(static_cast<std::size_t>(source));
+    order.to = admission.node;
+    order.source = source;
+    order.targets = admission.workers;
+    joining_->transferring = true;
+    joining_->source = source;
+    joining_->rounds = coordinator_.rounds_finished();
+    joining_->tag = order.tag;
+    struct parts {
+      int outstanding = 2;
+      std::string error;
+    };
+    auto state = std::make_shared<parts>();
+    auto& self = coordinator_.self();
+    for (int node : {order.from, order.to}) {
+      auto one_done = [this, state, node, tag = order.tag](const std::string& error) {
+        if (!error.empty() && state->error.empty())
+          state->error = "node " + std::to_string(node) + ": " + error;
+        if (--state->outstanding == 0 && joining_ && joining_->tag == tag)
+          end(state->error);
+      };
+      self.request(topology.node_reducers.at(static_cast<std::size_t>(node)), transfer_timeout_,
+                   order)
+          .then(
+              [one_done](const reduce_done& answer) { one_done(answer.error); },
+              [&self, one_done](caf::error& failure) { one_done(self.system().render(failure)); });
+    }
+  }
+
+  // The transfer ended (or could not start): the new workers count as live from here on, or the
+  // node is turned away; either way the policy hears what it was held from.
+  void end(const std::string& error) {
+    if (!joining_)
+      return;
+    const join_state join = std::move(*joining_);
+    joining_.reset();
+    const auto& admission = join.admission;
+    std::string outcome = error;
+    if (outcome.empty() && !coordinator_.running())
+      outcome = "the run is ending";
+    if (outcome.empty()) {
+      for (std::size_t i = 0; i < admission.workers.size(); ++i)
+        coordinator_.admit_worker(admission.workers[i], admission.handles[i], admission.name);
+      coordinator_.notice(
+          "node " + std::to_string(admission.node) + " (" + admission.name +
+          ") joined the running job: worker" + (admission.workers.size() == 1 ? " " : "s ") +
+          index_list(admission.workers) + " took worker " + std::to_string(join.source) +
+          "'s model after round " + std::to_string(join.rounds));
+    } else {
+      coordinator_.notice("node " + std::to_string(admission.node) + " could not join: " + outcome);
+    }
+    coordinator_.self().send(join.registry, join_done_atom::value, admission.node, outcome);
+    coordinator_.resume_rounds(outcome.empty());
+  }
+
+  coordinator_port& coordinator_;
+  std::chrono::milliseconds transfer_timeout_;
+  std::optional<join_state> joining_;
+  std::uint64_t transfers_ = 0;
+};
+
+} // namespace
+
+std::function<std::unique_ptr<join_hook>(coordinator_port&)>
+node_joins(const config::run_config& config) {
+  // The source waits for its step to end before it exports, then the state crosses the data
+  // plane: two transfers' worth, and some.
+  const auto transfer_timeout =
+      std::chrono::milliseconds(2 * config.cluster.data_timeout_ms) + std::chrono::seconds(5);
+  return [transfer_timeout](coordinator_port& coordinator) -> std::unique_ptr<join_hook> {
+    return std::make_unique<node_join>(coordinator, transfer_timeout);
+  };
+}
+
+} // namespace herd::cluster

@@ -1,0 +1,183 @@
+// evaluation_schedule: when a run evaluates, which replicas make the model, what the evaluations
+// found; replica_mean: the model of the run under model averaging. No actor system.
+#include "actors/evaluation_schedule.hpp"
+
+#include <gtest/gtest.h>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace {
+
+using herd::actors::evaluation_point;
+using herd::actors::evaluation_schedule;
+using herd::actors::replica_mean;
+
+evaluation_schedule::settings every(std::uint64_t rounds, double target = 0.0) {
+  evaluation_schedule::settings chosen;
+  chosen.every_rounds = rounds;
+  chosen.target_accuracy = target;
+  return chosen;
+}
+
+evaluation_point point_at(double elapsed_seconds, double accuracy) {
+  evaluation_point point;
+  point.elapsed_seconds = elapsed_seconds;
+  point.test_accuracy = accuracy;
+  return point;
+}
+
+std::vector<float> random_parameters(std::mt19937& random, std::size_t count) {
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  std::vector<float> parameters(count);
+  for (auto& parameter : parameters)
+    parameter = value(random);
+  return parameters;
+}
+
+TEST(evaluation_schedule, evaluates_every_eval_every_rounds) {
+  evaluation_schedule schedule(every(3));
+  EXPECT_FALSE(schedule.deferred());
+  std::vector<std::uint64_t> due;
+  for (std::uint64_t rounds = 1; rounds <= 10; ++rounds)
+    if (schedule.start_periodic(rounds)) {
+      due.push_back(rounds);
+      schedule.periodic_ended();
+    }
+  EXPECT_EQ(due, (std::vector<std::uint64_t>{3, 6, 9}));
+}
+
+TEST(evaluation_schedule, a_round_due_while_an_evaluation_runs_is_skipped) {
+  evaluation_schedule schedule(every(2));
+  EXPECT_TRUE(schedule.start_periodic(2));
+  EXPECT_FALSE(schedule.start_periodic(4)); // the one of round 2 is still out
+  schedule.periodic_ended();
+  EXPECT_FALSE(schedule.start_periodic(5));
+  EXPECT_TRUE(schedule.start_periodic(6));
+}
+
+TEST(evaluation_schedule, a_snapshot_interval_takes_snapshots_instead_of_evaluating) {
+  auto chosen = every(1);
+  chosen.snapshot_interval_seconds = 2.0;
+  evaluation_schedule schedule(chosen);
+  EXPECT_TRUE(schedule.deferred());
+  for (std::uint64_t rounds = 1; rounds <= 4; ++rounds)
+    EXPECT_FALSE(schedule.start_periodic(rounds));
+  EXPECT_TRUE(schedule.snapshot_due(0.25)); // the first progress tick
+  EXPECT_FALSE(schedule.snapshot_due(1.0));
+  EXPECT_FALSE(schedule.snapshot_due(2.0));
+  EXPECT_TRUE(schedule.snapshot_due(2.25));
+  EXPECT_FALSE(schedule.snapshot_due(4.0));
+  EXPECT_TRUE(schedule.snapshot_due(4.5));
+}
+
+TEST(evaluation_schedule, without_a_snapshot_interval_no_snapshot_is_due) {
+  evaluation_schedule schedule(every(5));
+  EXPECT_FALSE(schedule.snapshot_due(0.0));
+  EXPECT_FALSE(schedule.snapshot_due(1000.0));
+}
+
+TEST(evaluation_schedule, kept_snapshots_wait_in_order_until_dropped) {
+  auto chosen = every(1);
+  chosen.snapshot_interval_seconds = 1.0;
+  evaluation_schedule schedule(chosen);
+  const auto first = std::make_shared<const std::vector<float>>(3, 1.0f);
+  const auto second = std::make_shared<const std::vector<float>>(3, 2.0f);
+  schedule.keep({point_at(1.0, 0.0), first});
+  schedule.keep({point_at(2.0, 0.0), second});
+  ASSERT_EQ(schedule.kept().size(), 2u);
+  EXPECT_EQ(schedule.kept()[0].parameters, first);
+  EXPECT_EQ(schedule.kept()[1].point.elapsed_seconds, 2.0);
+  schedule.drop_kept();
+  EXPECT_TRUE(schedule.kept().empty());
+}
+
+TEST(evaluation_schedule, one_replica_shows_the_model_under_gradient_exchange) {
+  evaluation_schedule schedule(every(1));
+  EXPECT_EQ(schedule.sources({2, 3, 5}), (std::vector<int>{2}));
+  EXPECT_TRUE(schedule.sources({}).empty());
+}
+
+TEST(evaluation_schedule, every_live_replica_makes_the_model_under_model_averaging) {
+  auto chosen = every(1);
+  chosen.mean_of_replicas = true;
+  evaluation_schedule schedule(chosen);
+  EXPECT_EQ(schedule.sources({0, 1, 4}), (std::vector<int>{0, 1, 4}));
+  EXPECT_TRUE(schedule.sources({}).empty());
+}
+
+TEST(evaluation_schedule, the_first_evaluation_at_the_target_sets_the_time_to_target) {
+  evaluation_schedule schedule(every(1, 0.8));
+  EXPECT_FALSE(schedule.record(point_at(1.5, 0.5)));
+  EXPECT_FALSE(schedule.record(point_at(2.5, 0.79)));
+  EXPECT_FALSE(schedule.time_to_target());
+  EXPECT_TRUE(schedule.record(point_at(3.5, 0.8)));
+  EXPECT_FALSE(schedule.record(point_at(4.5, 0.9)));
+  ASSERT_TRUE(schedule.time_to_target());
+  EXPECT_EQ(*schedule.time_to_target(), 3.5);
+  EXPECT_EQ(schedule.evaluations().size(), 4u);
+  EXPECT_EQ(schedule.latest_accuracy(), 0.9);
+}
+
+TEST(evaluation_schedule, without_a_target_no_evaluation_reaches_it) {
+  evaluation_schedule schedule(every(1));
+  EXPECT_FALSE(schedule.latest_accuracy());
+  EXPECT_FALSE(schedule.record(point_at(1.0, 1.0)));
+  EXPECT_FALSE(schedule.time_to_target());
+}
+
+TEST(evaluation_schedule, the_final_evaluation_is_kept_apart_from_the_others) {
+  evaluation_schedule schedule(every(1, 0.9));
+  EXPECT_FALSE(schedule.final_point());
+  schedule.record(point_at(1.0, 0.5));
+  schedule.set_final(point_at(2.0, 0.95));
+  EXPECT_TRUE(schedule.record(point_at(2.0, 0.95)));
+  ASSERT_TRUE(schedule.final_point());
+  EXPECT_EQ(schedule.final_point()->test_accuracy, 0.95);
+  EXPECT_EQ(*schedule.time_to_target(), 2.0);
+}
+
+TEST(replica_mean, is_the_element_wise_mean_of_the_replicas) {
+  std::mt19937 random(42);
+  const std::vector<std::vector<float>> replicas{random_parameters(random, 257),
+                                                 random_parameters(random, 257),
+                                                 random_parameters(random, 257)};
+  replica_mean gathered(3);
+  EXPECT_FALSE(gathered.add(replicas[0]));
+  EXPECT_FALSE(gathered.add(replicas[1]));
+  EXPECT_TRUE(gathered.add(replicas[2]));
+  EXPECT_TRUE(gathered.any());
+  const auto mean = gathered.mean();
+  ASSERT_EQ(mean->size(), 257u);
+  for (std::size_t i = 0; i < mean->size(); ++i) {
+    const double expected =
+        (static_cast<double>(replicas[0][i]) + replicas[1][i] + replicas[2][i]) / 3.0;
+    EXPECT_EQ((*mean)[i], static_cast<float>(expected)) << "parameter " << i;
+  }
+}
+
+TEST(replica_mean, of_one_replica_is_that_replica_bit_for_bit) {
+  std::mt19937 random(7);
+  const auto replica = random_parameters(random, 100);
+  replica_mean gathered(1);
+  EXPECT_TRUE(gathered.add(replica));
+  EXPECT_EQ(*gathered.mean(), replica);
+}
+
+TEST(replica_mean, replicas_that_do_not_answer_are_left_out) {
+  replica_mean gathered(3);
+  EXPECT_FALSE(gathered.fail("timeout"));
+  EXPECT_FALSE(gathered.add({1.0f, 2.0f}));
+  EXPECT_TRUE(gathered.add({3.0f, 6.0f}));
+  EXPECT_EQ(*gathered.mean(), (std::vector<float>{2.0f, 4.0f}));
+}
+
+TEST(replica_mean, with_no_answer_says_why_the_last_one_failed) {
+  replica_mean gathered(2);
+  EXPECT_FALSE(gathered.fail("worker 0: timeout"));
+  EXPECT_TRUE(gathered.fail("worker 1: down"));
+  EXPECT_FALSE(gathered.any());
+  EXPECT_EQ(gathered.failure(), "worker 1: down");
+}
+
+} // namespace

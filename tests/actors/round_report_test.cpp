@@ -1,0 +1,94 @@
+// round_report: what a finished round's report tells the policy and the metrics (staleness under
+// each kind of algorithm). No actor system.
+#include "actors/round_report.hpp"
+
+#include <gtest/gtest.h>
+#include <vector>
+
+namespace {
+
+using herd::actors::fresh_arrival;
+using herd::actors::group_done;
+using herd::policy::freshness;
+using herd::policy::group_decision;
+using herd::policy::round_kind;
+
+// Round 10 of workers 0, 2, 3: 0 fresh, 2 stale, 3 gave nothing.
+group_done three_members() {
+  group_done report;
+  report.round = 10;
+  report.members = {0, 2, 3};
+  report.kinds = {freshness::fresh, freshness::stale, freshness::none};
+  report.steps = {12, 9, 11};
+  report.versions = {10, 7, 0};
+  report.reduce_seconds = 0.5;
+  report.bytes = 4096;
+  return report;
+}
+
+TEST(round_report, the_policy_hears_who_answered_and_what_each_gave) {
+  const auto outcome = outcome_of(three_members());
+  EXPECT_EQ(outcome.members, (std::vector<int>{0, 2, 3}));
+  ASSERT_EQ(outcome.contributions.size(), 3u);
+  EXPECT_EQ(outcome.contributions[1].worker, 2);
+  EXPECT_EQ(outcome.contributions[1].kind, freshness::stale);
+  EXPECT_EQ(outcome.contributions[1].step, 9u);
+}
+
+TEST(round_report, gradient_staleness_counts_the_rounds_since_the_parameters_it_was_computed_on) {
+  const auto report = three_members();
+  const group_decision planned; // no staleness of the policy's, no step
+  EXPECT_EQ(staleness_of(report, 0, planned), 0u);
+  EXPECT_EQ(staleness_of(report, 1, planned), 3u);
+  auto unversioned = report;
+  unversioned.versions.clear();
+  EXPECT_FALSE(staleness_of(unversioned, 0, planned));
+}
+
+TEST(round_report, preduce_staleness_is_the_policy_s_for_that_member) {
+  group_decision planned;
+  planned.members = {2, 3};
+  planned.staleness = {4, 1};
+  const auto report = three_members();
+  EXPECT_FALSE(staleness_of(report, 0, planned)); // worker 0 was not in the decision
+  EXPECT_EQ(staleness_of(report, 1, planned), 4u);
+  EXPECT_EQ(staleness_of(report, 2, planned), 1u);
+}
+
+TEST(round_report, wagma_staleness_is_the_steps_a_member_had_still_to_finish) {
+  group_decision planned;
+  planned.step = 11;
+  const auto report = three_members();
+  EXPECT_EQ(staleness_of(report, 0, planned), 0u); // ahead of the round's step
+  EXPECT_EQ(staleness_of(report, 1, planned), 2u);
+  EXPECT_EQ(staleness_of(report, 2, planned), 0u);
+}
+
+TEST(round_report, the_metrics_count_each_kind_and_the_fresh_arrivals_that_came) {
+  group_decision planned;
+  planned.kind = round_kind::partial;
+  std::vector<fresh_arrival> arrivals(4);
+  arrivals[0] = {12, 3.25}; // worker 0's fresh step 12 arrived at 3.25 s
+  const auto round = round_record_of(three_members(), planned, arrivals);
+  EXPECT_FALSE(round.full_sync);
+  EXPECT_EQ(round.members, 3u);
+  EXPECT_EQ(round.fresh, 1u);
+  EXPECT_EQ(round.stale, 1u);
+  EXPECT_EQ(round.none, 1u);
+  EXPECT_EQ(round.staleness_rounds, (std::vector<std::uint64_t>{0, 3})); // not for "none"
+  EXPECT_EQ(round.fresh_arrival_seconds, (std::vector<double>{3.25}));
+  EXPECT_EQ(round.reduce_seconds, 0.5);
+  EXPECT_EQ(round.reduce_bytes, 4096u);
+}
+
+TEST(round_report, a_fresh_arrival_still_on_its_way_has_no_arrival_time) {
+  std::vector<fresh_arrival> arrivals(4);
+  arrivals[0] = {11, 2.0}; // the coordinator has heard of step 11 only
+  group_decision planned;
+  planned.kind = round_kind::full_sync;
+  const auto round = round_record_of(three_members(), planned, arrivals);
+  EXPECT_TRUE(round.full_sync);
+  EXPECT_TRUE(round.fresh_arrival_seconds.empty());
+}
+
+} // namespace
