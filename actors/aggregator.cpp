@@ -203,9 +203,12 @@ private:
         report.error = std::string("zeroing the result failed: ") + failure.what();
       }
     } else {
-      auto work = setup_.backend->group_reduce(inputs, result->data(), result->size());
-      report.error = work->wait(setup_.contribution_timeout) ? work->error()
-                                                             : "data-plane reduction timed out";
+      const auto reduced = setup_.plane
+                               ->group_reduce(inputs, nullptr, result->data(), result->size(),
+                                              {state.plan.round, setup_.contribution_timeout})
+                               ->wait(setup_.contribution_timeout);
+      if (!reduced.ok())
+        report.error = reduced.message();
     }
     report.reduce_seconds = std::chrono::duration<double>(clock_type::now() - reduce_start).count();
     report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);

@@ -15,8 +15,8 @@
 // the round (group_done.aborted), so no replica applies what another did not.
 #pragma once
 
-#include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
+#include "comm/data_plane.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -29,13 +29,13 @@
 namespace herd::actors {
 
 struct aggregator_setup {
-  std::shared_ptr<comm::backend> backend;
+  std::shared_ptr<comm::data_plane> plane;    // in one process: reads members' attached buffers
   std::shared_ptr<comm::buffer_pool> results; // buffers of the model's parameter count
   /// How long a member may take to answer a contribution request. Members answer from their
   /// actor thread while computing, so this only fires for a member that died or hangs.
   std::chrono::milliseconds contribution_timeout{30000};
   /// Many processes: the node index of every worker, and every node's reducer by index, and the
-  /// data plane's generation. Empty: all workers live in this process and `backend` reduces.
+  /// data plane's generation. Empty: all workers live in this process and `plane` reduces.
   std::vector<int> worker_nodes;
   std::vector<caf::actor> node_reducers;
   std::uint32_t generation = 0;

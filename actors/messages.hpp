@@ -19,7 +19,7 @@
 #include "policy/policy.hpp"
 
 namespace herd::comm {
-class gloo_plane;
+class data_plane;
 } // namespace herd::comm
 
 namespace herd::actors {
@@ -402,7 +402,7 @@ typename Inspector::result_type inspect(Inspector& f, plane_rebuild& x) {
 struct plane_update {
   std::uint32_t generation = 0;
   std::vector<std::int32_t> plane_nodes; // the node index of each rank
-  std::shared_ptr<comm::gloo_plane> plane;
+  std::shared_ptr<comm::data_plane> plane;
 };
 
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.

@@ -7,8 +7,8 @@
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/worker.hpp"
-#include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
+#include "comm/data_plane.hpp"
 #include "config/loader.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "models/sampler.hpp"
@@ -96,7 +96,7 @@ void check_memory(const std::vector<std::size_t>& sizes, int local_workers) {
 worker_setup make_worker_setup(const config::run_config& config, int index,
                                std::shared_ptr<const models::mlp> model,
                                std::shared_ptr<const models::dataset> train,
-                               const kernels::ops* ops, std::shared_ptr<comm::backend> backend,
+                               const kernels::ops* ops, std::shared_ptr<comm::data_plane> plane,
                                std::shared_ptr<const imbalance_model> imbalance,
                                std::shared_ptr<worker_probe> probe) {
   const auto* partial = policy::partial_settings(config);
@@ -113,7 +113,7 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   setup.init_seed = config.train.seed;
   setup.shuffle_seed = worker_shuffle_seed(config, index);
   setup.ops = ops;
-  setup.backend = std::move(backend);
+  setup.plane = std::move(plane);
   setup.accumulate_late_gradients = partial == nullptr || partial->late_gradients == "accumulate";
   setup.exchange_models = grouping->exchanges_models();
   setup.blend_late_models = grouping->blends_late_models();
@@ -222,7 +222,7 @@ struct train_session::impl {
 
   caf::actor_system_config system_config;
   std::unique_ptr<caf::actor_system> system;
-  std::shared_ptr<comm::backend> backend;
+  std::shared_ptr<comm::data_plane> plane;
   caf::actor coordinator;
   std::vector<caf::actor> workers;
   std::vector<caf::actor> aggregators;
@@ -305,7 +305,7 @@ train_session::train_session(config::run_config config,
   impl_->system_config.set("scheduler.max-threads",
                            std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
-  impl_->backend = comm::make_local_backend(*impl_->compute.reduce);
+  impl_->plane = comm::make_local_plane(*impl_->compute.reduce);
 }
 
 train_session::~train_session() {
@@ -337,7 +337,7 @@ void train_session::spawn_and_start() {
 
   coordinator_setup coordination;
   coordination.config = state.config;
-  coordination.backend_name = std::string(state.backend->name());
+  coordination.backend_name = std::string(state.plane->name());
   coordination.compute = state.compute.description;
   coordination.samples_per_epoch = state.samples_per_epoch;
   coordination.observer = state.options.observer;
@@ -358,7 +358,7 @@ void train_session::spawn_and_start() {
   run_summary failed;
   failed.algorithm = state.config.train.algorithm;
   failed.workers = state.config.train.workers;
-  failed.backend = std::string(state.backend->name());
+  failed.backend = std::string(state.plane->name());
   failed.stop_reason = "error";
   state.coordinator->attach_functor(
       [result = state.result, failed](const caf::error& reason) mutable {
@@ -367,7 +367,7 @@ void train_session::spawn_and_start() {
       });
 
   aggregator_setup aggregation;
-  aggregation.backend = state.backend;
+  aggregation.plane = state.plane;
   aggregation.results =
       comm::buffer_pool::create(state.model->parameter_count(), state.compute.reduce->memory());
   for (int i = 0; i < aggregator_count(state.config); ++i)
@@ -385,7 +385,7 @@ void train_session::spawn_and_start() {
     const auto slot = static_cast<std::size_t>(index);
     auto setup =
         make_worker_setup(state.config, index, state.model, train_data, state.compute.step[slot],
-                          state.backend, imbalance, state.options.probe);
+                          state.plane, imbalance, state.options.probe);
     setup.apply_ops = state.compute.apply[slot];
     state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
   }

@@ -73,7 +73,8 @@ public:
       settle();
     }
     // Last: nothing above may throw with the buffer attached.
-    setup_.backend->attach(setup_.index, send_.data(), send_.size());
+    const auto attached = setup_.plane->attach(setup_.index, send_.data(), send_.size());
+    HERD_CHECK(attached.ok(), "worker " << setup_.index << ": " << attached.message());
   }
 
   const char* name() const override { return "herd.worker"; }
@@ -82,7 +83,7 @@ public:
     delay_.cancel();  // a step waiting out an injected delay finishes now
     compute_.reset(); // lets a running step finish: it reads params_ and writes a gradient buffer
     self_while_computing_ = nullptr;
-    setup_.backend->detach(setup_.index);
+    (void)setup_.plane->detach(setup_.index); // a plane that attached it detaches it
     coordinator_ = nullptr;
     deferred_.clear();
     exports_.clear();
@@ -396,7 +397,7 @@ private:
   const kernels::ops* apply_ops_; // the actor thread's; setup_.ops is the compute thread's
   models::tensor params_;
   models::tensor grads_; // a finished gradient waiting to be added into the send buffer
-  models::tensor send_;  // what the data plane reads: attached to the backend
+  models::tensor send_;  // what the data plane reads: attached to it
   models::sgd optimizer_;
   models::batch_sampler sampler_;     // compute thread only
   models::mlp_workspace workspace_;   // compute thread only

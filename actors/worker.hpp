@@ -30,7 +30,7 @@
 
 #include "actors/imbalance.hpp"
 #include "actors/worker_probe.hpp"
-#include "comm/backend.hpp"
+#include "comm/data_plane.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
 #include "models/mlp.hpp"
@@ -59,8 +59,8 @@ struct worker_setup {
   const kernels::ops* apply_ops = nullptr; // borrowed likewise, for what the actor's thread does
                                            // (applying results, filling the send buffer); null:
                                            // `ops`. On a GPU its own stream, on the same device
-  std::shared_ptr<comm::backend> backend;
-  bool accumulate_late_gradients = true; // false: late gradients are discarded
+  std::shared_ptr<comm::data_plane> plane; // attaches the send buffer
+  bool accumulate_late_gradients = true;   // false: late gradients are discarded
   bool exchange_models = false;   // true: the worker applies its own optimizer step and contributes
                                   // its model; a round's result replaces the model (preduce)
   bool blend_late_models = false; // with exchange_models (wagma): a round of a step the worker has
@@ -70,8 +70,8 @@ struct worker_setup {
   std::shared_ptr<worker_probe> probe;              // null: none
 };
 
-/// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the backend as
-/// rank `setup.index` for as long as it lives.
+/// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the data plane
+/// as rank `setup.index` for as long as it lives.
 caf::actor spawn_worker(caf::actor_system& system, worker_setup setup,
                         const caf::actor& coordinator);
 

@@ -1,4 +1,4 @@
-// bench_gloo: group_allreduce of the gloo data plane among P forked processes on loopback, against
+// bench_gloo: group_reduce of the gloo data plane among P forked processes on loopback, against
 // raw loopback TCP measured in the same run (one process streaming the same bytes to another
 // through a plain socket pair), right before each P's allreduces: on a shared host the TCP figure
 // drifts by tens of percent within a minute, so a baseline taken once at the start would skew
@@ -59,7 +59,7 @@ std::vector<T> parse_list(const std::string& text) {
 void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
          "                  [--warmup=2] [--hostname=127.0.0.1]\n"
-         "Times group_allreduce among P forked processes on one host (median over repetitions)\n"
+         "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
 }
@@ -172,16 +172,20 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       herd::comm::gloo_plane_options plane_options;
       plane_options.hostname = opts.hostname;
       plane_options.prefix = "bench-" + std::to_string(processes);
-      herd::comm::gloo_plane plane(rank, processes, herd::comm::make_file_store(store_directory),
-                                   plane_options);
-      std::vector<int> everyone(static_cast<std::size_t>(processes));
+      auto plane = herd::comm::make_gloo_plane(
+          rank, processes, herd::comm::make_file_store(store_directory), plane_options);
+      std::vector<herd::comm::weighted_input> everyone;
       for (int r = 0; r < processes; ++r)
-        everyone[static_cast<std::size_t>(r)] = r;
+        everyone.push_back({r, 1.0f});
       std::uint64_t tag = 0;
-      std::vector<float> token(1);
-      auto barrier = [&] {
-        plane.group_allreduce(token.data(), 1, everyone, tag++, std::chrono::seconds(60));
+      auto sum = [&](float* data, std::size_t count, std::chrono::milliseconds timeout) {
+        auto reduced =
+            plane->group_reduce(everyone, data, data, count, {tag++, timeout})->wait(timeout);
+        if (!reduced.ok())
+          throw herd::comm::comm_error(reduced); // spawn() prints it
       };
+      std::vector<float> token(1);
+      auto barrier = [&] { sum(token.data(), 1, std::chrono::seconds(60)); };
       for (double size_mb : opts.sizes_mb) {
         std::size_t count = bytes_of(size_mb) / sizeof(float);
         std::vector<float> data(count);
@@ -189,7 +193,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
           std::fill(data.begin(), data.end(), 1.0f);
           barrier();
           auto start = clock_type::now();
-          plane.group_allreduce(data.data(), count, everyone, tag++, std::chrono::seconds(120));
+          sum(data.data(), count, std::chrono::seconds(120));
           double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
           if (count > 0 && (data.front() != static_cast<float>(processes) ||
                             data.back() != static_cast<float>(processes))) {

@@ -54,8 +54,9 @@ public:
         .receive([&](std::vector<char>& found) { value = std::move(found); },
                  [&](caf::error& error) { failure = system_.render(error); });
     if (!failure.empty())
-      throw comm::comm_error("rendezvous key " + key + " not set by the other nodes within " +
-                             std::to_string(timeout.count()) + " ms: " + failure);
+      throw comm::comm_error(comm::outcome::timeout,
+                             "rendezvous key " + key + " not set by the other nodes within " +
+                                 std::to_string(timeout.count()) + " ms: " + failure);
     return value;
   }
 
@@ -98,7 +99,7 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
 
 // Everything the node hosts, stopped in order when the job ends.
 struct hosted {
-  std::shared_ptr<comm::gloo_plane> plane;
+  std::shared_ptr<comm::data_plane> plane;
   std::vector<caf::actor> workers;
   caf::actor reducer;
 
@@ -264,25 +265,26 @@ private:
   // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
   // coordinator's rendezvous. Generation 0 is the plane the cluster formed with; every node
   // joining the running job makes a new one.
-  std::shared_ptr<comm::gloo_plane> plane_of(std::uint32_t generation,
+  std::shared_ptr<comm::data_plane> plane_of(std::uint32_t generation,
                                              const std::vector<std::int32_t>& plane_nodes,
                                              std::chrono::milliseconds timeout) {
     auto found = std::find(plane_nodes.begin(), plane_nodes.end(), welcome_.node);
     if (found == plane_nodes.end())
-      throw comm::comm_error("node " + std::to_string(welcome_.node) +
-                             " is not in data plane generation " + std::to_string(generation));
+      throw comm::comm_error(comm::outcome::invalid_argument,
+                             "node " + std::to_string(welcome_.node) +
+                                 " is not in data plane generation " + std::to_string(generation));
     comm::gloo_plane_options plane_options;
     plane_options.hostname = hello_.data_host;
     plane_options.prefix = plane_prefix(welcome_.job, generation);
     plane_options.timeout = timeout;
-    return std::make_shared<comm::gloo_plane>(
+    return comm::make_gloo_plane(
         static_cast<int>(found - plane_nodes.begin()), static_cast<int>(plane_nodes.size()),
         std::make_shared<registry_store>(system_, registry_), plane_options);
   }
 
   // The workers and the node reducer; the registry hears that the node is ready.
   void spawn() {
-    std::shared_ptr<comm::backend> local = comm::make_local_backend(*options_.ops);
+    std::shared_ptr<comm::data_plane> local = comm::make_local_plane(*options_.ops);
     const auto train = std::shared_ptr<const models::dataset>(data_, &data_->train);
     auto imbalance =
         std::make_shared<const imbalance_model>(config_.imbalance, config_.train.workers);

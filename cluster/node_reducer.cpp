@@ -2,7 +2,6 @@
 #include "cluster/node_reducer.hpp"
 
 #include "actors/messages.hpp"
-#include "comm/gloo_plane.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -67,7 +66,7 @@ private:
   };
 
   struct plane_entry {
-    std::shared_ptr<comm::gloo_plane> plane;
+    std::shared_ptr<comm::data_plane> plane;
     std::vector<int> plane_nodes; // the node index of each rank
   };
 
@@ -117,7 +116,7 @@ private:
     const std::uint64_t round = order.round;
     if (held_.count(round) > 0)
       return reduce_done{round, setup_.node, "round already ordered on this node", 0.0};
-    std::shared_ptr<comm::gloo_plane> plane;
+    std::shared_ptr<comm::data_plane> plane;
     std::vector<int> ranks;
     if (order.nodes.size() > 1) {
       try {
@@ -136,7 +135,8 @@ private:
                   result = held.result, inputs = held.order.inputs, weights = held.order.weights,
                   ranks = std::move(ranks), round, timeout = setup_.data_timeout] {
       const auto start = clock_type::now();
-      std::string error;
+      const comm::operation_options options{round, timeout};
+      comm::status reduced;
       try {
         if (inputs.empty()) {
           std::fill(result->data(), result->data() + result->size(), 0.0f);
@@ -144,16 +144,24 @@ private:
           std::vector<comm::weighted_input> weighted;
           for (std::size_t i = 0; i < inputs.size(); ++i)
             weighted.push_back({inputs[i], weights[i]});
-          auto work = local->group_reduce(weighted, result->data(), result->size());
-          error = work->wait(timeout) ? work->error() : "local pre-reduction timed out";
+          reduced = local->group_reduce(weighted, nullptr, result->data(), result->size(), options)
+                        ->wait(timeout);
         }
         if (auto reducer = caf::actor_cast<caf::actor>(self))
           caf::anon_send(reducer, prereduced_atom::value, round);
-        if (error.empty() && plane)
-          plane->group_allreduce(result->data(), result->size(), ranks, round, timeout);
+        if (reduced.ok() && plane) {
+          // The weights are in the pre-reduction: across the nodes the sum is plain, in place.
+          std::vector<comm::weighted_input> nodes;
+          for (int rank : ranks)
+            nodes.push_back({rank, 1.0f});
+          reduced =
+              plane->group_reduce(nodes, result->data(), result->data(), result->size(), options)
+                  ->wait(timeout);
+        }
       } catch (const std::exception& failure) {
-        error = failure.what();
+        reduced = {comm::outcome::failed, failure.what()};
       }
+      const std::string error = reduced.ok() ? std::string() : reduced.message();
       const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
       if (auto reducer = caf::actor_cast<caf::actor>(self))
         caf::anon_send(reducer, reduced_atom::value, round, error, seconds);
@@ -215,7 +223,7 @@ private:
   struct transfer_state {
     state_transfer order;
     caf::typed_response_promise<reduce_done> promise;
-    std::shared_ptr<comm::gloo_plane> plane; // the order's generation
+    std::shared_ptr<comm::data_plane> plane; // the order's generation
     std::vector<int> ranks;                  // of `from` and `to`, sorted
     int root = 0;                            // the rank of `from`
     worker_state state;                      // sent, or received
@@ -275,12 +283,9 @@ private:
     threads_.run([self = address(), plane = pending.plane, ranks = pending.ranks,
                   root = pending.root, tag, data = state.data, timeout = setup_.data_timeout] {
       const auto start = clock_type::now();
-      std::string error;
-      try {
-        plane->group_broadcast(data->data(), data->size(), ranks, root, tag, timeout);
-      } catch (const std::exception& failure) {
-        error = failure.what();
-      }
+      const auto copied =
+          plane->broadcast(data->data(), data->size(), ranks, root, {tag, timeout})->wait(timeout);
+      const std::string error = copied.ok() ? std::string() : copied.message();
       const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
       if (auto reducer = caf::actor_cast<caf::actor>(self))
         caf::anon_send(reducer, moved_atom::value, tag, error, seconds);

@@ -1,7 +1,8 @@
 // The node reducer actor: one per process of a cluster (herd node). It carries out an
 // aggregator's reduce_order for the workers of its process: their weighted sum read in place
-// through the local backend (the pre-reduction), then the sum of that buffer over the group's
-// nodes through the data plane (Gloo), on a thread of its own so the actor stays responsive.
+// through the local plane (the pre-reduction), then the sum of that buffer over the group's
+// nodes through the plane between processes, on a thread of its own so the actor stays
+// responsive. Both are comm::data_plane; it never asks which planes they are.
 // It holds the result until the aggregator commits the round, then hands it to its members.
 //
 // Messages it answers:
@@ -15,8 +16,8 @@
 //                                                 workers adopt the state received
 #pragma once
 
-#include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
+#include "comm/data_plane.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -25,16 +26,12 @@
 #include <memory>
 #include <vector>
 
-namespace herd::comm {
-class gloo_plane;
-} // namespace herd::comm
-
 namespace herd::cluster {
 
 struct node_reducer_setup {
   int node = 0;                            // this process's node index
-  std::shared_ptr<comm::backend> local;    // the workers' send buffers, attached by index
-  std::shared_ptr<comm::gloo_plane> plane; // between processes; null when alone
+  std::shared_ptr<comm::data_plane> local; // the workers' send buffers, attached by index
+  std::shared_ptr<comm::data_plane> plane; // between processes; null when alone
   std::uint32_t generation = 0;            // the plane's
   std::vector<int> plane_nodes;            // the node index of each of the plane's ranks
   std::shared_ptr<comm::buffer_pool> results;

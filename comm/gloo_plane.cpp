@@ -7,8 +7,8 @@
 //   which closes *every* pair of the context ("Application timeout caused pair closure"; checked:
 //   after rank 1 times out waiting for rank 0, its pair with rank 2 is closed too): one slow peer
 //   would cut this rank off from all others. So Gloo's waits get a timeout that never
-//   expires, and our own deadline comes from a watchdog thread that calls abortWaitRecv/Send,
-//   which only wakes the waiter (the wait returns false) and closes nothing.
+//   expires, and our deadline comes from the watchdog's expire hook (comm/watchdog.hpp): it calls
+//   abortWaitRecv/Send, which only wakes the waiter (the wait returns false) and closes nothing.
 // * An aborted or failed operation stays queued in the pair (localPendingRecv_/Send_). Destroying
 //   its UnboundBuffer does stop Gloo from touching the memory (a weak pointer, see
 //   gloo/common/memory.h), but when the peer's payload for it arrives later, Pair::prepareRead
@@ -16,10 +16,10 @@
 //   good (checked: a later message on another slot of that pair never arrives, and the device
 //   thread keeps polling); a send fares the same (Pair::write never drains tx_). So a
 //   buffer with an operation pending on a live pair must stay alive. Hence: every send and
-//   receive goes through staging memory that the plane owns, never through the caller's `data`;
+//   receive goes through staging memory that the plane owns, never through the caller's buffers;
 //   after a failure the operation's staging and buffers are parked until each pending transfer
-//   completes late or its pair is known dead, and only then freed. The caller's `data` is read and
-//   written only by the calling thread, so it is never written after return.
+//   completes late or its pair is known dead, and only then freed. The caller's buffers are read
+//   and written only by the calling thread, so they are never written after return.
 // * A pair that sees an error (EOF, reset) signals the buffers queued on it, but not one whose
 //   payload it is reading at that moment, nor a send already handed to its tx_ queue: those
 //   waiters learn nothing and end at our deadline. Every error therefore ends within `timeout`,
@@ -34,9 +34,10 @@
 //   The one unlocked shared state found (helgrind) is in device creation; see the constructor.
 #include "comm/gloo_plane.hpp"
 
+#include "comm/watchdog.hpp"
+
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <deque>
@@ -81,17 +82,25 @@ std::uint64_t slot_of(std::uint64_t tag, operation_kind kind, int step) {
 // short enough not to overflow steady_clock::now() + timeout in nanoseconds.
 constexpr milliseconds never = std::chrono::hours(24 * 365 * 10);
 
-// A wait that reached the operation's deadline (run() looks for a better culprit).
-class operation_timeout : public comm_error {
-public:
-  using comm_error::comm_error;
-};
-
 std::string describe(const std::vector<int>& ranks) {
   std::string text = "{";
   for (std::size_t i = 0; i < ranks.size(); ++i)
     text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
   return text + "}";
+}
+
+// The plane's boundary: what the operation threw, as a status.
+status guarded(const std::function<void()>& call) {
+  try {
+    call();
+    return {};
+  } catch (const comm_error& failure) {
+    return failure.to_status();
+  } catch (const std::invalid_argument& failure) {
+    return {outcome::invalid_argument, failure.what()};
+  } catch (const std::exception& failure) {
+    return {outcome::failed, failure.what()};
+  }
 }
 
 void ignore_sigpipe_once() {
@@ -147,21 +156,29 @@ struct staging_block {
   std::size_t capacity = 0;
 };
 
-// Elementwise kernels. `omp simd` (comm/ builds with -fopenmp-simd: the pragma only, no OpenMP
+// Elementwise kernels over the ring's segments; `weight` scales this rank's own values (1 leaves
+// them bit for bit). `omp simd` (comm/ builds with -fopenmp-simd: the pragma only, no OpenMP
 // runtime) because GCC 12 at -O2 vectorises only loops whose trip count it knows, and these run
-// over every byte the ring receives.
-void add_into(float* __restrict sum, const float* __restrict addend, std::size_t n) {
+// over every byte the ring receives. `out` may be `own` (in place): element i is read first.
+void scale_into(float* to, const float* own, float weight, std::size_t n) {
 #pragma omp simd
   for (std::size_t i = 0; i < n; ++i)
-    sum[i] += addend[i];
+    to[i] = weight * own[i];
 }
 
-void add_into_both(float* __restrict sum, float* __restrict addend_and_out, std::size_t n) {
+void add_into(float* __restrict sum, const float* __restrict own, float weight, std::size_t n) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i)
+    sum[i] += weight * own[i];
+}
+
+void add_into_both(float* __restrict sum, const float* own, float weight, float* out,
+                   std::size_t n) {
 #pragma omp simd
   for (std::size_t i = 0; i < n; ++i) {
-    float total = sum[i] + addend_and_out[i];
+    float total = sum[i] + weight * own[i];
     sum[i] = total;
-    addend_and_out[i] = total;
+    out[i] = total;
   }
 }
 
@@ -194,39 +211,41 @@ struct partition {
   }
 };
 
-} // namespace
-
-class gloo_plane::impl {
+class gloo_mesh final : public gloo_plane {
 public:
-  // Takes the public constructor's arguments over (the interface passes them by value).
-  impl(int rank, int size, std::shared_ptr<rendezvous_store>&& store, gloo_plane_options&& options);
-  ~impl();
+  gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>& store,
+            const gloo_plane_options& options);
+  ~gloo_mesh() override;
 
-  void allreduce(float* data, std::size_t count, const std::vector<int>& ranks, std::uint64_t tag,
-                 milliseconds timeout);
-  void broadcast(float* data, std::size_t count, const std::vector<int>& ranks, int root,
-                 std::uint64_t tag, milliseconds timeout);
-
-  const int rank_;
-  const int size_;
+  // Each operation has ended when it returns; what it threw is its result.
+  std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
+                                     float* out, std::size_t count,
+                                     const operation_options& options) override {
+    return ended_work(guarded([&] { reduce(inputs, send, out, count, options); }));
+  }
+  std::shared_ptr<work> broadcast(float* data, std::size_t count, const std::vector<int>& ranks,
+                                  int root, const operation_options& options) override {
+    return ended_work(guarded([&] { broadcast_from(root, data, count, ranks, options); }));
+  }
 
 private:
   class operation;
   struct parked_operation;
 
-  // Throws std::invalid_argument (naming both operands) for a bad call; returns rank()'s position.
-  int check_call(const char* name, const float* data, std::size_t count,
+  void reduce(const std::vector<weighted_input>& inputs, const float* send, float* out,
+              std::size_t count, const operation_options& options);
+  void broadcast_from(int root, float* data, std::size_t count, const std::vector<int>& ranks,
+                      const operation_options& options);
+  // Throws std::invalid_argument (naming both operands, and `null_buffer`, the name of a null
+  // buffer if any) for a bad call; returns rank()'s position.
+  int check_call(const char* name, const char* null_buffer, std::size_t count,
                  const std::vector<int>& ranks, std::uint64_t tag) const;
-  void run(std::unique_ptr<operation> op, const std::function<void(operation&)>& body);
-  void ring_allreduce(operation& op, float* data, std::size_t count, const std::vector<int>& ranks,
-                      int position);
+  void run(std::string description, const operation_options& options, std::size_t count,
+           const std::function<void(operation&)>& body);
+  void ring_allreduce(operation& op, const float* send, float weight, float* out, std::size_t count,
+                      const std::vector<int>& ranks, int position);
   void chain_broadcast(operation& op, float* data, std::size_t count, const std::vector<int>& ranks,
                        int position, int root_position);
-
-  // The watchdog: ends operations whose deadline passed by aborting their waits.
-  void watch(operation& op);
-  void unwatch(operation& op);
-  void watchdog_loop();
 
   staging_block take_staging(std::size_t count);
   void give_back_staging(staging_block block);
@@ -241,11 +260,8 @@ private:
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
-  std::mutex watch_mutex_;
-  std::condition_variable watch_changed_;
-  std::multimap<steady_clock::time_point, operation*> deadlines_;
-  bool stopping_ = false;
-  std::thread watchdog_;
+  const milliseconds default_timeout_;
+  std::unique_ptr<watchdog> watchdog_; // each operation's deadline: its expire hook wakes its waits
 
   std::mutex staging_mutex_;
   std::vector<staging_block> spare_staging_;
@@ -260,7 +276,7 @@ private:
 // The resources of one collective: its staging memory and one Gloo buffer per message, each
 // remembered with its peer so that a failure names the peer and a parked operation knows which
 // pair it waits on.
-class gloo_plane::impl::operation {
+class gloo_mesh::operation {
 public:
   struct transfer {
     std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
@@ -269,15 +285,14 @@ public:
     bool pending = true; // posted and not seen complete
   };
 
-  operation(impl& plane, std::string description, std::uint64_t tag, milliseconds timeout,
+  operation(gloo_mesh& plane, std::string description, std::uint64_t tag, milliseconds timeout,
             staging_block staging)
       : plane_(plane), description_(std::move(description)), tag_(tag), timeout_(timeout),
-        deadline_(steady_clock::now() + timeout), staging_(std::move(staging)) {}
+        staging_(std::move(staging)) {}
 
   float* staging() { return staging_.floats.get(); }
   // Only on success, once no transfer is pending (Gloo touches no completed buffer).
   staging_block release_staging() { return std::move(staging_); }
-  steady_clock::time_point deadline() const { return deadline_; }
   const std::string& description() const { return description_; }
   std::uint64_t tag() const { return tag_; }
 
@@ -300,15 +315,15 @@ public:
           t.sending ? t.buffer->waitSend(nullptr, never) : t.buffer->waitRecv(nullptr, never);
     } catch (const gloo::Exception& failure) {
       plane_.mark_lost(t.peer, failure.what());
-      throw comm_error(description_ + ": rank " + std::to_string(t.peer) +
-                       " failed: " + failure.what());
+      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(t.peer) +
+                                               " failed: " + failure.what());
     }
     if (!completed)
       throw_timeout(t);
     t.pending = false;
   }
 
-  // Called by the watchdog (holding the watch mutex) once the deadline has passed.
+  // The watchdog's expire hook, once the deadline has passed.
   void expire() {
     std::lock_guard<std::mutex> guard(transfers_mutex_);
     timed_out_.store(true);
@@ -371,8 +386,8 @@ private:
         buffer->recv(peer, slot, 0, floats * sizeof(float));
     } catch (const gloo::Exception& failure) {
       plane_.mark_lost(peer, failure.what());
-      throw comm_error(description_ + ": rank " + std::to_string(peer) +
-                       " is unreachable: " + failure.what());
+      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(peer) +
+                                               " is unreachable: " + failure.what());
     }
     return index;
   }
@@ -386,17 +401,17 @@ private:
 
   [[noreturn]] void throw_timeout(const transfer& t) const {
     auto peer = std::to_string(t.peer);
-    throw operation_timeout(description_ + ": timed out after " + std::to_string(timeout_.count()) +
-                            " ms waiting for rank " + peer +
-                            (t.sending ? " to take our data" : " to send its data") + " (rank " +
-                            peer + ", or a rank it waits for, failed or is stuck)");
+    throw comm_error(outcome::timeout,
+                     description_ + ": timed out after " + std::to_string(timeout_.count()) +
+                         " ms waiting for rank " + peer +
+                         (t.sending ? " to take our data" : " to send its data") + " (rank " +
+                         peer + ", or a rank it waits for, failed or is stuck)");
   }
 
-  impl& plane_;
+  gloo_mesh& plane_;
   const std::string description_;
   const std::uint64_t tag_;
   const milliseconds timeout_;
-  const steady_clock::time_point deadline_;
   // Declared before the transfers, so destroyed after them: a Gloo buffer must be gone before
   // the memory it points into.
   staging_block staging_;
@@ -407,15 +422,15 @@ private:
 
 // A failed operation whose transfers may still be queued in live pairs, and the thread that
 // waits them out.
-struct gloo_plane::impl::parked_operation {
+struct gloo_mesh::parked_operation {
   std::unique_ptr<operation> op;
   std::thread reaper;
   std::atomic<bool> done{false};
 };
 
-gloo_plane::impl::impl(int rank, int size, std::shared_ptr<rendezvous_store>&& store,
-                       gloo_plane_options&& options)
-    : rank_(rank), size_(size) {
+gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>& store,
+                     const gloo_plane_options& options)
+    : gloo_plane(rank, size), default_timeout_(options.timeout) {
   if (size < 1 || rank < 0 || rank >= size)
     throw std::invalid_argument("gloo_plane: rank " + std::to_string(rank) +
                                 " is outside a plane of size " + std::to_string(size));
@@ -433,7 +448,8 @@ gloo_plane::impl::impl(int rank, int size, std::shared_ptr<rendezvous_store>&& s
     std::lock_guard<std::mutex> one_at_a_time(device_creation);
     device_ = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& failure) {
-    throw comm_error(where + ": cannot listen on '" + options.hostname + "': " + failure.what());
+    throw comm_error(outcome::failed,
+                     where + ": cannot listen on '" + options.hostname + "': " + failure.what());
   }
   context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
   // The context's timeout bounds each pair's connect (Gloo waits a multiple of it); our store
@@ -460,18 +476,14 @@ gloo_plane::impl::impl(int rank, int size, std::shared_ptr<rendezvous_store>&& s
     if (!missing.empty())
       message += ": rank(s) " + describe(missing) + " never appeared in the store (keys '" +
                  adapter.full_key("<rank>") + "')";
-    throw comm_error(message + " (" + failure.what() + ")");
+    throw comm_error(outcome::timeout, message + " (" + failure.what() + ")");
   }
-  watchdog_ = std::thread([this] { watchdog_loop(); });
+  // No abort hook: an operation that passes its deadline ends alone, and the plane works on.
+  watchdog_ = std::make_unique<watchdog>(where, nullptr, nullptr);
 }
 
-gloo_plane::impl::~impl() {
-  {
-    std::lock_guard<std::mutex> guard(watch_mutex_);
-    stopping_ = true;
-  }
-  watch_changed_.notify_all();
-  watchdog_.join();
+gloo_mesh::~gloo_mesh() {
+  watchdog_.reset();
   // Parked operations: wake their reapers and wait for them; their buffers may still be queued
   // in live pairs, so they are destroyed first (Gloo then never touches their memory) and their
   // memory after.
@@ -491,8 +503,8 @@ gloo_plane::impl::~impl() {
   device_.reset();
 }
 
-int gloo_plane::impl::check_call(const char* name, const float* data, std::size_t count,
-                                 const std::vector<int>& ranks, std::uint64_t tag) const {
+int gloo_mesh::check_call(const char* name, const char* null_buffer, std::size_t count,
+                          const std::vector<int>& ranks, std::uint64_t tag) const {
   std::string what = std::string(name) + " on rank " + std::to_string(rank_) + ": ";
   if (ranks.empty())
     throw std::invalid_argument(what + "ranks is empty; it must contain this rank " +
@@ -518,8 +530,9 @@ int gloo_plane::impl::check_call(const char* name, const float* data, std::size_
   if (tag > max_tag)
     throw std::invalid_argument(what + "tag " + std::to_string(tag) + " exceeds the largest tag " +
                                 std::to_string(max_tag));
-  if (data == nullptr && count > 0)
-    throw std::invalid_argument(what + "data is null but count is " + std::to_string(count));
+  if (null_buffer != nullptr && count > 0)
+    throw std::invalid_argument(what + null_buffer + " is null but count is " +
+                                std::to_string(count));
   {
     std::lock_guard<std::mutex> guard(state_mutex_);
     if (failed_tags_.count(tag) > 0)
@@ -530,68 +543,85 @@ int gloo_plane::impl::check_call(const char* name, const float* data, std::size_
   return static_cast<int>(found - ranks.begin());
 }
 
-void gloo_plane::impl::allreduce(float* data, std::size_t count, const std::vector<int>& ranks,
-                                 std::uint64_t tag, milliseconds timeout) {
-  int position = check_call("group_allreduce", data, count, ranks, tag);
-  if (ranks.size() == 1 || count == 0)
+void gloo_mesh::reduce(const std::vector<weighted_input>& inputs, const float* send, float* out,
+                       std::size_t count, const operation_options& options) {
+  std::vector<int> ranks;
+  float own_weight = 0.0f;
+  for (const auto& input : inputs) {
+    ranks.push_back(input.rank);
+    if (input.rank == rank_)
+      own_weight = input.weight;
+  }
+  const char* null_buffer = send == nullptr ? "send" : out == nullptr ? "out" : nullptr;
+  int position = check_call("group_reduce", null_buffer, count, ranks, options.tag);
+  if (ranks.size() == 1 || count == 0) {
+    if (out != send || own_weight != 1.0f)
+      scale_into(out, send, own_weight, count);
     return;
-  auto description = "group_allreduce (tag " + std::to_string(tag) + ", count " +
-                     std::to_string(count) + ", ranks " + describe(ranks) + ") on rank " +
-                     std::to_string(rank_);
-  run(std::make_unique<operation>(*this, std::move(description), tag, timeout, take_staging(count)),
-      [&](operation& op) { ring_allreduce(op, data, count, ranks, position); });
+  }
+  run("group_reduce (tag " + std::to_string(options.tag) + ", count " + std::to_string(count) +
+          ", ranks " + describe(ranks) + ") on rank " + std::to_string(rank_),
+      options, count,
+      [&](operation& op) { ring_allreduce(op, send, own_weight, out, count, ranks, position); });
 }
 
-void gloo_plane::impl::broadcast(float* data, std::size_t count, const std::vector<int>& ranks,
-                                 int root, std::uint64_t tag, milliseconds timeout) {
-  int position = check_call("group_broadcast", data, count, ranks, tag);
+void gloo_mesh::broadcast_from(int root, float* data, std::size_t count,
+                               const std::vector<int>& ranks, const operation_options& options) {
+  int position =
+      check_call("broadcast", data == nullptr ? "data" : nullptr, count, ranks, options.tag);
   auto root_at = std::find(ranks.begin(), ranks.end(), root);
   if (root_at == ranks.end())
-    throw std::invalid_argument("group_broadcast on rank " + std::to_string(rank_) + ": root " +
+    throw std::invalid_argument("broadcast on rank " + std::to_string(rank_) + ": root " +
                                 std::to_string(root) + " is not in ranks " + describe(ranks));
   if (ranks.size() == 1 || count == 0)
     return;
-  auto description = "group_broadcast (tag " + std::to_string(tag) + ", count " +
-                     std::to_string(count) + ", ranks " + describe(ranks) + ", root " +
-                     std::to_string(root) + ") on rank " + std::to_string(rank_);
   auto root_position = static_cast<int>(root_at - ranks.begin());
-  run(std::make_unique<operation>(*this, std::move(description), tag, timeout, take_staging(count)),
+  run("broadcast (tag " + std::to_string(options.tag) + ", count " + std::to_string(count) +
+          ", ranks " + describe(ranks) + ", root " + std::to_string(root) + ") on rank " +
+          std::to_string(rank_),
+      options, count,
       [&](operation& op) { chain_broadcast(op, data, count, ranks, position, root_position); });
 }
 
 // Runs `body` under the watchdog. On success the staging memory goes back to the pool; on failure
 // the operation is parked (its buffers may still be queued in live pairs) and its tag refused
 // from now on.
-void gloo_plane::impl::run(std::unique_ptr<operation> op,
-                           const std::function<void(operation&)>& body) {
+void gloo_mesh::run(std::string description, const operation_options& options, std::size_t count,
+                    const std::function<void(operation&)>& body) {
   free_reaped();
-  watch(*op);
+  const auto timeout = options.timeout.count() > 0 ? options.timeout : default_timeout_;
+  auto op =
+      std::make_unique<operation>(*this, description, options.tag, timeout, take_staging(count));
+  auto* expiring = op.get();
+  auto watched = watchdog_->watch(std::move(description), nullptr, timeout,
+                                  [expiring] { expiring->expire(); });
   try {
     body(*op);
-  } catch (const operation_timeout& timeout) {
-    unwatch(*op);
+  } catch (const comm_error& failure) {
+    watchdog_->finish(*watched, failure.to_status()); // from here on `op` is not expired
     // A timeout often hides the real failure: a peer whose pair broke while this rank waited for
     // another one. Its queued buffers know; name it rather than the neighbour we waited for.
     auto lost = op->probe_lost_peers();
     fail(std::move(op));
-    if (lost.empty())
+    if (failure.kind() != outcome::timeout || lost.empty())
       throw;
-    throw comm_error(timeout.what() + std::string("; meanwhile rank ") +
-                     std::to_string(lost.begin()->first) + " failed: " + lost.begin()->second);
-  } catch (...) {
-    unwatch(*op);
+    throw comm_error(outcome::peer_lost, failure.what() + std::string("; meanwhile rank ") +
+                                             std::to_string(lost.begin()->first) +
+                                             " failed: " + lost.begin()->second);
+  } catch (const std::exception& failure) {
+    watchdog_->finish(*watched, {outcome::failed, failure.what()});
     op->probe_lost_peers();
     fail(std::move(op));
     throw;
   }
-  unwatch(*op);
+  watchdog_->finish(*watched, {});
   // Every transfer has completed: the buffers go first, then their memory back to the pool.
   auto staging = op->release_staging();
   op.reset();
   give_back_staging(std::move(staging));
 }
 
-void gloo_plane::impl::fail(std::unique_ptr<operation> op) {
+void gloo_mesh::fail(std::unique_ptr<operation> op) {
   {
     std::lock_guard<std::mutex> guard(state_mutex_);
     failed_tags_.insert(op->tag());
@@ -604,10 +634,10 @@ void gloo_plane::impl::fail(std::unique_ptr<operation> op) {
 // the sums around. Each rank sends 2(k-1)/k of the data, the optimum. Messages are segments, so a
 // segment is added and forwarded while the next is still arriving.
 //
-// The caller's `data` is never handed to Gloo: segments arrive in `staging` (same layout as data)
-// and are added to data's values there, and sends leave from staging.
-void gloo_plane::impl::ring_allreduce(operation& op, float* data, std::size_t count,
-                                      const std::vector<int>& ranks, int position) {
+// The caller's buffers are never handed to Gloo: segments arrive in `staging` (the layout of
+// `send`) and this rank's weighted values are added to them there, and sends leave from staging.
+void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, float* out,
+                               std::size_t count, const std::vector<int>& ranks, int position) {
   const int k = static_cast<int>(ranks.size());
   const int p = position;
   auto chunk_at = [k](int c) { return ((c % k) + k) % k; };
@@ -633,7 +663,7 @@ void gloo_plane::impl::ring_allreduce(operation& op, float* data, std::size_t co
   for (std::size_t s = 0; s < parts.segments(p); ++s) {
     auto at = parts.segment_begin(p, s);
     auto n = parts.segment_size(p, s);
-    copy_floats(staging + at, data + at, n);
+    scale_into(staging + at, send + at, weight, n);
     scatter_sends.push_back(op.post_send(right, slot(0), staging + at, n));
   }
   for (int step = 0; step < k - 1; ++step) {
@@ -644,11 +674,11 @@ void gloo_plane::impl::ring_allreduce(operation& op, float* data, std::size_t co
       auto at = parts.segment_begin(c, s);
       auto n = parts.segment_size(c, s);
       if (!last) {
-        add_into(staging + at, data + at, n);
+        add_into(staging + at, send + at, weight, n);
         scatter_sends.push_back(op.post_send(right, slot(step + 1), staging + at, n));
       } else {
         // Chunk p+1 is complete: it is this rank's result and the first allgather message.
-        add_into_both(staging + at, data + at, n);
+        add_into_both(staging + at, send + at, weight, out + at, n);
         gather_sends.push_back(op.post_send(right, slot(k - 1), staging + at, n));
       }
     }
@@ -669,7 +699,7 @@ void gloo_plane::impl::ring_allreduce(operation& op, float* data, std::size_t co
       op.wait(gather_receives[static_cast<std::size_t>(step)][s]);
       auto at = parts.segment_begin(c, s);
       auto n = parts.segment_size(c, s);
-      copy_floats(data + at, staging + at, n);
+      copy_floats(out + at, staging + at, n);
       if (step < k - 2)
         gather_sends.push_back(op.post_send(right, slot(k + step), staging + at, n));
     }
@@ -680,9 +710,8 @@ void gloo_plane::impl::ring_allreduce(operation& op, float* data, std::size_t co
 
 // Pipelined chain from the root along the ring of `ranks`: each rank forwards a segment as soon
 // as it has it, so the time is about one transfer of the data plus one segment per hop.
-void gloo_plane::impl::chain_broadcast(operation& op, float* data, std::size_t count,
-                                       const std::vector<int>& ranks, int position,
-                                       int root_position) {
+void gloo_mesh::chain_broadcast(operation& op, float* data, std::size_t count,
+                                const std::vector<int>& ranks, int position, int root_position) {
   const int k = static_cast<int>(ranks.size());
   auto at_position = [&](int q) { return ranks[static_cast<std::size_t>(((q % k) + k) % k)]; };
   const int hop = ((position - root_position) % k + k) % k; // 0 for the root
@@ -718,43 +747,7 @@ void gloo_plane::impl::chain_broadcast(operation& op, float* data, std::size_t c
     op.wait(index);
 }
 
-void gloo_plane::impl::watch(operation& op) {
-  {
-    std::lock_guard<std::mutex> guard(watch_mutex_);
-    deadlines_.emplace(op.deadline(), &op);
-  }
-  watch_changed_.notify_all();
-}
-
-// After this returns the watchdog no longer touches `op` (it expires operations under the mutex).
-void gloo_plane::impl::unwatch(operation& op) {
-  std::lock_guard<std::mutex> guard(watch_mutex_);
-  for (auto it = deadlines_.lower_bound(op.deadline()); it != deadlines_.end(); ++it) {
-    if (it->second == &op) {
-      deadlines_.erase(it);
-      return;
-    }
-  }
-}
-
-void gloo_plane::impl::watchdog_loop() {
-  std::unique_lock<std::mutex> lock(watch_mutex_);
-  while (!stopping_) {
-    if (deadlines_.empty()) {
-      watch_changed_.wait(lock);
-      continue;
-    }
-    auto earliest = deadlines_.begin()->first;
-    if (steady_clock::now() < earliest) {
-      watch_changed_.wait_until(lock, earliest);
-      continue;
-    }
-    deadlines_.begin()->second->expire();
-    deadlines_.erase(deadlines_.begin());
-  }
-}
-
-staging_block gloo_plane::impl::take_staging(std::size_t count) {
+staging_block gloo_mesh::take_staging(std::size_t count) {
   {
     std::lock_guard<std::mutex> guard(staging_mutex_);
     auto best = spare_staging_.end();
@@ -774,7 +767,7 @@ staging_block gloo_plane::impl::take_staging(std::size_t count) {
 }
 
 // Keeps a few blocks, the largest ones: enough for the operations a node runs side by side.
-void gloo_plane::impl::give_back_staging(staging_block block) {
+void gloo_mesh::give_back_staging(staging_block block) {
   constexpr std::size_t spare_blocks = 4;
   if (!block.floats)
     return;
@@ -790,19 +783,19 @@ void gloo_plane::impl::give_back_staging(staging_block block) {
 
 // A Gloo error on a pair closes it for good (Pair::signalException moves it to CLOSED, closes the
 // socket and leaves the device loop), so nothing will ever touch the buffers still queued on it.
-void gloo_plane::impl::mark_lost(int peer, const std::string& reason) {
+void gloo_mesh::mark_lost(int peer, const std::string& reason) {
   std::lock_guard<std::mutex> guard(state_mutex_);
   lost_peers_.emplace(peer, reason);
   for (auto& entry : parked_)
     entry->op->abort_pending(peer);
 }
 
-bool gloo_plane::impl::is_lost(int peer) const {
+bool gloo_mesh::is_lost(int peer) const {
   std::lock_guard<std::mutex> guard(state_mutex_);
   return lost_peers_.count(peer) > 0;
 }
 
-void gloo_plane::impl::park(std::unique_ptr<operation> op) {
+void gloo_mesh::park(std::unique_ptr<operation> op) {
   auto entry = std::make_unique<parked_operation>();
   entry->op = std::move(op);
   auto* raw = entry.get();
@@ -813,7 +806,7 @@ void gloo_plane::impl::park(std::unique_ptr<operation> op) {
 
 // Waits out each transfer of a failed operation that may still be queued in a live pair: until it
 // completes late, its pair fails, or the plane closes.
-void gloo_plane::impl::reap(parked_operation& parked) {
+void gloo_mesh::reap(parked_operation& parked) {
   for (auto& t : parked.op->transfers()) {
     while (t.pending) {
       if (closing_.load())
@@ -836,7 +829,7 @@ void gloo_plane::impl::reap(parked_operation& parked) {
   parked.done.store(true);
 }
 
-void gloo_plane::impl::free_reaped() {
+void gloo_mesh::free_reaped() {
   std::list<std::unique_ptr<parked_operation>> finished;
   {
     std::lock_guard<std::mutex> guard(state_mutex_);
@@ -853,27 +846,12 @@ void gloo_plane::impl::free_reaped() {
     entry->reaper.join();
 }
 
-gloo_plane::gloo_plane(int rank, int size, std::shared_ptr<rendezvous_store> store,
-                       gloo_plane_options options)
-    : impl_(std::make_unique<impl>(rank, size, std::move(store), std::move(options))) {}
+} // namespace
 
-gloo_plane::~gloo_plane() = default;
-
-int gloo_plane::rank() const {
-  return impl_->rank_;
-}
-int gloo_plane::size() const {
-  return impl_->size_;
-}
-
-void gloo_plane::group_allreduce(float* data, std::size_t count, const std::vector<int>& ranks,
-                                 std::uint64_t tag, std::chrono::milliseconds timeout) {
-  impl_->allreduce(data, count, ranks, tag, timeout);
-}
-
-void gloo_plane::group_broadcast(float* data, std::size_t count, const std::vector<int>& ranks,
-                                 int root, std::uint64_t tag, std::chrono::milliseconds timeout) {
-  impl_->broadcast(data, count, ranks, root, tag, timeout);
+std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
+                                            const std::shared_ptr<rendezvous_store>& store,
+                                            const gloo_plane_options& options) {
+  return std::make_unique<gloo_mesh>(rank, size, store, options);
 }
 
 } // namespace herd::comm

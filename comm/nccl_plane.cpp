@@ -161,31 +161,6 @@ private:
   std::atomic<cudaEvent_t> event_{nullptr};
 };
 
-// A reduction that ended before it started (a bad call, nothing to do, an earlier abort).
-class ended_work final : public work {
-public:
-  explicit ended_work(std::string error) : error_(std::move(error)) {}
-  bool wait(milliseconds) override { return true; }
-  bool is_completed() const override { return true; }
-  std::string error() const override { return error_; }
-
-private:
-  std::string error_;
-};
-
-// A reduction under the watchdog.
-class watched_work final : public work {
-public:
-  explicit watched_work(std::shared_ptr<watched_operation> operation)
-      : operation_(std::move(operation)) {}
-  bool wait(milliseconds timeout) override { return operation_->wait(timeout); }
-  bool is_completed() const override { return operation_->finished(); }
-  std::string error() const override { return operation_->error(); }
-
-private:
-  std::shared_ptr<watched_operation> operation_;
-};
-
 // Why `pointer` cannot serve as `name`, a device buffer on `device`; empty when it can.
 std::string device_buffer_problem(const char* name, const void* pointer, int device) {
   cudaPointerAttributes attributes{};
@@ -202,25 +177,20 @@ std::string device_buffer_problem(const char* name, const void* pointer, int dev
   return {};
 }
 
-} // namespace
-
-class nccl_plane::impl {
+class nccl_communicator final : public nccl_plane {
 public:
-  impl(int rank, int size, const nccl_unique_id& id, nccl_plane_options options);
-  ~impl();
-  impl(const impl&) = delete;
-  impl& operator=(const impl&) = delete;
+  nccl_communicator(int rank, int size, const nccl_unique_id& id, nccl_plane_options options);
+  ~nccl_communicator() override;
 
+  void* stream() const override { return stream_.get(); }
+  bool aborted() const override { return watchdog_->aborted(); }
+  std::string abort_reason() const override { return watchdog_->abort_message(); }
+  const kernels::memory& memory() const override {
+    return kernels::cuda::device_memory(options_.device);
+  }
   std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
-                                     float* out, std::size_t count);
-  bool aborted() const { return watchdog_->aborted(); }
-  std::string abort_reason() const { return watchdog_->abort_message(); }
-
-  const int rank_;
-  const int size_;
-  const nccl_plane_options options_;
-  const std::string subject_;
-  owned_stream stream_;
+                                     float* out, std::size_t count,
+                                     const operation_options& options) override;
 
 private:
   void initialise(const nccl_unique_id& id);
@@ -252,6 +222,9 @@ private:
   std::string abort_communicator();
   std::string drain_stream();
 
+  const nccl_plane_options options_;
+  const std::string subject_;
+  owned_stream stream_;
   owned_pool pool_;
   std::unique_ptr<kernels::ops> ops_; // the weighted sum, on stream_
 
@@ -262,8 +235,9 @@ private:
   std::unique_ptr<watchdog> watchdog_; // last: its callbacks use everything above
 };
 
-nccl_plane::impl::impl(int rank, int size, const nccl_unique_id& id, nccl_plane_options options)
-    : rank_(rank), size_(size), options_(options),
+nccl_communicator::nccl_communicator(int rank, int size, const nccl_unique_id& id,
+                                     nccl_plane_options options)
+    : nccl_plane(rank, size, options.device), options_(options),
       subject_("nccl rank " + std::to_string(rank) + " of " + std::to_string(size) + " (device " +
                std::to_string(options.device) + ")") {
   if (size < 1 || rank < 0 || rank >= size)
@@ -296,8 +270,8 @@ nccl_plane::impl::impl(int rank, int size, const nccl_unique_id& id, nccl_plane_
         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
     ops_ = kernels::cuda::make_cuda_ops(options_.device, stream);
   } catch (const std::exception& failure) {
-    throw comm_error(subject_ + ": cannot use CUDA device " + std::to_string(options_.device) +
-                     ": " + failure.what());
+    throw comm_error(outcome::failed, subject_ + ": cannot use CUDA device " +
+                                          std::to_string(options_.device) + ": " + failure.what());
   }
   watchdog_options polling;
   polling.busy_poll = options_.poll_interval;
@@ -307,7 +281,7 @@ nccl_plane::impl::impl(int rank, int size, const nccl_unique_id& id, nccl_plane_
   initialise(id);
 }
 
-void nccl_plane::impl::initialise(const nccl_unique_id& id) {
+void nccl_communicator::initialise(const nccl_unique_id& id) {
   ncclUniqueId nccl_id{};
   std::memcpy(nccl_id.internal, id.bytes.data(), nccl_unique_id::size_bytes);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -320,19 +294,22 @@ void nccl_plane::impl::initialise(const nccl_unique_id& id) {
     // A failed call may still have made a communicator (in error): the abort frees it.
     const quiet_device_scope scope(options_.device);
     throw comm_error(
+        outcome::aborted,
         watchdog_->abort(std::string("communicator initialisation failed: ") + failure.what()));
   }
   auto operation = watchdog_->watch(
       "communicator initialisation", [this] { return communicator_ready(); }, options_.timeout);
-  if (!operation->wait(options_.timeout + abort_allowance))
-    throw comm_error(subject_ + ": communicator initialisation did not end within " +
-                     std::to_string((options_.timeout + abort_allowance).count()) +
-                     " ms, even counting the abort");
-  if (!operation->succeeded())
-    throw comm_error(operation->error());
+  const status initialised = operation->wait(options_.timeout + abort_allowance);
+  if (!operation->is_completed())
+    throw comm_error(outcome::timeout,
+                     subject_ + ": communicator initialisation did not end within " +
+                         std::to_string((options_.timeout + abort_allowance).count()) +
+                         " ms, even counting the abort");
+  if (!initialised.ok())
+    throw comm_error(initialised);
 }
 
-nccl_plane::impl::~impl() {
+nccl_communicator::~nccl_communicator() {
   const std::lock_guard<std::mutex> one_call(calls_mutex_);
   try {
     finalise();
@@ -343,15 +320,14 @@ nccl_plane::impl::~impl() {
   watchdog_.reset(); // before the stream, the pool and the ops its callbacks use
 }
 
-void nccl_plane::impl::finalise() {
+void nccl_communicator::finalise() {
   if (watchdog_->aborted())
     return;
   if (!post([this] { return HERD_NCCL_START(ncclCommFinalize(comm_), comm_); }))
     return;
   auto operation = watchdog_->watch(
       "finalisation", [this] { return communicator_ready(); }, options_.timeout);
-  operation->wait(options_.timeout + abort_allowance);
-  if (!operation->succeeded())
+  if (!operation->wait(options_.timeout + abort_allowance).ok())
     return; // the watchdog aborted the communicator
   const device_scope scope(options_.device);
   const std::lock_guard<std::mutex> lock(nccl_mutex_);
@@ -360,7 +336,7 @@ void nccl_plane::impl::finalise() {
   HERD_NCCL_CHECK(ncclCommDestroy(closing), nullptr);
 }
 
-bool nccl_plane::impl::communicator_ready() {
+bool nccl_communicator::communicator_ready() {
   const std::lock_guard<std::mutex> lock(nccl_mutex_);
   if (comm_ == nullptr)
     return false;
@@ -369,7 +345,7 @@ bool nccl_plane::impl::communicator_ready() {
   return state == ncclSuccess; // an error: async_error() reports it, in the same polling round
 }
 
-std::string nccl_plane::impl::async_error() {
+std::string nccl_communicator::async_error() {
   const std::lock_guard<std::mutex> lock(nccl_mutex_);
   if (comm_ == nullptr)
     return {};
@@ -380,7 +356,7 @@ std::string nccl_plane::impl::async_error() {
   return "NCCL reported an asynchronous error: " + detail::nccl_words(state, comm_);
 }
 
-std::string nccl_plane::impl::abort_communicator() {
+std::string nccl_communicator::abort_communicator() {
   ncclResult_t result = ncclSuccess;
   {
     const std::lock_guard<std::mutex> lock(nccl_mutex_);
@@ -397,7 +373,7 @@ std::string nccl_plane::impl::abort_communicator() {
 // Once the communicator is aborted its kernels end; this waits (bounded) until the stream has
 // run what was queued behind them, so that a failed reduction's buffers are no longer written.
 // Empty when it drained; otherwise why the caller should not trust the buffers yet.
-std::string nccl_plane::impl::drain_stream() {
+std::string nccl_communicator::drain_stream() {
   try {
     make_current(options_.device);
   } catch (const std::exception& failure) {
@@ -420,9 +396,9 @@ std::string nccl_plane::impl::drain_stream() {
   }
 }
 
-std::string nccl_plane::impl::check_call(const std::vector<weighted_input>& inputs,
-                                         const float* send, const float* out,
-                                         std::size_t count) const {
+std::string nccl_communicator::check_call(const std::vector<weighted_input>& inputs,
+                                          const float* send, const float* out,
+                                          std::size_t count) const {
   std::vector<int> ranks;
   ranks.reserve(inputs.size());
   for (const auto& input : inputs)
@@ -457,18 +433,20 @@ std::string nccl_plane::impl::check_call(const std::vector<weighted_input>& inpu
   return device_buffer_problem("out", out, options_.device);
 }
 
-std::shared_ptr<work> nccl_plane::impl::group_reduce(const std::vector<weighted_input>& inputs,
-                                                     const float* send, float* out,
-                                                     std::size_t count) {
+std::shared_ptr<work> nccl_communicator::group_reduce(const std::vector<weighted_input>& inputs,
+                                                      const float* send, float* out,
+                                                      std::size_t count,
+                                                      const operation_options& options) {
+  const auto timeout = options.timeout.count() > 0 ? options.timeout : options_.timeout;
   const std::lock_guard<std::mutex> one_call(calls_mutex_);
   std::optional<device_scope> scope;
   try {
     scope.emplace(options_.device);
   } catch (const std::exception& failure) {
-    return std::make_shared<ended_work>(subject_ + ": group_reduce: " + failure.what());
+    return ended_work({outcome::failed, subject_ + ": group_reduce: " + failure.what()});
   }
   if (auto problem = check_call(inputs, send, out, count); !problem.empty())
-    return std::make_shared<ended_work>(subject_ + ": group_reduce: " + problem);
+    return ended_work({outcome::invalid_argument, subject_ + ": group_reduce: " + problem});
   std::vector<int> members;
   members.reserve(inputs.size());
   for (const auto& input : inputs)
@@ -476,13 +454,13 @@ std::shared_ptr<work> nccl_plane::impl::group_reduce(const std::vector<weighted_
   const std::string description = "group reduction among ranks " + describe(members) + " (" +
                                   std::to_string(count) + " floats)";
   if (count == 0)
-    return std::make_shared<ended_work>(watchdog_->abort_message());
+    return watchdog_->aborted() ? ended_work({outcome::aborted, watchdog_->abort_message()})
+                                : ended_work({});
   auto finished = std::make_shared<reduction_event>(options_.device);
   auto operation = watchdog_->watch(
-      description, [finished] { return finished->finished(); }, options_.timeout);
-  auto handle = std::make_shared<watched_work>(operation);
-  if (operation->finished())
-    return handle; // the communicator was aborted earlier: the operation says why
+      description, [finished] { return finished->finished(); }, timeout);
+  if (operation->is_completed())
+    return operation; // the communicator was aborted earlier: the operation says why
   try {
     const bool all_reduce = inputs.size() == static_cast<std::size_t>(size_) &&
                             options_.full_group == full_group_algorithm::allreduce;
@@ -494,15 +472,15 @@ std::shared_ptr<work> nccl_plane::impl::group_reduce(const std::vector<weighted_
     // The communicator's state is unknown after a failed call: abort it (the operation fails).
     watchdog_->abort(description + " failed: " + failure.what());
   }
-  return handle;
+  return operation;
 }
 
 // All ranks: own weight times own buffer into scratch, then ncclAllReduce(sum) into out. `out`
 // may be `send`: the scaling has read it before the allreduce writes it (stream order).
-bool nccl_plane::impl::run_allreduce(const std::vector<weighted_input>& inputs, const float* send,
-                                     float* out, std::size_t count,
-                                     const watched_operation& operation,
-                                     reduction_event& finished) {
+bool nccl_communicator::run_allreduce(const std::vector<weighted_input>& inputs, const float* send,
+                                      float* out, std::size_t count,
+                                      const watched_operation& operation,
+                                      reduction_event& finished) {
   float own_weight = 0.0f;
   for (const auto& input : inputs)
     if (input.rank == rank_)
@@ -524,9 +502,10 @@ bool nccl_plane::impl::run_allreduce(const std::vector<weighted_input>& inputs, 
 // A subset: receive every other member's buffer into scratch while sending ours to each of them
 // (one group, so all transfers progress together), then one weighted sum over the k buffers in the
 // order of `inputs`.
-bool nccl_plane::impl::run_exchange(const std::vector<weighted_input>& inputs, const float* send,
-                                    float* out, std::size_t count,
-                                    const watched_operation& operation, reduction_event& finished) {
+bool nccl_communicator::run_exchange(const std::vector<weighted_input>& inputs, const float* send,
+                                     float* out, std::size_t count,
+                                     const watched_operation& operation,
+                                     reduction_event& finished) {
   std::vector<int> peers;
   std::size_t own_position = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -564,8 +543,8 @@ bool nccl_plane::impl::run_exchange(const std::vector<weighted_input>& inputs, c
 }
 
 // Holding nccl_mutex_: one send to and one receive from every peer, fused in one group.
-ncclResult_t nccl_plane::impl::post_exchange(const float* send, float* scratch, std::size_t stride,
-                                             std::size_t count, const std::vector<int>& peers) {
+ncclResult_t nccl_communicator::post_exchange(const float* send, float* scratch, std::size_t stride,
+                                              std::size_t count, const std::vector<int>& peers) {
   HERD_NCCL_CHECK(ncclGroupStart(), comm_);
   try {
     for (std::size_t j = 0; j < peers.size(); ++j) {
@@ -584,9 +563,9 @@ ncclResult_t nccl_plane::impl::post_exchange(const float* send, float* scratch, 
 // Waits until the communicator says the posted work is queued on the stream (ncclSuccess). False
 // when the watchdog ended the operation meanwhile (its deadline, or an error: the communicator is
 // gone); throws when NCCL reports an error first.
-bool nccl_plane::impl::settle(ncclResult_t state, const watched_operation& operation) {
+bool nccl_communicator::settle(ncclResult_t state, const watched_operation& operation) {
   while (state == ncclInProgress) {
-    if (operation.finished())
+    if (operation.is_completed())
       return false;
     std::this_thread::sleep_for(settle_poll);
     const std::lock_guard<std::mutex> lock(nccl_mutex_);
@@ -599,48 +578,23 @@ bool nccl_plane::impl::settle(ncclResult_t state, const watched_operation& opera
   return true;
 }
 
-// ---- the public class ---------------------------------------------------------------------------
+} // namespace
 
 nccl_unique_id make_nccl_unique_id() {
   ncclUniqueId raw{};
   try {
     HERD_NCCL_CHECK(ncclGetUniqueId(&raw), nullptr);
   } catch (const std::exception& failure) {
-    throw comm_error(std::string("make_nccl_unique_id: ") + failure.what());
+    throw comm_error(outcome::failed, std::string("make_nccl_unique_id: ") + failure.what());
   }
   nccl_unique_id id;
   std::memcpy(id.bytes.data(), raw.internal, nccl_unique_id::size_bytes);
   return id;
 }
 
-nccl_plane::nccl_plane(int rank, int size, const nccl_unique_id& id, nccl_plane_options options)
-    : impl_(std::make_unique<impl>(rank, size, id, options)) {}
-
-nccl_plane::~nccl_plane() = default;
-
-int nccl_plane::rank() const {
-  return impl_->rank_;
-}
-int nccl_plane::size() const {
-  return impl_->size_;
-}
-int nccl_plane::device() const {
-  return impl_->options_.device;
-}
-void* nccl_plane::stream() const {
-  return impl_->stream_.get();
-}
-
-std::shared_ptr<work> nccl_plane::group_reduce(const std::vector<weighted_input>& inputs,
-                                               const float* send, float* out, std::size_t count) {
-  return impl_->group_reduce(inputs, send, out, count);
-}
-
-bool nccl_plane::aborted() const {
-  return impl_->aborted();
-}
-std::string nccl_plane::abort_reason() const {
-  return impl_->abort_reason();
+std::unique_ptr<nccl_plane> make_nccl_plane(int rank, int size, const nccl_unique_id& id,
+                                            nccl_plane_options options) {
+  return std::make_unique<nccl_communicator>(rank, size, id, options);
 }
 
 } // namespace herd::comm

@@ -2,11 +2,10 @@
 // communicator per job, over which any subset of ranks runs a weighted group reduction; a watchdog
 // aborts the communicator when an operation fails or hangs. No CUDA or NCCL header here: the unique
 // id travels as bytes, device buffers as float*, the CUDA stream as void*. Built without NCCL
-// (HERD_WITH_NCCL off), everything here throws comm_error "built without NCCL".
+// (HERD_WITH_NCCL off), everything here throws comm_error (`unsupported`) "built without NCCL".
 #pragma once
 
-#include "comm/backend.hpp"          // work, weighted_input
-#include "comm/rendezvous_store.hpp" // comm_error
+#include "comm/data_plane.hpp"
 
 #include <array>
 #include <chrono>
@@ -15,7 +14,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace herd::comm {
 
@@ -54,8 +52,8 @@ enum class full_group_algorithm {
 
 struct nccl_plane_options {
   int device = 0; // the CUDA device of this rank; NCCL refuses two ranks on one device
-  /// Bounds the communicator's initialisation, each reduction (from the call to the result on
-  /// the device) and the finalisation at destruction; past it the communicator is aborted.
+  /// Bounds the communicator's initialisation, a reduction without a deadline of its own (from
+  /// the call to the result on the device) and the finalisation at destruction.
   std::chrono::milliseconds timeout{30000};
   full_group_algorithm full_group = full_group_algorithm::allreduce;
   /// How often the watchdog polls a running reduction (and so the latency of its completion).
@@ -63,81 +61,59 @@ struct nccl_plane_options {
 };
 
 /// One process's rank of an NCCL communicator of `size` ranks (ncclCommInitRankConfig with
-/// blocking = 0, so initialisation and every operation can be watched and aborted).
+/// blocking = 0, so initialisation and every operation can be watched and aborted), device memory
+/// on options.device only. It supports group_reduce among any subset of the ranks (every member
+/// sums in the order of `inputs`, so all get the same bits); not attach or broadcast.
 ///
-/// group_reduce() is the data plane's weighted group reduction (comm::backend::group_reduce's
-/// semantics) among any subset of the ranks:
-///   out = sum over inputs of weight * (that rank's send buffer), `count` floats,
-/// where each member passes its own `send`. Every member of the group calls it with the same
-/// inputs (ranks and weights, in the same order) and count. Members sum in the order of `inputs`,
-/// so all of them get the same bits.
+/// Algorithms (docs/gpu.md has their costs): a subset, or all ranks with `exchange`, swaps buffers
+/// in one ncclGroupStart/End and adds them in one pass of the device weighted-sum kernel; all
+/// ranks with `allreduce` scale the own buffer, then run ncclAllReduce(sum).
 ///
-/// Algorithms, per member, for k members and n floats:
-/// - a subset (or all ranks with full_group_algorithm::exchange): in one ncclGroupStart/End the
-///   member sends its n floats to each of the other k-1 members and receives theirs, then one pass
-///   of the device weighted-sum kernel (kernels::cuda::make_cuda_ops()->weighted_sum) adds the k
-///   buffers. It sends and receives (k-1)n floats (the group moves k(k-1)n), in one step, with
-///   (k-1)n floats of scratch: the same volume as a ring allreduce (2(k-1)/k n) for k = 2, k/2
-///   times it above; right for the small groups of WAGMA (sqrt(P)) and P-Reduce, not for large
-///   ones (those would want ncclCommSplit communicators cached per pattern).
-/// - all ranks with full_group_algorithm::allreduce: the member's weight times its buffer goes
-///   into scratch (one pass), then ncclAllReduce(sum) into out: NCCL's bandwidth-optimal
-///   2(k-1)/k n per member, n floats of scratch.
-///
-/// Errors never throw out of group_reduce: they come back through the work handle, whose error()
-/// names the rank, the operation and the cause. A bad call (a rank outside the communicator, a
-/// duplicate, this rank missing, a host pointer) fails alone. Anything that fails in NCCL or CUDA,
-/// an asynchronous NCCL error, or a reduction that does not finish within options.timeout aborts
-/// the communicator (ncclCommAbort): every reduction in flight fails with
+/// Results: a bad call (a rank outside the communicator, a duplicate, this rank missing, a host
+/// pointer, out overlapping send other than in place) fails alone, `invalid_argument`. A failure
+/// in NCCL or CUDA, an asynchronous NCCL error, or a reduction (or the initialisation) past its
+/// deadline makes the watchdog abort the communicator (ncclCommAbort): the overdue reduction ends
+/// `timeout`, every other in flight and every later call `aborted`, all with one message, e.g.
 ///   "nccl rank 0 of 4 (device 0): group reduction among ranks [0, 2] (1000 floats) did not finish
-///    within 30000 ms; the communicator was aborted"
-/// and every later call fails at once with the same words. A rank that is not in a group takes no
-/// part in it; peers that wait for a rank that never calls reach their timeout.
+///    within 30000 ms; the communicator was aborted".
 ///
-/// Buffers: `send` and `out` are device memory on options.device, `count` floats each; `out` may
-/// be `send` (in place), other overlaps are refused. The caller has finished writing `send` before
-/// the call (or ordered its writes before on stream()), and neither writes `send` nor touches
-/// `out` until the work has ended; `out` is unspecified after a failure. The reduction runs on
-/// stream(), so work queued there afterwards sees the result.
-///
-/// Order: calls are serialised (one group_reduce at a time) and each rank's reductions run one
-/// after another on its stream, so members must issue the reductions they share in one global
-/// order (the coordinator's round order): NCCL matches a pair's sends and receives in issue order,
-/// and if rank a's next reduction waits for b while b's waits for c and c's for a, all three hang
-/// until their watchdogs abort. group_reduce returns once the reduction is queued on the device
-/// (normally microseconds; the first reduction with a peer also connects to it, under the same
-/// deadline); the work ends when the result is in `out`. Like kernels/cuda's ops, a call makes
-/// options.device current for its duration and then restores the caller's device, so call from a
-/// thread that uses this device (CUDA would otherwise make a context on the thread's device 0).
-class nccl_plane {
+/// Streams and order: the caller has finished writing `send` before the call (or ordered its
+/// writes before it on stream()); the reduction runs on stream(), so work queued there afterwards
+/// sees the result. Each rank's reductions run one after another, so members must issue those
+/// they share in one global order (the coordinator's round order): NCCL matches a pair's sends
+/// and receives in issue order, and a cycle (a waits for b, b for c, c for a) hangs until the
+/// watchdogs abort. group_reduce returns once the reduction is queued (a first reduction with a
+/// peer also connects to it, under the same deadline). A call makes options.device current for
+/// its duration, then restores the caller's: call from a thread that uses this device.
+class nccl_plane : public data_plane {
 public:
-  /// Joins the communicator `id` as `rank` of `size` on options.device. Throws
-  /// std::invalid_argument for a bad rank, size or timeout, and comm_error when the device cannot
-  /// be used or the initialisation fails or does not finish within options.timeout (then the
-  /// communicator is aborted, and the message says so).
-  nccl_plane(int rank, int size, const nccl_unique_id& id, nccl_plane_options options);
-  /// Finalises the communicator (waiting at most options.timeout for reductions in flight and for
-  /// the other ranks of this host, which NCCL synchronises with), or aborts it; never throws.
-  ~nccl_plane();
-  nccl_plane(const nccl_plane&) = delete;
-  nccl_plane& operator=(const nccl_plane&) = delete;
-
-  int rank() const;
-  int size() const;
-  int device() const;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int device() const { return device_; }
   /// The cudaStream_t (as void*) on which every reduction runs, owned by the plane.
-  void* stream() const;
-
-  std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
-                                     float* out, std::size_t count);
-
+  virtual void* stream() const = 0;
   /// Whether the communicator has been aborted; then abort_reason() is what every call fails with.
-  bool aborted() const;
-  std::string abort_reason() const;
+  virtual bool aborted() const = 0;
+  virtual std::string abort_reason() const = 0;
 
-private:
-  class impl;
-  std::unique_ptr<impl> impl_;
+  std::string_view name() const override { return "nccl"; }
+  bool supports(operation op) const override { return op == operation::group_reduce; }
+
+protected:
+  nccl_plane(int rank, int size, int device) : rank_(rank), size_(size), device_(device) {}
+  const int rank_;
+  const int size_;
+  const int device_;
 };
+
+/// Joins the communicator `id` as `rank` of `size` on options.device. Throws
+/// std::invalid_argument for a bad rank, size or timeout, and comm_error when the device cannot be
+/// used or the initialisation fails or does not finish within options.timeout (then the
+/// communicator is aborted, and the message says so). Destroying the plane finalises the
+/// communicator (waiting at most options.timeout for reductions in flight and for the other ranks
+/// of this host, which NCCL synchronises with), or aborts it; never throws. A reduction's deadline
+/// is its operation_options.timeout, or options.timeout when unset; the tag is unused.
+std::unique_ptr<nccl_plane> make_nccl_plane(int rank, int size, const nccl_unique_id& id,
+                                            nccl_plane_options options);
 
 } // namespace herd::comm

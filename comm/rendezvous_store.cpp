@@ -40,7 +40,7 @@ public:
       return found != values_.end();
     });
     if (!present)
-      throw comm_error(not_set_message(key, timeout));
+      throw comm_error(outcome::timeout, not_set_message(key, timeout));
     return found->second;
   }
 
@@ -75,8 +75,8 @@ public:
     std::error_code error;
     std::filesystem::create_directories(directory_, error);
     if (error)
-      throw comm_error("file store: cannot create directory '" + directory_.string() +
-                       "': " + error.message());
+      throw comm_error(outcome::failed, "file store: cannot create directory '" +
+                                            directory_.string() + "': " + error.message());
   }
 
   void set(const std::string& key, const std::vector<char>& value) override {
@@ -90,14 +90,15 @@ public:
       out.write(value.data(), static_cast<std::streamsize>(value.size()));
       out.close();
       if (!out)
-        throw comm_error("file store: cannot write key '" + key + "' to '" + temporary.string() +
-                         "'");
+        throw comm_error(outcome::failed, "file store: cannot write key '" + key + "' to '" +
+                                              temporary.string() + "'");
     }
     std::error_code error;
     std::filesystem::rename(temporary, target, error);
     if (error)
-      throw comm_error("file store: cannot rename '" + temporary.string() + "' to '" +
-                       target.string() + "' for key '" + key + "': " + error.message());
+      throw comm_error(outcome::failed, "file store: cannot rename '" + temporary.string() +
+                                            "' to '" + target.string() + "' for key '" + key +
+                                            "': " + error.message());
   }
 
   // Polls the file, backing off from 1 ms to 20 ms: rendezvous happens once per job, so a few
@@ -113,7 +114,8 @@ public:
                                  std::istreambuf_iterator<char>());
       auto now = std::chrono::steady_clock::now();
       if (now >= deadline)
-        throw comm_error(not_set_message(key, timeout) + " (file '" + path.string() + "')");
+        throw comm_error(outcome::timeout,
+                         not_set_message(key, timeout) + " (file '" + path.string() + "')");
       std::this_thread::sleep_for(
           std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
       pause = std::min(pause * 2, std::chrono::milliseconds(20));

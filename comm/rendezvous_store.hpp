@@ -1,23 +1,17 @@
 // The key-value store through which data-plane ranks exchange their addresses before they connect
-// (Gloo's rendezvous Store contract: set, and a get that waits with a timeout), and the error type
-// of the data plane. In production the coordinator is the rendezvous point (over CAF, outside
-// comm/); the memory and file stores here serve threads of one process and processes of one host.
+// (Gloo's rendezvous Store contract: set, and a get that waits with a timeout). In production
+// the coordinator is the rendezvous point (over CAF, outside comm/); the memory and file stores
+// here serve threads of one process and processes of one host.
 #pragma once
+
+#include "comm/errors.hpp"
 
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace herd::comm {
-
-/// A data-plane failure (a peer lost, a timeout, a rendezvous that never completed), in words that
-/// name the peer rank, the key or the operation.
-class comm_error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 /// Key-value store through which ranks exchange addresses (Gloo's Store contract). Implementations
 /// must be thread-safe.

@@ -30,37 +30,32 @@ std::string what_of(const std::exception_ptr& failure) {
 // ---- watched_operation --------------------------------------------------------------------------
 
 watched_operation::watched_operation(std::string description, std::function<bool()> is_complete,
-                                     std::chrono::milliseconds timeout)
+                                     std::chrono::milliseconds timeout,
+                                     std::function<void()> expire)
     : description_(std::move(description)), is_complete_(std::move(is_complete)), timeout_(timeout),
-      deadline_(steady_clock::now() + std::min(timeout, longest_timeout)) {}
+      deadline_(steady_clock::now() + std::min(timeout, longest_timeout)),
+      expire_(std::move(expire)) {}
 
-bool watched_operation::wait(std::chrono::milliseconds timeout) const {
+status watched_operation::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return ended_.wait_for(lock, std::min(timeout, longest_timeout), [this] { return finished_; });
+  if (ended_.wait_for(lock, std::min(timeout, longest_timeout), [this] { return finished_; }))
+    return result_;
+  return {outcome::timeout, description_ + " was still running after a wait of " +
+                                std::to_string(timeout.count()) + " ms"};
 }
 
-bool watched_operation::finished() const {
+bool watched_operation::is_completed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return finished_;
 }
 
-bool watched_operation::succeeded() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return finished_ && error_.empty();
-}
-
-std::string watched_operation::error() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
-}
-
-void watched_operation::finish(const std::string& error) {
+void watched_operation::finish(status result) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_)
       return;
     finished_ = true;
-    error_ = error;
+    result_ = std::move(result);
   }
   ended_.notify_all();
 }
@@ -85,20 +80,21 @@ watchdog::~watchdog() {
     left.swap(running_);
   }
   for (const auto& operation : left)
-    operation->finish(subject_ + ": the watchdog stopped before " + operation->description() +
-                      " finished");
+    operation->finish({outcome::aborted, subject_ + ": the watchdog stopped before " +
+                                             operation->description_ + " finished"});
 }
 
 std::shared_ptr<watched_operation> watchdog::watch(std::string description,
                                                    std::function<bool()> is_complete,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout,
+                                                   std::function<void()> expire) {
   // make_shared cannot reach the private constructor.
-  std::shared_ptr<watched_operation> operation(
-      new watched_operation(std::move(description), std::move(is_complete), timeout));
+  std::shared_ptr<watched_operation> operation(new watched_operation(
+      std::move(description), std::move(is_complete), timeout, std::move(expire)));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (aborted_) {
-      operation->finish(abort_message_);
+      operation->finish({outcome::aborted, abort_message_});
       return operation;
     }
     running_.push_back(operation);
@@ -108,9 +104,14 @@ std::shared_ptr<watched_operation> watchdog::watch(std::string description,
   return operation;
 }
 
+void watchdog::finish(watched_operation& operation, status result) {
+  std::lock_guard<std::mutex> polling(poll_mutex_);
+  end_holding_poll_lock(operation, std::move(result));
+}
+
 std::string watchdog::abort(const std::string& cause) {
   std::lock_guard<std::mutex> polling(poll_mutex_);
-  abort_holding_poll_lock(cause);
+  abort_holding_poll_lock(cause, nullptr);
   return abort_message();
 }
 
@@ -129,11 +130,22 @@ std::vector<std::shared_ptr<watched_operation>> watchdog::running() const {
   return running_;
 }
 
+// Soon while a completion query must run, else as often as async_error asks; by every deadline.
+steady_clock::time_point watchdog::next_poll() const {
+  const bool polled = std::any_of(running_.begin(), running_.end(),
+                                  [](const auto& operation) { return operation->is_complete_; });
+  auto next = steady_clock::now() + (polled         ? options_.busy_poll
+                                     : async_error_ ? options_.idle_poll
+                                                    : longest_timeout);
+  for (const auto& operation : running_)
+    next = std::min(next, operation->deadline_);
+  return next;
+}
+
 void watchdog::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    const auto interval = running_.empty() ? options_.idle_poll : options_.busy_poll;
-    wake_.wait_for(lock, interval, [this] { return stopping_ || new_operation_; });
+    wake_.wait_until(lock, next_poll(), [this] { return stopping_ || new_operation_; });
     if (stopping_)
       break;
     new_operation_ = false;
@@ -154,65 +166,77 @@ void watchdog::poll_once() {
   for (const auto& operation : running()) {
     bool complete = false;
     try {
-      complete = operation->is_complete_();
+      complete = operation->is_complete_ && operation->is_complete_();
     } catch (...) {
-      abort_holding_poll_lock(operation->description() +
-                              " failed: " + what_of(std::current_exception()));
+      abort_holding_poll_lock(
+          operation->description_ + " failed: " + what_of(std::current_exception()), nullptr);
       return;
     }
-    if (!complete) {
+    if (complete)
+      end_holding_poll_lock(*operation, {});
+    else
       still_running.push_back(operation);
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      running_.erase(std::remove(running_.begin(), running_.end(), operation), running_.end());
-    }
-    operation->finish({});
   }
 
   std::string cause;
   try {
-    cause = async_error_();
+    cause = async_error_ ? async_error_() : std::string();
   } catch (...) {
     cause = "the asynchronous error query failed: " + what_of(std::current_exception());
   }
   if (!cause.empty()) {
     std::string during;
     for (const auto& operation : still_running)
-      during += (during.empty() ? " during " : ", ") + operation->description();
-    abort_holding_poll_lock(cause + during);
+      during += (during.empty() ? " during " : ", ") + operation->description_;
+    abort_holding_poll_lock(cause + during, nullptr);
     return;
   }
 
-  // The operation whose deadline passed first names the timeout.
+  // An overdue operation that the plane can end alone expires; the one whose deadline passed
+  // first among the others names the abort.
   const watched_operation* overdue = nullptr;
-  for (const auto& operation : still_running)
-    if (operation->deadline_ < now &&
-        (overdue == nullptr || operation->deadline_ < overdue->deadline_))
+  for (const auto& operation : still_running) {
+    if (!(operation->deadline_ < now))
+      continue;
+    if (operation->expire_) {
+      operation->expire_();
+      end_holding_poll_lock(*operation,
+                            {outcome::timeout, subject_ + ": " + operation->not_in_time()});
+    } else if (overdue == nullptr || operation->deadline_ < overdue->deadline_) {
       overdue = operation.get();
+    }
+  }
   if (overdue != nullptr)
-    abort_holding_poll_lock(overdue->description() + " did not finish within " +
-                            std::to_string(overdue->timeout_.count()) + " ms");
+    abort_holding_poll_lock(overdue->not_in_time(), overdue);
 }
 
-void watchdog::abort_holding_poll_lock(const std::string& cause) {
+void watchdog::end_holding_poll_lock(watched_operation& operation, status result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                  [&](const auto& watched) { return watched.get() == &operation; }),
+                   running_.end());
+  }
+  operation.finish(std::move(result));
+}
+
+void watchdog::abort_holding_poll_lock(const std::string& cause, const watched_operation* overdue) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (aborted_)
       return;
   }
-  // Only the holder of poll_mutex_ gets here, so the callback runs once. Operations watched while
-  // it runs join running_ and fail below with the others.
-  std::string outcome;
+  // Only the holder of poll_mutex_ gets here, so the hook runs once. Operations watched while it
+  // runs join running_ and fail below with the others.
+  std::string outcome_words;
   try {
-    outcome = abort_(cause);
+    outcome_words = abort_ ? abort_(cause) : std::string();
   } catch (...) {
-    outcome = "the abort itself failed: " + what_of(std::current_exception());
+    outcome_words = "the abort itself failed: " + what_of(std::current_exception());
   }
   std::string message = subject_ + ": " + cause;
-  if (!outcome.empty())
-    message += "; " + outcome;
+  if (!outcome_words.empty())
+    message += "; " + outcome_words;
   std::vector<std::shared_ptr<watched_operation>> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -221,7 +245,7 @@ void watchdog::abort_holding_poll_lock(const std::string& cause) {
     failed.swap(running_);
   }
   for (const auto& operation : failed)
-    operation->finish(message);
+    operation->finish({operation.get() == overdue ? outcome::timeout : outcome::aborted, message});
 }
 
 } // namespace herd::comm

@@ -1,11 +1,14 @@
-// The aggregator across processes, with the test playing coordinator, node reducers and workers:
-// a round whose members all live on a node that is lost is settled by that loss alone.
+// The aggregator, with the test playing coordinator, node reducers and workers: across processes,
+// a round whose members all live on a node that is lost is settled by that loss alone; in one
+// process, a reduction the data plane fails is reported in the plane's words and delivers nothing.
 #include "actors/aggregator.hpp"
 #include "actors/messages.hpp"
 
 #include <gtest/gtest.h>
 #include <optional>
 #include <vector>
+
+#include "support/delegating_plane.hpp"
 
 namespace {
 
@@ -69,6 +72,67 @@ TEST(aggregator_across_nodes, members_of_a_lost_node_are_reported_unanswered_whe
   EXPECT_NE(report->unanswered_reasons[0].find("node 1 lost"), std::string::npos)
       << report->unanswered_reasons[0];
   for (const auto& actor : {aggregator, worker, first_reducer})
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+}
+
+// Answers every contribution request with a fresh gradient and forwards what it is given.
+caf::behavior giving_worker(caf::event_based_actor* self, std::int32_t index,
+                            const caf::actor& observer) {
+  return {
+      [index](contribute_atom, std::uint64_t round, std::uint64_t step) {
+        return contribution{index, round, step, freshness::fresh, 16, 0};
+      },
+      [self, observer](const round_result& result) { self->send(observer, result); },
+  };
+}
+
+// Fault injection as c10d's tests do it: the local plane, with group_reduce alone overridden.
+class lossy_plane final : public herd::testing::delegating_plane {
+public:
+  using delegating_plane::delegating_plane;
+  std::shared_ptr<herd::comm::work> group_reduce(const std::vector<herd::comm::weighted_input>&,
+                                                 const float*, float*, std::size_t,
+                                                 const herd::comm::operation_options&) override {
+    return herd::comm::ended_work({herd::comm::outcome::peer_lost, "rank 1 failed: injected"});
+  }
+};
+
+TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_delivers_nothing) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  caf::scoped_actor coordinator{system};
+  std::shared_ptr<herd::comm::data_plane> local =
+      herd::comm::make_local_plane(herd::kernels::cpu_ops());
+  std::vector<std::vector<float>> sends(2, std::vector<float>(4, 1.0f));
+  for (int worker = 0; worker < 2; ++worker)
+    ASSERT_TRUE(local->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
+  aggregator_setup setup;
+  setup.plane = std::make_shared<lossy_plane>(local);
+  setup.results = herd::comm::buffer_pool::create(4);
+  const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
+                                        system.spawn(giving_worker, 1, caf::actor(coordinator))};
+  auto aggregator = spawn_aggregator(system, setup, coordinator);
+
+  group_plan plan;
+  plan.round = 3;
+  plan.members = {0, 1};
+  plan.member_handles = workers;
+  coordinator->send(aggregator, plan);
+  std::optional<group_done> report;
+  bool delivered = false;
+  coordinator->receive_while([&] {
+    return !report;
+  })([&](const group_done& done) { report = done; }, [&](const round_result&) { delivered = true; },
+     caf::after(std::chrono::seconds(30)) >> [&] { report = group_done{}; });
+  coordinator->receive([&](const round_result&) { delivered = true; },
+                       caf::after(std::chrono::milliseconds(200)) >> [] {});
+  EXPECT_EQ(report->round, 3u);
+  EXPECT_EQ(report->members, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(report->error, "rank 1 failed: injected");
+  EXPECT_FALSE(report->aborted);
+  EXPECT_FALSE(delivered) << "a member got the result of a reduction that failed";
+  for (const auto& actor : {aggregator, workers[0], workers[1]})
     coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
 }
 

@@ -92,7 +92,7 @@ protected:
     result.optimizer = hyper_;
     result.init_seed = 5;
     result.ops = &ops;
-    result.backend = backend_;
+    result.plane = plane_;
     return result;
   }
 
@@ -112,8 +112,8 @@ protected:
   std::shared_ptr<const herd::models::dataset> data_ =
       std::make_shared<const herd::models::dataset>(
           herd::models::make_synthetic_dataset(64, 12, 3, 1));
-  std::shared_ptr<herd::comm::backend> backend_ =
-      herd::comm::make_local_backend(herd::kernels::cpu_ops());
+  std::shared_ptr<herd::comm::data_plane> plane_ =
+      herd::comm::make_local_plane(herd::kernels::cpu_ops());
   herd::kernels::sgd_hyper hyper_{0.1f, 0.9f, 0.01f};
 };
 
@@ -440,7 +440,9 @@ TEST_F(worker_actor_test,
   EXPECT_EQ(answer->round, 0u);
   EXPECT_EQ(answer->kind, freshness::fresh);
   std::vector<float> sent(model_->parameter_count());
-  ASSERT_TRUE(backend_->group_reduce({{0, 1.0f}}, sent.data(), sent.size())->error().empty());
+  ASSERT_TRUE(plane_->group_reduce({{0, 1.0f}}, nullptr, sent.data(), sent.size(), {})
+                  ->wait(std::chrono::milliseconds(0))
+                  .ok());
   EXPECT_EQ(sent, snapshot(coordinator, worker)) << "step 1's round must read step 1's model";
   coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
       .receive([](const worker_stopped&) {},

@@ -1,8 +1,8 @@
 // The gloo data plane: group sums and broadcasts among any subset of a plane's ranks, concurrent
 // operations, and failures (a rank that never joins, a peer that leaves, a peer too late) that
-// end in comm_error naming the peer without touching the caller's buffer. Ranks are threads with a
-// memory store; built with HERD_TEST_FORKS, ranks are forked processes with a file store (ctest
-// label multiproc).
+// end in a typed result naming the peer without touching the caller's buffer. Ranks are threads
+// with a memory store; built with HERD_TEST_FORKS, ranks are forked processes with a file store
+// (ctest label multiproc).
 #include "comm/gloo_plane.hpp"
 
 #include <atomic>
@@ -24,6 +24,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "support/comm_outcome.hpp"
 #include "support/random_values.hpp"
 #include "support/temp_directory.hpp"
 
@@ -32,6 +33,9 @@ namespace {
 using herd::comm::comm_error;
 using herd::comm::gloo_plane;
 using herd::comm::gloo_plane_options;
+using herd::comm::make_gloo_plane;
+using herd::comm::outcome;
+using herd::comm::status;
 using namespace std::chrono_literals;
 using testing::HasSubstr;
 
@@ -72,6 +76,22 @@ gloo_plane_options options_with(std::chrono::milliseconds timeout, std::string p
   options.prefix = std::move(prefix);
   options.timeout = timeout;
   return options;
+}
+
+// The group sum in place, every member's weight 1 (what a node reducer asks of the plane).
+status sum_in_place(gloo_plane& plane, float* data, std::size_t count,
+                    const std::vector<int>& ranks, std::uint64_t tag,
+                    std::chrono::milliseconds timeout) {
+  std::vector<herd::comm::weighted_input> inputs;
+  inputs.reserve(ranks.size());
+  for (int rank : ranks)
+    inputs.push_back({rank, 1.0f});
+  return plane.group_reduce(inputs, data, data, count, {tag, timeout})->wait(timeout);
+}
+
+status broadcast(gloo_plane& plane, float* data, std::size_t count, const std::vector<int>& ranks,
+                 int root, std::uint64_t tag, std::chrono::milliseconds timeout) {
+  return plane.broadcast(data, count, ranks, root, {tag, timeout})->wait(timeout);
 }
 
 #ifndef HERD_TEST_FORKS
@@ -122,7 +142,7 @@ void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plan
     threads.emplace_back([&, rank] {
       std::unique_ptr<gloo_plane> plane;
       try {
-        plane = std::make_unique<gloo_plane>(rank, size, store, options_with(generous_timeout));
+        plane = make_gloo_plane(rank, size, store, options_with(generous_timeout));
         body(rank, plane);
       } catch (const std::exception& failure) {
         ADD_FAILURE() << "rank " << rank << ": " << failure.what();
@@ -162,7 +182,9 @@ TEST(gloo_plane, allreduce_sums_over_every_group_size_and_subset_of_a_four_rank_
       if (!contains(reduction.ranks, rank))
         continue;
       auto data = random_values(reduction.count, seed_of(i, rank));
-      plane->group_allreduce(data.data(), data.size(), reduction.ranks, i, generous_timeout);
+      ASSERT_EQ(sum_in_place(*plane, data.data(), data.size(), reduction.ranks, i, generous_timeout)
+                    .message(),
+                "");
       EXPECT_EQ(check_sum(data, i, reduction.ranks), "")
           << "rank " << rank << ", group of " << reduction.ranks.size() << ", count "
           << reduction.count;
@@ -186,7 +208,9 @@ TEST(gloo_plane, concurrent_operations_with_different_tags_on_overlapping_groups
       for (int round = 0; round < rounds; ++round) {
         std::size_t case_index = first_tag + static_cast<std::size_t>(round);
         auto data = random_values(count, seed_of(case_index, rank));
-        plane->group_allreduce(data.data(), count, group, case_index, generous_timeout);
+        ASSERT_EQ(
+            sum_in_place(*plane, data.data(), count, group, case_index, generous_timeout).message(),
+            "");
         EXPECT_EQ(check_sum(data, case_index, group), "")
             << "rank " << rank << ", tag " << case_index;
       }
@@ -235,8 +259,10 @@ TEST(gloo_plane, broadcast_copies_the_root_values_into_every_member) {
       auto data = rank == copy.root
                       ? root_values
                       : std::vector<float>(copy.count, std::numeric_limits<float>::quiet_NaN());
-      plane->group_broadcast(data.data(), copy.count, copy.ranks, copy.root, 500 + i,
-                             generous_timeout);
+      ASSERT_EQ(broadcast(*plane, data.data(), copy.count, copy.ranks, copy.root, 500 + i,
+                          generous_timeout)
+                    .message(),
+                "");
       EXPECT_EQ(std::memcmp(data.data(), root_values.data(), copy.count * sizeof(float)), 0)
           << "rank " << rank << " after broadcast " << i << " from root " << copy.root;
     }
@@ -254,7 +280,7 @@ TEST(gloo_plane, rendezvous_that_a_rank_never_joins_fails_naming_the_missing_ran
     threads.emplace_back([&, rank] {
       auto start = std::chrono::steady_clock::now();
       try {
-        gloo_plane plane(rank, 3, store, options_with(500ms, "lonely"));
+        auto plane = make_gloo_plane(rank, 3, store, options_with(500ms, "lonely"));
       } catch (const comm_error& failure) {
         errors[static_cast<std::size_t>(rank)] = failure.what();
       }
@@ -279,7 +305,8 @@ TEST(gloo_plane, peer_that_destroyed_its_plane_fails_the_operation_and_the_rest_
   meeting_point rank_3_gone(4);
   run_ranks(4, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
     auto warm = random_values(count, seed_of(0, rank));
-    plane->group_allreduce(warm.data(), count, everyone, 1, generous_timeout);
+    ASSERT_EQ(sum_in_place(*plane, warm.data(), count, everyone, 1, generous_timeout).message(),
+              "");
     EXPECT_EQ(check_sum(warm, 0, everyone), "") << "rank " << rank;
     if (rank == 3)
       plane.reset();
@@ -290,11 +317,11 @@ TEST(gloo_plane, peer_that_destroyed_its_plane_fails_the_operation_and_the_rest_
     auto data = random_values(count, seed_of(1, rank));
     auto original = data;
     auto start = std::chrono::steady_clock::now();
-    try {
-      plane->group_allreduce(data.data(), count, everyone, 2, 1000ms);
+    if (auto failure = sum_in_place(*plane, data.data(), count, everyone, 2, 1000ms);
+        failure.ok()) {
       ADD_FAILURE() << "rank " << rank << ": an allreduce with a departed rank succeeded";
-    } catch (const comm_error& failure) {
-      std::string message = failure.what();
+    } else {
+      const std::string& message = failure.message();
       EXPECT_THAT(message, HasSubstr("tag 2"));
       // Ranks 0 and 2 are rank 3's neighbours in the ring; rank 1 only learns that its
       // neighbours stopped sending.
@@ -305,15 +332,16 @@ TEST(gloo_plane, peer_that_destroyed_its_plane_fails_the_operation_and_the_rest_
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms + 2000ms) << "rank " << rank;
     EXPECT_EQ(data, original) << "rank " << rank << ": a failed operation changed data";
     // A failed tag is refused: its messages may still be in flight.
-    EXPECT_THROW(plane->group_allreduce(data.data(), count, survivors, 2, 1000ms),
-                 std::invalid_argument);
+    EXPECT_EQ(sum_in_place(*plane, data.data(), count, survivors, 2, 1000ms).kind(),
+              outcome::invalid_argument);
 
     auto again = random_values(count, seed_of(2, rank));
-    plane->group_allreduce(again.data(), count, survivors, 3, generous_timeout);
+    ASSERT_EQ(sum_in_place(*plane, again.data(), count, survivors, 3, generous_timeout).message(),
+              "");
     EXPECT_EQ(check_sum(again, 2, survivors), "") << "rank " << rank;
     if (rank != 1) {
       auto pair = random_values(7, seed_of(3, rank));
-      plane->group_allreduce(pair.data(), 7, {0, 2}, 4, generous_timeout);
+      ASSERT_EQ(sum_in_place(*plane, pair.data(), 7, {0, 2}, 4, generous_timeout).message(), "");
       EXPECT_EQ(check_sum(pair, 3, {0, 2}), "") << "rank " << rank;
     }
   });
@@ -329,26 +357,23 @@ TEST(gloo_plane, late_data_from_a_peer_never_reaches_a_buffer_whose_operation_ti
     auto original = data;
     if (rank == 1) {
       // Gives up after 200 ms; only then does rank 0 start, and its data arrives.
-      EXPECT_THROW(plane->group_allreduce(data.data(), count, both, 9, 200ms), comm_error);
+      EXPECT_EQ(sum_in_place(*plane, data.data(), count, both, 9, 200ms).kind(), outcome::timeout);
       rank_1_gave_up.arrive_and_wait();
       rank_0_done.arrive_and_wait();
       EXPECT_EQ(data, original) << "late data was written into the caller's buffer";
     } else {
       rank_1_gave_up.arrive_and_wait();
-      try {
-        // Rank 1's parked operation takes this rank's chunk and sends its own, so the
-        // reduce-scatter completes here; the allgather then waits for a rank that left.
-        plane->group_allreduce(data.data(), count, both, 9, 400ms);
-        ADD_FAILURE() << "rank 0 completed an allreduce whose peer had given up";
-      } catch (const comm_error& failure) {
-        EXPECT_THAT(failure.what(), HasSubstr("rank 1"));
-      }
+      // Rank 1's parked operation takes this rank's chunk and sends its own, so the
+      // reduce-scatter completes here; the allgather then waits for a rank that left.
+      auto failure = sum_in_place(*plane, data.data(), count, both, 9, 400ms);
+      EXPECT_FALSE(failure.ok()) << "rank 0 completed an allreduce whose peer had given up";
+      EXPECT_THAT(failure.message(), HasSubstr("rank 1"));
       rank_0_done.arrive_and_wait();
     }
     // The pair is still usable afterwards (a destroyed Gloo buffer with a queued receive would
     // have jammed it).
     auto again = random_values(count, seed_of(1, rank));
-    plane->group_allreduce(again.data(), count, both, 10, generous_timeout);
+    ASSERT_EQ(sum_in_place(*plane, again.data(), count, both, 10, generous_timeout).message(), "");
     EXPECT_EQ(check_sum(again, 1, both), "") << "rank " << rank;
   });
 }
@@ -358,43 +383,84 @@ TEST(gloo_plane, preconditions_name_both_operands) {
     if (rank != 0)
       return;
     std::vector<float> data(4, 1.0f);
-    auto message_of = [&](const std::function<void()>& call) -> std::string {
-      try {
-        call();
-      } catch (const std::invalid_argument& failure) {
-        return failure.what();
-      }
-      return "no std::invalid_argument";
+    auto message_of = [&](const status& result) -> std::string {
+      return result.kind() == outcome::invalid_argument ? result.message() : "no invalid_argument";
     };
-    EXPECT_THAT(message_of([&] { plane->group_allreduce(data.data(), 4, {1}, 0, 100ms); }),
+    EXPECT_THAT(message_of(sum_in_place(*plane, data.data(), 4, {1}, 0, 100ms)),
                 HasSubstr("this rank 0 is not in ranks {1}"));
-    EXPECT_THAT(message_of([&] {
-                  plane->group_allreduce(data.data(), 4, {1, 0}, 0, 100ms);
-                }),
+    EXPECT_THAT(message_of(sum_in_place(*plane, data.data(), 4, {1, 0}, 0, 100ms)),
                 HasSubstr("ranks {1, 0} must be sorted and unique, but 1 comes before 0"));
-    EXPECT_THAT(message_of([&] {
-                  plane->group_allreduce(data.data(), 4, {0, 0, 1}, 0, 100ms);
-                }),
+    EXPECT_THAT(message_of(sum_in_place(*plane, data.data(), 4, {0, 0, 1}, 0, 100ms)),
                 HasSubstr("but 0 comes before 0"));
-    EXPECT_THAT(message_of([&] {
-                  plane->group_allreduce(data.data(), 4, {0, 5}, 0, 100ms);
-                }),
+    EXPECT_THAT(message_of(sum_in_place(*plane, data.data(), 4, {0, 5}, 0, 100ms)),
                 HasSubstr("rank 5 in ranks {0, 5} is outside the plane of size 2"));
-    EXPECT_THAT(message_of([&] { plane->group_allreduce(data.data(), 4, {}, 0, 100ms); }),
+    EXPECT_THAT(message_of(sum_in_place(*plane, data.data(), 4, {}, 0, 100ms)),
                 HasSubstr("ranks is empty"));
-    EXPECT_THAT(message_of([&] { plane->group_broadcast(data.data(), 4, {0}, 1, 0, 100ms); }),
+    EXPECT_THAT(message_of(broadcast(*plane, data.data(), 4, {0}, 1, 0, 100ms)),
                 HasSubstr("root 1 is not in ranks {0}"));
-    EXPECT_THAT(message_of([&] { plane->group_broadcast(data.data(), 4, {1}, 1, 0, 100ms); }),
+    EXPECT_THAT(message_of(broadcast(*plane, data.data(), 4, {1}, 1, 0, 100ms)),
                 HasSubstr("this rank 0 is not in ranks {1}"));
-    EXPECT_THAT(message_of([&] {
-                  plane->group_allreduce(data.data(), 4, {0}, std::uint64_t{1} << 50, 1ms);
-                }),
+    EXPECT_THAT(message_of(sum_in_place(*plane, data.data(), 4, {0}, std::uint64_t{1} << 50, 1ms)),
                 HasSubstr("tag 1125899906842624 exceeds the largest tag 281474976710655"));
-    EXPECT_THAT(message_of([&] { plane->group_allreduce(nullptr, 4, {0}, 0, 100ms); }),
-                HasSubstr("data is null but count is 4"));
+    EXPECT_THAT(message_of(sum_in_place(*plane, nullptr, 4, {0}, 0, 100ms)),
+                HasSubstr("send is null but count is 4"));
     // A group of one is valid and leaves the data as it is.
-    plane->group_allreduce(data.data(), 4, {0}, 0, 100ms);
+    ASSERT_EQ(sum_in_place(*plane, data.data(), 4, {0}, 0, 100ms).message(), "");
     EXPECT_EQ(data, std::vector<float>(4, 1.0f));
+  });
+}
+
+// The plane through the data-plane interface: what it supports, a weighted sum into a separate
+// buffer, and each failure as its own kind: a silent peer is a timeout, a failed tag used again
+// an invalid argument, a departed peer a lost peer, attach unsupported.
+TEST(gloo_plane, results_are_typed_and_what_it_lacks_is_unsupported) {
+  const std::size_t count = 50001;
+  meeting_point rank_0_timed_out(3);
+  meeting_point rank_2_gone(3);
+  run_ranks(3, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    EXPECT_EQ(plane->name(), "gloo");
+    EXPECT_TRUE(plane->supports(herd::comm::operation::group_reduce));
+    EXPECT_TRUE(plane->supports(herd::comm::operation::broadcast));
+    EXPECT_FALSE(plane->supports(herd::comm::operation::attach));
+    EXPECT_TRUE(plane->memory().host_accessible());
+    auto own = random_values(count, seed_of(0, rank));
+    const auto attached = plane->attach(rank, own.data(), count);
+    EXPECT_EQ(attached.kind(), outcome::unsupported);
+    EXPECT_EQ(attached.message(), "gloo plane does not support attach");
+
+    // Weights 0.5, 0.25, 0.25 into a separate buffer; `own` is only read.
+    const std::vector<herd::comm::weighted_input> weighted{{0, 0.5f}, {1, 0.25f}, {2, 0.25f}};
+    std::vector<float> out(count, std::numeric_limits<float>::quiet_NaN());
+    auto work = plane->group_reduce(weighted, own.data(), out.data(), count, {1, generous_timeout});
+    EXPECT_TRUE(work->is_completed());
+    ASSERT_EQ(work->wait(0ms).kind(), outcome::done) << work->wait(0ms).message();
+    for (std::size_t i = 0; i < count; i += 997) {
+      double expected = 0.0;
+      for (const auto& input : weighted)
+        expected += input.weight * random_values(count, seed_of(0, input.rank))[i];
+      ASSERT_NEAR(out[i], expected, 1e-5) << "rank " << rank << ", element " << i;
+    }
+    EXPECT_EQ(own, random_values(count, seed_of(0, rank)));
+
+    if (rank == 0) {
+      const auto silent = sum_in_place(*plane, own.data(), count, {0, 1}, 2, 200ms);
+      EXPECT_EQ(silent.kind(), outcome::timeout) << silent.message();
+      EXPECT_THAT(silent.message(), HasSubstr("timed out after 200 ms waiting for rank 1"));
+      const auto again = sum_in_place(*plane, own.data(), count, {0, 1}, 2, 200ms);
+      EXPECT_EQ(again.kind(), outcome::invalid_argument) << again.message();
+    }
+    rank_0_timed_out.arrive_and_wait();
+    if (rank == 2)
+      plane.reset();
+    rank_2_gone.arrive_and_wait();
+    if (rank == 2)
+      return;
+    // The first operation with the departed rank may end at its deadline; by then both survivors'
+    // pairs with it have closed, and the next one fails at once, naming it.
+    sum_in_place(*plane, own.data(), count, {0, 1, 2}, 3, 1000ms);
+    const auto lost = sum_in_place(*plane, own.data(), count, {0, 1, 2}, 4, 1000ms);
+    EXPECT_EQ(lost.kind(), outcome::peer_lost) << "rank " << rank << ": " << lost.message();
+    EXPECT_THAT(lost.message(), HasSubstr("rank 2"));
   });
 }
 
@@ -441,27 +507,36 @@ int verdict(const std::string& problem, int rank) {
 TEST(gloo_plane_processes, forked_ranks_reduce_and_broadcast_through_a_file_store) {
   herd::testing::temp_directory directory;
   auto statuses = run_processes(3, [&](int rank) {
-    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path().string()),
-                     options_with(generous_timeout));
+    auto plane = make_gloo_plane(rank, 3, herd::comm::make_file_store(directory.path().string()),
+                                 options_with(generous_timeout));
     auto data = random_values(1000003, seed_of(0, rank));
-    plane.group_allreduce(data.data(), data.size(), {0, 1, 2}, 1, generous_timeout);
+    if (auto failure =
+            sum_in_place(*plane, data.data(), data.size(), {0, 1, 2}, 1, generous_timeout);
+        !failure.ok())
+      return verdict("allreduce of three: " + failure.message(), rank);
     if (auto problem = check_sum(data, 0, {0, 1, 2}); !problem.empty())
       return verdict("allreduce of three: " + problem, rank);
     if (rank != 1) {
       auto pair = random_values(7, seed_of(1, rank));
-      plane.group_allreduce(pair.data(), pair.size(), {0, 2}, 2, generous_timeout);
+      if (auto failure =
+              sum_in_place(*plane, pair.data(), pair.size(), {0, 2}, 2, generous_timeout);
+          !failure.ok())
+        return verdict("allreduce of {0, 2}: " + failure.message(), rank);
       if (auto problem = check_sum(pair, 1, {0, 2}); !problem.empty())
         return verdict("allreduce of {0, 2}: " + problem, rank);
     }
     auto root_values = random_values(4099, seed_of(2, 1));
     auto copy = rank == 1 ? root_values : std::vector<float>(4099, 0.0f);
-    plane.group_broadcast(copy.data(), copy.size(), {0, 1, 2}, 1, 3, generous_timeout);
+    if (auto failure =
+            broadcast(*plane, copy.data(), copy.size(), {0, 1, 2}, 1, 3, generous_timeout);
+        !failure.ok())
+      return verdict("broadcast: " + failure.message(), rank);
     if (copy != root_values)
       return verdict("broadcast from rank 1 differs", rank);
     // Nobody closes a connection before everyone is done reading from it.
     std::vector<float> barrier(1, 0.0f);
-    plane.group_allreduce(barrier.data(), 1, {0, 1, 2}, 4, generous_timeout);
-    return 0;
+    return verdict(
+        sum_in_place(*plane, barrier.data(), 1, {0, 1, 2}, 4, generous_timeout).message(), rank);
   });
   for (std::size_t rank = 0; rank < statuses.size(); ++rank)
     EXPECT_TRUE(passed(statuses[rank])) << "rank " << rank << " status " << statuses[rank];
@@ -471,34 +546,36 @@ TEST(gloo_plane_processes, killed_process_fails_its_peers_naming_it_and_the_rest
   herd::testing::temp_directory directory;
   const std::size_t count = 300001;
   auto statuses = run_processes(3, [&](int rank) {
-    gloo_plane plane(rank, 3, herd::comm::make_file_store(directory.path().string()),
-                     options_with(generous_timeout));
+    auto plane = make_gloo_plane(rank, 3, herd::comm::make_file_store(directory.path().string()),
+                                 options_with(generous_timeout));
     auto warm = random_values(count, seed_of(0, rank));
-    plane.group_allreduce(warm.data(), count, {0, 1, 2}, 1, generous_timeout);
+    if (auto failure = sum_in_place(*plane, warm.data(), count, {0, 1, 2}, 1, generous_timeout);
+        !failure.ok())
+      return verdict("warm-up: " + failure.message(), rank);
     if (rank == 2)
       ::raise(SIGKILL); // no destructor, no goodbye: the kernel closes the sockets
     auto data = random_values(count, seed_of(1, rank));
     auto original = data;
     auto start = std::chrono::steady_clock::now();
-    try {
-      plane.group_allreduce(data.data(), count, {0, 1, 2}, 2, 2000ms);
+    auto failure = sum_in_place(*plane, data.data(), count, {0, 1, 2}, 2, 2000ms);
+    if (failure.ok())
       return verdict("an allreduce with a killed rank succeeded", rank);
-    } catch (const comm_error& failure) {
-      // Both survivors are neighbours of rank 2 in the ring of three.
-      if (std::string(failure.what()).find("rank 2") == std::string::npos)
-        return verdict(std::string("the error does not name rank 2: ") + failure.what(), rank);
-    }
+    // Both survivors are neighbours of rank 2 in the ring of three.
+    if (failure.message().find("rank 2") == std::string::npos)
+      return verdict("the error does not name rank 2: " + failure.message(), rank);
     if (std::chrono::steady_clock::now() - start > 3500ms)
       return verdict("the failure took longer than the timeout allows", rank);
     if (data != original)
       return verdict("the failed allreduce changed data", rank);
     auto again = random_values(count, seed_of(2, rank));
-    plane.group_allreduce(again.data(), count, {0, 1}, 3, generous_timeout);
+    if (auto again_failed = sum_in_place(*plane, again.data(), count, {0, 1}, 3, generous_timeout);
+        !again_failed.ok())
+      return verdict("allreduce of the survivors: " + again_failed.message(), rank);
     if (auto problem = check_sum(again, 2, {0, 1}); !problem.empty())
       return verdict("allreduce of the survivors: " + problem, rank);
     std::vector<float> barrier(1, 0.0f);
-    plane.group_allreduce(barrier.data(), 1, {0, 1}, 4, generous_timeout);
-    return 0;
+    return verdict(sum_in_place(*plane, barrier.data(), 1, {0, 1}, 4, generous_timeout).message(),
+                   rank);
   });
   EXPECT_TRUE(passed(statuses[0])) << "status " << statuses[0];
   EXPECT_TRUE(passed(statuses[1])) << "status " << statuses[1];

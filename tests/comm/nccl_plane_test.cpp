@@ -1,4 +1,4 @@
-// The nccl data plane. On every machine: the unique id as bytes, and a clear failure without a
+// The nccl data plane-> On every machine: the unique id as bytes, and a clear failure without a
 // device (or "built without NCCL"). With one GPU: a one-rank communicator reduces correctly through
 // both paths (the exchange and ncclAllReduce) on seeded random inputs of odd sizes, bad calls fail
 // alone, two ranks on one GPU are refused, and the watchdog turns a hung initialisation (a peer
@@ -43,6 +43,7 @@
 #include "support/temp_directory.hpp"
 #endif
 
+#include "support/comm_outcome.hpp"
 #include "support/cuda_skip.hpp"
 #include "support/random_values.hpp"
 
@@ -50,10 +51,12 @@ namespace {
 
 using herd::comm::comm_error;
 using herd::comm::full_group_algorithm;
+using herd::comm::make_nccl_plane;
 using herd::comm::make_nccl_unique_id;
 using herd::comm::nccl_plane;
 using herd::comm::nccl_plane_options;
 using herd::comm::nccl_unique_id;
+using herd::comm::outcome;
 using herd::comm::weighted_input;
 using namespace std::chrono_literals;
 
@@ -214,12 +217,13 @@ std::string run_step(nccl_plane& plane, const reduction_step& step, std::size_t 
   gpu_floats send(own);
   gpu_floats separate_out(std::vector<float>(step.count, std::nanf("")));
   float* out = step.in_place ? send.data() : separate_out.data();
-  auto work = plane.group_reduce(step.inputs, send.data(), out, step.count);
-  if (!work->wait(std::chrono::minutes(2)))
+  auto work = plane.group_reduce(step.inputs, send.data(), out, step.count, {});
+  const auto result = work->wait(std::chrono::minutes(2));
+  if (!work->is_completed())
     return "step " + std::to_string(step_index) + " among " + describe(step.inputs) +
            " did not end within 2 minutes";
-  if (!work->error().empty())
-    return "step " + std::to_string(step_index) + " failed: " + work->error();
+  if (!result.ok())
+    return "step " + std::to_string(step_index) + " failed: " + result.message();
   const auto got = step.in_place ? send.download() : separate_out.download();
   auto problem = check_weighted_sum(got, step_index, step.inputs);
   if (!problem.empty())
@@ -261,13 +265,13 @@ int reduce(int rank, int size, const nccl_unique_id& id, full_group_algorithm al
   options.device = rank;
   options.timeout = std::chrono::seconds(60);
   options.full_group = algorithm;
-  nccl_plane plane(rank, size, id, options);
+  auto plane = make_nccl_plane(rank, size, id, options);
   const auto steps = schedule(size);
   int done = 0;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (!has_member(steps[i], rank))
       continue;
-    if (auto problem = run_step(plane, steps[i], i); !problem.empty())
+    if (auto problem = run_step(*plane, steps[i], i); !problem.empty())
       return fail("rank " + std::to_string(rank) + ": " + problem);
     ++done;
   }
@@ -284,7 +288,7 @@ int peer_never_calls(int rank, const nccl_unique_id& id, const std::string& dire
   options.device = rank;
   options.timeout = std::chrono::seconds(3);
   {
-    nccl_plane plane(rank, 2, id, options);
+    auto plane = make_nccl_plane(rank, 2, id, options);
     if (rank == 1) {
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(3);
       while (!std::filesystem::exists(verdict_file) && std::chrono::steady_clock::now() < give_up)
@@ -296,23 +300,28 @@ int peer_never_calls(int rank, const nccl_unique_id& id, const std::string& dire
       gpu_floats send(contribution(1000, 0, 0));
       gpu_floats out(std::vector<float>(1000, 0.0f));
       const std::vector<weighted_input> inputs{{0, 0.5f}, {1, 0.5f}};
-      auto work = plane.group_reduce(inputs, send.data(), out.data(), 1000);
-      const bool ended = work->wait(std::chrono::minutes(2));
+      auto work = plane->group_reduce(inputs, send.data(), out.data(), 1000, {});
+      const auto result = work->wait(std::chrono::minutes(2));
       std::ofstream(verdict_file) << "done\n";
-      if (!ended)
+      if (!work->is_completed())
         return fail("rank 0: the reduction with a silent peer did not end within 2 minutes");
-      const std::string error = work->error();
+      if (result.kind() != outcome::timeout)
+        return fail(std::string("rank 0: the silent peer's reduction ended ") +
+                    to_string(result.kind()) + ", not timeout");
+      const std::string& error = result.message();
       std::cout << "rank 0: " << error << std::endl;
       if (!contains(error, "nccl rank 0 of 2 (device 0): group reduction among ranks [0, 1] "
                            "(1000 floats) did not finish within 3000 ms") ||
           !contains(error, "the communicator was aborted"))
         return fail("rank 0: unexpected error: '" + error + "'");
-      if (!plane.aborted() || plane.abort_reason() != error)
+      if (!plane->aborted() || plane->abort_reason() != error)
         return fail("rank 0: the plane does not say it was aborted with that error");
-      auto again = plane.group_reduce(inputs, send.data(), out.data(), 1000);
-      if (!again->is_completed() || again->error() != error)
+      auto again = plane->group_reduce(inputs, send.data(), out.data(), 1000, {});
+      const auto again_result = again->wait(std::chrono::milliseconds(0));
+      if (!again->is_completed() || again_result.message() != error ||
+          again_result.kind() != outcome::aborted)
         return fail("rank 0: a call after the abort did not fail at once with the same error: '" +
-                    again->error() + "'");
+                    again_result.message() + "'");
     }
   }
   std::cout << "rank " << rank << ": plane closed" << std::endl;
@@ -326,7 +335,7 @@ int init_without_peer() {
   nccl_plane_options options;
   options.timeout = std::chrono::seconds(3);
   try {
-    nccl_plane plane(0, 2, id, options);
+    auto plane = make_nccl_plane(0, 2, id, options);
   } catch (const comm_error& error) {
     const std::string message = error.what();
     std::cout << "initialisation failed: " << message << std::endl;
@@ -367,30 +376,36 @@ int stalled_stream() {
   gate held;
   nccl_plane_options options;
   options.timeout = std::chrono::seconds(2);
-  nccl_plane plane(0, 1, make_nccl_unique_id(), options);
+  auto plane = make_nccl_plane(0, 1, make_nccl_unique_id(), options);
   gpu_floats send(contribution(1000, 0, 0));
   gpu_floats out(std::vector<float>(1000, 0.0f));
-  auto stream = static_cast<cudaStream_t>(plane.stream());
+  auto stream = static_cast<cudaStream_t>(plane->stream());
   if (cudaLaunchHostFunc(stream, &gate::hold, &held) != cudaSuccess)
     return fail("cudaLaunchHostFunc failed");
   const std::vector<weighted_input> inputs{{0, 1.0f}};
-  auto work = plane.group_reduce(inputs, send.data(), out.data(), 1000);
+  auto work = plane->group_reduce(inputs, send.data(), out.data(), 1000, {});
   // Past the deadline. The abort may itself wait for the stream (NCCL frees device memory), so
   // the work may or may not have ended by now; it must end once the stream runs again.
   work->wait(std::chrono::seconds(4));
   held.open();
-  if (!work->wait(std::chrono::minutes(2)))
+  const auto result = work->wait(std::chrono::minutes(2));
+  if (!work->is_completed())
     return fail("the stalled reduction did not end within 2 minutes of the stream's release");
-  const std::string error = work->error();
+  if (result.kind() != outcome::timeout)
+    return fail(std::string("the stalled reduction ended ") + to_string(result.kind()) +
+                ", not timeout");
+  const std::string& error = result.message();
   std::cout << "stalled reduction: " << error << std::endl;
   if (!contains(error, "nccl rank 0 of 1 (device 0): group reduction among ranks [0] (1000 floats) "
                        "did not finish within 2000 ms") ||
       !contains(error, "the communicator was aborted"))
     return fail("unexpected error: '" + error + "'");
-  auto again = plane.group_reduce(inputs, send.data(), out.data(), 1000);
-  if (!again->is_completed() || again->error() != error)
+  auto again = plane->group_reduce(inputs, send.data(), out.data(), 1000, {});
+  const auto again_result = again->wait(std::chrono::milliseconds(0));
+  if (!again->is_completed() || again_result.message() != error ||
+      again_result.kind() != outcome::aborted)
     return fail("a call after the abort did not fail at once with the same error: '" +
-                again->error() + "'");
+                again_result.message() + "'");
   return 0;
 }
 
@@ -468,22 +483,32 @@ TEST(nccl_unique_id, travels_as_exactly_its_bytes) {
 TEST(nccl_plane, works_with_a_device_or_fails_clearly_without_one) {
 #ifdef HERD_TEST_WITH_NCCL
   if (cuda_device_available()) {
-    nccl_plane plane(0, 1, make_nccl_unique_id(), nccl_plane_options{});
-    EXPECT_EQ(plane.rank(), 0);
-    EXPECT_EQ(plane.size(), 1);
-    EXPECT_EQ(plane.device(), 0);
-    EXPECT_NE(plane.stream(), nullptr);
-    EXPECT_FALSE(plane.aborted());
+    auto plane = make_nccl_plane(0, 1, make_nccl_unique_id(), nccl_plane_options{});
+    EXPECT_EQ(plane->rank(), 0);
+    EXPECT_EQ(plane->size(), 1);
+    EXPECT_EQ(plane->device(), 0);
+    EXPECT_NE(plane->stream(), nullptr);
+    EXPECT_FALSE(plane->aborted());
+    // What the data-plane interface asks: it reduces device memory, and nothing else.
+    EXPECT_EQ(plane->name(), "nccl");
+    EXPECT_TRUE(plane->supports(herd::comm::operation::group_reduce));
+    EXPECT_FALSE(plane->supports(herd::comm::operation::broadcast));
+    EXPECT_FALSE(plane->supports(herd::comm::operation::attach));
+    EXPECT_EQ(plane->memory().name(), "cuda:0");
+    const auto copied = plane->broadcast(nullptr, 0, {0}, 0, {})->wait(0ms);
+    EXPECT_EQ(copied.kind(), outcome::unsupported);
+    EXPECT_EQ(copied.message(), "nccl plane does not support broadcast");
     return;
   }
   // NCCL makes an id without a GPU (its bootstrap is plain sockets); the plane needs the device.
   const auto id = make_nccl_unique_id();
   EXPECT_NE(id, nccl_unique_id{});
   try {
-    nccl_plane plane(0, 1, id, nccl_plane_options{});
+    auto plane = make_nccl_plane(0, 1, id, nccl_plane_options{});
     FAIL() << "an nccl_plane started without a device (" << query_devices().unavailable_reason
            << ')';
   } catch (const comm_error& error) {
+    EXPECT_EQ(error.kind(), outcome::failed);
     EXPECT_THAT(error.what(), HasSubstr("nccl rank 0 of 1 (device 0): cannot use CUDA device 0"));
     EXPECT_THAT(error.what(), HasSubstr("CUDA error"));
   }
@@ -495,9 +520,10 @@ TEST(nccl_plane, works_with_a_device_or_fails_clearly_without_one) {
     EXPECT_THAT(error.what(), HasSubstr("make_nccl_unique_id: built without NCCL"));
   }
   try {
-    nccl_plane plane(0, 1, nccl_unique_id{}, nccl_plane_options{});
+    auto plane = make_nccl_plane(0, 1, nccl_unique_id{}, nccl_plane_options{});
     FAIL() << "an nccl_plane started in a build without NCCL";
   } catch (const comm_error& error) {
+    EXPECT_EQ(error.kind(), outcome::unsupported);
     EXPECT_THAT(error.what(), HasSubstr("nccl_plane: built without NCCL"));
   }
 #endif
@@ -506,11 +532,13 @@ TEST(nccl_plane, works_with_a_device_or_fails_clearly_without_one) {
 #ifdef HERD_TEST_WITH_NCCL
 
 TEST(nccl_plane, refuses_a_bad_rank_or_size_before_touching_the_device) {
-  EXPECT_THROW(nccl_plane(2, 2, nccl_unique_id{}, nccl_plane_options{}), std::invalid_argument);
-  EXPECT_THROW(nccl_plane(0, 0, nccl_unique_id{}, nccl_plane_options{}), std::invalid_argument);
+  EXPECT_THROW(make_nccl_plane(2, 2, nccl_unique_id{}, nccl_plane_options{}),
+               std::invalid_argument);
+  EXPECT_THROW(make_nccl_plane(0, 0, nccl_unique_id{}, nccl_plane_options{}),
+               std::invalid_argument);
   nccl_plane_options no_time;
   no_time.timeout = 0ms;
-  EXPECT_THROW(nccl_plane(0, 1, nccl_unique_id{}, no_time), std::invalid_argument);
+  EXPECT_THROW(make_nccl_plane(0, 1, nccl_unique_id{}, no_time), std::invalid_argument);
 }
 
 // ---- one GPU ------------------------------------------------------------------------------------
@@ -529,22 +557,22 @@ protected:
 // `allreduce` scales into scratch and runs ncclAllReduce on the one rank.
 TEST_P(one_rank_communicator, reduces_correctly_on_odd_sizes_and_in_place) {
   HERD_SKIP_WITHOUT_CUDA_DEVICE();
-  nccl_plane plane(0, 1, make_nccl_unique_id(), options());
+  auto plane = make_nccl_plane(0, 1, make_nccl_unique_id(), options());
   std::size_t step = 0;
   for (std::size_t count : {1u, 7u, 33u, 130u, 4099u, 1000003u}) {
     for (bool in_place : {false, true}) {
       reduction_step reduction{{{0, 0.3f + 0.1f * static_cast<float>(step % 5)}}, count, in_place};
-      EXPECT_EQ(run_step(plane, reduction, step), "")
+      EXPECT_EQ(run_step(*plane, reduction, step), "")
           << algorithm_name(GetParam()) << ", count " << count << (in_place ? ", in place" : "");
       ++step;
     }
   }
-  EXPECT_FALSE(plane.aborted()) << plane.abort_reason();
+  EXPECT_FALSE(plane->aborted()) << plane->abort_reason();
 }
 
 TEST_P(one_rank_communicator, bad_calls_fail_alone_and_the_communicator_keeps_working) {
   HERD_SKIP_WITHOUT_CUDA_DEVICE();
-  nccl_plane plane(0, 1, make_nccl_unique_id(), options());
+  auto plane = make_nccl_plane(0, 1, make_nccl_unique_id(), options());
   gpu_floats send(contribution(100, 0, 0));
   gpu_floats out(std::vector<float>(100, 0.0f));
   std::vector<float> host(100, 1.0f);
@@ -570,16 +598,17 @@ TEST_P(one_rank_communicator, bad_calls_fail_alone_and_the_communicator_keeps_wo
       {{{0, 1.0f}}, send.data(), send.data() + 1, 100, "out overlaps send"},
   };
   for (const auto& call : calls) {
-    auto work = plane.group_reduce(call.inputs, call.send, call.out, call.count);
+    auto work = plane->group_reduce(call.inputs, call.send, call.out, call.count, {});
     EXPECT_TRUE(work->is_completed());
-    EXPECT_THAT(work->error(),
+    EXPECT_EQ(work->wait(0ms).kind(), outcome::invalid_argument);
+    EXPECT_THAT(work->wait(0ms).message(),
                 HasSubstr("nccl rank 0 of 1 (device 0): group_reduce: " + call.says));
   }
-  EXPECT_FALSE(plane.aborted()) << plane.abort_reason();
-  auto nothing = plane.group_reduce({{0, 1.0f}}, nullptr, nullptr, 0);
+  EXPECT_FALSE(plane->aborted()) << plane->abort_reason();
+  auto nothing = plane->group_reduce({{0, 1.0f}}, nullptr, nullptr, 0, {});
   EXPECT_TRUE(nothing->is_completed());
-  EXPECT_EQ(nothing->error(), "");
-  EXPECT_EQ(run_step(plane, reduction_step{{{0, 2.0f}}, 100, false}, 0), "");
+  EXPECT_EQ(nothing->wait(0ms).message(), "");
+  EXPECT_EQ(run_step(*plane, reduction_step{{{0, 2.0f}}, 100, false}, 0), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(algorithms, one_rank_communicator,
@@ -602,7 +631,7 @@ TEST(nccl_plane, refuses_two_ranks_on_one_gpu) {
       nccl_plane_options options;
       options.timeout = std::chrono::seconds(20);
       try {
-        nccl_plane plane(rank, 2, id, options);
+        auto plane = make_nccl_plane(rank, 2, id, options);
       } catch (const std::exception& error) {
         errors[static_cast<std::size_t>(rank)] = error.what();
       }

@@ -17,14 +17,23 @@
 #include <thread>
 #include <vector>
 
+#include "support/comm_outcome.hpp"
+
 namespace {
 
+using herd::comm::outcome;
 using herd::comm::watchdog;
 using herd::comm::watchdog_options;
 using namespace std::chrono_literals;
 using testing::HasSubstr;
 
 constexpr std::chrono::milliseconds generous = 10s;
+
+// Whether `operation` ended within `timeout`.
+bool ended_within(herd::comm::watched_operation& operation, std::chrono::milliseconds timeout) {
+  operation.wait(timeout);
+  return operation.is_completed();
+}
 
 // Fake resource behind the callbacks: counts calls, records whether any query overlapped another
 // callback or came after the abort, and can be told to report an asynchronous error.
@@ -91,23 +100,23 @@ TEST(watchdog, an_operation_that_completes_in_time_ends_completed_and_nothing_is
   auto dog = fake.make_watchdog();
   auto done = std::make_shared<std::atomic<bool>>(false);
   auto operation = dog->watch("group reduction among ranks [0, 3]", fake.completes_when(done), 60s);
-  EXPECT_FALSE(operation->finished());
+  EXPECT_FALSE(operation->is_completed());
   std::thread completer([done] {
     std::this_thread::sleep_for(50ms);
     done->store(true);
   });
-  EXPECT_TRUE(operation->wait(generous));
+  EXPECT_TRUE(ended_within(*operation, generous));
   completer.join();
-  EXPECT_TRUE(operation->succeeded());
-  EXPECT_EQ(operation->error(), "");
+  EXPECT_TRUE(operation->wait(0ms).ok());
+  EXPECT_EQ(operation->wait(0ms).message(), "");
   EXPECT_FALSE(dog->aborted());
   EXPECT_EQ(dog->abort_message(), "");
   EXPECT_EQ(fake.aborts.load(), 0);
   // Later operations are watched as usual.
   auto next_done = std::make_shared<std::atomic<bool>>(true);
   auto next = dog->watch("the next one", fake.completes_when(next_done), 60s);
-  EXPECT_TRUE(next->wait(generous));
-  EXPECT_TRUE(next->succeeded());
+  EXPECT_TRUE(ended_within(*next, generous));
+  EXPECT_TRUE(next->wait(0ms).ok());
   EXPECT_EQ(fake.overlapping_calls.load(), 0);
 }
 
@@ -118,16 +127,17 @@ TEST(watchdog, an_operation_that_never_completes_is_aborted_after_its_deadline_w
   const auto started = std::chrono::steady_clock::now();
   auto operation = dog->watch("group reduction among ranks [0, 2] (1000 floats)",
                               fake.completes_when(never), 300ms);
-  ASSERT_TRUE(operation->wait(generous)) << "not aborted within " << generous.count() << " ms";
+  ASSERT_TRUE(ended_within(*operation, generous))
+      << "not aborted within " << generous.count() << " ms";
   // Never before its deadline (the deadline counts from watch(), which came after `started`).
   EXPECT_GE(std::chrono::steady_clock::now() - started, 300ms);
-  EXPECT_TRUE(operation->finished());
-  EXPECT_FALSE(operation->succeeded());
-  EXPECT_EQ(operation->error(),
+  EXPECT_TRUE(operation->is_completed());
+  EXPECT_FALSE(operation->wait(0ms).ok());
+  EXPECT_EQ(operation->wait(0ms).message(),
             "fake rank 3 of 4: group reduction among ranks [0, 2] (1000 floats) did not finish "
             "within 300 ms; the fake communicator was aborted");
   EXPECT_TRUE(dog->aborted());
-  EXPECT_EQ(dog->abort_message(), operation->error());
+  EXPECT_EQ(dog->abort_message(), operation->wait(0ms).message());
   EXPECT_EQ(fake.aborts.load(), 1);
   {
     std::lock_guard<std::mutex> lock(fake.cause_mutex);
@@ -141,14 +151,14 @@ TEST(watchdog, after_an_abort_every_later_operation_fails_at_once_with_the_same_
   auto dog = fake.make_watchdog(watchdog_options{1ms, 1ms}); // polls often, idle or not
   auto never = std::make_shared<std::atomic<bool>>(false);
   auto hung = dog->watch("the hung one", fake.completes_when(never), 100ms);
-  ASSERT_TRUE(hung->wait(generous));
+  ASSERT_TRUE(ended_within(*hung, generous));
   auto done = std::make_shared<std::atomic<bool>>(true);
   auto later = dog->watch("a later one", fake.completes_when(done), 60s);
   // Already ended, without waiting for the watchdog's thread.
-  EXPECT_TRUE(later->finished());
-  EXPECT_FALSE(later->succeeded());
-  EXPECT_EQ(later->error(), hung->error());
-  EXPECT_THAT(later->error(), HasSubstr("the hung one did not finish within 100 ms"));
+  EXPECT_TRUE(later->is_completed());
+  EXPECT_FALSE(later->wait(0ms).ok());
+  EXPECT_EQ(later->wait(0ms).message(), hung->wait(0ms).message());
+  EXPECT_THAT(later->wait(0ms).message(), HasSubstr("the hung one did not finish within 100 ms"));
   // Queries stop with the abort: give the thread a few polling rounds to prove it.
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(fake.queries_after_abort.load(), 0);
@@ -165,14 +175,15 @@ TEST(watchdog, an_asynchronous_error_aborts_at_once_and_names_the_operations_in_
   auto second = dog->watch("group reduction among ranks [0, 1, 2, 3] (7 floats)",
                            fake.completes_when(never), 600s);
   std::this_thread::sleep_for(20ms);
-  EXPECT_FALSE(first->finished());
+  EXPECT_FALSE(first->is_completed());
   fake.fail_asynchronously.store(true);
-  ASSERT_TRUE(first->wait(generous));
-  ASSERT_TRUE(second->wait(generous));
-  EXPECT_EQ(first->error(), second->error());
-  EXPECT_EQ(first->error(), "fake rank 3 of 4: the link to rank 2 went down during group reduction "
-                            "among ranks [2, 3] (7 floats), group reduction among ranks "
-                            "[0, 1, 2, 3] (7 floats); the fake communicator was aborted");
+  ASSERT_TRUE(ended_within(*first, generous));
+  ASSERT_TRUE(ended_within(*second, generous));
+  EXPECT_EQ(first->wait(0ms).message(), second->wait(0ms).message());
+  EXPECT_EQ(first->wait(0ms).message(),
+            "fake rank 3 of 4: the link to rank 2 went down during group reduction "
+            "among ranks [2, 3] (7 floats), group reduction among ranks "
+            "[0, 1, 2, 3] (7 floats); the fake communicator was aborted");
   EXPECT_EQ(fake.aborts.load(), 1);
   EXPECT_EQ(fake.queries_after_abort.load(), 0);
 }
@@ -189,8 +200,8 @@ TEST(watchdog, an_asynchronous_error_with_nothing_in_flight_still_aborts) {
             "fake rank 3 of 4: the link to rank 2 went down; the fake communicator was aborted");
   auto done = std::make_shared<std::atomic<bool>>(true);
   auto later = dog->watch("a later one", fake.completes_when(done), 60s);
-  EXPECT_TRUE(later->finished());
-  EXPECT_EQ(later->error(), dog->abort_message());
+  EXPECT_TRUE(later->is_completed());
+  EXPECT_EQ(later->wait(0ms).message(), dog->abort_message());
 }
 
 TEST(watchdog, a_completion_query_that_throws_aborts_with_its_words) {
@@ -200,10 +211,11 @@ TEST(watchdog, a_completion_query_that_throws_aborts_with_its_words) {
       "group reduction among ranks [1, 3] (5 floats)",
       []() -> bool { throw std::runtime_error("cudaEventQuery(event) failed: illegal address"); },
       600s);
-  ASSERT_TRUE(operation->wait(generous));
-  EXPECT_EQ(operation->error(), "fake rank 3 of 4: group reduction among ranks [1, 3] (5 floats) "
-                                "failed: cudaEventQuery(event) failed: illegal address; the fake "
-                                "communicator was aborted");
+  ASSERT_TRUE(ended_within(*operation, generous));
+  EXPECT_EQ(operation->wait(0ms).message(),
+            "fake rank 3 of 4: group reduction among ranks [1, 3] (5 floats) "
+            "failed: cudaEventQuery(event) failed: illegal address; the fake "
+            "communicator was aborted");
   EXPECT_EQ(fake.aborts.load(), 1);
 }
 
@@ -218,9 +230,10 @@ TEST(watchdog, an_abort_callback_that_throws_still_fails_everything_and_says_so)
   auto never = std::make_shared<std::atomic<bool>>(false);
   auto operation = dog.watch(
       "finalisation", [never] { return never->load(); }, 50ms);
-  ASSERT_TRUE(operation->wait(generous));
-  EXPECT_EQ(operation->error(), "fake rank 0 of 2: finalisation did not finish within 50 ms; the "
-                                "abort itself failed: ncclCommAbort returned 'internal error'");
+  ASSERT_TRUE(ended_within(*operation, generous));
+  EXPECT_EQ(operation->wait(0ms).message(),
+            "fake rank 0 of 2: finalisation did not finish within 50 ms; the "
+            "abort itself failed: ncclCommAbort returned 'internal error'");
   EXPECT_TRUE(dog.aborted());
   EXPECT_EQ(aborts.load(), 1);
 }
@@ -234,8 +247,8 @@ TEST(watchdog, the_owner_aborts_explicitly_and_every_abort_after_the_first_chang
   const std::string message = dog->abort("ncclSend(...) failed with NCCL error 5 invalid usage");
   EXPECT_EQ(message, "fake rank 3 of 4: ncclSend(...) failed with NCCL error 5 invalid usage; the "
                      "fake communicator was aborted");
-  EXPECT_TRUE(in_flight->finished()); // failed by the abort before abort() returned
-  EXPECT_EQ(in_flight->error(), message);
+  EXPECT_TRUE(in_flight->is_completed()); // failed by the abort before abort() returned
+  EXPECT_EQ(in_flight->wait(0ms).message(), message);
   EXPECT_EQ(dog->abort("a second cause"), message);
   EXPECT_EQ(fake.aborts.load(), 1);
 }
@@ -258,8 +271,8 @@ TEST(watchdog, concurrent_aborts_deadlines_and_errors_run_the_abort_exactly_once
     for (auto& thread : aborters)
       thread.join();
     for (const auto& operation : operations) {
-      ASSERT_TRUE(operation->wait(generous));
-      EXPECT_EQ(operation->error(), dog->abort_message());
+      ASSERT_TRUE(ended_within(*operation, generous));
+      EXPECT_EQ(operation->wait(0ms).message(), dog->abort_message());
     }
     for (const auto& message : messages)
       EXPECT_EQ(message, dog->abort_message());
@@ -282,7 +295,7 @@ TEST(watchdog, many_threads_watching_at_once_all_complete_without_overlapping_qu
         auto operation = dog->watch("operation " + std::to_string(t) + "." + std::to_string(i),
                                     fake.completes_when(done), 60s);
         done->store(true);
-        if (operation->wait(generous) && operation->succeeded())
+        if (ended_within(*operation, generous) && operation->wait(0ms).ok())
           completed.fetch_add(1);
       }
     });
@@ -314,9 +327,10 @@ TEST(watchdog, destruction_while_polling_ends_running_operations_without_an_abor
       std::this_thread::sleep_for(1ms);
     ASSERT_TRUE(slow_query_running->load());
   }
-  EXPECT_TRUE(operation->finished());
-  EXPECT_EQ(operation->error(), "fake rank 3 of 4: the watchdog stopped before group reduction "
-                                "among ranks [0, 1] (3 floats) finished");
+  EXPECT_TRUE(operation->is_completed());
+  EXPECT_EQ(operation->wait(0ms).message(),
+            "fake rank 3 of 4: the watchdog stopped before group reduction "
+            "among ranks [0, 1] (3 floats) finished");
   EXPECT_EQ(fake.aborts.load(), 0);
 }
 
@@ -328,6 +342,63 @@ TEST(watchdog, destruction_with_nothing_watched_returns) {
       std::this_thread::sleep_for(1ms);
   }
   EXPECT_EQ(fake.aborts.load(), 0);
+}
+
+// The result's kind: the operation whose deadline aborted the plane timed out, the others in
+// flight, and every later one, were aborted; all say the same words.
+TEST(watchdog, a_deadline_abort_fails_the_overdue_operation_as_timeout_and_the_rest_as_aborted) {
+  fake_communicator fake;
+  auto dog = fake.make_watchdog();
+  auto never = std::make_shared<std::atomic<bool>>(false);
+  auto overdue = dog->watch("the hung one", fake.completes_when(never), 100ms);
+  auto bystander = dog->watch("a bystander", fake.completes_when(never), 600s);
+  ASSERT_TRUE(ended_within(*overdue, generous));
+  ASSERT_TRUE(ended_within(*bystander, generous));
+  EXPECT_EQ(overdue->wait(0ms).kind(), outcome::timeout);
+  EXPECT_EQ(bystander->wait(0ms).kind(), outcome::aborted);
+  EXPECT_EQ(bystander->wait(0ms).message(), overdue->wait(0ms).message());
+  auto later = dog->watch("a later one", fake.completes_when(never), 600s);
+  EXPECT_EQ(later->wait(0ms).kind(), outcome::aborted);
+}
+
+TEST(watchdog, a_wait_that_runs_out_first_is_a_timeout_and_the_operation_goes_on) {
+  fake_communicator fake;
+  auto dog = fake.make_watchdog();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  auto operation = dog->watch("a slow one", fake.completes_when(done), 600s);
+  const auto waited = operation->wait(20ms);
+  EXPECT_EQ(waited.kind(), outcome::timeout);
+  EXPECT_EQ(waited.message(), "a slow one was still running after a wait of 20 ms");
+  EXPECT_FALSE(operation->is_completed());
+  done->store(true);
+  EXPECT_EQ(operation->wait(generous).kind(), outcome::done);
+  EXPECT_FALSE(dog->aborted());
+}
+
+// How the Gloo plane uses it: no completion query (the owner ends the operation), and a deadline
+// that ends the operation alone through its expire hook, without the plane's abort.
+TEST(watchdog, an_operation_the_plane_ends_alone_expires_at_its_deadline_without_an_abort) {
+  fake_communicator fake;
+  auto dog = fake.make_watchdog();
+  std::atomic<int> expired{0};
+  const auto started = std::chrono::steady_clock::now();
+  auto operation = dog->watch("group_reduce (tag 9)", nullptr, 100ms, [&expired] { ++expired; });
+  ASSERT_TRUE(ended_within(*operation, generous));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 100ms);
+  EXPECT_EQ(operation->wait(0ms).kind(), outcome::timeout);
+  EXPECT_EQ(operation->wait(0ms).message(),
+            "fake rank 3 of 4: group_reduce (tag 9) did not finish within 100 ms");
+  EXPECT_EQ(expired.load(), 1);
+  EXPECT_FALSE(dog->aborted());
+  EXPECT_EQ(fake.aborts.load(), 0);
+  // The owner's own verdict comes too late to change the result, and the plane works on.
+  dog->finish(*operation, {});
+  EXPECT_EQ(operation->wait(0ms).kind(), outcome::timeout);
+  auto next = dog->watch("group_reduce (tag 10)", nullptr, 100ms, [&expired] { ++expired; });
+  dog->finish(*next, {});
+  EXPECT_EQ(next->wait(0ms).kind(), outcome::done);
+  std::this_thread::sleep_for(200ms); // past its deadline: finished operations never expire
+  EXPECT_EQ(expired.load(), 1);
 }
 
 } // namespace

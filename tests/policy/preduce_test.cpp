@@ -1,7 +1,7 @@
 // Partial reduce (docs/algorithms.md, "Partial reduce") as plain classes: the staleness weights,
 // the isolation guard, and the grouping policy on scripted arrival sequences and on a deterministic
 // discrete-event cluster (no actors); last, the data plane's group average under those weights.
-#include "comm/backend.hpp"
+#include "comm/data_plane.hpp"
 #include "kernels/ops.hpp"
 
 #include <algorithm>
@@ -957,13 +957,13 @@ protected:
     for (std::size_t r = 0; r < replicas; ++r) {
       for (auto& x : params_[r])
         x = value(rng);
-      backend_->attach(static_cast<int>(r), params_[r].data(), count);
+      plane_->attach(static_cast<int>(r), params_[r].data(), count);
     }
   }
 
   void TearDown() override {
     for (std::size_t r = 0; r < replicas; ++r)
-      backend_->detach(static_cast<int>(r));
+      plane_->detach(static_cast<int>(r));
   }
 
   std::vector<float> reduce(const std::vector<int>& members, const std::vector<float>& weights) {
@@ -971,9 +971,9 @@ protected:
     for (std::size_t i = 0; i < members.size(); ++i)
       inputs.push_back({members[i], weights[i]});
     std::vector<float> out(count);
-    auto work = backend_->group_reduce(inputs, out.data(), count);
-    EXPECT_TRUE(work->wait(std::chrono::milliseconds(1000)));
-    EXPECT_EQ(work->error(), "");
+    auto work = plane_->group_reduce(inputs, nullptr, out.data(), count, {});
+    EXPECT_EQ(work->wait(std::chrono::milliseconds(1000)).message(), "");
+    EXPECT_TRUE(work->is_completed());
     return out;
   }
 
@@ -985,8 +985,8 @@ protected:
     return mean;
   }
 
-  std::unique_ptr<herd::comm::backend> backend_ =
-      herd::comm::make_local_backend(herd::kernels::cpu_ops());
+  std::unique_ptr<herd::comm::data_plane> plane_ =
+      herd::comm::make_local_plane(herd::kernels::cpu_ops());
   std::vector<std::vector<float>> params_;
 };
 

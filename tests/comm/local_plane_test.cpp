@@ -1,7 +1,7 @@
 // The local data plane reads attached buffers in place and reduces them with the given weights;
 // result buffers are recycled.
-#include "comm/backend.hpp"
 #include "comm/buffer_pool.hpp"
+#include "comm/data_plane.hpp"
 
 #include <atomic>
 #include <future>
@@ -13,49 +13,52 @@
 
 namespace {
 
-TEST(local_backend, weighted_group_reduce_reads_attached_buffers) {
-  auto backend = herd::comm::make_local_backend(herd::kernels::cpu_ops());
-  EXPECT_EQ(backend->name(), "local");
+using namespace std::chrono_literals;
+
+TEST(local_plane, weighted_group_reduce_reads_attached_buffers) {
+  auto plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
+  EXPECT_EQ(plane->name(), "local");
   const std::size_t n = 1001;
   std::vector<std::vector<float>> sends;
   for (int rank = 0; rank < 4; ++rank) {
     sends.push_back(herd::testing::random_values(n, 100 + rank));
-    backend->attach(rank, sends.back().data(), n);
+    plane->attach(rank, sends.back().data(), n);
   }
   std::vector<float> out(n);
   // A subset of ranks, in any order, with unequal weights.
-  auto work = backend->group_reduce({{3, 0.5f}, {0, 0.25f}, {2, 0.25f}}, out.data(), n);
-  ASSERT_TRUE(work->wait(std::chrono::milliseconds(0)));
+  auto work = plane->group_reduce({{3, 0.5f}, {0, 0.25f}, {2, 0.25f}}, nullptr, out.data(), n, {});
+  ASSERT_TRUE(work->wait(std::chrono::milliseconds(0)).ok());
   ASSERT_TRUE(work->is_completed());
-  ASSERT_EQ(work->error(), "");
+  ASSERT_EQ(work->wait(std::chrono::milliseconds(0)).message(), "");
   for (std::size_t i = 0; i < n; ++i)
     ASSERT_NEAR(out[i], 0.5f * sends[3][i] + 0.25f * sends[0][i] + 0.25f * sends[2][i], 1e-6f) << i;
 }
 
-TEST(local_backend, reads_in_place_so_later_writes_show_in_the_next_reduction) {
-  auto backend = herd::comm::make_local_backend(herd::kernels::cpu_ops());
+TEST(local_plane, reads_in_place_so_later_writes_show_in_the_next_reduction) {
+  auto plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
   std::vector<float> send(8, 1.0f);
-  backend->attach(0, send.data(), send.size());
+  plane->attach(0, send.data(), send.size());
   std::vector<float> out(8);
-  backend->group_reduce({{0, 2.0f}}, out.data(), out.size());
+  plane->group_reduce({{0, 2.0f}}, nullptr, out.data(), out.size(), {});
   EXPECT_EQ(out[5], 2.0f);
   send[5] = 3.0f;
-  backend->group_reduce({{0, 2.0f}}, out.data(), out.size());
+  plane->group_reduce({{0, 2.0f}}, nullptr, out.data(), out.size(), {});
   EXPECT_EQ(out[5], 6.0f);
 }
 
-TEST(local_backend, unknown_rank_and_size_mismatch_are_errors_not_crashes) {
-  auto backend = herd::comm::make_local_backend(herd::kernels::cpu_ops());
+TEST(local_plane, unknown_rank_and_size_mismatch_are_errors_not_crashes) {
+  auto plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
   std::vector<float> send(8, 1.0f);
-  backend->attach(0, send.data(), send.size());
+  plane->attach(0, send.data(), send.size());
   std::vector<float> out(8);
-  EXPECT_THAT(backend->group_reduce({{1, 1.0f}}, out.data(), 8)->error(),
+  EXPECT_THAT(plane->group_reduce({{1, 1.0f}}, nullptr, out.data(), 8, {})->wait(0ms).message(),
               testing::HasSubstr("rank 1 has no attached buffer"));
-  EXPECT_THAT(backend->group_reduce({{0, 1.0f}}, out.data(), 4)->error(),
+  EXPECT_THAT(plane->group_reduce({{0, 1.0f}}, nullptr, out.data(), 4, {})->wait(0ms).message(),
               testing::HasSubstr("attached 8 floats, the reduction wants 4"));
-  EXPECT_THAT(backend->group_reduce({}, out.data(), 8)->error(), testing::HasSubstr("no inputs"));
-  backend->detach(0);
-  EXPECT_THAT(backend->group_reduce({{0, 1.0f}}, out.data(), 8)->error(),
+  EXPECT_THAT(plane->group_reduce({}, nullptr, out.data(), 8, {})->wait(0ms).message(),
+              testing::HasSubstr("no inputs"));
+  plane->detach(0);
+  EXPECT_THAT(plane->group_reduce({{0, 1.0f}}, nullptr, out.data(), 8, {})->wait(0ms).message(),
               testing::HasSubstr("rank 0 has no attached buffer"));
 }
 
@@ -93,7 +96,7 @@ TEST(buffer_pool, buffers_outliving_the_pool_are_freed) {
 
 namespace {
 
-TEST(local_backend, detach_waits_for_a_reduction_that_reads_the_buffer) {
+TEST(local_plane, detach_waits_for_a_reduction_that_reads_the_buffer) {
   // A kernel double that holds the reduction open until told to finish.
   struct held_ops : herd::kernels::ops {
     std::promise<void> entered;
@@ -126,15 +129,17 @@ TEST(local_backend, detach_waits_for_a_reduction_that_reads_the_buffer) {
   std::promise<void> release;
   ops.release = release.get_future().share();
   auto entered = ops.entered.get_future();
-  auto backend = herd::comm::make_local_backend(ops);
+  auto plane = herd::comm::make_local_plane(ops);
   std::vector<float> send(16, 2.0f);
-  backend->attach(0, send.data(), send.size());
+  plane->attach(0, send.data(), send.size());
   std::vector<float> out(16);
-  std::thread reducer([&] { backend->group_reduce({{0, 1.0f}}, out.data(), out.size()); });
+  std::thread reducer([&] {
+    plane->group_reduce({{0, 1.0f}}, nullptr, out.data(), out.size(), {});
+  });
   entered.wait();
   std::atomic<bool> detached{false};
   std::thread owner([&] {
-    backend->detach(0);
+    plane->detach(0);
     detached = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -146,14 +151,14 @@ TEST(local_backend, detach_waits_for_a_reduction_that_reads_the_buffer) {
   EXPECT_EQ(out[7], 2.0f);
 }
 
-TEST(local_backend, a_kernel_failure_comes_back_through_the_work_handle) {
-  auto backend = herd::comm::make_local_backend(herd::kernels::cpu_ops());
+TEST(local_plane, a_kernel_failure_comes_back_through_the_work_handle) {
+  auto plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
   std::vector<float> send(8, 1.0f);
-  backend->attach(0, send.data(), send.size());
+  plane->attach(0, send.data(), send.size());
   // out aliasing a later input is a precondition error of weighted_sum.
-  backend->attach(1, send.data(), send.size());
-  auto work = backend->group_reduce({{1, 1.0f}, {0, 1.0f}}, send.data(), send.size());
-  EXPECT_THAT(work->error(), testing::HasSubstr("weighted sum failed"));
+  plane->attach(1, send.data(), send.size());
+  auto work = plane->group_reduce({{1, 1.0f}, {0, 1.0f}}, nullptr, send.data(), send.size(), {});
+  EXPECT_THAT(work->wait(0ms).message(), testing::HasSubstr("weighted sum failed"));
 }
 
 } // namespace

@@ -1,0 +1,119 @@
+// The data plane: how tensors move between workers, behind one interface drawn as PyTorch c10d's
+// Backend and Gloo's transports are. Every plane implements all of it; an operation a plane lacks
+// answers "this plane does not support X" (a result, not an exception), and every operation
+// returns a work handle whose result is a typed status (comm/errors.hpp). The planes: `local`
+// (workers of one process, below), `gloo` (CPU processes, gloo_plane.hpp), `nccl` (GPUs in
+// separate processes, nccl_plane.hpp). No CAF: the actors decide who reduces with whom.
+#pragma once
+
+#include "comm/errors.hpp"
+#include "kernels/ops.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::comm {
+
+/// An operation that may still be running (c10d's Work).
+class work {
+public:
+  virtual ~work() = default;
+  /// Blocks until the operation ends or `timeout` passes; its result, or `timeout` when the wait
+  /// ran out first (then is_completed() is still false). wait(0ms) asks without blocking.
+  virtual status wait(std::chrono::milliseconds timeout) = 0;
+  virtual bool is_completed() const = 0;
+};
+
+/// An operation that ended before its handle was returned.
+inline std::shared_ptr<work> ended_work(status result) {
+  class ended final : public work {
+  public:
+    explicit ended(status result) : result_(std::move(result)) {}
+    status wait(std::chrono::milliseconds) override { return result_; }
+    bool is_completed() const override { return true; }
+
+  private:
+    status result_;
+  };
+  return std::make_shared<ended>(std::move(result));
+}
+
+/// One member's part of a group reduction: its rank's send buffer, scaled by `weight`.
+struct weighted_input {
+  int rank = 0;
+  float weight = 0.0f;
+};
+
+/// What a plane may support (capability queries).
+enum class operation { attach, group_reduce, broadcast };
+
+struct operation_options {
+  /// Tells apart operations in flight at once: each member of a group passes the same tag, and
+  /// concurrent operations differ (gloo matches messages by it; local and nccl ignore it).
+  std::uint64_t tag = 0;
+  /// The operation's deadline; zero or negative: the plane's own (c10d's kUnsetTimeout).
+  std::chrono::milliseconds timeout{0};
+};
+
+class data_plane {
+public:
+  virtual ~data_plane() = default;
+
+  /// "local", "gloo", "nccl".
+  virtual std::string_view name() const = 0;
+  /// Whether `op` does more here than answer `unsupported`.
+  virtual bool supports(operation op) const = 0;
+  /// Where every buffer handed to this plane must live.
+  virtual const kernels::memory& memory() const = 0;
+
+  /// Makes `rank`'s send buffer of `count` floats readable in place by reductions (a plane whose
+  /// ranks share one process). The owner keeps it alive until detach() and does not write it
+  /// while a reduction that reads it is in flight; detach() waits for such reductions.
+  virtual status attach(int /*rank*/, const float* /*send_buffer*/, std::size_t /*count*/) {
+    return does_not_support("attach");
+  }
+  virtual status detach(int /*rank*/) { return does_not_support("detach"); }
+
+  /// out = sum over `inputs` of weight * (that rank's send buffer), `count` floats, among any
+  /// subset of ranks. A plane that attaches buffers reads every input's in place, one call per
+  /// group, with `send` null. Across processes every member calls with the same inputs (in the
+  /// same order), count and tag, passing its own `send`; `out` may be `send`. The caller writes
+  /// neither until the work has ended, and `out` is unspecified after a failure.
+  virtual std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& /*inputs*/,
+                                             const float* /*send*/, float* /*out*/,
+                                             std::size_t /*count*/,
+                                             const operation_options& /*options*/) {
+    return ended_work(does_not_support("group_reduce"));
+  }
+
+  /// Copies `root`'s `count` floats of `data` into `data` on every other rank of `ranks`; each
+  /// rank of `ranks` calls it alike (a node joining the job takes a live worker's state).
+  virtual std::shared_ptr<work> broadcast(float* /*data*/, std::size_t /*count*/,
+                                          const std::vector<int>& /*ranks*/, int /*root*/,
+                                          const operation_options& /*options*/) {
+    return ended_work(does_not_support("broadcast"));
+  }
+
+protected:
+  status does_not_support(const char* operation_name) const {
+    return {outcome::unsupported,
+            std::string(name()) + " plane does not support " + operation_name};
+  }
+};
+
+/// The name actors/run_parts.hpp still spells; data_plane everywhere else.
+using backend = data_plane;
+
+/// Workers of one process: a reduction is one pass of ops.weighted_sum over the attached buffers,
+/// read in place (zero copy), on the calling thread, complete (ops.synchronize()) when
+/// group_reduce returns. Buffers live in ops.memory(): on a GPU, the workers on it reduce with the
+/// device kernel (NCCL cannot host two ranks on one GPU). Reductions may run on several threads
+/// at once, so `ops` must allow concurrent weighted_sum and synchronize (the CPU and CUDA ops do).
+std::unique_ptr<data_plane> make_local_plane(const kernels::ops& ops);
+
+} // namespace herd::comm
