@@ -22,8 +22,6 @@ using herd::testing::seed_corpus;
 using herd::testing::tokens;
 using clock_type = std::chrono::steady_clock;
 
-constexpr auto slowest_allowed = std::chrono::seconds(1);
-
 // Tallies outcomes and fails the test on anything but a configuration or invalid_config.
 class verdicts {
 public:
@@ -42,11 +40,9 @@ public:
     } catch (...) {
       ADD_FAILURE() << what << ": threw something that is not a std::exception";
     }
-    const auto took = clock_type::now() - start;
-    slowest = std::max(slowest, took);
-    if (took > slowest_allowed)
-      ADD_FAILURE() << what << ": took "
-                    << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    // Printed, not asserted (a loaded machine makes any bound flaky); a hang meets the test's
+    // timeout.
+    slowest = std::max(slowest, clock_type::now() - start);
   }
 
   int loaded = 0;
