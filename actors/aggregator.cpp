@@ -1,6 +1,7 @@
 // The aggregator actor; see aggregator.hpp.
 #include "actors/aggregator.hpp"
 
+#include "actors/errors.hpp"
 #include "actors/messages.hpp"
 
 #include <algorithm>
@@ -55,7 +56,7 @@ private:
     group_done report;
     std::set<int> reducing_nodes;
     std::vector<int> group_nodes;
-    std::string reduce_error;
+    comm::status reduce_failure;
     clock_type::time_point reduce_started;
   };
 
@@ -140,7 +141,7 @@ private:
       }
       reduce_and_deliver(state, inputs, state.report);
     } catch (const std::exception& failure) {
-      state.report.error = std::string("aggregator failed: ") + failure.what();
+      state.report.result = {comm::outcome::failed, std::string("aggregator failed: ") + failure.what()};
     }
     finish(found);
   }
@@ -200,20 +201,19 @@ private:
       try { // nobody had anything: a zero update
         setup_.results->where().zero(result->data(), result->size() * sizeof(float));
       } catch (const std::exception& failure) {
-        report.error = std::string("zeroing the result failed: ") + failure.what();
+        report.result = {comm::outcome::failed,
+                         std::string("zeroing the result failed: ") + failure.what()};
       }
     } else {
-      const auto reduced = setup_.plane
-                               ->group_reduce(inputs, nullptr, result->data(), result->size(),
-                                              {state.plan.round, setup_.contribution_timeout})
-                               ->wait(setup_.contribution_timeout);
-      if (!reduced.ok())
-        report.error = reduced.message();
+      report.result = setup_.plane
+                          ->group_reduce(inputs, nullptr, result->data(), result->size(),
+                                         {state.plan.round, setup_.contribution_timeout})
+                          ->wait(setup_.contribution_timeout);
     }
     report.reduce_seconds = std::chrono::duration<double>(clock_type::now() - reduce_start).count();
     report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);
     // A failed reduction leaves garbage: nobody gets it, and the coordinator ends the run.
-    if (report.error.empty()) {
+    if (report.result.ok()) {
       const round_result delivered{state.plan.round, result,
                                    static_cast<std::uint32_t>(report.members.size())};
       for (std::size_t position : answered_positions(state))
@@ -240,7 +240,8 @@ private:
       state.group_nodes.push_back(node);
       if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
           lost_nodes_.count(node) > 0)
-        state.reduce_error = "node " + std::to_string(node) + " was lost";
+        state.reduce_failure = {comm::outcome::peer_lost,
+                                "node " + std::to_string(node) + " was lost"};
     }
     state.reduce_started = clock_type::now();
     const std::uint64_t round = state.plan.round;
@@ -252,7 +253,7 @@ private:
       if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
           lost_nodes_.count(node) > 0)
         continue;
-      if (!state.reduce_error.empty()) {
+      if (!state.reduce_failure.ok()) {
         // The round is lost already: the live nodes only hold it, so that the commit to skip
         // reaches their members, and nobody waits in the data plane for the lost node.
         order.inputs.clear();
@@ -263,9 +264,9 @@ private:
       request(setup_.node_reducers[static_cast<std::size_t>(node)], setup_.reduce_timeout,
               std::move(order))
           .then([this, round, node = node](
-                    const reduce_done& answer) { node_reduced(round, node, answer.error); },
+                    const reduce_done& answer) { node_reduced(round, node, answer.result); },
                 [this, round, node = node](caf::error& failure) {
-                  node_reduced(round, node, system().render(failure));
+                  node_reduced(round, node, status_of(failure, system().render(failure)));
                 });
     }
     // Each node's pre-reduction reads its inputs and writes one buffer; the ring among k nodes
@@ -278,13 +279,13 @@ private:
       commit(rounds_.find(round));
   }
 
-  void node_reduced(std::uint64_t round, int node, const std::string& error) {
+  void node_reduced(std::uint64_t round, int node, const comm::status& answer) {
     auto found = rounds_.find(round);
     if (found == rounds_.end() || found->second.reducing_nodes.erase(node) == 0)
       return;
     auto& state = found->second;
-    if (!error.empty() && state.reduce_error.empty())
-      state.reduce_error = "node " + std::to_string(node) + ": " + error;
+    if (!answer.ok() && state.reduce_failure.ok())
+      state.reduce_failure = {answer.kind(), "node " + std::to_string(node) + ": " + answer.message()};
     if (state.reducing_nodes.empty())
       commit(found);
   }
@@ -293,7 +294,7 @@ private:
   // skip the round.
   void commit(std::map<std::uint64_t, round_state>::iterator found) {
     auto& state = found->second;
-    const bool deliver = state.reduce_error.empty();
+    const bool deliver = state.reduce_failure.ok();
     for (int node : state.group_nodes)
       if (lost_nodes_.count(node) == 0)
         send(setup_.node_reducers[static_cast<std::size_t>(node)], commit_atom::value,
@@ -301,7 +302,7 @@ private:
     state.report.reduce_seconds =
         std::chrono::duration<double>(clock_type::now() - state.reduce_started).count();
     if (!deliver) {
-      state.report.error = state.reduce_error;
+      state.report.result = state.reduce_failure;
       state.report.aborted = true;
     }
     finish(found);
@@ -344,8 +345,8 @@ private:
             state.group_nodes.end() ||
         state.reducing_nodes.empty())
       return;
-    if (state.reduce_error.empty())
-      state.reduce_error = why;
+    if (state.reduce_failure.ok())
+      state.reduce_failure = {comm::outcome::peer_lost, why};
     state.reducing_nodes.clear();
     commit(found);
   }

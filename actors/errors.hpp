@@ -2,6 +2,8 @@
 // by the renderer that add_message_types() registers.
 #pragma once
 
+#include "comm/errors.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -12,8 +14,9 @@ class actor_system_config;
 
 namespace herd::actors {
 
-// A round's own failures travel in group_done (a data-plane error is data, not an actor's exit);
-// these codes are for actors that end or refuse a request.
+// Two kinds of failure, each with a kind for code and words for people; no decision reads words.
+// A round's own failures are data (comm::status in group_done and reduce_done, the data plane's
+// vocabulary); these codes are for actors that end or refuse a request (caf::error).
 enum class herd_errc : std::uint8_t {
   compute_failed = 1, // a worker's local step threw; the worker exits with this
   evaluation_failed,  // the evaluator could not evaluate a snapshot
@@ -24,6 +27,10 @@ const char* to_string(herd_errc code);
 
 /// A caf::error in Herd's category with a sentence of context.
 caf::error make_error(herd_errc code, std::string context);
+
+/// A failed request between actors as a round's result: `timeout` when the answer did not come
+/// in time, `peer_lost` when the other actor (or its process) is gone; `message` says it.
+comm::status status_of(const caf::error& failure, std::string message);
 
 /// Registers the renderer of Herd's error category (add_message_types() calls it).
 void add_error_category(caf::actor_system_config& config);

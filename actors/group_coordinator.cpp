@@ -199,11 +199,11 @@ private:
     samples_committed_ -= round->second.expected_samples;
     const group_decision planned = std::move(round->second.planned);
     in_flight_.erase(round);
-    const bool failed = !report.error.empty() && !report.aborted;
+    const bool failed = !report.result.ok() && !report.aborted;
     const std::string prefix = "round " + std::to_string(report.round);
     if (report.aborted) {
       ++counters_.aborted_rounds;
-      notice(prefix + " aborted: " + report.error);
+      notice(prefix + " aborted: " + report.result.message());
     } else if (!failed) {
       consecutive_aborted_rounds_ = 0;
       samples_committed_ += report.samples;
@@ -219,9 +219,9 @@ private:
                   "did not answer " + prefix + ": " + report.unanswered_reasons[i]);
     if (failed ||
         (report.aborted && ++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds)) {
-      fail(failed ? prefix + ": " + report.error
+      fail(failed ? prefix + ": " + report.result.message()
                   : std::to_string(consecutive_aborted_rounds_) +
-                        " rounds in a row aborted; the last: " + report.error);
+                        " rounds in a row aborted; the last: " + report.result.message());
       return;
     }
     if (phases_.running()) {
@@ -527,7 +527,7 @@ private:
     report_progress();
     run_summary run;
     run.algorithm = setup_.config.train.algorithm;
-    run.backend = setup_.backend_name;
+    run.data_plane = setup_.data_plane;
     run.compute = setup_.compute;
     run.imbalance =
         imbalance_model(setup_.config.imbalance, setup_.config.train.workers).describe();

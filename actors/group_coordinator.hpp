@@ -75,7 +75,7 @@ public:
 
 struct coordinator_setup {
   config::run_config config;
-  std::string backend_name;
+  std::string data_plane;
   std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   /// Samples that make one epoch over all shards (workers x batches per epoch x batch size).
   std::size_t samples_per_epoch = 0;

@@ -28,6 +28,11 @@ caf::error make_error(herd_errc code, std::string context) {
                     caf::make_message(std::move(context))};
 }
 
+comm::status status_of(const caf::error& failure, std::string message) {
+  const bool timed_out = failure == caf::sec::request_timeout;
+  return {timed_out ? comm::outcome::timeout : comm::outcome::peer_lost, std::move(message)};
+}
+
 void add_error_category(caf::actor_system_config& config) {
   config.add_error_category(error_category,
                             [](std::uint8_t code, caf::atom_value, const caf::message& context) {

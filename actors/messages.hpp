@@ -7,6 +7,7 @@
 
 #include "actors/run_summary.hpp"
 #include "comm/buffer_pool.hpp"
+#include "comm/errors.hpp"
 
 #include <caf/all.hpp>
 
@@ -133,8 +134,8 @@ struct group_done {
   std::uint64_t bytes = 0;     // bytes the data plane read and wrote
   double reduce_seconds = 0.0; // data-plane time
   double seconds = 0.0;        // plan received until results sent
-  std::string error;           // the data plane failed; nobody got a result
-  bool aborted = false; // with error: the members were told to skip the round (a node was lost)
+  comm::status result;         // not ok: the reduction failed and nobody got a result
+  bool aborted = false; // with a failed result: the members were told to skip the round
   std::vector<std::int32_t> unanswered;        // members whose contribution request failed
   std::vector<std::string> unanswered_reasons; // why, same order
 };
@@ -142,7 +143,7 @@ struct group_done {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_done& x) {
   return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps,
-           x.versions, x.fresh, x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.error,
+           x.versions, x.fresh, x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.result,
            x.aborted, x.unanswered, x.unanswered_reasons);
 }
 
@@ -288,13 +289,13 @@ typename Inspector::result_type inspect(Inspector& f, reduce_order& x) {
 struct reduce_done {
   std::uint64_t round = 0;
   std::int32_t node = 0;
-  std::string error; // empty: the node holds the round's result
+  comm::status result; // ok: the node holds the round's result (or its transfer ended)
   double seconds = 0.0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_done& x) {
-  return f(caf::meta::type_name("herd.reduce_done"), x.round, x.node, x.error, x.seconds);
+  return f(caf::meta::type_name("herd.reduce_done"), x.round, x.node, x.result, x.seconds);
 }
 
 /// Where every worker lives, and the data plane rounds use from now on: the registry tells the
@@ -406,7 +407,7 @@ struct plane_update {
 };
 
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
-constexpr std::uint32_t cluster_protocol_version = 2;
+constexpr std::uint32_t cluster_protocol_version = 3;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -66,7 +66,7 @@ struct run_counters {
 progress progress_of(const run_counters& counters, double elapsed_seconds,
                      std::optional<double> test_accuracy);
 
-/// The run's summary. `run` says what ran and how it ended (algorithm, backend, compute,
+/// The run's summary. `run` says what ran and how it ended (algorithm, data plane, compute,
 /// imbalance, target_accuracy, stop_reason, error); the counts and rates come from `counters`,
 /// over `wall_seconds` of training, and the accuracies from `evaluations`.
 run_summary summarize(run_summary run, const run_counters& counters,

@@ -28,7 +28,7 @@ namespace herd::actors {
 worker_setup make_worker_setup(const config::run_config& config, int index,
                                std::shared_ptr<const models::mlp> model,
                                std::shared_ptr<const models::dataset> train,
-                               const kernels::ops* ops, std::shared_ptr<comm::backend> backend,
+                               const kernels::ops* ops, std::shared_ptr<comm::data_plane> plane,
                                std::shared_ptr<const imbalance_model> imbalance,
                                std::shared_ptr<worker_probe> probe);
 

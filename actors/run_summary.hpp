@@ -64,7 +64,7 @@ struct waiting_summary {
 struct run_summary {
   std::string algorithm;
   int workers = 0;
-  std::string backend;
+  std::string data_plane; // what moved tensors: "local", "gloo"
   std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   std::string imbalance = "none";
   std::string stop_reason; // epochs, target-accuracy, max-seconds, interrupted, error

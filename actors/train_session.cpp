@@ -337,7 +337,7 @@ void train_session::spawn_and_start() {
 
   coordinator_setup coordination;
   coordination.config = state.config;
-  coordination.backend_name = std::string(state.plane->name());
+  coordination.data_plane = std::string(state.plane->name());
   coordination.compute = state.compute.description;
   coordination.samples_per_epoch = state.samples_per_epoch;
   coordination.observer = state.options.observer;
@@ -358,7 +358,7 @@ void train_session::spawn_and_start() {
   run_summary failed;
   failed.algorithm = state.config.train.algorithm;
   failed.workers = state.config.train.workers;
-  failed.backend = std::string(state.plane->name());
+  failed.data_plane = std::string(state.plane->name());
   failed.stop_reason = "error";
   state.coordinator->attach_functor(
       [result = state.result, failed](const caf::error& reason) mutable {

@@ -159,7 +159,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   };
   out << "\nHerd run summary\n";
   line("algorithm", s.algorithm + " (" + std::to_string(s.workers) + " workers on " + s.compute +
-                        ", " + s.backend + " backend, imbalance " + s.imbalance + ")");
+                        ", " + s.data_plane + " data plane, imbalance " + s.imbalance + ")");
   line("stopped by", s.stop_reason + " after " + fixed(s.epochs, 2) + " epochs" +
                          (s.error.empty() ? "" : " (" + s.error + ")"));
   line("wall time", fixed(s.wall_seconds, 1) + " s");
@@ -217,7 +217,8 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   nlohmann::json report;
   report["algorithm"] = s.algorithm;
   report["workers"] = s.workers;
-  report["backend"] = s.backend;
+  report["data_plane"] = s.data_plane;
+  report["backend"] = s.data_plane; // the field's first name, kept for readers of old reports
   report["compute"] = s.compute;
   report["imbalance"] = s.imbalance;
   report["stop_reason"] = s.stop_reason;

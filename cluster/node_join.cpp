@@ -1,6 +1,7 @@
 // A node joining the running job; see node_join.hpp.
 #include "cluster/node_join.hpp"
 
+#include "actors/errors.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
 
@@ -24,8 +25,8 @@ public:
 
   void admit(node_admission admission, const caf::actor& registry) override {
     auto& self = coordinator_.self();
-    const std::string refusal = refusal_of(admission);
-    if (!refusal.empty()) {
+    const comm::status refusal = refusal_of(admission);
+    if (!refusal.ok()) {
       self.send(registry, join_done_atom::value, admission.node, refusal);
       return;
     }
@@ -34,7 +35,7 @@ public:
     for (std::int32_t slot : admission.workers)
       coordinator_.lose_worker(slot, "its node was lost");
     if (!coordinator_.running()) { // that was the last worker
-      self.send(registry, join_done_atom::value, admission.node, std::string("the run is ending"));
+      self.send(registry, join_done_atom::value, admission.node, run_ending());
       return;
     }
     // Watched from now on: losing the new node ends the join at once, not at the transfer's
@@ -61,12 +62,12 @@ public:
     if (!joining_ || joining_->transferring || coordinator_.rounds_in_flight() > 0)
       return;
     if (!coordinator_.running()) {
-      end("the run is ending");
+      end(run_ending());
       return;
     }
     const auto live = coordinator_.live_workers();
     if (live.empty()) {
-      end("no live worker to take the model from");
+      end({comm::outcome::peer_lost, "no live worker to take the model from"});
       return;
     }
     transfer(live.front());
@@ -74,8 +75,9 @@ public:
 
   void worker_lost(int worker, const std::string& why) override {
     if (joining_ && joining_->transferring && joining_->source == worker)
-      end("worker " + std::to_string(worker) +
-          ", whose state the new workers were taking, was lost: " + why);
+      end({comm::outcome::peer_lost, "worker " + std::to_string(worker) +
+                                          ", whose state the new workers were taking, was lost: " +
+                                          why});
   }
 
   void actor_down(const caf::down_msg& down) override {
@@ -89,38 +91,45 @@ public:
         std::any_of(admission.handles.begin(), admission.handles.end(),
                     [&](const caf::actor& handle) { return handle.address() == down.source; });
     if (joiner)
-      end("it was lost while joining: " + coordinator_.self().system().render(down.reason));
+      end({comm::outcome::peer_lost,
+           "it was lost while joining: " + coordinator_.self().system().render(down.reason)});
   }
 
 private:
   struct join_state {
     node_admission admission;
-    caf::actor registry; // hears (join_done_atom, node, error)
+    caf::actor registry; // hears (join_done_atom, node, comm::status)
     bool transferring = false;
     std::uint64_t tag = 0;    // the transfer's
     int source = -1;          // the live worker whose state the new workers adopt
     std::uint64_t rounds = 0; // rounds finished when it was taken
   };
 
-  std::string refusal_of(const node_admission& admission) const {
+  static comm::status run_ending() { return {comm::outcome::aborted, "the run is ending"}; }
+
+  // Why `admission` cannot start now (a result that is not ok), or done.
+  comm::status refusal_of(const node_admission& admission) const {
+    const auto refused = [](std::string why) {
+      return comm::status{comm::outcome::invalid_argument, std::move(why)};
+    };
     const auto workers = coordinator_.worker_count();
     if (!coordinator_.running())
-      return "the run is ending";
+      return run_ending();
     if (joining_)
-      return "another node is joining";
+      return refused("another node is joining");
     if (admission.workers.size() != admission.handles.size() || admission.workers.empty())
-      return "the admission names " + std::to_string(admission.workers.size()) + " slots for " +
-             std::to_string(admission.handles.size()) + " workers";
+      return refused("the admission names " + std::to_string(admission.workers.size()) +
+                     " slots for " + std::to_string(admission.handles.size()) + " workers");
     for (std::int32_t slot : admission.workers)
       if (slot < 0 || static_cast<std::size_t>(slot) >= workers)
-        return "worker " + std::to_string(slot) + " is not a worker of this run";
+        return refused("worker " + std::to_string(slot) + " is not a worker of this run");
     const auto& topology = admission.topology;
     const auto nodes = static_cast<std::int32_t>(topology.node_reducers.size());
     if (topology.worker_nodes.size() != workers || admission.node < 0 || admission.node >= nodes ||
         std::any_of(topology.worker_nodes.begin(), topology.worker_nodes.end(),
                     [nodes](std::int32_t node) { return node < 0 || node >= nodes; }))
-      return "the admission's topology does not cover the run's " + std::to_string(workers) +
-             " workers";
+      return refused("the admission's topology does not cover the run's " +
+                     std::to_string(workers) + " workers");
     return {};
   }
 
@@ -142,37 +151,39 @@ private:
     joining_->tag = order.tag;
     struct parts {
       int outstanding = 2;
-      std::string error;
+      comm::status result;
     };
     auto state = std::make_shared<parts>();
     auto& self = coordinator_.self();
     for (int node : {order.from, order.to}) {
-      auto one_done = [this, state, node, tag = order.tag](const std::string& error) {
-        if (!error.empty() && state->error.empty())
-          state->error = "node " + std::to_string(node) + ": " + error;
+      auto one_done = [this, state, node, tag = order.tag](const comm::status& result) {
+        if (!result.ok() && state->result.ok())
+          state->result = {result.kind(), "node " + std::to_string(node) + ": " + result.message()};
         if (--state->outstanding == 0 && joining_ && joining_->tag == tag)
-          end(state->error);
+          end(state->result);
       };
       self.request(topology.node_reducers.at(static_cast<std::size_t>(node)), transfer_timeout_,
                    order)
           .then(
-              [one_done](const reduce_done& answer) { one_done(answer.error); },
-              [&self, one_done](caf::error& failure) { one_done(self.system().render(failure)); });
+              [one_done](const reduce_done& answer) { one_done(answer.result); },
+              [&self, one_done](caf::error& failure) {
+                one_done(status_of(failure, self.system().render(failure)));
+              });
     }
   }
 
   // The transfer ended (or could not start): the new workers count as live from here on, or the
   // node is turned away; either way the policy hears what it was held from.
-  void end(const std::string& error) {
+  void end(const comm::status& result) {
     if (!joining_)
       return;
     const join_state join = std::move(*joining_);
     joining_.reset();
     const auto& admission = join.admission;
-    std::string outcome = error;
-    if (outcome.empty() && !coordinator_.running())
-      outcome = "the run is ending";
-    if (outcome.empty()) {
+    comm::status outcome = result;
+    if (outcome.ok() && !coordinator_.running())
+      outcome = run_ending();
+    if (outcome.ok()) {
       for (std::size_t i = 0; i < admission.workers.size(); ++i)
         coordinator_.admit_worker(admission.workers[i], admission.handles[i], admission.name);
       coordinator_.notice(
@@ -181,10 +192,11 @@ private:
           index_list(admission.workers) + " took worker " + std::to_string(join.source) +
           "'s model after round " + std::to_string(join.rounds));
     } else {
-      coordinator_.notice("node " + std::to_string(admission.node) + " could not join: " + outcome);
+      coordinator_.notice("node " + std::to_string(admission.node) +
+                          " could not join: " + outcome.message());
     }
     coordinator_.self().send(join.registry, join_done_atom::value, admission.node, outcome);
-    coordinator_.resume_rounds(outcome.empty());
+    coordinator_.resume_rounds(outcome.ok());
   }
 
   coordinator_port& coordinator_;

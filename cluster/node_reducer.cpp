@@ -1,6 +1,7 @@
 // The node reducer actor; see node_reducer.hpp.
 #include "cluster/node_reducer.hpp"
 
+#include "actors/errors.hpp"
 #include "actors/messages.hpp"
 
 #include <algorithm>
@@ -41,15 +42,15 @@ public:
   caf::behavior make_behavior() override {
     return {
         [this](reduce_order& order) -> caf::result<reduce_done> { return begin(std::move(order)); },
-        [this](reduced_atom, std::uint64_t round, const std::string& error, double seconds) {
-          finished(round, error, seconds);
+        [this](reduced_atom, std::uint64_t round, const comm::status& result, double seconds) {
+          finished(round, result, seconds);
         },
         [this](prereduced_atom, std::uint64_t round) { prereduced(round); },
         [this](commit_atom, std::uint64_t round, bool deliver) { commit(round, deliver); },
         [this](plane_update& update) { add_plane(std::move(update)); },
         [this](const state_transfer& order) -> caf::result<reduce_done> { return transfer(order); },
-        [this](moved_atom, std::uint64_t tag, const std::string& error, double seconds) {
-          moved(tag, error, seconds);
+        [this](moved_atom, std::uint64_t tag, const comm::status& result, double seconds) {
+          moved(tag, result, seconds);
         },
     };
   }
@@ -115,7 +116,7 @@ private:
   caf::result<reduce_done> begin(reduce_order order) {
     const std::uint64_t round = order.round;
     if (held_.count(round) > 0)
-      return reduce_done{round, setup_.node, "round already ordered on this node", 0.0};
+      return refusal(round, "round already ordered on this node");
     std::shared_ptr<comm::data_plane> plane;
     std::vector<int> ranks;
     if (order.nodes.size() > 1) {
@@ -124,7 +125,7 @@ private:
         plane = plane_of(order.generation).plane;
         use_generation(order.generation);
       } catch (const std::exception& failure) {
-        return reduce_done{round, setup_.node, failure.what(), 0.0};
+        return refusal(round, failure.what());
       }
     }
     auto& held = held_[round];
@@ -161,10 +162,9 @@ private:
       } catch (const std::exception& failure) {
         reduced = {comm::outcome::failed, failure.what()};
       }
-      const std::string error = reduced.ok() ? std::string() : reduced.message();
       const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
       if (auto reducer = caf::actor_cast<caf::actor>(self))
-        caf::anon_send(reducer, reduced_atom::value, round, error, seconds);
+        caf::anon_send(reducer, reduced_atom::value, round, reduced, seconds);
     });
     return held.promise;
   }
@@ -178,15 +178,15 @@ private:
       commit(round, *found->second.deferred);
   }
 
-  void finished(std::uint64_t round, const std::string& error, double seconds) {
+  void finished(std::uint64_t round, const comm::status& result, double seconds) {
     auto found = held_.find(round);
     if (found == held_.end())
       return;
     auto& held = found->second;
     held.prereduced = true; // also when the pre-reduction itself failed
-    held.reduced = error.empty();
-    held.promise.deliver(reduce_done{round, setup_.node, error, seconds});
-    if (!error.empty())
+    held.reduced = result.ok();
+    held.promise.deliver(reduce_done{round, setup_.node, result, seconds});
+    if (!result.ok())
       held.result = nullptr; // nobody gets garbage; the commit says skip
     if (held.committed)
       held_.erase(found); // the members were told already
@@ -228,7 +228,7 @@ private:
     int root = 0;                            // the rank of `from`
     worker_state state;                      // sent, or received
     std::size_t adopting = 0;                // targets that have not answered yet
-    std::string error;
+    comm::status result;
     double seconds = 0.0;
   };
 
@@ -244,13 +244,13 @@ private:
       pending.ranks = ranks_of(order.generation, {order.from, order.to});
       use_generation(order.generation);
     } catch (const std::exception& failure) {
-      return reduce_done{order.tag, setup_.node, failure.what(), 0.0};
+      return refusal(order.tag, failure.what());
     }
     const bool sending = setup_.node == order.from;
     if (!sending && setup_.node != order.to)
-      return reduce_done{order.tag, setup_.node, "this node takes no part in the transfer", 0.0};
+      return refusal(order.tag, "this node takes no part in the transfer");
     if (transfers_.count(order.tag) > 0)
-      return reduce_done{order.tag, setup_.node, "transfer already ordered on this node", 0.0};
+      return refusal(order.tag, "transfer already ordered on this node");
     pending.order = order;
     pending.promise = make_response_promise<reduce_done>();
     auto promise = transfers_.emplace(order.tag, std::move(pending)).first->second.promise;
@@ -261,13 +261,14 @@ private:
     auto source = setup_.workers.find(order.source);
     if (source == setup_.workers.end()) {
       transfers_.erase(order.tag);
-      return reduce_done{order.tag, setup_.node,
-                         "worker " + std::to_string(order.source) + " is not on this node", 0.0};
+      return refusal(order.tag, "worker " + std::to_string(order.source) + " is not on this node");
     }
     request(source->second, setup_.data_timeout, export_atom::value)
         .then([this, tag = order.tag](const worker_state& state) { broadcast(tag, state); },
               [this, tag = order.tag](caf::error& failure) {
-                moved(tag, "worker state export failed: " + system().render(failure), 0.0);
+                moved(tag,
+                      status_of(failure, "worker state export failed: " + system().render(failure)),
+                      0.0);
               });
     return promise;
   }
@@ -285,21 +286,20 @@ private:
       const auto start = clock_type::now();
       const auto copied =
           plane->broadcast(data->data(), data->size(), ranks, root, {tag, timeout})->wait(timeout);
-      const std::string error = copied.ok() ? std::string() : copied.message();
       const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
       if (auto reducer = caf::actor_cast<caf::actor>(self))
-        caf::anon_send(reducer, moved_atom::value, tag, error, seconds);
+        caf::anon_send(reducer, moved_atom::value, tag, copied, seconds);
     });
   }
 
-  void moved(std::uint64_t tag, const std::string& error, double seconds) {
+  void moved(std::uint64_t tag, const comm::status& result, double seconds) {
     auto found = transfers_.find(tag);
     if (found == transfers_.end())
       return;
     auto& pending = found->second;
     pending.seconds = seconds;
-    if (!error.empty() || pending.order.from == setup_.node) {
-      finish_transfer(tag, error);
+    if (!result.ok() || pending.order.from == setup_.node) {
+      finish_transfer(tag, result);
       return;
     }
     // Copies: adopted() erases the entry once the last target answered.
@@ -313,32 +313,40 @@ private:
     for (std::int32_t target : targets) {
       auto worker = setup_.workers.find(target);
       if (worker == setup_.workers.end()) {
-        adopted(tag, "worker " + std::to_string(target) + " is not on this node");
+        adopted(tag, {comm::outcome::invalid_argument,
+                      "worker " + std::to_string(target) + " is not on this node"});
         continue;
       }
       request(worker->second, setup_.data_timeout, adopt_atom::value, state)
           .then([this, tag](bool) { adopted(tag, {}); },
-                [this, tag](caf::error& failure) { adopted(tag, system().render(failure)); });
+                [this, tag](caf::error& failure) {
+                  adopted(tag, status_of(failure, system().render(failure)));
+                });
     }
   }
 
-  void adopted(std::uint64_t tag, const std::string& error) {
+  void adopted(std::uint64_t tag, const comm::status& result) {
     auto found = transfers_.find(tag);
     if (found == transfers_.end())
       return;
     auto& pending = found->second;
-    if (!error.empty() && pending.error.empty())
-      pending.error = error;
+    if (!result.ok() && pending.result.ok())
+      pending.result = result;
     if (--pending.adopting == 0)
-      finish_transfer(tag, pending.error);
+      finish_transfer(tag, pending.result);
   }
 
-  void finish_transfer(std::uint64_t tag, const std::string& error) {
+  void finish_transfer(std::uint64_t tag, const comm::status& result) {
     auto found = transfers_.find(tag);
     if (found == transfers_.end())
       return;
-    found->second.promise.deliver(reduce_done{tag, setup_.node, error, found->second.seconds});
+    found->second.promise.deliver(reduce_done{tag, setup_.node, result, found->second.seconds});
     transfers_.erase(found);
+  }
+
+  // An order this node cannot carry out (a bad or repeated order): it fails alone.
+  reduce_done refusal(std::uint64_t round, std::string why) const {
+    return reduce_done{round, setup_.node, {comm::outcome::invalid_argument, std::move(why)}, 0.0};
   }
 
   node_reducer_setup setup_;

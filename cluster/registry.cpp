@@ -34,7 +34,7 @@ run_summary error_summary(const config::run_config& config, std::string error,
   failed.started = false;
   failed.algorithm = config.train.algorithm;
   failed.workers = config.train.workers;
-  failed.backend = "gloo";
+  failed.data_plane = "gloo";
   failed.stop_reason = std::move(stop_reason);
   failed.error = std::move(error);
   return failed;
@@ -73,7 +73,9 @@ public:
         [this](store_get_atom, const std::string& key) { return on_get(key); },
         [this](stop_atom) { on_stop(); },
         [this](job_over_atom) { return on_job_over(); },
-        [this](join_done_atom, std::int32_t node, std::string why) { on_join_done(node, why); },
+        [this](join_done_atom, std::int32_t node, const comm::status& result) {
+          on_join_done(node, result);
+        },
     };
   }
 
@@ -204,11 +206,11 @@ private:
     return promise;
   }
 
-  void on_join_done(std::int32_t node, const std::string& error) {
+  void on_join_done(std::int32_t node, const comm::status& result) {
     if (ledger_.joining() != static_cast<std::size_t>(node))
       return;
-    if (!error.empty()) {
-      join_failed(error);
+    if (!result.ok()) {
+      join_failed(result.message());
       return;
     }
     ledger_.end();
@@ -287,7 +289,7 @@ private:
     const auto& config = context_->config;
     coordinator_setup coordination;
     coordination.config = config;
-    coordination.backend_name = "gloo";
+    coordination.data_plane = "gloo";
     coordination.samples_per_epoch = epoch_samples(config, context_->data->train.size());
     coordination.observer = context_->options.observer;
     coordination.progress_interval = context_->options.progress_interval;
@@ -364,7 +366,7 @@ private:
     // A node lost while it connected a joining node's plane will not answer: the join fails
     // (the others wait for its rank), and the next one need not wait for its answer.
     for (std::uint32_t generation : ledger_.owed_by(index))
-      rebuilt(generation, index, label(index) + " was lost: " + why);
+      rebuilt(generation, index, {comm::outcome::peer_lost, label(index) + " was lost: " + why});
     const auto& node = nodes_[index];
     if (phase_ == registry_phase::running && !node.ready) { // waiting for its turn to join
       notice(label(index) + " left before it could join: " + why);
@@ -420,15 +422,16 @@ private:
       request(nodes_[peer].control, timeout, plane_rebuild{generation, ledger_.plane_nodes()})
           .then([this, generation, peer](bool) { rebuilt(generation, peer, {}); },
                 [this, generation, peer](caf::error& failure) {
-                  rebuilt(generation, peer, label(peer) + ": " + system().render(failure));
+                  rebuilt(generation, peer,
+                          status_of(failure, label(peer) + ": " + system().render(failure)));
                 });
   }
 
   // `peer` answered for `generation` (or was lost, and will not).
-  void rebuilt(std::uint32_t generation, std::size_t peer, const std::string& error) {
-    const auto next = ledger_.answered(generation, peer, !error.empty());
+  void rebuilt(std::uint32_t generation, std::size_t peer, const comm::status& result) {
+    const auto next = ledger_.answered(generation, peer, !result.ok());
     if (next == join_ledger::next_step::fail_join)
-      join_failed("the data plane did not reconnect: " + error);
+      join_failed("the data plane did not reconnect: " + result.message());
     else if (next == join_ledger::next_step::admit_join)
       admit_when_connected();
     else if (next == join_ledger::next_step::start_next)

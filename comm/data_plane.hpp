@@ -106,9 +106,6 @@ protected:
   }
 };
 
-/// The name actors/run_parts.hpp still spells; data_plane everywhere else.
-using backend = data_plane;
-
 /// Workers of one process: a reduction is one pass of ops.weighted_sum over the attached buffers,
 /// read in place (zero copy), on the calling thread, complete (ops.synchronize()) when
 /// group_reduce returns. Buffers live in ops.memory(): on a GPU, the workers on it reduce with the

@@ -36,6 +36,12 @@ public:
   /// Empty when done; otherwise what went wrong, naming the plane, the peer or the operation.
   const std::string& message() const { return message_; }
 
+  /// A status travels in actor messages as its kind and its message (CAF's inspect; no CAF here).
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, status& x) {
+    return f(x.kind_, x.message_);
+  }
+
 private:
   outcome kind_ = outcome::done;
   std::string message_;

@@ -129,7 +129,8 @@ TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_deli
                        caf::after(std::chrono::milliseconds(200)) >> [] {});
   EXPECT_EQ(report->round, 3u);
   EXPECT_EQ(report->members, (std::vector<std::int32_t>{0, 1}));
-  EXPECT_EQ(report->error, "rank 1 failed: injected");
+  EXPECT_EQ(report->result.kind(), herd::comm::outcome::peer_lost);
+  EXPECT_EQ(report->result.message(), "rank 1 failed: injected");
   EXPECT_FALSE(report->aborted);
   EXPECT_FALSE(delivered) << "a member got the result of a reduction that failed";
   for (const auto& actor : {aggregator, workers[0], workers[1]})

@@ -18,7 +18,7 @@ using herd::policy::round_kind;
 run_summary head() {
   run_summary run;
   run.algorithm = "majority";
-  run.backend = "local";
+  run.data_plane = "local";
   run.compute = "cpu";
   run.imbalance = "random k=1";
   run.target_accuracy = 0.8;
@@ -47,7 +47,7 @@ TEST(run_counters, the_summary_names_the_run_and_counts_its_rounds) {
   counters.aborted_rounds = 1;
   const auto summary = summarize(head(), counters, no_evaluations(), 4.0);
   EXPECT_EQ(summary.algorithm, "majority");
-  EXPECT_EQ(summary.backend, "local");
+  EXPECT_EQ(summary.data_plane, "local");
   EXPECT_EQ(summary.imbalance, "random k=1");
   EXPECT_EQ(summary.stop_reason, "epochs");
   EXPECT_EQ(summary.target_accuracy, 0.8);

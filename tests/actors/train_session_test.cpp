@@ -221,7 +221,7 @@ TEST(train_session, summary_counts_are_consistent) {
   const auto summary = session.run();
   ASSERT_EQ(summary.stop_reason, "epochs");
   EXPECT_EQ(summary.algorithm, "sync");
-  EXPECT_EQ(summary.backend, "local");
+  EXPECT_EQ(summary.data_plane, "local");
   EXPECT_EQ(summary.workers, workers);
   EXPECT_EQ(summary.rounds, 50u);
   EXPECT_EQ(summary.samples, 50u * workers * batch);

@@ -191,12 +191,13 @@ TEST_F(herd_cli, short_run_prints_a_summary_and_writes_the_json_report) {
   ASSERT_TRUE(in.good()) << report_path;
   const auto report = nlohmann::json::parse(in);
   for (const char* field :
-       {"algorithm", "workers", "backend", "imbalance", "steps", "rounds", "samples",
+       {"algorithm", "workers", "data_plane", "backend", "imbalance", "steps", "rounds", "samples",
         "wall_seconds", "time_to_target_seconds", "final_test_accuracy", "final_train_loss",
         "samples_per_second", "per_worker", "evaluations", "stop_reason", "config"})
     EXPECT_TRUE(report.contains(field)) << field;
   EXPECT_EQ(report["algorithm"], "sync");
   EXPECT_EQ(report["workers"], 2);
+  EXPECT_EQ(report["data_plane"], "local");
   EXPECT_EQ(report["backend"], "local");
   EXPECT_EQ(report["imbalance"], "none");
   EXPECT_EQ(report["stop_reason"], "epochs");

@@ -166,7 +166,7 @@ TEST(cluster_cli, a_coordinator_and_three_nodes_train_the_quick_start_to_the_tar
     const auto report = run.report();
     EXPECT_EQ(report["algorithm"], algorithm);
     EXPECT_EQ(report["workers"], 4) << "train.workers is the sum of the nodes' --workers";
-    EXPECT_EQ(report["backend"], "gloo");
+    EXPECT_EQ(report["data_plane"], "gloo");
     EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
     EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
     EXPECT_EQ(report["rounds_aborted"], 0);
