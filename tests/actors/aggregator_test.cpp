@@ -86,17 +86,6 @@ caf::behavior giving_worker(caf::event_based_actor* self, std::int32_t index,
   };
 }
 
-// Fault injection as c10d's tests do it: the local plane, with group_reduce alone overridden.
-class lossy_plane final : public herd::testing::delegating_plane {
-public:
-  using delegating_plane::delegating_plane;
-  std::shared_ptr<herd::comm::work> group_reduce(const std::vector<herd::comm::weighted_input>&,
-                                                 const float*, float*, std::size_t,
-                                                 const herd::comm::operation_options&) override {
-    return herd::comm::ended_work({herd::comm::outcome::peer_lost, "rank 1 failed: injected"});
-  }
-};
-
 TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_delivers_nothing) {
   caf::actor_system_config config;
   add_message_types(config);
@@ -108,7 +97,9 @@ TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_deli
   for (int worker = 0; worker < 2; ++worker)
     ASSERT_TRUE(local->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
   aggregator_setup setup;
-  setup.plane = std::make_shared<lossy_plane>(local);
+  // Fault injection as c10d's tests do it: the local plane, with group_reduce alone overridden.
+  setup.plane = std::make_shared<herd::testing::failing_reduce_plane>(
+      local, herd::comm::status{herd::comm::outcome::peer_lost, "rank 1 failed: injected"});
   setup.results = herd::comm::buffer_pool::create(4);
   const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
                                         system.spawn(giving_worker, 1, caf::actor(coordinator))};

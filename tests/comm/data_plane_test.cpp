@@ -88,20 +88,11 @@ TEST(local_plane, says_what_it_supports_and_where_its_buffers_live) {
   EXPECT_TRUE(plane->detach(0).ok());
 }
 
-// As c10d's tests make a backend fail: a double that overrides group_reduce alone. Everything
-// else still reaches the local plane underneath.
-class lossy_plane final : public herd::testing::delegating_plane {
-public:
-  using delegating_plane::delegating_plane;
-  std::shared_ptr<herd::comm::work> group_reduce(const std::vector<herd::comm::weighted_input>&,
-                                                 const float*, float*, std::size_t,
-                                                 const herd::comm::operation_options&) override {
-    return herd::comm::ended_work({outcome::peer_lost, "rank 1 failed: injected"});
-  }
-};
-
 TEST(data_plane, a_double_that_overrides_one_virtual_injects_a_typed_failure) {
-  lossy_plane plane(herd::comm::make_local_plane(herd::kernels::cpu_ops()));
+  // As c10d's tests make a backend fail: a double that overrides group_reduce alone. Everything
+  // else still reaches the local plane underneath.
+  herd::testing::failing_reduce_plane plane(herd::comm::make_local_plane(herd::kernels::cpu_ops()),
+                                            {outcome::peer_lost, "rank 1 failed: injected"});
   std::vector<float> send(8, 1.0f);
   std::vector<float> out(8, 0.0f);
   EXPECT_EQ(plane.name(), "local");

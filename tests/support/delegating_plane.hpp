@@ -36,4 +36,20 @@ private:
   std::shared_ptr<comm::data_plane> inner_;
 };
 
+/// A plane whose group reductions all end with `failure` at once; everything else reaches the
+/// plane underneath.
+class failing_reduce_plane final : public delegating_plane {
+public:
+  failing_reduce_plane(std::shared_ptr<comm::data_plane> inner, comm::status failure)
+      : delegating_plane(std::move(inner)), failure_(std::move(failure)) {}
+  std::shared_ptr<comm::work> group_reduce(const std::vector<comm::weighted_input>&, const float*,
+                                           float*, std::size_t,
+                                           const comm::operation_options&) override {
+    return comm::ended_work(failure_);
+  }
+
+private:
+  comm::status failure_;
+};
+
 } // namespace herd::testing
