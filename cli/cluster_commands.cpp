@@ -15,7 +15,6 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
@@ -117,8 +116,7 @@ int run_coordinator(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   const auto& config = prepared->config;
-  const bool interactive = ::isatty(STDOUT_FILENO) != 0;
-  progress_printer printer(std::cout, interactive, config.train.epochs);
+  progress_printer printer(std::cout, progress_options_for(config));
   cluster::cluster_options options;
   options.listen_host = listen.host;
   options.port = listen.port;

@@ -1,69 +1,149 @@
-// Progress display for `herd train`; see progress_printer.hpp.
+// Progress display for `herd train` and `herd coordinator`; see progress_printer.hpp.
 #include "cli/progress_printer.hpp"
 
+#include "config/run_config.hpp"
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <vector>
 
 namespace herd::cli {
 
 namespace {
 
 std::string clock_text(double seconds) {
-  const auto total = static_cast<long>(seconds);
+  const auto total = static_cast<long>(std::max(0.0, seconds));
   char text[32];
-  std::snprintf(text, sizeof text, "%ld:%02ld", total / 60, total % 60);
+  if (total >= 3600)
+    std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  else
+    std::snprintf(text, sizeof text, "%ld:%02ld", total / 60, total % 60);
   return text;
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(digits) << value;
+  return text.str();
+}
+
+int standard_output_columns() {
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    return size.ws_col;
+  if (const char* columns = std::getenv("COLUMNS")) {
+    const int parsed = std::atoi(columns);
+    if (parsed > 0)
+      return parsed;
+  }
+  return 80;
+}
+
+std::string log_stamp(double seconds) {
+  std::ostringstream text;
+  text << '[' << std::fixed << std::setprecision(1) << std::setw(7) << seconds << "s] ";
+  return text.str();
 }
 
 } // namespace
 
-progress_printer::progress_printer(std::ostream& out, bool interactive, double epochs,
-                                   double log_interval_seconds)
-    : out_(out), interactive_(interactive), epochs_(epochs),
-      log_interval_seconds_(log_interval_seconds) {}
+progress_options progress_options_for(const config::run_config& config) {
+  progress_options options;
+  options.interactive = ::isatty(STDOUT_FILENO) != 0;
+  options.epochs = config.train.epochs;
+  options.max_seconds = config.train.max_seconds;
+  options.columns = standard_output_columns;
+  return options;
+}
 
-std::string progress_printer::status(const actors::progress& now) const {
-  std::ostringstream line;
-  line << std::fixed << "epoch " << std::setprecision(2) << now.epoch << '/' << std::setprecision(0)
-       << epochs_ << "  round " << now.rounds << " (" << now.steps << " steps)  loss "
-       << std::setprecision(4) << now.train_loss << "  test acc ";
-  if (now.test_accuracy)
-    line << std::setprecision(4) << *now.test_accuracy;
-  else
-    line << "  -   ";
-  line << "  " << std::setprecision(0) << now.samples_per_second << " samples/s  "
-       << clock_text(now.elapsed_seconds);
-  return line.str();
+progress_printer::progress_printer(std::ostream& out, progress_options options)
+    : out_(out), options_(std::move(options)) {
+  if (!options_.columns)
+    options_.columns = [] { return 80; };
+}
+
+std::optional<double> progress_printer::eta_seconds(const actors::progress& now) const {
+  std::optional<double> left;
+  if (now.epoch > 0.0 && now.elapsed_seconds > 0.0)
+    left = std::max(0.0, now.elapsed_seconds * (options_.epochs / now.epoch - 1.0));
+  if (options_.max_seconds > 0.0) {
+    const double until_limit = std::max(0.0, options_.max_seconds - now.elapsed_seconds);
+    left = left ? std::min(*left, until_limit) : until_limit;
+  }
+  return left;
+}
+
+std::string progress_printer::status(const actors::progress& now, int columns) const {
+  // Parts in the order shown, each with its rank: the highest rank is dropped first.
+  struct part {
+    std::string text;
+    int rank;
+  };
+  const auto eta = eta_seconds(now);
+  const std::vector<part> parts = {
+      {"epoch " + fixed(now.epoch, 2) + "/" + std::to_string(static_cast<int>(options_.epochs)),
+       0},
+      {"round " + std::to_string(now.rounds), 4},
+      {"(" + std::to_string(now.steps) + " steps)", 6},
+      {"loss " + fixed(now.train_loss, 4), 2},
+      {"test acc " + (now.test_accuracy ? fixed(*now.test_accuracy, 4) : std::string("  -   ")), 1},
+      {fixed(now.samples_per_second, 0) + " samples/s", 5},
+      {clock_text(now.elapsed_seconds), 3},
+      {eta ? "ETA " + clock_text(*eta) : std::string("ETA  -  "), 1},
+  };
+  const auto width = static_cast<std::size_t>(std::max(1, columns - 1));
+  for (int dropped_above = 7; dropped_above >= 0; --dropped_above) {
+    std::string line;
+    for (const auto& [text, rank] : parts) {
+      if (rank > dropped_above)
+        continue;
+      line += (line.empty() ? "" : "  ") + text;
+    }
+    if (line.size() <= width || dropped_above == 0)
+      return line.substr(0, width);
+  }
+  return {};
 }
 
 void progress_printer::clear_line() {
-  if (interactive_ && line_open_) {
+  if (options_.interactive && line_open_) {
     out_ << "\r\033[K";
     line_open_ = false;
   }
 }
 
+double progress_printer::stamp(double seconds) {
+  last_stamp_ = std::max(last_stamp_, seconds);
+  return last_stamp_;
+}
+
 void progress_printer::on_progress(const actors::progress& now) {
   std::lock_guard<std::mutex> guard(mutex_);
-  if (interactive_) {
-    out_ << "\r\033[K" << status(now) << std::flush;
+  if (options_.interactive) {
+    out_ << "\r\033[K" << status(now, options_.columns()) << std::flush;
     line_open_ = true;
-  } else if (now.elapsed_seconds - last_log_seconds_ >= log_interval_seconds_) {
+  } else if (now.elapsed_seconds - last_log_seconds_ >= options_.log_interval_seconds) {
     last_log_seconds_ = now.elapsed_seconds;
-    out_ << '[' << std::fixed << std::setprecision(1) << std::setw(7) << now.elapsed_seconds
-         << "s] " << status(now) << std::endl;
+    out_ << log_stamp(stamp(now.elapsed_seconds)) << status(now, 1 << 20) << std::endl;
   }
 }
 
 void progress_printer::on_evaluation(const actors::evaluation_point& point) {
   std::lock_guard<std::mutex> guard(mutex_);
-  if (interactive_)
+  if (options_.interactive)
     return; // the live line shows the latest accuracy
-  out_ << '[' << std::fixed << std::setprecision(1) << std::setw(7) << point.elapsed_seconds
-       << "s] evaluation at round " << point.round << " (epoch " << std::setprecision(2)
-       << point.epoch << "): test accuracy " << std::setprecision(4) << point.test_accuracy
-       << ", test loss " << point.test_loss << std::endl;
+  const double at = stamp(point.elapsed_seconds);
+  out_ << log_stamp(at) << "evaluation at round " << point.round << " (epoch "
+       << fixed(point.epoch, 2);
+  if (at > point.elapsed_seconds + 0.05)
+    out_ << ", parameters of " << fixed(point.elapsed_seconds, 1) << "s";
+  out_ << "): test accuracy " << fixed(point.test_accuracy, 4) << ", test loss "
+       << fixed(point.test_loss, 4) << std::endl;
 }
 
 void progress_printer::on_notice(std::string_view text) {
@@ -74,7 +154,7 @@ void progress_printer::on_notice(std::string_view text) {
 
 void progress_printer::finish() {
   std::lock_guard<std::mutex> guard(mutex_);
-  if (interactive_ && line_open_) {
+  if (options_.interactive && line_open_) {
     out_ << '\n' << std::flush;
     line_open_ = false;
   }

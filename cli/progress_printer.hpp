@@ -1,20 +1,38 @@
-// Shows a run's progress: on a terminal one live status line, redrawn in place; otherwise (logs,
-// CI) a plain line per evaluation and at most one progress line every few seconds.
+// Shows a run's progress: on a terminal one live status line, redrawn in place and never wider
+// than the terminal; otherwise (logs, CI) a plain line per evaluation and at most one progress
+// line every few seconds, stamped in time order.
 #pragma once
 
 #include "actors/run_summary.hpp"
 
-#include <chrono>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <ostream>
+#include <string>
+
+namespace herd::config {
+struct run_config;
+} // namespace herd::config
 
 namespace herd::cli {
 
+struct progress_options {
+  bool interactive = false;  // redraw one line with carriage returns (a terminal) or print log lines
+  double epochs = 1.0;       // the run's train.epochs
+  double max_seconds = 0.0;  // train.max-seconds; 0: none
+  /// The terminal's width in columns now (asked at every redraw, so a resize is followed).
+  std::function<int()> columns;
+  double log_interval_seconds = 10.0;
+};
+
+/// Options for `config`'s run printing to standard output: interactive when it is a terminal,
+/// whose width comes from the terminal, else $COLUMNS, else 80.
+progress_options progress_options_for(const config::run_config& config);
+
 class progress_printer final : public actors::run_observer {
 public:
-  /// `interactive`: redraw one line with carriage returns (a terminal) or print log lines.
-  progress_printer(std::ostream& out, bool interactive, double epochs,
-                   double log_interval_seconds = 10.0);
+  progress_printer(std::ostream& out, progress_options options);
 
   void on_progress(const actors::progress& now) override;
   void on_evaluation(const actors::evaluation_point& point) override;
@@ -23,15 +41,24 @@ public:
   /// Ends the live line so that what follows starts on a fresh line.
   void finish();
 
+  /// The live line for `now` in at most `columns - 1` characters (the last column stays free, so
+  /// the cursor never wraps): the least important parts go first, then the line is cut.
+  std::string status(const actors::progress& now, int columns) const;
+
+  /// Seconds left by the stopping rule in force (epochs, or train.max-seconds when sooner); none
+  /// before there is a rate to go by. A target accuracy may end the run sooner.
+  std::optional<double> eta_seconds(const actors::progress& now) const;
+
 private:
-  std::string status(const actors::progress& now) const;
   void clear_line();
+  // A log line's stamp: never earlier than one already printed (an evaluation finishes after
+  // later progress was shown; its own time is in its text).
+  double stamp(double seconds);
 
   std::ostream& out_;
-  bool interactive_;
-  double epochs_;
-  double log_interval_seconds_;
+  progress_options options_;
   double last_log_seconds_ = -1e9;
+  double last_stamp_ = 0.0;
   bool line_open_ = false;
   std::mutex mutex_;
 };

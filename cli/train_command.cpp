@@ -16,7 +16,6 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <unistd.h>
 
 namespace herd::cli {
 
@@ -70,8 +69,7 @@ int run_train(const std::vector<std::string>& args) {
   auto& prepared = preparation.run;
   const auto& config = prepared->config;
   const auto& data = prepared->data;
-  const bool interactive = ::isatty(STDOUT_FILENO) != 0;
-  progress_printer printer(std::cout, interactive, config.train.epochs);
+  progress_printer printer(std::cout, progress_options_for(config));
   actors::session_options options;
   options.observer = &printer;
   options.metrics = prepared->metrics;

@@ -1,0 +1,134 @@
+// The progress display as a person sees it: a live line that never reaches the terminal's last
+// column (so it never wraps and redraws in place), an ETA from the stopping rule in force, and log
+// lines whose stamps never go back in time.
+#include "cli/progress_printer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using herd::actors::evaluation_point;
+using herd::actors::progress;
+using herd::cli::progress_options;
+using herd::cli::progress_printer;
+
+progress a_busy_run() {
+  progress now;
+  now.elapsed_seconds = 754.2;
+  now.epoch = 12.34;
+  now.rounds = 123456;
+  now.steps = 987654;
+  now.train_loss = 0.4321;
+  now.test_accuracy = 0.8765;
+  now.samples_per_second = 123456.0;
+  return now;
+}
+
+progress_options options_of(double epochs, double max_seconds, int columns, bool interactive) {
+  progress_options options;
+  options.interactive = interactive;
+  options.epochs = epochs;
+  options.max_seconds = max_seconds;
+  options.columns = [columns] { return columns; };
+  options.log_interval_seconds = 0.0;
+  return options;
+}
+
+// What a terminal shows after the output: the text after the last carriage return of each line.
+std::vector<std::string> screen_lines(const std::string& output) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    const auto last = line.rfind('\r');
+    std::string shown = last == std::string::npos ? line : line.substr(last + 1);
+    if (shown.rfind("\033[K", 0) == 0)
+      shown = shown.substr(3);
+    lines.push_back(shown);
+  }
+  return lines;
+}
+
+TEST(progress_printer, the_live_line_never_reaches_the_last_column_at_any_width) {
+  for (const int columns : {20, 40, 60, 80, 100, 200}) {
+    progress_printer printer(std::cout, options_of(100, 0, columns, true));
+    const auto line = printer.status(a_busy_run(), columns);
+    EXPECT_LE(static_cast<int>(line.size()), columns - 1) << columns << ": " << line;
+    EXPECT_EQ(line.rfind("epoch 12.34/100", 0), 0u) << columns << ": " << line;
+  }
+}
+
+TEST(progress_printer, a_narrow_terminal_drops_the_least_important_parts_first) {
+  progress_printer printer(std::cout, options_of(100, 0, 80, true));
+  const auto wide = printer.status(a_busy_run(), 200);
+  const auto narrow = printer.status(a_busy_run(), 80);
+  for (const char* part : {"round 123456", "(987654 steps)", "samples/s", "test acc 0.8765",
+                           "loss 0.4321", "ETA"})
+    EXPECT_NE(wide.find(part), std::string::npos) << part << " in " << wide;
+  EXPECT_GT(wide.size(), 79u) << "the test needs a line wider than 80 columns: " << wide;
+  for (const char* kept : {"test acc 0.8765", "loss 0.4321", "ETA"})
+    EXPECT_NE(narrow.find(kept), std::string::npos) << kept << " in " << narrow;
+  EXPECT_EQ(narrow.find("steps)"), std::string::npos) << narrow;
+}
+
+TEST(progress_printer, redraws_in_place_on_one_line) {
+  std::ostringstream out;
+  progress_printer printer(out, options_of(100, 0, 80, true));
+  auto now = a_busy_run();
+  for (int i = 0; i < 9; ++i) {
+    now.elapsed_seconds += 1.0;
+    printer.on_progress(now);
+  }
+  printer.finish();
+  const auto lines = screen_lines(out.str());
+  ASSERT_EQ(lines.size(), 1u) << out.str();
+  EXPECT_LE(lines[0].size(), 79u) << lines[0];
+}
+
+TEST(progress_printer, the_eta_follows_the_stopping_rule_in_force) {
+  auto now = a_busy_run();
+  now.elapsed_seconds = 100.0;
+  now.epoch = 1.0;
+  progress_printer by_epochs(std::cout, options_of(3, 0, 80, true));
+  ASSERT_TRUE(by_epochs.eta_seconds(now));
+  EXPECT_DOUBLE_EQ(*by_epochs.eta_seconds(now), 200.0); // two more epochs at 100 s each
+  progress_printer by_time(std::cout, options_of(3, 130, 80, true));
+  EXPECT_DOUBLE_EQ(*by_time.eta_seconds(now), 30.0); // the time limit comes first
+  progress_printer by_epochs_first(std::cout, options_of(3, 1000, 80, true));
+  EXPECT_DOUBLE_EQ(*by_epochs_first.eta_seconds(now), 200.0);
+  now.epoch = 0.0;
+  EXPECT_FALSE(by_epochs.eta_seconds(now)) << "no rate yet";
+  EXPECT_NE(by_epochs.status(now, 200).find("ETA  -"), std::string::npos);
+  now.epoch = 1.0;
+  EXPECT_NE(by_epochs.status(now, 200).find("ETA 3:20"), std::string::npos)
+      << by_epochs.status(now, 200);
+}
+
+TEST(progress_printer, piped_lines_are_stamped_in_time_order) {
+  std::ostringstream out;
+  progress_printer printer(out, options_of(3, 0, 80, false));
+  auto now = a_busy_run();
+  now.elapsed_seconds = 0.3;
+  printer.on_progress(now);
+  evaluation_point late; // parameters taken at 0.2 s, evaluated after the 0.3 s line
+  late.round = 100;
+  late.elapsed_seconds = 0.2;
+  late.test_accuracy = 0.81;
+  printer.on_evaluation(late);
+  now.elapsed_seconds = 0.5;
+  printer.on_progress(now);
+  std::vector<double> stamps;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) {
+    ASSERT_EQ(line.front(), '[') << line;
+    stamps.push_back(std::stod(line.substr(1)));
+  }
+  ASSERT_EQ(stamps.size(), 3u) << out.str();
+  EXPECT_TRUE(std::is_sorted(stamps.begin(), stamps.end())) << out.str();
+  EXPECT_NE(out.str().find("parameters of 0.2s"), std::string::npos) << out.str();
+}
+
+} // namespace
