@@ -50,6 +50,9 @@ std::string waiting_line(const actors::waiting_summary& w) {
   // a barrier's: a percentage "avoided" would then be noise.
   if (w.barrier_seconds > 0.0 && w.waited_seconds < w.barrier_seconds)
     text += " (" + fixed(100.0 * avoided_fraction(w), 0) + "% avoided)";
+  else if (w.barrier_seconds > 0.0)
+    text += "\n" + std::string(20, ' ') +
+            "(above a barrier's: reductions and messages add to the wait)";
   return text;
 }
 

@@ -151,3 +151,26 @@ TEST_F(report_file, a_report_path_naming_the_config_file_is_refused_by_any_name)
 }
 
 } // namespace
+
+namespace {
+
+std::string summary_text(double waited, double barrier) {
+  herd::actors::run_summary summary;
+  summary.waiting.waited_seconds = waited;
+  summary.waiting.barrier_seconds = barrier;
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  return out.str();
+}
+
+TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
+  const auto above = summary_text(13.73, 8.71);
+  EXPECT_THAT(above, HasSubstr("13.73 s idle; a synchronous barrier would have imposed 8.71 s\n"));
+  EXPECT_THAT(above, HasSubstr("(above a barrier's: reductions and messages add to the wait)\n"));
+  EXPECT_THAT(above, testing::Not(HasSubstr("avoided")));
+  const auto below = summary_text(2.78, 17.38);
+  EXPECT_THAT(below, HasSubstr("(84% avoided)"));
+  EXPECT_THAT(below, testing::Not(HasSubstr("above a barrier's")));
+}
+
+} // namespace
