@@ -1,17 +1,14 @@
 // The `herd` executable: dispatches to its commands.
 #include "cli/bench_command.hpp"
 #include "cli/cluster_commands.hpp"
+#include "cli/devices_command.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
-#include "kernels/cuda/device.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#ifndef HERD_VERSION
-#define HERD_VERSION "unknown"
-#endif
 
 namespace {
 
@@ -22,7 +19,9 @@ const char* usage =
     "  train        train in this process with N worker actors (herd train --help)\n"
     "  coordinator  host a run across processes and hosts (herd coordinator --help)\n"
     "  node         join a coordinator's run with N workers (herd node --help)\n"
-    "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n\n"
+    "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n"
+    "  devices      what this machine offers and this build can use: CPUs, BLAS, GPUs\n"
+    "  version      show the version (also --version, after any command)\n\n"
     "options:\n"
     "  --help, -h      show this help\n"
     "  --version       show the version\n";
@@ -46,11 +45,15 @@ int main(int argc, char** argv) {
     std::cout << usage;
     return herd::cli::exit_ok;
   }
-  if (command == "--version") {
-    std::cout << "herd " << HERD_VERSION << '\n'
-              << herd::kernels::cuda::describe(herd::kernels::cuda::query_devices()) << '\n';
+  const bool known = command == "train" || command == "coordinator" || command == "node" ||
+                     command == "bench" || command == "devices";
+  if (command == "--version" || command == "version" ||
+      (known && std::find(args.begin(), args.end(), "--version") != args.end())) {
+    std::cout << herd::cli::version_text();
     return herd::cli::exit_ok;
   }
+  if (command == "devices")
+    return herd::cli::devices_command(args);
   if (command == "train")
     return herd::cli::train_command(args);
   if (command == "coordinator")

@@ -32,7 +32,8 @@ std::string train_help() {
          "Trains an MLP with N worker actors in this process and prints a summary.\n\n"
          "  --config FILE, -c FILE  read settings from an INI file (e.g. config/quickstart.ini)\n"
          "  --report FILE           also write the run summary as JSON to FILE\n"
-         "  --help, -h              show this help\n\n"
+         "  --help, -h              show this help\n"
+         "  --version                 show the version\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
       << config::describe_keys()

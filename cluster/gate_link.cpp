@@ -66,6 +66,10 @@ int milliseconds_until(gate_clock::time_point deadline) {
 
 } // namespace
 
+std::string tls_library() {
+  return OpenSSL_version(OPENSSL_VERSION);
+}
+
 std::string tls_error_text() {
   std::string text;
   while (const unsigned long code = ERR_get_error()) {

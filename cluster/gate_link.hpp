@@ -93,4 +93,7 @@ private:
 /// OpenSSL's queued errors as one line (and clears the queue).
 std::string tls_error_text();
 
+/// The TLS library this process runs with, for `herd devices`: "OpenSSL 3.0.15 3 Sep 2024".
+std::string tls_library();
+
 } // namespace herd::cluster

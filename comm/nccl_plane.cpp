@@ -592,6 +592,15 @@ nccl_unique_id make_nccl_unique_id() {
   return id;
 }
 
+std::string nccl_description() {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess)
+    return "NCCL (version unknown)";
+  // NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since 2.9.
+  return "NCCL " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+         "." + std::to_string(version % 100);
+}
+
 std::unique_ptr<nccl_plane> make_nccl_plane(int rank, int size, const nccl_unique_id& id,
                                             nccl_plane_options options) {
   return std::make_unique<nccl_communicator>(rank, size, id, options);

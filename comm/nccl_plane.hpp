@@ -113,6 +113,9 @@ protected:
 /// communicator (waiting at most options.timeout for reductions in flight and for the other ranks
 /// of this host, which NCCL synchronises with), or aborts it; never throws. A reduction's deadline
 /// is its operation_options.timeout, or options.timeout when unset; the tag is unused.
+/// What this build does for NCCL, for `herd devices`: "NCCL 2.21.5", or "built without NCCL".
+std::string nccl_description();
+
 std::unique_ptr<nccl_plane> make_nccl_plane(int rank, int size, const nccl_unique_id& id,
                                             nccl_plane_options options);
 

@@ -18,6 +18,10 @@ namespace {
 
 } // namespace
 
+std::string nccl_description() {
+  return "built without NCCL";
+}
+
 nccl_unique_id make_nccl_unique_id() {
   built_without_nccl("make_nccl_unique_id");
 }

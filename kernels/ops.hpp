@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace herd::kernels {
@@ -105,5 +106,10 @@ const ops& cpu_ops();
 /// Several workers in one process each compute in their own thread, so they want 1.
 void set_blas_threads(int threads);
 int blas_threads();
+
+/// The BLAS library and its build, for `herd devices`: "OpenBLAS 0.3.21 DYNAMIC_ARCH ... Haswell".
+std::string blas_description();
+/// Whether the elementwise kernels run their AVX2+FMA version on this CPU.
+bool vectorised_kernels();
 
 } // namespace herd::kernels

@@ -305,4 +305,18 @@ int blas_threads() {
   return openblas_get_num_threads();
 }
 
+std::string blas_description() {
+  const char* config = openblas_get_config();
+  return config != nullptr ? config : "OpenBLAS (no build description)";
+}
+
+bool vectorised_kernels() {
+#if defined(__SANITIZE_THREAD__)
+  return false; // the baseline code only (see HERD_VECTORISED)
+#else
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v3");
+#endif
+}
+
 } // namespace herd::kernels

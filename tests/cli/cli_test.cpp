@@ -121,6 +121,30 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
     EXPECT_THAT(train.output, HasSubstr(option));
 }
 
+TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"version"}, {"--version"}, {"train", "--version"},
+        {"coordinator", "--version"}, {"node", "--version"}, {"bench", "--version"},
+        {"devices", "--version"}, {"train", "--config", "/nonexistent", "--version"}}) {
+    auto shown = herd(args);
+    EXPECT_EQ(shown.exit_code, 0) << args.front() << ": " << shown.output;
+    EXPECT_THAT(shown.output, HasSubstr("herd " HERD_PROJECT_VERSION "\n")) << args.front();
+    EXPECT_THAT(shown.output, HasSubstr("CUDA")) << args.front();
+  }
+  EXPECT_EQ(herd({"frobnicate", "--version"}).exit_code, 2);
+}
+
+TEST_F(herd_cli, devices_lists_the_cpus_blas_gpus_and_what_the_build_supports) {
+  auto devices = herd({"devices"});
+  EXPECT_EQ(devices.exit_code, 0) << devices.output;
+  for (const char* line : {"  cpu     ", "  kernels ", "  blas    OpenBLAS", "  cuda    ",
+                           "  nccl    ", "  tls     OpenSSL"})
+    EXPECT_THAT(devices.output, HasSubstr(line)) << devices.output;
+  EXPECT_THAT(devices.output, HasSubstr("cores usable"));
+  EXPECT_EQ(herd({"devices", "--frobnicate"}).exit_code, 2);
+  EXPECT_THAT(herd({"--help"}).output, HasSubstr("devices"));
+}
+
 TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
   auto command = herd({"frobnicate"});
   EXPECT_EQ(command.exit_code, 2);
