@@ -9,6 +9,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <map>
 #include <memory>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
@@ -143,6 +144,57 @@ TEST_F(herd_cli, devices_lists_the_cpus_blas_gpus_and_what_the_build_supports) {
   EXPECT_THAT(devices.output, HasSubstr("cores usable"));
   EXPECT_EQ(herd({"devices", "--frobnicate"}).exit_code, 2);
   EXPECT_THAT(herd({"--help"}).output, HasSubstr("devices"));
+}
+
+// Reads a file of the repository (the docs the tests hold to the code).
+std::string repository_file(const std::string& path) {
+  std::ifstream in(std::string(HERD_SOURCE_DIR) + "/" + path);
+  EXPECT_TRUE(in.good()) << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
+  const auto help = herd({"train", "--help"}).output + herd({"coordinator", "--help"}).output;
+  // "  --train.lr   learning rate (real, default 0.05)"
+  std::map<std::string, std::pair<std::string, std::string>> shown;
+  const std::regex help_line(R"(^\s+--([a-z0-9.-]+)\s.*\(([^()]*), default (.*)\)\s*$)");
+  std::istringstream help_lines(help);
+  for (std::string line; std::getline(help_lines, line);)
+    if (std::smatch m; std::regex_match(line, m, help_line))
+      shown[m[1]] = {m[2], m[3]};
+  ASSERT_GT(shown.size(), 40u) << help;
+  // "| `train.lr` | real | 0.05 | learning rate (> 0) |"; a row may document several keys alike.
+  const std::regex doc_row(R"(^\| (`[a-z0-9-]+\.[a-z0-9.-]+`(, `[a-z0-9.-]+`)*) \| ([^|]+?) \| `?([^|`]+?)`? \|.*)");
+  const std::regex quoted_key("`([a-z0-9.-]+)`");
+  std::istringstream rows(repository_file("docs/configuration.md"));
+  int compared = 0;
+  for (std::string row; std::getline(rows, row);) {
+    std::smatch m;
+    if (!std::regex_match(row, m, doc_row))
+      continue;
+    const std::string keys = m[1];
+    for (std::sregex_iterator key_match(keys.begin(), keys.end(), quoted_key), end;
+         key_match != end; ++key_match) {
+      const std::string key = (*key_match)[1];
+      ASSERT_EQ(shown.count(key), 1u) << "docs/configuration.md documents " << key
+                                      << ", which no --help lists";
+      EXPECT_EQ(m[3], shown[key].first) << key << ": the type";
+      EXPECT_EQ(m[4], shown[key].second) << key << ": the default";
+      ++compared;
+    }
+  }
+  EXPECT_EQ(static_cast<std::size_t>(compared), shown.size())
+      << "every key --help lists is documented in docs/configuration.md";
+  // The README's word on herd bench's defaults.
+  const auto bench = herd({"bench", "--help"}).output;
+  const std::regex bench_default(R"(--algorithms LIST\s+comma-separated \(default ([a-z,]+);)");
+  std::smatch algorithms;
+  ASSERT_TRUE(std::regex_search(bench, algorithms, bench_default)) << bench;
+  const auto stated = "(`--algorithms`, default " + algorithms[1].str() + ")";
+  EXPECT_NE(repository_file("README.md").find(stated), std::string::npos)
+      << "README.md should say " << stated;
 }
 
 TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
