@@ -440,6 +440,9 @@ private:
   void evaluate_final() {
     evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
       if (point) {
+        // These are the parameters as training left them: they belong at its end on the run's
+        // clock, not after the kept snapshots' evaluations.
+        point->elapsed_seconds = std::min(point->elapsed_seconds, wall_seconds_);
         evaluations_.set_final(*point);
         record_evaluation(*point);
       } else {

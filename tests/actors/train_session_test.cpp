@@ -293,6 +293,9 @@ TEST(train_session, snapshots_are_evaluated_after_the_run_in_time_order) {
     }
   }
   EXPECT_TRUE(summary.final_test_accuracy.has_value());
+  // The final parameters are those at the end of training, on the run's own clock: evaluating
+  // the kept snapshots first must not push them later (plots drew long flat tails).
+  EXPECT_LE(summary.evaluations.back().elapsed_seconds, summary.wall_seconds);
 }
 
 TEST(train_session, request_stop_ends_the_run_with_a_summary) {
