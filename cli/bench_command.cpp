@@ -12,6 +12,7 @@
 #include "config/loader.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -329,43 +330,146 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<run
   return out;
 }
 
-// One data file per run of the first repetition, a gnuplot script, and (when gnuplot is
-// installed) one PNG per scenario. Returns the PNG paths written.
+// The accuracy of one run at `t` on its own clock: its latest evaluation at or before t; none
+// before its first or after its end (a run's curve stops where the run stopped).
+std::optional<double> accuracy_at(const actors::run_summary& run, double t) {
+  std::optional<double> latest;
+  for (const auto& point : run.evaluations) {
+    if (point.elapsed_seconds > t)
+      break;
+    latest = point.test_accuracy;
+  }
+  if (run.evaluations.empty() || t > run.evaluations.back().elapsed_seconds)
+    return std::nullopt;
+  return latest;
+}
+
+// Median, least and greatest of `values` (not empty).
+std::array<double, 3> spread(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return {*median(values), values.front(), values.back()};
+}
+
+// One scenario's curve of `algorithm` over its repetitions: at every evaluation time of any of
+// them, the median, least and greatest accuracy of those still running ("t median min max n").
+std::string curve_data(const std::vector<const run_result*>& repetitions) {
+  std::vector<double> times;
+  for (const auto* run : repetitions)
+    for (const auto& point : run->summary.evaluations)
+      times.push_back(point.elapsed_seconds);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::ostringstream data;
+  data << "# elapsed_seconds median_accuracy min_accuracy max_accuracy repetitions\n"
+       << std::setprecision(9);
+  for (double t : times) {
+    std::vector<double> values;
+    for (const auto* run : repetitions)
+      if (const auto value = accuracy_at(run->summary, t))
+        values.push_back(*value);
+    if (values.empty())
+      continue;
+    const auto [mid, low, high] = spread(values);
+    data << t << ' ' << mid << ' ' << low << ' ' << high << ' ' << values.size() << '\n';
+  }
+  return data.str();
+}
+
+// Speedup over sync in time to the target, per repetition (sync's repetition r over this one's),
+// for every scenario and algorithm: "scenario median min max" per algorithm; NaN where none
+// reached it.
+std::string speedup_data(const std::vector<run_result>& runs, const bench_arguments& args) {
+  auto time_to_target = [&runs](const std::string& scenario, const std::string& algorithm,
+                                int repetition) -> std::optional<double> {
+    for (const auto& run : runs)
+      if (run.scenario == scenario && run.algorithm == algorithm && run.repetition == repetition)
+        return run.summary.time_to_target_seconds;
+    return std::nullopt;
+  };
+  std::ostringstream data;
+  data << "# scenario, then per algorithm (" << join(args.algorithms)
+       << "): median min max speedup over sync in time to target, over the repetitions\n"
+       << std::setprecision(6);
+  for (const auto& scenario : args.scenarios) {
+    data << scenario;
+    for (const auto& algorithm : args.algorithms) {
+      std::vector<double> ratios;
+      for (int r = 0; r < args.repeat; ++r) {
+        const auto sync = time_to_target(scenario, "sync", r);
+        const auto own = time_to_target(scenario, algorithm, r);
+        if (sync && own && *own > 0.0)
+          ratios.push_back(*sync / *own);
+      }
+      if (ratios.empty()) {
+        data << " NaN NaN NaN";
+        continue;
+      }
+      const auto [mid, low, high] = spread(ratios);
+      data << ' ' << mid << ' ' << low << ' ' << high;
+    }
+    data << '\n';
+  }
+  return data.str();
+}
+
+// Data files (per scenario and algorithm, the accuracy over time with its spread over the
+// repetitions; the speedups), a gnuplot script, and (when gnuplot is installed) one PNG per
+// scenario and one of the speedups. Returns the PNG paths written.
 std::vector<std::string> plot(const std::filesystem::path& dir, const std::vector<run_result>& runs,
                               const bench_arguments& args, double target) {
   std::ostringstream script;
-  script << "# Test accuracy against wall time, one line per algorithm; herd bench wrote this.\n"
+  script << "# herd bench wrote this: test accuracy against each run's own wall time (the median\n"
+            "# over the repetitions, the band from least to greatest), and the speedup over sync.\n"
             "set terminal pngcairo size 900,560\n"
-            "set xlabel 'wall time (s)'\nset ylabel 'test accuracy'\nset key bottom right\n"
-            "set grid\n";
+            "set xlabel 'wall time of the run (s)'\nset ylabel 'test accuracy'\n"
+            "set key bottom right\nset grid\n";
+  const std::string band = args.repeat > 1 ? " (median, band: min to max of " +
+                                                 std::to_string(args.repeat) + " runs)"
+                                           : "";
   std::vector<std::string> pngs;
   for (const auto& scenario : args.scenarios) {
     std::vector<std::string> lines;
-    for (const auto& run : runs) {
-      if (run.scenario != scenario || run.repetition != 0)
+    for (const auto& algorithm : args.algorithms) {
+      std::vector<const run_result*> repetitions;
+      for (const auto& run : runs)
+        if (run.scenario == scenario && run.algorithm == algorithm)
+          repetitions.push_back(&run);
+      if (repetitions.empty())
         continue;
-      const std::string name = "curve-" + scenario + "-" + run.algorithm + ".dat";
-      std::ostringstream data;
-      data << "# elapsed_seconds test_accuracy\n";
-      for (const auto& point : run.summary.evaluations)
-        data << point.elapsed_seconds << ' ' << point.test_accuracy << '\n';
-      write_file_atomically((dir / name).string(), data.str());
-      lines.push_back("'" + name + "' using 1:2 with linespoints pointsize 0.5 title '" +
-                      run.algorithm + "'");
+      const std::string name = "curve-" + scenario + "-" + algorithm + ".dat";
+      write_file_atomically((dir / name).string(), curve_data(repetitions));
+      const std::string colour = "lc " + std::to_string(lines.size() / 2 + 1);
+      lines.push_back("'" + name + "' using 1:3:4 with filledcurves " + colour +
+                      " fs transparent solid 0.15 noborder notitle");
+      lines.push_back("'" + name + "' using 1:2 with lines lw 2 " + colour + " title '" +
+                      algorithm + "'");
     }
     if (lines.empty())
       continue;
     const std::string png = "accuracy-" + scenario + ".png";
-    script << "set output '" << png << "'\nset title 'scenario " << scenario << "'\n";
+    script << "set output '" << png << "'\nset title 'scenario " << scenario << band << "'\n";
     if (target > 0.0)
       script << "set arrow 1 from graph 0, first " << target << " to graph 1, first " << target
              << " nohead dashtype 2\n";
     script << "plot ";
     for (std::size_t i = 0; i < lines.size(); ++i)
       script << (i ? ", " : "") << lines[i];
-    script << "\n";
+    script << "\nunset arrow 1\n";
     pngs.push_back(png);
   }
+  write_file_atomically((dir / "speedup.dat").string(), speedup_data(runs, args));
+  script << "set output 'speedup.png'\n"
+            "set title 'speedup over sync in time to " << format(target, 2)
+         << " (median over the repetitions, bars: min to max)'\n"
+            "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
+            "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
+            "set style fill solid 0.6 border -1\nset yrange [0:*]\n"
+            "set arrow 2 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2\nplot ";
+  for (std::size_t i = 0; i < args.algorithms.size(); ++i)
+    script << (i ? ", " : "") << "'speedup.dat' using " << 2 + 3 * i << ':' << 3 + 3 * i << ':'
+           << 4 + 3 * i << (i == 0 ? ":xtic(1)" : "") << " title '" << args.algorithms[i] << "'";
+  script << '\n';
+  pngs.push_back("speedup.png");
   write_file_atomically((dir / "plot.gp").string(), script.str());
   const std::string command = "cd '" + dir.string() + "' && gnuplot plot.gp > gnuplot.log 2>&1";
   if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
@@ -395,8 +499,10 @@ std::string bench_help() {
          "after another in this process, and prints a table: seconds to train.target-accuracy,\n"
          "final test accuracy (and its difference from sync), samples/s, speedup over sync in\n"
          "the same scenario, and the workers' idle time against what a synchronous barrier\n"
-         "would have imposed on the same steps. Writes results.csv,\n"
-         "results.json, and accuracy-<scenario>.png (with gnuplot) to the output directory.\n\n"
+         "would have imposed on the same steps. Writes results.csv, results.json,\n"
+         "accuracy-<scenario>.png (accuracy against each run's own wall time: the median over\n"
+         "the repetitions, a band from least to greatest) and speedup.png (speedup over sync,\n"
+         "median with min-max bars), with their data files (gnuplot), to the output directory.\n\n"
          "  --config FILE, -c FILE   the job (e.g. config/bench.ini); its [imbalance] section is\n"
          "                           replaced by each scenario's, except the seed\n"
          "  --algorithms LIST        comma-separated (default sync,solo,majority,preduce,wagma;\n"

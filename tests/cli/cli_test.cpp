@@ -1,6 +1,7 @@
 // The `herd` executable end to end: help, bad input with exit code 2 and a message naming the
 // problem, a short run with its JSON report, and stop signals (SIGINT, SIGTERM, SIGHUP) before
 // and during a run.
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <sys/socket.h>
@@ -373,7 +375,7 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   auto result =
       herd({"bench", "--data.dataset=synthetic", "--train.workers=2", "--model.hidden=[16]",
             "--train.epochs=1", "--train.target-accuracy=0.3", "--algorithms=sync,solo",
-            "--scenarios=none,random", "--snapshot-ms=20", "--out", out});
+            "--scenarios=none,random", "--snapshot-ms=20", "--repeat=2", "--out", out});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("four undelayed step times"));
   std::ifstream csv(out + "/results.csv");
@@ -386,14 +388,59 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   EXPECT_EQ(lines[4].rfind("random,solo,", 0), 0u);
   std::ifstream json(out + "/results.json");
   const auto results = nlohmann::json::parse(json);
-  ASSERT_EQ(results["runs"].size(), 4u);
+  ASSERT_EQ(results["runs"].size(), 8u);
   EXPECT_GT(results["random_delay_ms"].get<double>(), 0.0);
   for (const auto& run : results["runs"])
     EXPECT_FALSE(run["accuracy_over_time"].empty()) << run["algorithm"];
   EXPECT_EQ(results["table"][0]["speedup_vs_sync"].get<double>(), 1.0);
+  // The plotted curves against the runs' own reports: every point on a run's own clock (within
+  // its wall time), the median, least and greatest of the repetitions still running then.
+  for (const std::string scenario : {"none", "random"}) {
+    for (const std::string algorithm : {"sync", "solo"}) {
+      std::vector<nlohmann::json> repetitions;
+      for (const auto& run : results["runs"])
+        if (run["scenario"] == scenario && run["algorithm"] == algorithm)
+          repetitions.push_back(run);
+      ASSERT_EQ(repetitions.size(), 2u);
+      std::ifstream curve(out + "/curve-" + scenario + "-" + algorithm + ".dat");
+      ASSERT_TRUE(curve.good()) << scenario << "/" << algorithm;
+      std::string header;
+      std::getline(curve, header);
+      int points = 0;
+      for (double t, mid, low, high, n; curve >> t >> mid >> low >> high >> n; ++points) {
+        std::vector<double> values;
+        double longest = 0.0;
+        for (const auto& run : repetitions) {
+          longest = std::max(longest, run["wall_seconds"].get<double>());
+          const auto& points_of_run = run["accuracy_over_time"];
+          if (t > points_of_run.back()[0].get<double>() + 1e-6)
+            continue; // this repetition had ended
+          std::optional<double> latest;
+          for (const auto& point : points_of_run)
+            if (point[0].get<double>() <= t + 1e-6)
+              latest = point[1].get<double>();
+          if (latest)
+            values.push_back(*latest);
+        }
+        EXPECT_LE(t, longest + 1e-6) << "a point after the runs ended";
+        ASSERT_EQ(values.size(), static_cast<std::size_t>(n)) << scenario << "/" << algorithm << " t=" << t;
+        std::sort(values.begin(), values.end());
+        EXPECT_NEAR(low, values.front(), 1e-6);
+        EXPECT_NEAR(high, values.back(), 1e-6);
+        EXPECT_NEAR(mid, values.size() == 2 ? (values[0] + values[1]) / 2 : values[0], 1e-6);
+      }
+      EXPECT_GT(points, 0) << scenario << "/" << algorithm;
+    }
+  }
+  std::ifstream speedups(out + "/speedup.dat");
+  std::string speedup_header, none_row;
+  std::getline(speedups, speedup_header);
+  std::getline(speedups, none_row);
+  EXPECT_EQ(none_row.rfind("none 1 1 1 ", 0), 0u) << "sync over itself: " << none_row;
   if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
     EXPECT_GT(std::filesystem::file_size(out + "/accuracy-none.png"), 1000u);
     EXPECT_GT(std::filesystem::file_size(out + "/accuracy-random.png"), 1000u);
+    EXPECT_GT(std::filesystem::file_size(out + "/speedup.png"), 1000u);
   } else {
     EXPECT_THAT(result.output, HasSubstr("gnuplot is not installed"));
   }
