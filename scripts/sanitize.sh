@@ -4,7 +4,7 @@
 # TSan leaves out the tests labelled caf: Debian's libcaf_core is not built with TSan, so the
 # synchronisation of its mailboxes is invisible and every message between threads reads as a
 # race (measured: hundreds of reports, all in CAF's mailbox_element). The thread-safety of
-# Herd's own concurrent code outside CAF (compute_thread, buffer_pool, local backend, the metric
+# Herd's own concurrent code outside CAF (compute_thread, buffer_pool, the local and Gloo data planes, the watchdog, the metric
 # registry, the metrics endpoint, the control gate) is covered.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,8 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 # CAF's middleman leaks on some shutdown paths (scripts/lsan.supp says which); ours are checked.
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+# Gloo synchronises a buffer's destruction in code TSan cannot see (scripts/tsan.supp says how).
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 excluded="slow"
 [ "$sanitizer" = thread ] && excluded="slow|caf"
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -LE "$excluded" "$@"
