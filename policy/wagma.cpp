@@ -1,6 +1,8 @@
 // WAGMA-SGD's grouping policy; see wagma.hpp.
 #include "policy/wagma.hpp"
 
+#include "policy/state_archive.hpp"
+
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -93,6 +95,14 @@ std::vector<group_decision> wagma_policy::activate_due() {
     activated_ = step;
   }
   return decisions;
+}
+
+std::string wagma_policy::save_state() const {
+  return detail::save_fields("wagma", live_, fresh_step_, activated_);
+}
+
+void wagma_policy::load_state(const std::string& state) {
+  detail::load_fields(state, "wagma", live_, fresh_step_, activated_);
 }
 
 } // namespace herd::policy
