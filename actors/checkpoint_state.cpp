@@ -4,6 +4,7 @@
 
 #include "config/loader.hpp"
 
+#include <algorithm>
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/array.hpp>
 #include <cereal/types/deque.hpp>
@@ -12,8 +13,6 @@
 #include <cereal/types/set.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
-
-#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -157,8 +156,8 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the workers");
   } catch (const cereal::Exception& failure) {
-    throw checkpoint::checkpoint_error(file, "payload: the field '" + at +
-                                                 "' cannot be read (" + failure.what() + ")");
+    throw checkpoint::checkpoint_error(file, "payload: the field '" + at + "' cannot be read (" +
+                                                 failure.what() + ")");
   } catch (const std::bad_alloc&) {
     throw checkpoint::checkpoint_error(file, "payload: the field '" + at +
                                                  "' claims more memory than there is");
@@ -178,25 +177,23 @@ run_checkpoint load_for_resume(const std::string& file, const checkpoint::struct
   }
   auto state = decode_payload(loaded.payload, file);
   if (state.workers.size() != static_cast<std::size_t>(now.workers))
-    throw checkpoint::checkpoint_error(file, "payload: the field 'workers' holds " +
-                                                 std::to_string(state.workers.size()) +
-                                                 " workers for a run of " +
-                                                 std::to_string(now.workers));
+    throw checkpoint::checkpoint_error(
+        file, "payload: the field 'workers' holds " + std::to_string(state.workers.size()) +
+                  " workers for a run of " + std::to_string(now.workers));
   for (std::size_t i = 0; i < state.workers.size(); ++i) {
     const auto& worker = state.workers[i];
-    const bool fits = worker.index == static_cast<std::int32_t>(i) &&
-                      worker.parameters.size() == parameter_count &&
-                      worker.velocity.size() == parameter_count &&
-                      worker.send.size() == parameter_count &&
-                      std::all_of(worker.pending.begin(), worker.pending.end(),
-                                  [parameter_count](const pending_result& result) {
-                                    return result.data.empty() ||
-                                           result.data.size() == parameter_count;
-                                  });
+    const bool fits =
+        worker.index == static_cast<std::int32_t>(i) &&
+        worker.parameters.size() == parameter_count && worker.velocity.size() == parameter_count &&
+        worker.send.size() == parameter_count &&
+        std::all_of(worker.pending.begin(), worker.pending.end(),
+                    [parameter_count](const pending_result& result) {
+                      return result.data.empty() || result.data.size() == parameter_count;
+                    });
     if (!fits)
-      throw checkpoint::checkpoint_error(
-          file, "payload: worker " + std::to_string(i) + "'s state does not fit a model of " +
-                    std::to_string(parameter_count) + " parameters");
+      throw checkpoint::checkpoint_error(file, "payload: worker " + std::to_string(i) +
+                                                   "'s state does not fit a model of " +
+                                                   std::to_string(parameter_count) + " parameters");
   }
   return state;
 }

@@ -12,7 +12,6 @@
 
 #include "actors/evaluation_schedule.hpp"
 #include "actors/run_counters.hpp"
-#include "checkpoint/format.hpp"
 #include "config/run_config.hpp"
 #include "models/sampler.hpp"
 
@@ -21,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/format.hpp"
 #include "policy/policy.hpp"
 #include "policy/send_buffer.hpp"
 
@@ -38,11 +38,11 @@ struct pending_result {
 struct worker_record {
   std::int32_t index = 0;
   std::vector<float> parameters;
-  std::vector<float> velocity;   // the optimizer's momentum
-  std::vector<float> send;       // its send buffer: a finished step's result waiting for a round
+  std::vector<float> velocity; // the optimizer's momentum
+  std::vector<float> send;     // its send buffer: a finished step's result waiting for a round
   std::uint64_t optimizer_steps = 0;
   models::batch_sampler::position sampler;
-  policy::send_buffer buffer; // steps, rounds applied, what the send buffer holds
+  policy::send_buffer buffer;          // steps, rounds applied, what the send buffer holds
   std::vector<pending_result> pending; // by round
 };
 
@@ -59,9 +59,9 @@ struct coordinator_record {
   double elapsed_seconds = 0.0; // training time so far; a resumed run's clock goes on from here
   run_counters counters;
   evaluation_schedule evaluations{evaluation_schedule::settings{}};
-  std::string policy_state; // grouping_policy::save_state()
+  std::string policy_state;                      // grouping_policy::save_state()
   std::vector<policy::group_decision> unstarted; // decided, not started (the epoch limit)
-  std::vector<policy_input> unheard;              // not yet passed to the policy, in order
+  std::vector<policy_input> unheard;             // not yet passed to the policy, in order
   std::uint64_t next_round = 0;
   std::uint64_t next_aggregator = 0;
   std::uint64_t samples_committed = 0;

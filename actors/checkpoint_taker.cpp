@@ -88,8 +88,8 @@ void request_worker_states(caf::event_based_actor& self, const std::vector<caf::
               if (state->failed)
                 return;
               state->failed = true;
-              failed("worker " + std::to_string(i) + " gave no state: " +
-                     self.system().render(error));
+              failed("worker " + std::to_string(i) +
+                     " gave no state: " + self.system().render(error));
             });
 }
 

@@ -83,8 +83,8 @@ private:
   phase phase_ = phase::idle;
   std::uint64_t ticket_ = 0;
   double began_at_ = 0.0;
-  double last_at_ = 0.0;              // elapsed seconds at the last checkpoint (or the start)
-  std::uint64_t last_rounds_ = 0;     // rounds at the last checkpoint (or the start)
+  double last_at_ = 0.0;          // elapsed seconds at the last checkpoint (or the start)
+  std::uint64_t last_rounds_ = 0; // rounds at the last checkpoint (or the start)
   std::vector<policy_input> kept_;
   std::vector<policy::group_decision> unstarted_;
 };

@@ -4,7 +4,6 @@
 #pragma once
 
 #include "actors/checkpoint_state.hpp"
-#include "checkpoint/format.hpp"
 
 #include <condition_variable>
 #include <cstddef>
@@ -17,28 +16,30 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/format.hpp"
+
 namespace herd::actors {
 
 /// What one written (or failed) checkpoint cost.
 struct checkpoint_report {
-  std::string path;             // the file written
-  std::string error;            // non-empty: it was not written, and why
-  std::uint64_t rounds = 0;     // rounds finished when it was taken
-  std::uint64_t bytes = 0;      // the file's size
-  double pause_seconds = 0.0;   // training held: from the decision until every state was in
-  double write_seconds = 0.0;   // encoding and writing, on the writer's thread
-  bool final = false;           // taken when the run stopped
+  std::string path;           // the file written
+  std::string error;          // non-empty: it was not written, and why
+  std::uint64_t rounds = 0;   // rounds finished when it was taken
+  std::uint64_t bytes = 0;    // the file's size
+  double pause_seconds = 0.0; // training held: from the decision until every state was in
+  double write_seconds = 0.0; // encoding and writing, on the writer's thread
+  bool final = false;         // taken when the run stopped
 };
 
 /// Where and how often a run in one process writes checkpoints (config [checkpoint]), and what a
 /// checkpoint's header says about the run.
 struct checkpoint_options {
   std::string directory;
-  double every_seconds = 0.0; // 0: none by time
+  double every_seconds = 0.0;     // 0: none by time
   std::uint64_t every_rounds = 0; // 0: none by rounds
   std::size_t keep = 3;
   checkpoint::structure shape;
-  std::string settings;     // config::to_ini of the run, secrets blanked
+  std::string settings; // config::to_ini of the run, secrets blanked
   std::string herd_version;
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;

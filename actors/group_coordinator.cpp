@@ -141,7 +141,8 @@ private:
   double elapsed() const {
     if (!started_at_)
       return 0.0;
-    return elapsed_offset_ + std::chrono::duration<double>(clock_type::now() - *started_at_).count();
+    return elapsed_offset_ +
+           std::chrono::duration<double>(clock_type::now() - *started_at_).count();
   }
 
   // -- the handlers ------------------------------------------------------------------------------
@@ -605,7 +606,8 @@ private:
         continue;
       }
       char text[160];
-      std::snprintf(text, sizeof text, " (round %llu, %.1f MB; training paused %.0f ms, written in %.0f ms)",
+      std::snprintf(text, sizeof text,
+                    " (round %llu, %.1f MB; training paused %.0f ms, written in %.0f ms)",
                     static_cast<unsigned long long>(report.rounds), report.bytes / 1e6,
                     report.pause_seconds * 1e3, report.write_seconds * 1e3);
       notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
@@ -722,7 +724,7 @@ private:
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit
   checkpoint_taker checkpoints_;
-  double elapsed_offset_ = 0.0;  // a resumed run's training time before this process
+  double elapsed_offset_ = 0.0;   // a resumed run's training time before this process
   bool rounds_abandoned_ = false; // the drain timed out
 };
 

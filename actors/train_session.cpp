@@ -371,8 +371,8 @@ void train_session::spawn_and_start() {
     checkpoints->every_seconds = settings.every_seconds;
     checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
     checkpoints->keep = static_cast<std::size_t>(settings.keep);
-    checkpoints->shape = structure_of(state.config, mlp_layer_sizes(state.config, state.data->train),
-                                      state.data->train.size());
+    checkpoints->shape = structure_of(
+        state.config, mlp_layer_sizes(state.config, state.data->train), state.data->train.size());
     checkpoints->settings = config::to_ini(config::without_secrets(state.config));
     checkpoints->herd_version = HERD_VERSION;
     checkpoints->on_written = state.options.on_checkpoint;

@@ -181,8 +181,7 @@ private:
   // At rest: a checkpoint of this state is one the worker can go on from. Rounds it still owes
   // (wagma: blended in after a step a stopped worker will not begin) have their results here.
   bool at_rest() const {
-    if (!buffer_.at_rest() || !deferred_.empty() ||
-        (started_ && !stopping_ && buffer_.step_due()))
+    if (!buffer_.at_rest() || !deferred_.empty() || (started_ && !stopping_ && buffer_.step_due()))
       return false;
     const auto& owed = buffer_.owed_rounds();
     return pending_results_.size() == owed.size() &&
@@ -218,8 +217,8 @@ private:
     const std::size_t count = params_.size();
     HERD_CHECK(record.parameters.size() == count && record.velocity.size() == count &&
                    record.send.size() == count,
-               "worker " << setup_.index << ": a checkpointed state of "
-                         << record.parameters.size() << " parameters for a model of " << count);
+               "worker " << setup_.index << ": a checkpointed state of " << record.parameters.size()
+                         << " parameters for a model of " << count);
     HERD_CHECK(record.buffer.family() == buffer_.family(),
                "worker " << setup_.index << ": a checkpoint of another algorithm's worker");
     apply_ops_->upload(params_.data(), record.parameters.data(), count * sizeof(float));

@@ -18,7 +18,8 @@
 //   (adopt_atom, worker_state)     -> bool   before its first step: continue from that state (a
 //                                     node joining the running job takes a live peer's)
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
-//   checkpoint_atom                -> worker_checkpoint   its whole state (checkpoint_messages.hpp),
+//   checkpoint_atom                -> worker_checkpoint   its whole state
+//   (checkpoint_messages.hpp),
 //                                     once it is at rest: no step running, every round it answered
 //                                     applied, and no step due (the coordinator starts no round
 //                                     meanwhile) or stopped

@@ -1,11 +1,10 @@
 // Checkpoint files; see format.hpp.
 #include "checkpoint/format.hpp"
 
+#include <algorithm>
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
-
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -86,7 +85,8 @@ void sync_directory(const std::string& directory) {
 }
 
 bool is_checkpoint_name(const std::string& name) {
-  return name.size() > prefix.size() + suffix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+  return name.size() > prefix.size() + suffix.size() &&
+         name.compare(0, prefix.size(), prefix) == 0 &&
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
          name.find(temporary_marker) == std::string::npos;
 }
@@ -109,10 +109,12 @@ std::uint64_t structure::fingerprint() const {
 }
 
 std::vector<std::string> structure::describe() const {
-  return {"model: " + layers_text(layers), "train.algorithm: " + algorithm,
+  return {"model: " + layers_text(layers),
+          "train.algorithm: " + algorithm,
           "train.workers: " + std::to_string(workers),
           "training samples: " + std::to_string(training_samples),
-          "train.batch-size: " + std::to_string(batch_size), "train.seed: " + std::to_string(seed)};
+          "train.batch-size: " + std::to_string(batch_size),
+          "train.seed: " + std::to_string(seed)};
 }
 
 std::vector<std::string> differences(const structure& saved, const structure& now) {

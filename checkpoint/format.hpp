@@ -27,12 +27,12 @@ std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce4842
 /// What a checkpoint must agree on with the run that resumes from it: the run cannot go on from a
 /// state of another shape (docs/checkpoints.md, "Resume").
 struct structure {
-  std::vector<std::uint64_t> layers; // the MLP's layer sizes: inputs, hidden..., classes
-  std::string algorithm;             // train.algorithm
-  std::int32_t workers = 0;          // train.workers
+  std::vector<std::uint64_t> layers;  // the MLP's layer sizes: inputs, hidden..., classes
+  std::string algorithm;              // train.algorithm
+  std::int32_t workers = 0;           // train.workers
   std::uint64_t training_samples = 0; // the shards are cut from this many samples
-  std::int32_t batch_size = 0;       // train.batch-size: the samplers' positions count batches
-  std::uint64_t seed = 0;            // train.seed: the shards and shuffles come from it
+  std::int32_t batch_size = 0;        // train.batch-size: the samplers' positions count batches
+  std::uint64_t seed = 0;             // train.seed: the shards and shuffles come from it
 
   /// FNV-1a 64 of a canonical text of every field.
   std::uint64_t fingerprint() const;

@@ -2,7 +2,6 @@
 #include "cli/train_command.hpp"
 
 #include "actors/train_session.hpp"
-#include "checkpoint/format.hpp"
 #include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/run_support.hpp"
@@ -19,6 +18,8 @@
 #include <optional>
 #include <sstream>
 #include <unistd.h>
+
+#include "checkpoint/format.hpp"
 
 namespace herd::cli {
 

@@ -19,8 +19,8 @@ quorum_policy::quorum_policy(std::string name, double fraction, int sync_every)
 }
 
 std::string quorum_policy::save_state() const {
-  return detail::save_fields(name_, live_, ready_step_, consumed_step_,
-                             in_flight_, rounds_activated_);
+  return detail::save_fields(name_, live_, ready_step_, consumed_step_, in_flight_,
+                             rounds_activated_);
 }
 
 void quorum_policy::load_state(const std::string& state) {

@@ -322,9 +322,8 @@ group_decision preduce_policy::make_group(std::vector<std::size_t> positions, ro
 }
 
 std::string preduce_policy::save_state() const {
-  return detail::save_fields("preduce", guard_, live_, queue_, in_group_,
-                             early_, partial_groups_, interventions_,
-                             guard_waiting_since_, now_);
+  return detail::save_fields("preduce", guard_, live_, queue_, in_group_, early_, partial_groups_,
+                             interventions_, guard_waiting_since_, now_);
 }
 
 void preduce_policy::load_state(const std::string& state) {

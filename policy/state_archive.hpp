@@ -7,7 +7,6 @@
 #include <cereal/types/optional.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
-
 #include <sstream>
 #include <stdexcept>
 #include <string>

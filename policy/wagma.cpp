@@ -1,11 +1,11 @@
 // WAGMA-SGD's grouping policy; see wagma.hpp.
 #include "policy/wagma.hpp"
 
-#include "policy/state_archive.hpp"
-
 #include "kernels/check.hpp"
 
 #include <algorithm>
+
+#include "policy/state_archive.hpp"
 
 namespace herd::policy {
 

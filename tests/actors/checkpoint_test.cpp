@@ -3,7 +3,6 @@
 // not fit the run is refused by name.
 #include "actors/checkpoint_state.hpp"
 #include "actors/train_session.hpp"
-#include "checkpoint/format.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "checkpoint/format.hpp"
 #include "support/session_config.hpp"
 #include "support/temp_directory.hpp"
 
@@ -45,8 +45,9 @@ finished_run run(const run_config& config,
   return done;
 }
 
-std::shared_ptr<const herd::actors::run_checkpoint>
-load(const run_config& config, const herd::models::train_test_split& data, const std::string& path) {
+std::shared_ptr<const herd::actors::run_checkpoint> load(const run_config& config,
+                                                         const herd::models::train_test_split& data,
+                                                         const std::string& path) {
   return herd::actors::load_checkpoint(config, data, path).state;
 }
 

@@ -1,12 +1,11 @@
 // Checkpoint files: what a damaged, truncated or foreign file is refused with, and how files are
 // written and kept.
-#include "checkpoint/format.hpp"
-
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
 
+#include "checkpoint/format.hpp"
 #include "support/temp_directory.hpp"
 
 namespace {
@@ -91,16 +90,14 @@ TEST(CheckpointFormat, EveryTruncationIsRefused) {
 }
 
 TEST(CheckpointFormat, AForeignFileIsNotACheckpoint) {
-  EXPECT_NE(problem_of("[train]\nworkers = 4\n").find("not a Herd checkpoint"),
-            std::string::npos);
+  EXPECT_NE(problem_of("[train]\nworkers = 4\n").find("not a Herd checkpoint"), std::string::npos);
 }
 
 TEST(CheckpointFormat, AnotherFormatVersionIsRefusedByNumber) {
   auto head = sample_header();
   head.version = format_version + 1;
   const auto problem = problem_of(encode(head, "abc"));
-  EXPECT_NE(problem.find("format version " + std::to_string(format_version + 1)),
-            std::string::npos)
+  EXPECT_NE(problem.find("format version " + std::to_string(format_version + 1)), std::string::npos)
       << problem;
 }
 

@@ -559,8 +559,9 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   auto resumed = herd(args);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("herd train: resuming from " + files[0].string()));
-  EXPECT_THAT(resumed.output,
-              HasSubstr("changed since the checkpoint: train.lr: 0.05 in the checkpoint, 0.02 now"));
+  EXPECT_THAT(
+      resumed.output,
+      HasSubstr("changed since the checkpoint: train.lr: 0.05 in the checkpoint, 0.02 now"));
   EXPECT_THAT(resumed.output, HasSubstr("Herd run summary"));
 
   // Another worker count: refused, naming the key.
@@ -579,7 +580,8 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   args.insert(args.end(), {"--resume", checkpoints});
   auto truncated = herd(args);
   EXPECT_EQ(truncated.exit_code, 2) << truncated.output;
-  EXPECT_THAT(truncated.output, HasSubstr("herd train: cannot resume from " + newest + ": truncated"));
+  EXPECT_THAT(truncated.output,
+              HasSubstr("herd train: cannot resume from " + newest + ": truncated"));
 }
 
 } // namespace
