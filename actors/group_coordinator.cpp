@@ -167,7 +167,7 @@ private:
       start_rounds(policy_->set_live_workers(live_workers()));
     checkpoints_.start_clock(elapsed(), counters_.rounds);
     delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
-    if (budget_spent_ && in_flight_.empty())
+    if (in_flight_.empty() && samples_committed_ >= sample_budget())
       begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
     if (phases_.running())
       for (const auto& worker : workers_)
@@ -580,7 +580,7 @@ private:
       if (phases_.running())
         hear(std::move(input));
     schedule_policy_time();
-    if (budget_spent_ && in_flight_.empty() && phases_.running())
+    if (in_flight_.empty() && samples_committed_ >= sample_budget() && phases_.running())
       begin_stop("epochs");
   }
 
