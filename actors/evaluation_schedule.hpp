@@ -65,6 +65,21 @@ public:
   std::optional<double> time_to_target() const { return time_to_target_; }
   const std::optional<evaluation_point>& final_point() const { return final_; }
 
+  /// Goes on from a checkpoint's schedule (its evaluations and time to target; these settings).
+  void resume_from(const evaluation_schedule& saved) {
+    next_snapshot_seconds_ = saved.next_snapshot_seconds_;
+    evaluations_ = saved.evaluations_;
+    time_to_target_ = saved.time_to_target_;
+  }
+
+  /// What a run resumed from a checkpoint goes on with: the evaluations so far and when the
+  /// target was reached (not the settings, kept snapshots or an evaluation under way). A cereal
+  /// archive; the caller includes cereal's types and serialises evaluation_point.
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(next_snapshot_seconds_, evaluations_, time_to_target_);
+  }
+
 private:
   settings settings_;
   bool periodic_outstanding_ = false;

@@ -1,6 +1,7 @@
 // The group coordinator actor; see group_coordinator.hpp.
 #include "actors/group_coordinator.hpp"
 
+#include "actors/checkpoint_taker.hpp"
 #include "actors/evaluation_requests.hpp"
 #include "actors/evaluation_schedule.hpp"
 #include "actors/imbalance.hpp"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -46,7 +48,8 @@ public:
             static_cast<std::uint64_t>(setup_.config.train.eval_every),
             setup_.config.train.target_accuracy,
             std::chrono::duration<double>(setup_.snapshot_interval).count(),
-            policy_->exchanges_models()}) {
+            policy_->exchanges_models()}),
+        checkpoints_(setup_.checkpoints) {
     if (setup_.joins)
       joins_ = setup_.joins(*this);
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
@@ -102,6 +105,8 @@ public:
       carry_out(phases_.worker_stopped(index)); // a lost worker has nothing left to stop
       return;
     }
+    if (checkpoints_.holding())
+      drop_checkpoint("worker " + std::to_string(index) + " was lost");
     auto live = live_workers();
     if (live.empty())
       fail("every worker was lost");
@@ -136,7 +141,8 @@ private:
   double elapsed() const {
     if (!started_at_)
       return 0.0;
-    return std::chrono::duration<double>(clock_type::now() - *started_at_).count();
+    return elapsed_offset_ +
+           std::chrono::duration<double>(clock_type::now() - *started_at_).count();
   }
 
   // -- the handlers ------------------------------------------------------------------------------
@@ -155,10 +161,35 @@ private:
     evaluator_ = start.evaluator;
     monitor(evaluator_);
     started_at_ = clock_type::now();
-    start_rounds(policy_->set_live_workers(live_workers()));
-    for (const auto& worker : workers_)
-      send(worker, start_atom::value);
+    if (setup_.resume)
+      resume_from(*setup_.resume);
+    else
+      start_rounds(policy_->set_live_workers(live_workers()));
+    checkpoints_.start_clock(elapsed(), counters_.rounds);
     delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
+    if (in_flight_.empty() && samples_committed_ >= sample_budget())
+      begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
+    if (phases_.running())
+      for (const auto& worker : workers_)
+        send(worker, start_atom::value);
+  }
+
+  // The state the checkpoint saved; the workers were made from it. The policy then hears what it
+  // had not heard when the checkpoint was taken, and the rounds the epoch limit held back start.
+  void resume_from(const run_checkpoint& saved) {
+    const auto& record = saved.coordinator;
+    counters_ = record.counters;
+    counters_.samples_per_epoch = setup_.samples_per_epoch;
+    evaluations_.resume_from(record.evaluations);
+    policy_->load_state(record.policy_state);
+    elapsed_offset_ = record.elapsed_seconds;
+    next_round_ = record.next_round;
+    next_aggregator_ = record.next_aggregator;
+    samples_committed_ = record.samples_committed;
+    consecutive_aborted_rounds_ = record.consecutive_aborted_rounds;
+    start_rounds(record.unstarted);
+    for (const auto& input : record.unheard)
+      start_rounds(tell_policy(input));
   }
 
   void on_step_ready(const step_ready& ready) {
@@ -177,15 +208,19 @@ private:
     }
     // A late step's round has closed: it is no arrival for the policy.
     const auto index = static_cast<std::size_t>(ready.worker);
-    if (!phases_.running() || !counters_.workers[index].live || ready.late)
+    if (!counters_.workers[index].live || ready.late || phases_.done())
       return;
+    policy_input input;
+    input.arrival.worker = ready.worker;
+    input.arrival.step = ready.step;
+    input.arrival.at_seconds = elapsed();
+    input.arrival.compute_seconds = ready.compute_seconds;
+    if (!phases_.running()) {
+      checkpoints_.keep(std::move(input)); // for the final checkpoint
+      return;
+    }
     arrivals_[index] = {ready.step, elapsed()};
-    policy::arrival event;
-    event.worker = ready.worker;
-    event.step = ready.step;
-    event.at_seconds = elapsed();
-    event.compute_seconds = ready.compute_seconds;
-    consult([this, event] { return policy_->on_ready(event); });
+    hear(std::move(input));
   }
 
   // A round ended: applied, failed, or aborted (its members skipped it, their contributions lost
@@ -224,8 +259,13 @@ private:
                         " rounds in a row aborted; the last: " + report.result.message());
       return;
     }
+    policy_input outcome;
+    outcome.is_arrival = false;
+    outcome.outcome = outcome_of(report);
+    if (!phases_.running())
+      checkpoints_.keep(std::move(outcome)); // for the final checkpoint
     if (phases_.running()) {
-      consult([this, outcome = outcome_of(report)] { return policy_->on_group_done(outcome); });
+      hear(std::move(outcome));
       if (!report.aborted && (counters_.epochs() >= setup_.config.train.epochs ||
                               (budget_spent_ && in_flight_.empty())))
         begin_stop("epochs");
@@ -234,6 +274,7 @@ private:
         evaluate_periodically();
     }
     rounds_changed();
+    maybe_checkpoint();
   }
 
   void on_stop() { begin_stop("interrupted"); }
@@ -256,6 +297,8 @@ private:
     }
     if (phases_.running() && evaluations_.snapshot_due(elapsed()))
       take_snapshot();
+    report_checkpoints();
+    maybe_checkpoint();
     carry_out(phases_.time_passed(elapsed()));
     delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
   }
@@ -266,6 +309,7 @@ private:
     const auto next = phases_.drain_timed_out(in_flight_.size());
     if (next == action::none)
       return;
+    rounds_abandoned_ = true; // the replicas' states are no longer one a checkpoint can hold
     notice(std::to_string(in_flight_.size()) + " round(s) did not finish within " +
            std::to_string(setup_.stop_timeout.count()) + " ms of the stop; stopping without them");
     in_flight_.clear();
@@ -275,7 +319,9 @@ private:
   void on_policy_time(double deadline) {
     if (policy_timer_at_ && *policy_timer_at_ == deadline)
       policy_timer_at_.reset();
-    if (phases_.running()) { // the deadline has passed, whatever the clocks' rounding says
+    // While a checkpoint holds the policy's inputs the deadline waits; release sets it again.
+    if (phases_.running() && !checkpoints_.holding()) { // the deadline has passed, whatever the
+                                                        // clocks' rounding says
       const double now = std::max(elapsed(), deadline);
       consult([this, now] { return policy_->on_time(now); });
     }
@@ -310,6 +356,19 @@ private:
 
   bool holding() const { return joins_ && joins_->holding(); }
 
+  std::vector<group_decision> tell_policy(const policy_input& input) {
+    return input.is_arrival ? policy_->on_ready(input.arrival)
+                            : policy_->on_group_done(input.outcome);
+  }
+
+  // A policy input while running: kept while a checkpoint is being taken, else consulted.
+  void hear(policy_input input) {
+    if (checkpoints_.holding())
+      checkpoints_.keep(std::move(input));
+    else
+      consult([this, input = std::move(input)] { return tell_policy(input); });
+  }
+
   // Samples of one epoch over all shards, times train.epochs: the run's sample budget.
   std::uint64_t sample_budget() const {
     return static_cast<std::uint64_t>(setup_.samples_per_epoch) *
@@ -324,6 +383,7 @@ private:
       const std::uint64_t expected_samples =
           decision.fresh_arrivals * static_cast<std::uint64_t>(setup_.config.train.batch_size);
       if (samples_committed_ >= sample_budget()) {
+        checkpoints_.keep_unstarted(decision); // a resumed run with more epochs starts it
         // Its members now wait for the stop. The policy counts this round as in flight and never
         // hears of it again; that is safe only because the run stops here: a round is skipped
         // only once the applied samples reach the budget, and the stop follows in
@@ -358,7 +418,7 @@ private:
   // is pending at a time, for the earliest deadline; a later deadline waits for it.
   void schedule_policy_time() {
     const auto deadline = policy_->next_deadline();
-    if (!deadline || !phases_.running() || holding() ||
+    if (!deadline || !phases_.running() || holding() || checkpoints_.holding() ||
         (policy_timer_at_ && *policy_timer_at_ <= *deadline))
       return;
     policy_timer_at_ = *deadline;
@@ -465,13 +525,111 @@ private:
       begin_stop("target-accuracy");
   }
 
+  // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
+
+  void maybe_checkpoint() {
+    if (!phases_.running() || holding() || !checkpoints_.due(elapsed(), counters_.rounds))
+      return;
+    checkpoints_.begin(elapsed(), counters_.rounds);
+    if (checkpoints_.ready_to_collect(in_flight_.size()))
+      collect_checkpoint();
+  }
+
+  // Every worker's state, once all are at rest; `then` (the final evaluation) after a final one.
+  void collect_checkpoint(std::function<void()> then = {}) {
+    const auto ticket = checkpoints_.ticket();
+    const bool final = !phases_.running();
+    request_worker_states(
+        *this, workers_, setup_.stop_timeout,
+        [this, ticket, final, then](worker_records records) {
+          if (final || ticket == checkpoints_.ticket()) {
+            write_checkpoint(records, final);
+            if (!final)
+              release_checkpoint();
+          }
+          if (then)
+            then();
+        },
+        [this, ticket, final, then](const std::string& why) {
+          if (final || ticket == checkpoints_.ticket())
+            drop_checkpoint(why);
+          if (then)
+            then();
+        });
+  }
+
+  void write_checkpoint(const worker_records& records, bool final) {
+    auto state = std::make_shared<run_checkpoint>();
+    state->settings = setup_.checkpoints->settings;
+    auto& record = state->coordinator;
+    record.elapsed_seconds = final ? wall_seconds_ : elapsed();
+    record.counters = counters_;
+    record.evaluations = evaluations_;
+    record.policy_state = policy_->save_state();
+    record.unstarted = checkpoints_.unstarted();
+    record.unheard = checkpoints_.kept();
+    record.next_round = next_round_;
+    record.next_aggregator = next_aggregator_;
+    record.samples_committed = samples_committed_;
+    record.consecutive_aborted_rounds = consecutive_aborted_rounds_;
+    for (const auto& worker : records)
+      state->workers.push_back(*worker);
+    checkpoints_.write(std::move(state), elapsed(), final);
+  }
+
+  // The policy hears what it was held from, in order, and rounds start again.
+  void release_checkpoint() {
+    for (auto& input : checkpoints_.release())
+      if (phases_.running())
+        hear(std::move(input));
+    schedule_policy_time();
+    if (in_flight_.empty() && samples_committed_ >= sample_budget() && phases_.running())
+      begin_stop("epochs");
+  }
+
+  void drop_checkpoint(const std::string& why) {
+    notice("checkpoint not taken: " + why);
+    if (!checkpoints_.holding())
+      return;
+    checkpoints_.abandon();
+    release_checkpoint();
+  }
+
+  // A final checkpoint is one the run can go on from: no error, no round abandoned, no worker
+  // lost.
+  bool final_checkpoint_wanted() const {
+    return checkpoints_.enabled() && phases_.error().empty() && !rounds_abandoned_ &&
+           live_workers().size() == workers_.size();
+  }
+
+  void report_checkpoints() {
+    for (const auto& report : checkpoints_.reports()) {
+      if (!report.error.empty()) {
+        notice("checkpoint not written: " + report.error);
+        continue;
+      }
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    " (round %llu, %.1f MB; training paused %.0f ms, written in %.0f ms)",
+                    static_cast<unsigned long long>(report.rounds), report.bytes / 1e6,
+                    report.pause_seconds * 1e3, report.write_seconds * 1e3);
+      notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
+    }
+  }
+
   // -- stopping (run_phases decides, these carry it out) ----------------------------------------
 
-  void begin_stop(const std::string& reason) { carry_out(phases_.stop(reason)); }
+  void begin_stop(const std::string& reason) {
+    if (checkpoints_.holding() && phases_.running())
+      checkpoints_.abandon(); // the final checkpoint takes its place; what it kept stays kept
+    carry_out(phases_.stop(reason));
+  }
 
   // Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.
   void fail(const std::string& error) {
     notice("error: " + error);
+    if (checkpoints_.holding())
+      checkpoints_.abandon(); // no checkpoint of a failing run
     const auto next = phases_.fail(error);
     if (next == action::none)
       rounds_changed(); // stopping already: that may have been the last round in flight
@@ -484,6 +642,8 @@ private:
     carry_out(phases_.rounds_changed(in_flight_.size()));
     if (joins_)
       joins_->rounds_changed();
+    if (checkpoints_.ready_to_collect(in_flight_.size()))
+      collect_checkpoint();
   }
 
   void carry_out(action next) {
@@ -500,7 +660,10 @@ private:
       break;
     case action::evaluate_final:
       wall_seconds_ = elapsed();
-      evaluate_kept(0);
+      if (final_checkpoint_wanted())
+        collect_checkpoint([this] { evaluate_kept(0); });
+      else
+        evaluate_kept(0);
       break;
     case action::finish:
       finish();
@@ -527,6 +690,8 @@ private:
   }
 
   void finish() {
+    checkpoints_.flush(); // the final checkpoint is on disk before the run says it ended
+    report_checkpoints();
     report_progress();
     run_summary run;
     run.algorithm = setup_.config.train.algorithm;
@@ -561,6 +726,9 @@ private:
   std::map<std::uint64_t, round_in_flight> in_flight_;
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit
+  checkpoint_taker checkpoints_;
+  double elapsed_offset_ = 0.0;   // a resumed run's training time before this process
+  bool rounds_abandoned_ = false; // the drain timed out
 };
 
 } // namespace

@@ -13,6 +13,8 @@
 //   tick_atom                 its own timer: progress, train.max-seconds, deferred snapshots
 //   drain_timeout_atom        its own timer: rounds a stop waits for took stop_timeout
 //   (policy_time_atom, t)     its own timer: a policy deadline (preduce's wait window) is due
+// With checkpoints on (coordinator_setup::checkpoints) it takes one every so often and when the run
+// stops (checkpoint_taker.hpp), and with coordinator_setup::resume it goes on from one.
 // It monitors every worker, aggregator and the evaluator: a lost worker leaves the policy's groups,
 // a lost aggregator ends the run.
 #pragma once
@@ -37,6 +39,8 @@ class training_metrics;
 namespace herd::actors {
 
 struct node_admission;
+struct checkpoint_options;
+struct run_checkpoint;
 
 /// What the coordinator lets a join (join_hook) see and do; called on the coordinator's thread.
 class coordinator_port {
@@ -99,6 +103,11 @@ struct coordinator_setup {
   /// Makes the coordinator's join_hook; empty where no node can join (one process): an admission
   /// is refused.
   std::function<std::unique_ptr<join_hook>(coordinator_port&)> joins;
+  /// Where and how often checkpoints are written (docs/checkpoints.md); null: none. In one
+  /// process only: a cluster does not take them yet.
+  std::shared_ptr<const checkpoint_options> checkpoints;
+  /// Non-null: the run goes on from this checkpoint (its workers were made from it too).
+  std::shared_ptr<const run_checkpoint> resume;
 };
 
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);

@@ -29,7 +29,7 @@ struct worker_counters {
 
 struct run_counters {
   /// `worker_count` for the wait ledger; `workers` below fills when the run starts.
-  run_counters(int worker_count, std::size_t samples_in_epoch)
+  run_counters(int worker_count = 1, std::size_t samples_in_epoch = 0)
       : samples_per_epoch(samples_in_epoch), ledger(worker_count) {}
 
   /// A worker finished a local step (step_ready's fields).

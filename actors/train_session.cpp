@@ -276,6 +276,17 @@ struct train_session::impl {
   }
 };
 
+loaded_checkpoint load_checkpoint(const config::run_config& config,
+                                  const models::train_test_split& data, const std::string& path) {
+  loaded_checkpoint loaded;
+  loaded.file = checkpoint::resolve(path);
+  const auto layers = mlp_layer_sizes(config, data.train);
+  const models::mlp model(layers);
+  loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
+      loaded.file, structure_of(config, layers, data.train.size()), model.parameter_count()));
+  return loaded;
+}
+
 train_session::train_session(config::run_config config,
                              std::shared_ptr<const models::train_test_split> data,
                              session_options options)
@@ -288,6 +299,13 @@ train_session::train_session(config::run_config config,
   impl_->data = std::move(data);
   impl_->options = std::move(options);
   const auto& train = impl_->config.train;
+  if (impl_->options.resume &&
+      impl_->options.resume->workers.size() != static_cast<std::size_t>(train.workers))
+    throw config::invalid_config(
+        {{"train.workers", "train.workers = " + std::to_string(train.workers) +
+                               ": the checkpoint to resume from holds " +
+                               std::to_string(impl_->options.resume->workers.size()) +
+                               " workers"}});
   if (train.backend == "cpu")
     check_memory(mlp_layer_sizes(impl_->config, impl_->data->train), train.workers);
   impl_->compute =
@@ -346,6 +364,21 @@ void train_session::spawn_and_start() {
   if (state.options.metrics)
     coordination.metrics =
         make_training_metrics(state.config, state.options.metrics, state.options.node_name);
+  if (state.config.checkpoint.enabled()) {
+    auto checkpoints = std::make_shared<checkpoint_options>();
+    const auto& settings = state.config.checkpoint;
+    checkpoints->directory = settings.dir;
+    checkpoints->every_seconds = settings.every_seconds;
+    checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
+    checkpoints->keep = static_cast<std::size_t>(settings.keep);
+    checkpoints->shape = structure_of(
+        state.config, mlp_layer_sizes(state.config, state.data->train), state.data->train.size());
+    checkpoints->settings = config::to_ini(config::without_secrets(state.config));
+    checkpoints->herd_version = HERD_VERSION;
+    checkpoints->on_written = state.options.on_checkpoint;
+    coordination.checkpoints = std::move(checkpoints);
+  }
+  coordination.resume = state.options.resume;
   coordination.on_finished = [result = state.result](run_summary summary) {
     result->deliver(std::move(summary));
   };
@@ -387,6 +420,9 @@ void train_session::spawn_and_start() {
         make_worker_setup(state.config, index, state.model, train_data, state.compute.step[slot],
                           state.plane, imbalance, state.options.probe);
     setup.apply_ops = state.compute.apply[slot];
+    if (state.options.resume)
+      setup.resume = std::shared_ptr<const worker_record>(state.options.resume,
+                                                          &state.options.resume->workers[slot]);
     state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
   }
   caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});

@@ -4,6 +4,8 @@
 // No CAF in this header.
 #pragma once
 
+#include "actors/checkpoint_state.hpp"
+#include "actors/checkpoint_writer.hpp"
 #include "actors/run_summary.hpp"
 #include "actors/worker_probe.hpp"
 #include "config/run_config.hpp"
@@ -43,7 +45,23 @@ struct session_options {
   /// `node_name`) are kept in this registry; serve it with monitoring::metrics_endpoint.
   std::shared_ptr<monitoring::registry> metrics;
   std::string node_name; // empty: this host's name
+  /// Non-null: the run goes on from this checkpoint (load_checkpoint()) instead of starting.
+  std::shared_ptr<const run_checkpoint> resume;
+  /// With checkpoint.dir set: called on the checkpoint writer's thread after each checkpoint.
+  std::function<void(const checkpoint_report&)> on_checkpoint;
 };
+
+/// A checkpoint read for a run, and the file it came from.
+struct loaded_checkpoint {
+  std::string file;
+  std::shared_ptr<const run_checkpoint> state;
+};
+
+/// The checkpoint at `path` (a file, or the newest in a directory) for a run of `config` on
+/// `data`. Throws checkpoint::checkpoint_error naming the file and the problem: damaged or
+/// truncated, or of another structure (each difference named).
+loaded_checkpoint load_checkpoint(const config::run_config& config,
+                                  const models::train_test_split& data, const std::string& path);
 
 class train_session {
 public:

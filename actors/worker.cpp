@@ -11,6 +11,8 @@
 // it before it returns (settle()), so whatever a message says is done is done on the device.
 #include "actors/worker.hpp"
 
+#include "actors/checkpoint_messages.hpp"
+#include "actors/checkpoint_state.hpp"
 #include "actors/compute_thread.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
@@ -18,6 +20,7 @@
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -72,6 +75,8 @@ public:
       write_send_buffer(policy::buffer_write::copy_model);
       settle();
     }
+    if (setup_.resume)
+      restore(*setup_.resume);
     // Last: nothing above may throw with the buffer attached.
     const auto attached = setup_.plane->attach(setup_.index, send_.data(), send_.size());
     HERD_CHECK(attached.ok(), "worker " << setup_.index << ": " << attached.message());
@@ -87,6 +92,7 @@ public:
     coordinator_ = nullptr;
     deferred_.clear();
     exports_.clear();
+    checkpoints_.clear();
   }
 
   caf::behavior make_behavior() override {
@@ -102,6 +108,7 @@ public:
         [this](export_atom) { return on_export(); },
         [this](adopt_atom, const worker_state& state) { return adopt(state); },
         [this](stop_atom) { return on_stop(); },
+        [this](checkpoint_atom) { return on_checkpoint(); },
     };
   }
 
@@ -122,6 +129,7 @@ private:
   void on_start() {
     if (!started_ && !stopping_) {
       started_ = true;
+      idle_since_ = clock_type::now(); // a resumed worker's first wait counts from here
       begin_step_when_due();
     }
   }
@@ -161,6 +169,80 @@ private:
     // Only now: a promise takes the request's answer over.
     exports_.push_back(make_response_promise<worker_state>());
     return exports_.back();
+  }
+
+  caf::result<worker_checkpoint> on_checkpoint() {
+    checkpoints_.push_back(make_response_promise<worker_checkpoint>());
+    auto answer = checkpoints_.back();
+    deliver_checkpoints();
+    return answer;
+  }
+
+  // At rest: a checkpoint of this state is one the worker can go on from. Rounds it still owes
+  // (wagma: blended in after a step a stopped worker will not begin) have their results here.
+  bool at_rest() const {
+    if (!buffer_.at_rest() || !deferred_.empty() || (started_ && !stopping_ && buffer_.step_due()))
+      return false;
+    const auto& owed = buffer_.owed_rounds();
+    return pending_results_.size() == owed.size() &&
+           std::all_of(owed.begin(), owed.end(),
+                       [this](std::uint64_t round) { return pending_results_.count(round) > 0; });
+  }
+
+  void deliver_checkpoints() {
+    if (checkpoints_.empty() || !at_rest())
+      return;
+    auto record = std::make_shared<worker_record>();
+    const std::size_t count = params_.size();
+    record->index = setup_.index;
+    record->parameters = on_host(params_.data(), count);
+    record->velocity = on_host(optimizer_.velocity().data(), count);
+    record->send = on_host(send_.data(), count);
+    record->optimizer_steps = optimizer_.steps();
+    record->sampler = sampler_.where(); // the compute thread is idle: no step runs
+    record->buffer = buffer_;
+    for (const auto& [round, result] : pending_results_) {
+      pending_result pending{round, result.members, {}};
+      if (result.data)
+        pending.data = on_host(result.data->data(), count);
+      record->pending.push_back(std::move(pending));
+    }
+    for (auto& promise : checkpoints_)
+      promise.deliver(worker_checkpoint{record});
+    checkpoints_.clear();
+  }
+
+  // Constructor only: the state a checkpoint saved (deliver_checkpoints()).
+  void restore(const worker_record& record) {
+    const std::size_t count = params_.size();
+    HERD_CHECK(record.parameters.size() == count && record.velocity.size() == count &&
+                   record.send.size() == count,
+               "worker " << setup_.index << ": a checkpointed state of " << record.parameters.size()
+                         << " parameters for a model of " << count);
+    HERD_CHECK(record.buffer.family() == buffer_.family(),
+               "worker " << setup_.index << ": a checkpoint of another algorithm's worker");
+    apply_ops_->upload(params_.data(), record.parameters.data(), count * sizeof(float));
+    apply_ops_->upload(send_.data(), record.send.data(), count * sizeof(float));
+    optimizer_.restore_velocity(record.velocity.data());
+    optimizer_.restore_steps(record.optimizer_steps);
+    sampler_.seek(record.sampler);
+    buffer_ = record.buffer;
+    if (!record.pending.empty()) {
+      // Results to blend in later, in this worker's memory; freed once applied (the pool goes).
+      const auto pool = comm::buffer_pool::create(count, memory());
+      for (const auto& pending : record.pending) {
+        HERD_CHECK(pending.data.empty() || pending.data.size() == count,
+                   "worker " << setup_.index << ": a checkpointed round result of "
+                             << pending.data.size() << " floats");
+        round_result result{pending.round, nullptr, pending.members};
+        if (!pending.data.empty()) {
+          result.data = pool->acquire();
+          apply_ops_->upload(result.data->data(), pending.data.data(), count * sizeof(float));
+        }
+        pending_results_[pending.round] = std::move(result);
+      }
+    }
+    settle();
   }
 
   caf::result<worker_stopped> on_stop() {
@@ -306,6 +388,7 @@ private:
     applied.clear();
     deliver_exports();
     begin_step_when_due();
+    deliver_checkpoints();
   }
 
   // The state a worker joining the running job adopts: taken once every round this worker
@@ -414,6 +497,7 @@ private:
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
   std::vector<caf::typed_response_promise<worker_state>> exports_; // waiting for rounds to apply
+  std::vector<caf::typed_response_promise<worker_checkpoint>> checkpoints_; // waiting for rest
   caf::strong_actor_ptr self_while_computing_;
   injected_delay delay_; // the compute thread waits in it; outlives compute_
 

@@ -18,6 +18,11 @@
 //   (adopt_atom, worker_state)     -> bool   before its first step: continue from that state (a
 //                                     node joining the running job takes a live peer's)
 //   stop_atom                      -> worker_stopped once no step is running; starts no more
+//   checkpoint_atom                -> worker_checkpoint   its whole state
+//   (checkpoint_messages.hpp),
+//                                     once it is at rest: no step running, every round it answered
+//                                     applied, and no step due (the coordinator starts no round
+//                                     meanwhile) or stopped
 // Messages it sends: step_ready to the coordinator after every local step.
 //
 // What goes into the send buffer, what a contribution request gets and whether it waits, when
@@ -44,6 +49,8 @@
 
 namespace herd::actors {
 
+struct worker_record;
+
 struct worker_setup {
   int index = 0;
   std::shared_ptr<const models::mlp> model;
@@ -68,6 +75,9 @@ struct worker_setup {
                                   // in when the step finishes: (sum + fresh) / (members + 1)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
+  /// Non-null: the worker goes on from this checkpointed state (checkpoint_state.hpp) instead of
+  /// the initial parameters.
+  std::shared_ptr<const worker_record> resume;
 };
 
 /// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the data plane

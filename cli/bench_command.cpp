@@ -521,7 +521,7 @@ std::string bench_help() {
          "  --snapshot-ms MS         parameter snapshots for the accuracy curve (default 100);\n"
          "                           they are evaluated after each run, not during it\n"
          "  --help, -h               show this help\n"
-         "  --version                  show the version\n\n"
+         "  --version                show the version\n\n"
          "Scenarios (P workers, a quarter of them = max(1, P/4)):\n"
          "  none        no injected imbalance\n"
          "  random      each step a quarter of the workers, chosen by a shared seeded generator,\n"

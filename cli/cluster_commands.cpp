@@ -248,7 +248,7 @@ std::string coordinator_help() {
          "  --config FILE, -c FILE  read settings from an INI file\n"
          "  --report FILE           also write the run summary as JSON to FILE\n"
          "  --help, -h              show this help\n"
-         "  --version                 show the version\n\n"
+         "  --version               show the version\n\n"
          "Settings (as for herd train; the nodes receive them from here):\n"
       << config::describe_keys()
       << "\nThe control plane is CAF over TCP behind a gate that admits only Herd nodes (with\n"
@@ -283,7 +283,7 @@ std::string node_help() {
          "                           off longer than cluster.node-timeout-ms), how long to try\n"
          "                           joining the running job again (default 60; 0 = exit)\n"
          "  --help, -h               show this help\n"
-         "  --version                  show the version\n\n"
+         "  --version                show the version\n\n"
          "A node started while the job runs joins it in place of a lost node's workers (its\n"
          "--workers at most the number lost): its workers take a live worker's model and\n"
          "go on from there. Ctrl-C, SIGTERM or SIGHUP leaves the job: the coordinator counts\n"

@@ -12,10 +12,13 @@
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
+
+#include "checkpoint/format.hpp"
 
 namespace herd::cli {
 
@@ -28,19 +31,25 @@ int run_train(const std::vector<std::string>& args);
 
 std::string train_help() {
   std::ostringstream out;
-  out << "usage: herd train [--config FILE] [--report FILE] [--section.key=value ...]\n\n"
+  out << "usage: herd train [--config FILE] [--report FILE] [--resume PATH] "
+         "[--section.key=value ...]\n\n"
          "Trains an MLP with N worker actors in this process and prints a summary.\n\n"
          "  --config FILE, -c FILE  read settings from an INI file (e.g. config/quickstart.ini)\n"
          "  --report FILE           also write the run summary as JSON to FILE\n"
+         "  --resume PATH           go on from a checkpoint: a file, or the newest in a\n"
+         "                          directory (docs/checkpoints.md); the model, algorithm,\n"
+         "                          workers, batch size and seed must be the checkpoint's\n"
          "  --help, -h              show this help\n"
-         "  --version                 show the version\n\n"
+         "  --version               show the version\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
       << config::describe_keys()
       << "\nTraining stops at train.target-accuracy, train.epochs or train.max-seconds,\n"
          "whichever comes first. Ctrl-C (or SIGTERM, SIGHUP) stops after the rounds in\n"
          "flight and prints the summary; before the run starts it ends herd at once; a\n"
-         "second Ctrl-C aborts.\n\n"
+         "second Ctrl-C aborts. With checkpoint.dir set, checkpoints are written every\n"
+         "checkpoint.every-seconds / checkpoint.every-rounds and when the run stops\n"
+         "(Ctrl-C included).\n\n"
          "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted (by SIGINT,\n"
          "SIGTERM or SIGHUP).\n";
   return out.str();
@@ -55,7 +64,7 @@ namespace {
 int run_train(const std::vector<std::string>& args) {
   run_arguments parsed;
   try {
-    parsed = parse_run_arguments(args, "train");
+    parsed = parse_run_arguments(args, "train", {"--resume"});
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd train: " << bad.what() << '\n';
     return exit_bad_input;
@@ -74,6 +83,30 @@ int run_train(const std::vector<std::string>& args) {
   actors::session_options options;
   options.observer = &printer;
   options.metrics = prepared->metrics;
+  if (config.checkpoint.enabled()) {
+    std::error_code made;
+    std::filesystem::create_directories(config.checkpoint.dir, made);
+    if (made || ::access(config.checkpoint.dir.c_str(), W_OK) != 0) {
+      std::cerr << "herd train: checkpoint.dir = " << config.checkpoint.dir
+                << ": cannot write checkpoints there ("
+                << (made ? made.message() : std::string("not writable")) << ")\n";
+      return exit_bad_input;
+    }
+  }
+  if (const auto resume = parsed.options.find("--resume"); resume != parsed.options.end()) {
+    try {
+      auto loaded = actors::load_checkpoint(config, *data, resume->second);
+      const auto& counters = loaded.state->coordinator.counters;
+      std::cout << "herd train: resuming from " << loaded.file << " (round " << counters.rounds
+                << ", epoch " << std::setprecision(3) << counters.epochs() << ")" << std::endl;
+      for (const auto& line : actors::changed_settings(loaded.state->settings, config))
+        std::cout << "herd train: changed since the checkpoint: " << line << std::endl;
+      options.resume = std::move(loaded.state);
+    } catch (const checkpoint::checkpoint_error& unusable) {
+      std::cerr << "herd train: cannot resume from " << unusable.what() << '\n';
+      return exit_bad_input;
+    }
+  }
   std::optional<actors::train_session> session;
   try {
     session.emplace(config, data, options);

@@ -4,6 +4,12 @@
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+# cereal (libcereal-dev): the checkpoints' archives. Header-only; its config in
+# /usr/lib/<arch>/cmake/cereal defines the imported target cereal::cereal.
+find_package(cereal CONFIG QUIET)
+if(NOT cereal_FOUND OR NOT TARGET cereal::cereal)
+  message(FATAL_ERROR "cereal not found: run scripts/install-deps.sh (apt-get install libcereal-dev)")
+endif()
 # Gloo (libgloo-dev): the CPU data plane's TCP transport. Its config lives in /usr/share/cmake/Gloo
 # and defines the imported target `gloo`.
 find_package(Gloo CONFIG QUIET)

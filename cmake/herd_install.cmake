@@ -13,7 +13,7 @@ install(EXPORT herd_targets
   FILE herdTargets.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 
-foreach(folder kernels models comm policy actors cluster config monitoring)
+foreach(folder kernels models comm checkpoint policy actors cluster config monitoring)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/herd/${folder}
     FILES_MATCHING PATTERN "*.hpp")

@@ -391,6 +391,21 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<std::string>(
         "cluster.tls-key", "string", "control-plane TLS: this process's private key (PEM)",
         [](auto& c) -> auto& { return c.cluster.tls_key; }));
+    k.push_back(make_key<std::string>(
+        "checkpoint.dir", "string",
+        "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",
+        [](auto& c) -> auto& { return c.checkpoint.dir; }));
+    k.push_back(make_key<double>(
+        "checkpoint.every-seconds", "real",
+        "a checkpoint at least this often, in seconds (0 = none by time)",
+        [](auto& c) -> auto& { return c.checkpoint.every_seconds; }));
+    k.push_back(make_key<int>(
+        "checkpoint.every-rounds", "integer",
+        "a checkpoint every this many rounds (0 = none by rounds)",
+        [](auto& c) -> auto& { return c.checkpoint.every_rounds; }));
+    k.push_back(make_key<int>(
+        "checkpoint.keep", "integer", "how many of the newest checkpoints stay in checkpoint.dir",
+        [](auto& c) -> auto& { return c.checkpoint.keep; }));
     return k;
   }();
   return table;

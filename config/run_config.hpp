@@ -115,6 +115,17 @@ struct cluster_section {
   bool tls() const { return !tls_ca.empty(); }
 };
 
+/// [checkpoint]: where and how often `herd train` writes checkpoints it can resume from
+/// (docs/checkpoints.md). Off while `dir` is empty.
+struct checkpoint_section {
+  std::string dir;            // checkpoint.dir: the directory checkpoints go to ("" = off)
+  double every_seconds = 600; // checkpoint.every-seconds: one at least this often (0 = no timer)
+  int every_rounds = 0;       // checkpoint.every-rounds: one every this many rounds (0 = none)
+  int keep = 3;               // checkpoint.keep: the newest this many stay, older ones go
+
+  bool enabled() const { return !dir.empty(); }
+};
+
 struct run_config;
 
 /// `config` with the cluster's secrets (cluster.token, cluster.token-file) blanked: what may be
@@ -133,6 +144,7 @@ struct run_config {
   wagma_section wagma;
   imbalance_section imbalance;
   cluster_section cluster;
+  checkpoint_section checkpoint;
 };
 
 /// The imbalance kinds imbalance.kind accepts.

@@ -136,6 +136,20 @@ void check_wagma(checker& check, const wagma_section& wagma, int workers) {
                 wagma.sync_every, "must be between 0 (never) and 1000000 steps");
 }
 
+// checkpoint.dir is checked where it is used (herd train makes it, and says when it cannot).
+void check_checkpoint(checker& check, const checkpoint_section& checkpoint) {
+  check.require(checkpoint.dir.size() <= max_path_bytes, "checkpoint.dir", quoted(checkpoint.dir),
+                too_long_path);
+  check.require(checkpoint.every_seconds >= 0.0 && checkpoint.every_seconds <= 604800.0,
+                "checkpoint.every-seconds", checkpoint.every_seconds,
+                "must lie between 0 (none by time) and 604800 seconds (a week)");
+  check.require(checkpoint.every_rounds >= 0 && checkpoint.every_rounds <= 100000000,
+                "checkpoint.every-rounds", checkpoint.every_rounds,
+                "must be between 0 (none by rounds) and 100000000 rounds");
+  check.require(checkpoint.keep >= 1 && checkpoint.keep <= 1000, "checkpoint.keep", checkpoint.keep,
+                "must keep between 1 and 1000 checkpoints");
+}
+
 // Range checks of each imbalance value always; checks against train.workers only for the kind
 // that uses the value, so the defaults never fail whatever train.workers is.
 void check_cluster(checker& check, const cluster_section& cluster) {
@@ -310,6 +324,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_wagma(check, config.wagma, train.workers);
   check_imbalance(check, config.imbalance, train.workers);
   check_cluster(check, config.cluster);
+  check_checkpoint(check, config.checkpoint);
   return check.take();
 }
 

@@ -79,6 +79,16 @@ const std::vector<std::size_t>& batch_sampler::next() {
   return batch_;
 }
 
+void batch_sampler::seek(const position& at) {
+  HERD_CHECK(at.offset + batch_size_ <= shard_.size(),
+             "a sampler position " << at.offset << " past the last batch of a shard of "
+                                   << shard_.size());
+  epoch_ = at.epoch;
+  shuffle_for_epoch();
+  position_ = static_cast<std::size_t>(at.offset);
+  drawn_ = at.drawn;
+}
+
 void batch_sampler::shuffle_for_epoch() {
   order_ = shard_;
   seeded_shuffle(order_, epoch_seed(seed_, epoch_));

@@ -31,6 +31,16 @@ public:
   std::uint64_t epoch() const { return epoch_; }
   std::uint64_t batches_drawn() const { return drawn_; }
 
+  /// Where the sampler is: with the shard and seed, all it needs to go on (checkpoints).
+  struct position {
+    std::uint64_t epoch = 0;
+    std::uint64_t offset = 0; // into this epoch's permutation
+    std::uint64_t drawn = 0;
+  };
+  position where() const { return {epoch_, position_, drawn_}; }
+  /// Continues from `at` (a position of a sampler with the same shard, batch size and seed).
+  void seek(const position& at);
+
 private:
   void shuffle_for_epoch();
 

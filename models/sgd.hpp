@@ -24,6 +24,8 @@ public:
   /// joining a running job continues where a live peer is.
   void restore_velocity(const float* host_velocity);
   std::size_t steps() const { return steps_; }
+  /// Continues counting from a checkpoint's step count.
+  void restore_steps(std::size_t steps) { steps_ = steps; }
 
 private:
   kernels::sgd_hyper hyper_;

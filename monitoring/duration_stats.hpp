@@ -26,6 +26,12 @@ public:
   /// Adds another summary's samples to this one.
   void merge(const duration_stats& other);
 
+  /// Every field, for checkpoints (a cereal archive; the caller includes cereal's types).
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(buckets_, count_, total_, min_, max_);
+  }
+
 private:
   // Buckets cover 1 us .. ~10^4 s at ratio 1.02 (1160 buckets); bucket 0 also holds anything
   // shorter, the last anything longer.

@@ -17,7 +17,7 @@ namespace herd::monitoring {
 
 class wait_ledger {
 public:
-  explicit wait_ledger(int workers);
+  explicit wait_ledger(int workers = 1);
 
   /// Worker `worker` finished its step number `step` (1-based) after `compute_seconds`.
   void step_finished(int worker, std::uint64_t step, double compute_seconds);
@@ -39,14 +39,30 @@ public:
     std::vector<double> barrier;      // per worker, what a barrier would have imposed
     double waited_total = 0.0;
     double barrier_total = 0.0;
+
+    template <class Archive>
+    void serialize(Archive& archive) {
+      archive(steps_compared, waited, barrier, waited_total, barrier_total);
+    }
   };
 
   comparison compare() const;
+
+  /// Every field, for checkpoints (a cereal archive; the caller includes cereal's types).
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(live_, since_, joining_, open_, settled_);
+  }
 
 private:
   struct step_record {
     std::vector<std::optional<double>> compute;
     std::vector<std::optional<double>> waited;
+
+    template <class Archive>
+    void serialize(Archive& archive) {
+      archive(compute, waited);
+    }
   };
 
   void settle(std::uint64_t step);

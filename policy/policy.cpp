@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "policy/preduce.hpp"
+#include "policy/state_archive.hpp"
 #include "policy/wagma.hpp"
 
 namespace herd::policy {
@@ -15,6 +16,16 @@ quorum_policy::quorum_policy(std::string name, double fraction, int sync_every)
     : name_(std::move(name)), fraction_(fraction), sync_every_(sync_every) {
   HERD_CHECK(fraction >= 0.0 && fraction <= 1.0, "quorum fraction " << fraction);
   HERD_CHECK_GE(sync_every, 0);
+}
+
+std::string quorum_policy::save_state() const {
+  return detail::save_fields(name_, live_, ready_step_, consumed_step_, in_flight_,
+                             rounds_activated_);
+}
+
+void quorum_policy::load_state(const std::string& state) {
+  detail::load_fields(state, name_, live_, ready_step_, consumed_step_, in_flight_,
+                      rounds_activated_);
 }
 
 std::size_t quorum_policy::threshold() const {

@@ -88,6 +88,12 @@ public:
   /// True when a worker late for its step's round blends that round's result with its fresh
   /// model (wagma) instead of taking part on time only.
   virtual bool blends_late_models() const { return false; }
+
+  /// Everything the policy knows, as bytes, for checkpoints (docs/checkpoints.md).
+  virtual std::string save_state() const = 0;
+  /// Continues from save_state()'s bytes (a policy of the same kind and settings). Throws
+  /// std::runtime_error when they are not such a state.
+  virtual void load_state(const std::string& state) = 0;
 };
 
 /// The gradient-exchange family (docs/algorithms.md, "Gradient exchange"): every round's group is
@@ -106,6 +112,9 @@ public:
   std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
   std::vector<group_decision> on_ready(const arrival& ready) override;
   std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
+
+  std::string save_state() const override;
+  void load_state(const std::string& state) override;
 
   /// Fresh arrivals needed for the next round to activate.
   std::size_t threshold() const;

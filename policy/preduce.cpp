@@ -7,6 +7,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "policy/state_archive.hpp"
+
 namespace herd::policy {
 
 // -- staleness_weighting --------------------------------------------------------------------------
@@ -317,6 +319,16 @@ group_decision preduce_policy::make_group(std::vector<std::size_t> positions, ro
     ++partial_groups_;
   guard_.record_group(group.members);
   return group;
+}
+
+std::string preduce_policy::save_state() const {
+  return detail::save_fields("preduce", guard_, live_, queue_, in_group_, early_, partial_groups_,
+                             interventions_, guard_waiting_since_, now_);
+}
+
+void preduce_policy::load_state(const std::string& state) {
+  detail::load_fields(state, "preduce", guard_, live_, queue_, in_group_, early_, partial_groups_,
+                      interventions_, guard_waiting_since_, now_);
 }
 
 } // namespace herd::policy

@@ -53,6 +53,11 @@ public:
   /// than the merges still needed (components - 1; a group of two merges at most one).
   bool intervention_due() const;
 
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(connect_every_, live_, parent_, components_, groups_since_connected_);
+  }
+
   bool same_component(int a, int b) const;
   std::size_t components() const;
   std::size_t groups_since_connected() const { return groups_since_connected_; }
@@ -103,6 +108,8 @@ public:
   std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
   std::vector<group_decision> on_time(double now_seconds) override;
   std::optional<double> next_deadline() const override;
+  std::string save_state() const override;
+  void load_state(const std::string& state) override;
 
   /// Groups the isolation guard built across components.
   std::uint64_t interventions() const { return interventions_; }
@@ -113,6 +120,11 @@ private:
     int worker = 0;
     std::uint64_t step = 0;
     double since = 0.0; // coordinator clock when it joined the queue
+
+    template <class Archive>
+    void serialize(Archive& archive) {
+      archive(worker, step, since);
+    }
   };
 
   void enqueue(const queued_worker& ready);

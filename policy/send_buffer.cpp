@@ -147,6 +147,15 @@ std::optional<send_buffer::application> send_buffer::next_application() const {
   return application{round, result_use::blend_model};
 }
 
+bool send_buffer::at_rest() const {
+  if (computing_ || !lent_to_.empty() || !waiting_.empty() || waiting_fold_)
+    return false;
+  return std::all_of(member_of_.begin(), member_of_.end(), [this](std::uint64_t round) {
+    const auto late = late_rounds_.find(round);
+    return late != late_rounds_.end() && late->second > steps_;
+  });
+}
+
 void send_buffer::applied(std::uint64_t round) {
   late_rounds_.erase(round);
   member_of_.erase(round);

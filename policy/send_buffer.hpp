@@ -47,6 +47,8 @@ struct loan {
 class send_buffer {
 public:
   explicit send_buffer(send_buffer_family family);
+  /// A buffer to load a checkpointed one into (serialize()).
+  send_buffer() : send_buffer(send_buffer_family::accumulating_gradients) {}
 
   /// A request for `round`, which averages local step `step` (wagma; 0 otherwise). Empty: it
   /// waits, and answer_waiting() answers it after a release.
@@ -109,12 +111,33 @@ public:
     return !exchanges_models() && !computing_into_buffer_ && held_ != freshness::none;
   }
   bool unsent_in_scratch() const { return !exchanges_models() && waiting_fold_.has_value(); }
+  send_buffer_family family() const { return family_; }
+  /// Nothing lent, requested or half-done, and every round answered applied but those a wagma
+  /// worker blends in after a step it has not begun: the state a checkpoint of the worker may
+  /// take (the coordinator starts no round while it waits for one).
+  bool at_rest() const;
+  /// Rounds answered and not applied yet.
+  const std::set<std::uint64_t>& owed_rounds() const { return member_of_; }
+
+  /// Every field, for checkpoints (a cereal archive; the caller includes cereal's types).
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(family_, steps_, rounds_applied_, computing_, computing_into_buffer_,
+            asked_while_computing_, fresh_outstanding_, held_, held_samples_, held_version_,
+            step_version_, waiting_fold_, lent_to_, waiting_, late_rounds_, awaiting_round_,
+            member_of_);
+  }
 
 private:
   struct finished_result {
     bool fresh = false;
     std::uint32_t samples = 0;
     std::uint64_t version = 0;
+
+    template <class Archive>
+    void serialize(Archive& archive) {
+      archive(fresh, samples, version);
+    }
   };
 
   loan lend(std::uint64_t round, std::uint64_t step);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "policy/state_archive.hpp"
+
 namespace herd::policy {
 
 wagma_settings wagma_settings_of(const config::wagma_section& section) {
@@ -93,6 +95,14 @@ std::vector<group_decision> wagma_policy::activate_due() {
     activated_ = step;
   }
   return decisions;
+}
+
+std::string wagma_policy::save_state() const {
+  return detail::save_fields("wagma", live_, fresh_step_, activated_);
+}
+
+void wagma_policy::load_state(const std::string& state) {
+  detail::load_fields(state, "wagma", live_, fresh_step_, activated_);
 }
 
 } // namespace herd::policy

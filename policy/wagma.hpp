@@ -36,6 +36,8 @@ public:
   std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
   std::vector<group_decision> on_ready(const arrival& ready) override;
   std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
+  std::string save_state() const override;
+  void load_state(const std::string& state) override;
 
   const butterfly_schedule& schedule() const { return schedule_; }
   /// The last step whose round activated (0 before the first).

@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev         # CPU GEMM
   zlib1g-dev              # gzip IDX files
   nlohmann-json3-dev      # the JSON report
+  libcereal-dev           # checkpoints' archives (header-only, CMake target cereal::cereal)
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist   # the data of the quick start
   gnuplot-nox             # herd bench plots accuracy against wall time

@@ -651,3 +651,61 @@ TEST_F(herd_cli, a_report_path_under_proc_is_refused_before_training) {
 }
 
 } // namespace
+
+namespace {
+
+// Checkpoints as a user meets them: Ctrl-C writes one, --resume goes on from it and says what
+// changed, and a damaged one or one of another shape ends herd with 2 naming the file and why.
+TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
+  const auto checkpoints = path("ckpt");
+  const std::vector<std::string> run{"train",
+                                     "--data.dataset=synthetic",
+                                     "--model.hidden=[32]",
+                                     "--train.workers=2",
+                                     "--train.eval-every=50",
+                                     "--checkpoint.dir=" + checkpoints,
+                                     "--checkpoint.every-seconds=0"};
+  auto args = run;
+  args.push_back("--train.epochs=100000");
+  auto herd_run = start_herd(args, path("first.log"));
+  ASSERT_TRUE(wait_for_output(*herd_run, "evaluation at round", 120s)) << herd_run->output();
+  ::kill(herd_run->pid(), SIGINT);
+  ASSERT_EQ(herd_run->wait(120s), std::optional<int>(130)) << herd_run->output();
+  EXPECT_THAT(herd_run->output(), HasSubstr("herd: final checkpoint " + checkpoints + "/herd-"));
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+    files.push_back(entry.path());
+  ASSERT_EQ(files.size(), 1u);
+
+  // Resumed with a different learning rate and a short run: it goes on and ends.
+  args = run;
+  args.insert(args.end(), {"--train.lr=0.02", "--train.max-seconds=1", "--resume", checkpoints});
+  auto resumed = herd(args);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("herd train: resuming from " + files[0].string()));
+  EXPECT_THAT(
+      resumed.output,
+      HasSubstr("changed since the checkpoint: train.lr: 0.05 in the checkpoint, 0.02 now"));
+  EXPECT_THAT(resumed.output, HasSubstr("Herd run summary"));
+
+  // Another worker count: refused, naming the key.
+  args = run;
+  args.insert(args.end(), {"--train.workers=4", "--resume", files[0].string()});
+  auto other = herd(args);
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("train.workers: the checkpoint has 2, this run 4"));
+
+  // The newest file, truncated: refused, naming it and the problem.
+  std::string newest;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+    newest = std::max(newest, entry.path().string());
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 100);
+  args = run;
+  args.insert(args.end(), {"--resume", checkpoints});
+  auto truncated = herd(args);
+  EXPECT_EQ(truncated.exit_code, 2) << truncated.output;
+  EXPECT_THAT(truncated.output,
+              HasSubstr("herd train: cannot resume from " + newest + ": truncated"));
+}
+
+} // namespace

@@ -56,7 +56,11 @@ inline const std::vector<const char*>& contract_keys() {
                                              "cluster.token-file",
                                              "cluster.tls-ca",
                                              "cluster.tls-cert",
-                                             "cluster.tls-key"};
+                                             "cluster.tls-key",
+                                             "checkpoint.dir",
+                                             "checkpoint.every-seconds",
+                                             "checkpoint.every-rounds",
+                                             "checkpoint.keep"};
   return keys;
 }
 

@@ -1,0 +1,214 @@
+// A run's checkpoint payload; see checkpoint_state.hpp. The one translation unit that knows how
+// each part is archived: cereal stays out of the headers.
+#include "actors/checkpoint_state.hpp"
+
+#include "config/loader.hpp"
+
+#include <algorithm>
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/deque.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/set.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <map>
+#include <sstream>
+
+namespace herd::policy {
+
+template <class Archive>
+void serialize(Archive& archive, arrival& x) {
+  archive(x.worker, x.step, x.at_seconds, x.compute_seconds);
+}
+
+template <class Archive>
+void serialize(Archive& archive, member_contribution& x) {
+  archive(x.worker, x.kind, x.step);
+}
+
+template <class Archive>
+void serialize(Archive& archive, group_outcome& x) {
+  archive(x.members, x.contributions);
+}
+
+template <class Archive>
+void serialize(Archive& archive, group_decision& x) {
+  archive(x.members, x.kind, x.weights, x.member_weights, x.staleness, x.fresh_arrivals,
+          x.intervention, x.step);
+}
+
+} // namespace herd::policy
+
+namespace herd::models {
+
+template <class Archive>
+void serialize(Archive& archive, batch_sampler::position& x) {
+  archive(x.epoch, x.offset, x.drawn);
+}
+
+} // namespace herd::models
+
+namespace herd::actors {
+
+template <class Archive>
+void serialize(Archive& archive, evaluation_point& x) {
+  archive(x.round, x.elapsed_seconds, x.epoch, x.test_accuracy, x.test_loss);
+}
+
+template <class Archive>
+void serialize(Archive& archive, worker_counters& x) {
+  archive(x.live, x.steps, x.late_steps, x.samples, x.step_seconds, x.wait_seconds);
+}
+
+template <class Archive>
+void serialize(Archive& archive, run_counters& x) {
+  archive(x.samples_per_epoch, x.workers, x.steps, x.rounds, x.full_sync_rounds, x.partial_rounds,
+          x.isolation_interventions, x.aborted_rounds, x.workers_joined, x.contributions,
+          x.samples_applied, x.reduce_seconds, x.reduce_bytes, x.recent_losses, x.ledger);
+}
+
+template <class Archive>
+void serialize(Archive& archive, pending_result& x) {
+  archive(x.round, x.members, x.data);
+}
+
+template <class Archive>
+void serialize(Archive& archive, worker_record& x) {
+  archive(x.index, x.parameters, x.velocity, x.send, x.optimizer_steps, x.sampler, x.buffer,
+          x.pending);
+}
+
+template <class Archive>
+void serialize(Archive& archive, policy_input& x) {
+  archive(x.is_arrival, x.arrival, x.outcome);
+}
+
+template <class Archive>
+void serialize(Archive& archive, coordinator_record& x) {
+  archive(x.elapsed_seconds, x.counters, x.evaluations, x.policy_state, x.unstarted, x.unheard,
+          x.next_round, x.next_aggregator, x.samples_committed, x.consecutive_aborted_rounds);
+}
+
+namespace {
+
+// Each part under its own name, so that a payload that cannot be read says where it broke.
+template <class Archive, class Part>
+void part(Archive& archive, const char* name, Part& value, std::string& at) {
+  at = name;
+  archive(value);
+}
+
+std::map<std::string, std::string> ini_values(const std::string& ini) {
+  std::map<std::string, std::string> values;
+  std::istringstream lines(ini);
+  std::string line, section;
+  while (std::getline(lines, line)) {
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const auto equals = line.find(" = ");
+    if (equals != std::string::npos)
+      values[section + "." + line.substr(0, equals)] = line.substr(equals + 3);
+  }
+  return values;
+}
+
+} // namespace
+
+checkpoint::structure structure_of(const config::run_config& config,
+                                   const std::vector<std::size_t>& layers,
+                                   std::size_t training_samples) {
+  checkpoint::structure shape;
+  shape.layers.assign(layers.begin(), layers.end());
+  shape.algorithm = config.train.algorithm;
+  shape.workers = config.train.workers;
+  shape.training_samples = training_samples;
+  shape.batch_size = config.train.batch_size;
+  shape.seed = config.train.seed;
+  return shape;
+}
+
+std::string encode_payload(const run_checkpoint& state) {
+  std::ostringstream out(std::ios::binary);
+  {
+    cereal::BinaryOutputArchive archive(out);
+    auto& x = const_cast<run_checkpoint&>(state); // part() takes what it reads and writes alike
+    std::string at;
+    part(archive, "settings", x.settings, at);
+    part(archive, "coordinator", x.coordinator, at);
+    part(archive, "workers", x.workers, at);
+  }
+  return out.str();
+}
+
+run_checkpoint decode_payload(const std::string& payload, const std::string& file) {
+  run_checkpoint state;
+  std::string at;
+  try {
+    std::istringstream in(payload, std::ios::binary);
+    cereal::BinaryInputArchive archive(in);
+    part(archive, "settings", state.settings, at);
+    part(archive, "coordinator", state.coordinator, at);
+    part(archive, "workers", state.workers, at);
+    if (in.peek() != std::char_traits<char>::eof())
+      throw checkpoint::checkpoint_error(file, "payload: bytes left over after the workers");
+  } catch (const cereal::Exception& failure) {
+    throw checkpoint::checkpoint_error(file, "payload: the field '" + at + "' cannot be read (" +
+                                                 failure.what() + ")");
+  } catch (const std::bad_alloc&) {
+    throw checkpoint::checkpoint_error(file, "payload: the field '" + at +
+                                                 "' claims more memory than there is");
+  }
+  return state;
+}
+
+run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
+                               std::size_t parameter_count) {
+  const auto loaded = checkpoint::read_file(file);
+  const auto differ = checkpoint::differences(loaded.head.shape, now);
+  if (!differ.empty()) {
+    std::string text = "was written by a run of another shape: ";
+    for (std::size_t i = 0; i < differ.size(); ++i)
+      text += (i ? "; " : "") + differ[i];
+    throw checkpoint::checkpoint_error(file, text);
+  }
+  auto state = decode_payload(loaded.payload, file);
+  if (state.workers.size() != static_cast<std::size_t>(now.workers))
+    throw checkpoint::checkpoint_error(
+        file, "payload: the field 'workers' holds " + std::to_string(state.workers.size()) +
+                  " workers for a run of " + std::to_string(now.workers));
+  for (std::size_t i = 0; i < state.workers.size(); ++i) {
+    const auto& worker = state.workers[i];
+    const bool fits =
+        worker.index == static_cast<std::int32_t>(i) &&
+        worker.parameters.size() == parameter_count && worker.velocity.size() == parameter_count &&
+        worker.send.size() == parameter_count &&
+        std::all_of(worker.pending.begin(), worker.pending.end(),
+                    [parameter_count](const pending_result& result) {
+                      return result.data.empty() || result.data.size() == parameter_count;
+                    });
+    if (!fits)
+      throw checkpoint::checkpoint_error(file, "payload: worker " + std::to_string(i) +
+                                                   "'s state does not fit a model of " +
+                                                   std::to_string(parameter_count) + " parameters");
+  }
+  return state;
+}
+
+std::vector<std::string> changed_settings(const std::string& saved_ini,
+                                          const config::run_config& now) {
+  const auto before = ini_values(saved_ini);
+  const auto after = ini_values(config::to_ini(config::without_secrets(now)));
+  std::vector<std::string> lines;
+  for (const auto& [key, value] : after) {
+    const auto old = before.find(key);
+    if (old != before.end() && old->second != value)
+      lines.push_back(key + ": " + old->second + " in the checkpoint, " + value + " now");
+  }
+  return lines;
+}
+
+} // namespace herd::actors

@@ -1,0 +1,99 @@
+// What a checkpoint of a run in one process holds (docs/checkpoints.md): every worker's state, the
+// group coordinator's, and the policy inputs it had not yet passed on when it was taken; and the
+// functions that turn it into a checkpoint file's payload and back. Plain data, no CAF.
+//
+// A checkpoint is taken at a quiescent point: no round in flight, no step running, every round a
+// worker answered applied. Workers then wait with a finished step's result in their send buffer
+// (the coordinator holds the arrivals back from the policy while it collects the states), so the
+// state of each is its tensors plus its send buffer's bookkeeping, and the coordinator's is its
+// counters, the policy's state and those held arrivals. The workers are one section each, so a
+// cluster's nodes can write their own workers' sections later.
+#pragma once
+
+#include "actors/evaluation_schedule.hpp"
+#include "actors/run_counters.hpp"
+#include "config/run_config.hpp"
+#include "models/sampler.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/format.hpp"
+#include "policy/policy.hpp"
+#include "policy/send_buffer.hpp"
+
+namespace herd::actors {
+
+/// A round's result a worker holds to apply later (wagma: a late member blends it in once it has
+/// finished the round's step). No data: the round was aborted.
+struct pending_result {
+  std::uint64_t round = 0;
+  std::uint32_t members = 0;
+  std::vector<float> data;
+};
+
+/// One worker's whole state at a checkpoint, in host memory.
+struct worker_record {
+  std::int32_t index = 0;
+  std::vector<float> parameters;
+  std::vector<float> velocity; // the optimizer's momentum
+  std::vector<float> send;     // its send buffer: a finished step's result waiting for a round
+  std::uint64_t optimizer_steps = 0;
+  models::batch_sampler::position sampler;
+  policy::send_buffer buffer;          // steps, rounds applied, what the send buffer holds
+  std::vector<pending_result> pending; // by round
+};
+
+/// An input of the grouping policy that the coordinator had not passed on yet: a fresh arrival or
+/// a finished round's outcome. On resume they are passed on in order.
+struct policy_input {
+  bool is_arrival = true;
+  policy::arrival arrival;
+  policy::group_outcome outcome;
+};
+
+/// The group coordinator's state at a checkpoint.
+struct coordinator_record {
+  double elapsed_seconds = 0.0; // training time so far; a resumed run's clock goes on from here
+  run_counters counters;
+  evaluation_schedule evaluations{evaluation_schedule::settings{}};
+  std::string policy_state;                      // grouping_policy::save_state()
+  std::vector<policy::group_decision> unstarted; // decided, not started (the epoch limit)
+  std::vector<policy_input> unheard;             // not yet passed to the policy, in order
+  std::uint64_t next_round = 0;
+  std::uint64_t next_aggregator = 0;
+  std::uint64_t samples_committed = 0;
+  std::uint64_t consecutive_aborted_rounds = 0;
+};
+
+struct run_checkpoint {
+  std::string settings; // the run's configuration as config::to_ini writes it
+  coordinator_record coordinator;
+  std::vector<worker_record> workers; // by index
+};
+
+/// The structural part of `config` with the model `layers` over `training_samples` samples.
+checkpoint::structure structure_of(const config::run_config& config,
+                                   const std::vector<std::size_t>& layers,
+                                   std::size_t training_samples);
+
+/// The payload bytes (a cereal binary archive).
+std::string encode_payload(const run_checkpoint& state);
+
+/// Throws checkpoint::checkpoint_error naming `file` and the field that could not be read.
+run_checkpoint decode_payload(const std::string& payload, const std::string& file);
+
+/// Reads a checkpoint for a run of `config` whose structure is `now`: throws
+/// checkpoint::checkpoint_error for a damaged file, one of another structure (naming each
+/// difference), or a payload that does not fit the structure (worker count, parameter count).
+run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
+                               std::size_t parameter_count);
+
+/// The settings that differ between the checkpoint's run and this one, one line each
+/// ("train.lr: 0.05 in the checkpoint, 0.02 now"); the structural keys are checked elsewhere.
+std::vector<std::string> changed_settings(const std::string& saved_ini,
+                                          const config::run_config& now);
+
+} // namespace herd::actors

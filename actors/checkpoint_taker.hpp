@@ -1,0 +1,101 @@
+// The group coordinator's part in checkpoints (docs/checkpoints.md): when one is due, what the
+// coordinator holds back while it waits for a quiescent point, and the requests that collect the
+// workers' states. The coordinator carries out the steps:
+//
+//   due()  -> begin(): the policy hears nothing more (its inputs are kept, as data, in order),
+//             so no round starts; the rounds in flight finish;
+//   ready_to_collect(0 rounds in flight) -> request_worker_states(): every worker answers once
+//             it is at rest (its last step finished, every round it answered applied);
+//   all states in -> the coordinator adds its own and the policy's state, hands the checkpoint to
+//             the writer (checkpoint_writer.hpp, another thread) and release()s the kept inputs
+//             to the policy: training goes on while the file is written.
+//
+// When the run stops, the inputs that came after the policy stopped hearing them (draining) are
+// kept as well, and the final checkpoint holds them. No CAF in this header but its forward
+// declarations.
+#pragma once
+
+#include "actors/checkpoint_state.hpp"
+#include "actors/checkpoint_writer.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::actors {
+
+class checkpoint_taker {
+public:
+  /// Null options: checkpoints are off, and nothing is ever kept.
+  explicit checkpoint_taker(std::shared_ptr<const checkpoint_options> options);
+
+  bool enabled() const { return writer_ != nullptr; }
+  /// A periodic checkpoint is being taken: the policy's inputs go to keep().
+  bool holding() const { return phase_ != phase::idle; }
+  /// Whether one is due at `elapsed` seconds with `rounds` finished (never while holding).
+  bool due(double elapsed, std::uint64_t rounds) const;
+  /// The run (re)starts at `elapsed` seconds with `rounds` finished: the intervals count from here.
+  void start_clock(double elapsed, std::uint64_t rounds) {
+    last_at_ = elapsed;
+    last_rounds_ = rounds;
+  }
+  /// Starts holding, at `elapsed` seconds.
+  void begin(double elapsed, std::uint64_t rounds);
+  /// True once: holding and no round in flight; the states are to be requested now.
+  bool ready_to_collect(std::size_t rounds_in_flight);
+  /// Identifies the checkpoint being taken: answers for an abandoned one are dropped.
+  std::uint64_t ticket() const { return ticket_; }
+
+  /// A policy input the policy did not hear (held, or the run was stopping).
+  void keep(policy_input input) {
+    if (enabled())
+      kept_.push_back(std::move(input));
+  }
+  /// A decision the epoch limit kept from starting (a resumed run with more epochs starts it).
+  void keep_unstarted(const policy::group_decision& decision) {
+    if (enabled())
+      unstarted_.push_back(decision);
+  }
+  const std::vector<policy_input>& kept() const { return kept_; }
+  const std::vector<policy::group_decision>& unstarted() const { return unstarted_; }
+
+  /// Writes `state` (on the writer's thread), measured from begin() to `elapsed`.
+  void write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final);
+  /// Stops holding; the kept inputs, in order, for the policy to hear now.
+  std::vector<policy_input> release();
+  /// The run stopped while holding: the checkpoint under way is dropped (the final one follows);
+  /// what was kept stays kept.
+  void abandon();
+
+  /// Waits until every checkpoint handed over is written.
+  void flush();
+  /// Reports of the checkpoints written since the last call.
+  std::vector<checkpoint_report> reports();
+
+private:
+  enum class phase { idle, draining, collecting };
+
+  std::unique_ptr<checkpoint_writer> writer_;
+  phase phase_ = phase::idle;
+  std::uint64_t ticket_ = 0;
+  double began_at_ = 0.0;
+  double last_at_ = 0.0;          // elapsed seconds at the last checkpoint (or the start)
+  std::uint64_t last_rounds_ = 0; // rounds at the last checkpoint (or the start)
+  std::vector<policy_input> kept_;
+  std::vector<policy::group_decision> unstarted_;
+};
+
+using worker_records = std::vector<std::shared_ptr<const worker_record>>;
+
+/// Asks each of `workers` for its state (in their order): `then` once all answered, `failed` with
+/// why as soon as one did not (within `timeout`).
+void request_worker_states(caf::event_based_actor& self, const std::vector<caf::actor>& workers,
+                           std::chrono::milliseconds timeout,
+                           std::function<void(worker_records)> then,
+                           std::function<void(const std::string&)> failed);
+
+} // namespace herd::actors

@@ -1,0 +1,96 @@
+// Writing checkpoints off the coordinator's thread; see checkpoint_writer.hpp.
+#include "actors/checkpoint_writer.hpp"
+
+#include <chrono>
+
+namespace herd::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::uint64_t unix_milliseconds() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+} // namespace
+
+checkpoint_writer::checkpoint_writer(checkpoint_options options)
+    : options_(std::move(options)), thread_([this] { loop(); }) {}
+
+checkpoint_writer::~checkpoint_writer() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    closing_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void checkpoint_writer::write(std::shared_ptr<const run_checkpoint> state,
+                              checkpoint_report report) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    queue_.emplace_back(std::move(state), std::move(report));
+  }
+  changed_.notify_all();
+}
+
+void checkpoint_writer::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+std::vector<checkpoint_report> checkpoint_writer::take_reports() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return std::move(reports_);
+}
+
+void checkpoint_writer::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+    if (queue_.empty())
+      return; // closing, nothing left to write
+    auto next = std::move(queue_.front());
+    queue_.erase(queue_.begin());
+    busy_ = true;
+    lock.unlock();
+    auto report = write_now(*next.first, std::move(next.second));
+    next.first.reset();
+    if (options_.on_written)
+      options_.on_written(report);
+    lock.lock();
+    reports_.push_back(std::move(report));
+    busy_ = false;
+    changed_.notify_all();
+  }
+}
+
+checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
+                                               checkpoint_report report) {
+  const auto start = clock_type::now();
+  try {
+    checkpoint::header head;
+    head.herd_version = options_.herd_version;
+    head.shape = options_.shape;
+    head.fingerprint = options_.shape.fingerprint();
+    head.written_unix_ms = unix_milliseconds();
+    head.rounds = report.rounds;
+    head.epochs = state.coordinator.counters.epochs();
+    const auto bytes = checkpoint::encode(head, encode_payload(state));
+    const auto name = checkpoint::file_name(head.written_unix_ms, report.rounds);
+    checkpoint::write_atomically(options_.directory, name, bytes);
+    checkpoint::prune(options_.directory, options_.keep);
+    report.path = options_.directory + "/" + name;
+    report.bytes = bytes.size();
+  } catch (const std::exception& failure) {
+    report.error = failure.what();
+  }
+  report.write_seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return report;
+}
+
+} // namespace herd::actors

@@ -1,0 +1,83 @@
+// Writes a run's checkpoints on a thread of its own, so that the group coordinator goes on as
+// soon as it has the state: encoding, fsync and rename happen while training runs again. One
+// write at a time; a checkpoint that comes while one is being written waits for it. No CAF.
+#pragma once
+
+#include "actors/checkpoint_state.hpp"
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/format.hpp"
+
+namespace herd::actors {
+
+/// What one written (or failed) checkpoint cost.
+struct checkpoint_report {
+  std::string path;           // the file written
+  std::string error;          // non-empty: it was not written, and why
+  std::uint64_t rounds = 0;   // rounds finished when it was taken
+  std::uint64_t bytes = 0;    // the file's size
+  double pause_seconds = 0.0; // training held: from the decision until every state was in
+  double write_seconds = 0.0; // encoding and writing, on the writer's thread
+  bool final = false;         // taken when the run stopped
+};
+
+/// Where and how often a run in one process writes checkpoints (config [checkpoint]), and what a
+/// checkpoint's header says about the run.
+struct checkpoint_options {
+  std::string directory;
+  double every_seconds = 0.0;     // 0: none by time
+  std::uint64_t every_rounds = 0; // 0: none by rounds
+  std::size_t keep = 3;
+  checkpoint::structure shape;
+  std::string settings; // config::to_ini of the run, secrets blanked
+  std::string herd_version;
+  /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
+  std::function<void(const checkpoint_report&)> on_written;
+};
+
+class checkpoint_writer {
+public:
+  explicit checkpoint_writer(checkpoint_options options);
+  /// Finishes the write under way.
+  ~checkpoint_writer();
+
+  checkpoint_writer(const checkpoint_writer&) = delete;
+  checkpoint_writer& operator=(const checkpoint_writer&) = delete;
+
+  const checkpoint_options& options() const { return options_; }
+
+  /// Queues `state` for writing (after the write under way, if any). `report` carries what the
+  /// caller measured (rounds, pause_seconds, final).
+  void write(std::shared_ptr<const run_checkpoint> state, checkpoint_report report);
+
+  /// Waits until every queued checkpoint is written.
+  void flush();
+
+  /// The reports of checkpoints written since the last call, oldest first.
+  std::vector<checkpoint_report> take_reports();
+
+private:
+  void loop();
+  checkpoint_report write_now(const run_checkpoint& state, checkpoint_report report);
+
+  checkpoint_options options_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::pair<std::shared_ptr<const run_checkpoint>, checkpoint_report>> queue_;
+  bool busy_ = false;
+  bool closing_ = false;
+  std::vector<checkpoint_report> reports_;
+  std::thread thread_; // last: started once everything above exists
+};
+
+} // namespace herd::actors

@@ -1,0 +1,317 @@
+// Checkpoint files; see format.hpp.
+#include "checkpoint/format.hpp"
+
+#include <algorithm>
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace herd::checkpoint {
+
+template <class Archive>
+void serialize(Archive& ar, structure& x) {
+  ar(x.layers, x.algorithm, x.workers, x.training_samples, x.batch_size, x.seed);
+}
+
+template <class Archive>
+void serialize(Archive& ar, header& x) {
+  ar(x.version, x.herd_version, x.shape, x.fingerprint, x.written_unix_ms, x.rounds, x.epochs,
+     x.payload_bytes, x.payload_hash);
+}
+
+namespace {
+
+constexpr std::string_view magic = "HERDCKPT";
+constexpr std::string_view suffix = ".ckpt";
+constexpr std::string_view prefix = "herd-";
+constexpr std::string_view temporary_marker = ".tmp-";
+// A header is a few hundred bytes; anything claiming more is not one of ours.
+constexpr std::size_t max_header_bytes = 1 << 20;
+
+std::string layers_text(const std::vector<std::uint64_t>& layers) {
+  std::string text;
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    text += (i ? "-" : "") + std::to_string(layers[i]);
+  return text;
+}
+
+std::string hash_text(std::uint64_t hash) {
+  char text[20];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+void put_u64(std::string& out, std::uint64_t value) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_u64(std::string_view in) {
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i)
+    value = (value << 8) | static_cast<unsigned char>(in[static_cast<std::size_t>(i)]);
+  return value;
+}
+
+std::string system_reason(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+// Closes on every path out.
+struct file_descriptor {
+  int fd = -1;
+  ~file_descriptor() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+void sync_directory(const std::string& directory) {
+  file_descriptor dir{::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (dir.fd < 0)
+    throw std::runtime_error("cannot open " + directory + " to sync it: " + system_reason(errno));
+  if (::fsync(dir.fd) != 0)
+    throw std::runtime_error("cannot sync " + directory + ": " + system_reason(errno));
+}
+
+bool is_checkpoint_name(const std::string& name) {
+  return name.size() > prefix.size() + suffix.size() &&
+         name.compare(0, prefix.size(), prefix) == 0 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         name.find(temporary_marker) == std::string::npos;
+}
+
+} // namespace
+
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash) {
+  for (const char byte : bytes) {
+    hash ^= static_cast<unsigned char>(byte);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::uint64_t structure::fingerprint() const {
+  std::string text;
+  for (const auto& line : describe())
+    text += line + '\n';
+  return fnv1a64(text);
+}
+
+std::vector<std::string> structure::describe() const {
+  return {"model: " + layers_text(layers),
+          "train.algorithm: " + algorithm,
+          "train.workers: " + std::to_string(workers),
+          "training samples: " + std::to_string(training_samples),
+          "train.batch-size: " + std::to_string(batch_size),
+          "train.seed: " + std::to_string(seed)};
+}
+
+std::vector<std::string> differences(const structure& saved, const structure& now) {
+  std::vector<std::string> out;
+  auto differ = [&out](const std::string& what, const std::string& then, const std::string& here) {
+    if (then != here)
+      out.push_back(what + ": the checkpoint has " + then + ", this run " + here);
+  };
+  differ("model (layer sizes, from model.hidden and the data)", layers_text(saved.layers),
+         layers_text(now.layers));
+  differ("train.algorithm", saved.algorithm, now.algorithm);
+  differ("train.workers", std::to_string(saved.workers), std::to_string(now.workers));
+  differ("training samples", std::to_string(saved.training_samples),
+         std::to_string(now.training_samples));
+  differ("train.batch-size", std::to_string(saved.batch_size), std::to_string(now.batch_size));
+  differ("train.seed", std::to_string(saved.seed), std::to_string(now.seed));
+  return out;
+}
+
+checkpoint_error::checkpoint_error(const std::string& file, const std::string& problem)
+    : std::runtime_error(file + ": " + problem), file_(file), problem_(problem) {}
+
+std::string encode(header head, std::string_view payload) {
+  head.payload_bytes = payload.size();
+  head.payload_hash = fnv1a64(payload);
+  std::ostringstream header_stream(std::ios::binary);
+  {
+    cereal::BinaryOutputArchive archive(header_stream);
+    archive(head);
+  }
+  const std::string header_bytes = header_stream.str();
+  std::string out;
+  out.reserve(magic.size() + header_bytes.size() + 16 + payload.size());
+  out.append(magic);
+  put_u64(out, header_bytes.size());
+  out.append(header_bytes);
+  put_u64(out, fnv1a64(header_bytes));
+  out.append(payload);
+  return out;
+}
+
+loaded decode(std::string_view bytes, const std::string& file) {
+  if (bytes.size() < magic.size() || bytes.substr(0, magic.size()) != magic)
+    throw checkpoint_error(file, "not a Herd checkpoint (the file does not begin with \"" +
+                                     std::string(magic) + "\")");
+  std::size_t at = magic.size();
+  if (bytes.size() < at + 8)
+    throw checkpoint_error(file, "header: truncated (" + std::to_string(bytes.size()) +
+                                     " bytes, too short for a header)");
+  const std::uint64_t header_size = get_u64(bytes.substr(at, 8));
+  at += 8;
+  if (header_size > max_header_bytes || bytes.size() < at + header_size + 8)
+    throw checkpoint_error(file, "header: truncated or corrupt (it claims " +
+                                     std::to_string(header_size) + " bytes, the file has " +
+                                     std::to_string(bytes.size()) + " in all)");
+  const std::string_view header_bytes = bytes.substr(at, header_size);
+  at += header_size;
+  const std::uint64_t header_hash = get_u64(bytes.substr(at, 8));
+  at += 8;
+  if (fnv1a64(header_bytes) != header_hash)
+    throw checkpoint_error(file, "header: checksum mismatch (the header was changed or damaged)");
+  loaded out;
+  try {
+    std::istringstream stream(std::string(header_bytes), std::ios::binary);
+    cereal::BinaryInputArchive archive(stream);
+    archive(out.head);
+  } catch (const std::exception& failure) {
+    throw checkpoint_error(file, std::string("header: cannot be read (") + failure.what() + ")");
+  }
+  if (out.head.version != format_version)
+    throw checkpoint_error(file, "header: format version " + std::to_string(out.head.version) +
+                                     " (written by Herd " + out.head.herd_version +
+                                     "); this Herd reads version " +
+                                     std::to_string(format_version));
+  const std::uint64_t payload_size = bytes.size() - at;
+  if (payload_size != out.head.payload_bytes)
+    throw checkpoint_error(
+        file, std::string(payload_size < out.head.payload_bytes ? "truncated" : "too long") +
+                  ": the header says " + std::to_string(out.head.payload_bytes) +
+                  " payload bytes, the file holds " + std::to_string(payload_size));
+  const auto payload = bytes.substr(at);
+  const std::uint64_t hash = fnv1a64(payload);
+  if (hash != out.head.payload_hash)
+    throw checkpoint_error(file, "checksum mismatch: the payload hashes to " + hash_text(hash) +
+                                     ", the header says " + hash_text(out.head.payload_hash) +
+                                     " (the file is damaged)");
+  if (out.head.shape.fingerprint() != out.head.fingerprint)
+    throw checkpoint_error(file, "header: the structure's fingerprint does not match it");
+  out.payload.assign(payload);
+  return out;
+}
+
+loaded read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw checkpoint_error(path, "cannot be read: " + system_reason(errno));
+  std::ostringstream contents(std::ios::binary);
+  contents << in.rdbuf();
+  if (in.bad())
+    throw checkpoint_error(path, "cannot be read: " + system_reason(errno));
+  return decode(contents.str(), path);
+}
+
+void write_atomically(const std::string& directory, const std::string& name,
+                      std::string_view bytes) {
+  std::error_code made;
+  std::filesystem::create_directories(directory, made);
+  if (made)
+    throw std::runtime_error("cannot make the directory " + directory + ": " + made.message());
+  const std::string target = (std::filesystem::path(directory) / name).string();
+  std::string temporary = target + std::string(temporary_marker) + "XXXXXX";
+  file_descriptor file{::mkstemp(temporary.data())};
+  if (file.fd < 0)
+    throw std::runtime_error("cannot create a file in " + directory + ": " + system_reason(errno));
+  auto fail = [&temporary](const std::string& what) {
+    const std::string reason = system_reason(errno);
+    ::unlink(temporary.c_str());
+    throw std::runtime_error(what + " " + temporary + ": " + reason);
+  };
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(file.fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fail("cannot write");
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(file.fd, 0644) != 0 || ::fsync(file.fd) != 0)
+    fail("cannot sync");
+  if (::close(file.fd) != 0) {
+    file.fd = -1;
+    fail("cannot close");
+  }
+  file.fd = -1;
+  if (::rename(temporary.c_str(), target.c_str()) != 0)
+    fail("cannot rename to " + target + ":");
+  sync_directory(directory);
+}
+
+std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds) {
+  char name[64];
+  std::snprintf(name, sizeof name, "herd-%015llu-%012llu.ckpt",
+                static_cast<unsigned long long>(unix_ms), static_cast<unsigned long long>(rounds));
+  return name;
+}
+
+std::vector<std::string> list(const std::string& directory) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (is_checkpoint_name(name) && it->is_regular_file(error))
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> paths;
+  for (const auto& name : names)
+    paths.push_back((std::filesystem::path(directory) / name).string());
+  return paths;
+}
+
+std::vector<std::string> prune(const std::string& directory, std::size_t keep) {
+  std::vector<std::string> removed;
+  const auto files = list(directory);
+  for (std::size_t i = 0; i + keep < files.size(); ++i) {
+    std::error_code ignored;
+    if (std::filesystem::remove(files[i], ignored))
+      removed.push_back(files[i]);
+  }
+  // Temporary files of writes that were interrupted (a process killed mid-write).
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 &&
+        name.find(temporary_marker) != std::string::npos) {
+      std::error_code ignored;
+      if (std::filesystem::remove(it->path(), ignored))
+        removed.push_back(it->path().string());
+    }
+  }
+  return removed;
+}
+
+std::string resolve(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status))
+    throw checkpoint_error(path, "no such file or directory");
+  if (!std::filesystem::is_directory(status))
+    return path;
+  const auto files = list(path);
+  if (files.empty())
+    throw checkpoint_error(path, "the directory holds no checkpoint (herd-*.ckpt)");
+  return files.back();
+}
+
+} // namespace herd::checkpoint

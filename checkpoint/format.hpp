@@ -1,0 +1,112 @@
+// Herd's checkpoint files (docs/checkpoints.md): a header that says what the file is and what run
+// it belongs to, then a payload the caller serialised (a cereal binary archive). No CAF, no
+// actors: this unit knows bytes, files and directories; actors/checkpoint_state.hpp knows what a
+// run's payload holds.
+//
+// A file is: the 8 magic bytes "HERDCKPT", the header as a cereal binary archive, the FNV-1a 64
+// hash of those header bytes (8 bytes, little-endian), then the payload. The header carries the
+// payload's size and FNV-1a 64 hash, so a truncated or corrupted file is refused by name before a
+// byte of it is interpreted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::checkpoint {
+
+/// Bumped whenever the header or a payload changes shape; a file of another version is refused.
+inline constexpr std::uint32_t format_version = 1;
+
+/// FNV-1a, 64 bits, over `bytes` (continuing from `hash`).
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
+
+/// What a checkpoint must agree on with the run that resumes from it: the run cannot go on from a
+/// state of another shape (docs/checkpoints.md, "Resume").
+struct structure {
+  std::vector<std::uint64_t> layers;  // the MLP's layer sizes: inputs, hidden..., classes
+  std::string algorithm;              // train.algorithm
+  std::int32_t workers = 0;           // train.workers
+  std::uint64_t training_samples = 0; // the shards are cut from this many samples
+  std::int32_t batch_size = 0;        // train.batch-size: the samplers' positions count batches
+  std::uint64_t seed = 0;             // train.seed: the shards and shuffles come from it
+
+  /// FNV-1a 64 of a canonical text of every field.
+  std::uint64_t fingerprint() const;
+  /// One line per field: "model: 784-256-128-10", "algorithm: sync", ...
+  std::vector<std::string> describe() const;
+};
+
+/// One sentence per field that differs ("train.workers: the checkpoint has 4, this run 8");
+/// empty when they agree.
+std::vector<std::string> differences(const structure& saved, const structure& now);
+
+struct header {
+  std::uint32_t version = format_version;
+  std::string herd_version; // of the program that wrote it
+  structure shape;
+  std::uint64_t fingerprint = 0; // shape.fingerprint()
+  std::uint64_t written_unix_ms = 0;
+  std::uint64_t rounds = 0; // rounds finished when it was taken, for listings
+  double epochs = 0.0;      // epochs of training behind it
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t payload_hash = 0; // fnv1a64 of the payload
+};
+
+/// A file that is not a usable checkpoint: what() names the file and the problem.
+class checkpoint_error : public std::runtime_error {
+public:
+  checkpoint_error(const std::string& file, const std::string& problem);
+  const std::string& file() const { return file_; }
+  const std::string& problem() const { return problem_; }
+
+private:
+  std::string file_;
+  std::string problem_;
+};
+
+/// The bytes of a checkpoint file: magic, header (with payload_bytes and payload_hash filled in
+/// here), its hash, payload.
+std::string encode(header head, std::string_view payload);
+
+struct loaded {
+  header head;
+  std::string payload;
+};
+
+/// Checks and splits the bytes of a file; `file` names it in errors. Throws checkpoint_error:
+/// not a checkpoint (magic), a header that cannot be read or whose hash is wrong, another format
+/// version, a payload shorter or longer than the header says, or a payload hash mismatch.
+loaded decode(std::string_view bytes, const std::string& file);
+
+/// Reads and decodes `path`. Throws checkpoint_error (also when it cannot be read).
+loaded read_file(const std::string& path);
+
+/// Writes `bytes` as `directory`/`name` so that a crash at any moment leaves either the whole new
+/// file or none: into a temporary file in the same directory, fsync, rename over `name`, fsync
+/// the directory. Makes the directory (and its parents) when missing. Throws std::runtime_error
+/// naming the path and the system's reason.
+void write_atomically(const std::string& directory, const std::string& name,
+                      std::string_view bytes);
+
+/// The file name of a checkpoint written at `unix_ms` (milliseconds since 1970) after `rounds`
+/// rounds: "herd-001764612345678-000000001234.ckpt" (zero-padded, so names sort in the order they
+/// were written, whatever run wrote them).
+std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds);
+
+/// The checkpoint files in `directory`, oldest first (by name). Empty when there is none or the
+/// directory does not exist.
+std::vector<std::string> list(const std::string& directory);
+
+/// Deletes all but the newest `keep` checkpoint files of `directory` (and leftover temporary
+/// files of interrupted writes). Returns the paths deleted.
+std::vector<std::string> prune(const std::string& directory, std::size_t keep);
+
+/// `path` itself when it is a file; the newest checkpoint in it when it is a directory. Throws
+/// checkpoint_error when there is no such path or the directory holds no checkpoint.
+std::string resolve(const std::string& path);
+
+} // namespace herd::checkpoint

@@ -1,0 +1,323 @@
+// Checkpoints of runs in one process: a run resumed from one goes on as if it had never stopped
+// (bit for bit under sync), the partial algorithms resume and learn, and a checkpoint that does
+// not fit the run is refused by name.
+#include "actors/checkpoint_state.hpp"
+#include "actors/train_session.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <sstream>
+
+#include "checkpoint/format.hpp"
+#include "support/separate_memory_ops.hpp"
+#include "support/session_config.hpp"
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using herd::actors::train_session;
+using herd::config::run_config;
+using herd::testing::temp_directory;
+
+constexpr int features = 24;
+constexpr int classes = 5;
+
+std::shared_ptr<const herd::models::train_test_split> synthetic(std::size_t train_samples) {
+  return std::make_shared<herd::models::train_test_split>(
+      herd::models::make_synthetic_split(train_samples, 500, features, classes, 7));
+}
+
+struct finished_run {
+  herd::actors::run_summary summary;
+  std::vector<std::vector<float>> parameters;
+};
+
+finished_run run(const run_config& config,
+                 const std::shared_ptr<const herd::models::train_test_split>& data,
+                 std::shared_ptr<const herd::actors::run_checkpoint> resume = nullptr,
+                 const herd::kernels::ops* ops = nullptr) {
+  auto options = herd::testing::quick_session_options();
+  options.resume = std::move(resume);
+  if (ops != nullptr)
+    options.ops = ops;
+  train_session session(config, data, options);
+  finished_run done;
+  done.summary = session.run();
+  done.parameters = session.final_parameters();
+  return done;
+}
+
+std::shared_ptr<const herd::actors::run_checkpoint> load(const run_config& config,
+                                                         const herd::models::train_test_split& data,
+                                                         const std::string& path) {
+  return herd::actors::load_checkpoint(config, data, path).state;
+}
+
+// 4 workers x batch 8, 20 rounds an epoch.
+run_config sync_config() {
+  auto config = herd::testing::small_session_config(4, 8);
+  config.train.epochs = 2;
+  return config;
+}
+
+void expect_bitwise_equal(const std::vector<std::vector<float>>& a,
+                          const std::vector<std::vector<float>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t w = 0; w < a.size(); ++w) {
+    ASSERT_EQ(a[w].size(), b[w].size()) << "worker " << w;
+    ASSERT_FALSE(a[w].empty()) << "worker " << w;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < a[w].size(); ++i)
+      differ += a[w][i] != b[w][i] ? 1 : 0;
+    EXPECT_EQ(differ, 0u) << "worker " << w << ": " << differ << " of " << a[w].size()
+                          << " parameters differ";
+  }
+}
+
+// Under sync the local plane sums the members in rank order: a run of 2 epochs and one of 1 epoch,
+// stopped (its final checkpoint) and resumed for the second, end with the same bits.
+TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bit) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  const auto straight = run(sync_config(), data);
+  ASSERT_EQ(straight.summary.stop_reason, "epochs") << straight.summary.error;
+  ASSERT_EQ(straight.summary.rounds, 40u);
+
+  temp_directory dir;
+  auto first = sync_config();
+  first.train.epochs = 1;
+  first.checkpoint.dir = dir.file("ckpt");
+  first.checkpoint.every_seconds = 0;
+  const auto half = run(first, data);
+  ASSERT_EQ(half.summary.stop_reason, "epochs") << half.summary.error;
+  ASSERT_EQ(herd::checkpoint::list(first.checkpoint.dir).size(), 1u);
+
+  auto second = sync_config();
+  second.checkpoint = first.checkpoint;
+  const auto state = load(second, *data, first.checkpoint.dir);
+  EXPECT_EQ(state->coordinator.counters.rounds, 20u);
+  const auto resumed = run(second, data, state);
+  ASSERT_EQ(resumed.summary.stop_reason, "epochs") << resumed.summary.error;
+  EXPECT_EQ(resumed.summary.rounds, 40u); // the summary counts the whole run
+  EXPECT_EQ(resumed.summary.steps, straight.summary.steps);
+  EXPECT_DOUBLE_EQ(resumed.summary.epochs, straight.summary.epochs);
+  expect_bitwise_equal(resumed.parameters, straight.parameters);
+}
+
+// Periodic checkpoints are taken while the run goes on (rounds paused, not stopped): resuming from
+// one in the middle of an epoch ends where the uninterrupted run ends, and taking them changed
+// nothing in the run that took them.
+TEST(checkpoint, sync_resumed_from_a_periodic_checkpoint_matches_bit_for_bit) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  const auto straight = run(sync_config(), data);
+
+  temp_directory dir;
+  auto with_checkpoints = sync_config();
+  with_checkpoints.checkpoint.dir = dir.file("ckpt");
+  with_checkpoints.checkpoint.every_seconds = 0;
+  with_checkpoints.checkpoint.every_rounds = 7;
+  with_checkpoints.checkpoint.keep = 100;
+  const auto taking = run(with_checkpoints, data);
+  ASSERT_EQ(taking.summary.stop_reason, "epochs") << taking.summary.error;
+  expect_bitwise_equal(taking.parameters, straight.parameters);
+
+  const auto files = herd::checkpoint::list(with_checkpoints.checkpoint.dir);
+  // About every 7 rounds (a round the policy started as one was due finishes first), and the
+  // final one.
+  ASSERT_GE(files.size(), 4u);
+  const auto state = load(with_checkpoints, *data, files[2]);
+  const auto rounds = state->coordinator.counters.rounds;
+  EXPECT_GE(rounds, 14u);
+  EXPECT_LT(rounds, 40u);
+  const auto resumed = run(sync_config(), data, state);
+  ASSERT_EQ(resumed.summary.stop_reason, "epochs") << resumed.summary.error;
+  expect_bitwise_equal(resumed.parameters, straight.parameters);
+}
+
+// The partial algorithms keep more state (stale gradients, queues, blends in flight): resumed
+// from the middle of a run, they go on and reach the accuracy a run of theirs reaches.
+TEST(checkpoint, partial_algorithms_resume_and_reach_their_target) {
+  const auto data = synthetic(std::size_t{4} * 8 * 40);
+  for (const char* algorithm : {"solo", "preduce", "wagma"}) {
+    temp_directory dir;
+    auto config = herd::testing::small_session_config(4, 8);
+    config.train.algorithm = algorithm;
+    config.imbalance.kind = "random"; // stragglers: late steps, partial groups, blends
+    config.imbalance.k = 1;
+    config.imbalance.delay_ms = 2;
+    config.checkpoint.dir = dir.file("ckpt");
+    config.checkpoint.every_seconds = 0;
+    config.checkpoint.every_rounds = 15;
+    config.checkpoint.keep = 100;
+    const auto first = run(config, data);
+    ASSERT_EQ(first.summary.stop_reason, "epochs") << algorithm << ": " << first.summary.error;
+    const auto files = herd::checkpoint::list(config.checkpoint.dir);
+    ASSERT_GE(files.size(), 2u) << algorithm;
+    const auto state = load(config, *data, files[1]); // from the middle of the run
+    const auto rounds = state->coordinator.counters.rounds;
+    const auto steps = state->coordinator.counters.steps;
+
+    config.train.epochs = 4;
+    config.train.target_accuracy = 0.6;
+    config.train.eval_every = 10;
+    const auto resumed = run(config, data, state);
+    ASSERT_NE(resumed.summary.stop_reason, "error") << algorithm << ": " << resumed.summary.error;
+    EXPECT_GT(resumed.summary.rounds, rounds) << algorithm;
+    EXPECT_GT(resumed.summary.steps, steps) << algorithm;
+    EXPECT_TRUE(resumed.summary.time_to_target_seconds.has_value())
+        << algorithm << " did not reach 0.6; final accuracy "
+        << resumed.summary.final_test_accuracy.value_or(-1);
+  }
+}
+
+// Every algorithm's workers come back with exactly the parameters they were saved with: resumed
+// from the final checkpoint with no epoch left to train, a run ends at once where it was.
+TEST(checkpoint, every_algorithm_resumes_with_the_saved_parameters) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  for (const char* algorithm : {"sync", "solo", "preduce", "wagma"}) {
+    temp_directory dir;
+    auto config = herd::testing::small_session_config(4, 8);
+    config.train.algorithm = algorithm;
+    config.checkpoint.dir = dir.file("ckpt");
+    config.checkpoint.every_seconds = 0;
+    const auto first = run(config, data);
+    ASSERT_EQ(first.summary.stop_reason, "epochs") << algorithm << ": " << first.summary.error;
+    const auto state = load(config, *data, config.checkpoint.dir);
+    const auto again = run(config, data, state);
+    ASSERT_EQ(again.summary.stop_reason, "epochs") << algorithm << ": " << again.summary.error;
+    EXPECT_EQ(again.summary.rounds, first.summary.rounds) << algorithm;
+    EXPECT_EQ(again.summary.steps, first.summary.steps) << algorithm;
+    ASSERT_EQ(again.summary.evaluations.size(), 1u) << algorithm; // its own final evaluation
+    EXPECT_EQ(again.summary.final_test_accuracy, first.summary.final_test_accuracy) << algorithm;
+    expect_bitwise_equal(again.parameters, first.parameters);
+  }
+}
+
+// Where the workers compute in memory the host cannot read (a GPU's, emulated): the states cross
+// to the host and back, results still to blend in included, and a resumed sync run still matches
+// an uninterrupted one bit for bit.
+TEST(checkpoint, states_in_device_memory_cross_to_the_host_and_back) {
+  const herd::testing::separate_memory elsewhere;
+  const herd::testing::separate_memory_ops ops(elsewhere);
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  for (const char* algorithm : {"sync", "wagma"}) {
+    auto config = sync_config();
+    config.train.algorithm = algorithm;
+    const auto straight = run(config, data, nullptr, &ops);
+    ASSERT_EQ(straight.summary.stop_reason, "epochs")
+        << algorithm << ": " << straight.summary.error;
+    temp_directory dir;
+    auto first = config;
+    first.train.epochs = 1;
+    first.checkpoint.dir = dir.file("ckpt");
+    first.checkpoint.every_seconds = 0;
+    ASSERT_EQ(run(first, data, nullptr, &ops).summary.stop_reason, "epochs") << algorithm;
+    const auto state = load(config, *data, first.checkpoint.dir);
+    const auto resumed = run(config, data, state, &ops);
+    ASSERT_EQ(resumed.summary.stop_reason, "epochs") << algorithm << ": " << resumed.summary.error;
+    EXPECT_GT(resumed.summary.rounds, state->coordinator.counters.rounds) << algorithm;
+    if (std::string(algorithm) == "sync")
+      expect_bitwise_equal(resumed.parameters, straight.parameters);
+  }
+}
+
+TEST(checkpoint, a_damaged_or_truncated_file_is_refused_naming_the_file_and_the_problem) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.train.epochs = 1;
+  config.checkpoint.dir = dir.file("ckpt");
+  run(config, data);
+  const auto file = herd::checkpoint::resolve(config.checkpoint.dir);
+  std::ostringstream file_bytes;
+  file_bytes << std::ifstream(file, std::ios::binary).rdbuf();
+  const std::string bytes = file_bytes.str();
+  auto problem_with = [&](const std::string& contents) -> std::string {
+    const auto damaged = dir.file("damaged.ckpt");
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << contents;
+    try {
+      load(config, *data, damaged);
+    } catch (const herd::checkpoint::checkpoint_error& refused) {
+      EXPECT_EQ(refused.file(), damaged);
+      return refused.what();
+    }
+    return "accepted";
+  };
+  auto flipped = bytes;
+  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x40);
+  EXPECT_NE(problem_with(flipped).find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(problem_with(bytes.substr(0, bytes.size() - 1000)).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(problem_with("").find("not a Herd checkpoint"), std::string::npos);
+  EXPECT_EQ(problem_with(bytes), "accepted");
+}
+
+TEST(checkpoint, a_run_of_another_shape_is_refused_naming_what_differs) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.train.epochs = 1;
+  config.checkpoint.dir = dir.file("ckpt");
+  run(config, data);
+  auto other = config;
+  other.train.workers = 2;
+  other.train.algorithm = "majority";
+  other.model.hidden = {32};
+  try {
+    load(other, *data, config.checkpoint.dir);
+    FAIL() << "a checkpoint of another shape was accepted";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    const std::string what = refused.what();
+    EXPECT_NE(what.find("train.workers: the checkpoint has 4, this run 2"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("train.algorithm: the checkpoint has sync, this run majority"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("24-16-5"), std::string::npos) << what;
+  }
+  // Learning rate, epochs and target are not its shape: they may change, and are named.
+  auto changed = config;
+  changed.train.lr = 0.02;
+  changed.train.epochs = 5;
+  const auto state = load(changed, *data, config.checkpoint.dir);
+  const auto lines = herd::actors::changed_settings(state->settings, changed);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "train.epochs: 1 in the checkpoint, 5 now");
+  EXPECT_EQ(lines[1], "train.lr: 0.05 in the checkpoint, 0.02 now");
+}
+
+// Checkpoint files are written by the writer's thread; the session reports each one.
+TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.checkpoint.dir = dir.file("ckpt");
+  config.checkpoint.every_seconds = 0;
+  config.checkpoint.every_rounds = 5;
+  config.checkpoint.keep = 2;
+  std::mutex mutex;
+  std::vector<herd::actors::checkpoint_report> reports;
+  auto options = herd::testing::quick_session_options();
+  options.on_checkpoint = [&](const herd::actors::checkpoint_report& report) {
+    std::lock_guard<std::mutex> guard(mutex);
+    reports.push_back(report);
+  };
+  train_session session(config, data, options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  std::lock_guard<std::mutex> guard(mutex);
+  ASSERT_GE(reports.size(), 5u); // about every 5 rounds, and the final one at 40
+  for (const auto& report : reports)
+    EXPECT_TRUE(report.error.empty()) << report.error;
+  EXPECT_TRUE(reports.back().final);
+  EXPECT_EQ(reports.back().rounds, 40u);
+  const auto files = herd::checkpoint::list(config.checkpoint.dir);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files.back(), reports.back().path);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(config.checkpoint.dir),
+                          std::filesystem::directory_iterator()),
+            2); // no temporary file left behind
+}
+
+} // namespace

@@ -1,0 +1,163 @@
+// Checkpoint files: what a damaged, truncated or foreign file is refused with, and how files are
+// written and kept.
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <random>
+
+#include "checkpoint/format.hpp"
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using namespace herd::checkpoint;
+
+header sample_header() {
+  header head;
+  head.herd_version = "0.1.0";
+  head.shape.layers = {24, 16, 5};
+  head.shape.algorithm = "sync";
+  head.shape.workers = 4;
+  head.shape.training_samples = 640;
+  head.shape.batch_size = 8;
+  head.shape.seed = 3;
+  head.fingerprint = head.shape.fingerprint();
+  head.rounds = 17;
+  return head;
+}
+
+std::string random_payload(std::size_t n, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::string payload(n, '\0');
+  for (auto& byte : payload)
+    byte = static_cast<char>(engine() & 0xff);
+  return payload;
+}
+
+std::string problem_of(const std::string& bytes) {
+  try {
+    decode(bytes, "the-file.ckpt");
+  } catch (const checkpoint_error& error) {
+    EXPECT_EQ(error.file(), "the-file.ckpt");
+    EXPECT_NE(std::string(error.what()).find("the-file.ckpt"), std::string::npos);
+    return error.problem();
+  }
+  return "";
+}
+
+TEST(CheckpointFormat, RoundTripsHeaderAndPayload) {
+  const auto payload = random_payload(5000, 1);
+  const auto bytes = encode(sample_header(), payload);
+  const auto back = decode(bytes, "f");
+  EXPECT_EQ(back.payload, payload);
+  EXPECT_EQ(back.head.rounds, 17u);
+  EXPECT_EQ(back.head.shape.layers, (std::vector<std::uint64_t>{24, 16, 5}));
+  EXPECT_EQ(back.head.payload_bytes, payload.size());
+  EXPECT_EQ(back.head.fingerprint, sample_header().shape.fingerprint());
+}
+
+TEST(CheckpointFormat, EveryFlippedPayloadByteFailsTheChecksum) {
+  const auto payload = random_payload(300, 2);
+  const auto bytes = encode(sample_header(), payload);
+  const std::size_t payload_start = bytes.size() - payload.size();
+  for (std::size_t i = payload_start; i < bytes.size(); i += 7) {
+    auto damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x10);
+    EXPECT_NE(problem_of(damaged).find("checksum mismatch"), std::string::npos) << i;
+  }
+}
+
+TEST(CheckpointFormat, AFlippedHeaderByteIsAHeaderProblem) {
+  const auto bytes = encode(sample_header(), random_payload(100, 3));
+  for (std::size_t i = 8; i < bytes.size() - 100; ++i) {
+    auto damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x01);
+    const auto problem = problem_of(damaged);
+    EXPECT_EQ(problem.rfind("header:", 0), 0u) << i << ": " << problem;
+  }
+}
+
+TEST(CheckpointFormat, EveryTruncationIsRefused) {
+  const auto bytes = encode(sample_header(), random_payload(200, 4));
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    const auto problem = problem_of(bytes.substr(0, n));
+    EXPECT_FALSE(problem.empty()) << n;
+    if (n > bytes.size() - 200) {
+      EXPECT_NE(problem.find("truncated"), std::string::npos) << n << ": " << problem;
+    }
+  }
+  EXPECT_NE(problem_of(bytes + "x").find("too long"), std::string::npos);
+}
+
+TEST(CheckpointFormat, AForeignFileIsNotACheckpoint) {
+  EXPECT_NE(problem_of("[train]\nworkers = 4\n").find("not a Herd checkpoint"), std::string::npos);
+}
+
+TEST(CheckpointFormat, AnotherFormatVersionIsRefusedByNumber) {
+  auto head = sample_header();
+  head.version = format_version + 1;
+  const auto problem = problem_of(encode(head, "abc"));
+  EXPECT_NE(problem.find("format version " + std::to_string(format_version + 1)), std::string::npos)
+      << problem;
+}
+
+TEST(CheckpointFormat, DifferencesNameEveryStructuralKey) {
+  const auto saved = sample_header().shape;
+  EXPECT_TRUE(differences(saved, saved).empty());
+  auto now = saved;
+  now.workers = 8;
+  now.algorithm = "wagma";
+  now.layers = {24, 32, 5};
+  const auto found = differences(saved, now);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_NE(found[0].find("24-16-5"), std::string::npos);
+  EXPECT_NE(found[1].find("train.algorithm: the checkpoint has sync, this run wagma"),
+            std::string::npos);
+  EXPECT_NE(found[2].find("train.workers: the checkpoint has 4, this run 8"), std::string::npos);
+  EXPECT_NE(saved.fingerprint(), now.fingerprint());
+}
+
+TEST(CheckpointFiles, WritesReadsAndKeepsTheNewest) {
+  herd::testing::temp_directory dir;
+  const std::string where = dir.file("nested/checkpoints");
+  std::uint64_t written = 1764612345000;
+  for (std::uint64_t rounds : {5u, 10u, 15u, 20u}) {
+    auto head = sample_header();
+    head.rounds = rounds;
+    write_atomically(where, file_name(++written, rounds), encode(head, random_payload(64, 5)));
+  }
+  // A write that was interrupted leaves a temporary file, never a checkpoint.
+  std::ofstream(where + "/" + file_name(++written, 25) + ".tmp-abcdef") << "half";
+  auto files = list(where);
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_EQ(read_file(resolve(where)).head.rounds, 20u);
+  EXPECT_EQ(resolve(files[0]), files[0]);
+  const auto removed = prune(where, 2);
+  EXPECT_EQ(removed.size(), 3u); // two old checkpoints and the temporary file
+  files = list(where);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(read_file(files[0]).head.rounds, 15u);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(where),
+                          std::filesystem::directory_iterator()),
+            2);
+}
+
+// By time first: a new run writing into a directory of an older, longer one keeps its own newest.
+TEST(CheckpointFiles, NamesSortInTheOrderTheyWereWritten) {
+  EXPECT_LT(file_name(99, 500), file_name(100, 1));
+  EXPECT_LT(file_name(100, 1), file_name(100, 2));
+}
+
+TEST(CheckpointFiles, ResolveSaysWhatIsMissing) {
+  herd::testing::temp_directory dir;
+  try {
+    resolve(dir.path().string());
+    FAIL();
+  } catch (const checkpoint_error& error) {
+    EXPECT_NE(error.problem().find("holds no checkpoint"), std::string::npos);
+  }
+  EXPECT_THROW(resolve(dir.file("absent")), checkpoint_error);
+  EXPECT_THROW(read_file(dir.file("absent")), checkpoint_error);
+}
+
+} // namespace
