@@ -1,6 +1,7 @@
 // The `herd` executable: dispatches to its commands.
 #include "cli/bench_command.hpp"
 #include "cli/cluster_commands.hpp"
+#include "cli/simulate_command.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
 #include "kernels/cuda/device.hpp"
@@ -22,7 +23,8 @@ const char* usage =
     "  train        train in this process with N worker actors (herd train --help)\n"
     "  coordinator  host a run across processes and hosts (herd coordinator --help)\n"
     "  node         join a coordinator's run with N workers (herd node --help)\n"
-    "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n\n"
+    "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n"
+    "  simulate     simulate the job at any scale on a virtual clock (herd simulate --help)\n\n"
     "options:\n"
     "  --help, -h      show this help\n"
     "  --version       show the version\n";
@@ -59,6 +61,8 @@ int main(int argc, char** argv) {
     return herd::cli::node_command(args);
   if (command == "bench")
     return herd::cli::bench_command(args);
+  if (command == "simulate")
+    return herd::cli::simulate_command(args);
   std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;
   return herd::cli::exit_bad_input;
 }
