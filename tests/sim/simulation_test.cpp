@@ -1,5 +1,6 @@
 // The simulator on fixed-seed settings: the ring formula, the pace of each algorithm where it is
 // known in closed form, who waits for a slow worker, reproducibility and scale.
+#include "config/loader.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/network.hpp"
 #include "sim/simulation.hpp"
@@ -196,6 +197,22 @@ TEST(Simulation, ForWorkersFitsTheImbalanceToTheJob) {
   EXPECT_EQ(small.train.workers, 4);
   EXPECT_EQ(small.imbalance.k, 4);
   EXPECT_EQ(small.imbalance.workers, (std::vector<int>{0}));
+}
+
+// The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
+TEST(Simulation, ThePapersSettingsLoadAndRun) {
+  for (const char* name : {"eager-sgd.ini", "wagma-weak-scaling.ini", "preduce-heterogeneous.ini"}) {
+    auto config = herd::config::load(std::string(HERD_CONFIG_DIR) + "/simulate/" + name, {});
+    const int workers =
+        config.simulate.workers.empty() ? config.train.workers : config.simulate.workers.front();
+    auto how = herd::sim::settings_of(config.simulate);
+    how.duration_seconds = 20 * how.step_seconds;
+    for (const char* algorithm : {"sync", "solo", "preduce", "wagma"}) {
+      config.train.algorithm = algorithm;
+      const auto r = simulate(herd::sim::for_workers(config, workers), how);
+      EXPECT_GT(r.rounds, 0u) << name << " " << algorithm;
+    }
+  }
 }
 
 } // namespace

@@ -56,7 +56,16 @@ inline const std::vector<const char*>& contract_keys() {
                                              "cluster.token-file",
                                              "cluster.tls-ca",
                                              "cluster.tls-cert",
-                                             "cluster.tls-key"};
+                                             "cluster.tls-key",
+                                             "simulate.workers",
+                                             "simulate.step-ms",
+                                             "simulate.network",
+                                             "simulate.alpha-us",
+                                             "simulate.bandwidth-gbs",
+                                             "simulate.model-mb",
+                                             "simulate.message-us",
+                                             "simulate.steps",
+                                             "simulate.aggregators"};
   return keys;
 }
 
