@@ -3,10 +3,10 @@
 // draws the same delays), and a stop cuts that wait short.
 #pragma once
 
-#include "policy/imbalance.hpp"
-
 #include <condition_variable>
 #include <mutex>
+
+#include "policy/imbalance.hpp"
 
 namespace herd::actors {
 

@@ -6,7 +6,6 @@
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "config/loader.hpp"
-#include "sim/simulation.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "sim/simulation.hpp"
 
 namespace herd::cli {
 
@@ -64,8 +65,8 @@ simulate_arguments parse_arguments(const std::vector<std::string>& args) {
 }
 
 std::vector<int> job_sizes(const config::run_config& job) {
-  auto sizes = job.simulate.workers.empty() ? std::vector<int>{job.train.workers}
-                                            : job.simulate.workers;
+  auto sizes =
+      job.simulate.workers.empty() ? std::vector<int>{job.train.workers} : job.simulate.workers;
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
@@ -91,9 +92,8 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
   out << '\n'
       << std::left << std::setw(10) << "algorithm" << std::right << std::setw(7) << "P"
       << std::setw(12) << "steps/s" << std::setw(9) << "vs sync" << std::setw(8) << "idle"
-      << std::setw(11) << "waited/bar" << std::setw(9) << "group" << std::setw(16)
-      << "staleness" << std::setw(10) << "rounds/s" << std::setw(8) << "late" << std::setw(9)
-      << "sim s" << '\n';
+      << std::setw(11) << "waited/bar" << std::setw(9) << "group" << std::setw(16) << "staleness"
+      << std::setw(10) << "rounds/s" << std::setw(8) << "late" << std::setw(9) << "sim s" << '\n';
   for (const auto& c : cells) {
     const auto& r = c.result;
     const auto base = sync.find(r.workers);
@@ -107,11 +107,11 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
                                   (r.staleness_unit == "steps" ? "st" : "rd");
     const double late = r.steps > 0 ? 100.0 * r.late_steps / r.steps : 0.0;
     out << std::left << std::setw(10) << r.algorithm << std::right << std::setw(7) << r.workers
-        << std::setw(12) << fixed(r.steps_per_second, 1) << std::setw(9) << speedup
-        << std::setw(7) << fixed(100.0 * r.idle_fraction, 1) << '%' << std::setw(11) << waited
-        << std::setw(9) << fixed(r.mean_group_size, 1) << std::setw(16) << staleness
-        << std::setw(10) << fixed(r.rounds / r.seconds, 1) << std::setw(7) << fixed(late, 1)
-        << '%' << std::setw(9) << fixed(c.wall_seconds, 2) << '\n';
+        << std::setw(12) << fixed(r.steps_per_second, 1) << std::setw(9) << speedup << std::setw(7)
+        << fixed(100.0 * r.idle_fraction, 1) << '%' << std::setw(11) << waited << std::setw(9)
+        << fixed(r.mean_group_size, 1) << std::setw(16) << staleness << std::setw(10)
+        << fixed(r.rounds / r.seconds, 1) << std::setw(7) << fixed(late, 1) << '%' << std::setw(9)
+        << fixed(c.wall_seconds, 2) << '\n';
   }
   out << "\nsteps/s: local steps of all workers per simulated second; idle: time between steps\n"
          "over P x the simulated time; waited/bar: idle time over what a barrier would have\n"
@@ -135,27 +135,27 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
   out["results"] = nlohmann::json::array();
   for (const auto& c : cells) {
     const auto& r = c.result;
-    out["results"].push_back({{"algorithm", r.algorithm},
-                              {"workers", r.workers},
-                              {"simulated_seconds", r.seconds},
-                              {"steps", r.steps},
-                              {"steps_per_second", r.steps_per_second},
-                              {"late_steps", r.late_steps},
-                              {"idle_fraction", r.idle_fraction},
-                              {"waited_seconds", r.waited_seconds},
-                              {"barrier_seconds", r.barrier_seconds},
-                              {"rounds", r.rounds},
-                              {"rounds_full_sync", r.rounds_full_sync},
-                              {"mean_group_size", r.mean_group_size},
-                              {"max_group_size", r.max_group_size},
-                              {"mean_staleness", r.mean_staleness},
-                              {"max_staleness", r.max_staleness},
-                              {"staleness_unit", r.staleness_unit},
-                              {"contributions",
-                               {{"fresh", r.fresh}, {"stale", r.stale}, {"none", r.none}}},
-                              {"reduce_seconds", r.reduce_seconds},
-                              {"events", r.events},
-                              {"wall_seconds", c.wall_seconds}});
+    out["results"].push_back(
+        {{"algorithm", r.algorithm},
+         {"workers", r.workers},
+         {"simulated_seconds", r.seconds},
+         {"steps", r.steps},
+         {"steps_per_second", r.steps_per_second},
+         {"late_steps", r.late_steps},
+         {"idle_fraction", r.idle_fraction},
+         {"waited_seconds", r.waited_seconds},
+         {"barrier_seconds", r.barrier_seconds},
+         {"rounds", r.rounds},
+         {"rounds_full_sync", r.rounds_full_sync},
+         {"mean_group_size", r.mean_group_size},
+         {"max_group_size", r.max_group_size},
+         {"mean_staleness", r.mean_staleness},
+         {"max_staleness", r.max_staleness},
+         {"staleness_unit", r.staleness_unit},
+         {"contributions", {{"fresh", r.fresh}, {"stale", r.stale}, {"none", r.none}}},
+         {"reduce_seconds", r.reduce_seconds},
+         {"events", r.events},
+         {"wall_seconds", c.wall_seconds}});
   }
   return out;
 }
@@ -206,8 +206,9 @@ std::string simulate_help() {
       << ")\n"
          "  --out DIR                output directory (default simulate-results)\n"
          "  --help, -h               show this help\n\n"
-         "A sweep uses one [imbalance] for every P: imbalance.k is capped at P and the\n"
-         "persistent kind's imbalance.workers keeps the indices below P.\n\n"
+         "--algorithms takes the place of train.algorithm; each algorithm runs with its own\n"
+         "section's settings. A sweep uses one [imbalance] for every P: imbalance.k is\n"
+         "capped at P and the persistent kind's imbalance.workers keeps the indices below P.\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
       << config::describe_keys() << "\nExit status: 0 done, 2 bad input.\n";
@@ -246,8 +247,8 @@ int run_simulate(const std::vector<std::string>& raw) {
   std::cout << "; steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
             << " step times; imbalance " << job.imbalance.kind << "; network "
             << job.simulate.network << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
-            << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb
-            << " MB" << std::endl;
+            << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb << " MB"
+            << std::endl;
 
   std::vector<cell> cells;
   for (const auto& algorithm : args.algorithms) {

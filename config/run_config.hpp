@@ -101,18 +101,18 @@ struct imbalance_section {
 /// clock (docs/simulation.md). Step times come from simulate.step-ms and [imbalance]; a round's
 /// reduction takes 2(k-1) alpha + 2(k-1)/k n / bandwidth for its k members (a ring).
 struct simulate_section {
-  std::vector<int> workers;          // simulate.workers: the job sizes P to simulate; empty =
-                                     // train.workers
-  double step_ms = 10.0;             // simulate.step-ms: a local step without imbalance
+  std::vector<int> workers;            // simulate.workers: the job sizes P to simulate; empty =
+                                       // train.workers
+  double step_ms = 10.0;               // simulate.step-ms: a local step without imbalance
   std::string network = "one-machine"; // simulate.network: one-machine | 25gbe | nvlink
-  double alpha_us = 0.0;             // simulate.alpha-us: per-message latency; 0 = the network's
-  double bandwidth_gbs = 0.0;        // simulate.bandwidth-gbs: GB/s per link; 0 = the network's
-  double model_mb = 1.0;             // simulate.model-mb: bytes a round reduces, in MB (10^6)
-  double message_us = 20.0;          // simulate.message-us: one control-plane message's latency
-  int steps = 200;                   // simulate.steps: simulated time, in step-ms units
-  int aggregators = 0;               // simulate.aggregators: 0 = every round reduces at once (as
-                                     // across processes); N = N aggregators, one round each at a
-                                     // time (as herd train in one process)
+  double alpha_us = 0.0;               // simulate.alpha-us: per-message latency; 0 = the network's
+  double bandwidth_gbs = 0.0;          // simulate.bandwidth-gbs: GB/s per link; 0 = the network's
+  double model_mb = 1.0;               // simulate.model-mb: bytes a round reduces, in MB (10^6)
+  double message_us = 20.0;            // simulate.message-us: one control-plane message's latency
+  int steps = 200;                     // simulate.steps: simulated time, in step-ms units
+  int aggregators = 0;                 // simulate.aggregators: 0 = every round reduces at once (as
+                                       // across processes); N = N aggregators, one round each at a
+                                       // time (as herd train in one process)
 };
 
 /// Many processes (`herd coordinator`, `herd node`; docs/deploy.md).

@@ -260,11 +260,10 @@ void check_simulate(checker& check, const simulate_section& simulate) {
                 simulate.model_mb, "must lie in [0, 1000000] MB");
   check.require(simulate.message_us >= 0.0 && simulate.message_us <= 1e6, "simulate.message-us",
                 simulate.message_us, "must lie in [0, 1000000] microseconds");
-  check.require(simulate.steps >= 1 && simulate.steps <= 1000000, "simulate.steps",
-                simulate.steps, "must be between 1 and 1000000 step times");
-  check.require(simulate.aggregators >= 0 && simulate.aggregators <= 65536,
-                "simulate.aggregators", simulate.aggregators,
-                "must be between 0 (independent rounds) and 65536");
+  check.require(simulate.steps >= 1 && simulate.steps <= 1000000, "simulate.steps", simulate.steps,
+                "must be between 1 and 1000000 step times");
+  check.require(simulate.aggregators >= 0 && simulate.aggregators <= 65536, "simulate.aggregators",
+                simulate.aggregators, "must be between 0 (independent rounds) and 65536");
 }
 
 } // namespace

@@ -11,9 +11,9 @@
 namespace herd::sim {
 
 struct ring_model {
-  double alpha_seconds = 0.0;   // one message's latency
+  double alpha_seconds = 0.0;    // one message's latency
   double bytes_per_second = 0.0; // one link's bandwidth; 0 = infinite
-  double bytes = 0.0;           // what one round reduces (the model's size)
+  double bytes = 0.0;            // what one round reduces (the model's size)
 
   /// 2(k-1) alpha + 2(k-1)/k n / beta; 0 for a group of one (nothing to exchange).
   double reduce_seconds(std::size_t members) const;

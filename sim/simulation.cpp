@@ -6,10 +6,6 @@
 
 #include "kernels/check.hpp"
 #include "monitoring/wait_ledger.hpp"
-#include "policy/imbalance.hpp"
-#include "policy/policy.hpp"
-#include "policy/send_buffer.hpp"
-#include "sim/event_queue.hpp"
 
 #include <algorithm>
 #include <map>
@@ -17,6 +13,11 @@
 #include <optional>
 #include <set>
 #include <vector>
+
+#include "policy/imbalance.hpp"
+#include "policy/policy.hpp"
+#include "policy/send_buffer.hpp"
+#include "sim/event_queue.hpp"
 
 namespace herd::sim {
 
@@ -202,9 +203,8 @@ private:
   void on_plan(std::uint64_t round) {
     const auto& planned = rounds_.at(round).planned;
     for (int member : planned.members)
-      after_message([this, member, round, step = planned.step] {
-        on_contribute(member, round, step);
-      });
+      after_message(
+          [this, member, round, step = planned.step] { on_contribute(member, round, step); });
   }
 
   void on_answer(std::uint64_t round, int index, const policy::loan& loan) {
@@ -301,7 +301,7 @@ private:
   std::uint64_t next_round_ = 0;
   std::size_t next_aggregator_ = 0;
   std::optional<double> policy_timer_at_;
-  double group_sizes_ = 0.0;       // over the rounds that began reducing
+  double group_sizes_ = 0.0; // over the rounds that began reducing
   std::uint64_t rounds_reduced_ = 0;
   double staleness_total_ = 0.0;
   std::uint64_t staleness_count_ = 0;

@@ -13,10 +13,11 @@
 #pragma once
 
 #include "config/run_config.hpp"
-#include "sim/network.hpp"
 
 #include <cstdint>
 #include <string>
+
+#include "sim/network.hpp"
 
 namespace herd::sim {
 
@@ -35,23 +36,23 @@ settings settings_of(const config::simulate_section& simulate);
 struct result {
   std::string algorithm;
   int workers = 0;
-  double seconds = 0.0;              // simulated time
-  std::uint64_t steps = 0;           // local steps finished by all workers
+  double seconds = 0.0;    // simulated time
+  std::uint64_t steps = 0; // local steps finished by all workers
   std::uint64_t late_steps = 0;
-  std::uint64_t rounds = 0;          // rounds finished
+  std::uint64_t rounds = 0; // rounds finished
   std::uint64_t rounds_full_sync = 0;
-  double steps_per_second = 0.0;     // steps / seconds
-  double idle_fraction = 0.0;        // idle time between steps / (workers * seconds)
-  double waited_seconds = 0.0;       // the wait ledger's comparison (docs/report.md, `waiting`)
+  double steps_per_second = 0.0; // steps / seconds
+  double idle_fraction = 0.0;    // idle time between steps / (workers * seconds)
+  double waited_seconds = 0.0;   // the wait ledger's comparison (docs/report.md, `waiting`)
   double barrier_seconds = 0.0;
-  double mean_group_size = 0.0;      // members that answered, per round
+  double mean_group_size = 0.0; // members that answered, per round
   std::uint64_t max_group_size = 0;
-  double mean_staleness = 0.0;       // per contribution that gave something; see staleness_unit
+  double mean_staleness = 0.0; // per contribution that gave something; see staleness_unit
   std::uint64_t max_staleness = 0;
-  std::string staleness_unit;        // "rounds" (gradients) or "steps" (models)
+  std::string staleness_unit;                   // "rounds" (gradients) or "steps" (models)
   std::uint64_t fresh = 0, stale = 0, none = 0; // contributions to finished rounds
-  double reduce_seconds = 0.0;       // all rounds' reductions together
-  std::uint64_t events = 0;          // events the virtual clock ran
+  double reduce_seconds = 0.0;                  // all rounds' reductions together
+  std::uint64_t events = 0;                     // events the virtual clock ran
 };
 
 /// Simulates `config`'s job: config.train.algorithm with config.train.workers workers, the

@@ -5,7 +5,6 @@
 // from the runs compared. Prints the table (docs/simulation.md holds one) and fails only when a
 // simulated rate is off by more than a factor of two.
 #include "config/loader.hpp"
-#include "sim/simulation.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +18,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "sim/simulation.hpp"
 #include "support/subprocess.hpp"
 
 namespace {
@@ -37,9 +37,9 @@ struct measured {
 
 std::vector<std::string> job_settings(int workers, const std::string& algorithm,
                                       const std::string& scenario, double delay_ms) {
-  std::vector<std::string> settings{
-      "--train.workers=" + std::to_string(workers), "--train.algorithm=" + algorithm,
-      "--train.epochs=1000", "--train.eval-every=100000000", "--imbalance.kind=" + scenario};
+  std::vector<std::string> settings{"--train.workers=" + std::to_string(workers),
+                                    "--train.algorithm=" + algorithm, "--train.epochs=1000",
+                                    "--train.eval-every=100000000", "--imbalance.kind=" + scenario};
   const int quarter = std::max(1, workers / 4); // herd bench's scenarios
   if (scenario == "random") {
     settings.push_back("--imbalance.k=" + std::to_string(quarter));
@@ -60,9 +60,9 @@ measured train(const std::vector<std::string>& settings) {
   const auto report_path = (std::filesystem::temp_directory_path() /
                             ("herd-validation-" + std::to_string(::getpid()) + ".json"))
                                .string();
-  std::vector<std::string> argv{HERD_BINARY, "train", "--config",
-                                std::string(HERD_CONFIG_DIR) + "/bench.ini", "--report",
-                                report_path};
+  std::vector<std::string> argv{HERD_BINARY, "train",
+                                "--config",  std::string(HERD_CONFIG_DIR) + "/bench.ini",
+                                "--report",  report_path};
   std::ostringstream limit;
   limit << "--train.max-seconds=" << run_seconds;
   argv.push_back(limit.str());
@@ -101,8 +101,7 @@ herd::sim::settings calibrated(int workers, const measured& calibration) {
   const double alpha = 5e-6;
   const double k = workers;
   const double transfer = calibration.reduce_per_round - 2 * (k - 1) * alpha;
-  how.ring = {alpha, transfer > 0 ? 2 * (k - 1) / k * model_bytes / transfer : 0.0,
-              model_bytes};
+  how.ring = {alpha, transfer > 0 ? 2 * (k - 1) / k * model_bytes / transfer : 0.0, model_bytes};
   const double period = workers / calibration.steps_per_second;
   how.message_seconds =
       std::max(0.0, (period - calibration.step_seconds - calibration.reduce_per_round) / 5);
@@ -116,8 +115,7 @@ herd::sim::result simulated(const std::vector<std::string>& settings,
   std::vector<std::string> overrides;
   for (const auto& setting : settings)
     overrides.push_back(setting);
-  const auto config =
-      herd::config::load(std::string(HERD_CONFIG_DIR) + "/bench.ini", overrides);
+  const auto config = herd::config::load(std::string(HERD_CONFIG_DIR) + "/bench.ini", overrides);
   return herd::sim::simulate(config, how);
 }
 
@@ -144,8 +142,8 @@ TEST(SimulationValidation, AgreesWithHerdTrainOnThisMachine) {
     const auto how = calibrated(workers, calibration);
     std::cout << "P = " << workers << ": calibration step " << 1e3 * calibration.step_seconds
               << " ms, reduction " << 1e3 * calibration.reduce_per_round << " ms per round, "
-              << calibration.steps_per_second << " steps/s: message "
-              << 1e6 * how.message_seconds << " us" << std::endl;
+              << calibration.steps_per_second << " steps/s: message " << 1e6 * how.message_seconds
+              << " us" << std::endl;
     const double delay_ms = 4e3 * calibration.step_seconds; // herd bench's random delay
     for (const char* scenario : {"random", "persistent"}) {
       for (const char* algorithm : {"sync", "solo", "majority", "preduce", "wagma"}) {
@@ -171,8 +169,9 @@ TEST(SimulationValidation, AgreesWithHerdTrainOnThisMachine) {
       }
     }
   }
-  std::cout << "\n" << table.str() << "\n" << within << " of " << compared
-            << " steps/s within 20%\n";
+  std::cout << "\n"
+            << table.str() << "\n"
+            << within << " of " << compared << " steps/s within 20%\n";
 }
 
 } // namespace

@@ -1,13 +1,14 @@
 // The simulator on fixed-seed settings: the ring formula, the pace of each algorithm where it is
 // known in closed form, who waits for a slow worker, reproducibility and scale.
 #include "config/loader.hpp"
-#include "sim/event_queue.hpp"
-#include "sim/network.hpp"
-#include "sim/simulation.hpp"
 
 #include <gtest/gtest.h>
 #include <stdexcept>
 #include <vector>
+
+#include "sim/event_queue.hpp"
+#include "sim/network.hpp"
+#include "sim/simulation.hpp"
 
 namespace {
 
@@ -201,7 +202,8 @@ TEST(Simulation, ForWorkersFitsTheImbalanceToTheJob) {
 
 // The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
 TEST(Simulation, ThePapersSettingsLoadAndRun) {
-  for (const char* name : {"eager-sgd.ini", "wagma-weak-scaling.ini", "preduce-heterogeneous.ini"}) {
+  for (const char* name :
+       {"eager-sgd.ini", "wagma-weak-scaling.ini", "preduce-heterogeneous.ini"}) {
     auto config = herd::config::load(std::string(HERD_CONFIG_DIR) + "/simulate/" + name, {});
     const int workers =
         config.simulate.workers.empty() ? config.train.workers : config.simulate.workers.front();
