@@ -41,22 +41,6 @@ struct bench_arguments {
   bool help = false;
 };
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty())
-      items.push_back(item);
-  return items;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i)
-    out += (i ? ", " : "") + items[i];
-  return out;
-}
-
 int parse_positive(const std::string& name, const std::string& text) {
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
@@ -470,17 +454,8 @@ std::vector<std::string> plot(const std::filesystem::path& dir, const std::vecto
            << 4 + 3 * i << (i == 0 ? ":xtic(1)" : "") << " title '" << args.algorithms[i] << "'";
   script << '\n';
   pngs.push_back("speedup.png");
-  write_file_atomically((dir / "plot.gp").string(), script.str());
-  const std::string command = "cd '" + dir.string() + "' && gnuplot plot.gp > gnuplot.log 2>&1";
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    std::cout << "gnuplot is not installed (apt-get install gnuplot-nox): " << (dir / "plot.gp")
-              << " is ready to plot\n";
+  if (!run_gnuplot(dir.string(), script.str()))
     return {};
-  }
-  if (std::system(command.c_str()) != 0) {
-    std::cout << "gnuplot failed; see " << (dir / "gnuplot.log") << '\n';
-    return {};
-  }
   std::vector<std::string> written;
   written.reserve(pngs.size());
   for (const auto& png : pngs)

@@ -61,13 +61,6 @@ endpoint_address parse_endpoint(const std::string& option, const std::string& te
   return address;
 }
 
-std::string join(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& name : names)
-    text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 int positive_count(const std::string& option, const std::string& text) {
   std::size_t used = 0;
   int value = 0;

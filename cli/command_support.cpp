@@ -4,6 +4,7 @@
 #include "cli/train_command.hpp"
 
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 namespace herd::cli {
@@ -72,6 +73,22 @@ std::string describe_model(const std::vector<std::size_t>& sizes) {
   for (std::size_t i = 0; i < sizes.size(); ++i)
     text += (i ? "-" : "") + std::to_string(sizes[i]);
   return text;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty())
+      items.push_back(item);
+  return items;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out += (i ? ", " : "") + items[i];
+  return out;
 }
 
 } // namespace herd::cli

@@ -52,6 +52,12 @@ load_data_or_report(const std::string& name, const config::run_config& config);
 /// and the problem.
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config);
 
+/// "a,b,,c" -> {"a", "b", "c"}: an option's comma-separated list.
+std::vector<std::string> split_list(const std::string& text);
+
+/// {"a", "b"} -> "a, b".
+std::string join(const std::vector<std::string>& items);
+
 /// "784-256-128-10".
 std::string describe_model(const std::vector<std::size_t>& sizes);
 

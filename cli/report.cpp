@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -309,6 +310,22 @@ void check_writable(const std::string& path) {
   } catch (const std::runtime_error& failure) {
     throw std::runtime_error(path + ": " + failure.what());
   }
+}
+
+bool run_gnuplot(const std::string& dir, const std::string& script) {
+  const std::filesystem::path where(dir);
+  write_file_atomically((where / "plot.gp").string(), script);
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    std::cout << "gnuplot is not installed (apt-get install gnuplot-nox): " << (where / "plot.gp")
+              << " is ready to plot\n";
+    return false;
+  }
+  const std::string command = "cd '" + dir + "' && gnuplot plot.gp > gnuplot.log 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::cout << "gnuplot failed; see " << (where / "gnuplot.log") << '\n';
+    return false;
+  }
+  return true;
 }
 
 } // namespace herd::cli

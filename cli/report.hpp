@@ -28,4 +28,9 @@ void write_file_atomically(const std::string& path, const std::string& text);
 /// removed, the one test that also holds for root, read-only mounts and /proc).
 void check_writable(const std::string& path);
 
+/// Writes `script` to DIR/plot.gp and runs gnuplot on it in DIR (output in DIR/gnuplot.log).
+/// False, after saying why on stdout, when gnuplot is not installed or fails: the script and its
+/// data stay, ready to plot. For the commands that plot their results (bench, simulate).
+bool run_gnuplot(const std::string& dir, const std::string& script);
+
 } // namespace herd::cli

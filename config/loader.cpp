@@ -346,6 +346,42 @@ const std::vector<key_spec>& keys() {
         "imbalance.sigma", "real",
         "lognormal: sigma of the LogNormal(0, sigma) multiplier of every step time",
         [](auto& c) -> auto& { return c.imbalance.sigma; }));
+    k.push_back(make_key<std::vector<int>>(
+        "simulate.workers", "integer list",
+        "herd simulate: the job sizes to simulate, e.g. [2, 4, 8] ([] = train.workers)",
+        [](auto& c) -> auto& { return c.simulate.workers; },
+        "expected a list of worker counts such as [2, 64, 1024]"));
+    k.push_back(make_key<double>(
+        "simulate.step-ms", "real", "herd simulate: a local step's time without imbalance, in ms",
+        [](auto& c) -> auto& { return c.simulate.step_ms; }));
+    k.push_back(make_key<std::string>(
+        "simulate.network", "string",
+        "herd simulate: the data plane's alpha and bandwidth: one-machine, 25gbe or nvlink",
+        [](auto& c) -> auto& { return c.simulate.network; }));
+    k.push_back(make_key<double>(
+        "simulate.alpha-us", "real",
+        "herd simulate: latency of one ring message, in microseconds (0 = the network's)",
+        [](auto& c) -> auto& { return c.simulate.alpha_us; }));
+    k.push_back(make_key<double>(
+        "simulate.bandwidth-gbs", "real",
+        "herd simulate: bandwidth of one link, in GB/s (0 = the network's)",
+        [](auto& c) -> auto& { return c.simulate.bandwidth_gbs; }));
+    k.push_back(make_key<double>(
+        "simulate.model-mb", "real", "herd simulate: the bytes one round reduces, in MB",
+        [](auto& c) -> auto& { return c.simulate.model_mb; }));
+    k.push_back(make_key<double>(
+        "simulate.message-us", "real",
+        "herd simulate: latency of one control-plane message, in microseconds",
+        [](auto& c) -> auto& { return c.simulate.message_us; }));
+    k.push_back(make_key<int>(
+        "simulate.steps", "integer",
+        "herd simulate: how long to simulate, in undelayed step times (simulate.step-ms)",
+        [](auto& c) -> auto& { return c.simulate.steps; }));
+    k.push_back(make_key<int>(
+        "simulate.aggregators", "integer",
+        "herd simulate: 0 = rounds reduce independently (as across processes); N = N aggregators "
+        "reducing one round at a time each (as herd train in one process)",
+        [](auto& c) -> auto& { return c.simulate.aggregators; }));
     k.push_back(make_key<int>(
         "cluster.min-nodes", "integer",
         "herd coordinator: nodes that must join before the first step",

@@ -25,6 +25,11 @@ const std::vector<std::string>& known_late_gradient_modes() {
   return names;
 }
 
+const std::vector<std::string>& known_networks() {
+  static const std::vector<std::string> names{"one-machine", "25gbe", "nvlink"};
+  return names;
+}
+
 const std::vector<std::string>& known_datasets() {
   static const std::vector<std::string> names{"fashion-mnist", "synthetic"};
   return names;

@@ -97,6 +97,24 @@ struct imbalance_section {
   double sigma = 0.5;          // imbalance.sigma (lognormal): sigma of the step-time multiplier
 };
 
+/// [simulate]: `herd simulate`, a discrete-event simulation of the configured job on a virtual
+/// clock (docs/simulation.md). Step times come from simulate.step-ms and [imbalance]; a round's
+/// reduction takes 2(k-1) alpha + 2(k-1)/k n / bandwidth for its k members (a ring).
+struct simulate_section {
+  std::vector<int> workers;            // simulate.workers: the job sizes P to simulate; empty =
+                                       // train.workers
+  double step_ms = 10.0;               // simulate.step-ms: a local step without imbalance
+  std::string network = "one-machine"; // simulate.network: one-machine | 25gbe | nvlink
+  double alpha_us = 0.0;               // simulate.alpha-us: per-message latency; 0 = the network's
+  double bandwidth_gbs = 0.0;          // simulate.bandwidth-gbs: GB/s per link; 0 = the network's
+  double model_mb = 1.0;               // simulate.model-mb: bytes a round reduces, in MB (10^6)
+  double message_us = 20.0;            // simulate.message-us: one control-plane message's latency
+  int steps = 200;                     // simulate.steps: simulated time, in step-ms units
+  int aggregators = 0;                 // simulate.aggregators: 0 = every round reduces at once (as
+                                       // across processes); N = N aggregators, one round each at a
+                                       // time (as herd train in one process)
+};
+
 /// Many processes (`herd coordinator`, `herd node`; docs/deploy.md).
 struct cluster_section {
   int min_nodes = 1;           // cluster.min-nodes: nodes that must join before the first step
@@ -145,6 +163,7 @@ struct run_config {
   imbalance_section imbalance;
   cluster_section cluster;
   checkpoint_section checkpoint;
+  simulate_section simulate;
 };
 
 /// The imbalance kinds imbalance.kind accepts.
@@ -158,6 +177,9 @@ const std::vector<std::string>& known_backends();
 
 /// The algorithms this build implements (train.algorithm).
 const std::vector<std::string>& known_algorithms();
+
+/// The networks simulate.network names: one-machine, 25gbe, nvlink.
+const std::vector<std::string>& known_networks();
 
 /// The datasets data.dataset accepts.
 const std::vector<std::string>& known_datasets();

@@ -254,6 +254,32 @@ void check_imbalance(checker& check, const imbalance_section& imbalance, int wor
                 imbalance.sigma, "must lie in [0, 3]");
 }
 
+// [simulate]: read by herd simulate only, checked always like every other section.
+void check_simulate(checker& check, const simulate_section& simulate) {
+  check.require(simulate.workers.size() <= 64, "simulate.workers",
+                std::to_string(simulate.workers.size()) + " entries", "at most 64 job sizes");
+  for (int workers : simulate.workers)
+    check.require(workers >= 1 && workers <= 65536, "simulate.workers", render(simulate.workers),
+                  "every job size must be between 1 and 65536 workers");
+  check.require(simulate.step_ms > 0.0 && simulate.step_ms <= 3600000.0, "simulate.step-ms",
+                simulate.step_ms, "must lie in (0, 3600000] milliseconds");
+  check.require(contains(known_networks(), simulate.network), "simulate.network",
+                quoted(simulate.network), "unknown network; allowed: " + join(known_networks()));
+  check.require(simulate.alpha_us >= 0.0 && simulate.alpha_us <= 1e6, "simulate.alpha-us",
+                simulate.alpha_us, "must lie in [0, 1000000] microseconds (0 = the network's)");
+  check.require(simulate.bandwidth_gbs >= 0.0 && simulate.bandwidth_gbs <= 1e5,
+                "simulate.bandwidth-gbs", simulate.bandwidth_gbs,
+                "must lie in [0, 100000] GB/s (0 = the network's)");
+  check.require(simulate.model_mb >= 0.0 && simulate.model_mb <= 1e6, "simulate.model-mb",
+                simulate.model_mb, "must lie in [0, 1000000] MB");
+  check.require(simulate.message_us >= 0.0 && simulate.message_us <= 1e6, "simulate.message-us",
+                simulate.message_us, "must lie in [0, 1000000] microseconds");
+  check.require(simulate.steps >= 1 && simulate.steps <= 1000000, "simulate.steps", simulate.steps,
+                "must be between 1 and 1000000 step times");
+  check.require(simulate.aggregators >= 0 && simulate.aggregators <= 65536, "simulate.aggregators",
+                simulate.aggregators, "must be between 0 (independent rounds) and 65536");
+}
+
 } // namespace
 
 std::vector<config_error> validate(const run_config& config, const value_origins& origins) {
@@ -325,6 +351,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_imbalance(check, config.imbalance, train.workers);
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);
+  check_simulate(check, config.simulate);
   return check.take();
 }
 

@@ -116,6 +116,7 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   EXPECT_EQ(top.exit_code, 0);
   EXPECT_THAT(top.output, HasSubstr("train"));
   EXPECT_THAT(top.output, HasSubstr("bench"));
+  EXPECT_THAT(top.output, HasSubstr("simulate"));
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
   for (const char* key : herd::testing::contract_keys())
@@ -128,7 +129,8 @@ TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"version"}, {"--version"}, {"train", "--version"},
         {"coordinator", "--version"}, {"node", "--version"}, {"bench", "--version"},
-        {"devices", "--version"}, {"train", "--config", "/nonexistent", "--version"}}) {
+        {"simulate", "--version"}, {"devices", "--version"},
+        {"train", "--config", "/nonexistent", "--version"}}) {
     auto shown = herd(args);
     EXPECT_EQ(shown.exit_code, 0) << args.front() << ": " << shown.output;
     EXPECT_THAT(shown.output, HasSubstr("herd " HERD_PROJECT_VERSION "\n")) << args.front();
@@ -197,6 +199,31 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
   const auto stated = "(`--algorithms`, default " + algorithms[1].str() + ")";
   EXPECT_NE(repository_file("README.md").find(stated), std::string::npos)
       << "README.md should say " << stated;
+}
+
+// herd simulate: the table, results.json with one row per algorithm and P, and its refusals.
+TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
+  const auto out = path("simulated");
+  auto run = herd({"simulate", "--algorithms=sync,solo,wagma", "--simulate.workers=[2,16]",
+                   "--simulate.steps=20", "--imbalance.kind=random", "--out", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("steps/s"));
+  std::ifstream in(out + "/results.json");
+  const auto results = nlohmann::json::parse(in)["results"];
+  ASSERT_EQ(results.size(), 6u);
+  EXPECT_EQ(results[0]["algorithm"], "sync");
+  EXPECT_EQ(results[5]["algorithm"], "wagma");
+  EXPECT_EQ(results[5]["workers"], 16);
+  EXPECT_GT(results[5]["steps_per_second"].get<double>(), 0.0);
+  auto help = herd({"simulate", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("simulate.network"));
+  auto algorithm = herd({"simulate", "--algorithms=gossip", "--out", out});
+  EXPECT_EQ(algorithm.exit_code, 2);
+  EXPECT_THAT(algorithm.output, HasSubstr("unknown algorithm 'gossip'"));
+  auto network = herd({"simulate", "--simulate.network=\"token-ring\"", "--out", out});
+  EXPECT_EQ(network.exit_code, 2);
+  EXPECT_THAT(network.output, HasSubstr("simulate.network = \"token-ring\""));
 }
 
 TEST_F(herd_cli, unknown_command_and_argument_exit_2) {

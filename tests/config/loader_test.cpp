@@ -595,3 +595,20 @@ TEST_F(config_files, settings_handed_over_as_ini_text_load_like_a_file_and_name_
 }
 
 } // namespace
+
+TEST_F(config_files, simulate_section_is_read_and_checked) {
+  const auto config = load("", {"--simulate.workers=[2,4096]", "--simulate.network=\"25gbe\"",
+                                "--simulate.step-ms=320", "--simulate.aggregators=4"});
+  EXPECT_EQ(config.simulate.workers, (std::vector<int>{2, 4096}));
+  EXPECT_EQ(config.simulate.network, "25gbe");
+  EXPECT_DOUBLE_EQ(config.simulate.step_ms, 320.0);
+  EXPECT_EQ(config.simulate.aggregators, 4);
+  EXPECT_THAT(first_error("", {"--simulate.network=\"infiniband\""}),
+              HasSubstr("simulate.network = \"infiniband\" (command line): unknown network; "
+                        "allowed: one-machine, 25gbe, nvlink"));
+  EXPECT_THAT(first_error("", {"--simulate.workers=[2,0]"}),
+              HasSubstr("simulate.workers = [2, 0] (command line): every job size must be "
+                        "between 1 and 65536 workers"));
+  EXPECT_THAT(first_error("", {"--simulate.step-ms=0"}), HasSubstr("simulate.step-ms = 0"));
+  EXPECT_THAT(first_error("", {"--simulate.steps=0"}), HasSubstr("simulate.steps = 0"));
+}

@@ -60,7 +60,16 @@ inline const std::vector<const char*>& contract_keys() {
                                              "checkpoint.dir",
                                              "checkpoint.every-seconds",
                                              "checkpoint.every-rounds",
-                                             "checkpoint.keep"};
+                                             "checkpoint.keep",
+                                             "simulate.workers",
+                                             "simulate.step-ms",
+                                             "simulate.network",
+                                             "simulate.alpha-us",
+                                             "simulate.bandwidth-gbs",
+                                             "simulate.model-mb",
+                                             "simulate.message-us",
+                                             "simulate.steps",
+                                             "simulate.aggregators"};
   return keys;
 }
 

@@ -1,0 +1,283 @@
+// `herd simulate`; see simulate_command.hpp. Each (algorithm, P) cell is one herd::sim run of
+// simulate.steps step times; the cells are independent, so they run one after another here.
+#include "cli/simulate_command.hpp"
+
+#include "cli/command_support.hpp"
+#include "cli/report.hpp"
+#include "cli/train_command.hpp"
+#include "config/loader.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/simulation.hpp"
+
+namespace herd::cli {
+
+namespace {
+
+struct simulate_arguments {
+  std::string config_file;
+  std::vector<std::string> overrides;
+  std::vector<std::string> algorithms{"sync", "solo", "majority", "preduce", "wagma"};
+  std::string out_dir = "simulate-results";
+  bool help = false;
+};
+
+struct cell {
+  sim::result result;
+  double wall_seconds = 0.0; // what simulating it took here
+};
+
+// Throws std::invalid_argument with a message for the user.
+simulate_arguments parse_arguments(const std::vector<std::string>& args) {
+  simulate_arguments parsed;
+  for (argument_reader reader(args); !reader.done(); reader.next()) {
+    const std::string& arg = reader.current();
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+    } else if (reader.is("--config") || arg == "-c") {
+      parsed.config_file = reader.value(arg == "-c" ? "-c" : "--config");
+    } else if (reader.is("--algorithms")) {
+      parsed.algorithms = split_list(reader.value("--algorithms"));
+    } else if (reader.is("--out")) {
+      parsed.out_dir = reader.value("--out");
+    } else if (reader.is_setting()) {
+      parsed.overrides.push_back(arg);
+    } else {
+      throw std::invalid_argument("unknown argument '" + arg + "' (see herd simulate --help)");
+    }
+  }
+  if (parsed.algorithms.empty())
+    throw std::invalid_argument("--algorithms: name at least one algorithm");
+  const auto& known = config::known_algorithms();
+  for (const auto& algorithm : parsed.algorithms)
+    if (std::find(known.begin(), known.end(), algorithm) == known.end())
+      throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
+                                  "'; allowed: " + join(known));
+  return parsed;
+}
+
+std::vector<int> job_sizes(const config::run_config& job) {
+  auto sizes =
+      job.simulate.workers.empty() ? std::vector<int>{job.train.workers} : job.simulate.workers;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// sync's steps per second at each P, for the speedup column.
+std::map<int, double> sync_pace(const std::vector<cell>& cells) {
+  std::map<int, double> pace;
+  for (const auto& c : cells)
+    if (c.result.algorithm == "sync")
+      pace[c.result.workers] = c.result.steps_per_second;
+  return pace;
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+void print_table(std::ostream& out, const std::vector<cell>& cells) {
+  const auto sync = sync_pace(cells);
+  out << '\n'
+      << std::left << std::setw(10) << "algorithm" << std::right << std::setw(7) << "P"
+      << std::setw(12) << "steps/s" << std::setw(9) << "vs sync" << std::setw(8) << "idle"
+      << std::setw(11) << "waited/bar" << std::setw(9) << "group" << std::setw(16) << "staleness"
+      << std::setw(10) << "rounds/s" << std::setw(8) << "late" << std::setw(9) << "sim s" << '\n';
+  for (const auto& c : cells) {
+    const auto& r = c.result;
+    const auto base = sync.find(r.workers);
+    const std::string speedup = base != sync.end() && base->second > 0.0
+                                    ? fixed(r.steps_per_second / base->second, 2) + "x"
+                                    : "-";
+    const std::string waited =
+        r.barrier_seconds > 0.0 ? fixed(r.waited_seconds / r.barrier_seconds, 2) : "-";
+    const std::string staleness = fixed(r.mean_staleness, 2) + " (" +
+                                  std::to_string(r.max_staleness) + ") " +
+                                  (r.staleness_unit == "steps" ? "st" : "rd");
+    const double late = r.steps > 0 ? 100.0 * r.late_steps / r.steps : 0.0;
+    out << std::left << std::setw(10) << r.algorithm << std::right << std::setw(7) << r.workers
+        << std::setw(12) << fixed(r.steps_per_second, 1) << std::setw(9) << speedup << std::setw(7)
+        << fixed(100.0 * r.idle_fraction, 1) << '%' << std::setw(11) << waited << std::setw(9)
+        << fixed(r.mean_group_size, 1) << std::setw(16) << staleness << std::setw(10)
+        << fixed(r.rounds / r.seconds, 1) << std::setw(7) << fixed(late, 1) << '%' << std::setw(9)
+        << fixed(c.wall_seconds, 2) << '\n';
+  }
+  out << "\nsteps/s: local steps of all workers per simulated second; idle: time between steps\n"
+         "over P x the simulated time; waited/bar: idle time over what a barrier would have\n"
+         "imposed on the same steps; group: mean members per round; staleness: mean (max),\n"
+         "in rounds (rd, gradients) or steps (st, models); late: steps whose round closed\n"
+         "without them; sim s: what simulating the cell took here.\n";
+}
+
+nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,
+                       const sim::settings& how) {
+  nlohmann::json out;
+  out["settings"] = {{"step_seconds", how.step_seconds},
+                     {"simulated_seconds", how.duration_seconds},
+                     {"message_seconds", how.message_seconds},
+                     {"aggregators", how.aggregators},
+                     {"network", job.simulate.network},
+                     {"alpha_seconds", how.ring.alpha_seconds},
+                     {"bytes_per_second", how.ring.bytes_per_second},
+                     {"model_bytes", how.ring.bytes}};
+  out["config"] = config::to_ini(config::without_secrets(job));
+  out["results"] = nlohmann::json::array();
+  for (const auto& c : cells) {
+    const auto& r = c.result;
+    out["results"].push_back(
+        {{"algorithm", r.algorithm},
+         {"workers", r.workers},
+         {"simulated_seconds", r.seconds},
+         {"steps", r.steps},
+         {"steps_per_second", r.steps_per_second},
+         {"late_steps", r.late_steps},
+         {"idle_fraction", r.idle_fraction},
+         {"waited_seconds", r.waited_seconds},
+         {"barrier_seconds", r.barrier_seconds},
+         {"rounds", r.rounds},
+         {"rounds_full_sync", r.rounds_full_sync},
+         {"mean_group_size", r.mean_group_size},
+         {"max_group_size", r.max_group_size},
+         {"mean_staleness", r.mean_staleness},
+         {"max_staleness", r.max_staleness},
+         {"staleness_unit", r.staleness_unit},
+         {"contributions", {{"fresh", r.fresh}, {"stale", r.stale}, {"none", r.none}}},
+         {"reduce_seconds", r.reduce_seconds},
+         {"events", r.events},
+         {"wall_seconds", c.wall_seconds}});
+  }
+  return out;
+}
+
+// One data file per algorithm and a script for throughput.png: steps/s against P, log-log.
+bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
+          const std::vector<std::string>& algorithms) {
+  std::ostringstream script;
+  script << "# Steps per second against the number of workers, one line per algorithm; herd\n"
+            "# simulate wrote this.\n"
+            "set terminal pngcairo size 900,560\nset output 'throughput.png'\n"
+            "set title 'simulated throughput'\nset xlabel 'workers (P)'\n"
+            "set ylabel 'local steps per second, all workers'\nset logscale xy 2\n"
+            "set key top left\nset grid\nplot ";
+  for (std::size_t i = 0; i < algorithms.size(); ++i) {
+    const std::string name = "throughput-" + algorithms[i] + ".dat";
+    std::ostringstream data;
+    data << "# workers steps_per_second idle_fraction\n";
+    for (const auto& c : cells)
+      if (c.result.algorithm == algorithms[i])
+        data << c.result.workers << ' ' << c.result.steps_per_second << ' '
+             << c.result.idle_fraction << '\n';
+    write_file_atomically((dir / name).string(), data.str());
+    script << (i ? ", " : "") << "'" << name << "' using 1:2 with linespoints title '"
+           << algorithms[i] << "'";
+  }
+  script << '\n';
+  return run_gnuplot(dir.string(), script.str());
+}
+
+int run_simulate(const std::vector<std::string>& raw);
+
+} // namespace
+
+std::string simulate_help() {
+  std::ostringstream out;
+  out << "usage: herd simulate [--config FILE] [options] [--section.key=value ...]\n\n"
+         "Simulates the configured job on a virtual clock: the real grouping policies and the\n"
+         "workers' send-buffer rules, with step times from simulate.step-ms and [imbalance] and\n"
+         "reductions from an alpha-beta ring (simulate.network). For each algorithm and each\n"
+         "job size in simulate.workers it prints steps/s, the speedup over sync, idle time\n"
+         "against a barrier's, group sizes, staleness and rounds, and writes results.json and\n"
+         "throughput.png (with gnuplot) to the output directory. See docs/simulation.md.\n\n"
+         "  --config FILE, -c FILE   the job: the same file as herd train's, plus [simulate]\n"
+         "  --algorithms LIST        comma-separated (default sync,solo,majority,preduce,wagma;\n"
+         "                           allowed: "
+      << join(config::known_algorithms())
+      << ")\n"
+         "  --out DIR                output directory (default simulate-results)\n"
+         "  --help, -h               show this help\n"
+         "  --version                show the version\n\n"
+         "--algorithms takes the place of train.algorithm; each algorithm runs with its own\n"
+         "section's settings. A sweep uses one [imbalance] for every P: imbalance.k is\n"
+         "capped at P and the persistent kind's imbalance.workers keeps the indices below P.\n\n"
+         "Settings (in a file as [section] key = value; on the command line as\n"
+         "--section.key=value, which overrides the file):\n"
+      << config::describe_keys() << "\nExit status: 0 done, 2 bad input.\n";
+  return out.str();
+}
+
+int simulate_command(const std::vector<std::string>& args) {
+  return run_guarded("simulate", [&args] { return run_simulate(args); });
+}
+
+namespace {
+
+int run_simulate(const std::vector<std::string>& raw) {
+  simulate_arguments args;
+  config::run_config job;
+  try {
+    args = parse_arguments(raw);
+    if (args.help) {
+      std::cout << simulate_help();
+      return exit_ok;
+    }
+    job = config::load(args.config_file, args.overrides);
+    std::filesystem::create_directories(args.out_dir);
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors("simulate", invalid);
+    return exit_bad_input;
+  } catch (const std::exception& bad) {
+    std::cerr << "herd simulate: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  const auto how = sim::settings_of(job.simulate);
+  const auto sizes = job_sizes(job);
+  std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
+  for (int size : sizes)
+    std::cout << ' ' << size;
+  std::cout << "; steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
+            << " step times; imbalance " << job.imbalance.kind << "; network "
+            << job.simulate.network << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
+            << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb << " MB"
+            << std::endl;
+
+  std::vector<cell> cells;
+  for (const auto& algorithm : args.algorithms) {
+    for (int size : sizes) {
+      auto config = sim::for_workers(job, size);
+      config.train.algorithm = algorithm;
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        cell c{sim::simulate(config, how), 0.0};
+        c.wall_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        cells.push_back(std::move(c));
+      } catch (const std::invalid_argument& misfit) {
+        std::cerr << "herd simulate: " << algorithm << " with " << size
+                  << " workers: " << misfit.what() << '\n';
+        return exit_bad_input;
+      }
+    }
+  }
+  print_table(std::cout, cells);
+  const std::filesystem::path dir(args.out_dir);
+  write_file_atomically((dir / "results.json").string(), to_json(cells, job, how).dump(2) + "\n");
+  std::cout << "\nwrote " << (dir / "results.json").string() << '\n';
+  if (plot(dir, cells, args.algorithms))
+    std::cout << "wrote " << (dir / "throughput.png").string() << '\n';
+  return exit_ok;
+}
+
+} // namespace
+
+} // namespace herd::cli

@@ -1,0 +1,45 @@
+// Load-imbalance injection (docs/algorithms.md, "Load imbalance"): how much longer than its real
+// compute time a worker's local step must take. Seeded and reproducible: the answer depends only on
+// the settings, the worker and the step number, so every worker derives the same "shared" random
+// choices without talking to the others. A plain class without actors or threads, so that the
+// workers (actors/imbalance.hpp waits the extra time out) and the simulator (sim/) draw the same
+// delays.
+#pragma once
+
+#include "config/run_config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace herd::policy {
+
+class imbalance_model {
+public:
+  /// `workers` is the job's worker count (kind=random picks `k` of them each step).
+  imbalance_model(config::imbalance_section settings, int workers);
+
+  /// False for kind=none: no step is ever slowed.
+  bool active() const;
+
+  /// Extra seconds worker `worker`'s step number `step` (1-based, as in step_ready) must take on
+  /// top of `compute_seconds`, the time the step really took. Never negative:
+  ///   random      delay-ms / 1000 when the worker is among delayed_workers(step), else 0;
+  ///   persistent  (factor - 1) * compute_seconds for the listed workers, else 0;
+  ///   lognormal   (m - 1) * compute_seconds, m ~ LogNormal(0, sigma) drawn from (seed, worker,
+  ///               step); a step cannot run faster than it did, so m < 1 gives 0.
+  double extra_seconds(int worker, std::uint64_t step, double compute_seconds) const;
+
+  /// kind=random: the `k` workers delayed at `step`, ascending; the same on every worker. Empty
+  /// for the other kinds.
+  std::vector<int> delayed_workers(std::uint64_t step) const;
+
+  /// One line for summaries and reports, e.g. "random: 2 of 8 workers delayed 40 ms per step".
+  std::string describe() const;
+
+private:
+  config::imbalance_section settings_;
+  int workers_;
+};
+
+} // namespace herd::policy

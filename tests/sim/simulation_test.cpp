@@ -1,0 +1,220 @@
+// The simulator on fixed-seed settings: the ring formula, the pace of each algorithm where it is
+// known in closed form, who waits for a slow worker, reproducibility and scale.
+#include "config/loader.hpp"
+
+#include <gtest/gtest.h>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/event_queue.hpp"
+#include "sim/network.hpp"
+#include "sim/simulation.hpp"
+
+namespace {
+
+using herd::config::run_config;
+using herd::sim::result;
+using herd::sim::ring_model;
+using herd::sim::settings;
+using herd::sim::simulate;
+
+// `algorithm` with `workers` workers and no imbalance.
+run_config job(const std::string& algorithm, int workers) {
+  run_config config;
+  config.train.algorithm = algorithm;
+  config.train.workers = workers;
+  return config;
+}
+
+// 10 ms steps, free reductions and messages, 200 steps' worth of time.
+settings free_network(int steps = 200) {
+  settings how;
+  how.step_seconds = 0.01;
+  how.duration_seconds = steps * how.step_seconds;
+  return how;
+}
+
+run_config one_slow(const std::string& algorithm, int workers, double factor) {
+  auto config = job(algorithm, workers);
+  config.imbalance.kind = "persistent";
+  config.imbalance.workers = {0};
+  config.imbalance.factor = factor;
+  return config;
+}
+
+TEST(RingModel, FollowsTheAlphaBetaFormula) {
+  const ring_model ring{2e-6, 1e9, 4e6}; // 2 us, 1 GB/s, 4 MB
+  EXPECT_DOUBLE_EQ(ring.reduce_seconds(0), 0.0);
+  EXPECT_DOUBLE_EQ(ring.reduce_seconds(1), 0.0); // nothing to exchange
+  // 2(k-1) alpha + 2(k-1)/k n / beta
+  EXPECT_DOUBLE_EQ(ring.reduce_seconds(2), 2 * 1 * 2e-6 + 2.0 * 1 / 2 * 4e6 / 1e9);
+  EXPECT_DOUBLE_EQ(ring.reduce_seconds(4), 2 * 3 * 2e-6 + 2.0 * 3 / 4 * 4e6 / 1e9);
+  // The bandwidth term tends to 2 n / beta, the latency term grows linearly.
+  EXPECT_NEAR(ring.reduce_seconds(1024) - 2 * 1023 * 2e-6, 2 * 4e6 / 1e9, 1e-5);
+}
+
+TEST(RingModel, PresetsAndOverrides) {
+  herd::config::simulate_section simulate;
+  simulate.network = "25gbe";
+  simulate.model_mb = 100.0;
+  auto ring = herd::sim::ring_model_of(simulate);
+  EXPECT_DOUBLE_EQ(ring.alpha_seconds, 25e-6);
+  EXPECT_DOUBLE_EQ(ring.bytes_per_second, 3.125e9); // 25 Gb/s
+  EXPECT_DOUBLE_EQ(ring.bytes, 100e6);
+  simulate.alpha_us = 7.0;
+  simulate.bandwidth_gbs = 2.0;
+  ring = herd::sim::ring_model_of(simulate);
+  EXPECT_DOUBLE_EQ(ring.alpha_seconds, 7e-6);
+  EXPECT_DOUBLE_EQ(ring.bytes_per_second, 2e9);
+  simulate.network = "infiniband";
+  EXPECT_THROW(herd::sim::ring_model_of(simulate), std::invalid_argument);
+}
+
+TEST(EventQueue, RunsInTimeOrderThenInTheOrderScheduled) {
+  herd::sim::event_queue clock;
+  std::vector<int> ran;
+  clock.at(2.0, [&] { ran.push_back(3); });
+  clock.at(1.0, [&] { ran.push_back(1); });
+  clock.at(1.0, [&] { ran.push_back(2); });
+  clock.at(5.0, [&] { ran.push_back(4); });
+  while (clock.run_next(3.0)) {
+  }
+  EXPECT_EQ(ran, (std::vector<int>{1, 2, 3}));
+  EXPECT_DOUBLE_EQ(clock.now(), 2.0);
+}
+
+TEST(Simulation, SyncWithoutImbalanceOrCostsRunsAtPOverTheStepTime) {
+  for (int workers : {2, 8, 64}) {
+    const auto r = simulate(job("sync", workers), free_network());
+    const double expected = workers / 0.01;
+    EXPECT_NEAR(r.steps_per_second, expected, expected * 0.01) << workers << " workers";
+    EXPECT_NEAR(r.idle_fraction, 0.0, 1e-9);
+    EXPECT_DOUBLE_EQ(r.mean_group_size, workers);
+    EXPECT_EQ(r.rounds_full_sync, r.rounds);
+  }
+}
+
+// Sync cannot overlap: a worker starts its next step once the round that took its gradient is
+// applied, so a step costs the step time, four messages and the reduction.
+TEST(Simulation, SyncWaitsForEachReductionBeforeTheNextStep) {
+  auto how = free_network();
+  how.ring = {0.0, 1e9, 5e6}; // 2 workers: 2 (1/2) 5 MB / 1 GB/s = 5 ms
+  how.message_seconds = 0.0005;
+  const auto r = simulate(job("sync", 2), how);
+  // step_ready, plan, request, answer, then the result: 5 messages.
+  const double period = 0.01 + 0.005 + 5 * 0.0005;
+  EXPECT_NEAR(r.steps_per_second, 2 / period, 2 / period * 0.01);
+  EXPECT_NEAR(r.idle_fraction, (period - 0.01) / period, 0.01);
+}
+
+TEST(Simulation, SyncRunsAtTheSlowWorkersPaceWhileSoloAndMajorityDoNot) {
+  const int workers = 8;
+  const auto sync = simulate(one_slow("sync", workers, 3.0), free_network(300));
+  const double slow_pace = workers / 0.03;
+  EXPECT_NEAR(sync.steps_per_second, slow_pace, slow_pace * 0.02);
+  // Under a barrier the fast workers wait two step times in three.
+  EXPECT_NEAR(sync.idle_fraction, 7.0 / 8.0 * 2.0 / 3.0, 0.02);
+  for (const char* partial : {"solo", "majority"}) {
+    auto config = one_slow(partial, workers, 3.0);
+    config.solo.sync_every = 0; // no full synchronous rounds: they wait for the slow worker
+    config.majority.sync_every = 0;
+    const auto r = simulate(config, free_network(300));
+    // The seven fast workers keep their own pace; the slow one a third of it.
+    const double free_pace = (7.0 + 1.0 / 3.0) / 0.01;
+    EXPECT_GT(r.steps_per_second, 0.97 * free_pace) << partial;
+    EXPECT_LT(r.waited_seconds, 0.2 * r.barrier_seconds) << partial;
+    EXPECT_GT(r.late_steps + r.stale + r.none, 0u) << partial;
+  }
+  EXPECT_GE(sync.waited_seconds, sync.barrier_seconds * 0.99);
+}
+
+TEST(Simulation, WagmaGroupsFollowTheButterflyWithAGlobalAverageEveryTenSteps) {
+  auto config = job("wagma", 16); // default group size: 4; tau = 10
+  const auto r = simulate(config, free_network(100));
+  EXPECT_EQ(r.max_group_size, 16u);
+  // Per ten steps: nine steps of four groups of four, one global average of sixteen.
+  EXPECT_NEAR(r.mean_group_size, (9.0 * 4 * 4 + 16) / (9.0 * 4 + 1), 0.05);
+  EXPECT_NEAR(r.steps_per_second, 16 / 0.01, 16 / 0.01 * 0.02);
+}
+
+TEST(Simulation, PreduceFormsGroupsOfItsSizeFromTheReadyWorkers) {
+  auto config = one_slow("preduce", 8, 3.0);
+  const auto r = simulate(config, free_network());
+  EXPECT_EQ(r.max_group_size, 2u);
+  EXPECT_DOUBLE_EQ(r.mean_group_size, 2.0);
+  EXPECT_GT(r.steps_per_second, 0.9 * (7.0 + 1.0 / 3.0) / 0.01);
+}
+
+// One aggregator reduces one round at a time: preduce's concurrent groups queue behind it.
+TEST(Simulation, AnAggregatorPoolSerialisesReductions) {
+  auto how = free_network();
+  how.ring = {0.0, 1e9, 10e6}; // groups of two: 10 ms each
+  const auto independent = simulate(job("preduce", 8), how);
+  how.aggregators = 1;
+  const auto pooled = simulate(job("preduce", 8), how);
+  EXPECT_LT(pooled.steps_per_second, 0.6 * independent.steps_per_second);
+}
+
+TEST(Simulation, IsDeterministicForAFixedSeed) {
+  auto config = job("majority", 16);
+  config.imbalance.kind = "random";
+  config.imbalance.k = 3;
+  config.imbalance.delay_ms = 25.0;
+  config.imbalance.seed = 7;
+  auto how = free_network();
+  how.ring = {5e-6, 1e10, 1e6};
+  how.message_seconds = 2e-5;
+  const auto first = simulate(config, how);
+  const auto second = simulate(config, how);
+  EXPECT_EQ(first.steps, second.steps);
+  EXPECT_EQ(first.rounds, second.rounds);
+  EXPECT_EQ(first.events, second.events);
+  EXPECT_DOUBLE_EQ(first.idle_fraction, second.idle_fraction);
+  EXPECT_DOUBLE_EQ(first.mean_staleness, second.mean_staleness);
+  config.imbalance.seed = 8; // other workers delayed: another run
+  const auto other = simulate(config, how);
+  EXPECT_NE(first.events, other.events);
+}
+
+TEST(Simulation, FourThousandNinetySixWorkersFinish) {
+  auto how = free_network(20);
+  how.ring = {5e-6, 1e10, 1e6};
+  how.message_seconds = 2e-5;
+  for (const char* algorithm : {"sync", "solo", "preduce", "wagma"}) {
+    auto config = herd::sim::for_workers(one_slow(algorithm, 2, 2.0), 4096);
+    const auto r = simulate(config, how);
+    EXPECT_EQ(r.workers, 4096);
+    EXPECT_GT(r.rounds, 0u) << algorithm;
+    // A round of 4096 costs 2 * 4095 alpha = 41 ms on top of the steps: a few steps each.
+    EXPECT_GE(r.steps, 4096u * 2) << algorithm;
+  }
+}
+
+TEST(Simulation, ForWorkersFitsTheImbalanceToTheJob) {
+  auto config = job("sync", 64);
+  config.imbalance.k = 8;
+  config.imbalance.workers = {0, 5, 40};
+  const auto small = herd::sim::for_workers(config, 4);
+  EXPECT_EQ(small.train.workers, 4);
+  EXPECT_EQ(small.imbalance.k, 4);
+  EXPECT_EQ(small.imbalance.workers, (std::vector<int>{0}));
+}
+
+// The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
+TEST(Simulation, ThePapersSettingsLoadAndRun) {
+  for (const char* name :
+       {"eager-sgd.ini", "wagma-weak-scaling.ini", "preduce-heterogeneous.ini"}) {
+    auto config = herd::config::load(std::string(HERD_CONFIG_DIR) + "/simulate/" + name, {});
+    const int workers =
+        config.simulate.workers.empty() ? config.train.workers : config.simulate.workers.front();
+    auto how = herd::sim::settings_of(config.simulate);
+    how.duration_seconds = 20 * how.step_seconds;
+    for (const char* algorithm : {"sync", "solo", "preduce", "wagma"}) {
+      config.train.algorithm = algorithm;
+      const auto r = simulate(herd::sim::for_workers(config, workers), how);
+      EXPECT_GT(r.rounds, 0u) << name << " " << algorithm;
+    }
+  }
+}
+
+} // namespace
