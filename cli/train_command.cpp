@@ -17,6 +17,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include "checkpoint/format.hpp"
 
