@@ -109,6 +109,9 @@ int run_coordinator(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   const auto& config = prepared->config;
+  if (!config.checkpoint.dir.empty())
+    std::cerr << "herd coordinator: warning: checkpoint.dir is ignored: runs across processes "
+                 "take no checkpoints yet (herd train does; docs/checkpoints.md)\n";
   progress_printer printer(std::cout, progress_options_for(config));
   cluster::cluster_options options;
   options.listen_host = listen.host;
