@@ -517,21 +517,9 @@ namespace {
 int run_bench(const std::vector<std::string>& raw) {
   bench_arguments args;
   config::run_config job;
-  try {
-    args = parse_arguments(raw);
-    if (args.help) {
-      std::cout << bench_help();
-      return exit_ok;
-    }
-    job = config::load(args.config_file, args.overrides);
-    std::filesystem::create_directories(args.out_dir);
-  } catch (const config::invalid_config& invalid) {
-    print_config_errors("bench", invalid);
-    return exit_bad_input;
-  } catch (const std::exception& bad) {
-    std::cerr << "herd bench: " << bad.what() << '\n';
-    return exit_bad_input;
-  }
+  if (const auto ended = start_job_command<bench_arguments>(
+          "bench", args, job, [&raw] { return parse_arguments(raw); }, bench_help))
+    return *ended;
   const auto data = load_data_or_report("bench", job);
   if (!data)
     return exit_bad_input;

@@ -6,8 +6,11 @@
 #include "config/run_config.hpp"
 #include "models/dataset.hpp"
 
+#include <filesystem>
 #include <functional>
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,33 @@ int run_guarded(const std::string& name, const std::function<int()>& command);
 
 /// Prints every problem as "herd <name>: <message>" on stderr.
 void print_config_errors(const std::string& name, const config::invalid_config& invalid);
+
+/// The start of a command that runs a configured job and writes into a directory (bench,
+/// simulate): `parse` reads the arguments (std::invalid_argument for bad ones) into `args`; then
+/// `help()` is shown if asked for, or the job is loaded and args.out_dir made. Returns the exit
+/// status when the command ends here (help: 0; bad input, said on stderr: 2).
+template <class Arguments>
+std::optional<int> start_job_command(const std::string& name, Arguments& args,
+                                     config::run_config& job,
+                                     const std::function<Arguments()>& parse,
+                                     const std::function<std::string()>& help) {
+  try {
+    args = parse();
+    if (args.help) {
+      std::cout << help();
+      return 0;
+    }
+    job = config::load(args.config_file, args.overrides);
+    std::filesystem::create_directories(args.out_dir);
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors(name, invalid);
+    return 2;
+  } catch (const std::exception& bad) {
+    std::cerr << "herd " << name << ": " << bad.what() << '\n';
+    return 2;
+  }
+  return std::nullopt;
+}
 
 /// The configured dataset, or null after printing "herd <name>: <what is wrong>" (a missing or
 /// corrupt file) on stderr.

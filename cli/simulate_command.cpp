@@ -225,21 +225,9 @@ namespace {
 int run_simulate(const std::vector<std::string>& raw) {
   simulate_arguments args;
   config::run_config job;
-  try {
-    args = parse_arguments(raw);
-    if (args.help) {
-      std::cout << simulate_help();
-      return exit_ok;
-    }
-    job = config::load(args.config_file, args.overrides);
-    std::filesystem::create_directories(args.out_dir);
-  } catch (const config::invalid_config& invalid) {
-    print_config_errors("simulate", invalid);
-    return exit_bad_input;
-  } catch (const std::exception& bad) {
-    std::cerr << "herd simulate: " << bad.what() << '\n';
-    return exit_bad_input;
-  }
+  if (const auto ended = start_job_command<simulate_arguments>(
+          "simulate", args, job, [&raw] { return parse_arguments(raw); }, simulate_help))
+    return *ended;
   const auto how = sim::settings_of(job.simulate);
   const auto sizes = job_sizes(job);
   std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
