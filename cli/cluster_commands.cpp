@@ -94,7 +94,8 @@ int run_coordinator(const std::vector<std::string>& args) {
   }
   // The workers are the nodes' (train.workers is replaced once they joined), so checks against
   // the worker count wait until then: meanwhile they are made against the most there may be.
-  parsed.overrides.push_back("--train.workers=" + std::to_string(max_workers));
+  if (!parsed.print_config) // which shows the settings as given, with a word on the workers
+    parsed.overrides.push_back("--train.workers=" + std::to_string(max_workers));
   auto preparation = prepare_run("coordinator", parsed);
   if (!preparation.run)
     return preparation.exit_status;
@@ -243,6 +244,9 @@ std::string coordinator_help() {
       << "; port 0 = any)\n"
          "  --config FILE, -c FILE  read settings from an INI file\n"
          "  --report FILE           also write the run summary as JSON to FILE\n"
+         "  --print-config          show the settings the run would use (the file, the\n"
+         "                          overrides and the defaults; secrets left out) as INI,\n"
+         "                          then exit\n"
          "  --help, -h              show this help\n"
          "  --version               show the version\n\n"
          "Settings (as for herd train; the nodes receive them from here):\n"

@@ -45,6 +45,8 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
                                   [&reader](const std::string& name) { return reader.is(name); });
     if (arg == "--help" || arg == "-h") {
       parsed.help = true;
+    } else if (arg == "--print-config") {
+      parsed.print_config = true;
     } else if (reader.is("--config") || arg == "-c") {
       parsed.config_file = reader.value(arg == "-c" ? "-c" : "--config", file_hint);
     } else if (reader.is("--report")) {
@@ -76,6 +78,13 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd " << command << ": " << bad.what() << '\n';
     return bad_input();
+  }
+  if (parsed.print_config) { // the settings as they would run (secrets left out), nothing loaded
+    if (command == "coordinator")
+      std::cout << "; herd coordinator: train.workers becomes the sum of the nodes' --workers\n"
+                   "; once the cluster forms\n";
+    std::cout << config::to_ini(config::without_secrets(run.config));
+    return run_preparation{std::nullopt, exit_ok};
   }
   if (interrupted_before_run(command))
     return interrupted();

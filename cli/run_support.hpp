@@ -26,11 +26,12 @@ struct run_arguments {
   std::vector<std::string> overrides;         // --section.key=value
   std::map<std::string, std::string> options; // the command's own options, by name
   bool help = false;
+  bool print_config = false; // --print-config: show the effective settings, then exit
 };
 
-/// Reads --config FILE (-c), --report FILE, --help (-h), settings, and each of `own_options`
-/// (options that take a value, such as "--listen"). Throws std::invalid_argument naming the
-/// argument.
+/// Reads --config FILE (-c), --report FILE, --help (-h), --print-config, settings, and each of
+/// `own_options` (options that take a value, such as "--listen"). Throws std::invalid_argument
+/// naming the argument.
 run_arguments parse_run_arguments(const std::vector<std::string>& args, const std::string& command,
                                   const std::vector<std::string>& own_options = {});
 

@@ -226,6 +226,31 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   EXPECT_THAT(network.output, HasSubstr("simulate.network = \"token-ring\""));
 }
 
+TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
+  auto shown = herd({"train", "--config", std::string(HERD_SOURCE_DIR) + "/config/quickstart.ini",
+                     "--train.lr=0.02", "--cluster.token=secret-token-that-must-not-show",
+                     "--print-config"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("[train]"));
+  EXPECT_THAT(shown.output, HasSubstr("lr = 0.02"));           // the override
+  EXPECT_THAT(shown.output, HasSubstr("algorithm = \"solo\"")); // the file
+  EXPECT_THAT(shown.output, HasSubstr("eval-every = 100"));     // a default
+  EXPECT_THAT(shown.output, testing::Not(HasSubstr("secret-token-that-must-not-show")));
+  EXPECT_THAT(shown.output, testing::Not(HasSubstr("herd train:"))) << "nothing was loaded or run";
+  // What it prints is a configuration that gives the same settings.
+  {
+    std::ofstream again(path("effective.ini"));
+    again << shown.output;
+  }
+  auto reread = herd({"train", "--config", path("effective.ini"), "--print-config"});
+  ASSERT_EQ(reread.exit_code, 0) << reread.output;
+  EXPECT_EQ(reread.output, shown.output);
+  auto coordinator = herd({"coordinator", "--train.lr=0.03", "--print-config"});
+  EXPECT_EQ(coordinator.exit_code, 0) << coordinator.output;
+  EXPECT_THAT(coordinator.output, HasSubstr("lr = 0.03"));
+  EXPECT_THAT(coordinator.output, HasSubstr("train.workers becomes the sum of the nodes'"));
+}
+
 TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
   auto command = herd({"frobnicate"});
   EXPECT_EQ(command.exit_code, 2);
