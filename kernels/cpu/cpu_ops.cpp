@@ -1,7 +1,8 @@
 // cpu_ops(): GEMM through OpenBLAS, elementwise kernels as plain loops that GCC vectorises, each
 // built for AVX2+FMA and for baseline x86-64 and picked at load time, so one binary runs anywhere
-// (kernels/cpu/vectorised.hpp).
+// (kernels/cpu/vectorised.hpp). The layer kernels are in cpu_layer_ops.cpp.
 #include "kernels/check.hpp"
+#include "kernels/cpu/cpu_layer_ops.hpp"
 #include "kernels/cpu/vectorised.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/preconditions.hpp"
@@ -138,7 +139,7 @@ CBLAS_TRANSPOSE to_cblas(transpose trans) {
   return trans == transpose::no ? CblasNoTrans : CblasTrans;
 }
 
-class cpu_implementation final : public ops {
+class cpu_implementation final : public cpu_layer_ops {
 public:
   std::string_view name() const override { return "cpu"; }
 
