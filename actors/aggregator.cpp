@@ -1,6 +1,7 @@
 // The aggregator actor; see aggregator.hpp.
 #include "actors/aggregator.hpp"
 
+#include "actors/control_costs.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
 
@@ -35,7 +36,10 @@ public:
 
   caf::behavior make_behavior() override {
     return {
-        [this](const group_plan& plan) { begin(plan); },
+        [this](const group_plan& plan) {
+          handler_timer timed(costs());
+          begin(plan);
+        },
         [this](const cluster_topology& topology) { update(topology); },
     };
   }
@@ -61,6 +65,10 @@ private:
   };
 
   bool distributed() const { return !setup_.node_reducers.empty(); }
+
+  control_costs::counter* costs() const {
+    return setup_.costs ? &setup_.costs->aggregators : nullptr;
+  }
 
   // Every node reducer once (a node still waiting to join has none yet).
   void watch(const caf::actor& reducer) {
@@ -99,11 +107,14 @@ private:
       }
       request(plan.member_handles[position], setup_.contribution_timeout, contribute_atom::value,
               round, plan.step)
-          .then([this, round,
-                 position](const contribution& answer) { answered(round, position, answer, {}); },
-                [this, round, position](caf::error& failure) {
-                  answered(round, position, std::nullopt, system().render(failure));
-                });
+          .then(
+              [this, round, position](const contribution& answer) {
+                handler_timer timed(costs());
+                answered(round, position, answer, {});
+              },
+              [this, round, position](caf::error& failure) {
+                answered(round, position, std::nullopt, system().render(failure));
+              });
     }
   }
 
@@ -141,7 +152,8 @@ private:
       }
       reduce_and_deliver(state, inputs, state.report);
     } catch (const std::exception& failure) {
-      state.report.result = {comm::outcome::failed, std::string("aggregator failed: ") + failure.what()};
+      state.report.result = {comm::outcome::failed,
+                             std::string("aggregator failed: ") + failure.what()};
     }
     finish(found);
   }
@@ -210,7 +222,13 @@ private:
                                          {state.plan.round, setup_.contribution_timeout})
                           ->wait(setup_.contribution_timeout);
     }
-    report.reduce_seconds = std::chrono::duration<double>(clock_type::now() - reduce_start).count();
+    const auto reduced = clock_type::now() - reduce_start;
+    report.reduce_seconds = std::chrono::duration<double>(reduced).count();
+    if (setup_.costs)
+      setup_.costs->reduction_nanoseconds.fetch_add(
+          static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(reduced).count()),
+          std::memory_order_relaxed);
     report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);
     // A failed reduction leaves garbage: nobody gets it, and the coordinator ends the run.
     if (report.result.ok()) {
@@ -285,7 +303,8 @@ private:
       return;
     auto& state = found->second;
     if (!answer.ok() && state.reduce_failure.ok())
-      state.reduce_failure = {answer.kind(), "node " + std::to_string(node) + ": " + answer.message()};
+      state.reduce_failure = {answer.kind(),
+                              "node " + std::to_string(node) + ": " + answer.message()};
     if (state.reducing_nodes.empty())
       commit(found);
   }

@@ -28,6 +28,8 @@
 
 namespace herd::actors {
 
+struct control_costs;
+
 struct aggregator_setup {
   std::shared_ptr<comm::data_plane> plane;    // in one process: reads members' attached buffers
   std::shared_ptr<comm::buffer_pool> results; // buffers of the model's parameter count
@@ -39,6 +41,8 @@ struct aggregator_setup {
   std::vector<int> worker_nodes;
   std::vector<caf::actor> node_reducers;
   std::uint32_t generation = 0;
+  /// Non-null: the aggregator adds its handlers' time to it (control_costs.hpp).
+  std::shared_ptr<control_costs> costs;
   /// Many processes: how long a node may take to reduce its part.
   std::chrono::milliseconds reduce_timeout{30000};
 };

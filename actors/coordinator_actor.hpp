@@ -6,6 +6,7 @@
 #pragma once
 
 #include "actors/checkpoint_taker.hpp"
+#include "actors/control_costs.hpp"
 #include "actors/evaluation_requests.hpp"
 #include "actors/evaluation_schedule.hpp"
 #include "actors/group_coordinator.hpp"
@@ -63,6 +64,8 @@ public:
 private:
   /// Seconds of training so far; a resumed run's time before this process included.
   double elapsed() const;
+  /// Where its handlers' time goes (setup_.costs); null: nowhere.
+  control_costs::counter* costs() const;
 
   // -- the handlers ------------------------------------------------------------------------------
   void on_start(const run_start& start);

@@ -34,6 +34,10 @@ coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setu
   set_down_handler([this](caf::down_msg& down) { on_down(down); });
 }
 
+control_costs::counter* coordinator_actor::costs() const {
+  return setup_.costs ? &setup_.costs->coordinator : nullptr;
+}
+
 void coordinator_actor::on_exit() {
   joins_.reset();
   workers_.clear();
@@ -44,8 +48,14 @@ void coordinator_actor::on_exit() {
 caf::behavior coordinator_actor::make_behavior() {
   return {
       [this](const run_start& start) { on_start(start); },
-      [this](const step_ready& ready) { on_step_ready(ready); },
-      [this](const group_done& report) { on_group_done(report); },
+      [this](const step_ready& ready) {
+        handler_timer timed(costs());
+        on_step_ready(ready);
+      },
+      [this](const group_done& report) {
+        handler_timer timed(costs());
+        on_group_done(report);
+      },
       [this](stop_atom) { on_stop(); },
       [this](node_admission& admission) { on_admission(std::move(admission)); },
       [this](caf::tick_atom) { on_tick(); },
@@ -465,6 +475,8 @@ void coordinator_actor::finish() {
   run.target_accuracy = setup_.config.train.target_accuracy;
   run.stop_reason = phases_.stop_reason();
   run.error = phases_.error();
+  if (setup_.costs)
+    run.control = setup_.costs->summary();
   if (setup_.on_finished)
     setup_.on_finished(summarize(std::move(run), counters_, evaluations_, wall_seconds_));
 }

@@ -39,6 +39,7 @@ class training_metrics;
 namespace herd::actors {
 
 struct node_admission;
+struct control_costs;
 struct checkpoint_options;
 struct run_checkpoint;
 
@@ -108,6 +109,8 @@ struct coordinator_setup {
   std::shared_ptr<const checkpoint_options> checkpoints;
   /// Non-null: the run goes on from this checkpoint (its workers were made from it too).
   std::shared_ptr<const run_checkpoint> resume;
+  /// Non-null: the coordinator adds its handlers' time to it and reads it into the summary.
+  std::shared_ptr<control_costs> costs;
 };
 
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);

@@ -61,6 +61,16 @@ struct waiting_summary {
   double barrier_seconds = 0.0; // all workers together
 };
 
+/// The control plane's work in one process (control_costs.hpp): time in the handlers of the group
+/// coordinator and of the aggregators (without their data-plane reductions), and messages handled.
+/// Zero across processes, where it is not gathered.
+struct control_summary {
+  double coordinator_seconds = 0.0;
+  std::uint64_t coordinator_messages = 0;
+  double aggregator_seconds = 0.0;
+  std::uint64_t aggregator_messages = 0;
+};
+
 struct run_summary {
   std::string algorithm;
   int workers = 0;
@@ -97,6 +107,7 @@ struct run_summary {
   double reduce_seconds = 0.0;    // data-plane time of all rounds together
   std::uint64_t reduce_bytes = 0; // bytes the data plane read and wrote
   waiting_summary waiting;
+  control_summary control;
   std::vector<worker_summary> per_worker;
   std::vector<evaluation_point> evaluations;
 };

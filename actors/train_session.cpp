@@ -2,6 +2,7 @@
 #include "actors/train_session.hpp"
 
 #include "actors/aggregator.hpp"
+#include "actors/control_costs.hpp"
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/messages.hpp"
@@ -379,6 +380,8 @@ void train_session::spawn_and_start() {
     coordination.checkpoints = std::move(checkpoints);
   }
   coordination.resume = state.options.resume;
+  const auto costs = std::make_shared<control_costs>();
+  coordination.costs = costs;
   coordination.on_finished = [result = state.result](run_summary summary) {
     result->deliver(std::move(summary));
   };
@@ -400,6 +403,7 @@ void train_session::spawn_and_start() {
       });
 
   aggregator_setup aggregation;
+  aggregation.costs = costs;
   aggregation.plane = state.plane;
   aggregation.results =
       comm::buffer_pool::create(state.model->parameter_count(), state.compute.reduce->memory());

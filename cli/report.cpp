@@ -197,8 +197,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                                   (both ? ", those that reached the target" : "")
                             : "not measured (the final evaluation failed)");
   if (both)
-    line("after the stop", fixed(*s.after_stop_test_accuracy, 4) +
-                               " (the workers' after the rounds then in flight)");
+    line("after the stop",
+         fixed(*s.after_stop_test_accuracy, 4) + " (the workers' after the rounds then in flight)");
   line("train loss", fixed(s.final_train_loss, 4) + " (mean of recent steps)");
   line("data plane",
        fixed(s.reduce_seconds, 2) + " s reducing, " +
@@ -265,6 +265,10 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["samples_per_second"] = s.samples_per_second;
   report["reduce_seconds"] = s.reduce_seconds;
   report["reduce_bytes"] = s.reduce_bytes;
+  report["control_plane"] = {{"coordinator_seconds", s.control.coordinator_seconds},
+                             {"coordinator_messages", s.control.coordinator_messages},
+                             {"aggregator_seconds", s.control.aggregator_seconds},
+                             {"aggregator_messages", s.control.aggregator_messages}};
   auto& workers = report["per_worker"] = nlohmann::json::array();
   for (const auto& w : s.per_worker) {
     workers.push_back({{"worker", w.worker},

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <initializer_list>
 #include <locale>
-#include <numeric>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 namespace herd::policy {
@@ -115,9 +115,10 @@ double imbalance_model::extra_seconds(int worker, std::uint64_t step,
              "worker " << worker << " of a job with " << workers_ << " workers");
   compute_seconds = std::max(compute_seconds, 0.0);
   if (is_kind(settings_, "random")) {
-    const auto delayed = delayed_workers(step);
-    return std::binary_search(delayed.begin(), delayed.end(), worker) ? settings_.delay_ms / 1000.0
-                                                                      : 0.0;
+    const auto delayed = delayed_at(step);
+    return std::binary_search(delayed->begin(), delayed->end(), worker)
+               ? settings_.delay_ms / 1000.0
+               : 0.0;
   }
   if (is_kind(settings_, "persistent")) {
     const auto& slow = settings_.workers;
@@ -140,19 +141,39 @@ double imbalance_model::extra_seconds(int worker, std::uint64_t step,
 std::vector<int> imbalance_model::delayed_workers(std::uint64_t step) const {
   if (!is_kind(settings_, "random"))
     return {};
-  // Partial Fisher-Yates: the first k places of a shuffle of 0..workers-1, drawn from (seed, step)
-  // alone, so that every worker computes the same set.
-  std::vector<int> order(static_cast<std::size_t>(workers_));
-  std::iota(order.begin(), order.end(), 0);
-  auto rng = stream_of(settings_.seed, {step});
-  const auto k = static_cast<std::size_t>(settings_.k);
-  for (std::size_t place = 0; place < k; ++place) {
-    const auto pick = place + static_cast<std::size_t>(rng.below(order.size() - place));
-    std::swap(order[place], order[pick]);
+  return *delayed_at(step);
+}
+
+std::shared_ptr<const std::vector<int>> imbalance_model::delayed_at(std::uint64_t step) const {
+  {
+    std::lock_guard<std::mutex> guard(latest_->mutex);
+    if (latest_->delayed && latest_->step == step)
+      return latest_->delayed;
   }
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  return order;
+  // Partial Fisher-Yates: the first k places of a shuffle of 0..workers-1, drawn from (seed, step)
+  // alone, so that every worker computes the same set. Only the places a swap touched differ
+  // from the identity, so they are kept in a map: O(k) whatever the worker count.
+  const auto workers = static_cast<std::uint64_t>(workers_);
+  const auto k = std::min(static_cast<std::uint64_t>(std::max(settings_.k, 0)), workers);
+  std::unordered_map<std::uint64_t, std::uint64_t> moved; // place -> the worker there
+  auto at = [&moved](std::uint64_t place) {
+    const auto found = moved.find(place);
+    return found == moved.end() ? place : found->second;
+  };
+  auto rng = stream_of(settings_.seed, {step});
+  auto delayed = std::make_shared<std::vector<int>>();
+  delayed->reserve(static_cast<std::size_t>(k));
+  for (std::uint64_t place = 0; place < k; ++place) {
+    const auto pick = place + rng.below(workers - place);
+    const auto chosen = at(pick);
+    moved[pick] = at(place);
+    delayed->push_back(static_cast<int>(chosen));
+  }
+  std::sort(delayed->begin(), delayed->end());
+  std::lock_guard<std::mutex> guard(latest_->mutex);
+  latest_->step = step;
+  latest_->delayed = delayed;
+  return delayed;
 }
 
 std::string imbalance_model::describe() const {

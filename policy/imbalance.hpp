@@ -9,6 +9,8 @@
 #include "config/run_config.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,15 +33,25 @@ public:
   double extra_seconds(int worker, std::uint64_t step, double compute_seconds) const;
 
   /// kind=random: the `k` workers delayed at `step`, ascending; the same on every worker. Empty
-  /// for the other kinds.
+  /// for the other kinds. O(k log k), independent of the worker count.
   std::vector<int> delayed_workers(std::uint64_t step) const;
 
   /// One line for summaries and reports, e.g. "random: 2 of 8 workers delayed 40 ms per step".
   std::string describe() const;
 
 private:
+  // Every worker asks for the same step's set: the latest one is kept (shared by the threads
+  // that ask, and by copies of this model, which have the same settings).
+  struct latest_step {
+    std::mutex mutex;
+    std::uint64_t step = 0;
+    std::shared_ptr<const std::vector<int>> delayed;
+  };
+  std::shared_ptr<const std::vector<int>> delayed_at(std::uint64_t step) const;
+
   config::imbalance_section settings_;
   int workers_;
+  std::shared_ptr<latest_step> latest_ = std::make_shared<latest_step>();
 };
 
 } // namespace herd::policy
