@@ -7,6 +7,7 @@
 #include "cli/progress_printer.hpp"
 #include "config/run_config.hpp"
 #include "models/dataset.hpp"
+#include "models/model.hpp"
 #include "monitoring/metrics.hpp"
 #include "monitoring/metrics_endpoint.hpp"
 
@@ -39,6 +40,7 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
 struct prepared_run {
   config::run_config config;
   std::shared_ptr<const models::train_test_split> data;
+  std::shared_ptr<const models::model> model; // what [model] builds over the data
   double load_seconds = 0.0;
   std::shared_ptr<monitoring::registry> metrics; // null when metrics.port is 0
   std::unique_ptr<monitoring::metrics_endpoint> endpoint;
@@ -51,7 +53,8 @@ struct run_preparation {
   int exit_status = 0; // without a run: 2 bad input, 130 a stop signal (stop_signals.hpp) came
 };
 
-/// Loads the settings, checks the report path, loads the dataset and opens the metrics endpoint.
+/// Loads the settings, checks the report path, loads the dataset, builds the model (a layer that
+/// does not fit the data's shape is bad input) and opens the metrics endpoint.
 /// On bad input prints "herd <command>: ..." and gives exit status 2; when a stop signal arrives
 /// meanwhile, says so and gives 130 (checked between those steps).
 run_preparation prepare_run(const std::string& command, const run_arguments& parsed);

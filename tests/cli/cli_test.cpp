@@ -182,8 +182,8 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
     for (std::sregex_iterator key_match(keys.begin(), keys.end(), quoted_key), end;
          key_match != end; ++key_match) {
       const std::string key = (*key_match)[1];
-      ASSERT_EQ(shown.count(key), 1u) << "docs/configuration.md documents " << key
-                                      << ", which no --help lists";
+      ASSERT_EQ(shown.count(key), 1u)
+          << "docs/configuration.md documents " << key << ", which no --help lists";
       EXPECT_EQ(m[3], shown[key].first) << key << ": the type";
       EXPECT_EQ(m[4], shown[key].second) << key << ": the default";
       ++compared;
@@ -232,7 +232,7 @@ TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
                      "--print-config"});
   ASSERT_EQ(shown.exit_code, 0) << shown.output;
   EXPECT_THAT(shown.output, HasSubstr("[train]"));
-  EXPECT_THAT(shown.output, HasSubstr("lr = 0.02"));           // the override
+  EXPECT_THAT(shown.output, HasSubstr("lr = 0.02"));            // the override
   EXPECT_THAT(shown.output, HasSubstr("algorithm = \"solo\"")); // the file
   EXPECT_THAT(shown.output, HasSubstr("eval-every = 100"));     // a default
   EXPECT_THAT(shown.output, testing::Not(HasSubstr("secret-token-that-must-not-show")));
@@ -546,6 +546,24 @@ TEST_F(herd_cli, a_model_too_large_for_memory_is_refused_before_allocating) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.output, HasSubstr("model.hidden: the model has"));
   EXPECT_THAT(result.output, HasSubstr("GiB"));
+}
+
+// [model] is checked against the data's shape (1x28x28 here) before anything runs.
+TEST_F(herd_cli, a_model_that_does_not_fit_the_data_or_an_unknown_preset_exits_2) {
+  auto unfit =
+      herd({"train", "--data.dataset=synthetic", "--model.layers=dense 64, relu, dense 10"});
+  EXPECT_EQ(unfit.exit_code, 2);
+  EXPECT_THAT(unfit.output, HasSubstr("herd train: model.layers: layer 1 of 3 (dense 64) is given "
+                                      "1x28x28 by the data's samples"));
+  auto unknown = herd({"bench", "--data.dataset=synthetic", "--model.preset=resnet"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown preset; the presets are: mlp"));
+  auto layers = herd({"train", "--data.dataset=synthetic", "--train.workers=2",
+                      "--model.layers=flatten, dense 16, relu, dense 10", "--train.epochs=1"});
+  EXPECT_EQ(layers.exit_code, 0) << layers.output;
+  EXPECT_THAT(
+      layers.output,
+      HasSubstr("sequential 1x28x28: flatten, dense 16, relu, dense 10 (12730 parameters)"));
 }
 
 TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
