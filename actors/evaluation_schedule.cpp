@@ -29,6 +29,7 @@ bool evaluation_schedule::record(const evaluation_point& point) {
   if (target <= 0.0 || point.test_accuracy < target || time_to_target_)
     return false;
   time_to_target_ = point.elapsed_seconds;
+  target_point_ = point;
   return true;
 }
 

@@ -63,6 +63,8 @@ public:
   std::optional<double> latest_accuracy() const;
   /// When the parameters of the first evaluation that reached the target were taken.
   std::optional<double> time_to_target() const { return time_to_target_; }
+  /// That evaluation, in this process (a resumed run keeps only its time).
+  const std::optional<evaluation_point>& target_point() const { return target_point_; }
   const std::optional<evaluation_point>& final_point() const { return final_; }
 
   /// Goes on from a checkpoint's schedule (its evaluations and time to target; these settings).
@@ -87,6 +89,7 @@ private:
   std::vector<kept_snapshot> kept_;
   std::vector<evaluation_point> evaluations_;
   std::optional<double> time_to_target_;
+  std::optional<evaluation_point> target_point_;
   std::optional<evaluation_point> final_;
 };
 

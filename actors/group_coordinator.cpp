@@ -1,738 +1,473 @@
-// The group coordinator actor; see group_coordinator.hpp.
-#include "actors/group_coordinator.hpp"
-
-#include "actors/checkpoint_taker.hpp"
-#include "actors/evaluation_requests.hpp"
-#include "actors/evaluation_schedule.hpp"
+// The group coordinator actor (coordinator_actor.hpp): starting, rounds, losses, stopping and the
+// summary. Evaluations and checkpoints are in coordinator_snapshots.cpp.
+#include "actors/coordinator_actor.hpp"
 #include "actors/imbalance.hpp"
-#include "actors/messages.hpp"
-#include "actors/round_report.hpp"
-#include "actors/run_counters.hpp"
-#include "actors/run_phases.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <functional>
-#include <map>
-#include <optional>
-
-#include "policy/policy.hpp"
 
 namespace herd::actors {
 
 namespace {
 
 using policy::group_decision;
-using action = run_phases::action;
-using clock_type = std::chrono::steady_clock;
 
 // Aborted rounds in a row (no round finishing between them) after which the run ends.
 constexpr std::uint64_t max_consecutive_aborted_rounds = 8;
 
-struct round_in_flight {
-  std::size_t aggregator = 0;
-  std::uint64_t expected_samples = 0;
-  group_decision planned;
-};
-
-class coordinator_actor : public caf::event_based_actor, public coordinator_port {
-public:
-  coordinator_actor(caf::actor_config& config, coordinator_setup setup)
-      : caf::event_based_actor(config), setup_(std::move(setup)),
-        policy_(policy::make_policy(setup_.config)),
-        counters_(setup_.config.train.workers, setup_.samples_per_epoch),
-        phases_(setup_.config.train.max_seconds),
-        evaluations_(evaluation_schedule::settings{
-            static_cast<std::uint64_t>(setup_.config.train.eval_every),
-            setup_.config.train.target_accuracy,
-            std::chrono::duration<double>(setup_.snapshot_interval).count(),
-            policy_->exchanges_models()}),
-        checkpoints_(setup_.checkpoints) {
-    if (setup_.joins)
-      joins_ = setup_.joins(*this);
-    set_down_handler([this](caf::down_msg& down) { on_down(down); });
-  }
-
-  const char* name() const override { return "herd.group_coordinator"; }
-
-  void on_exit() override {
-    joins_.reset();
-    workers_.clear();
-    aggregators_.clear();
-    evaluator_ = nullptr;
-  }
-
-  caf::behavior make_behavior() override {
-    return {
-        [this](const run_start& start) { on_start(start); },
-        [this](const step_ready& ready) { on_step_ready(ready); },
-        [this](const group_done& report) { on_group_done(report); },
-        [this](stop_atom) { on_stop(); },
-        [this](node_admission& admission) { on_admission(std::move(admission)); },
-        [this](caf::tick_atom) { on_tick(); },
-        [this](drain_timeout_atom) { on_drain_timeout(); },
-        [this](policy_time_atom, double deadline) { on_policy_time(deadline); },
-    };
-  }
-
-  // -- coordinator_port: what a node joining the running job uses --------------------------------
-
-  caf::event_based_actor& self() override { return *this; }
-  bool running() const override { return phases_.running(); }
-  std::size_t worker_count() const override { return workers_.size(); }
-  std::vector<int> live_workers() const override { return counters_.live_workers(); }
-  std::size_t rounds_in_flight() const override { return in_flight_.size(); }
-  std::uint64_t rounds_finished() const override { return counters_.rounds; }
-  const std::vector<caf::actor>& aggregators() const override { return aggregators_; }
-
-  void notice(const std::string& text) override {
-    if (setup_.observer != nullptr)
-      setup_.observer->on_notice(text);
-  }
-
-  void lose_worker(int index, const std::string& why) override {
-    if (!counters_.workers[static_cast<std::size_t>(index)].live || phases_.done())
-      return;
-    counters_.worker_lost(index);
-    if (setup_.metrics)
-      setup_.metrics->worker_lost(index);
-    notice("worker " + std::to_string(index) + " lost: " + why);
-    if (joins_)
-      joins_->worker_lost(index, why);
-    if (phases_.phase() == run_phase::stopping_workers) {
-      carry_out(phases_.worker_stopped(index)); // a lost worker has nothing left to stop
-      return;
-    }
-    if (checkpoints_.holding())
-      drop_checkpoint("worker " + std::to_string(index) + " was lost");
-    auto live = live_workers();
-    if (live.empty())
-      fail("every worker was lost");
-    else if (phases_.running())
-      consult([this] { return policy_->set_live_workers(live_workers()); });
-    else
-      policy_->set_live_workers(std::move(live));
-  }
-
-  void admit_worker(int index, const caf::actor& handle, const std::string& node) override {
-    workers_[static_cast<std::size_t>(index)] = handle; // monitored since the admission
-    counters_.worker_joined(index);
-    if (setup_.metrics)
-      setup_.metrics->worker_joined(index, node);
-    send(handle, start_atom::value);
-  }
-
-  void resume_rounds(bool workers_admitted) override {
-    auto held = std::move(held_);
-    held_.clear();
-    if (!phases_.running())
-      return;
-    if (workers_admitted)
-      start_rounds(policy_->set_live_workers(live_workers()));
-    for (auto& input : held)
-      if (phases_.running())
-        start_rounds(input());
-    schedule_policy_time();
-  }
-
-private:
-  double elapsed() const {
-    if (!started_at_)
-      return 0.0;
-    return elapsed_offset_ +
-           std::chrono::duration<double>(clock_type::now() - *started_at_).count();
-  }
-
-  // -- the handlers ------------------------------------------------------------------------------
-
-  void on_start(const run_start& start) {
-    if (!phases_.start())
-      return;
-    workers_ = start.workers;
-    for (const auto& worker : workers_)
-      monitor(worker);
-    counters_.workers.resize(workers_.size());
-    arrivals_.resize(workers_.size());
-    aggregators_ = start.aggregators;
-    for (const auto& aggregator : aggregators_)
-      monitor(aggregator);
-    evaluator_ = start.evaluator;
-    monitor(evaluator_);
-    started_at_ = clock_type::now();
-    if (setup_.resume)
-      resume_from(*setup_.resume);
-    else
-      start_rounds(policy_->set_live_workers(live_workers()));
-    checkpoints_.start_clock(elapsed(), counters_.rounds);
-    delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
-    if (in_flight_.empty() && samples_committed_ >= sample_budget())
-      begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
-    if (phases_.running())
-      for (const auto& worker : workers_)
-        send(worker, start_atom::value);
-  }
-
-  // The state the checkpoint saved; the workers were made from it. The policy then hears what it
-  // had not heard when the checkpoint was taken, and the rounds the epoch limit held back start.
-  void resume_from(const run_checkpoint& saved) {
-    const auto& record = saved.coordinator;
-    counters_ = record.counters;
-    counters_.samples_per_epoch = setup_.samples_per_epoch;
-    evaluations_.resume_from(record.evaluations);
-    policy_->load_state(record.policy_state);
-    elapsed_offset_ = record.elapsed_seconds;
-    next_round_ = record.next_round;
-    next_aggregator_ = record.next_aggregator;
-    samples_committed_ = record.samples_committed;
-    consecutive_aborted_rounds_ = record.consecutive_aborted_rounds;
-    start_rounds(record.unstarted);
-    for (const auto& input : record.unheard)
-      start_rounds(tell_policy(input));
-  }
-
-  void on_step_ready(const step_ready& ready) {
-    if (ready.worker < 0 || static_cast<std::size_t>(ready.worker) >= workers_.size())
-      return;
-    counters_.step_finished(ready.worker, ready.step, ready.compute_seconds, ready.wait_seconds,
-                            ready.loss, ready.samples, ready.late);
-    if (setup_.metrics)
-      setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
-                                    ready.wait_seconds, ready.samples);
-    if (!std::isfinite(ready.loss) && phases_.error().empty()) {
-      fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
-           std::to_string(ready.loss) + " at step " + std::to_string(ready.step) +
-           "; try a smaller train.lr");
-      return;
-    }
-    // A late step's round has closed: it is no arrival for the policy.
-    const auto index = static_cast<std::size_t>(ready.worker);
-    if (!counters_.workers[index].live || ready.late || phases_.done())
-      return;
-    policy_input input;
-    input.arrival.worker = ready.worker;
-    input.arrival.step = ready.step;
-    input.arrival.at_seconds = elapsed();
-    input.arrival.compute_seconds = ready.compute_seconds;
-    if (!phases_.running()) {
-      checkpoints_.keep(std::move(input)); // for the final checkpoint
-      return;
-    }
-    arrivals_[index] = {ready.step, elapsed()};
-    hear(std::move(input));
-  }
-
-  // A round ended: applied, failed, or aborted (its members skipped it, their contributions lost
-  // with it, and the run goes on with the live workers: a lost node costs the rounds it was
-  // reducing; a data plane that keeps failing while no node is lost ends the run).
-  void on_group_done(const group_done& report) {
-    auto round = in_flight_.find(report.round);
-    if (round == in_flight_.end())
-      return; // abandoned when its aggregator was lost or the drain timed out
-    // Replace the expectation with what the round really applied (nothing, if it failed).
-    samples_committed_ -= round->second.expected_samples;
-    const group_decision planned = std::move(round->second.planned);
-    in_flight_.erase(round);
-    const bool failed = !report.result.ok() && !report.aborted;
-    const std::string prefix = "round " + std::to_string(report.round);
-    if (report.aborted) {
-      ++counters_.aborted_rounds;
-      notice(prefix + " aborted: " + report.result.message());
-    } else if (!failed) {
-      consecutive_aborted_rounds_ = 0;
-      samples_committed_ += report.samples;
-      counters_.round_finished(planned.kind, report.kinds, report.samples, report.reduce_seconds,
-                               report.bytes);
-      if (setup_.metrics)
-        setup_.metrics->round_finished(round_record_of(report, planned, arrivals_));
-    }
-    // After the round is counted: losing the last worker can end the run (and send the summary)
-    // right here.
-    for (std::size_t i = 0; i < report.unanswered.size(); ++i)
-      lose_worker(report.unanswered[i],
-                  "did not answer " + prefix + ": " + report.unanswered_reasons[i]);
-    if (failed ||
-        (report.aborted && ++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds)) {
-      fail(failed ? prefix + ": " + report.result.message()
-                  : std::to_string(consecutive_aborted_rounds_) +
-                        " rounds in a row aborted; the last: " + report.result.message());
-      return;
-    }
-    policy_input outcome;
-    outcome.is_arrival = false;
-    outcome.outcome = outcome_of(report);
-    if (!phases_.running())
-      checkpoints_.keep(std::move(outcome)); // for the final checkpoint
-    if (phases_.running()) {
-      hear(std::move(outcome));
-      if (!report.aborted && (counters_.epochs() >= setup_.config.train.epochs ||
-                              (budget_spent_ && in_flight_.empty())))
-        begin_stop("epochs");
-      // Not when the run just ended: the final evaluation measures these parameters anyway.
-      if (!report.aborted && phases_.running() && evaluations_.start_periodic(counters_.rounds))
-        evaluate_periodically();
-    }
-    rounds_changed();
-    maybe_checkpoint();
-  }
-
-  void on_stop() { begin_stop("interrupted"); }
-
-  void on_admission(node_admission admission) {
-    const auto registry = caf::actor_cast<caf::actor>(current_sender());
-    if (joins_)
-      joins_->admit(std::move(admission), registry);
-    else
-      send(registry, join_done_atom::value, admission.node, std::string("no node joins this run"));
-  }
-
-  void on_tick() {
-    if (phases_.done())
-      return;
-    report_progress();
-    if (setup_.metrics) {
-      setup_.metrics->train_loss(counters_.recent_loss());
-      setup_.metrics->refresh(elapsed());
-    }
-    if (phases_.running() && evaluations_.snapshot_due(elapsed()))
-      take_snapshot();
-    report_checkpoints();
-    maybe_checkpoint();
-    carry_out(phases_.time_passed(elapsed()));
-    delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
-  }
-
-  // Rounds that a stop is waiting for get stop_timeout to finish; then the run stops without
-  // them (their members are idle, waiting for a result that will not come).
-  void on_drain_timeout() {
-    const auto next = phases_.drain_timed_out(in_flight_.size());
-    if (next == action::none)
-      return;
-    rounds_abandoned_ = true; // the replicas' states are no longer one a checkpoint can hold
-    notice(std::to_string(in_flight_.size()) + " round(s) did not finish within " +
-           std::to_string(setup_.stop_timeout.count()) + " ms of the stop; stopping without them");
-    in_flight_.clear();
-    carry_out(next);
-  }
-
-  void on_policy_time(double deadline) {
-    if (policy_timer_at_ && *policy_timer_at_ == deadline)
-      policy_timer_at_.reset();
-    // While a checkpoint holds the policy's inputs the deadline waits; release sets it again.
-    if (phases_.running() && !checkpoints_.holding()) { // the deadline has passed, whatever the
-                                                        // clocks' rounding says
-      const double now = std::max(elapsed(), deadline);
-      consult([this, now] { return policy_->on_time(now); });
-    }
-  }
-
-  void on_down(const caf::down_msg& down) {
-    if (phases_.done())
-      return; // the session is shutting the actors down
-    for (std::size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i].address() == down.source)
-        lose_worker(static_cast<int>(i), system().render(down.reason));
-    for (std::size_t i = 0; i < aggregators_.size(); ++i)
-      if (aggregators_[i].address() == down.source)
-        lose_aggregator(i, system().render(down.reason));
-    if (evaluator_ && evaluator_.address() == down.source)
-      notice("the evaluator stopped: " + system().render(down.reason));
-    if (joins_)
-      joins_->actor_down(down);
-  }
-
-  // -- rounds ------------------------------------------------------------------------------------
-
-  // The policy hears nothing while a node joins (its inputs wait in held_), so no round starts:
-  // the rounds in flight drain, a live worker's state is then exactly the state after every
-  // round so far, and the new workers adopt it before any later round can include them.
-  void consult(std::function<std::vector<group_decision>()> input) {
-    if (holding())
-      held_.push_back(std::move(input));
-    else
-      start_rounds(input());
-  }
-
-  bool holding() const { return joins_ && joins_->holding(); }
-
-  std::vector<group_decision> tell_policy(const policy_input& input) {
-    return input.is_arrival ? policy_->on_ready(input.arrival)
-                            : policy_->on_group_done(input.outcome);
-  }
-
-  // A policy input while running: kept while a checkpoint is being taken, else consulted.
-  void hear(policy_input input) {
-    if (checkpoints_.holding())
-      checkpoints_.keep(std::move(input));
-    else
-      consult([this, input = std::move(input)] { return tell_policy(input); });
-  }
-
-  // Samples of one epoch over all shards, times train.epochs: the run's sample budget.
-  std::uint64_t sample_budget() const {
-    return static_cast<std::uint64_t>(setup_.samples_per_epoch) *
-           static_cast<std::uint64_t>(setup_.config.train.epochs);
-  }
-
-  void start_rounds(const std::vector<group_decision>& decisions) {
-    for (const auto& decision : decisions) {
-      // Every fresh arrival brings one batch. Workers may report their next step before the last
-      // round's group_done reaches this actor (different senders), so without this check a round
-      // past the epoch limit could start.
-      const std::uint64_t expected_samples =
-          decision.fresh_arrivals * static_cast<std::uint64_t>(setup_.config.train.batch_size);
-      if (samples_committed_ >= sample_budget()) {
-        checkpoints_.keep_unstarted(decision); // a resumed run with more epochs starts it
-        // Its members now wait for the stop. The policy counts this round as in flight and never
-        // hears of it again; that is safe only because the run stops here: a round is skipped
-        // only once the applied samples reach the budget, and the stop follows in
-        // on_group_done().
-        budget_spent_ = true;
-        continue;
-      }
-      samples_committed_ += expected_samples;
-      group_plan plan;
-      plan.round = next_round_++;
-      plan.kind = decision.kind;
-      plan.weights = decision.weights;
-      plan.member_weights = decision.member_weights;
-      plan.step = decision.step;
-      if (decision.intervention) {
-        ++counters_.isolation_interventions;
-        if (setup_.metrics)
-          setup_.metrics->isolation_intervention();
-      }
-      for (int member : decision.members) {
-        plan.members.push_back(member);
-        plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)]);
-      }
-      const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
-      in_flight_[plan.round] = {aggregator, expected_samples, decision};
-      send(aggregators_[aggregator], std::move(plan));
-    }
-    schedule_policy_time();
-  }
-
-  // A policy with deadlines (preduce's wait window) hears the time when one is due. One timer
-  // is pending at a time, for the earliest deadline; a later deadline waits for it.
-  void schedule_policy_time() {
-    const auto deadline = policy_->next_deadline();
-    if (!deadline || !phases_.running() || holding() || checkpoints_.holding() ||
-        (policy_timer_at_ && *policy_timer_at_ <= *deadline))
-      return;
-    policy_timer_at_ = *deadline;
-    const double delay = std::max(0.0, *deadline - elapsed());
-    delayed_send(this,
-                 std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::duration<double>(delay)) +
-                     std::chrono::microseconds(1),
-                 policy_time_atom::value, *deadline);
-  }
-
-  // Its rounds will never be reported: the run cannot go on correctly, so it ends with an error.
-  void lose_aggregator(std::size_t index, const std::string& why) {
-    for (auto round = in_flight_.begin(); round != in_flight_.end();)
-      round = round->second.aggregator == index ? in_flight_.erase(round) : std::next(round);
-    fail("aggregator " + std::to_string(index) + " stopped: " + why);
-  }
-
-  // -- evaluation --------------------------------------------------------------------------------
-
-  // Asks the workers that make the model for their parameters, as of now.
-  void request_snapshot(snapshot_taken then, snapshot_failed failed) {
-    std::vector<caf::actor> sources;
-    for (int index : evaluations_.sources(live_workers()))
-      sources.push_back(workers_[static_cast<std::size_t>(index)]);
-    evaluation_point now;
-    now.round = counters_.rounds;
-    now.elapsed_seconds = elapsed();
-    now.epoch = counters_.epochs();
-    actors::request_snapshot(*this, sources, now, std::move(then), std::move(failed));
-  }
-
-  // Evaluates the model as it is now.
-  void evaluate_now(evaluated on_result) {
-    request_snapshot(
-        [this, on_result](const evaluation_point& point, parameters_ptr parameters) {
-          request_evaluation(*this, evaluator_, point, std::move(parameters), on_result);
-        },
-        [on_result](const std::string& why) { on_result(std::nullopt, why); });
-  }
-
-  void evaluate_periodically() {
-    evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
-      evaluations_.periodic_ended();
-      if (point)
-        record_evaluation(*point);
-      else
-        notice("evaluation failed: " + failure);
-    });
-  }
-
-  void take_snapshot() {
-    request_snapshot(
-        [this](const evaluation_point& point, parameters_ptr parameters) {
-          evaluations_.keep({point, std::move(parameters)});
-        },
-        [this](const std::string& why) { notice("snapshot failed: " + why); });
-  }
-
-  // The snapshots kept for after training, one after another, then the final parameters.
-  void evaluate_kept(std::size_t index) {
-    if (index >= evaluations_.kept().size()) {
-      evaluations_.drop_kept();
-      evaluate_final();
-      return;
-    }
-    const auto& kept = evaluations_.kept()[index];
-    request_evaluation(
-        *this, evaluator_, kept.point, kept.parameters,
-        [this, index](std::optional<evaluation_point> point, const std::string& failure) {
-          if (point)
-            record_evaluation(*point);
-          else
-            notice("evaluation of a snapshot failed: " + failure);
-          evaluate_kept(index + 1);
-        });
-  }
-
-  void evaluate_final() {
-    evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
-      if (point) {
-        // These are the parameters as training left them: they belong at its end on the run's
-        // clock, not after the kept snapshots' evaluations.
-        point->elapsed_seconds = std::min(point->elapsed_seconds, wall_seconds_);
-        evaluations_.set_final(*point);
-        record_evaluation(*point);
-      } else {
-        // No stand-in from an earlier evaluation: the summary says the final one is missing.
-        notice("final evaluation failed: " + failure);
-      }
-      carry_out(phases_.final_evaluation_ended(point ? "" : "final evaluation failed: " + failure));
-    });
-  }
-
-  void record_evaluation(const evaluation_point& point) {
-    if (phases_.done())
-      return;
-    const bool target_reached = evaluations_.record(point);
-    if (setup_.metrics)
-      setup_.metrics->test_accuracy(point.test_accuracy);
-    if (setup_.observer != nullptr)
-      setup_.observer->on_evaluation(point);
-    if (target_reached)
-      begin_stop("target-accuracy");
-  }
-
-  // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
-
-  void maybe_checkpoint() {
-    if (!phases_.running() || holding() || !checkpoints_.due(elapsed(), counters_.rounds))
-      return;
-    checkpoints_.begin(elapsed(), counters_.rounds);
-    if (checkpoints_.ready_to_collect(in_flight_.size()))
-      collect_checkpoint();
-  }
-
-  // Every worker's state, once all are at rest; `then` (the final evaluation) after a final one.
-  void collect_checkpoint(std::function<void()> then = {}) {
-    const auto ticket = checkpoints_.ticket();
-    const bool final = !phases_.running();
-    request_worker_states(
-        *this, workers_, setup_.stop_timeout,
-        [this, ticket, final, then](worker_records records) {
-          if (final || ticket == checkpoints_.ticket()) {
-            write_checkpoint(records, final);
-            if (!final)
-              release_checkpoint();
-          }
-          if (then)
-            then();
-        },
-        [this, ticket, final, then](const std::string& why) {
-          if (final || ticket == checkpoints_.ticket())
-            drop_checkpoint(why);
-          if (then)
-            then();
-        });
-  }
-
-  void write_checkpoint(const worker_records& records, bool final) {
-    auto state = std::make_shared<run_checkpoint>();
-    state->settings = setup_.checkpoints->settings;
-    auto& record = state->coordinator;
-    record.elapsed_seconds = final ? wall_seconds_ : elapsed();
-    record.counters = counters_;
-    record.evaluations = evaluations_;
-    record.policy_state = policy_->save_state();
-    record.unstarted = checkpoints_.unstarted();
-    record.unheard = checkpoints_.kept();
-    record.next_round = next_round_;
-    record.next_aggregator = next_aggregator_;
-    record.samples_committed = samples_committed_;
-    record.consecutive_aborted_rounds = consecutive_aborted_rounds_;
-    for (const auto& worker : records)
-      state->workers.push_back(*worker);
-    checkpoints_.write(std::move(state), elapsed(), final);
-  }
-
-  // The policy hears what it was held from, in order, and rounds start again.
-  void release_checkpoint() {
-    for (auto& input : checkpoints_.release())
-      if (phases_.running())
-        hear(std::move(input));
-    schedule_policy_time();
-    if (in_flight_.empty() && samples_committed_ >= sample_budget() && phases_.running())
-      begin_stop("epochs");
-  }
-
-  void drop_checkpoint(const std::string& why) {
-    notice("checkpoint not taken: " + why);
-    if (!checkpoints_.holding())
-      return;
-    checkpoints_.abandon();
-    release_checkpoint();
-  }
-
-  // A final checkpoint is one the run can go on from: no error, no round abandoned, no worker
-  // lost.
-  bool final_checkpoint_wanted() const {
-    return checkpoints_.enabled() && phases_.error().empty() && !rounds_abandoned_ &&
-           live_workers().size() == workers_.size();
-  }
-
-  void report_checkpoints() {
-    for (const auto& report : checkpoints_.reports()) {
-      if (!report.error.empty()) {
-        notice("checkpoint not written: " + report.error);
-        continue;
-      }
-      char text[160];
-      std::snprintf(text, sizeof text,
-                    " (round %llu, %.1f MB; training paused %.0f ms, written in %.0f ms)",
-                    static_cast<unsigned long long>(report.rounds), report.bytes / 1e6,
-                    report.pause_seconds * 1e3, report.write_seconds * 1e3);
-      notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
-    }
-  }
-
-  // -- stopping (run_phases decides, these carry it out) ----------------------------------------
-
-  void begin_stop(const std::string& reason) {
-    if (checkpoints_.holding() && phases_.running())
-      checkpoints_.abandon(); // the final checkpoint takes its place; what it kept stays kept
-    carry_out(phases_.stop(reason));
-  }
-
-  // Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.
-  void fail(const std::string& error) {
-    notice("error: " + error);
-    if (checkpoints_.holding())
-      checkpoints_.abandon(); // no checkpoint of a failing run
-    const auto next = phases_.fail(error);
-    if (next == action::none)
-      rounds_changed(); // stopping already: that may have been the last round in flight
-    else
-      carry_out(next);
-  }
-
-  // Stopping goes on once no round is in flight, and so does a node's join.
-  void rounds_changed() {
-    carry_out(phases_.rounds_changed(in_flight_.size()));
-    if (joins_)
-      joins_->rounds_changed();
-    if (checkpoints_.ready_to_collect(in_flight_.size()))
-      collect_checkpoint();
-  }
-
-  void carry_out(action next) {
-    switch (next) {
-    case action::none:
-      break;
-    case action::drain:
-      if (!in_flight_.empty())
-        delayed_send(this, setup_.stop_timeout, drain_timeout_atom::value);
-      rounds_changed();
-      break;
-    case action::stop_workers:
-      stop_workers();
-      break;
-    case action::evaluate_final:
-      wall_seconds_ = elapsed();
-      if (final_checkpoint_wanted())
-        collect_checkpoint([this] { evaluate_kept(0); });
-      else
-        evaluate_kept(0);
-      break;
-    case action::finish:
-      finish();
-      break;
-    }
-  }
-
-  void stop_workers() {
-    const auto live = live_workers();
-    const auto next = phases_.stopping(live);
-    for (int index : live)
-      request(workers_[static_cast<std::size_t>(index)], setup_.stop_timeout, stop_atom::value)
-          .then([this, index](const worker_stopped&) { carry_out(phases_.worker_stopped(index)); },
-                [this, index](caf::error& failure) {
-                  lose_worker(index, "no answer to stop: " + system().render(failure));
-                });
-    carry_out(next);
-  }
-
-  void report_progress() {
-    if (setup_.observer != nullptr)
-      setup_.observer->on_progress(
-          progress_of(counters_, elapsed(), evaluations_.latest_accuracy()));
-  }
-
-  void finish() {
-    checkpoints_.flush(); // the final checkpoint is on disk before the run says it ended
-    report_checkpoints();
-    report_progress();
-    run_summary run;
-    run.algorithm = setup_.config.train.algorithm;
-    run.data_plane = setup_.data_plane;
-    run.compute = setup_.compute;
-    run.imbalance =
-        imbalance_model(setup_.config.imbalance, setup_.config.train.workers).describe();
-    run.target_accuracy = setup_.config.train.target_accuracy;
-    run.stop_reason = phases_.stop_reason();
-    run.error = phases_.error();
-    if (setup_.on_finished)
-      setup_.on_finished(summarize(std::move(run), counters_, evaluations_, wall_seconds_));
-  }
-
-  coordinator_setup setup_;
-  std::unique_ptr<policy::grouping_policy> policy_;
-  run_counters counters_;
-  run_phases phases_;
-  evaluation_schedule evaluations_;
-  std::unique_ptr<join_hook> joins_;
-  std::vector<std::function<std::vector<group_decision>()>> held_; // policy inputs, in order
-  std::vector<caf::actor> workers_;                                // by index
-  std::vector<fresh_arrival> arrivals_; // by worker: the latest fresh one
-  std::vector<caf::actor> aggregators_;
-  caf::actor evaluator_;
-  std::optional<clock_type::time_point> started_at_;
-  double wall_seconds_ = 0.0; // until the workers stopped
-  std::uint64_t next_round_ = 0;
-  std::size_t next_aggregator_ = 0;
-  std::optional<double> policy_timer_at_; // the earliest policy deadline a timer is set for
-  std::uint64_t consecutive_aborted_rounds_ = 0;
-  std::map<std::uint64_t, round_in_flight> in_flight_;
-  std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
-  bool budget_spent_ = false;           // a round was not started because of the epoch limit
-  checkpoint_taker checkpoints_;
-  double elapsed_offset_ = 0.0;   // a resumed run's training time before this process
-  bool rounds_abandoned_ = false; // the drain timed out
-};
-
 } // namespace
 
+coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setup setup)
+    : caf::event_based_actor(config), setup_(std::move(setup)),
+      policy_(policy::make_policy(setup_.config)),
+      counters_(setup_.config.train.workers, setup_.samples_per_epoch),
+      phases_(setup_.config.train.max_seconds),
+      evaluations_(evaluation_schedule::settings{
+          static_cast<std::uint64_t>(setup_.config.train.eval_every),
+          setup_.config.train.target_accuracy,
+          std::chrono::duration<double>(setup_.snapshot_interval).count(),
+          policy_->exchanges_models()}),
+      checkpoints_(setup_.checkpoints) {
+  if (setup_.joins)
+    joins_ = setup_.joins(*this);
+  set_down_handler([this](caf::down_msg& down) { on_down(down); });
+}
+
+void coordinator_actor::on_exit() {
+  joins_.reset();
+  workers_.clear();
+  aggregators_.clear();
+  evaluator_ = nullptr;
+}
+
+caf::behavior coordinator_actor::make_behavior() {
+  return {
+      [this](const run_start& start) { on_start(start); },
+      [this](const step_ready& ready) { on_step_ready(ready); },
+      [this](const group_done& report) { on_group_done(report); },
+      [this](stop_atom) { on_stop(); },
+      [this](node_admission& admission) { on_admission(std::move(admission)); },
+      [this](caf::tick_atom) { on_tick(); },
+      [this](drain_timeout_atom) { on_drain_timeout(); },
+      [this](policy_time_atom, double deadline) { on_policy_time(deadline); },
+  };
+}
+
+// -- coordinator_port: what a node joining the running job uses --------------------------------
+
+void coordinator_actor::notice(const std::string& text) {
+  if (setup_.observer != nullptr)
+    setup_.observer->on_notice(text);
+}
+
+void coordinator_actor::lose_worker(int index, const std::string& why) {
+  if (!counters_.workers[static_cast<std::size_t>(index)].live || phases_.done())
+    return;
+  counters_.worker_lost(index);
+  if (setup_.metrics)
+    setup_.metrics->worker_lost(index);
+  notice("worker " + std::to_string(index) + " lost: " + why);
+  if (joins_)
+    joins_->worker_lost(index, why);
+  if (phases_.phase() == run_phase::stopping_workers) {
+    carry_out(phases_.worker_stopped(index)); // a lost worker has nothing left to stop
+    return;
+  }
+  if (checkpoints_.holding())
+    drop_checkpoint("worker " + std::to_string(index) + " was lost");
+  auto live = live_workers();
+  if (live.empty())
+    fail("every worker was lost");
+  else if (phases_.running())
+    consult([this] { return policy_->set_live_workers(live_workers()); });
+  else
+    policy_->set_live_workers(std::move(live));
+}
+
+void coordinator_actor::admit_worker(int index, const caf::actor& handle, const std::string& node) {
+  workers_[static_cast<std::size_t>(index)] = handle; // monitored since the admission
+  counters_.worker_joined(index);
+  if (setup_.metrics)
+    setup_.metrics->worker_joined(index, node);
+  send(handle, start_atom::value);
+}
+
+void coordinator_actor::resume_rounds(bool workers_admitted) {
+  auto held = std::move(held_);
+  held_.clear();
+  if (!phases_.running())
+    return;
+  if (workers_admitted)
+    start_rounds(policy_->set_live_workers(live_workers()));
+  for (auto& input : held)
+    if (phases_.running())
+      start_rounds(input());
+  schedule_policy_time();
+}
+
+// -- the handlers ------------------------------------------------------------------------------
+
+double coordinator_actor::elapsed() const {
+  if (!started_at_)
+    return 0.0;
+  return elapsed_offset_ + std::chrono::duration<double>(clock_type::now() - *started_at_).count();
+}
+
+void coordinator_actor::on_start(const run_start& start) {
+  if (!phases_.start())
+    return;
+  workers_ = start.workers;
+  for (const auto& worker : workers_)
+    monitor(worker);
+  counters_.workers.resize(workers_.size());
+  arrivals_.resize(workers_.size());
+  aggregators_ = start.aggregators;
+  for (const auto& aggregator : aggregators_)
+    monitor(aggregator);
+  evaluator_ = start.evaluator;
+  monitor(evaluator_);
+  started_at_ = clock_type::now();
+  if (setup_.resume)
+    resume_from(*setup_.resume);
+  else
+    start_rounds(policy_->set_live_workers(live_workers()));
+  checkpoints_.start_clock(elapsed(), counters_.rounds);
+  delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
+  if (in_flight_.empty() && samples_committed_ >= sample_budget())
+    begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
+  if (phases_.running())
+    for (const auto& worker : workers_)
+      send(worker, start_atom::value);
+}
+
+void coordinator_actor::on_step_ready(const step_ready& ready) {
+  if (ready.worker < 0 || static_cast<std::size_t>(ready.worker) >= workers_.size())
+    return;
+  counters_.step_finished(ready.worker, ready.step, ready.compute_seconds, ready.wait_seconds,
+                          ready.loss, ready.samples, ready.late);
+  if (setup_.metrics)
+    setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
+                                  ready.wait_seconds, ready.samples);
+  if (!std::isfinite(ready.loss) && phases_.error().empty()) {
+    fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
+         std::to_string(ready.loss) + " at step " + std::to_string(ready.step) +
+         "; try a smaller train.lr");
+    return;
+  }
+  // A late step's round has closed: it is no arrival for the policy.
+  const auto index = static_cast<std::size_t>(ready.worker);
+  if (!counters_.workers[index].live || ready.late || phases_.done())
+    return;
+  policy_input input;
+  input.arrival.worker = ready.worker;
+  input.arrival.step = ready.step;
+  input.arrival.at_seconds = elapsed();
+  input.arrival.compute_seconds = ready.compute_seconds;
+  if (!phases_.running()) {
+    checkpoints_.keep(std::move(input)); // for the final checkpoint
+    return;
+  }
+  arrivals_[index] = {ready.step, elapsed()};
+  hear(std::move(input));
+}
+
+// A round ended: applied, failed, or aborted (its members skipped it, their contributions lost
+// with it, and the run goes on with the live workers: a lost node costs the rounds it was
+// reducing; a data plane that keeps failing while no node is lost ends the run).
+void coordinator_actor::on_group_done(const group_done& report) {
+  auto round = in_flight_.find(report.round);
+  if (round == in_flight_.end())
+    return; // abandoned when its aggregator was lost or the drain timed out
+  // Replace the expectation with what the round really applied (nothing, if it failed).
+  samples_committed_ -= round->second.expected_samples;
+  const group_decision planned = std::move(round->second.planned);
+  in_flight_.erase(round);
+  const bool failed = !report.result.ok() && !report.aborted;
+  const std::string prefix = "round " + std::to_string(report.round);
+  if (report.aborted) {
+    ++counters_.aborted_rounds;
+    notice(prefix + " aborted: " + report.result.message());
+  } else if (!failed) {
+    consecutive_aborted_rounds_ = 0;
+    samples_committed_ += report.samples;
+    counters_.round_finished(planned.kind, report.kinds, report.samples, report.reduce_seconds,
+                             report.bytes);
+    if (setup_.metrics)
+      setup_.metrics->round_finished(round_record_of(report, planned, arrivals_));
+  }
+  // After the round is counted: losing the last worker can end the run (and send the summary)
+  // right here.
+  for (std::size_t i = 0; i < report.unanswered.size(); ++i)
+    lose_worker(report.unanswered[i],
+                "did not answer " + prefix + ": " + report.unanswered_reasons[i]);
+  if (failed ||
+      (report.aborted && ++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds)) {
+    fail(failed ? prefix + ": " + report.result.message()
+                : std::to_string(consecutive_aborted_rounds_) +
+                      " rounds in a row aborted; the last: " + report.result.message());
+    return;
+  }
+  policy_input outcome;
+  outcome.is_arrival = false;
+  outcome.outcome = outcome_of(report);
+  if (!phases_.running())
+    checkpoints_.keep(std::move(outcome)); // for the final checkpoint
+  if (phases_.running()) {
+    hear(std::move(outcome));
+    if (!report.aborted &&
+        (counters_.epochs() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty())))
+      begin_stop("epochs");
+    // Not when the run just ended: the final evaluation measures these parameters anyway.
+    if (!report.aborted && phases_.running() && evaluations_.start_periodic(counters_.rounds))
+      evaluate_periodically();
+  }
+  rounds_changed();
+  maybe_checkpoint();
+}
+
+void coordinator_actor::on_admission(node_admission admission) {
+  const auto registry = caf::actor_cast<caf::actor>(current_sender());
+  if (joins_)
+    joins_->admit(std::move(admission), registry);
+  else
+    send(registry, join_done_atom::value, admission.node, std::string("no node joins this run"));
+}
+
+void coordinator_actor::on_tick() {
+  if (phases_.done())
+    return;
+  report_progress();
+  if (setup_.metrics) {
+    setup_.metrics->train_loss(counters_.recent_loss());
+    setup_.metrics->refresh(elapsed());
+  }
+  if (phases_.running() && evaluations_.snapshot_due(elapsed()))
+    take_snapshot();
+  report_checkpoints();
+  maybe_checkpoint();
+  carry_out(phases_.time_passed(elapsed()));
+  delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
+}
+
+// Rounds that a stop is waiting for get stop_timeout to finish; then the run stops without
+// them (their members are idle, waiting for a result that will not come).
+void coordinator_actor::on_drain_timeout() {
+  const auto next = phases_.drain_timed_out(in_flight_.size());
+  if (next == action::none)
+    return;
+  rounds_abandoned_ = true; // the replicas' states are no longer one a checkpoint can hold
+  notice(std::to_string(in_flight_.size()) + " round(s) did not finish within " +
+         std::to_string(setup_.stop_timeout.count()) + " ms of the stop; stopping without them");
+  in_flight_.clear();
+  carry_out(next);
+}
+
+void coordinator_actor::on_policy_time(double deadline) {
+  if (policy_timer_at_ && *policy_timer_at_ == deadline)
+    policy_timer_at_.reset();
+  // While a checkpoint holds the policy's inputs the deadline waits; release sets it again.
+  if (phases_.running() && !checkpoints_.holding()) { // the deadline has passed, whatever the
+                                                      // clocks' rounding says
+    const double now = std::max(elapsed(), deadline);
+    consult([this, now] { return policy_->on_time(now); });
+  }
+}
+
+void coordinator_actor::on_down(const caf::down_msg& down) {
+  if (phases_.done())
+    return; // the session is shutting the actors down
+  for (std::size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i].address() == down.source)
+      lose_worker(static_cast<int>(i), system().render(down.reason));
+  for (std::size_t i = 0; i < aggregators_.size(); ++i)
+    if (aggregators_[i].address() == down.source)
+      lose_aggregator(i, system().render(down.reason));
+  if (evaluator_ && evaluator_.address() == down.source)
+    notice("the evaluator stopped: " + system().render(down.reason));
+  if (joins_)
+    joins_->actor_down(down);
+}
+
+// -- rounds ------------------------------------------------------------------------------------
+
+// The policy hears nothing while a node joins (its inputs wait in held_), so no round starts:
+// the rounds in flight drain, a live worker's state is then exactly the state after every
+// round so far, and the new workers adopt it before any later round can include them.
+void coordinator_actor::consult(std::function<std::vector<group_decision>()> input) {
+  if (holding())
+    held_.push_back(std::move(input));
+  else
+    start_rounds(input());
+}
+
+std::vector<group_decision> coordinator_actor::tell_policy(const policy_input& input) {
+  return input.is_arrival ? policy_->on_ready(input.arrival)
+                          : policy_->on_group_done(input.outcome);
+}
+
+// A policy input while running: kept while a checkpoint is being taken, else consulted.
+void coordinator_actor::hear(policy_input input) {
+  if (checkpoints_.holding())
+    checkpoints_.keep(std::move(input));
+  else
+    consult([this, input = std::move(input)] { return tell_policy(input); });
+}
+
+// Samples of one epoch over all shards, times train.epochs: the run's sample budget.
+std::uint64_t coordinator_actor::sample_budget() const {
+  return static_cast<std::uint64_t>(setup_.samples_per_epoch) *
+         static_cast<std::uint64_t>(setup_.config.train.epochs);
+}
+
+void coordinator_actor::start_rounds(const std::vector<group_decision>& decisions) {
+  for (const auto& decision : decisions) {
+    // Every fresh arrival brings one batch. Workers may report their next step before the last
+    // round's group_done reaches this actor (different senders), so without this check a round
+    // past the epoch limit could start.
+    const std::uint64_t expected_samples =
+        decision.fresh_arrivals * static_cast<std::uint64_t>(setup_.config.train.batch_size);
+    if (samples_committed_ >= sample_budget()) {
+      checkpoints_.keep_unstarted(decision); // a resumed run with more epochs starts it
+      // Its members now wait for the stop. The policy counts this round as in flight and never
+      // hears of it again; that is safe only because the run stops here: a round is skipped
+      // only once the applied samples reach the budget, and the stop follows in
+      // on_group_done().
+      budget_spent_ = true;
+      continue;
+    }
+    samples_committed_ += expected_samples;
+    group_plan plan;
+    plan.round = next_round_++;
+    plan.kind = decision.kind;
+    plan.weights = decision.weights;
+    plan.member_weights = decision.member_weights;
+    plan.step = decision.step;
+    if (decision.intervention) {
+      ++counters_.isolation_interventions;
+      if (setup_.metrics)
+        setup_.metrics->isolation_intervention();
+    }
+    for (int member : decision.members) {
+      plan.members.push_back(member);
+      plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)]);
+    }
+    const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
+    in_flight_[plan.round] = {aggregator, expected_samples, decision};
+    send(aggregators_[aggregator], std::move(plan));
+  }
+  schedule_policy_time();
+}
+
+// A policy with deadlines (preduce's wait window) hears the time when one is due. One timer
+// is pending at a time, for the earliest deadline; a later deadline waits for it.
+void coordinator_actor::schedule_policy_time() {
+  const auto deadline = policy_->next_deadline();
+  if (!deadline || !phases_.running() || holding() || checkpoints_.holding() ||
+      (policy_timer_at_ && *policy_timer_at_ <= *deadline))
+    return;
+  policy_timer_at_ = *deadline;
+  const double delay = std::max(0.0, *deadline - elapsed());
+  delayed_send(
+      this,
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(delay)) +
+          std::chrono::microseconds(1),
+      policy_time_atom::value, *deadline);
+}
+
+// Its rounds will never be reported: the run cannot go on correctly, so it ends with an error.
+void coordinator_actor::lose_aggregator(std::size_t index, const std::string& why) {
+  for (auto round = in_flight_.begin(); round != in_flight_.end();)
+    round = round->second.aggregator == index ? in_flight_.erase(round) : std::next(round);
+  fail("aggregator " + std::to_string(index) + " stopped: " + why);
+}
+
+// -- stopping (run_phases decides, these carry it out) ----------------------------------------
+
+void coordinator_actor::begin_stop(const std::string& reason) {
+  if (checkpoints_.holding() && phases_.running())
+    checkpoints_.abandon(); // the final checkpoint takes its place; what it kept stays kept
+  carry_out(phases_.stop(reason));
+}
+
+// Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.
+void coordinator_actor::fail(const std::string& error) {
+  notice("error: " + error);
+  if (checkpoints_.holding())
+    checkpoints_.abandon(); // no checkpoint of a failing run
+  const auto next = phases_.fail(error);
+  if (next == action::none)
+    rounds_changed(); // stopping already: that may have been the last round in flight
+  else
+    carry_out(next);
+}
+
+// Stopping goes on once no round is in flight, and so does a node's join.
+void coordinator_actor::rounds_changed() {
+  carry_out(phases_.rounds_changed(in_flight_.size()));
+  if (joins_)
+    joins_->rounds_changed();
+  if (checkpoints_.ready_to_collect(in_flight_.size()))
+    collect_checkpoint();
+}
+
+void coordinator_actor::carry_out(action next) {
+  switch (next) {
+  case action::none:
+    break;
+  case action::drain:
+    if (!in_flight_.empty())
+      delayed_send(this, setup_.stop_timeout, drain_timeout_atom::value);
+    rounds_changed();
+    break;
+  case action::stop_workers:
+    stop_workers();
+    break;
+  case action::evaluate_final:
+    wall_seconds_ = elapsed();
+    if (final_checkpoint_wanted())
+      collect_checkpoint([this] { evaluate_kept(0); });
+    else
+      evaluate_kept(0);
+    break;
+  case action::finish:
+    finish();
+    break;
+  }
+}
+
+void coordinator_actor::stop_workers() {
+  const auto live = live_workers();
+  const auto next = phases_.stopping(live);
+  for (int index : live)
+    request(workers_[static_cast<std::size_t>(index)], setup_.stop_timeout, stop_atom::value)
+        .then([this, index](const worker_stopped&) { carry_out(phases_.worker_stopped(index)); },
+              [this, index](caf::error& failure) {
+                lose_worker(index, "no answer to stop: " + system().render(failure));
+              });
+  carry_out(next);
+}
+
+void coordinator_actor::report_progress() {
+  if (setup_.observer != nullptr)
+    setup_.observer->on_progress(progress_of(counters_, elapsed(), evaluations_.latest_accuracy()));
+}
+
+void coordinator_actor::finish() {
+  checkpoints_.flush(); // the final checkpoint is on disk before the run says it ended
+  report_checkpoints();
+  report_progress();
+  run_summary run;
+  run.algorithm = setup_.config.train.algorithm;
+  run.data_plane = setup_.data_plane;
+  run.compute = setup_.compute;
+  run.imbalance = imbalance_model(setup_.config.imbalance, setup_.config.train.workers).describe();
+  run.target_accuracy = setup_.config.train.target_accuracy;
+  run.stop_reason = phases_.stop_reason();
+  run.error = phases_.error();
+  if (setup_.on_finished)
+    setup_.on_finished(summarize(std::move(run), counters_, evaluations_, wall_seconds_));
+}
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup) {
   return system.spawn<coordinator_actor>(std::move(setup));
 }

@@ -114,10 +114,18 @@ run_summary summarize(run_summary run, const run_counters& counters,
   run.epochs = counters.epochs();
   run.wall_seconds = wall_seconds;
   run.time_to_target_seconds = evaluations.time_to_target();
-  if (const auto& final_point = evaluations.final_point()) {
-    run.final_test_accuracy = final_point->test_accuracy;
-    run.final_test_loss = final_point->test_loss;
+  // A run that stopped at its target keeps the parameters that reached it; the rounds in flight
+  // then changed the workers' parameters after that evaluation.
+  const auto& target = evaluations.target_point();
+  const auto& last = evaluations.final_point();
+  const bool at_target = run.stop_reason == "target-accuracy" && target.has_value();
+  const auto& kept = at_target ? target : last;
+  if (kept) {
+    run.final_test_accuracy = kept->test_accuracy;
+    run.final_test_loss = kept->test_loss;
   }
+  if (at_target && last)
+    run.after_stop_test_accuracy = last->test_accuracy;
   run.final_train_loss = counters.recent_loss();
   run.samples_per_second =
       wall_seconds > 0.0 ? static_cast<double>(counters.samples_applied) / wall_seconds : 0.0;

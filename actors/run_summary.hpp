@@ -85,8 +85,13 @@ struct run_summary {
   double wall_seconds = 0.0;
   double target_accuracy = 0.0; // 0 = none was set
   std::optional<double> time_to_target_seconds;
-  std::optional<double> final_test_accuracy; // none when the final evaluation failed
+  /// The accuracy of the parameters the run ends with: those that reached train.target-accuracy
+  /// when it stopped there, else the last. None when that evaluation failed.
+  std::optional<double> final_test_accuracy;
   std::optional<double> final_test_loss;
+  /// Stopped at the target: the accuracy of the parameters after the rounds that were in flight
+  /// then (the workers' last parameters), which may differ from final_test_accuracy.
+  std::optional<double> after_stop_test_accuracy;
   double final_train_loss = 0.0;
   double samples_per_second = 0.0;
   double reduce_seconds = 0.0;    // data-plane time of all rounds together

@@ -1,5 +1,7 @@
 // bench_kernels: what the kernel layer costs over its baselines. GEMM GFLOP/s of cpu_ops().gemm
-// against a bare cblas_sgemm, and weighted_sum GB/s against memcpy moving the same bytes.
+// against a bare cblas_sgemm, weighted_sum GB/s against memcpy moving the same bytes, and a
+// convolution's forward + backward through cpu_ops() (im2col + gemm, gemm + col2im) against a plain
+// im2col / col2im loop with cblas_sgemm written here, at the shapes of a small Fashion-MNIST CNN.
 //
 // Usage: bench_kernels [--quick] [--blas_threads=N] [Google Benchmark flags]
 // Prints Google Benchmark's table (aggregates over repetitions), then ratios of the medians of this
@@ -163,6 +165,141 @@ void memcpy_benchmark(benchmark::State& state, const reduction_case& c) {
   count_bytes(state, 2 * bytes_copied);
 }
 
+// ---- convolution: im2col + GEMM through cpu_ops() against a plain loop
+// ---------------------------
+
+using herd::kernels::window2d;
+
+struct convolution_case {
+  std::string name;
+  window2d window;
+  int filters;
+  int batch;
+};
+
+// conv 32 3x3 pad 1 on 1x28x28, then (after a 2x2 pool) conv 64 3x3 pad 1 on 32x14x14.
+std::vector<convolution_case> convolution_cases() {
+  std::vector<convolution_case> cases;
+  for (const int batch : {32, 128}) {
+    const std::string suffix = "/b" + std::to_string(batch);
+    cases.push_back({"conv1_1x28x28_to_32" + suffix, {1, 28, 28, 3, 3, 1, 1, 1, 1}, 32, batch});
+    cases.push_back({"conv2_32x14x14_to_64" + suffix, {32, 14, 14, 3, 3, 1, 1, 1, 1}, 64, batch});
+  }
+  return cases;
+}
+
+// One layer's tensors: x, W, y and their gradients, plus one image's column matrix and its
+// gradient (both paths work an image at a time, so the columns stay in cache).
+struct convolution_tensors {
+  explicit convolution_tensors(const convolution_case& c)
+      : x(random_values(c.batch * c.window.image_size(), 3)),
+        weights(random_values(static_cast<std::size_t>(c.filters) * c.window.column_rows(), 4)),
+        y(output_size(c)), dy(random_values(output_size(c), 5)), dx(x.size()),
+        weight_grad(weights.size()), columns(c.window.column_rows() * c.window.output_positions()),
+        column_grad(columns.size()) {}
+  static std::size_t output_size(const convolution_case& c) {
+    return static_cast<std::size_t>(c.batch) * static_cast<std::size_t>(c.filters) *
+           c.window.output_positions();
+  }
+  std::vector<float> x, weights, y, dy, dx, weight_grad, columns, column_grad;
+};
+
+// Caffe's im2col and col2im as the plain loops anyone would write first.
+void plain_im2col(const float* image, const window2d& w, float* columns) {
+  const int out_h = w.output_height();
+  const int out_w = w.output_width();
+  for (int c = 0; c < w.channels; ++c)
+    for (int i = 0; i < w.kernel_h; ++i)
+      for (int j = 0; j < w.kernel_w; ++j)
+        for (int oh = 0; oh < out_h; ++oh)
+          for (int ow = 0; ow < out_w; ++ow) {
+            const int row = oh * w.stride_h - w.pad_h + i;
+            const int col = ow * w.stride_w - w.pad_w + j;
+            *columns++ = row >= 0 && row < w.height && col >= 0 && col < w.width
+                             ? image[(c * w.height + row) * w.width + col]
+                             : 0.0f;
+          }
+}
+
+void plain_col2im(const float* columns, const window2d& w, float* image) {
+  std::memset(image, 0, w.image_size() * sizeof(float));
+  const int out_h = w.output_height();
+  const int out_w = w.output_width();
+  for (int c = 0; c < w.channels; ++c)
+    for (int i = 0; i < w.kernel_h; ++i)
+      for (int j = 0; j < w.kernel_w; ++j)
+        for (int oh = 0; oh < out_h; ++oh)
+          for (int ow = 0; ow < out_w; ++ow, ++columns) {
+            const int row = oh * w.stride_h - w.pad_h + i;
+            const int col = ow * w.stride_w - w.pad_w + j;
+            if (row >= 0 && row < w.height && col >= 0 && col < w.width)
+              image[(c * w.height + row) * w.width + col] += *columns;
+          }
+}
+
+void count_images(benchmark::State& state, const convolution_case& c) {
+  state.counters["images/s"] =
+      benchmark::Counter(c.batch, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Per image n: forward y_n = W cols(x_n); backward dW += dy_n cols(x_n)^T (the columns unfolded
+// again, as a layer that keeps one image's columns must), dx_n = col2im(W^T dy_n).
+void convolution_through_cpu_ops(benchmark::State& state, const convolution_case& c) {
+  convolution_tensors t(c);
+  const auto& kernels = cpu_ops();
+  const window2d& w = c.window;
+  const int rows = static_cast<int>(w.column_rows());
+  const int positions = static_cast<int>(w.output_positions());
+  const std::size_t out_size = static_cast<std::size_t>(c.filters) * w.output_positions();
+  for (auto _ : state) {
+    for (std::size_t n = 0; n < static_cast<std::size_t>(c.batch); ++n) {
+      kernels.im2col(t.x.data() + n * w.image_size(), 1, w, t.columns.data());
+      kernels.gemm(transpose::no, transpose::no, c.filters, positions, rows, 1.0f, t.weights.data(),
+                   rows, t.columns.data(), positions, 0.0f, t.y.data() + n * out_size, positions);
+    }
+    for (std::size_t n = 0; n < static_cast<std::size_t>(c.batch); ++n) {
+      const float* dy = t.dy.data() + n * out_size;
+      kernels.im2col(t.x.data() + n * w.image_size(), 1, w, t.columns.data());
+      kernels.gemm(transpose::no, transpose::yes, c.filters, rows, positions, 1.0f, dy, positions,
+                   t.columns.data(), positions, n == 0 ? 0.0f : 1.0f, t.weight_grad.data(), rows);
+      kernels.gemm(transpose::yes, transpose::no, rows, positions, c.filters, 1.0f,
+                   t.weights.data(), rows, dy, positions, 0.0f, t.column_grad.data(), positions);
+      kernels.col2im(t.column_grad.data(), 1, w, t.dx.data() + n * w.image_size());
+    }
+    benchmark::ClobberMemory();
+  }
+  count_images(state, c);
+}
+
+// The same sequence with the plain loops and cblas_sgemm called directly.
+void convolution_through_plain_loops(benchmark::State& state, const convolution_case& c) {
+  convolution_tensors t(c);
+  const window2d& w = c.window;
+  const int rows = static_cast<int>(w.column_rows());
+  const int positions = static_cast<int>(w.output_positions());
+  const std::size_t out_size = static_cast<std::size_t>(c.filters) * w.output_positions();
+  for (auto _ : state) {
+    for (std::size_t n = 0; n < static_cast<std::size_t>(c.batch); ++n) {
+      plain_im2col(t.x.data() + n * w.image_size(), w, t.columns.data());
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c.filters, positions, rows, 1.0f,
+                  t.weights.data(), rows, t.columns.data(), positions, 0.0f,
+                  t.y.data() + n * out_size, positions);
+    }
+    for (std::size_t n = 0; n < static_cast<std::size_t>(c.batch); ++n) {
+      const float* dy = t.dy.data() + n * out_size;
+      plain_im2col(t.x.data() + n * w.image_size(), w, t.columns.data());
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c.filters, rows, positions, 1.0f, dy,
+                  positions, t.columns.data(), positions, n == 0 ? 0.0f : 1.0f,
+                  t.weight_grad.data(), rows);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, positions, c.filters, 1.0f,
+                  t.weights.data(), rows, dy, positions, 0.0f, t.column_grad.data(), positions);
+      plain_col2im(t.column_grad.data(), w, t.dx.data() + n * w.image_size());
+    }
+    benchmark::ClobberMemory();
+  }
+  count_images(state, c);
+}
+
 // ---- the ratio table ----------------------------------------------------------------------------
 
 // Google Benchmark's console table, plus a copy of every median (or, with one repetition, of the
@@ -224,6 +361,16 @@ void print_ratios(const median_collector& results) {
   std::printf("\nGB/s counts (k reads + 1 write) * n * 4 bytes for a weighted sum and 2 * bytes "
               "copied for memcpy,\nat equal bytes moved. \"out\" writes a separate buffer, "
               "\"in-place\" writes into inputs[0].\n");
+  std::printf("\n%-28s %14s %14s %7s\n", "conv forward + backward", "cpu_ops img/s", "plain img/s",
+              "ratio");
+  for (const convolution_case& c : convolution_cases()) {
+    const double layer = results.median("conv/cpu_ops/" + c.name, "images/s");
+    const double plain = results.median("conv/plain/" + c.name, "images/s");
+    std::printf("%-28s %14.1f %14.1f %7.3f\n", c.name.c_str(), layer, plain, ratio(layer, plain));
+  }
+  std::printf(
+      "\nA convolution step per image: im2col, GEMM (forward); im2col, GEMM for dW, GEMM and "
+      "col2im for dx.\n");
 }
 
 // Real time, not CPU time: OpenBLAS computes in threads of its own, which the CPU time of the
@@ -233,6 +380,13 @@ void register_benchmarks() {
     benchmark::RegisterBenchmark(("gemm/cpu_ops/" + s.name).c_str(), gemm_through_cpu_ops, s)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("gemm/cblas/" + s.name).c_str(), gemm_through_bare_cblas, s)
+        ->UseRealTime();
+  }
+  for (const convolution_case& c : convolution_cases()) {
+    benchmark::RegisterBenchmark(("conv/cpu_ops/" + c.name).c_str(), convolution_through_cpu_ops, c)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("conv/plain/" + c.name).c_str(), convolution_through_plain_loops,
+                                 c)
         ->UseRealTime();
   }
   for (const reduction_case& c : reduction_cases()) {

@@ -7,6 +7,7 @@
 #include "cli/bench_command.hpp"
 
 #include "actors/train_session.hpp"
+#include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "config/loader.hpp"
@@ -407,9 +408,9 @@ std::vector<std::string> plot(const std::filesystem::path& dir, const std::vecto
             "set terminal pngcairo size 900,560\n"
             "set xlabel 'wall time of the run (s)'\nset ylabel 'test accuracy'\n"
             "set key bottom right\nset grid\n";
-  const std::string band = args.repeat > 1 ? " (median, band: min to max of " +
-                                                 std::to_string(args.repeat) + " runs)"
-                                           : "";
+  const std::string band =
+      args.repeat > 1 ? " (median, band: min to max of " + std::to_string(args.repeat) + " runs)"
+                      : "";
   std::vector<std::string> pngs;
   for (const auto& scenario : args.scenarios) {
     std::vector<std::string> lines;
@@ -443,7 +444,8 @@ std::vector<std::string> plot(const std::filesystem::path& dir, const std::vecto
   }
   write_file_atomically((dir / "speedup.dat").string(), speedup_data(runs, args));
   script << "set output 'speedup.png'\n"
-            "set title 'speedup over sync in time to " << format(target, 2)
+            "set title 'speedup over sync in time to "
+         << format(target, 2)
          << " (median over the repetitions, bars: min to max)'\n"
             "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
             "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
@@ -504,7 +506,10 @@ std::string bench_help() {
          "  persistent  workers 0 .. P/4-1 run 3x slower\n"
          "  lognormal   every step time multiplied by LogNormal(0, 0.5) noise\n\n"
          "Every run trains train.epochs epochs (it does not stop at the target), so final\n"
-         "accuracies compare at equal epochs.\n";
+         "accuracies compare at equal epochs.\n\n"
+         "Settings (in a file as [section] key = value; on the command line as\n"
+         "--section.key=value, which overrides the file):\n"
+      << config::describe_keys(keys_of("bench"));
   return out.str();
 }
 

@@ -3,6 +3,7 @@
 
 #include "actors/train_session.hpp"
 #include "cli/cluster_security.hpp"
+#include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/run_support.hpp"
@@ -28,11 +29,6 @@ constexpr int max_workers = 1024; // train.workers' limit
 
 // The cluster.* settings that belong on a node's command line: those both ends must agree on,
 // and the node's own join timeout. The others come from the coordinator.
-const std::vector<std::string> node_settings{
-    "--cluster.heartbeat-ms", "--cluster.node-timeout-ms", "--cluster.join-timeout-s",
-    "--cluster.rejoin-s",     "--cluster.token",           "--cluster.token-file",
-    "--cluster.tls-ca",       "--cluster.tls-cert",        "--cluster.tls-key"};
-
 struct endpoint_address {
   std::string host;
   std::uint16_t port = 0;
@@ -95,7 +91,7 @@ int run_coordinator(const std::vector<std::string>& args) {
   // The workers are the nodes' (train.workers is replaced once they joined), so checks against
   // the worker count wait until then: meanwhile they are made against the most there may be.
   if (!parsed.print_config) // which shows the settings as given, with a word on the workers
-    parsed.overrides.push_back("--train.workers=" + std::to_string(max_workers));
+    parsed.command_overrides.push_back("--train.workers=" + std::to_string(max_workers));
   auto preparation = prepare_run("coordinator", parsed);
   if (!preparation.run)
     return preparation.exit_status;
@@ -110,9 +106,6 @@ int run_coordinator(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   const auto& config = prepared->config;
-  if (!config.checkpoint.dir.empty())
-    std::cerr << "herd coordinator: warning: checkpoint.dir is ignored: runs across processes "
-                 "take no checkpoints yet (herd train does; docs/checkpoints.md)\n";
   progress_printer printer(std::cout, progress_options_for(config));
   cluster::cluster_options options;
   options.listen_host = listen.host;
@@ -172,13 +165,6 @@ int run_node_command(const std::vector<std::string>& args) {
       } else if (reader.is("--name")) {
         options.name = reader.value("--name");
       } else if (reader.is_setting()) {
-        const std::string name = arg.substr(0, arg.find('='));
-        if (std::find(node_settings.begin(), node_settings.end(), name) == node_settings.end())
-          throw std::invalid_argument(
-              arg +
-              ": a node takes the run's settings from the coordinator; on its command "
-              "line only " +
-              join(node_settings) + " (see herd node --help)");
         settings.push_back(arg);
       } else {
         throw std::invalid_argument("unknown argument '" + arg + "' (see herd node --help)");
@@ -193,7 +179,7 @@ int run_node_command(const std::vector<std::string>& args) {
     const auto address = parse_endpoint("--coordinator", coordinator, false);
     options.coordinator_host = address.host;
     options.coordinator_port = address.port;
-    options.cluster = config::load("", settings).cluster;
+    options.cluster = load_for_command("node", "", settings).cluster;
     if (auto warning = resolve_cluster_token(options.cluster); !warning.empty())
       std::cerr << "herd node: warning: " << warning << '\n';
   } catch (const config::invalid_config& invalid) {
@@ -249,7 +235,7 @@ std::string coordinator_help() {
          "  --help, -h              show this help\n"
          "  --version               show the version\n\n"
          "Settings (as for herd train; the nodes receive them from here):\n"
-      << config::describe_keys()
+      << config::describe_keys(keys_of("coordinator"))
       << "\nThe control plane is CAF over TCP behind a gate that admits only Herd nodes (with\n"
          "cluster.token, those that know it), encrypted with TLS when cluster.tls-* are set. On\n"
          "an address other machines reach (the default), a token of at least 16 characters is\n"
@@ -262,7 +248,8 @@ std::string coordinator_help() {
 }
 
 std::string node_help() {
-  return "usage: herd node --coordinator HOST:PORT [--workers N] [--data-host ADDRESS]\n"
+  std::ostringstream out;
+  out << "usage: herd node --coordinator HOST:PORT [--workers N] [--data-host ADDRESS]\n"
          "                 [--name NAME] [--cluster.key=value ...]\n\n"
          "Joins a run hosted by herd coordinator and runs N workers in this process until the\n"
          "coordinator says the job is over. The run's settings come from the coordinator; the\n"
@@ -273,23 +260,19 @@ std::string node_help() {
          "                           dial (default: the address this host reaches the\n"
          "                           coordinator from)\n"
          "  --name NAME              this node's name in logs (default: the host name)\n"
-         "  --cluster.heartbeat-ms=N, --cluster.node-timeout-ms=N, --cluster.token-file=FILE\n"
-         "  (or --cluster.token=SECRET, which other users see in the process list),\n"
-         "  --cluster.tls-ca=FILE, --cluster.tls-cert=FILE, --cluster.tls-key=FILE\n"
-         "                           must match the coordinator's (herd coordinator --help)\n"
-         "  --cluster.join-timeout-s=N  how long to wait for the coordinator and the cluster\n"
-         "  --cluster.rejoin-s=N     after losing the coordinator (this node was paused or cut\n"
-         "                           off longer than cluster.node-timeout-ms), how long to try\n"
-         "                           joining the running job again (default 60; 0 = exit)\n"
          "  --help, -h               show this help\n"
          "  --version                show the version\n\n"
-         "A node started while the job runs joins it in place of a lost node's workers (its\n"
+         "Settings of the node itself (heartbeat, timeouts, token and TLS must match the\n"
+         "coordinator's; cluster.token-file keeps the token out of the process list):\n"
+      << config::describe_keys(keys_of("node"))
+      << "\nA node started while the job runs joins it in place of a lost node's workers (its\n"
          "--workers at most the number lost): its workers take a live worker's model and\n"
          "go on from there. Ctrl-C, SIGTERM or SIGHUP leaves the job: the coordinator counts\n"
          "this node's workers lost at once and the run goes on without them.\n\n"
          "Exit status: 0 the job is over (or the node left it on Ctrl-C/SIGTERM/SIGHUP), 1 the\n"
          "node failed, was turned away or lost the coordinator, 2 bad input, 130 interrupted\n"
          "before it joined.\n";
+  return out.str();
 }
 
 int coordinator_command(const std::vector<std::string>& args) {

@@ -2,6 +2,7 @@
 #include "cli/command_support.hpp"
 
 #include "actors/train_session.hpp"
+#include "cli/command_keys.hpp"
 #include "cli/train_command.hpp"
 
 #include <iostream>
@@ -42,6 +43,19 @@ int run_guarded(const std::string& name, const std::function<int()>& command) {
     std::cerr << "herd " << name << ": error: " << unexpected.what() << '\n';
     return exit_run_failed;
   }
+}
+
+config::run_config load_for_command(const std::string& command, const std::string& file,
+                                    const std::vector<std::string>& settings,
+                                    const std::vector<std::string>& command_overrides) {
+  check_settings(command, settings);
+  auto all = settings;
+  all.insert(all.end(), command_overrides.begin(), command_overrides.end());
+  config::value_origins origins;
+  auto loaded = config::load(file, all, &origins);
+  if (auto ignored = ignored_file_keys(command, file, origins); !ignored.empty())
+    std::cerr << "herd " << command << ": note: " << ignored << '\n';
+  return loaded;
 }
 
 void print_config_errors(const std::string& name, const config::invalid_config& invalid) {

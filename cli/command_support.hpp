@@ -44,6 +44,14 @@ private:
 /// exit status 1, so that nothing ends in std::terminate.
 int run_guarded(const std::string& name, const std::function<int()>& command);
 
+/// The settings `command` runs with: refuses a setting the command does not use
+/// (std::invalid_argument naming the commands that do), loads `file` and the settings, then
+/// `command_overrides` (what the command sets itself), and names on stderr, once, the keys of the
+/// file that the command ignores. Throws config::invalid_config.
+config::run_config load_for_command(const std::string& command, const std::string& file,
+                                    const std::vector<std::string>& settings,
+                                    const std::vector<std::string>& command_overrides = {});
+
 /// Prints every problem as "herd <name>: <message>" on stderr.
 void print_config_errors(const std::string& name, const config::invalid_config& invalid);
 
@@ -62,7 +70,7 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
       std::cout << help();
       return 0;
     }
-    job = config::load(args.config_file, args.overrides);
+    job = load_for_command(name, args.config_file, args.overrides);
     std::filesystem::create_directories(args.out_dir);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(name, invalid);

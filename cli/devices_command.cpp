@@ -2,7 +2,6 @@
 #include "cli/devices_command.hpp"
 
 #include "cli/train_command.hpp" // exit statuses
-#include "cluster/gate_link.hpp"
 #include "comm/nccl_plane.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/ops.hpp"
@@ -13,6 +12,8 @@
 #include <sched.h>
 #include <sstream>
 #include <thread>
+
+#include "cluster/gate_link.hpp"
 
 #ifndef HERD_VERSION
 #define HERD_VERSION "unknown"
@@ -82,8 +83,8 @@ int devices_command(const std::vector<std::string>& args) {
   for (const auto& device : gpus.devices) {
     std::ostringstream text;
     text << "cuda:" << device.index << "  " << device.name << ", sm_" << device.compute_major
-         << device.compute_minor << ", " << std::fixed << std::setprecision(1)
-         << device.memory_gib << " GiB, " << device.multiprocessors << " multiprocessors";
+         << device.compute_minor << ", " << std::fixed << std::setprecision(1) << device.memory_gib
+         << " GiB, " << device.multiprocessors << " multiprocessors";
     line("", text.str());
   }
   line("nccl", comm::nccl_description());

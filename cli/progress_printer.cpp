@@ -86,8 +86,7 @@ std::string progress_printer::status(const actors::progress& now, int columns) c
   };
   const auto eta = eta_seconds(now);
   const std::vector<part> parts = {
-      {"epoch " + fixed(now.epoch, 2) + "/" + std::to_string(static_cast<int>(options_.epochs)),
-       0},
+      {"epoch " + fixed(now.epoch, 2) + "/" + std::to_string(static_cast<int>(options_.epochs)), 0},
       {"round " + std::to_string(now.rounds), 4},
       {"(" + std::to_string(now.steps) + " steps)", 6},
       {"loss " + fixed(now.train_loss, 4), 2},

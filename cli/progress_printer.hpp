@@ -18,9 +18,9 @@ struct run_config;
 namespace herd::cli {
 
 struct progress_options {
-  bool interactive = false;  // redraw one line with carriage returns (a terminal) or print log lines
-  double epochs = 1.0;       // the run's train.epochs
-  double max_seconds = 0.0;  // train.max-seconds; 0: none
+  bool interactive = false; // redraw one line with carriage returns (a terminal) or print log lines
+  double epochs = 1.0;      // the run's train.epochs
+  double max_seconds = 0.0; // train.max-seconds; 0: none
   /// The terminal's width in columns now (asked at every redraw, so a resize is followed).
   std::function<int()> columns;
   double log_interval_seconds = 10.0;

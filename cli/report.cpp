@@ -187,9 +187,18 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   line("waiting", waiting_line(s.waiting));
   line("samples",
        std::to_string(s.samples) + " (" + fixed(s.samples_per_second, 0) + " samples/s)");
-  line("test accuracy", s.final_test_accuracy ? fixed(*s.final_test_accuracy, 4) + " (loss " +
-                                                    fixed(s.final_test_loss.value_or(0.0), 4) + ")"
-                                              : "not measured (the final evaluation failed)");
+  // Stopped at the target: the run keeps the parameters that reached it; the rounds then in
+  // flight moved the workers' on, which is shown too where it differs.
+  const bool both = s.final_test_accuracy && s.after_stop_test_accuracy &&
+                    fixed(*s.after_stop_test_accuracy, 4) != fixed(*s.final_test_accuracy, 4);
+  line("test accuracy", s.final_test_accuracy
+                            ? fixed(*s.final_test_accuracy, 4) + " (loss " +
+                                  fixed(s.final_test_loss.value_or(0.0), 4) + ")" +
+                                  (both ? ", those that reached the target" : "")
+                            : "not measured (the final evaluation failed)");
+  if (both)
+    line("after the stop", fixed(*s.after_stop_test_accuracy, 4) +
+                               " (the workers' after the rounds then in flight)");
   line("train loss", fixed(s.final_train_loss, 4) + " (mean of recent steps)");
   line("data plane",
        fixed(s.reduce_seconds, 2) + " s reducing, " +
@@ -251,6 +260,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["time_to_target_seconds"] = optional_number(s.time_to_target_seconds);
   report["final_test_accuracy"] = optional_number(s.final_test_accuracy);
   report["final_test_loss"] = optional_number(s.final_test_loss);
+  report["after_stop_test_accuracy"] = optional_number(s.after_stop_test_accuracy);
   report["final_train_loss"] = s.final_train_loss;
   report["samples_per_second"] = s.samples_per_second;
   report["reduce_seconds"] = s.reduce_seconds;

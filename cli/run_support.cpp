@@ -1,6 +1,7 @@
 // What `herd train` and `herd coordinator` share around a run; see run_support.hpp.
 #include "cli/run_support.hpp"
 
+#include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "cli/stop_signals.hpp"
@@ -69,7 +70,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   const auto interrupted = [] { return run_preparation{std::nullopt, exit_interrupted}; };
   prepared_run run;
   try {
-    run.config = config::load(parsed.config_file, parsed.overrides);
+    run.config =
+        load_for_command(command, parsed.config_file, parsed.overrides, parsed.command_overrides);
     if (!parsed.report_file.empty())
       check_report_path(parsed.report_file, parsed.config_file);
   } catch (const config::invalid_config& invalid) {
@@ -81,9 +83,9 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   }
   if (parsed.print_config) { // the settings as they would run (secrets left out), nothing loaded
     if (command == "coordinator")
-      std::cout << "; herd coordinator: train.workers becomes the sum of the nodes' --workers\n"
-                   "; once the cluster forms\n";
-    std::cout << config::to_ini(config::without_secrets(run.config));
+      std::cout << "; herd coordinator: train.workers is the sum of the nodes' --workers once\n"
+                   "; the cluster forms\n";
+    std::cout << config::to_ini(config::without_secrets(run.config), keys_of(command));
     return run_preparation{std::nullopt, exit_ok};
   }
   if (interrupted_before_run(command))

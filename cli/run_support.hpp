@@ -24,7 +24,8 @@ namespace herd::cli {
 struct run_arguments {
   std::string config_file;
   std::string report_file;
-  std::vector<std::string> overrides;         // --section.key=value
+  std::vector<std::string> overrides;         // --section.key=value, as the user gave them
+  std::vector<std::string> command_overrides; // settings the command adds, applied after those
   std::map<std::string, std::string> options; // the command's own options, by name
   bool help = false;
   bool print_config = false; // --print-config: show the effective settings, then exit
@@ -53,10 +54,11 @@ struct run_preparation {
   int exit_status = 0; // without a run: 2 bad input, 130 a stop signal (stop_signals.hpp) came
 };
 
-/// Loads the settings, checks the report path, loads the dataset, builds the model (a layer that
-/// does not fit the data's shape is bad input) and opens the metrics endpoint.
-/// On bad input prints "herd <command>: ..." and gives exit status 2; when a stop signal arrives
-/// meanwhile, says so and gives 130 (checked between those steps).
+/// Loads the settings (refusing a setting on the command line that `command` does not use, and
+/// naming once those of the file it ignores; command_keys.hpp), checks the report path, loads the
+/// dataset, builds the model (a layer that does not fit the data's shape is bad input) and opens
+/// the metrics endpoint. On bad input prints "herd <command>: ..." and gives exit status 2; when a
+/// stop signal arrives meanwhile, says so and gives 130 (checked between those steps).
 run_preparation prepare_run(const std::string& command, const run_arguments& parsed);
 
 /// Throws std::invalid_argument naming the path when a report could not be written there (no

@@ -2,6 +2,7 @@
 // simulate.steps step times; the cells are independent, so they run one after another here.
 #include "cli/simulate_command.hpp"
 
+#include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
@@ -212,7 +213,7 @@ std::string simulate_help() {
          "capped at P and the persistent kind's imbalance.workers keeps the indices below P.\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
-      << config::describe_keys() << "\nExit status: 0 done, 2 bad input.\n";
+      << config::describe_keys(keys_of("simulate")) << "\nExit status: 0 done, 2 bad input.\n";
   return out.str();
 }
 

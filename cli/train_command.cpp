@@ -2,6 +2,7 @@
 #include "cli/train_command.hpp"
 
 #include "actors/train_session.hpp"
+#include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/run_support.hpp"
@@ -48,7 +49,7 @@ std::string train_help() {
          "  --version               show the version\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
-      << config::describe_keys()
+      << config::describe_keys(keys_of("train"))
       << "\nTraining stops at train.target-accuracy, train.epochs or train.max-seconds,\n"
          "whichever comes first. Ctrl-C (or SIGTERM, SIGHUP) stops after the rounds in\n"
          "flight and prints the summary; before the run starts it ends herd at once; a\n"

@@ -496,7 +496,7 @@ std::string unknown_key_message(const std::string& name, const std::string& orig
   if (closest != nullptr)
     message += "; did you mean " + closest->name + "?";
   else
-    message += "; `herd train --help` lists every key";
+    message += "; docs/configuration.md lists every key";
   return message;
 }
 
@@ -622,7 +622,8 @@ run_config finish(load_state state) {
 
 } // namespace
 
-run_config load(const std::string& file, const std::vector<std::string>& overrides) {
+run_config load(const std::string& file, const std::vector<std::string>& overrides,
+                value_origins* origins) {
   load_state state;
   if (!file.empty()) {
     auto text = read_config_file(file);
@@ -648,6 +649,8 @@ run_config load(const std::string& file, const std::vector<std::string>& overrid
     }
     assign_value(name, parse_override_value(value), "command line", state);
   }
+  if (origins != nullptr)
+    *origins = state.origins;
   return finish(std::move(state));
 }
 
@@ -657,23 +660,55 @@ run_config load_text(const std::string& ini, const std::string& origin) {
   return finish(std::move(state));
 }
 
-std::string describe_keys() {
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const auto& spec : keys())
+    names.push_back(spec.name);
+  return names;
+}
+
+namespace {
+
+bool in_scope(const key_scope& scope, const std::string& key) {
+  return !scope.uses || scope.uses(key);
+}
+
+// A key's meaning for `scope`. A general meaning that names the one command using the key
+// ("herd simulate: ...") drops that name: the help it appears in is that command's.
+std::string meaning(const key_spec& spec, const key_scope& scope) {
+  if (auto special = scope.meanings.find(spec.name); special != scope.meanings.end())
+    return special->second;
+  if (scope.uses && spec.help.rfind("herd ", 0) == 0)
+    if (auto colon = spec.help.find(": "); colon != std::string::npos && colon < 20)
+      return spec.help.substr(colon + 2);
+  return spec.help;
+}
+
+} // namespace
+
+std::string describe_keys(const key_scope& scope) {
   const run_config defaults;
   std::ostringstream out;
   std::size_t width = 0;
   for (const auto& spec : keys())
-    width = std::max(width, spec.name.size());
+    if (in_scope(scope, spec.name))
+      width = std::max(width, spec.name.size());
   for (const auto& spec : keys()) {
-    out << "  --" << spec.name << std::string(width + 2 - spec.name.size(), ' ') << spec.help
-        << " (" << spec.type << ", default " << spec.show(defaults) << ")\n";
+    if (!in_scope(scope, spec.name))
+      continue;
+    out << "  --" << spec.name << std::string(width + 2 - spec.name.size(), ' ')
+        << meaning(spec, scope) << " (" << spec.type << ", default " << spec.show(defaults)
+        << ")\n";
   }
   return out.str();
 }
 
-std::string to_ini(const run_config& config) {
+std::string to_ini(const run_config& config, const key_scope& scope) {
   std::ostringstream out;
   std::string section;
   for (const auto& spec : keys()) {
+    if (!in_scope(scope, spec.name))
+      continue;
     const auto dot = spec.name.find('.');
     const std::string key_section = spec.name.substr(0, dot);
     if (key_section != section) {

@@ -6,6 +6,7 @@
 #include "config/run_config.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -36,8 +37,12 @@ private:
   std::vector<config_error> errors_;
 };
 
+/// Where each key's value came from ("command line", "in run.ini, line 7"), for messages.
+using value_origins = std::map<std::string, std::string>;
+
 /// Defaults, then the file (when `file` is not empty), then the overrides in order. Each override
-/// is "--section.key=value" (or "section.key=value"). Throws invalid_config.
+/// is "--section.key=value" (or "section.key=value"). Throws invalid_config. When `origins` is
+/// not null it receives where each key that was set came from.
 ///
 /// Before CAF's parser sees a file (front_end.hpp): it must be a regular file (a FIFO, a directory
 /// or a device is refused without being read) of at most max_config_bytes; a UTF-8 byte order mark
@@ -45,14 +50,12 @@ private:
 /// line, nesting deeper than max_config_nesting and more than max_config_settings `key = value`
 /// pairs are refused with their line. After parsing, a key set twice (within a section, or in two
 /// sections of the same name) is refused naming both lines.
-run_config load(const std::string& file, const std::vector<std::string>& overrides);
+run_config load(const std::string& file, const std::vector<std::string>& overrides,
+                value_origins* origins = nullptr);
 
 /// The same from INI text (the settings a coordinator hands its nodes); `origin` names where the
 /// text came from in messages. Throws invalid_config.
 run_config load_text(const std::string& ini, const std::string& origin);
-
-/// Where each key's value came from ("command line", "in run.ini"), for messages.
-using value_origins = std::map<std::string, std::string>;
 
 /// Semantic checks of a filled-in configuration (ranges, known names). Empty when it is valid.
 std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
@@ -65,10 +68,21 @@ std::vector<config_error> validate_against_data(const run_config& config,
 /// length, so that a 10 MB value does not become a 10 MB message.
 std::string abbreviate(const std::string& text);
 
-/// One line per key: name, type, default and meaning; for `--help`.
-std::string describe_keys();
+/// Every key's name ("train.lr"), in the order --help and to_ini() show them.
+std::vector<std::string> key_names();
 
-/// The configuration as an INI file that load() reads back to the same values.
-std::string to_ini(const run_config& config);
+/// A command's view of the keys: the ones it uses, and what a key means there where that differs
+/// from its general meaning. Empty `uses`: every key.
+struct key_scope {
+  std::function<bool(const std::string& key)> uses;
+  std::map<std::string, std::string> meanings;
+};
+
+/// One line per key the scope uses: name, meaning, type and default; for `--help`.
+std::string describe_keys(const key_scope& scope = {});
+
+/// The configuration as an INI file that load() reads back to the same values: every key, or
+/// those `scope` uses.
+std::string to_ini(const run_config& config, const key_scope& scope = {});
 
 } // namespace herd::config

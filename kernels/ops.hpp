@@ -5,7 +5,9 @@
 // Conventions: float32, row-major, raw pointers with explicit sizes, all in the ops' memory()
 // (host memory for the CPU implementations, device memory for CUDA). No kernel allocates. Sizes
 // must be positive: an empty shape is a caller's mistake and throws std::invalid_argument, as do
-// labels outside [0, classes) and negative hyperparameters.
+// labels outside [0, classes), token ids outside [0, vocab), sequence lengths outside their range
+// and negative hyperparameters. (The CUDA implementation checks data on the device only where its
+// contract says so; see kernels/cuda/cuda_ops.hpp.)
 #pragma once
 
 #include "kernels/memory.hpp"
@@ -26,6 +28,67 @@ struct sgd_hyper {
   float learning_rate = 0.0f;
   float momentum = 0.0f;
   float weight_decay = 0.0f;
+};
+
+/// The windows of a 2-D convolution or pooling over NCHW images: `channels` planes of height x
+/// width, a kernel_h x kernel_w window moved by stride_h / stride_w over each plane padded with
+/// pad_h / pad_w zeros on every side. Output sizes round down, as in PyTorch: a window that would
+/// run past the padded edge is dropped.
+struct window2d {
+  int channels = 0;
+  int height = 0;
+  int width = 0;
+  int kernel_h = 0;
+  int kernel_w = 0;
+  int stride_h = 1;
+  int stride_w = 1;
+  int pad_h = 0;
+  int pad_w = 0;
+
+  int output_height() const { return (height + 2 * pad_h - kernel_h) / stride_h + 1; }
+  int output_width() const { return (width + 2 * pad_w - kernel_w) / stride_w + 1; }
+  /// Floats in one image: channels x height x width.
+  std::size_t image_size() const {
+    return static_cast<std::size_t>(channels) * static_cast<std::size_t>(height) *
+           static_cast<std::size_t>(width);
+  }
+  /// Rows of one image's column matrix (im2col): channels x kernel_h x kernel_w.
+  std::size_t column_rows() const {
+    return static_cast<std::size_t>(channels) * static_cast<std::size_t>(kernel_h) *
+           static_cast<std::size_t>(kernel_w);
+  }
+  /// Output positions per plane, the columns of one image's column matrix: output_height x width.
+  std::size_t output_positions() const {
+    return static_cast<std::size_t>(output_height()) * static_cast<std::size_t>(output_width());
+  }
+};
+
+/// 1-D windows over a batch of variable-length sequences stored channels-last: batch x length x
+/// channels, `length` being the padded length. Sample b has lengths[b] valid steps (an int32 array
+/// of batch entries in the ops' memory, each in [1, length]); its steps from lengths[b] on are
+/// padding, which no kernel reads. A `kernel`-wide window moves by one step over each sample padded
+/// with `padding` zeros on both sides of its own length, so sample b has
+/// valid_outputs(lengths[b]) = lengths[b] + 2 padding - kernel + 1 output positions (at least 1
+/// for every sample, else the call throws), out of output_length() stored per sample.
+struct sequence_window {
+  int batch = 0;
+  int length = 0;
+  int channels = 0;
+  int kernel = 0;
+  int padding = 0;
+
+  int output_length() const { return length + 2 * padding - kernel + 1; }
+  int valid_outputs(int sample_length) const { return sample_length + 2 * padding - kernel + 1; }
+  /// The shortest sample length that has an output position.
+  int shortest_length() const { return kernel - 2 * padding > 1 ? kernel - 2 * padding : 1; }
+  /// Columns of the unfolded matrix: one window, kernel x channels.
+  std::size_t window_size() const {
+    return static_cast<std::size_t>(kernel) * static_cast<std::size_t>(channels);
+  }
+  /// Rows of the unfolded matrix: batch x output_length.
+  std::size_t output_rows() const {
+    return static_cast<std::size_t>(batch) * static_cast<std::size_t>(output_length());
+  }
 };
 
 class ops {
@@ -93,6 +156,89 @@ public:
   /// inputs[0] (and only inputs[0]). The reduction every algorithm uses.
   virtual void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                             std::size_t n) const = 0;
+
+  // -- layers beyond the MLP -------------------------------------------------------------------
+  // Convolutions are unfold + GEMM: a conv layer's forward is im2col then gemm, its input gradient
+  // gemm then col2im (and the same with unfold1d / fold1d). `images` counts the images of one call:
+  // pass the batch for one launch over all of them, or 1 per call to keep the column matrix small
+  // (one image's columns stay in cache, and y_n = W cols_n is then already NCHW).
+
+  /// Unfolds `images` NCHW images (images x window.image_size() floats) into their column matrices,
+  /// one after the other, each column_rows() x output_positions(): row (c, i, j) =
+  /// (c * kernel_h + i) * kernel_w + j, column (oh, ow) = oh * output_width() + ow, holding
+  /// x[c][oh * stride_h - pad_h + i][ow * stride_w - pad_w + j], or 0 where that lies in the
+  /// padding.
+  virtual void im2col(const float* x, int images, const window2d& window, float* columns) const = 0;
+
+  /// The adjoint of im2col: overwrites x (images x window.image_size()) with, at every pixel, the
+  /// sum of all column entries that im2col reads from it (overlapping windows add up; a pixel no
+  /// window covers gets 0). So <im2col(x), c> == <x, col2im(c)>.
+  virtual void col2im(const float* columns, int images, const window2d& window, float* x) const = 0;
+
+  /// 2-D max pooling without padding (window.pad_h and pad_w must be 0): y (images x channels x
+  /// output_height x output_width) gets the maximum of each window, and argmax the index of that
+  /// maximum within its input plane (ih * width + iw); the first maximum in row-major window order
+  /// wins a tie.
+  virtual void max_pool2d_forward(const float* x, int images, const window2d& window, float* y,
+                                  std::int32_t* argmax) const = 0;
+
+  /// The gradient of max_pool2d_forward: overwrites dx (images x image_size()) with zeros, then
+  /// adds each dy to the input element its argmax names (overlapping windows add up). argmax must
+  /// come from the forward pass with the same window.
+  virtual void max_pool2d_backward(const float* dy, const std::int32_t* argmax, int images,
+                                   const window2d& window, float* dx) const = 0;
+
+  /// Inverted dropout: y[i] = keep(seed, i, p) ? x[i] * scale : 0 with scale = 1.0f / (1.0f - p)
+  /// computed in float, so every implementation gives bit-identical results. keep() is a
+  /// counter-based hash of (seed, i) (splitmix64; kernels/dropout_mask.hpp): element i is dropped
+  /// when the top 24 bits of the hash, over 2^24, are below p. The caller passes a new seed for
+  /// every step. p must lie in [0, 1); p = 0 copies x. y may alias x.
+  virtual void dropout_forward(const float* x, float* y, std::size_t n, float p,
+                               std::uint64_t seed) const = 0;
+
+  /// The gradient of dropout_forward with the same n, p and seed: dx[i] = keep ? dy[i] * scale : 0.
+  /// dx may alias dy.
+  virtual void dropout_backward(const float* dy, float* dx, std::size_t n, float p,
+                                std::uint64_t seed) const = 0;
+
+  /// y[t] = table[ids[t]] for `tokens` int32 ids (a batch x length array, flattened): y is tokens x
+  /// dim, table vocab x dim. Every id must lie in [0, vocab).
+  virtual void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
+                                 int tokens, float* y) const = 0;
+
+  /// The gradient of embedding_forward: overwrites table_grad (vocab x dim) with zeros, then adds
+  /// every dy[t] (tokens x dim) into row ids[t]; a repeated id sums its rows.
+  virtual void embedding_backward(const float* dy, const std::int32_t* ids, int tokens, int vocab,
+                                  int dim, float* table_grad) const = 0;
+
+  /// Unfolds x (batch x length x channels, see sequence_window) into the rows of a conv1d GEMM:
+  /// columns is output_rows() x window_size(), row (b, t) holding the window of output position t
+  /// of sample b, element (j, c) = j * channels + c being x[b][t - padding + j][c], or 0 where that
+  /// step lies outside [0, lengths[b]). Rows of positions t >= valid_outputs(lengths[b]) are all 0.
+  /// Then y = columns W^T (W: filters x window_size()) is the conv output, batch x output_length x
+  /// filters, channels-last again.
+  virtual void unfold1d(const float* x, const std::int32_t* lengths, const sequence_window& window,
+                        float* columns) const = 0;
+
+  /// The adjoint of unfold1d: overwrites x (batch x length x channels) with, at every valid step,
+  /// the sum of the column entries unfold1d reads from it, and with 0 at padding steps. Entries of
+  /// columns that unfold1d writes as 0 whatever x holds are ignored.
+  virtual void fold1d(const float* columns, const std::int32_t* lengths,
+                      const sequence_window& window, float* x) const = 0;
+
+  /// Global max pool over time of a conv1d output x (batch x window.output_length() x filters):
+  /// y[b][f] (batch x filters) is the maximum of x[b][t][f] over the valid positions
+  /// t < window.valid_outputs(lengths[b]) only, and argmax[b][f] that t (the first on ties). For a
+  /// plain masked max over lengths[b] steps, pass kernel 1 and padding 0.
+  virtual void sequence_max_pool_forward(const float* x, const std::int32_t* lengths,
+                                         const sequence_window& window, int filters, float* y,
+                                         std::int32_t* argmax) const = 0;
+
+  /// The gradient of sequence_max_pool_forward: overwrites dx (batch x output_length x filters)
+  /// with dy[b][f] at t = argmax[b][f] and 0 everywhere else.
+  virtual void sequence_max_pool_backward(const float* dy, const std::int32_t* argmax,
+                                          const sequence_window& window, int filters,
+                                          float* dx) const = 0;
 };
 
 /// Naive loops: slow, obviously right, the oracle of every kernel test.

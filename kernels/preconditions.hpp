@@ -90,4 +90,89 @@ inline void weighted_sum(const float* out, const float* const* inputs, const flo
   }
 }
 
+// ---- layers beyond the MLP ---------------------------------------------------------------------
+
+inline void window2d(const kernels::window2d& w) {
+  HERD_CHECK_GT(w.channels, 0);
+  HERD_CHECK_GT(w.height, 0);
+  HERD_CHECK_GT(w.width, 0);
+  HERD_CHECK_GT(w.kernel_h, 0);
+  HERD_CHECK_GT(w.kernel_w, 0);
+  HERD_CHECK_GT(w.stride_h, 0);
+  HERD_CHECK_GT(w.stride_w, 0);
+  HERD_CHECK_GE(w.pad_h, 0);
+  HERD_CHECK_GE(w.pad_w, 0);
+  HERD_CHECK(w.height + 2 * w.pad_h >= w.kernel_h && w.width + 2 * w.pad_w >= w.kernel_w,
+             "a " << w.kernel_h << 'x' << w.kernel_w << " window does not fit a " << w.height << 'x'
+                  << w.width << " image padded by " << w.pad_h << 'x' << w.pad_w);
+}
+
+inline void im2col(const float* x, int images, const kernels::window2d& w, const float* columns) {
+  HERD_CHECK_GT(images, 0);
+  window2d(w);
+  HERD_CHECK(x != nullptr && columns != nullptr, "im2col needs x and columns");
+}
+
+inline void col2im(const float* columns, int images, const kernels::window2d& w, const float* x) {
+  HERD_CHECK_GT(images, 0);
+  window2d(w);
+  HERD_CHECK(columns != nullptr && x != nullptr, "col2im needs columns and x");
+}
+
+inline void max_pool2d(const void* in, int images, const kernels::window2d& w, const void* argmax,
+                       const void* out) {
+  HERD_CHECK_GT(images, 0);
+  window2d(w);
+  HERD_CHECK(w.pad_h == 0 && w.pad_w == 0,
+             "max pooling takes no padding, not " << w.pad_h << 'x' << w.pad_w);
+  HERD_CHECK(in != nullptr && argmax != nullptr && out != nullptr,
+             "max pooling needs its input, argmax and output");
+}
+
+inline void dropout(const float* in, const float* out, std::size_t n, float p) {
+  HERD_CHECK_GT(n, 0u);
+  HERD_CHECK(in != nullptr && out != nullptr, "dropout needs its input and output");
+  // Written so that a NaN p fails too.
+  HERD_CHECK(p >= 0.0f && p < 1.0f, "dropout probability " << p << " lies outside [0, 1)");
+}
+
+inline void embedding(const float* table, int vocab, int dim, const std::int32_t* ids, int tokens,
+                      const float* rows) {
+  HERD_CHECK_GT(vocab, 0);
+  HERD_CHECK_GT(dim, 0);
+  HERD_CHECK_GT(tokens, 0);
+  HERD_CHECK(table != nullptr && ids != nullptr && rows != nullptr,
+             "embedding needs the table, the ids and the rows");
+}
+
+inline void sequence_window(const kernels::sequence_window& w) {
+  HERD_CHECK_GT(w.batch, 0);
+  HERD_CHECK_GT(w.length, 0);
+  HERD_CHECK_GT(w.channels, 0);
+  HERD_CHECK_GT(w.kernel, 0);
+  HERD_CHECK_GE(w.padding, 0);
+  HERD_CHECK(w.output_length() >= 1, "a window of " << w.kernel << " steps does not fit "
+                                                    << w.length << " steps padded by "
+                                                    << w.padding);
+}
+
+inline void sequence_lengths(const std::int32_t* lengths) {
+  HERD_CHECK(lengths != nullptr, "a sequence kernel needs the lengths");
+}
+
+inline void unfold1d(const float* x, const std::int32_t* lengths, const kernels::sequence_window& w,
+                     const float* columns) {
+  sequence_window(w);
+  sequence_lengths(lengths);
+  HERD_CHECK(x != nullptr && columns != nullptr, "unfold1d and fold1d need x and columns");
+}
+
+inline void sequence_max_pool(const void* in, const kernels::sequence_window& w, int filters,
+                              const void* argmax, const void* out) {
+  sequence_window(w);
+  HERD_CHECK_GT(filters, 0);
+  HERD_CHECK(in != nullptr && argmax != nullptr && out != nullptr,
+             "sequence max pooling needs its input, argmax and output");
+}
+
 } // namespace herd::kernels::preconditions

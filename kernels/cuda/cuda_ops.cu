@@ -1,8 +1,10 @@
 // make_cuda_ops(): kernels::ops on one CUDA device and stream. GEMM is cuBLAS SGEMM on row-major
 // data (computed as the column-major transpose, so no copies); every other op is one grid-stride
-// kernel, launched on the stream and checked. See cuda_ops.hpp for the contract.
+// kernel, launched on the stream and checked; the layer kernels are in cuda_layer_ops.cu. See
+// cuda_ops.hpp for the contract.
 #include "kernels/check.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cuda_layer_ops.cuh"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/preconditions.hpp"
 
@@ -316,7 +318,7 @@ private:
   std::string name_;
 };
 
-class cuda_implementation final : public ops {
+class cuda_implementation final : public cuda_layer_ops {
 public:
   cuda_implementation(int device, void* stream) : device_(device), memory_(&device_memory(device)) {
     const device_scope scope(device_);
@@ -504,6 +506,13 @@ public:
             <<<blocks_for(n), threads_per_block, 0, stream_>>>(out, chunk, accumulate, n);
       HERD_CUDA_CHECK(cudaGetLastError());
     }
+  }
+
+protected:
+  // The layer kernels' data checks share the label checks' scratch: every call resets what it
+  // uses, and calls on one object do not overlap.
+  launch_target target() const override {
+    return {device_, stream_, multiprocessors_, &scratch_->first_bad_row};
   }
 
 private:

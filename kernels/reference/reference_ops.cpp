@@ -3,6 +3,7 @@
 #include "kernels/check.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/preconditions.hpp"
+#include "kernels/reference/reference_layer_ops.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -29,7 +30,7 @@ void check_labels(const std::int32_t* labels, int rows, int classes) {
                "row " << r << " has label " << labels[r] << ", outside [0, " << classes << ')');
 }
 
-class reference_implementation final : public ops {
+class reference_implementation final : public reference_layer_ops {
 public:
   std::string_view name() const override { return "reference"; }
 

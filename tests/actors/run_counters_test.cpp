@@ -147,6 +147,42 @@ TEST(run_counters, the_summary_carries_the_evaluations_and_the_final_one) {
   EXPECT_EQ(summary.final_test_loss, 0.3);
 }
 
+// A run that stopped at its target keeps the parameters that reached it: the rounds in flight
+// then may have moved the workers' parameters either way.
+TEST(run_counters, a_run_stopped_at_its_target_ends_with_the_parameters_that_reached_it) {
+  evaluation_schedule::settings chosen;
+  chosen.target_accuracy = 0.85;
+  evaluation_schedule evaluations(chosen);
+  evaluation_point below;
+  below.elapsed_seconds = 1.0;
+  below.test_accuracy = 0.80;
+  EXPECT_FALSE(evaluations.record(below));
+  evaluation_point reached;
+  reached.elapsed_seconds = 2.0;
+  reached.test_accuracy = 0.8538;
+  reached.test_loss = 0.41;
+  EXPECT_TRUE(evaluations.record(reached));
+  evaluation_point after = reached;
+  after.elapsed_seconds = 2.1;
+  after.test_accuracy = 0.8449;
+  after.test_loss = 0.44;
+  evaluations.set_final(after);
+  evaluations.record(after);
+  auto stopped = head();
+  stopped.stop_reason = "target-accuracy";
+  const auto at_target = summarize(stopped, two_workers(), evaluations, 2.1);
+  EXPECT_EQ(at_target.final_test_accuracy, 0.8538);
+  EXPECT_EQ(at_target.final_test_loss, 0.41);
+  EXPECT_EQ(at_target.after_stop_test_accuracy, 0.8449);
+  EXPECT_EQ(at_target.time_to_target_seconds, 2.0);
+  // Stopped for another reason (the target reached earlier or not at all): the last parameters.
+  auto epochs = head();
+  epochs.stop_reason = "epochs";
+  const auto at_the_end = summarize(epochs, two_workers(), evaluations, 2.1);
+  EXPECT_EQ(at_the_end.final_test_accuracy, 0.8449);
+  EXPECT_FALSE(at_the_end.after_stop_test_accuracy);
+}
+
 TEST(run_counters, a_missing_final_evaluation_leaves_the_final_accuracy_empty) {
   evaluation_schedule evaluations(evaluation_schedule::settings{});
   evaluation_point earlier;

@@ -119,17 +119,26 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   EXPECT_THAT(top.output, HasSubstr("simulate"));
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
-  for (const char* key : herd::testing::contract_keys())
-    EXPECT_THAT(train.output, HasSubstr(key)) << key;
   for (const char* option : {"--config", "--report"})
     EXPECT_THAT(train.output, HasSubstr(option));
+  // Each command lists the keys it uses; together they list every key.
+  std::string every_help;
+  for (const char* command : {"train", "coordinator", "node", "bench", "simulate"})
+    every_help += herd({command, "--help"}).output;
+  for (const char* key : herd::testing::contract_keys())
+    EXPECT_THAT(every_help, HasSubstr(std::string("--") + key + " ")) << key;
 }
 
 TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"version"}, {"--version"}, {"train", "--version"},
-        {"coordinator", "--version"}, {"node", "--version"}, {"bench", "--version"},
-        {"simulate", "--version"}, {"devices", "--version"},
+       {std::vector<std::string>{"version"},
+        {"--version"},
+        {"train", "--version"},
+        {"coordinator", "--version"},
+        {"node", "--version"},
+        {"bench", "--version"},
+        {"simulate", "--version"},
+        {"devices", "--version"},
         {"train", "--config", "/nonexistent", "--version"}}) {
     auto shown = herd(args);
     EXPECT_EQ(shown.exit_code, 0) << args.front() << ": " << shown.output;
@@ -160,7 +169,9 @@ std::string repository_file(const std::string& path) {
 }
 
 TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
-  const auto help = herd({"train", "--help"}).output + herd({"coordinator", "--help"}).output;
+  std::string help;
+  for (const char* command : {"train", "coordinator", "node", "bench", "simulate"})
+    help += herd({command, "--help"}).output;
   // "  --train.lr   learning rate (real, default 0.05)"
   std::map<std::string, std::pair<std::string, std::string>> shown;
   const std::regex help_line(R"(^\s+--([a-z0-9.-]+)\s.*\(([^()]*), default (.*)\)\s*$)");
@@ -170,7 +181,8 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
       shown[m[1]] = {m[2], m[3]};
   ASSERT_GT(shown.size(), 40u) << help;
   // "| `train.lr` | real | 0.05 | learning rate (> 0) |"; a row may document several keys alike.
-  const std::regex doc_row(R"(^\| (`[a-z0-9-]+\.[a-z0-9.-]+`(, `[a-z0-9.-]+`)*) \| ([^|]+?) \| `?([^|`]+?)`? \|.*)");
+  const std::regex doc_row(
+      R"(^\| (`[a-z0-9-]+\.[a-z0-9.-]+`(, `[a-z0-9.-]+`)*) \| ([^|]+?) \| `?([^|`]+?)`? \|.*)");
   const std::regex quoted_key("`([a-z0-9.-]+)`");
   std::istringstream rows(repository_file("docs/configuration.md"));
   int compared = 0;
@@ -228,14 +240,12 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
 
 TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
   auto shown = herd({"train", "--config", std::string(HERD_SOURCE_DIR) + "/config/quickstart.ini",
-                     "--train.lr=0.02", "--cluster.token=secret-token-that-must-not-show",
-                     "--print-config"});
+                     "--train.lr=0.02", "--print-config"});
   ASSERT_EQ(shown.exit_code, 0) << shown.output;
   EXPECT_THAT(shown.output, HasSubstr("[train]"));
   EXPECT_THAT(shown.output, HasSubstr("lr = 0.02"));            // the override
   EXPECT_THAT(shown.output, HasSubstr("algorithm = \"solo\"")); // the file
   EXPECT_THAT(shown.output, HasSubstr("eval-every = 100"));     // a default
-  EXPECT_THAT(shown.output, testing::Not(HasSubstr("secret-token-that-must-not-show")));
   EXPECT_THAT(shown.output, testing::Not(HasSubstr("herd train:"))) << "nothing was loaded or run";
   // What it prints is a configuration that gives the same settings.
   {
@@ -245,10 +255,50 @@ TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
   auto reread = herd({"train", "--config", path("effective.ini"), "--print-config"});
   ASSERT_EQ(reread.exit_code, 0) << reread.output;
   EXPECT_EQ(reread.output, shown.output);
-  auto coordinator = herd({"coordinator", "--train.lr=0.03", "--print-config"});
+  // Only the keys herd train uses.
+  EXPECT_THAT(shown.output, testing::Not(HasSubstr("[cluster]")));
+  EXPECT_THAT(shown.output, testing::Not(HasSubstr("[simulate]")));
+  auto coordinator = herd({"coordinator", "--train.lr=0.03",
+                           "--cluster.token=secret-token-that-must-not-show", "--print-config"});
   EXPECT_EQ(coordinator.exit_code, 0) << coordinator.output;
   EXPECT_THAT(coordinator.output, HasSubstr("lr = 0.03"));
-  EXPECT_THAT(coordinator.output, HasSubstr("train.workers becomes the sum of the nodes'"));
+  EXPECT_THAT(coordinator.output, HasSubstr("[cluster]"));
+  EXPECT_THAT(coordinator.output, testing::Not(HasSubstr("secret-token-that-must-not-show")));
+  EXPECT_THAT(coordinator.output, HasSubstr("train.workers is the sum of the nodes'"));
+  EXPECT_THAT(coordinator.output, testing::Not(HasSubstr("workers = 4"))); // train.workers
+}
+
+// One file may serve several commands: what a command does not use is named once when a file
+// sets it, and refused on the command line, naming the commands that use it.
+TEST_F(herd_cli, a_setting_the_command_does_not_use_is_refused_and_a_file_one_named_once) {
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"train", "--cluster.min-nodes=3"},
+        {"coordinator", "--train.workers=8"},
+        {"coordinator", "--checkpoint.dir=/tmp"},
+        {"bench", "--train.algorithm=sync"},
+        {"simulate", "--data.path=/tmp"},
+        {"node", "--coordinator", "127.0.0.1:1", "--train.lr=0.1"}}) {
+    auto run = herd(refused);
+    EXPECT_EQ(run.exit_code, 2) << refused.back() << ": " << run.output;
+    const std::string key = refused.back().substr(2, refused.back().find('=') - 2);
+    EXPECT_THAT(run.output, HasSubstr("--" + key + ": herd " + refused.front() +
+                                      " does not use this setting (herd "))
+        << run.output;
+  }
+  {
+    std::ofstream file(path("shared.ini"));
+    file << "[train]\nworkers = 2\n[cluster]\nmin-nodes = 3\n[simulate]\nsteps = 50\n";
+  }
+  auto train = herd({"train", "--config", path("shared.ini"), "--print-config"});
+  EXPECT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_THAT(train.output,
+              HasSubstr("shared.ini sets what herd train does not use, ignored here: "
+                        "simulate.steps (herd simulate), cluster.min-nodes (herd coordinator)"));
+  EXPECT_THAT(train.output, HasSubstr("workers = 2"));
+  auto coordinator = herd({"coordinator", "--config", path("shared.ini"), "--print-config"});
+  EXPECT_EQ(coordinator.exit_code, 0) << coordinator.output;
+  EXPECT_THAT(coordinator.output, HasSubstr("ignored here: train.workers (herd bench"));
+  EXPECT_THAT(coordinator.output, HasSubstr("min-nodes = 3"));
 }
 
 TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
@@ -475,7 +525,8 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
             values.push_back(*latest);
         }
         EXPECT_LE(t, longest + 1e-6) << "a point after the runs ended";
-        ASSERT_EQ(values.size(), static_cast<std::size_t>(n)) << scenario << "/" << algorithm << " t=" << t;
+        ASSERT_EQ(values.size(), static_cast<std::size_t>(n))
+            << scenario << "/" << algorithm << " t=" << t;
         std::sort(values.begin(), values.end());
         EXPECT_NEAR(low, values.front(), 1e-6);
         EXPECT_NEAR(high, values.back(), 1e-6);

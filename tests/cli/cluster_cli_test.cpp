@@ -608,22 +608,15 @@ TEST(cluster_cli, the_quick_start_reaches_the_target_across_three_network_namesp
   // The coordinator runs in namespace c and listens on the bridge's address.
   std::vector<std::string> argv = spaces.exec("c");
   const int port = 17070;
-  const std::vector<std::string> coordinator{HERD_BINARY,
-                                             "coordinator",
-                                             "--listen",
-                                             "10.77.0.1:" + std::to_string(port),
-                                             "--config",
-                                             quickstart,
-                                             "--train.target-accuracy=0.85",
+  const std::vector<std::string> coordinator{HERD_BINARY, "coordinator", "--listen",
+                                             "10.77.0.1:" + std::to_string(port), "--config",
+                                             quickstart, "--train.target-accuracy=0.85",
                                              // What is tested is the network between namespaces:
                                              // sync's accuracy does not depend on the machine's
                                              // load (solo's, with stale gradients, can miss 0.85
                                              // in 3 epochs on a loaded 2-core machine).
-                                             "--train.algorithm=sync",
-                                             "--cluster.min-nodes=3",
-                                             token_option,
-                                             "--report",
-                                             dir.file("report.json")};
+                                             "--train.algorithm=sync", "--cluster.min-nodes=3",
+                                             token_option, "--report", dir.file("report.json")};
   argv.insert(argv.end(), coordinator.begin(), coordinator.end());
   background_process coordinator_process(argv, dir.file("coordinator.log"));
   std::vector<std::unique_ptr<background_process>> nodes;

@@ -4,7 +4,6 @@
 #include "cli/progress_printer.hpp"
 
 #include <gtest/gtest.h>
-
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,8 +64,8 @@ TEST(progress_printer, a_narrow_terminal_drops_the_least_important_parts_first) 
   progress_printer printer(std::cout, options_of(100, 0, 80, true));
   const auto wide = printer.status(a_busy_run(), 200);
   const auto narrow = printer.status(a_busy_run(), 80);
-  for (const char* part : {"round 123456", "(987654 steps)", "samples/s", "test acc 0.8765",
-                           "loss 0.4321", "ETA"})
+  for (const char* part :
+       {"round 123456", "(987654 steps)", "samples/s", "test acc 0.8765", "loss 0.4321", "ETA"})
     EXPECT_NE(wide.find(part), std::string::npos) << part << " in " << wide;
   EXPECT_GT(wide.size(), 79u) << "the test needs a line wider than 80 columns: " << wide;
   for (const char* kept : {"test acc 0.8765", "loss 0.4321", "ETA"})

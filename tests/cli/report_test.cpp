@@ -173,4 +173,34 @@ TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
   EXPECT_THAT(below, testing::Not(HasSubstr("above a barrier's")));
 }
 
+// The run keeps the parameters that reached its target; where the rounds then in flight moved the
+// workers' elsewhere, the summary and the report show both.
+TEST(summary, a_run_stopped_at_its_target_shows_both_accuracies_where_they_differ) {
+  herd::actors::run_summary summary;
+  summary.stop_reason = "target-accuracy";
+  summary.final_test_accuracy = 0.8538;
+  summary.final_test_loss = 0.41;
+  summary.after_stop_test_accuracy = 0.8449;
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  EXPECT_THAT(out.str(), HasSubstr("0.8538 (loss 0.4100), those that reached the target\n"));
+  EXPECT_THAT(out.str(),
+              HasSubstr("after the stop    0.8449 (the workers' after the rounds then in flight)"));
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("reached the target") != std::string::npos ||
+        line.find("after the stop") != std::string::npos) {
+      EXPECT_LE(line.size(), 80u) << line; // fits a terminal
+    }
+  summary.after_stop_test_accuracy = 0.85381; // the same to the digits shown
+  std::ostringstream same;
+  herd::cli::print_summary(same, summary);
+  EXPECT_THAT(same.str(), testing::Not(HasSubstr("after the stop")));
+  EXPECT_THAT(same.str(), testing::Not(HasSubstr("those that reached")));
+  const auto report =
+      nlohmann::json::parse(herd::cli::report_json(summary, herd::config::run_config{}));
+  EXPECT_EQ(report["final_test_accuracy"], 0.8538);
+  EXPECT_EQ(report["after_stop_test_accuracy"], 0.85381);
+}
+
 } // namespace

@@ -46,6 +46,56 @@ public:
                     std::size_t n) const override {
     base().weighted_sum(out, inputs, weights, k, n);
   }
+  void im2col(const float* x, int images, const kernels::window2d& window,
+              float* columns) const override {
+    base().im2col(x, images, window, columns);
+  }
+  void col2im(const float* columns, int images, const kernels::window2d& window,
+              float* x) const override {
+    base().col2im(columns, images, window, x);
+  }
+  void max_pool2d_forward(const float* x, int images, const kernels::window2d& window, float* y,
+                          std::int32_t* argmax) const override {
+    base().max_pool2d_forward(x, images, window, y, argmax);
+  }
+  void max_pool2d_backward(const float* dy, const std::int32_t* argmax, int images,
+                           const kernels::window2d& window, float* dx) const override {
+    base().max_pool2d_backward(dy, argmax, images, window, dx);
+  }
+  void dropout_forward(const float* x, float* y, std::size_t n, float p,
+                       std::uint64_t seed) const override {
+    base().dropout_forward(x, y, n, p, seed);
+  }
+  void dropout_backward(const float* dy, float* dx, std::size_t n, float p,
+                        std::uint64_t seed) const override {
+    base().dropout_backward(dy, dx, n, p, seed);
+  }
+  void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
+                         int tokens, float* y) const override {
+    base().embedding_forward(table, vocab, dim, ids, tokens, y);
+  }
+  void embedding_backward(const float* dy, const std::int32_t* ids, int tokens, int vocab, int dim,
+                          float* table_grad) const override {
+    base().embedding_backward(dy, ids, tokens, vocab, dim, table_grad);
+  }
+  void unfold1d(const float* x, const std::int32_t* lengths, const kernels::sequence_window& window,
+                float* columns) const override {
+    base().unfold1d(x, lengths, window, columns);
+  }
+  void fold1d(const float* columns, const std::int32_t* lengths,
+              const kernels::sequence_window& window, float* x) const override {
+    base().fold1d(columns, lengths, window, x);
+  }
+  void sequence_max_pool_forward(const float* x, const std::int32_t* lengths,
+                                 const kernels::sequence_window& window, int filters, float* y,
+                                 std::int32_t* argmax) const override {
+    base().sequence_max_pool_forward(x, lengths, window, filters, y, argmax);
+  }
+  void sequence_max_pool_backward(const float* dy, const std::int32_t* argmax,
+                                  const kernels::sequence_window& window, int filters,
+                                  float* dx) const override {
+    base().sequence_max_pool_backward(dy, argmax, window, filters, dx);
+  }
 
 protected:
   static const kernels::ops& base() { return kernels::cpu_ops(); }

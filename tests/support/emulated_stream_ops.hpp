@@ -69,6 +69,61 @@ public:
     std::vector<float> factors(weights, weights + k);
     enqueue([=] { cpu().weighted_sum(out, sources.data(), factors.data(), k, n); });
   }
+  // The layer kernels read their data (ids, lengths, argmax) when they run, like the CUDA ones.
+  void im2col(const float* x, int images, const kernels::window2d& window,
+              float* columns) const override {
+    enqueue([=] { cpu().im2col(x, images, window, columns); });
+  }
+  void col2im(const float* columns, int images, const kernels::window2d& window,
+              float* x) const override {
+    enqueue([=] { cpu().col2im(columns, images, window, x); });
+  }
+  void max_pool2d_forward(const float* x, int images, const kernels::window2d& window, float* y,
+                          std::int32_t* argmax) const override {
+    enqueue([=] { cpu().max_pool2d_forward(x, images, window, y, argmax); });
+  }
+  void max_pool2d_backward(const float* dy, const std::int32_t* argmax, int images,
+                           const kernels::window2d& window, float* dx) const override {
+    enqueue([=] { cpu().max_pool2d_backward(dy, argmax, images, window, dx); });
+  }
+  void dropout_forward(const float* x, float* y, std::size_t n, float p,
+                       std::uint64_t seed) const override {
+    enqueue([=] { cpu().dropout_forward(x, y, n, p, seed); });
+  }
+  void dropout_backward(const float* dy, float* dx, std::size_t n, float p,
+                        std::uint64_t seed) const override {
+    enqueue([=] { cpu().dropout_backward(dy, dx, n, p, seed); });
+  }
+  // Like the CUDA ops, the forward pass checks the ids and so waits for the queue.
+  void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
+                         int tokens, float* y) const override {
+    flush();
+    cpu().embedding_forward(table, vocab, dim, ids, tokens, y);
+  }
+  void embedding_backward(const float* dy, const std::int32_t* ids, int tokens, int vocab, int dim,
+                          float* table_grad) const override {
+    enqueue([=] { cpu().embedding_backward(dy, ids, tokens, vocab, dim, table_grad); });
+  }
+  // Like the CUDA ops, unfold1d checks the lengths and so waits for the queue.
+  void unfold1d(const float* x, const std::int32_t* lengths, const kernels::sequence_window& window,
+                float* columns) const override {
+    flush();
+    cpu().unfold1d(x, lengths, window, columns);
+  }
+  void fold1d(const float* columns, const std::int32_t* lengths,
+              const kernels::sequence_window& window, float* x) const override {
+    enqueue([=] { cpu().fold1d(columns, lengths, window, x); });
+  }
+  void sequence_max_pool_forward(const float* x, const std::int32_t* lengths,
+                                 const kernels::sequence_window& window, int filters, float* y,
+                                 std::int32_t* argmax) const override {
+    enqueue([=] { cpu().sequence_max_pool_forward(x, lengths, window, filters, y, argmax); });
+  }
+  void sequence_max_pool_backward(const float* dy, const std::int32_t* argmax,
+                                  const kernels::sequence_window& window, int filters,
+                                  float* dx) const override {
+    enqueue([=] { cpu().sequence_max_pool_backward(dy, argmax, window, filters, dx); });
+  }
 
   void copy(float* destination, const float* source, std::size_t n) const override {
     ++memory_.counts.copies;

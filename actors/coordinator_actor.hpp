@@ -1,0 +1,142 @@
+// The group coordinator actor's class (spawn_group_coordinator in group_coordinator.hpp makes
+// it). Its member functions are its handlers and the steps they take; they are defined in two
+// files: group_coordinator.cpp (starting, rounds, losses, stopping, the summary) and
+// coordinator_snapshots.cpp (what it does with the replicas' state as of a moment: evaluating
+// it, writing it to a checkpoint, going on from one). Internal to herd::actors.
+#pragma once
+
+#include "actors/checkpoint_taker.hpp"
+#include "actors/evaluation_requests.hpp"
+#include "actors/evaluation_schedule.hpp"
+#include "actors/group_coordinator.hpp"
+#include "actors/messages.hpp"
+#include "actors/round_report.hpp"
+#include "actors/run_counters.hpp"
+#include "actors/run_phases.hpp"
+
+#include <caf/event_based_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace herd::actors {
+
+/// A round the coordinator started and has not heard the end of.
+struct round_in_flight {
+  std::size_t aggregator = 0;
+  std::uint64_t expected_samples = 0;
+  policy::group_decision planned;
+};
+
+class coordinator_actor : public caf::event_based_actor, public coordinator_port {
+public:
+  using group_decision = policy::group_decision;
+  using action = run_phases::action;
+  using clock_type = std::chrono::steady_clock;
+
+  coordinator_actor(caf::actor_config& config, coordinator_setup setup);
+  const char* name() const override { return "herd.group_coordinator"; }
+  void on_exit() override;
+  caf::behavior make_behavior() override;
+
+  // -- coordinator_port: what a node joining the running job uses --------------------------------
+  caf::event_based_actor& self() override { return *this; }
+  bool running() const override { return phases_.running(); }
+  std::size_t worker_count() const override { return workers_.size(); }
+  std::vector<int> live_workers() const override { return counters_.live_workers(); }
+  std::size_t rounds_in_flight() const override { return in_flight_.size(); }
+  std::uint64_t rounds_finished() const override { return counters_.rounds; }
+  const std::vector<caf::actor>& aggregators() const override { return aggregators_; }
+  void notice(const std::string& text) override;
+  void lose_worker(int index, const std::string& why) override;
+  void admit_worker(int index, const caf::actor& handle, const std::string& node) override;
+  void resume_rounds(bool workers_admitted) override;
+
+private:
+  /// Seconds of training so far; a resumed run's time before this process included.
+  double elapsed() const;
+
+  // -- the handlers ------------------------------------------------------------------------------
+  void on_start(const run_start& start);
+  void on_step_ready(const step_ready& ready);
+  void on_group_done(const group_done& report);
+  void on_stop() { begin_stop("interrupted"); }
+  void on_admission(node_admission admission);
+  void on_tick();
+  void on_drain_timeout();
+  void on_policy_time(double deadline);
+  void on_down(const caf::down_msg& down);
+
+  // -- rounds ------------------------------------------------------------------------------------
+  void consult(std::function<std::vector<group_decision>()> input);
+  bool holding() const { return joins_ && joins_->holding(); }
+  std::vector<group_decision> tell_policy(const policy_input& input);
+  void hear(policy_input input);
+  std::uint64_t sample_budget() const;
+  void start_rounds(const std::vector<group_decision>& decisions);
+  void schedule_policy_time();
+  void lose_aggregator(std::size_t index, const std::string& why);
+
+  // -- evaluation --------------------------------------------------------------------------------
+  void request_snapshot(snapshot_taken then, snapshot_failed failed);
+  void evaluate_now(evaluated on_result);
+  void evaluate_periodically();
+  void take_snapshot();
+  void evaluate_kept(std::size_t index);
+  void evaluate_final();
+  void record_evaluation(const evaluation_point& point);
+
+  // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
+  void resume_from(const run_checkpoint& saved);
+  void maybe_checkpoint();
+  void collect_checkpoint(std::function<void()> then = {});
+  void write_checkpoint(const worker_records& records, bool final);
+  void release_checkpoint();
+  void drop_checkpoint(const std::string& why);
+  bool final_checkpoint_wanted() const;
+  void report_checkpoints();
+
+  // -- stopping (run_phases decides, these carry it out) ----------------------------------------
+  void begin_stop(const std::string& reason);
+  void fail(const std::string& error);
+  void rounds_changed();
+  void carry_out(action next);
+  void stop_workers();
+  void report_progress();
+  void finish();
+
+  // -- state -------------------------------------------------------------------------------------
+  coordinator_setup setup_;
+  std::unique_ptr<policy::grouping_policy> policy_;
+  run_counters counters_;
+  run_phases phases_;
+  evaluation_schedule evaluations_;
+  std::unique_ptr<join_hook> joins_;
+  std::vector<std::function<std::vector<group_decision>()>> held_; // policy inputs, in order
+  std::vector<caf::actor> workers_;                                // by index
+  std::vector<fresh_arrival> arrivals_; // by worker: the latest fresh one
+  std::vector<caf::actor> aggregators_;
+  caf::actor evaluator_;
+  std::optional<clock_type::time_point> started_at_;
+  double wall_seconds_ = 0.0; // until the workers stopped
+  std::uint64_t next_round_ = 0;
+  std::size_t next_aggregator_ = 0;
+  std::optional<double> policy_timer_at_; // the earliest policy deadline a timer is set for
+  std::uint64_t consecutive_aborted_rounds_ = 0;
+  std::map<std::uint64_t, round_in_flight> in_flight_;
+  std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
+  bool budget_spent_ = false;           // a round was not started because of the epoch limit
+  checkpoint_taker checkpoints_;
+  double elapsed_offset_ = 0.0;   // a resumed run's training time before this process
+  bool rounds_abandoned_ = false; // the drain timed out
+};
+
+} // namespace herd::actors

@@ -1,0 +1,212 @@
+// The group coordinator's use of the replicas' state as of a moment (coordinator_actor.hpp):
+// evaluations (a snapshot of the parameters, evaluated now or kept for after training) and
+// checkpoints (every worker's whole state, written to disk; checkpoint_taker decides when), and
+// going on from one.
+#include "actors/coordinator_actor.hpp"
+#include "monitoring/training_metrics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace herd::actors {
+
+// -- resuming from a checkpoint --------------------------------------------------------------
+
+// The state the checkpoint saved; the workers were made from it. The policy then hears what it
+// had not heard when the checkpoint was taken, and the rounds the epoch limit held back start.
+void coordinator_actor::resume_from(const run_checkpoint& saved) {
+  const auto& record = saved.coordinator;
+  counters_ = record.counters;
+  counters_.samples_per_epoch = setup_.samples_per_epoch;
+  evaluations_.resume_from(record.evaluations);
+  policy_->load_state(record.policy_state);
+  elapsed_offset_ = record.elapsed_seconds;
+  next_round_ = record.next_round;
+  next_aggregator_ = record.next_aggregator;
+  samples_committed_ = record.samples_committed;
+  consecutive_aborted_rounds_ = record.consecutive_aborted_rounds;
+  start_rounds(record.unstarted);
+  for (const auto& input : record.unheard)
+    start_rounds(tell_policy(input));
+}
+
+// -- evaluation --------------------------------------------------------------------------------
+
+// Asks the workers that make the model for their parameters, as of now.
+void coordinator_actor::request_snapshot(snapshot_taken then, snapshot_failed failed) {
+  std::vector<caf::actor> sources;
+  for (int index : evaluations_.sources(live_workers()))
+    sources.push_back(workers_[static_cast<std::size_t>(index)]);
+  evaluation_point now;
+  now.round = counters_.rounds;
+  now.elapsed_seconds = elapsed();
+  now.epoch = counters_.epochs();
+  actors::request_snapshot(*this, sources, now, std::move(then), std::move(failed));
+}
+
+// Evaluates the model as it is now.
+void coordinator_actor::evaluate_now(evaluated on_result) {
+  request_snapshot(
+      [this, on_result](const evaluation_point& point, parameters_ptr parameters) {
+        request_evaluation(*this, evaluator_, point, std::move(parameters), on_result);
+      },
+      [on_result](const std::string& why) { on_result(std::nullopt, why); });
+}
+
+void coordinator_actor::evaluate_periodically() {
+  evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
+    evaluations_.periodic_ended();
+    if (point)
+      record_evaluation(*point);
+    else
+      notice("evaluation failed: " + failure);
+  });
+}
+
+void coordinator_actor::take_snapshot() {
+  request_snapshot(
+      [this](const evaluation_point& point, parameters_ptr parameters) {
+        evaluations_.keep({point, std::move(parameters)});
+      },
+      [this](const std::string& why) { notice("snapshot failed: " + why); });
+}
+
+// The snapshots kept for after training, one after another, then the final parameters.
+void coordinator_actor::evaluate_kept(std::size_t index) {
+  if (index >= evaluations_.kept().size()) {
+    evaluations_.drop_kept();
+    evaluate_final();
+    return;
+  }
+  const auto& kept = evaluations_.kept()[index];
+  request_evaluation(
+      *this, evaluator_, kept.point, kept.parameters,
+      [this, index](std::optional<evaluation_point> point, const std::string& failure) {
+        if (point)
+          record_evaluation(*point);
+        else
+          notice("evaluation of a snapshot failed: " + failure);
+        evaluate_kept(index + 1);
+      });
+}
+
+void coordinator_actor::evaluate_final() {
+  evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
+    if (point) {
+      // These are the parameters as training left them: they belong at its end on the run's
+      // clock, not after the kept snapshots' evaluations.
+      point->elapsed_seconds = std::min(point->elapsed_seconds, wall_seconds_);
+      evaluations_.set_final(*point);
+      record_evaluation(*point);
+    } else {
+      // No stand-in from an earlier evaluation: the summary says the final one is missing.
+      notice("final evaluation failed: " + failure);
+    }
+    carry_out(phases_.final_evaluation_ended(point ? "" : "final evaluation failed: " + failure));
+  });
+}
+
+void coordinator_actor::record_evaluation(const evaluation_point& point) {
+  if (phases_.done())
+    return;
+  const bool target_reached = evaluations_.record(point);
+  if (setup_.metrics)
+    setup_.metrics->test_accuracy(point.test_accuracy);
+  if (setup_.observer != nullptr)
+    setup_.observer->on_evaluation(point);
+  if (target_reached)
+    begin_stop("target-accuracy");
+}
+
+// -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
+
+void coordinator_actor::maybe_checkpoint() {
+  if (!phases_.running() || holding() || !checkpoints_.due(elapsed(), counters_.rounds))
+    return;
+  checkpoints_.begin(elapsed(), counters_.rounds);
+  if (checkpoints_.ready_to_collect(in_flight_.size()))
+    collect_checkpoint();
+}
+
+// Every worker's state, once all are at rest; `then` (the final evaluation) after a final one.
+void coordinator_actor::collect_checkpoint(std::function<void()> then) {
+  const auto ticket = checkpoints_.ticket();
+  const bool final = !phases_.running();
+  request_worker_states(
+      *this, workers_, setup_.stop_timeout,
+      [this, ticket, final, then](worker_records records) {
+        if (final || ticket == checkpoints_.ticket()) {
+          write_checkpoint(records, final);
+          if (!final)
+            release_checkpoint();
+        }
+        if (then)
+          then();
+      },
+      [this, ticket, final, then](const std::string& why) {
+        if (final || ticket == checkpoints_.ticket())
+          drop_checkpoint(why);
+        if (then)
+          then();
+      });
+}
+
+void coordinator_actor::write_checkpoint(const worker_records& records, bool final) {
+  auto state = std::make_shared<run_checkpoint>();
+  state->settings = setup_.checkpoints->settings;
+  auto& record = state->coordinator;
+  record.elapsed_seconds = final ? wall_seconds_ : elapsed();
+  record.counters = counters_;
+  record.evaluations = evaluations_;
+  record.policy_state = policy_->save_state();
+  record.unstarted = checkpoints_.unstarted();
+  record.unheard = checkpoints_.kept();
+  record.next_round = next_round_;
+  record.next_aggregator = next_aggregator_;
+  record.samples_committed = samples_committed_;
+  record.consecutive_aborted_rounds = consecutive_aborted_rounds_;
+  for (const auto& worker : records)
+    state->workers.push_back(*worker);
+  checkpoints_.write(std::move(state), elapsed(), final);
+}
+
+// The policy hears what it was held from, in order, and rounds start again.
+void coordinator_actor::release_checkpoint() {
+  for (auto& input : checkpoints_.release())
+    if (phases_.running())
+      hear(std::move(input));
+  schedule_policy_time();
+  if (in_flight_.empty() && samples_committed_ >= sample_budget() && phases_.running())
+    begin_stop("epochs");
+}
+
+void coordinator_actor::drop_checkpoint(const std::string& why) {
+  notice("checkpoint not taken: " + why);
+  if (!checkpoints_.holding())
+    return;
+  checkpoints_.abandon();
+  release_checkpoint();
+}
+
+// A final checkpoint is one the run can go on from: no error, no round abandoned, no worker
+// lost.
+bool coordinator_actor::final_checkpoint_wanted() const {
+  return checkpoints_.enabled() && phases_.error().empty() && !rounds_abandoned_ &&
+         live_workers().size() == workers_.size();
+}
+
+void coordinator_actor::report_checkpoints() {
+  for (const auto& report : checkpoints_.reports()) {
+    if (!report.error.empty()) {
+      notice("checkpoint not written: " + report.error);
+      continue;
+    }
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  " (round %llu, %.1f MB; training paused %.0f ms, written in %.0f ms)",
+                  static_cast<unsigned long long>(report.rounds), report.bytes / 1e6,
+                  report.pause_seconds * 1e3, report.write_seconds * 1e3);
+    notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
+  }
+}
+} // namespace herd::actors
