@@ -3,6 +3,8 @@
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
 
+#include "support/delegating_ops.hpp"
+
 #include <atomic>
 #include <future>
 #include <gmock/gmock.h>
@@ -98,26 +100,9 @@ namespace {
 
 TEST(local_plane, detach_waits_for_a_reduction_that_reads_the_buffer) {
   // A kernel double that holds the reduction open until told to finish.
-  struct held_ops : herd::kernels::ops {
+  struct held_ops : herd::testing::delegating_ops {
     std::promise<void> entered;
     std::shared_future<void> release;
-    std::string_view name() const override { return "held"; }
-    void gemm(herd::kernels::transpose, herd::kernels::transpose, int, int, int, float,
-              const float*, int, const float*, int, float, float*, int) const override {}
-    void bias_add(float*, const float*, int, int) const override {}
-    void bias_grad(const float*, float*, int, int) const override {}
-    void relu_forward(const float*, float*, std::size_t) const override {}
-    void relu_backward(const float*, const float*, float*, std::size_t) const override {}
-    float softmax_xent_forward(const float*, const std::int32_t*, int, int, float*) const override {
-      return 0.0f;
-    }
-    void softmax_xent_backward(const float*, const std::int32_t*, int, int, float*) const override {
-    }
-    std::size_t count_correct(const float*, const std::int32_t*, int, int) const override {
-      return 0;
-    }
-    void sgd_step(float*, const float*, float*, std::size_t,
-                  const herd::kernels::sgd_hyper&) const override {}
     void weighted_sum(float* out, const float* const* inputs, const float*, int,
                       std::size_t n) const override {
       const_cast<held_ops*>(this)->entered.set_value();
