@@ -265,7 +265,7 @@ const std::vector<key_spec>& keys() {
         "they are read (0 = half the physical memory)",
         [](auto& c) -> auto& { return c.data.max_bytes; }));
     k.push_back(make_key<std::string>(
-        "model.preset", "string", "the model to train when model.layers is empty: mlp",
+        "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
         [](auto& c) -> auto& { return c.model.preset; }));
     k.push_back(make_key<std::string>(
         "model.layers", "string",

@@ -31,7 +31,7 @@ const std::vector<std::string>& known_networks() {
 }
 
 const std::vector<std::string>& known_model_presets() {
-  static const std::vector<std::string> names{"mlp"};
+  static const std::vector<std::string> names{"mlp", "cnn"};
   return names;
 }
 

@@ -4,7 +4,7 @@
 #include "kernels/check.hpp"
 
 #include <cmath>
-#include <stdexcept>
+#include <cstdio>
 
 namespace herd::models {
 
@@ -13,25 +13,6 @@ namespace {
 int as_int(std::size_t value) {
   HERD_CHECK(value <= 0x7fffffffu, "dimension " << value << " does not fit a BLAS int");
   return static_cast<int>(value);
-}
-
-// A positive size written in a layer, at most 2^24 (no layer is wider; a typo is not a request
-// for terabytes).
-std::size_t size_argument(const std::string& text, const std::string& what) {
-  std::size_t value = 0;
-  const bool digits = !text.empty() && text.size() <= 9 &&
-                      text.find_first_not_of("0123456789") == std::string::npos;
-  if (digits)
-    value = std::stoul(text);
-  if (!digits || value < 1 || value > (std::size_t{1} << 24))
-    throw std::invalid_argument(what + " must be a whole number between 1 and 16777216, not \"" +
-                                text + "\"");
-  return value;
-}
-
-void expect_arguments(const layer_spec& spec, std::size_t count, const std::string& form) {
-  if (spec.arguments.size() != count)
-    throw std::invalid_argument("\"" + spec.text + "\": expected " + form);
 }
 
 } // namespace
@@ -48,34 +29,6 @@ std::string shape_text(const shape& of) {
   for (std::size_t i = 0; i < of.size(); ++i)
     text += (i ? "x" : "") + std::to_string(of[i]);
   return text.empty() ? "(none)" : text;
-}
-
-const std::vector<std::string>& layer_grammar() {
-  static const std::vector<std::string> grammar{"dense N", "relu", "flatten"};
-  return grammar;
-}
-
-std::unique_ptr<layer> make_layer(const layer_spec& spec, const shape& input) {
-  if (spec.kind == "dense") {
-    expect_arguments(spec, 1, "dense N (N outputs, e.g. dense 128)");
-    const std::size_t outputs = size_argument(spec.arguments[0], "the outputs of dense");
-    if (input.size() != 1)
-      throw std::invalid_argument("dense takes a flat input, not " + shape_text(input) +
-                                  "; put flatten before it");
-    return std::make_unique<dense>(input, outputs);
-  }
-  if (spec.kind == "relu") {
-    expect_arguments(spec, 0, "relu, without arguments");
-    return std::make_unique<relu>(input);
-  }
-  if (spec.kind == "flatten") {
-    expect_arguments(spec, 0, "flatten, without arguments");
-    return std::make_unique<flatten>(input);
-  }
-  std::string known;
-  for (const auto& form : layer_grammar())
-    known += (known.empty() ? "" : ", ") + form;
-  throw std::invalid_argument("unknown layer \"" + spec.kind + "\"; the layers are: " + known);
 }
 
 // -- dense ----------------------------------------------------------------------------------------
@@ -101,7 +54,7 @@ void dense::initialise(float* params, std::mt19937_64& rng) const {
 }
 
 void dense::forward(const pass& p, const float* params, const tensor& x, tensor& y,
-                    tensor& /*scratch*/) const {
+                    layer_scratch& /*scratch*/) const {
   const std::size_t in = inputs();
   const std::size_t out = outputs();
   HERD_CHECK_EQ(x.cols(), in);
@@ -116,7 +69,8 @@ void dense::forward(const pass& p, const float* params, const tensor& x, tensor&
 }
 
 void dense::backward(const pass& p, const float* params, const tensor& x, const tensor& /*y*/,
-                     const tensor& dy, float* param_grads, tensor* dx, tensor& /*scratch*/) const {
+                     const tensor& dy, float* param_grads, tensor* dx,
+                     layer_scratch& /*scratch*/) const {
   const std::size_t in = inputs();
   const std::size_t out = outputs();
   HERD_CHECK_EQ(x.cols(), in);
@@ -139,14 +93,14 @@ void dense::backward(const pass& p, const float* params, const tensor& x, const 
 // -- relu and flatten -----------------------------------------------------------------------------
 
 void relu::forward(const pass& p, const float* /*params*/, const tensor& x, tensor& y,
-                   tensor& /*scratch*/) const {
+                   layer_scratch& /*scratch*/) const {
   y.reshape(x.shape());
   p.ops.relu_forward(x.data(), y.data(), x.size());
 }
 
 void relu::backward(const pass& p, const float* /*params*/, const tensor& /*x*/, const tensor& y,
                     const tensor& dy, float* /*param_grads*/, tensor* dx,
-                    tensor& /*scratch*/) const {
+                    layer_scratch& /*scratch*/) const {
   HERD_CHECK_EQ(y.size(), dy.size());
   if (dx == nullptr)
     return;
@@ -155,18 +109,53 @@ void relu::backward(const pass& p, const float* /*params*/, const tensor& /*x*/,
 }
 
 void flatten::forward(const pass& p, const float* /*params*/, const tensor& x, tensor& y,
-                      tensor& /*scratch*/) const {
+                      layer_scratch& /*scratch*/) const {
   y.reshape(x.shape());
   p.ops.copy(y.data(), x.data(), x.size());
 }
 
 void flatten::backward(const pass& p, const float* /*params*/, const tensor& /*x*/,
                        const tensor& /*y*/, const tensor& dy, float* /*param_grads*/, tensor* dx,
-                       tensor& /*scratch*/) const {
+                       layer_scratch& /*scratch*/) const {
   if (dx == nullptr)
     return;
   dx->reshape(dy.shape());
   p.ops.copy(dx->data(), dy.data(), dy.size());
+}
+
+// -- dropout --------------------------------------------------------------------------------------
+
+dropout::dropout(const shape& input, float probability)
+    : layer(input, input), probability_(probability) {
+  HERD_CHECK(probability >= 0.0f && probability < 1.0f,
+             "a dropout probability must lie in [0, 1), got " << probability);
+}
+
+std::string dropout::describe() const {
+  char text[32];
+  std::snprintf(text, sizeof text, "dropout %g", static_cast<double>(probability_));
+  return text;
+}
+
+void dropout::forward(const pass& p, const float* /*params*/, const tensor& x, tensor& y,
+                      layer_scratch& /*scratch*/) const {
+  y.reshape(x.shape());
+  if (p.training)
+    p.ops.dropout_forward(x.data(), y.data(), x.size(), probability_, p.seed);
+  else
+    p.ops.copy(y.data(), x.data(), x.size());
+}
+
+void dropout::backward(const pass& p, const float* /*params*/, const tensor& /*x*/,
+                       const tensor& /*y*/, const tensor& dy, float* /*param_grads*/, tensor* dx,
+                       layer_scratch& /*scratch*/) const {
+  if (dx == nullptr)
+    return;
+  dx->reshape(dy.shape());
+  if (p.training)
+    p.ops.dropout_backward(dy.data(), dx->data(), dy.size(), probability_, p.seed);
+  else
+    p.ops.copy(dx->data(), dy.data(), dy.size());
 }
 
 // -- the loss -------------------------------------------------------------------------------------

@@ -25,6 +25,22 @@ struct pass {
   const kernels::ops& ops;
   /// False in evaluation (layers such as dropout then pass their input through).
   bool training = true;
+  /// Differs from step to step (and from layer to layer): dropout draws its mask from it.
+  std::uint64_t seed = 0;
+};
+
+/// Scratch space a layer asks for, for a batch of a given size.
+struct scratch_need {
+  std::size_t floats = 0;
+  std::size_t ints = 0;
+};
+
+/// A layer's scratch in the ops' memory, kept from its forward pass to its backward pass (e.g.
+/// pooling's argmax); the model sizes it from scratch() before each forward pass.
+struct layer_scratch {
+  explicit layer_scratch(const kernels::memory& where) : floats(where), ints(0, where) {}
+  tensor floats;
+  kernels::buffer<std::int32_t> ints;
 };
 
 class layer {
@@ -42,23 +58,22 @@ public:
   /// its layers in order).
   virtual void initialise(float* /*params*/, std::mt19937_64& /*rng*/) const {}
 
-  /// Floats of scratch per sample that forward() leaves for backward() (e.g. pooling's argmax),
-  /// beyond the input and output the model keeps anyway.
-  virtual std::size_t scratch_per_sample() const { return 0; }
+  /// Scratch for a batch of `batch` samples (beyond the input and output the model keeps anyway).
+  virtual scratch_need scratch(std::size_t /*batch*/) const { return {}; }
   /// True when the output is the input unchanged (flatten): the model then passes the buffer
   /// through without calling forward() or backward().
   virtual bool passes_through() const { return false; }
 
   /// y (batch x elements(output_shape())) from x (batch x elements(input_shape())). `scratch`
-  /// holds batch x scratch_per_sample() floats in the ops' memory.
+  /// holds at least scratch(batch) in the ops' memory.
   virtual void forward(const pass& p, const float* params, const tensor& x, tensor& y,
-                       tensor& scratch) const = 0;
+                       layer_scratch& scratch) const = 0;
 
-  /// Given y = forward(x) and dy = dL/dy: overwrites param_grads (this layer's slice) with
-  /// dL/d(params) and, when dx is not null, writes dL/dx.
+  /// Given y = forward(x) (with the same pass and scratch) and dy = dL/dy: overwrites
+  /// param_grads (this layer's slice) with dL/d(params) and, when dx is not null, writes dL/dx.
   virtual void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
                         const tensor& dy, float* param_grads, tensor* dx,
-                        tensor& scratch) const = 0;
+                        layer_scratch& scratch) const = 0;
 
 protected:
   layer(shape input, shape output) : input_(std::move(input)), output_(std::move(output)) {}
@@ -96,10 +111,11 @@ public:
   /// He initialisation (for the ReLUs that follow): W ~ N(0, 2 / inputs), b = 0.
   void initialise(float* params, std::mt19937_64& rng) const override;
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
-               tensor& scratch) const override;
+               layer_scratch& scratch) const override;
   /// dL/d[W | b]; dx = dy W.
   void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
-                const tensor& dy, float* param_grads, tensor* dx, tensor& scratch) const override;
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
 };
 
 /// max(x, 0), elementwise; any shape.
@@ -108,10 +124,11 @@ public:
   explicit relu(const shape& input) : layer(input, input) {}
   std::string describe() const override { return "relu"; }
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
-               tensor& scratch) const override;
+               layer_scratch& scratch) const override;
   /// dx = dy where the forward output y was positive.
   void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
-                const tensor& dy, float* param_grads, tensor* dx, tensor& scratch) const override;
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
 };
 
 /// Any shape to a flat one ({1, 28, 28} to {784}); the data stay where they are.
@@ -121,9 +138,27 @@ public:
   std::string describe() const override { return "flatten"; }
   bool passes_through() const override { return true; }
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
-               tensor& scratch) const override;
+               layer_scratch& scratch) const override;
   void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
-                const tensor& dy, float* param_grads, tensor* dx, tensor& scratch) const override;
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
+};
+
+/// Inverted dropout while training: each element is dropped with probability p, the others scaled
+/// by 1 / (1 - p); the mask comes from the pass's seed (a new one every step). In evaluation the
+/// input passes unchanged. Any shape.
+class dropout final : public layer {
+public:
+  dropout(const shape& input, float probability);
+  std::string describe() const override;
+  void forward(const pass& p, const float* params, const tensor& x, tensor& y,
+               layer_scratch& scratch) const override;
+  void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
+
+private:
+  float probability_;
 };
 
 /// The loss of every sequential model: softmax over each row of the logits followed by the mean

@@ -21,6 +21,11 @@ std::string trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+// Layer i's pass: its own seed, so two dropout layers of one step draw different masks.
+pass layer_pass(const pass& p, std::size_t i) {
+  return pass{p.ops, p.training, p.seed * 0x9E3779B97F4A7C15ull + i};
+}
+
 std::string position(std::size_t index, std::size_t count, const layer_spec& spec) {
   return "layer " + std::to_string(index + 1) + " of " + std::to_string(count) + " (" + spec.text +
          ")";
@@ -33,10 +38,11 @@ std::string position(std::size_t index, std::size_t count, const layer_spec& spe
 struct sequential::workspace final : model_workspace {
   const sequential* owner = nullptr;
   const kernels::memory* where = nullptr;
-  std::vector<const tensor*> inputs; // per layer: its input (x, or an earlier layer's output)
-  std::vector<tensor> outputs;       // per layer (unused by layers that pass through)
-  std::vector<tensor> input_grads;   // per layer: dL/d(its input)
-  std::vector<tensor> scratch;       // per layer: what forward() leaves for backward()
+  std::vector<const tensor*> inputs;  // per layer: its input (x, or an earlier layer's output)
+  std::vector<tensor> outputs;        // per layer (unused by layers that pass through)
+  std::vector<tensor> input_grads;    // per layer: dL/d(its input)
+  std::vector<layer_scratch> scratch; // per layer: what forward() leaves for backward()
+  std::uint64_t steps = 0;            // loss_and_gradient() calls: the seed of dropout's masks
   tensor probs;
   tensor dlogits;
   kernels::buffer<std::int32_t> labels; // the batch's labels, when the ops are not on the host
@@ -102,7 +108,9 @@ sequential::workspace& sequential::prepare(const kernels::ops& ops, const tensor
     work->inputs.assign(layers_.size(), nullptr);
     work->outputs.assign(layers_.size(), tensor(where));
     work->input_grads.assign(layers_.size(), tensor(where));
-    work->scratch.assign(layers_.size(), tensor(where));
+    work->scratch.clear();
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      work->scratch.emplace_back(where);
     work->probs = tensor(where);
     work->dlogits = tensor(where);
     work->labels = kernels::buffer<std::int32_t>(0, where);
@@ -127,9 +135,12 @@ float sequential::forward(const pass& p, const float* params, const tensor& x,
     work.inputs[i] = in;
     if (each.passes_through())
       continue;
-    if (const std::size_t scratch = each.scratch_per_sample(); scratch > 0)
-      work.scratch[i].reshape({x.rows(), scratch});
-    each.forward(p, params + offsets_[i], *in, work.outputs[i], work.scratch[i]);
+    const scratch_need need = each.scratch(x.rows());
+    if (need.floats > 0)
+      work.scratch[i].floats.reshape({need.floats});
+    if (need.ints > 0)
+      work.scratch[i].ints.resize(need.ints);
+    each.forward(layer_pass(p, i), params + offsets_[i], *in, work.outputs[i], work.scratch[i]);
     in = &work.outputs[i];
   }
   return softmax_cross_entropy::forward(p.ops, *in, work.label_data, work.probs);
@@ -138,14 +149,14 @@ float sequential::forward(const pass& p, const float* params, const tensor& x,
 float sequential::loss(const kernels::ops& ops, const float* params, const tensor& x,
                        const std::vector<std::int32_t>& labels, model_workspace& any) const {
   workspace& work = prepare(ops, x, labels, any);
-  return forward(pass{ops, false}, params, x, work);
+  return forward(pass{ops, false, 0}, params, x, work);
 }
 
 float sequential::loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                                     const std::vector<std::int32_t>& labels, float* grads,
                                     model_workspace& any) const {
   workspace& work = prepare(ops, x, labels, any);
-  const pass p{ops, true};
+  const pass p{ops, true, ++work.steps};
   const float batch_loss = forward(p, params, x, work);
   softmax_cross_entropy::backward(ops, work.probs, work.label_data, work.dlogits);
   const tensor* dy = &work.dlogits;
@@ -157,7 +168,7 @@ float sequential::loss_and_gradient(const kernels::ops& ops, const float* params
     // layer's (and those of the parameterless layers before it) is never computed.
     const bool earlier_parameters = offsets_[i] > 0;
     tensor* dx = earlier_parameters ? &work.input_grads[i] : nullptr;
-    each.backward(p, params + offsets_[i], *work.inputs[i], work.outputs[i], *dy,
+    each.backward(layer_pass(p, i), params + offsets_[i], *work.inputs[i], work.outputs[i], *dy,
                   grads + offsets_[i], dx, work.scratch[i]);
     if (dx == nullptr)
       break;
@@ -186,7 +197,7 @@ evaluation sequential::evaluate(const kernels::ops& ops, const float* params, co
     x.reshape({rows, inputs});
     ops.upload(x.data(), data.images.row(first), rows * inputs * sizeof(float));
     prepare(ops, x, labels, any);
-    loss_sum += static_cast<double>(forward(pass{ops, false}, params, x, *work)) * rows;
+    loss_sum += static_cast<double>(forward(pass{ops, false, 0}, params, x, *work)) * rows;
     result.correct += ops.count_correct(work->probs.data(), work->label_data,
                                         static_cast<int>(rows), static_cast<int>(classes_));
     result.samples += rows;
@@ -225,7 +236,7 @@ std::vector<layer_spec> parse_layers(const std::string& text) {
 }
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"mlp"};
+  static const std::vector<std::string> names{"mlp", "cnn"};
   return names;
 }
 
@@ -237,6 +248,10 @@ std::vector<layer_spec> preset_layers(const std::string& name, const std::vector
       text += ", dense " + std::to_string(size) + ", relu";
     return parse_layers(text + ", dense " + std::to_string(classes));
   }
+  if (name == "cnn") // for 28x28 images: two 3x3 convolutions, each halved by pooling
+    return parse_layers("conv 32 3x3 pad 1, relu, maxpool 2, conv 64 3x3 pad 1, relu, maxpool 2, "
+                        "flatten, dense 128, relu, dense " +
+                        std::to_string(classes));
   std::string known;
   for (const auto& each : preset_names())
     known += (known.empty() ? "" : ", ") + each;

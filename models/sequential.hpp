@@ -61,7 +61,7 @@ private:
 /// (key model.layers) for an empty text or an empty layer.
 std::vector<layer_spec> parse_layers(const std::string& text);
 
-/// The presets model.preset names: mlp.
+/// The presets model.preset names: mlp, cnn.
 const std::vector<std::string>& preset_names();
 
 /// The layers of preset `name` for `classes` classes; `hidden` sizes the MLP's hidden layers.

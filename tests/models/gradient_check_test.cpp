@@ -14,7 +14,7 @@ namespace {
 using herd::models::tensor;
 
 const herd::kernels::ops& ops = herd::kernels::cpu_ops();
-const herd::models::pass training{ops, true};
+const herd::models::pass training{ops, true, 0};
 
 // The mlp preset over flat samples of `inputs` features.
 std::unique_ptr<herd::models::sequential> mlp(std::size_t inputs, std::vector<int> hidden,
@@ -77,7 +77,7 @@ TEST(gradient_check, dense_layer_weights_bias_and_inputs) {
   tensor y;
   tensor grads({layer.parameter_count()});
   tensor dx;
-  tensor scratch;
+  herd::models::layer_scratch scratch(herd::kernels::host_memory());
   layer.forward(training, params.data(), x, y, scratch);
   layer.backward(training, params.data(), x, y, upstream, grads.data(), &dx, scratch);
 
@@ -99,7 +99,7 @@ TEST(gradient_check, relu_layer_inputs) {
   const tensor upstream = random_tensor({4, 9}, 22);
   tensor y;
   tensor dx;
-  tensor scratch;
+  herd::models::layer_scratch scratch(herd::kernels::host_memory());
   const herd::models::relu layer({9});
   layer.forward(training, nullptr, x, y, scratch);
   layer.backward(training, nullptr, x, y, upstream, nullptr, &dx, scratch);

@@ -125,11 +125,14 @@ TEST(sequential, malformed_layers_are_refused_naming_the_layer) {
   EXPECT_CONTAINS(build_error(layers("flatten,, dense 10"), {784}, 10, &key), "layer 2 is empty");
   EXPECT_EQ(key, "model.layers");
   EXPECT_CONTAINS(build_error(layers("flatten, dense 10,"), {784}, 10), "layer 3 is empty");
-  EXPECT_CONTAINS(build_error(layers("flatten, conv 32 3, dense 10"), {784}, 10),
-                  "layer 2 of 3 (conv 32 3)");
-  EXPECT_CONTAINS(build_error(layers("flatten, conv 32 3, dense 10"), {784}, 10),
-                  "unknown layer \"conv\"; the layers are: dense N, relu, flatten");
-  EXPECT_CONTAINS(build_error(layers("dense"), {784}, 10), "expected dense N");
+  EXPECT_CONTAINS(build_error(layers("flatten, lstm 32, dense 10"), {784}, 10),
+                  "layer 2 of 3 (lstm 32)");
+  EXPECT_CONTAINS(build_error(layers("flatten, lstm 32, dense 10"), {784}, 10),
+                  "unknown layer \"lstm\"; the layers are: dense N, relu, flatten, conv FILTERS K "
+                  "[stride S] [pad P], maxpool K [stride S], dropout P");
+  EXPECT_CONTAINS(build_error(layers("dense"), {784}, 10), "lacks arguments; write dense N");
+  EXPECT_CONTAINS(build_error(layers("dense 10 wide"), {784}, 10),
+                  "\"wide\" is not an argument of dense");
   EXPECT_CONTAINS(build_error(layers("dense ten"), {784}, 10), "not \"ten\"");
   EXPECT_CONTAINS(build_error(layers("dense 0"), {784}, 10), "between 1 and");
   EXPECT_CONTAINS(build_error(layers("dense 10, relu 3"), {784}, 10), "relu, without arguments");
@@ -156,9 +159,9 @@ TEST(sequential, an_unknown_preset_names_the_presets_that_exist) {
   choice.preset = "resnet";
   std::string key;
   EXPECT_CONTAINS(build_error(choice, {784}, 10, &key),
-                  "model.preset = \"resnet\": unknown preset; the presets are: mlp");
+                  "model.preset = \"resnet\": unknown preset; the presets are: mlp, cnn");
   EXPECT_EQ(key, "model.preset");
-  EXPECT_EQ(herd::models::preset_names(), std::vector<std::string>{"mlp"});
+  EXPECT_EQ(herd::models::preset_names(), (std::vector<std::string>{"mlp", "cnn"}));
 }
 
 TEST(sequential, a_workspace_serves_only_the_model_that_made_it) {
@@ -183,8 +186,8 @@ TEST(sequential, flatten_copies_forward_and_backward) {
     x[i] = static_cast<float>(i) - 3.0f;
   tensor y;
   tensor dx;
-  tensor scratch;
-  const herd::models::pass p{herd::kernels::cpu_ops(), true};
+  herd::models::layer_scratch scratch(herd::kernels::host_memory());
+  const herd::models::pass p{herd::kernels::cpu_ops(), true, 0};
   layer.forward(p, nullptr, x, y, scratch);
   EXPECT_EQ(y.to_host(), x.to_host());
   layer.backward(p, nullptr, x, y, x, nullptr, &dx, scratch);
