@@ -118,11 +118,10 @@ std::map<std::string, std::string> ini_values(const std::string& ini) {
 
 } // namespace
 
-checkpoint::structure structure_of(const config::run_config& config,
-                                   const std::vector<std::size_t>& layers,
+checkpoint::structure structure_of(const config::run_config& config, const models::model& model,
                                    std::size_t training_samples) {
   checkpoint::structure shape;
-  shape.layers.assign(layers.begin(), layers.end());
+  shape.model = model.describe();
   shape.algorithm = config.train.algorithm;
   shape.workers = config.train.workers;
   shape.training_samples = training_samples;

@@ -13,6 +13,7 @@
 #include "actors/evaluation_schedule.hpp"
 #include "actors/run_counters.hpp"
 #include "config/run_config.hpp"
+#include "models/model.hpp"
 #include "models/sampler.hpp"
 
 #include <cstdint>
@@ -74,9 +75,9 @@ struct run_checkpoint {
   std::vector<worker_record> workers; // by index
 };
 
-/// The structural part of `config` with the model `layers` over `training_samples` samples.
-checkpoint::structure structure_of(const config::run_config& config,
-                                   const std::vector<std::size_t>& layers,
+/// The structural part of `config` with `model` (its description) over `training_samples`
+/// samples.
+checkpoint::structure structure_of(const config::run_config& config, const models::model& model,
                                    std::size_t training_samples);
 
 /// The payload bytes (a cereal binary archive).

@@ -11,7 +11,7 @@ namespace herd::actors {
 namespace {
 
 struct evaluator_state {
-  models::mlp_workspace workspace;
+  std::unique_ptr<models::model_workspace> workspace; // made at the first evaluation
   static inline const char* name = "herd.evaluator";
 };
 
@@ -24,9 +24,11 @@ caf::behavior evaluator(caf::stateful_actor<evaluator_state>* self, const evalua
           if (!snapshot.parameters || snapshot.parameters->size() != setup.model->parameter_count())
             return make_error(herd_errc::evaluation_failed,
                               "snapshot does not match the model's parameter count");
+          if (!self->state.workspace)
+            self->state.workspace = setup.model->make_workspace();
           const auto measured =
               setup.model->evaluate(*setup.ops, snapshot.parameters->data(), *setup.test,
-                                    setup.batch_size, self->state.workspace);
+                                    setup.batch_size, *self->state.workspace);
           evaluation_result result;
           result.test_accuracy = measured.accuracy();
           result.test_loss = measured.mean_loss;

@@ -7,7 +7,7 @@
 
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
-#include "models/mlp.hpp"
+#include "models/model.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -17,7 +17,7 @@
 namespace herd::actors {
 
 struct evaluator_setup {
-  std::shared_ptr<const models::mlp> model;
+  std::shared_ptr<const models::model> model;
   std::shared_ptr<const models::dataset> test;
   const kernels::ops* ops = nullptr;
   std::size_t batch_size = 1000;

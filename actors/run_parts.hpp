@@ -26,7 +26,7 @@ namespace herd::actors {
 
 /// Worker `index`'s setup for this run: its shard, seeds, optimizer and the algorithm's modes.
 worker_setup make_worker_setup(const config::run_config& config, int index,
-                               std::shared_ptr<const models::mlp> model,
+                               std::shared_ptr<const models::model> model,
                                std::shared_ptr<const models::dataset> train,
                                const kernels::ops* ops, std::shared_ptr<comm::data_plane> plane,
                                std::shared_ptr<const imbalance_model> imbalance,
@@ -42,9 +42,9 @@ int aggregator_count(const config::run_config& config);
 /// One BLAS thread per worker when several share the cores; one worker may use every core.
 void set_blas_threads_for(const config::run_config& config, int local_workers);
 
-/// Refuses (config::invalid_config naming model.hidden) a model whose `local_workers` replicas
-/// cannot fit in this machine's memory, before anything is allocated.
-void check_memory(const std::vector<std::size_t>& layer_sizes, int local_workers);
+/// Refuses (config::invalid_config naming the [model] key that sized it) a model whose
+/// `local_workers` replicas cannot fit in this machine's memory, before anything is allocated.
+void check_memory(const config::run_config& config, const models::model& model, int local_workers);
 
 /// The run's Prometheus metrics in `registry` (labels job = metrics.job, node = `node_name`, or
 /// this host's name when empty; a worker's node = worker_nodes[worker] where given).

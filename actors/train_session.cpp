@@ -13,6 +13,7 @@
 #include "config/loader.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "models/sampler.hpp"
+#include "models/sequential.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
@@ -50,13 +51,17 @@ std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker) 
   return mix(config.train.seed, shuffle_stream + static_cast<std::uint64_t>(worker));
 }
 
-std::vector<std::size_t> mlp_layer_sizes(const config::run_config& config,
-                                         const models::dataset& data) {
-  std::vector<std::size_t> sizes{data.features()};
-  for (int hidden : config.model.hidden)
-    sizes.push_back(static_cast<std::size_t>(hidden));
-  sizes.push_back(static_cast<std::size_t>(data.classes));
-  return sizes;
+std::shared_ptr<const models::model> make_model(const config::run_config& config,
+                                                const models::dataset& data) {
+  models::model_choice choice;
+  choice.preset = config.model.preset;
+  choice.layers = config.model.layers;
+  choice.hidden = config.model.hidden;
+  try {
+    return models::build_model(choice, data.input_shape(), static_cast<std::size_t>(data.classes));
+  } catch (const models::model_error& unfit) {
+    throw config::invalid_config({{unfit.key(), unfit.what()}});
+  }
 }
 
 std::string host_name() {
@@ -75,27 +80,27 @@ std::string index_list(const std::vector<std::int32_t>& indices) {
 
 // Each worker holds parameters, gradients and momentum, and the aggregators' result buffers come
 // on top.
-void check_memory(const std::vector<std::size_t>& sizes, int local_workers) {
-  double parameters = 0.0;
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
-    parameters += static_cast<double>(sizes[i]) * static_cast<double>(sizes[i + 1]) +
-                  static_cast<double>(sizes[i + 1]);
+void check_memory(const config::run_config& config, const models::model& model, int local_workers) {
+  const auto parameters = static_cast<double>(model.parameter_count());
   const double bytes = parameters * sizeof(float) * (3.0 * local_workers + 4.0);
   const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
                            static_cast<double>(::sysconf(_SC_PAGE_SIZE));
   if (available > 0.0 && bytes > 0.8 * available) {
+    const char* key = !config.model.layers.empty()   ? "model.layers"
+                      : config.model.preset == "mlp" ? "model.hidden"
+                                                     : "model.preset";
     char message[320];
     std::snprintf(message, sizeof message,
-                  "model.hidden: the model has %.3g parameters; %d workers need about %.1f GiB "
+                  "%s: the model has %.3g parameters; %d workers need about %.1f GiB "
                   "for parameters, gradients and momentum, more than 80%% of this machine's "
-                  "%.1f GiB; use smaller hidden layers or fewer workers",
-                  parameters, local_workers, bytes / (1u << 30), available / (1u << 30));
-    throw config::invalid_config({{"model.hidden", message}});
+                  "%.1f GiB; use smaller layers or fewer workers",
+                  key, parameters, local_workers, bytes / (1u << 30), available / (1u << 30));
+    throw config::invalid_config({{key, message}});
   }
 }
 
 worker_setup make_worker_setup(const config::run_config& config, int index,
-                               std::shared_ptr<const models::mlp> model,
+                               std::shared_ptr<const models::model> model,
                                std::shared_ptr<const models::dataset> train,
                                const kernels::ops* ops, std::shared_ptr<comm::data_plane> plane,
                                std::shared_ptr<const imbalance_model> imbalance,
@@ -216,7 +221,7 @@ struct train_session::impl {
   config::run_config config;
   std::shared_ptr<const models::train_test_split> data;
   session_options options;
-  std::shared_ptr<const models::mlp> model;
+  std::shared_ptr<const models::model> model;
   std::size_t samples_per_epoch = 0;
   // Before the actor system: destroyed after it, so no actor outlives the ops it borrows.
   compute_placement compute;
@@ -281,10 +286,9 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                   const models::train_test_split& data, const std::string& path) {
   loaded_checkpoint loaded;
   loaded.file = checkpoint::resolve(path);
-  const auto layers = mlp_layer_sizes(config, data.train);
-  const models::mlp model(layers);
+  const auto model = make_model(config, data.train);
   loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
-      loaded.file, structure_of(config, layers, data.train.size()), model.parameter_count()));
+      loaded.file, structure_of(config, *model, data.train.size()), model->parameter_count()));
   return loaded;
 }
 
@@ -307,12 +311,11 @@ train_session::train_session(config::run_config config,
                                ": the checkpoint to resume from holds " +
                                std::to_string(impl_->options.resume->workers.size()) +
                                " workers"}});
+  impl_->model = make_model(impl_->config, impl_->data->train);
   if (train.backend == "cpu")
-    check_memory(mlp_layer_sizes(impl_->config, impl_->data->train), train.workers);
+    check_memory(impl_->config, *impl_->model, train.workers);
   impl_->compute =
       compute_placement::make(impl_->config, *impl_->options.ops, impl_->options.stream_ops);
-  impl_->model =
-      std::make_shared<const models::mlp>(mlp_layer_sizes(impl_->config, impl_->data->train));
   impl_->samples_per_epoch = epoch_samples(impl_->config, impl_->data->train.size());
   set_blas_threads_for(impl_->config, train.workers);
 
@@ -372,8 +375,7 @@ void train_session::spawn_and_start() {
     checkpoints->every_seconds = settings.every_seconds;
     checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
     checkpoints->keep = static_cast<std::size_t>(settings.keep);
-    checkpoints->shape = structure_of(
-        state.config, mlp_layer_sizes(state.config, state.data->train), state.data->train.size());
+    checkpoints->shape = structure_of(state.config, *state.model, state.data->train.size());
     checkpoints->settings = config::to_ini(config::without_secrets(state.config));
     checkpoints->herd_version = HERD_VERSION;
     checkpoints->on_written = state.options.on_checkpoint;

@@ -11,6 +11,7 @@
 #include "config/run_config.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
+#include "models/model.hpp"
 #include "monitoring/metrics.hpp"
 
 #include <chrono>
@@ -108,8 +109,11 @@ std::vector<std::size_t> worker_shard(const config::run_config& config,
 /// The seed of worker `worker`'s per-epoch shuffles, as train_session assigns it.
 std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker);
 
-/// The MLP's layer sizes for a dataset: inputs, model.hidden..., classes.
-std::vector<std::size_t> mlp_layer_sizes(const config::run_config& config,
-                                         const models::dataset& data);
+/// The model [model] asks for (model.layers, or model.preset sized by model.hidden) over the
+/// samples and classes of `data`. Throws config::invalid_config naming the key at fault: an
+/// unknown preset, a malformed layer, or a shape that does not fit (naming the layer, its index
+/// and the shapes on both sides).
+std::shared_ptr<const models::model> make_model(const config::run_config& config,
+                                                const models::dataset& data);
 
 } // namespace herd::actors

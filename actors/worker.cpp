@@ -63,7 +63,8 @@ public:
         grads_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         send_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         optimizer_(setup_.model->parameter_count(), setup_.optimizer, memory()),
-        sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed), batch_x_(memory()),
+        sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed),
+        workspace_(setup_.model->make_workspace()), batch_x_(memory()),
         buffer_(policy::send_buffer_family_of(setup_.exchange_models, setup_.blend_late_models,
                                               setup_.accumulate_late_gradients)),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
@@ -279,7 +280,7 @@ private:
         load_batch(batch);
         const kernels::ops& ops = *setup_.ops;
         outcome.loss = setup_.model->loss_and_gradient(ops, params_.data(), batch_x_, batch_y_,
-                                                       gradient, workspace_);
+                                                       gradient, *workspace_);
         ops.synchronize(); // the gradient is complete before the actor hears of it
         outcome.samples = static_cast<std::uint32_t>(batch.size());
         if (setup_.probe) {
@@ -482,9 +483,9 @@ private:
   models::tensor grads_; // a finished gradient waiting to be added into the send buffer
   models::tensor send_;  // what the data plane reads: attached to it
   models::sgd optimizer_;
-  models::batch_sampler sampler_;     // compute thread only
-  models::mlp_workspace workspace_;   // compute thread only
-  models::tensor batch_x_;            // compute thread only; in memory()
+  models::batch_sampler sampler_;                      // compute thread only
+  std::unique_ptr<models::model_workspace> workspace_; // compute thread only
+  models::tensor batch_x_;                             // compute thread only; in memory()
   models::tensor staged_x_;           // compute thread only; the batch on the host, for a GPU
   std::vector<std::int32_t> batch_y_; // compute thread only
 

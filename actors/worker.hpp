@@ -38,7 +38,7 @@
 #include "comm/data_plane.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
-#include "models/mlp.hpp"
+#include "models/model.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -53,7 +53,7 @@ struct worker_record;
 
 struct worker_setup {
   int index = 0;
-  std::shared_ptr<const models::mlp> model;
+  std::shared_ptr<const models::model> model;
   std::shared_ptr<const models::dataset> train;
   std::vector<std::size_t> shard; // this worker's sample indices
   std::size_t batch_size = 32;

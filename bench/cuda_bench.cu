@@ -12,8 +12,8 @@
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "models/dataset.hpp"
-#include "models/mlp.hpp"
 #include "models/sampler.hpp"
+#include "models/sequential.hpp"
 #include "models/sgd.hpp"
 
 #include <algorithm>
@@ -86,7 +86,7 @@ cublasOperation_t to_cublas(transpose trans) {
 
 // Median seconds of one training step of `model` (loss and gradient, then the optimizer) on
 // `ops`, with parameters, batch and gradient in ops.memory(); each step ends synchronised.
-double median_step_seconds(const herd::kernels::ops& ops, const herd::models::mlp& model,
+double median_step_seconds(const herd::kernels::ops& ops, const herd::models::model& model,
                            const herd::models::dataset& data, std::size_t batch, int repetitions) {
   using herd::models::tensor;
   const auto& where = ops.memory();
@@ -100,7 +100,8 @@ double median_step_seconds(const herd::kernels::ops& ops, const herd::models::ml
   std::vector<std::int32_t> labels;
   herd::models::gather_batch(data, rows, host_x, labels);
   const tensor x(host_x, where);
-  herd::models::mlp_workspace work;
+  const auto workspace = model.make_workspace();
+  auto& work = *workspace;
   std::vector<double> samples;
   for (int r = 0; r < repetitions + 2; ++r) { // two warm-ups
     const auto start = std::chrono::steady_clock::now();
@@ -197,7 +198,8 @@ int main(int argc, char** argv) {
 
   // ---- the MLP's training step, GPU against the CPU path --------------------------------------
   {
-    const herd::models::mlp model({784, 256, 128, 10});
+    const auto built = herd::models::build_model({}, {784}, 10); // the mlp preset, 784-256-128-10
+    const herd::models::model& model = *built;
     const auto data = herd::models::make_synthetic_split(4096, 10, 784, 10, 1);
     herd::kernels::set_blas_threads(0); // the CPU path at its best: every core in each GEMM
     for (const std::size_t batch : {std::size_t{256}, std::size_t{4096}}) {

@@ -6,7 +6,6 @@
 //               [--data=fashion-mnist|synthetic] [--path=/usr/share/datasets/fashion-mnist]
 #include "actors/train_session.hpp"
 #include "config/loader.hpp"
-#include "models/mlp.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
 
@@ -87,7 +86,8 @@ double herd_throughput(const options& opts,
 double plain_throughput(const options& opts, const models::dataset& train, int batch) {
   const auto config = base_config(opts, 1, batch);
   kernels::set_blas_threads(0);
-  const models::mlp model(actors::mlp_layer_sizes(config, train));
+  const auto built = actors::make_model(config, train);
+  const models::model& model = *built;
   auto params = model.initial_parameters(config.train.seed);
   models::tensor grads({model.parameter_count()});
   models::sgd optimizer(model.parameter_count(), {static_cast<float>(config.train.lr),
@@ -97,12 +97,12 @@ double plain_throughput(const options& opts, const models::dataset& train, int b
                                 static_cast<std::size_t>(batch), 1);
   models::tensor x;
   std::vector<std::int32_t> y;
-  models::mlp_workspace work;
+  const auto work = model.make_workspace();
   const std::size_t steps = sampler.batches_per_epoch() * static_cast<std::size_t>(opts.epochs);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t step = 0; step < steps; ++step) {
     models::gather_batch(train, sampler.next(), x, y);
-    model.loss_and_gradient(kernels::cpu_ops(), params.data(), x, y, grads.data(), work);
+    model.loss_and_gradient(kernels::cpu_ops(), params.data(), x, y, grads.data(), *work);
     optimizer.step(kernels::cpu_ops(), params.data(), grads.data());
   }
   const double seconds =

@@ -20,7 +20,7 @@ namespace herd::checkpoint {
 
 template <class Archive>
 void serialize(Archive& ar, structure& x) {
-  ar(x.layers, x.algorithm, x.workers, x.training_samples, x.batch_size, x.seed);
+  ar(x.model, x.algorithm, x.workers, x.training_samples, x.batch_size, x.seed);
 }
 
 template <class Archive>
@@ -37,13 +37,6 @@ constexpr std::string_view prefix = "herd-";
 constexpr std::string_view temporary_marker = ".tmp-";
 // A header is a few hundred bytes; anything claiming more is not one of ours.
 constexpr std::size_t max_header_bytes = 1 << 20;
-
-std::string layers_text(const std::vector<std::uint64_t>& layers) {
-  std::string text;
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    text += (i ? "-" : "") + std::to_string(layers[i]);
-  return text;
-}
 
 std::string hash_text(std::uint64_t hash) {
   char text[20];
@@ -109,7 +102,7 @@ std::uint64_t structure::fingerprint() const {
 }
 
 std::vector<std::string> structure::describe() const {
-  return {"model: " + layers_text(layers),
+  return {"model: " + model,
           "train.algorithm: " + algorithm,
           "train.workers: " + std::to_string(workers),
           "training samples: " + std::to_string(training_samples),
@@ -123,8 +116,7 @@ std::vector<std::string> differences(const structure& saved, const structure& no
     if (then != here)
       out.push_back(what + ": the checkpoint has " + then + ", this run " + here);
   };
-  differ("model (layer sizes, from model.hidden and the data)", layers_text(saved.layers),
-         layers_text(now.layers));
+  differ("model (from [model] and the data's shape)", saved.model, now.model);
   differ("train.algorithm", saved.algorithm, now.algorithm);
   differ("train.workers", std::to_string(saved.workers), std::to_string(now.workers));
   differ("training samples", std::to_string(saved.training_samples),

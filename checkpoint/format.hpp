@@ -19,7 +19,8 @@
 namespace herd::checkpoint {
 
 /// Bumped whenever the header or a payload changes shape; a file of another version is refused.
-inline constexpr std::uint32_t format_version = 1;
+/// Version 2: the model is its description (models::model::describe()), not the MLP's sizes.
+inline constexpr std::uint32_t format_version = 2;
 
 /// FNV-1a, 64 bits, over `bytes` (continuing from `hash`).
 std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
@@ -27,7 +28,7 @@ std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce4842
 /// What a checkpoint must agree on with the run that resumes from it: the run cannot go on from a
 /// state of another shape (docs/checkpoints.md, "Resume").
 struct structure {
-  std::vector<std::uint64_t> layers;  // the MLP's layer sizes: inputs, hidden..., classes
+  std::string model;                  // the model's structure: models::model::describe()
   std::string algorithm;              // train.algorithm
   std::int32_t workers = 0;           // train.workers
   std::uint64_t training_samples = 0; // the shards are cut from this many samples
@@ -36,7 +37,7 @@ struct structure {
 
   /// FNV-1a 64 of a canonical text of every field.
   std::uint64_t fingerprint() const;
-  /// One line per field: "model: 784-256-128-10", "algorithm: sync", ...
+  /// One line per field: "model: 784: flatten, dense 10", "train.algorithm: sync", ...
   std::vector<std::string> describe() const;
 };
 

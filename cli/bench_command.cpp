@@ -528,11 +528,14 @@ int run_bench(const std::vector<std::string>& raw) {
   const auto data = load_data_or_report("bench", job);
   if (!data)
     return exit_bad_input;
+  const auto model = make_model_or_report("bench", job, data->train);
+  if (!model)
+    return exit_bad_input;
   std::cout << "herd bench: " << job.train.workers << " workers x batch " << job.train.batch_size
-            << ", MLP " << describe_model(actors::mlp_layer_sizes(job, data->train)) << ", "
-            << job.train.epochs << " epochs of " << data->train.name << ", target "
-            << job.train.target_accuracy << "; algorithms " << join(args.algorithms)
-            << "; scenarios " << join(args.scenarios) << "; " << args.repeat << " run(s) each\n";
+            << ", " << describe_model(*model) << ", " << job.train.epochs << " epochs of "
+            << data->train.name << ", target " << job.train.target_accuracy << "; algorithms "
+            << join(args.algorithms) << "; scenarios " << join(args.scenarios) << "; "
+            << args.repeat << " run(s) each\n";
 
   // The order of runs: scenario by scenario, `none` first, sync first within each, so that the
   // random scenario's delay can come from sync's undelayed step time.

@@ -123,10 +123,9 @@ int run_coordinator(const std::vector<std::string>& args) {
               << failure.what() << '\n';
     return exit_bad_input;
   }
-  const auto sizes = actors::mlp_layer_sizes(config, prepared->data->train);
   std::cout << "herd coordinator: " << config.train.algorithm << ", batch "
-            << config.train.batch_size << " per worker, MLP " << describe_model(sizes) << ", "
-            << prepared->data->train.name << "; listening on " << listen.host << ':'
+            << config.train.batch_size << " per worker, " << describe_model(*prepared->model)
+            << ", " << prepared->data->train.name << "; listening on " << listen.host << ':'
             << session->port() << ", waiting for " << config.cluster.min_nodes << " node(s)"
             << std::endl;
   if (prepared->endpoint)

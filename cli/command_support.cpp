@@ -1,6 +1,7 @@
 // What the commands share; see command_support.hpp.
 #include "cli/command_support.hpp"
 
+#include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/train_command.hpp"
 
@@ -75,18 +76,29 @@ load_data_or_report(const std::string& name, const config::run_config& config) {
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config) {
   if (config.data.dataset == "synthetic") {
     // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
-    return std::make_shared<models::train_test_split>(
+    auto split = std::make_shared<models::train_test_split>(
         models::make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
+    split->train.sample_shape = split->test.sample_shape = {1, 28, 28};
+    return split;
   }
   return std::make_shared<models::train_test_split>(
       models::load_fashion_mnist(config.data.path, config.data.max_bytes));
 }
 
-std::string describe_model(const std::vector<std::size_t>& sizes) {
-  std::string text;
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    text += (i ? "-" : "") + std::to_string(sizes[i]);
-  return text;
+std::shared_ptr<const models::model> make_model_or_report(const std::string& name,
+                                                          const config::run_config& config,
+                                                          const models::dataset& train) {
+  try {
+    return actors::make_model(config, train);
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors(name, invalid);
+    return nullptr;
+  }
+}
+
+std::string describe_model(const models::model& model) {
+  return model.name() + " " + model.describe() + " (" + std::to_string(model.parameter_count()) +
+         " parameters)";
 }
 
 std::vector<std::string> split_list(const std::string& text) {

@@ -5,6 +5,7 @@
 #include "config/loader.hpp"
 #include "config/run_config.hpp"
 #include "models/dataset.hpp"
+#include "models/model.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -96,7 +97,13 @@ std::vector<std::string> split_list(const std::string& text);
 /// {"a", "b"} -> "a, b".
 std::string join(const std::vector<std::string>& items);
 
-/// "784-256-128-10".
-std::string describe_model(const std::vector<std::size_t>& sizes);
+/// The model [model] asks for over the training set's samples, or null after printing every
+/// problem (an unknown preset, a layer that does not fit) as "herd <name>: ..." on stderr.
+std::shared_ptr<const models::model> make_model_or_report(const std::string& name,
+                                                          const config::run_config& config,
+                                                          const models::dataset& train);
+
+/// "mlp 1x28x28: flatten, dense 256, relu, dense 128, relu, dense 10 (235146 parameters)".
+std::string describe_model(const models::model& model);
 
 } // namespace herd::cli

@@ -98,6 +98,9 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     return bad_input();
   run.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  run.model = make_model_or_report(command, run.config, run.data->train);
+  if (!run.model)
+    return bad_input();
   // Before the session: a port in use is bad input, found before any training.
   if (run.config.metrics.port != 0)
     run.metrics = std::make_shared<monitoring::registry>();

@@ -7,6 +7,7 @@
 #include "cli/progress_printer.hpp"
 #include "config/run_config.hpp"
 #include "models/dataset.hpp"
+#include "models/model.hpp"
 #include "monitoring/metrics.hpp"
 #include "monitoring/metrics_endpoint.hpp"
 
@@ -40,6 +41,7 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
 struct prepared_run {
   config::run_config config;
   std::shared_ptr<const models::train_test_split> data;
+  std::shared_ptr<const models::model> model; // what [model] builds over the data
   double load_seconds = 0.0;
   std::shared_ptr<monitoring::registry> metrics; // null when metrics.port is 0
   std::unique_ptr<monitoring::metrics_endpoint> endpoint;
@@ -54,9 +56,9 @@ struct run_preparation {
 
 /// Loads the settings (refusing a setting on the command line that `command` does not use, and
 /// naming once those of the file it ignores; command_keys.hpp), checks the report path, loads the
-/// dataset and opens the metrics endpoint. On bad input prints "herd <command>: ..." and gives exit
-/// status 2; when a stop signal arrives meanwhile, says so and gives 130 (checked between those
-/// steps).
+/// dataset, builds the model (a layer that does not fit the data's shape is bad input) and opens
+/// the metrics endpoint. On bad input prints "herd <command>: ..." and gives exit status 2; when a
+/// stop signal arrives meanwhile, says so and gives 130 (checked between those steps).
 run_preparation prepare_run(const std::string& command, const run_arguments& parsed);
 
 /// Throws std::invalid_argument naming the path when a report could not be written there (no

@@ -35,7 +35,8 @@ std::string train_help() {
   std::ostringstream out;
   out << "usage: herd train [--config FILE] [--report FILE] [--resume PATH] "
          "[--section.key=value ...]\n\n"
-         "Trains an MLP with N worker actors in this process and prints a summary.\n\n"
+         "Trains the configured model ([model], docs/models.md) with N worker actors in\n"
+         "this process and prints a summary.\n\n"
          "  --config FILE, -c FILE  read settings from an INI file (e.g. config/quickstart.ini)\n"
          "  --report FILE           also write the run summary as JSON to FILE\n"
          "  --print-config          show the settings the run would use (the file, the\n"
@@ -120,10 +121,9 @@ int run_train(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
 
-  const auto sizes = actors::mlp_layer_sizes(config, data->train);
   std::cout << "herd train: " << config.train.algorithm << ", " << config.train.workers
-            << " workers x batch " << config.train.batch_size << ", lr " << config.train.lr
-            << ", MLP " << describe_model(sizes) << ", " << data->train.name << " ("
+            << " workers x batch " << config.train.batch_size << ", lr " << config.train.lr << ", "
+            << describe_model(*prepared->model) << ", " << data->train.name << " ("
             << data->train.size() << " train / " << data->test.size() << " test, loaded in "
             << std::fixed << std::setprecision(1) << prepared->load_seconds << " s)" << std::endl;
   std::cout.unsetf(std::ios::fixed);

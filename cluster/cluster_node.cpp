@@ -236,10 +236,13 @@ private:
                     std::to_string(data_->train.size()) + " samples, the coordinator's " +
                     std::to_string(welcome_.training_samples) +
                     "; every node needs the same dataset");
-    const auto sizes = mlp_layer_sizes(config_, data_->train);
-    check_memory(sizes, options_.workers);
+    try {
+      model_ = make_model(config_, data_->train);
+      check_memory(config_, *model_, options_.workers);
+    } catch (const std::exception& unfit) {
+      return failed(std::string("the coordinator's model does not fit here: ") + unfit.what());
+    }
     set_blas_threads_for(config_, options_.workers);
-    model_ = std::make_shared<const models::mlp>(sizes);
     return true;
   }
 
@@ -372,7 +375,7 @@ private:
   node_welcome welcome_;
   config::run_config config_;
   std::shared_ptr<const models::train_test_split> data_;
-  std::shared_ptr<const models::mlp> model_;
+  std::shared_ptr<const models::model> model_;
 };
 
 } // namespace

@@ -275,8 +275,8 @@ private:
       refuse_all(*refusal);
       return;
     }
-    model_ = std::make_shared<const models::mlp>(
-        mlp_layer_sizes(context_->config, context_->data->train));
+    // The command built this model once already (the settings were refused there if not).
+    model_ = make_model(context_->config, context_->data->train);
     spawn_coordinator();
     ledger_.form(nodes_.size());
     for (std::size_t index = 0; index < nodes_.size(); ++index)
@@ -513,7 +513,7 @@ private:
   slot_table slots_;
   join_ledger ledger_;
   rendezvous_keys keys_;
-  std::shared_ptr<const models::mlp> model_;
+  std::shared_ptr<const models::model> model_;
   caf::actor coordinator_;
   std::vector<caf::actor> aggregators_;
   caf::actor evaluator_;

@@ -264,8 +264,16 @@ const std::vector<key_spec>& keys() {
         "memory the loaded dataset may take, in bytes, checked against the files' headers before "
         "they are read (0 = half the physical memory)",
         [](auto& c) -> auto& { return c.data.max_bytes; }));
+    k.push_back(make_key<std::string>(
+        "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
+        [](auto& c) -> auto& { return c.model.preset; }));
+    k.push_back(make_key<std::string>(
+        "model.layers", "string",
+        "the model as layers, e.g. \"flatten, dense 128, relu, dense 10\" (docs/models.md; \"\" = "
+        "model.preset)",
+        [](auto& c) -> auto& { return c.model.layers; }));
     k.push_back(make_key<std::vector<int>>(
-        "model.hidden", "integer list", "hidden layer sizes of the MLP",
+        "model.hidden", "integer list", "hidden layer sizes of the mlp preset",
         [](auto& c) -> auto& { return c.model.hidden; }));
     k.push_back(make_key<int>(
         "metrics.port", "integer",

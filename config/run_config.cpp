@@ -30,6 +30,11 @@ const std::vector<std::string>& known_networks() {
   return names;
 }
 
+const std::vector<std::string>& known_model_presets() {
+  static const std::vector<std::string> names{"mlp", "cnn"};
+  return names;
+}
+
 const std::vector<std::string>& known_datasets() {
   static const std::vector<std::string> names{"fashion-mnist", "synthetic"};
   return names;

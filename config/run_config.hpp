@@ -34,8 +34,13 @@ struct data_section {
                                // physical memory
 };
 
+/// [model]: what Herd trains (docs/models.md). model.layers, when set, defines the model;
+/// otherwise model.preset does, and model.hidden sizes the mlp preset's hidden layers.
 struct model_section {
-  std::vector<int> hidden{256, 128}; // model.hidden
+  std::string preset = "mlp";        // model.preset: a named model (known_model_presets())
+  std::string layers;                // model.layers: "flatten, dense 128, relu, dense 10"; "" = the
+                                     // preset
+  std::vector<int> hidden{256, 128}; // model.hidden: the mlp preset's hidden layer sizes
 };
 
 struct metrics_section {
@@ -180,6 +185,9 @@ const std::vector<std::string>& known_algorithms();
 
 /// The networks simulate.network names: one-machine, 25gbe, nvlink.
 const std::vector<std::string>& known_networks();
+
+/// The presets model.preset names (those models::preset_names() builds).
+const std::vector<std::string>& known_model_presets();
 
 /// The datasets data.dataset accepts.
 const std::vector<std::string>& known_datasets();

@@ -58,6 +58,8 @@ const std::string too_long_path = "is longer than " + std::to_string(max_path_by
 // one, and a long list would bury the one message that matters.
 constexpr std::size_t max_list_entries = 1024;
 constexpr std::size_t max_hidden_layers = 64;
+// model.layers is a line or two; the model's own checks bound the layers it holds.
+constexpr std::size_t max_layers_bytes = 65536;
 
 // Why `file` cannot be read, or "" when it can. Without opening it for reading in a way that
 // blocks: a FIFO would wait for a writer forever.
@@ -280,6 +282,23 @@ void check_simulate(checker& check, const simulate_section& simulate) {
                 simulate.aggregators, "must be between 0 (independent rounds) and 65536");
 }
 
+// Which [model] keys may go together; the layers themselves are checked against the data's shape
+// when the model is built (actors::make_model).
+void check_model(checker& check, const model_section& model) {
+  check.require(contains(known_model_presets(), model.preset), "model.preset", quoted(model.preset),
+                "unknown preset; the presets are: " + join(known_model_presets()));
+  check.require(model.layers.size() <= max_layers_bytes, "model.layers", quoted(model.layers),
+                "is longer than " + std::to_string(max_layers_bytes) + " bytes");
+  check.require(model.layers.empty() || model.preset == model_section{}.preset, "model.preset",
+                quoted(model.preset),
+                "model.layers is set too, and it defines the model; set one of the two");
+  const bool mlp = model.layers.empty() && model.preset == "mlp";
+  check.require(mlp || model.hidden == model_section{}.hidden, "model.hidden", render(model.hidden),
+                model.layers.empty()
+                    ? "sizes the mlp preset only, not model.preset = " + quoted(model.preset)
+                    : "sizes the mlp preset only; with model.layers, write the dense layers there");
+}
+
 } // namespace
 
 std::vector<config_error> validate(const run_config& config, const value_origins& origins) {
@@ -326,6 +345,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
     for (int size : hidden)
       check.require(size >= 1 && size <= 65536, "model.hidden", size,
                     "every hidden layer size must be between 1 and 65536");
+  check_model(check, config.model);
   check.require(config.metrics.port >= 0 && config.metrics.port <= 65535, "metrics.port",
                 config.metrics.port, "must be a TCP port between 0 and 65535 (0 = off)");
   check.require(!config.metrics.bind.empty(), "metrics.bind", "\"\"",

@@ -205,6 +205,10 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
     normalised[value] = (static_cast<float>(value) / 255.0f - norm.mean) / norm.stddev;
   const auto features = static_cast<std::size_t>(product(images.dims, 1));
   result.images = tensor({count, features});
+  if (images.dims.size() == 3)
+    result.sample_shape = {1, images.dims[1], images.dims[2]};
+  else
+    result.sample_shape.assign(images.dims.begin() + 1, images.dims.end());
   float* destination = result.images.data();
   for (std::size_t i = 0; i < images.values.size(); ++i)
     destination[i] = normalised[images.values[i]];

@@ -20,9 +20,16 @@ struct dataset {
   std::vector<std::int32_t> labels; // size() labels in [0, classes)
   int classes = 0;
   std::string name; // for messages: "fashion-mnist/train", "synthetic"
+  /// One sample's shape as a model sees it ({1, 28, 28}: channels, height, width); its elements
+  /// are features(). Empty: flat, {features()}.
+  std::vector<std::size_t> sample_shape;
 
   std::size_t size() const { return labels.size(); }
   std::size_t features() const { return images.empty() ? 0 : images.cols(); }
+  /// sample_shape, or {features()} when it is empty.
+  std::vector<std::size_t> input_shape() const {
+    return sample_shape.empty() ? std::vector<std::size_t>{features()} : sample_shape;
+  }
 };
 
 struct train_test_split {
@@ -40,8 +47,9 @@ struct normalisation {
 normalisation pixel_statistics(const idx_array& images);
 
 /// Builds a dataset from an image array (n x rows x cols, or n x features) and a label array (n),
-/// checking that they match: same n, labels below `classes`. The paths only name the files in
-/// errors.
+/// checking that they match: same n, labels below `classes`. Images of n x rows x cols have the
+/// sample shape 1 x rows x cols (one channel); n x d1 x d2 x ... has d1 x d2 x ... The paths only
+/// name the files in errors.
 dataset make_dataset(const idx_array& images, const idx_array& labels, int classes,
                      const normalisation& norm, const std::string& name,
                      const std::string& images_path, const std::string& labels_path);

@@ -1,9 +1,10 @@
-// Dense, ReLU and softmax-cross-entropy layers over kernels::ops; see layers.hpp.
+// The layers over kernels::ops, and make_layer(); see layers.hpp.
 #include "models/layers.hpp"
 
 #include "kernels/check.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace herd::models {
 
@@ -16,61 +17,148 @@ int as_int(std::size_t value) {
 
 } // namespace
 
-dense::dense(std::size_t inputs, std::size_t outputs) : inputs_(inputs), outputs_(outputs) {
-  HERD_CHECK(inputs > 0 && outputs > 0,
-             "a dense layer needs inputs and outputs, got " << inputs << " x " << outputs);
+std::size_t elements(const shape& of) {
+  std::size_t product = 1;
+  for (std::size_t dim : of)
+    product *= dim;
+  return of.empty() ? 0 : product;
+}
+
+std::string shape_text(const shape& of) {
+  std::string text;
+  for (std::size_t i = 0; i < of.size(); ++i)
+    text += (i ? "x" : "") + std::to_string(of[i]);
+  return text.empty() ? "(none)" : text;
+}
+
+// -- dense ----------------------------------------------------------------------------------------
+
+dense::dense(const shape& input, std::size_t outputs) : layer(input, {outputs}) {
+  HERD_CHECK(input.size() == 1 && input[0] > 0 && outputs > 0,
+             "a dense layer needs a flat input and outputs, got " << shape_text(input) << " to "
+                                                                  << outputs);
+}
+
+std::string dense::describe() const {
+  return "dense " + std::to_string(outputs());
 }
 
 void dense::initialise(float* params, std::mt19937_64& rng) const {
-  std::normal_distribution<float> weight(0.0f, std::sqrt(2.0f / static_cast<float>(inputs_)));
-  for (std::size_t i = 0; i < inputs_ * outputs_; ++i)
+  const std::size_t in = inputs();
+  const std::size_t out = outputs();
+  std::normal_distribution<float> weight(0.0f, std::sqrt(2.0f / static_cast<float>(in)));
+  for (std::size_t i = 0; i < in * out; ++i)
     params[i] = weight(rng);
-  for (std::size_t i = 0; i < outputs_; ++i)
-    params[inputs_ * outputs_ + i] = 0.0f;
+  for (std::size_t i = 0; i < out; ++i)
+    params[in * out + i] = 0.0f;
 }
 
-void dense::forward(const kernels::ops& ops, const float* params, const tensor& x,
-                    tensor& y) const {
-  HERD_CHECK_EQ(x.cols(), inputs_);
+void dense::forward(const pass& p, const float* params, const tensor& x, tensor& y,
+                    layer_scratch& /*scratch*/) const {
+  const std::size_t in = inputs();
+  const std::size_t out = outputs();
+  HERD_CHECK_EQ(x.cols(), in);
   const std::size_t batch = x.rows();
-  y.reshape({batch, outputs_});
+  y.reshape({batch, out});
   const float* weights = params;
-  const float* bias = params + inputs_ * outputs_;
-  ops.gemm(kernels::transpose::no, kernels::transpose::yes, as_int(batch), as_int(outputs_),
-           as_int(inputs_), 1.0f, x.data(), as_int(inputs_), weights, as_int(inputs_), 0.0f,
-           y.data(), as_int(outputs_));
-  ops.bias_add(y.data(), bias, as_int(batch), as_int(outputs_));
+  const float* bias = params + in * out;
+  p.ops.gemm(kernels::transpose::no, kernels::transpose::yes, as_int(batch), as_int(out),
+             as_int(in), 1.0f, x.data(), as_int(in), weights, as_int(in), 0.0f, y.data(),
+             as_int(out));
+  p.ops.bias_add(y.data(), bias, as_int(batch), as_int(out));
 }
 
-void dense::backward(const kernels::ops& ops, const float* params, const tensor& x,
-                     const tensor& dy, float* param_grads, tensor* dx) const {
-  HERD_CHECK_EQ(x.cols(), inputs_);
-  HERD_CHECK_EQ(dy.cols(), outputs_);
+void dense::backward(const pass& p, const float* params, const tensor& x, const tensor& /*y*/,
+                     const tensor& dy, float* param_grads, tensor* dx,
+                     layer_scratch& /*scratch*/) const {
+  const std::size_t in = inputs();
+  const std::size_t out = outputs();
+  HERD_CHECK_EQ(x.cols(), in);
+  HERD_CHECK_EQ(dy.cols(), out);
   HERD_CHECK_EQ(dy.rows(), x.rows());
   const std::size_t batch = x.rows();
   // dW = dy^T x (outputs x inputs), db = column sums of dy.
-  ops.gemm(kernels::transpose::yes, kernels::transpose::no, as_int(outputs_), as_int(inputs_),
-           as_int(batch), 1.0f, dy.data(), as_int(outputs_), x.data(), as_int(inputs_), 0.0f,
-           param_grads, as_int(inputs_));
-  ops.bias_grad(dy.data(), param_grads + inputs_ * outputs_, as_int(batch), as_int(outputs_));
+  p.ops.gemm(kernels::transpose::yes, kernels::transpose::no, as_int(out), as_int(in),
+             as_int(batch), 1.0f, dy.data(), as_int(out), x.data(), as_int(in), 0.0f, param_grads,
+             as_int(in));
+  p.ops.bias_grad(dy.data(), param_grads + in * out, as_int(batch), as_int(out));
   if (dx != nullptr) {
-    dx->reshape({batch, inputs_});
-    ops.gemm(kernels::transpose::no, kernels::transpose::no, as_int(batch), as_int(inputs_),
-             as_int(outputs_), 1.0f, dy.data(), as_int(outputs_), params, as_int(inputs_), 0.0f,
-             dx->data(), as_int(inputs_));
+    dx->reshape({batch, in});
+    p.ops.gemm(kernels::transpose::no, kernels::transpose::no, as_int(batch), as_int(in),
+               as_int(out), 1.0f, dy.data(), as_int(out), params, as_int(in), 0.0f, dx->data(),
+               as_int(in));
   }
 }
 
-void relu::forward(const kernels::ops& ops, const tensor& x, tensor& y) {
+// -- relu and flatten -----------------------------------------------------------------------------
+
+void relu::forward(const pass& p, const float* /*params*/, const tensor& x, tensor& y,
+                   layer_scratch& /*scratch*/) const {
   y.reshape(x.shape());
-  ops.relu_forward(x.data(), y.data(), x.size());
+  p.ops.relu_forward(x.data(), y.data(), x.size());
 }
 
-void relu::backward(const kernels::ops& ops, const tensor& y, const tensor& dy, tensor& dx) {
+void relu::backward(const pass& p, const float* /*params*/, const tensor& /*x*/, const tensor& y,
+                    const tensor& dy, float* /*param_grads*/, tensor* dx,
+                    layer_scratch& /*scratch*/) const {
   HERD_CHECK_EQ(y.size(), dy.size());
-  dx.reshape(y.shape());
-  ops.relu_backward(y.data(), dy.data(), dx.data(), y.size());
+  if (dx == nullptr)
+    return;
+  dx->reshape(y.shape());
+  p.ops.relu_backward(y.data(), dy.data(), dx->data(), y.size());
 }
+
+void flatten::forward(const pass& p, const float* /*params*/, const tensor& x, tensor& y,
+                      layer_scratch& /*scratch*/) const {
+  y.reshape(x.shape());
+  p.ops.copy(y.data(), x.data(), x.size());
+}
+
+void flatten::backward(const pass& p, const float* /*params*/, const tensor& /*x*/,
+                       const tensor& /*y*/, const tensor& dy, float* /*param_grads*/, tensor* dx,
+                       layer_scratch& /*scratch*/) const {
+  if (dx == nullptr)
+    return;
+  dx->reshape(dy.shape());
+  p.ops.copy(dx->data(), dy.data(), dy.size());
+}
+
+// -- dropout --------------------------------------------------------------------------------------
+
+dropout::dropout(const shape& input, float probability)
+    : layer(input, input), probability_(probability) {
+  HERD_CHECK(probability >= 0.0f && probability < 1.0f,
+             "a dropout probability must lie in [0, 1), got " << probability);
+}
+
+std::string dropout::describe() const {
+  char text[32];
+  std::snprintf(text, sizeof text, "dropout %g", static_cast<double>(probability_));
+  return text;
+}
+
+void dropout::forward(const pass& p, const float* /*params*/, const tensor& x, tensor& y,
+                      layer_scratch& /*scratch*/) const {
+  y.reshape(x.shape());
+  if (p.training)
+    p.ops.dropout_forward(x.data(), y.data(), x.size(), probability_, p.seed);
+  else
+    p.ops.copy(y.data(), x.data(), x.size());
+}
+
+void dropout::backward(const pass& p, const float* /*params*/, const tensor& /*x*/,
+                       const tensor& /*y*/, const tensor& dy, float* /*param_grads*/, tensor* dx,
+                       layer_scratch& /*scratch*/) const {
+  if (dx == nullptr)
+    return;
+  dx->reshape(dy.shape());
+  if (p.training)
+    p.ops.dropout_backward(dy.data(), dx->data(), dy.size(), probability_, p.seed);
+  else
+    p.ops.copy(dx->data(), dy.data(), dy.size());
+}
+
+// -- the loss -------------------------------------------------------------------------------------
 
 float softmax_cross_entropy::forward(const kernels::ops& ops, const tensor& logits,
                                      const std::int32_t* labels, tensor& probs) {

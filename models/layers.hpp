@@ -1,53 +1,168 @@
-// The layers of Herd's models. Layers own no parameters: they read and write a slice of the
-// model's single parameter buffer (and gradient buffer), so a reduction is always one buffer.
+// The layers of Herd's sequential models. Layers own no parameters: each reads and writes a
+// slice of the model's single parameter buffer (and gradient buffer), so a reduction is always
+// one buffer. A layer is built for the shape of its input and knows the shape of its output
+// (shape inference), so a model is checked when it is built, before anything runs.
+//
+// Activations are rank-2 tensors, batch x elements(shape): a layer reads its input shape from
+// input_shape(), not from the tensor.
 #pragma once
 
 #include "kernels/ops.hpp"
+#include "models/model.hpp"
 #include "models/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace herd::models {
 
-/// Fully connected: y = x W^T + b with W stored outputs x inputs (row-major), then b; the slice
-/// holds [W | b], parameter_count() floats.
-class dense {
+/// What one pass hands every layer.
+struct pass {
+  const kernels::ops& ops;
+  /// False in evaluation (layers such as dropout then pass their input through).
+  bool training = true;
+  /// Differs from step to step (and from layer to layer): dropout draws its mask from it.
+  std::uint64_t seed = 0;
+};
+
+/// Scratch space a layer asks for, for a batch of a given size.
+struct scratch_need {
+  std::size_t floats = 0;
+  std::size_t ints = 0;
+};
+
+/// A layer's scratch in the ops' memory, kept from its forward pass to its backward pass (e.g.
+/// pooling's argmax); the model sizes it from scratch() before each forward pass.
+struct layer_scratch {
+  explicit layer_scratch(const kernels::memory& where) : floats(where), ints(0, where) {}
+  tensor floats;
+  kernels::buffer<std::int32_t> ints;
+};
+
+class layer {
 public:
-  dense(std::size_t inputs, std::size_t outputs);
+  virtual ~layer() = default;
 
-  std::size_t inputs() const { return inputs_; }
-  std::size_t outputs() const { return outputs_; }
-  std::size_t parameter_count() const { return inputs_ * outputs_ + outputs_; }
+  /// The layer as model.layers writes it: "dense 128", "relu".
+  virtual std::string describe() const = 0;
+  const shape& input_shape() const { return input_; }
+  const shape& output_shape() const { return output_; }
 
-  /// He initialisation (for the ReLUs that follow): W ~ N(0, 2 / inputs), b = 0.
-  void initialise(float* params, std::mt19937_64& rng) const;
+  /// Floats of this layer's slice of the parameter buffer (0: none).
+  virtual std::size_t parameter_count() const { return 0; }
+  /// Writes the initial values of this layer's slice, drawing from `rng` (the model's, shared by
+  /// its layers in order).
+  virtual void initialise(float* /*params*/, std::mt19937_64& /*rng*/) const {}
 
-  /// y (batch x outputs) from x (batch x inputs).
-  void forward(const kernels::ops& ops, const float* params, const tensor& x, tensor& y) const;
+  /// Scratch for a batch of `batch` samples (beyond the input and output the model keeps anyway).
+  virtual scratch_need scratch(std::size_t /*batch*/) const { return {}; }
+  /// True when the output is the input unchanged (flatten): the model then passes the buffer
+  /// through without calling forward() or backward().
+  virtual bool passes_through() const { return false; }
 
-  /// Overwrites param_grads (this layer's slice) with dL/d[W | b]; when dx is not null, also
-  /// writes dL/dx = dy W.
-  void backward(const kernels::ops& ops, const float* params, const tensor& x, const tensor& dy,
-                float* param_grads, tensor* dx) const;
+  /// y (batch x elements(output_shape())) from x (batch x elements(input_shape())). `scratch`
+  /// holds at least scratch(batch) in the ops' memory.
+  virtual void forward(const pass& p, const float* params, const tensor& x, tensor& y,
+                       layer_scratch& scratch) const = 0;
+
+  /// Given y = forward(x) (with the same pass and scratch) and dy = dL/dy: overwrites
+  /// param_grads (this layer's slice) with dL/d(params) and, when dx is not null, writes dL/dx.
+  virtual void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
+                        const tensor& dy, float* param_grads, tensor* dx,
+                        layer_scratch& scratch) const = 0;
+
+protected:
+  layer(shape input, shape output) : input_(std::move(input)), output_(std::move(output)) {}
 
 private:
-  std::size_t inputs_;
-  std::size_t outputs_;
+  shape input_;
+  shape output_;
 };
 
-/// max(x, 0), elementwise.
-class relu {
+/// A layer as model.layers writes it: "dense 128" is kind "dense", arguments {"128"}.
+struct layer_spec {
+  std::string kind;
+  std::vector<std::string> arguments;
+  std::string text; // as written, for messages
+};
+
+/// The layer kinds make_layer() knows, with their grammar, for messages and docs.
+const std::vector<std::string>& layer_grammar();
+
+/// The layer `spec` asks for, taking samples of shape `input`. Throws std::invalid_argument
+/// saying what is wrong with the layer (unknown kind, bad arguments, an input shape it cannot
+/// take); the model adds which layer it is.
+std::unique_ptr<layer> make_layer(const layer_spec& spec, const shape& input);
+
+/// Fully connected: y = x W^T + b with W stored outputs x inputs (row-major), then b; the slice
+/// holds [W | b]. Takes a flat input ({n}).
+class dense final : public layer {
 public:
-  static void forward(const kernels::ops& ops, const tensor& x, tensor& y);
-  /// dx = dy where the forward output y was positive.
-  static void backward(const kernels::ops& ops, const tensor& y, const tensor& dy, tensor& dx);
+  dense(const shape& input, std::size_t outputs);
+
+  std::size_t inputs() const { return input_shape().front(); }
+  std::size_t outputs() const { return output_shape().front(); }
+  std::string describe() const override;
+  std::size_t parameter_count() const override { return inputs() * outputs() + outputs(); }
+  /// He initialisation (for the ReLUs that follow): W ~ N(0, 2 / inputs), b = 0.
+  void initialise(float* params, std::mt19937_64& rng) const override;
+  void forward(const pass& p, const float* params, const tensor& x, tensor& y,
+               layer_scratch& scratch) const override;
+  /// dL/d[W | b]; dx = dy W.
+  void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
 };
 
-/// Softmax over each row of the logits followed by the mean cross-entropy against the labels
-/// (one per row, in the ops' memory like the tensors).
+/// max(x, 0), elementwise; any shape.
+class relu final : public layer {
+public:
+  explicit relu(const shape& input) : layer(input, input) {}
+  std::string describe() const override { return "relu"; }
+  void forward(const pass& p, const float* params, const tensor& x, tensor& y,
+               layer_scratch& scratch) const override;
+  /// dx = dy where the forward output y was positive.
+  void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
+};
+
+/// Any shape to a flat one ({1, 28, 28} to {784}); the data stay where they are.
+class flatten final : public layer {
+public:
+  explicit flatten(const shape& input) : layer(input, {elements(input)}) {}
+  std::string describe() const override { return "flatten"; }
+  bool passes_through() const override { return true; }
+  void forward(const pass& p, const float* params, const tensor& x, tensor& y,
+               layer_scratch& scratch) const override;
+  void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
+};
+
+/// Inverted dropout while training: each element is dropped with probability p, the others scaled
+/// by 1 / (1 - p); the mask comes from the pass's seed (a new one every step). In evaluation the
+/// input passes unchanged. Any shape.
+class dropout final : public layer {
+public:
+  dropout(const shape& input, float probability);
+  std::string describe() const override;
+  void forward(const pass& p, const float* params, const tensor& x, tensor& y,
+               layer_scratch& scratch) const override;
+  void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
+                const tensor& dy, float* param_grads, tensor* dx,
+                layer_scratch& scratch) const override;
+
+private:
+  float probability_;
+};
+
+/// The loss of every sequential model: softmax over each row of the logits followed by the mean
+/// cross-entropy against the labels (one per row, in the ops' memory like the tensors).
 class softmax_cross_entropy {
 public:
   /// Writes the probabilities and returns the mean loss.

@@ -5,7 +5,6 @@
 // makes the replicas one.
 #include "actors/train_session.hpp"
 #include "actors/worker_probe.hpp"
-#include "models/mlp.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -78,8 +77,8 @@ struct probed_run {
 probed_run run_probed(const job& j) {
   herd::actors::session_options options;
   options.progress_interval = std::chrono::milliseconds(20);
-  const herd::models::mlp model(herd::actors::mlp_layer_sizes(j.config, j.data->train));
-  auto probe = std::make_shared<recording_probe>(j.config.train.workers, model.parameter_count());
+  const auto model = herd::actors::make_model(j.config, j.data->train);
+  auto probe = std::make_shared<recording_probe>(j.config.train.workers, model->parameter_count());
   options.probe = probe;
   train_session session(j.config, j.data, options);
   probed_run result;

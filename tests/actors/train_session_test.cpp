@@ -3,7 +3,6 @@
 #include "actors/train_session.hpp"
 #include "config/loader.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
-#include "models/mlp.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
 
@@ -60,7 +59,8 @@ void expect_sync_equals_one_big_batch(const herd::actors::session_options& optio
   ASSERT_EQ(summary.rounds, static_cast<std::uint64_t>(rounds));
 
   // The reference: the same samples, step by step, in one batch of 4b.
-  const herd::models::mlp model(herd::actors::mlp_layer_sizes(config, data->train));
+  const auto built = herd::actors::make_model(config, data->train);
+  const herd::models::model& model = *built;
   auto params = model.initial_parameters(config.train.seed);
   herd::models::sgd optimizer(model.parameter_count(),
                               {static_cast<float>(config.train.lr),
@@ -75,7 +75,7 @@ void expect_sync_equals_one_big_batch(const herd::actors::session_options& optio
   herd::models::tensor grads({model.parameter_count()});
   herd::models::tensor x;
   std::vector<std::int32_t> y;
-  herd::models::mlp_workspace work;
+  const auto work = model.make_workspace();
   for (int step = 0; step < rounds; ++step) {
     std::vector<std::size_t> big_batch;
     for (auto& sampler : samplers) {
@@ -83,7 +83,7 @@ void expect_sync_equals_one_big_batch(const herd::actors::session_options& optio
       big_batch.insert(big_batch.end(), indices.begin(), indices.end());
     }
     herd::models::gather_batch(data->train, big_batch, x, y);
-    model.loss_and_gradient(herd::kernels::cpu_ops(), params.data(), x, y, grads.data(), work);
+    model.loss_and_gradient(herd::kernels::cpu_ops(), params.data(), x, y, grads.data(), *work);
     optimizer.step(herd::kernels::cpu_ops(), params.data(), grads.data());
   }
 

@@ -3,6 +3,7 @@
 // arrive in.
 #include "actors/messages.hpp"
 #include "actors/worker.hpp"
+#include "models/sequential.hpp"
 #include "models/sgd.hpp"
 
 #include <algorithm>
@@ -20,6 +21,13 @@
 #include "support/emulated_stream_ops.hpp"
 
 namespace {
+
+// The mlp preset 12-8-3.
+herd::models::model_choice mlp_12_8_3() {
+  herd::models::model_choice choice;
+  choice.hidden = {8};
+  return choice;
+}
 
 using namespace herd::actors;
 using herd::comm::host_buffer;
@@ -107,8 +115,8 @@ protected:
   }
 
   caf::actor_system system_;
-  std::shared_ptr<const herd::models::mlp> model_ =
-      std::make_shared<const herd::models::mlp>(std::vector<std::size_t>{12, 8, 3});
+  std::shared_ptr<const herd::models::model> model_ =
+      herd::models::build_model(mlp_12_8_3(), {12}, 3);
   std::shared_ptr<const herd::models::dataset> data_ =
       std::make_shared<const herd::models::dataset>(
           herd::models::make_synthetic_dataset(64, 12, 3, 1));

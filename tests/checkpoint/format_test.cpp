@@ -15,7 +15,7 @@ using namespace herd::checkpoint;
 header sample_header() {
   header head;
   head.herd_version = "0.1.0";
-  head.shape.layers = {24, 16, 5};
+  head.shape.model = "24: flatten, dense 16, relu, dense 5";
   head.shape.algorithm = "sync";
   head.shape.workers = 4;
   head.shape.training_samples = 640;
@@ -51,7 +51,7 @@ TEST(CheckpointFormat, RoundTripsHeaderAndPayload) {
   const auto back = decode(bytes, "f");
   EXPECT_EQ(back.payload, payload);
   EXPECT_EQ(back.head.rounds, 17u);
-  EXPECT_EQ(back.head.shape.layers, (std::vector<std::uint64_t>{24, 16, 5}));
+  EXPECT_EQ(back.head.shape.model, "24: flatten, dense 16, relu, dense 5");
   EXPECT_EQ(back.head.payload_bytes, payload.size());
   EXPECT_EQ(back.head.fingerprint, sample_header().shape.fingerprint());
 }
@@ -107,10 +107,13 @@ TEST(CheckpointFormat, DifferencesNameEveryStructuralKey) {
   auto now = saved;
   now.workers = 8;
   now.algorithm = "wagma";
-  now.layers = {24, 32, 5};
+  now.model = "24: flatten, dense 32, relu, dense 5";
   const auto found = differences(saved, now);
   ASSERT_EQ(found.size(), 3u);
-  EXPECT_NE(found[0].find("24-16-5"), std::string::npos);
+  EXPECT_NE(found[0].find("model (from [model] and the data's shape): the checkpoint has 24: "
+                          "flatten, dense 16, relu, dense 5, this run 24: flatten, dense 32"),
+            std::string::npos)
+      << found[0];
   EXPECT_NE(found[1].find("train.algorithm: the checkpoint has sync, this run wagma"),
             std::string::npos);
   EXPECT_NE(found[2].find("train.workers: the checkpoint has 4, this run 8"), std::string::npos);

@@ -599,6 +599,24 @@ TEST_F(herd_cli, a_model_too_large_for_memory_is_refused_before_allocating) {
   EXPECT_THAT(result.output, HasSubstr("GiB"));
 }
 
+// [model] is checked against the data's shape (1x28x28 here) before anything runs.
+TEST_F(herd_cli, a_model_that_does_not_fit_the_data_or_an_unknown_preset_exits_2) {
+  auto unfit =
+      herd({"train", "--data.dataset=synthetic", "--model.layers=dense 64, relu, dense 10"});
+  EXPECT_EQ(unfit.exit_code, 2);
+  EXPECT_THAT(unfit.output, HasSubstr("herd train: model.layers: layer 1 of 3 (dense 64) is given "
+                                      "1x28x28 by the data's samples"));
+  auto unknown = herd({"bench", "--data.dataset=synthetic", "--model.preset=resnet"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown preset; the presets are: mlp"));
+  auto layers = herd({"train", "--data.dataset=synthetic", "--train.workers=2",
+                      "--model.layers=flatten, dense 16, relu, dense 10", "--train.epochs=1"});
+  EXPECT_EQ(layers.exit_code, 0) << layers.output;
+  EXPECT_THAT(
+      layers.output,
+      HasSubstr("sequential 1x28x28: flatten, dense 16, relu, dense 10 (12730 parameters)"));
+}
+
 TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
   auto result = herd({"train", "--data.dataset=synthetic", "--train.lr=1000", "--train.epochs=50"});
   EXPECT_EQ(result.exit_code, 1);

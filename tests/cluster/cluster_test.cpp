@@ -3,7 +3,6 @@
 // loopback): replicas on different nodes go through the same states, every gradient is
 // accounted for, every algorithm runs unchanged, and the cluster refuses what it cannot run.
 #include "actors/train_session.hpp"
-#include "models/mlp.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -122,8 +121,7 @@ cluster_run run_cluster(job j, const std::vector<int>& node_workers,
 }
 
 std::size_t parameter_count(const job& j) {
-  return herd::models::mlp(herd::actors::mlp_layer_sizes(j.config, j.data->train))
-      .parameter_count();
+  return herd::actors::make_model(j.config, j.data->train)->parameter_count();
 }
 
 double norm(const std::vector<double>& values) {

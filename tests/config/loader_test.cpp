@@ -169,6 +169,37 @@ TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
   EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
 }
 
+// -- [model]
+// ----------------------------------------------------------------------------------------
+
+TEST_F(config_files, model_keys_have_defaults_parse_and_round_trip) {
+  const auto defaults = load("", {});
+  EXPECT_EQ(defaults.model.preset, "mlp");
+  EXPECT_EQ(defaults.model.layers, "");
+  const auto file = write("model.ini", "[model]\nlayers = \"flatten, dense 64, relu, dense 10\"\n");
+  const auto config = load(file, {});
+  EXPECT_EQ(config.model.layers, "flatten, dense 64, relu, dense 10");
+  EXPECT_EQ(load("", {"--model.layers=flatten, dense 10"}).model.layers, "flatten, dense 10");
+  EXPECT_EQ(load("", {"--model.preset=mlp"}).model.preset, "mlp");
+  const auto back = herd::config::load_text(herd::config::to_ini(config), "to_ini");
+  EXPECT_EQ(back.model.layers, config.model.layers);
+  EXPECT_EQ(back.model.preset, "mlp");
+}
+
+TEST_F(config_files, model_keys_that_do_not_go_together_are_refused_naming_the_key) {
+  EXPECT_THAT(first_error("", {"--model.preset=resnet"}),
+              HasSubstr("model.preset = \"resnet\" (command line): unknown preset; the presets "
+                        "are: mlp"));
+  EXPECT_THAT(first_error("", {"--model.layers=flatten, dense 10", "--model.hidden=[64]"}),
+              HasSubstr("model.hidden = [64] (command line): sizes the mlp preset only; with "
+                        "model.layers, write the dense layers there"));
+  // A layer list is a line or two, not a megabyte.
+  EXPECT_THAT(first_error("", {"--model.layers=" + std::string(70000, 'x')}),
+              HasSubstr("is longer than 65536 bytes"));
+  // The layers are read when the model is built against the data: any text loads here.
+  EXPECT_NO_THROW(load("", {"--model.layers=nonsense 3"}));
+}
+
 TEST_F(config_files, shipped_configs_load) {
   for (const auto& entry : std::filesystem::directory_iterator(HERD_CONFIG_DIR)) {
     if (entry.path().extension() != ".ini")

@@ -147,6 +147,18 @@ TEST(make_dataset, flattens_images_and_normalises_each_pixel) {
   EXPECT_EQ(data.name, "tiny");
   for (std::size_t i = 0; i < images.values.size(); ++i)
     EXPECT_NEAR(data.images[i], (images.values[i] / 255.0 - 0.5) / 0.25, 1e-5) << i;
+  // A model sees each image as one channel of rows x cols.
+  EXPECT_EQ(data.sample_shape, (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(data.input_shape(), (std::vector<std::size_t>{1, 2, 3}));
+}
+
+TEST(make_dataset, flat_samples_have_a_flat_shape) {
+  const dataset data = make_dataset(make_array({2, 3}, {0, 1, 2, 3, 4, 5}), make_array({2}, {0, 1}),
+                                    2, normalisation{}, "flat", "img", "lbl");
+  EXPECT_EQ(data.input_shape(), (std::vector<std::size_t>{3}));
+  // A dataset built without a shape (the synthetic one) is flat.
+  EXPECT_EQ(herd::models::make_synthetic_dataset(4, 7, 2, 1).input_shape(),
+            (std::vector<std::size_t>{7}));
 }
 
 TEST(make_dataset, rejects_different_image_and_label_counts) {

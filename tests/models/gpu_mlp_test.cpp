@@ -3,8 +3,8 @@
 // skips without a device.
 #include "kernels/cuda/cuda_ops.hpp"
 #include "models/dataset.hpp"
-#include "models/mlp.hpp"
 #include "models/sampler.hpp"
+#include "models/sequential.hpp"
 #include "models/sgd.hpp"
 #include "models/tensor.hpp"
 
@@ -27,7 +27,10 @@ TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
   EXPECT_FALSE(device.host_accessible());
 
   const auto data = herd::models::make_synthetic_split(500, 333, 57, 7, 5);
-  const herd::models::mlp model({57, 129, 33, 7}); // odd sizes
+  herd::models::model_choice choice;
+  choice.hidden = {129, 33}; // odd sizes
+  const auto built = herd::models::build_model(choice, {57}, 7);
+  const herd::models::model& model = *built;
   const tensor host_params = model.initial_parameters(9);
   tensor params(host_params, device);
   EXPECT_THROW((void)params[0], std::logic_error);
@@ -41,8 +44,10 @@ TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
   herd::models::gather_batch(data.train, rows, x, labels);
   const tensor x_device(x, device);
 
-  herd::models::mlp_workspace cpu_work;
-  herd::models::mlp_workspace gpu_work;
+  const auto cpu_workspace = model.make_workspace();
+  const auto gpu_workspace = model.make_workspace();
+  auto& cpu_work = *cpu_workspace;
+  auto& gpu_work = *gpu_workspace;
   tensor cpu_grads({model.parameter_count()});
   tensor gpu_grads(std::vector<std::size_t>{model.parameter_count()}, device);
   const float cpu_loss =

@@ -1,8 +1,8 @@
-// Finite-difference gradient checks for every layer and for the whole MLP: the analytic backward
-// pass must match central differences of the forward pass.
+// Finite-difference gradient checks for every layer and for the whole MLP preset: the analytic
+// backward pass must match central differences of the forward pass.
 #include "kernels/ops.hpp"
 #include "models/layers.hpp"
-#include "models/mlp.hpp"
+#include "models/sequential.hpp"
 
 #include <cmath>
 #include <functional>
@@ -14,6 +14,15 @@ namespace {
 using herd::models::tensor;
 
 const herd::kernels::ops& ops = herd::kernels::cpu_ops();
+const herd::models::pass training{ops, true, 0};
+
+// The mlp preset over flat samples of `inputs` features.
+std::unique_ptr<herd::models::sequential> mlp(std::size_t inputs, std::vector<int> hidden,
+                                              std::size_t classes) {
+  herd::models::model_choice choice;
+  choice.hidden = std::move(hidden);
+  return herd::models::build_model(choice, {inputs}, classes);
+}
 
 tensor random_tensor(std::vector<std::size_t> shape, std::uint64_t seed, float scale = 1.0f) {
   tensor t(std::move(shape));
@@ -56,7 +65,7 @@ double weighted(const tensor& y, const tensor& r) {
 }
 
 TEST(gradient_check, dense_layer_weights_bias_and_inputs) {
-  const herd::models::dense layer(7, 5);
+  const herd::models::dense layer({7}, 5);
   tensor params({layer.parameter_count()});
   std::mt19937_64 rng(11);
   layer.initialise(params.data(), rng);
@@ -68,12 +77,13 @@ TEST(gradient_check, dense_layer_weights_bias_and_inputs) {
   tensor y;
   tensor grads({layer.parameter_count()});
   tensor dx;
-  layer.forward(ops, params.data(), x, y);
-  layer.backward(ops, params.data(), x, upstream, grads.data(), &dx);
+  herd::models::layer_scratch scratch(herd::kernels::host_memory());
+  layer.forward(training, params.data(), x, y, scratch);
+  layer.backward(training, params.data(), x, y, upstream, grads.data(), &dx, scratch);
 
   auto loss = [&] {
     tensor out;
-    layer.forward(ops, params.data(), x, out);
+    layer.forward(training, params.data(), x, out, scratch);
     return weighted(out, upstream);
   };
   expect_gradient_matches(params.data(), params.size(), grads.data(), loss, "dense params");
@@ -89,11 +99,13 @@ TEST(gradient_check, relu_layer_inputs) {
   const tensor upstream = random_tensor({4, 9}, 22);
   tensor y;
   tensor dx;
-  herd::models::relu::forward(ops, x, y);
-  herd::models::relu::backward(ops, y, upstream, dx);
+  herd::models::layer_scratch scratch(herd::kernels::host_memory());
+  const herd::models::relu layer({9});
+  layer.forward(training, nullptr, x, y, scratch);
+  layer.backward(training, nullptr, x, y, upstream, nullptr, &dx, scratch);
   auto loss = [&] {
     tensor out;
-    herd::models::relu::forward(ops, x, out);
+    layer.forward(training, nullptr, x, out, scratch);
     return weighted(out, upstream);
   };
   expect_gradient_matches(x.data(), x.size(), dx.data(), loss, "relu inputs");
@@ -114,33 +126,37 @@ TEST(gradient_check, softmax_cross_entropy_logits) {
 }
 
 TEST(gradient_check, whole_mlp_every_parameter) {
-  const herd::models::mlp model({6, 5, 4, 3});
+  const auto built = mlp(6, {5, 4}, 3);
+  const auto& model = *built;
   tensor params = model.initial_parameters(41);
   for (std::size_t i = 0; i < params.size(); ++i) // non-zero biases too
     if (params[i] == 0.0f)
       params[i] = 0.05f;
   const tensor x = random_tensor({5, 6}, 42);
   const std::vector<std::int32_t> labels{0, 1, 2, 1, 0};
-  herd::models::mlp_workspace work;
+  const auto work = model.make_workspace();
   tensor grads({model.parameter_count()});
-  model.loss_and_gradient(ops, params.data(), x, labels, grads.data(), work);
+  model.loss_and_gradient(ops, params.data(), x, labels, grads.data(), *work);
   auto loss = [&] {
-    herd::models::mlp_workspace scratch;
-    return double{model.loss(ops, params.data(), x, labels, scratch)};
+    const auto scratch = model.make_workspace();
+    return double{model.loss(ops, params.data(), x, labels, *scratch)};
   };
   expect_gradient_matches(params.data(), params.size(), grads.data(), loss, "mlp params");
 }
 
 TEST(mlp, parameter_layout_is_one_contiguous_buffer) {
-  const herd::models::mlp model({784, 256, 128, 10});
+  const auto built = mlp(784, {256, 128}, 10);
+  const auto& model = *built;
   EXPECT_EQ(model.parameter_count(), 784u * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
-  EXPECT_EQ(model.parameter_offset(0), 0u);
-  EXPECT_EQ(model.parameter_offset(1), 784u * 256 + 256);
-  EXPECT_EQ(model.parameter_offset(2), 784u * 256 + 256 + 256 * 128 + 128);
+  // flatten, dense, relu, dense, relu, dense: the dense layers' slices follow each other.
+  EXPECT_EQ(model.parameter_offset(1), 0u);
+  EXPECT_EQ(model.parameter_offset(3), 784u * 256 + 256);
+  EXPECT_EQ(model.parameter_offset(5), 784u * 256 + 256 + 256 * 128 + 128);
 }
 
 TEST(mlp, same_seed_same_replica_and_he_scale) {
-  const herd::models::mlp model({784, 256, 10});
+  const auto built = mlp(784, {256}, 10);
+  const auto& model = *built;
   const tensor a = model.initial_parameters(7);
   const tensor b = model.initial_parameters(7);
   const tensor c = model.initial_parameters(8);
@@ -158,10 +174,12 @@ TEST(mlp, same_seed_same_replica_and_he_scale) {
 
 TEST(mlp, training_on_synthetic_data_reduces_loss_and_learns) {
   const auto data = herd::models::make_synthetic_dataset(512, 20, 4, 3);
-  const herd::models::mlp model({20, 32, 4});
+  const auto built = mlp(20, {32}, 4);
+  const auto& model = *built;
   tensor params = model.initial_parameters(5);
   tensor grads({model.parameter_count()});
-  herd::models::mlp_workspace work;
+  const auto workspace = model.make_workspace();
+  auto& work = *workspace;
   const auto before = model.evaluate(ops, params.data(), data, 128, work);
   tensor x({64, 20});
   std::vector<std::int32_t> labels(64);

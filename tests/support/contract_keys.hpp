@@ -19,6 +19,8 @@ inline const std::vector<const char*>& contract_keys() {
                                              "train.seed",
                                              "data.path",
                                              "data.max-bytes",
+                                             "model.preset",
+                                             "model.layers",
                                              "model.hidden",
                                              "metrics.port",
                                              "metrics.bind",

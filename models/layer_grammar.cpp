@@ -1,0 +1,177 @@
+// make_layer(): a layer of model.layers read from its words and built for its input shape; see
+// layers.hpp and docs/models.md.
+#include "models/image_layers.hpp"
+#include "models/layers.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+namespace herd::models {
+
+namespace {
+
+// A positive size written in a layer, at most 2^24 (no layer is wider; a typo is not a request
+// for terabytes).
+std::size_t size_argument(const std::string& text, const std::string& what) {
+  std::size_t value = 0;
+  const bool digits = !text.empty() && text.size() <= 9 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits)
+    value = std::stoul(text);
+  if (!digits || value < 1 || value > (std::size_t{1} << 24))
+    throw std::invalid_argument(what + " must be a whole number between 1 and 16777216, not \"" +
+                                text + "\"");
+  return value;
+}
+
+// "3" (3 x 3) or "3x5" (3 high, 5 wide).
+std::pair<std::size_t, std::size_t> window_argument(const std::string& text,
+                                                    const std::string& what) {
+  const auto x = text.find('x');
+  if (x == std::string::npos) {
+    const std::size_t side = size_argument(text, what);
+    return {side, side};
+  }
+  return {size_argument(text.substr(0, x), what + "'s height"),
+          size_argument(text.substr(x + 1), what + "'s width")};
+}
+
+// The words of `spec`: `positional` values first, then `keyword value` pairs among `keywords`
+// (each at most once). Throws naming the layer and its form.
+struct layer_words {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> options;
+};
+
+layer_words read_words(const layer_spec& spec, std::size_t positional,
+                       const std::vector<std::string>& keywords, const std::string& form) {
+  const auto& words = spec.arguments;
+  auto refuse = [&](const std::string& problem) {
+    throw std::invalid_argument(problem + "; write " + form);
+  };
+  if (words.size() < positional)
+    refuse("\"" + spec.text + "\" lacks arguments");
+  layer_words read;
+  read.positional.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(positional));
+  for (std::size_t i = positional; i < words.size(); i += 2) {
+    const std::string& keyword = words[i];
+    bool known = false;
+    for (const auto& each : keywords)
+      known = known || each == keyword;
+    if (!known)
+      refuse("\"" + keyword + "\" is not an argument of " + spec.kind);
+    if (i + 1 >= words.size())
+      refuse(keyword + " needs a value");
+    if (!read.options.emplace(keyword, words[i + 1]).second)
+      refuse(keyword + " is given twice");
+  }
+  return read;
+}
+
+// Padding may be zero.
+std::size_t padding_argument(const layer_words& words) {
+  const auto found = words.options.find("pad");
+  if (found == words.options.end() || found->second == "0")
+    return 0;
+  return size_argument(found->second, "pad");
+}
+
+float probability_argument(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0.0 ||
+      value >= 1.0)
+    throw std::invalid_argument("the probability of dropout must lie in [0, 1), not \"" + text +
+                                "\"");
+  return static_cast<float>(value);
+}
+
+// A CxHxW input, or why the layer cannot take `input`.
+void require_images(const std::string& kind, const shape& input) {
+  if (input.size() != 3)
+    throw std::invalid_argument(kind + " takes images (channels x height x width), not " +
+                                shape_text(input));
+  for (std::size_t dim : input)
+    if (dim > static_cast<std::size_t>(std::numeric_limits<int>::max() / 4))
+      throw std::invalid_argument(kind + ": the images " + shape_text(input) + " are too large");
+}
+
+// The window over `input` for `kind`, or why it does not fit.
+kernels::window2d make_window(const std::string& kind, const shape& input,
+                              std::pair<std::size_t, std::size_t> kernel,
+                              std::pair<std::size_t, std::size_t> stride, std::size_t pad) {
+  require_images(kind, input);
+  kernels::window2d window;
+  window.channels = static_cast<int>(input[0]);
+  window.height = static_cast<int>(input[1]);
+  window.width = static_cast<int>(input[2]);
+  window.kernel_h = static_cast<int>(kernel.first);
+  window.kernel_w = static_cast<int>(kernel.second);
+  window.stride_h = static_cast<int>(stride.first);
+  window.stride_w = static_cast<int>(stride.second);
+  window.pad_h = window.pad_w = static_cast<int>(pad);
+  if (kernel.first > input[1] + 2 * pad || kernel.second > input[2] + 2 * pad)
+    throw std::invalid_argument(kind + ": its " + std::to_string(kernel.first) + "x" +
+                                std::to_string(kernel.second) + " window does not fit " +
+                                std::to_string(input[1]) + "x" + std::to_string(input[2]) +
+                                " images" + (pad > 0 ? " padded by " + std::to_string(pad) : ""));
+  return window;
+}
+
+} // namespace
+
+const std::vector<std::string>& layer_grammar() {
+  static const std::vector<std::string> grammar{
+      "dense N",  "relu", "flatten", "conv FILTERS K [stride S] [pad P]", "maxpool K [stride S]",
+      "dropout P"};
+  return grammar;
+}
+
+std::unique_ptr<layer> make_layer(const layer_spec& spec, const shape& input) {
+  if (spec.kind == "dense") {
+    const auto words = read_words(spec, 1, {}, "dense N (N outputs, e.g. dense 128)");
+    const std::size_t outputs = size_argument(words.positional[0], "the outputs of dense");
+    if (input.size() != 1)
+      throw std::invalid_argument("dense takes a flat input, not " + shape_text(input) +
+                                  "; put flatten before it");
+    return std::make_unique<dense>(input, outputs);
+  }
+  if (spec.kind == "relu" || spec.kind == "flatten") {
+    read_words(spec, 0, {}, spec.kind + ", without arguments");
+    if (spec.kind == "relu")
+      return std::make_unique<relu>(input);
+    return std::make_unique<flatten>(input);
+  }
+  if (spec.kind == "conv") {
+    const std::string form = "conv FILTERS K [stride S] [pad P] (e.g. conv 32 3x3 pad 1)";
+    const auto words = read_words(spec, 2, {"stride", "pad"}, form);
+    const std::size_t filters = size_argument(words.positional[0], "the filters of conv");
+    const auto kernel = window_argument(words.positional[1], "the window of conv");
+    const auto stride = words.options.count("stride") != 0
+                            ? window_argument(words.options.at("stride"), "the stride of conv")
+                            : std::pair<std::size_t, std::size_t>{1, 1};
+    return std::make_unique<conv2d>(
+        make_window("conv", input, kernel, stride, padding_argument(words)), filters);
+  }
+  if (spec.kind == "maxpool") {
+    const auto words = read_words(spec, 1, {"stride"}, "maxpool K [stride S] (e.g. maxpool 2)");
+    const auto kernel = window_argument(words.positional[0], "the window of maxpool");
+    const auto stride = words.options.count("stride") != 0
+                            ? window_argument(words.options.at("stride"), "the stride of maxpool")
+                            : kernel;
+    return std::make_unique<maxpool2d>(make_window("maxpool", input, kernel, stride, 0));
+  }
+  if (spec.kind == "dropout") {
+    const auto words = read_words(spec, 1, {}, "dropout P (the probability of dropping, e.g. 0.5)");
+    return std::make_unique<dropout>(input, probability_argument(words.positional[0]));
+  }
+  std::string known;
+  for (const auto& form : layer_grammar())
+    known += (known.empty() ? "" : ", ") + form;
+  throw std::invalid_argument("unknown layer \"" + spec.kind + "\"; the layers are: " + known);
+}
+
+} // namespace herd::models

@@ -1,0 +1,102 @@
+// What Herd trains: a model is the architecture only. Its parameters and their gradients are each
+// one contiguous float buffer that the caller owns (one per worker replica, in the memory of the
+// ops it computes with), and the scratch space of a pass lives in a workspace the model makes, so
+// one model object serves many replicas and evaluations on different threads. The worker, the
+// evaluator, checkpoints and the cluster code know this interface and nothing else.
+//
+// Write your own model by deriving from `model` (docs/models.md); Herd's own models are
+// sequential stacks of layers (models/sequential.hpp).
+#pragma once
+
+#include "kernels/ops.hpp"
+#include "models/dataset.hpp"
+#include "models/tensor.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace herd::models {
+
+/// One sample's shape, without the batch dimension: {784}, or {1, 28, 28} (channels, height,
+/// width). A batch is always a rank-2 tensor, batch x elements(shape), row-major.
+using shape = std::vector<std::size_t>;
+
+/// The number of floats one sample of `of` holds (the product of its dimensions).
+std::size_t elements(const shape& of);
+/// "1x28x28"
+std::string shape_text(const shape& of);
+
+/// A model that cannot be built as asked: an unknown preset or layer, a malformed layer, or a
+/// shape that does not fit. what() is a whole sentence; key() is the setting it comes from
+/// ("model.layers", "model.preset", "model.hidden").
+class model_error : public std::invalid_argument {
+public:
+  model_error(std::string key, const std::string& message)
+      : std::invalid_argument(message), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+private:
+  std::string key_;
+};
+
+/// The result of evaluating parameters on a dataset.
+struct evaluation {
+  double mean_loss = 0.0;
+  std::size_t correct = 0;
+  std::size_t samples = 0;
+  double accuracy() const { return samples == 0 ? 0.0 : static_cast<double>(correct) / samples; }
+};
+
+/// Scratch space of one replica's passes: activations and their gradients. Opaque to callers; a
+/// model makes its own (make_workspace()) and may move it into the memory of the ops it is used
+/// with. One workspace serves one thread at a time.
+class model_workspace {
+public:
+  virtual ~model_workspace() = default;
+};
+
+class model {
+public:
+  virtual ~model() = default;
+
+  /// For logs: "mlp", "cnn", "sequential", or a user model's own.
+  virtual std::string name() const = 0;
+  /// The model's structure in words, e.g. "1x28x28: flatten, dense 256, relu, dense 10". A
+  /// checkpoint stores it, and a run resumes only from a checkpoint with the same description.
+  virtual std::string describe() const = 0;
+  /// One sample's shape; a batch holds elements(input_shape()) floats per row.
+  virtual const shape& input_shape() const = 0;
+  /// Classes of the classification (the width of the scores).
+  virtual std::size_t classes() const = 0;
+  /// Floats in the parameter buffer, and in the gradient buffer.
+  virtual std::size_t parameter_count() const = 0;
+
+  /// Initial parameters (host memory) drawn from `seed`: the same seed gives the same replica.
+  virtual tensor initial_parameters(std::uint64_t seed) const = 0;
+
+  /// A fresh workspace for this model's passes.
+  virtual std::unique_ptr<model_workspace> make_workspace() const = 0;
+
+  /// Forward and backward on one batch (x: rows x elements(input_shape()), one label per row):
+  /// overwrites `grads` (parameter_count() floats) with the gradient of the batch's mean loss and
+  /// returns that loss. `params`, `x` and `grads` are in ops.memory(); the labels are on the host.
+  /// `work` must come from this model's make_workspace().
+  virtual float loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
+                                  const std::vector<std::int32_t>& labels, float* grads,
+                                  model_workspace& work) const = 0;
+
+  /// Forward only, as in evaluation: the batch's mean loss.
+  virtual float loss(const kernels::ops& ops, const float* params, const tensor& x,
+                     const std::vector<std::int32_t>& labels, model_workspace& work) const = 0;
+
+  /// Mean loss and correct predictions over a whole (host) dataset, in batches of `batch_size`
+  /// copied into ops.memory(); `params` are in ops.memory().
+  virtual evaluation evaluate(const kernels::ops& ops, const float* params, const dataset& data,
+                              std::size_t batch_size, model_workspace& work) const = 0;
+};
+
+} // namespace herd::models

@@ -1,0 +1,96 @@
+// From the [model] settings to the model a run trains (actors::make_model): each key's effect,
+// and the refusals a user sees, naming the key.
+#include "actors/train_session.hpp"
+#include "config/loader.hpp"
+#include "models/dataset.hpp"
+#include "models/sequential.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+using herd::actors::make_model;
+using herd::config::invalid_config;
+using testing::HasSubstr;
+
+// Fashion-MNIST's shape: 1x28x28 samples, 10 classes.
+herd::models::dataset images() {
+  auto data = herd::models::make_synthetic_dataset(20, 784, 10, 1);
+  data.sample_shape = {1, 28, 28};
+  return data;
+}
+
+herd::config::run_config with(const std::vector<std::string>& overrides) {
+  return herd::config::load("", overrides);
+}
+
+// The problem make_model() reports, as key and message.
+herd::config::config_error refusal(const herd::config::run_config& config,
+                                   const herd::models::dataset& data) {
+  try {
+    make_model(config, data);
+  } catch (const invalid_config& refused) {
+    return refused.errors().front();
+  }
+  ADD_FAILURE() << "the model was built";
+  return {};
+}
+
+TEST(model_config, the_default_is_the_mlp_preset_over_the_data_shape) {
+  const auto model = make_model(with({}), images());
+  EXPECT_EQ(model->name(), "mlp");
+  EXPECT_EQ(model->describe(), "1x28x28: flatten, dense 256, relu, dense 128, relu, dense 10");
+  EXPECT_EQ(model->parameter_count(), 784u * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+  // The classes come from the data too.
+  auto three = herd::models::make_synthetic_dataset(20, 12, 3, 1);
+  EXPECT_EQ(make_model(with({}), three)->describe(),
+            "12: flatten, dense 256, relu, dense 128, relu, dense 3");
+}
+
+TEST(model_config, model_hidden_sizes_the_mlp_preset) {
+  EXPECT_EQ(make_model(with({"--model.hidden=[32]"}), images())->describe(),
+            "1x28x28: flatten, dense 32, relu, dense 10");
+  EXPECT_EQ(make_model(with({"--model.hidden=[]"}), images())->describe(),
+            "1x28x28: flatten, dense 10");
+}
+
+TEST(model_config, model_layers_defines_the_model) {
+  const auto model =
+      make_model(with({"--model.layers=flatten, dense 64, relu, dense 10"}), images());
+  EXPECT_EQ(model->name(), "sequential");
+  EXPECT_EQ(model->describe(), "1x28x28: flatten, dense 64, relu, dense 10");
+  EXPECT_EQ(model->parameter_count(), 784u * 64 + 64 + 64 * 10 + 10);
+}
+
+TEST(model_config, a_layer_that_does_not_fit_is_refused_naming_it_its_place_and_both_shapes) {
+  const auto problem = refusal(with({"--model.layers=dense 64, relu, dense 10"}), images());
+  EXPECT_EQ(problem.key, "model.layers");
+  EXPECT_THAT(problem.message, HasSubstr("layer 1 of 3 (dense 64) is given 1x28x28"));
+  EXPECT_THAT(problem.message, HasSubstr("put flatten before it"));
+  const auto wrong_end = refusal(with({"--model.layers=flatten, dense 7"}), images());
+  EXPECT_EQ(wrong_end.key, "model.layers");
+  EXPECT_THAT(wrong_end.message, HasSubstr("gives 7 but the loss needs 10 scores"));
+  const auto malformed = refusal(with({"--model.layers=flatten, dense, dense 10"}), images());
+  EXPECT_THAT(malformed.message, HasSubstr("layer 2 of 3 (dense)"));
+}
+
+TEST(model_config, an_unknown_preset_is_refused_before_the_data_naming_the_presets) {
+  try {
+    with({"--model.preset=resnet"});
+    ADD_FAILURE() << "model.preset = resnet was accepted";
+  } catch (const invalid_config& refused) {
+    EXPECT_EQ(refused.errors().front().key, "model.preset");
+    EXPECT_THAT(refused.errors().front().message,
+                HasSubstr("unknown preset; the presets are: mlp"));
+  }
+}
+
+// The configuration's list of presets is the models' (config does not link the models).
+TEST(model_config, every_preset_the_configuration_accepts_builds) {
+  EXPECT_EQ(herd::config::known_model_presets(), herd::models::preset_names());
+  for (const auto& preset : herd::config::known_model_presets())
+    EXPECT_EQ(make_model(with({"--model.preset=" + preset}), images())->name(), preset);
+}
+
+} // namespace
