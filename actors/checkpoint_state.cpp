@@ -210,4 +210,15 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
   return lines;
 }
 
+std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_replicas) {
+  if (state.workers.empty())
+    return {};
+  if (!mean_of_replicas)
+    return state.workers.front().parameters;
+  replica_mean mean(state.workers.size());
+  for (const auto& worker : state.workers)
+    mean.add(worker.parameters);
+  return *mean.mean();
+}
+
 } // namespace herd::actors

@@ -92,6 +92,11 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
 run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
                                std::size_t parameter_count);
 
+/// The model a checkpoint holds: the mean of every replica's parameters when `mean_of_replicas`
+/// (model averaging, whose replicas differ between global averages), else the first replica's
+/// (the others went through the same states). Empty when it holds no worker.
+std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_replicas);
+
 /// The settings that differ between the checkpoint's run and this one, one line each
 /// ("train.lr: 0.05 in the checkpoint, 0.02 now"); the structural keys are checked elsewhere.
 std::vector<std::string> changed_settings(const std::string& saved_ini,

@@ -74,6 +74,9 @@ const std::map<std::string, config::key_scope>& scopes() {
                {"metrics.port", "serve Prometheus metrics of the whole run on this TCP port at "
                                 "/metrics (0 = off)"}});
     made["node"] = scope({}, node_keys, {});
+    made["evaluate"] = scope({"data"}, {}, {},
+                             {{"data.path", "directory holding the dataset's files now (the "
+                                            "checkpoint's run read them from its own)"}});
     return made;
   }();
   return all;

@@ -11,7 +11,8 @@
 
 namespace herd::cli {
 
-/// The keys `command` uses ("train", "bench", "simulate", "coordinator", "node") and what some of
+/// The keys `command` uses ("train", "bench", "simulate", "coordinator", "node", "evaluate") and
+/// what some of
 /// them mean there. Throws std::invalid_argument for another command.
 const config::key_scope& keys_of(const std::string& command);
 

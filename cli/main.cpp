@@ -2,6 +2,7 @@
 #include "cli/bench_command.hpp"
 #include "cli/cluster_commands.hpp"
 #include "cli/devices_command.hpp"
+#include "cli/evaluate_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
@@ -22,6 +23,7 @@ const char* usage =
     "  node         join a coordinator's run with N workers (herd node --help)\n"
     "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n"
     "  simulate     simulate the job at any scale on a virtual clock (herd simulate --help)\n"
+    "  evaluate     test accuracy of a checkpoint's model, per class (herd evaluate --help)\n"
     "  devices      what this machine offers and this build can use: CPUs, BLAS, GPUs\n"
     "  version      show the version (also --version, after any command)\n\n"
     "options:\n"
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
     return herd::cli::exit_ok;
   }
   const bool known = command == "train" || command == "coordinator" || command == "node" ||
-                     command == "bench" || command == "simulate" || command == "devices";
+                     command == "bench" || command == "simulate" || command == "devices" ||
+                     command == "evaluate";
   if (command == "--version" || command == "version" ||
       (known && std::find(args.begin(), args.end(), "--version") != args.end())) {
     std::cout << herd::cli::version_text();
@@ -66,6 +69,8 @@ int main(int argc, char** argv) {
     return herd::cli::bench_command(args);
   if (command == "simulate")
     return herd::cli::simulate_command(args);
+  if (command == "evaluate")
+    return herd::cli::evaluate_command(args);
   std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;
   return herd::cli::exit_bad_input;
 }

@@ -602,6 +602,27 @@ caf::config_value parse_override_value(const std::string& text) {
   return caf::config_value{text};
 }
 
+// The "--section.key=value" settings, in order, over what is there.
+void apply_overrides(const std::vector<std::string>& overrides, load_state& state) {
+  for (const auto& raw : overrides) {
+    std::string text = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
+    const auto equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      state.errors.push_back(
+          {"", "cannot read option '" + abbreviate(raw) + "': expected --section.key=value"});
+      continue;
+    }
+    const std::string name = text.substr(0, equals);
+    const std::string value = text.substr(equals + 1);
+    if (auto problem = check_value(value, keys().size()); !problem.empty()) {
+      state.errors.push_back(
+          {name, abbreviate(name) + " = " + abbreviate(value) + " (command line): " + problem});
+      continue;
+    }
+    assign_value(name, parse_override_value(value), "command line", state);
+  }
+}
+
 } // namespace
 
 invalid_config::invalid_config(std::vector<config_error> errors)
@@ -632,31 +653,17 @@ run_config load(const std::string& file, const std::vector<std::string>& overrid
     else
       read_settings(std::get<std::string>(text), file, state);
   }
-  for (const auto& raw : overrides) {
-    std::string text = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
-    const auto equals = text.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      state.errors.push_back(
-          {"", "cannot read option '" + abbreviate(raw) + "': expected --section.key=value"});
-      continue;
-    }
-    const std::string name = text.substr(0, equals);
-    const std::string value = text.substr(equals + 1);
-    if (auto problem = check_value(value, keys().size()); !problem.empty()) {
-      state.errors.push_back(
-          {name, abbreviate(name) + " = " + abbreviate(value) + " (command line): " + problem});
-      continue;
-    }
-    assign_value(name, parse_override_value(value), "command line", state);
-  }
+  apply_overrides(overrides, state);
   if (origins != nullptr)
     *origins = state.origins;
   return finish(std::move(state));
 }
 
-run_config load_text(const std::string& ini, const std::string& origin) {
+run_config load_text(const std::string& ini, const std::string& origin,
+                     const std::vector<std::string>& overrides) {
   load_state state;
   read_settings(ini, origin, state);
+  apply_overrides(overrides, state);
   return finish(std::move(state));
 }
 

@@ -53,9 +53,10 @@ using value_origins = std::map<std::string, std::string>;
 run_config load(const std::string& file, const std::vector<std::string>& overrides,
                 value_origins* origins = nullptr);
 
-/// The same from INI text (the settings a coordinator hands its nodes); `origin` names where the
-/// text came from in messages. Throws invalid_config.
-run_config load_text(const std::string& ini, const std::string& origin);
+/// The same from INI text (the settings a coordinator hands its nodes, or a checkpoint's), then the
+/// overrides; `origin` names where the text came from in messages. Throws invalid_config.
+run_config load_text(const std::string& ini, const std::string& origin,
+                     const std::vector<std::string>& overrides = {});
 
 /// Semantic checks of a filled-in configuration (ranges, known names). Empty when it is valid.
 std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
