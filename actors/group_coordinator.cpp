@@ -203,6 +203,8 @@ void coordinator_actor::on_group_done(const group_done& report) {
     samples_committed_ += report.samples;
     counters_.round_finished(planned.kind, report.kinds, report.samples, report.reduce_seconds,
                              report.bytes);
+    if (const auto missing = missing_members_notice(report, planned))
+      notice(*missing); // the round's divisor is not the one planned, or says so
     if (setup_.metrics)
       setup_.metrics->round_finished(round_record_of(report, planned, arrivals_));
   }

@@ -30,12 +30,41 @@ std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t 
   return report.round - std::min(report.round, report.versions[i]);
 }
 
+std::optional<std::string> missing_members_notice(const group_done& report,
+                                                  const policy::group_decision& planned) {
+  if (report.unanswered.empty())
+    return std::nullopt;
+  const std::size_t planned_members = std::max(planned.members.size(), report.members.size());
+  std::string text = "round " + std::to_string(report.round) + " completed without " +
+                     std::to_string(report.unanswered.size()) + " of " +
+                     std::to_string(planned_members) + " members (worker";
+  text += report.unanswered.size() > 1 ? "s" : "";
+  for (std::size_t i = 0; i < report.unanswered.size(); ++i)
+    text += (i > 0 ? ", " : " ") + std::to_string(report.unanswered[i]);
+  text += "): ";
+  const std::string answered = std::to_string(report.members.size());
+  switch (planned.weights) {
+  case weighting::uniform_planned:
+    text += "divided by all " + std::to_string(planned_members) +
+            ", the missing adding zero (missing-members = zero)";
+    break;
+  case weighting::uniform:
+    text += "divided by the " + answered + " that answered";
+    break;
+  case weighting::given:
+    text += "weights renormalised over the " + answered + " that answered";
+    break;
+  }
+  return text;
+}
+
 monitoring::training_metrics::round_record
 round_record_of(const group_done& report, const policy::group_decision& planned,
                 const std::vector<fresh_arrival>& arrivals) {
   monitoring::training_metrics::round_record round;
   round.full_sync = planned.kind == round_kind::full_sync;
   round.members = report.members.size();
+  round.missing = report.unanswered.size();
   round.reduce_seconds = report.reduce_seconds;
   round.reduce_bytes = report.bytes;
   for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -27,6 +28,12 @@ policy::group_outcome outcome_of(const group_done& report);
 /// the parameters its gradient was computed on and this round. None where the report lacks it.
 std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t i,
                                           const policy::group_decision& planned);
+
+/// The notice for a round that completed without some of its members (report.unanswered): who
+/// was missing and what the round divided by (<algorithm>.missing-members). None when every
+/// member answered.
+std::optional<std::string> missing_members_notice(const group_done& report,
+                                                  const policy::group_decision& planned);
 
 /// The round's metrics. `arrivals` (by worker) give when each fresh contributor arrived, where
 /// that arrival has reached the coordinator yet.

@@ -123,6 +123,8 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   setup.accumulate_late_gradients = partial == nullptr || partial->late_gradients == "accumulate";
   setup.exchange_models = grouping->exchanges_models();
   setup.blend_late_models = grouping->blends_late_models();
+  setup.blend_on_time_models = grouping->blends_on_time_models();
+  setup.global_average_every = config.wagma.sync_every;
   if (imbalance && imbalance->active())
     setup.imbalance = std::move(imbalance);
   setup.probe = std::move(probe);

@@ -66,7 +66,9 @@ public:
         sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed),
         workspace_(setup_.model->make_workspace()), batch_x_(memory()),
         buffer_(policy::send_buffer_family_of(setup_.exchange_models, setup_.blend_late_models,
-                                              setup_.accumulate_late_gradients)),
+                                              setup_.accumulate_late_gradients,
+                                              setup_.blend_on_time_models),
+                static_cast<std::uint64_t>(std::max(setup_.global_average_every, 0))),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
     HERD_CHECK(&apply_ops_->memory() == &memory(),
                "worker " << setup_.index << ": its actor's ops compute in "

@@ -73,6 +73,10 @@ struct worker_setup {
   bool blend_late_models = false; // with exchange_models (wagma): a round of a step the worker has
                                   // not finished gets its stored model, and its result is blended
                                   // in when the step finishes: (sum + fresh) / (members + 1)
+  bool blend_on_time_models = false; // with blend_late_models (wagma.blend = reference): an
+                                     // on-time member blends its round's result in as well
+  int global_average_every = 0;      // with blend_on_time_models: the steps whose rounds are
+                                     // global averages, taken as they are (wagma.sync-every)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
   /// Non-null: the worker goes on from this checkpointed state (checkpoint_state.hpp) instead of

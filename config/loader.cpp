@@ -203,6 +203,10 @@ void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
       section + ".late-gradients", "string",
       "late gradients: accumulate (added to the next contribution) or discard",
       [member](auto& c) -> auto& { return (c.*member).late_gradients; }));
+  k.push_back(make_key<std::string>(
+      section + ".missing-members", "string",
+      "a round without some members divides by those that answered (renormalise) or by all (zero)",
+      [member](auto& c) -> auto& { return (c.*member).missing_members; }));
 }
 
 const std::vector<key_spec>& keys() {
@@ -308,11 +312,12 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.preduce.wait_window_ms; }));
     k.push_back(make_key<double>(
         "preduce.staleness-decay", "real",
-        "preduce: member weights exp(-decay * steps behind the freshest member); 0 = uniform",
+        "preduce: member weights exp(-decay * versions behind the freshest member); 0 = uniform",
         [](auto& c) -> auto& { return c.preduce.staleness_decay; }));
     k.push_back(make_key<int>(
         "preduce.connect-every", "integer",
-        "preduce: groups that may pass before the isolation guard connects all workers (0 = off)",
+        "preduce: groups that may pass before the isolation guard connects all workers "
+        "(0 = automatic, -1 = off)",
         [](auto& c) -> auto& { return c.preduce.connect_every; }));
     k.push_back(make_key<double>(
         "preduce.connect-wait-ms", "real",
@@ -330,6 +335,10 @@ const std::vector<key_spec>& keys() {
         "wagma.sync-every", "integer",
         "wagma: a blocking global model average every this many steps (0 = never)",
         [](auto& c) -> auto& { return c.wagma.sync_every; }));
+    k.push_back(make_key<std::string>(
+        "wagma.blend", "string",
+        "wagma: herd (on time: sum / S, late: (sum + own) / (S + 1)) or reference (all the latter)",
+        [](auto& c) -> auto& { return c.wagma.blend; }));
     k.push_back(make_key<std::string>(
         "imbalance.kind", "string",
         "injected load imbalance: none, random, persistent or lognormal",

@@ -2,6 +2,8 @@
 // configuration; see run_config.hpp.
 #include "config/run_config.hpp"
 
+#include <algorithm>
+
 namespace herd::config {
 
 const std::vector<std::string>& known_algorithms() {
@@ -22,6 +24,23 @@ const std::vector<std::string>& known_imbalance_kinds() {
 
 const std::vector<std::string>& known_late_gradient_modes() {
   static const std::vector<std::string> names{"accumulate", "discard"};
+  return names;
+}
+
+const std::vector<std::string>& known_missing_member_modes() {
+  static const std::vector<std::string> names{"renormalise", "zero"};
+  return names;
+}
+
+std::size_t min_connecting_groups(std::size_t workers, std::size_t group_size) {
+  if (workers <= 1)
+    return 0;
+  const std::size_t merges_per_group = std::max<std::size_t>(std::min(group_size, workers), 2) - 1;
+  return (workers - 1 + merges_per_group - 1) / merges_per_group;
+}
+
+const std::vector<std::string>& known_wagma_blends() {
+  static const std::vector<std::string> names{"herd", "reference"};
   return names;
 }
 

@@ -3,6 +3,7 @@
 // Key names (section.key) are a contract that scripts and docs rely on: see docs/configuration.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ struct partial_section {
   int sync_every = 32; // <algorithm>.sync-every: a full synchronous round every this many rounds
                        // (the reference library's default); 0 = never
   std::string late_gradients = "accumulate"; // <algorithm>.late-gradients: accumulate | discard
+  std::string missing_members = "renormalise"; // <algorithm>.missing-members: renormalise (a round
+                                               // without some members divides by those that
+                                               // answered) | zero (by P: the missing add zero)
 };
 
 /// [quorum]: the fraction of fresh arrivals that activates a round (solo = 1/P, majority = 1/2,
@@ -67,14 +71,15 @@ struct quorum_section : partial_section {
 /// [preduce]: partial reduce (docs/algorithms.md, "Partial reduce"). Workers exchange models: a
 /// group forms from the first `group-size` ready workers, or from the (at least two) ready ones
 /// once the oldest has waited `wait-window-ms`; members average with weights
-/// exp(-staleness-decay * s_i), s_i the steps a member is behind the group's freshest one.
+/// exp(-staleness-decay * s_i), s_i the versions a member's model is behind the group's freshest.
 struct preduce_section {
   int group_size = 2;             // preduce.group-size: members of a group, at least 2
   double wait_window_ms = 20.0;   // preduce.wait-window-ms: the oldest ready worker waits at most
                                   // this long for a full group before a smaller one forms
   double staleness_decay = 0.0;   // preduce.staleness-decay: lambda of the weights (0 = uniform)
-  int connect_every = 16;         // preduce.connect-every: groups that may pass without all live
-                                  // workers connected before the isolation guard steps in (0 = off)
+  int connect_every = 0;          // preduce.connect-every: groups that may pass without all live
+                                  // workers connected before the isolation guard steps in
+                                  // (0 = automatic, from the workers and the group size; -1 = off)
   double connect_wait_ms = 200.0; // preduce.connect-wait-ms: how long a group the guard builds
                                   // waits for a worker of another component
   int sync_every = 0;             // preduce.sync-every: a global average every this many groups
@@ -88,6 +93,8 @@ struct wagma_section {
   int group_size = 0;  // wagma.group-size: a power of two; 0 = sqrt(workers) rounded down to one
   int sync_every = 10; // wagma.sync-every: a blocking global average every this many steps (tau);
                        // 0 = never
+  std::string blend = "herd"; // wagma.blend: herd (an on-time member takes sum / S, a late one
+                              // (sum + own) / (S + 1)) | reference (every member the latter)
 };
 
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
@@ -176,6 +183,17 @@ const std::vector<std::string>& known_imbalance_kinds();
 
 /// The values <algorithm>.late-gradients accepts.
 const std::vector<std::string>& known_late_gradient_modes();
+
+/// The values <algorithm>.missing-members accepts: renormalise, zero.
+const std::vector<std::string>& known_missing_member_modes();
+
+/// The fewest groups of `group_size` that connect `workers` workers (preduce's isolation guard):
+/// ceil((P - 1) / (g - 1)) with g = min(group_size, P), since a group merges at most g - 1
+/// components; 0 for one worker.
+std::size_t min_connecting_groups(std::size_t workers, std::size_t group_size);
+
+/// The values wagma.blend accepts: herd, reference.
+const std::vector<std::string>& known_wagma_blends();
 
 /// Where workers compute (train.backend): cpu, cuda.
 const std::vector<std::string>& known_backends();

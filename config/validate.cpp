@@ -99,9 +99,13 @@ void check_partial(checker& check, const std::string& section, const partial_sec
   check.require(contains(known_late_gradient_modes(), partial.late_gradients),
                 section + ".late-gradients", quoted(partial.late_gradients),
                 "unknown mode; allowed: " + join(known_late_gradient_modes()));
+  check.require(contains(known_missing_member_modes(), partial.missing_members),
+                section + ".missing-members", quoted(partial.missing_members),
+                "unknown mode; allowed: " + join(known_missing_member_modes()));
 }
 
-void check_preduce(checker& check, const preduce_section& preduce) {
+// An explicit connect-every is checked against train.workers only when both are valid themselves.
+void check_preduce(checker& check, const preduce_section& preduce, int workers) {
   check.require(preduce.group_size >= 2 && preduce.group_size <= 4096, "preduce.group-size",
                 preduce.group_size, "must be between 2 and 4096 workers");
   check.require(preduce.wait_window_ms >= 0.0 && preduce.wait_window_ms <= 600000.0,
@@ -110,9 +114,20 @@ void check_preduce(checker& check, const preduce_section& preduce) {
   check.require(preduce.staleness_decay >= 0.0 && preduce.staleness_decay <= 100.0,
                 "preduce.staleness-decay", preduce.staleness_decay,
                 "must lie between 0 (uniform weights) and 100");
-  check.require(preduce.connect_every >= 0 && preduce.connect_every <= 1000000,
+  check.require(preduce.connect_every >= -1 && preduce.connect_every <= 1000000,
                 "preduce.connect-every", preduce.connect_every,
-                "must be between 0 (guard off) and 1000000 groups");
+                "must be between 1 and 1000000 groups, 0 (automatic) or -1 (guard off)");
+  if (preduce.connect_every > 0 && preduce.group_size >= 2 && workers >= 1 && workers <= 1024) {
+    const std::size_t needed = min_connecting_groups(static_cast<std::size_t>(workers),
+                                                     static_cast<std::size_t>(preduce.group_size));
+    check.require(static_cast<std::size_t>(preduce.connect_every) >= needed,
+                  "preduce.connect-every", preduce.connect_every,
+                  "cannot be met: connecting train.workers = " + std::to_string(workers) +
+                      " workers in groups of preduce.group-size = " +
+                      std::to_string(preduce.group_size) + " takes at least " +
+                      std::to_string(needed) + " groups (ceil((P - 1) / (g - 1))); set at least " +
+                      std::to_string(needed) + ", 0 (automatic) or -1 (guard off)");
+  }
   check.require(preduce.connect_wait_ms >= 0.0 && preduce.connect_wait_ms <= 600000.0,
                 "preduce.connect-wait-ms", preduce.connect_wait_ms,
                 "must lie between 0 and 600000 ms");
@@ -136,6 +151,8 @@ void check_wagma(checker& check, const wagma_section& wagma, int workers) {
                       " rounded up to a power of two (" + std::to_string(padded) + ")");
   check.require(wagma.sync_every >= 0 && wagma.sync_every <= 1000000, "wagma.sync-every",
                 wagma.sync_every, "must be between 0 (never) and 1000000 steps");
+  check.require(contains(known_wagma_blends(), wagma.blend), "wagma.blend", quoted(wagma.blend),
+                "unknown blend; allowed: " + join(known_wagma_blends()));
 }
 
 // checkpoint.dir is checked where it is used (herd train makes it, and says when it cannot).
@@ -366,7 +383,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",
                 config.quorum.fraction, "must lie in (0, 1]");
   check_partial(check, "quorum", config.quorum);
-  check_preduce(check, config.preduce);
+  check_preduce(check, config.preduce, train.workers);
   check_wagma(check, config.wagma, train.workers);
   check_imbalance(check, config.imbalance, train.workers);
   check_cluster(check, config.cluster);

@@ -52,7 +52,7 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       &metrics
            .add_histogram("herd_staleness_steps",
                           "Staleness of contributions: rounds between the parameters a gradient "
-                          "was computed on and its round, or (preduce) local steps behind the "
+                          "was computed on and its round, or (preduce) model versions behind the "
                           "group's freshest member")
            .add(job,
                 bucket_boundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024});
@@ -60,6 +60,11 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       &metrics
            .add_counter("herd_isolation_interventions_total",
                         "Groups preduce's isolation guard built across disconnected workers")
+           .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
+  rounds_missing_members_ =
+      &metrics
+           .add_counter("herd_rounds_missing_members_total",
+                        "Rounds that completed without some of their members (timed out or lost)")
            .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
   group_size_ = &metrics.add_histogram("herd_group_size", "Members per group")
                      .add(job, bucket_boundaries{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
@@ -98,6 +103,8 @@ void training_metrics::round_finished(const round_record& round) {
   fresh_->increment(static_cast<double>(round.fresh));
   stale_->increment(static_cast<double>(round.stale));
   none_->increment(static_cast<double>(round.none));
+  if (round.missing > 0)
+    rounds_missing_members_->increment();
   group_size_->observe(static_cast<double>(round.members));
   for (std::uint64_t rounds : round.staleness_rounds)
     staleness_->observe(static_cast<double>(rounds));

@@ -43,10 +43,12 @@ public:
     std::size_t fresh = 0;
     std::size_t stale = 0;
     std::size_t none = 0;
+    /// Planned members that did not answer (timed out or lost): the round completed without them.
+    std::size_t missing = 0;
     /// For each member that gave something: its staleness. Gradient algorithms: rounds applied
     /// since the parameters its (oldest) gradient was computed on, before this round (0 =
     /// computed on the latest parameters). Model averaging (preduce): local steps behind the
-    /// group's freshest member.
+    /// group's freshest member, in model versions.
     std::vector<std::uint64_t> staleness_rounds;
     std::vector<double> fresh_arrival_seconds; // when the fresh contributors arrived
     double reduce_seconds = 0.0;
@@ -99,6 +101,7 @@ private:
   counter* stale_ = nullptr;
   counter* none_ = nullptr;
   counter* isolation_interventions_ = nullptr;
+  counter* rounds_missing_members_ = nullptr;
   histogram* staleness_ = nullptr;
   histogram* group_size_ = nullptr;
   counter* partial_rounds_ = nullptr;

@@ -12,8 +12,16 @@
 
 namespace herd::policy {
 
-quorum_policy::quorum_policy(std::string name, double fraction, int sync_every)
-    : name_(std::move(name)), fraction_(fraction), sync_every_(sync_every) {
+missing_members missing_members_of(const std::string& name) {
+  if (name == "renormalise")
+    return missing_members::renormalise;
+  HERD_CHECK(name == "zero", "no missing-members mode named '" << name << "'");
+  return missing_members::zero;
+}
+
+quorum_policy::quorum_policy(std::string name, double fraction, int sync_every,
+                             missing_members missing)
+    : name_(std::move(name)), fraction_(fraction), sync_every_(sync_every), missing_(missing) {
   HERD_CHECK(fraction >= 0.0 && fraction <= 1.0, "quorum fraction " << fraction);
   HERD_CHECK_GE(sync_every, 0);
 }
@@ -103,7 +111,8 @@ std::vector<group_decision> quorum_policy::activate_if_due() {
   round.members = live_;
   round.kind = fresh == live_.size() && threshold() == live_.size() ? round_kind::full_sync
                                                                     : round_kind::partial;
-  round.weights = weighting::uniform;
+  round.weights =
+      missing_ == missing_members::zero ? weighting::uniform_planned : weighting::uniform;
   round.fresh_arrivals = fresh;
   in_flight_ = true;
   ++rounds_activated_;
@@ -130,12 +139,15 @@ std::unique_ptr<grouping_policy> make_policy(const config::run_config& config) {
   if (algorithm == "sync")
     return make_sync_policy();
   if (algorithm == "solo")
-    return std::make_unique<quorum_policy>("solo", 0.0, config.solo.sync_every);
+    return std::make_unique<quorum_policy>("solo", 0.0, config.solo.sync_every,
+                                           missing_members_of(config.solo.missing_members));
   if (algorithm == "majority")
-    return std::make_unique<quorum_policy>("majority", 0.5, config.majority.sync_every);
+    return std::make_unique<quorum_policy>("majority", 0.5, config.majority.sync_every,
+                                           missing_members_of(config.majority.missing_members));
   if (algorithm == "quorum")
     return std::make_unique<quorum_policy>("quorum", config.quorum.fraction,
-                                           config.quorum.sync_every);
+                                           config.quorum.sync_every,
+                                           missing_members_of(config.quorum.missing_members));
   if (algorithm == "preduce")
     return std::make_unique<preduce_policy>(preduce_settings_of(config.preduce));
   if (algorithm == "wagma")
@@ -152,6 +164,12 @@ std::vector<float> member_weights(weighting weights, const std::vector<float>& g
   std::vector<float> result(answered.size(), 0.0f);
   if (count == 0)
     return result;
+  if (weights == weighting::uniform_planned) { // the divisor stays every member
+    for (std::size_t i = 0; i < answered.size(); ++i)
+      if (answered[i])
+        result[i] = static_cast<float>(1.0 / static_cast<double>(answered.size()));
+    return result;
+  }
   double total = 0.0;
   for (std::size_t i = 0; i < answered.size(); ++i)
     if (answered[i])

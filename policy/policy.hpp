@@ -35,9 +35,22 @@ enum class freshness : std::uint8_t {
 
 /// How the aggregator weights the members' contributions.
 enum class weighting : std::uint8_t {
-  uniform, // every member 1 / group size: the mean (sync), or sum / P (solo, majority)
+  uniform, // every member 1 / group size: the mean (sync), or sum / P (solo, majority); a member
+           // that did not answer leaves the divisor (renormalised over those that answered)
   given,   // the policy's member_weights, renormalised over the members that answered
+  uniform_planned, // every member 1 / the planned group size, answered or not: a member that did
+                   // not answer adds zero (<algorithm>.missing-members = zero)
 };
+
+/// What a gradient round that completes without some of its members divides by
+/// (<algorithm>.missing-members; docs/algorithms.md, "Gradient exchange").
+enum class missing_members : std::uint8_t {
+  renormalise, // the members that answered
+  zero,        // P, the planned members: the missing ones contribute zero
+};
+
+/// The mode named `name` (renormalise, zero). Throws std::invalid_argument for another name.
+missing_members missing_members_of(const std::string& name);
 
 struct group_decision {
   std::vector<int> members; // ascending worker indices
@@ -89,6 +102,10 @@ public:
   /// model (wagma) instead of taking part on time only.
   virtual bool blends_late_models() const { return false; }
 
+  /// True when an on-time member also blends its round's result with its own model, (sum + own) /
+  /// (S + 1), instead of taking sum / S (wagma.blend = reference).
+  virtual bool blends_on_time_models() const { return false; }
+
   /// Everything the policy knows, as bytes, for checkpoints (docs/checkpoints.md).
   virtual std::string save_state() const = 0;
   /// Continues from save_state()'s bytes (a policy of the same kind and settings). Throws
@@ -103,10 +120,12 @@ public:
 /// P (a full synchronous round, bounding staleness). One round is in flight at a time: a round's
 /// contributions decide which arrivals it consumed, and an arrival it consumed must not count again
 /// for the next one (workers that finish before the aggregator asks them give fresh data even
-/// though their arrival reached the coordinator after the activation).
+/// though their arrival reached the coordinator after the activation). A round's weights are
+/// uniform: with `missing` renormalise over the members that answered, with zero over all P.
 class quorum_policy final : public grouping_policy {
 public:
-  quorum_policy(std::string name, double fraction, int sync_every);
+  quorum_policy(std::string name, double fraction, int sync_every,
+                missing_members missing = missing_members::renormalise);
 
   std::string_view name() const override { return name_; }
   std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
@@ -127,6 +146,7 @@ private:
   std::string name_;
   double fraction_;
   int sync_every_;
+  missing_members missing_;
   std::vector<int> live_;                    // ascending
   std::vector<std::uint64_t> ready_step_;    // by worker: latest fresh arrival's step
   std::vector<std::uint64_t> consumed_step_; // by worker: latest step a round took fresh
@@ -146,7 +166,8 @@ std::unique_ptr<grouping_policy> make_policy(const config::run_config& config);
 const config::partial_section* partial_settings(const config::run_config& config);
 
 /// Weight of each member of a round, in the members' order: 0 for a member that did not answer;
-/// the others share 1, uniformly or in proportion to the `given` weights.
+/// the others share 1, uniformly or in proportion to the `given` weights; under uniform_planned
+/// each of them weighs 1 / all members, so the weights sum to the share that answered.
 std::vector<float> member_weights(weighting weights, const std::vector<float>& given,
                                   const std::vector<bool>& answered);
 

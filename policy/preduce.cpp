@@ -11,27 +11,33 @@
 
 namespace herd::policy {
 
+namespace {
+constexpr std::uint64_t unknown_step = ~std::uint64_t{0};
+} // namespace
+
 // -- staleness_weighting --------------------------------------------------------------------------
 
 staleness_weighting::staleness_weighting(double decay) : decay_(decay) {
   HERD_CHECK(decay >= 0.0 && std::isfinite(decay), "staleness decay " << decay);
 }
 
-std::vector<std::uint64_t> staleness_weighting::staleness(const std::vector<std::uint64_t>& steps) {
-  const std::uint64_t freshest = steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end());
+std::vector<std::uint64_t>
+staleness_weighting::staleness(const std::vector<std::uint64_t>& versions) {
+  const std::uint64_t freshest =
+      versions.empty() ? 0 : *std::max_element(versions.begin(), versions.end());
   std::vector<std::uint64_t> result;
-  result.reserve(steps.size());
-  for (std::uint64_t step : steps)
-    result.push_back(freshest - step);
+  result.reserve(versions.size());
+  for (std::uint64_t version : versions)
+    result.push_back(freshest - version);
   return result;
 }
 
-std::vector<float> staleness_weighting::weights(const std::vector<std::uint64_t>& steps) const {
-  HERD_CHECK(!steps.empty(), "weights of an empty group");
+std::vector<float> staleness_weighting::weights(const std::vector<std::uint64_t>& versions) const {
+  HERD_CHECK(!versions.empty(), "weights of an empty group");
   // The freshest member has weight exp(0) = 1, so the sum never underflows to zero.
   std::vector<double> raw;
-  raw.reserve(steps.size());
-  for (std::uint64_t behind : staleness(steps))
+  raw.reserve(versions.size());
+  for (std::uint64_t behind : staleness(versions))
     raw.push_back(std::exp(-decay_ * static_cast<double>(behind)));
   const double total = std::accumulate(raw.begin(), raw.end(), 0.0);
   std::vector<float> result;
@@ -43,8 +49,25 @@ std::vector<float> staleness_weighting::weights(const std::vector<std::uint64_t>
 
 // -- isolation_guard ------------------------------------------------------------------------------
 
-isolation_guard::isolation_guard(int connect_every) : connect_every_(connect_every) {
-  HERD_CHECK_GE(connect_every, 0);
+isolation_guard::isolation_guard(int connect_every, int group_size)
+    : connect_every_(connect_every < 0 ? -1 : connect_every), group_size_(group_size) {
+  HERD_CHECK_GE(group_size, 1);
+}
+
+std::size_t isolation_guard::min_connecting_groups(std::size_t workers, std::size_t group_size) {
+  return config::min_connecting_groups(workers, group_size);
+}
+
+std::size_t isolation_guard::automatic_connect_every(std::size_t workers, std::size_t group_size) {
+  return std::max<std::size_t>(16, 4 * min_connecting_groups(workers, group_size));
+}
+
+std::size_t isolation_guard::period() const {
+  if (!enabled())
+    return 0;
+  if (connect_every_ > 0)
+    return static_cast<std::size_t>(connect_every_);
+  return automatic_connect_every(live_.size(), static_cast<std::size_t>(group_size_));
 }
 
 void isolation_guard::set_live_workers(const std::vector<int>& workers) {
@@ -97,7 +120,7 @@ bool isolation_guard::record_group(const std::vector<int>& members) {
 bool isolation_guard::intervention_due() const {
   if (!enabled() || components_ <= 1)
     return false;
-  const std::size_t every = static_cast<std::size_t>(connect_every_);
+  const std::size_t every = period();
   const std::size_t left = every > groups_since_connected_ ? every - groups_since_connected_ : 0;
   return left <= components_ - 1;
 }
@@ -125,7 +148,8 @@ preduce_settings preduce_settings_of(const config::preduce_section& section) {
 }
 
 preduce_policy::preduce_policy(preduce_settings settings)
-    : settings_(settings), weighting_(settings.staleness_decay), guard_(settings.connect_every) {
+    : settings_(settings), weighting_(settings.staleness_decay),
+      guard_(settings.connect_every, settings.group_size) {
   HERD_CHECK_GE(settings.group_size, 1);
   HERD_CHECK(settings.wait_window_seconds >= 0.0, "wait window " << settings.wait_window_seconds);
   HERD_CHECK(settings.connect_wait_seconds >= 0.0,
@@ -141,9 +165,25 @@ std::vector<group_decision> preduce_policy::set_live_workers(std::vector<int> wo
   std::sort(workers.begin(), workers.end());
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
   // A worker that comes back (a node joined in a lost one's place) is in no group and has no
-  // arrival held from before it was lost.
+  // arrival held from before it was lost. If it had arrived before, it now continues from a live
+  // peer's state, which one is not known here: its version is the lowest live one, and its next
+  // arrival is one step on. A worker not heard of yet counts its steps from 0.
+  const std::size_t slots = workers.empty() ? 0 : static_cast<std::size_t>(workers.back()) + 1;
+  if (version_.size() < slots) {
+    version_.resize(slots, 0);
+    last_step_.resize(slots, 0);
+  }
+  std::optional<std::uint64_t> lowest;
+  for (int worker : live_)
+    if (std::binary_search(workers.begin(), workers.end(), worker))
+      lowest = std::min(lowest.value_or(version_[static_cast<std::size_t>(worker)]),
+                        version_[static_cast<std::size_t>(worker)]);
   for (int worker : workers)
     if (!live(worker)) {
+      if (last_step_[static_cast<std::size_t>(worker)] != 0) {
+        version_[static_cast<std::size_t>(worker)] = lowest.value_or(0);
+        last_step_[static_cast<std::size_t>(worker)] = unknown_step;
+      }
       in_group_.erase(std::remove(in_group_.begin(), in_group_.end(), worker), in_group_.end());
       early_.erase(
           std::remove_if(early_.begin(), early_.end(),
@@ -166,16 +206,33 @@ std::vector<group_decision> preduce_policy::on_ready(const arrival& ready) {
   if (!live(ready.worker) || queued)
     return {}; // lost, or already waiting: not a new arrival
   if (std::binary_search(in_group_.begin(), in_group_.end(), ready.worker)) {
-    // Its next step finished before its group's completion reached the coordinator.
-    early_.push_back({ready.worker, ready.step, ready.at_seconds});
+    // Its next step finished before its group's completion reached the coordinator (its version
+    // follows once the group's result has set it).
+    early_.push_back({ready.worker, ready.step, ready.at_seconds, 0});
     return {};
   }
-  enqueue({ready.worker, ready.step, ready.at_seconds});
+  enqueue({ready.worker, ready.step, ready.at_seconds, 0});
   return form_groups();
 }
 
+std::uint64_t preduce_policy::version_of(int worker) const {
+  return worker >= 0 && static_cast<std::size_t>(worker) < version_.size()
+             ? version_[static_cast<std::size_t>(worker)]
+             : 0;
+}
+
+std::uint64_t preduce_policy::version_after(int worker, std::uint64_t step) {
+  const auto index = static_cast<std::size_t>(worker);
+  const std::uint64_t last = last_step_[index];
+  const std::uint64_t steps = last == unknown_step || step <= last ? 1 : step - last;
+  last_step_[index] = step;
+  version_[index] += steps;
+  return version_[index];
+}
+
 // In arrival order: a held early arrival may be older than the last one queued.
-void preduce_policy::enqueue(const queued_worker& ready) {
+void preduce_policy::enqueue(queued_worker ready) {
+  ready.version = version_after(ready.worker, ready.step);
   auto position = std::upper_bound(
       queue_.begin(), queue_.end(), ready.since,
       [](double since, const queued_worker& queued) { return since < queued.since; });
@@ -183,6 +240,16 @@ void preduce_policy::enqueue(const queued_worker& ready) {
 }
 
 std::vector<group_decision> preduce_policy::on_group_done(const group_outcome& outcome) {
+  // The members that answered took the result: its version is the freshest of theirs.
+  std::uint64_t freshest = 0;
+  for (const auto& given : outcome.contributions)
+    if (given.kind != freshness::none)
+      freshest = std::max(freshest, version_of(given.worker));
+  for (const auto& given : outcome.contributions)
+    if (given.worker >= 0 && static_cast<std::size_t>(given.worker) < version_.size()) {
+      auto& version = version_[static_cast<std::size_t>(given.worker)];
+      version = std::max(version, freshest);
+    }
   // The members are free again; each comes back with its next arrival.
   for (int member : outcome.members) {
     auto found = std::lower_bound(in_group_.begin(), in_group_.end(), member);
@@ -304,17 +371,17 @@ group_decision preduce_policy::make_group(std::vector<std::size_t> positions, ro
   group.kind = kind;
   group.weights = weighting::given;
   group.fresh_arrivals = members.size();
-  std::vector<std::uint64_t> steps;
+  std::vector<std::uint64_t> versions;
   for (const auto& member : members) {
     group.members.push_back(member.worker);
-    steps.push_back(member.step);
+    versions.push_back(member.version);
     in_group_.insert(std::lower_bound(in_group_.begin(), in_group_.end(), member.worker),
                      member.worker);
   }
-  group.staleness = staleness_weighting::staleness(steps);
+  group.staleness = staleness_weighting::staleness(versions);
   // The global average is a plain mean: it resets the replicas to one model.
-  group.member_weights = kind == round_kind::full_sync ? staleness_weighting(0.0).weights(steps)
-                                                       : weighting_.weights(steps);
+  group.member_weights = kind == round_kind::full_sync ? staleness_weighting(0.0).weights(versions)
+                                                       : weighting_.weights(versions);
   if (kind == round_kind::partial)
     ++partial_groups_;
   guard_.record_group(group.members);
@@ -322,13 +389,13 @@ group_decision preduce_policy::make_group(std::vector<std::size_t> positions, ro
 }
 
 std::string preduce_policy::save_state() const {
-  return detail::save_fields("preduce", guard_, live_, queue_, in_group_, early_, partial_groups_,
-                             interventions_, guard_waiting_since_, now_);
+  return detail::save_fields("preduce", guard_, live_, queue_, version_, last_step_, in_group_,
+                             early_, partial_groups_, interventions_, guard_waiting_since_, now_);
 }
 
 void preduce_policy::load_state(const std::string& state) {
-  detail::load_fields(state, "preduce", guard_, live_, queue_, in_group_, early_, partial_groups_,
-                      interventions_, guard_waiting_since_, now_);
+  detail::load_fields(state, "preduce", guard_, live_, queue_, version_, last_step_, in_group_,
+                      early_, partial_groups_, interventions_, guard_waiting_since_, now_);
 }
 
 } // namespace herd::policy

@@ -7,16 +7,19 @@
 namespace herd::policy {
 
 send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_models,
-                                         bool accumulate_late_gradients) {
+                                         bool accumulate_late_gradients,
+                                         bool blend_on_time_models) {
   if (blend_late_models) // blending a late model needs models
-    return send_buffer_family::blending_models;
+    return blend_on_time_models ? send_buffer_family::blending_every_model
+                                : send_buffer_family::blending_models;
   if (exchange_models)
     return send_buffer_family::averaging_models;
   return accumulate_late_gradients ? send_buffer_family::accumulating_gradients
                                    : send_buffer_family::discarding_gradients;
 }
 
-send_buffer::send_buffer(send_buffer_family family) : family_(family) {
+send_buffer::send_buffer(send_buffer_family family, std::uint64_t global_every)
+    : family_(family), global_every_(global_every) {
   if (exchanges_models())
     held_ = freshness::stale; // the initial model, for a round that asks before the first step
 }
@@ -31,7 +34,7 @@ std::optional<loan> send_buffer::on_request(std::uint64_t round, std::uint64_t s
 bool send_buffer::must_wait(std::uint64_t round, std::uint64_t step) const {
   if (lent_to_.count(round) > 0)
     return false;
-  if (family_ != send_buffer_family::blending_models) // one round at a time
+  if (!blends_late_models()) // one round at a time
     return !lent_to_.empty();
   // wagma: several at once; only the step just finished waits, while its model is not in it yet.
   return waiting_fold_ && step == steps_;
@@ -52,10 +55,13 @@ loan send_buffer::lend(std::uint64_t round, std::uint64_t step) {
   member_of_.insert(round);
   if (computing_)
     asked_while_computing_ = true; // the running step's result misses this round
-  const bool blending = family_ == send_buffer_family::blending_models;
+  const bool blending = blends_late_models();
   const bool ahead = blending && step > steps_; // the stored model; blended in when step ends
   if (ahead)
     late_rounds_[round] = step;
+  else if (family_ == send_buffer_family::blending_every_model &&
+           !(global_every_ > 0 && step % global_every_ == 0))
+    on_time_blends_.insert(round);
   if (computing_into_buffer_ || held_ == freshness::none)
     return answer;
   // wagma: fresh is the round of the step this worker finished on time and waits on (another
@@ -75,8 +81,8 @@ loan send_buffer::lend(std::uint64_t round, std::uint64_t step) {
 bool send_buffer::step_due() const {
   if (computing_ || fresh_outstanding_ || waiting_fold_)
     return false;
-  const auto next = next_application();
-  return !next || next->use != result_use::blend_model;
+  const auto next = next_application(); // a late round's blend is due before the next step
+  return !next || late_rounds_.count(next->round) == 0;
 }
 
 bool send_buffer::begin_step() {
@@ -90,7 +96,7 @@ send_buffer::step_end send_buffer::end_step(std::uint32_t samples) {
   computing_ = false;
   ++steps_;
   step_end end;
-  end.late = family_ != send_buffer_family::blending_models
+  end.late = !blends_late_models()
                  ? asked_while_computing_
                  : std::any_of(late_rounds_.begin(), late_rounds_.end(),
                                [this](const auto& late) { return late.second == steps_; });
@@ -139,9 +145,12 @@ std::optional<send_buffer::application> send_buffer::next_application() const {
     return std::nullopt;
   const std::uint64_t round = *member_of_.begin();
   const auto late = late_rounds_.find(round);
-  if (late == late_rounds_.end())
+  if (late == late_rounds_.end()) {
+    if (on_time_blends_.count(round) > 0)
+      return application{round, result_use::blend_model};
     return application{round,
                        exchanges_models() ? result_use::replace_model : result_use::optimizer_step};
+  }
   if (late->second > steps_)
     return std::nullopt; // blended in when that step finishes
   return application{round, result_use::blend_model};
@@ -158,6 +167,7 @@ bool send_buffer::at_rest() const {
 
 void send_buffer::applied(std::uint64_t round) {
   late_rounds_.erase(round);
+  on_time_blends_.erase(round);
   member_of_.erase(round);
   ++rounds_applied_;
   if (awaiting_round_ == round) {

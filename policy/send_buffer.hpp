@@ -22,16 +22,20 @@ enum class send_buffer_family : std::uint8_t {
   discarding_gradients,   // the same with late-gradients = discard: a late gradient is dropped
   averaging_models,       // preduce: the model stays in the buffer (stale); a result replaces it
   blending_models,        // wagma: a late member blends its round's result into its new model
+  blending_every_model,   // wagma.blend = reference: as blending_models, and an on-time member
+                          // blends the result into its own model too, (sum + own) / (S + 1)
 };
 
 /// The family of actors::worker_setup's switches.
 send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_models,
-                                         bool accumulate_late_gradients);
+                                         bool accumulate_late_gradients,
+                                         bool blend_on_time_models = false);
 
 /// What the worker writes into its send buffer.
 enum class buffer_write : std::uint8_t { none, copy_gradient, add_gradient, copy_model };
 
-/// How a round's result changes the model (blend: wagma's late member, (sum + fresh) / (S + 1)).
+/// How a round's result changes the model (blend: wagma's late member, or under the reference
+/// blend every member, (sum + own) / (S + 1) with own its model when it applies the result).
 enum class result_use : std::uint8_t { optimizer_step, replace_model, blend_model };
 
 /// A contribution request's answer. Unless `kind` is none, the buffer is lent to `round` until
@@ -46,7 +50,9 @@ struct loan {
 
 class send_buffer {
 public:
-  explicit send_buffer(send_buffer_family family);
+  /// `global_every` (blending_every_model): the steps whose rounds are global averages
+  /// (wagma.sync-every), whose result every member takes as it is, so all leave with one model.
+  explicit send_buffer(send_buffer_family family, std::uint64_t global_every = 0);
   /// A buffer to load a checkpointed one into (serialize()).
   send_buffer() : send_buffer(send_buffer_family::accumulating_gradients) {}
 
@@ -99,8 +105,12 @@ public:
     rounds_applied_ = rounds_applied;
   }
   bool exchanges_models() const {
-    return family_ == send_buffer_family::averaging_models ||
-           family_ == send_buffer_family::blending_models;
+    return family_ == send_buffer_family::averaging_models || blends_late_models();
+  }
+  /// wagma's families: a late member blends its round's result in once its step finishes.
+  bool blends_late_models() const {
+    return family_ == send_buffer_family::blending_models ||
+           family_ == send_buffer_family::blending_every_model;
   }
   bool computing() const { return computing_; }
   std::uint64_t steps() const { return steps_; }
@@ -125,7 +135,7 @@ public:
     archive(family_, steps_, rounds_applied_, computing_, computing_into_buffer_,
             asked_while_computing_, fresh_outstanding_, held_, held_samples_, held_version_,
             step_version_, waiting_fold_, lent_to_, waiting_, late_rounds_, awaiting_round_,
-            member_of_);
+            member_of_, global_every_, on_time_blends_);
   }
 
 private:
@@ -160,6 +170,9 @@ private:
   std::map<std::uint64_t, std::uint64_t> late_rounds_; // wagma: round -> step it blends into
   std::optional<std::uint64_t> awaiting_round_;        // the round that took the fresh result
   std::set<std::uint64_t> member_of_;                  // rounds answered, not applied yet
+  std::uint64_t global_every_ = 0;         // blending_every_model: steps of the global averages
+  std::set<std::uint64_t> on_time_blends_; // blending_every_model: rounds answered on time (or
+                                           // ahead) whose result is blended in at once
 };
 
 } // namespace herd::policy

@@ -13,11 +13,13 @@ wagma_settings wagma_settings_of(const config::wagma_section& section) {
   wagma_settings settings;
   settings.group_size = section.group_size;
   settings.sync_every = section.sync_every;
+  settings.reference_blend = section.blend == "reference";
   return settings;
 }
 
 wagma_policy::wagma_policy(int workers, wagma_settings settings)
     : schedule_(workers, settings.group_size), sync_every_(settings.sync_every),
+      reference_blend_(settings.reference_blend),
       fresh_step_(static_cast<std::size_t>(workers), 0) {
   HERD_CHECK_GE(settings.sync_every, 0);
 }

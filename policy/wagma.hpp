@@ -15,6 +15,7 @@ namespace herd::policy {
 struct wagma_settings {
   int group_size = 0;  // a power of two; 0 = butterfly_schedule::default_group_size
   int sync_every = 10; // tau: a blocking global average every this many steps; 0 = never
+  bool reference_blend = false; // wagma.blend = reference: on-time members blend too
 };
 
 /// The policy's settings from config [wagma].
@@ -33,6 +34,7 @@ public:
   std::string_view name() const override { return "wagma"; }
   bool exchanges_models() const override { return true; }
   bool blends_late_models() const override { return true; }
+  bool blends_on_time_models() const override { return reference_blend_; }
   std::vector<group_decision> set_live_workers(std::vector<int> workers) override;
   std::vector<group_decision> on_ready(const arrival& ready) override;
   std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
@@ -50,6 +52,7 @@ private:
 
   butterfly_schedule schedule_;
   int sync_every_;
+  bool reference_blend_;
   std::vector<int> live_;                 // ascending
   std::vector<std::uint64_t> fresh_step_; // by worker: its latest fresh arrival's step
   std::uint64_t activated_ = 0;

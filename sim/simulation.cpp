@@ -27,7 +27,8 @@ using policy::freshness;
 using policy::group_decision;
 
 struct worker_state {
-  explicit worker_state(policy::send_buffer_family family) : buffer(family) {}
+  worker_state(policy::send_buffer_family family, std::uint64_t global_every)
+      : buffer(family, global_every) {}
 
   policy::send_buffer buffer;
   std::set<std::uint64_t> results_here; // rounds whose result arrived, not applied yet
@@ -51,11 +52,13 @@ public:
         imbalance_(config.imbalance, config.train.workers), ledger_(config.train.workers),
         aggregator_free_(static_cast<std::size_t>(std::max(how.aggregators, 1)), 0.0) {
     HERD_CHECK(how.step_seconds > 0.0, "simulate.step-ms " << how.step_seconds * 1e3);
-    const auto family = policy::send_buffer_family_of(
-        policy_->exchanges_models(), policy_->blends_late_models(), accumulates(config));
+    const auto family =
+        policy::send_buffer_family_of(policy_->exchanges_models(), policy_->blends_late_models(),
+                                      accumulates(config), policy_->blends_on_time_models());
+    const auto global_every = static_cast<std::uint64_t>(std::max(config.wagma.sync_every, 0));
     workers_.reserve(static_cast<std::size_t>(config.train.workers));
     for (int i = 0; i < config.train.workers; ++i)
-      workers_.emplace_back(family);
+      workers_.emplace_back(family, global_every);
     result_.algorithm = config.train.algorithm;
     result_.workers = config.train.workers;
     result_.staleness_unit = policy_->exchanges_models() ? "steps" : "rounds";

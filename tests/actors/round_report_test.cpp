@@ -3,6 +3,7 @@
 #include "actors/round_report.hpp"
 
 #include <gtest/gtest.h>
+#include <string>
 #include <vector>
 
 namespace {
@@ -89,6 +90,30 @@ TEST(round_report, a_fresh_arrival_still_on_its_way_has_no_arrival_time) {
   const auto round = round_record_of(three_members(), planned, arrivals);
   EXPECT_TRUE(round.full_sync);
   EXPECT_TRUE(round.fresh_arrival_seconds.empty());
+}
+
+// A gradient round without some members: counted in the metrics and told in a notice that says
+// what it divided by (<algorithm>.missing-members).
+TEST(round_report, a_round_without_some_members_is_counted_and_says_its_divisor) {
+  auto report = three_members();
+  report.unanswered = {1, 5};
+  report.unanswered_reasons = {"timed out", "its node was lost"};
+  group_decision planned;
+  planned.kind = round_kind::partial;
+  planned.members = {0, 1, 2, 3, 5};
+  planned.weights = herd::policy::weighting::uniform;
+  const std::vector<fresh_arrival> arrivals(6);
+  EXPECT_EQ(round_record_of(report, planned, arrivals).missing, 2u);
+  EXPECT_EQ(missing_members_notice(report, planned),
+            "round 10 completed without 2 of 5 members (workers 1, 5): divided by the 3 that "
+            "answered");
+  planned.weights = herd::policy::weighting::uniform_planned;
+  EXPECT_EQ(missing_members_notice(report, planned),
+            "round 10 completed without 2 of 5 members (workers 1, 5): divided by all 5, the "
+            "missing adding zero (missing-members = zero)");
+  const auto everyone = three_members();
+  EXPECT_EQ(round_record_of(everyone, planned, arrivals).missing, 0u);
+  EXPECT_FALSE(missing_members_notice(everyone, planned));
 }
 
 } // namespace

@@ -238,6 +238,27 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   EXPECT_THAT(network.output, HasSubstr("simulate.network = \"token-ring\""));
 }
 
+// The staleness keys' bad values exit 2 before anything runs, naming what is allowed (and for an
+// isolation guard that cannot be met, the bound).
+TEST_F(herd_cli, bad_blend_missing_members_and_guard_settings_exit_2_with_what_is_allowed) {
+  auto blend = herd({"train", "--train.algorithm=wagma", "--wagma.blend=mean"});
+  EXPECT_EQ(blend.exit_code, 2);
+  EXPECT_THAT(blend.output, HasSubstr("wagma.blend = \"mean\" (command line): unknown blend; "
+                                      "allowed: herd, reference"));
+  auto missing = herd({"train", "--train.algorithm=solo", "--solo.missing-members=skip"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr("allowed: renormalise, zero"));
+  auto guard = herd({"train", "--train.algorithm=preduce", "--train.workers=32",
+                     "--preduce.connect-every=16"});
+  EXPECT_EQ(guard.exit_code, 2);
+  EXPECT_THAT(guard.output, HasSubstr("takes at least 31 groups"));
+  auto print = herd({"train", "--train.algorithm=wagma", "--wagma.blend=reference",
+                     "--solo.missing-members=zero", "--print-config"});
+  ASSERT_EQ(print.exit_code, 0) << print.output;
+  EXPECT_THAT(print.output, HasSubstr("blend = \"reference\""));
+  EXPECT_THAT(print.output, HasSubstr("missing-members = \"zero\""));
+}
+
 TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
   auto shown = herd({"train", "--config", std::string(HERD_SOURCE_DIR) + "/config/quickstart.ini",
                      "--train.lr=0.02", "--print-config"});

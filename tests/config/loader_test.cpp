@@ -224,6 +224,7 @@ TEST_F(config_files, partial_and_imbalance_sections_have_their_defaults) {
                               static_cast<const herd::config::partial_section*>(&config.quorum)}) {
     EXPECT_EQ(partial->sync_every, 32);
     EXPECT_EQ(partial->late_gradients, "accumulate");
+    EXPECT_EQ(partial->missing_members, "renormalise");
   }
   EXPECT_DOUBLE_EQ(config.quorum.fraction, 0.5);
   EXPECT_EQ(config.imbalance.kind, "none");
@@ -298,6 +299,23 @@ TEST_F(config_files, every_new_key_parses_from_the_command_line) {
   EXPECT_EQ(load("", {"--imbalance.workers=[0,1]"}).imbalance.workers, (std::vector<int>{0, 1}));
   EXPECT_EQ(load("", {"--imbalance.workers=[]"}).imbalance.workers, std::vector<int>{});
   EXPECT_EQ(load("", {"--imbalance.sigma=0"}).imbalance.sigma, 0.0);
+}
+
+TEST_F(config_files, missing_members_parses_per_section_and_unknown_modes_name_the_allowed_ones) {
+  const auto file = write("missing.ini", "[solo]\nmissing-members = \"zero\"\n"
+                                         "[quorum]\nmissing-members = \"renormalise\"\n");
+  const auto config = load(file, {"--majority.missing-members=zero"});
+  EXPECT_EQ(config.solo.missing_members, "zero");
+  EXPECT_EQ(config.majority.missing_members, "zero");
+  EXPECT_EQ(config.quorum.missing_members, "renormalise");
+  const auto again = load(write("dump.ini", herd::config::to_ini(config)), {});
+  EXPECT_EQ(again.solo.missing_members, "zero");
+  EXPECT_EQ(again.majority.missing_members, "zero");
+  for (const char* section : {"solo", "majority", "quorum"})
+    EXPECT_THAT(first_error("", {std::string("--") + section + ".missing-members=drop"}),
+                HasSubstr(std::string(section) +
+                          ".missing-members = \"drop\" (command line): unknown mode; allowed: "
+                          "renormalise, zero"));
 }
 
 TEST_F(config_files, to_ini_round_trips_the_new_sections) {
@@ -397,7 +415,7 @@ TEST_F(config_files, preduce_section_has_its_defaults) {
   EXPECT_EQ(config.preduce.group_size, 2);
   EXPECT_DOUBLE_EQ(config.preduce.wait_window_ms, 20.0);
   EXPECT_DOUBLE_EQ(config.preduce.staleness_decay, 0.0);
-  EXPECT_EQ(config.preduce.connect_every, 16);
+  EXPECT_EQ(config.preduce.connect_every, 0) << "automatic";
   EXPECT_DOUBLE_EQ(config.preduce.connect_wait_ms, 200.0);
   EXPECT_EQ(config.preduce.sync_every, 0);
   // The defaults are valid with preduce chosen, for any number of workers, one included.
@@ -445,10 +463,16 @@ TEST_F(config_files, wagma_keys_have_defaults_and_bad_values_name_key_value_and_
   const auto defaults = load("", {"--train.algorithm=wagma"});
   EXPECT_EQ(defaults.wagma.group_size, 0);
   EXPECT_EQ(defaults.wagma.sync_every, 10);
+  EXPECT_EQ(defaults.wagma.blend, "herd");
   const auto set = load("", {"--train.algorithm=wagma", "--train.workers=16",
-                             "--wagma.group-size=8", "--wagma.sync-every=0"});
+                             "--wagma.group-size=8", "--wagma.sync-every=0",
+                             "--wagma.blend=reference"});
   EXPECT_EQ(set.wagma.group_size, 8);
   EXPECT_EQ(set.wagma.sync_every, 0);
+  EXPECT_EQ(set.wagma.blend, "reference");
+  EXPECT_THAT(first_error("", {"--wagma.blend=mean"}),
+              HasSubstr("wagma.blend = \"mean\" (command line): unknown blend; allowed: herd, "
+                        "reference"));
   EXPECT_THAT(first_error("", {"--wagma.group-size=3"}),
               HasSubstr("wagma.group-size = 3 (command line): must be a power of two up to 4096, "
                         "or 0 for sqrt(workers) rounded down"));
@@ -474,9 +498,26 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
                         "(uniform weights) and 100"));
   EXPECT_THAT(first_error("", {"--preduce.staleness-decay=101"}),
               HasSubstr("preduce.staleness-decay = 101 (command line)"));
-  EXPECT_THAT(first_error("", {"--preduce.connect-every=-1"}),
-              HasSubstr("preduce.connect-every = -1 (command line): must be between 0 (guard "
-                        "off) and 1000000 groups"));
+  EXPECT_THAT(first_error("", {"--preduce.connect-every=-2"}),
+              HasSubstr("preduce.connect-every = -2 (command line): must be between 1 and "
+                        "1000000 groups, 0 (automatic) or -1 (guard off)"));
+  // An explicit period that cannot connect train.workers: the bound is in the message.
+  EXPECT_THAT(first_error("", {"--train.workers=32", "--preduce.connect-every=16"}),
+              HasSubstr("preduce.connect-every = 16 (command line): cannot be met: connecting "
+                        "train.workers = 32 workers in groups of preduce.group-size = 2 takes at "
+                        "least 31 groups (ceil((P - 1) / (g - 1))); set at least 31, 0 "
+                        "(automatic) or -1 (guard off)"));
+  EXPECT_THAT(first_error("", {"--train.workers=256", "--preduce.group-size=4",
+                               "--preduce.connect-every=84"}),
+              HasSubstr("takes at least 85 groups"));
+  for (const char* every : {"31", "0", "-1"})
+    EXPECT_EQ(load("", {"--train.workers=32", std::string("--preduce.connect-every=") + every})
+                  .preduce.connect_every,
+              std::stoi(every));
+  EXPECT_EQ(load("", {"--train.workers=256", "--preduce.group-size=4",
+                      "--preduce.connect-every=85"})
+                .preduce.connect_every,
+            85);
   EXPECT_THAT(first_error("", {"--preduce.connect-wait-ms=-2"}),
               HasSubstr("preduce.connect-wait-ms = -2 (command line): must lie between 0 and "
                         "600000 ms"));
@@ -494,7 +535,7 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
   try {
     load("",
          {"--preduce.group-size=1", "--preduce.wait-window-ms=-1", "--preduce.staleness-decay=-1",
-          "--preduce.connect-every=-1", "--preduce.connect-wait-ms=-1", "--preduce.sync-every=-1"});
+          "--preduce.connect-every=-3", "--preduce.connect-wait-ms=-1", "--preduce.sync-every=-1"});
     FAIL() << "expected invalid_config";
   } catch (const invalid_config& error) {
     std::vector<std::string> keys;

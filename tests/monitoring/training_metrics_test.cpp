@@ -75,6 +75,24 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
               HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 0)"));
 }
 
+// A round that completed without some of its members counts once, however many were missing.
+TEST(training_metrics, rounds_without_some_members_are_counted) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  EXPECT_THAT(herd::monitoring::expose(*registry),
+              HasSubstr(R"(herd_rounds_missing_members_total{algorithm="solo",job="test"} 0)"));
+  training_metrics::round_record round;
+  round.members = 2;
+  metrics.round_finished(round);
+  round.members = 1;
+  round.missing = 1;
+  metrics.round_finished(round);
+  round.missing = 3;
+  metrics.round_finished(round);
+  EXPECT_THAT(herd::monitoring::expose(*registry),
+              HasSubstr(R"(herd_rounds_missing_members_total{algorithm="solo",job="test"} 2)"));
+}
+
 TEST(training_metrics, a_second_run_on_the_same_registry_continues_its_counters) {
   auto registry = std::make_shared<herd::monitoring::registry>();
   {

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string>
 
 #include "policy/policy.hpp"
 #include "support/arrivals.hpp"
@@ -380,6 +381,63 @@ TEST(weights, given_weights_are_renormalised_over_the_members_that_answered) {
   EXPECT_EQ(two[1], 0.0f);
   EXPECT_FLOAT_EQ(two[2], 1.0f / 3.0f);
   EXPECT_THROW(member_weights(weighting::given, given, {true, true}), std::invalid_argument);
+}
+
+// <algorithm>.missing-members = zero: the divisor stays every member, so a missing one adds zero.
+TEST(weights, planned_uniform_weights_keep_the_divisor_when_members_are_missing) {
+  using herd::policy::member_weights;
+  using herd::policy::weighting;
+  EXPECT_EQ(member_weights(weighting::uniform_planned, {}, {true, false, true, true}),
+            (std::vector<float>{0.25f, 0.0f, 0.25f, 0.25f}));
+  EXPECT_EQ(member_weights(weighting::uniform_planned, {}, std::vector<bool>(8, true)),
+            std::vector<float>(8, 0.125f))
+      << "with every member there, the same as renormalise";
+  EXPECT_EQ(member_weights(weighting::uniform_planned, {}, {false, false}),
+            (std::vector<float>{0, 0}));
+}
+
+// The setting reaches the rounds' weights: make_policy gives solo, majority and quorum rounds
+// planned-uniform weights under zero and uniform (renormalised) ones under renormalise; sync is
+// always the mean of those that answered.
+TEST(weights, missing_members_reaches_the_rounds_weighting) {
+  using herd::policy::weighting;
+  for (const char* name : {"solo", "majority", "quorum"})
+    for (const char* mode : {"renormalise", "zero"}) {
+      SCOPED_TRACE(std::string(name) + " " + mode);
+      herd::config::run_config config;
+      config.train.algorithm = name;
+      config.solo.missing_members = config.majority.missing_members =
+          config.quorum.missing_members = mode;
+      auto policy = herd::policy::make_policy(config);
+      policy->set_live_workers(iota(4));
+      std::vector<group_decision> rounds;
+      for (int worker = 0; worker < 4 && rounds.empty(); ++worker)
+        rounds = policy->on_ready(ready(worker));
+      ASSERT_EQ(rounds.size(), 1u);
+      EXPECT_EQ(rounds[0].weights, std::string(mode) == "zero" ? weighting::uniform_planned
+                                                                : weighting::uniform);
+    }
+  herd::config::run_config config;
+  config.solo.missing_members = "zero";
+  auto sync = herd::policy::make_policy(config);
+  sync->set_live_workers(iota(2));
+  sync->on_ready(ready(0));
+  const auto rounds = sync->on_ready(ready(1));
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_EQ(rounds[0].weights, weighting::uniform);
+  EXPECT_THROW(herd::policy::missing_members_of("drop"), std::invalid_argument);
+}
+
+// wagma.blend reaches the policy, which tells the workers (and the simulator) what to build.
+TEST(wagma_blend, the_setting_reaches_the_policy) {
+  herd::config::run_config config;
+  config.train.algorithm = "wagma";
+  EXPECT_FALSE(herd::policy::make_policy(config)->blends_on_time_models()) << "herd";
+  EXPECT_TRUE(herd::policy::make_policy(config)->blends_late_models());
+  config.wagma.blend = "reference";
+  EXPECT_TRUE(herd::policy::make_policy(config)->blends_on_time_models());
+  config.train.algorithm = "preduce";
+  EXPECT_FALSE(herd::policy::make_policy(config)->blends_on_time_models());
 }
 
 } // namespace

@@ -21,123 +21,12 @@
 #include <vector>
 
 #include "policy/preduce.hpp"
+#include "preduce_cluster.hpp"
 #include "support/arrivals.hpp"
 
 namespace {
 
-using herd::policy::freshness;
-using herd::policy::group_decision;
-using herd::policy::group_outcome;
-using herd::policy::isolation_guard;
-using herd::policy::preduce_policy;
-using herd::policy::preduce_settings;
-using herd::policy::round_kind;
-using herd::policy::staleness_weighting;
-using herd::policy::weighting;
-using herd::testing::iota;
-using herd::testing::ready;
-
-constexpr double never = std::numeric_limits<double>::infinity();
-
-// Member sets are compared sorted: the tests do not depend on the order a group was built in.
-std::vector<int> sorted(std::vector<int> members) {
-  std::sort(members.begin(), members.end());
-  return members;
-}
-
-std::string show(const std::vector<int>& members) {
-  std::ostringstream out;
-  out << "{";
-  for (std::size_t i = 0; i < members.size(); ++i)
-    out << (i > 0 ? "," : "") << members[i];
-  out << "}";
-  return out.str();
-}
-
-// Every member answered fresh with the step it arrived with.
-group_outcome done(const group_decision& group, const std::vector<std::uint64_t>& step_of) {
-  group_outcome outcome;
-  outcome.members = group.members;
-  for (int member : group.members)
-    outcome.contributions.push_back(
-        {member, freshness::fresh, step_of[static_cast<std::size_t>(member)]});
-  return outcome;
-}
-
-// Every member answered fresh with the same step.
-group_outcome done(const group_decision& group, std::uint64_t step = 1) {
-  return done(group, std::vector<std::uint64_t>(64, step));
-}
-
-// The guard and the staleness decay off unless a test says otherwise.
-preduce_settings plain_settings(int group_size, double wait_window_seconds) {
-  preduce_settings settings;
-  settings.group_size = group_size;
-  settings.wait_window_seconds = wait_window_seconds;
-  settings.staleness_decay = 0.0;
-  settings.connect_every = 0;
-  settings.connect_wait_seconds = 0.0;
-  settings.sync_every = 0;
-  return settings;
-}
-
-// A group weighs its members by staleness; the global average is the plain mean (preduce.hpp).
-std::vector<float> expected_member_weights(const preduce_settings& settings, round_kind kind,
-                                           const std::vector<std::uint64_t>& steps) {
-  const double decay = kind == round_kind::full_sync ? 0.0 : settings.staleness_decay;
-  return staleness_weighting(decay).weights(steps);
-}
-
-double sum(const std::vector<float>& values) {
-  double total = 0.0;
-  for (float value : values)
-    total += static_cast<double>(value);
-  return total;
-}
-
-// Union-find over worker indices, independent of the guard's own, to check it from outside.
-class components {
-public:
-  explicit components(std::vector<int> live) : live_(std::move(live)) { reset(); }
-
-  void reset() {
-    parent_.assign(64, -1);
-    for (int worker : live_)
-      parent_[static_cast<std::size_t>(worker)] = worker;
-  }
-
-  int find(int worker) {
-    while (parent_[static_cast<std::size_t>(worker)] != worker)
-      worker = parent_[static_cast<std::size_t>(worker)];
-    return worker;
-  }
-
-  void merge(const std::vector<int>& members) {
-    for (std::size_t i = 1; i < members.size(); ++i)
-      parent_[static_cast<std::size_t>(find(members[i]))] = find(members[0]);
-  }
-
-  std::size_t count() {
-    std::size_t roots = 0;
-    for (int worker : live_)
-      roots += find(worker) == worker ? 1 : 0;
-    return roots;
-  }
-
-  // How many different components the members come from.
-  std::size_t spanned_by(const std::vector<int>& members) {
-    std::vector<int> roots;
-    roots.reserve(members.size());
-    for (int member : members)
-      roots.push_back(find(member));
-    std::sort(roots.begin(), roots.end());
-    return static_cast<std::size_t>(std::unique(roots.begin(), roots.end()) - roots.begin());
-  }
-
-private:
-  std::vector<int> live_;
-  std::vector<int> parent_;
-};
+using namespace preduce_testing;
 
 // -- staleness weights --------------------------------------------------------------------------
 
@@ -208,7 +97,7 @@ TEST(staleness_weighting, a_single_member_weighs_one) {
 // -- isolation guard ----------------------------------------------------------------------------
 
 TEST(isolation_guard, a_disabled_guard_never_intervenes) {
-  isolation_guard guard(0);
+  isolation_guard guard(-1);
   EXPECT_FALSE(guard.enabled());
   guard.set_live_workers(iota(8));
   for (int round = 0; round < 50; ++round) {
@@ -272,6 +161,32 @@ TEST(isolation_guard, new_live_workers_start_a_new_period) {
   EXPECT_EQ(guard.components(), 5u);
   EXPECT_EQ(guard.groups_since_connected(), 0u);
   EXPECT_FALSE(guard.same_component(0, 1));
+}
+
+// connect_every 0: the period follows the live workers and the group size, and can always be met.
+TEST(isolation_guard, the_automatic_period_follows_the_workers_and_the_group_size) {
+  EXPECT_EQ(isolation_guard::min_connecting_groups(1, 2), 0u);
+  EXPECT_EQ(isolation_guard::min_connecting_groups(2, 2), 1u);
+  EXPECT_EQ(isolation_guard::min_connecting_groups(18, 2), 17u) << "P - 1 merges in pairs";
+  EXPECT_EQ(isolation_guard::min_connecting_groups(256, 2), 255u);
+  EXPECT_EQ(isolation_guard::min_connecting_groups(256, 4), 85u) << "ceil(255 / 3)";
+  EXPECT_EQ(isolation_guard::min_connecting_groups(10, 4), 3u) << "ceil(9 / 3)";
+  EXPECT_EQ(isolation_guard::min_connecting_groups(4, 64), 1u) << "a group of all";
+  for (std::size_t workers : {2u, 4u, 17u, 18u, 32u, 64u, 256u, 1024u})
+    for (std::size_t group_size : {2u, 3u, 4u, 8u}) {
+      const auto period = isolation_guard::automatic_connect_every(workers, group_size);
+      EXPECT_GE(period, 16u);
+      EXPECT_GE(period, 4 * isolation_guard::min_connecting_groups(workers, group_size))
+          << workers << " workers in groups of " << group_size;
+    }
+  isolation_guard guard(0, 2);
+  EXPECT_TRUE(guard.enabled());
+  guard.set_live_workers(iota(32));
+  EXPECT_EQ(guard.period(), 124u) << "4 * 31";
+  guard.set_live_workers(iota(4));
+  EXPECT_EQ(guard.period(), 16u) << "never below the old fixed 16";
+  EXPECT_EQ(isolation_guard(7, 2).period(), 7u) << "an explicit setting stays";
+  EXPECT_EQ(isolation_guard(-1, 2).period(), 0u);
 }
 
 TEST(isolation_guard, a_single_live_worker_is_always_connected) {
@@ -445,193 +360,6 @@ TEST(preduce_policy, decisions_carry_staleness_weights_in_member_order) {
   }
 }
 
-// -- a deterministic discrete-event cluster -----------------------------------------------------
-
-// Workers compute for step_seconds(worker), arrive, wait in their group, and compute again when
-// the group completes reduce_seconds() after it formed. Events at one time run completions
-// first, then arrivals by worker index; the policy's deadline runs when nothing comes before it.
-// Every decision is checked against the policy's definition as it is made.
-class scripted_cluster {
-public:
-  scripted_cluster(
-      preduce_settings settings, int workers, std::function<double(int)> step_seconds,
-      std::function<double()> reduce_seconds = [] { return 0.0; })
-      : settings_(settings), policy_(settings), step_seconds_(std::move(step_seconds)),
-        reduce_seconds_(std::move(reduce_seconds)), state_(static_cast<std::size_t>(workers)),
-        next_arrival_(static_cast<std::size_t>(workers)),
-        steps_(static_cast<std::size_t>(workers), 0) {
-    for (int worker = 0; worker < workers; ++worker)
-      next_arrival_[static_cast<std::size_t>(worker)] = step_seconds_(worker);
-    live_ = iota(workers);
-    apply(policy_.set_live_workers(live_));
-  }
-
-  preduce_policy& policy() { return policy_; }
-  const std::vector<group_decision>& log() const { return log_; }
-  const std::vector<int>& live() const { return live_; }
-  std::size_t most_in_flight() const { return most_in_flight_; }
-
-  // Runs until the log holds `decisions` groups; fails the test if the cluster stalls.
-  void run_until(std::size_t decisions) {
-    for (std::size_t events = 0; log_.size() < decisions; ++events) {
-      ASSERT_LT(events, 1000000u) << "no progress after a million events";
-      const auto [complete_at, group] = first_completion();
-      const auto [arrive_at, worker] = first_arrival();
-      double deadline_at = never;
-      const auto deadline = policy_.next_deadline();
-      if (deadline && deadline != spent_deadline_)
-        deadline_at = std::max(*deadline, clock_);
-      const double now = std::min({complete_at, arrive_at, deadline_at});
-      ASSERT_LT(now, never) << "stalled at t=" << clock_ << " after " << log_.size()
-                            << " groups with " << policy_.queued() << " workers queued";
-      ASSERT_GE(now, clock_);
-      clock_ = now;
-      if (complete_at == now) {
-        complete(group);
-      } else if (arrive_at == now) {
-        arrive(worker);
-      } else {
-        spent_deadline_ = deadline;
-        apply(policy_.on_time(clock_));
-      }
-      if (testing::Test::HasFatalFailure())
-        return;
-    }
-  }
-
-  // The worker is lost wherever it is: it never arrives again.
-  void lose(int worker) {
-    state_[static_cast<std::size_t>(worker)] = worker_state::lost;
-    live_.erase(std::find(live_.begin(), live_.end(), worker));
-    apply(policy_.set_live_workers(live_));
-  }
-
-private:
-  enum class worker_state { computing, queued, in_group, lost };
-
-  struct in_flight {
-    group_decision group;
-    double done_at = 0.0;
-  };
-
-  std::pair<double, std::size_t> first_completion() const {
-    std::pair<double, std::size_t> first{never, 0};
-    for (std::size_t i = 0; i < flying_.size(); ++i)
-      if (flying_[i].done_at < first.first)
-        first = {flying_[i].done_at, i};
-    return first;
-  }
-
-  std::pair<double, int> first_arrival() const {
-    std::pair<double, int> first{never, -1};
-    for (std::size_t w = 0; w < state_.size(); ++w)
-      if (state_[w] == worker_state::computing && next_arrival_[w] < first.first)
-        first = {next_arrival_[w], static_cast<int>(w)};
-    return first;
-  }
-
-  void arrive(int worker) {
-    const auto w = static_cast<std::size_t>(worker);
-    steps_[w] += 1;
-    state_[w] = worker_state::queued;
-    apply(policy_.on_ready(ready(worker, steps_[w], clock_)));
-  }
-
-  void complete(std::size_t index) {
-    const group_decision group = flying_[index].group;
-    flying_.erase(flying_.begin() + static_cast<std::ptrdiff_t>(index));
-    group_outcome outcome;
-    outcome.members = group.members;
-    for (int member : group.members) {
-      const auto m = static_cast<std::size_t>(member);
-      if (state_[m] == worker_state::lost)
-        continue; // it never answered
-      outcome.contributions.push_back({member, freshness::fresh, steps_[m]});
-      state_[m] = worker_state::computing;
-      next_arrival_[m] = clock_ + step_seconds_(member);
-    }
-    apply(policy_.on_group_done(outcome));
-  }
-
-  void apply(const std::vector<group_decision>& decisions) {
-    for (const auto& group : decisions) {
-      check(group);
-      if (testing::Test::HasFatalFailure())
-        return;
-      for (int member : group.members)
-        state_[static_cast<std::size_t>(member)] = worker_state::in_group;
-      log_.push_back(group);
-      flying_.push_back({group, clock_ + reduce_seconds_()});
-      most_in_flight_ = std::max(most_in_flight_, flying_.size());
-    }
-    std::size_t queued = 0;
-    for (auto state : state_)
-      queued += state == worker_state::queued ? 1 : 0;
-    ASSERT_EQ(policy_.queued(), queued) << "t=" << clock_ << ": the policy's queue vs the ready";
-  }
-
-  void check(const group_decision& group) {
-    const std::string where = "t=" + std::to_string(clock_) + " group " +
-                              std::to_string(log_.size()) + " " + show(group.members);
-    ASSERT_FALSE(group.members.empty()) << where;
-    ASSERT_TRUE(std::is_sorted(group.members.begin(), group.members.end()))
-        << where << ": policy.hpp documents members as ascending worker indices";
-    ASSERT_EQ(std::adjacent_find(group.members.begin(), group.members.end()), group.members.end())
-        << where << ": a worker twice";
-    std::vector<std::uint64_t> steps;
-    for (int member : group.members) {
-      ASSERT_TRUE(std::binary_search(live_.begin(), live_.end(), member))
-          << where << ": worker " << member << " is not live";
-      ASSERT_TRUE(state_[static_cast<std::size_t>(member)] == worker_state::queued)
-          << where << ": worker " << member << " is not ready (computing or in a group in flight)";
-      steps.push_back(steps_[static_cast<std::size_t>(member)]);
-    }
-    const std::size_t group_size =
-        std::min(static_cast<std::size_t>(settings_.group_size), live_.size());
-    if (group.kind == round_kind::full_sync) {
-      ASSERT_EQ(group.members, live_) << where << ": a global average is every live worker";
-      ASSERT_GT(settings_.sync_every, 0) << where << ": a global average without sync_every";
-      ASSERT_EQ(partial_since_sync_, static_cast<std::size_t>(settings_.sync_every))
-          << where << ": a global average after " << partial_since_sync_ << " partial groups";
-      partial_since_sync_ = 0;
-    } else {
-      ASSERT_EQ(group.kind, round_kind::partial) << where;
-      if (live_.size() > 1) {
-        ASSERT_GE(group.members.size(), 2u) << where << ": a lone worker in a group";
-      }
-      if (!group.intervention) {
-        ASSERT_LE(group.members.size(), group_size) << where;
-      }
-      partial_since_sync_ += 1;
-      if (settings_.sync_every > 0) {
-        ASSERT_LE(partial_since_sync_, static_cast<std::size_t>(settings_.sync_every))
-            << where << ": a partial group while a global average is due";
-      }
-    }
-    ASSERT_EQ(group.weights, weighting::given) << where;
-    ASSERT_EQ(group.staleness, staleness_weighting::staleness(steps)) << where;
-    const auto expected = expected_member_weights(settings_, group.kind, steps);
-    ASSERT_EQ(group.member_weights.size(), expected.size()) << where;
-    for (std::size_t i = 0; i < expected.size(); ++i)
-      ASSERT_NEAR(group.member_weights[i], expected[i], 1e-6) << where << " member " << i;
-  }
-
-  preduce_settings settings_;
-  preduce_policy policy_;
-  std::function<double(int)> step_seconds_;
-  std::function<double()> reduce_seconds_;
-  std::vector<worker_state> state_;
-  std::vector<double> next_arrival_;
-  std::vector<std::uint64_t> steps_;
-  std::vector<int> live_;
-  std::vector<in_flight> flying_;
-  std::vector<group_decision> log_;
-  std::optional<double> spent_deadline_;
-  std::size_t partial_since_sync_ = 0;
-  std::size_t most_in_flight_ = 0;
-  double clock_ = 0.0;
-};
-
 // -- isolation: two fast workers, two 5x slower ------------------------------------------------
 
 preduce_settings isolation_settings(int connect_every) {
@@ -651,7 +379,7 @@ bool is_fast(int worker) {
 }
 
 TEST(preduce_isolation, without_the_guard_fast_and_slow_workers_never_meet) {
-  scripted_cluster cluster(isolation_settings(0), 4, fast_or_slow_step);
+  scripted_cluster cluster(isolation_settings(-1), 4, fast_or_slow_step);
   cluster.run_until(400);
   ASSERT_FALSE(HasFatalFailure());
   components connected(iota(4));

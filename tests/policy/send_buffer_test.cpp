@@ -21,6 +21,7 @@ constexpr auto accumulating = send_buffer_family::accumulating_gradients;
 constexpr auto discarding = send_buffer_family::discarding_gradients;
 constexpr auto averaging = send_buffer_family::averaging_models;
 constexpr auto blending = send_buffer_family::blending_models;
+constexpr auto blending_every = send_buffer_family::blending_every_model;
 
 enum class event_kind { request, begin, end, result, apply, due, unsent };
 
@@ -97,7 +98,8 @@ std::string text(const loan& given) {
 // Plays tables against one machine, keeping the results that arrived as the worker does.
 class script {
 public:
-  explicit script(send_buffer_family family) : buffer_(family) {}
+  explicit script(send_buffer_family family, std::uint64_t global_every = 0)
+      : buffer_(family, global_every) {}
 
   void play(const std::vector<row>& table) {
     for (std::size_t i = 0; i < table.size(); ++i)
@@ -175,6 +177,12 @@ TEST(send_buffer, the_family_follows_the_worker_setup_switches) {
   EXPECT_FALSE(send_buffer(discarding).exchanges_models());
   EXPECT_TRUE(send_buffer(averaging).exchanges_models());
   EXPECT_TRUE(send_buffer(blending).exchanges_models());
+  // wagma.blend = reference: blend_on_time_models, which only blending models can do.
+  EXPECT_EQ(send_buffer_family_of(true, true, true, true), blending_every);
+  EXPECT_EQ(send_buffer_family_of(true, true, true, false), blending);
+  EXPECT_EQ(send_buffer_family_of(true, false, true, true), averaging);
+  EXPECT_TRUE(send_buffer(blending_every).exchanges_models());
+  EXPECT_TRUE(send_buffer(blending_every).blends_late_models());
 }
 
 // -- gradients ---------------------------------------------------------------------------------
@@ -342,6 +350,54 @@ TEST(send_buffer, a_wagma_member_that_finished_the_step_lends_its_model_fresh_an
       {result(1), "copy model"},
       {apply(), "round 1 by replace model, then copy model"},
       {due(), "due"},
+  });
+}
+
+// wagma.blend = reference: an on-time member blends its group's average into its own model,
+// (sum + own) / (S + 1), where the herd blend replaces the model by sum / S.
+TEST(send_buffer, under_the_reference_blend_an_on_time_member_blends_its_rounds_result_in) {
+  script worker(blending_every, 10);
+  worker.play({
+      {begin_step(), "into scratch"},
+      {end_step(32), "fresh, copy model"},
+      {due(), "not due"},
+      {request(1, 1), "fresh, 32 samples, version 0"},
+      {result(1), "copy model"},
+      {due(), "not due"}, // it waits for the round it was on time for, as under herd
+      {apply(), "round 1 by blend model, then copy model"},
+      {due(), "due"},
+  });
+}
+
+TEST(send_buffer, under_the_reference_blend_a_late_member_blends_as_under_herd) {
+  script worker(blending_every, 10);
+  worker.play({
+      {begin_step(), "into scratch"},
+      {request(1, 1), "stale, 0 samples, version 0"},
+      {result(1), "copy model"},
+      {apply(), "nothing due"}, // blended in when step 1 finishes
+      {end_step(32), "late, copy model"},
+      {due(), "not due"},
+      {apply(), "round 1 by blend model, then copy model"},
+      {due(), "due"},
+  });
+}
+
+// A global average (every wagma.sync-every-th step) is the plain mean under both blends: every
+// replica leaves it with one model.
+TEST(send_buffer, under_the_reference_blend_a_global_average_replaces_the_model) {
+  script worker(blending_every, 2);
+  worker.play({
+      {begin_step(), "into scratch"},
+      {end_step(32), "fresh, copy model"},
+      {request(1, 1), "fresh, 32 samples, version 0"},
+      {result(1), "copy model"},
+      {apply(), "round 1 by blend model, then copy model"},
+      {begin_step(), "into scratch"},
+      {end_step(32), "fresh, copy model"},
+      {request(2, 2), "fresh, 32 samples, version 1"}, // step 2: a global average
+      {result(2), "copy model"},
+      {apply(), "round 2 by replace model, then copy model"},
   });
 }
 
