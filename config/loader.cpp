@@ -317,7 +317,7 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<int>(
         "preduce.connect-every", "integer",
         "preduce: groups that may pass before the isolation guard connects all workers "
-        "(0 = automatic, -1 = off)",
+        "(-1 = automatic, 0 = off)",
         [](auto& c) -> auto& { return c.preduce.connect_every; }));
     k.push_back(make_key<double>(
         "preduce.connect-wait-ms", "real",

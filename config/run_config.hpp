@@ -77,7 +77,7 @@ struct preduce_section {
   double wait_window_ms = 20.0;   // preduce.wait-window-ms: the oldest ready worker waits at most
                                   // this long for a full group before a smaller one forms
   double staleness_decay = 0.0;   // preduce.staleness-decay: lambda of the weights (0 = uniform)
-  int connect_every = 0;          // preduce.connect-every: groups that may pass without all live
+  int connect_every = -1;         // preduce.connect-every: groups that may pass without all live
                                   // workers connected before the isolation guard steps in
                                   // (0 = automatic, from the workers and the group size; -1 = off)
   double connect_wait_ms = 200.0; // preduce.connect-wait-ms: how long a group the guard builds

@@ -116,7 +116,7 @@ void check_preduce(checker& check, const preduce_section& preduce, int workers) 
                 "must lie between 0 (uniform weights) and 100");
   check.require(preduce.connect_every >= -1 && preduce.connect_every <= 1000000,
                 "preduce.connect-every", preduce.connect_every,
-                "must be between 1 and 1000000 groups, 0 (automatic) or -1 (guard off)");
+                "must be between 1 and 1000000 groups, -1 (automatic) or 0 (guard off)");
   if (preduce.connect_every > 0 && preduce.group_size >= 2 && workers >= 1 && workers <= 1024) {
     const std::size_t needed = min_connecting_groups(static_cast<std::size_t>(workers),
                                                      static_cast<std::size_t>(preduce.group_size));

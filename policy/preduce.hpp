@@ -37,8 +37,8 @@ private:
 /// Tracks which live workers groups have connected (union-find) since the last point at which
 /// all of them were connected, and says when the next group must join different components:
 /// soon enough that all are connected again within `connect_every` groups of that point.
-/// connect_every 0 is automatic (automatic_connect_every() of the live workers and group size),
-/// below 0 the guard is off.
+/// connect_every below 0 is automatic (automatic_connect_every() of the live workers and group
+/// size), 0 turns the guard off.
 class isolation_guard {
 public:
   explicit isolation_guard(int connect_every, int group_size = 2);
@@ -46,12 +46,12 @@ public:
   /// The fewest groups of `group_size` that connect `workers` workers: ceil((P - 1) / (g - 1)),
   /// g = min(group_size, P) (a group merges at most g - 1 components); 0 for one worker.
   static std::size_t min_connecting_groups(std::size_t workers, std::size_t group_size);
-  /// connect_every 0's value: four times min_connecting_groups(), and never below 16 (the old
+  /// The automatic connect_every: four times min_connecting_groups(), and never below 16 (the old
   /// fixed default), so it can be met at any P while leaving room for the groups that form on
   /// their own to connect everyone first.
   static std::size_t automatic_connect_every(std::size_t workers, std::size_t group_size);
 
-  bool enabled() const { return connect_every_ >= 0; }
+  bool enabled() const { return connect_every_ != 0; }
   /// The groups a period may take over the current live workers (0 when off).
   std::size_t period() const;
 
@@ -91,7 +91,7 @@ struct preduce_settings {
   int group_size = 2;
   double wait_window_seconds = 0.02;
   double staleness_decay = 0.0;
-  int connect_every = 0; // 0 = automatic, below 0 = the guard is off
+  int connect_every = -1; // below 0 = automatic, 0 = the guard is off
   double connect_wait_seconds = 0.2;
   int sync_every = 0; // a global average every this many groups; 0 = never
 };

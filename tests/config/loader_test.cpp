@@ -415,7 +415,7 @@ TEST_F(config_files, preduce_section_has_its_defaults) {
   EXPECT_EQ(config.preduce.group_size, 2);
   EXPECT_DOUBLE_EQ(config.preduce.wait_window_ms, 20.0);
   EXPECT_DOUBLE_EQ(config.preduce.staleness_decay, 0.0);
-  EXPECT_EQ(config.preduce.connect_every, 0) << "automatic";
+  EXPECT_EQ(config.preduce.connect_every, -1) << "automatic";
   EXPECT_DOUBLE_EQ(config.preduce.connect_wait_ms, 200.0);
   EXPECT_EQ(config.preduce.sync_every, 0);
   // The defaults are valid with preduce chosen, for any number of workers, one included.
@@ -500,7 +500,7 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
               HasSubstr("preduce.staleness-decay = 101 (command line)"));
   EXPECT_THAT(first_error("", {"--preduce.connect-every=-2"}),
               HasSubstr("preduce.connect-every = -2 (command line): must be between 1 and "
-                        "1000000 groups, 0 (automatic) or -1 (guard off)"));
+                        "1000000 groups, -1 (automatic) or 0 (guard off)"));
   // An explicit period that cannot connect train.workers: the bound is in the message.
   EXPECT_THAT(first_error("", {"--train.workers=32", "--preduce.connect-every=16"}),
               HasSubstr("preduce.connect-every = 16 (command line): cannot be met: connecting "

@@ -69,7 +69,7 @@ inline preduce_settings plain_settings(int group_size, double wait_window_second
   settings.group_size = group_size;
   settings.wait_window_seconds = wait_window_seconds;
   settings.staleness_decay = 0.0;
-  settings.connect_every = -1;
+  settings.connect_every = 0; // guard off
   settings.connect_wait_seconds = 0.0;
   settings.sync_every = 0;
   return settings;

@@ -96,7 +96,7 @@ TEST(preduce_versions, a_worker_that_comes_back_starts_at_the_lowest_live_versio
 TEST(preduce_versions, a_slow_workers_version_gap_stays_bounded_where_its_step_gap_grows) {
   auto settings = plain_settings(2, 0.5);
   settings.staleness_decay = 0.3;
-  settings.connect_every = 0; // automatic
+  settings.connect_every = -1; // automatic
   settings.connect_wait_seconds = 0.5;
   scripted_cluster cluster(settings, 8, [](int worker) { return worker == 0 ? 3.0 : 1.0; });
   cluster.run_until(4000);
@@ -160,7 +160,7 @@ TEST(preduce_guard_at_scale, the_automatic_period_connects_everyone_within_it) {
   for (int workers : {32, 64, 256}) {
     SCOPED_TRACE(std::to_string(workers) + " workers");
     auto settings = plain_settings(2, 0.5);
-    settings.connect_every = 0;
+    settings.connect_every = -1; // automatic
     settings.connect_wait_seconds = 10.0;
     const std::size_t period = isolation_guard::automatic_connect_every(
         static_cast<std::size_t>(workers), 2);
@@ -182,7 +182,7 @@ TEST(preduce_guard_at_scale, the_automatic_period_connects_everyone_within_it) {
 TEST(preduce_guard_at_scale, the_guard_stays_out_of_the_way_when_groups_connect_everyone) {
   for (int workers : {32, 64, 256}) {
     SCOPED_TRACE(std::to_string(workers) + " workers");
-    for (int connect_every : {0, 16}) {
+    for (int connect_every : {-1, 16}) { // automatic, the old fixed default
       SCOPED_TRACE("connect_every " + std::to_string(connect_every));
       auto settings = plain_settings(2, 0.5);
       settings.connect_every = connect_every;
@@ -195,7 +195,7 @@ TEST(preduce_guard_at_scale, the_guard_stays_out_of_the_way_when_groups_connect_
       const std::size_t groups = 8 * static_cast<std::size_t>(workers);
       cluster.run_until(groups);
       ASSERT_FALSE(HasFatalFailure());
-      if (connect_every == 0) {
+      if (connect_every < 0) {
         EXPECT_EQ(cluster.guard_due_events(), 0u) << "no group waited for the guard";
         EXPECT_EQ(cluster.policy().interventions(), 0u);
         expect_connected_within(

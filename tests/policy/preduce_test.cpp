@@ -97,7 +97,7 @@ TEST(staleness_weighting, a_single_member_weighs_one) {
 // -- isolation guard ----------------------------------------------------------------------------
 
 TEST(isolation_guard, a_disabled_guard_never_intervenes) {
-  isolation_guard guard(-1);
+  isolation_guard guard(0);
   EXPECT_FALSE(guard.enabled());
   guard.set_live_workers(iota(8));
   for (int round = 0; round < 50; ++round) {
@@ -179,14 +179,14 @@ TEST(isolation_guard, the_automatic_period_follows_the_workers_and_the_group_siz
       EXPECT_GE(period, 4 * isolation_guard::min_connecting_groups(workers, group_size))
           << workers << " workers in groups of " << group_size;
     }
-  isolation_guard guard(0, 2);
+  isolation_guard guard(-1, 2);
   EXPECT_TRUE(guard.enabled());
   guard.set_live_workers(iota(32));
   EXPECT_EQ(guard.period(), 124u) << "4 * 31";
   guard.set_live_workers(iota(4));
   EXPECT_EQ(guard.period(), 16u) << "never below the old fixed 16";
   EXPECT_EQ(isolation_guard(7, 2).period(), 7u) << "an explicit setting stays";
-  EXPECT_EQ(isolation_guard(-1, 2).period(), 0u);
+  EXPECT_EQ(isolation_guard(0, 2).period(), 0u) << "off";
 }
 
 TEST(isolation_guard, a_single_live_worker_is_always_connected) {
@@ -379,7 +379,7 @@ bool is_fast(int worker) {
 }
 
 TEST(preduce_isolation, without_the_guard_fast_and_slow_workers_never_meet) {
-  scripted_cluster cluster(isolation_settings(-1), 4, fast_or_slow_step);
+  scripted_cluster cluster(isolation_settings(0), 4, fast_or_slow_step);
   cluster.run_until(400);
   ASSERT_FALSE(HasFatalFailure());
   components connected(iota(4));
