@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <cstdio>
 #include <regex>
 #include <sstream>
 #include <sys/socket.h>
@@ -798,6 +799,47 @@ namespace {
 
 // Checkpoints as a user meets them: Ctrl-C writes one, --resume goes on from it and says what
 // changed, and a damaged one or one of another shape ends herd with 2 naming the file and why.
+// herd evaluate on a run's final checkpoint measures what the run's final evaluation measured.
+TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
+  const auto checkpoints = path("ckpt");
+  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
+                   "--train.workers=2", "--train.epochs=1", "--checkpoint.dir=" + checkpoints,
+                   "--report", path("run.json")});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream report_file(path("run.json"));
+  const auto report = nlohmann::json::parse(report_file);
+  char accuracy[32];
+  std::snprintf(accuracy, sizeof accuracy, "%.4f", report["final_test_accuracy"].get<double>());
+
+  auto evaluated = herd({"evaluate", "--checkpoint", checkpoints});
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  EXPECT_THAT(evaluated.output, HasSubstr(std::string("  test accuracy   ") + accuracy + "\n"));
+  EXPECT_THAT(evaluated.output, HasSubstr("of a sync run with 2 workers"));
+  EXPECT_THAT(evaluated.output, HasSubstr("flatten, dense 32, relu, dense 10"));
+  // One row per class of the synthetic problem: its label, accuracy and samples.
+  const std::regex class_row(R"( +[0-9] +[01]\.[0-9]{4} +[0-9]+)");
+  std::istringstream lines(evaluated.output);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);)
+    rows += std::regex_match(line, class_row) ? 1 : 0;
+  EXPECT_EQ(rows, 10) << evaluated.output;
+
+  EXPECT_EQ(herd({"evaluate"}).exit_code, 2);
+  auto missing = herd({"evaluate", "--checkpoint", path("nothing-here")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr(path("nothing-here")));
+  auto not_data = herd({"evaluate", "--checkpoint", checkpoints, "--train.lr=0.1"});
+  EXPECT_EQ(not_data.exit_code, 2);
+  EXPECT_THAT(not_data.output, HasSubstr("herd evaluate does not use this setting"));
+  {
+    std::ofstream garbage(path("garbage.ckpt"));
+    garbage << "not a checkpoint";
+  }
+  auto damaged = herd({"evaluate", "--checkpoint", path("garbage.ckpt")});
+  EXPECT_EQ(damaged.exit_code, 2);
+  EXPECT_THAT(damaged.output, HasSubstr(path("garbage.ckpt")));
+}
+
 TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   const auto checkpoints = path("ckpt");
   const std::vector<std::string> run{"train",
