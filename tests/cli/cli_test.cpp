@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,6 @@
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <cstdio>
 #include <regex>
 #include <sstream>
 #include <sys/socket.h>
@@ -140,6 +140,7 @@ TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
         {"bench", "--version"},
         {"simulate", "--version"},
         {"devices", "--version"},
+        {"evaluate", "--version"},
         {"train", "--config", "/nonexistent", "--version"}}) {
     auto shown = herd(args);
     EXPECT_EQ(shown.exit_code, 0) << args.front() << ": " << shown.output;
@@ -249,8 +250,8 @@ TEST_F(herd_cli, bad_blend_missing_members_and_guard_settings_exit_2_with_what_i
   auto missing = herd({"train", "--train.algorithm=solo", "--solo.missing-members=skip"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr("allowed: renormalise, zero"));
-  auto guard = herd({"train", "--train.algorithm=preduce", "--train.workers=32",
-                     "--preduce.connect-every=16"});
+  auto guard = herd(
+      {"train", "--train.algorithm=preduce", "--train.workers=32", "--preduce.connect-every=16"});
   EXPECT_EQ(guard.exit_code, 2);
   EXPECT_THAT(guard.output, HasSubstr("takes at least 31 groups"));
   auto print = herd({"train", "--train.algorithm=wagma", "--wagma.blend=reference",
@@ -802,9 +803,9 @@ namespace {
 // herd evaluate on a run's final checkpoint measures what the run's final evaluation measured.
 TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   const auto checkpoints = path("ckpt");
-  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
-                   "--train.workers=2", "--train.epochs=1", "--checkpoint.dir=" + checkpoints,
-                   "--report", path("run.json")});
+  auto run =
+      herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]", "--train.workers=2",
+            "--train.epochs=1", "--checkpoint.dir=" + checkpoints, "--report", path("run.json")});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::ifstream report_file(path("run.json"));
   const auto report = nlohmann::json::parse(report_file);

@@ -17,7 +17,8 @@ using herd::cli::ignored_file_keys;
 using herd::cli::keys_of;
 using testing::HasSubstr;
 
-const std::vector<std::string> commands{"train", "bench", "simulate", "coordinator", "node"};
+const std::vector<std::string> commands{"train",       "bench", "simulate",
+                                        "coordinator", "node",  "evaluate"};
 
 TEST(command_keys, every_key_is_used_by_some_command) {
   for (const auto& key : herd::config::key_names())
