@@ -9,7 +9,13 @@
 #include <gtest/gtest.h>
 #include <random>
 
+#include "support/gradient_check.hpp"
+
 namespace {
+
+using herd::testing::expect_gradient_matches;
+using herd::testing::random_tensor;
+using herd::testing::weighted;
 
 using herd::models::tensor;
 
@@ -22,46 +28,6 @@ std::unique_ptr<herd::models::sequential> mlp(std::size_t inputs, std::vector<in
   herd::models::model_choice choice;
   choice.hidden = std::move(hidden);
   return herd::models::build_model(choice, {inputs}, classes);
-}
-
-tensor random_tensor(std::vector<std::size_t> shape, std::uint64_t seed, float scale = 1.0f) {
-  tensor t(std::move(shape));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  for (std::size_t i = 0; i < t.size(); ++i)
-    t[i] = normal(rng);
-  return t;
-}
-
-// Central difference of `loss` in every coordinate of `values`, compared with `analytic`.
-// The step is 1e-3: small enough that it rarely crosses a ReLU kink at these scales, large
-// enough for float32 forward passes. The tolerance is relative to the larger of the two
-// derivatives, with an absolute floor for derivatives near zero.
-void expect_gradient_matches(float* values, std::size_t n, const float* analytic,
-                             const std::function<double()>& loss, const char* what) {
-  const float step = 1e-3f;
-  int mismatches = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const float saved = values[i];
-    values[i] = saved + step;
-    const double up = loss();
-    values[i] = saved - step;
-    const double down = loss();
-    values[i] = saved;
-    const double numeric = (up - down) / (2.0 * step);
-    const double scale = std::max({std::fabs(numeric), std::fabs(double{analytic[i]}), 1e-2});
-    if (std::fabs(numeric - analytic[i]) / scale > 2e-2 && ++mismatches <= 5)
-      ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic[i] << ", numeric " << numeric;
-  }
-  EXPECT_EQ(mismatches, 0) << what;
-}
-
-// Weighted sum of a tensor: loss = sum_i y_i * r_i, so dL/dy = r.
-double weighted(const tensor& y, const tensor& r) {
-  double total = 0.0;
-  for (std::size_t i = 0; i < y.size(); ++i)
-    total += static_cast<double>(y[i]) * r[i];
-  return total;
 }
 
 TEST(gradient_check, dense_layer_weights_bias_and_inputs) {

@@ -12,7 +12,13 @@
 #include <random>
 #include <string>
 
+#include "support/gradient_check.hpp"
+
 namespace {
+
+using herd::testing::expect_gradient_matches;
+using herd::testing::random_tensor;
+using herd::testing::weighted;
 
 using herd::models::build_model;
 using herd::models::layer_scratch;
@@ -23,43 +29,6 @@ using herd::models::shape;
 using herd::models::tensor;
 
 const herd::kernels::ops& ops = herd::kernels::cpu_ops();
-
-tensor random_tensor(std::vector<std::size_t> dims, std::uint64_t seed) {
-  tensor t(std::move(dims));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (std::size_t i = 0; i < t.size(); ++i)
-    t[i] = normal(rng);
-  return t;
-}
-
-// Central differences of `loss` in every coordinate of `values` against `analytic`, as in the
-// dense layer's check: relative to the larger derivative, with a floor near zero.
-void expect_gradient_matches(float* values, std::size_t n, const float* analytic,
-                             const std::function<double()>& loss, const char* what) {
-  const float step = 1e-3f;
-  int mismatches = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const float saved = values[i];
-    values[i] = saved + step;
-    const double up = loss();
-    values[i] = saved - step;
-    const double down = loss();
-    values[i] = saved;
-    const double numeric = (up - down) / (2.0 * step);
-    const double scale = std::max({std::fabs(numeric), std::fabs(double{analytic[i]}), 1e-2});
-    if (std::fabs(numeric - analytic[i]) / scale > 2e-2 && ++mismatches <= 5)
-      ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic[i] << ", numeric " << numeric;
-  }
-  EXPECT_EQ(mismatches, 0) << what;
-}
-
-double weighted(const tensor& y, const tensor& r) {
-  double total = 0.0;
-  for (std::size_t i = 0; i < y.size(); ++i)
-    total += static_cast<double>(y[i]) * r[i];
-  return total;
-}
 
 std::unique_ptr<herd::models::layer> make(const std::string& text, const shape& input) {
   return herd::models::make_layer(herd::models::parse_layers(text).front(), input);
