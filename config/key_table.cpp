@@ -1,0 +1,513 @@
+// The one table of configuration keys (key_table.hpp) and what is made from it alone: --help's
+// lines, the INI a configuration writes back to, the names of the keys.
+#include "config/key_table.hpp"
+
+#include "config/loader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+
+namespace herd::config {
+
+namespace {
+
+// -- rendering values ---------------------------------------------------------------------------
+
+std::string render(double value);
+
+// Quoted and escaped as CAF's parser reads it back (to_ini() must round-trip any path).
+std::string render(const std::string& value) {
+  std::string quoted = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\')
+      quoted += '\\';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+// The shortest text that reads back to the same double, so to_ini() round-trips.
+std::string render(double value) {
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::ostringstream out;
+    out.precision(precision);
+    out << value;
+    if (std::stod(out.str()) == value)
+      return out.str();
+  }
+  return std::to_string(value);
+}
+
+std::string render(const std::vector<int>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+std::string render(int value) {
+  return std::to_string(value);
+}
+
+std::string render(std::uint64_t value) {
+  return std::to_string(value);
+}
+
+// -- conversions: each returns an empty string on success, else what was expected -------------
+
+std::string convert(const caf::config_value& value, std::int64_t& out) {
+  if (auto integer = caf::get_if<caf::config_value::integer>(&value)) {
+    out = *integer;
+    return {};
+  }
+  return "expected an integer";
+}
+
+std::string convert(const caf::config_value& value, int& out) {
+  std::int64_t wide = 0;
+  if (auto problem = convert(value, wide); !problem.empty())
+    return problem;
+  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
+    return "out of range for a 32-bit integer";
+  out = static_cast<int>(wide);
+  return {};
+}
+
+std::string convert(const caf::config_value& value, std::uint64_t& out) {
+  std::int64_t wide = 0;
+  if (auto problem = convert(value, wide); !problem.empty())
+    return "expected an integer between 0 and 9223372036854775807";
+  if (wide < 0)
+    return "expected a non-negative integer";
+  out = static_cast<std::uint64_t>(wide);
+  return {};
+}
+
+std::string convert(const caf::config_value& value, double& out) {
+  // An integer literal is a fine real number: "lr=1" must not be an error (or, as in CAF's own
+  // option handling, silently ignored).
+  if (auto real = caf::get_if<caf::config_value::real>(&value)) {
+    out = *real;
+  } else if (auto integer = caf::get_if<caf::config_value::integer>(&value)) {
+    out = static_cast<double>(*integer);
+  } else {
+    return "expected a number";
+  }
+  if (!std::isfinite(out))
+    return "expected a finite number";
+  return {};
+}
+
+std::string convert(const caf::config_value& value, std::string& out) {
+  if (auto text = caf::get_if<caf::config_value::string>(&value)) {
+    out = *text;
+    return {};
+  }
+  if (auto atom = caf::get_if<caf::config_value::atom>(&value)) {
+    out = caf::to_string(*atom);
+    return {};
+  }
+  return "expected a string (quote it in a file: key = \"value\")";
+}
+
+std::string convert(const caf::config_value& value, std::vector<int>& out) {
+  const auto* list = caf::get_if<caf::config_value::list>(&value);
+  if (list == nullptr) {
+    // A single integer is a list of one.
+    int single = 0;
+    if (convert(value, single).empty()) {
+      out = {single};
+      return {};
+    }
+    return "expected a list of integers such as [256, 128] ([] for no hidden layer)";
+  }
+  std::vector<int> result;
+  for (const auto& element : *list) {
+    int number = 0;
+    if (!convert(element, number).empty())
+      return "expected a list of integers such as [256, 128]";
+    result.push_back(number);
+  }
+  out = std::move(result);
+  return {};
+}
+
+// `field` is a generic lambda returning a reference to the key's member, for const and non-const
+// configurations alike.
+// `expected`, when given, replaces the conversion's own wording of what a value must look like
+// (the generic list message speaks of hidden layers, which is wrong for a list of workers).
+template <class T, class Field>
+key_spec make_key(std::string name, std::string type, std::string help, Field field,
+                  std::string expected = {}) {
+  key_spec spec;
+  spec.name = std::move(name);
+  spec.type = std::move(type);
+  spec.help = std::move(help);
+  spec.assign = [field, expected = std::move(expected)](const caf::config_value& value,
+                                                        run_config& config) {
+    T converted{};
+    auto problem = convert(value, converted);
+    if (problem.empty())
+      field(config) = std::move(converted);
+    else if (!expected.empty())
+      problem = expected;
+    return problem;
+  };
+  spec.show = [field](const run_config& config) { return render(field(config)); };
+  return spec;
+}
+
+// The keys every partial-collective section ([solo], [majority], [quorum]) shares.
+template <class Section>
+void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
+                      Section run_config::*member) {
+  k.push_back(make_key<int>(
+      section + ".sync-every", "integer",
+      "a full synchronous round every this many rounds (0 = never)", [member](auto& c) -> auto& {
+        return (c.*member).sync_every;
+      }));
+  k.push_back(make_key<std::string>(
+      section + ".late-gradients", "string",
+      "late gradients: accumulate (added to the next contribution) or discard",
+      [member](auto& c) -> auto& { return (c.*member).late_gradients; }));
+  k.push_back(make_key<std::string>(
+      section + ".missing-members", "string",
+      "a round without some members divides by those that answered (renormalise) or by all (zero)",
+      [member](auto& c) -> auto& { return (c.*member).missing_members; }));
+}
+
+} // namespace
+
+std::string render(const caf::config_value& value) {
+  // CAF prints reals as 1.500000; show them as written.
+  if (auto real = caf::get_if<caf::config_value::real>(&value))
+    return render(*real);
+  return caf::to_string(value);
+}
+
+const std::vector<key_spec>& keys() {
+  static const std::vector<key_spec> table = [] {
+    std::vector<key_spec> k;
+    k.push_back(make_key<std::string>(
+        "train.algorithm", "string",
+        "how workers combine their updates: sync, solo, majority, quorum, preduce or wagma",
+        [](auto& c) -> auto& { return c.train.algorithm; }));
+    k.push_back(make_key<int>(
+        "train.workers", "integer", "worker actors in this process",
+        [](auto& c) -> auto& { return c.train.workers; }));
+    k.push_back(make_key<int>(
+        "train.batch-size", "integer", "samples per worker per step",
+        [](auto& c) -> auto& { return c.train.batch_size; }));
+    k.push_back(make_key<double>(
+        "train.lr", "real", "learning rate", [](auto& c) -> auto& { return c.train.lr; }));
+    k.push_back(make_key<double>(
+        "train.momentum", "real", "SGD momentum in [0, 1)",
+        [](auto& c) -> auto& { return c.train.momentum; }));
+    k.push_back(make_key<double>(
+        "train.weight-decay", "real", "L2 weight decay",
+        [](auto& c) -> auto& { return c.train.weight_decay; }));
+    k.push_back(make_key<int>(
+        "train.epochs", "integer", "passes over the training set",
+        [](auto& c) -> auto& { return c.train.epochs; }));
+    k.push_back(make_key<double>(
+        "train.target-accuracy", "real", "stop once test accuracy reaches this (0 = no target)",
+        [](auto& c) -> auto& { return c.train.target_accuracy; }));
+    k.push_back(make_key<double>(
+        "train.max-seconds", "real", "stop after this much wall time (0 = no limit)",
+        [](auto& c) -> auto& { return c.train.max_seconds; }));
+    k.push_back(make_key<std::uint64_t>(
+        "train.seed", "integer", "seed of initialisation, sharding and shuffling",
+        [](auto& c) -> auto& { return c.train.seed; }));
+    k.push_back(make_key<int>(
+        "train.eval-every", "integer", "rounds between two test-set evaluations",
+        [](auto& c) -> auto& { return c.train.eval_every; }));
+    k.push_back(make_key<int>(
+        "train.blas-threads", "integer",
+        "OpenBLAS threads per GEMM (0 = cores for one worker, 1 for several)",
+        [](auto& c) -> auto& { return c.train.blas_threads; }));
+    k.push_back(make_key<std::string>(
+        "train.backend", "string",
+        "where workers compute: cpu (OpenBLAS) or cuda (a GPU: model, gradients and reductions "
+        "stay on the device)",
+        [](auto& c) -> auto& { return c.train.backend; }));
+    k.push_back(make_key<int>(
+        "train.device", "integer", "with train.backend = cuda: the CUDA device all workers share",
+        [](auto& c) -> auto& { return c.train.device; }));
+    k.push_back(make_key<std::string>(
+        "data.dataset", "string", "fashion-mnist, or synthetic (generated, for smoke tests)",
+        [](auto& c) -> auto& { return c.data.dataset; }));
+    k.push_back(make_key<std::string>(
+        "data.path", "string", "directory holding the Fashion-MNIST IDX files",
+        [](auto& c) -> auto& { return c.data.path; }));
+    k.push_back(make_key<std::uint64_t>(
+        "data.max-bytes", "integer",
+        "memory the loaded dataset may take, in bytes, checked against the files' headers before "
+        "they are read (0 = half the physical memory)",
+        [](auto& c) -> auto& { return c.data.max_bytes; }));
+    k.push_back(make_key<std::string>(
+        "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
+        [](auto& c) -> auto& { return c.model.preset; }));
+    k.push_back(make_key<std::string>(
+        "model.layers", "string",
+        "the model as layers, e.g. \"flatten, dense 128, relu, dense 10\" (docs/models.md; \"\" = "
+        "model.preset)",
+        [](auto& c) -> auto& { return c.model.layers; }));
+    k.push_back(make_key<std::vector<int>>(
+        "model.hidden", "integer list", "hidden layer sizes of the mlp preset",
+        [](auto& c) -> auto& { return c.model.hidden; }));
+    k.push_back(make_key<int>(
+        "metrics.port", "integer",
+        "serve Prometheus metrics on this TCP port at /metrics (0 = off)",
+        [](auto& c) -> auto& { return c.metrics.port; }));
+    k.push_back(make_key<std::string>(
+        "metrics.bind", "string",
+        "address the metrics endpoint listens on (0.0.0.0 = every interface)",
+        [](auto& c) -> auto& { return c.metrics.bind; }));
+    k.push_back(make_key<std::string>(
+        "metrics.job", "string", "the job label of every metric",
+        [](auto& c) -> auto& { return c.metrics.job; }));
+    k.push_back(make_key<double>(
+        "metrics.window-seconds", "real",
+        "recent window of step times behind the straggler score and imbalance ratio",
+        [](auto& c) -> auto& { return c.metrics.window_seconds; }));
+    // Keys of one section must stay together: to_ini() writes a header whenever the section
+    // changes.
+    add_partial_keys(k, "solo", &run_config::solo);
+    add_partial_keys(k, "majority", &run_config::majority);
+    k.push_back(make_key<double>(
+        "quorum.fraction", "real",
+        "a round activates once ceil(fraction * workers) fresh gradients arrived, in (0, 1]",
+        [](auto& c) -> auto& { return c.quorum.fraction; }));
+    add_partial_keys(k, "quorum", &run_config::quorum);
+    k.push_back(make_key<int>(
+        "preduce.group-size", "integer", "preduce: members of a group (at least 2)",
+        [](auto& c) -> auto& { return c.preduce.group_size; }));
+    k.push_back(make_key<double>(
+        "preduce.wait-window-ms", "real",
+        "preduce: after this long the oldest ready worker groups with those ready, if any",
+        [](auto& c) -> auto& { return c.preduce.wait_window_ms; }));
+    k.push_back(make_key<double>(
+        "preduce.staleness-decay", "real",
+        "preduce: member weights exp(-decay * versions behind the freshest member); 0 = uniform",
+        [](auto& c) -> auto& { return c.preduce.staleness_decay; }));
+    k.push_back(make_key<int>(
+        "preduce.connect-every", "integer",
+        "preduce: groups that may pass before the isolation guard connects all workers "
+        "(-1 = automatic, 0 = off)",
+        [](auto& c) -> auto& { return c.preduce.connect_every; }));
+    k.push_back(make_key<double>(
+        "preduce.connect-wait-ms", "real",
+        "preduce: how long a guard's group waits for a worker of another component",
+        [](auto& c) -> auto& { return c.preduce.connect_wait_ms; }));
+    k.push_back(make_key<int>(
+        "preduce.sync-every", "integer",
+        "preduce: a global average every this many groups (0 = never)",
+        [](auto& c) -> auto& { return c.preduce.sync_every; }));
+    k.push_back(make_key<int>(
+        "wagma.group-size", "integer",
+        "wagma: models averaged per group, a power of two (0 = sqrt(workers) rounded down)",
+        [](auto& c) -> auto& { return c.wagma.group_size; }));
+    k.push_back(make_key<int>(
+        "wagma.sync-every", "integer",
+        "wagma: a blocking global model average every this many steps (0 = never)",
+        [](auto& c) -> auto& { return c.wagma.sync_every; }));
+    k.push_back(make_key<std::string>(
+        "wagma.blend", "string",
+        "wagma: herd (on time: sum / S, late: (sum + own) / (S + 1)) or reference (all the latter)",
+        [](auto& c) -> auto& { return c.wagma.blend; }));
+    k.push_back(make_key<std::string>(
+        "imbalance.kind", "string",
+        "injected load imbalance: none, random, persistent or lognormal",
+        [](auto& c) -> auto& { return c.imbalance.kind; }));
+    k.push_back(make_key<std::uint64_t>(
+        "imbalance.seed", "integer", "seed of the imbalance generator, shared by all workers",
+        [](auto& c) -> auto& { return c.imbalance.seed; }));
+    k.push_back(make_key<int>(
+        "imbalance.k", "integer", "random: workers delayed in each step",
+        [](auto& c) -> auto& { return c.imbalance.k; }));
+    k.push_back(make_key<double>(
+        "imbalance.delay-ms", "real", "random: delay of each delayed worker, in milliseconds",
+        [](auto& c) -> auto& { return c.imbalance.delay_ms; }));
+    k.push_back(make_key<std::vector<int>>(
+        "imbalance.workers", "integer list", "persistent: indices of the slow workers",
+        [](auto& c) -> auto& { return c.imbalance.workers; },
+        "expected a list of worker indices such as [0, 1]"));
+    k.push_back(make_key<double>(
+        "imbalance.factor", "real", "persistent: how many times slower the slow workers run",
+        [](auto& c) -> auto& { return c.imbalance.factor; }));
+    k.push_back(make_key<double>(
+        "imbalance.sigma", "real",
+        "lognormal: sigma of the LogNormal(0, sigma) multiplier of every step time",
+        [](auto& c) -> auto& { return c.imbalance.sigma; }));
+    k.push_back(make_key<std::vector<int>>(
+        "simulate.workers", "integer list",
+        "herd simulate: the job sizes to simulate, e.g. [2, 4, 8] ([] = train.workers)",
+        [](auto& c) -> auto& { return c.simulate.workers; },
+        "expected a list of worker counts such as [2, 64, 1024]"));
+    k.push_back(make_key<double>(
+        "simulate.step-ms", "real", "herd simulate: a local step's time without imbalance, in ms",
+        [](auto& c) -> auto& { return c.simulate.step_ms; }));
+    k.push_back(make_key<std::string>(
+        "simulate.network", "string",
+        "herd simulate: the data plane's alpha and bandwidth: one-machine, 25gbe or nvlink",
+        [](auto& c) -> auto& { return c.simulate.network; }));
+    k.push_back(make_key<double>(
+        "simulate.alpha-us", "real",
+        "herd simulate: latency of one ring message, in microseconds (0 = the network's)",
+        [](auto& c) -> auto& { return c.simulate.alpha_us; }));
+    k.push_back(make_key<double>(
+        "simulate.bandwidth-gbs", "real",
+        "herd simulate: bandwidth of one link, in GB/s (0 = the network's)",
+        [](auto& c) -> auto& { return c.simulate.bandwidth_gbs; }));
+    k.push_back(make_key<double>(
+        "simulate.model-mb", "real", "herd simulate: the bytes one round reduces, in MB",
+        [](auto& c) -> auto& { return c.simulate.model_mb; }));
+    k.push_back(make_key<double>(
+        "simulate.message-us", "real",
+        "herd simulate: latency of one control-plane message, in microseconds",
+        [](auto& c) -> auto& { return c.simulate.message_us; }));
+    k.push_back(make_key<int>(
+        "simulate.steps", "integer",
+        "herd simulate: how long to simulate, in undelayed step times (simulate.step-ms)",
+        [](auto& c) -> auto& { return c.simulate.steps; }));
+    k.push_back(make_key<int>(
+        "simulate.aggregators", "integer",
+        "herd simulate: 0 = rounds reduce independently (as across processes); N = N aggregators "
+        "reducing one round at a time each (as herd train in one process)",
+        [](auto& c) -> auto& { return c.simulate.aggregators; }));
+    k.push_back(make_key<int>(
+        "cluster.min-nodes", "integer",
+        "herd coordinator: nodes that must join before the first step",
+        [](auto& c) -> auto& { return c.cluster.min_nodes; }));
+    k.push_back(make_key<int>(
+        "cluster.heartbeat-ms", "integer",
+        "coordinator and nodes: control-plane heartbeat interval, in milliseconds",
+        [](auto& c) -> auto& { return c.cluster.heartbeat_ms; }));
+    k.push_back(make_key<int>(
+        "cluster.node-timeout-ms", "integer",
+        "a process silent this long (no heartbeat) is declared down, in milliseconds",
+        [](auto& c) -> auto& { return c.cluster.node_timeout_ms; }));
+    k.push_back(make_key<int>(
+        "cluster.data-timeout-ms", "integer",
+        "longest wait of one data-plane transfer before the round is aborted (and for a joining "
+        "node's data plane to connect), in milliseconds",
+        [](auto& c) -> auto& { return c.cluster.data_timeout_ms; }));
+    k.push_back(make_key<int>(
+        "cluster.join-timeout-s", "integer",
+        "herd node: how long to wait for the coordinator and the other nodes, in seconds",
+        [](auto& c) -> auto& { return c.cluster.join_timeout_s; }));
+    k.push_back(make_key<int>(
+        "cluster.rejoin-s", "integer",
+        "how long a node that lost the coordinator tries to join the running job again, in "
+        "place of its own lost workers (0 = it exits at once)",
+        [](auto& c) -> auto& { return c.cluster.rejoin_s; }));
+    k.push_back(make_key<std::string>(
+        "cluster.token", "string",
+        "a secret every node must present to join (not encryption; see docs/deploy.md)",
+        [](auto& c) -> auto& { return c.cluster.token; }));
+    k.push_back(make_key<std::string>(
+        "cluster.token-file", "string",
+        "read cluster.token from this file (keeps it off command lines, which other users see)",
+        [](auto& c) -> auto& { return c.cluster.token_file; }));
+    k.push_back(make_key<std::string>(
+        "cluster.tls-ca", "string",
+        "control-plane TLS: the cluster CA certificate (PEM); a peer whose certificate it did not "
+        "sign cannot connect (\"\" = no TLS)",
+        [](auto& c) -> auto& { return c.cluster.tls_ca; }));
+    k.push_back(make_key<std::string>(
+        "cluster.tls-cert", "string", "control-plane TLS: this process's certificate (PEM)",
+        [](auto& c) -> auto& { return c.cluster.tls_cert; }));
+    k.push_back(make_key<std::string>(
+        "cluster.tls-key", "string", "control-plane TLS: this process's private key (PEM)",
+        [](auto& c) -> auto& { return c.cluster.tls_key; }));
+    k.push_back(make_key<std::string>(
+        "checkpoint.dir", "string",
+        "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",
+        [](auto& c) -> auto& { return c.checkpoint.dir; }));
+    k.push_back(make_key<double>(
+        "checkpoint.every-seconds", "real",
+        "a checkpoint at least this often, in seconds (0 = none by time)",
+        [](auto& c) -> auto& { return c.checkpoint.every_seconds; }));
+    k.push_back(make_key<int>(
+        "checkpoint.every-rounds", "integer",
+        "a checkpoint every this many rounds (0 = none by rounds)",
+        [](auto& c) -> auto& { return c.checkpoint.every_rounds; }));
+    k.push_back(make_key<int>(
+        "checkpoint.keep", "integer", "how many of the newest checkpoints stay in checkpoint.dir",
+        [](auto& c) -> auto& { return c.checkpoint.keep; }));
+    return k;
+  }();
+  return table;
+}
+
+const key_spec* find_key(const std::string& name) {
+  for (const auto& spec : keys())
+    if (spec.name == name)
+      return &spec;
+  return nullptr;
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const auto& spec : keys())
+    names.push_back(spec.name);
+  return names;
+}
+
+namespace {
+
+bool in_scope(const key_scope& scope, const std::string& key) {
+  return !scope.uses || scope.uses(key);
+}
+
+// A key's meaning for `scope`. A general meaning that names the one command using the key
+// ("herd simulate: ...") drops that name: the help it appears in is that command's.
+std::string meaning(const key_spec& spec, const key_scope& scope) {
+  if (auto special = scope.meanings.find(spec.name); special != scope.meanings.end())
+    return special->second;
+  if (scope.uses && spec.help.rfind("herd ", 0) == 0)
+    if (auto colon = spec.help.find(": "); colon != std::string::npos && colon < 20)
+      return spec.help.substr(colon + 2);
+  return spec.help;
+}
+
+} // namespace
+
+std::string describe_keys(const key_scope& scope) {
+  const run_config defaults;
+  std::ostringstream out;
+  std::size_t width = 0;
+  for (const auto& spec : keys())
+    if (in_scope(scope, spec.name))
+      width = std::max(width, spec.name.size());
+  for (const auto& spec : keys()) {
+    if (!in_scope(scope, spec.name))
+      continue;
+    out << "  --" << spec.name << std::string(width + 2 - spec.name.size(), ' ')
+        << meaning(spec, scope) << " (" << spec.type << ", default " << spec.show(defaults)
+        << ")\n";
+  }
+  return out.str();
+}
+
+std::string to_ini(const run_config& config, const key_scope& scope) {
+  std::ostringstream out;
+  std::string section;
+  for (const auto& spec : keys()) {
+    if (!in_scope(scope, spec.name))
+      continue;
+    const auto dot = spec.name.find('.');
+    const std::string key_section = spec.name.substr(0, dot);
+    if (key_section != section) {
+      out << (section.empty() ? "" : "\n") << '[' << key_section << "]\n";
+      section = key_section;
+    }
+    out << spec.name.substr(dot + 1) << " = " << spec.show(config) << '\n';
+  }
+  return out.str();
+}
+
+} // namespace herd::config
