@@ -314,10 +314,13 @@ npy_header read_header(npy_file& file) {
     file.fail("truncated: the header says " + shape_string(header.shape) + " values of " +
               npy_dtype_name(header.dtype) + ", " + std::to_string(header.values * item) +
               " bytes, but the file holds " + std::to_string(data_bytes) + " after the header");
-  if (header.values * item != data_bytes)
-    file.fail(std::to_string(data_bytes - header.values * item) +
-              " unexpected bytes after the data (the header says " + shape_string(header.shape) +
-              " values of " + npy_dtype_name(header.dtype) + ")");
+  if (header.values * item != data_bytes) {
+    const std::uint64_t trailing = data_bytes - header.values * item;
+    file.fail(std::to_string(trailing) +
+              (trailing == 1 ? " unexpected byte" : " unexpected bytes") +
+              " after the data (the header says " + shape_string(header.shape) + " values of " +
+              npy_dtype_name(header.dtype) + ")");
+  }
   return header;
 }
 

@@ -179,7 +179,7 @@ TEST_F(npy_test, refuses_a_truncated_file_naming_it) {
   EXPECT_THAT(header_error(files.train_features), HasSubstr("truncated"));
   // Bytes after the data are refused too.
   write_bytes(files.train_features, bytes + "x");
-  EXPECT_THAT(header_error(files.train_features), HasSubstr("1 unexpected bytes after the data"));
+  EXPECT_THAT(header_error(files.train_features), HasSubstr("1 unexpected byte after the data"));
 }
 
 TEST_F(npy_test, refuses_fortran_order) {
