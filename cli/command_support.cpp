@@ -4,6 +4,7 @@
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/train_command.hpp"
+#include "models/npy.hpp"
 
 #include <iostream>
 #include <sstream>
@@ -81,6 +82,11 @@ std::shared_ptr<const models::train_test_split> load_data(const config::run_conf
     split->train.sample_shape = split->test.sample_shape = {1, 28, 28};
     return split;
   }
+  if (config.data.dataset == "npy")
+    return std::make_shared<models::train_test_split>(
+        models::load_npy_dataset({config.data.train_features, config.data.train_labels,
+                                  config.data.test_features, config.data.test_labels},
+                                 config.data.max_bytes));
   return std::make_shared<models::train_test_split>(
       models::load_fashion_mnist(config.data.path, config.data.max_bytes));
 }

@@ -237,7 +237,9 @@ const std::vector<key_spec>& keys() {
         "train.device", "integer", "with train.backend = cuda: the CUDA device all workers share",
         [](auto& c) -> auto& { return c.train.device; }));
     k.push_back(make_key<std::string>(
-        "data.dataset", "string", "fashion-mnist, or synthetic (generated, for smoke tests)",
+        "data.dataset", "string",
+        "fashion-mnist, npy (your own .npy files: data.train-features and its siblings), or "
+        "synthetic (generated, for smoke tests)",
         [](auto& c) -> auto& { return c.data.dataset; }));
     k.push_back(make_key<std::string>(
         "data.path", "string", "directory holding the Fashion-MNIST IDX files",
@@ -247,6 +249,22 @@ const std::vector<key_spec>& keys() {
         "memory the loaded dataset may take, in bytes, checked against the files' headers before "
         "they are read (0 = half the physical memory)",
         [](auto& c) -> auto& { return c.data.max_bytes; }));
+    k.push_back(make_key<std::string>(
+        "data.train-features", "string",
+        "with data.dataset = npy: the .npy file of the training features (n x d, n x h x w or "
+        "n x c x h x w; float32, float64 or uint8)",
+        [](auto& c) -> auto& { return c.data.train_features; }));
+    k.push_back(make_key<std::string>(
+        "data.train-labels", "string",
+        "with data.dataset = npy: the .npy file of the training labels (n; int32, int64 or uint8)",
+        [](auto& c) -> auto& { return c.data.train_labels; }));
+    k.push_back(make_key<std::string>(
+        "data.test-features", "string",
+        "with data.dataset = npy: the .npy file of the test features",
+        [](auto& c) -> auto& { return c.data.test_features; }));
+    k.push_back(make_key<std::string>(
+        "data.test-labels", "string", "with data.dataset = npy: the .npy file of the test labels",
+        [](auto& c) -> auto& { return c.data.test_labels; }));
     k.push_back(make_key<std::string>(
         "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
         [](auto& c) -> auto& { return c.model.preset; }));

@@ -33,6 +33,11 @@ struct data_section {
   std::uint64_t max_bytes = 0; // data.max-bytes: memory the loaded dataset may take, checked
                                // against the files' headers before reading; 0 = half the
                                // physical memory
+  // data.dataset = npy: the .npy files of the training and test features and labels.
+  std::string train_features; // data.train-features
+  std::string train_labels;   // data.train-labels
+  std::string test_features;  // data.test-features
+  std::string test_labels;    // data.test-labels
 };
 
 /// [model]: what Herd trains (docs/models.md). model.layers, when set, defines the model;

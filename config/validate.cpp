@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -353,6 +354,16 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "\"\"", "must name the directory holding the Fashion-MNIST files");
   check.require(config.data.path.size() <= max_path_bytes, "data.path", quoted(config.data.path),
                 too_long_path);
+  for (const auto& [key, value, what] :
+       {std::tuple{"data.train-features", &config.data.train_features, "training features"},
+        std::tuple{"data.train-labels", &config.data.train_labels, "training labels"},
+        std::tuple{"data.test-features", &config.data.test_features, "test features"},
+        std::tuple{"data.test-labels", &config.data.test_labels, "test labels"}}) {
+    check.require(config.data.dataset != "npy" || !value->empty(), key, "\"\"",
+                  std::string("must name the .npy file of the ") + what +
+                      " (required with data.dataset = npy)");
+    check.require(value->size() <= max_path_bytes, key, quoted(*value), too_long_path);
+  }
   // data.max-bytes is an unsigned integer: the conversion already refused a negative value.
   const auto& hidden = config.model.hidden;
   check.require(hidden.size() <= max_hidden_layers, "model.hidden",

@@ -25,6 +25,7 @@
 
 #include "support/background_process.hpp"
 #include "support/contract_keys.hpp"
+#include "support/npy_file.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
 
@@ -371,6 +372,61 @@ TEST_F(herd_cli, corrupt_idx_file_exits_2_naming_the_file) {
   EXPECT_THAT(result.output, HasSubstr("train-images-idx3-ubyte"));
   EXPECT_THAT(result.output, HasSubstr("magic"));
   EXPECT_THAT(result.output, testing::Not(HasSubstr("terminate")));
+}
+
+// The user's own data: .npy files written here, two classes of 8 features apart by sign.
+std::vector<std::string> write_npy_dataset(const herd::testing::temp_directory& dir,
+                                           std::uint64_t train_labels = 400) {
+  auto write_split = [&](const std::string& name, std::uint64_t n, std::uint64_t labels) {
+    std::vector<float> features(n * 8);
+    std::vector<std::int64_t> classes(labels);
+    for (std::uint64_t i = 0; i < n; ++i)
+      for (std::uint64_t j = 0; j < 8; ++j)
+        features[i * 8 + j] =
+            (i % 2 ? 1.0f : -1.0f) + 0.1f * static_cast<float>((i * 7 + j * 3) % 5);
+    for (std::uint64_t i = 0; i < labels; ++i)
+      classes[i] = static_cast<std::int64_t>(i % 2);
+    herd::testing::write_npy(dir.file(name + "_x.npy"), "<f4", {n, 8}, features);
+    herd::testing::write_npy(dir.file(name + "_y.npy"), "<i8", {labels}, classes);
+  };
+  write_split("train", 400, train_labels);
+  write_split("test", 100, 100);
+  return {"--data.dataset=npy", "--data.train-features=" + dir.file("train_x.npy"),
+          "--data.train-labels=" + dir.file("train_y.npy"),
+          "--data.test-features=" + dir.file("test_x.npy"),
+          "--data.test-labels=" + dir.file("test_y.npy")};
+}
+
+TEST_F(herd_cli, trains_on_npy_files) {
+  std::vector<std::string> args{"train", "--train.workers=2", "--model.hidden=[16]",
+                                "--train.epochs=2", "--train.batch-size=16"};
+  for (const auto& arg : write_npy_dataset(dir_))
+    args.push_back(arg);
+  const auto report_path = path("report.json");
+  args.insert(args.end(), {"--report", report_path});
+  auto result = herd(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream in(report_path);
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.9) << result.output;
+}
+
+TEST_F(herd_cli, npy_without_a_file_key_or_with_mismatched_counts_exits_2) {
+  auto files = write_npy_dataset(dir_);
+  std::vector<std::string> args{"train", files[0], files[1], files[2], files[3]};
+  auto missing = herd(args); // no data.test-labels
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr("data.test-labels"));
+  EXPECT_THAT(missing.output, HasSubstr("required with data.dataset = npy"));
+
+  files = write_npy_dataset(dir_, 399);
+  args = {"train", "--train.workers=1", "--model.hidden=[16]", "--train.epochs=1"};
+  args.insert(args.end(), files.begin(), files.end());
+  auto mismatch = herd(args);
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_THAT(mismatch.output, HasSubstr(path("train_x.npy") + " has 400 samples"));
+  EXPECT_THAT(mismatch.output, HasSubstr(path("train_y.npy") + " has 399 labels"));
+  EXPECT_THAT(mismatch.output, testing::Not(HasSubstr("terminate")));
 }
 
 TEST_F(herd_cli, batch_larger_than_a_shard_exits_2) {

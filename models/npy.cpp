@@ -1,0 +1,532 @@
+// The .npy reader: a strict parser of the header's dict literal (only what np.save writes), the
+// declared size checked against the file before any allocation, and values converted chunk by
+// chunk into the float features and int32 labels a dataset holds.
+#include "models/npy.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <new>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace herd::models {
+
+namespace {
+
+constexpr std::array<unsigned char, 6> npy_magic{0x93, 'N', 'U', 'M', 'P', 'Y'};
+constexpr std::size_t chunk_values = std::size_t{1} << 16;
+
+std::string shape_string(const std::vector<std::uint64_t>& shape) {
+  if (shape.empty())
+    return "a scalar (shape ())";
+  std::string text;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    text += (i ? " x " : "") + std::to_string(shape[i]);
+  return text;
+}
+
+std::size_t item_bytes(npy_dtype dtype) {
+  switch (dtype) {
+  case npy_dtype::uint8:
+    return 1;
+  case npy_dtype::float32:
+  case npy_dtype::int32:
+    return 4;
+  case npy_dtype::float64:
+  case npy_dtype::int64:
+    return 8;
+  }
+  return 1;
+}
+
+class npy_file {
+public:
+  explicit npy_file(std::string path) : path_(std::move(path)) {
+    struct stat status {};
+    if (::stat(path_.c_str(), &status) != 0)
+      fail(errno == ENOENT ? "no such file"
+                           : std::string("cannot open (") + std::strerror(errno) + ")");
+    // stat() first and open non-blocking: a FIFO would block the open, a device never ends.
+    if (!S_ISREG(status.st_mode))
+      fail("not a regular file");
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0)
+      fail(std::string("cannot open (") + std::strerror(errno) + ")");
+    bytes_ = static_cast<std::uint64_t>(status.st_size);
+  }
+  npy_file(const npy_file&) = delete;
+  npy_file& operator=(const npy_file&) = delete;
+  ~npy_file() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw data_error(path_ + ": " + problem);
+  }
+
+  std::uint64_t bytes() const { return bytes_; }
+
+  // Reads exactly `count` bytes or fails naming `what` was cut short.
+  void read_exactly(unsigned char* destination, std::size_t count, const std::string& what) {
+    std::size_t total = 0;
+    while (total < count) {
+      const ssize_t got =
+          ::read(fd_, destination + total, std::min<std::size_t>(count - total, 1 << 20));
+      if (got < 0) {
+        if (errno == EINTR)
+          continue;
+        fail(std::string("read error (") + std::strerror(errno) + ")");
+      }
+      if (got == 0)
+        fail("truncated: the file ends " + std::to_string(total) + " bytes into " + what);
+      total += static_cast<std::size_t>(got);
+    }
+  }
+
+  void seek(std::uint64_t offset) {
+    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0)
+      fail(std::string("cannot seek (") + std::strerror(errno) + ")");
+  }
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t bytes_ = 0;
+};
+
+// A parser of the dict literal np.save writes: {'descr': '<f4', 'fortran_order': False,
+// 'shape': (3, 4), } padded with spaces and a newline. Strings in single or double quotes without
+// escapes, True/False, tuples of non-negative integers; nothing else.
+class dict_parser {
+public:
+  dict_parser(const npy_file& file, const std::string& text) : file_(file), text_(text) {}
+
+  void parse(npy_header& header) {
+    skip_space();
+    if (!take('{'))
+      fail("the header is not a dict (it should start with '{')");
+    bool have_descr = false;
+    bool have_order = false;
+    bool have_shape = false;
+    bool fortran = false;
+    std::string descr;
+    for (;;) {
+      skip_space();
+      if (take('}'))
+        break;
+      const std::string key = string_literal("a key");
+      skip_space();
+      if (!take(':'))
+        fail("expected ':' after the key '" + key + "'");
+      skip_space();
+      bool* seen = nullptr;
+      if (key == "descr") {
+        seen = &have_descr;
+        if (peek() == '[')
+          fail("structured dtype (descr is a list); save a plain numeric array");
+        descr = string_literal("the descr value");
+      } else if (key == "fortran_order") {
+        seen = &have_order;
+        fortran = boolean();
+      } else if (key == "shape") {
+        seen = &have_shape;
+        header.shape = tuple();
+      } else {
+        fail("unexpected key '" + key + "' in the header (expected descr, fortran_order, shape)");
+      }
+      if (*seen)
+        fail("the key '" + key + "' appears twice in the header");
+      *seen = true;
+      skip_space();
+      if (take('}'))
+        break;
+      if (!take(','))
+        fail("expected ',' or '}' after the value of '" + key + "'");
+    }
+    skip_space();
+    if (position_ != text_.size())
+      fail("unexpected text after the header's dict");
+    for (auto [present, key] :
+         {std::pair{have_descr, "descr"}, std::pair{have_order, "fortran_order"},
+          std::pair{have_shape, "shape"}})
+      if (!present)
+        fail(std::string("the header has no '") + key + "' key");
+    if (fortran)
+      fail("fortran_order is True (column-major); save the array in C order, e.g. "
+           "np.save(path, np.ascontiguousarray(a))");
+    header.dtype = dtype(descr);
+  }
+
+private:
+  [[noreturn]] void fail(const std::string& problem) const { file_.fail(problem); }
+
+  char peek() const { return position_ < text_.size() ? text_[position_] : '\0'; }
+  bool take(char c) {
+    if (peek() != c)
+      return false;
+    ++position_;
+    return true;
+  }
+  void skip_space() {
+    while (position_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[position_])))
+      ++position_;
+  }
+
+  std::string string_literal(const std::string& what) {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"')
+      fail("expected a quoted string as " + what + " in the header");
+    ++position_;
+    const std::size_t end = text_.find(quote, position_);
+    if (end == std::string::npos)
+      fail("unterminated string in the header");
+    std::string value = text_.substr(position_, end - position_);
+    if (value.find('\\') != std::string::npos)
+      fail("escaped string in the header");
+    position_ = end + 1;
+    return value;
+  }
+
+  bool boolean() {
+    for (auto [word, value] : {std::pair{"True", true}, std::pair{"False", false}})
+      if (text_.compare(position_, std::strlen(word), word) == 0) {
+        position_ += std::strlen(word);
+        return value;
+      }
+    fail("fortran_order must be True or False");
+  }
+
+  std::vector<std::uint64_t> tuple() {
+    if (!take('('))
+      fail("shape must be a tuple of integers");
+    std::vector<std::uint64_t> shape;
+    for (;;) {
+      skip_space();
+      if (take(')'))
+        return shape;
+      if (!std::isdigit(static_cast<unsigned char>(peek())))
+        fail("shape must be a tuple of non-negative integers");
+      std::uint64_t extent = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek()))) {
+        const auto digit = static_cast<std::uint64_t>(text_[position_++] - '0');
+        if (extent > (std::numeric_limits<std::uint64_t>::max() - digit) / 10)
+          fail("a shape extent does not fit in 64 bits");
+        extent = extent * 10 + digit;
+      }
+      take('L'); // Python 2's long suffix, in files written long ago
+      shape.push_back(extent);
+      if (shape.size() > 32)
+        fail("more than 32 dimensions (NumPy's own limit)");
+      skip_space();
+      if (take(')'))
+        return shape;
+      if (!take(','))
+        fail("expected ',' or ')' in the shape");
+    }
+  }
+
+  npy_dtype dtype(const std::string& descr) const {
+    if (descr == "<f4")
+      return npy_dtype::float32;
+    if (descr == "<f8")
+      return npy_dtype::float64;
+    if (descr == "|u1" || descr == "<u1" || descr == ">u1")
+      return npy_dtype::uint8;
+    if (descr == "<i4")
+      return npy_dtype::int32;
+    if (descr == "<i8")
+      return npy_dtype::int64;
+    if (!descr.empty() && descr[0] == '>')
+      fail("big-endian dtype '" + descr + "'; save it little-endian, e.g. a.astype('<" +
+           descr.substr(1) + "')");
+    fail("unsupported dtype '" + descr +
+         "' (supported: '<f4' float32, '<f8' float64, '|u1' uint8, '<i4' int32, '<i8' int64)");
+  }
+
+  const npy_file& file_;
+  const std::string& text_;
+  std::size_t position_ = 0;
+};
+
+std::uint32_t little_endian(const unsigned char* bytes, std::size_t count) {
+  std::uint32_t value = 0;
+  for (std::size_t i = count; i-- > 0;)
+    value = (value << 8) | bytes[i];
+  return value;
+}
+
+npy_header read_header(npy_file& file) {
+  npy_header header;
+  header.file_bytes = file.bytes();
+  if (file.bytes() == 0)
+    file.fail("empty file (a .npy file starts with the magic \\x93NUMPY)");
+  std::array<unsigned char, 8> start{};
+  if (file.bytes() < start.size())
+    file.fail("truncated: " + std::to_string(file.bytes()) +
+              " bytes, shorter than the magic and version (8 bytes)");
+  file.read_exactly(start.data(), start.size(), "the magic");
+  if (!std::equal(npy_magic.begin(), npy_magic.end(), start.begin()))
+    file.fail("bad magic (expected \\x93NUMPY: this is not a .npy file)");
+  const unsigned major = start[6];
+  const unsigned minor = start[7];
+  if (major < 1 || major > 3 || minor != 0)
+    file.fail("unsupported .npy format version " + std::to_string(major) + "." +
+              std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  std::array<unsigned char, 4> length{};
+  file.read_exactly(length.data(), length_bytes, "the header length");
+  const std::uint64_t header_bytes = little_endian(length.data(), length_bytes);
+  if (header_bytes > npy_max_header_bytes)
+    file.fail("header too long: " + std::to_string(header_bytes) + " bytes (at most " +
+              std::to_string(npy_max_header_bytes) + "; a corrupt file?)");
+  header.data_offset = start.size() + length_bytes + header_bytes;
+  if (header.data_offset > file.bytes())
+    file.fail("truncated: the header length says " + std::to_string(header_bytes) +
+              " bytes but the file ends after " +
+              std::to_string(file.bytes() - start.size() - length_bytes) + " of them");
+  std::string text(static_cast<std::size_t>(header_bytes), '\0');
+  file.read_exactly(reinterpret_cast<unsigned char*>(text.data()), text.size(), "the header");
+  dict_parser(file, text).parse(header);
+
+  // Every extent at least 1 and the product bounded by the file: checked multiplication.
+  const std::uint64_t item = item_bytes(header.dtype);
+  const std::uint64_t room = (file.bytes() - header.data_offset) / item;
+  header.values = 1;
+  for (std::size_t i = 0; i < header.shape.size(); ++i) {
+    if (header.shape[i] == 0)
+      file.fail("dimension " + std::to_string(i + 1) + " of " +
+                std::to_string(header.shape.size()) + " is zero (shape " +
+                shape_string(header.shape) + ")");
+    if (header.values > std::numeric_limits<std::uint64_t>::max() / item / header.shape[i])
+      file.fail("the header says " + shape_string(header.shape) +
+                " values, more bytes than 64 bits count (a corrupt header?)");
+    header.values *= header.shape[i];
+  }
+  const std::uint64_t data_bytes = file.bytes() - header.data_offset;
+  if (header.values > room)
+    file.fail("truncated: the header says " + shape_string(header.shape) + " values of " +
+              npy_dtype_name(header.dtype) + ", " + std::to_string(header.values * item) +
+              " bytes, but the file holds " + std::to_string(data_bytes) + " after the header");
+  if (header.values * item != data_bytes) {
+    const std::uint64_t trailing = data_bytes - header.values * item;
+    file.fail(std::to_string(trailing) +
+              (trailing == 1 ? " unexpected byte" : " unexpected bytes") +
+              " after the data (the header says " + shape_string(header.shape) + " values of " +
+              npy_dtype_name(header.dtype) + ")");
+  }
+  return header;
+}
+
+template <typename T>
+T load_little_endian(const unsigned char* bytes) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  T value;
+  std::memcpy(&value, bytes, sizeof value); // the hosts Herd runs on are little-endian
+  return value;
+}
+
+// Streams the values of `path` in chunks, calling convert(chunk_bytes, first_index, count).
+template <typename Convert>
+void stream_values(const std::string& path, const npy_header& header, Convert convert) {
+  npy_file file(path);
+  if (file.bytes() != header.file_bytes)
+    file.fail("the file changed while it was being read");
+  file.seek(header.data_offset);
+  const std::size_t item = item_bytes(header.dtype);
+  std::vector<unsigned char> chunk(chunk_values * item);
+  for (std::uint64_t first = 0; first < header.values; first += chunk_values) {
+    const auto count =
+        static_cast<std::size_t>(std::min<std::uint64_t>(chunk_values, header.values - first));
+    file.read_exactly(chunk.data(), count * item, "the values");
+    convert(file, chunk.data(), first, count);
+  }
+}
+
+struct checked_file {
+  std::string path;
+  npy_header header;
+};
+
+checked_file check_features(const std::string& path) {
+  checked_file result{path, read_npy_header(path)};
+  const auto& header = result.header;
+  if (header.dtype != npy_dtype::float32 && header.dtype != npy_dtype::float64 &&
+      header.dtype != npy_dtype::uint8)
+    throw data_error(path + ": features of dtype " + npy_dtype_name(header.dtype) +
+                     " (expected float32 '<f4', float64 '<f8' or uint8 '|u1')");
+  if (header.shape.size() < 2)
+    throw data_error(path +
+                     ": features must have at least 2 dimensions (n x d, n x h x w or "
+                     "n x c x h x w), but the file holds " +
+                     shape_string(header.shape));
+  return result;
+}
+
+checked_file check_labels(const std::string& path) {
+  checked_file result{path, read_npy_header(path)};
+  const auto& header = result.header;
+  if (header.dtype != npy_dtype::int32 && header.dtype != npy_dtype::int64 &&
+      header.dtype != npy_dtype::uint8)
+    throw data_error(path + ": labels of dtype " + npy_dtype_name(header.dtype) +
+                     " (expected int32 '<i4', int64 '<i8' or uint8 '|u1')");
+  if (header.shape.size() != 1)
+    throw data_error(path + ": labels must be 1-dimensional (n), but the file holds " +
+                     shape_string(header.shape));
+  return result;
+}
+
+void check_pair(const checked_file& features, const checked_file& labels) {
+  if (features.header.shape[0] != labels.header.shape[0])
+    throw data_error(features.path + " has " + std::to_string(features.header.shape[0]) +
+                     " samples but " + labels.path + " has " +
+                     std::to_string(labels.header.shape[0]) + " labels");
+}
+
+dataset read_dataset(const checked_file& features, const checked_file& labels,
+                     const std::string& name) {
+  const auto& shape = features.header.shape;
+  const auto count = static_cast<std::size_t>(shape[0]);
+  const auto width = static_cast<std::size_t>(features.header.values / shape[0]);
+  dataset result;
+  result.name = name;
+  if (shape.size() == 3)
+    result.sample_shape = {1, static_cast<std::size_t>(shape[1]),
+                           static_cast<std::size_t>(shape[2])};
+  else if (shape.size() > 3)
+    for (std::size_t i = 1; i < shape.size(); ++i)
+      result.sample_shape.push_back(static_cast<std::size_t>(shape[i]));
+  try {
+    result.images = tensor({count, width});
+    result.labels.resize(count);
+  } catch (const std::bad_alloc&) {
+    throw data_error(features.path + ": out of memory for " + shape_string(shape) +
+                     " values; free memory or lower data.max-bytes to refuse such files up front");
+  }
+
+  float* destination = result.images.data();
+  const npy_dtype dtype = features.header.dtype;
+  stream_values(
+      features.path, features.header,
+      [&](const npy_file& file, const unsigned char* bytes, std::uint64_t first, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+          float value = 0.0f;
+          switch (dtype) {
+          case npy_dtype::uint8:
+            value = static_cast<float>(bytes[i]) / 255.0f;
+            break;
+          case npy_dtype::float32:
+            value = load_little_endian<float>(bytes + 4 * i);
+            break;
+          default:
+            value = static_cast<float>(load_little_endian<double>(bytes + 8 * i));
+          }
+          if (!std::isfinite(value))
+            file.fail("value " + std::to_string(value) + " at flat index " +
+                      std::to_string(first + i) +
+                      " is not finite as a float32 (features must be finite numbers)");
+          destination[first + i] = value;
+        }
+      });
+
+  const npy_dtype label_dtype = labels.header.dtype;
+  stream_values(
+      labels.path, labels.header,
+      [&](const npy_file& file, const unsigned char* bytes, std::uint64_t first, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+          std::int64_t label = 0;
+          if (label_dtype == npy_dtype::uint8)
+            label = bytes[i];
+          else if (label_dtype == npy_dtype::int32)
+            label = load_little_endian<std::int32_t>(bytes + 4 * i);
+          else
+            label = load_little_endian<std::int64_t>(bytes + 8 * i);
+          if (label < 0 || label >= npy_max_classes)
+            file.fail("label " + std::to_string(label) + " at index " + std::to_string(first + i) +
+                      " is out of range (labels must lie in "
+                      "[0, " +
+                      std::to_string(npy_max_classes - 1) + "])");
+          result.labels[first + i] = static_cast<std::int32_t>(label);
+        }
+      });
+  return result;
+}
+
+std::vector<std::uint64_t> sample_shape_of(const npy_header& header) {
+  return {header.shape.begin() + 1, header.shape.end()};
+}
+
+} // namespace
+
+std::string npy_dtype_name(npy_dtype dtype) {
+  switch (dtype) {
+  case npy_dtype::float32:
+    return "'<f4' (float32)";
+  case npy_dtype::float64:
+    return "'<f8' (float64)";
+  case npy_dtype::uint8:
+    return "'|u1' (uint8)";
+  case npy_dtype::int32:
+    return "'<i4' (int32)";
+  case npy_dtype::int64:
+    return "'<i8' (int64)";
+  }
+  return "?";
+}
+
+npy_header read_npy_header(const std::string& path) {
+  npy_file file(path);
+  return read_header(file);
+}
+
+train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes) {
+  // Every header first: a bad test file is reported before minutes go into the training set.
+  const checked_file train_features = check_features(files.train_features);
+  const checked_file train_labels = check_labels(files.train_labels);
+  const checked_file test_features = check_features(files.test_features);
+  const checked_file test_labels = check_labels(files.test_labels);
+  check_pair(train_features, train_labels);
+  check_pair(test_features, test_labels);
+  if (sample_shape_of(train_features.header) != sample_shape_of(test_features.header)) {
+    auto sample = [](const npy_header& header) { return shape_string(sample_shape_of(header)); };
+    throw data_error(test_features.path + " holds samples of " + sample(test_features.header) +
+                     " but " + train_features.path + " holds samples of " +
+                     sample(train_features.header) + "; train and test samples must match");
+  }
+
+  const bool default_limit = max_bytes == 0;
+  if (default_limit)
+    max_bytes = default_max_data_bytes();
+  std::uint64_t total = 0;
+  for (const checked_file* file : {&train_features, &train_labels, &test_features, &test_labels}) {
+    // values <= file bytes, so this product cannot overflow.
+    const std::uint64_t bytes = file->header.values * npy_loaded_bytes_per_value;
+    total += bytes;
+    if (total > max_bytes)
+      throw data_error(file->path + ": " + shape_string(file->header.shape) + " values take " +
+                       std::to_string(bytes) + " bytes of memory once loaded" +
+                       (total > bytes ? " (" + std::to_string(total) + " with the files before it)"
+                                      : std::string()) +
+                       ", more than data.max-bytes = " + std::to_string(max_bytes) +
+                       (default_limit ? " (half the physical memory)" : "") +
+                       "; raise data.max-bytes if the file is right");
+  }
+
+  train_test_split split;
+  split.train = read_dataset(train_features, train_labels, "npy/train");
+  split.test = read_dataset(test_features, test_labels, "npy/test");
+  const auto largest = [](const dataset& set) {
+    return set.labels.empty() ? 0 : *std::max_element(set.labels.begin(), set.labels.end());
+  };
+  const int classes = std::max(largest(split.train), largest(split.test)) + 1;
+  split.train.classes = split.test.classes = classes;
+  return split;
+}
+
+} // namespace herd::models

@@ -1,0 +1,69 @@
+// Reader for NumPy's .npy format, the arrays people export from Python with np.save: the magic
+// "\x93NUMPY", a version (1.0, 2.0 or 3.0), a little-endian header length, then a Python dict
+// literal {'descr': '<f4', 'fortran_order': False, 'shape': (n, d)} and the values in C order.
+// As with IDX files, nothing the header declares is trusted: it is parsed and checked against the
+// file's size before anything is allocated for the values.
+#pragma once
+
+#include "models/dataset.hpp"
+#include "models/idx.hpp" // data_error
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace herd::models {
+
+/// The element types Herd reads: float32 '<f4', float64 '<f8' and uint8 '|u1' for features;
+/// int32 '<i4', int64 '<i8' and uint8 '|u1' for labels.
+enum class npy_dtype { float32, float64, uint8, int32, int64 };
+
+/// The NumPy spelling of a dtype ("'<f4' (float32)"), for messages.
+std::string npy_dtype_name(npy_dtype dtype);
+
+/// The longest header (the dict and its padding) accepted, as NumPy's own reader does by default:
+/// anything longer is a corrupt or hostile file.
+inline constexpr std::uint64_t npy_max_header_bytes = 10000;
+
+/// What a .npy file's header declares, checked against the file.
+struct npy_header {
+  npy_dtype dtype = npy_dtype::float32;
+  std::vector<std::uint64_t> shape; // C order; every extent at least 1
+  std::uint64_t values = 0;         // product(shape)
+  std::uint64_t data_offset = 0;    // where the values start
+  std::uint64_t file_bytes = 0;
+};
+
+/// Reads and checks one .npy header: the magic, the version, the header length (at most
+/// npy_max_header_bytes), the dict (exactly the keys descr, fortran_order and shape),
+/// a supported little-endian dtype, C order, no zero extent, and a file that holds exactly the
+/// declared values after the header. Throws data_error naming `path` and the problem, also for
+/// a file that is not a regular file (refused before anything is read from it).
+npy_header read_npy_header(const std::string& path);
+
+/// The four .npy files of data.dataset = npy.
+struct npy_files {
+  std::string train_features;
+  std::string train_labels;
+  std::string test_features;
+  std::string test_labels;
+};
+
+/// Memory one loaded value takes: a float32 feature or an int32 label. Values are converted in
+/// small chunks as they are read, so nothing else grows with the file.
+inline constexpr std::uint64_t npy_loaded_bytes_per_value = 4;
+
+/// Loads a training and a test set from .npy files. Features: float32, float64 or uint8 (scaled
+/// to [0, 1]), rank at least 2: n x d (flat samples), n x h x w (sample shape 1 x h x w) or
+/// n x c x h x w (c x h x w); every value finite. Labels: int32, int64 or uint8, rank 1, as many
+/// as the features' n, every label in [0, npy_max_classes). classes is the largest label over both
+/// sets plus one. Train and test samples must have the same shape. All four headers are checked,
+/// and the memory the loaded dataset takes against `max_bytes` (0 = default_max_data_bytes()),
+/// before any values are read. Throws data_error naming the file (both, for a mismatch).
+train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes = 0);
+
+/// The most classes a labels file may imply (largest label + 1): the output layer has one unit
+/// per class, so a stray huge label would otherwise ask for a huge model.
+inline constexpr std::int64_t npy_max_classes = 65536;
+
+} // namespace herd::models
