@@ -41,6 +41,10 @@ public:
           begin(plan);
         },
         [this](const cluster_topology& topology) { update(topology); },
+        [this](answer_timeout_atom, std::uint64_t round) {
+          handler_timer timed(costs());
+          answers_timed_out(round);
+        },
     };
   }
 
@@ -105,8 +109,10 @@ private:
         answered(round, position, std::nullopt, "its node was lost");
         continue;
       }
-      request(plan.member_handles[position], setup_.contribution_timeout, contribute_atom::value,
-              round, plan.step)
+      // One timer for the round (below) rather than a timeout per request: each costs a
+      // registration with the actor clock.
+      request(plan.member_handles[position], caf::infinite, contribute_atom::value, round,
+              plan.step)
           .then(
               [this, round, position](const contribution& answer) {
                 handler_timer timed(costs());
@@ -116,6 +122,8 @@ private:
                 answered(round, position, std::nullopt, system().render(failure));
               });
     }
+    if (rounds_.count(round) != 0) // not finished already (every member on a lost node)
+      delayed_send(this, setup_.contribution_timeout, answer_timeout_atom::value, round);
   }
 
   void answered(std::uint64_t round, std::size_t position,
@@ -134,6 +142,24 @@ private:
     }
     if (--state.outstanding == 0)
       contributions_in(found);
+  }
+
+  // The members of `round` that have not answered within contribution_timeout are given up
+  // (each counts as unanswered, as a failed request would).
+  void answers_timed_out(std::uint64_t round) {
+    auto found = rounds_.find(round);
+    if (found == rounds_.end())
+      return; // finished in time
+    const auto waiting = found->second.settled;
+    const std::string why =
+        "no contribution within " + std::to_string(setup_.contribution_timeout.count()) + " ms";
+    for (std::size_t position = 0; position < waiting.size(); ++position) {
+      if (waiting[position])
+        continue;
+      answered(round, position, std::nullopt, why);
+      if (rounds_.count(round) == 0)
+        return; // that was the last one: the round is finished
+    }
   }
 
   void contributions_in(std::map<std::uint64_t, round_state>::iterator found) {

@@ -48,6 +48,9 @@ using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 // The group coordinator's own timers.
 using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
+/// An aggregator's own timer: (answer_timeout_atom, round): the round's members had
+/// contribution_timeout to answer.
+using answer_timeout_atom = caf::atom_constant<caf::atom("answertime")>;
 using policy_time_atom = caf::atom_constant<caf::atom("policytime")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
@@ -135,7 +138,7 @@ struct group_done {
   double reduce_seconds = 0.0; // data-plane time
   double seconds = 0.0;        // plan received until results sent
   comm::status result;         // not ok: the reduction failed and nobody got a result
-  bool aborted = false; // with a failed result: the members were told to skip the round
+  bool aborted = false;        // with a failed result: the members were told to skip the round
   std::vector<std::int32_t> unanswered;        // members whose contribution request failed
   std::vector<std::string> unanswered_reasons; // why, same order
 };

@@ -86,6 +86,58 @@ caf::behavior giving_worker(caf::event_based_actor* self, std::int32_t index,
   };
 }
 
+// A member that never answers is given up after contribution_timeout (one timer for the round);
+// the members that answered are reduced and get the result.
+TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is_left_out) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  caf::scoped_actor coordinator{system};
+  std::shared_ptr<herd::comm::data_plane> local =
+      herd::comm::make_local_plane(herd::kernels::cpu_ops());
+  std::vector<std::vector<float>> sends(3, std::vector<float>(4, 1.0f));
+  for (int worker = 0; worker < 3; ++worker)
+    ASSERT_TRUE(local->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
+  aggregator_setup setup;
+  setup.plane = local;
+  setup.results = herd::comm::buffer_pool::create(4);
+  setup.contribution_timeout = std::chrono::milliseconds(300);
+  const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
+                                        system.spawn<mute_worker>(),
+                                        system.spawn(giving_worker, 2, caf::actor(coordinator))};
+  auto aggregator = spawn_aggregator(system, setup, coordinator);
+
+  group_plan plan;
+  plan.round = 5;
+  plan.members = {0, 1, 2};
+  plan.member_handles = workers;
+  plan.kind = round_kind::partial;
+  const auto sent = std::chrono::steady_clock::now();
+  coordinator->send(aggregator, plan);
+  std::optional<group_done> report;
+  int delivered = 0;
+  coordinator->receive_while([&] { return !report || delivered < 2; })(
+      [&](const group_done& done) { report = done; }, [&](const round_result&) { ++delivered; },
+      caf::after(std::chrono::seconds(30)) >>
+          [&] {
+            report = group_done{};
+            delivered = 2;
+          });
+  ASSERT_TRUE(report);
+  EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(300))
+      << "given up before its timeout";
+  EXPECT_EQ(report->round, 5u);
+  EXPECT_TRUE(report->result.ok()) << report->result.message();
+  EXPECT_EQ(report->members, (std::vector<std::int32_t>{0, 2}));
+  EXPECT_EQ(report->unanswered, std::vector<std::int32_t>{1});
+  ASSERT_EQ(report->unanswered_reasons.size(), 1u);
+  EXPECT_EQ(report->unanswered_reasons[0], "no contribution within 300 ms");
+  EXPECT_EQ(delivered, 2) << "both members that answered get the result";
+  for (const auto& actor : workers)
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+}
+
 TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_delivers_nothing) {
   caf::actor_system_config config;
   add_message_types(config);
