@@ -93,6 +93,11 @@ public:
   virtual float loss(const kernels::ops& ops, const float* params, const tensor& x,
                      const std::vector<std::int32_t>& labels, model_workspace& work) const = 0;
 
+  /// Forward only, as in evaluation: reshapes `probs` (in ops.memory()) to x.rows() x classes()
+  /// and writes each row's class probabilities into it (what `herd predict` prints).
+  virtual void probabilities(const kernels::ops& ops, const float* params, const tensor& x,
+                             tensor& probs, model_workspace& work) const = 0;
+
   /// Mean loss and correct predictions over a whole (host) dataset, in batches of `batch_size`
   /// copied into ops.memory(); `params` are in ops.memory().
   virtual evaluation evaluate(const kernels::ops& ops, const float* params, const dataset& data,

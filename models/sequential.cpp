@@ -177,6 +177,19 @@ float sequential::loss_and_gradient(const kernels::ops& ops, const float* params
   return batch_loss;
 }
 
+void sequential::probabilities(const kernels::ops& ops, const float* params, const tensor& x,
+                               tensor& probs, model_workspace& any) const {
+  // The loss needs labels; any valid ones do, and the probabilities do not depend on them.
+  const std::vector<std::int32_t> any_labels(x.rows(), 0);
+  workspace& work = prepare(ops, x, any_labels, any);
+  forward(pass{ops, false, 0}, params, x, work);
+  HERD_CHECK(&probs.where() == &ops.memory(), "probabilities asked for in "
+                                                  << probs.where().name() << " memory from ops in "
+                                                  << ops.memory().name() << " memory");
+  probs.reshape({x.rows(), classes_});
+  ops.copy(probs.data(), work.probs.data(), probs.size());
+}
+
 evaluation sequential::evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                                 std::size_t batch_size, model_workspace& any) const {
   HERD_CHECK_GT(batch_size, 0u);

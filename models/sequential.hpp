@@ -34,6 +34,8 @@ public:
                           model_workspace& work) const override;
   float loss(const kernels::ops& ops, const float* params, const tensor& x,
              const std::vector<std::int32_t>& labels, model_workspace& work) const override;
+  void probabilities(const kernels::ops& ops, const float* params, const tensor& x, tensor& probs,
+                     model_workspace& work) const override;
   evaluation evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                       std::size_t batch_size, model_workspace& work) const override;
 

@@ -6,6 +6,7 @@
 #include "models/sequential.hpp"
 
 #include <gtest/gtest.h>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -192,6 +193,44 @@ TEST(sequential, flatten_copies_forward_and_backward) {
   EXPECT_EQ(y.to_host(), x.to_host());
   layer.backward(p, nullptr, x, y, x, nullptr, &dx, scratch);
   EXPECT_EQ(dx.to_host(), x.to_host());
+}
+
+} // namespace
+
+namespace {
+
+// probabilities() is the forward pass of evaluation: rows that sum to 1, whose argmax is what
+// evaluate() counts as the prediction, and whose mean -log p(label) is loss().
+TEST(sequential, probabilities_are_the_forward_pass_that_loss_and_evaluate_use) {
+  const auto model = build_model(layers("dense 8, relu, dense 5"), {6}, 5);
+  const auto data = herd::models::make_synthetic_dataset(37, 6, 5, 11);
+  const auto& ops = herd::kernels::cpu_ops();
+  const tensor params = model->initial_parameters(3);
+  const auto work = model->make_workspace();
+  tensor probs;
+  model->probabilities(ops, params.data(), data.images, probs, *work);
+  ASSERT_EQ(probs.rows(), data.size());
+  ASSERT_EQ(probs.cols(), 5u);
+  double log_loss = 0.0;
+  std::size_t correct = 0;
+  for (std::size_t r = 0; r < probs.rows(); ++r) {
+    double sum = 0.0;
+    std::size_t best = 0;
+    for (std::size_t c = 0; c < 5; ++c) {
+      sum += probs.row(r)[c];
+      if (probs.row(r)[c] > probs.row(r)[best])
+        best = c;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r;
+    log_loss -= std::log(probs.row(r)[data.labels[r]]);
+    correct += static_cast<std::int32_t>(best) == data.labels[r] ? 1 : 0;
+  }
+  EXPECT_NEAR(log_loss / data.size(),
+              model->loss(ops, params.data(), data.images, data.labels, *work), 1e-4);
+  const auto evaluated = model->evaluate(ops, params.data(), data, 10, *work);
+  EXPECT_EQ(correct, evaluated.correct);
+  EXPECT_GT(correct, 0u); // random parameters: some right, so the comparison means something
+  EXPECT_LT(correct, data.size());
 }
 
 } // namespace
