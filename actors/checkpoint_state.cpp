@@ -194,6 +194,12 @@ run_checkpoint load_for_resume(const std::string& file, const checkpoint::struct
                                                    "'s state does not fit a model of " +
                                                    std::to_string(parameter_count) + " parameters");
   }
+  const auto& target = state.coordinator.evaluations.target_parameters();
+  if (target != nullptr && target->size() != parameter_count)
+    throw checkpoint::checkpoint_error(
+        file, "payload: the parameters that reached the target hold " +
+                  std::to_string(target->size()) + " values for a model of " +
+                  std::to_string(parameter_count) + " parameters");
   return state;
 }
 

@@ -95,7 +95,7 @@ private:
   void take_snapshot();
   void evaluate_kept(std::size_t index);
   void evaluate_final();
-  void record_evaluation(const evaluation_point& point);
+  void record_evaluation(const evaluation_point& point, parameters_ptr parameters);
 
   // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
   void resume_from(const run_checkpoint& saved);

@@ -50,14 +50,15 @@ void coordinator_actor::evaluate_now(evaluated on_result) {
       [this, on_result](const evaluation_point& point, parameters_ptr parameters) {
         request_evaluation(*this, evaluator_, point, std::move(parameters), on_result);
       },
-      [on_result](const std::string& why) { on_result(std::nullopt, why); });
+      [on_result](const std::string& why) { on_result(std::nullopt, nullptr, why); });
 }
 
 void coordinator_actor::evaluate_periodically() {
-  evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
+  evaluate_now([this](std::optional<evaluation_point> point, parameters_ptr parameters,
+                      const std::string& failure) {
     evaluations_.periodic_ended();
     if (point)
-      record_evaluation(*point);
+      record_evaluation(*point, std::move(parameters));
     else
       notice("evaluation failed: " + failure);
   });
@@ -81,9 +82,10 @@ void coordinator_actor::evaluate_kept(std::size_t index) {
   const auto& kept = evaluations_.kept()[index];
   request_evaluation(
       *this, evaluator_, kept.point, kept.parameters,
-      [this, index](std::optional<evaluation_point> point, const std::string& failure) {
+      [this, index](std::optional<evaluation_point> point, parameters_ptr parameters,
+                    const std::string& failure) {
         if (point)
-          record_evaluation(*point);
+          record_evaluation(*point, std::move(parameters));
         else
           notice("evaluation of a snapshot failed: " + failure);
         evaluate_kept(index + 1);
@@ -91,13 +93,14 @@ void coordinator_actor::evaluate_kept(std::size_t index) {
 }
 
 void coordinator_actor::evaluate_final() {
-  evaluate_now([this](std::optional<evaluation_point> point, const std::string& failure) {
+  evaluate_now([this](std::optional<evaluation_point> point, parameters_ptr parameters,
+                      const std::string& failure) {
     if (point) {
       // These are the parameters as training left them: they belong at its end on the run's
       // clock, not after the kept snapshots' evaluations.
       point->elapsed_seconds = std::min(point->elapsed_seconds, wall_seconds_);
       evaluations_.set_final(*point);
-      record_evaluation(*point);
+      record_evaluation(*point, std::move(parameters));
     } else {
       // No stand-in from an earlier evaluation: the summary says the final one is missing.
       notice("final evaluation failed: " + failure);
@@ -106,10 +109,11 @@ void coordinator_actor::evaluate_final() {
   });
 }
 
-void coordinator_actor::record_evaluation(const evaluation_point& point) {
+void coordinator_actor::record_evaluation(const evaluation_point& point,
+                                          parameters_ptr parameters) {
   if (phases_.done())
     return;
-  const bool target_reached = evaluations_.record(point);
+  const bool target_reached = evaluations_.record(point, std::move(parameters));
   if (setup_.metrics)
     setup_.metrics->test_accuracy(point.test_accuracy);
   if (setup_.observer != nullptr)

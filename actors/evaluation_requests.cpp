@@ -43,15 +43,15 @@ void request_snapshot(caf::event_based_actor& self, const std::vector<caf::actor
 void request_evaluation(caf::event_based_actor& self, const caf::actor& evaluator,
                         evaluation_point point, parameters_ptr parameters, evaluated on_result) {
   self.request(evaluator, evaluation_timeout, evaluate_atom::value,
-               parameter_snapshot{-1, 0, std::move(parameters)})
+               parameter_snapshot{-1, 0, parameters})
       .then(
-          [point, on_result](const evaluation_result& result) mutable {
+          [point, parameters, on_result](const evaluation_result& result) mutable {
             point.test_accuracy = result.test_accuracy;
             point.test_loss = result.test_loss;
-            on_result(point, std::string{});
+            on_result(point, parameters, std::string{});
           },
           [&self, on_result](caf::error& failure) {
-            on_result(std::nullopt, self.system().render(failure));
+            on_result(std::nullopt, nullptr, self.system().render(failure));
           });
 }
 

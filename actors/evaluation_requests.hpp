@@ -20,8 +20,9 @@ using parameters_ptr = std::shared_ptr<const std::vector<float>>;
 using snapshot_taken = std::function<void(const evaluation_point&, parameters_ptr)>;
 /// Why there are none.
 using snapshot_failed = std::function<void(const std::string&)>;
-/// An evaluation: the point with its accuracy, or nothing and why.
-using evaluated = std::function<void(std::optional<evaluation_point>, const std::string&)>;
+/// An evaluation: the point with its accuracy and the parameters evaluated, or nothing and why.
+using evaluated =
+    std::function<void(std::optional<evaluation_point>, parameters_ptr, const std::string&)>;
 
 /// Asks each of `sources` for its parameters, as of `point`: `then` with the mean of those that
 /// answered, `failed` when none did (or there is none to ask).

@@ -23,13 +23,14 @@ std::vector<int> evaluation_schedule::sources(const std::vector<int>& live_worke
   return {live_workers.front()};
 }
 
-bool evaluation_schedule::record(const evaluation_point& point) {
+bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr parameters) {
   evaluations_.push_back(point);
   const double target = settings_.target_accuracy;
   if (target <= 0.0 || point.test_accuracy < target || time_to_target_)
     return false;
   time_to_target_ = point.elapsed_seconds;
   target_point_ = point;
+  target_parameters_ = std::move(parameters);
   return true;
 }
 

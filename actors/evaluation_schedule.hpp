@@ -27,10 +27,12 @@ public:
     bool mean_of_replicas = false;          // the replicas differ between global averages
   };
 
+  using parameters_ptr = std::shared_ptr<const std::vector<float>>;
+
   /// A snapshot taken to evaluate after training.
   struct kept_snapshot {
     evaluation_point point;
-    std::shared_ptr<const std::vector<float>> parameters;
+    parameters_ptr parameters;
   };
 
   explicit evaluation_schedule(settings chosen) : settings_(chosen) {}
@@ -54,8 +56,9 @@ public:
   const std::vector<kept_snapshot>& kept() const { return kept_; }
   void drop_kept() { kept_.clear(); }
 
-  /// Records an evaluation; true when it is the first to reach the target accuracy.
-  bool record(const evaluation_point& point);
+  /// Records an evaluation of `parameters`; true when it is the first to reach the target
+  /// accuracy, and then those parameters are kept (target_parameters()).
+  bool record(const evaluation_point& point, parameters_ptr parameters = nullptr);
   /// The evaluation of the final parameters (recorded with record() too).
   void set_final(const evaluation_point& point) { final_ = point; }
 
@@ -63,23 +66,37 @@ public:
   std::optional<double> latest_accuracy() const;
   /// When the parameters of the first evaluation that reached the target were taken.
   std::optional<double> time_to_target() const { return time_to_target_; }
-  /// That evaluation, in this process (a resumed run keeps only its time).
+  /// That evaluation.
   const std::optional<evaluation_point>& target_point() const { return target_point_; }
+  /// The parameters it evaluated (null where no evaluation reached the target, or where it was
+  /// recorded without them): what a run that stops at its target keeps, in its final checkpoint
+  /// too.
+  const parameters_ptr& target_parameters() const { return target_parameters_; }
   const std::optional<evaluation_point>& final_point() const { return final_; }
 
-  /// Goes on from a checkpoint's schedule (its evaluations and time to target; these settings).
+  /// Goes on from a checkpoint's schedule (its evaluations and the target's evaluation and
+  /// parameters; these settings).
   void resume_from(const evaluation_schedule& saved) {
     next_snapshot_seconds_ = saved.next_snapshot_seconds_;
     evaluations_ = saved.evaluations_;
     time_to_target_ = saved.time_to_target_;
+    target_point_ = saved.target_point_;
+    target_parameters_ = saved.target_parameters_;
   }
 
-  /// What a run resumed from a checkpoint goes on with: the evaluations so far and when the
-  /// target was reached (not the settings, kept snapshots or an evaluation under way). A cereal
-  /// archive; the caller includes cereal's types and serialises evaluation_point.
+  /// What a run resumed from a checkpoint goes on with: the evaluations so far, when the target
+  /// was reached and the parameters that reached it (not the settings, kept snapshots or an
+  /// evaluation under way). A cereal archive; the caller includes cereal's types (vector,
+  /// optional) and serialises evaluation_point.
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(next_snapshot_seconds_, evaluations_, time_to_target_);
+    std::vector<float> target_parameters;
+    if (target_parameters_ && !Archive::is_loading::value)
+      target_parameters = *target_parameters_;
+    archive(next_snapshot_seconds_, evaluations_, time_to_target_, target_point_,
+            target_parameters);
+    if (Archive::is_loading::value && !target_parameters.empty())
+      target_parameters_ = std::make_shared<const std::vector<float>>(std::move(target_parameters));
   }
 
 private:
@@ -90,6 +107,7 @@ private:
   std::vector<evaluation_point> evaluations_;
   std::optional<double> time_to_target_;
   std::optional<evaluation_point> target_point_;
+  parameters_ptr target_parameters_;
   std::optional<evaluation_point> final_;
 };
 

@@ -77,6 +77,7 @@ const std::map<std::string, config::key_scope>& scopes() {
     made["evaluate"] = scope({"data"}, {}, {},
                              {{"data.path", "directory holding the dataset's files now (the "
                                             "checkpoint's run read them from its own)"}});
+    made["predict"] = made["evaluate"];
     return made;
   }();
   return all;

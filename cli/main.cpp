@@ -3,6 +3,7 @@
 #include "cli/cluster_commands.hpp"
 #include "cli/devices_command.hpp"
 #include "cli/evaluate_command.hpp"
+#include "cli/predict_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
@@ -24,6 +25,8 @@ const char* usage =
     "  bench        compare algorithms under imbalance scenarios (herd bench --help)\n"
     "  simulate     simulate the job at any scale on a virtual clock (herd simulate --help)\n"
     "  evaluate     test accuracy of a checkpoint's model, per class (herd evaluate --help)\n"
+    "  predict      class probabilities of new samples under a checkpoint's model\n"
+    "               (herd predict --help)\n"
     "  devices      what this machine offers and this build can use: CPUs, BLAS, GPUs\n"
     "  version      show the version (also --version, after any command)\n\n"
     "options:\n"
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
   }
   const bool known = command == "train" || command == "coordinator" || command == "node" ||
                      command == "bench" || command == "simulate" || command == "devices" ||
-                     command == "evaluate";
+                     command == "evaluate" || command == "predict";
   if (command == "--version" || command == "version" ||
       (known && std::find(args.begin(), args.end(), "--version") != args.end())) {
     std::cout << herd::cli::version_text();
@@ -71,6 +74,8 @@ int main(int argc, char** argv) {
     return herd::cli::simulate_command(args);
   if (command == "evaluate")
     return herd::cli::evaluate_command(args);
+  if (command == "predict")
+    return herd::cli::predict_command(args);
   std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;
   return herd::cli::exit_bad_input;
 }

@@ -189,6 +189,7 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
   dataset result;
   result.classes = classes;
   result.name = name;
+  result.input_normalisation = norm;
   result.labels.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint8_t label = labels.values[i];
@@ -202,7 +203,7 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
   // Every pixel is one of 256 bytes, so the normalised values are looked up, not computed.
   std::array<float, 256> normalised{};
   for (std::size_t value = 0; value < normalised.size(); ++value)
-    normalised[value] = (static_cast<float>(value) / 255.0f - norm.mean) / norm.stddev;
+    normalised[value] = norm.apply(static_cast<float>(value) / 255.0f);
   const auto features = static_cast<std::size_t>(product(images.dims, 1));
   result.images = tensor({count, features});
   if (images.dims.size() == 3)

@@ -15,6 +15,15 @@ namespace herd::models {
 /// Where Debian's dataset-fashion-mnist package puts the files.
 inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
+/// Pixel normalisation x' = (x / 255 - mean) / stddev.
+struct normalisation {
+  float mean = 0.0f;
+  float stddev = 1.0f;
+  /// A value already scaled to [0, 1] (x / 255), normalised.
+  float apply(float scaled) const { return (scaled - mean) / stddev; }
+  bool identity() const { return mean == 0.0f && stddev == 1.0f; }
+};
+
 struct dataset {
   tensor images;                    // size() x features(), normalised
   std::vector<std::int32_t> labels; // size() labels in [0, classes)
@@ -23,6 +32,10 @@ struct dataset {
   /// One sample's shape as a model sees it ({1, 28, 28}: channels, height, width); its elements
   /// are features(). Empty: flat, {features()}.
   std::vector<std::size_t> sample_shape;
+  /// What was done to the source's values, scaled to [0, 1] where they were bytes, to make these
+  /// features: new inputs (herd predict) get the same. Identity where the source's values are
+  /// used as they are (.npy, synthetic).
+  normalisation input_normalisation;
 
   std::size_t size() const { return labels.size(); }
   std::size_t features() const { return images.empty() ? 0 : images.cols(); }
@@ -35,12 +48,6 @@ struct dataset {
 struct train_test_split {
   dataset train;
   dataset test;
-};
-
-/// Pixel normalisation x' = (x / 255 - mean) / stddev.
-struct normalisation {
-  float mean = 0.0f;
-  float stddev = 1.0f;
 };
 
 /// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array.

@@ -3,6 +3,8 @@
 // chunk into the float features and int32 labels a dataset holds.
 #include "models/npy.hpp"
 
+#include "kernels/check.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -389,13 +391,13 @@ void check_pair(const checked_file& features, const checked_file& labels) {
                      std::to_string(labels.header.shape[0]) + " labels");
 }
 
-dataset read_dataset(const checked_file& features, const checked_file& labels,
-                     const std::string& name) {
+// The samples of a checked features file: n x width floats, and one sample's shape (empty for
+// n x d, 1 x h x w for n x h x w, the rest of the shape above that).
+npy_samples read_samples(const checked_file& features) {
   const auto& shape = features.header.shape;
   const auto count = static_cast<std::size_t>(shape[0]);
   const auto width = static_cast<std::size_t>(features.header.values / shape[0]);
-  dataset result;
-  result.name = name;
+  npy_samples result;
   if (shape.size() == 3)
     result.sample_shape = {1, static_cast<std::size_t>(shape[1]),
                            static_cast<std::size_t>(shape[2])};
@@ -403,14 +405,13 @@ dataset read_dataset(const checked_file& features, const checked_file& labels,
     for (std::size_t i = 1; i < shape.size(); ++i)
       result.sample_shape.push_back(static_cast<std::size_t>(shape[i]));
   try {
-    result.images = tensor({count, width});
-    result.labels.resize(count);
+    result.values = tensor({count, width});
   } catch (const std::bad_alloc&) {
     throw data_error(features.path + ": out of memory for " + shape_string(shape) +
                      " values; free memory or lower data.max-bytes to refuse such files up front");
   }
 
-  float* destination = result.images.data();
+  float* destination = result.values.data();
   const npy_dtype dtype = features.header.dtype;
   stream_values(
       features.path, features.header,
@@ -434,7 +435,22 @@ dataset read_dataset(const checked_file& features, const checked_file& labels,
           destination[first + i] = value;
         }
       });
+  return result;
+}
 
+dataset read_dataset(const checked_file& features, const checked_file& labels,
+                     const std::string& name) {
+  npy_samples samples = read_samples(features);
+  dataset result;
+  result.name = name;
+  result.images = std::move(samples.values);
+  result.sample_shape = std::move(samples.sample_shape);
+  try {
+    result.labels.resize(result.images.rows());
+  } catch (const std::bad_alloc&) {
+    throw data_error(labels.path + ": out of memory for " + shape_string(labels.header.shape) +
+                     " labels");
+  }
   const npy_dtype label_dtype = labels.header.dtype;
   stream_values(
       labels.path, labels.header,
@@ -483,6 +499,47 @@ std::string npy_dtype_name(npy_dtype dtype) {
 npy_header read_npy_header(const std::string& path) {
   npy_file file(path);
   return read_header(file);
+}
+
+npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes) {
+  const checked_file features = check_features(path);
+  const bool default_limit = max_bytes == 0;
+  if (default_limit)
+    max_bytes = default_max_data_bytes();
+  const std::uint64_t bytes = features.header.values * npy_loaded_bytes_per_value;
+  if (bytes > max_bytes)
+    throw data_error(path + ": " + shape_string(features.header.shape) + " values take " +
+                     std::to_string(bytes) + " bytes of memory once loaded, more than " +
+                     std::to_string(max_bytes) +
+                     (default_limit ? " (half the physical memory)" : "") +
+                     "; split the file into smaller ones");
+  return read_samples(features);
+}
+
+std::string npy_bytes(const tensor& values) {
+  HERD_CHECK_EQ(values.rank(), 2u);
+  HERD_CHECK(values.where().host_accessible(), "npy_bytes of a tensor in device memory");
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                     std::to_string(values.rows()) + ", " + std::to_string(values.cols()) + "), }";
+  // Magic (6), version (2), header length (2), then the dict padded with spaces and ended by a
+  // newline so that the values start at a multiple of 64 bytes, as np.save writes it.
+  const std::size_t unpadded = 10 + dict.size() + 1;
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(dict.size() & 0xff);
+  bytes += static_cast<char>(dict.size() >> 8);
+  bytes += dict;
+  bytes.reserve(bytes.size() + values.size() * 4);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, values.data() + i, 4);
+    for (int shift = 0; shift < 32; shift += 8)
+      bytes += static_cast<char>((bits >> shift) & 0xff);
+  }
+  return bytes;
 }
 
 train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes) {

@@ -62,6 +62,22 @@ inline constexpr std::uint64_t npy_loaded_bytes_per_value = 4;
 /// before any values are read. Throws data_error naming the file (both, for a mismatch).
 train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes = 0);
 
+/// The samples of one features file (the rules of load_npy_dataset's features), without labels:
+/// what `herd predict` reads.
+struct npy_samples {
+  tensor values;                        // n x elements(sample), uint8 scaled to [0, 1]
+  std::vector<std::size_t> sample_shape; // as dataset::sample_shape
+};
+
+/// Reads a features file (float32, float64 or uint8; rank at least 2; finite), refusing one whose
+/// loaded values would take more than `max_bytes` (0 = default_max_data_bytes()). Throws
+/// data_error naming the file and the problem.
+npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes = 0);
+
+/// The bytes of a .npy file (version 1.0, C order, float32) holding a rows x cols host tensor, as
+/// np.save writes it.
+std::string npy_bytes(const tensor& values);
+
 /// The most classes a labels file may imply (largest label + 1): the output layer has one unit
 /// per class, so a stray huge label would otherwise ask for a huge model.
 inline constexpr std::int64_t npy_max_classes = 65536;

@@ -194,6 +194,37 @@ TEST(checkpoint, every_algorithm_resumes_with_the_saved_parameters) {
   }
 }
 
+// A run that stops at its target keeps the parameters that reached it: the final checkpoint holds
+// them beside the workers' last state, and they score exactly the accuracy that stopped the run.
+TEST(checkpoint, a_run_stopped_at_its_target_keeps_the_parameters_that_reached_it) {
+  const auto data = synthetic(std::size_t{4} * 8 * 40);
+  temp_directory dir;
+  auto config = herd::testing::small_session_config(4, 8);
+  config.train.algorithm = "solo";
+  config.train.epochs = 5;
+  config.train.target_accuracy = 0.6;
+  config.train.eval_every = 5;
+  config.checkpoint.dir = dir.file("ckpt");
+  config.checkpoint.every_seconds = 0;
+  const auto finished = run(config, data);
+  ASSERT_EQ(finished.summary.stop_reason, "target-accuracy") << finished.summary.error;
+  ASSERT_TRUE(finished.summary.final_test_accuracy.has_value());
+
+  const auto state = load(config, *data, config.checkpoint.dir);
+  const auto& evaluations = state->coordinator.evaluations;
+  ASSERT_TRUE(evaluations.target_point().has_value());
+  ASSERT_NE(evaluations.target_parameters(), nullptr);
+  EXPECT_EQ(evaluations.target_point()->test_accuracy, *finished.summary.final_test_accuracy);
+  const auto model = herd::actors::make_model(config, data->train);
+  ASSERT_EQ(evaluations.target_parameters()->size(), model->parameter_count());
+  const auto work = model->make_workspace();
+  const auto scored = model->evaluate(herd::kernels::cpu_ops(),
+                                      evaluations.target_parameters()->data(), data->test, 100,
+                                      *work);
+  EXPECT_NEAR(scored.accuracy(), evaluations.target_point()->test_accuracy, 1e-12);
+  EXPECT_GE(scored.accuracy(), 0.6);
+}
+
 // Where the workers compute in memory the host cannot read (a GPU's, emulated): the states cross
 // to the host and back, results still to blend in included, and a resumed sync run still matches
 // an uninterrupted one bit for bit.

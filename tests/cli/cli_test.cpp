@@ -25,6 +25,8 @@
 
 #include "support/background_process.hpp"
 #include "support/contract_keys.hpp"
+#include "models/dataset.hpp"
+#include "models/npy.hpp"
 #include "support/npy_file.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
@@ -119,6 +121,14 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   EXPECT_THAT(top.output, HasSubstr("train"));
   EXPECT_THAT(top.output, HasSubstr("bench"));
   EXPECT_THAT(top.output, HasSubstr("simulate"));
+  for (const char* command : {"evaluate", "predict"}) {
+    EXPECT_THAT(top.output, HasSubstr(std::string("  ") + command + " "));
+    auto help = herd({command, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_THAT(help.output, HasSubstr(std::string("usage: herd ") + command + " --checkpoint"));
+    EXPECT_THAT(help.output, HasSubstr("--last"));
+    EXPECT_THAT(help.output, HasSubstr("--data.path")) << command;
+  }
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
   for (const char* option : {"--config", "--report"})
@@ -142,6 +152,7 @@ TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
         {"simulate", "--version"},
         {"devices", "--version"},
         {"evaluate", "--version"},
+        {"predict", "--version"},
         {"train", "--config", "/nonexistent", "--version"}}) {
     auto shown = herd(args);
     EXPECT_EQ(shown.exit_code, 0) << args.front() << ": " << shown.output;
@@ -895,6 +906,119 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   auto damaged = herd({"evaluate", "--checkpoint", path("garbage.ckpt")});
   EXPECT_EQ(damaged.exit_code, 2);
   EXPECT_THAT(damaged.output, HasSubstr(path("garbage.ckpt")));
+}
+
+// herd predict gives, for every sample of a .npy file, the probabilities whose argmax is what
+// herd evaluate scores: on the run's own test set written as .npy, the predicted classes reach
+// exactly evaluate's accuracy; CSV (file or stdout) and .npy outputs hold the same values.
+TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
+  const auto checkpoints = path("ckpt");
+  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
+                   "--train.workers=2", "--train.epochs=1", "--train.seed=5",
+                   "--checkpoint.dir=" + checkpoints});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto evaluated = herd({"evaluate", "--checkpoint", checkpoints});
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(evaluated.output, found, std::regex("test accuracy   ([0-9.]+)")));
+  const std::string evaluate_accuracy = found[1];
+
+  // The test set herd train drew for data.dataset = synthetic with this seed.
+  const auto split = herd::models::make_synthetic_split(6000, 1000, 784, 10, 5);
+  const auto& test = split.test;
+  std::vector<float> features(test.images.data(), test.images.data() + test.images.size());
+  herd::testing::write_npy(path("samples.npy"), "<f4", {test.size(), 784}, features);
+
+  auto as_csv = herd({"predict", "--checkpoint", checkpoints, "--input", path("samples.npy"),
+                      "--output", path("probabilities.csv")});
+  ASSERT_EQ(as_csv.exit_code, 0) << as_csv.output;
+  EXPECT_THAT(as_csv.output, HasSubstr("1000 samples of " + path("samples.npy")));
+  EXPECT_THAT(as_csv.output, HasSubstr("the workers' last parameters"));
+  std::ifstream csv_file(path("probabilities.csv"));
+  std::stringstream csv_text;
+  csv_text << csv_file.rdbuf();
+  std::istringstream lines(csv_text.str());
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "class_0,class_1,class_2,class_3,class_4,class_5,class_6,class_7,class_8,"
+                  "class_9,predicted");
+  std::vector<float> from_csv;
+  std::size_t rows = 0;
+  std::size_t correct = 0;
+  for (; std::getline(lines, line); ++rows) {
+    std::istringstream cells(line);
+    std::vector<double> row;
+    for (std::string cell; std::getline(cells, cell, ',');)
+      row.push_back(std::stod(cell));
+    ASSERT_EQ(row.size(), 11u) << line;
+    double sum = 0.0;
+    for (int c = 0; c < 10; ++c) {
+      sum += row[c];
+      from_csv.push_back(static_cast<float>(row[c]));
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4) << line;
+    const auto predicted = static_cast<int>(row[10]);
+    EXPECT_EQ(predicted, std::max_element(row.begin(), row.begin() + 10) - row.begin()) << line;
+    correct += predicted == test.labels[rows] ? 1 : 0;
+  }
+  ASSERT_EQ(rows, test.size());
+  char accuracy[32];
+  std::snprintf(accuracy, sizeof accuracy, "%.4f", static_cast<double>(correct) / rows);
+  EXPECT_EQ(accuracy, evaluate_accuracy);
+
+  auto to_stdout = herd({"predict", "--checkpoint", checkpoints, "--input", path("samples.npy")});
+  ASSERT_EQ(to_stdout.exit_code, 0);
+  EXPECT_THAT(to_stdout.output, HasSubstr(csv_text.str()));
+
+  auto as_npy = herd({"predict", "--checkpoint", checkpoints, "--input", path("samples.npy"),
+                      "--output", path("probabilities.npy")});
+  ASSERT_EQ(as_npy.exit_code, 0) << as_npy.output;
+  const auto written = herd::models::read_npy_samples(path("probabilities.npy"));
+  ASSERT_EQ(written.values.rows(), test.size());
+  ASSERT_EQ(written.values.cols(), 10u);
+  for (std::size_t i = 0; i < from_csv.size(); ++i)
+    ASSERT_NEAR(written.values[i], from_csv[i], 1e-6f + 1e-5f * from_csv[i]) << i;
+
+  // Bad input exits 2 naming the file or the option.
+  herd::testing::write_npy(path("narrow.npy"), "<f4", {5, 7}, std::vector<float>(35, 0.5f));
+  auto narrow = herd({"predict", "--checkpoint", checkpoints, "--input", path("narrow.npy")});
+  EXPECT_EQ(narrow.exit_code, 2);
+  EXPECT_THAT(narrow.output, HasSubstr(path("narrow.npy") + " holds samples of 7"));
+  EXPECT_THAT(narrow.output, HasSubstr("takes 1x28x28"));
+  auto no_input = herd({"predict", "--checkpoint", checkpoints});
+  EXPECT_EQ(no_input.exit_code, 2);
+  EXPECT_THAT(no_input.output, HasSubstr("--input FILE.npy is required"));
+  auto bad_output = herd({"predict", "--checkpoint", checkpoints, "--input", path("samples.npy"),
+                          "--output", path("p.txt")});
+  EXPECT_EQ(bad_output.exit_code, 2);
+  EXPECT_THAT(bad_output.output, HasSubstr("must end in .csv or .npy"));
+  auto missing = herd({"predict", "--checkpoint", checkpoints, "--input", path("absent.npy")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr(path("absent.npy")));
+}
+
+// A run that stops at its target keeps the parameters that reached it: evaluate scores those by
+// default (the accuracy that stopped the run), and the workers' last ones with --last.
+TEST_F(herd_cli, evaluate_scores_the_parameters_that_reached_the_target) {
+  const auto checkpoints = path("ckpt");
+  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
+                   "--train.workers=2", "--train.epochs=3", "--train.target-accuracy=0.5",
+                   "--train.eval-every=10", "--checkpoint.dir=" + checkpoints, "--report",
+                   path("run.json")});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream report_file(path("run.json"));
+  const auto report = nlohmann::json::parse(report_file);
+  ASSERT_EQ(report["stop_reason"], "target-accuracy") << run.output;
+  char accuracy[32];
+  std::snprintf(accuracy, sizeof accuracy, "%.4f", report["final_test_accuracy"].get<double>());
+  auto target = herd({"evaluate", "--checkpoint", checkpoints});
+  ASSERT_EQ(target.exit_code, 0) << target.output;
+  EXPECT_THAT(target.output, HasSubstr(std::string("  test accuracy   ") + accuracy + "\n"));
+  EXPECT_THAT(target.output, HasSubstr("the parameters that reached the target (test accuracy " +
+                                       std::string(accuracy)));
+  auto last = herd({"evaluate", "--checkpoint", checkpoints, "--last"});
+  ASSERT_EQ(last.exit_code, 0) << last.output;
+  EXPECT_THAT(last.output, HasSubstr("the workers' last parameters (round "));
 }
 
 TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {

@@ -278,6 +278,16 @@ TEST(load_fashion_mnist, normalises_both_sets_with_train_statistics) {
   // below zero, which they would not with their own.
   const moments test = moments_of(split.test.images.data(), split.test.images.size());
   EXPECT_LT(test.mean, -0.8);
+  // Both sets say what was done to them, so that new samples (herd predict) get the same: the
+  // test set's bytes made into its features by input_normalisation, bit for bit.
+  EXPECT_EQ(split.test.input_normalisation.mean, split.train.input_normalisation.mean);
+  EXPECT_EQ(split.test.input_normalisation.stddev, split.train.input_normalisation.stddev);
+  EXPECT_FALSE(split.train.input_normalisation.identity());
+  const auto raw = read_idx(dir.file("t10k-images-idx3-ubyte"));
+  ASSERT_EQ(raw.values.size(), split.test.images.size());
+  for (std::size_t i = 0; i < raw.values.size(); ++i)
+    ASSERT_EQ(split.test.input_normalisation.apply(raw.values[i] / 255.0f), split.test.images[i])
+        << i;
 }
 
 TEST(load_fashion_mnist, rejects_images_that_are_not_28_by_28) {

@@ -1,0 +1,84 @@
+// The model a checkpoint holds; see checkpoint_model.hpp.
+#include "cli/checkpoint_model.hpp"
+
+#include "actors/train_session.hpp"
+#include "checkpoint/format.hpp"
+#include "cli/command_support.hpp"
+#include "policy/policy.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace herd::cli {
+
+namespace {
+
+std::string describe_origin(const checkpoint_model& loaded, bool target) {
+  char text[160];
+  if (target) {
+    const auto& point = *loaded.state.coordinator.evaluations.target_point();
+    std::snprintf(text, sizeof text,
+                  "the parameters that reached the target (test accuracy %.4f at round %llu)",
+                  point.test_accuracy, static_cast<unsigned long long>(point.round));
+  } else {
+    std::snprintf(text, sizeof text, "the workers' last parameters (round %llu)",
+                  static_cast<unsigned long long>(loaded.state.coordinator.counters.rounds));
+  }
+  return text;
+}
+
+} // namespace
+
+std::optional<checkpoint_model> load_checkpoint_model(const std::string& command,
+                                                      const checkpoint_choice& choice) {
+  checkpoint_model loaded;
+  try {
+    loaded.file = checkpoint::resolve(choice.path);
+    loaded.state = actors::decode_payload(checkpoint::read_file(loaded.file).payload, loaded.file);
+    loaded.config = config::load_text(loaded.state.settings,
+                                      loaded.file + " (the settings it was taken with)",
+                                      choice.settings);
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors(command, invalid);
+    return std::nullopt;
+  } catch (const std::exception& bad) { // checkpoint_error names the file and the problem
+    std::cerr << "herd " << command << ": " << bad.what() << '\n';
+    return std::nullopt;
+  }
+  loaded.data = load_data_or_report(command, loaded.config);
+  if (!loaded.data)
+    return std::nullopt;
+  try {
+    loaded.model = actors::make_model(loaded.config, loaded.data->train);
+    // The same checks as a resume: the structure the file names and the tensors' sizes.
+    loaded.state = actors::load_for_resume(
+        loaded.file,
+        actors::structure_of(loaded.config, *loaded.model, loaded.data->train.size()),
+        loaded.model->parameter_count());
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors(command, invalid);
+    return std::nullopt;
+  } catch (const checkpoint::checkpoint_error& unusable) {
+    std::cerr << "herd " << command << ": " << unusable.what() << '\n';
+    return std::nullopt;
+  }
+  const auto& target = loaded.state.coordinator.evaluations.target_parameters();
+  const bool use_target = !choice.last && target != nullptr;
+  if (use_target) {
+    loaded.parameters = *target;
+  } else {
+    const bool mean = policy::make_policy(loaded.config)->exchanges_models();
+    loaded.parameters = actors::model_parameters(loaded.state, mean);
+  }
+  loaded.parameters_origin = describe_origin(loaded, use_target);
+  return loaded;
+}
+
+std::string checkpoint_options_help() {
+  return "  --checkpoint PATH  a checkpoint file, or a directory (its newest checkpoint)\n"
+         "  --last             use the workers' last parameters (under model averaging their\n"
+         "                     mean) even where the run stopped at its target accuracy; by\n"
+         "                     default such a run's parameters that reached it are used\n";
+}
+
+} // namespace herd::cli

@@ -1,0 +1,182 @@
+// `herd predict`; see predict_command.hpp.
+#include "cli/predict_command.hpp"
+
+#include "cli/checkpoint_model.hpp"
+#include "cli/command_keys.hpp"
+#include "cli/command_support.hpp"
+#include "cli/report.hpp"
+#include "cli/train_command.hpp"
+#include "kernels/ops.hpp"
+#include "models/npy.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace herd::cli {
+
+namespace {
+
+struct predict_arguments {
+  checkpoint_choice checkpoint;
+  std::string input;
+  std::string output; // "": CSV on stdout
+  bool help = false;
+};
+
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+predict_arguments parse(const std::vector<std::string>& args) {
+  predict_arguments parsed;
+  for (argument_reader reader(args); !reader.done(); reader.next()) {
+    const std::string& arg = reader.current();
+    if (arg == "--help" || arg == "-h")
+      parsed.help = true;
+    else if (arg == "--last")
+      parsed.checkpoint.last = true;
+    else if (reader.is("--checkpoint"))
+      parsed.checkpoint.path = reader.value("--checkpoint", " (a checkpoint file or directory)");
+    else if (reader.is("--input"))
+      parsed.input = reader.value("--input", " (a .npy file of samples)");
+    else if (reader.is("--output"))
+      parsed.output = reader.value("--output", " (a .csv or .npy file)");
+    else if (reader.is_setting())
+      parsed.checkpoint.settings.push_back(arg);
+    else
+      throw std::invalid_argument("unknown argument '" + arg + "' (see herd predict --help)");
+  }
+  if (parsed.help)
+    return parsed;
+  if (parsed.checkpoint.path.empty())
+    throw std::invalid_argument("--checkpoint PATH is required (see herd predict --help)");
+  if (parsed.input.empty())
+    throw std::invalid_argument("--input FILE.npy is required (see herd predict --help)");
+  if (!parsed.output.empty() && !ends_with(parsed.output, ".csv") &&
+      !ends_with(parsed.output, ".npy"))
+    throw std::invalid_argument("--output " + parsed.output +
+                                ": the file must end in .csv or .npy (the format it is written in)");
+  check_settings("predict", parsed.checkpoint.settings);
+  return parsed;
+}
+
+// The samples of `path`, made into what the model was trained on: the shape it takes, and the
+// training data's normalisation. Throws data_error naming the file.
+models::tensor model_inputs(const std::string& path, const checkpoint_model& loaded) {
+  auto samples = models::read_npy_samples(path, loaded.config.data.max_bytes);
+  const auto& wanted = loaded.model->input_shape();
+  const auto given = samples.sample_shape.empty()
+                         ? models::shape{samples.values.cols()}
+                         : models::shape(samples.sample_shape.begin(), samples.sample_shape.end());
+  if (models::elements(given) != models::elements(wanted))
+    throw models::data_error(path + " holds samples of " + models::shape_text(given) +
+                             " but the checkpoint's model takes " + models::shape_text(wanted) +
+                             " (" + std::to_string(models::elements(wanted)) + " values each)");
+  const auto norm = loaded.data->train.input_normalisation;
+  if (!norm.identity())
+    for (std::size_t i = 0; i < samples.values.size(); ++i)
+      samples.values[i] = norm.apply(samples.values[i]);
+  return std::move(samples.values);
+}
+
+std::string csv(const models::tensor& probs) {
+  std::string text;
+  for (std::size_t c = 0; c < probs.cols(); ++c)
+    text += (c ? ",class_" : "class_") + std::to_string(c);
+  text += ",predicted\n";
+  char number[32];
+  for (std::size_t r = 0; r < probs.rows(); ++r) {
+    const float* row = probs.row(r);
+    for (std::size_t c = 0; c < probs.cols(); ++c) {
+      std::snprintf(number, sizeof number, c ? ",%.6g" : "%.6g", row[c]);
+      text += number;
+    }
+    text += "," + std::to_string(std::max_element(row, row + probs.cols()) - row) + "\n";
+  }
+  return text;
+}
+
+int run_predict(const std::vector<std::string>& args) {
+  predict_arguments parsed;
+  try {
+    parsed = parse(args);
+  } catch (const std::exception& bad) {
+    std::cerr << "herd predict: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  if (parsed.help) {
+    std::cout << predict_help();
+    return exit_ok;
+  }
+  const auto loaded = load_checkpoint_model("predict", parsed.checkpoint);
+  if (!loaded)
+    return exit_bad_input;
+  models::tensor inputs;
+  try {
+    inputs = model_inputs(parsed.input, *loaded);
+    if (!parsed.output.empty())
+      check_writable(parsed.output);
+  } catch (const std::exception& bad) {
+    std::cerr << "herd predict: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
+  const auto& ops = kernels::cpu_ops();
+  auto work = loaded->model->make_workspace();
+  models::tensor probs({inputs.rows(), loaded->model->classes()});
+  models::tensor batch;
+  models::tensor batch_probs;
+  const std::size_t batch_size = 1000;
+  for (std::size_t first = 0; first < inputs.rows(); first += batch_size) {
+    const std::size_t rows = std::min(batch_size, inputs.rows() - first);
+    batch.reshape({rows, inputs.cols()});
+    std::copy_n(inputs.row(first), rows * inputs.cols(), batch.data());
+    loaded->model->probabilities(ops, loaded->parameters.data(), batch, batch_probs, *work);
+    std::copy_n(batch_probs.data(), batch_probs.size(), probs.row(first));
+  }
+  std::cerr << "herd predict: " << inputs.rows() << " samples of " << parsed.input << " through "
+            << loaded->file << ", " << loaded->parameters_origin << '\n';
+  if (parsed.output.empty()) {
+    std::cout << csv(probs);
+    return exit_ok;
+  }
+  write_file_atomically(parsed.output,
+                        ends_with(parsed.output, ".npy") ? models::npy_bytes(probs) : csv(probs));
+  std::cerr << "herd predict: wrote " << parsed.output << '\n';
+  return exit_ok;
+}
+
+} // namespace
+
+std::string predict_help() {
+  std::ostringstream out;
+  out << "usage: herd predict --checkpoint PATH --input FILE.npy [--output FILE.csv|FILE.npy]\n"
+         "                    [--last] [--data.key=value ...]\n\n"
+         "Gives the class probabilities of new samples under the model a checkpoint holds. The\n"
+         "input is a .npy array of n samples of the model's input shape (n x 784, n x 28 x 28,\n"
+         "...): float32, float64, or uint8 (scaled to [0, 1]). Samples are prepared as the run's\n"
+         "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255) normalised with\n"
+         "the training set's mean and deviation; .npy datasets' values are used as they are. The\n"
+         "run's dataset is loaded to rebuild the model and its preparation.\n\n"
+      << checkpoint_options_help()
+      << "  --input FILE.npy   the samples\n"
+         "  --output FILE      write the probabilities to FILE: .csv (a header, one row per\n"
+         "                     sample: the classes' probabilities and the predicted class) or\n"
+         "                     .npy (n x classes float32); without it, CSV on stdout\n"
+         "  --help, -h         show this help\n"
+         "  --version          show the version\n\n"
+         "Settings (on the command line as --section.key=value; they replace the\n"
+         "checkpoint's):\n"
+      << config::describe_keys(keys_of("predict"))
+      << "\nExit status: 0 done, 2 bad input (a missing or damaged checkpoint or input file,\n"
+         "samples of another shape than the model takes).\n";
+  return out.str();
+}
+
+int predict_command(const std::vector<std::string>& args) {
+  return run_guarded("predict", [&args] { return run_predict(args); });
+}
+
+} // namespace herd::cli
