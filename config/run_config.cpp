@@ -50,7 +50,7 @@ const std::vector<std::string>& known_networks() {
 }
 
 const std::vector<std::string>& known_model_presets() {
-  static const std::vector<std::string> names{"mlp", "cnn"};
+  static const std::vector<std::string> names{"mlp", "cnn", "textcnn"};
   return names;
 }
 

@@ -5,9 +5,9 @@
 // Conventions: float32, row-major, raw pointers with explicit sizes, all in the ops' memory()
 // (host memory for the CPU implementations, device memory for CUDA). No kernel allocates. Sizes
 // must be positive: an empty shape is a caller's mistake and throws std::invalid_argument, as do
-// labels outside [0, classes), token ids outside [0, vocab), sequence lengths outside their range
-// and negative hyperparameters. (The CUDA implementation checks data on the device only where its
-// contract says so; see kernels/cuda/cuda_ops.hpp.)
+// labels outside [0, classes), token ids outside [0, vocab) (other than padding_id), sequence
+// lengths outside their range and negative hyperparameters. (The CUDA implementation checks data on
+// the device only where its contract says so; see kernels/cuda/cuda_ops.hpp.)
 #pragma once
 
 #include "kernels/memory.hpp"
@@ -90,6 +90,12 @@ struct sequence_window {
     return static_cast<std::size_t>(batch) * static_cast<std::size_t>(output_length());
   }
 };
+
+/// The id sequence_tokens() writes where a row is padding, and that embedding_forward() maps to a
+/// row of zeros.
+inline constexpr std::int32_t padding_id = -1;
+/// The largest token id a float batch can carry: every whole number up to 2^24 is exact in float.
+inline constexpr std::int32_t largest_token = (1 << 24) - 1;
 
 class ops {
 public:
@@ -201,13 +207,24 @@ public:
   virtual void dropout_backward(const float* dy, float* dx, std::size_t n, float p,
                                 std::uint64_t seed) const = 0;
 
+  /// Reads a batch of token sequences: x is rows x cols floats, each a token id (a whole number in
+  /// [0, largest_token]) or padding (any negative value), padding only at the end of a row. Writes
+  /// lengths[r], the number of leading ids of row r (0 for a row of padding only), and ids (rows x
+  /// steps, 1 <= steps <= cols) the first `steps` entries of each row as int32, padding_id where
+  /// the row is padding. Pass steps = cols for every entry, or the longest length to drop padding
+  /// columns that no row needs. A value that is neither (NaN, 2.5, 2^24) or an id after padding
+  /// throws; the CUDA implementation checks on the device and synchronises to throw.
+  virtual void sequence_tokens(const float* x, int rows, int cols, int steps, std::int32_t* ids,
+                               std::int32_t* lengths) const = 0;
+
   /// y[t] = table[ids[t]] for `tokens` int32 ids (a batch x length array, flattened): y is tokens x
-  /// dim, table vocab x dim. Every id must lie in [0, vocab).
+  /// dim, table vocab x dim. Every id must lie in [0, vocab) or be padding_id, whose row of y is 0.
   virtual void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
                                  int tokens, float* y) const = 0;
 
   /// The gradient of embedding_forward: overwrites table_grad (vocab x dim) with zeros, then adds
-  /// every dy[t] (tokens x dim) into row ids[t]; a repeated id sums its rows.
+  /// every dy[t] (tokens x dim) into row ids[t]; a repeated id sums its rows, and padding_id adds
+  /// nothing.
   virtual void embedding_backward(const float* dy, const std::int32_t* ids, int tokens, int vocab,
                                   int dim, float* table_grad) const = 0;
 

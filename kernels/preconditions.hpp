@@ -7,6 +7,7 @@
 #include "kernels/check.hpp"
 #include "kernels/ops.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -165,6 +166,31 @@ inline void unfold1d(const float* x, const std::int32_t* lengths, const kernels:
   sequence_window(w);
   sequence_lengths(lengths);
   HERD_CHECK(x != nullptr && columns != nullptr, "unfold1d and fold1d need x and columns");
+}
+
+inline void sequence_tokens(const float* x, int rows, int cols, int steps, const std::int32_t* ids,
+                            const std::int32_t* lengths) {
+  HERD_CHECK_GT(rows, 0);
+  HERD_CHECK_GT(cols, 0);
+  HERD_CHECK(steps >= 1 && steps <= cols, "sequence_tokens keeps 1 to " << cols << " steps, not "
+                                                                        << steps);
+  HERD_CHECK(x != nullptr && ids != nullptr && lengths != nullptr,
+             "sequence_tokens needs x, the ids and the lengths");
+}
+
+/// The one check of data here, so that every implementation words it alike: throws unless
+/// `value`, entry `step` of sample `row` of a token batch whose padding starts at `padding_from`,
+/// is padding (negative) or a token id (a whole number in [0, largest_token]) before the padding.
+inline void token_entry(int row, int step, float value, int padding_from) {
+  if (value < 0.0f)
+    return;
+  HERD_CHECK(value <= static_cast<float>(largest_token) && value == std::floor(value),
+             "sample " << row << " step " << step << " holds " << value
+                       << ", neither a token id (a whole number in [0, " << largest_token
+                       << "]) nor padding (negative)");
+  HERD_CHECK(step < padding_from, "sample " << row << " has token " << value << " at step " << step
+                                            << " after padding at step " << padding_from
+                                            << "; padding must end a row");
 }
 
 inline void sequence_max_pool(const void* in, const kernels::sequence_window& w, int filters,

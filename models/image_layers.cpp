@@ -62,7 +62,7 @@ void conv2d::initialise(float* params, std::mt19937_64& rng) const {
     params[weights + static_cast<std::size_t>(f)] = 0.0f;
 }
 
-scratch_need conv2d::scratch(std::size_t /*batch*/) const {
+scratch_need conv2d::scratch(std::size_t /*batch*/, std::size_t /*input_elements*/) const {
   // One image at a time: its columns stay in cache and W * columns is already NCHW.
   return {2 * window_.column_rows() * window_.output_positions() + window_.output_positions(), 0};
 }
@@ -144,7 +144,7 @@ std::string maxpool2d::describe() const {
   return text;
 }
 
-scratch_need maxpool2d::scratch(std::size_t batch) const {
+scratch_need maxpool2d::scratch(std::size_t batch, std::size_t /*input_elements*/) const {
   return {0, batch * elements(output_shape())};
 }
 

@@ -21,7 +21,7 @@ public:
   /// He initialisation over the window's fan-in: W ~ N(0, 2 / column_rows), b = 0.
   void initialise(float* params, std::mt19937_64& rng) const override;
   /// One image's column matrix and its gradient, and a row of ones (the bias as a GEMM).
-  scratch_need scratch(std::size_t batch) const override;
+  scratch_need scratch(std::size_t batch, std::size_t input_elements) const override;
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                layer_scratch& scratch) const override;
   void backward(const pass& p, const float* params, const tensor& x, const tensor& y,
@@ -40,7 +40,7 @@ public:
   explicit maxpool2d(const kernels::window2d& window);
 
   std::string describe() const override;
-  scratch_need scratch(std::size_t batch) const override;
+  scratch_need scratch(std::size_t batch, std::size_t input_elements) const override;
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                layer_scratch& scratch) const override;
   void backward(const pass& p, const float* params, const tensor& x, const tensor& y,

@@ -2,6 +2,7 @@
 // layers.hpp and docs/models.md.
 #include "models/image_layers.hpp"
 #include "models/layers.hpp"
+#include "models/sequence_layers.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -125,8 +126,14 @@ kernels::window2d make_window(const std::string& kind, const shape& input,
 
 const std::vector<std::string>& layer_grammar() {
   static const std::vector<std::string> grammar{
-      "dense N",  "relu", "flatten", "conv FILTERS K [stride S] [pad P]", "maxpool K [stride S]",
-      "dropout P"};
+      "dense N",
+      "relu",
+      "flatten",
+      "conv FILTERS K [stride S] [pad P]",
+      "maxpool K [stride S]",
+      "dropout P",
+      "embedding VOCAB DIM",
+      "conv1d-max FILTERS W [W ...]"};
   return grammar;
 }
 
@@ -167,6 +174,30 @@ std::unique_ptr<layer> make_layer(const layer_spec& spec, const shape& input) {
   if (spec.kind == "dropout") {
     const auto words = read_words(spec, 1, {}, "dropout P (the probability of dropping, e.g. 0.5)");
     return std::make_unique<dropout>(input, probability_argument(words.positional[0]));
+  }
+  if (spec.kind == "embedding") {
+    const auto words =
+        read_words(spec, 2, {}, "embedding VOCAB DIM (token ids below VOCAB, e.g. embedding 256 32)");
+    const std::size_t vocab = size_argument(words.positional[0], "the vocabulary of embedding");
+    const std::size_t dim = size_argument(words.positional[1], "the dimension of embedding");
+    if (input.size() != 1)
+      throw std::invalid_argument("embedding takes sequences of token ids ({L}), not " +
+                                  shape_text(input));
+    return std::make_unique<embedding>(input, vocab, dim);
+  }
+  if (spec.kind == "conv1d-max") {
+    const std::string form = "conv1d-max FILTERS W [W ...] (e.g. conv1d-max 64 3 4 5)";
+    if (spec.arguments.size() < 2)
+      throw std::invalid_argument("\"" + spec.text + "\" lacks arguments; write " + form);
+    const std::size_t filters = size_argument(spec.arguments[0], "the filters of conv1d-max");
+    std::vector<std::size_t> widths;
+    for (std::size_t i = 1; i < spec.arguments.size(); ++i)
+      widths.push_back(size_argument(spec.arguments[i], "a width of conv1d-max"));
+    if (input.size() != 2)
+      throw std::invalid_argument("conv1d-max takes sequences of vectors ({L, C}, as embedding "
+                                  "gives), not " +
+                                  shape_text(input));
+    return std::make_unique<conv1d_max>(input, filters, std::move(widths));
   }
   std::string known;
   for (const auto& form : layer_grammar())

@@ -31,6 +31,13 @@ std::string shape_text(const shape& of) {
   return text.empty() ? "(none)" : text;
 }
 
+std::size_t layer::output_elements(std::size_t input_elements) const {
+  HERD_CHECK(input_elements == elements(input_), describe() << " takes " << elements(input_)
+                                                             << " elements per sample, given "
+                                                             << input_elements);
+  return elements(output_);
+}
+
 // -- dense ----------------------------------------------------------------------------------------
 
 dense::dense(const shape& input, std::size_t outputs) : layer(input, {outputs}) {

@@ -3,8 +3,10 @@
 // one buffer. A layer is built for the shape of its input and knows the shape of its output
 // (shape inference), so a model is checked when it is built, before anything runs.
 //
-// Activations are rank-2 tensors, batch x elements(shape): a layer reads its input shape from
-// input_shape(), not from the tensor.
+// Activations are rank-2 tensors, batch x elements per sample. Most layers take exactly
+// elements(input_shape()) per sample; sequence layers take sequences of any length up to their
+// declared one, so their widths come from the tensors (output_elements() says how wide a layer's
+// output is for a given input).
 #pragma once
 
 #include "kernels/ops.hpp"
@@ -20,6 +22,17 @@
 
 namespace herd::models {
 
+/// A batch of token sequences as the sequence layers read it, in the ops' memory: the model
+/// computes it once per batch from its float input (kernels::ops::sequence_tokens).
+struct sequence_batch {
+  /// rows x steps token ids, kernels::padding_id past each row's length.
+  const std::int32_t* ids = nullptr;
+  /// rows lengths, each in [1, steps].
+  const std::int32_t* lengths = nullptr;
+  /// The batch's longest sequence: the steps every layer computes over.
+  std::size_t steps = 0;
+};
+
 /// What one pass hands every layer.
 struct pass {
   const kernels::ops& ops;
@@ -27,6 +40,9 @@ struct pass {
   bool training = true;
   /// Differs from step to step (and from layer to layer): dropout draws its mask from it.
   std::uint64_t seed = 0;
+  /// The batch's token sequences when the model takes tokens (its first layer's takes_tokens()),
+  /// else null.
+  const sequence_batch* sequences = nullptr;
 };
 
 /// Scratch space a layer asks for, for a batch of a given size.
@@ -58,14 +74,25 @@ public:
   /// its layers in order).
   virtual void initialise(float* /*params*/, std::mt19937_64& /*rng*/) const {}
 
-  /// Scratch for a batch of `batch` samples (beyond the input and output the model keeps anyway).
-  virtual scratch_need scratch(std::size_t /*batch*/) const { return {}; }
+  /// True when the layer reads the batch's token ids (pass::sequences) rather than its input's
+  /// values: the model then takes batches of token sequences, and the layer must come first.
+  virtual bool takes_tokens() const { return false; }
+  /// The elements per sample of this layer's output for `input_elements` per sample of input.
+  /// Throws std::invalid_argument for a width the layer cannot take. By default the layer takes
+  /// exactly elements(input_shape()) and gives elements(output_shape()).
+  virtual std::size_t output_elements(std::size_t input_elements) const;
+
+  /// Scratch for a batch of `batch` samples of `input_elements` each (beyond the input and output
+  /// the model keeps anyway).
+  virtual scratch_need scratch(std::size_t /*batch*/, std::size_t /*input_elements*/) const {
+    return {};
+  }
   /// True when the output is the input unchanged (flatten): the model then passes the buffer
   /// through without calling forward() or backward().
   virtual bool passes_through() const { return false; }
 
-  /// y (batch x elements(output_shape())) from x (batch x elements(input_shape())). `scratch`
-  /// holds at least scratch(batch) in the ops' memory.
+  /// y (batch x output_elements(x.cols())) from x. `scratch` holds at least
+  /// scratch(batch, x.cols()) in the ops' memory.
   virtual void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                        layer_scratch& scratch) const = 0;
 
@@ -123,6 +150,7 @@ class relu final : public layer {
 public:
   explicit relu(const shape& input) : layer(input, input) {}
   std::string describe() const override { return "relu"; }
+  std::size_t output_elements(std::size_t input_elements) const override { return input_elements; }
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                layer_scratch& scratch) const override;
   /// dx = dy where the forward output y was positive.
@@ -136,6 +164,7 @@ class flatten final : public layer {
 public:
   explicit flatten(const shape& input) : layer(input, {elements(input)}) {}
   std::string describe() const override { return "flatten"; }
+  std::size_t output_elements(std::size_t input_elements) const override { return input_elements; }
   bool passes_through() const override { return true; }
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                layer_scratch& scratch) const override;
@@ -151,6 +180,7 @@ class dropout final : public layer {
 public:
   dropout(const shape& input, float probability);
   std::string describe() const override;
+  std::size_t output_elements(std::size_t input_elements) const override { return input_elements; }
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                layer_scratch& scratch) const override;
   void backward(const pass& p, const float* params, const tensor& x, const tensor& y,

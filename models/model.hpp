@@ -68,7 +68,8 @@ public:
   /// The model's structure in words, e.g. "1x28x28: flatten, dense 256, relu, dense 10". A
   /// checkpoint stores it, and a run resumes only from a checkpoint with the same description.
   virtual std::string describe() const = 0;
-  /// One sample's shape; a batch holds elements(input_shape()) floats per row.
+  /// One sample's shape; a batch holds elements(input_shape()) floats per row (a model of token
+  /// sequences, shape {L}, also takes narrower batches: docs/models.md).
   virtual const shape& input_shape() const = 0;
   /// Classes of the classification (the width of the scores).
   virtual std::size_t classes() const = 0;

@@ -23,7 +23,7 @@ std::string trim(const std::string& text) {
 
 // Layer i's pass: its own seed, so two dropout layers of one step draw different masks.
 pass layer_pass(const pass& p, std::size_t i) {
-  return pass{p.ops, p.training, p.seed * 0x9E3779B97F4A7C15ull + i};
+  return pass{p.ops, p.training, p.seed * 0x9E3779B97F4A7C15ull + i, p.sequences};
 }
 
 std::string position(std::size_t index, std::size_t count, const layer_spec& spec) {
@@ -48,6 +48,13 @@ struct sequential::workspace final : model_workspace {
   kernels::buffer<std::int32_t> labels; // the batch's labels, when the ops are not on the host
   const std::int32_t* label_data = nullptr;
   tensor batch; // evaluate(): the batch, in the ops' memory
+  std::vector<std::size_t> widths; // per layer: the elements per sample of its input this batch
+  // A token model's batch as ids and lengths (kernels::ops::sequence_tokens), and the lengths on
+  // the host to find the longest.
+  kernels::buffer<std::int32_t> token_ids;
+  kernels::buffer<std::int32_t> token_lengths;
+  std::vector<std::int32_t> host_lengths;
+  sequence_batch sequences;
 };
 
 sequential::sequential(std::string name, shape input, std::vector<std::unique_ptr<layer>> layers,
@@ -57,7 +64,10 @@ sequential::sequential(std::string name, shape input, std::vector<std::unique_pt
   HERD_CHECK(!layers_.empty() && elements(input_) > 0 && classes_ > 0,
              "a sequential model needs layers, an input shape and classes");
   const shape* in = &input_;
+  tokens_ = layers_.front()->takes_tokens();
   for (const auto& each : layers_) {
+    HERD_CHECK(each.get() == layers_.front().get() || !each->takes_tokens(),
+               each->describe() << " reads token ids, so it must be the first layer");
     HERD_CHECK(each->input_shape() == *in, each->describe()
                                                << " takes " << shape_text(each->input_shape())
                                                << ", given " << shape_text(*in));
@@ -102,7 +112,6 @@ sequential::workspace& sequential::prepare(const kernels::ops& ops, const tensor
                                                  << " memory given to ops computing in "
                                                  << where.name() << " memory");
   HERD_CHECK_EQ(x.rows(), labels.size());
-  HERD_CHECK_EQ(x.cols(), elements(input_));
   if (work->where != &where) {
     work->where = &where;
     work->inputs.assign(layers_.size(), nullptr);
@@ -114,8 +123,22 @@ sequential::workspace& sequential::prepare(const kernels::ops& ops, const tensor
     work->probs = tensor(where);
     work->dlogits = tensor(where);
     work->labels = kernels::buffer<std::int32_t>(0, where);
+    work->token_ids = kernels::buffer<std::int32_t>(0, where);
+    work->token_lengths = kernels::buffer<std::int32_t>(0, where);
     if (&work->batch.where() != &where)
       work->batch = tensor(where);
+  }
+  std::size_t width = x.cols();
+  if (tokens_) {
+    read_tokens(ops, x, *work);
+    width = work->sequences.steps;
+  } else {
+    HERD_CHECK_EQ(x.cols(), elements(input_));
+  }
+  work->widths.resize(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    work->widths[i] = width;
+    width = layers_[i]->output_elements(width);
   }
   if (where.host_accessible()) {
     work->label_data = labels.data();
@@ -127,6 +150,42 @@ sequential::workspace& sequential::prepare(const kernels::ops& ops, const tensor
   return *work;
 }
 
+void sequential::read_tokens(const kernels::ops& ops, const tensor& x, workspace& work) const {
+  const std::size_t rows = x.rows();
+  const std::size_t cols = x.cols();
+  HERD_CHECK(cols >= 1 && cols <= elements(input_), "a batch of " << cols << " steps given to "
+                                                                  << name_
+                                                                  << ", which takes at most "
+                                                                  << elements(input_));
+  const int height = static_cast<int>(rows);
+  const int width = static_cast<int>(cols);
+  work.token_ids.resize(rows * cols);
+  work.token_lengths.resize(rows);
+  ops.sequence_tokens(x.data(), height, width, width, work.token_ids.data(),
+                      work.token_lengths.data());
+  const std::int32_t* lengths = work.token_lengths.data();
+  if (!ops.memory().host_accessible()) {
+    work.host_lengths.resize(rows);
+    ops.download(work.host_lengths.data(), lengths, rows * sizeof(std::int32_t));
+    lengths = work.host_lengths.data();
+  }
+  const std::int32_t* shortest = std::min_element(lengths, lengths + rows);
+  HERD_CHECK(*shortest >= 1, "sample " << shortest - lengths << " of the batch has no tokens");
+  const int longest = *std::max_element(lengths, lengths + rows);
+  // Padding columns that no sample needs are dropped: a batch costs what its longest sequence
+  // does, however wide it arrives.
+  if (longest < width)
+    ops.sequence_tokens(x.data(), height, width, longest, work.token_ids.data(),
+                        work.token_lengths.data());
+  work.sequences = {work.token_ids.data(), work.token_lengths.data(),
+                    static_cast<std::size_t>(longest)};
+}
+
+pass sequential::make_pass(const kernels::ops& ops, bool training, std::uint64_t seed,
+                           const workspace& work) const {
+  return pass{ops, training, seed, tokens_ ? &work.sequences : nullptr};
+}
+
 float sequential::forward(const pass& p, const float* params, const tensor& x,
                           workspace& work) const {
   const tensor* in = &x;
@@ -135,7 +194,7 @@ float sequential::forward(const pass& p, const float* params, const tensor& x,
     work.inputs[i] = in;
     if (each.passes_through())
       continue;
-    const scratch_need need = each.scratch(x.rows());
+    const scratch_need need = each.scratch(x.rows(), work.widths[i]);
     if (need.floats > 0)
       work.scratch[i].floats.reshape({need.floats});
     if (need.ints > 0)
@@ -149,14 +208,14 @@ float sequential::forward(const pass& p, const float* params, const tensor& x,
 float sequential::loss(const kernels::ops& ops, const float* params, const tensor& x,
                        const std::vector<std::int32_t>& labels, model_workspace& any) const {
   workspace& work = prepare(ops, x, labels, any);
-  return forward(pass{ops, false, 0}, params, x, work);
+  return forward(make_pass(ops, false, 0, work), params, x, work);
 }
 
 float sequential::loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                                     const std::vector<std::int32_t>& labels, float* grads,
                                     model_workspace& any) const {
   workspace& work = prepare(ops, x, labels, any);
-  const pass p{ops, true, ++work.steps};
+  const pass p = make_pass(ops, true, ++work.steps, work);
   const float batch_loss = forward(p, params, x, work);
   softmax_cross_entropy::backward(ops, work.probs, work.label_data, work.dlogits);
   const tensor* dy = &work.dlogits;
@@ -182,7 +241,7 @@ void sequential::probabilities(const kernels::ops& ops, const float* params, con
   // The loss needs labels; any valid ones do, and the probabilities do not depend on them.
   const std::vector<std::int32_t> any_labels(x.rows(), 0);
   workspace& work = prepare(ops, x, any_labels, any);
-  forward(pass{ops, false, 0}, params, x, work);
+  forward(make_pass(ops, false, 0, work), params, x, work);
   HERD_CHECK(&probs.where() == &ops.memory(), "probabilities asked for in "
                                                   << probs.where().name() << " memory from ops in "
                                                   << ops.memory().name() << " memory");
@@ -210,7 +269,8 @@ evaluation sequential::evaluate(const kernels::ops& ops, const float* params, co
     x.reshape({rows, inputs});
     ops.upload(x.data(), data.images.row(first), rows * inputs * sizeof(float));
     prepare(ops, x, labels, any);
-    loss_sum += static_cast<double>(forward(pass{ops, false, 0}, params, x, *work)) * rows;
+    loss_sum +=
+        static_cast<double>(forward(make_pass(ops, false, 0, *work), params, x, *work)) * rows;
     result.correct += ops.count_correct(work->probs.data(), work->label_data,
                                         static_cast<int>(rows), static_cast<int>(classes_));
     result.samples += rows;
@@ -249,7 +309,7 @@ std::vector<layer_spec> parse_layers(const std::string& text) {
 }
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"mlp", "cnn"};
+  static const std::vector<std::string> names{"mlp", "cnn", "textcnn"};
   return names;
 }
 
@@ -264,6 +324,9 @@ std::vector<layer_spec> preset_layers(const std::string& name, const std::vector
   if (name == "cnn") // for 28x28 images: two 3x3 convolutions, each halved by pooling
     return parse_layers("conv 32 3x3 pad 1, relu, maxpool 2, conv 64 3x3 pad 1, relu, maxpool 2, "
                         "flatten, dense 128, relu, dense " +
+                        std::to_string(classes));
+  if (name == "textcnn") // for byte sequences: see docs/models.md for the sizes
+    return parse_layers("embedding 256 32, conv1d-max 64 3 4 5, relu, dropout 0.5, dense " +
                         std::to_string(classes));
   std::string known;
   for (const auto& each : preset_names())
@@ -287,6 +350,9 @@ std::unique_ptr<sequential> build_sequential(const std::string& name,
       throw model_error(key, key + ": " + position(i, specs.size(), specs[i]) + " is given " +
                                  shape_text(current) + " by " + from + ": " + unfit.what());
     }
+    if (i > 0 && layers.back()->takes_tokens())
+      throw model_error(key, key + ": " + position(i, specs.size(), specs[i]) +
+                                 " reads the data's token ids, so it must be the first layer");
     current = layers.back()->output_shape();
   }
   if (current != shape{classes})
@@ -310,8 +376,13 @@ std::unique_ptr<sequential> build_model(const model_choice& choice, const shape&
   if (!choice.layers.empty())
     return build_sequential("sequential", parse_layers(choice.layers), input, classes,
                             "model.layers");
-  return build_sequential(choice.preset, preset_layers(choice.preset, choice.hidden, classes),
-                          input, classes, "model.preset");
+  auto specs = preset_layers(choice.preset, choice.hidden, classes);
+  if (choice.preset == "textcnn" && input.size() != 1)
+    throw model_error("model.preset",
+                      "model.preset = \"textcnn\" needs token sequences (samples of L token ids, "
+                      "padded at the end with -1), not the data's " +
+                          shape_text(input) + " samples");
+  return build_sequential(choice.preset, specs, input, classes, "model.preset");
 }
 
 } // namespace herd::models

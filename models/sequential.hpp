@@ -39,6 +39,10 @@ public:
   evaluation evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                       std::size_t batch_size, model_workspace& work) const override;
 
+  /// Whether the model takes token sequences (its first layer takes tokens): then a batch may be
+  /// 1 to elements(input_shape()) steps wide, each row a sequence of token ids padded at its end
+  /// with negative values, and the model computes over the batch's longest sequence only.
+  bool takes_tokens() const { return tokens_; }
   const std::vector<std::unique_ptr<layer>>& layers() const { return layers_; }
   /// Where layer i's slice starts in the parameter buffer.
   std::size_t parameter_offset(std::size_t layer) const { return offsets_.at(layer); }
@@ -47,6 +51,11 @@ private:
   struct workspace;
   workspace& prepare(const kernels::ops& ops, const tensor& x,
                      const std::vector<std::int32_t>& labels, model_workspace& work) const;
+  /// The batch's token ids and lengths into work.sequences, over its longest sequence.
+  void read_tokens(const kernels::ops& ops, const tensor& x, workspace& work) const;
+  /// A pass with the workspace's token sequences when the model takes tokens.
+  pass make_pass(const kernels::ops& ops, bool training, std::uint64_t seed,
+                 const workspace& work) const;
   /// Leaves the probabilities in work.probs; returns the batch's mean loss.
   float forward(const pass& p, const float* params, const tensor& x, workspace& work) const;
 
@@ -56,6 +65,7 @@ private:
   std::vector<std::size_t> offsets_;
   std::size_t classes_ = 0;
   std::size_t parameter_count_ = 0;
+  bool tokens_ = false;
 };
 
 /// The layers of a model.layers text: layers separated by commas, each a kind and its
@@ -63,7 +73,7 @@ private:
 /// (key model.layers) for an empty text or an empty layer.
 std::vector<layer_spec> parse_layers(const std::string& text);
 
-/// The presets model.preset names: mlp, cnn.
+/// The presets model.preset names: mlp, cnn, textcnn.
 const std::vector<std::string>& preset_names();
 
 /// The layers of preset `name` for `classes` classes; `hidden` sizes the MLP's hidden layers.

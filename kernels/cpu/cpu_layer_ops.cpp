@@ -120,6 +120,12 @@ void unfold_image(const window2d& w, const float* image_in, float* columns_out,
 
 // ---- 1-D windows ------------------------------------------------------------------------------
 
+void check_ids(const std::int32_t* ids, int tokens, int vocab) {
+  for (int t = 0; t < tokens; ++t)
+    HERD_CHECK(ids[t] == padding_id || (ids[t] >= 0 && ids[t] < vocab),
+               "token " << t << " has id " << ids[t] << ", outside [0, " << vocab << ')');
+}
+
 void check_lengths(const std::int32_t* lengths, const sequence_window& w) {
   for (int b = 0; b < w.batch; ++b)
     HERD_CHECK(lengths[b] >= w.shortest_length() && lengths[b] <= w.length,
@@ -211,25 +217,49 @@ void cpu_layer_ops::dropout_backward(const float* dy, float* dx, std::size_t n, 
   dropout(dy, dx, n, p, seed);
 }
 
+void cpu_layer_ops::sequence_tokens(const float* x, int rows, int cols, int steps,
+                                    std::int32_t* ids, std::int32_t* lengths) const {
+  preconditions::sequence_tokens(x, rows, cols, steps, ids, lengths);
+  // Each row's length is where its first negative value sits (or cols).
+  auto length_of = [&](const float* row) {
+    return static_cast<int>(std::find_if(row, row + cols, [](float v) { return v < 0.0f; }) - row);
+  };
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + size(r) * size(cols);
+    const int length = length_of(row);
+    for (int c = 0; c < cols; ++c)
+      preconditions::token_entry(r, c, row[c], length);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + size(r) * size(cols);
+    const int length = length_of(row);
+    lengths[r] = length;
+    std::int32_t* out = ids + size(r) * size(steps);
+    for (int c = 0; c < steps; ++c)
+      out[c] = c < length ? static_cast<std::int32_t>(row[c]) : padding_id;
+  }
+}
+
 void cpu_layer_ops::embedding_forward(const float* table, int vocab, int dim,
                                       const std::int32_t* ids, int tokens, float* y) const {
   preconditions::embedding(table, vocab, dim, ids, tokens, y);
-  for (int t = 0; t < tokens; ++t)
-    HERD_CHECK(ids[t] >= 0 && ids[t] < vocab,
-               "token " << t << " has id " << ids[t] << ", outside [0, " << vocab << ')');
-  for (std::size_t t = 0; t < size(tokens); ++t)
-    std::memcpy(y + t * size(dim), table + size(ids[t]) * size(dim), size(dim) * sizeof(float));
+  check_ids(ids, tokens, vocab);
+  for (std::size_t t = 0; t < size(tokens); ++t) {
+    if (ids[t] == padding_id)
+      zero(y + t * size(dim), size(dim));
+    else
+      std::memcpy(y + t * size(dim), table + size(ids[t]) * size(dim), size(dim) * sizeof(float));
+  }
 }
 
 void cpu_layer_ops::embedding_backward(const float* dy, const std::int32_t* ids, int tokens,
                                        int vocab, int dim, float* table_grad) const {
   preconditions::embedding(table_grad, vocab, dim, ids, tokens, dy);
-  for (int t = 0; t < tokens; ++t)
-    HERD_CHECK(ids[t] >= 0 && ids[t] < vocab,
-               "token " << t << " has id " << ids[t] << ", outside [0, " << vocab << ')');
+  check_ids(ids, tokens, vocab);
   zero(table_grad, size(vocab) * size(dim));
   for (std::size_t t = 0; t < size(tokens); ++t)
-    add_into(table_grad + size(ids[t]) * size(dim), dy + t * size(dim), size(dim));
+    if (ids[t] != padding_id)
+      add_into(table_grad + size(ids[t]) * size(dim), dy + t * size(dim), size(dim));
 }
 
 void cpu_layer_ops::unfold1d(const float* x, const std::int32_t* lengths,

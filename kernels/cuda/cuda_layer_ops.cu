@@ -1,10 +1,10 @@
 // The CUDA layer kernels: one grid-stride kernel per op, one thread per output element. The folds
 // (col2im, fold1d) and max_pool2d_backward gather into each input element the entries that read it,
 // so they need no atomics and give the same sums on every run; embedding_backward scatter-adds with
-// atomicAdd (a repeated id sums in an unspecified order). The data checks of embedding_forward and
-// unfold1d reduce the first bad index on the device and synchronise to throw; the other kernels
-// clamp what they read from ids, lengths and argmax, so bad data never reads or writes out of
-// bounds (kernels/cuda/cuda_ops.hpp has the contract).
+// atomicAdd (a repeated id sums in an unspecified order). The data checks of sequence_tokens,
+// embedding_forward and unfold1d reduce the first bad index on the device and synchronise to throw;
+// the other kernels clamp what they read from ids, lengths and argmax, so bad data never reads or
+// writes out of bounds (kernels/cuda/cuda_ops.hpp has the contract).
 #include "kernels/check.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_layer_ops.cuh"
@@ -144,7 +144,40 @@ __global__ void dropout_kernel(const float* in, float* out, std::size_t n, float
     out[i] = dropout_mask::keep(seed, i, p) ? in[i] * scale : 0.0f;
 }
 
-// A bad id gives a row of zeros and reports its token.
+// Every row's length starts as cols.
+__global__ void fill_lengths_kernel(std::int32_t* lengths, int rows, int cols) {
+  for (std::size_t r = global_thread(); r < static_cast<std::size_t>(rows); r += grid_threads())
+    lengths[r] = cols;
+}
+
+// Each padding entry lowers its row's length to its own step: the first one wins.
+__global__ void token_lengths_kernel(const float* x, std::size_t total, int cols,
+                                     std::int32_t* lengths) {
+  for (std::size_t index = global_thread(); index < total; index += grid_threads())
+    if (x[index] < 0.0f)
+      atomicMin(&lengths[index / cols], static_cast<int>(index % cols));
+}
+
+// One thread per entry of x: its id (padding_id past the row's length, or where the entry is bad)
+// when its step is kept, and the first entry that is neither an id before the padding nor padding.
+__global__ void token_ids_kernel(const float* x, std::size_t total, int cols, int steps,
+                                 const std::int32_t* lengths, std::int32_t* ids,
+                                 int* first_bad_index) {
+  for (std::size_t index = global_thread(); index < total; index += grid_threads()) {
+    const std::size_t row = index / cols;
+    const int step = static_cast<int>(index % cols);
+    const float value = x[index];
+    const bool padding = value < 0.0f;
+    const bool bad = !padding && (!(value <= static_cast<float>(largest_token)) ||
+                                  value != floorf(value) || step >= lengths[row]);
+    if (bad)
+      atomicMin(first_bad_index, static_cast<int>(index));
+    if (step < steps)
+      ids[row * steps + step] = padding || bad ? padding_id : static_cast<std::int32_t>(value);
+  }
+}
+
+// padding_id gives a row of zeros; any other id outside the vocabulary too, and reports its token.
 __global__ void embedding_forward_kernel(const float* table, int vocab, int dim,
                                          const std::int32_t* ids, std::size_t total, float* y,
                                          int* first_bad_index) {
@@ -153,12 +186,13 @@ __global__ void embedding_forward_kernel(const float* table, int vocab, int dim,
     const std::int32_t id = ids[token];
     const bool valid = id >= 0 && id < vocab;
     y[index] = valid ? table[static_cast<std::size_t>(id) * dim + index % dim] : 0.0f;
-    if (!valid && index % dim == 0)
+    if (!valid && id != padding_id && index % dim == 0)
       atomicMin(first_bad_index, static_cast<int>(token));
   }
 }
 
-// Adds into a zeroed table gradient; a bad id is skipped.
+// Adds into a zeroed table gradient; padding_id and any other id outside the vocabulary add
+// nothing.
 __global__ void embedding_backward_kernel(const float* dy, const std::int32_t* ids, int vocab,
                                           int dim, std::size_t total, float* table_grad) {
   for (std::size_t index = global_thread(); index < total; index += grid_threads()) {
@@ -282,8 +316,9 @@ int first_bad_index(const launch_target& target) {
   return first;
 }
 
-std::int32_t read_element(const std::int32_t* values, int index) {
-  std::int32_t value = 0;
+template <class T>
+T read_element(const T* values, std::size_t index) {
+  T value{};
   HERD_CUDA_CHECK(cudaMemcpy(&value, values + index, sizeof value, cudaMemcpyDeviceToHost));
   return value;
 }
@@ -358,6 +393,32 @@ void cuda_layer_ops::dropout_backward(const float* dy, float* dx, std::size_t n,
   HERD_CUDA_CHECK(cudaGetLastError());
 }
 
+void cuda_layer_ops::sequence_tokens(const float* x, int rows, int cols, int steps,
+                                     std::int32_t* ids, std::int32_t* lengths) const {
+  preconditions::sequence_tokens(x, rows, cols, steps, ids, lengths);
+  const std::size_t total = size(rows) * size(cols);
+  HERD_CHECK(total < static_cast<std::size_t>(no_bad_index),
+             "a batch of " << total << " tokens is more than the device check can index");
+  const launch_target t = target();
+  const device_scope scope(t.device);
+  reset_first_bad_index(t);
+  fill_lengths_kernel<<<blocks_for(t, size(rows)), threads_per_block, 0, t.stream>>>(lengths, rows,
+                                                                                   cols);
+  HERD_CUDA_CHECK(cudaGetLastError());
+  token_lengths_kernel<<<blocks_for(t, total), threads_per_block, 0, t.stream>>>(x, total, cols,
+                                                                                 lengths);
+  HERD_CUDA_CHECK(cudaGetLastError());
+  token_ids_kernel<<<blocks_for(t, total), threads_per_block, 0, t.stream>>>(
+      x, total, cols, steps, lengths, ids, t.first_bad_index);
+  HERD_CUDA_CHECK(cudaGetLastError());
+  const int bad = first_bad_index(t);
+  if (bad != no_bad_index) {
+    const int row = bad / cols;
+    preconditions::token_entry(row, bad % cols, read_element(x, size(bad)),
+                               read_element(lengths, size(row)));
+  }
+}
+
 void cuda_layer_ops::embedding_forward(const float* table, int vocab, int dim,
                                        const std::int32_t* ids, int tokens, float* y) const {
   preconditions::embedding(table, vocab, dim, ids, tokens, y);
@@ -370,7 +431,7 @@ void cuda_layer_ops::embedding_forward(const float* table, int vocab, int dim,
   HERD_CUDA_CHECK(cudaGetLastError());
   const int bad = first_bad_index(t);
   if (bad != no_bad_index) {
-    const std::int32_t id = read_element(ids, bad);
+    const std::int32_t id = read_element(ids, size(bad));
     HERD_CHECK(id >= 0 && id < vocab,
                "token " << bad << " has id " << id << ", outside [0, " << vocab << ')');
   }
@@ -405,7 +466,7 @@ void cuda_layer_ops::unfold1d(const float* x, const std::int32_t* lengths,
   HERD_CUDA_CHECK(cudaGetLastError());
   const int bad = first_bad_index(t);
   if (bad != no_bad_index) {
-    const std::int32_t length = read_element(lengths, bad);
+    const std::int32_t length = read_element(lengths, size(bad));
     HERD_CHECK(length >= window.shortest_length() && length <= window.length,
                "sample " << bad << " has length " << length << ", outside ["
                          << window.shortest_length() << ", " << window.length << ']');

@@ -26,9 +26,9 @@ namespace herd::kernels::cuda {
 ///   the synchronisation (probs is then unspecified); softmax_xent_backward cannot report without
 ///   synchronising, so there a label outside [0, classes) is the caller's broken contract: it reads
 ///   nothing out of bounds, and the row's gradient is probs / rows.
-/// - Layer kernels: embedding_forward checks the token ids and unfold1d the sequence lengths on
-///   the device, and both synchronise the stream to throw std::invalid_argument (their output is
-///   then unspecified). The other layer kernels cannot report without synchronising, so there bad
+/// - Layer kernels: sequence_tokens checks the token batch, embedding_forward the token ids and
+///   unfold1d the sequence lengths on the device, and all three synchronise the stream to throw
+///   std::invalid_argument (their output is then unspecified). The other layer kernels cannot report without synchronising, so there bad
 ///   data is the caller's broken contract: ids outside [0, vocab) are skipped, lengths are clamped
 ///   into their range and an argmax that names no element matches nothing, so nothing is read or
 ///   written out of bounds, but the result is unspecified. embedding_backward adds with atomicAdd,

@@ -62,7 +62,7 @@ void dropout(const float* in, float* out, std::size_t n, float p, std::uint64_t 
 
 void check_ids(const std::int32_t* ids, int tokens, int vocab) {
   for (int t = 0; t < tokens; ++t)
-    HERD_CHECK(ids[t] >= 0 && ids[t] < vocab,
+    HERD_CHECK(ids[t] == padding_id || (ids[t] >= 0 && ids[t] < vocab),
                "token " << t << " has id " << ids[t] << ", outside [0, " << vocab << ')');
 }
 
@@ -173,13 +173,30 @@ void reference_layer_ops::dropout_backward(const float* dy, float* dx, std::size
   dropout(dy, dx, n, p, seed);
 }
 
+void reference_layer_ops::sequence_tokens(const float* x, int rows, int cols, int steps,
+                                          std::int32_t* ids, std::int32_t* lengths) const {
+  preconditions::sequence_tokens(x, rows, cols, steps, ids, lengths);
+  for (int r = 0; r < rows; ++r) {
+    int length = 0; // up to the first negative value
+    while (length < cols && !(x[size(r) * size(cols) + size(length)] < 0.0f))
+      ++length;
+    for (int c = 0; c < cols; ++c)
+      preconditions::token_entry(r, c, x[size(r) * size(cols) + size(c)], length);
+    lengths[r] = length;
+    for (int c = 0; c < steps; ++c)
+      ids[size(r) * size(steps) + size(c)] =
+          c < length ? static_cast<std::int32_t>(x[size(r) * size(cols) + size(c)]) : padding_id;
+  }
+}
+
 void reference_layer_ops::embedding_forward(const float* table, int vocab, int dim,
                                             const std::int32_t* ids, int tokens, float* y) const {
   preconditions::embedding(table, vocab, dim, ids, tokens, y);
   check_ids(ids, tokens, vocab);
   for (int t = 0; t < tokens; ++t)
     for (int d = 0; d < dim; ++d)
-      y[size(t) * size(dim) + size(d)] = table[size(ids[t]) * size(dim) + size(d)];
+      y[size(t) * size(dim) + size(d)] =
+          ids[t] == padding_id ? 0.0f : table[size(ids[t]) * size(dim) + size(d)];
 }
 
 void reference_layer_ops::embedding_backward(const float* dy, const std::int32_t* ids, int tokens,

@@ -22,6 +22,8 @@ public:
                        std::uint64_t seed) const override;
   void dropout_backward(const float* dy, float* dx, std::size_t n, float p,
                         std::uint64_t seed) const override;
+  void sequence_tokens(const float* x, int rows, int cols, int steps, std::int32_t* ids,
+                       std::int32_t* lengths) const override;
   void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
                          int tokens, float* y) const override;
   void embedding_backward(const float* dy, const std::int32_t* ids, int tokens, int vocab, int dim,

@@ -86,11 +86,25 @@ TEST(model_config, an_unknown_preset_is_refused_before_the_data_naming_the_prese
   }
 }
 
+// Sequences of 64 token ids, 4 classes: what the textcnn preset takes.
+herd::models::dataset token_sequences() {
+  auto data = herd::models::make_synthetic_dataset(20, 64, 4, 1);
+  for (std::size_t i = 0; i < data.images.size(); ++i)
+    data.images[i] = static_cast<float>(i % 256);
+  return data;
+}
+
 // The configuration's list of presets is the models' (config does not link the models).
 TEST(model_config, every_preset_the_configuration_accepts_builds) {
   EXPECT_EQ(herd::config::known_model_presets(), herd::models::preset_names());
-  for (const auto& preset : herd::config::known_model_presets())
-    EXPECT_EQ(make_model(with({"--model.preset=" + preset}), images())->name(), preset);
+  for (const auto& preset : herd::config::known_model_presets()) {
+    const auto data = preset == "textcnn" ? token_sequences() : images();
+    EXPECT_EQ(make_model(with({"--model.preset=" + preset}), data)->name(), preset);
+  }
+  // textcnn takes token sequences only, and says so.
+  const auto problem = refusal(with({"--model.preset=textcnn"}), images());
+  EXPECT_EQ(problem.key, "model.preset");
+  EXPECT_THAT(problem.message, HasSubstr("needs token sequences"));
 }
 
 } // namespace

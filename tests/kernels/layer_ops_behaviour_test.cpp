@@ -203,6 +203,62 @@ TEST_P(layer_ops, embedding_backward_sums_the_rows_of_a_repeated_id) {
   EXPECT_EQ(grad.to_host(), (std::vector<float>{10, 20, 0, 0, 101, 202, 0, 0}));
 }
 
+TEST_P(layer_ops, embedding_gives_padding_a_zero_row_and_no_gradient) {
+  auto table = floats({1, 2, 3, 4, 5, 6}); // vocab 3, dim 2
+  auto ids = ints({2, padding_id, 0, padding_id});
+  auto y = garbage(8);
+  tested().embedding_forward(table.get(), 3, 2, ids.get(), 4, y.get());
+  EXPECT_EQ(y.to_host(), (std::vector<float>{5, 6, 0, 0, 1, 2, 0, 0}));
+  auto dy = floats({1, 2, 10, 20, 100, 200, 1000, 2000});
+  auto grad = garbage(6);
+  tested().embedding_backward(dy.get(), ids.get(), 4, 3, 2, grad.get());
+  EXPECT_EQ(grad.to_host(), (std::vector<float>{100, 200, 0, 0, 1, 2}));
+}
+
+// ---- token batches -----------------------------------------------------------------------------
+
+TEST_P(layer_ops, sequence_tokens_counts_leading_ids_and_keeps_the_steps_asked_for) {
+  auto x = floats({4, 0, 7, -1,  //
+                   -1, -1, -1, -1, // padding only: length 0
+                   1, 2, 3, 255,   //
+                   9, -3, -1, -1});
+  auto ids = garbage_ints(12);
+  auto lengths = garbage_ints(4);
+  tested().sequence_tokens(x.get(), 4, 4, 3, ids.get(), lengths.get());
+  EXPECT_EQ(lengths.to_host(), (std::vector<std::int32_t>{3, 0, 4, 1}));
+  EXPECT_EQ(ids.to_host(), (std::vector<std::int32_t>{4, 0, 7, -1, -1, -1, 1, 2, 3, 9, -1, -1}));
+}
+
+TEST_P(layer_ops, sequence_tokens_rejects_values_that_are_neither_ids_nor_padding) {
+  auto ids = garbage_ints(8);
+  auto lengths = garbage_ints(2);
+  const auto refusal = [&](float value, int at) {
+    std::vector<float> values{3, 1, 2, 0, 5, 6, -1, -1};
+    values[static_cast<std::size_t>(at)] = value;
+    auto x = floats(values);
+    try {
+      tested().sequence_tokens(x.get(), 2, 4, 4, ids.get(), lengths.get());
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(2.5f, 5).find("sample 1 step 1 holds 2.5, neither a token id"),
+            std::string::npos);
+  EXPECT_NE(refusal(16777216.0f, 0).find("sample 0 step 0 holds"), std::string::npos);
+  EXPECT_NE(refusal(std::numeric_limits<float>::quiet_NaN(), 2).find("sample 0 step 2 holds nan"),
+            std::string::npos);
+  EXPECT_NE(refusal(4.0f, 7).find("sample 1 has token 4 at step 3 after padding at step 2"),
+            std::string::npos);
+  EXPECT_EQ(refusal(16777215.0f, 0), "accepted");
+  EXPECT_EQ(refusal(-0.25f, 6), "accepted"); // any negative value is padding
+  auto x = floats({1, 2});
+  EXPECT_THROW(tested().sequence_tokens(x.get(), 1, 2, 3, ids.get(), lengths.get()),
+               std::invalid_argument); // more steps than columns
+  EXPECT_THROW(tested().sequence_tokens(x.get(), 1, 2, 0, ids.get(), lengths.get()),
+               std::invalid_argument);
+}
+
 // ---- dropout -----------------------------------------------------------------------------------
 
 TEST_P(layer_ops, dropout_keeps_about_one_minus_p_scaled_and_reuses_the_mask_backward) {
@@ -288,7 +344,7 @@ TEST_P(layer_ops, dropout_rejects_p_outside_zero_to_one) {
 TEST_P(layer_ops, embedding_forward_rejects_ids_outside_the_vocabulary) {
   auto table = floats(std::vector<float>(6, 1.0f)); // vocab 3, dim 2
   auto y = garbage(6);
-  for (const std::int32_t bad : {-1, 3}) {
+  for (const std::int32_t bad : {-2, 3}) { // -1 is padding_id
     auto ids = ints({0, bad, 2});
     try {
       tested().embedding_forward(table.get(), 3, 2, ids.get(), 3, y.get());
@@ -321,7 +377,7 @@ TEST_P(layer_ops, host_kernels_check_every_id_length_and_argmax) {
   if (!checks_all_data(tested()))
     GTEST_SKIP() << tested().name() << " checks ids and lengths in the forward pass only";
   auto buffer = floats(std::vector<float>(64, 1.0f));
-  auto negative_id = ints({0, -1});
+  auto negative_id = ints({0, -2});
   EXPECT_THROW(tested().embedding_backward(buffer.get(), negative_id.get(), 2, 4, 2, buffer.get()),
                std::invalid_argument);
   const sequence_window w{2, 4, 2, 1, 0};

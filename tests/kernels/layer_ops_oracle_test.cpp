@@ -4,10 +4,12 @@
 // start as NaN, so an element a kernel forgets to write fails the comparison.
 #include "kernels/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <gtest/gtest.h>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -167,6 +169,41 @@ TEST_P(layer_ops, dropout_masks_are_bit_identical_to_reference) {
     }
 }
 
+// Rows of random ids, each ending in its own amount of padding (any negative value: -1, -0.5, -1e9,
+// -inf), from none to the whole row.
+TEST_P(layer_ops, sequence_tokens_matches_reference) {
+  std::uint32_t seed = 3400;
+  // (rows, cols, vocab)
+  for (const auto& [rows, cols, vocab] :
+       {std::tuple{3, 9, 11}, std::tuple{5, 1, 3}, std::tuple{4, 33, 256}}) {
+    SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+    const auto ids = random_labels(rows * cols, vocab, seed++);
+    const auto lengths = random_labels(rows, cols + 1, seed++);
+    const float paddings[] = {-1.0f, -0.5f, -1e9f, -std::numeric_limits<float>::infinity()};
+    std::vector<float> x(ids.begin(), ids.end());
+    int longest = 0;
+    for (int r = 0; r < rows; ++r) {
+      longest = std::max(longest, lengths[static_cast<std::size_t>(r)]);
+      for (int c = lengths[static_cast<std::size_t>(r)]; c < cols; ++c)
+        x[static_cast<std::size_t>(r * cols + c)] = paddings[(r + c) % 4];
+    }
+    auto x_buffer = floats(x);
+    for (const int steps : {cols, std::max(longest, 1)}) {
+      std::vector<std::int32_t> expected_ids(static_cast<std::size_t>(rows * steps));
+      std::vector<std::int32_t> expected_lengths(static_cast<std::size_t>(rows));
+      oracle().sequence_tokens(x.data(), rows, cols, steps, expected_ids.data(),
+                               expected_lengths.data());
+      auto tested_ids = garbage_ints(expected_ids.size());
+      auto tested_lengths = garbage_ints(expected_lengths.size());
+      tested().sequence_tokens(x_buffer.get(), rows, cols, steps, tested_ids.get(),
+                               tested_lengths.get());
+      EXPECT_EQ(tested_ids.to_host(), expected_ids) << "steps " << steps;
+      EXPECT_EQ(tested_lengths.to_host(), expected_lengths) << "steps " << steps;
+      EXPECT_EQ(expected_lengths, lengths); // and the oracle reads the lengths that were written
+    }
+  }
+}
+
 TEST_P(layer_ops, embedding_matches_reference) {
   std::uint32_t seed = 3500;
   // (vocab, dim, batch, length): ids repeat within and across samples.
@@ -175,7 +212,9 @@ TEST_P(layer_ops, embedding_matches_reference) {
     SCOPED_TRACE("vocab " + std::to_string(vocab) + " dim " + std::to_string(dim));
     const int tokens = batch * length;
     const auto table = random_floats(static_cast<std::size_t>(vocab) * dim, seed++);
-    const auto ids = random_labels(tokens, vocab, seed++);
+    auto ids = random_labels(tokens, vocab, seed++);
+    for (std::size_t t = 0; t < ids.size(); t += 3) // padding: a zero row and no gradient
+      ids[t] = padding_id;
     const auto dy = random_floats(static_cast<std::size_t>(tokens) * dim, seed++);
     std::vector<float> expected_y(dy.size());
     std::vector<float> expected_grad(table.size());

@@ -48,7 +48,7 @@ void check_layer(const herd::models::layer& layer, std::size_t batch, std::uint6
       random_tensor({batch, herd::models::elements(layer.output_shape())}, seed + 2);
   layer_scratch scratch(ops.memory());
   auto size_scratch = [&] {
-    const auto need = layer.scratch(batch);
+    const auto need = layer.scratch(batch, x.cols());
     if (need.floats > 0)
       scratch.floats.reshape({need.floats});
     if (need.ints > 0)
@@ -64,7 +64,7 @@ void check_layer(const herd::models::layer& layer, std::size_t batch, std::uint6
   auto loss = [&] {
     tensor out;
     layer_scratch fresh(ops.memory());
-    const auto need = layer.scratch(batch);
+    const auto need = layer.scratch(batch, x.cols());
     if (need.floats > 0)
       fresh.floats.reshape({need.floats});
     if (need.ints > 0)

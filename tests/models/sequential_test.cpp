@@ -130,7 +130,8 @@ TEST(sequential, malformed_layers_are_refused_naming_the_layer) {
                   "layer 2 of 3 (lstm 32)");
   EXPECT_CONTAINS(build_error(layers("flatten, lstm 32, dense 10"), {784}, 10),
                   "unknown layer \"lstm\"; the layers are: dense N, relu, flatten, conv FILTERS K "
-                  "[stride S] [pad P], maxpool K [stride S], dropout P");
+                  "[stride S] [pad P], maxpool K [stride S], dropout P, embedding VOCAB DIM, "
+                  "conv1d-max FILTERS W [W ...]");
   EXPECT_CONTAINS(build_error(layers("dense"), {784}, 10), "lacks arguments; write dense N");
   EXPECT_CONTAINS(build_error(layers("dense 10 wide"), {784}, 10),
                   "\"wide\" is not an argument of dense");
@@ -160,9 +161,9 @@ TEST(sequential, an_unknown_preset_names_the_presets_that_exist) {
   choice.preset = "resnet";
   std::string key;
   EXPECT_CONTAINS(build_error(choice, {784}, 10, &key),
-                  "model.preset = \"resnet\": unknown preset; the presets are: mlp, cnn");
+                  "model.preset = \"resnet\": unknown preset; the presets are: mlp, cnn, textcnn");
   EXPECT_EQ(key, "model.preset");
-  EXPECT_EQ(herd::models::preset_names(), (std::vector<std::string>{"mlp", "cnn"}));
+  EXPECT_EQ(herd::models::preset_names(), (std::vector<std::string>{"mlp", "cnn", "textcnn"}));
 }
 
 TEST(sequential, a_workspace_serves_only_the_model_that_made_it) {

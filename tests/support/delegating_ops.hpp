@@ -70,6 +70,10 @@ public:
                         std::uint64_t seed) const override {
     base().dropout_backward(dy, dx, n, p, seed);
   }
+  void sequence_tokens(const float* x, int rows, int cols, int steps, std::int32_t* ids,
+                       std::int32_t* lengths) const override {
+    base().sequence_tokens(x, rows, cols, steps, ids, lengths);
+  }
   void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
                          int tokens, float* y) const override {
     base().embedding_forward(table, vocab, dim, ids, tokens, y);

@@ -94,6 +94,12 @@ public:
                         std::uint64_t seed) const override {
     enqueue([=] { cpu().dropout_backward(dy, dx, n, p, seed); });
   }
+  // Like the CUDA ops, sequence_tokens checks the batch and so waits for the queue.
+  void sequence_tokens(const float* x, int rows, int cols, int steps, std::int32_t* ids,
+                       std::int32_t* lengths) const override {
+    flush();
+    cpu().sequence_tokens(x, rows, cols, steps, ids, lengths);
+  }
   // Like the CUDA ops, the forward pass checks the ids and so waits for the queue.
   void embedding_forward(const float* table, int vocab, int dim, const std::int32_t* ids,
                          int tokens, float* y) const override {
