@@ -21,10 +21,10 @@ std::string nccl_id_key(const std::string& prefix);
 /// Rank 0 calls `make` once and sets its id under nccl_id_key(prefix); every other rank reads it,
 /// waiting up to `timeout`. Throws comm_error: `timeout` naming the key when it is not set in
 /// time, `invalid_argument` when the value stored is not an id, or whatever `make` throws.
-nccl_unique_id exchange_nccl_unique_id(int rank, rendezvous_store& store, const std::string& prefix,
-                                       std::chrono::milliseconds timeout,
-                                       const std::function<nccl_unique_id()>& make =
-                                           make_nccl_unique_id);
+nccl_unique_id
+exchange_nccl_unique_id(int rank, rendezvous_store& store, const std::string& prefix,
+                        std::chrono::milliseconds timeout,
+                        const std::function<nccl_unique_id()>& make = make_nccl_unique_id);
 
 /// This process's rank of a new NCCL communicator of `size` ranks, its id exchanged through
 /// `store` (above) within options.timeout. Throws comm_error (also "built without NCCL").

@@ -30,14 +30,13 @@ status issue_gate::wait_turn(std::uint32_t generation, std::uint64_t sequence,
                                         "this node never issues out of order"};
   };
   if (closed_ || generation < oldest_)
-    return {outcome::aborted, "the issue gate of generation " + std::to_string(generation) +
-                                  " is closed"};
+    return {outcome::aborted,
+            "the issue gate of generation " + std::to_string(generation) + " is closed"};
   auto& order = lines_[generation];
   if (sequence < order.next)
     return given_up();
-  const bool turn = changed_.wait_for(lock, timeout, [&] {
-    return closed_ || generation < oldest_ || sequence <= order.next;
-  });
+  const bool turn = changed_.wait_for(
+      lock, timeout, [&] { return closed_ || generation < oldest_ || sequence <= order.next; });
   if (closed_ || generation < oldest_)
     return {outcome::aborted, "the issue gate of generation " + std::to_string(generation) +
                                   " was closed while reduction " + std::to_string(sequence) +

@@ -2,9 +2,8 @@
 // are threads over a memory store, and the id maker is a fake, so no GPU or NCCL runtime is needed.
 #include "comm/nccl_rendezvous.hpp"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
+#include <gtest/gtest.h>
 #include <thread>
 
 namespace {

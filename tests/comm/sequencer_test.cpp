@@ -3,10 +3,9 @@
 // tests run on: it must catch a pair's mismatch and a cycle of waits, not hang on them.
 #include "comm/sequencer.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <atomic>
+#include <gtest/gtest.h>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -91,7 +90,8 @@ TEST(sequencer, a_turn_that_never_comes_times_out_and_a_late_number_is_refused_n
 
 TEST(sequencer, closing_or_forgetting_a_generation_ends_its_waits) {
   issue_gate gate;
-  std::thread old_generation([&] { EXPECT_EQ(gate.wait_turn(0, 5, 30s).kind(), outcome::aborted); });
+  std::thread old_generation(
+      [&] { EXPECT_EQ(gate.wait_turn(0, 5, 30s).kind(), outcome::aborted); });
   std::this_thread::sleep_for(20ms);
   gate.forget_before(1);
   old_generation.join();
@@ -172,7 +172,8 @@ TEST(sequencer_emulated_plane, a_cycle_of_waits_is_found_when_it_closes) {
   works.push_back(fabric->plane(0)->group_reduce(ranks({0, 1}), x.data(), x.data(), 4, {10, {}}));
   works.push_back(fabric->plane(1)->group_reduce(ranks({0, 1}), x.data(), x.data(), 4, {10, {}}));
   works.push_back(fabric->plane(1)->group_reduce(ranks({1, 2}), x.data(), x.data(), 4, {12, {}}));
-  EXPECT_FALSE(fabric->broken()) << "rank 2 may still issue round 11 first: " << fabric->violation();
+  EXPECT_FALSE(fabric->broken()) << "rank 2 may still issue round 11 first: "
+                                 << fabric->violation();
   // Rank 2 issues round 12 first: whatever it issues later comes after, so the cycle is closed.
   works.push_back(fabric->plane(2)->group_reduce(ranks({1, 2}), x.data(), x.data(), 4, {12, {}}));
   EXPECT_TRUE(fabric->broken());
