@@ -109,7 +109,7 @@ outcome run(const std::string& algorithm, const std::string& imbalance,
   config.cluster.min_nodes = static_cast<int>(node_workers.size());
   config.cluster.data_timeout_ms = 10000;
   auto data = std::make_shared<herd::models::train_test_split>(herd::models::make_synthetic_split(
-      static_cast<std::size_t>(workers * steps * batch), 50, 6, 3, 3));
+      static_cast<std::size_t>(workers) * static_cast<std::size_t>(steps) * batch, 50, 6, 3, 3));
   emulated_planes planes;
   cluster_options options;
   options.listen_host = "127.0.0.1";

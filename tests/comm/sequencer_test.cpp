@@ -103,8 +103,9 @@ TEST(sequencer, closing_or_forgetting_a_generation_ends_its_waits) {
 
 // -- the emulated plane --------------------------------------------------------------------------
 
-std::vector<herd::comm::weighted_input> ranks(std::vector<int> members) {
+std::vector<herd::comm::weighted_input> ranks(const std::vector<int>& members) {
   std::vector<herd::comm::weighted_input> inputs;
+  inputs.reserve(members.size());
   for (int rank : members)
     inputs.push_back({rank, 1.0f});
   return inputs;
@@ -113,6 +114,7 @@ std::vector<herd::comm::weighted_input> ranks(std::vector<int> members) {
 TEST(sequencer_emulated_plane, reductions_issued_in_one_order_sum_on_every_member) {
   auto fabric = std::make_shared<issue_order_fabric>(3);
   std::vector<std::shared_ptr<herd::comm::data_plane>> planes;
+  planes.reserve(3);
   for (int rank = 0; rank < 3; ++rank)
     planes.push_back(fabric->plane(rank));
   std::vector<std::vector<float>> data = {{1, 2}, {10, 20}, {100, 200}};
@@ -208,6 +210,7 @@ std::size_t random_rounds_violations(bool ordered, int rounds) {
   }
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
+  threads.reserve(nodes);
   for (int node = 0; node < nodes; ++node)
     threads.emplace_back([&, node] {
       auto plane = fabric->plane(node);
