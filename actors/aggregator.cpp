@@ -289,11 +289,22 @@ private:
     }
     state.reduce_started = clock_type::now();
     const std::uint64_t round = state.plan.round;
+    // A reduction between nodes takes its place in the global order now, just before its orders
+    // go out: every node of the group gets a sequence number, and every live one gets its order.
+    comm::reduction_tickets tickets;
+    if (setup_.sequencer && state.reduce_failure.ok() && state.group_nodes.size() > 1)
+      tickets = setup_.sequencer->take(setup_.generation, state.group_nodes);
+    std::size_t position = 0;
     for (auto& [node, order] : orders) {
       order.round = round;
       order.nodes = state.group_nodes;
       order.generation = setup_.generation;
       order.members = members;
+      if (!tickets.sequences.empty()) {
+        order.ticket = tickets.ticket;
+        order.sequence = tickets.sequences[position];
+      }
+      ++position;
       if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
           lost_nodes_.count(node) > 0)
         continue;

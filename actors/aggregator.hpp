@@ -17,6 +17,7 @@
 
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
+#include "comm/sequencer.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -45,6 +46,11 @@ struct aggregator_setup {
   std::shared_ptr<control_costs> costs;
   /// Many processes: how long a node may take to reduce its part.
   std::chrono::milliseconds reduce_timeout{30000};
+  /// Many processes: shared by every aggregator of the pool, it gives each reduction between
+  /// nodes its ticket and each node of the group its sequence number, which the node issues in
+  /// order (comm/sequencer.hpp). Null: orders carry none and nodes issue as they come (a plane
+  /// that matches by tag does not need the order; tests turn it off to show that NCCL's does).
+  std::shared_ptr<comm::sequencer> sequencer;
 };
 
 caf::actor spawn_aggregator(caf::actor_system& system, aggregator_setup setup,

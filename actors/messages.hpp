@@ -280,12 +280,16 @@ struct reduce_order {
   std::vector<std::int32_t> nodes;      // node indices of the group, sorted
   std::uint32_t generation = 0;         // the data plane those nodes reduce through
   std::uint32_t members = 0;            // the round's answering members, for round_result
+  // The reduction's place in the one global order (comm/sequencer.hpp): its ticket, and this
+  // node's sequence number in `generation`, which the node issues in order. 0: not sequenced.
+  std::uint64_t ticket = 0;
+  std::uint64_t sequence = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_order& x) {
   return f(caf::meta::type_name("herd.reduce_order"), x.round, x.inputs, x.weights, x.deliver_to,
-           x.nodes, x.generation, x.members);
+           x.nodes, x.generation, x.members, x.ticket, x.sequence);
 }
 
 /// A node's answer to reduce_order.
@@ -410,7 +414,7 @@ struct plane_update {
 };
 
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
-constexpr std::uint32_t cluster_protocol_version = 3;
+constexpr std::uint32_t cluster_protocol_version = 4;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -276,13 +276,16 @@ private:
       throw comm::comm_error(comm::outcome::invalid_argument,
                              "node " + std::to_string(welcome_.node) +
                                  " is not in data plane generation " + std::to_string(generation));
+    const int rank = static_cast<int>(found - plane_nodes.begin());
+    const int size = static_cast<int>(plane_nodes.size());
+    if (options_.make_plane)
+      return options_.make_plane(generation, rank, size);
     comm::gloo_plane_options plane_options;
     plane_options.hostname = hello_.data_host;
     plane_options.prefix = plane_prefix(welcome_.job, generation);
     plane_options.timeout = timeout;
-    return comm::make_gloo_plane(
-        static_cast<int>(found - plane_nodes.begin()), static_cast<int>(plane_nodes.size()),
-        std::make_shared<registry_store>(system_, registry_), plane_options);
+    return comm::make_gloo_plane(rank, size, std::make_shared<registry_store>(system_, registry_),
+                                 plane_options);
   }
 
   // The workers and the node reducer; the registry hears that the node is ready.

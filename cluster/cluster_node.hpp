@@ -5,6 +5,7 @@
 #pragma once
 
 #include "actors/worker_probe.hpp"
+#include "comm/data_plane.hpp"
 #include "config/run_config.hpp"
 #include "kernels/ops.hpp"
 #include "models/dataset.hpp"
@@ -35,6 +36,10 @@ struct node_options {
   /// Lines for the operator (joined, connected, the job is over); may be empty.
   std::function<void(const std::string&)> on_notice;
   std::shared_ptr<actors::worker_probe> probe; // for tests
+  /// For tests: makes this node's rank `rank` of `size` of the data plane between nodes of
+  /// `generation`, instead of Gloo (an emulated plane with NCCL's matching rule).
+  std::function<std::shared_ptr<comm::data_plane>(std::uint32_t generation, int rank, int size)>
+      make_plane;
   /// Borrowed, may be null: once true the node leaves the job (checked every 100 ms), its
   /// workers stop and the coordinator counts them lost at once; another node may then join in
   /// their place. `herd node` sets it on Ctrl-C or SIGTERM (a VM's preemption notice).

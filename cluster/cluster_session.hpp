@@ -27,6 +27,10 @@ struct cluster_options {
   std::chrono::milliseconds progress_interval{250};
   std::shared_ptr<monitoring::registry> metrics; // as session_options::metrics
   std::string node_name;                         // the metrics' `node` label
+  /// Reductions between nodes carry a ticket and each node issues them in ticket order
+  /// (comm/sequencer.hpp), which a plane that matches in issue order (NCCL) needs. Tests only
+  /// turn it off, to show that a plane with NCCL's rule then mismatches.
+  bool ticket_order = true;
 };
 
 class cluster_session {

@@ -3,6 +3,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
+#include "comm/sequencer.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -22,6 +23,45 @@ using reduced_atom = caf::atom_constant<caf::atom("reduced")>;
 using prereduced_atom = caf::atom_constant<caf::atom("prereduced")>;
 using moved_atom = caf::atom_constant<caf::atom("moved")>;
 
+// A reduction's place in this node's issue order (sequence 0: none).
+struct issue_place {
+  std::uint32_t generation = 0;
+  std::uint64_t sequence = 0;
+};
+
+// Gives a place back when the reduction's thread leaves, whichever way it leaves.
+class place_holder {
+public:
+  place_holder(comm::issue_gate& gate, issue_place place) : gate_(gate), place_(place) {}
+  ~place_holder() { gate_.done(place_.generation, place_.sequence); }
+  place_holder(const place_holder&) = delete;
+  place_holder& operator=(const place_holder&) = delete;
+
+private:
+  comm::issue_gate& gate_;
+  issue_place place_;
+};
+
+// Issues `call` (one operation on `plane`) in its place. A plane that matches by tag takes it at
+// once: waiting would only serialise a blocking plane. A plane that matches in issue order gets
+// it once every earlier place of this node has been issued; "issued" is when the call returns
+// (such a plane returns once the operation is queued). A turn that never comes fails the
+// operation without issuing it.
+template <class Call>
+std::shared_ptr<comm::work> issue_in_order(comm::data_plane& plane, comm::issue_gate& gate,
+                                           issue_place place, std::chrono::milliseconds timeout,
+                                           Call call) {
+  if (place.sequence == 0 || !plane.matches_in_issue_order()) {
+    gate.done(place.generation, place.sequence);
+    return call();
+  }
+  if (auto turn = gate.wait_turn(place.generation, place.sequence, timeout); !turn.ok())
+    return comm::ended_work(std::move(turn));
+  auto issued = call();
+  gate.done(place.generation, place.sequence);
+  return issued;
+}
+
 class node_reducer_actor : public caf::event_based_actor {
 public:
   node_reducer_actor(caf::actor_config& config, node_reducer_setup setup)
@@ -34,6 +74,7 @@ public:
   const char* name() const override { return "herd.node_reducer"; }
 
   void on_exit() override {
+    gate_->close(); // reductions waiting for their turn end now, not at their deadline
     held_.clear();
     transfers_.clear();
     setup_.workers.clear();
@@ -82,6 +123,7 @@ private:
   // first use of a join's generation), so the older ones go.
   void use_generation(std::uint32_t generation) {
     planes_.erase(planes_.begin(), planes_.lower_bound(generation));
+    gate_->forget_before(generation);
   }
 
   // The plane of `generation`; throws naming it when this node has not connected it.
@@ -115,8 +157,11 @@ private:
 
   caf::result<reduce_done> begin(reduce_order order) {
     const std::uint64_t round = order.round;
-    if (held_.count(round) > 0)
+    // An order refused here still gives its place in the order back, so later ones go on.
+    if (held_.count(round) > 0) {
+      gate_->done(order.generation, order.sequence);
       return refusal(round, "round already ordered on this node");
+    }
     std::shared_ptr<comm::data_plane> plane;
     std::vector<int> ranks;
     if (order.nodes.size() > 1) {
@@ -125,6 +170,7 @@ private:
         plane = plane_of(order.generation).plane;
         use_generation(order.generation);
       } catch (const std::exception& failure) {
+        gate_->done(order.generation, order.sequence);
         return refusal(round, failure.what());
       }
     }
@@ -134,8 +180,11 @@ private:
     held.promise = make_response_promise();
     threads_.run([self = address(), local = setup_.local, plane = std::move(plane),
                   result = held.result, inputs = held.order.inputs, weights = held.order.weights,
-                  ranks = std::move(ranks), round, timeout = setup_.data_timeout] {
+                  ranks = std::move(ranks), round, timeout = setup_.data_timeout, gate = gate_,
+                  place = issue_place{held.order.generation, held.order.sequence}] {
       const auto start = clock_type::now();
+      // Every path gives the place back: issued, or never to be (a failed pre-reduction).
+      const place_holder holding{*gate, place};
       const comm::operation_options options{round, timeout};
       comm::status reduced;
       try {
@@ -155,9 +204,10 @@ private:
           std::vector<comm::weighted_input> nodes;
           for (int rank : ranks)
             nodes.push_back({rank, 1.0f});
-          reduced =
-              plane->group_reduce(nodes, result->data(), result->data(), result->size(), options)
-                  ->wait(timeout);
+          reduced = issue_in_order(*plane, *gate, place, timeout, [&] {
+                      return plane->group_reduce(nodes, result->data(), result->data(),
+                                                 result->size(), options);
+                    })->wait(timeout);
         }
       } catch (const std::exception& failure) {
         reduced = {comm::outcome::failed, failure.what()};
@@ -350,6 +400,8 @@ private:
   }
 
   node_reducer_setup setup_;
+  // Reductions between nodes reach a plane that matches in issue order in their sequence order.
+  std::shared_ptr<comm::issue_gate> gate_ = std::make_shared<comm::issue_gate>();
   std::map<std::uint32_t, plane_entry> planes_;       // by generation
   std::map<std::uint64_t, transfer_state> transfers_; // by tag
   std::map<std::uint64_t, held_round> held_;

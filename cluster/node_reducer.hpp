@@ -2,7 +2,9 @@
 // aggregator's reduce_order for the workers of its process: their weighted sum read in place
 // through the local plane (the pre-reduction), then the sum of that buffer over the group's
 // nodes through the plane between processes, on a thread of its own so the actor stays
-// responsive. Both are comm::data_plane; it never asks which planes they are.
+// responsive. Both are comm::data_plane; it never asks which planes they are, only whether the
+// one between processes matches in issue order (NCCL): then the reductions reach it in the
+// sequence order their orders carry (comm/sequencer.hpp, the node's issue_gate).
 // It holds the result until the aggregator commits the round, then hands it to its members.
 //
 // Messages it answers:

@@ -344,6 +344,8 @@ private:
     aggregation.results = comm::buffer_pool::create(model_->parameter_count());
     aggregation.reduce_timeout =
         std::chrono::milliseconds(config.cluster.data_timeout_ms) + std::chrono::seconds(5);
+    if (context_->options.ticket_order)
+      aggregation.sequencer = std::make_shared<comm::sequencer>();
     std::vector<caf::actor> workers;
     for (const auto& node : nodes_) {
       workers.insert(workers.end(), node.workers.begin(), node.workers.end());

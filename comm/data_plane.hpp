@@ -70,6 +70,11 @@ public:
   virtual bool supports(operation op) const = 0;
   /// Where every buffer handed to this plane must live.
   virtual const kernels::memory& memory() const = 0;
+  /// Whether two ranks match the operations they share in the order each issues them (NCCL: the
+  /// n-th send from a to b meets b's n-th receive from a), rather than by tag (Gloo). Callers of
+  /// such a plane issue the operations they share in one global order (comm/sequencer.hpp), and
+  /// its operations return once queued, so "issued" is when the call returns.
+  virtual bool matches_in_issue_order() const { return false; }
 
   /// Makes `rank`'s send buffer of `count` floats readable in place by reductions (a plane whose
   /// ranks share one process). The owner keeps it alive until detach() and does not write it

@@ -98,6 +98,7 @@ public:
 
   std::string_view name() const override { return "nccl"; }
   bool supports(operation op) const override { return op == operation::group_reduce; }
+  bool matches_in_issue_order() const override { return true; }
 
 protected:
   nccl_plane(int rank, int size, int device) : rank_(rank), size_(size), device_(device) {}
