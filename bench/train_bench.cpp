@@ -4,6 +4,9 @@
 //
 //   bench_train [--repetitions=3] [--epochs=1] [--workers=4] [--batches=32,128]
 //               [--data=fashion-mnist|synthetic] [--path=/usr/share/datasets/fashion-mnist]
+//               [--model=mlp|cnn] [--samples=N]
+// --model chooses model.preset; --samples trains on the first N training samples only (the CNN's
+// epoch is long on two cores).
 #include "actors/train_session.hpp"
 #include "config/loader.hpp"
 #include "models/sampler.hpp"
@@ -33,6 +36,8 @@ struct options {
   std::vector<int> batches{32, 128};
   std::string data = "fashion-mnist";
   std::string path = models::default_fashion_mnist_dir;
+  std::string model = "mlp";
+  std::size_t samples = 0; // 0: all
 };
 
 options parse(int argc, char** argv) {
@@ -49,6 +54,10 @@ options parse(int argc, char** argv) {
       parsed.data = value;
     else if (key == "--path")
       parsed.path = value;
+    else if (key == "--model")
+      parsed.model = value;
+    else if (key == "--samples")
+      parsed.samples = std::stoul(value);
     else if (key == "--batches") {
       parsed.batches.clear();
       std::stringstream list(value);
@@ -56,7 +65,8 @@ options parse(int argc, char** argv) {
         parsed.batches.push_back(std::stoi(item));
     } else {
       std::cerr << "usage: bench_train [--repetitions=N] [--epochs=N] [--workers=P] "
-                   "[--batches=b1,b2] [--data=fashion-mnist|synthetic] [--path=DIR]\n";
+                   "[--batches=b1,b2] [--data=fashion-mnist|synthetic] [--path=DIR] "
+                   "[--model=mlp|cnn] [--samples=N]\n";
       std::exit(2);
     }
   }
@@ -70,6 +80,7 @@ config::run_config base_config(const options& opts, int workers, int batch) {
   config.train.epochs = opts.epochs;
   config.train.eval_every = 1 << 30; // no evaluation while timing (the final one is not timed)
   config.train.seed = 1;
+  config.model.preset = opts.model;
   return config;
 }
 
@@ -126,14 +137,24 @@ int main(int argc, char** argv) {
                ? std::make_shared<models::train_test_split>(
                      models::make_synthetic_split(60000, 1000, 784, 10, 1))
                : std::make_shared<models::train_test_split>(models::load_fashion_mnist(opts.path));
+    if (opts.samples > 0 && opts.samples < data->train.size()) {
+      auto fewer = std::make_shared<models::train_test_split>(*data);
+      fewer->train.images.reshape({opts.samples, data->train.features()});
+      std::copy_n(data->train.images.data(), fewer->train.images.size(),
+                  fewer->train.images.data());
+      fewer->train.labels.resize(opts.samples);
+      data = std::move(fewer);
+    }
+    const auto model = actors::make_model(base_config(opts, 1, 1), data->train);
+    std::printf("bench_train: %s (%s) on %s, %zu training samples, %d epoch(s) per run, "
+                "%d repetitions, medians in samples/s\n\n",
+                opts.model.c_str(), model->describe().c_str(), data->train.name.c_str(),
+                data->train.size(), opts.epochs, opts.repetitions);
   } catch (const std::exception& failure) {
     std::cerr << "bench_train: " << failure.what() << '\n';
     return 2;
   }
   const int p = opts.workers;
-  std::printf("bench_train: MLP 784-256-128-10 on %s, %d epoch(s) per run, %d repetitions, "
-              "medians in samples/s\n\n",
-              data->train.name.c_str(), opts.epochs, opts.repetitions);
   std::printf("%8s %14s %14s %14s %12s %12s %12s\n", "batch b", "plain 1x(Pb)", "herd 1x(Pb)",
               "herd Pxb", "Pxb/1x(Pb)", "1x(Pb)/plain", "Pxb/plain");
   for (int batch : opts.batches) {

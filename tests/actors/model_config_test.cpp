@@ -108,3 +108,29 @@ TEST(model_config, every_preset_the_configuration_accepts_builds) {
 }
 
 } // namespace
+
+namespace {
+
+// Every algorithm trains a convolutional model: the worker, the aggregator and the data plane
+// know only the model interface. A small CNN on synthetic 1x28x28 clusters, 4 workers, two
+// epochs of 50 rounds: each run ends by its epochs and beats chance (10%) by far. (The clusters
+// have no spatial structure, so no pooling here: a max pool throws most of their signal away. At
+// a learning rate of 0.02 this model diverges on them.)
+TEST(model_config, every_algorithm_trains_a_convolutional_model) {
+  auto split = herd::models::make_synthetic_split(1600, 200, 784, 10, 5);
+  split.train.sample_shape = split.test.sample_shape = {1, 28, 28};
+  const auto data = std::make_shared<const herd::models::train_test_split>(std::move(split));
+  for (const auto& algorithm : herd::config::known_algorithms()) {
+    auto config = with({"--model.layers=conv 4 3x3 pad 1, relu, flatten, dense 10",
+                        "--train.workers=4", "--train.batch-size=8", "--train.lr=0.005",
+                        "--train.epochs=2", "--data.dataset=synthetic"});
+    config.train.algorithm = algorithm;
+    herd::actors::train_session session(config, data);
+    const auto summary = session.run();
+    EXPECT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_TRUE(summary.final_test_accuracy.has_value()) << algorithm;
+    EXPECT_GT(*summary.final_test_accuracy, 0.5) << algorithm;
+  }
+}
+
+} // namespace
