@@ -42,9 +42,11 @@ int aggregator_count(const config::run_config& config);
 /// One BLAS thread per worker when several share the cores; one worker may use every core.
 void set_blas_threads_for(const config::run_config& config, int local_workers);
 
-/// Refuses (config::invalid_config naming the [model] key that sized it) a model whose
-/// `local_workers` replicas cannot fit in this machine's memory, before anything is allocated.
-void check_memory(const config::run_config& config, const models::model& model, int local_workers);
+/// Refuses (config::invalid_config naming the [model] key that sized it, or
+/// session_options.model when `embedded`: the caller's own model) a model whose `local_workers`
+/// replicas cannot fit in this machine's memory, before anything is allocated.
+void check_memory(const config::run_config& config, const models::model& model, int local_workers,
+                  bool embedded = false);
 
 /// The run's Prometheus metrics in `registry` (labels job = metrics.job, node = `node_name`, or
 /// this host's name when empty; a worker's node = worker_nodes[worker] where given).

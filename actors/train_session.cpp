@@ -64,6 +64,33 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
   }
 }
 
+void check_model_fits(const models::model& model, const models::train_test_split& data) {
+  const std::string key = "session_options.model";
+  const std::string who = "the model \"" + model.name() + "\" (" + model.describe() + ")";
+  const std::size_t inputs = models::elements(model.input_shape());
+  // "1x28x28 = 784 floats", or "20 floats" for a flat shape.
+  auto size_of = [](const models::shape& shape) {
+    const std::string count = std::to_string(models::elements(shape)) + " floats";
+    return shape.size() > 1 ? models::shape_text(shape) + " = " + count : count;
+  };
+  for (const models::dataset* set : {&data.train, &data.test}) {
+    if (set->features() != inputs)
+      throw config::invalid_config(
+          {{key, key + ": " + who + " takes samples of " + size_of(model.input_shape()) +
+                     ", but the dataset \"" + set->name + "\" has samples of " +
+                     size_of(set->input_shape())}});
+    if (set->classes > 0 && model.classes() < static_cast<std::size_t>(set->classes))
+      throw config::invalid_config(
+          {{key, key + ": " + who + " scores " + std::to_string(model.classes()) +
+                     " classes, but the dataset \"" + set->name + "\" has " +
+                     std::to_string(set->classes) + " (labels 0 to " +
+                     std::to_string(set->classes - 1) + "); the model needs at least " +
+                     std::to_string(set->classes)}});
+  }
+  if (model.parameter_count() == 0)
+    throw config::invalid_config({{key, key + ": " + who + " has no parameters to train"}});
+}
+
 std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0')
@@ -80,13 +107,15 @@ std::string index_list(const std::vector<std::int32_t>& indices) {
 
 // Each worker holds parameters, gradients and momentum, and the aggregators' result buffers come
 // on top.
-void check_memory(const config::run_config& config, const models::model& model, int local_workers) {
+void check_memory(const config::run_config& config, const models::model& model, int local_workers,
+                  bool embedded) {
   const auto parameters = static_cast<double>(model.parameter_count());
   const double bytes = parameters * sizeof(float) * (3.0 * local_workers + 4.0);
   const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
                            static_cast<double>(::sysconf(_SC_PAGE_SIZE));
   if (available > 0.0 && bytes > 0.8 * available) {
-    const char* key = !config.model.layers.empty()   ? "model.layers"
+    const char* key = embedded                       ? "session_options.model"
+                      : !config.model.layers.empty() ? "model.layers"
                       : config.model.preset == "mlp" ? "model.hidden"
                                                      : "model.preset";
     char message[320];
@@ -285,10 +314,12 @@ struct train_session::impl {
 };
 
 loaded_checkpoint load_checkpoint(const config::run_config& config,
-                                  const models::train_test_split& data, const std::string& path) {
+                                  const models::train_test_split& data, const std::string& path,
+                                  std::shared_ptr<const models::model> model) {
   loaded_checkpoint loaded;
   loaded.file = checkpoint::resolve(path);
-  const auto model = make_model(config, data.train);
+  if (!model)
+    model = make_model(config, data.train);
   loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
       loaded.file, structure_of(config, *model, data.train.size()), model->parameter_count()));
   return loaded;
@@ -313,9 +344,17 @@ train_session::train_session(config::run_config config,
                                ": the checkpoint to resume from holds " +
                                std::to_string(impl_->options.resume->workers.size()) +
                                " workers"}});
-  impl_->model = make_model(impl_->config, impl_->data->train);
+  // The one place the session's model is chosen: the workers, the evaluator, the aggregators'
+  // buffers and the checkpoints' structure all take impl_->model.
+  const bool embedded = impl_->options.model != nullptr;
+  if (embedded) {
+    check_model_fits(*impl_->options.model, *impl_->data);
+    impl_->model = impl_->options.model;
+  } else {
+    impl_->model = make_model(impl_->config, impl_->data->train);
+  }
   if (train.backend == "cpu")
-    check_memory(impl_->config, *impl_->model, train.workers);
+    check_memory(impl_->config, *impl_->model, train.workers, embedded);
   impl_->compute =
       compute_placement::make(impl_->config, *impl_->options.ops, impl_->options.stream_ops);
   impl_->samples_per_epoch = epoch_samples(impl_->config, impl_->data->train.size());

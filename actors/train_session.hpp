@@ -50,6 +50,12 @@ struct session_options {
   std::shared_ptr<const run_checkpoint> resume;
   /// With checkpoint.dir set: called on the checkpoint writer's thread after each checkpoint.
   std::function<void(const checkpoint_report&)> on_checkpoint;
+  /// Non-null: the model the run trains, in place of the one [model] asks for (make_model), which
+  /// is then ignored: an embedder's own class (docs/models.md, "Your own model"). Every worker,
+  /// the evaluator and the checkpoints use this one object from their own threads, so its const
+  /// methods must be safe to call concurrently (state of a pass belongs in its workspace). It
+  /// must fit the data (check_model_fits).
+  std::shared_ptr<const models::model> model;
 };
 
 /// A checkpoint read for a run, and the file it came from.
@@ -59,10 +65,13 @@ struct loaded_checkpoint {
 };
 
 /// The checkpoint at `path` (a file, or the newest in a directory) for a run of `config` on
-/// `data`. Throws checkpoint::checkpoint_error naming the file and the problem: damaged or
-/// truncated, or of another structure (each difference named).
+/// `data` training `model` (null: make_model(config, data.train), as the session does without
+/// session_options::model). Throws checkpoint::checkpoint_error naming the file and the problem:
+/// damaged or truncated, or of another structure (each difference named, a model whose
+/// describe() differs among them).
 loaded_checkpoint load_checkpoint(const config::run_config& config,
-                                  const models::train_test_split& data, const std::string& path);
+                                  const models::train_test_split& data, const std::string& path,
+                                  std::shared_ptr<const models::model> model = nullptr);
 
 class train_session {
 public:
@@ -115,5 +124,11 @@ std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker);
 /// and the shapes on both sides).
 std::shared_ptr<const models::model> make_model(const config::run_config& config,
                                                 const models::dataset& data);
+
+/// Whether `model` can train on `data`: one sample of the training and of the test set holds
+/// elements(model.input_shape()) floats, and model.classes() covers the data's classes (it may
+/// score more than the labels use, never fewer). Throws config::invalid_config (key
+/// session_options.model) naming the model, the dataset and both numbers.
+void check_model_fits(const models::model& model, const models::train_test_split& data);
 
 } // namespace herd::actors

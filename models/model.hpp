@@ -100,9 +100,13 @@ public:
                              tensor& probs, model_workspace& work) const = 0;
 
   /// Mean loss and correct predictions over a whole (host) dataset, in batches of `batch_size`
-  /// copied into ops.memory(); `params` are in ops.memory().
+  /// copied into ops.memory(); `params` are in ops.memory(). This default calls probabilities()
+  /// once per batch and scores it on the host: the loss is the mean of -log p[label] (p clamped
+  /// to 1e-30 so that a certain mistake costs about 69, not infinity), a prediction is correct
+  /// when its label's probability is the row's largest (the first of equals). Override it where
+  /// the model has a faster way.
   virtual evaluation evaluate(const kernels::ops& ops, const float* params, const dataset& data,
-                              std::size_t batch_size, model_workspace& work) const = 0;
+                              std::size_t batch_size, model_workspace& work) const;
 };
 
 } // namespace herd::models

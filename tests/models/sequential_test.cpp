@@ -232,6 +232,13 @@ TEST(sequential, probabilities_are_the_forward_pass_that_loss_and_evaluate_use) 
   EXPECT_EQ(correct, evaluated.correct);
   EXPECT_GT(correct, 0u); // random parameters: some right, so the comparison means something
   EXPECT_LT(correct, data.size());
+  // The interface's default evaluate() (what a hand-written model gets) agrees with the
+  // sequential model's own, over batches that do not divide the dataset.
+  const auto by_default =
+      model->herd::models::model::evaluate(ops, params.data(), data, 10, *work);
+  EXPECT_EQ(by_default.correct, evaluated.correct);
+  EXPECT_EQ(by_default.samples, data.size());
+  EXPECT_NEAR(by_default.mean_loss, evaluated.mean_loss, 1e-4);
 }
 
 } // namespace
