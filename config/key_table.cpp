@@ -336,6 +336,10 @@ const std::vector<key_spec>& keys() {
         "wagma.blend", "string",
         "wagma: herd (on time: sum / S, late: (sum + own) / (S + 1)) or reference (all the latter)",
         [](auto& c) -> auto& { return c.wagma.blend; }));
+    k.push_back(make_key<int>(
+        "local-sgd.period", "integer",
+        "local-sgd: local steps between global model averages (1 = every step)",
+        [](auto& c) -> auto& { return c.local_sgd.period; }));
     k.push_back(make_key<std::string>(
         "imbalance.kind", "string",
         "injected load imbalance: none, random, persistent or lognormal",

@@ -156,6 +156,11 @@ void check_wagma(checker& check, const wagma_section& wagma, int workers) {
                 "unknown blend; allowed: " + join(known_wagma_blends()));
 }
 
+void check_local_sgd(checker& check, const local_sgd_section& local_sgd) {
+  check.require(local_sgd.period >= 1 && local_sgd.period <= 1000000, "local-sgd.period",
+                local_sgd.period, "must be between 1 (every step) and 1000000 steps");
+}
+
 // checkpoint.dir is checked where it is used (herd train makes it, and says when it cannot).
 void check_checkpoint(checker& check, const checkpoint_section& checkpoint) {
   check.require(checkpoint.dir.size() <= max_path_bytes, "checkpoint.dir", quoted(checkpoint.dir),
@@ -396,6 +401,13 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_partial(check, "quorum", config.quorum);
   check_preduce(check, config.preduce, train.workers);
   check_wagma(check, config.wagma, train.workers);
+  check_local_sgd(check, config.local_sgd);
+  // The parameter server's parameters and velocity are not in a checkpoint's records yet, so a
+  // resumed async run could not continue where it stopped.
+  check.require(train.algorithm != "async" || !config.checkpoint.enabled(), "checkpoint.dir",
+                quoted(config.checkpoint.dir),
+                "train.algorithm = async takes no checkpoints (the parameter server's state is "
+                "not in them); leave checkpoint.dir empty");
   check_imbalance(check, config.imbalance, train.workers);
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);
