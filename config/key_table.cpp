@@ -193,7 +193,8 @@ const std::vector<key_spec>& keys() {
     std::vector<key_spec> k;
     k.push_back(make_key<std::string>(
         "train.algorithm", "string",
-        "how workers combine their updates: sync, solo, majority, quorum, preduce or wagma",
+        "how workers combine their updates: sync, solo, majority, quorum, preduce, wagma, async "
+        "or local-sgd",
         [](auto& c) -> auto& { return c.train.algorithm; }));
     k.push_back(make_key<int>(
         "train.workers", "integer", "worker actors in this process",
