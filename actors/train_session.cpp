@@ -175,7 +175,8 @@ make_training_metrics(const config::run_config& config,
 struct compute_placement {
   std::vector<std::unique_ptr<kernels::ops>> owned;
   const kernels::ops* reduce = nullptr;
-  const kernels::ops* serve = nullptr;    // async's parameter server: the results' memory
+  const kernels::ops* serve = nullptr;    // async's parameter server (in the results' memory);
+                                          // on a GPU made only under async
   const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
   std::vector<const kernels::ops*> step;  // per worker: its compute thread's
   std::vector<const kernels::ops*> apply; // per worker: its actor's
@@ -201,7 +202,8 @@ struct compute_placement {
     };
     auto place = [&] {
       placement.reduce = make();
-      placement.serve = make(); // its own stream: the server steps while reductions run
+      if (policy::make_policy(config)->applies_at_server())
+        placement.serve = make(); // its own stream: the server steps while reductions run
       for (std::size_t i = 0; i < workers; ++i) {
         placement.step.push_back(make());
         placement.apply.push_back(make());
@@ -434,6 +436,9 @@ void train_session::spawn_and_start() {
     serving.model = state.model;
     serving.init_seed = state.config.train.seed;
     serving.optimizer = optimizer_of(state.config);
+    serving.optimizer.learning_rate =
+        static_cast<float>(state.config.async.lr > 0.0 ? state.config.async.lr
+                                                       : state.config.train.lr / train.workers);
     serving.ops = state.compute.serve;
     serving.workers = train.workers;
     state.parameter_server = spawn_parameter_server(system, std::move(serving));

@@ -341,6 +341,10 @@ const std::vector<key_spec>& keys() {
         "local-sgd.period", "integer",
         "local-sgd: local steps between global model averages (1 = every step)",
         [](auto& c) -> auto& { return c.local_sgd.period; }));
+    k.push_back(make_key<double>(
+        "async.lr", "real",
+        "async: the parameter server's learning rate (0 = train.lr / train.workers)",
+        [](auto& c) -> auto& { return c.async.lr; }));
     k.push_back(make_key<std::string>(
         "imbalance.kind", "string",
         "injected load imbalance: none, random, persistent or lognormal",

@@ -112,6 +112,16 @@ struct local_sgd_section {
   int period = 10;
 };
 
+/// [async]: the asynchronous parameter server (docs/algorithms.md, "Asynchronous parameter
+/// server"), the baseline eager-SGD compares against.
+struct async_section {
+  // async.lr: the server's learning rate; 0 = train.lr / train.workers. A sync round applies the
+  // mean of P gradients at train.lr, so each of them moves the model by train.lr / P; the server
+  // applies every gradient alone, and at train.lr / P each sample moves the model as far as under
+  // sync. At train.lr itself the bench's job (lr 0.05, momentum 0.9, 8 workers) diverges.
+  double lr = 0.0;
+};
+
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
 /// elapsed time (docs/algorithms.md, "Load imbalance").
 struct imbalance_section {
@@ -188,6 +198,7 @@ struct run_config {
   preduce_section preduce;
   wagma_section wagma;
   local_sgd_section local_sgd;
+  async_section async;
   imbalance_section imbalance;
   cluster_section cluster;
   checkpoint_section checkpoint;

@@ -3,6 +3,7 @@
 #include "config/loader.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -402,6 +403,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_preduce(check, config.preduce, train.workers);
   check_wagma(check, config.wagma, train.workers);
   check_local_sgd(check, config.local_sgd);
+  check.require(std::isfinite(config.async.lr) && config.async.lr >= 0.0 && config.async.lr <= 100.0,
+                "async.lr", config.async.lr,
+                "must lie between 0 (train.lr / train.workers) and 100");
   // The parameter server's parameters and velocity are not in a checkpoint's records yet, so a
   // resumed async run could not continue where it stopped.
   check.require(train.algorithm != "async" || !config.checkpoint.enabled(), "checkpoint.dir",

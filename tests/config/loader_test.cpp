@@ -490,8 +490,13 @@ TEST_F(config_files, the_baselines_keys_have_defaults_and_bad_values_name_key_an
   EXPECT_EQ(defaults.local_sgd.period, 10) << "wagma.sync-every's default";
   const auto ini = write("baselines.ini", "[train]\nalgorithm = \"local-sgd\"\n\n[local-sgd]\n"
                                           "period = 4\n");
-  EXPECT_EQ(load(ini).local_sgd.period, 4) << "a section named with a hyphen, in a file";
+  EXPECT_EQ(load(ini, {}).local_sgd.period, 4) << "a section named with a hyphen, in a file";
   EXPECT_EQ(load("", {"--train.algorithm=async"}).train.algorithm, "async");
+  EXPECT_EQ(load("", {"--train.algorithm=async"}).async.lr, 0.0) << "train.lr / train.workers";
+  EXPECT_EQ(load("", {"--async.lr=0.01"}).async.lr, 0.01);
+  EXPECT_THAT(first_error("", {"--async.lr=-1"}),
+              HasSubstr("async.lr = -1 (command line): must lie between 0 (train.lr / "
+                        "train.workers) and 100"));
   EXPECT_THAT(first_error("", {"--local-sgd.period=0"}),
               HasSubstr("local-sgd.period = 0 (command line): must be between 1 (every step) and "
                         "1000000 steps"));
