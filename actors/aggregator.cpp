@@ -4,6 +4,7 @@
 #include "actors/control_costs.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
+#include "kernels/check.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -176,6 +177,10 @@ private:
         order_reductions(state, inputs);
         return; // reported once every node answered
       }
+      if (setup_.parameter_server) {
+        apply_at_server(state, inputs);
+        return; // reported once the server answered
+      }
       reduce_and_deliver(state, inputs, state.report);
     } catch (const std::exception& failure) {
       state.report.result = {comm::outcome::failed,
@@ -231,8 +236,10 @@ private:
     return positions;
   }
 
-  void reduce_and_deliver(const round_state& state, const std::vector<comm::weighted_input>& inputs,
-                          group_done& report) {
+  // The members' weighted sum into a result buffer; null if the reduction failed (the report
+  // says why).
+  comm::shared_buffer reduce(const round_state& state,
+                             const std::vector<comm::weighted_input>& inputs, group_done& report) {
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();
     if (inputs.empty()) {
@@ -257,12 +264,61 @@ private:
           std::memory_order_relaxed);
     report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);
     // A failed reduction leaves garbage: nobody gets it, and the coordinator ends the run.
-    if (report.result.ok()) {
-      const round_result delivered{state.plan.round, result,
-                                   static_cast<std::uint32_t>(report.members.size())};
-      for (std::size_t position : answered_positions(state))
-        send(state.plan.member_handles[position], delivered);
+    return report.result.ok() ? result : nullptr;
+  }
+
+  void reduce_and_deliver(const round_state& state, const std::vector<comm::weighted_input>& inputs,
+                          group_done& report) {
+    const auto result = reduce(state, inputs, report);
+    if (!result)
+      return;
+    const round_result delivered{state.plan.round, result,
+                                 static_cast<std::uint32_t>(report.members.size())};
+    for (std::size_t position : answered_positions(state))
+      send(state.plan.member_handles[position], delivered);
+  }
+
+  // async: the round has one member (async_policy). Its gradient, reduced with weight 1 (a copy,
+  // bit for bit), goes to the parameter server, which applies it and writes its parameters after
+  // it into the same buffer: that is the round's result. A member with nothing to give gets the
+  // parameters as they are. The round is reported once the server answered.
+  void apply_at_server(round_state& state, const std::vector<comm::weighted_input>& inputs) {
+    const auto positions = answered_positions(state);
+    HERD_CHECK(positions.size() <= 1,
+               "an async round with " << positions.size() << " answering members");
+    const std::uint64_t round = state.plan.round;
+    if (positions.empty()) { // the member did not answer: nothing to apply, nobody to tell
+      finish(rounds_.find(round));
+      return;
     }
+    const auto result = reduce(state, inputs, state.report);
+    if (!result) {
+      finish(rounds_.find(round));
+      return;
+    }
+    const auto member = state.plan.member_handles[positions.front()];
+    server_update update{round, state.plan.members[positions.front()], result, !inputs.empty()};
+    request(setup_.parameter_server, setup_.contribution_timeout, std::move(update))
+        .then(
+            [this, round, result, member](const server_applied& applied) {
+              auto found = rounds_.find(round);
+              if (found == rounds_.end())
+                return;
+              auto& report = found->second.report;
+              if (applied.applied)
+                report.server_staleness.push_back(applied.staleness);
+              report.bytes += 2 * result->size() * sizeof(float); // the step and the copy out
+              send(member, round_result{round, result, 1});
+              finish(found);
+            },
+            [this, round](caf::error& failure) {
+              auto found = rounds_.find(round);
+              if (found == rounds_.end())
+                return;
+              found->second.report.result = {comm::outcome::failed,
+                                             "parameter server: " + system().render(failure)};
+              finish(found);
+            });
   }
 
   // -- across processes -------------------------------------------------------------------------

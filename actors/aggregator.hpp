@@ -13,13 +13,16 @@
 // plane), and once every node holds the result, (commit_atom, round, true) makes them deliver it.
 // If any node failed or was lost, every node is told (commit_atom, round, false): its members skip
 // the round (group_done.aborted), so no replica applies what another did not.
+//
+// Under async (parameter_server set) the reduced gradient goes to the parameter server as a
+// server_update; the members receive the parameters it writes into the same buffer.
 #pragma once
 
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
 #include "comm/sequencer.hpp"
 
-#include <caf/fwd.hpp>
+#include <caf/actor.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -51,6 +54,9 @@ struct aggregator_setup {
   /// order (comm/sequencer.hpp). Null: orders carry none and nodes issue as they come (a plane
   /// that matches by tag does not need the order; tests turn it off to show that NCCL's does).
   std::shared_ptr<comm::sequencer> sequencer;
+  /// async (one process only): the parameter server. Each round's reduced gradient goes to it, and
+  /// the members receive the parameters it answers with instead of the gradient.
+  caf::actor parameter_server;
 };
 
 caf::actor spawn_aggregator(caf::actor_system& system, aggregator_setup setup,

@@ -128,6 +128,7 @@ private:
   std::vector<fresh_arrival> arrivals_; // by worker: the latest fresh one
   std::vector<caf::actor> aggregators_;
   caf::actor evaluator_;
+  caf::actor parameter_server_; // async: the model evaluations read; otherwise none
   std::optional<clock_type::time_point> started_at_;
   double wall_seconds_ = 0.0; // until the workers stopped
   std::uint64_t next_round_ = 0;

@@ -32,11 +32,15 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
 
 // -- evaluation --------------------------------------------------------------------------------
 
-// Asks the workers that make the model for their parameters, as of now.
+// Asks the workers that make the model for their parameters, as of now; under async the model
+// is the parameter server's (each worker holds the server's parameters as of its last update).
 void coordinator_actor::request_snapshot(snapshot_taken then, snapshot_failed failed) {
   std::vector<caf::actor> sources;
-  for (int index : evaluations_.sources(live_workers()))
-    sources.push_back(workers_[static_cast<std::size_t>(index)]);
+  if (parameter_server_)
+    sources.push_back(parameter_server_);
+  else
+    for (int index : evaluations_.sources(live_workers()))
+      sources.push_back(workers_[static_cast<std::size_t>(index)]);
   evaluation_point now;
   now.round = counters_.rounds;
   now.elapsed_seconds = elapsed();

@@ -43,6 +43,7 @@ void coordinator_actor::on_exit() {
   workers_.clear();
   aggregators_.clear();
   evaluator_ = nullptr;
+  parameter_server_ = nullptr;
 }
 
 caf::behavior coordinator_actor::make_behavior() {
@@ -137,6 +138,9 @@ void coordinator_actor::on_start(const run_start& start) {
     monitor(aggregator);
   evaluator_ = start.evaluator;
   monitor(evaluator_);
+  parameter_server_ = start.parameter_server;
+  if (parameter_server_)
+    monitor(parameter_server_);
   started_at_ = clock_type::now();
   if (setup_.resume)
     resume_from(*setup_.resume);
@@ -203,6 +207,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
     samples_committed_ += report.samples;
     counters_.round_finished(planned.kind, report.kinds, report.samples, report.reduce_seconds,
                              report.bytes);
+    counters_.server_applied(report.server_staleness);
     if (const auto missing = missing_members_notice(report, planned))
       notice(*missing); // the round's divisor is not the one planned, or says so
     if (setup_.metrics)
@@ -297,6 +302,8 @@ void coordinator_actor::on_down(const caf::down_msg& down) {
       lose_aggregator(i, system().render(down.reason));
   if (evaluator_ && evaluator_.address() == down.source)
     notice("the evaluator stopped: " + system().render(down.reason));
+  if (parameter_server_ && parameter_server_.address() == down.source)
+    fail("the parameter server stopped: " + system().render(down.reason));
   if (joins_)
     joins_->actor_down(down);
 }

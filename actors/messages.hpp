@@ -141,14 +141,35 @@ struct group_done {
   bool aborted = false;        // with a failed result: the members were told to skip the round
   std::vector<std::int32_t> unanswered;        // members whose contribution request failed
   std::vector<std::string> unanswered_reasons; // why, same order
+  /// async: the staleness of each gradient the parameter server applied (server versions since
+  /// the parameters it was computed on), for each member that gave one; empty otherwise.
+  std::vector<std::uint64_t> server_staleness;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_done& x) {
   return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps,
            x.versions, x.fresh, x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.result,
-           x.aborted, x.unanswered, x.unanswered_reasons);
+           x.aborted, x.unanswered, x.unanswered_reasons, x.server_staleness);
 }
+
+// -- aggregator -> parameter server (async; in-process only) --------------------------------------
+
+/// Apply the gradient in `buffer` (a round's reduced result) from `worker`, then overwrite
+/// `buffer` with the parameters after it; without `apply` (the member had nothing to give) only
+/// the latter. Answered with server_applied.
+struct server_update {
+  std::uint64_t round = 0;
+  std::int32_t worker = 0;
+  comm::shared_buffer buffer;
+  bool apply = true;
+};
+
+struct server_applied {
+  std::uint64_t version = 0;   // gradients the server has applied, this one included
+  std::uint64_t staleness = 0; // see parameter_store::update
+  bool applied = false;
+};
 
 // -- session -> coordinator ---------------------------------------------------------------------
 
@@ -157,11 +178,13 @@ struct run_start {
   std::vector<caf::actor> workers; // index = worker number
   std::vector<caf::actor> aggregators;
   caf::actor evaluator;
+  caf::actor parameter_server; // async: what evaluations read; otherwise none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_start& x) {
-  return f(caf::meta::type_name("herd.run_start"), x.workers, x.aggregators, x.evaluator);
+  return f(caf::meta::type_name("herd.run_start"), x.workers, x.aggregators, x.evaluator,
+           x.parameter_server);
 }
 
 // -- worker lifecycle ---------------------------------------------------------------------------
@@ -414,7 +437,8 @@ struct plane_update {
 };
 
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
-constexpr std::uint32_t cluster_protocol_version = 4;
+/// 4: reduce orders carry the ticket and sequence number; 5: the parameter server's messages.
+constexpr std::uint32_t cluster_protocol_version = 5;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an
@@ -427,3 +451,5 @@ void add_message_types(caf::actor_system_config& config);
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::round_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::worker_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::plane_update)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::server_update)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::server_applied)

@@ -16,6 +16,9 @@ policy::group_outcome outcome_of(const group_done& report) {
 
 std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t i,
                                           const policy::group_decision& planned) {
+  if (!report.server_staleness.empty()) // async: the parameter server counted it
+    return i < report.server_staleness.size() ? std::optional<std::uint64_t>(report.server_staleness[i])
+                                              : std::nullopt;
   if (!planned.staleness.empty()) {
     const auto member =
         std::find(planned.members.begin(), planned.members.end(), report.members[i]);

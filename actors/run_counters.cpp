@@ -1,6 +1,7 @@
 // The coordinator's counters, its progress reports and the run summary; see run_counters.hpp.
 #include "actors/run_counters.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 namespace herd::actors {
@@ -96,6 +97,14 @@ progress progress_of(const run_counters& counters, double elapsed_seconds,
   return now;
 }
 
+void run_counters::server_applied(const std::vector<std::uint64_t>& staleness) {
+  for (const std::uint64_t gradient : staleness) {
+    ++server_updates;
+    server_staleness_sum += gradient;
+    server_staleness_max = std::max(server_staleness_max, gradient);
+  }
+}
+
 run_summary summarize(run_summary run, const run_counters& counters,
                       const evaluation_schedule& evaluations, double wall_seconds) {
   using policy::freshness;
@@ -105,6 +114,12 @@ run_summary summarize(run_summary run, const run_counters& counters,
   run.full_sync_rounds = counters.full_sync_rounds;
   run.partial_rounds = counters.partial_rounds;
   run.isolation_interventions = counters.isolation_interventions;
+  run.server_updates = counters.server_updates;
+  run.server_staleness_mean =
+      counters.server_updates == 0 ? 0.0
+                                   : static_cast<double>(counters.server_staleness_sum) /
+                                         static_cast<double>(counters.server_updates);
+  run.server_staleness_max = counters.server_staleness_max;
   run.aborted_rounds = counters.aborted_rounds;
   run.workers_joined = counters.workers_joined;
   run.fresh_contributions = counters.contributions[static_cast<std::size_t>(freshness::fresh)];

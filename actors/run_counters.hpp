@@ -38,6 +38,8 @@ struct run_counters {
   /// A round was applied: what each member gave, and what the data plane did.
   void round_finished(policy::round_kind kind, const std::vector<policy::freshness>& given,
                       std::uint64_t samples, double seconds, std::uint64_t bytes);
+  /// async: the parameter server applied gradients this stale (group_done.server_staleness).
+  void server_applied(const std::vector<std::uint64_t>& staleness);
   void worker_lost(int worker);
   void worker_joined(int worker);
 
@@ -52,6 +54,11 @@ struct run_counters {
   std::uint64_t full_sync_rounds = 0;
   std::uint64_t partial_rounds = 0;
   std::uint64_t isolation_interventions = 0;
+  // async's parameter server: gradients applied, and their staleness summed and at most. Not in
+  // checkpoints: async takes none (the server's state is not in them).
+  std::uint64_t server_updates = 0;
+  std::uint64_t server_staleness_sum = 0;
+  std::uint64_t server_staleness_max = 0;
   std::uint64_t aborted_rounds = 0;
   std::uint64_t workers_joined = 0;
   std::array<std::uint64_t, 3> contributions{}; // by freshness

@@ -84,6 +84,9 @@ struct run_summary {
   std::uint64_t full_sync_rounds = 0; // rounds every live worker gave a fresh gradient to
   std::uint64_t partial_rounds = 0;
   std::uint64_t isolation_interventions = 0; // preduce: groups its isolation guard built
+  std::uint64_t server_updates = 0;          // async: gradients the parameter server applied
+  double server_staleness_mean = 0.0; // async: server versions between the parameters a gradient
+  std::uint64_t server_staleness_max = 0; // was computed on and those it was applied to
   bool started = true; // false: it ended before its first step (a cluster that never formed)
   std::uint64_t aborted_rounds = 0; // rounds skipped because a node was lost while reducing
   std::uint64_t workers_joined = 0; // lost workers' slots taken over by a node joining the run

@@ -6,6 +6,7 @@
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/messages.hpp"
+#include "actors/parameter_server.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/worker.hpp"
 #include "comm/buffer_pool.hpp"
@@ -128,6 +129,14 @@ void check_memory(const config::run_config& config, const models::model& model, 
   }
 }
 
+kernels::sgd_hyper optimizer_of(const config::run_config& config) {
+  kernels::sgd_hyper optimizer;
+  optimizer.learning_rate = static_cast<float>(config.train.lr);
+  optimizer.momentum = static_cast<float>(config.train.momentum);
+  optimizer.weight_decay = static_cast<float>(config.train.weight_decay);
+  return optimizer;
+}
+
 worker_setup make_worker_setup(const config::run_config& config, int index,
                                std::shared_ptr<const models::model> model,
                                std::shared_ptr<const models::dataset> train,
@@ -142,9 +151,7 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   setup.shard = worker_shard(config, train->size(), index);
   setup.train = std::move(train);
   setup.batch_size = static_cast<std::size_t>(config.train.batch_size);
-  setup.optimizer.learning_rate = static_cast<float>(config.train.lr);
-  setup.optimizer.momentum = static_cast<float>(config.train.momentum);
-  setup.optimizer.weight_decay = static_cast<float>(config.train.weight_decay);
+  setup.optimizer = optimizer_of(config);
   setup.init_seed = config.train.seed;
   setup.shuffle_seed = worker_shuffle_seed(config, index);
   setup.ops = ops;
@@ -153,6 +160,7 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   setup.exchange_models = grouping->exchanges_models();
   setup.blend_late_models = grouping->blends_late_models();
   setup.blend_on_time_models = grouping->blends_on_time_models();
+  setup.take_server_parameters = grouping->applies_at_server();
   setup.global_average_every = config.wagma.sync_every;
   if (imbalance && imbalance->active())
     setup.imbalance = std::move(imbalance);
@@ -196,6 +204,8 @@ make_training_metrics(const config::run_config& config,
 struct compute_placement {
   std::vector<std::unique_ptr<kernels::ops>> owned;
   const kernels::ops* reduce = nullptr;
+  const kernels::ops* serve = nullptr;    // async's parameter server (in the results' memory);
+                                          // on a GPU made only under async
   const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
   std::vector<const kernels::ops*> step;  // per worker: its compute thread's
   std::vector<const kernels::ops*> apply; // per worker: its actor's
@@ -208,6 +218,7 @@ struct compute_placement {
     placement.evaluate = cpu.memory().host_accessible() ? &cpu : &kernels::cpu_ops();
     if (config.train.backend != "cuda") {
       placement.reduce = &cpu;
+      placement.serve = &cpu;
       placement.step.assign(workers, &cpu);
       placement.apply.assign(workers, &cpu);
       placement.description = std::string(cpu.name());
@@ -220,6 +231,8 @@ struct compute_placement {
     };
     auto place = [&] {
       placement.reduce = make();
+      if (policy::make_policy(config)->applies_at_server())
+        placement.serve = make(); // its own stream: the server steps while reductions run
       for (std::size_t i = 0; i < workers; ++i) {
         placement.step.push_back(make());
         placement.apply.push_back(make());
@@ -264,6 +277,7 @@ struct train_session::impl {
   std::vector<caf::actor> workers;
   std::vector<caf::actor> aggregators;
   caf::actor evaluator;
+  caf::actor parameter_server; // async only
   bool started = false;
   bool shut_down = false;
 
@@ -273,10 +287,19 @@ struct train_session::impl {
   // The run's result (see run_outcome).
   std::shared_ptr<run_outcome> result = std::make_shared<run_outcome>();
   std::vector<std::vector<float>> final_parameters;
+  std::vector<float> final_server_parameters;
 
   void collect_final_parameters() {
     final_parameters.assign(workers.size(), {});
     caf::scoped_actor self{*system};
+    if (parameter_server)
+      self->request(parameter_server, std::chrono::seconds(10), snapshot_atom::value)
+          .receive(
+              [&](const parameter_snapshot& snapshot) {
+                if (snapshot.parameters)
+                  final_server_parameters = *snapshot.parameters;
+              },
+              [](caf::error&) { /* it failed: the summary says so */ });
     for (std::size_t i = 0; i < workers.size(); ++i) {
       self->request(workers[i], std::chrono::seconds(10), snapshot_atom::value)
           .receive(
@@ -301,10 +324,12 @@ struct train_session::impl {
     for (const auto& aggregator : aggregators)
       stop(aggregator);
     stop(evaluator);
+    stop(parameter_server);
     stop(coordinator);
     workers.clear();
     aggregators.clear();
     evaluator = nullptr;
+    parameter_server = nullptr;
     {
       std::lock_guard<std::mutex> guard(mutex);
       coordinator = nullptr;
@@ -445,8 +470,21 @@ void train_session::spawn_and_start() {
         result->deliver(std::move(failed));
       });
 
+  if (policy::make_policy(state.config)->applies_at_server()) {
+    parameter_server_setup serving;
+    serving.model = state.model;
+    serving.init_seed = state.config.train.seed;
+    serving.optimizer = optimizer_of(state.config);
+    serving.optimizer.learning_rate =
+        static_cast<float>(state.config.async.lr > 0.0 ? state.config.async.lr
+                                                       : state.config.train.lr / train.workers);
+    serving.ops = state.compute.serve;
+    serving.workers = train.workers;
+    state.parameter_server = spawn_parameter_server(system, std::move(serving));
+  }
   aggregator_setup aggregation;
   aggregation.costs = costs;
+  aggregation.parameter_server = state.parameter_server;
   aggregation.plane = state.plane;
   aggregation.results =
       comm::buffer_pool::create(state.model->parameter_count(), state.compute.reduce->memory());
@@ -472,7 +510,8 @@ void train_session::spawn_and_start() {
                                                           &state.options.resume->workers[slot]);
     state.workers.push_back(spawn_worker(system, std::move(setup), state.coordinator));
   }
-  caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator});
+  caf::anon_send(state.coordinator, run_start{state.workers, state.aggregators, state.evaluator,
+                                             state.parameter_server});
 }
 
 void train_session::request_stop() {
@@ -505,6 +544,10 @@ run_summary train_session::run() {
 
 const std::vector<std::vector<float>>& train_session::final_parameters() const {
   return impl_->final_parameters;
+}
+
+const std::vector<float>& train_session::final_server_parameters() const {
+  return impl_->final_server_parameters;
 }
 
 std::size_t train_session::samples_per_epoch() const {

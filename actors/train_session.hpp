@@ -100,6 +100,9 @@ public:
   /// Every worker's parameters when the run ended (empty for a worker that was lost); available
   /// after wait_for() returned a summary.
   const std::vector<std::vector<float>>& final_parameters() const;
+  /// async: the parameter server's final parameters (the model the run trained), collected as
+  /// final_parameters() are; empty under every other algorithm.
+  const std::vector<float>& final_server_parameters() const;
 
   /// Samples that make one epoch over all shards.
   std::size_t samples_per_epoch() const;

@@ -67,7 +67,8 @@ public:
         workspace_(setup_.model->make_workspace()), batch_x_(memory()),
         buffer_(policy::send_buffer_family_of(setup_.exchange_models, setup_.blend_late_models,
                                               setup_.accumulate_late_gradients,
-                                              setup_.blend_on_time_models),
+                                              setup_.blend_on_time_models,
+                                              setup_.take_server_parameters),
                 static_cast<std::uint64_t>(std::max(setup_.global_average_every, 0))),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
     HERD_CHECK(&apply_ops_->memory() == &memory(),

@@ -75,6 +75,9 @@ struct worker_setup {
                                   // in when the step finishes: (sum + fresh) / (members + 1)
   bool blend_on_time_models = false; // with blend_late_models (wagma.blend = reference): an
                                      // on-time member blends its round's result in as well
+  bool take_server_parameters = false; // async: a round's result is the parameter server's
+                                        // parameters, which replace the model (the server, not
+                                        // the worker, applies the gradient)
   int global_average_every = 0;      // with blend_on_time_models: the steps whose rounds are
                                      // global averages, taken as they are (wagma.sync-every)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance

@@ -33,7 +33,8 @@ const std::vector<std::string> known_scenarios{"none", "random", "persistent", "
 struct bench_arguments {
   std::string config_file;
   std::vector<std::string> overrides;
-  std::vector<std::string> algorithms{"sync", "solo", "majority", "preduce", "wagma"};
+  std::vector<std::string> algorithms{"sync",  "solo",  "majority", "preduce",
+                                      "wagma", "async", "local-sgd"};
   std::vector<std::string> scenarios{"none", "random", "persistent"};
   int repeat = 1;
   std::string out_dir = "bench-results";
@@ -482,7 +483,8 @@ std::string bench_help() {
          "median with min-max bars), with their data files (gnuplot), to the output directory.\n\n"
          "  --config FILE, -c FILE   the job (e.g. config/bench.ini); its [imbalance] section is\n"
          "                           replaced by each scenario's, except the seed\n"
-         "  --algorithms LIST        comma-separated (default sync,solo,majority,preduce,wagma;\n"
+         "  --algorithms LIST        comma-separated (default\n"
+         "                           sync,solo,majority,preduce,wagma,async,local-sgd;\n"
          "                           allowed: "
       << join(config::known_algorithms())
       << ")\n"

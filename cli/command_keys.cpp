@@ -16,7 +16,8 @@ std::string section_of(const std::string& key) {
 }
 
 // The algorithms' own sections: every command that runs a policy reads them.
-const std::set<std::string> algorithm_sections{"solo", "majority", "quorum", "preduce", "wagma"};
+const std::set<std::string> algorithm_sections{"solo",    "majority", "quorum",
+                                                  "preduce", "wagma",    "local-sgd", "async"};
 
 // Keys in `sections`, plus `extra`, less `without`.
 config::key_scope scope(std::set<std::string> sections, std::set<std::string> extra,

@@ -173,6 +173,11 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.algorithm == "preduce")
     line("isolation guard", std::to_string(s.isolation_interventions) + " group(s) built across " +
                                 "disconnected workers");
+  if (s.algorithm == "async")
+    line("parameter server", std::to_string(s.server_updates) +
+                                 " gradients applied; staleness " +
+                                 fixed(s.server_staleness_mean, 2) + " versions on average, " +
+                                 std::to_string(s.server_staleness_max) + " at most");
   if (s.aborted_rounds > 0)
     line("aborted rounds", std::to_string(s.aborted_rounds) +
                                " (a node was lost while they reduced; their members skipped them)");
@@ -241,6 +246,9 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["rounds_full_sync"] = s.full_sync_rounds;
   report["rounds_partial"] = s.partial_rounds;
   report["isolation_interventions"] = s.isolation_interventions;
+  report["parameter_server"] = {{"updates", s.server_updates},
+                                {"staleness_mean", s.server_staleness_mean},
+                                {"staleness_max", s.server_staleness_max}};
   report["rounds_aborted"] = s.aborted_rounds;
   report["workers_joined"] = s.workers_joined;
   report["contributions"] = {{"fresh", s.fresh_contributions},

@@ -62,6 +62,11 @@ simulate_arguments parse_arguments(const std::vector<std::string>& args) {
     if (std::find(known.begin(), known.end(), algorithm) == known.end())
       throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
                                   "'; allowed: " + join(known));
+  for (const auto& algorithm : parsed.algorithms)
+    if (algorithm == "async")
+      throw std::invalid_argument("--algorithms: async is not simulated (herd simulate has no "
+                                  "model of its parameter server); run it with herd train or "
+                                  "herd bench");
   return parsed;
 }
 

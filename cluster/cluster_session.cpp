@@ -77,6 +77,12 @@ cluster_session::cluster_session(config::run_config config,
           "train.backend = " + config.train.backend +
               ": across processes (herd coordinator / herd node) workers compute on the CPU; the "
               "GPU data plane (NCCL) is not part of the cluster yet. Run `herd train` for a GPU"}});
+  if (config.train.algorithm == "async")
+    throw config::invalid_config(
+        {{"train.algorithm",
+          std::string("train.algorithm = async: its parameter server lives in one process, and a "
+                      "round's gradient cannot reach it from another node yet; run async with "
+                      "`herd train`")}});
   auto& context = *impl_->context;
   context.config = std::move(config);
   context.data = std::move(data);

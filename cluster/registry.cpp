@@ -359,7 +359,7 @@ private:
     evaluation.test = std::shared_ptr<const models::dataset>(context_->data, &context_->data->test);
     evaluation.ops = &kernels::cpu_ops();
     evaluator_ = spawn_evaluator(system(), evaluation);
-    send(coordinator_, run_start{workers, aggregators_, evaluator_});
+    send(coordinator_, run_start{workers, aggregators_, evaluator_, caf::actor{}}); // no async
     phase_ = registry_phase::running;
   }
 

@@ -193,7 +193,8 @@ const std::vector<key_spec>& keys() {
     std::vector<key_spec> k;
     k.push_back(make_key<std::string>(
         "train.algorithm", "string",
-        "how workers combine their updates: sync, solo, majority, quorum, preduce or wagma",
+        "how workers combine their updates: sync, solo, majority, quorum, preduce, wagma, async "
+        "or local-sgd",
         [](auto& c) -> auto& { return c.train.algorithm; }));
     k.push_back(make_key<int>(
         "train.workers", "integer", "worker actors in this process",
@@ -336,6 +337,14 @@ const std::vector<key_spec>& keys() {
         "wagma.blend", "string",
         "wagma: herd (on time: sum / S, late: (sum + own) / (S + 1)) or reference (all the latter)",
         [](auto& c) -> auto& { return c.wagma.blend; }));
+    k.push_back(make_key<int>(
+        "local-sgd.period", "integer",
+        "local-sgd: local steps between global model averages (1 = every step)",
+        [](auto& c) -> auto& { return c.local_sgd.period; }));
+    k.push_back(make_key<double>(
+        "async.lr", "real",
+        "async: the parameter server's learning rate (0 = train.lr / train.workers)",
+        [](auto& c) -> auto& { return c.async.lr; }));
     k.push_back(make_key<std::string>(
         "imbalance.kind", "string",
         "injected load imbalance: none, random, persistent or lognormal",

@@ -7,8 +7,8 @@
 namespace herd::config {
 
 const std::vector<std::string>& known_algorithms() {
-  static const std::vector<std::string> names{"sync",   "solo",    "majority",
-                                              "quorum", "preduce", "wagma"};
+  static const std::vector<std::string> names{"sync",    "solo",  "majority", "quorum",
+                                              "preduce", "wagma", "async",    "local-sgd"};
   return names;
 }
 

@@ -102,6 +102,26 @@ struct wagma_section {
                               // (sum + own) / (S + 1)) | reference (every member the latter)
 };
 
+/// [local-sgd]: local SGD (docs/algorithms.md, "Local SGD"), the baseline WAGMA-SGD compares
+/// against. Every worker steps alone with its own optimizer; every `period` local steps all live
+/// workers average their models, in a round that waits for every one of them.
+struct local_sgd_section {
+  // local-sgd.period: local steps between global model averages (1 = every step). The default is
+  // wagma.sync-every's, so that with both at their defaults wagma is local SGD plus its group
+  // averages between the global ones, and the comparison measures what those groups add.
+  int period = 10;
+};
+
+/// [async]: the asynchronous parameter server (docs/algorithms.md, "Asynchronous parameter
+/// server"), the baseline eager-SGD compares against.
+struct async_section {
+  // async.lr: the server's learning rate; 0 = train.lr / train.workers. A sync round applies the
+  // mean of P gradients at train.lr, so each of them moves the model by train.lr / P; the server
+  // applies every gradient alone, and at train.lr / P each sample moves the model as far as under
+  // sync. At train.lr itself the bench's job (lr 0.05, momentum 0.9, 8 workers) diverges.
+  double lr = 0.0;
+};
+
 /// [imbalance]: seeded, reproducible load imbalance injected into the compute step as real
 /// elapsed time (docs/algorithms.md, "Load imbalance").
 struct imbalance_section {
@@ -177,6 +197,8 @@ struct run_config {
   quorum_section quorum;
   preduce_section preduce;
   wagma_section wagma;
+  local_sgd_section local_sgd;
+  async_section async;
   imbalance_section imbalance;
   cluster_section cluster;
   checkpoint_section checkpoint;

@@ -3,6 +3,7 @@
 #include "config/loader.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -154,6 +155,11 @@ void check_wagma(checker& check, const wagma_section& wagma, int workers) {
                 wagma.sync_every, "must be between 0 (never) and 1000000 steps");
   check.require(contains(known_wagma_blends(), wagma.blend), "wagma.blend", quoted(wagma.blend),
                 "unknown blend; allowed: " + join(known_wagma_blends()));
+}
+
+void check_local_sgd(checker& check, const local_sgd_section& local_sgd) {
+  check.require(local_sgd.period >= 1 && local_sgd.period <= 1000000, "local-sgd.period",
+                local_sgd.period, "must be between 1 (every step) and 1000000 steps");
 }
 
 // checkpoint.dir is checked where it is used (herd train makes it, and says when it cannot).
@@ -396,6 +402,16 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_partial(check, "quorum", config.quorum);
   check_preduce(check, config.preduce, train.workers);
   check_wagma(check, config.wagma, train.workers);
+  check_local_sgd(check, config.local_sgd);
+  check.require(std::isfinite(config.async.lr) && config.async.lr >= 0.0 && config.async.lr <= 100.0,
+                "async.lr", config.async.lr,
+                "must lie between 0 (train.lr / train.workers) and 100");
+  // The parameter server's parameters and velocity are not in a checkpoint's records yet, so a
+  // resumed async run could not continue where it stopped.
+  check.require(train.algorithm != "async" || !config.checkpoint.enabled(), "checkpoint.dir",
+                quoted(config.checkpoint.dir),
+                "train.algorithm = async takes no checkpoints (the parameter server's state is "
+                "not in them); leave checkpoint.dir empty");
   check_imbalance(check, config.imbalance, train.workers);
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "policy/async.hpp"
+#include "policy/local_sgd.hpp"
 #include "policy/preduce.hpp"
 #include "policy/state_archive.hpp"
 #include "policy/wagma.hpp"
@@ -152,6 +154,10 @@ std::unique_ptr<grouping_policy> make_policy(const config::run_config& config) {
     return std::make_unique<preduce_policy>(preduce_settings_of(config.preduce));
   if (algorithm == "wagma")
     return std::make_unique<wagma_policy>(config.train.workers, wagma_settings_of(config.wagma));
+  if (algorithm == "local-sgd")
+    return std::make_unique<local_sgd_policy>(config.local_sgd.period);
+  if (algorithm == "async")
+    return std::make_unique<async_policy>();
   HERD_CHECK(false, "no grouping policy named '" << algorithm << "'");
   return nullptr;
 }

@@ -106,6 +106,10 @@ public:
   /// (S + 1), instead of taking sum / S (wagma.blend = reference).
   virtual bool blends_on_time_models() const { return false; }
 
+  /// True when a parameter server applies each round's reduced gradient and the members take its
+  /// parameters after it as the round's result (async), instead of applying the result themselves.
+  virtual bool applies_at_server() const { return false; }
+
   /// Everything the policy knows, as bytes, for checkpoints (docs/checkpoints.md).
   virtual std::string save_state() const = 0;
   /// Continues from save_state()'s bytes (a policy of the same kind and settings). Throws

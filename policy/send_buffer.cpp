@@ -8,7 +8,9 @@ namespace herd::policy {
 
 send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_models,
                                          bool accumulate_late_gradients,
-                                         bool blend_on_time_models) {
+                                         bool blend_on_time_models, bool server_parameters) {
+  if (server_parameters) // the server applies the gradients; late ones are accumulated
+    return send_buffer_family::server_gradients;
   if (blend_late_models) // blending a late model needs models
     return blend_on_time_models ? send_buffer_family::blending_every_model
                                 : send_buffer_family::blending_models;
@@ -148,8 +150,8 @@ std::optional<send_buffer::application> send_buffer::next_application() const {
   if (late == late_rounds_.end()) {
     if (on_time_blends_.count(round) > 0)
       return application{round, result_use::blend_model};
-    return application{round,
-                       exchanges_models() ? result_use::replace_model : result_use::optimizer_step};
+    const bool replace = exchanges_models() || takes_server_parameters();
+    return application{round, replace ? result_use::replace_model : result_use::optimizer_step};
   }
   if (late->second > steps_)
     return std::nullopt; // blended in when that step finishes

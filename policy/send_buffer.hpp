@@ -24,12 +24,15 @@ enum class send_buffer_family : std::uint8_t {
   blending_models,        // wagma: a late member blends its round's result into its new model
   blending_every_model,   // wagma.blend = reference: as blending_models, and an on-time member
                           // blends the result into its own model too, (sum + own) / (S + 1)
+  server_gradients,       // async: gradients as accumulating_gradients, but a round's result is
+                          // the parameter server's parameters, which replace the model
 };
 
 /// The family of actors::worker_setup's switches.
 send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_models,
                                          bool accumulate_late_gradients,
-                                         bool blend_on_time_models = false);
+                                         bool blend_on_time_models = false,
+                                         bool server_parameters = false);
 
 /// What the worker writes into its send buffer.
 enum class buffer_write : std::uint8_t { none, copy_gradient, add_gradient, copy_model };
@@ -112,6 +115,8 @@ public:
     return family_ == send_buffer_family::blending_models ||
            family_ == send_buffer_family::blending_every_model;
   }
+  /// async: a round's result is the parameter server's parameters, not a gradient to apply.
+  bool takes_server_parameters() const { return family_ == send_buffer_family::server_gradients; }
   bool computing() const { return computing_; }
   std::uint64_t steps() const { return steps_; }
   std::uint64_t rounds_applied() const { return rounds_applied_; }

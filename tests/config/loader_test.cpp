@@ -108,7 +108,7 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
               HasSubstr("train.lr = -0.5 (command line): the learning rate must be positive"));
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
               HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
-                        "allowed: sync, solo, majority, quorum, preduce, wagma"));
+                        "allowed: sync, solo, majority, quorum, preduce, wagma, async, local-sgd"));
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
   EXPECT_THAT(first_error("", {"--model.hidden=[0]"}), HasSubstr("model.hidden = 0"));
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
@@ -349,7 +349,7 @@ TEST_F(config_files, to_ini_round_trips_the_new_sections) {
 
 TEST_F(config_files, bad_partial_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
-              HasSubstr("allowed: sync, solo, majority, quorum, preduce, wagma"));
+              HasSubstr("allowed: sync, solo, majority, quorum, preduce, wagma, async, local-sgd"));
   EXPECT_THAT(first_error("", {"--solo.sync-every=-1"}),
               HasSubstr("solo.sync-every = -1 (command line): must be between 0 (never) and "
                         "1000000 rounds"));
@@ -482,6 +482,26 @@ TEST_F(config_files, wagma_keys_have_defaults_and_bad_values_name_key_value_and_
   EXPECT_THAT(first_error("", {"--wagma.sync-every=-1"}),
               HasSubstr("wagma.sync-every = -1 (command line): must be between 0 (never) and "
                         "1000000 steps"));
+}
+
+TEST_F(config_files, the_baselines_keys_have_defaults_and_bad_values_name_key_and_value) {
+  const auto defaults = load("", {"--train.algorithm=local-sgd"});
+  EXPECT_EQ(defaults.train.algorithm, "local-sgd");
+  EXPECT_EQ(defaults.local_sgd.period, 10) << "wagma.sync-every's default";
+  const auto ini = write("baselines.ini", "[train]\nalgorithm = \"local-sgd\"\n\n[local-sgd]\n"
+                                          "period = 4\n");
+  EXPECT_EQ(load(ini, {}).local_sgd.period, 4) << "a section named with a hyphen, in a file";
+  EXPECT_EQ(load("", {"--train.algorithm=async"}).train.algorithm, "async");
+  EXPECT_EQ(load("", {"--train.algorithm=async"}).async.lr, 0.0) << "train.lr / train.workers";
+  EXPECT_EQ(load("", {"--async.lr=0.01"}).async.lr, 0.01);
+  EXPECT_THAT(first_error("", {"--async.lr=-1"}),
+              HasSubstr("async.lr = -1 (command line): must lie between 0 (train.lr / "
+                        "train.workers) and 100"));
+  EXPECT_THAT(first_error("", {"--local-sgd.period=0"}),
+              HasSubstr("local-sgd.period = 0 (command line): must be between 1 (every step) and "
+                        "1000000 steps"));
+  EXPECT_THAT(first_error("", {"--train.algorithm=async", "--checkpoint.dir=/tmp/herd-ckpt"}),
+              HasSubstr("train.algorithm = async takes no checkpoints"));
 }
 
 TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {

@@ -22,6 +22,7 @@ constexpr auto discarding = send_buffer_family::discarding_gradients;
 constexpr auto averaging = send_buffer_family::averaging_models;
 constexpr auto blending = send_buffer_family::blending_models;
 constexpr auto blending_every = send_buffer_family::blending_every_model;
+constexpr auto serving = send_buffer_family::server_gradients;
 
 enum class event_kind { request, begin, end, result, apply, due, unsent };
 
@@ -183,6 +184,10 @@ TEST(send_buffer, the_family_follows_the_worker_setup_switches) {
   EXPECT_EQ(send_buffer_family_of(true, false, true, true), averaging);
   EXPECT_TRUE(send_buffer(blending_every).exchanges_models());
   EXPECT_TRUE(send_buffer(blending_every).blends_late_models());
+  // async: the parameter server's parameters come back, whatever the other switches say.
+  EXPECT_EQ(send_buffer_family_of(false, false, true, false, true), serving);
+  EXPECT_FALSE(send_buffer(serving).exchanges_models());
+  EXPECT_TRUE(send_buffer(serving).takes_server_parameters());
 }
 
 // -- gradients ---------------------------------------------------------------------------------
@@ -202,6 +207,22 @@ TEST(send_buffer,
       {due(), "not due"},
       {result(1), "nothing"},
       {apply(), "round 1 by optimizer step, round 2 by optimizer step"},
+      {due(), "due"},
+      {begin_step(), "into the buffer"},
+  });
+}
+
+// async: the gradient goes out as under the gradient algorithms, and what comes back is the
+// parameter server's parameters, which replace the model.
+TEST(send_buffer, under_async_a_fresh_gradient_goes_out_and_the_servers_parameters_replace_the_model) {
+  script worker(serving);
+  worker.play({
+      {begin_step(), "into the buffer"},
+      {end_step(32), "fresh"},
+      {due(), "not due"},
+      {request(1), "fresh, 32 samples, version 0"},
+      {result(1), "nothing"},
+      {apply(), "round 1 by replace model"},
       {due(), "due"},
       {begin_step(), "into the buffer"},
   });

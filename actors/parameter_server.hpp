@@ -1,0 +1,71 @@
+// The parameter server of `async` (docs/algorithms.md, "Asynchronous parameter server"): it holds
+// the parameters and the optimizer, applies each worker's gradient as it arrives, one at a time in
+// the order they reach it, and hands the worker its parameters after that. `parameter_store` is
+// the state and its rules, a plain class tested without an actor system; the actor
+// (parameter_server.cpp) only carries messages to it.
+//
+// Messages the actor answers:
+//   server_update   -> server_applied   apply a round's gradient (in the round's result buffer)
+//                                       and overwrite that buffer with the parameters after it
+//   snapshot_atom   -> parameter_snapshot   a copy of the parameters (what an evaluation reads)
+#pragma once
+
+#include "kernels/ops.hpp"
+#include "models/model.hpp"
+#include "models/sgd.hpp"
+#include "models/tensor.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace herd::actors {
+
+class parameter_store {
+public:
+  /// The parameters start as every worker's do (model.initial_parameters(init_seed)), and the
+  /// optimizer is the workers' (the same learning rate, momentum and weight decay), its velocity
+  /// the server's alone. Everything lives in ops.memory().
+  parameter_store(const models::model& model, std::uint64_t init_seed,
+                  const kernels::sgd_hyper& optimizer, const kernels::ops& ops, int workers);
+
+  struct update {
+    std::uint64_t version = 0;   // gradients applied so far, this one included
+    std::uint64_t staleness = 0; // gradients others had applied since this worker last took the
+                                 // parameters its gradient was computed on
+  };
+
+  /// One optimizer step with `gradient` from `worker`, then the parameters after it into `out`
+  /// (which may be `gradient` itself: it is read before it is written).
+  update apply(int worker, const float* gradient, float* out);
+  /// The parameters into `out`, applying nothing (a round whose member had nothing to give); the
+  /// worker has them as of now.
+  void hand_out(int worker, float* out);
+
+  std::uint64_t version() const { return version_; }
+  std::size_t parameter_count() const { return parameters_.size(); }
+  /// A host copy of the parameters.
+  std::vector<float> snapshot() const;
+
+private:
+  const kernels::ops* ops_;
+  models::tensor parameters_;
+  models::sgd optimizer_;
+  std::uint64_t version_ = 0;
+  std::vector<std::uint64_t> handed_out_; // by worker: the version it last took (0: the initial)
+};
+
+struct parameter_server_setup {
+  std::shared_ptr<const models::model> model;
+  std::uint64_t init_seed = 1;
+  kernels::sgd_hyper optimizer;
+  const kernels::ops* ops = nullptr; // borrowed; its memory must be the round results' pool's
+  int workers = 1;
+};
+
+caf::actor spawn_parameter_server(caf::actor_system& system, parameter_server_setup setup);
+
+} // namespace herd::actors
