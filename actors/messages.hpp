@@ -437,7 +437,8 @@ struct plane_update {
 };
 
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
-/// 4: reduce orders carry the ticket and sequence number; 5: the parameter server's messages.
+/// 4: reduce orders carry the ticket and sequence number; 5: round results carry the server's
+/// staleness and run_start the parameter server (async).
 constexpr std::uint32_t cluster_protocol_version = 5;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
