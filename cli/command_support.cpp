@@ -91,14 +91,15 @@ std::shared_ptr<const models::train_test_split> load_data(const config::run_conf
     auto loaded = models::load_fortunes(options);
     // One line on stderr: where the prepared texts come from, and what the cap cut.
     std::cerr << "herd: fortunes: " << loaded.split.train.size() << " training and "
-              << loaded.split.test.size() << " test texts in "
-              << loaded.corpus.languages.size() << " languages, "
+              << loaded.split.test.size() << " test texts in " << loaded.corpus.languages.size()
+              << " languages, "
               << (loaded.from_cache ? "read from the cache " + loaded.cache_path
                   : loaded.cache_path.empty()
                       ? std::string("prepared (the cache could not be written)")
                       : "prepared and cached in " + loaded.cache_path)
-              << "; " << loaded.truncated << " texts longer than data.max-length = "
-              << config.data.max_length << " truncated\n";
+              << "; " << loaded.truncated
+              << " texts longer than data.max-length = " << config.data.max_length
+              << " truncated\n";
     return std::make_shared<models::train_test_split>(std::move(loaded.split));
   }
   if (config.data.dataset == "npy")

@@ -25,7 +25,7 @@ struct normalisation {
 };
 
 struct dataset {
-  tensor images;                    // size() x features(), normalised; empty for token texts
+  tensor images; // size() x features(), normalised; empty for token texts
   /// Token texts (ragged): sample i is tokens[offsets[i], offsets[i + 1]), byte values as token
   /// ids. Kept ragged because padding every text to the longest allowed would multiply the memory
   /// by the ratio of that cap to the median length (about 20 for the fortunes); batches are padded

@@ -89,7 +89,8 @@ struct payload_reader {
   const std::string& bytes;
   std::size_t at = 0;
   bool bad = false;
-  template <typename T> T number() {
+  template <typename T>
+  T number() {
     T value{};
     if (at + sizeof value > bytes.size()) {
       bad = true;
@@ -181,8 +182,8 @@ std::vector<bool> stratified_test_choice(const std::vector<std::int32_t>& labels
   for (std::size_t label = 0; label < members.size(); ++label) {
     auto& indices = members[label];
     seeded_shuffle(indices, seed * 0x9E3779B97F4A7C15ull + label + 1);
-    const auto count = static_cast<std::size_t>(
-        std::llround(static_cast<double>(indices.size()) * test_fraction));
+    const auto count =
+        static_cast<std::size_t>(std::llround(static_cast<double>(indices.size()) * test_fraction));
     for (std::size_t i = 0; i < count; ++i)
       test[indices[i]] = true;
   }
@@ -392,8 +393,8 @@ fortune_data load_fortunes(const fortune_options& options) {
                                   static_cast<double>(options.max_texts) /
                                       static_cast<double>(corpus->texts.size()),
                                   options.seed + 1);
-  const auto test = stratified_test_choice(corpus->labels, classes, options.test_fraction,
-                                           options.seed);
+  const auto test =
+      stratified_test_choice(corpus->labels, classes, options.test_fraction, options.seed);
   std::vector<std::string> train_texts, test_texts;
   std::vector<std::int32_t> train_labels, test_labels;
   for (std::size_t i = 0; i < corpus->texts.size(); ++i) {

@@ -73,14 +73,13 @@ void write_corpus_cache(const std::string& path, const fortune_corpus& corpus,
 
 /// The cached corpus, or nullopt when the file is missing, damaged (size, magic, version or
 /// checksum wrong) or was prepared from other inputs (another fingerprint).
-std::optional<fortune_corpus> read_corpus_cache(const std::string& path,
-                                                std::uint64_t fingerprint);
+std::optional<fortune_corpus> read_corpus_cache(const std::string& path, std::uint64_t fingerprint);
 
 struct fortune_options {
   std::string dpkg_dir = "/var/lib/dpkg";
-  std::string cache_dir;        // "" = default_cache_dir()
+  std::string cache_dir;         // "" = default_cache_dir()
   std::size_t max_length = 2048; // data.max-length: longer texts are truncated
-  std::size_t max_texts = 0;    // data.max-texts: 0 = all; else a stratified share of each set
+  std::size_t max_texts = 0;     // data.max-texts: 0 = all; else a stratified share of each set
   double test_fraction = 0.1;
   std::uint64_t seed = 1; // of the split
 };

@@ -36,8 +36,8 @@ TEST(text_workload, sync_with_four_workers_reaches_the_target_accuracy) {
       FAIL() << "not installed: apt-get install" << names;
     GTEST_SKIP() << "not installed: apt-get install" << names;
   }
-  const auto scratch = std::filesystem::temp_directory_path() /
-                       ("herd-text-" + std::to_string(::getpid()));
+  const auto scratch =
+      std::filesystem::temp_directory_path() / ("herd-text-" + std::to_string(::getpid()));
   const auto report_path = (scratch / "report.json").string();
   std::filesystem::create_directories(scratch);
   const auto result = herd::testing::run_process(

@@ -74,8 +74,7 @@ dataset dense_copy(const dataset& ragged) {
   dense.images = tensor({ragged.size(), ragged.max_length});
   for (std::size_t i = 0; i < ragged.size(); ++i)
     for (std::size_t t = 0; t < ragged.max_length; ++t)
-      dense.images.row(i)[t] =
-          t < ragged.length(i) ? ragged.tokens[ragged.offsets[i] + t] : -1.0f;
+      dense.images.row(i)[t] = t < ragged.length(i) ? ragged.tokens[ragged.offsets[i] + t] : -1.0f;
   return dense;
 }
 
@@ -205,7 +204,8 @@ TEST(text_data, the_cache_is_refused_when_the_inputs_changed_or_the_file_is_dama
 TEST(text_data, missing_packages_are_named_with_the_line_that_installs_them) {
   temporary_dir dpkg("fortune-dpkg");
   std::filesystem::create_directories(dpkg.path / "info");
-  for (const auto& package : {"fortunes", "fortunes-de", "fortunes-it", "fortunes-es", "fortunes-cs"})
+  for (const auto& package :
+       {"fortunes", "fortunes-de", "fortunes-it", "fortunes-es", "fortunes-cs"})
     write_file(dpkg.path / "info" / (std::string(package) + ".list"), "/.\n/usr\n");
   herd::models::fortune_options options;
   options.dpkg_dir = dpkg.path.string();
