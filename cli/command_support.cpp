@@ -4,6 +4,7 @@
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/train_command.hpp"
+#include "models/fortunes.hpp"
 #include "models/npy.hpp"
 
 #include <iostream>
@@ -81,6 +82,25 @@ std::shared_ptr<const models::train_test_split> load_data(const config::run_conf
         models::make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
     split->train.sample_shape = split->test.sample_shape = {1, 28, 28};
     return split;
+  }
+  if (config.data.dataset == "fortunes") {
+    models::fortune_options options;
+    options.cache_dir = config.data.cache_dir;
+    options.max_length = static_cast<std::size_t>(config.data.max_length);
+    options.max_texts = static_cast<std::size_t>(config.data.max_texts);
+    auto loaded = models::load_fortunes(options);
+    // One line on stderr: where the prepared texts come from, and what the cap cut.
+    std::cerr << "herd: fortunes: " << loaded.split.train.size() << " training and "
+              << loaded.split.test.size() << " test texts in " << loaded.corpus.languages.size()
+              << " languages, "
+              << (loaded.from_cache ? "read from the cache " + loaded.cache_path
+                  : loaded.cache_path.empty()
+                      ? std::string("prepared (the cache could not be written)")
+                      : "prepared and cached in " + loaded.cache_path)
+              << "; " << loaded.truncated
+              << " texts longer than data.max-length = " << config.data.max_length
+              << " truncated\n";
+    return std::make_shared<models::train_test_split>(std::move(loaded.split));
   }
   if (config.data.dataset == "npy")
     return std::make_shared<models::train_test_split>(

@@ -48,20 +48,7 @@ models::dataset of_class(const models::dataset& data, std::int32_t label) {
   for (std::size_t i = 0; i < data.size(); ++i)
     if (data.labels[i] == label)
       rows.push_back(i);
-  models::dataset subset;
-  subset.classes = data.classes;
-  subset.name = data.name;
-  subset.sample_shape = data.sample_shape;
-  if (rows.empty())
-    return subset;
-  const std::size_t features = data.features();
-  subset.images = models::tensor({rows.size(), features});
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    std::copy_n(data.images.data() + rows[r] * features, features,
-                subset.images.data() + r * features);
-    subset.labels.push_back(label);
-  }
-  return subset;
+  return models::subset(data, rows);
 }
 
 int run_evaluate(const std::vector<std::string>& args) {

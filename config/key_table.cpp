@@ -239,8 +239,9 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.train.device; }));
     k.push_back(make_key<std::string>(
         "data.dataset", "string",
-        "fashion-mnist, npy (your own .npy files: data.train-features and its siblings), or "
-        "synthetic (generated, for smoke tests)",
+        "fashion-mnist, npy (your own .npy files: data.train-features and its siblings), "
+        "fortunes (language identification of short texts; docs/text.md), or synthetic "
+        "(generated, for smoke tests)",
         [](auto& c) -> auto& { return c.data.dataset; }));
     k.push_back(make_key<std::string>(
         "data.path", "string", "directory holding the Fashion-MNIST IDX files",
@@ -266,6 +267,21 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<std::string>(
         "data.test-labels", "string", "with data.dataset = npy: the .npy file of the test labels",
         [](auto& c) -> auto& { return c.data.test_labels; }));
+    k.push_back(make_key<std::uint64_t>(
+        "data.max-length", "integer",
+        "with data.dataset = fortunes: the longest text a batch row holds, in bytes (tokens); "
+        "longer texts are truncated",
+        [](auto& c) -> auto& { return c.data.max_length; }));
+    k.push_back(make_key<std::string>(
+        "data.cache-dir", "string",
+        "with data.dataset = fortunes: where the prepared texts are cached (\"\" = "
+        "$XDG_CACHE_HOME/herd, else ~/.cache/herd)",
+        [](auto& c) -> auto& { return c.data.cache_dir; }));
+    k.push_back(make_key<std::uint64_t>(
+        "data.max-texts", "integer",
+        "with data.dataset = fortunes: use a stratified subset of this many texts, for quick runs "
+        "(0 = all)",
+        [](auto& c) -> auto& { return c.data.max_texts; }));
     k.push_back(make_key<std::string>(
         "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
         [](auto& c) -> auto& { return c.model.preset; }));

@@ -55,7 +55,7 @@ const std::vector<std::string>& known_model_presets() {
 }
 
 const std::vector<std::string>& known_datasets() {
-  static const std::vector<std::string> names{"fashion-mnist", "synthetic", "npy"};
+  static const std::vector<std::string> names{"fashion-mnist", "synthetic", "npy", "fortunes"};
   return names;
 }
 

@@ -38,6 +38,10 @@ struct data_section {
   std::string train_labels;   // data.train-labels
   std::string test_features;  // data.test-features
   std::string test_labels;    // data.test-labels
+  // data.dataset = fortunes (docs/text.md).
+  std::uint64_t max_length = 4096; // data.max-length: longest text a batch row holds, in bytes
+  std::string cache_dir;           // data.cache-dir: "" = $XDG_CACHE_HOME/herd or ~/.cache/herd
+  std::uint64_t max_texts = 0;     // data.max-texts: a stratified subset of the texts (0 = all)
 };
 
 /// [model]: what Herd trains (docs/models.md). model.layers, when set, defines the model;

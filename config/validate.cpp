@@ -371,6 +371,12 @@ std::vector<config_error> validate(const run_config& config, const value_origins
     check.require(value->size() <= max_path_bytes, key, quoted(*value), too_long_path);
   }
   // data.max-bytes is an unsigned integer: the conversion already refused a negative value.
+  check.require(config.data.max_length >= 1 && config.data.max_length <= 65536, "data.max-length",
+                config.data.max_length, "must be between 1 and 65536 bytes");
+  check.require(config.data.cache_dir.size() <= max_path_bytes, "data.cache-dir",
+                quoted(config.data.cache_dir), too_long_path);
+  check.require(config.data.max_texts == 0 || config.data.max_texts >= 100, "data.max-texts",
+                config.data.max_texts, "must be 0 (all texts) or at least 100");
   const auto& hidden = config.model.hidden;
   check.require(hidden.size() <= max_hidden_layers, "model.hidden",
                 std::to_string(hidden.size()) + " layers",

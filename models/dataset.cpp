@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -349,6 +350,58 @@ train_test_split make_synthetic_split(std::size_t train_samples, std::size_t tes
   split.test = synthetic_samples(centres, test_samples, feature_count, class_count,
                                  (seed ^ sample_stream) + 1, "synthetic/test");
   return split;
+}
+
+void gather_rows(const dataset& data, const std::size_t* indices, std::size_t count, tensor& x) {
+  if (!data.ragged()) {
+    const std::size_t features = data.features();
+    x.reshape({count, features});
+    for (std::size_t row = 0; row < count; ++row)
+      std::memcpy(x.row(row), data.images.row(indices[row]), features * sizeof(float));
+    return;
+  }
+  HERD_CHECK_GT(data.max_length, std::size_t{0});
+  std::size_t longest = 1;
+  for (std::size_t row = 0; row < count; ++row)
+    longest = std::max(longest, std::min(data.length(indices[row]), data.max_length));
+  x.reshape({count, longest});
+  for (std::size_t row = 0; row < count; ++row) {
+    const std::size_t sample = indices[row];
+    const std::size_t length = std::min(data.length(sample), data.max_length);
+    const std::uint8_t* text = data.tokens.data() + data.offsets[sample];
+    float* out = x.row(row);
+    for (std::size_t step = 0; step < length; ++step)
+      out[step] = static_cast<float>(text[step]);
+    std::fill(out + length, out + longest, -1.0f);
+  }
+}
+
+dataset subset(const dataset& data, const std::vector<std::size_t>& rows) {
+  dataset result;
+  result.classes = data.classes;
+  result.name = data.name;
+  result.sample_shape = data.sample_shape;
+  result.input_normalisation = data.input_normalisation;
+  result.max_length = data.max_length;
+  for (std::size_t row : rows)
+    result.labels.push_back(data.labels.at(row));
+  if (data.ragged()) {
+    result.offsets.push_back(0);
+    for (std::size_t row : rows) {
+      const auto first = data.tokens.begin() + static_cast<std::ptrdiff_t>(data.offsets[row]);
+      result.tokens.insert(result.tokens.end(), first,
+                           first + static_cast<std::ptrdiff_t>(data.length(row)));
+      result.offsets.push_back(result.tokens.size());
+    }
+    return result;
+  }
+  if (rows.empty())
+    return result;
+  const std::size_t features = data.features();
+  result.images = tensor({rows.size(), features});
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    std::memcpy(result.images.row(r), data.images.row(rows[r]), features * sizeof(float));
+  return result;
 }
 
 } // namespace herd::models

@@ -25,7 +25,15 @@ struct normalisation {
 };
 
 struct dataset {
-  tensor images;                    // size() x features(), normalised
+  tensor images; // size() x features(), normalised; empty for token texts
+  /// Token texts (ragged): sample i is tokens[offsets[i], offsets[i + 1]), byte values as token
+  /// ids. Kept ragged because padding every text to the longest allowed would multiply the memory
+  /// by the ratio of that cap to the median length (about 20 for the fortunes); batches are padded
+  /// only to their own longest text (gather_batch, gather_rows). Empty for dense data.
+  std::vector<std::uint8_t> tokens;
+  std::vector<std::size_t> offsets; // size() + 1 entries when the data is token texts
+  /// With token texts: the longest a batch row may be (data.max-length), and so features().
+  std::size_t max_length = 0;
   std::vector<std::int32_t> labels; // size() labels in [0, classes)
   int classes = 0;
   std::string name; // for messages: "fashion-mnist/train", "synthetic"
@@ -38,12 +46,28 @@ struct dataset {
   normalisation input_normalisation;
 
   std::size_t size() const { return labels.size(); }
-  std::size_t features() const { return images.empty() ? 0 : images.cols(); }
+  /// Whether the samples are token texts of their own lengths rather than rows of `images`.
+  bool ragged() const { return !offsets.empty(); }
+  /// Elements of one sample: a dense row's, or the cap on a token text's.
+  std::size_t features() const {
+    return ragged() ? max_length : images.empty() ? 0 : images.cols();
+  }
+  /// Tokens of text `sample` (ragged data only).
+  std::size_t length(std::size_t sample) const { return offsets[sample + 1] - offsets[sample]; }
   /// sample_shape, or {features()} when it is empty.
   std::vector<std::size_t> input_shape() const {
     return sample_shape.empty() ? std::vector<std::size_t>{features()} : sample_shape;
   }
 };
+
+/// Copies samples `indices` into x: dense rows as they are (x is indices.size() x features()), or
+/// token texts as floats, each row padded with -1 to the longest of these texts (x is
+/// indices.size() x min(longest, max_length); tokens past max_length are left out), so a batch
+/// costs what its own longest text does.
+void gather_rows(const dataset& data, const std::size_t* indices, std::size_t count, tensor& x);
+
+/// The samples `rows` of `data` (in that order) as a dataset of their own, in the same form.
+dataset subset(const dataset& data, const std::vector<std::size_t>& rows);
 
 struct train_test_split {
   dataset train;

@@ -4,7 +4,6 @@
 
 #include "kernels/check.hpp"
 
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -98,16 +97,14 @@ void batch_sampler::shuffle_for_epoch() {
 void gather_batch(const dataset& data, const std::vector<std::size_t>& indices, tensor& x,
                   std::vector<std::int32_t>& y) {
   HERD_CHECK(!indices.empty(), "an empty batch of " << data.name);
-  const std::size_t features = data.features();
-  x.reshape({indices.size(), features});
   y.resize(indices.size());
   for (std::size_t row = 0; row < indices.size(); ++row) {
     const std::size_t sample = indices[row];
     HERD_CHECK(sample < data.size(), "sample " << sample << " of a batch is not in " << data.name
                                                << " (" << data.size() << " samples)");
-    std::memcpy(x.row(row), data.images.row(sample), features * sizeof(float));
     y[row] = data.labels[sample];
   }
+  gather_rows(data, indices.data(), indices.size(), x);
 }
 
 } // namespace herd::models

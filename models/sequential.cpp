@@ -4,6 +4,7 @@
 #include "kernels/check.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -256,18 +257,44 @@ evaluation sequential::evaluate(const kernels::ops& ops, const float* params, co
   HERD_CHECK_EQ(data.features(), inputs);
   evaluation result;
   std::vector<std::int32_t> labels;
+  // Token texts are evaluated shortest first: a batch is padded to its longest text, so batches of
+  // similar lengths cost about the sum of the texts' lengths instead of batch_size times the
+  // longest of a random draw (3 to 4 times less on the fortunes). Counts and the mean loss do not
+  // depend on the order (the loss up to rounding).
+  std::vector<std::size_t> order;
+  if (data.ragged()) {
+    order.resize(data.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&data](std::size_t a, std::size_t b) {
+      return data.length(a) < data.length(b);
+    });
+  }
+  tensor padded; // token texts: the batch on the host
   double loss_sum = 0.0;
   for (std::size_t first = 0; first < data.size(); first += batch_size) {
     const std::size_t rows = std::min(batch_size, data.size() - first);
-    labels.assign(data.labels.begin() + static_cast<std::ptrdiff_t>(first),
-                  data.labels.begin() + static_cast<std::ptrdiff_t>(first + rows));
+    if (data.ragged()) {
+      labels.resize(rows);
+      for (std::size_t row = 0; row < rows; ++row)
+        labels[row] = data.labels[order[first + row]];
+    } else {
+      labels.assign(data.labels.begin() + static_cast<std::ptrdiff_t>(first),
+                    data.labels.begin() + static_cast<std::ptrdiff_t>(first + rows));
+    }
     auto* work = dynamic_cast<workspace*>(&any);
     HERD_CHECK(work != nullptr, "a workspace of another model given to " << name_);
     if (&work->batch.where() != &ops.memory())
       work->batch = tensor(ops.memory());
     tensor& x = work->batch;
-    x.reshape({rows, inputs});
-    ops.upload(x.data(), data.images.row(first), rows * inputs * sizeof(float));
+    if (data.ragged()) {
+      // Token texts: each batch padded to its own longest text, built on the host.
+      gather_rows(data, order.data() + first, rows, padded);
+      x.reshape({rows, padded.cols()});
+      ops.upload(x.data(), padded.data(), padded.size() * sizeof(float));
+    } else {
+      x.reshape({rows, inputs});
+      ops.upload(x.data(), data.images.row(first), rows * inputs * sizeof(float));
+    }
     prepare(ops, x, labels, any);
     loss_sum +=
         static_cast<double>(forward(make_pass(ops, false, 0, *work), params, x, *work)) * rows;

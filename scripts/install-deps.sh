@@ -13,6 +13,7 @@ packages=(
   libcereal-dev           # checkpoints' archives (header-only, CMake target cereal::cereal)
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist   # the data of the quick start
+  fortunes fortunes-de fortunes-it fortunes-es fortunes-pl fortunes-cs fortunes-ru  # data.dataset = fortunes (docs/text.md)
   gnuplot-nox             # herd bench plots accuracy against wall time
   libcpp-httplib-dev      # the tests' HTTP client, in place of Prometheus (pkg-config cpp-httplib)
   prometheus              # promtool and a real server for the metrics tests
