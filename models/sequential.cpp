@@ -250,6 +250,15 @@ void sequential::probabilities(const kernels::ops& ops, const float* params, con
   ops.copy(probs.data(), work.probs.data(), probs.size());
 }
 
+namespace {
+
+// The most token positions (rows x padded length) one evaluation batch of token texts holds: as
+// many as a training batch of 32 texts at a 4,096-byte cap. The conv1d-max layer's activations
+// take about 500 floats per position, so this bounds an evaluation batch near 270 MB.
+constexpr std::size_t evaluation_tokens = std::size_t{32} * 4096;
+
+} // namespace
+
 evaluation sequential::evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                                 std::size_t batch_size, model_workspace& any) const {
   HERD_CHECK_GT(batch_size, 0u);
@@ -271,8 +280,17 @@ evaluation sequential::evaluate(const kernels::ops& ops, const float* params, co
   }
   tensor padded; // token texts: the batch on the host
   double loss_sum = 0.0;
-  for (std::size_t first = 0; first < data.size(); first += batch_size) {
-    const std::size_t rows = std::min(batch_size, data.size() - first);
+  std::size_t rows = 0;
+  for (std::size_t first = 0; first < data.size(); first += rows) {
+    rows = std::min(batch_size, data.size() - first);
+    if (data.ragged()) {
+      // At most evaluation_tokens per batch: the activations grow with rows x the longest text,
+      // and a batch of 1,000 of the longest texts would take gigabytes. The texts come shortest
+      // first, so the last row of a candidate batch is its longest.
+      const std::size_t longest =
+          std::max<std::size_t>(1, std::min(data.length(order[first + rows - 1]), data.max_length));
+      rows = std::max<std::size_t>(1, std::min(rows, evaluation_tokens / longest));
+    }
     if (data.ragged()) {
       labels.resize(rows);
       for (std::size_t row = 0; row < rows; ++row)
