@@ -3,6 +3,7 @@
 
 #include "actors/train_session.hpp"
 #include "checkpoint/format.hpp"
+#include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "policy/policy.hpp"
 
@@ -71,6 +72,49 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     loaded.parameters = actors::model_parameters(loaded.state, mean);
   }
   loaded.parameters_origin = describe_origin(loaded, use_target);
+  return loaded;
+}
+
+std::optional<checkpoint_model>
+start_checkpoint_command(const std::string& command, const std::vector<std::string>& args,
+                         const std::function<std::string()>& help,
+                         const std::function<bool(argument_reader&)>& own_option,
+                         const std::function<void()>& check_own, int& status) {
+  checkpoint_choice choice;
+  bool help_asked = false;
+  const std::string see = " (see herd " + command + " --help)";
+  try {
+    for (argument_reader reader(args); !reader.done(); reader.next()) {
+      const std::string& arg = reader.current();
+      if (arg == "--help" || arg == "-h")
+        help_asked = true;
+      else if (arg == "--last")
+        choice.last = true;
+      else if (reader.is("--checkpoint"))
+        choice.path = reader.value("--checkpoint", " (a checkpoint file or directory)");
+      else if (reader.is_setting())
+        choice.settings.push_back(arg);
+      else if (!own_option(reader))
+        throw std::invalid_argument("unknown argument '" + arg + "'" + see);
+    }
+    if (!help_asked) {
+      if (choice.path.empty())
+        throw std::invalid_argument("--checkpoint PATH is required" + see);
+      check_own();
+      check_settings(command, choice.settings);
+    }
+  } catch (const std::exception& bad) {
+    std::cerr << "herd " << command << ": " << bad.what() << '\n';
+    status = 2;
+    return std::nullopt;
+  }
+  if (help_asked) {
+    std::cout << help();
+    status = 0;
+    return std::nullopt;
+  }
+  auto loaded = load_checkpoint_model(command, choice);
+  status = loaded ? 0 : 2;
   return loaded;
 }
 

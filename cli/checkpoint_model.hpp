@@ -4,10 +4,12 @@
 #pragma once
 
 #include "actors/checkpoint_state.hpp"
+#include "cli/command_support.hpp"
 #include "config/run_config.hpp"
 #include "models/dataset.hpp"
 #include "models/model.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,5 +44,16 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
 
 /// The help lines of --checkpoint and --last.
 std::string checkpoint_options_help();
+
+/// The start of `herd <command>` (evaluate, predict): reads --checkpoint, --last, --help and the
+/// settings from `args`, offering every other argument to `own_option` (true: it took the current
+/// one); then `check_own` (std::invalid_argument for what is wrong with the command's own
+/// options), the settings against the command's keys, and the model. Returns the model, or
+/// nullopt with `status` set: 0 after the help was shown, 2 after bad input was said on stderr.
+std::optional<checkpoint_model>
+start_checkpoint_command(const std::string& command, const std::vector<std::string>& args,
+                         const std::function<std::string()>& help,
+                         const std::function<bool(argument_reader&)>& own_option,
+                         const std::function<void()>& check_own, int& status);
 
 } // namespace herd::cli

@@ -16,32 +16,6 @@ namespace herd::cli {
 
 namespace {
 
-struct evaluate_arguments {
-  checkpoint_choice checkpoint;
-  bool help = false;
-};
-
-evaluate_arguments parse(const std::vector<std::string>& args) {
-  evaluate_arguments parsed;
-  for (argument_reader reader(args); !reader.done(); reader.next()) {
-    const std::string& arg = reader.current();
-    if (arg == "--help" || arg == "-h")
-      parsed.help = true;
-    else if (arg == "--last")
-      parsed.checkpoint.last = true;
-    else if (reader.is("--checkpoint"))
-      parsed.checkpoint.path = reader.value("--checkpoint", " (a checkpoint file or directory)");
-    else if (reader.is_setting())
-      parsed.checkpoint.settings.push_back(arg);
-    else
-      throw std::invalid_argument("unknown argument '" + arg + "' (see herd evaluate --help)");
-  }
-  if (!parsed.help && parsed.checkpoint.path.empty())
-    throw std::invalid_argument("--checkpoint PATH is required (see herd evaluate --help)");
-  check_settings("evaluate", parsed.checkpoint.settings);
-  return parsed;
-}
-
 // The samples of `data` whose label is `label`.
 models::dataset of_class(const models::dataset& data, std::int32_t label) {
   std::vector<std::size_t> rows;
@@ -52,20 +26,11 @@ models::dataset of_class(const models::dataset& data, std::int32_t label) {
 }
 
 int run_evaluate(const std::vector<std::string>& args) {
-  evaluate_arguments parsed;
-  try {
-    parsed = parse(args);
-  } catch (const std::exception& bad) {
-    std::cerr << "herd evaluate: " << bad.what() << '\n';
-    return exit_bad_input;
-  }
-  if (parsed.help) {
-    std::cout << evaluate_help();
-    return exit_ok;
-  }
-  const auto loaded = load_checkpoint_model("evaluate", parsed.checkpoint);
+  int status = exit_ok;
+  const auto loaded = start_checkpoint_command(
+      "evaluate", args, evaluate_help, [](argument_reader&) { return false; }, [] {}, status);
   if (!loaded)
-    return exit_bad_input;
+    return status;
   const auto& ops = kernels::cpu_ops();
   const auto& model = *loaded->model;
   const auto& test = loaded->data->test;

@@ -19,48 +19,33 @@ namespace herd::cli {
 
 namespace {
 
-struct predict_arguments {
-  checkpoint_choice checkpoint;
+struct predict_options {
   std::string input;
   std::string output; // "": CSV on stdout
-  bool help = false;
 };
 
 bool ends_with(const std::string& text, const std::string& tail) {
   return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-predict_arguments parse(const std::vector<std::string>& args) {
-  predict_arguments parsed;
-  for (argument_reader reader(args); !reader.done(); reader.next()) {
-    const std::string& arg = reader.current();
-    if (arg == "--help" || arg == "-h")
-      parsed.help = true;
-    else if (arg == "--last")
-      parsed.checkpoint.last = true;
-    else if (reader.is("--checkpoint"))
-      parsed.checkpoint.path = reader.value("--checkpoint", " (a checkpoint file or directory)");
-    else if (reader.is("--input"))
-      parsed.input = reader.value("--input", " (a .npy file of samples)");
-    else if (reader.is("--output"))
-      parsed.output = reader.value("--output", " (a .csv or .npy file)");
-    else if (reader.is_setting())
-      parsed.checkpoint.settings.push_back(arg);
-    else
-      throw std::invalid_argument("unknown argument '" + arg + "' (see herd predict --help)");
-  }
-  if (parsed.help)
-    return parsed;
-  if (parsed.checkpoint.path.empty())
-    throw std::invalid_argument("--checkpoint PATH is required (see herd predict --help)");
-  if (parsed.input.empty())
+// --input and --output, as start_checkpoint_command offers them.
+bool read_option(argument_reader& reader, predict_options& options) {
+  if (reader.is("--input"))
+    options.input = reader.value("--input", " (a .npy file of samples)");
+  else if (reader.is("--output"))
+    options.output = reader.value("--output", " (a .csv or .npy file)");
+  else
+    return false;
+  return true;
+}
+
+void check(const predict_options& options) {
+  if (options.input.empty())
     throw std::invalid_argument("--input FILE.npy is required (see herd predict --help)");
-  if (!parsed.output.empty() && !ends_with(parsed.output, ".csv") &&
-      !ends_with(parsed.output, ".npy"))
-    throw std::invalid_argument("--output " + parsed.output +
+  if (!options.output.empty() && !ends_with(options.output, ".csv") &&
+      !ends_with(options.output, ".npy"))
+    throw std::invalid_argument("--output " + options.output +
                                 ": the file must end in .csv or .npy (the format it is written in)");
-  check_settings("predict", parsed.checkpoint.settings);
-  return parsed;
 }
 
 // The samples of `path`, made into what the model was trained on: the shape it takes, and the
@@ -100,20 +85,14 @@ std::string csv(const models::tensor& probs) {
 }
 
 int run_predict(const std::vector<std::string>& args) {
-  predict_arguments parsed;
-  try {
-    parsed = parse(args);
-  } catch (const std::exception& bad) {
-    std::cerr << "herd predict: " << bad.what() << '\n';
-    return exit_bad_input;
-  }
-  if (parsed.help) {
-    std::cout << predict_help();
-    return exit_ok;
-  }
-  const auto loaded = load_checkpoint_model("predict", parsed.checkpoint);
+  predict_options parsed;
+  int status = exit_ok;
+  const auto loaded = start_checkpoint_command(
+      "predict", args, predict_help,
+      [&parsed](argument_reader& reader) { return read_option(reader, parsed); },
+      [&parsed] { check(parsed); }, status);
   if (!loaded)
-    return exit_bad_input;
+    return status;
   models::tensor inputs;
   try {
     inputs = model_inputs(parsed.input, *loaded);
