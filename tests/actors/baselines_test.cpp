@@ -15,6 +15,7 @@
 #include <set>
 
 #include "support/recording_probe.hpp"
+#include "support/session_config.hpp"
 
 namespace {
 
@@ -34,17 +35,10 @@ struct job {
 job make_job(const std::string& algorithm, int workers, int steps) {
   job made;
   auto& config = made.config;
+  config = herd::testing::small_session_config(workers, batch);
   config.train.algorithm = algorithm;
-  config.train.workers = workers;
-  config.train.batch_size = batch;
-  config.train.lr = 0.05;
-  config.train.momentum = 0.9;
-  config.train.weight_decay = 1e-4;
-  config.train.epochs = 1;
   config.train.seed = 11;
   config.train.eval_every = 100000;
-  config.data.dataset = "synthetic";
-  config.model.hidden = {16};
   made.data = std::make_shared<herd::models::train_test_split>(herd::models::make_synthetic_split(
       static_cast<std::size_t>(workers) * static_cast<std::size_t>(steps * batch), 200, 24, 5,
       5));
