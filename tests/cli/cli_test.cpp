@@ -605,11 +605,12 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
         for (const auto& run : repetitions) {
           longest = std::max(longest, run["wall_seconds"].get<double>());
           const auto& points_of_run = run["accuracy_over_time"];
-          if (t > points_of_run.back()[0].get<double>() + 1e-6)
+          // Times are written exactly: two repetitions may end microseconds apart.
+          if (t > points_of_run.back()[0].get<double>())
             continue; // this repetition had ended
           std::optional<double> latest;
           for (const auto& point : points_of_run)
-            if (point[0].get<double>() <= t + 1e-6)
+            if (point[0].get<double>() <= t)
               latest = point[1].get<double>();
           if (latest)
             values.push_back(*latest);
