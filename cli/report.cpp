@@ -238,11 +238,11 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   out << "  (waited: idle between steps; barrier would: what a synchronous barrier would have\n"
          "   imposed; both over the "
       << s.waiting.steps_compared << " step numbers every worker finished)\n";
-  out << "\n  worker   step median   step p90   step max   variation (cv)\n";
+  out << "\n  worker   step median    step p90     step max   variation (cv)\n";
   for (const auto& w : s.per_worker)
     out << "  " << std::right << std::setw(6) << w.worker << std::setw(12)
-        << fixed(w.step_seconds.median * 1e3, 2) << "ms" << std::setw(9)
-        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(9)
+        << fixed(w.step_seconds.median * 1e3, 2) << "ms" << std::setw(10)
+        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(11)
         << fixed(w.step_seconds.max * 1e3, 2) << "ms" << std::setw(17)
         << fixed(w.step_seconds.cv, 2) << '\n';
   out << "  (cv: the step times' standard deviation over their mean; steps of variable-length\n"

@@ -185,8 +185,8 @@ TEST(summary, shows_each_workers_step_time_distribution_and_reports_its_histogra
   summary.per_worker.push_back(worker);
   std::ostringstream out;
   herd::cli::print_summary(out, summary);
-  EXPECT_THAT(out.str(), HasSubstr("  worker   step median   step p90   step max   variation (cv)\n"
-                                   "       3       41.20ms    98.70ms   312.50ms             0.84\n"));
+  EXPECT_THAT(out.str(), HasSubstr("  worker   step median    step p90     step max   variation (cv)\n"
+                                   "       3       41.20ms     98.70ms     312.50ms             0.84\n"));
   std::istringstream lines(out.str());
   for (std::string line; std::getline(lines, line);)
     if (line.find("step median") != std::string::npos || line.find("0.84") != std::string::npos) {
