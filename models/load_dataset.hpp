@@ -1,0 +1,36 @@
+// The dataset a run's [data] section names (data.dataset, data.path, the .npy files, the fortunes'
+// cache), loaded the same way wherever data is loaded: `herd train` and the other commands, a
+// cluster node, and a service that embeds Herd. Datasets of the caller's own: dataset_sources.hpp.
+#pragma once
+
+#include "config/run_config.hpp"
+#include "models/dataset.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace herd::models {
+
+/// Receives what load_dataset has to tell a person about the data it loaded, one sentence at a
+/// time, e.g. "fortunes: 9000 training and 1000 test texts in 7 languages, read from the cache
+/// ...". The commands print each as "herd: <note>" on stderr; a service may log it.
+using data_notes = std::function<void(const std::string& note)>;
+
+/// The training and test sets `config.data` names:
+/// - fashion-mnist: the IDX files in data.path (load_fashion_mnist), within data.max-bytes;
+/// - synthetic: 6000 training and 1000 test samples of Fashion-MNIST's shape (1x28x28, 10
+///   classes) drawn from train.seed, for smoke tests without the package;
+/// - npy: data.train-features, data.train-labels, data.test-features, data.test-labels
+///   (load_npy_dataset), within data.max-bytes;
+/// - fortunes: Debian's fortunes packages, prepared once and cached in data.cache-dir
+///   (load_fortunes), texts capped at data.max-length bytes and data.max-texts texts; one note.
+///
+/// Throws data_error naming the file (or directory) and the problem, and the key that names it
+/// where the key is what to change (a missing Fashion-MNIST directory: "set data.path"); and
+/// config::invalid_config (key data.dataset) for a dataset it does not know, which validate()
+/// refuses before. `notes` may be empty.
+std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
+                                                     const data_notes& notes = {});
+
+} // namespace herd::models
