@@ -4,7 +4,7 @@
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/train_command.hpp"
-#include "models/load_dataset.hpp"
+#include "herd/data.hpp"
 
 #include <iostream>
 #include <sstream>

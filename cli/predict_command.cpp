@@ -6,8 +6,8 @@
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
+#include "herd/predict.hpp"
 #include "models/npy.hpp"
-#include "models/predict.hpp"
 
 #include <algorithm>
 #include <cstdio>

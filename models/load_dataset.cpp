@@ -1,5 +1,5 @@
-// The configured dataset; see load_dataset.hpp.
-#include "models/load_dataset.hpp"
+// The dataset a configuration names; see herd/data.hpp.
+#include "herd/data.hpp"
 
 #include "config/loader.hpp"
 #include "models/fortunes.hpp"

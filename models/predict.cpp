@@ -1,5 +1,5 @@
-// Predictions from any parameters; see predict.hpp.
-#include "models/predict.hpp"
+// Predictions from any parameters; see herd/predict.hpp.
+#include "herd/predict.hpp"
 
 #include "kernels/ops.hpp"
 
