@@ -528,10 +528,10 @@ models::tensor starting_parameters(const models::model& model, std::uint64_t ini
   return parameters;
 }
 
-void check_initial_parameters(const models::model& model, const std::vector<float>& given) {
+void check_initial_parameters(const models::model& model, const std::vector<float>& given,
+                              const std::string& key) {
   if (given.empty() || given.size() == model.parameter_count())
     return;
-  const std::string key = "session_options.initial_parameters";
   throw config::invalid_config(
       {{key, key + ": " + std::to_string(given.size()) + " parameters, but the model \"" +
                  model.name() + "\" (" + model.describe() + ") has " +

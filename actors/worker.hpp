@@ -45,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace herd::actors {
@@ -96,10 +97,11 @@ struct worker_setup {
 models::tensor starting_parameters(const models::model& model, std::uint64_t init_seed,
                                    const std::shared_ptr<const std::vector<float>>& given);
 
-/// Refuses starting parameters that do not fit `model`: throws config::invalid_config (key
-/// session_options.initial_parameters) naming both sizes unless `given` is empty (the model's own
+/// Refuses starting parameters that do not fit `model`: throws config::invalid_config (`key`, the
+/// option that holds them) naming both sizes unless `given` is empty (the model's own
 /// initialisation) or model.parameter_count() floats.
-void check_initial_parameters(const models::model& model, const std::vector<float>& given);
+void check_initial_parameters(const models::model& model, const std::vector<float>& given,
+                              const std::string& key = "session_options.initial_parameters");
 
 /// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the data plane
 /// as rank `setup.index` for as long as it lives.
