@@ -1,6 +1,7 @@
 // session_options::initial_parameters: a run that starts from another run's final parameters
-// starts at that run's accuracy, under a gradient algorithm (every worker replica) and under async
-// (the parameter server too); parameters that do not fit the model are refused before anything
+// starts at that run's accuracy, under a gradient algorithm (every worker replica), under async
+// (the parameter server too) and under the model-exchanging preduce and wagma (the model a worker
+// offers before its first step); parameters that do not fit the model are refused before anything
 // runs, naming both sizes.
 #include "actors/train_session.hpp"
 #include "config/loader.hpp"
@@ -71,7 +72,8 @@ TEST_P(initial_parameters, a_run_from_a_trained_runs_parameters_starts_at_its_ac
       << "one round from the trained parameters, which scored " << trained.accuracy;
 }
 
-INSTANTIATE_TEST_SUITE_P(algorithms, initial_parameters, testing::Values("sync", "async"),
+INSTANTIATE_TEST_SUITE_P(algorithms, initial_parameters,
+                         testing::Values("sync", "async", "preduce", "wagma"),
                          [](const testing::TestParamInfo<std::string>& param) {
                            return param.param;
                          });
