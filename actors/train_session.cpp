@@ -378,6 +378,12 @@ train_session::train_session(config::run_config config,
   } else {
     impl_->model = make_model(impl_->config, impl_->data->train);
   }
+  check_initial_parameters(*impl_->model, impl_->options.initial_parameters);
+  if (impl_->options.resume && !impl_->options.initial_parameters.empty())
+    throw config::invalid_config({config::config_error{
+        "session_options.initial_parameters",
+        "session_options.initial_parameters: set together with session_options.resume, which "
+        "restores the checkpoint's parameters; set one of the two"}});
   if (train.backend == "cpu")
     check_memory(impl_->config, *impl_->model, train.workers, embedded);
   impl_->compute =
@@ -470,10 +476,16 @@ void train_session::spawn_and_start() {
         result->deliver(std::move(failed));
       });
 
+  // One copy of the starting parameters, shared by every replica's setup.
+  const auto initial =
+      state.options.initial_parameters.empty()
+          ? nullptr
+          : std::make_shared<const std::vector<float>>(state.options.initial_parameters);
   if (policy::make_policy(state.config)->applies_at_server()) {
     parameter_server_setup serving;
     serving.model = state.model;
     serving.init_seed = state.config.train.seed;
+    serving.initial_parameters = initial;
     serving.optimizer = optimizer_of(state.config);
     serving.optimizer.learning_rate =
         static_cast<float>(state.config.async.lr > 0.0 ? state.config.async.lr
@@ -505,6 +517,7 @@ void train_session::spawn_and_start() {
         make_worker_setup(state.config, index, state.model, train_data, state.compute.step[slot],
                           state.plane, imbalance, state.options.probe);
     setup.apply_ops = state.compute.apply[slot];
+    setup.initial_parameters = initial;
     if (state.options.resume)
       setup.resume = std::shared_ptr<const worker_record>(state.options.resume,
                                                           &state.options.resume->workers[slot]);
