@@ -30,6 +30,7 @@ namespace {
 // Different streams for sharding and for each worker's shuffles, all from train.seed.
 constexpr std::uint64_t shard_stream = 0x5348415244ull;     // "SHARD"
 constexpr std::uint64_t shuffle_stream = 0x53485546464cull; // "SHUFFL"
+constexpr std::uint64_t bucket_stream = 0x4255434b4554ull;  // "BUCKET"
 
 std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
   // splitmix64 of seed ^ stream: nearby seeds give unrelated streams.
@@ -154,6 +155,8 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   setup.optimizer = optimizer_of(config);
   setup.init_seed = config.train.seed;
   setup.shuffle_seed = worker_shuffle_seed(config, index);
+  if (config.data.bucket_by_length)
+    setup.bucket_order_seed = mix(config.train.seed, bucket_stream);
   setup.ops = ops;
   setup.plane = std::move(plane);
   setup.accumulate_late_gradients = partial == nullptr || partial->late_gradients == "accumulate";

@@ -54,6 +54,18 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
+// data.bucket-by-length: the lengths of the shard's texts and the run's shared batch order.
+models::length_buckets length_buckets_of(const worker_setup& setup) {
+  models::length_buckets buckets;
+  if (!setup.bucket_order_seed || !setup.train->ragged())
+    return buckets;
+  buckets.order_seed = *setup.bucket_order_seed;
+  buckets.lengths.reserve(setup.shard.size());
+  for (std::size_t sample : setup.shard)
+    buckets.lengths.push_back(setup.train->length(sample));
+  return buckets;
+}
+
 class worker_actor : public caf::event_based_actor {
 public:
   worker_actor(caf::actor_config& config, worker_setup setup, caf::actor coordinator)
@@ -65,7 +77,7 @@ public:
         grads_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         send_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         optimizer_(setup_.model->parameter_count(), setup_.optimizer, memory()),
-        sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed),
+        sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed, length_buckets_of(setup_)),
         workspace_(setup_.model->make_workspace()), batch_x_(memory()),
         buffer_(policy::send_buffer_family_of(setup_.exchange_models, setup_.blend_late_models,
                                               setup_.accumulate_late_gradients,

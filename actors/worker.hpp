@@ -45,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ struct worker_setup {
   /// in place of model->initial_parameters(init_seed).
   std::shared_ptr<const std::vector<float>> initial_parameters;
   std::uint64_t shuffle_seed = 1;    // this worker's epoch shuffles
+  /// data.bucket-by-length (token texts only): the seed of the batch order every worker of the run
+  /// shares, so that at each step all draw texts of similar length (models::length_buckets).
+  std::optional<std::uint64_t> bucket_order_seed;
   const kernels::ops* ops = nullptr; // borrowed, for the compute thread's steps: the worker no
                                      // longer uses it once it answered stop (unless round
                                      // results still come after that)

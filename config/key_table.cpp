@@ -48,6 +48,10 @@ std::string render(const std::vector<int>& values) {
   return out + "]";
 }
 
+std::string render(bool value) {
+  return value ? "true" : "false";
+}
+
 std::string render(int value) {
   return std::to_string(value);
 }
@@ -64,6 +68,14 @@ std::string convert(const caf::config_value& value, std::int64_t& out) {
     return {};
   }
   return "expected an integer";
+}
+
+std::string convert(const caf::config_value& value, bool& out) {
+  if (auto boolean = caf::get_if<caf::config_value::boolean>(&value)) {
+    out = *boolean;
+    return {};
+  }
+  return "expected true or false";
 }
 
 std::string convert(const caf::config_value& value, int& out) {
@@ -282,6 +294,11 @@ const std::vector<key_spec>& keys() {
         "with data.dataset = fortunes: use a stratified subset of this many texts, for quick runs "
         "(0 = all)",
         [](auto& c) -> auto& { return c.data.max_texts; }));
+    k.push_back(make_key<bool>(
+        "data.bucket-by-length", "boolean",
+        "with data.dataset = fortunes: each step, every worker draws texts of similar length "
+        "(less padding, less imbalance)",
+        [](auto& c) -> auto& { return c.data.bucket_by_length; }));
     k.push_back(make_key<std::string>(
         "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
         [](auto& c) -> auto& { return c.model.preset; }));

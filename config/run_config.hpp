@@ -42,6 +42,8 @@ struct data_section {
   std::uint64_t max_length = 4096; // data.max-length: longest text a batch row holds, in bytes
   std::string cache_dir;           // data.cache-dir: "" = $XDG_CACHE_HOME/herd or ~/.cache/herd
   std::uint64_t max_texts = 0;     // data.max-texts: a stratified subset of the texts (0 = all)
+  bool bucket_by_length = false;   // data.bucket-by-length: batches of similar lengths, the same
+                                   // length rank for every worker at each step
 };
 
 /// [model]: what Herd trains (docs/models.md). model.layers, when set, defines the model;

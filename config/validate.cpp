@@ -377,6 +377,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 quoted(config.data.cache_dir), too_long_path);
   check.require(config.data.max_texts == 0 || config.data.max_texts >= 100, "data.max-texts",
                 config.data.max_texts, "must be 0 (all texts) or at least 100");
+  check.require(!config.data.bucket_by_length || config.data.dataset == "fortunes",
+                "data.bucket-by-length", "true",
+                "needs samples of different lengths: data.dataset = \"fortunes\" (data.dataset is " +
+                    quoted(config.data.dataset) + ")");
   const auto& hidden = config.model.hidden;
   check.require(hidden.size() <= max_hidden_layers, "model.hidden",
                 std::to_string(hidden.size()) + " layers",

@@ -4,6 +4,7 @@
 
 #include "kernels/check.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -55,11 +56,13 @@ std::vector<std::size_t> shard_indices(std::size_t n, int worker, int workers, s
 }
 
 batch_sampler::batch_sampler(std::vector<std::size_t> shard, std::size_t batch_size,
-                             std::uint64_t seed)
-    : shard_(std::move(shard)), batch_size_(batch_size), seed_(seed) {
+                             std::uint64_t seed, length_buckets buckets)
+    : shard_(std::move(shard)), buckets_(std::move(buckets)), batch_size_(batch_size), seed_(seed) {
   HERD_CHECK_GT(batch_size_, std::size_t{0});
   HERD_CHECK(shard_.size() >= batch_size_,
              "a shard of " << shard_.size() << " samples cannot fill one batch of " << batch_size_);
+  HERD_CHECK(buckets_.lengths.empty() || buckets_.lengths.size() == shard_.size(),
+             buckets_.lengths.size() << " lengths for a shard of " << shard_.size());
   batch_.reserve(batch_size_);
   shuffle_for_epoch();
 }
@@ -89,9 +92,29 @@ void batch_sampler::seek(const position& at) {
 }
 
 void batch_sampler::shuffle_for_epoch() {
-  order_ = shard_;
-  seeded_shuffle(order_, epoch_seed(seed_, epoch_));
   position_ = 0;
+  if (buckets_.lengths.empty()) {
+    order_ = shard_;
+    seeded_shuffle(order_, epoch_seed(seed_, epoch_));
+    return;
+  }
+  // Positions in the shard: a random selection of whole batches, sorted by length.
+  std::vector<std::size_t> kept(shard_.size());
+  std::iota(kept.begin(), kept.end(), std::size_t{0});
+  seeded_shuffle(kept, epoch_seed(seed_, epoch_));
+  const std::size_t batches = shard_.size() / batch_size_;
+  kept.resize(batches * batch_size_);
+  std::stable_sort(kept.begin(), kept.end(), [this](std::size_t a, std::size_t b) {
+    return buckets_.lengths[a] < buckets_.lengths[b];
+  });
+  // The batches in an order every worker shares.
+  std::vector<std::size_t> batch_order(batches);
+  std::iota(batch_order.begin(), batch_order.end(), std::size_t{0});
+  seeded_shuffle(batch_order, epoch_seed(buckets_.order_seed, epoch_));
+  order_.clear();
+  for (std::size_t batch : batch_order)
+    for (std::size_t row = 0; row < batch_size_; ++row)
+      order_.push_back(shard_[kept[batch * batch_size_ + row]]);
 }
 
 void gather_batch(const dataset& data, const std::vector<std::size_t>& indices, tensor& x,

@@ -15,12 +15,27 @@ namespace herd::models {
 /// left out, so all shards have the same size). Shards of different workers are disjoint.
 std::vector<std::size_t> shard_indices(std::size_t n, int worker, int workers, std::uint64_t seed);
 
+/// Bucketing by length (data.bucket-by-length): the length of each shard sample (shard order),
+/// and a seed every worker of the run shares.
+struct length_buckets {
+  std::vector<std::size_t> lengths;
+  std::uint64_t order_seed = 0;
+};
+
 /// Yields batches of `batch_size` indices from a shard, epoch after epoch. Each epoch is a fresh
 /// permutation of the shard drawn from (seed, epoch); the last partial batch of an epoch is
 /// dropped, so every epoch has the same number of batches.
+///
+/// With length buckets, each epoch keeps the same random selection of whole batches' worth of
+/// samples, sorts them by length (ties in the random order), cuts them into batches of
+/// neighbouring lengths, and takes the batches in an order drawn from (order_seed, epoch). Shards
+/// of one run are random parts of one dataset of equal size, so with the same order seed every
+/// worker's k-th batch of an epoch has the same length rank: at each step all workers draw texts
+/// of similar length (what sequence-model users do to cut padding and imbalance).
 class batch_sampler {
 public:
-  batch_sampler(std::vector<std::size_t> shard, std::size_t batch_size, std::uint64_t seed);
+  batch_sampler(std::vector<std::size_t> shard, std::size_t batch_size, std::uint64_t seed,
+                length_buckets buckets = {});
 
   /// The next batch (valid until the next call).
   const std::vector<std::size_t>& next();
@@ -45,6 +60,7 @@ private:
   void shuffle_for_epoch();
 
   std::vector<std::size_t> shard_;
+  length_buckets buckets_; // lengths empty: no bucketing
   std::vector<std::size_t> order_;
   std::vector<std::size_t> batch_;
   std::size_t batch_size_;

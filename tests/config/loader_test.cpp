@@ -115,6 +115,18 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
 }
 
+TEST_F(config_files, bucketing_by_length_is_a_boolean_for_texts_only) {
+  EXPECT_FALSE(herd::config::load("", {}).data.bucket_by_length);
+  const auto file = write("text.ini", "[data]\ndataset = \"fortunes\"\nbucket-by-length = true\n");
+  EXPECT_TRUE(herd::config::load(file, {}).data.bucket_by_length);
+  EXPECT_THAT(first_error("", {"--data.bucket-by-length=true"}),
+              HasSubstr("data.bucket-by-length = true (command line): needs samples of different "
+                        "lengths: data.dataset = \"fortunes\" (data.dataset is "
+                        "\"fashion-mnist\")"));
+  EXPECT_THAT(first_error(file, {"--data.bucket-by-length=yes"}),
+              HasSubstr("expected true or false"));
+}
+
 TEST_F(config_files, a_bad_value_names_the_file_it_came_from) {
   const auto file = write("run.ini", "[train]\nworkers = 0\n");
   EXPECT_THAT(first_error(file, {}), HasSubstr("train.workers = 0 (in " + file + ", line 2)"));

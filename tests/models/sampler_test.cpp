@@ -3,6 +3,7 @@
 #include "models/sampler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -175,6 +176,119 @@ TEST(batch_sampler, rejects_batches_it_cannot_fill) {
   EXPECT_THROW(batch_sampler(iota_vector(10), 0, 1), std::invalid_argument);
   EXPECT_THAT(invalid_argument_of([] { batch_sampler(iota_vector(10), 32, 1); }),
               AllOf(HasSubstr("shard of 10"), HasSubstr("batch of 32")));
+}
+
+// Lengths like the fortunes': mostly short, a long tail (lognormal, median ~110 bytes).
+std::vector<std::size_t> text_lengths(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> length(std::log(110.0), 0.9);
+  std::vector<std::size_t> lengths(n);
+  for (auto& each : lengths)
+    each = 1 + static_cast<std::size_t>(std::min(4096.0, length(rng)));
+  return lengths;
+}
+
+// Two workers' shards of one dataset, each drawing `steps` batches: the longest text of every
+// batch (what the batch costs), per worker.
+std::vector<std::vector<std::size_t>> longest_per_step(bool bucketed, int steps) {
+  const std::size_t samples = 4000;
+  const auto lengths = text_lengths(samples, 5);
+  std::vector<std::vector<std::size_t>> longest(2);
+  for (int worker = 0; worker < 2; ++worker) {
+    const auto shard = shard_indices(samples, worker, 2, 11);
+    length_buckets buckets;
+    if (bucketed) {
+      buckets.order_seed = 77; // the run's, shared
+      for (std::size_t sample : shard)
+        buckets.lengths.push_back(lengths[sample]);
+    }
+    batch_sampler sampler(shard, 32, 100 + static_cast<std::uint64_t>(worker), buckets);
+    for (int step = 0; step < steps; ++step) {
+      std::size_t most = 0;
+      for (std::size_t sample : sampler.next())
+        most = std::max(most, lengths[sample]);
+      longest[static_cast<std::size_t>(worker)].push_back(most);
+    }
+  }
+  return longest;
+}
+
+TEST(batch_sampler, bucketed_batches_hold_similar_lengths_and_every_worker_the_same_rank) {
+  const int steps = 62 * 2; // two epochs of 62 batches
+  const auto random = longest_per_step(false, steps);
+  const auto bucketed = longest_per_step(true, steps);
+  // Padding: each batch is padded to its longest text. Bucketed batches waste far less.
+  const std::size_t samples = 4000;
+  const auto lengths = text_lengths(samples, 5);
+  auto padded_waste = [&](bool bucketed_run) {
+    const auto shard = shard_indices(samples, 0, 2, 11);
+    length_buckets buckets;
+    if (bucketed_run) {
+      buckets.order_seed = 77;
+      for (std::size_t sample : shard)
+        buckets.lengths.push_back(lengths[sample]);
+    }
+    batch_sampler sampler(shard, 32, 100, buckets);
+    double padded = 0.0, used = 0.0;
+    for (int step = 0; step < steps; ++step) {
+      std::size_t most = 0;
+      double sum = 0.0;
+      for (std::size_t sample : sampler.next()) {
+        most = std::max(most, lengths[sample]);
+        sum += static_cast<double>(lengths[sample]);
+      }
+      padded += 32.0 * static_cast<double>(most);
+      used += sum;
+    }
+    return padded / used;
+  };
+  EXPECT_GT(padded_waste(false), 3.0) << "a random batch is padded to its tail";
+  EXPECT_LT(padded_waste(true), 1.3) << "a bucketed batch is padded to its neighbours";
+  // Imbalance: at each step the two workers' batches cost about the same when bucketed.
+  auto mean_ratio = [steps](const std::vector<std::vector<std::size_t>>& longest) {
+    double sum = 0.0;
+    for (int step = 0; step < steps; ++step) {
+      const auto a = static_cast<double>(longest[0][static_cast<std::size_t>(step)]);
+      const auto b = static_cast<double>(longest[1][static_cast<std::size_t>(step)]);
+      sum += std::max(a, b) / std::min(a, b);
+    }
+    return sum / steps;
+  };
+  EXPECT_GT(mean_ratio(random), 1.5) << "random batches: one worker's often costs far more";
+  EXPECT_LT(mean_ratio(bucketed), 1.2) << "bucketed: the same length rank for both";
+  // The order of lengths changes every step (it is not sorted through the epoch) and every epoch.
+  EXPECT_NE(std::vector<std::size_t>(bucketed[0].begin(), bucketed[0].begin() + 62),
+            std::vector<std::size_t>(bucketed[0].begin() + 62, bucketed[0].end()));
+  EXPECT_FALSE(std::is_sorted(bucketed[0].begin(), bucketed[0].begin() + 62));
+}
+
+TEST(batch_sampler, bucketed_epochs_still_visit_each_shard_index_at_most_once) {
+  const auto lengths = text_lengths(1000, 9);
+  const auto shard = shard_indices(1000, 1, 4, 3);
+  length_buckets buckets;
+  buckets.order_seed = 5;
+  for (std::size_t sample : shard)
+    buckets.lengths.push_back(lengths[sample]);
+  batch_sampler sampler(shard, 16, 4, buckets);
+  ASSERT_EQ(sampler.batches_per_epoch(), 15u);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::set<std::size_t> seen;
+    for (std::size_t batch = 0; batch < sampler.batches_per_epoch(); ++batch)
+      for (std::size_t sample : sampler.next()) {
+        EXPECT_TRUE(std::count(shard.begin(), shard.end(), sample) == 1) << sample;
+        EXPECT_TRUE(seen.insert(sample).second) << "sample " << sample << " twice in an epoch";
+      }
+    EXPECT_EQ(seen.size(), 240u);
+  }
+  // Resumed from a position, it goes on with the same batches.
+  batch_sampler first(shard, 16, 4, buckets);
+  for (int i = 0; i < 20; ++i)
+    first.next();
+  batch_sampler resumed(shard, 16, 4, buckets);
+  resumed.seek(first.where());
+  EXPECT_EQ(resumed.next(), first.next());
+  EXPECT_THAT(invalid_argument_of([&] { batch_sampler(shard, 16, 4, {{1, 2, 3}, 5}); }),
+              HasSubstr("3 lengths for a shard of 250"));
 }
 
 TEST(gather_batch, copies_the_rows_and_labels_of_the_indices) {
