@@ -1002,8 +1002,10 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
 // default (the accuracy that stopped the run), and the workers' last ones with --last.
 TEST_F(herd_cli, evaluate_scores_the_parameters_that_reached_the_target) {
   const auto checkpoints = path("ckpt");
+  // Epochs to spare: the run stops at the first evaluation at 0.5 or above (round 20 or so), but
+  // under a heavy load the evaluator answered only after three epochs' rounds had run.
   auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
-                   "--train.workers=2", "--train.epochs=3", "--train.target-accuracy=0.5",
+                   "--train.workers=2", "--train.epochs=30", "--train.target-accuracy=0.5",
                    "--train.eval-every=10", "--checkpoint.dir=" + checkpoints, "--report",
                    path("run.json")});
   ASSERT_EQ(run.exit_code, 0) << run.output;

@@ -93,7 +93,8 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   endpoint.set_connection_timeout(2);
   endpoint.set_read_timeout(5);
   auto scrape = endpoint.Get("/metrics");
-  for (int attempt = 0; attempt < 100 && !scrape; ++attempt) {
+  // Up to 30 s for herd to start serving (under a heavy load its start took more than 10 s).
+  for (int attempt = 0; attempt < 300 && !scrape; ++attempt) {
     std::this_thread::sleep_for(100ms);
     scrape = endpoint.Get("/metrics");
   }
