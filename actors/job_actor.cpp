@@ -568,6 +568,9 @@ private:
       shared_->final_parameters = final_parameters;
       final_status = status;
     }
+    // The run's actors have exited (or are told to): the name is free for the next job. The
+    // plan itself may live a little longer, in their cleanup.
+    plan_->name_claim.reset();
     call("on_finished", setup_.on_finished, *summary_);
     tell_subscribers(job_finished{shared_->name, final_status, summary_});
     subscribers_.clear();
