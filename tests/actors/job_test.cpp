@@ -54,14 +54,28 @@ protected:
     return config;
   }
 
+  herd::job_handle spawn(const herd::config::run_config& config, const herd::job_options& options,
+                         std::shared_ptr<const herd::models::train_test_split> data) {
+    auto handle = herd::spawn_job(system_, config, std::move(data), options);
+    spawned_.push_back(handle.actor);
+    return handle;
+  }
+
+  // A test that failed halfway leaves no job running: the system's destructor waits for them.
+  void TearDown() override {
+    for (const auto& job : spawned_)
+      caf::anon_send_exit(job, caf::exit_reason::user_shutdown);
+  }
+
   caf::actor_system_config config_;
   caf::actor_system system_{with_herd(config_)};
+  std::vector<caf::actor> spawned_;
 };
 
 TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_complete) {
   const auto data = synthetic(960);
-  auto stopped = herd::spawn_job(system_, long_run(), data, quick("stopped"));
-  auto completed = herd::spawn_job(system_, short_run(2), data, quick("completed"));
+  auto stopped = spawn(long_run(), quick("stopped"), data);
+  auto completed = spawn(short_run(2), quick("completed"), data);
 
   caf::scoped_actor service{system_};
   service->monitor(stopped.actor);
@@ -145,12 +159,12 @@ TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
   alpha_options.metrics = registry;
   auto beta_options = quick("beta");
   beta_options.metrics = registry;
-  auto alpha = herd::spawn_job(system_, long_run(), data, alpha_options);
-  auto beta = herd::spawn_job(system_, short_run(), data, beta_options);
+  auto alpha = spawn(long_run(), alpha_options, data);
+  auto beta = spawn(short_run(), beta_options, data);
 
   // A third under a name a running job holds is refused, naming the key.
   try {
-    herd::spawn_job(system_, short_run(), data, alpha_options);
+    spawn(short_run(), alpha_options, data);
     ADD_FAILURE() << "a second running job named alpha was accepted";
   } catch (const herd::config::invalid_config& refused) {
     ASSERT_EQ(refused.errors().size(), 1u);
@@ -183,7 +197,7 @@ TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
     }
 
   // Once alpha has ended its name is free again.
-  auto again = herd::spawn_job(system_, short_run(), data, alpha_options);
+  auto again = spawn(short_run(), alpha_options, data);
   ASSERT_TRUE(again.facade->wait_for(120s));
 }
 
@@ -191,7 +205,8 @@ TEST(job_actor, a_system_without_herds_message_types_is_refused_clearly) {
   caf::actor_system_config config;
   caf::actor_system system{config};
   try {
-    herd::spawn_job(system, short_run(), synthetic(960), quick());
+    const auto accepted = herd::spawn_job(system, short_run(), synthetic(960), quick());
+    caf::anon_send_exit(accepted.actor, caf::exit_reason::user_shutdown);
     ADD_FAILURE() << "spawn_job accepted a system without Herd's message types";
   } catch (const std::logic_error& refused) {
     EXPECT_NE(std::string(refused.what()).find("herd::add_message_types"), std::string::npos)
@@ -232,6 +247,7 @@ TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
       }
       std::this_thread::sleep_for(5ms);
     }
+    job->stop(); // it failed: the waiter need not wait for a forgotten run
   });
   // Another waits for the end with timeouts, as a service's thread would.
   std::optional<herd::actors::run_summary> waited;
