@@ -45,7 +45,10 @@ actors::job_setup setup_from(job_options options) {
   setup.on_evaluation = std::move(options.on_evaluation);
   setup.on_notice = std::move(options.on_notice);
   setup.on_finished = std::move(options.on_finished);
-  setup.initial_parameters = std::move(options.initial_parameters);
+  if (options.initial_parameters)
+    setup.session.initial_parameters = *options.initial_parameters;
+  setup.initial_parameters_key = "job_options.initial_parameters";
+  setup.resume_key = "job_options.resume_from";
   return setup;
 }
 

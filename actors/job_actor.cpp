@@ -254,12 +254,12 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   } else {
     plan->model = make_model(plan->config, plan->data->train);
   }
-  if (plan->setup.initial_parameters)
-    // Not yet wired into the workers' and the server's initialisation: refused rather than
-    // ignored.
-    throw std::invalid_argument(
-        "job_options.initial_parameters: starting from given parameters is not available in "
-        "this build yet");
+  const auto& initial_key = plan->setup.initial_parameters_key;
+  check_initial_parameters(*plan->model, options.initial_parameters, initial_key);
+  if (options.resume && !options.initial_parameters.empty())
+    throw config::invalid_config({config::config_error{
+        initial_key, initial_key + ": set together with " + plan->setup.resume_key +
+                         ", which restores the checkpoint's parameters; set one of the two"}});
   if (train.backend == "cpu")
     check_memory(plan->config, *plan->model, train.workers, embedded);
   plan->compute = compute_placement::make(plan->config, *options.ops, options.stream_ops);
@@ -724,10 +724,16 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     };
     parts.coordinator = hold_plan(spawn_group_coordinator(system, std::move(coordination)));
 
+    // One copy of the starting parameters, shared by every replica's setup.
+    const auto initial = options.initial_parameters.empty()
+                             ? nullptr
+                             : std::make_shared<const std::vector<float>>(
+                                   options.initial_parameters);
     if (policy::make_policy(config)->applies_at_server()) {
       parameter_server_setup serving;
       serving.model = plan->model;
       serving.init_seed = train.seed;
+      serving.initial_parameters = initial;
       serving.optimizer = optimizer_of(config);
       serving.optimizer.learning_rate = static_cast<float>(
           config.async.lr > 0.0 ? config.async.lr : config.train.lr / train.workers);
@@ -759,6 +765,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
                                      plan->compute.step[slot], plan->plane, imbalance,
                                      options.probe);
       setup.apply_ops = plan->compute.apply[slot];
+      setup.initial_parameters = initial;
       if (options.resume)
         setup.resume = std::shared_ptr<const worker_record>(options.resume,
                                                             &options.resume->workers[slot]);

@@ -56,7 +56,10 @@ struct job_setup {
   std::function<void(const evaluation_point&)> on_evaluation;
   std::function<void(const std::string&)> on_notice;
   std::function<void(const run_summary&)> on_finished;
-  std::shared_ptr<const std::vector<float>> initial_parameters;
+  /// What errors call the starting parameters (session.initial_parameters) and the checkpoint to
+  /// resume from (session.resume): the caller's names for them.
+  std::string initial_parameters_key = "session_options.initial_parameters";
+  std::string resume_key = "session_options.resume";
 };
 
 /// A run checked and made ready to spawn: its model, where it computes, its data plane, its

@@ -2,6 +2,7 @@
 #include "actors/parameter_server.hpp"
 
 #include "actors/messages.hpp"
+#include "actors/worker.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -10,8 +11,9 @@ namespace herd::actors {
 
 parameter_store::parameter_store(const models::model& model, std::uint64_t init_seed,
                                  const kernels::sgd_hyper& optimizer, const kernels::ops& ops,
-                                 int workers)
-    : ops_(&ops), parameters_(model.initial_parameters(init_seed), ops.memory()),
+                                 int workers,
+                                 const std::shared_ptr<const std::vector<float>>& initial)
+    : ops_(&ops), parameters_(starting_parameters(model, init_seed, initial), ops.memory()),
       optimizer_(model.parameter_count(), optimizer, ops.memory()),
       handed_out_(static_cast<std::size_t>(std::max(workers, 0)), 0) {}
 
@@ -51,7 +53,8 @@ class parameter_server_actor : public caf::event_based_actor {
 public:
   parameter_server_actor(caf::actor_config& config, parameter_server_setup setup)
       : caf::event_based_actor(config), model_(std::move(setup.model)),
-        store_(*model_, setup.init_seed, setup.optimizer, *setup.ops, setup.workers) {}
+        store_(*model_, setup.init_seed, setup.optimizer, *setup.ops, setup.workers,
+               setup.initial_parameters) {}
 
   const char* name() const override { return "herd.parameter_server"; }
 

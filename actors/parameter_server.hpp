@@ -26,11 +26,13 @@ namespace herd::actors {
 
 class parameter_store {
 public:
-  /// The parameters start as every worker's do (model.initial_parameters(init_seed)), and the
-  /// optimizer is the workers' (the same learning rate, momentum and weight decay), its velocity
-  /// the server's alone. Everything lives in ops.memory().
+  /// The parameters start as every worker's do (starting_parameters: `initial` where set, else
+  /// model.initial_parameters(init_seed)), and the optimizer is the workers' (the same learning
+  /// rate, momentum and weight decay), its velocity the server's alone. Everything lives in
+  /// ops.memory().
   parameter_store(const models::model& model, std::uint64_t init_seed,
-                  const kernels::sgd_hyper& optimizer, const kernels::ops& ops, int workers);
+                  const kernels::sgd_hyper& optimizer, const kernels::ops& ops, int workers,
+                  const std::shared_ptr<const std::vector<float>>& initial = nullptr);
 
   struct update {
     std::uint64_t version = 0;   // gradients applied so far, this one included
@@ -61,6 +63,7 @@ private:
 struct parameter_server_setup {
   std::shared_ptr<const models::model> model;
   std::uint64_t init_seed = 1;
+  std::shared_ptr<const std::vector<float>> initial_parameters; // null: from init_seed
   kernels::sgd_hyper optimizer;
   const kernels::ops* ops = nullptr; // borrowed; its memory must be the round results' pool's
   int workers = 1;

@@ -12,7 +12,8 @@ namespace {
 constexpr std::size_t recent_loss_steps = 200;
 
 duration_summary summary_of(const monitoring::duration_stats& durations) {
-  return {durations.mean(), durations.median(), durations.quantile(0.9), durations.max()};
+  return {durations.mean(), durations.median(), durations.quantile(0.9), durations.max(),
+          durations.coefficient_of_variation()};
 }
 
 } // namespace
@@ -160,6 +161,8 @@ run_summary summarize(run_summary run, const run_counters& counters,
     worker.waited_compared_seconds = waiting.waited[i];
     worker.barrier_wait_seconds = waiting.barrier[i];
     worker.step_seconds = summary_of(counted.step_seconds);
+    for (const auto& bar : counted.step_seconds.histogram())
+      worker.step_histogram.push_back({bar.lower_seconds, bar.upper_seconds, bar.count});
     worker.wait_seconds_per_step = summary_of(counted.wait_seconds);
     worker.live = counted.live;
     run.per_worker.push_back(worker);

@@ -43,6 +43,14 @@ struct duration_summary {
   double median = 0.0;
   double p90 = 0.0;
   double max = 0.0;
+  double cv = 0.0; // coefficient of variation: standard deviation / mean
+};
+
+/// One bar of a histogram of durations: how many fell in [lower_seconds, upper_seconds).
+struct histogram_bar {
+  double lower_seconds = 0.0;
+  double upper_seconds = 0.0;
+  std::uint64_t count = 0;
 };
 
 struct worker_summary {
@@ -57,6 +65,8 @@ struct worker_summary {
   double waited_compared_seconds = 0.0;
   double barrier_wait_seconds = 0.0;
   duration_summary step_seconds;
+  /// The step times in bars about 22% wide, from the shortest step's bar to the longest's.
+  std::vector<histogram_bar> step_histogram;
   duration_summary wait_seconds_per_step;
   bool live = true;
 };

@@ -48,6 +48,13 @@ struct session_options {
   std::string node_name; // empty: this host's name
   /// Non-null: the run goes on from this checkpoint (load_checkpoint()) instead of starting.
   std::shared_ptr<const run_checkpoint> resume;
+  /// Not empty: every worker replica (and under async the parameter server) starts from these
+  /// parameters instead of the model's own initialisation (model::initial_parameters(train.seed)):
+  /// a run's final_parameters(), a checkpoint's (model_parameters(load_checkpoint(...).state)),
+  /// or a snapshot's. Only the parameters: the optimizer's momentum starts at zero and the run
+  /// at round 0 (to go on with all of a run's state, use `resume`, which excludes this). The
+  /// constructor throws config::invalid_config naming both sizes when they do not fit the model.
+  std::vector<float> initial_parameters;
   /// With checkpoint.dir set: called on the checkpoint writer's thread after each checkpoint.
   std::function<void(const checkpoint_report&)> on_checkpoint;
   /// Non-null: the model the run trains, in place of the one [model] asks for (make_model), which

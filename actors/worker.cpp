@@ -16,6 +16,7 @@
 #include "actors/compute_thread.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
+#include "config/loader.hpp"
 #include "kernels/check.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
@@ -59,7 +60,8 @@ public:
       : caf::event_based_actor(config), setup_(std::move(setup)),
         coordinator_(std::move(coordinator)),
         apply_ops_(setup_.apply_ops != nullptr ? setup_.apply_ops : setup_.ops),
-        params_(setup_.model->initial_parameters(setup_.init_seed), memory()),
+        params_(starting_parameters(*setup_.model, setup_.init_seed, setup_.initial_parameters),
+                memory()),
         grads_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         send_(std::vector<std::size_t>{setup_.model->parameter_count()}, memory()),
         optimizer_(setup_.model->parameter_count(), setup_.optimizer, memory()),
@@ -514,6 +516,29 @@ private:
 void worker_probe::gradient_computed(int, std::uint64_t, const float*, std::size_t) {}
 void worker_probe::round_applied(int, std::uint64_t, const float*, const float*, std::size_t) {}
 void worker_probe::stopped(int, const float*, std::size_t) {}
+
+models::tensor starting_parameters(const models::model& model, std::uint64_t init_seed,
+                                   const std::shared_ptr<const std::vector<float>>& given) {
+  if (!given)
+    return model.initial_parameters(init_seed);
+  HERD_CHECK(given->size() == model.parameter_count(),
+             given->size() << " starting parameters for a model of " << model.parameter_count());
+  models::tensor parameters({model.parameter_count()});
+  std::copy(given->begin(), given->end(), parameters.data());
+  return parameters;
+}
+
+void check_initial_parameters(const models::model& model, const std::vector<float>& given,
+                              const std::string& key) {
+  if (given.empty() || given.size() == model.parameter_count())
+    return;
+  throw config::invalid_config(
+      {{key, key + ": " + std::to_string(given.size()) + " parameters, but the model \"" +
+                 model.name() + "\" (" + model.describe() + ") has " +
+                 std::to_string(model.parameter_count()) +
+                 "; give that many (a run's final parameters, or a checkpoint's, of the same "
+                 "model), or none for the model's own initialisation"}});
+}
 
 caf::actor spawn_worker(caf::actor_system& system, worker_setup setup,
                         const caf::actor& coordinator) {

@@ -45,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace herd::actors {
@@ -59,6 +60,9 @@ struct worker_setup {
   std::size_t batch_size = 32;
   kernels::sgd_hyper optimizer;
   std::uint64_t init_seed = 1;       // the same for every worker: identical replicas
+  /// Non-null: the parameters every replica starts from (session_options::initial_parameters),
+  /// in place of model->initial_parameters(init_seed).
+  std::shared_ptr<const std::vector<float>> initial_parameters;
   std::uint64_t shuffle_seed = 1;    // this worker's epoch shuffles
   const kernels::ops* ops = nullptr; // borrowed, for the compute thread's steps: the worker no
                                      // longer uses it once it answered stop (unless round
@@ -86,6 +90,18 @@ struct worker_setup {
   /// the initial parameters.
   std::shared_ptr<const worker_record> resume;
 };
+
+/// The parameters a replica starts from, in host memory: `given` where it is set, else
+/// model.initial_parameters(init_seed). Every worker and async's parameter server start from it,
+/// so the replicas begin identical either way.
+models::tensor starting_parameters(const models::model& model, std::uint64_t init_seed,
+                                   const std::shared_ptr<const std::vector<float>>& given);
+
+/// Refuses starting parameters that do not fit `model`: throws config::invalid_config (`key`, the
+/// option that holds them) naming both sizes unless `given` is empty (the model's own
+/// initialisation) or model.parameter_count() floats.
+void check_initial_parameters(const models::model& model, const std::vector<float>& given,
+                              const std::string& key = "session_options.initial_parameters");
 
 /// Spawns a worker that reports to `coordinator`. Its send buffer is attached to the data plane
 /// as rank `setup.index` for as long as it lives.

@@ -36,9 +36,9 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   try {
     loaded.file = checkpoint::resolve(choice.path);
     loaded.state = actors::decode_payload(checkpoint::read_file(loaded.file).payload, loaded.file);
-    loaded.config = config::load_text(loaded.state.settings,
-                                      loaded.file + " (the settings it was taken with)",
-                                      choice.settings);
+    loaded.config = config::from_ini(loaded.state.settings,
+                                     loaded.file + " (the settings it was taken with)",
+                                     choice.settings);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
     return std::nullopt;

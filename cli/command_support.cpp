@@ -4,8 +4,7 @@
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/train_command.hpp"
-#include "models/fortunes.hpp"
-#include "models/npy.hpp"
+#include "herd/data.hpp"
 
 #include <iostream>
 #include <sstream>
@@ -76,39 +75,8 @@ load_data_or_report(const std::string& name, const config::run_config& config) {
 }
 
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config) {
-  if (config.data.dataset == "synthetic") {
-    // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
-    auto split = std::make_shared<models::train_test_split>(
-        models::make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
-    split->train.sample_shape = split->test.sample_shape = {1, 28, 28};
-    return split;
-  }
-  if (config.data.dataset == "fortunes") {
-    models::fortune_options options;
-    options.cache_dir = config.data.cache_dir;
-    options.max_length = static_cast<std::size_t>(config.data.max_length);
-    options.max_texts = static_cast<std::size_t>(config.data.max_texts);
-    auto loaded = models::load_fortunes(options);
-    // One line on stderr: where the prepared texts come from, and what the cap cut.
-    std::cerr << "herd: fortunes: " << loaded.split.train.size() << " training and "
-              << loaded.split.test.size() << " test texts in " << loaded.corpus.languages.size()
-              << " languages, "
-              << (loaded.from_cache ? "read from the cache " + loaded.cache_path
-                  : loaded.cache_path.empty()
-                      ? std::string("prepared (the cache could not be written)")
-                      : "prepared and cached in " + loaded.cache_path)
-              << "; " << loaded.truncated
-              << " texts longer than data.max-length = " << config.data.max_length
-              << " truncated\n";
-    return std::make_shared<models::train_test_split>(std::move(loaded.split));
-  }
-  if (config.data.dataset == "npy")
-    return std::make_shared<models::train_test_split>(
-        models::load_npy_dataset({config.data.train_features, config.data.train_labels,
-                                  config.data.test_features, config.data.test_labels},
-                                 config.data.max_bytes));
-  return std::make_shared<models::train_test_split>(
-      models::load_fashion_mnist(config.data.path, config.data.max_bytes));
+  return models::load_dataset(
+      config, [](const std::string& note) { std::cerr << "herd: " << note << '\n'; });
 }
 
 std::shared_ptr<const models::model> make_model_or_report(const std::string& name,

@@ -87,8 +87,8 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
 std::shared_ptr<const models::train_test_split>
 load_data_or_report(const std::string& name, const config::run_config& config);
 
-/// The configured dataset (data.dataset, data.path); throws models::data_error naming the file
-/// and the problem.
+/// The configured dataset (models::load_dataset), its notes printed as "herd: <note>" on stderr;
+/// throws models::data_error naming the file and the problem.
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config);
 
 /// "a,b,,c" -> {"a", "b", "c"}: an option's comma-separated list.

@@ -6,7 +6,7 @@
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
-#include "kernels/ops.hpp"
+#include "herd/predict.hpp"
 #include "models/npy.hpp"
 
 #include <algorithm>
@@ -102,19 +102,10 @@ int run_predict(const std::vector<std::string>& args) {
     std::cerr << "herd predict: " << bad.what() << '\n';
     return exit_bad_input;
   }
-  const auto& ops = kernels::cpu_ops();
-  auto work = loaded->model->make_workspace();
   models::tensor probs({inputs.rows(), loaded->model->classes()});
-  models::tensor batch;
-  models::tensor batch_probs;
-  const std::size_t batch_size = 1000;
-  for (std::size_t first = 0; first < inputs.rows(); first += batch_size) {
-    const std::size_t rows = std::min(batch_size, inputs.rows() - first);
-    batch.reshape({rows, inputs.cols()});
-    std::copy_n(inputs.row(first), rows * inputs.cols(), batch.data());
-    loaded->model->probabilities(ops, loaded->parameters.data(), batch, batch_probs, *work);
-    std::copy_n(batch_probs.data(), batch_probs.size(), probs.row(first));
-  }
+  const auto values =
+      models::predict(*loaded->model, loaded->parameters, inputs.data(), inputs.rows());
+  std::copy(values.begin(), values.end(), probs.data());
   std::cerr << "herd predict: " << inputs.rows() << " samples of " << parsed.input << " through "
             << loaded->file << ", " << loaded->parameters_origin << '\n';
   if (parsed.output.empty()) {

@@ -58,7 +58,16 @@ std::string waiting_line(const actors::waiting_summary& w) {
 }
 
 nlohmann::json durations(const actors::duration_summary& d) {
-  return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"max", d.max}};
+  return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"max", d.max}, {"cv", d.cv}};
+}
+
+nlohmann::json histogram(const std::vector<actors::histogram_bar>& bars) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& bar : bars)
+    out.push_back({{"lower_seconds", bar.lower_seconds},
+                   {"upper_seconds", bar.upper_seconds},
+                   {"count", bar.count}});
+  return out;
 }
 
 std::string system_error_text() {
@@ -229,6 +238,15 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   out << "  (waited: idle between steps; barrier would: what a synchronous barrier would have\n"
          "   imposed; both over the "
       << s.waiting.steps_compared << " step numbers every worker finished)\n";
+  out << "\n  worker   step median    step p90     step max   variation (cv)\n";
+  for (const auto& w : s.per_worker)
+    out << "  " << std::right << std::setw(6) << w.worker << std::setw(12)
+        << fixed(w.step_seconds.median * 1e3, 2) << "ms" << std::setw(10)
+        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(11)
+        << fixed(w.step_seconds.max * 1e3, 2) << "ms" << std::setw(17)
+        << fixed(w.step_seconds.cv, 2) << '\n';
+  out << "  (cv: the step times' standard deviation over their mean; steps of variable-length\n"
+         "   inputs vary by themselves, injected delays add to it)\n";
 }
 
 std::string report_json(const actors::run_summary& s, const config::run_config& config) {
@@ -289,6 +307,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
                        {"waited_compared_seconds", w.waited_compared_seconds},
                        {"barrier_wait_seconds", w.barrier_wait_seconds},
                        {"step_seconds", durations(w.step_seconds)},
+                       {"step_histogram", histogram(w.step_histogram)},
                        {"wait_seconds_per_step", durations(w.wait_seconds_per_step)}});
   }
   auto& evaluations = report["evaluations"] = nlohmann::json::array();

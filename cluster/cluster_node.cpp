@@ -222,7 +222,7 @@ private:
 
   bool load() {
     try {
-      config_ = config::load_text(welcome_.settings, "the coordinator's settings");
+      config_ = config::from_ini(welcome_.settings, "the coordinator's settings");
     } catch (const std::exception& bad) {
       return failed(std::string("the coordinator's settings do not load here: ") + bad.what());
     }

@@ -34,6 +34,7 @@ function(herd_add_library name)
   set_target_properties(herd_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME herd_${name})
   target_include_directories(herd_${name} PUBLIC
     $<BUILD_INTERFACE:${HERD_SOURCE_INCLUDE_DIR}>
+    $<BUILD_INTERFACE:${HERD_SOURCE_INCLUDE_DIR}/include>
     $<INSTALL_INTERFACE:include/herd>)
   target_link_libraries(herd_${name} PUBLIC ${arg_PUBLIC_LIBS} PRIVATE ${arg_PRIVATE_LIBS})
   herd_set_warnings(herd_${name})

@@ -224,8 +224,8 @@ run_config load(const std::string& file, const std::vector<std::string>& overrid
   return finish(std::move(state));
 }
 
-run_config load_text(const std::string& ini, const std::string& origin,
-                     const std::vector<std::string>& overrides) {
+run_config from_ini(const std::string& ini, const std::string& origin,
+                    const std::vector<std::string>& overrides) {
   load_state state;
   read_settings(ini, origin, state);
   apply_overrides(overrides, state);

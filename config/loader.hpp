@@ -19,7 +19,7 @@ struct config_error {
   std::string message; // the whole sentence, e.g. "train.workers = 0 (command line): must be ..."
 };
 
-/// Bounds of what load() and load_text() read, enforced before CAF's parser sees the text: a
+/// Bounds of what load() and from_ini() read, enforced before CAF's parser sees the text: a
 /// configuration is a few kilobytes and sets each key once, and no setting nests lists or maps more
 /// than a level or two. CAF 0.17's parser recurses once per level (25,000 overflow the stack) and
 /// takes time quadratic in the settings of a section (20,000 take 9 s).
@@ -53,12 +53,17 @@ using value_origins = std::map<std::string, std::string>;
 run_config load(const std::string& file, const std::vector<std::string>& overrides,
                 value_origins* origins = nullptr);
 
-/// The same from INI text (the settings a coordinator hands its nodes, or a checkpoint's), then the
-/// overrides; `origin` names where the text came from in messages. Throws invalid_config.
-run_config load_text(const std::string& ini, const std::string& origin,
-                     const std::vector<std::string>& overrides = {});
+/// The same from INI text (a service's request body, the settings a coordinator hands its nodes,
+/// or a checkpoint's), then the overrides; `origin` names where the text came from in messages
+/// ("in job.ini, line 3"). Throws invalid_config. to_ini() is its inverse: for every valid
+/// configuration, from_ini(to_ini(config), ...) gives it back key for key.
+run_config from_ini(const std::string& ini, const std::string& origin,
+                    const std::vector<std::string>& overrides = {});
 
 /// Semantic checks of a filled-in configuration (ranges, known names). Empty when it is valid.
+/// A run_config built in code gets the messages its INI form would get from load() or from_ini(),
+/// less the "(in FILE, line N)" that `origins` adds: "train.workers = 0: must be between 1 and
+/// 1024". train_session runs it too, and throws invalid_config with these errors.
 std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
 
 /// Checks that need the training set's size: every worker's shard must hold at least one batch.

@@ -48,6 +48,46 @@ double duration_stats::quantile(double q) const {
   return max_;
 }
 
+double duration_stats::stddev() const {
+  if (count_ < 2)
+    return 0.0;
+  const double mean_seconds = mean();
+  double squares = 0.0;
+  for (std::size_t bucket = 0; bucket < bucket_count; ++bucket) {
+    if (buckets_[bucket] == 0)
+      continue;
+    const double value =
+        bucket + 1 == bucket_count ? max_ : std::clamp(bucket_middle(bucket), min_, max_);
+    squares += static_cast<double>(buckets_[bucket]) * (value - mean_seconds) * (value - mean_seconds);
+  }
+  return std::sqrt(squares / static_cast<double>(count_));
+}
+
+double duration_stats::coefficient_of_variation() const {
+  const double mean_seconds = mean();
+  return mean_seconds > 0.0 ? stddev() / mean_seconds : 0.0;
+}
+
+std::vector<duration_stats::bar> duration_stats::histogram(std::size_t merge) const {
+  merge = std::max<std::size_t>(merge, 1);
+  std::vector<bar> bars;
+  if (count_ == 0)
+    return bars;
+  const std::size_t first = bucket_of(min_) / merge;
+  const std::size_t last = bucket_of(max_) / merge;
+  for (std::size_t index = first; index <= last; ++index) {
+    bar next;
+    next.lower_seconds = smallest_seconds * std::pow(bucket_ratio, static_cast<double>(index * merge));
+    next.upper_seconds =
+        smallest_seconds * std::pow(bucket_ratio, static_cast<double>((index + 1) * merge));
+    for (std::size_t bucket = index * merge; bucket < std::min(bucket_count, (index + 1) * merge);
+         ++bucket)
+      next.count += buckets_[bucket];
+    bars.push_back(next);
+  }
+  return bars;
+}
+
 void duration_stats::merge(const duration_stats& other) {
   if (other.count_ == 0)
     return;

@@ -1,11 +1,13 @@
 // Summary statistics of a stream of durations (step times, wait times) in constant memory:
 // count, total, min, max, mean, and quantiles read off a log-spaced histogram (buckets 2% wide,
-// so a quantile is within 2% of the true one), whatever the length of the run.
+// so a quantile is within 2% of the true one), the spread read off the same histogram, whatever
+// the length of the run.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace herd::monitoring {
 
@@ -22,6 +24,23 @@ public:
   /// The q-quantile (q in [0, 1]), within 2%, clamped to [min(), max()]; 0 when empty.
   double quantile(double q) const;
   double median() const { return quantile(0.5); }
+  /// The standard deviation, each sample taken at its bucket's middle (clamped to [min(), max()])
+  /// against the exact mean: within about 2% of the true one; 0 when empty.
+  double stddev() const;
+  /// The coefficient of variation, stddev() / mean(): how much the durations vary against their
+  /// size (0 when they are all alike; 0 when empty or when the mean is 0).
+  double coefficient_of_variation() const;
+
+  /// One bar of histogram(): samples in [lower_seconds, upper_seconds).
+  struct bar {
+    double lower_seconds = 0.0;
+    double upper_seconds = 0.0;
+    std::uint64_t count = 0;
+  };
+  /// The samples in bars `merge` buckets wide (each 1.02^merge times its lower edge), from the
+  /// bar of the smallest sample to that of the largest, empty bars between included; nothing
+  /// when empty. merge = 10: bars about 22% wide.
+  std::vector<bar> histogram(std::size_t merge = 10) const;
 
   /// Adds another summary's samples to this one.
   void merge(const duration_stats& other);

@@ -54,8 +54,10 @@ struct job_options {
   /// share the cores).
   std::optional<int> blas_threads;
 
-  /// Non-null: the run starts from these parameters (model.parameter_count() floats, in the
-  /// model's order) instead of the seed's initialisation.
+  /// Non-null: every worker replica (and under async the parameter server) starts from these
+  /// parameters (model.parameter_count() floats, in the model's order: a job's
+  /// final_parameters(), a checkpoint's) instead of the model's own initialisation. Only the
+  /// parameters: momentum starts at zero and the run at round 0. Not together with resume_from.
   std::shared_ptr<const std::vector<float>> initial_parameters;
 
   /// Non-empty: the run goes on from the checkpoint at this path (a file, or the newest in a
@@ -104,8 +106,9 @@ public:
   /// configuration against the data before anything starts. Throws config::invalid_config (each
   /// problem naming its key: a batch larger than a worker's shard, a model that does not fit the
   /// data or this machine's memory, a metrics name another running job holds),
-  /// checkpoint::checkpoint_error (options.resume_from unusable), std::invalid_argument
-  /// (options.initial_parameters of the wrong size).
+  /// checkpoint::checkpoint_error (options.resume_from unusable); initial parameters of the
+  /// wrong size, or set with resume_from, are config::invalid_config (key
+  /// job_options.initial_parameters).
   static std::unique_ptr<job> start(config::run_config config,
                                     std::shared_ptr<const models::train_test_split> data,
                                     job_options options = {});

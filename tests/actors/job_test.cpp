@@ -308,3 +308,39 @@ TEST_F(blas_threads, a_job_leaves_them_alone_unless_asked) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(job_facade, starts_from_given_parameters) {
+  const auto data = synthetic(960);
+  const auto first = herd::job::start(short_run(), data, quick());
+  ASSERT_EQ(first->wait().stop_reason, "epochs");
+  const auto trained = std::make_shared<const std::vector<float>>(first->final_parameters());
+  ASSERT_EQ(trained->size(), first->model()->parameter_count());
+
+  // A second run that barely moves: it ends where it started, at the first one's parameters.
+  auto config = short_run();
+  config.train.lr = 1e-9;
+  config.train.momentum = 0.0;
+  config.train.weight_decay = 0.0;
+  auto options = quick();
+  options.initial_parameters = trained;
+  const auto second = herd::job::start(config, data, options);
+  ASSERT_EQ(second->wait().stop_reason, "epochs");
+  const auto ended = second->final_parameters();
+  ASSERT_EQ(ended.size(), trained->size());
+  for (std::size_t i = 0; i < ended.size(); ++i)
+    ASSERT_NEAR(ended[i], (*trained)[i], 1e-4) << "parameter " << i;
+
+  // Parameters of another model are refused, naming the option.
+  options.initial_parameters = std::make_shared<const std::vector<float>>(std::vector<float>(7));
+  try {
+    herd::job::start(config, data, options);
+    ADD_FAILURE() << "7 starting parameters were accepted";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "job_options.initial_parameters");
+  }
+}
+
+} // namespace

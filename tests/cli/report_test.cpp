@@ -173,6 +173,35 @@ TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
   EXPECT_THAT(below, testing::Not(HasSubstr("above a barrier's")));
 }
 
+// The step-time distribution per worker: median, p90, max and the coefficient of variation in
+// the summary (within 80 columns), the histogram in the report.
+TEST(summary, shows_each_workers_step_time_distribution_and_reports_its_histogram) {
+  herd::actors::run_summary summary;
+  herd::actors::worker_summary worker;
+  worker.worker = 3;
+  worker.steps = 7;
+  worker.step_seconds = {0.05, 0.0412, 0.0987, 0.3125, 0.84};
+  worker.step_histogram = {{0.04, 0.0488, 5}, {0.0488, 0.0595, 0}, {0.0595, 0.0726, 2}};
+  summary.per_worker.push_back(worker);
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  EXPECT_THAT(out.str(), HasSubstr("  worker   step median    step p90     step max   variation (cv)\n"
+                                   "       3       41.20ms     98.70ms     312.50ms             0.84\n"));
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("step median") != std::string::npos || line.find("0.84") != std::string::npos) {
+      EXPECT_LE(line.size(), 80u) << line;
+    }
+  const auto report =
+      nlohmann::json::parse(herd::cli::report_json(summary, herd::config::run_config{}));
+  const auto& reported = report["per_worker"][0];
+  EXPECT_DOUBLE_EQ(reported["step_seconds"]["cv"].get<double>(), 0.84);
+  EXPECT_DOUBLE_EQ(reported["step_seconds"]["median"].get<double>(), 0.0412);
+  ASSERT_EQ(reported["step_histogram"].size(), 3u);
+  EXPECT_DOUBLE_EQ(reported["step_histogram"][2]["lower_seconds"].get<double>(), 0.0595);
+  EXPECT_EQ(reported["step_histogram"][2]["count"].get<int>(), 2);
+}
+
 // The run keeps the parameters that reached its target; where the rounds then in flight moved the
 // workers' elsewhere, the summary and the report show both.
 TEST(summary, a_run_stopped_at_its_target_shows_both_accuracies_where_they_differ) {

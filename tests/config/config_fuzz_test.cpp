@@ -1,6 +1,6 @@
 // Seeded fuzzing of the configuration loader: thousands of mutations of the shipped configurations
 // and of random byte strings (deep nesting, NUL bytes, huge values, CR, byte order marks, broken
-// headers), through load_text(), load() from a file, and command-line overrides. Every input must
+// headers), through from_ini(), load() from a file, and command-line overrides. Every input must
 // load or be refused with invalid_config: never a crash, another exception or a hang (each input
 // must finish within a second; ctest's timeout catches one that never does).
 #include "config/loader.hpp"
@@ -60,7 +60,7 @@ TEST(config_fuzz, mutated_shipped_configurations_load_or_are_refused) {
   for (int i = 0; i < 15000; ++i) {
     const std::string text = mutate.mutate(corpus[mutate.below(corpus.size())], corpus);
     const std::string what = "mutation " + std::to_string(i);
-    outcome.check(what, [&] { herd::config::load_text(text, "fuzz"); });
+    outcome.check(what, [&] { herd::config::from_ini(text, "fuzz"); });
     if (i % 8 == 0) { // and the file path: read, size check, the same front end
       std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
       outcome.check(what + " from a file", [&] { herd::config::load(file, {}); });
@@ -80,7 +80,7 @@ TEST(config_fuzz, random_byte_strings_load_or_are_refused) {
   for (int i = 0; i < 8000; ++i) {
     const std::string text = random.random_text(i % 10 == 0 ? 20000 : 600);
     outcome.check("random text " + std::to_string(i),
-                  [&] { herd::config::load_text(text, "fuzz"); });
+                  [&] { herd::config::from_ini(text, "fuzz"); });
   }
   EXPECT_GT(outcome.refused, 4000);
 }
@@ -155,7 +155,7 @@ TEST(config_fuzz, pathological_inputs_load_or_are_refused) {
   inputs.push_back({"a long list", list + "1]\n"});
   verdicts outcome;
   for (const auto& [what, text] : inputs)
-    outcome.check(what, [&] { herd::config::load_text(text, "fuzz"); });
+    outcome.check(what, [&] { herd::config::from_ini(text, "fuzz"); });
   for (const int depth : {33, 100000}) // and on the command line
     outcome.check("override nesting " + std::to_string(depth),
                   [&] { herd::config::load("", {"--model.hidden=" + std::string(depth, '[')}); });

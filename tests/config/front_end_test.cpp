@@ -1,4 +1,4 @@
-// The configuration front end: what load() and load_text() refuse, or repair, before CAF's parser
+// The configuration front end: what load() and from_ini() refuse, or repair, before CAF's parser
 // sees a text. One test per finding of a red-team trial (deep nesting, NUL bytes, duplicate keys,
 // CRLF and a byte order mark, FIFOs and devices, huge values), each naming file, line and key.
 // Inputs that crashed or blocked the loader are loaded in a forked child under a deadline, so a
@@ -19,7 +19,7 @@ namespace {
 
 using herd::config::invalid_config;
 using herd::config::load;
-using herd::config::load_text;
+using herd::config::from_ini;
 using testing::AllOf;
 using testing::HasSubstr;
 using testing::Not;
@@ -122,7 +122,7 @@ TEST_F(front_end, deep_nesting_on_the_command_line_and_in_handed_over_text_is_re
   const auto handed = herd::testing::run_forked(
       [] {
         try {
-          load_text("[model]\nhidden = " + std::string(25000, '[') + "\n", "the settings");
+          from_ini("[model]\nhidden = " + std::string(25000, '[') + "\n", "the settings");
           return std::string("accepted");
         } catch (const invalid_config& invalid) {
           return std::string(invalid.what());
@@ -162,7 +162,7 @@ TEST_F(front_end, a_nul_byte_is_refused_naming_its_line) {
       write("nul.ini", std::string("[train]\nworkers = 2\nlr = 0.1\0\nepochs = 1\n", 40));
   EXPECT_THAT(errors_of(file, {}), AllOf(HasSubstr(file + ": line 3: a NUL byte"),
                                          HasSubstr("a configuration file is text")));
-  EXPECT_THROW(load_text(std::string("[train]\0workers = 2\n", 20), "the settings"),
+  EXPECT_THROW(from_ini(std::string("[train]\0workers = 2\n", 20), "the settings"),
                invalid_config);
 }
 
@@ -173,14 +173,14 @@ TEST_F(front_end, crlf_line_ends_and_a_byte_order_mark_are_accepted) {
   for (char c : original)
     crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   const std::string bom = "\xEF\xBB\xBF";
-  const auto expected = herd::config::to_ini(load_text(original, "quickstart"));
+  const auto expected = herd::config::to_ini(from_ini(original, "quickstart"));
   for (const auto& [name, text] :
        {std::pair{"crlf.ini", crlf}, std::pair{"bom.ini", bom + original},
         std::pair{"both.ini", bom + crlf}}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(herd::config::to_ini(load(write(name, text), {})), expected);
   }
-  EXPECT_EQ(herd::config::to_ini(load_text(bom + crlf, "handed over")), expected);
+  EXPECT_EQ(herd::config::to_ini(from_ini(bom + crlf, "handed over")), expected);
 }
 
 TEST_F(front_end, a_carriage_return_that_ends_no_line_is_named) {
@@ -266,7 +266,7 @@ TEST_F(front_end, a_file_over_a_mebibyte_is_refused_naming_the_limit) {
   EXPECT_THAT(errors_of(file, {}), AllOf(HasSubstr("cannot read config file " + file),
                                          HasSubstr("1048576 bytes (1 MiB)"),
                                          HasSubstr(std::to_string(big.size()) + " bytes")));
-  EXPECT_THROW(load_text(big, "the settings"), invalid_config);
+  EXPECT_THROW(from_ini(big, "the settings"), invalid_config);
 }
 
 TEST_F(front_end, thousands_of_settings_are_refused_before_the_parser_spends_minutes_on_them) {
@@ -340,7 +340,7 @@ TEST_F(front_end, data_max_bytes_defaults_to_zero_and_parses_from_file_and_comma
   EXPECT_THAT(errors_of("", {"--data.max-bytes=1.5"}), HasSubstr("data.max-bytes = 1.5"));
   EXPECT_THAT(herd::config::describe_keys(), HasSubstr("--data.max-bytes"));
   const auto set = load("", {"--data.max-bytes=4096"});
-  EXPECT_EQ(load_text(herd::config::to_ini(set), "round trip").data.max_bytes, 4096u);
+  EXPECT_EQ(from_ini(herd::config::to_ini(set), "round trip").data.max_bytes, 4096u);
 }
 
 TEST_F(front_end, abbreviate_keeps_short_text_and_shortens_long_text) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sstream>
 
 #include "support/contract_keys.hpp"
 #include "support/temp_directory.hpp"
@@ -181,7 +182,7 @@ TEST_F(config_files, model_keys_have_defaults_parse_and_round_trip) {
   EXPECT_EQ(config.model.layers, "flatten, dense 64, relu, dense 10");
   EXPECT_EQ(load("", {"--model.layers=flatten, dense 10"}).model.layers, "flatten, dense 10");
   EXPECT_EQ(load("", {"--model.preset=mlp"}).model.preset, "mlp");
-  const auto back = herd::config::load_text(herd::config::to_ini(config), "to_ini");
+  const auto back = herd::config::from_ini(herd::config::to_ini(config), "to_ini");
   EXPECT_EQ(back.model.layers, config.model.layers);
   EXPECT_EQ(back.model.preset, "mlp");
 }
@@ -673,13 +674,13 @@ namespace {
 TEST_F(config_files, settings_handed_over_as_ini_text_load_like_a_file_and_name_their_origin) {
   auto sent = load("", {"--train.algorithm=preduce", "--train.workers=6", "--cluster.token=x"});
   const auto received =
-      herd::config::load_text(herd::config::to_ini(sent), "the coordinator's settings");
+      herd::config::from_ini(herd::config::to_ini(sent), "the coordinator's settings");
   EXPECT_EQ(received.train.algorithm, "preduce");
   EXPECT_EQ(received.train.workers, 6);
   EXPECT_EQ(received.cluster.token, "x");
   try {
-    herd::config::load_text("[train]\nlr = \"fast\"\n", "the coordinator's settings");
-    FAIL() << "load_text accepted a string for train.lr";
+    herd::config::from_ini("[train]\nlr = \"fast\"\n", "the coordinator's settings");
+    FAIL() << "from_ini accepted a string for train.lr";
   } catch (const invalid_config& invalid) {
     EXPECT_THAT(invalid.errors().front().message,
                 HasSubstr("train.lr = \"fast\" (in the coordinator's settings, line 2)"));
@@ -703,4 +704,81 @@ TEST_F(config_files, simulate_section_is_read_and_checked) {
                         "between 1 and 65536 workers"));
   EXPECT_THAT(first_error("", {"--simulate.step-ms=0"}), HasSubstr("simulate.step-ms = 0"));
   EXPECT_THAT(first_error("", {"--simulate.steps=0"}), HasSubstr("simulate.steps = 0"));
+}
+
+// -- configuration in code
+// -------------------------------------------------------------------------------
+
+namespace {
+
+// `message` without the " (in ORIGIN, line N)" that a text's value carries.
+std::string without_origin(std::string message, const std::string& origin) {
+  const auto start = message.find(" (in " + origin + ", line ");
+  if (start != std::string::npos)
+    message.erase(start, message.find(')', start) + 1 - start);
+  return message;
+}
+
+} // namespace
+
+// A service builds its run_config in code; validate() must say what the INI form would have
+// been told, key for key and word for word, only without the line the text gives.
+TEST(config_in_code, is_validated_with_the_messages_of_its_ini_form) {
+  herd::config::run_config built;
+  built.train.algorithm = "warp";
+  built.train.workers = 0;
+  built.train.lr = -0.5;
+  built.model.preset = "resnet";
+  const auto in_code = herd::config::validate(built);
+
+  std::vector<herd::config::config_error> in_text;
+  try {
+    herd::config::from_ini("[train]\nalgorithm = \"warp\"\nworkers = 0\nlr = -0.5\n"
+                           "[model]\npreset = \"resnet\"\n",
+                           "job.ini");
+    ADD_FAILURE() << "from_ini accepted four bad values";
+  } catch (const invalid_config& invalid) {
+    in_text = invalid.errors();
+  }
+  ASSERT_EQ(in_code.size(), 4u);
+  ASSERT_EQ(in_text.size(), in_code.size());
+  for (std::size_t i = 0; i < in_code.size(); ++i) {
+    EXPECT_EQ(in_code[i].key, in_text[i].key);
+    EXPECT_THAT(in_text[i].message, HasSubstr("(in job.ini, line "));
+    EXPECT_EQ(in_code[i].message, without_origin(in_text[i].message, "job.ini"));
+  }
+  EXPECT_EQ(in_code[0].message, "train.algorithm = \"warp\": unknown algorithm; allowed: sync, "
+                                "solo, majority, quorum, preduce, wagma, async, local-sgd");
+  EXPECT_EQ(in_code[1].message, "train.workers = 0: must be between 1 and 1024");
+  EXPECT_EQ(in_code[2].message, "train.lr = -0.5: the learning rate must be positive");
+  EXPECT_THAT(in_code[3].message, HasSubstr("model.preset = \"resnet\": unknown preset"));
+}
+
+// to_ini and from_ini are each other's inverse on every configuration Herd ships: the text
+// to_ini writes (every key, key_names()) reads back to the same value of every key.
+TEST(config_in_code, shipped_configs_survive_to_ini_and_from_ini) {
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(HERD_CONFIG_DIR)) {
+    if (entry.path().extension() != ".ini")
+      continue;
+    const std::string file = entry.path().string();
+    SCOPED_TRACE(file);
+    std::ostringstream text;
+    text << std::ifstream(file).rdbuf();
+    const auto read = herd::config::from_ini(text.str(), file);
+    const auto written = herd::config::to_ini(read);
+    const auto again = herd::config::from_ini(written, "to_ini(" + file + ")");
+    EXPECT_EQ(herd::config::to_ini(again), written);
+    // A few fields directly, so that a key to_ini left out could not pass unseen.
+    EXPECT_EQ(again.train.algorithm, read.train.algorithm);
+    EXPECT_EQ(again.train.workers, read.train.workers);
+    EXPECT_EQ(again.train.lr, read.train.lr);
+    EXPECT_EQ(again.data.dataset, read.data.dataset);
+    EXPECT_EQ(again.model.layers, read.model.layers);
+    EXPECT_EQ(again.imbalance.kind, read.imbalance.kind);
+    for (const auto& key : herd::config::key_names())
+      EXPECT_NE(written.find(key.substr(key.find('.') + 1) + " = "), std::string::npos) << key;
+    ++files;
+  }
+  EXPECT_GE(files, 7u); // config/*.ini and config/simulate/*.ini
 }

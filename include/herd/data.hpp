@@ -1,0 +1,39 @@
+// Herd's public data API: the dataset a configuration names (load_dataset: data.dataset,
+// data.path and the other [data] keys, loaded as every `herd` command loads them), and datasets of
+// the caller's own values (dataset_from_memory, dataset_from_source, from
+// models/dataset_sources.hpp). Each gives a models::train_test_split or models::dataset that
+// train_session and jobs take. Datasets in memory: models/dataset.hpp.
+#pragma once
+
+#include "config/run_config.hpp"
+#include "models/dataset.hpp"
+#include "models/dataset_sources.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace herd::models {
+
+/// Receives what load_dataset has to tell a person about the data it loaded, one sentence at a
+/// time, e.g. "fortunes: 9000 training and 1000 test texts in 7 languages, read from the cache
+/// ...". The commands print each as "herd: <note>" on stderr; a service may log it.
+using data_notes = std::function<void(const std::string& note)>;
+
+/// The training and test sets `config.data` names:
+/// - fashion-mnist: the IDX files in data.path (load_fashion_mnist), within data.max-bytes;
+/// - synthetic: 6000 training and 1000 test samples of Fashion-MNIST's shape (1x28x28, 10
+///   classes) drawn from train.seed, for smoke tests without the package;
+/// - npy: data.train-features, data.train-labels, data.test-features, data.test-labels
+///   (load_npy_dataset), within data.max-bytes;
+/// - fortunes: Debian's fortunes packages, prepared once and cached in data.cache-dir
+///   (load_fortunes), texts capped at data.max-length bytes and data.max-texts texts; one note.
+///
+/// Throws data_error naming the file (or directory) and the problem, and the key that names it
+/// where the key is what to change (a missing Fashion-MNIST directory: "set data.path"); and
+/// config::invalid_config (key data.dataset) for a dataset it does not know, which validate()
+/// refuses before. `notes` may be empty.
+std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
+                                                     const data_notes& notes = {});
+
+} // namespace herd::models

@@ -1,0 +1,69 @@
+// The dataset a configuration names; see herd/data.hpp.
+#include "herd/data.hpp"
+
+#include "config/loader.hpp"
+#include "models/fortunes.hpp"
+#include "models/npy.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace herd::models {
+
+namespace {
+
+// "fortunes: 9000 training and 1000 test texts in 7 languages, read from the cache ...; 12 texts
+// longer than data.max-length = 4096 truncated": where the prepared texts come from, and what the
+// cap cut.
+std::string fortunes_note(const fortune_data& loaded, std::uint64_t max_length) {
+  const std::string source = loaded.from_cache ? "read from the cache " + loaded.cache_path
+                             : loaded.cache_path.empty()
+                                 ? std::string("prepared (the cache could not be written)")
+                                 : "prepared and cached in " + loaded.cache_path;
+  return "fortunes: " + std::to_string(loaded.split.train.size()) + " training and " +
+         std::to_string(loaded.split.test.size()) + " test texts in " +
+         std::to_string(loaded.corpus.languages.size()) + " languages, " + source + "; " +
+         std::to_string(loaded.truncated) +
+         " texts longer than data.max-length = " + std::to_string(max_length) + " truncated";
+}
+
+} // namespace
+
+std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
+                                                     const data_notes& notes) {
+  const auto& data = config.data;
+  if (data.dataset == "synthetic") {
+    // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
+    auto split = std::make_shared<train_test_split>(
+        make_synthetic_split(6000, 1000, 784, 10, config.train.seed));
+    split->train.sample_shape = split->test.sample_shape = {1, 28, 28};
+    return split;
+  }
+  if (data.dataset == "fortunes") {
+    fortune_options options;
+    options.cache_dir = data.cache_dir;
+    options.max_length = static_cast<std::size_t>(data.max_length);
+    options.max_texts = static_cast<std::size_t>(data.max_texts);
+    auto loaded = load_fortunes(options);
+    if (notes)
+      notes(fortunes_note(loaded, data.max_length));
+    return std::make_shared<train_test_split>(std::move(loaded.split));
+  }
+  if (data.dataset == "npy")
+    return std::make_shared<train_test_split>(load_npy_dataset(
+        {data.train_features, data.train_labels, data.test_features, data.test_labels},
+        data.max_bytes));
+  if (data.dataset == "fashion-mnist")
+    return std::make_shared<train_test_split>(load_fashion_mnist(data.path, data.max_bytes));
+  // validate() refuses any other name; a run_config built in code may not have been through it.
+  std::vector<config::config_error> unknown;
+  for (auto& error : config::validate(config))
+    if (error.key == "data.dataset")
+      unknown.push_back(std::move(error));
+  if (unknown.empty()) // a name known_datasets() lists and this function does not load
+    unknown.push_back({"data.dataset", "data.dataset = \"" + data.dataset +
+                                           "\": no loader for this dataset in this build"});
+  throw config::invalid_config(std::move(unknown));
+}
+
+} // namespace herd::models
