@@ -133,7 +133,8 @@ struct run_summary {
   std::vector<evaluation_point> evaluations;
 };
 
-/// Receives a run's events. Called from the coordinator's thread, one call at a time.
+/// Receives a run's events, one call at a time: session_options' on the run's job actor (a
+/// scheduler thread), coordinator_setup's on the coordinator's.
 class run_observer {
 public:
   virtual ~run_observer() = default;
