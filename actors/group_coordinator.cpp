@@ -254,11 +254,11 @@ void coordinator_actor::on_admission(node_admission admission) {
 void coordinator_actor::on_tick() {
   if (phases_.done())
     return;
-  report_progress();
   if (setup_.metrics) {
     setup_.metrics->train_loss(counters_.recent_loss());
     setup_.metrics->refresh(elapsed());
   }
+  report_progress(); // after the refresh: it names the straggler the refresh found
   if (phases_.running() && evaluations_.snapshot_due(elapsed()))
     take_snapshot();
   report_checkpoints();
@@ -468,8 +468,13 @@ void coordinator_actor::stop_workers() {
 }
 
 void coordinator_actor::report_progress() {
-  if (setup_.observer != nullptr)
-    setup_.observer->on_progress(progress_of(counters_, elapsed(), evaluations_.latest_accuracy()));
+  if (setup_.observer == nullptr)
+    return;
+  auto now = progress_of(counters_, elapsed(), evaluations_.latest_accuracy());
+  if (setup_.metrics)
+    if (const auto slowest = setup_.metrics->straggler())
+      now.straggler = straggler_report{slowest->worker, slowest->score};
+  setup_.observer->on_progress(now);
 }
 
 void coordinator_actor::finish() {

@@ -43,8 +43,6 @@ std::size_t epoch_samples(const config::run_config& config, std::size_t training
 /// group per two workers.
 int aggregator_count(const config::run_config& config);
 
-/// One BLAS thread per worker when several share the cores; one worker may use every core.
-void set_blas_threads_for(const config::run_config& config, int local_workers);
 
 /// Refuses (config::invalid_config naming the [model] key that sized it, or
 /// session_options.model when `embedded`: the caller's own model) a model whose `local_workers`

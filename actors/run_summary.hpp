@@ -10,6 +10,13 @@
 
 namespace herd::actors {
 
+/// The slowest worker now: its straggler score is its median step time over the median of all
+/// live workers' medians, over metrics.window-seconds (monitoring/straggler_stats.hpp).
+struct straggler_report {
+  int worker = 0;
+  double score = 0.0;
+};
+
 struct progress {
   double elapsed_seconds = 0.0;
   double epoch = 0.0; // samples applied / samples in one epoch of all shards
@@ -20,6 +27,7 @@ struct progress {
   std::optional<double> test_accuracy; // latest evaluation, if any
   double samples_per_second = 0.0;
   int live_workers = 0;
+  std::optional<straggler_report> straggler; // unknown until workers have stepped
 };
 
 struct evaluation_point {
@@ -125,7 +133,8 @@ struct run_summary {
   std::vector<evaluation_point> evaluations;
 };
 
-/// Receives a run's events. Called from the coordinator's thread, one call at a time.
+/// Receives a run's events, one call at a time: session_options' on the run's job actor (a
+/// scheduler thread), coordinator_setup's on the coordinator's.
 class run_observer {
 public:
   virtual ~run_observer() = default;

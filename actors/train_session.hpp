@@ -63,6 +63,10 @@ struct session_options {
   /// methods must be safe to call concurrently (state of a pass belongs in its workspace). It
   /// must fit the data (check_model_fits).
   std::shared_ptr<const models::model> model;
+  /// Set: the process's BLAS thread count (process-wide: every run and the host program see it)
+  /// is set to this before the run starts; 0 means one per core. Unset: left as it is. `herd
+  /// train` passes blas_threads_for(config, train.workers).
+  std::optional<int> blas_threads;
 };
 
 /// A checkpoint read for a run, and the file it came from.
@@ -80,6 +84,12 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                   const models::train_test_split& data, const std::string& path,
                                   std::shared_ptr<const models::model> model = nullptr);
 
+/// The BLAS thread count `herd train` runs with: train.blas-threads when set, else one thread
+/// per worker when several share the cores (0: one per core, for a single worker).
+int blas_threads_for(const config::run_config& config, int local_workers);
+
+/// One run in an actor system of its own: the job actor of herd/job_actor.hpp in a system made
+/// for it, shut down when the run has ended.
 class train_session {
 public:
   /// Checks the configuration against the data (throws config::invalid_config when, say, a batch
@@ -92,6 +102,8 @@ public:
   train_session(const train_session&) = delete;
   train_session& operator=(const train_session&) = delete;
 
+  /// Spawns the run's actors and starts it. Throws (having shut down what was spawned) when an
+  /// actor cannot be made, say a buffer cannot be allocated.
   void start();
 
   /// Asks the run to stop early: in-flight rounds finish, workers stop, the final evaluation
@@ -115,8 +127,6 @@ public:
   std::size_t samples_per_epoch() const;
 
 private:
-  void spawn_and_start();
-
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -80,6 +80,7 @@ measured run(config::run_config config,
     std::lock_guard<std::mutex> guard(mutex);
     out.checkpoints.push_back(report);
   };
+  session_options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   actors::train_session session(config, data, session_options);
   const auto summary = session.run();
   if (summary.stop_reason == "error") {

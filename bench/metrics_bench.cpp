@@ -102,6 +102,7 @@ double samples_per_second(const config::run_config& config,
       }
     });
   }
+  session_options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   actors::train_session session(config, data, session_options);
   const auto summary = session.run();
   done = true;

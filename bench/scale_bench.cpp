@@ -86,7 +86,9 @@ measured run_one(const options& opts, int workers, const std::string& algorithm,
            "--train.eval-every=1000000000", "--train.max-seconds=" + std::to_string(opts.seconds),
            "--imbalance.kind=random", "--imbalance.k=" + std::to_string(workers),
            "--imbalance.delay-ms=" + std::to_string(opts.step_ms), "--train.blas-threads=1"});
-  actors::train_session session(config, data);
+  actors::session_options session_options;
+  session_options.blas_threads = actors::blas_threads_for(config, workers);
+  actors::train_session session(config, data, session_options);
   const auto s = session.run();
   measured m;
   const double rounds = std::max<double>(1.0, static_cast<double>(s.rounds));

@@ -88,7 +88,10 @@ config::run_config base_config(const options& opts, int workers, int batch) {
 double herd_throughput(const options& opts,
                        const std::shared_ptr<const models::train_test_split>& data, int workers,
                        int batch) {
-  actors::train_session session(base_config(opts, workers, batch), data);
+  const auto config = base_config(opts, workers, batch);
+  actors::session_options session_options;
+  session_options.blas_threads = actors::blas_threads_for(config, workers);
+  actors::train_session session(config, data, session_options);
   const auto summary = session.run();
   return summary.samples_per_second;
 }

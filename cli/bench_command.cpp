@@ -137,6 +137,7 @@ actors::run_summary run_one(const config::run_config& config,
   // Snapshots are taken at progress ticks: two ticks per snapshot interval keep them on time.
   options.progress_interval = std::chrono::milliseconds(std::clamp(snapshot_ms / 2, 5, 100));
   options.snapshot_interval = std::chrono::milliseconds(snapshot_ms);
+  options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   actors::train_session session(config, data, options);
   return session.run();
 }

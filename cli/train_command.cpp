@@ -89,6 +89,8 @@ int run_train(const std::vector<std::string>& args) {
   actors::session_options options;
   options.observer = &printer;
   options.metrics = prepared->metrics;
+  // The process is herd's own: one BLAS thread per worker when several share the cores.
+  options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   if (config.checkpoint.enabled()) {
     std::error_code made;
     std::filesystem::create_directories(config.checkpoint.dir, made);

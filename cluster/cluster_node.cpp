@@ -242,7 +242,8 @@ private:
     } catch (const std::exception& unfit) {
       return failed(std::string("the coordinator's model does not fit here: ") + unfit.what());
     }
-    set_blas_threads_for(config_, options_.workers);
+    // A node process is Herd's own: one BLAS thread per worker when several share the cores.
+    kernels::set_blas_threads(blas_threads_for(config_, options_.workers));
     return true;
   }
 

@@ -179,9 +179,14 @@ void training_metrics::refresh(double now_seconds) {
     if (record.live)
       record.lag_steps->set(static_cast<double>(fastest - record.steps));
   const auto scores = stragglers_.compute(now_seconds);
-  for (std::size_t i = 0; i < workers_.size(); ++i)
-    if (workers_[i].live && scores.score[i])
-      workers_[i].straggler_score->set(*scores.score[i]);
+  straggler_.reset();
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].live || !scores.score[i])
+      continue;
+    workers_[i].straggler_score->set(*scores.score[i]);
+    if (!straggler_ || *scores.score[i] > straggler_->score)
+      straggler_ = slowest_worker{static_cast<int>(i), *scores.score[i]};
+  }
   if (scores.imbalance_ratio)
     imbalance_ratio_->set(*scores.imbalance_ratio);
 }

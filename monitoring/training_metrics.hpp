@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,14 @@ public:
   /// Recomputes the straggler scores, the imbalance ratio and the lags at `now_seconds`.
   void refresh(double now_seconds);
 
+  /// The live worker with the highest straggler score at the last refresh(); none before any
+  /// worker had a score.
+  struct slowest_worker {
+    int worker = 0;
+    double score = 0.0;
+  };
+  std::optional<slowest_worker> straggler() const { return straggler_; }
+
 private:
   struct per_worker;
   per_worker series_for(int worker, const std::string& node);
@@ -88,6 +97,7 @@ private:
   std::shared_ptr<registry> registry_;
   identity who_;
   straggler_stats stragglers_;
+  std::optional<slowest_worker> straggler_;
   std::vector<per_worker> workers_;
   family<histogram>* step_seconds_family_ = nullptr;
   family<histogram>* wait_seconds_family_ = nullptr;

@@ -1,0 +1,168 @@
+// The public job API (herd/job.hpp, herd/job_actor.hpp): the facade, spawn_job in the caller's
+// actor system, job::start in one of its own, and the registration of Herd's messages.
+#include "herd/job.hpp"
+#include "herd/job_actor.hpp"
+
+#include "actors/job_actor.hpp"
+#include "actors/messages.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace herd {
+
+const char* to_string(job_state state) {
+  switch (state) {
+  case job_state::starting:
+    return "starting";
+  case job_state::running:
+    return "running";
+  case job_state::stopping:
+    return "stopping";
+  case job_state::finished:
+    return "finished";
+  case job_state::failed:
+    return "failed";
+  }
+  return "unknown";
+}
+
+void add_message_types(caf::actor_system_config& config) {
+  // The job messages of herd/job_actor.hpp stay in the process: they need no registration.
+  actors::add_message_types(config);
+}
+
+namespace {
+
+actors::job_setup setup_from(job_options options) {
+  actors::job_setup setup;
+  setup.session.model = std::move(options.model);
+  setup.session.metrics = std::move(options.metrics);
+  setup.session.progress_interval = options.progress_interval;
+  setup.name = std::move(options.name);
+  setup.blas_threads = options.blas_threads;
+  setup.on_progress = std::move(options.on_progress);
+  setup.on_evaluation = std::move(options.on_evaluation);
+  setup.on_notice = std::move(options.on_notice);
+  setup.on_finished = std::move(options.on_finished);
+  if (options.initial_parameters)
+    setup.session.initial_parameters = *options.initial_parameters;
+  setup.initial_parameters_key = "job_options.initial_parameters";
+  setup.resume_key = "job_options.resume_from";
+  return setup;
+}
+
+// The checkpoint options.resume_from names, read for this run (throws checkpoint_error).
+void resume_from(const std::string& path, const config::run_config& config,
+                 const models::train_test_split& data, actors::job_setup& setup) {
+  if (path.empty())
+    return;
+  setup.session.resume = actors::load_checkpoint(config, data, path, setup.session.model).state;
+}
+
+} // namespace
+
+job_handle spawn_job(caf::actor_system& system, config::run_config config,
+                     std::shared_ptr<const models::train_test_split> data, job_options options) {
+  const std::string resume_path = options.resume_from;
+  auto setup = setup_from(std::move(options));
+  resume_from(resume_path, config, *data, setup);
+  return actors::launch_job(system,
+                            actors::prepare_job(std::move(config), std::move(data),
+                                                std::move(setup)));
+}
+
+// -- the facade ----------------------------------------------------------------------------------
+
+struct job::own_system {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor actor;
+};
+
+job::job(std::shared_ptr<shared_state> state) : state_(std::move(state)) {}
+
+std::unique_ptr<job> job::start(config::run_config config,
+                                std::shared_ptr<const models::train_test_split> data,
+                                job_options options) {
+  const std::string resume_path = options.resume_from;
+  auto setup = setup_from(std::move(options));
+  resume_from(resume_path, config, *data, setup);
+  // Checked and prepared before any thread starts.
+  auto plan = actors::prepare_job(std::move(config), std::move(data), std::move(setup));
+  auto own = std::make_unique<own_system>();
+  add_message_types(own->config);
+  // As train_session's: 'sharing' keeps control-path latency low on few cores; the scheduler
+  // only runs message handlers, the compute happens on the workers' own threads.
+  own->config.set("scheduler.policy", caf::atom("sharing"));
+  own->config.set("scheduler.max-threads",
+                  std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
+  own->system = std::make_unique<caf::actor_system>(own->config);
+  auto handle = actors::launch_job(*own->system, std::move(plan));
+  own->actor = handle.actor;
+  auto started = std::unique_ptr<job>(new job(handle.facade->state_));
+  started->own_ = std::move(own);
+  return started;
+}
+
+job::~job() {
+  if (!own_)
+    return; // a spawned job's facade: the job runs on in the caller's system
+  if (!wait_for(std::chrono::milliseconds(0))) {
+    stop();
+    if (!wait_for(std::chrono::seconds(60)))
+      caf::anon_send_exit(own_->actor, caf::exit_reason::user_shutdown);
+  }
+  own_->actor = nullptr;
+  own_->system->await_all_actors_done();
+}
+
+job_status job::status() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  return state_->status;
+}
+
+void job::stop() {
+  caf::actor_addr address;
+  {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    address = state_->actor;
+  }
+  if (auto actor = caf::actor_cast<caf::actor>(address))
+    caf::anon_send(actor, stop_job_atom::value);
+}
+
+actors::run_summary job::wait() {
+  for (;;)
+    if (auto summary = wait_for(std::chrono::hours(1)))
+      return *summary;
+}
+
+std::optional<actors::run_summary> job::wait_for(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  if (!state_->ended_signal.wait_for(lock, timeout, [this] { return state_->ended; }))
+    return std::nullopt;
+  return state_->summary;
+}
+
+std::optional<actors::run_summary> job::summary() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  if (!state_->ended)
+    return std::nullopt;
+  return state_->summary;
+}
+
+std::vector<float> job::final_parameters() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  return state_->ended ? state_->final_parameters : std::vector<float>{};
+}
+
+std::shared_ptr<const models::model> job::model() const {
+  return state_->model;
+}
+
+const std::string& job::name() const {
+  return state_->name;
+}
+
+} // namespace herd

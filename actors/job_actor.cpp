@@ -1,0 +1,817 @@
+// The job actor, and the preparation and spawning of the run it supervises; see job_actor.hpp.
+#include "actors/job_actor.hpp"
+
+#include "actors/aggregator.hpp"
+#include "actors/control_costs.hpp"
+#include "actors/evaluator.hpp"
+#include "actors/group_coordinator.hpp"
+#include "actors/messages.hpp"
+#include "actors/parameter_server.hpp"
+#include "actors/run_parts.hpp"
+#include "actors/worker.hpp"
+#include "comm/buffer_pool.hpp"
+#include "comm/data_plane.hpp"
+#include "config/loader.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
+#include "monitoring/training_metrics.hpp"
+
+#include <caf/event_based_actor.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace herd::actors {
+
+// -- messages between the job actor and the run it spawned (in-process only) --------------------
+
+/// launch_job -> the job actor: the run's actors, spawned; the job starts the run.
+struct job_parts {
+  caf::actor coordinator;
+  run_start run;
+};
+
+/// The coordinator's summary (coordinator_setup::on_finished) -> the job actor.
+struct run_ended {
+  std::shared_ptr<const run_summary> summary;
+};
+
+/// The job actor's own timer: the run's actors had this long to exit after the run ended.
+using parts_timeout_atom = caf::atom_constant<caf::atom("partstime")>;
+
+} // namespace herd::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::job_parts)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::run_ended)
+
+namespace herd::actors {
+
+namespace {
+
+// Where the workers compute and the local data plane reduces: the session's ops (CPU), or, with
+// train.backend = cuda, CUDA ops made here (each with its own stream on train.device).
+struct compute_placement {
+  std::vector<std::unique_ptr<kernels::ops>> owned;
+  const kernels::ops* reduce = nullptr;
+  const kernels::ops* serve = nullptr;    // async's parameter server (in the results' memory);
+                                          // on a GPU made only under async
+  const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
+  std::vector<const kernels::ops*> step;  // per worker: its compute thread's
+  std::vector<const kernels::ops*> apply; // per worker: its actor's
+  std::string description = "cpu";
+
+  static compute_placement make(const config::run_config& config, const kernels::ops& cpu,
+                                const std::function<std::unique_ptr<kernels::ops>()>& stream_ops) {
+    compute_placement placement;
+    const auto workers = static_cast<std::size_t>(config.train.workers);
+    placement.evaluate = cpu.memory().host_accessible() ? &cpu : &kernels::cpu_ops();
+    if (config.train.backend != "cuda") {
+      placement.reduce = &cpu;
+      placement.serve = &cpu;
+      placement.step.assign(workers, &cpu);
+      placement.apply.assign(workers, &cpu);
+      placement.description = std::string(cpu.name());
+      return placement;
+    }
+    auto make = [&] {
+      placement.owned.push_back(stream_ops ? stream_ops()
+                                           : kernels::cuda::make_cuda_ops(config.train.device));
+      return placement.owned.back().get();
+    };
+    auto place = [&] {
+      placement.reduce = make();
+      if (policy::make_policy(config)->applies_at_server())
+        placement.serve = make(); // its own stream: the server steps while reductions run
+      for (std::size_t i = 0; i < workers; ++i) {
+        placement.step.push_back(make());
+        placement.apply.push_back(make());
+      }
+    };
+    if (stream_ops) {
+      place();
+      placement.description = std::string(placement.reduce->memory().name());
+      return placement;
+    }
+    const int device = config.train.device;
+    const auto query = kernels::cuda::query_devices();
+    if (query.devices.empty())
+      throw config::invalid_config(
+          {{"train.backend", "train.backend = cuda: no CUDA device can be used here (" +
+                                 query.unavailable_reason + "); use train.backend = cpu"}});
+    if (static_cast<std::size_t>(device) >= query.devices.size())
+      throw config::invalid_config(
+          {{"train.device", "train.device = " + std::to_string(device) + ": this machine has " +
+                                std::to_string(query.devices.size()) + " CUDA device(s), 0 to " +
+                                std::to_string(query.devices.size() - 1)}});
+    place();
+    const auto& gpu = query.devices[static_cast<std::size_t>(device)];
+    placement.description = "cuda:" + std::to_string(device) + " (" + gpu.name + ")";
+    return placement;
+  }
+};
+
+// A job's name in a metrics registry, held while the job may still record there: two running
+// jobs under one name would add to the same series, and neither's numbers would be its own.
+class metrics_name_claim {
+public:
+  metrics_name_claim(std::shared_ptr<monitoring::registry> registry, std::string name)
+      : registry_(std::move(registry)), name_(std::move(name)) {
+    std::lock_guard<std::mutex> guard(table_mutex());
+    if (!table()[registry_.get()].insert(name_).second)
+      throw config::invalid_config(
+          {{"job_options.name",
+            "job_options.name = \"" + name_ +
+                "\": a running job records its metrics under this name in the same registry; "
+                "give each job its own name (job_options.name, or metrics.job)"}});
+  }
+
+  ~metrics_name_claim() {
+    std::lock_guard<std::mutex> guard(table_mutex());
+    auto& names = table()[registry_.get()];
+    names.erase(name_);
+    if (names.empty())
+      table().erase(registry_.get());
+  }
+
+  metrics_name_claim(const metrics_name_claim&) = delete;
+  metrics_name_claim& operator=(const metrics_name_claim&) = delete;
+
+private:
+  // Keyed by address: a claim holds its registry, so no other registry takes that address while
+  // a claim on it lives.
+  using name_table = std::map<const monitoring::registry*, std::set<std::string>>;
+  static std::mutex& table_mutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+  static name_table& table() {
+    static name_table names;
+    return names;
+  }
+
+  std::shared_ptr<monitoring::registry> registry_;
+  std::string name_;
+};
+
+/// Hands the coordinator's events (its thread) to the job actor as messages. Holds the job
+/// actor weakly: the coordinator must not keep the job alive.
+class forwarding_observer : public run_observer {
+public:
+  forwarding_observer(caf::actor_addr job, std::string name)
+      : job_(std::move(job)), name_(std::move(name)) {}
+
+  void on_progress(const progress& now) override { tell(job_progress{name_, now}); }
+  void on_evaluation(const evaluation_point& point) override {
+    tell(job_evaluation{name_, point});
+  }
+  void on_notice(std::string_view text) override { tell(job_notice{name_, std::string(text)}); }
+
+  template <class Message>
+  void tell(Message message) const {
+    if (auto job = caf::actor_cast<caf::actor>(job_))
+      caf::anon_send(job, std::move(message));
+  }
+
+private:
+  caf::actor_addr job_;
+  std::string name_;
+};
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// The model as training left it: the server's under async; else the live workers', averaged
+// where they differ (model averaging leaves replicas apart).
+std::vector<float> model_parameters(const std::vector<std::vector<float>>& workers,
+                                    const std::vector<float>& server) {
+  if (!server.empty())
+    return server;
+  std::vector<const std::vector<float>*> live;
+  for (const auto& replica : workers)
+    if (!replica.empty())
+      live.push_back(&replica);
+  if (live.empty())
+    return {};
+  const bool identical = std::all_of(live.begin(), live.end(), [&](const auto* replica) {
+    return same_floats(*replica, *live.front());
+  });
+  if (identical)
+    return *live.front();
+  std::vector<double> sum(live.front()->size(), 0.0);
+  for (const auto* replica : live)
+    for (std::size_t i = 0; i < sum.size() && i < replica->size(); ++i)
+      sum[i] += (*replica)[i];
+  std::vector<float> mean(sum.size());
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    mean[i] = static_cast<float>(sum[i] / static_cast<double>(live.size()));
+  return mean;
+}
+
+} // namespace
+
+class job_plan {
+public:
+  config::run_config config;
+  std::shared_ptr<const models::train_test_split> data;
+  job_setup setup;
+  std::string name;
+  std::shared_ptr<const models::model> model;
+  std::size_t samples_per_epoch = 0;
+  compute_placement compute;
+  std::shared_ptr<comm::data_plane> plane;
+  std::shared_ptr<monitoring::training_metrics> metrics;
+  std::unique_ptr<metrics_name_claim> name_claim;
+  std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
+  bool launched = false;
+};
+
+std::shared_ptr<job_plan> prepare_job(config::run_config config,
+                                      std::shared_ptr<const models::train_test_split> data,
+                                      job_setup setup) {
+  if (auto errors = config::validate(config); !errors.empty())
+    throw config::invalid_config(std::move(errors));
+  if (auto errors = config::validate_against_data(config, data->train.size()); !errors.empty())
+    throw config::invalid_config(std::move(errors));
+  auto plan = std::make_shared<job_plan>();
+  plan->config = std::move(config);
+  plan->data = std::move(data);
+  plan->setup = std::move(setup);
+  const auto& options = plan->setup.session;
+  const auto& train = plan->config.train;
+  if (options.resume && options.resume->workers.size() != static_cast<std::size_t>(train.workers))
+    throw config::invalid_config(
+        {{"train.workers", "train.workers = " + std::to_string(train.workers) +
+                               ": the checkpoint to resume from holds " +
+                               std::to_string(options.resume->workers.size()) + " workers"}});
+  // The one place the run's model is chosen: the workers, the evaluator, the aggregators' buffers
+  // and the checkpoints' structure all take plan->model.
+  const bool embedded = options.model != nullptr;
+  if (embedded) {
+    check_model_fits(*options.model, *plan->data);
+    plan->model = options.model;
+  } else {
+    plan->model = make_model(plan->config, plan->data->train);
+  }
+  const auto& initial_key = plan->setup.initial_parameters_key;
+  check_initial_parameters(*plan->model, options.initial_parameters, initial_key);
+  if (options.resume && !options.initial_parameters.empty())
+    throw config::invalid_config({config::config_error{
+        initial_key, initial_key + ": set together with " + plan->setup.resume_key +
+                         ", which restores the checkpoint's parameters; set one of the two"}});
+  if (train.backend == "cpu")
+    check_memory(plan->config, *plan->model, train.workers, embedded);
+  plan->compute = compute_placement::make(plan->config, *options.ops, options.stream_ops);
+  plan->samples_per_epoch = epoch_samples(plan->config, plan->data->train.size());
+  plan->name = plan->setup.name.empty() ? plan->config.metrics.job : plan->setup.name;
+  // A job without a registry of the caller's keeps its metrics in its own: the straggler its
+  // status names comes from them.
+  auto registry = options.metrics ? options.metrics : std::make_shared<monitoring::registry>();
+  if (options.metrics)
+    plan->name_claim = std::make_unique<metrics_name_claim>(options.metrics, plan->name);
+  auto named = plan->config;
+  named.metrics.job = plan->name;
+  plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);
+  plan->plane = comm::make_local_plane(*plan->compute.reduce);
+  if (plan->setup.blas_threads)
+    kernels::set_blas_threads(*plan->setup.blas_threads);
+
+  auto& shared = *plan->shared;
+  shared.name = plan->name;
+  shared.model = plan->model;
+  shared.status.name = plan->name;
+  shared.status.epochs_total = static_cast<double>(train.epochs);
+  return plan;
+}
+
+std::size_t samples_per_epoch(const job_plan& plan) {
+  return plan.samples_per_epoch;
+}
+
+std::shared_ptr<herd::job::shared_state> shared_state_of(const job_plan& plan) {
+  return plan.shared;
+}
+
+// -- the job actor --------------------------------------------------------------------------------
+
+namespace {
+
+class job_actor : public caf::event_based_actor {
+public:
+  job_actor(caf::actor_config& config, std::shared_ptr<job_plan> plan)
+      : caf::event_based_actor(config), plan_(std::move(plan)), shared_(plan_->shared),
+        setup_(plan_->setup) {}
+
+  const char* name() const override { return "herd.job"; }
+
+  caf::behavior make_behavior() override {
+    set_down_handler([this](caf::down_msg& down) { on_down(down); });
+    set_exit_handler([this](caf::exit_msg& exit) { on_exit_message(exit); });
+    return starting();
+  }
+
+private:
+  // -- the phases: each answers what it can (CAF's become), and status and subscriptions -------
+
+  // Until launch_job hands over the run's actors.
+  caf::behavior starting() {
+    return caf::message_handler{
+        [this](job_parts& parts) { on_parts(std::move(parts)); },
+        [this](herd::stop_job_atom) { stop_requested_ = true; },
+    }
+        .or_else(common());
+  }
+
+  // Training, until the coordinator's summary.
+  caf::behavior running() {
+    return caf::message_handler{
+        [this](herd::stop_job_atom) { on_stop(); },
+        [this](const run_ended& ended) { on_run_ended(ended); },
+    }
+        .or_else(events())
+        .or_else(common());
+  }
+
+  // The run ended: its final parameters are collected and its actors shut down.
+  caf::behavior ending() {
+    return caf::message_handler{
+        [](herd::stop_job_atom) { /* it is ending already */ },
+        [this](parts_timeout_atom) { on_parts_timeout(); },
+    }
+        .or_else(events())
+        .or_else(common());
+  }
+
+  caf::message_handler events() {
+    return {
+        [this](const job_progress& event) { on_progress(event); },
+        [this](const job_evaluation& event) { on_evaluation(event); },
+        [this](const job_notice& event) { on_notice(event); },
+    };
+  }
+
+  caf::message_handler common() {
+    return {
+        [this](herd::status_atom) { return on_status(); },
+        [this](herd::subscribe_atom, const caf::actor& listener) {
+          return on_subscribe(listener);
+        },
+        [this](herd::unsubscribe_atom, const caf::actor& listener) {
+          on_unsubscribe(listener);
+        },
+    };
+  }
+
+  // -- the handlers ------------------------------------------------------------------------------
+
+  job_status on_status() const {
+    std::lock_guard<std::mutex> guard(shared_->mutex);
+    return shared_->status;
+  }
+
+  job_status on_subscribe(const caf::actor& listener) {
+    if (listener &&
+        std::find(subscribers_.begin(), subscribers_.end(), listener) == subscribers_.end()) {
+      subscribers_.push_back(listener);
+      monitor(listener);
+    }
+    return on_status();
+  }
+
+  void on_unsubscribe(const caf::actor& listener) {
+    subscribers_.erase(std::remove(subscribers_.begin(), subscribers_.end(), listener),
+                       subscribers_.end());
+    demonitor(listener);
+  }
+
+  void on_parts(job_parts parts) {
+    coordinator_ = parts.coordinator;
+    run_ = parts.run;
+    for (const auto& part : all_parts()) {
+      monitor(part);
+      parts_alive_.insert(part.address());
+    }
+    update([](job_status& status) { status.state = job_state::running; });
+    send(coordinator_, std::move(parts.run));
+    become(running());
+    if (stop_requested_)
+      on_stop();
+  }
+
+  void on_stop() {
+    stop_requested_ = true;
+    update([](job_status& status) {
+      if (status.state == job_state::starting || status.state == job_state::running)
+        status.state = job_state::stopping;
+    });
+    send(coordinator_, stop_atom::value);
+  }
+
+  void on_progress(const job_progress& event) {
+    update([&](job_status& status) {
+      const auto& now = event.progress;
+      status.rounds = now.rounds;
+      status.steps = now.steps;
+      status.epochs_done = now.epoch;
+      status.elapsed_seconds = now.elapsed_seconds;
+      if (now.test_accuracy)
+        status.test_accuracy = now.test_accuracy;
+      if (now.straggler)
+        status.straggler = now.straggler;
+    });
+    if (auto* observer = setup_.session.observer)
+      observer->on_progress(event.progress);
+    call("on_progress", setup_.on_progress, event.progress);
+    tell_subscribers(event);
+  }
+
+  void on_evaluation(const job_evaluation& event) {
+    update([&](job_status& status) { status.test_accuracy = event.evaluation.test_accuracy; });
+    if (auto* observer = setup_.session.observer)
+      observer->on_evaluation(event.evaluation);
+    call("on_evaluation", setup_.on_evaluation, event.evaluation);
+    tell_subscribers(event);
+  }
+
+  void on_notice(const job_notice& event) {
+    if (auto* observer = setup_.session.observer)
+      observer->on_notice(event.text);
+    call("on_notice", setup_.on_notice, event.text);
+    tell_subscribers(event);
+  }
+
+  void on_run_ended(const run_ended& ended) {
+    summary_ = ended.summary;
+    update([](job_status& status) { status.state = job_state::stopping; });
+    become(ending());
+    collect_final_parameters();
+  }
+
+  void on_down(const caf::down_msg& down) {
+    if (std::find(subscribers_.begin(), subscribers_.end(), down.source) != subscribers_.end()) {
+      subscribers_.erase(std::remove(subscribers_.begin(), subscribers_.end(), down.source),
+                         subscribers_.end());
+      return;
+    }
+    if (parts_alive_.erase(down.source) == 0)
+      return;
+    if (!summary_ && down.source == coordinator_.address()) {
+      // A coordinator that dies without finishing (a bug, or killed) must not leave the job
+      // waiting forever: its exit becomes an error summary.
+      fail("the group coordinator stopped: " + system().render(down.reason));
+      return;
+    }
+    if (shutting_down_ && parts_alive_.empty())
+      finish();
+  }
+
+  // An exit message (the service shutting the job down, or a linked actor failing): the run's
+  // actors go with it, without a final evaluation.
+  void on_exit_message(const caf::exit_msg& exit) {
+    for (const auto& part : all_parts())
+      send_exit(part, exit.reason);
+    if (!summary_)
+      summary_ = std::make_shared<const run_summary>(
+          error_summary("the job was shut down: " + system().render(exit.reason)));
+    complete();
+    quit(exit.reason);
+  }
+
+  void on_parts_timeout() {
+    if (finished_)
+      return;
+    notice_here(std::to_string(parts_alive_.size()) +
+                " of the run's actors did not exit within 60 s of its end; the job ends without "
+                "them");
+    parts_alive_.clear();
+    finish();
+  }
+
+  // -- ending ------------------------------------------------------------------------------------
+
+  // Every worker's parameters, and under async the server's, as the run left them; a part that
+  // does not answer within 10 s has none (a lost worker).
+  void collect_final_parameters() {
+    worker_parameters_.assign(run_.workers.size(), {});
+    awaiting_ = run_.workers.size() + (run_.parameter_server ? 1 : 0);
+    if (awaiting_ == 0) {
+      shut_down_parts();
+      return;
+    }
+    auto answered = [this] {
+      if (--awaiting_ == 0)
+        shut_down_parts();
+    };
+    if (run_.parameter_server)
+      request(run_.parameter_server, std::chrono::seconds(10), snapshot_atom::value)
+          .then(
+              [this, answered](const parameter_snapshot& snapshot) {
+                if (snapshot.parameters)
+                  server_parameters_ = *snapshot.parameters;
+                answered();
+              },
+              [answered](caf::error&) { answered(); }); // the summary says what failed
+    for (std::size_t i = 0; i < run_.workers.size(); ++i)
+      request(run_.workers[i], std::chrono::seconds(10), snapshot_atom::value)
+          .then(
+              [this, i, answered](const parameter_snapshot& snapshot) {
+                if (snapshot.parameters)
+                  worker_parameters_[i] = *snapshot.parameters;
+                answered();
+              },
+              [answered](caf::error&) { answered(); }); // a lost worker has no parameters
+  }
+
+  // The job ends once every actor of the run has exited: they borrow the plan's ops and plane.
+  void shut_down_parts() {
+    shutting_down_ = true;
+    for (const auto& part : all_parts())
+      caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+    if (parts_alive_.empty()) {
+      finish();
+      return;
+    }
+    delayed_send(this, std::chrono::seconds(60), parts_timeout_atom::value);
+  }
+
+  void finish() {
+    if (finished_)
+      return;
+    complete();
+    quit();
+  }
+
+  // The results go to the facades, the callbacks and the subscribers; then wait() returns.
+  void complete() {
+    if (finished_)
+      return;
+    finished_ = true;
+    const auto final_parameters = model_parameters(worker_parameters_, server_parameters_);
+    job_status final_status;
+    {
+      std::lock_guard<std::mutex> guard(shared_->mutex);
+      auto& status = shared_->status;
+      const auto& summary = *summary_;
+      const bool failed = summary.stop_reason == "error" || !callback_error_.empty();
+      status.state = failed ? job_state::failed : job_state::finished;
+      status.error = !callback_error_.empty() ? callback_error_ : summary.error;
+      status.rounds = std::max(status.rounds, summary.rounds);
+      status.steps = std::max(status.steps, summary.steps);
+      status.epochs_done = std::max(status.epochs_done, summary.epochs);
+      status.elapsed_seconds = std::max(status.elapsed_seconds, summary.wall_seconds);
+      if (summary.final_test_accuracy)
+        status.test_accuracy = summary.final_test_accuracy;
+      shared_->summary = summary;
+      shared_->worker_parameters = std::move(worker_parameters_);
+      shared_->server_parameters = std::move(server_parameters_);
+      shared_->final_parameters = final_parameters;
+      final_status = status;
+    }
+    // The run's actors have exited (or are told to): the name is free for the next job. The
+    // plan itself may live a little longer, in their cleanup.
+    plan_->name_claim.reset();
+    call("on_finished", setup_.on_finished, *summary_);
+    tell_subscribers(job_finished{shared_->name, final_status, summary_});
+    subscribers_.clear();
+    {
+      std::lock_guard<std::mutex> guard(shared_->mutex);
+      shared_->ended = true;
+    }
+    shared_->ended_signal.notify_all();
+  }
+
+  void fail(const std::string& error) {
+    summary_ = std::make_shared<const run_summary>(error_summary(error));
+    become(ending());
+    collect_final_parameters();
+  }
+
+  // -- helpers -----------------------------------------------------------------------------------
+
+  std::vector<caf::actor> all_parts() const {
+    std::vector<caf::actor> parts = run_.workers;
+    parts.insert(parts.end(), run_.aggregators.begin(), run_.aggregators.end());
+    for (const auto* part : {&run_.evaluator, &run_.parameter_server, &coordinator_})
+      if (*part)
+        parts.push_back(*part);
+    return parts;
+  }
+
+  run_summary error_summary(const std::string& error) const {
+    run_summary failed;
+    failed.algorithm = plan_->config.train.algorithm;
+    failed.workers = plan_->config.train.workers;
+    failed.data_plane = std::string(plan_->plane->name());
+    failed.compute = plan_->compute.description;
+    failed.stop_reason = "error";
+    failed.error = error;
+    return failed;
+  }
+
+  template <class Change>
+  void update(Change change) {
+    std::lock_guard<std::mutex> guard(shared_->mutex);
+    change(shared_->status);
+  }
+
+  template <class Event>
+  void tell_subscribers(const Event& event) {
+    for (const auto& listener : subscribers_)
+      send(listener, event);
+  }
+
+  // A notice of the job's own, as the coordinator's reach everyone.
+  void notice_here(const std::string& text) { on_notice(job_notice{shared_->name, text}); }
+
+  // A caller's callback that throws would kill this actor (an exception in a handler ends it);
+  // instead the job stops and ends failed, naming the callback.
+  template <class Callback, class Argument>
+  void call(const char* which, const Callback& callback, const Argument& argument) {
+    if (!callback)
+      return;
+    try {
+      callback(argument);
+    } catch (const std::exception& thrown) {
+      callback_failed(std::string("job_options.") + which + " threw: " + thrown.what());
+    } catch (...) {
+      callback_failed(std::string("job_options.") + which + " threw a non-standard exception");
+    }
+  }
+
+  void callback_failed(const std::string& error) {
+    if (!callback_error_.empty())
+      return;
+    callback_error_ = error;
+    if (coordinator_ && !summary_)
+      send(coordinator_, stop_atom::value);
+  }
+
+  // -- state -------------------------------------------------------------------------------------
+  std::shared_ptr<job_plan> plan_;
+  std::shared_ptr<herd::job::shared_state> shared_;
+  const job_setup& setup_; // plan_'s
+  std::vector<caf::actor> subscribers_;
+  caf::actor coordinator_;
+  run_start run_;
+  std::set<caf::actor_addr> parts_alive_;
+  bool stop_requested_ = false;
+  bool shutting_down_ = false;
+  bool finished_ = false;
+  std::string callback_error_;
+  std::shared_ptr<const run_summary> summary_;
+  std::size_t awaiting_ = 0; // final parameters not yet answered
+  std::vector<std::vector<float>> worker_parameters_;
+  std::vector<float> server_parameters_;
+};
+
+// Spawns the run's actors for `job` and hands them over; on a failure halfway, shuts down what
+// was spawned (the job included) and rethrows.
+void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& plan,
+                 const caf::actor& job) {
+  job_parts parts;
+  auto shut_down = [&] {
+    for (const auto& part : parts.run.workers)
+      caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+    for (const auto& part : parts.run.aggregators)
+      caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+    for (const caf::actor* part : std::initializer_list<const caf::actor*>{
+             &parts.run.evaluator, &parts.run.parameter_server, &parts.coordinator, &job})
+      if (*part)
+        caf::anon_send_exit(*part, caf::exit_reason::user_shutdown);
+  };
+  // Every part holds the plan until its cleanup: the ops and the data plane it borrows from the
+  // plan outlive it even when the job actor is gone first.
+  auto hold_plan = [&plan](const caf::actor& part) {
+    part->attach_functor([plan] {});
+    return part;
+  };
+  try {
+    const auto& config = plan->config;
+    const auto& options = plan->setup.session;
+    const auto& train = config.train;
+
+    coordinator_setup coordination;
+    coordination.config = config;
+    coordination.config.metrics.job = plan->name;
+    coordination.data_plane = std::string(plan->plane->name());
+    coordination.compute = plan->compute.description;
+    coordination.samples_per_epoch = plan->samples_per_epoch;
+    auto observer = std::make_shared<forwarding_observer>(job.address(), plan->name);
+    coordination.observer = observer.get();
+    coordination.progress_interval = options.progress_interval;
+    coordination.snapshot_interval = options.snapshot_interval;
+    coordination.metrics = plan->metrics;
+    if (config.checkpoint.enabled()) {
+      auto checkpoints = std::make_shared<checkpoint_options>();
+      const auto& settings = config.checkpoint;
+      checkpoints->directory = settings.dir;
+      checkpoints->every_seconds = settings.every_seconds;
+      checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
+      checkpoints->keep = static_cast<std::size_t>(settings.keep);
+      checkpoints->shape = structure_of(config, *plan->model, plan->data->train.size());
+      checkpoints->settings = config::to_ini(config::without_secrets(config));
+      checkpoints->herd_version = HERD_VERSION;
+      checkpoints->on_written = options.on_checkpoint;
+      coordination.checkpoints = std::move(checkpoints);
+    }
+    coordination.resume = options.resume;
+    const auto costs = std::make_shared<control_costs>();
+    coordination.costs = costs;
+    // The coordinator keeps the observer (its raw pointer above) alive through this function.
+    coordination.on_finished = [observer](run_summary summary) {
+      observer->tell(run_ended{std::make_shared<const run_summary>(std::move(summary))});
+    };
+    parts.coordinator = hold_plan(spawn_group_coordinator(system, std::move(coordination)));
+
+    // One copy of the starting parameters, shared by every replica's setup.
+    const auto initial = options.initial_parameters.empty()
+                             ? nullptr
+                             : std::make_shared<const std::vector<float>>(
+                                   options.initial_parameters);
+    if (policy::make_policy(config)->applies_at_server()) {
+      parameter_server_setup serving;
+      serving.model = plan->model;
+      serving.init_seed = train.seed;
+      serving.initial_parameters = initial;
+      serving.optimizer = optimizer_of(config);
+      serving.optimizer.learning_rate = static_cast<float>(
+          config.async.lr > 0.0 ? config.async.lr : config.train.lr / train.workers);
+      serving.ops = plan->compute.serve;
+      serving.workers = train.workers;
+      parts.run.parameter_server = hold_plan(spawn_parameter_server(system, std::move(serving)));
+    }
+    aggregator_setup aggregation;
+    aggregation.costs = costs;
+    aggregation.parameter_server = parts.run.parameter_server;
+    aggregation.plane = plan->plane;
+    aggregation.results =
+        comm::buffer_pool::create(plan->model->parameter_count(), plan->compute.reduce->memory());
+    for (int i = 0; i < aggregator_count(config); ++i)
+      parts.run.aggregators.push_back(
+          hold_plan(spawn_aggregator(system, aggregation, parts.coordinator)));
+
+    evaluator_setup evaluation;
+    evaluation.model = plan->model;
+    evaluation.test = std::shared_ptr<const models::dataset>(plan->data, &plan->data->test);
+    evaluation.ops = plan->compute.evaluate;
+    parts.run.evaluator = hold_plan(spawn_evaluator(system, evaluation));
+
+    const auto train_data = std::shared_ptr<const models::dataset>(plan->data, &plan->data->train);
+    auto imbalance = std::make_shared<const imbalance_model>(config.imbalance, train.workers);
+    for (int index = 0; index < train.workers; ++index) {
+      const auto slot = static_cast<std::size_t>(index);
+      auto setup = make_worker_setup(config, index, plan->model, train_data,
+                                     plan->compute.step[slot], plan->plane, imbalance,
+                                     options.probe);
+      setup.apply_ops = plan->compute.apply[slot];
+      setup.initial_parameters = initial;
+      if (options.resume)
+        setup.resume = std::shared_ptr<const worker_record>(options.resume,
+                                                            &options.resume->workers[slot]);
+      parts.run.workers.push_back(
+          hold_plan(spawn_worker(system, std::move(setup), parts.coordinator)));
+    }
+  } catch (...) {
+    shut_down();
+    throw;
+  }
+  caf::anon_send(job, std::move(parts));
+}
+
+} // namespace
+
+job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan) {
+  if (!system.types().make_value("herd.run_start"))
+    throw std::logic_error(
+        "herd::spawn_job: this actor system was made without Herd's message types; call "
+        "herd::add_message_types(config) on its actor_system_config before constructing the "
+        "actor_system");
+  if (!plan || plan->launched)
+    throw std::logic_error("herd::actors::launch_job: a prepared job is launched once");
+  plan->launched = true;
+  auto shared = plan->shared;
+  auto job = system.spawn<job_actor>(plan);
+  shared->actor = job.address();
+  // A job actor that ends without completing (killed before the run's actors were handed over,
+  // or a bug) must not leave wait() waiting forever: its exit ends the job as failed.
+  job->attach_functor([shared](const caf::error& reason) {
+    {
+      std::lock_guard<std::mutex> guard(shared->mutex);
+      if (shared->ended)
+        return;
+      shared->status.state = job_state::failed;
+      shared->status.error = "the job actor stopped: " + caf::to_string(reason);
+      run_summary failed;
+      failed.stop_reason = "error";
+      failed.error = shared->status.error;
+      shared->summary = failed;
+      shared->ended = true;
+    }
+    shared->ended_signal.notify_all();
+  });
+  spawn_parts(system, plan, job);
+  return {job, std::make_shared<herd::job>(std::move(shared))};
+}
+
+} // namespace herd::actors

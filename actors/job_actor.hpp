@@ -1,0 +1,86 @@
+// The job actor: one training run's supervisor inside an actor system (the caller's, through
+// herd::spawn_job, or train_session's own). It spawns the run's actors, hears the coordinator's
+// events and hands them on (the run_observer, job_options' callbacks, subscribers), answers
+// status, stop and subscribe, collects the final parameters when the run ends, shuts the run's
+// actors down and then exits. Internal to herd::actors: the public side is herd/job_actor.hpp.
+//
+// Messages it answers (besides those of herd/job_actor.hpp):
+//   job_parts                    the run's actors, spawned by launch_job; starts the run
+//   job_progress, job_evaluation, job_notice   the coordinator's events (forwarding_observer)
+//   run_ended                    the coordinator's summary
+//   down_msg                     a subscriber left, the coordinator died, a part of the run ended
+#pragma once
+
+#include "actors/train_session.hpp"
+#include "herd/job_actor.hpp"
+
+#include <caf/actor_addr.hpp>
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herd {
+
+/// Between a job actor and its facades: what status(), wait() and the results read. The actor
+/// writes, anyone reads, under `mutex`.
+struct job::shared_state {
+  std::mutex mutex;
+  std::condition_variable ended_signal;
+  std::string name;
+  std::shared_ptr<const models::model> model;
+  job_status status;
+  std::optional<actors::run_summary> summary;
+  std::vector<std::vector<float>> worker_parameters; // by worker; empty for a lost one
+  std::vector<float> server_parameters;              // async only
+  std::vector<float> final_parameters;
+  bool ended = false;  // after on_finished returned: wait() may return
+  caf::actor_addr actor; // weak: the job actor does not keep itself alive through this
+};
+
+} // namespace herd
+
+namespace herd::actors {
+
+/// Everything a job runs with: job_options, and what train_session's callers may set on top
+/// (session_options: ops, a worker probe, snapshots, a node name, checkpoint reports).
+struct job_setup {
+  session_options session;
+  std::string name; // empty: config.metrics.job
+  std::optional<int> blas_threads;
+  std::function<void(const progress&)> on_progress;
+  std::function<void(const evaluation_point&)> on_evaluation;
+  std::function<void(const std::string&)> on_notice;
+  std::function<void(const run_summary&)> on_finished;
+  /// What errors call the starting parameters (session.initial_parameters) and the checkpoint to
+  /// resume from (session.resume): the caller's names for them.
+  std::string initial_parameters_key = "session_options.initial_parameters";
+  std::string resume_key = "session_options.resume";
+};
+
+/// A run checked and made ready to spawn: its model, where it computes, its data plane, its
+/// metrics name. Opaque; made by prepare_job, consumed by launch_job.
+class job_plan;
+
+/// Checks `config` against `data` and the model, places the compute, claims the metrics name and
+/// sets the BLAS threads when setup.blas_threads asks. Throws as herd::job::start documents.
+std::shared_ptr<job_plan> prepare_job(config::run_config config,
+                                      std::shared_ptr<const models::train_test_split> data,
+                                      job_setup setup);
+
+/// Samples that make one epoch over all shards of a prepared run.
+std::size_t samples_per_epoch(const job_plan& plan);
+
+/// Spawns the prepared run in `system` and starts it. `plan` is used up (launch it once). Throws
+/// std::logic_error when `system` was made without herd::add_message_types; the actors of a
+/// spawn that fails halfway are shut down before the exception leaves.
+job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan);
+
+/// What the run's facades will read (train_session reads the per-worker parameters there).
+std::shared_ptr<job::shared_state> shared_state_of(const job_plan& plan);
+
+} // namespace herd::actors

@@ -1,0 +1,162 @@
+// A training job as code that does not speak CAF sees it: start one in an actor system of its own
+// (job::start), or take the facade spawn_job (herd/job_actor.hpp) returns for a job in yours; then
+// status(), stop(), wait(). No CAF in this header.
+#pragma once
+
+#include "actors/run_summary.hpp"
+#include "config/run_config.hpp"
+#include "models/dataset.hpp"
+#include "models/model.hpp"
+#include "monitoring/metrics.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herd {
+
+/// How a job runs, beyond its run_config. Every field is optional.
+struct job_options {
+  /// Non-null: the model the job trains, in place of the one [model] asks for (which is then
+  /// ignored). Every worker, the evaluator and the checkpoints call its const methods from their
+  /// own threads at once, so they must be safe to call concurrently. It must fit the data: a
+  /// model that does not is refused (config::invalid_config, key session_options.model).
+  std::shared_ptr<const models::model> model;
+
+  /// Events, each called on the job actor's thread (a thread of the actor system's scheduler),
+  /// one call at a time and in the order the run produced them. Keep them short; never call the
+  /// job's wait() from one (the job cannot end while its own thread waits for it).
+  std::function<void(const actors::progress&)> on_progress;
+  std::function<void(const actors::evaluation_point&)> on_evaluation;
+  /// A notable event in words ("worker 2 lost: ...").
+  std::function<void(const std::string&)> on_notice;
+  /// Once, when the job has ended (however it ended), with its summary; final_parameters() and
+  /// summary() are set before it is called, and wait() returns only after it returned.
+  std::function<void(const actors::run_summary&)> on_finished;
+
+  /// Non-null: the job's metrics (docs/metrics.md) are kept in this registry with the label
+  /// job = name (below). Serve it with monitoring::metrics_endpoint. Several jobs may share one
+  /// registry, each under its own name: a second job under a name a running job holds in the same
+  /// registry is refused (config::invalid_config, key job_options.name); the name is free again
+  /// once that job ended.
+  std::shared_ptr<monitoring::registry> metrics;
+  /// The job's name: its metrics' `job` label and the name its events carry. Empty: the
+  /// configuration's metrics.job.
+  std::string name;
+
+  /// Set: the process's BLAS thread count (OpenBLAS, process-wide: every job and the host program
+  /// see it) is set to this before the job starts; 0 means one per core. Unset: Herd leaves it
+  /// as it is. `herd train` sets it from train.blas-threads (one thread per worker when several
+  /// share the cores).
+  std::optional<int> blas_threads;
+
+  /// Non-null: every worker replica (and under async the parameter server) starts from these
+  /// parameters (model.parameter_count() floats, in the model's order: a job's
+  /// final_parameters(), a checkpoint's) instead of the model's own initialisation. Only the
+  /// parameters: momentum starts at zero and the run at round 0. Not together with resume_from.
+  std::shared_ptr<const std::vector<float>> initial_parameters;
+
+  /// Non-empty: the run goes on from the checkpoint at this path (a file, or the newest in a
+  /// directory) instead of starting; the configuration must describe the same run (workers,
+  /// model, data). An unusable one is refused when the job starts (checkpoint::checkpoint_error
+  /// naming the file and the problem).
+  std::string resume_from;
+
+  /// How often on_progress (and progress events) come.
+  std::chrono::milliseconds progress_interval{250};
+};
+
+enum class job_state {
+  starting, // spawned, the run has not reported yet
+  running,  // training
+  stopping, // asked to stop: in-flight rounds finish, the final evaluation runs
+  finished, // ended: epochs done, target reached, max-seconds, or stopped
+  failed,   // ended with an error (job_status::error says which)
+};
+
+/// "starting", "running", "stopping", "finished", "failed".
+const char* to_string(job_state state);
+
+/// Where a job stands. A copy: it does not change after it was taken.
+struct job_status {
+  std::string name;
+  job_state state = job_state::starting;
+  std::uint64_t rounds = 0;
+  std::uint64_t steps = 0; // local steps of all workers
+  double epochs_done = 0.0;
+  double epochs_total = 0.0; // train.epochs
+  double elapsed_seconds = 0.0;
+  std::optional<double> test_accuracy; // the latest evaluation's, if any
+  /// The slowest worker now, by its straggler score (its median step time over the median of all
+  /// workers' medians over metrics.window-seconds); unknown until workers have stepped.
+  std::optional<actors::straggler_report> straggler;
+  std::string error; // why, when failed
+};
+
+/// A running or ended job. Every member function may be called from any thread at any time
+/// (none of them from the job's own callbacks, except status() and stop()).
+class job {
+public:
+  /// Starts a job in an actor system of its own (made here, with its own scheduler threads, and
+  /// shut down when the job object is destroyed): what `herd train` runs. Checks the
+  /// configuration against the data before anything starts. Throws config::invalid_config (each
+  /// problem naming its key: a batch larger than a worker's shard, a model that does not fit the
+  /// data or this machine's memory, a metrics name another running job holds),
+  /// checkpoint::checkpoint_error (options.resume_from unusable); initial parameters of the
+  /// wrong size, or set with resume_from, are config::invalid_config (key
+  /// job_options.initial_parameters).
+  static std::unique_ptr<job> start(config::run_config config,
+                                    std::shared_ptr<const models::train_test_split> data,
+                                    job_options options = {});
+
+  /// A job start() made is stopped (as stop()) if it is still running, and waited for up to 60 s,
+  /// before its actor system shuts down. The facade of a spawned job (herd::spawn_job) leaves the
+  /// job alone: it runs on in the caller's system.
+  ~job();
+  job(const job&) = delete;
+  job& operator=(const job&) = delete;
+
+  /// Where the job stands now. Never blocks on the job and never throws.
+  job_status status() const;
+
+  /// Asks the job to stop early: the rounds in flight finish, the workers stop, the final
+  /// evaluation runs, then the job ends (stop_reason "interrupted"). Returns at once; nothing
+  /// happens to a job that has ended. Never throws.
+  void stop();
+
+  /// Blocks until the job has ended and returns its summary. A failed run is a summary too
+  /// (stop_reason "error", error saying why): wait() does not throw.
+  actors::run_summary wait();
+  /// The summary, once the job has ended; nothing if `timeout` passed first. Never throws.
+  std::optional<actors::run_summary> wait_for(std::chrono::milliseconds timeout);
+
+  /// The summary of an ended job; nothing while it runs.
+  std::optional<actors::run_summary> summary() const;
+
+  /// The model's parameters as training left them (model().parameter_count() floats): under
+  /// async the parameter server's, else the live workers' (their element-wise mean where model
+  /// averaging left them different). Empty until the job has ended, and when no worker's
+  /// parameters could be collected.
+  std::vector<float> final_parameters() const;
+
+  /// The model the job trains (options.model, or the one [model] asked for).
+  std::shared_ptr<const models::model> model() const;
+
+  /// The job's name (job_options::name or metrics.job).
+  const std::string& name() const;
+
+  struct shared_state; // between the job actor and its facades
+  /// For spawn_job; not for callers.
+  explicit job(std::shared_ptr<shared_state> state);
+
+private:
+  struct own_system; // start()'s actor system
+  std::shared_ptr<shared_state> state_;
+  std::unique_ptr<own_system> own_;
+};
+
+} // namespace herd

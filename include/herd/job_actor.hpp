@@ -1,0 +1,95 @@
+// Herd's jobs inside a CAF actor system the caller owns: register Herd's messages with the
+// system's config, spawn a job there, and talk to it by message (status, stop, subscribe to its
+// events) or through its facade (herd/job.hpp). For CAF services; includes CAF.
+#pragma once
+
+#include "herd/job.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include <memory>
+#include <string>
+
+namespace herd {
+
+/// Registers every message type Herd's actors exchange, and Herd's error category, with
+/// `config` (the job messages below stay in the process and need none). Call it once, before the
+/// actor_system is constructed from `config`; spawn_job refuses a system made without it
+/// (std::logic_error): a job's actors in such a system would not get through a run.
+void add_message_types(caf::actor_system_config& config);
+
+// -- what a service sends a job actor (atoms: at most 10 characters in CAF 0.17) ----------------
+
+/// (status_atom) -> job_status: where the job stands.
+using status_atom = caf::atom_constant<caf::atom("hstatus")>;
+/// (stop_job_atom): stop early, as job::stop(); no reply. The job then ends as usual (a finished
+/// event, then the actor exits).
+using stop_job_atom = caf::atom_constant<caf::atom("hstop")>;
+/// (subscribe_atom, caf::actor subscriber) -> job_status: `subscriber` receives the job's events
+/// (job_progress, job_evaluation, job_notice, job_finished) as messages from now on, until it
+/// exits or unsubscribes. Subscribing twice changes nothing.
+using subscribe_atom = caf::atom_constant<caf::atom("hsubscribe")>;
+/// (unsubscribe_atom, caf::actor subscriber): no more events for `subscriber`; no reply.
+using unsubscribe_atom = caf::atom_constant<caf::atom("hunsub")>;
+
+// -- what a job sends its subscribers ------------------------------------------------------------
+// In-process messages: they are not serialized, so a subscriber must live in the job's process.
+
+/// Progress, every job_options::progress_interval.
+struct job_progress {
+  std::string job; // the job's name
+  actors::progress progress;
+};
+
+/// An evaluation of the model on the test set.
+struct job_evaluation {
+  std::string job;
+  actors::evaluation_point evaluation;
+};
+
+/// A notable event in words ("worker 2 lost: ...").
+struct job_notice {
+  std::string job;
+  std::string text;
+};
+
+/// The job ended; the last event. `status.state` is finished or failed. The job actor exits
+/// right after (exit reason normal): monitor it to supervise the job.
+struct job_finished {
+  std::string job;
+  job_status status;
+  std::shared_ptr<const actors::run_summary> summary;
+};
+
+/// A spawned job: the actor to message, and a facade over the same job for code that does not
+/// speak CAF (status(), stop(), wait(), summary(), final_parameters()).
+struct job_handle {
+  caf::actor actor;
+  std::shared_ptr<job> facade;
+};
+
+/// Spawns a job's actors (the job actor, its group coordinator, aggregators, evaluator, workers)
+/// in `system` and starts the run. The job actor lives until the run has ended and its
+/// subscribers have heard job_finished; an exit message to it (caf::exit_reason::user_shutdown,
+/// say) ends the job at once, without a final evaluation. The actor system must not be destroyed
+/// while a job runs in it: stop the job and wait for it (or monitor its actor) first.
+///
+/// Throws, before anything is spawned: std::logic_error when `system` was made without
+/// herd::add_message_types; config::invalid_config as job::start (each problem naming its key,
+/// a metrics name that a running job holds in the same registry among them);
+/// checkpoint::checkpoint_error for an unusable options.resume_from.
+job_handle spawn_job(caf::actor_system& system, config::run_config config,
+                     std::shared_ptr<const models::train_test_split> data,
+                     job_options options = {});
+
+} // namespace herd
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_status)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_progress)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_evaluation)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_notice)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_finished)

@@ -1,0 +1,346 @@
+// Jobs in an actor system the caller owns (herd/job_actor.hpp) and the facade for code that does
+// not speak CAF (herd/job.hpp): several jobs at once, events as messages, status and stop, metrics
+// kept apart by name, and nothing process-wide changed unless asked.
+#include "herd/job.hpp"
+#include "herd/job_actor.hpp"
+
+#include "config/loader.hpp"
+#include "kernels/ops.hpp"
+#include "models/sampler.hpp"
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <thread>
+
+#include "support/session_config.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<const herd::models::train_test_split> synthetic(std::size_t train_samples) {
+  return std::make_shared<herd::models::train_test_split>(
+      herd::models::make_synthetic_split(train_samples, 200, 24, 5, 7));
+}
+
+// A run that ends after `epochs` epochs of 2 workers (60 rounds an epoch).
+herd::config::run_config short_run(int epochs = 1) {
+  auto config = herd::testing::small_session_config(2, 8);
+  config.train.epochs = epochs;
+  return config;
+}
+
+// A run that goes on until it is stopped (train.max-seconds ends a forgotten one).
+herd::config::run_config long_run() {
+  auto config = short_run(100000);
+  config.train.max_seconds = 120;
+  return config;
+}
+
+herd::job_options quick(const std::string& name = "") {
+  herd::job_options options;
+  options.name = name;
+  options.progress_interval = 20ms;
+  return options;
+}
+
+class caller_system : public ::testing::Test {
+protected:
+  static caf::actor_system_config& with_herd(caf::actor_system_config& config) {
+    herd::add_message_types(config);
+    return config;
+  }
+
+  herd::job_handle spawn(const herd::config::run_config& config, const herd::job_options& options,
+                         std::shared_ptr<const herd::models::train_test_split> data) {
+    auto handle = herd::spawn_job(system_, config, std::move(data), options);
+    spawned_.push_back(handle.actor);
+    return handle;
+  }
+
+  // A test that failed halfway leaves no job running: the system's destructor waits for them.
+  void TearDown() override {
+    for (const auto& job : spawned_)
+      caf::anon_send_exit(job, caf::exit_reason::user_shutdown);
+  }
+
+  caf::actor_system_config config_;
+  caf::actor_system system_{with_herd(config_)};
+  std::vector<caf::actor> spawned_;
+};
+
+TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_complete) {
+  const auto data = synthetic(960);
+  auto stopped = spawn(long_run(), quick("stopped"), data);
+  auto completed = spawn(short_run(2), quick("completed"), data);
+
+  caf::scoped_actor service{system_};
+  service->monitor(stopped.actor);
+  herd::job_status subscribed;
+  service->request(stopped.actor, 10s, herd::subscribe_atom::value, caf::actor_cast<caf::actor>(service))
+      .receive([&](const herd::job_status& now) { subscribed = now; },
+               [](caf::error& failure) { FAIL() << caf::to_string(failure); });
+  EXPECT_EQ(subscribed.name, "stopped");
+
+  // Progress arrives as messages, until the run has taken some rounds.
+  std::uint64_t rounds_seen = 0;
+  bool straggler_named = false;
+  while (rounds_seen < 20) {
+    bool got = false;
+    service->receive(
+        [&](const herd::job_progress& event) {
+          got = true;
+          EXPECT_EQ(event.job, "stopped");
+          EXPECT_GE(event.progress.rounds, rounds_seen);
+          rounds_seen = event.progress.rounds;
+          if (event.progress.straggler) {
+            straggler_named = true;
+            EXPECT_GE(event.progress.straggler->worker, 0);
+            EXPECT_LT(event.progress.straggler->worker, 2);
+            EXPECT_GT(event.progress.straggler->score, 0.0);
+          }
+        },
+        [](const herd::job_evaluation&) {}, [](const herd::job_notice&) {},
+        caf::after(30s) >> [] { FAIL() << "no progress message within 30 s"; });
+    if (!got)
+      return;
+  }
+  EXPECT_TRUE(straggler_named) << "no progress event named the straggler";
+
+  herd::job_status asked;
+  service->request(stopped.actor, 10s, herd::status_atom::value)
+      .receive([&](const herd::job_status& now) { asked = now; },
+               [](caf::error& failure) { FAIL() << caf::to_string(failure); });
+  EXPECT_EQ(asked.state, herd::job_state::running);
+  EXPECT_GE(asked.rounds, 20u);
+  EXPECT_EQ(asked.epochs_total, 100000.0);
+
+  service->send(stopped.actor, herd::stop_job_atom::value);
+  std::optional<herd::job_finished> finished;
+  while (!finished) {
+    bool timed_out = false;
+    service->receive([&](const herd::job_finished& event) { finished = event; },
+                     [](const herd::job_progress&) {}, [](const herd::job_evaluation&) {},
+                     [](const herd::job_notice&) {},
+                     caf::after(60s) >> [&] { timed_out = true; });
+    ASSERT_FALSE(timed_out) << "the stopped job did not finish within 60 s";
+  }
+  EXPECT_EQ(finished->job, "stopped");
+  EXPECT_EQ(finished->status.state, herd::job_state::finished);
+  ASSERT_TRUE(finished->summary);
+  EXPECT_EQ(finished->summary->stop_reason, "interrupted");
+  EXPECT_TRUE(finished->summary->final_test_accuracy.has_value());
+
+  // The job actor exits once its subscribers heard the end: supervision by monitoring.
+  bool down = false;
+  service->receive([&](const caf::down_msg& exit) {
+    down = true;
+    EXPECT_EQ(exit.reason, caf::exit_reason::normal);
+  },
+                   caf::after(10s) >> [] {});
+  EXPECT_TRUE(down) << "the job actor did not exit after its end";
+
+  // The other job ran on and completes its two epochs.
+  const auto other = completed.facade->wait_for(120s);
+  ASSERT_TRUE(other) << "the other job did not complete";
+  EXPECT_EQ(other->stop_reason, "epochs") << other->error;
+  EXPECT_EQ(other->rounds, 120u);
+  EXPECT_EQ(completed.facade->status().state, herd::job_state::finished);
+  EXPECT_EQ(stopped.facade->status().state, herd::job_state::finished);
+}
+
+TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
+  const auto data = synthetic(960);
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  auto alpha_options = quick("alpha");
+  alpha_options.metrics = registry;
+  auto beta_options = quick("beta");
+  beta_options.metrics = registry;
+  auto alpha = spawn(long_run(), alpha_options, data);
+  auto beta = spawn(short_run(), beta_options, data);
+
+  // A third under a name a running job holds is refused, naming the key.
+  try {
+    spawn(short_run(), alpha_options, data);
+    ADD_FAILURE() << "a second running job named alpha was accepted";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "job_options.name");
+    EXPECT_NE(std::string(refused.what()).find("\"alpha\""), std::string::npos) << refused.what();
+  }
+
+  ASSERT_TRUE(beta.facade->wait_for(120s));
+  alpha.facade->stop();
+  ASSERT_TRUE(alpha.facade->wait_for(60s));
+
+  // Each job's workers are series of their own.
+  const auto text = herd::monitoring::expose(*registry);
+  for (const std::string name : {"alpha", "beta"})
+    for (const std::string worker : {"0", "1"}) {
+      const auto series = "job=\"" + name + "\"";
+      bool found = false;
+      std::size_t line_start = 0;
+      while (line_start < text.size()) {
+        const auto line_end = text.find('\n', line_start);
+        const auto line = text.substr(line_start, line_end - line_start);
+        if (line.rfind("herd_samples_total{", 0) == 0 && line.find(series) != std::string::npos &&
+            line.find("worker=\"" + worker + "\"") != std::string::npos)
+          found = true;
+        line_start = line_end == std::string::npos ? text.size() : line_end + 1;
+      }
+      EXPECT_TRUE(found) << "no herd_samples_total series of job " << name << ", worker "
+                         << worker << " in:\n"
+                         << text;
+    }
+
+  // Once alpha has ended its name is free again.
+  auto again = spawn(short_run(), alpha_options, data);
+  ASSERT_TRUE(again.facade->wait_for(120s));
+}
+
+TEST(job_actor, a_system_without_herds_message_types_is_refused_clearly) {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  try {
+    const auto accepted = herd::spawn_job(system, short_run(), synthetic(960), quick());
+    caf::anon_send_exit(accepted.actor, caf::exit_reason::user_shutdown);
+    ADD_FAILURE() << "spawn_job accepted a system without Herd's message types";
+  } catch (const std::logic_error& refused) {
+    EXPECT_NE(std::string(refused.what()).find("herd::add_message_types"), std::string::npos)
+        << refused.what();
+  }
+}
+
+TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
+  std::mutex mutex;
+  std::vector<std::string> events; // in the order the callbacks ran
+  auto options = quick("facade");
+  options.on_progress = [&](const herd::actors::progress&) {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (events.empty() || events.back() != "progress")
+      events.push_back("progress");
+  };
+  options.on_finished = [&](const herd::actors::run_summary& summary) {
+    std::lock_guard<std::mutex> guard(mutex);
+    events.push_back("finished " + summary.stop_reason);
+  };
+  const auto job = herd::job::start(long_run(), synthetic(960), options);
+  EXPECT_EQ(job->name(), "facade");
+  EXPECT_FALSE(job->summary());
+  EXPECT_TRUE(job->final_parameters().empty());
+
+  // One thread watches the status until the run has gone 20 rounds, then stops it.
+  std::atomic<bool> stopped{false};
+  herd::job_status seen_running;
+  std::thread watcher([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto now = job->status();
+      if (now.state == herd::job_state::running && now.rounds >= 20) {
+        seen_running = now;
+        job->stop();
+        stopped = true;
+        return;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    job->stop(); // it failed: the waiter need not wait for a forgotten run
+  });
+  // Another waits for the end with timeouts, as a service's thread would.
+  std::optional<herd::actors::run_summary> waited;
+  std::thread waiter([&] {
+    for (int i = 0; i < 120 && !waited; ++i)
+      waited = job->wait_for(1s);
+  });
+  watcher.join();
+  waiter.join();
+  ASSERT_TRUE(stopped) << "the job did not reach 20 rounds within 30 s";
+  ASSERT_TRUE(waited) << "the job did not end within 2 minutes of the stop";
+
+  EXPECT_EQ(seen_running.name, "facade");
+  EXPECT_GT(seen_running.elapsed_seconds, 0.0);
+  EXPECT_GT(seen_running.steps, 0u);
+  EXPECT_EQ(waited->stop_reason, "interrupted");
+  EXPECT_GE(waited->rounds, seen_running.rounds);
+  const auto ended = job->status();
+  EXPECT_EQ(ended.state, herd::job_state::finished);
+  EXPECT_EQ(ended.rounds, waited->rounds);
+  ASSERT_TRUE(ended.test_accuracy);
+  EXPECT_EQ(*ended.test_accuracy, *waited->final_test_accuracy);
+  ASSERT_TRUE(job->summary());
+  EXPECT_EQ(job->summary()->rounds, waited->rounds);
+  EXPECT_EQ(job->final_parameters().size(), job->model()->parameter_count());
+  EXPECT_EQ(job->wait().rounds, waited->rounds); // wait() after the end returns at once
+  job->stop();                                   // nothing happens to an ended job
+
+  std::lock_guard<std::mutex> guard(mutex);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], "progress");
+  EXPECT_EQ(events[1], "finished interrupted"); // before wait_for() returned
+}
+
+// The process's BLAS thread count is the host program's: a job changes it only when asked.
+class blas_threads : public ::testing::Test {
+protected:
+  void TearDown() override { herd::kernels::set_blas_threads(before_); }
+  int before_ = herd::kernels::blas_threads();
+};
+
+TEST_F(blas_threads, a_job_leaves_them_alone_unless_asked) {
+  // Two workers: `herd train` would lower them to one thread each.
+  herd::kernels::set_blas_threads(2);
+  ASSERT_EQ(herd::kernels::blas_threads(), 2);
+  const auto data = synthetic(960);
+  {
+    const auto job = herd::job::start(short_run(), data, quick());
+    ASSERT_EQ(job->wait().stop_reason, "epochs");
+  }
+  EXPECT_EQ(herd::kernels::blas_threads(), 2);
+
+  auto asking = quick();
+  asking.blas_threads = 1;
+  const auto job = herd::job::start(short_run(), data, asking);
+  EXPECT_EQ(herd::kernels::blas_threads(), 1);
+  ASSERT_EQ(job->wait().stop_reason, "epochs");
+}
+
+} // namespace
+
+namespace {
+
+TEST(job_facade, starts_from_given_parameters) {
+  const auto data = synthetic(960);
+  const auto first = herd::job::start(short_run(), data, quick());
+  ASSERT_EQ(first->wait().stop_reason, "epochs");
+  const auto trained = std::make_shared<const std::vector<float>>(first->final_parameters());
+  ASSERT_EQ(trained->size(), first->model()->parameter_count());
+
+  // A second run that barely moves: it ends where it started, at the first one's parameters.
+  auto config = short_run();
+  config.train.lr = 1e-9;
+  config.train.momentum = 0.0;
+  config.train.weight_decay = 0.0;
+  auto options = quick();
+  options.initial_parameters = trained;
+  const auto second = herd::job::start(config, data, options);
+  ASSERT_EQ(second->wait().stop_reason, "epochs");
+  const auto ended = second->final_parameters();
+  ASSERT_EQ(ended.size(), trained->size());
+  for (std::size_t i = 0; i < ended.size(); ++i)
+    ASSERT_NEAR(ended[i], (*trained)[i], 1e-4) << "parameter " << i;
+
+  // Parameters of another model are refused, naming the option.
+  options.initial_parameters = std::make_shared<const std::vector<float>>(std::vector<float>(7));
+  try {
+    herd::job::start(config, data, options);
+    ADD_FAILURE() << "7 starting parameters were accepted";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "job_options.initial_parameters");
+  }
+}
+
+} // namespace
