@@ -5,8 +5,8 @@
 //   custom_model [algorithm] [workers]     e.g. custom_model preduce 4   (default: solo 4)
 //
 // Prints progress and the final test accuracy; exits 1 below 90% (2 on a bad argument or setting).
-#include "actors/train_session.hpp"
 #include "config/loader.hpp"
+#include "herd/job.hpp"
 #include "models/dataset_sources.hpp"
 #include "two_layer_network.hpp"
 
@@ -58,16 +58,13 @@ herd::models::dataset test_spiral(std::size_t count, std::uint64_t seed) {
   return herd::models::dataset_from_memory(points, labels, {2}, spiral_arms, "spiral/test");
 }
 
-// Prints the run as it goes (on the coordinator's thread; keep it short).
-class progress_printer final : public herd::actors::run_observer {
-public:
-  void on_evaluation(const herd::actors::evaluation_point& point) override {
-    std::printf("  round %6llu  epoch %5.1f  test accuracy %.3f  loss %.3f\n",
-                static_cast<unsigned long long>(point.round), point.epoch, point.test_accuracy,
-                point.test_loss);
-    std::fflush(stdout);
-  }
-};
+// Prints an evaluation as it comes (on the job's thread; keep it short).
+void print_evaluation(const herd::actors::evaluation_point& point) {
+  std::printf("  round %6llu  epoch %5.1f  test accuracy %.3f  loss %.3f\n",
+              static_cast<unsigned long long>(point.round), point.epoch, point.test_accuracy,
+              point.test_loss);
+  std::fflush(stdout);
+}
 
 } // namespace
 
@@ -85,16 +82,15 @@ int main(int argc, char** argv) {
     data->train = training_spiral(3000, 1);
     data->test = test_spiral(900, 2);
 
-    herd::actors::session_options options;
+    herd::job_options options;
     options.model = std::make_shared<example::two_layer_network>(2, 64, spiral_arms);
-    progress_printer printer;
-    options.observer = &printer;
+    options.on_evaluation = print_evaluation;
     std::printf("custom_model: %s on %zu spiral points, %s, %s workers\n",
                 options.model->describe().c_str(), data->train.size(), algorithm.c_str(),
                 workers.c_str());
 
-    herd::actors::train_session session(config, data, options);
-    const auto summary = session.run();
+    const auto job = herd::job::start(config, data, options);
+    const auto summary = job->wait();
     const double accuracy = summary.final_test_accuracy.value_or(0.0);
     std::printf("custom_model: %s, %llu rounds in %.1f s, stopped by %s; final test accuracy "
                 "%.4f\n",
