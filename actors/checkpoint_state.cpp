@@ -2,7 +2,7 @@
 // each part is archived: cereal stays out of the headers.
 #include "actors/checkpoint_state.hpp"
 
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <cereal/archives/binary.hpp>

@@ -12,8 +12,8 @@
 
 #include "actors/evaluation_schedule.hpp"
 #include "actors/run_counters.hpp"
-#include "config/run_config.hpp"
-#include "models/model.hpp"
+#include "herd/model.hpp"
+#include "herd/run_config.hpp"
 #include "models/sampler.hpp"
 
 #include <cstdint>

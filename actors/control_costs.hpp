@@ -4,7 +4,7 @@
 // clock is read twice per message (about 50 ns), so it is always on.
 #pragma once
 
-#include "actors/run_summary.hpp"
+#include "herd/run_summary.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -3,7 +3,7 @@
 // of them. Each is bounded: 30 s for a snapshot, 10 min for an evaluation.
 #pragma once
 
-#include "actors/run_summary.hpp"
+#include "herd/run_summary.hpp"
 
 #include <caf/fwd.hpp>
 

@@ -7,7 +7,7 @@
 // training for cores). At the end always, on the final parameters.
 #pragma once
 
-#include "actors/run_summary.hpp"
+#include "herd/run_summary.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -5,9 +5,9 @@
 //   (evaluate_atom, parameter_snapshot) -> evaluation_result
 #pragma once
 
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
-#include "models/model.hpp"
+#include "herd/dataset.hpp"
+#include "herd/model.hpp"
+#include "herd/ops.hpp"
 
 #include <caf/fwd.hpp>
 

@@ -19,8 +19,8 @@
 // a lost aggregator ends the run.
 #pragma once
 
-#include "actors/run_summary.hpp"
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
+#include "herd/run_summary.hpp"
 
 #include <caf/fwd.hpp>
 

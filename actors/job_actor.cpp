@@ -11,7 +11,7 @@
 #include "actors/worker.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "monitoring/training_metrics.hpp"
 

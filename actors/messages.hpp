@@ -5,9 +5,9 @@
 // This header includes CAF: include it only from actor implementation files and tests.
 #pragma once
 
-#include "actors/run_summary.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/errors.hpp"
+#include "herd/run_summary.hpp"
 
 #include <caf/all.hpp>
 

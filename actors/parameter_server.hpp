@@ -10,10 +10,10 @@
 //   snapshot_atom   -> parameter_snapshot   a copy of the parameters (what an evaluation reads)
 #pragma once
 
-#include "kernels/ops.hpp"
-#include "models/model.hpp"
+#include "herd/model.hpp"
+#include "herd/ops.hpp"
+#include "herd/tensor.hpp"
 #include "models/sgd.hpp"
-#include "models/tensor.hpp"
 
 #include <caf/fwd.hpp>
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "actors/evaluation_schedule.hpp"
-#include "actors/run_summary.hpp"
+#include "herd/run_summary.hpp"
 #include "monitoring/duration_stats.hpp"
 #include "monitoring/wait_ledger.hpp"
 

@@ -3,10 +3,10 @@
 #pragma once
 
 #include "actors/imbalance.hpp"
-#include "actors/run_summary.hpp"
 #include "actors/worker.hpp"
-#include "config/run_config.hpp"
-#include "monitoring/metrics.hpp"
+#include "herd/metrics.hpp"
+#include "herd/run_config.hpp"
+#include "herd/run_summary.hpp"
 
 #include <chrono>
 #include <condition_variable>

@@ -5,9 +5,9 @@
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/worker.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
+#include "herd/sequential.hpp"
 #include "models/sampler.hpp"
-#include "models/sequential.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>

@@ -16,7 +16,7 @@
 #include "actors/compute_thread.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 #include "kernels/check.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"

@@ -36,9 +36,9 @@
 #include "actors/imbalance.hpp"
 #include "actors/worker_probe.hpp"
 #include "comm/data_plane.hpp"
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
-#include "models/model.hpp"
+#include "herd/dataset.hpp"
+#include "herd/model.hpp"
+#include "herd/ops.hpp"
 
 #include <caf/fwd.hpp>
 

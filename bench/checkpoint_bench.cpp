@@ -6,7 +6,7 @@
 //   bench_checkpoint [--repetitions=3] [--seconds=40] [--every=10] [--config=FILE] [--dir=DIR]
 //                    [--data=fashion-mnist|synthetic]
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -8,12 +8,12 @@
 // Prints a table; asserts nothing (scripts/gpu-check reads the verdicts).
 //
 // Usage: bench_cuda [--quick]   (--quick: 64 MiB buffers and fewer repetitions, for a smoke test)
+#include "herd/dataset.hpp"
+#include "herd/sequential.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
-#include "models/dataset.hpp"
 #include "models/sampler.hpp"
-#include "models/sequential.hpp"
 #include "models/sgd.hpp"
 
 #include <algorithm>

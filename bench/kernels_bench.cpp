@@ -7,7 +7,7 @@
 // Prints Google Benchmark's table (aggregates over repetitions), then ratios of the medians of this
 // same run. Defaults: 5 repetitions of at least 0.1 s; --quick: 3 of at least 0.02 s (about 40 s
 // and 10 s on 2 cores). Later --benchmark_* flags override both. Benchmarks assert nothing.
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>

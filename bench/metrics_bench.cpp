@@ -6,8 +6,8 @@
 //   bench_metrics [--repetitions=5] [--epochs=2] [--workers=4] [--algorithm=sync]
 //                 [--data=fashion-mnist|synthetic]
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
-#include "monitoring/metrics.hpp"
+#include "herd/config.hpp"
+#include "herd/metrics.hpp"
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <algorithm>

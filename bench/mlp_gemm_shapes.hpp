@@ -3,7 +3,7 @@
 // for the first layer). Shared by the CPU and CUDA kernel benchmarks.
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <string>
 #include <vector>

@@ -9,8 +9,8 @@
 //   bench_scale [--workers=16,64,256] [--algorithms=sync,solo,majority,preduce,wagma]
 //               [--step-ms=1] [--seconds=3] [--repetitions=3]
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
-#include "models/dataset.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset.hpp"
 
 #include <algorithm>
 #include <cstdio>

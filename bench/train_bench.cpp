@@ -8,7 +8,7 @@
 // --model chooses model.preset; --samples trains on the first N training samples only (the CNN's
 // epoch is long on two cores).
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
 

@@ -10,7 +10,7 @@
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <array>

@@ -5,9 +5,9 @@
 
 #include "actors/checkpoint_state.hpp"
 #include "cli/command_support.hpp"
-#include "config/run_config.hpp"
-#include "models/dataset.hpp"
-#include "models/model.hpp"
+#include "herd/dataset.hpp"
+#include "herd/model.hpp"
+#include "herd/run_config.hpp"
 
 #include <functional>
 #include <memory>

@@ -9,7 +9,7 @@
 #include "cli/run_support.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <iostream>

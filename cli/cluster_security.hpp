@@ -2,7 +2,7 @@
 // token read from cluster.token-file, and a coordinator that would let anyone on the network in.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <string>
 

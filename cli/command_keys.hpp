@@ -4,7 +4,7 @@
 // command line, where it can only be a mistake. --help lists only the command's keys.
 #pragma once
 
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <string>
 #include <vector>

@@ -2,10 +2,10 @@
 // errors in the commands' words, loading the configured dataset, and naming a model.
 #pragma once
 
-#include "config/loader.hpp"
-#include "config/run_config.hpp"
-#include "models/dataset.hpp"
-#include "models/model.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset.hpp"
+#include "herd/model.hpp"
+#include "herd/run_config.hpp"
 
 #include <filesystem>
 #include <functional>

@@ -3,8 +3,8 @@
 
 #include "cli/train_command.hpp" // exit statuses
 #include "comm/nccl_plane.hpp"
+#include "herd/ops.hpp"
 #include "kernels/cuda/device.hpp"
-#include "kernels/ops.hpp"
 
 #include <fstream>
 #include <iomanip>

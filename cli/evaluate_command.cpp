@@ -5,7 +5,7 @@
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/train_command.hpp"
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstdio>
 #include <iostream>

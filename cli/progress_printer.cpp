@@ -1,7 +1,7 @@
 // Progress display for `herd train` and `herd coordinator`; see progress_printer.hpp.
 #include "cli/progress_printer.hpp"
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // The run summary and the JSON report; see report.hpp.
 #include "cli/report.hpp"
 
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <cerrno>
 #include <cstdio>

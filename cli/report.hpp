@@ -1,8 +1,8 @@
 // How `herd train` presents a run: the human summary on stdout and the JSON report (--report).
 #pragma once
 
-#include "actors/run_summary.hpp"
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
+#include "herd/run_summary.hpp"
 
 #include <ostream>
 #include <string>

@@ -3,12 +3,12 @@
 // summary, the JSON report, the exit status).
 #pragma once
 
-#include "actors/run_summary.hpp"
 #include "cli/progress_printer.hpp"
-#include "config/run_config.hpp"
-#include "models/dataset.hpp"
-#include "models/model.hpp"
-#include "monitoring/metrics.hpp"
+#include "herd/dataset.hpp"
+#include "herd/metrics.hpp"
+#include "herd/model.hpp"
+#include "herd/run_config.hpp"
+#include "herd/run_summary.hpp"
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <chrono>

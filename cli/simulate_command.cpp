@@ -6,7 +6,7 @@
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <chrono>

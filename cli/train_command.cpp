@@ -7,9 +7,9 @@
 #include "cli/progress_printer.hpp"
 #include "cli/run_support.hpp"
 #include "cli/stop_signals.hpp"
-#include "config/loader.hpp"
-#include "models/dataset.hpp"
-#include "monitoring/metrics.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset.hpp"
+#include "herd/metrics.hpp"
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <chrono>

@@ -3,7 +3,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 namespace herd::cluster {
 

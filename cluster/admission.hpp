@@ -3,7 +3,7 @@
 // settings fit the workers the nodes brought. The texts are for the operator and say what to do.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -7,7 +7,7 @@
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/gloo_plane.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <caf/io/all.hpp>
 

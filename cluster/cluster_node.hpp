@@ -6,9 +6,9 @@
 
 #include "actors/worker_probe.hpp"
 #include "comm/data_plane.hpp"
-#include "config/run_config.hpp"
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
+#include "herd/ops.hpp"
+#include "herd/run_config.hpp"
 
 #include <atomic>
 #include <cstdint>

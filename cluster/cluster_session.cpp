@@ -2,7 +2,7 @@
 #include "cluster/cluster_session.hpp"
 
 #include "actors/messages.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <caf/io/all.hpp>
 

@@ -5,10 +5,10 @@
 // No CAF in this header.
 #pragma once
 
-#include "actors/run_summary.hpp"
-#include "config/run_config.hpp"
-#include "models/dataset.hpp"
-#include "monitoring/metrics.hpp"
+#include "herd/dataset.hpp"
+#include "herd/metrics.hpp"
+#include "herd/run_config.hpp"
+#include "herd/run_summary.hpp"
 
 #include <chrono>
 #include <cstddef>

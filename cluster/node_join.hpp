@@ -6,7 +6,7 @@
 #pragma once
 
 #include "actors/group_coordinator.hpp"
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <functional>
 #include <memory>

@@ -8,7 +8,7 @@
 #include "actors/messages.hpp"
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -17,7 +17,7 @@
 #pragma once
 
 #include "actors/run_parts.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
 
 #include <caf/fwd.hpp>
 

@@ -3,7 +3,7 @@
 // the gate admitted reach CAF: CAF never listens and never dials itself (control_gate.hpp).
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <caf/fwd.hpp>
 

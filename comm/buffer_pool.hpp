@@ -3,7 +3,7 @@
 // round's result goes into a buffer that earlier rounds already touched.
 #pragma once
 
-#include "kernels/memory.hpp"
+#include "herd/memory.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -12,7 +12,7 @@
 
 namespace herd::comm {
 
-/// A round's result: floats in host or device memory (see kernels/memory.hpp).
+/// A round's result: floats in host or device memory (see include/herd/memory.hpp).
 using shared_buffer = std::shared_ptr<kernels::buffer<float>>;
 
 /// A host buffer holding a copy of `values`, outside any pool (tests, one-off results).

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "comm/errors.hpp"
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -224,7 +224,7 @@ std::string too_large(std::uint64_t bytes) {
 
 } // namespace
 
-// Declared in loader.hpp: validation's messages shorten values too.
+// Declared in config.hpp: validation's messages shorten values too.
 std::string abbreviate(const std::string& text) {
   constexpr std::size_t longest_shown = 200;
   constexpr std::size_t shown_prefix = 80;

@@ -5,7 +5,7 @@
 // quadratic in a section's settings; so such a text is refused here, naming its line.
 #pragma once
 
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <cstddef>
 #include <map>

@@ -2,7 +2,7 @@
 // lines, the INI a configuration writes back to, the names of the keys.
 #include "config/key_table.hpp"
 
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // key_table.cpp also makes --help's lines and the INI text from it. Internal to herd::config.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <caf/config_value.hpp>
 

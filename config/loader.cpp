@@ -1,12 +1,12 @@
 // CAF's parsing, conversion of its values through the key table (key_table.hpp) and assembly of a
-// run_config; see loader.hpp. Every text is checked by the front end (front_end.hpp) before CAF
+// run_config; see config.hpp. Every text is checked by the front end (front_end.hpp) before CAF
 // parses it.
 //
 // CAF's own option handling is not used for typing: measured on 0.17.6, a value of the wrong type
 // in an INI file (workers="abc", or lr=1 for a real-valued option) is dropped without any error,
 // and unknown keys are accepted silently. So the file is parsed with CAF's parser into raw
 // settings and every key is converted and checked here, with messages a user can act on.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include "config/front_end.hpp"
 #include "config/key_table.hpp"

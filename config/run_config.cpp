@@ -1,6 +1,6 @@
 // The named values of the run configuration's string keys, and the secret-free copy of a
 // configuration; see run_config.hpp.
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Semantic checks of a run_config: ranges and known names, each failure a sentence that names the
 // key, the value and what is allowed.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <cmath>

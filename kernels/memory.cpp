@@ -1,7 +1,7 @@
 // Host memory, and the host defaults of kernels::ops' data movement; see memory.hpp and ops.hpp.
-#include "kernels/memory.hpp"
+#include "herd/memory.hpp"
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstring>
 #include <new>

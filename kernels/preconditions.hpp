@@ -4,8 +4,8 @@
 // Plain C++, included by .cu files too.
 #pragma once
 
+#include "herd/ops.hpp"
 #include "kernels/check.hpp"
-#include "kernels/ops.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -1,6 +1,6 @@
 // Builds normalised in-memory datasets: from IDX arrays (Fashion-MNIST), or synthetic Gaussian
 // clusters for tests that must not depend on installed data.
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
 
 #include "kernels/check.hpp"
 

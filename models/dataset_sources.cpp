@@ -1,5 +1,5 @@
 // In-memory and callback dataset sources; see dataset_sources.hpp.
-#include "models/dataset_sources.hpp"
+#include "herd/dataset_sources.hpp"
 
 #include <algorithm>
 #include <cmath>

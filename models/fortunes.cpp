@@ -2,8 +2,8 @@
 // the stratified split and the cache; see fortunes.hpp.
 #include "models/fortunes.hpp"
 
+#include "herd/idx.hpp" // data_error
 #include "kernels/check.hpp"
-#include "models/idx.hpp" // data_error
 #include "models/sampler.hpp"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // see docs/text.md.
 #pragma once
 
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
 
 #include <cstddef>
 #include <cstdint>

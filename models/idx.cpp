@@ -3,7 +3,7 @@
 // when the last read fills the caller's buffer, and it opens whatever it is given (a FIFO blocks
 // forever). Here every member must end at its trailer, the trailer must match, and only regular
 // files are opened.
-#include "models/idx.hpp"
+#include "herd/idx.hpp"
 
 #include <algorithm>
 #include <array>

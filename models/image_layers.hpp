@@ -2,7 +2,7 @@
 // im2col + GEMM, and 2-D max pooling.
 #pragma once
 
-#include "models/layers.hpp"
+#include "herd/layers.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,7 +1,7 @@
 // make_layer(): a layer of model.layers read from its words and built for its input shape; see
 // layers.hpp and docs/models.md.
+#include "herd/layers.hpp"
 #include "models/image_layers.hpp"
-#include "models/layers.hpp"
 #include "models/sequence_layers.hpp"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // The layers over kernels::ops, and make_layer(); see layers.hpp.
-#include "models/layers.hpp"
+#include "herd/layers.hpp"
 
 #include "kernels/check.hpp"
 

@@ -1,7 +1,7 @@
 // The dataset a configuration names; see herd/data.hpp.
 #include "herd/data.hpp"
 
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 #include "models/fortunes.hpp"
 #include "models/npy.hpp"
 

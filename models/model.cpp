@@ -1,5 +1,5 @@
 // The model interface's default evaluation; see model.hpp.
-#include "models/model.hpp"
+#include "herd/model.hpp"
 
 #include "kernels/check.hpp"
 

@@ -5,8 +5,8 @@
 // file's size before anything is allocated for the values.
 #pragma once
 
-#include "models/dataset.hpp"
-#include "models/idx.hpp" // data_error
+#include "herd/dataset.hpp"
+#include "herd/idx.hpp" // data_error
 
 #include <cstdint>
 #include <string>

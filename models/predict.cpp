@@ -1,7 +1,7 @@
 // Predictions from any parameters; see herd/predict.hpp.
 #include "herd/predict.hpp"
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <algorithm>
 #include <stdexcept>

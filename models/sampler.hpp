@@ -2,7 +2,7 @@
 // that reshuffles its shard each epoch from a seed, so every run is reproducible.
 #pragma once
 
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
 
 #include <cstddef>
 #include <cstdint>

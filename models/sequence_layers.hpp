@@ -5,8 +5,8 @@
 // never let padding reach a result.
 #pragma once
 
-#include "kernels/ops.hpp"
-#include "models/layers.hpp"
+#include "herd/layers.hpp"
+#include "herd/ops.hpp"
 
 #include <cstddef>
 #include <string>

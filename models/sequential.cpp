@@ -1,5 +1,5 @@
 // The sequential model, the model.layers grammar and the presets; see sequential.hpp.
-#include "models/sequential.hpp"
+#include "herd/sequential.hpp"
 
 #include "kernels/check.hpp"
 

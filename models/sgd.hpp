@@ -2,8 +2,8 @@
 // stays local to each worker (no algorithm averages momentum).
 #pragma once
 
-#include "kernels/ops.hpp"
-#include "models/tensor.hpp"
+#include "herd/ops.hpp"
+#include "herd/tensor.hpp"
 
 #include <cstddef>
 

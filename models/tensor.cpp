@@ -1,5 +1,5 @@
 // A float32 tensor; see tensor.hpp.
-#include "models/tensor.hpp"
+#include "herd/tensor.hpp"
 
 #include "kernels/check.hpp"
 

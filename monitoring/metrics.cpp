@@ -1,6 +1,6 @@
 // The metric registry of metrics.hpp: lock-free counters and gauges, mutex-guarded histograms,
 // name checks, and the text exposition format 0.0.4 with numbers written as Go's client does.
-#include "monitoring/metrics.hpp"
+#include "herd/metrics.hpp"
 
 #include <algorithm>
 #include <array>

@@ -4,7 +4,7 @@
 // coordinator's), any thread may collect the registry meanwhile.
 #pragma once
 
-#include "monitoring/metrics.hpp"
+#include "herd/metrics.hpp"
 #include "monitoring/straggler_stats.hpp"
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 // delays.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -4,7 +4,7 @@
 // algorithms, which are one family: sync, solo, majority and quorum.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -3,7 +3,7 @@
 // (reduce-scatter, then allgather). docs/simulation.md lists the presets.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <cstddef>
 #include <string>

@@ -12,7 +12,7 @@
 // applying a result and the optimizer step take no time.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <cstdint>
 #include <string>

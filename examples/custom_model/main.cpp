@@ -5,9 +5,9 @@
 //   custom_model [algorithm] [workers]     e.g. custom_model preduce 4   (default: solo 4)
 //
 // Prints progress and the final test accuracy; exits 1 below 90% (2 on a bad argument or setting).
-#include "config/loader.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset_sources.hpp"
 #include "herd/job.hpp"
-#include "models/dataset_sources.hpp"
 #include "two_layer_network.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// A model written by hand against Herd's model interface (models/model.hpp): a two-layer network,
+// A model written by hand against Herd's model interface (include/herd/model.hpp): a two-layer network,
 // inputs -> dense hidden -> relu -> dense classes -> softmax cross-entropy, with its own forward
 // and backward code in plain loops. Herd's tests train this same class (tests/actors), so the
 // example stays correct as Herd changes.
@@ -13,7 +13,7 @@
 //     ops whose memory the CPU cannot read (a GPU's) rather than crash.
 #pragma once
 
-#include "models/model.hpp"
+#include "herd/model.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,13 +1,13 @@
 // Herd's public data API: the dataset a configuration names (load_dataset: data.dataset,
 // data.path and the other [data] keys, loaded as every `herd` command loads them), and datasets of
 // the caller's own values (dataset_from_memory, dataset_from_source, from
-// models/dataset_sources.hpp). Each gives a models::train_test_split or models::dataset that
-// train_session and jobs take. Datasets in memory: models/dataset.hpp.
+// include/herd/dataset_sources.hpp). Each gives a models::train_test_split or models::dataset that
+// train_session and jobs take. Datasets in memory: include/herd/dataset.hpp.
 #pragma once
 
-#include "config/run_config.hpp"
-#include "models/dataset.hpp"
-#include "models/dataset_sources.hpp"
+#include "herd/dataset.hpp"
+#include "herd/dataset_sources.hpp"
+#include "herd/run_config.hpp"
 
 #include <functional>
 #include <memory>

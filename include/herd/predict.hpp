@@ -1,10 +1,10 @@
 // Herd's public prediction API: class probabilities for a batch of samples from a model and any
 // parameters: a run's final ones (train_session::final_parameters), a checkpoint's
 // (actors::model_parameters), or a snapshot's. Computes on the CPU, on the caller's thread; what
-// `herd predict` runs. The model interface it takes: models/model.hpp.
+// `herd predict` runs. The model interface it takes: include/herd/model.hpp.
 #pragma once
 
-#include "models/model.hpp"
+#include "herd/model.hpp"
 
 #include <cstddef>
 #include <vector>

@@ -3,7 +3,7 @@
 // Internal to herd::kernels.
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,10 +1,10 @@
 // cpu_ops(): GEMM through OpenBLAS, elementwise kernels as plain loops that GCC vectorises, each
 // built for AVX2+FMA and for baseline x86-64 and picked at load time, so one binary runs anywhere
 // (kernels/cpu/vectorised.hpp). The layer kernels are in cpu_layer_ops.cpp.
+#include "herd/ops.hpp"
 #include "kernels/check.hpp"
 #include "kernels/cpu/cpu_layer_ops.hpp"
 #include "kernels/cpu/vectorised.hpp"
-#include "kernels/ops.hpp"
 #include "kernels/preconditions.hpp"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // Internal to herd::kernels, included by .cu files only (it brings the CUDA runtime's types).
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -262,7 +262,7 @@ bool aligned16(const void* pointer) {
   return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
 }
 
-// One device's memory (kernels/memory.hpp): synchronous, device-wide copies for setup and checks.
+// One device's memory (include/herd/memory.hpp): synchronous, device-wide copies for setup and checks.
 class device_memory_space final : public memory {
 public:
   explicit device_memory_space(int device)

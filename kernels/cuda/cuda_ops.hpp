@@ -3,8 +3,8 @@
 // may create one; in a CPU-only build make_cuda_ops() throws "built without CUDA".
 #pragma once
 
+#include "herd/ops.hpp"
 #include "kernels/cuda/device.hpp"
-#include "kernels/ops.hpp"
 
 #include <memory>
 
@@ -14,7 +14,7 @@ namespace herd::kernels::cuda {
 /// object creates and owns), with its own cuBLAS handle bound to that stream in CUBLAS_DEFAULT_MATH
 /// (no TF32: results are plain FP32, comparable with the CPU implementations). name() is "cuda".
 ///
-/// Contract, beyond kernels/ops.hpp:
+/// Contract, beyond include/herd/ops.hpp:
 /// - Every matrix, vector and label pointer is DEVICE memory on `device` (see device_buffer.hpp).
 ///   The one exception is weighted_sum: `inputs` and `weights` are HOST arrays of k entries that
 ///   describe the call (read before it returns); the k buffers they point to, and `out`, are device
@@ -48,7 +48,7 @@ namespace herd::kernels::cuda {
 /// CUDA) and std::invalid_argument for a device index past the last device.
 std::unique_ptr<ops> make_cuda_ops(int device = 0, void* stream = nullptr);
 
-/// The memory of CUDA device `device` (kernels/memory.hpp; name "cuda:N", not host-accessible):
+/// The memory of CUDA device `device` (include/herd/memory.hpp; name "cuda:N", not host-accessible):
 /// where a cuda ops object's operands live. Process-wide, made on first use. Throws like
 /// make_cuda_ops() when the device cannot be used.
 const memory& device_memory(int device = 0);

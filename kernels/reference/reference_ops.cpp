@@ -1,7 +1,7 @@
 // reference_ops(): every kernel of ops as the plainest loop that can be checked by eye, summing in
 // double. The oracle of the kernel tests; it shares no code with the implementations it judges.
+#include "herd/ops.hpp"
 #include "kernels/check.hpp"
-#include "kernels/ops.hpp"
 #include "kernels/preconditions.hpp"
 #include "kernels/reference/reference_layer_ops.hpp"
 

@@ -4,8 +4,8 @@
 // evaluator, checkpoints), and refused by name when it does not fit the data.
 #include "actors/train_session.hpp"
 #include "checkpoint/format.hpp"
-#include "config/loader.hpp"
-#include "models/dataset_sources.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset_sources.hpp"
 
 #include <atomic>
 #include <gmock/gmock.h>

@@ -3,10 +3,10 @@
 // without a device. On the GPU machine the quick-start data comes from HERD_FASHION_MNIST_DIR
 // (or Debian's package directory); with HERD_REQUIRE_DATA set a missing dataset fails.
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset.hpp"
+#include "herd/tensor.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
-#include "models/dataset.hpp"
-#include "models/tensor.hpp"
 
 #include <cstdlib>
 #include <filesystem>

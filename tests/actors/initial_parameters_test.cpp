@@ -4,7 +4,7 @@
 // offers before its first step); parameters that do not fit the model are refused before anything
 // runs, naming both sizes.
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

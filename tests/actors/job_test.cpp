@@ -4,8 +4,8 @@
 #include "herd/job.hpp"
 #include "herd/job_actor.hpp"
 
-#include "config/loader.hpp"
-#include "kernels/ops.hpp"
+#include "herd/config.hpp"
+#include "herd/ops.hpp"
 #include "models/sampler.hpp"
 
 #include <caf/all.hpp>

@@ -1,9 +1,9 @@
 // From the [model] settings to the model a run trains (actors::make_model): each key's effect,
 // and the refusals a user sees, naming the key.
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
-#include "models/dataset.hpp"
-#include "models/sequential.hpp"
+#include "herd/config.hpp"
+#include "herd/dataset.hpp"
+#include "herd/sequential.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // one per step and one per round, an aggregator one per round and one per member it asked, so
 // its work per round grows linearly with the members, not with P. bench_scale measures the time.
 #include "actors/train_session.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Whole runs of the actor system in one process: synchronous training is equivalent to one big
 // batch, replicas stay identical, and every stop condition ends the run with a truthful summary.
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"

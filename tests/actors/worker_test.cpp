@@ -3,7 +3,7 @@
 // arrive in.
 #include "actors/messages.hpp"
 #include "actors/worker.hpp"
-#include "models/sequential.hpp"
+#include "herd/sequential.hpp"
 #include "models/sgd.hpp"
 
 #include <algorithm>

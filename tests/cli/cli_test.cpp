@@ -23,10 +23,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "herd/dataset.hpp"
+#include "models/npy.hpp"
 #include "support/background_process.hpp"
 #include "support/contract_keys.hpp"
-#include "models/dataset.hpp"
-#include "models/npy.hpp"
 #include "support/npy_file.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"

@@ -4,7 +4,7 @@
 // and reduction time come from a calibration run (sync without imbalance) of the same P, never
 // from the runs compared. Prints the table (docs/simulation.md holds one) and fails only when a
 // simulated rate is off by more than a factor of two.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <cmath>

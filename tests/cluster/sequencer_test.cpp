@@ -5,7 +5,7 @@
 // fails instead of hanging. With ticket order on, no algorithm and no imbalance breaks the rule
 // over thousands of reductions; with it off, the same plane catches the disorder, so these tests
 // can fail.
-#include "actors/run_summary.hpp"
+#include "herd/run_summary.hpp"
 
 #include <chrono>
 #include <gtest/gtest.h>

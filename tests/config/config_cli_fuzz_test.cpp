@@ -5,7 +5,7 @@
 // --data.dataset=fashion-mnist): a configuration that loads then fails on the missing dataset
 // (exit 2, "Fashion-MNIST not found"), one that does not fails with load()'s first message (exit 2
 // as well). One run per shape of file also goes all the way, on the synthetic dataset, to exit 0.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <chrono>
 #include <fstream>

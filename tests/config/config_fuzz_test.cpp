@@ -3,7 +3,7 @@
 // headers), through from_ini(), load() from a file, and command-line overrides. Every input must
 // load or be refused with invalid_config: never a crash, another exception or a hang (each input
 // must finish within a second; ctest's timeout catches one that never does).
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <chrono>
 #include <fstream>

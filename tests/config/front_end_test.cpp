@@ -3,7 +3,7 @@
 // CRLF and a byte order mark, FIFOs and devices, huge values), each naming file, line and key.
 // Inputs that crashed or blocked the loader are loaded in a forked child under a deadline, so a
 // regression fails the test instead of killing or hanging the test binary.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <chrono>
 #include <fstream>

@@ -1,6 +1,6 @@
 // The configuration loader: files and overrides fill the typed config, and every bad input is an
 // error that names the key, the value and the source.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -1,5 +1,5 @@
 // set_blas_threads / blas_threads: the process-wide OpenBLAS thread count that workers lower to 1.
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cblas.h>
 #include <gtest/gtest.h>

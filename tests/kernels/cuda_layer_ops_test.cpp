@@ -1,8 +1,8 @@
 // The layer-kernel tests (layer_ops_oracle_test.cpp, layer_ops_behaviour_test.cpp) for the CUDA
 // ops, on device memory. Without a device they have no instance, and the one test here skips with
 // the runtime's reason, as every gpu-labelled test does.
+#include "herd/ops.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
-#include "kernels/ops.hpp"
 
 #include <cstddef>
 #include <gtest/gtest.h>

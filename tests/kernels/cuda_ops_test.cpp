@@ -2,9 +2,9 @@
 // every op, every GEMM transpose, the aliasing ops.hpp allows, label checks and tie rules. Without
 // a device each test skips with the runtime's reason; one test checks that, then, creating the ops
 // or device memory fails with a clear exception (and in a CPU-only build, "built without CUDA").
+#include "herd/ops.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
-#include "kernels/ops.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -2,7 +2,7 @@
 // seeded random inputs, and an element-by-element comparison that names the first mismatch.
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstddef>
 #include <cstdint>

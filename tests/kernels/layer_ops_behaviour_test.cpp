@@ -2,7 +2,7 @@
 // adjoints of the unfolds, unfold + GEMM is a direct convolution, padding never reaches a result,
 // the dropout mask keeps 1 - p and is the same backward, overlapping gradients add up, and the
 // arguments ops.hpp rules out throw.
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cmath>
 #include <cstddef>

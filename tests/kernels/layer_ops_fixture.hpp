@@ -4,7 +4,7 @@
 // odd shapes and the same contract.
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstddef>
 #include <cstdint>

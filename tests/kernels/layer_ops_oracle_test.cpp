@@ -2,7 +2,7 @@
 // inputs of odd shapes: strides that skip pixels, padding wider than half the kernel, windows that
 // do not tile the image, sequences of lengths 1, 4 and 9 in a batch padded to 9. Output buffers
 // start as NaN, so an element a kernel forgets to write fails the comparison.
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <algorithm>
 #include <cmath>

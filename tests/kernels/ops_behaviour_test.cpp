@@ -1,6 +1,6 @@
 // What every implementation must do that the oracle cannot show: stability on huge logits, the
 // aliasing ops.hpp allows, hand-computed values, the tie rule, and the precondition checks.
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cmath>
 #include <cstddef>

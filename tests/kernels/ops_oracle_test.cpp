@@ -1,6 +1,6 @@
 // Every kernel of each implementation against reference_ops() on seeded random inputs of odd sizes,
 // so that vector tails, block edges, transposes and row strides all get exercised.
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -1,7 +1,7 @@
 // The user's own data: datasets from caller-owned vectors and from a per-sample function hold
 // exactly the values given, in order, and every malformed source is refused with a message that
 // names the dataset and what is wrong.
-#include "models/dataset_sources.hpp"
+#include "herd/dataset_sources.hpp"
 
 #include <cmath>
 #include <cstring>

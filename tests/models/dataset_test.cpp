@@ -1,6 +1,6 @@
 // Datasets: pixel statistics, make_dataset's checks and normalisation, Fashion-MNIST from small
 // files written here (and from the installed package when it is there), and the synthetic set.
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
 
 #include <chrono>
 #include <cmath>

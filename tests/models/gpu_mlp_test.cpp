@@ -1,12 +1,12 @@
 // The MLP with its parameters, batch, activations and gradients in GPU memory (CUDA ops) against
 // the same model on the CPU: loss, gradient, an optimizer step and an evaluation. Label gpu:
 // skips without a device.
+#include "herd/dataset.hpp"
+#include "herd/sequential.hpp"
+#include "herd/tensor.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
-#include "models/dataset.hpp"
 #include "models/sampler.hpp"
-#include "models/sequential.hpp"
 #include "models/sgd.hpp"
-#include "models/tensor.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // The textcnn preset with its parameters, token batch, activations and gradients in GPU memory
 // (CUDA ops) against the same model on the CPU: loss, gradient and evaluation, and a batch padded
 // with extra columns giving the same result as the trimmed one. Label gpu: skips without a device.
+#include "herd/dataset.hpp"
+#include "herd/sequential.hpp"
+#include "herd/tensor.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
-#include "models/dataset.hpp"
-#include "models/sequential.hpp"
-#include "models/tensor.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>

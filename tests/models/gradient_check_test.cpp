@@ -1,8 +1,8 @@
 // Finite-difference gradient checks for every layer and for the whole MLP preset: the analytic
 // backward pass must match central differences of the forward pass.
-#include "kernels/ops.hpp"
-#include "models/layers.hpp"
-#include "models/sequential.hpp"
+#include "herd/layers.hpp"
+#include "herd/ops.hpp"
+#include "herd/sequential.hpp"
 
 #include <cmath>
 #include <functional>

@@ -3,7 +3,7 @@
 // random bytes, and small files declaring gigabytes, raw and gzip. Every file must be read or
 // refused with a data_error that names it: never std::bad_alloc, another exception or a crash,
 // and the process's peak memory must stay within tens of megabytes whatever a header declares.
-#include "models/idx.hpp"
+#include "herd/idx.hpp"
 
 #include <functional>
 #include <gtest/gtest.h>

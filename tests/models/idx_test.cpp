@@ -1,6 +1,6 @@
 // read_idx: valid raw and gzip files read alike, and every kind of broken file is a data_error that
 // names the file and the problem.
-#include "models/idx.hpp"
+#include "herd/idx.hpp"
 
 #include <chrono>
 #include <gmock/gmock.h>

@@ -2,7 +2,7 @@
 // files (raw and gzip) whose headers the tests may break on purpose.
 #pragma once
 
-#include "models/idx.hpp"
+#include "herd/idx.hpp"
 
 #include <cstdint>
 #include <cstdlib>

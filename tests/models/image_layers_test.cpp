@@ -1,10 +1,10 @@
 // The convolution, max-pooling and dropout layers: finite-difference gradient checks of each
 // (parameters and inputs), their shapes and grammar, a small CNN's whole gradient, the cnn
 // preset, and a small CNN that learns.
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
+#include "herd/ops.hpp"
+#include "herd/sequential.hpp"
 #include "models/image_layers.hpp"
-#include "models/sequential.hpp"
 
 #include <cmath>
 #include <functional>

@@ -1,6 +1,6 @@
 // The dataset a configuration names, as every command and an embedding service load it: each
 // data.dataset, the files of data.path and the .npy keys, and errors that name the key and file.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,13 +1,13 @@
 // Buffers and tensors in a kernels::memory, and the MLP computing in a memory the CPU does not
 // touch directly (tests/support/separate_memory_ops.hpp): the same code path a GPU takes, checked
 // bit for bit against host memory, with the transfers it makes counted.
-#include "kernels/memory.hpp"
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
+#include "herd/memory.hpp"
+#include "herd/ops.hpp"
+#include "herd/sequential.hpp"
+#include "herd/tensor.hpp"
 #include "models/sampler.hpp"
-#include "models/sequential.hpp"
 #include "models/sgd.hpp"
-#include "models/tensor.hpp"
 
 #include <cstdint>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Predictions from a model and any parameters: the class probabilities whose argmax evaluation
 // scores, for parameters the caller holds, and size checks that name both sizes.
-#include "models/sequential.hpp"
+#include "herd/sequential.hpp"
 #include "models/sgd.hpp"
 
 #include <algorithm>

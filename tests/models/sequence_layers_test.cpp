@@ -2,10 +2,10 @@
 // computation on sequences of lengths 1, 5 and 7 in a batch 9 wide, finite-difference gradient
 // checks, padding that changes nothing (bit for bit), the grammar and its refusals, and textcnn
 // learning a synthetic token task.
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
+#include "herd/ops.hpp"
+#include "herd/sequential.hpp"
 #include "models/sequence_layers.hpp"
-#include "models/sequential.hpp"
 #include "models/sgd.hpp"
 
 #include <chrono>

@@ -1,9 +1,9 @@
 // The sequential model: the mlp preset computes bit for bit what the MLP computed before models
 // became sequential stacks of layers, the model.layers grammar, shape inference and its messages,
 // and the presets.
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
-#include "models/sequential.hpp"
+#include "herd/dataset.hpp"
+#include "herd/ops.hpp"
+#include "herd/sequential.hpp"
 
 #include <gtest/gtest.h>
 #include <cmath>

@@ -1,12 +1,12 @@
 // Ragged token datasets (batches padded to their own longest text) and the fortunes preparation:
 // parsing, de-duplication, the stratified split, the cache and the missing-package message. No
 // fortunes package is needed: every file is written by the test.
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
+#include "herd/dataset.hpp"
+#include "herd/idx.hpp"
+#include "herd/ops.hpp"
+#include "herd/sequential.hpp"
 #include "models/fortunes.hpp"
-#include "models/idx.hpp"
 #include "models/sampler.hpp"
-#include "models/sequential.hpp"
 
 #include <filesystem>
 #include <fstream>

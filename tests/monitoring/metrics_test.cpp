@@ -1,6 +1,6 @@
 // metrics: the registry's rules (names, re-registration), counter/gauge/histogram semantics, and
 // the exact exposition text (format 0.0.4), including under concurrent updates and promtool.
-#include "monitoring/metrics.hpp"
+#include "herd/metrics.hpp"
 
 #include <atomic>
 #include <cmath>

@@ -10,7 +10,7 @@
 #include <queue>
 #include <vector>
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 #include "policy/async.hpp"
 #include "policy/local_sgd.hpp"
 #include "support/arrivals.hpp"

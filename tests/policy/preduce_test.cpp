@@ -2,7 +2,7 @@
 // the isolation guard, and the grouping policy on scripted arrival sequences and on a deterministic
 // discrete-event cluster (no actors); last, the data plane's group average under those weights.
 #include "comm/data_plane.hpp"
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <algorithm>
 #include <chrono>

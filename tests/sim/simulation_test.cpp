@@ -1,6 +1,6 @@
 // The simulator on fixed-seed settings: the ring formula, the pace of each algorithm where it is
 // known in closed form, who waits for a slow worker, reproducibility and scale.
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdexcept>

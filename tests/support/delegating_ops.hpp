@@ -2,7 +2,7 @@
 // override only the kernel they make fail or slow (fault injection through the interface).
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 namespace herd::testing {
 

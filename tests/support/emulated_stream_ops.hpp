@@ -6,7 +6,7 @@
 // cpu_ops().
 #pragma once
 
-#include "kernels/ops.hpp"
+#include "herd/ops.hpp"
 
 #include <cstring>
 #include <functional>

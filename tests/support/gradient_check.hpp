@@ -2,7 +2,7 @@
 // gradient is known, and the comparison of an analytic gradient with central differences.
 #pragma once
 
-#include "models/tensor.hpp"
+#include "herd/tensor.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // cpu_ops() and results can be compared bit for bit with a plain CPU run.
 #pragma once
 
-#include "kernels/memory.hpp"
+#include "herd/memory.hpp"
 
 #include <atomic>
 #include <cstring>

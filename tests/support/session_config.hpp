@@ -3,7 +3,7 @@
 #pragma once
 
 #include "actors/train_session.hpp"
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <chrono>
 

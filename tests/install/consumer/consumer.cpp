@@ -1,6 +1,6 @@
 // Trains two workers on generated data through the installed library and checks that they learnt.
 #include "actors/train_session.hpp"
-#include "config/loader.hpp"
+#include "herd/config.hpp"
 
 #include <iostream>
 

@@ -10,7 +10,7 @@
 // the device only where its contract says so; see kernels/cuda/cuda_ops.hpp.)
 #pragma once
 
-#include "kernels/memory.hpp"
+#include "herd/memory.hpp"
 
 #include <cstddef>
 #include <cstdint>

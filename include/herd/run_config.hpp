@@ -1,5 +1,5 @@
 // The typed configuration of one training run. Plain data: the loader fills it from INI files
-// and command-line overrides (config/loader.hpp), validate() checks it, everything else reads it.
+// and command-line overrides (include/herd/config.hpp), validate() checks it, everything else reads it.
 // Key names (section.key) are a contract that scripts and docs rely on: see docs/configuration.md.
 #pragma once
 

@@ -2,7 +2,7 @@
 // all gradients) in one tensor each, so a reduction is always over one buffer.
 #pragma once
 
-#include "kernels/memory.hpp"
+#include "herd/memory.hpp"
 
 #include <cstddef>
 #include <cstdint>

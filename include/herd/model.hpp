@@ -5,12 +5,12 @@
 // evaluator, checkpoints and the cluster code know this interface and nothing else.
 //
 // Write your own model by deriving from `model` (docs/models.md); Herd's own models are
-// sequential stacks of layers (models/sequential.hpp).
+// sequential stacks of layers (include/herd/sequential.hpp).
 #pragma once
 
-#include "kernels/ops.hpp"
-#include "models/dataset.hpp"
-#include "models/tensor.hpp"
+#include "herd/dataset.hpp"
+#include "herd/ops.hpp"
+#include "herd/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>

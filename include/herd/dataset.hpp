@@ -2,8 +2,8 @@
 // Debian package's files, and a small synthetic dataset for fast tests.
 #pragma once
 
-#include "models/idx.hpp"
-#include "models/tensor.hpp"
+#include "herd/idx.hpp"
+#include "herd/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // a config_error that names the key, the value, where it came from and what is allowed.
 #pragma once
 
-#include "config/run_config.hpp"
+#include "herd/run_config.hpp"
 
 #include <cstddef>
 #include <functional>

@@ -3,8 +3,8 @@
 // grammar).
 #pragma once
 
-#include "models/layers.hpp"
-#include "models/model.hpp"
+#include "herd/layers.hpp"
+#include "herd/model.hpp"
 
 #include <cstddef>
 #include <memory>

@@ -9,9 +9,9 @@
 // output is for a given input).
 #pragma once
 
-#include "kernels/ops.hpp"
-#include "models/model.hpp"
-#include "models/tensor.hpp"
+#include "herd/model.hpp"
+#include "herd/ops.hpp"
+#include "herd/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>
