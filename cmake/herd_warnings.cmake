@@ -26,16 +26,19 @@ elseif(HERD_SANITIZERS AND NOT HERD_SANITIZERS STREQUAL "OFF")
   message(FATAL_ERROR "HERD_SANITIZERS must be OFF, address or thread (got '${HERD_SANITIZERS}')")
 endif()
 
-# One library per top-level folder, exported as herd::<folder>.
+# One static library per top-level folder, exported as herd::<folder>; libherd.so is all of them
+# (herd_install.cmake). The public headers (include/herd/) are the only ones a consumer sees; the
+# folders' own headers ("actors/worker.hpp") are for Herd's code and tests, never installed.
 function(herd_add_library name)
   cmake_parse_arguments(arg "" "" "SOURCES;PUBLIC_LIBS;PRIVATE_LIBS" ${ARGN})
-  add_library(herd_${name} ${arg_SOURCES})
+  add_library(herd_${name} STATIC ${arg_SOURCES})
   add_library(herd::${name} ALIAS herd_${name})
-  set_target_properties(herd_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME herd_${name})
+  set_target_properties(herd_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME herd_${name}
+    POSITION_INDEPENDENT_CODE ON)
   target_include_directories(herd_${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
     $<BUILD_INTERFACE:${HERD_SOURCE_INCLUDE_DIR}>
-    $<BUILD_INTERFACE:${HERD_SOURCE_INCLUDE_DIR}/include>
-    $<INSTALL_INTERFACE:include/herd>)
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(herd_${name} PUBLIC ${arg_PUBLIC_LIBS} PRIVATE ${arg_PRIVATE_LIBS})
   herd_set_warnings(herd_${name})
   set_property(GLOBAL APPEND PROPERTY HERD_LIBRARIES herd_${name})
