@@ -4,6 +4,7 @@
 #   lib/libherd_<folder>.a         herd::<folder>, and herd::herd_static, all of them
 #   include/herd/*.hpp             the public API, and nothing else
 #   lib/cmake/herd/                herdConfig.cmake and its version file
+#   lib/pkgconfig/herd.pc          pkg-config: libherd.so and include/
 #   share/herd/                    config/ (*.ini, simulate/*.ini), grafana/, prometheus/
 # tests/install checks each part.
 include(GNUInstallDirs)
@@ -85,3 +86,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/herd_external_targets.cmake
   ${PROJECT_SOURCE_DIR}/cmake/herd_cuda_targets.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
+
+# pkg-config (libherd.so only: the static libraries' dependencies are CMake's business).
+configure_file(${PROJECT_SOURCE_DIR}/cmake/herd.pc.in ${PROJECT_BINARY_DIR}/herd.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/herd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -9,6 +9,8 @@
 #       [-DCONFIGURE_ARGS=-Da=b;-Dc=d] [-DEXPECT_OUTPUT=regex] [-DSANITIZER_FLAGS=]
 #                     configures, builds and runs the project at SOURCE_DIR against PREFIX; the
 #                     executable must exit 0 and, with EXPECT_OUTPUT, print a match
+#   -DSTEP=pkgconfig -DPREFIX= -DSOURCE= -DWORK_DIR=     compiles SOURCE with the flags
+#                     `pkg-config --cflags --libs herd` gives for PREFIX, and runs it
 #   -DSTEP=remove -DPREFIX=                             removes PREFIX
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output)
@@ -91,6 +93,22 @@ elseif(STEP STREQUAL "project")
     message(FATAL_ERROR "${EXECUTABLE} exited 0 but its output does not match "
                         "'${EXPECT_OUTPUT}':\n${run_output}")
   endif()
+  file(REMOVE_RECURSE ${WORK_DIR})
+elseif(STEP STREQUAL "pkgconfig")
+  file(GLOB pc_files ${PREFIX}/lib/pkgconfig/herd.pc ${PREFIX}/lib64/pkgconfig/herd.pc)
+  if(NOT pc_files)
+    message(FATAL_ERROR "no lib/pkgconfig/herd.pc under ${PREFIX}")
+  endif()
+  list(GET pc_files 0 pc_file)
+  get_filename_component(pc_dir ${pc_file} DIRECTORY)
+  set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+  run(pkg-config --cflags --libs herd)
+  separate_arguments(flags UNIX_COMMAND "${run_output}")
+  get_filename_component(libdir ${pc_dir} DIRECTORY)
+  file(REMOVE_RECURSE ${WORK_DIR})
+  file(MAKE_DIRECTORY ${WORK_DIR})
+  run(c++ -O2 ${SOURCE} -o ${WORK_DIR}/program ${flags} -Wl,-rpath,${libdir})
+  run(${WORK_DIR}/program)
   file(REMOVE_RECURSE ${WORK_DIR})
 elseif(STEP STREQUAL "remove")
   file(REMOVE_RECURSE ${PREFIX})
