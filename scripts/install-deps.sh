@@ -15,7 +15,9 @@ packages=(
   dataset-fashion-mnist   # the data of the quick start
   fortunes fortunes-de fortunes-it fortunes-es fortunes-pl fortunes-cs fortunes-ru  # data.dataset = fortunes (docs/text.md)
   gnuplot-nox             # herd bench plots accuracy against wall time
-  libcpp-httplib-dev      # the tests' HTTP client, in place of Prometheus (pkg-config cpp-httplib)
+  python3                 # scripts/plot-step-times reads a report's JSON
+  libcpp-httplib-dev      # the tests' HTTP client and examples/job_service's server (pkg-config cpp-httplib)
+  curl                    # the job service example's test talks to it as a user would
   prometheus              # promtool and a real server for the metrics tests
   libssl-dev              # control-plane TLS in the gate (OpenSSL)
   openssl                 # the cluster tests make a CA and certificates for control-plane TLS

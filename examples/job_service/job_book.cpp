@@ -1,0 +1,142 @@
+// The service's record of its jobs; see job_book.hpp.
+#include "job_book.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+namespace job_service {
+
+namespace {
+
+nlohmann::json optional_number(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+std::tuple<int, std::string> not_found(int id) {
+  return {404, nlohmann::json({{"error", "no job " + std::to_string(id)}}).dump()};
+}
+
+} // namespace
+
+job_book::job_book(caf::actor_config& config) : caf::event_based_actor(config) {}
+
+caf::behavior job_book::make_behavior() {
+  // A job actor exits once its subscribers have heard job_finished; nothing else to do then.
+  set_down_handler([](const caf::down_msg&) {});
+  return {
+      [this](add_atom, int id, herd::job_handle& handle) { return add(id, std::move(handle)); },
+      [this](list_atom) { return list(); },
+      [this](show_atom, int id) { return show(id); },
+      [this](cancel_atom, int id) { return cancel(id); },
+      [this](cancel_all_atom) { return cancel_all(); },
+      [this](const herd::job_evaluation& event) { evaluated(event); },
+      [this](const herd::job_notice& event) { noticed(event); },
+      [this](const herd::job_finished& event) { finished(event); },
+      // Progress events are not kept: status() reads the job's latest on request.
+      [](const herd::job_progress&) {},
+      [](const herd::job_status&) {}, // the reply to subscribing
+  };
+}
+
+bool job_book::add(int id, herd::job_handle handle) {
+  if (jobs_.count(id) != 0)
+    return false;
+  monitor(handle.actor);
+  send(handle.actor, herd::subscribe_atom::value, caf::actor_cast<caf::actor>(this));
+  jobs_[id].handle = std::move(handle);
+  return true;
+}
+
+std::string job_book::list() const {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& [id, job] : jobs_)
+    all.push_back(nlohmann::json::parse(status_json(id, job)));
+  return all.dump();
+}
+
+std::tuple<int, std::string> job_book::show(int id) const {
+  const auto found = jobs_.find(id);
+  if (found == jobs_.end())
+    return not_found(id);
+  return {200, status_json(id, found->second)};
+}
+
+std::tuple<int, std::string> job_book::cancel(int id) {
+  const auto found = jobs_.find(id);
+  if (found == jobs_.end())
+    return not_found(id);
+  // By message, as any actor of the service would; a job that has ended ignores it.
+  send(found->second.handle.actor, herd::stop_job_atom::value);
+  return {202, status_json(id, found->second)};
+}
+
+int job_book::cancel_all() {
+  int running = 0;
+  for (auto& [id, job] : jobs_) {
+    const auto state = job.handle.facade->status().state;
+    if (state == herd::job_state::finished || state == herd::job_state::failed)
+      continue;
+    send(job.handle.actor, herd::stop_job_atom::value);
+    ++running;
+  }
+  return running;
+}
+
+void job_book::evaluated(const herd::job_evaluation& event) {
+  if (auto* job = find_by_name(event.job))
+    job->accuracy.emplace_back(event.evaluation.elapsed_seconds, event.evaluation.test_accuracy);
+}
+
+void job_book::noticed(const herd::job_notice& event) {
+  if (auto* job = find_by_name(event.job))
+    job->notices.push_back(event.text);
+}
+
+void job_book::finished(const herd::job_finished& event) {
+  caf::aout(this) << "job_service: " << event.job << " " << herd::to_string(event.status.state)
+                  << (event.summary ? " (" + event.summary->stop_reason + ")" : std::string())
+                  << '\n';
+}
+
+job_book::entry* job_book::find_by_name(const std::string& name) {
+  for (auto& [id, job] : jobs_)
+    if (job.handle.facade->name() == name)
+      return &job;
+  return nullptr;
+}
+
+std::string job_book::status_json(int id, const entry& job) const {
+  const herd::job_status status = job.handle.facade->status();
+  nlohmann::json out = {
+      {"id", id},
+      {"name", status.name},
+      {"state", herd::to_string(status.state)},
+      {"rounds", status.rounds},
+      {"steps", status.steps},
+      {"epochs_done", status.epochs_done},
+      {"epochs_total", status.epochs_total},
+      {"progress", status.epochs_total > 0.0 ? std::min(1.0, status.epochs_done / status.epochs_total)
+                                             : 0.0},
+      {"elapsed_seconds", status.elapsed_seconds},
+      {"test_accuracy", optional_number(status.test_accuracy)},
+      {"straggler", status.straggler ? nlohmann::json({{"worker", status.straggler->worker},
+                                                      {"score", status.straggler->score}})
+                                     : nlohmann::json(nullptr)},
+  };
+  if (!status.error.empty())
+    out["error"] = status.error;
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& [seconds, accuracy] : job.accuracy)
+    curve.push_back({seconds, accuracy});
+  out["accuracy_over_time"] = curve;
+  out["notices"] = job.notices;
+  if (const auto summary = job.handle.facade->summary()) {
+    out["stop_reason"] = summary->stop_reason;
+    out["final_test_accuracy"] = optional_number(summary->final_test_accuracy);
+    out["wall_seconds"] = summary->wall_seconds;
+    out["samples_per_second"] = summary->samples_per_second;
+  }
+  return out.dump();
+}
+
+} // namespace job_service

@@ -1,0 +1,61 @@
+// The service's record of its jobs: an actor that holds every job it was handed, hears their
+// events (it subscribes to each job actor), stops one when asked, and answers the HTTP threads'
+// questions with JSON. The HTTP threads talk to it only by message.
+#pragma once
+
+#include "herd/job_actor.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace job_service {
+
+/// (add_atom, int id, herd::job_handle) -> bool: keep and follow a job just spawned.
+using add_atom = caf::atom_constant<caf::atom("add")>;
+/// (list_atom) -> std::string: every job's status as a JSON array.
+using list_atom = caf::atom_constant<caf::atom("list")>;
+/// (show_atom, int id) -> (int http_status, std::string json)
+using show_atom = caf::atom_constant<caf::atom("show")>;
+/// (cancel_atom, int id) -> (int http_status, std::string json): stop a job early.
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+/// (cancel_all_atom) -> int: stop every running job (on shutdown); replies how many were running.
+using cancel_all_atom = caf::atom_constant<caf::atom("cancelall")>;
+
+class job_book : public caf::event_based_actor {
+public:
+  explicit job_book(caf::actor_config& config);
+
+  caf::behavior make_behavior() override;
+
+private:
+  struct entry {
+    herd::job_handle handle;
+    std::vector<std::pair<double, double>> accuracy; // (elapsed seconds, test accuracy)
+    std::vector<std::string> notices;
+  };
+
+  bool add(int id, herd::job_handle handle);
+  std::string list() const;
+  std::tuple<int, std::string> show(int id) const;
+  std::tuple<int, std::string> cancel(int id);
+  int cancel_all();
+  void evaluated(const herd::job_evaluation& event);
+  void noticed(const herd::job_notice& event);
+  void finished(const herd::job_finished& event);
+
+  entry* find_by_name(const std::string& name);
+  std::string status_json(int id, const entry& job) const;
+
+  std::map<int, entry> jobs_;
+};
+
+} // namespace job_service
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_handle)

@@ -1,0 +1,233 @@
+// An HTTP job server: Herd's training jobs inside a CAF actor system this program owns.
+//
+//   job_service [--port N] [--bind ADDRESS]      (default: a free port on 127.0.0.1)
+//
+//   POST   /jobs        an INI configuration as the body (as `herd train --config` reads it);
+//                       starts a job, answers 201 {"id": N, "name": "job-N"}; a bad
+//                       configuration answers 400 with the messages `herd train` prints
+//   GET    /jobs        every job's status (JSON array)
+//   GET    /jobs/{id}   one job: state, progress, accuracy, the current straggler, its curve
+//   DELETE /jobs/{id}   stops a job early (202), 404 for an unknown id
+//   GET    /metrics     every job's metrics in Prometheus' text format, labelled job="job-N"
+//
+// SIGINT or SIGTERM stops the server, stops every running job and waits for them.
+#include "job_book.hpp"
+
+#include "herd/config.hpp"
+#include "herd/data.hpp"
+#include "herd/job_actor.hpp"
+#include "herd/metrics.hpp"
+
+#include <caf/all.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <pthread.h>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr auto ask_timeout = std::chrono::seconds(10);
+
+// Every job this service started, for the wait at shutdown (the actor system must outlive them).
+struct started_jobs {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<herd::job>> facades;
+};
+
+struct arguments {
+  std::string bind = "127.0.0.1";
+  int port = 0;
+};
+
+arguments parse(int argc, char** argv) {
+  arguments parsed;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if ((flag == "--port" || flag == "--bind") && i + 1 < argc) {
+      const std::string value = argv[++i];
+      if (flag == "--bind") {
+        parsed.bind = value;
+        continue;
+      }
+      try {
+        std::size_t used = 0;
+        parsed.port = std::stoi(value, &used);
+        if (used != value.size() || parsed.port < 0 || parsed.port > 65535)
+          throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        throw std::invalid_argument("--port " + value + ": not a port number (0-65535)");
+      }
+    } else {
+      throw std::invalid_argument(flag + ": usage: job_service [--port N] [--bind ADDRESS]");
+    }
+  }
+  return parsed;
+}
+
+void answer(httplib::Response& response, int status, const std::string& json) {
+  response.status = status;
+  response.set_content(json, "application/json");
+}
+
+void refuse(httplib::Response& response, const std::vector<std::string>& messages) {
+  std::string text;
+  for (const auto& message : messages)
+    text += message + "\n";
+  response.status = 400;
+  response.set_content(text, "text/plain");
+}
+
+// Asks the job book and answers with its (status, JSON) reply.
+template <class... Ts>
+void ask(caf::actor_system& system, const caf::actor& book, httplib::Response& response,
+         Ts&&... message) {
+  caf::scoped_actor self{system};
+  self->request(book, ask_timeout, std::forward<Ts>(message)...)
+      .receive([&](int status, std::string& json) { answer(response, status, json); },
+               [&](caf::error& error) {
+                 answer(response, 500,
+                        nlohmann::json({{"error", system.render(error)}}).dump());
+               });
+}
+
+// POST /jobs: the configuration and data are read on the HTTP thread (loading a dataset takes a
+// while; the job book keeps answering meanwhile), the job spawned into the service's system, and
+// the handle given to the book.
+void start_job(caf::actor_system& system, const caf::actor& book,
+               const std::shared_ptr<herd::monitoring::registry>& metrics, std::atomic<int>& ids,
+               started_jobs& started, const httplib::Request& request,
+               httplib::Response& response) {
+  const int id = ++ids;
+  herd::job_handle handle;
+  try {
+    const herd::config::run_config config =
+        herd::config::from_ini(request.body, "POST /jobs (job " + std::to_string(id) + ")");
+    const auto data = herd::models::load_dataset(config);
+    herd::job_options options;
+    options.name = "job-" + std::to_string(id);
+    options.metrics = metrics;
+    // Several jobs share this process's cores: one BLAS thread each (a process-wide setting,
+    // made here on purpose; Herd itself leaves it alone).
+    options.blas_threads = 1;
+    handle = herd::spawn_job(system, config, data, std::move(options));
+    const std::lock_guard<std::mutex> lock(started.mutex);
+    started.facades.push_back(handle.facade);
+  } catch (const herd::config::invalid_config& invalid) {
+    std::vector<std::string> messages;
+    for (const auto& error : invalid.errors())
+      messages.push_back(error.message);
+    refuse(response, messages);
+    return;
+  } catch (const std::exception& bad) { // data that cannot be read, a checkpoint, a size
+    refuse(response, {bad.what()});
+    return;
+  }
+  caf::scoped_actor self{system};
+  self->request(book, ask_timeout, job_service::add_atom::value, id, handle)
+      .receive(
+          [&](bool) {
+            answer(response, 201,
+                   nlohmann::json({{"id", id}, {"name", "job-" + std::to_string(id)}}).dump());
+          },
+          [&](caf::error& error) {
+            handle.facade->stop();
+            answer(response, 500, nlohmann::json({{"error", system.render(error)}}).dump());
+          });
+}
+
+int job_id(const httplib::Request& request) {
+  return std::stoi(request.matches[1].str());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  arguments args;
+  try {
+    args = parse(argc, argv);
+  } catch (const std::invalid_argument& bad) {
+    std::cerr << "job_service: " << bad.what() << '\n';
+    return 2;
+  }
+  // SIGINT and SIGTERM are taken by a thread of their own (below): block them before any other
+  // thread starts, so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  caf::actor_system_config system_config;
+  herd::add_message_types(system_config);
+  caf::actor_system system{system_config};
+  const caf::actor book = system.spawn<job_service::job_book>();
+  const auto metrics = std::make_shared<herd::monitoring::registry>();
+  std::atomic<int> ids{0};
+  started_jobs started;
+
+  httplib::Server server;
+  server.Post("/jobs", [&](const httplib::Request& request, httplib::Response& response) {
+    start_job(system, book, metrics, ids, started, request, response);
+  });
+  server.Get("/jobs", [&](const httplib::Request&, httplib::Response& response) {
+    caf::scoped_actor self{system};
+    self->request(book, ask_timeout, job_service::list_atom::value)
+        .receive([&](std::string& json) { answer(response, 200, json); },
+                 [&](caf::error& error) {
+                   answer(response, 500,
+                          nlohmann::json({{"error", system.render(error)}}).dump());
+                 });
+  });
+  server.Get(R"(/jobs/(\d+))", [&](const httplib::Request& request, httplib::Response& response) {
+    ask(system, book, response, job_service::show_atom::value, job_id(request));
+  });
+  server.Delete(R"(/jobs/(\d+))",
+                [&](const httplib::Request& request, httplib::Response& response) {
+                  ask(system, book, response, job_service::cancel_atom::value, job_id(request));
+                });
+  server.Get("/metrics", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_content(herd::monitoring::expose(*metrics), "text/plain; version=0.0.4");
+  });
+
+  const int port = args.port == 0 ? server.bind_to_any_port(args.bind)
+                                  : (server.bind_to_port(args.bind, args.port) ? args.port : -1);
+  if (port < 0) {
+    std::cerr << "job_service: cannot listen on " << args.bind << ":" << args.port << '\n';
+    caf::anon_send_exit(book, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    server.stop();
+  });
+  std::cout << "job_service: listening on http://" << args.bind << ":" << port << std::endl;
+  server.listen_after_bind();
+
+  // Stopped: every running job is asked to stop, then waited for (a stopped job runs its final
+  // evaluation first), before the actor system goes.
+  pthread_kill(stopper.native_handle(), SIGTERM); // in case the server stopped by itself
+  stopper.join();
+  std::cout << "job_service: stopping" << std::endl;
+  {
+    caf::scoped_actor self{system};
+    self->request(book, ask_timeout, job_service::cancel_all_atom::value)
+        .receive([](int) {}, [](caf::error&) {});
+  }
+  const std::lock_guard<std::mutex> lock(started.mutex);
+  for (const auto& job : started.facades)
+    job->wait();
+  caf::anon_send_exit(book, caf::exit_reason::user_shutdown);
+  return 0;
+}
