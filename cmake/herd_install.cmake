@@ -38,6 +38,9 @@ target_include_directories(herd_shared PUBLIC
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(herd_shared PUBLIC cxx_std_17)
 target_link_libraries(herd_shared PRIVATE ${herd_libraries})
+# herd/job_actor.hpp (jobs in the caller's actor system) is CAF's API: its users compile against
+# CAF and link libcaf_core, the same shared library libherd.so uses.
+target_link_libraries(herd_shared PUBLIC CAF::core)
 # An undefined symbol is an error when libherd.so is linked, not when a consumer is.
 target_link_options(herd_shared PRIVATE LINKER:--no-undefined)
 
