@@ -47,11 +47,11 @@ bool job_book::add(int id, herd::job_handle handle) {
   return true;
 }
 
-std::string job_book::list() const {
+std::tuple<int, std::string> job_book::list() const {
   nlohmann::json all = nlohmann::json::array();
   for (const auto& [id, job] : jobs_)
     all.push_back(nlohmann::json::parse(status_json(id, job)));
-  return all.dump();
+  return {200, all.dump()};
 }
 
 std::tuple<int, std::string> job_book::show(int id) const {

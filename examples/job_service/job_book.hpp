@@ -19,7 +19,7 @@ namespace job_service {
 
 /// (add_atom, int id, herd::job_handle) -> bool: keep and follow a job just spawned.
 using add_atom = caf::atom_constant<caf::atom("add")>;
-/// (list_atom) -> std::string: every job's status as a JSON array.
+/// (list_atom) -> (int http_status, std::string json): every job's status as a JSON array.
 using list_atom = caf::atom_constant<caf::atom("list")>;
 /// (show_atom, int id) -> (int http_status, std::string json)
 using show_atom = caf::atom_constant<caf::atom("show")>;
@@ -42,7 +42,7 @@ private:
   };
 
   bool add(int id, herd::job_handle handle);
-  std::string list() const;
+  std::tuple<int, std::string> list() const;
   std::tuple<int, std::string> show(int id) const;
   std::tuple<int, std::string> cancel(int id);
   int cancel_all();

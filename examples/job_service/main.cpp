@@ -181,13 +181,7 @@ int main(int argc, char** argv) {
     start_job(system, book, metrics, ids, started, request, response);
   });
   server.Get("/jobs", [&](const httplib::Request&, httplib::Response& response) {
-    caf::scoped_actor self{system};
-    self->request(book, ask_timeout, job_service::list_atom::value)
-        .receive([&](std::string& json) { answer(response, 200, json); },
-                 [&](caf::error& error) {
-                   answer(response, 500,
-                          nlohmann::json({{"error", system.render(error)}}).dump());
-                 });
+    ask(system, book, response, job_service::list_atom::value);
   });
   server.Get(R"(/jobs/(\d+))", [&](const httplib::Request& request, httplib::Response& response) {
     ask(system, book, response, job_service::show_atom::value, job_id(request));
