@@ -24,15 +24,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <pthread.h>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -146,6 +148,39 @@ void start_job(caf::actor_system& system, const caf::actor& book,
           });
 }
 
+// SIGINT and SIGTERM: the handler only writes a byte to a pipe (all a handler may safely do), and
+// a thread that reads it stops the server. Threads that libraries started before main (OpenBLAS
+// starts its own at load time) may take the signal: the pipe works whichever does.
+int stop_pipe[2] = {-1, -1};
+
+void on_stop_signal(int) {
+  const char byte = 1;
+  [[maybe_unused]] const auto written = ::write(stop_pipe[1], &byte, 1);
+}
+
+// False, with errno set, when the pipe cannot be made.
+bool catch_stop_signals() {
+  if (::pipe(stop_pipe) != 0)
+    return false;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  return true;
+}
+
+// Blocks until a stop signal came, or until wake_stop_waiter().
+void wait_for_stop_signal() {
+  char byte = 0;
+  while (::read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+void wake_stop_waiter() {
+  on_stop_signal(0);
+}
+
 int job_id(const httplib::Request& request) {
   return std::stoi(request.matches[1].str());
 }
@@ -160,13 +195,10 @@ int main(int argc, char** argv) {
     std::cerr << "job_service: " << bad.what() << '\n';
     return 2;
   }
-  // SIGINT and SIGTERM are taken by a thread of their own (below): block them before any other
-  // thread starts, so that every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (!catch_stop_signals()) {
+    std::cerr << "job_service: pipe: " << std::strerror(errno) << '\n';
+    return 1;
+  }
 
   caf::actor_system_config system_config;
   herd::add_message_types(system_config);
@@ -202,8 +234,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::thread stopper([&] {
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
+    wait_for_stop_signal();
     server.stop();
   });
   std::cout << "job_service: listening on http://" << args.bind << ":" << port << std::endl;
@@ -211,7 +242,7 @@ int main(int argc, char** argv) {
 
   // Stopped: every running job is asked to stop, then waited for (a stopped job runs its final
   // evaluation first), before the actor system goes.
-  pthread_kill(stopper.native_handle(), SIGTERM); // in case the server stopped by itself
+  wake_stop_waiter(); // in case the server stopped by itself
   stopper.join();
   std::cout << "job_service: stopping" << std::endl;
   {
