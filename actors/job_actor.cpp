@@ -1,10 +1,12 @@
-// The job actor, and the preparation and spawning of the run it supervises; see job_actor.hpp.
+// The job actor and the spawning of the run it supervises; see job_actor.hpp (the run's
+// preparation: job_plan.cpp).
 #include "actors/job_actor.hpp"
 
 #include "actors/aggregator.hpp"
 #include "actors/control_costs.hpp"
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
+#include "actors/job_plan.hpp"
 #include "actors/messages.hpp"
 #include "actors/parameter_server.hpp"
 #include "actors/run_parts.hpp"
@@ -12,13 +14,11 @@
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
 #include "herd/config.hpp"
-#include "kernels/cuda/cuda_ops.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <caf/event_based_actor.hpp>
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -48,111 +48,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::actors::run_ended)
 namespace herd::actors {
 
 namespace {
-
-// Where the workers compute and the local data plane reduces: the session's ops (CPU), or, with
-// train.backend = cuda, CUDA ops made here (each with its own stream on train.device).
-struct compute_placement {
-  std::vector<std::unique_ptr<kernels::ops>> owned;
-  const kernels::ops* reduce = nullptr;
-  const kernels::ops* serve = nullptr;    // async's parameter server (in the results' memory);
-                                          // on a GPU made only under async
-  const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
-  std::vector<const kernels::ops*> step;  // per worker: its compute thread's
-  std::vector<const kernels::ops*> apply; // per worker: its actor's
-  std::string description = "cpu";
-
-  static compute_placement make(const config::run_config& config, const kernels::ops& cpu,
-                                const std::function<std::unique_ptr<kernels::ops>()>& stream_ops) {
-    compute_placement placement;
-    const auto workers = static_cast<std::size_t>(config.train.workers);
-    placement.evaluate = cpu.memory().host_accessible() ? &cpu : &kernels::cpu_ops();
-    if (config.train.backend != "cuda") {
-      placement.reduce = &cpu;
-      placement.serve = &cpu;
-      placement.step.assign(workers, &cpu);
-      placement.apply.assign(workers, &cpu);
-      placement.description = std::string(cpu.name());
-      return placement;
-    }
-    auto make = [&] {
-      placement.owned.push_back(stream_ops ? stream_ops()
-                                           : kernels::cuda::make_cuda_ops(config.train.device));
-      return placement.owned.back().get();
-    };
-    auto place = [&] {
-      placement.reduce = make();
-      if (policy::make_policy(config)->applies_at_server())
-        placement.serve = make(); // its own stream: the server steps while reductions run
-      for (std::size_t i = 0; i < workers; ++i) {
-        placement.step.push_back(make());
-        placement.apply.push_back(make());
-      }
-    };
-    if (stream_ops) {
-      place();
-      placement.description = std::string(placement.reduce->memory().name());
-      return placement;
-    }
-    const int device = config.train.device;
-    const auto query = kernels::cuda::query_devices();
-    if (query.devices.empty())
-      throw config::invalid_config(
-          {{"train.backend", "train.backend = cuda: no CUDA device can be used here (" +
-                                 query.unavailable_reason + "); use train.backend = cpu"}});
-    if (static_cast<std::size_t>(device) >= query.devices.size())
-      throw config::invalid_config(
-          {{"train.device", "train.device = " + std::to_string(device) + ": this machine has " +
-                                std::to_string(query.devices.size()) + " CUDA device(s), 0 to " +
-                                std::to_string(query.devices.size() - 1)}});
-    place();
-    const auto& gpu = query.devices[static_cast<std::size_t>(device)];
-    placement.description = "cuda:" + std::to_string(device) + " (" + gpu.name + ")";
-    return placement;
-  }
-};
-
-// A job's name in a metrics registry, held while the job may still record there: two running
-// jobs under one name would add to the same series, and neither's numbers would be its own.
-class metrics_name_claim {
-public:
-  metrics_name_claim(std::shared_ptr<monitoring::registry> registry, std::string name)
-      : registry_(std::move(registry)), name_(std::move(name)) {
-    std::lock_guard<std::mutex> guard(table_mutex());
-    if (!table()[registry_.get()].insert(name_).second)
-      throw config::invalid_config(
-          {{"job_options.name",
-            "job_options.name = \"" + name_ +
-                "\": a running job records its metrics under this name in the same registry; "
-                "give each job its own name (job_options.name, or metrics.job)"}});
-  }
-
-  ~metrics_name_claim() {
-    std::lock_guard<std::mutex> guard(table_mutex());
-    auto& names = table()[registry_.get()];
-    names.erase(name_);
-    if (names.empty())
-      table().erase(registry_.get());
-  }
-
-  metrics_name_claim(const metrics_name_claim&) = delete;
-  metrics_name_claim& operator=(const metrics_name_claim&) = delete;
-
-private:
-  // Keyed by address: a claim holds its registry, so no other registry takes that address while
-  // a claim on it lives.
-  using name_table = std::map<const monitoring::registry*, std::set<std::string>>;
-  static std::mutex& table_mutex() {
-    static std::mutex mutex;
-    return mutex;
-  }
-  static name_table& table() {
-    static name_table names;
-    return names;
-  }
-
-  std::shared_ptr<monitoring::registry> registry_;
-  std::string name_;
-};
 
 /// Hands the coordinator's events (its thread) to the job actor as messages. Holds the job
 /// actor weakly: the coordinator must not keep the job alive.
@@ -210,88 +105,6 @@ std::vector<float> model_parameters(const std::vector<std::vector<float>>& worke
 }
 
 } // namespace
-
-class job_plan {
-public:
-  config::run_config config;
-  std::shared_ptr<const models::train_test_split> data;
-  job_setup setup;
-  std::string name;
-  std::shared_ptr<const models::model> model;
-  std::size_t samples_per_epoch = 0;
-  compute_placement compute;
-  std::shared_ptr<comm::data_plane> plane;
-  std::shared_ptr<monitoring::training_metrics> metrics;
-  std::unique_ptr<metrics_name_claim> name_claim;
-  std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
-  bool launched = false;
-};
-
-std::shared_ptr<job_plan> prepare_job(config::run_config config,
-                                      std::shared_ptr<const models::train_test_split> data,
-                                      job_setup setup) {
-  if (auto errors = config::validate(config); !errors.empty())
-    throw config::invalid_config(std::move(errors));
-  if (auto errors = config::validate_against_data(config, data->train.size()); !errors.empty())
-    throw config::invalid_config(std::move(errors));
-  auto plan = std::make_shared<job_plan>();
-  plan->config = std::move(config);
-  plan->data = std::move(data);
-  plan->setup = std::move(setup);
-  const auto& options = plan->setup.session;
-  const auto& train = plan->config.train;
-  if (options.resume && options.resume->workers.size() != static_cast<std::size_t>(train.workers))
-    throw config::invalid_config(
-        {{"train.workers", "train.workers = " + std::to_string(train.workers) +
-                               ": the checkpoint to resume from holds " +
-                               std::to_string(options.resume->workers.size()) + " workers"}});
-  // The one place the run's model is chosen: the workers, the evaluator, the aggregators' buffers
-  // and the checkpoints' structure all take plan->model.
-  const bool embedded = options.model != nullptr;
-  if (embedded) {
-    check_model_fits(*options.model, *plan->data);
-    plan->model = options.model;
-  } else {
-    plan->model = make_model(plan->config, plan->data->train);
-  }
-  const auto& initial_key = plan->setup.initial_parameters_key;
-  check_initial_parameters(*plan->model, options.initial_parameters, initial_key);
-  if (options.resume && !options.initial_parameters.empty())
-    throw config::invalid_config({config::config_error{
-        initial_key, initial_key + ": set together with " + plan->setup.resume_key +
-                         ", which restores the checkpoint's parameters; set one of the two"}});
-  if (train.backend == "cpu")
-    check_memory(plan->config, *plan->model, train.workers, embedded);
-  plan->compute = compute_placement::make(plan->config, *options.ops, options.stream_ops);
-  plan->samples_per_epoch = epoch_samples(plan->config, plan->data->train.size());
-  plan->name = plan->setup.name.empty() ? plan->config.metrics.job : plan->setup.name;
-  // A job without a registry of the caller's keeps its metrics in its own: the straggler its
-  // status names comes from them.
-  auto registry = options.metrics ? options.metrics : std::make_shared<monitoring::registry>();
-  if (options.metrics)
-    plan->name_claim = std::make_unique<metrics_name_claim>(options.metrics, plan->name);
-  auto named = plan->config;
-  named.metrics.job = plan->name;
-  plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);
-  plan->plane = comm::make_local_plane(*plan->compute.reduce);
-  if (plan->setup.blas_threads)
-    kernels::set_blas_threads(*plan->setup.blas_threads);
-
-  auto& shared = *plan->shared;
-  shared.name = plan->name;
-  shared.model = plan->model;
-  shared.status.name = plan->name;
-  shared.status.epochs_total = static_cast<double>(train.epochs);
-  return plan;
-}
-
-std::size_t samples_per_epoch(const job_plan& plan) {
-  return plan.samples_per_epoch;
-}
-
-std::shared_ptr<herd::job::shared_state> shared_state_of(const job_plan& plan) {
-  return plan.shared;
-}
 
 // -- the job actor --------------------------------------------------------------------------------
 

@@ -1,0 +1,70 @@
+// A run checked and made ready to spawn (prepare_job, job_actor.hpp): where it computes, the
+// metrics name it holds, and everything the job actor needs to spawn it. Internal to the job
+// actor's two files.
+#pragma once
+
+#include "actors/job_actor.hpp"
+#include "comm/data_plane.hpp"
+#include "herd/metrics.hpp"
+#include "herd/ops.hpp"
+#include "monitoring/training_metrics.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::actors {
+
+// Where the workers compute and the local data plane reduces: the session's ops (CPU), or, with
+// train.backend = cuda, CUDA ops made here (each with its own stream on train.device).
+struct compute_placement {
+  std::vector<std::unique_ptr<kernels::ops>> owned;
+  const kernels::ops* reduce = nullptr;
+  const kernels::ops* serve = nullptr;    // async's parameter server (in the results' memory);
+                                          // on a GPU made only under async
+  const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
+  std::vector<const kernels::ops*> step;  // per worker: its compute thread's
+  std::vector<const kernels::ops*> apply; // per worker: its actor's
+  std::string description = "cpu";
+
+  static compute_placement make(const config::run_config& config, const kernels::ops& cpu,
+                                const std::function<std::unique_ptr<kernels::ops>()>& stream_ops);
+};
+
+// A job's name in a metrics registry, held while the job may still record there: two running
+// jobs under one name would add to the same series, and neither's numbers would be its own.
+class metrics_name_claim {
+public:
+  /// Throws config::invalid_config (key job_options.name) when a running job holds `name` in
+  /// `registry`.
+  metrics_name_claim(std::shared_ptr<monitoring::registry> registry, std::string name);
+  ~metrics_name_claim();
+
+  metrics_name_claim(const metrics_name_claim&) = delete;
+  metrics_name_claim& operator=(const metrics_name_claim&) = delete;
+
+private:
+  std::shared_ptr<monitoring::registry> registry_;
+  std::string name_;
+};
+
+/// The run prepare_job made: launch_job spawns it.
+class job_plan {
+public:
+  config::run_config config;
+  std::shared_ptr<const models::train_test_split> data;
+  job_setup setup;
+  std::string name;
+  std::shared_ptr<const models::model> model;
+  std::size_t samples_per_epoch = 0;
+  compute_placement compute;
+  std::shared_ptr<comm::data_plane> plane;
+  std::shared_ptr<monitoring::training_metrics> metrics;
+  std::unique_ptr<metrics_name_claim> name_claim;
+  std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
+  bool launched = false;
+};
+
+} // namespace herd::actors
