@@ -11,8 +11,10 @@
 #include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 #include "idx_test_files.hpp"
+#include "support/error_message.hpp"
 #include "support/forked_call.hpp"
 
 namespace herd::models {
@@ -51,13 +53,7 @@ moments moments_of(const float* values, std::size_t count) {
 
 template <class Function>
 std::string data_error_of(Function&& function) {
-  try {
-    function();
-  } catch (const data_error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no data_error thrown";
-  return {};
+  return herd::testing::message_of<data_error>(std::forward<Function>(function));
 }
 
 // How one of the four Fashion-MNIST files is written into a test directory.

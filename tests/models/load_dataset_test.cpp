@@ -4,9 +4,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <utility>
 
 #include "herd/data.hpp"
 #include "idx_test_files.hpp"
+#include "support/error_message.hpp"
 #include "support/npy_file.hpp"
 #include "support/temp_directory.hpp"
 
@@ -21,13 +23,7 @@ using testing::HasSubstr;
 
 template <class Function>
 std::string data_error_of(Function&& function) {
-  try {
-    function();
-  } catch (const data_error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no data_error thrown";
-  return {};
+  return herd::testing::message_of<data_error>(std::forward<Function>(function));
 }
 
 TEST(load_dataset, synthetic_is_fashion_mnist_shaped_and_drawn_from_train_seed) {

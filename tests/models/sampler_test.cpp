@@ -1,6 +1,7 @@
 // Sharding, batch sampling and gathering: disjoint equal shards, epochs that visit each sample at
 // most once in a fresh order, and everything reproducible from its seed.
 #include "models/sampler.hpp"
+#include "support/error_message.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,13 +19,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string invalid_argument_of(const std::function<void()>& function) {
-  try {
-    function();
-  } catch (const std::invalid_argument& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no std::invalid_argument thrown";
-  return {};
+  return herd::testing::message_of<std::invalid_argument>(function);
 }
 
 std::vector<std::size_t> iota_vector(std::size_t count) {
