@@ -188,7 +188,12 @@ bool start_three_nodes_and_train_a_while(cluster& run) {
 TEST(cluster_cli, a_node_killed_in_the_middle_of_a_solo_run_is_marked_down_and_the_run_goes_on) {
   REQUIRE_FASHION_MNIST();
   temp_directory dir;
-  cluster run(dir, quickstart_on_three_nodes);
+  // A fourth epoch of room, as in the join test below: after the kill the run trains with 3 of
+  // its 4 workers, and once it peaked at 0.8457 by epoch 3 (target 0.85). What this test checks
+  // is that the loss is marked and the run goes on to its target.
+  auto settings = quickstart_on_three_nodes;
+  settings.push_back("--train.epochs=4");
+  cluster run(dir, settings);
   ASSERT_TRUE(start_three_nodes_and_train_a_while(run)) << run.logs();
   const auto killed = run.workers_of("node2");
   ASSERT_EQ(killed.size(), 1u) << run.logs();
@@ -196,7 +201,7 @@ TEST(cluster_cli, a_node_killed_in_the_middle_of_a_solo_run_is_marked_down_and_t
   ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
   const auto report = run.report();
   EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
-  EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
+  EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
   for (int worker = 0; worker < 4; ++worker)
     EXPECT_EQ(report["per_worker"][worker]["live"], worker != killed[0])
         << "worker " << worker << "\n"
