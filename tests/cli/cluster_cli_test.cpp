@@ -154,8 +154,10 @@ TEST(cluster_cli, a_coordinator_and_three_nodes_train_the_quick_start_to_the_tar
   REQUIRE_FASHION_MNIST();
   for (const char* algorithm : {"sync", "solo"}) {
     temp_directory dir;
+    // A fourth epoch of room: solo across processes reaches 0.85 near the end of the third
+    // (0.8504 at epoch 3.00 in one CI run, which then stopped by its epochs).
     cluster run(dir, {"--config", quickstart, std::string("--train.algorithm=") + algorithm,
-                      "--train.target-accuracy=0.85", "--cluster.min-nodes=3"});
+                      "--train.target-accuracy=0.85", "--train.epochs=4", "--cluster.min-nodes=3"});
     run.add_node(2);
     run.add_node(1);
     run.add_node(1);
@@ -168,7 +170,7 @@ TEST(cluster_cli, a_coordinator_and_three_nodes_train_the_quick_start_to_the_tar
     EXPECT_EQ(report["workers"], 4) << "train.workers is the sum of the nodes' --workers";
     EXPECT_EQ(report["data_plane"], "gloo");
     EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
-    EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
+    EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
     EXPECT_EQ(report["rounds_aborted"], 0);
   }
 }
