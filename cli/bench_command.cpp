@@ -7,6 +7,7 @@
 #include "cli/bench_command.hpp"
 
 #include "actors/train_session.hpp"
+#include "cli/bench_plots.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
@@ -123,13 +124,6 @@ config::imbalance_section scenario_imbalance(const std::string& scenario, int wo
   return imbalance;
 }
 
-struct run_result {
-  std::string scenario;
-  std::string algorithm;
-  int repetition = 0;
-  actors::run_summary summary;
-};
-
 actors::run_summary run_one(const config::run_config& config,
                             const std::shared_ptr<const models::train_test_split>& data,
                             int snapshot_ms) {
@@ -152,14 +146,6 @@ double step_period_seconds(const actors::run_summary& summary) {
          static_cast<double>(summary.steps);
 }
 
-std::optional<double> median(std::vector<double> values) {
-  if (values.empty())
-    return std::nullopt;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 struct table_row {
   std::string scenario;
   std::string algorithm;
@@ -174,8 +160,7 @@ struct table_row {
   std::optional<double> accuracy_vs_sync;  // final accuracy minus sync's, same scenario
 };
 
-std::vector<table_row> make_table(const std::vector<run_result>& runs,
-                                  const bench_arguments& args) {
+std::vector<table_row> make_table(const std::vector<bench_run>& runs, const bench_arguments& args) {
   std::vector<table_row> rows;
   for (const auto& scenario : args.scenarios) {
     for (const auto& algorithm : args.algorithms) {
@@ -275,7 +260,7 @@ std::string csv(const std::vector<table_row>& rows) {
   return out.str();
 }
 
-nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<run_result>& runs,
+nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<bench_run>& runs,
                        const config::run_config& job, double random_delay_ms) {
   auto optional = [](const std::optional<double>& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
@@ -316,158 +301,6 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<run
                    {"accuracy_over_time", curve}});
   }
   return out;
-}
-
-// The accuracy of one run at `t` on its own clock: its latest evaluation at or before t; none
-// before its first or after its end (a run's curve stops where the run stopped).
-std::optional<double> accuracy_at(const actors::run_summary& run, double t) {
-  std::optional<double> latest;
-  for (const auto& point : run.evaluations) {
-    if (point.elapsed_seconds > t)
-      break;
-    latest = point.test_accuracy;
-  }
-  if (run.evaluations.empty() || t > run.evaluations.back().elapsed_seconds)
-    return std::nullopt;
-  return latest;
-}
-
-// Median, least and greatest of `values` (not empty).
-std::array<double, 3> spread(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return {*median(values), values.front(), values.back()};
-}
-
-// One scenario's curve of `algorithm` over its repetitions: at every evaluation time of any of
-// them, the median, least and greatest accuracy of those still running ("t median min max n").
-std::string curve_data(const std::vector<const run_result*>& repetitions) {
-  std::vector<double> times;
-  for (const auto* run : repetitions)
-    for (const auto& point : run->summary.evaluations)
-      times.push_back(point.elapsed_seconds);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  std::ostringstream data;
-  data << "# elapsed_seconds median_accuracy min_accuracy max_accuracy repetitions\n"
-       << std::setprecision(9);
-  for (double t : times) {
-    std::vector<double> values;
-    for (const auto* run : repetitions)
-      if (const auto value = accuracy_at(run->summary, t))
-        values.push_back(*value);
-    if (values.empty())
-      continue;
-    const auto [mid, low, high] = spread(values);
-    // The time exactly (it names an evaluation of the runs' reports), the accuracies to 9 digits.
-    data << std::setprecision(std::numeric_limits<double>::max_digits10) << t
-         << std::setprecision(9) << ' ' << mid << ' ' << low << ' ' << high << ' ' << values.size() << '\n';
-  }
-  return data.str();
-}
-
-// Speedup over sync in time to the target, per repetition (sync's repetition r over this one's),
-// for every scenario and algorithm: "scenario median min max" per algorithm; NaN where none
-// reached it.
-std::string speedup_data(const std::vector<run_result>& runs, const bench_arguments& args) {
-  auto time_to_target = [&runs](const std::string& scenario, const std::string& algorithm,
-                                int repetition) -> std::optional<double> {
-    for (const auto& run : runs)
-      if (run.scenario == scenario && run.algorithm == algorithm && run.repetition == repetition)
-        return run.summary.time_to_target_seconds;
-    return std::nullopt;
-  };
-  std::ostringstream data;
-  data << "# scenario, then per algorithm (" << join(args.algorithms)
-       << "): median min max speedup over sync in time to target, over the repetitions\n"
-       << std::setprecision(6);
-  for (const auto& scenario : args.scenarios) {
-    data << scenario;
-    for (const auto& algorithm : args.algorithms) {
-      std::vector<double> ratios;
-      for (int r = 0; r < args.repeat; ++r) {
-        const auto sync = time_to_target(scenario, "sync", r);
-        const auto own = time_to_target(scenario, algorithm, r);
-        if (sync && own && *own > 0.0)
-          ratios.push_back(*sync / *own);
-      }
-      if (ratios.empty()) {
-        data << " NaN NaN NaN";
-        continue;
-      }
-      const auto [mid, low, high] = spread(ratios);
-      data << ' ' << mid << ' ' << low << ' ' << high;
-    }
-    data << '\n';
-  }
-  return data.str();
-}
-
-// Data files (per scenario and algorithm, the accuracy over time with its spread over the
-// repetitions; the speedups), a gnuplot script, and (when gnuplot is installed) one PNG per
-// scenario and one of the speedups. Returns the PNG paths written.
-std::vector<std::string> plot(const std::filesystem::path& dir, const std::vector<run_result>& runs,
-                              const bench_arguments& args, double target) {
-  std::ostringstream script;
-  script << "# herd bench wrote this: test accuracy against each run's own wall time (the median\n"
-            "# over the repetitions, the band from least to greatest), and the speedup over sync.\n"
-            "set terminal pngcairo size 900,560\n"
-            "set xlabel 'wall time of the run (s)'\nset ylabel 'test accuracy'\n"
-            "set key bottom right\nset grid\n";
-  const std::string band =
-      args.repeat > 1 ? " (median, band: min to max of " + std::to_string(args.repeat) + " runs)"
-                      : "";
-  std::vector<std::string> pngs;
-  for (const auto& scenario : args.scenarios) {
-    std::vector<std::string> lines;
-    for (const auto& algorithm : args.algorithms) {
-      std::vector<const run_result*> repetitions;
-      for (const auto& run : runs)
-        if (run.scenario == scenario && run.algorithm == algorithm)
-          repetitions.push_back(&run);
-      if (repetitions.empty())
-        continue;
-      const std::string name = "curve-" + scenario + "-" + algorithm + ".dat";
-      write_file_atomically((dir / name).string(), curve_data(repetitions));
-      const std::string colour = "lc " + std::to_string(lines.size() / 2 + 1);
-      lines.push_back("'" + name + "' using 1:3:4 with filledcurves " + colour +
-                      " fs transparent solid 0.15 noborder notitle");
-      lines.push_back("'" + name + "' using 1:2 with lines lw 2 " + colour + " title '" +
-                      algorithm + "'");
-    }
-    if (lines.empty())
-      continue;
-    const std::string png = "accuracy-" + scenario + ".png";
-    script << "set output '" << png << "'\nset title 'scenario " << scenario << band << "'\n";
-    if (target > 0.0)
-      script << "set arrow 1 from graph 0, first " << target << " to graph 1, first " << target
-             << " nohead dashtype 2\n";
-    script << "plot ";
-    for (std::size_t i = 0; i < lines.size(); ++i)
-      script << (i ? ", " : "") << lines[i];
-    script << "\nunset arrow 1\n";
-    pngs.push_back(png);
-  }
-  write_file_atomically((dir / "speedup.dat").string(), speedup_data(runs, args));
-  script << "set output 'speedup.png'\n"
-            "set title 'speedup over sync in time to "
-         << format(target, 2)
-         << " (median over the repetitions, bars: min to max)'\n"
-            "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
-            "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
-            "set style fill solid 0.6 border -1\nset yrange [0:*]\n"
-            "set arrow 2 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2\nplot ";
-  for (std::size_t i = 0; i < args.algorithms.size(); ++i)
-    script << (i ? ", " : "") << "'speedup.dat' using " << 2 + 3 * i << ':' << 3 + 3 * i << ':'
-           << 4 + 3 * i << (i == 0 ? ":xtic(1)" : "") << " title '" << args.algorithms[i] << "'";
-  script << '\n';
-  pngs.push_back("speedup.png");
-  if (!run_gnuplot(dir.string(), script.str()))
-    return {};
-  std::vector<std::string> written;
-  written.reserve(pngs.size());
-  for (const auto& png : pngs)
-    written.push_back((dir / png).string());
-  return written;
 }
 
 int run_bench(const std::vector<std::string>& args);
@@ -574,7 +407,7 @@ int run_bench(const std::vector<std::string>& raw) {
     calibrate({step_period_seconds(run_one(calibration, data, args.snapshot_ms))});
   }
 
-  std::vector<run_result> runs;
+  std::vector<bench_run> runs;
   const std::size_t total =
       scenarios.size() * algorithms.size() * static_cast<std::size_t>(args.repeat);
   // Repetitions interleave the algorithms, so that a noisy neighbour on a shared machine slows
@@ -588,7 +421,7 @@ int run_bench(const std::vector<std::string>& raw) {
             scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0), job.imbalance);
         std::cout << "[" << runs.size() + 1 << "/" << total << "] " << scenario << " / "
                   << algorithm << " ..." << std::flush;
-        run_result result{scenario, algorithm, repetition, run_one(config, data, args.snapshot_ms)};
+        bench_run result{scenario, algorithm, repetition, run_one(config, data, args.snapshot_ms)};
         const auto& s = result.summary;
         std::cout << " " << std::fixed << std::setprecision(1) << s.wall_seconds << " s, "
                   << (s.time_to_target_seconds
@@ -622,7 +455,8 @@ int run_bench(const std::vector<std::string>& raw) {
                         to_json(rows, runs, job, delay_ms.value_or(0.0)).dump(2) + "\n");
   std::cout << "\nwrote " << (dir / "results.csv").string() << ", "
             << (dir / "results.json").string() << '\n';
-  for (const auto& png : plot(dir, runs, args, job.train.target_accuracy))
+  for (const auto& png : plot_bench(dir, runs, args.scenarios, args.algorithms, args.repeat,
+                                    job.train.target_accuracy))
     std::cout << "wrote " << png << '\n';
   return exit_ok;
 }

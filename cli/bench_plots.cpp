@@ -1,0 +1,208 @@
+// `herd bench`'s plots; see bench_plots.hpp.
+#include "cli/bench_plots.hpp"
+
+#include "cli/command_support.hpp"
+#include "cli/report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+namespace herd::cli {
+
+namespace {
+
+// The accuracy of one run at `t` on its own clock: its latest evaluation at or before t; none
+// before its first or after its end (a run's curve stops where the run stopped).
+std::optional<double> accuracy_at(const actors::run_summary& run, double t) {
+  std::optional<double> latest;
+  for (const auto& point : run.evaluations) {
+    if (point.elapsed_seconds > t)
+      break;
+    latest = point.test_accuracy;
+  }
+  if (run.evaluations.empty() || t > run.evaluations.back().elapsed_seconds)
+    return std::nullopt;
+  return latest;
+}
+
+// Median, least and greatest of `values` (not empty).
+std::array<double, 3> spread(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return {*median(values), values.front(), values.back()};
+}
+
+// One scenario's curve of `algorithm` over its repetitions: at every evaluation time of any of
+// them, the median, least and greatest accuracy of those still running ("t median min max n").
+std::string curve_data(const std::vector<const bench_run*>& repetitions) {
+  std::vector<double> times;
+  for (const auto* run : repetitions)
+    for (const auto& point : run->summary.evaluations)
+      times.push_back(point.elapsed_seconds);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::ostringstream data;
+  data << "# elapsed_seconds median_accuracy min_accuracy max_accuracy repetitions\n"
+       << std::setprecision(9);
+  for (double t : times) {
+    std::vector<double> values;
+    for (const auto* run : repetitions)
+      if (const auto value = accuracy_at(run->summary, t))
+        values.push_back(*value);
+    if (values.empty())
+      continue;
+    const auto [mid, low, high] = spread(values);
+    // The time exactly (it names an evaluation of the runs' reports), the accuracies to 9 digits.
+    data << std::setprecision(std::numeric_limits<double>::max_digits10) << t
+         << std::setprecision(9) << ' ' << mid << ' ' << low << ' ' << high << ' ' << values.size()
+         << '\n';
+  }
+  return data.str();
+}
+
+// The speedups over sync of `algorithm` in `scenario`, one per repetition that it and sync's
+// same repetition both reached the target in.
+std::vector<double> speedups(const std::vector<bench_run>& runs, const std::string& scenario,
+                             const std::string& algorithm, int repeat) {
+  auto time_to_target = [&](const std::string& name, int repetition) -> std::optional<double> {
+    for (const auto& run : runs)
+      if (run.scenario == scenario && run.algorithm == name && run.repetition == repetition)
+        return run.summary.time_to_target_seconds;
+    return std::nullopt;
+  };
+  std::vector<double> ratios;
+  for (int r = 0; r < repeat; ++r) {
+    const auto sync = time_to_target("sync", r);
+    const auto own = time_to_target(algorithm, r);
+    if (sync && own && *own > 0.0)
+      ratios.push_back(*sync / *own);
+  }
+  return ratios;
+}
+
+std::string format_target(double target) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << target;
+  return out.str();
+}
+
+} // namespace
+
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty())
+    return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string speedup_data(const std::vector<bench_run>& runs,
+                         const std::vector<std::string>& scenarios,
+                         const std::vector<std::string>& algorithms, int repeat) {
+  std::ostringstream data;
+  data << "# scenario, then per algorithm (" << join(algorithms)
+       << "): median min max speedup over sync in time to target, over the repetitions\n"
+       << std::setprecision(6);
+  for (const auto& scenario : scenarios) {
+    data << scenario;
+    for (const auto& algorithm : algorithms) {
+      const auto ratios = speedups(runs, scenario, algorithm, repeat);
+      if (ratios.empty()) {
+        data << " NaN NaN NaN";
+        continue;
+      }
+      const auto [mid, low, high] = spread(ratios);
+      data << ' ' << mid << ' ' << low << ' ' << high;
+    }
+    data << '\n';
+  }
+  return data.str();
+}
+
+std::vector<std::string> plot_bench(const std::filesystem::path& dir,
+                                    const std::vector<bench_run>& runs,
+                                    const std::vector<std::string>& scenarios,
+                                    const std::vector<std::string>& algorithms, int repeat,
+                                    double target) {
+  std::ostringstream script;
+  script << "# herd bench wrote this: test accuracy against each run's own wall time (the median\n"
+            "# over the repetitions, the band from least to greatest), and the speedup over sync.\n"
+            "set terminal pngcairo size 900,560\n"
+            "set xlabel 'wall time of the run (s)'\nset ylabel 'test accuracy'\n"
+            "set key bottom right\nset grid\n";
+  const std::string band =
+      repeat > 1 ? " (median, band: min to max of " + std::to_string(repeat) + " runs)" : "";
+  std::vector<std::string> pngs;
+  for (const auto& scenario : scenarios) {
+    std::vector<std::string> lines;
+    for (const auto& algorithm : algorithms) {
+      std::vector<const bench_run*> repetitions;
+      for (const auto& run : runs)
+        if (run.scenario == scenario && run.algorithm == algorithm)
+          repetitions.push_back(&run);
+      if (repetitions.empty())
+        continue;
+      const std::string name = "curve-" + scenario + "-" + algorithm + ".dat";
+      write_file_atomically((dir / name).string(), curve_data(repetitions));
+      const std::string colour = "lc " + std::to_string(lines.size() / 2 + 1);
+      lines.push_back("'" + name + "' using 1:3:4 with filledcurves " + colour +
+                      " fs transparent solid 0.15 noborder notitle");
+      lines.push_back("'" + name + "' using 1:2 with lines lw 2 " + colour + " title '" +
+                      algorithm + "'");
+    }
+    if (lines.empty())
+      continue;
+    const std::string png = "accuracy-" + scenario + ".png";
+    script << "set output '" << png << "'\nset title 'scenario " << scenario << band << "'\n";
+    if (target > 0.0)
+      script << "set arrow 1 from graph 0, first " << target << " to graph 1, first " << target
+             << " nohead dashtype 2\n";
+    script << "plot ";
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      script << (i ? ", " : "") << lines[i];
+    script << "\nunset arrow 1\n";
+    pngs.push_back(png);
+  }
+  write_file_atomically((dir / "speedup.dat").string(),
+                        speedup_data(runs, scenarios, algorithms, repeat));
+  // gnuplot refuses a histogram column without one valid point: an algorithm that never reached
+  // the target is named in the title instead of drawn.
+  std::vector<std::size_t> drawn;
+  std::vector<std::string> never;
+  for (std::size_t i = 0; i < algorithms.size(); ++i) {
+    const bool reached = std::any_of(scenarios.begin(), scenarios.end(), [&](const auto& scenario) {
+      return !speedups(runs, scenario, algorithms[i], repeat).empty();
+    });
+    if (reached)
+      drawn.push_back(i);
+    else
+      never.push_back(algorithms[i]);
+  }
+  if (!drawn.empty()) {
+    script << "set output 'speedup.png'\n"
+              "set title 'speedup over sync in time to "
+           << format_target(target) << " (median over the repetitions, bars: min to max)"
+           << (never.empty() ? "" : "; never reached it: " + join(never)) << "'\n"
+           << "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
+              "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
+              "set style fill solid 0.6 border -1\nset yrange [0:*]\n"
+              "set arrow 2 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2\nplot ";
+    for (std::size_t i : drawn)
+      script << (i == drawn.front() ? "" : ", ") << "'speedup.dat' using " << 2 + 3 * i << ':'
+             << 3 + 3 * i << ':' << 4 + 3 * i << (i == drawn.front() ? ":xtic(1)" : "")
+             << " title '" << algorithms[i] << "'";
+    script << '\n';
+    pngs.push_back("speedup.png");
+  }
+  if (!run_gnuplot(dir.string(), script.str()))
+    return {};
+  std::vector<std::string> written;
+  written.reserve(pngs.size());
+  for (const auto& png : pngs)
+    written.push_back((dir / png).string());
+  return written;
+}
+
+} // namespace herd::cli

@@ -1,0 +1,80 @@
+// herd bench's plot files without a run: the speedups over sync per repetition, and an algorithm
+// that never reached the target named in the speedup plot's title instead of drawn (gnuplot
+// refuses a histogram column without one valid point, and then drew no speedup plot at all).
+#include "cli/bench_plots.hpp"
+
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using herd::cli::bench_run;
+using herd::testing::temp_directory;
+using testing::HasSubstr;
+using testing::Not;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A run whose accuracy climbs from 0.5 to `last` over 10 s, reaching the target 0.9 at `to_target`.
+bench_run run(const std::string& algorithm, int repetition, std::optional<double> to_target,
+              double last) {
+  bench_run made{"none", algorithm, repetition, {}};
+  made.summary.time_to_target_seconds = to_target;
+  made.summary.evaluations.push_back({1, 1.0, 0.1, 0.5, 1.0});
+  made.summary.evaluations.push_back({2, 10.0, 1.0, last, 0.3});
+  return made;
+}
+
+const std::vector<std::string> scenarios{"none"};
+const std::vector<std::string> algorithms{"sync", "solo", "preduce"};
+
+std::vector<bench_run> runs_where_solo_never_reached_the_target() {
+  return {run("sync", 0, 8.0, 0.95),         run("solo", 0, std::nullopt, 0.8),
+          run("preduce", 0, 4.0, 0.95),      run("sync", 1, 6.0, 0.95),
+          run("solo", 1, std::nullopt, 0.8), run("preduce", 1, 2.0, 0.95)};
+}
+
+TEST(bench_plots, speedups_are_sync_over_each_repetition_and_nan_where_none_reached_the_target) {
+  const auto data =
+      herd::cli::speedup_data(runs_where_solo_never_reached_the_target(), scenarios, algorithms, 2);
+  // sync 1 1 1; solo NaN; preduce: 8/4 = 2 and 6/2 = 3, median 2.5.
+  EXPECT_THAT(data, HasSubstr("\nnone 1 1 1 NaN NaN NaN 2.5 2 3\n"));
+}
+
+TEST(bench_plots, an_algorithm_that_never_reached_the_target_is_named_not_drawn) {
+  temp_directory dir;
+  herd::cli::plot_bench(dir.path(), runs_where_solo_never_reached_the_target(), scenarios,
+                        algorithms, 2, 0.9);
+  const auto script = read_all(dir.file("plot.gp"));
+  EXPECT_THAT(script, HasSubstr("never reached it: solo"));
+  EXPECT_THAT(script, HasSubstr("using 2:3:4:xtic(1) title 'sync'"));
+  EXPECT_THAT(script, HasSubstr("using 8:9:10 title 'preduce'"));
+  EXPECT_THAT(script, Not(HasSubstr("title 'solo'\n"))) << "solo's speedup column is all NaN";
+  EXPECT_THAT(script, Not(HasSubstr("using 5:6:7")));
+  // Its accuracy curve is drawn all the same.
+  EXPECT_THAT(script, HasSubstr("'curve-none-solo.dat' using 1:2 with lines"));
+}
+
+TEST(bench_plots, no_speedup_plot_when_no_run_reached_the_target) {
+  temp_directory dir;
+  const std::vector<bench_run> runs{run("sync", 0, std::nullopt, 0.8),
+                                    run("solo", 0, std::nullopt, 0.8)};
+  herd::cli::plot_bench(dir.path(), runs, scenarios, {"sync", "solo"}, 1, 0.9);
+  const auto script = read_all(dir.file("plot.gp"));
+  EXPECT_THAT(script, Not(HasSubstr("speedup.png")));
+  EXPECT_THAT(script, HasSubstr("accuracy-none.png"));
+}
+
+} // namespace
