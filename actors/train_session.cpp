@@ -137,7 +137,6 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
                                const kernels::ops* ops, std::shared_ptr<comm::data_plane> plane,
                                std::shared_ptr<const imbalance_model> imbalance,
                                std::shared_ptr<worker_probe> probe) {
-  const auto* partial = policy::partial_settings(config);
   const auto grouping = policy::make_policy(config);
   worker_setup setup;
   setup.index = index;
@@ -152,7 +151,7 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
     setup.bucket_order_seed = mix(config.train.seed, bucket_stream);
   setup.ops = ops;
   setup.plane = std::move(plane);
-  setup.accumulate_late_gradients = partial == nullptr || partial->late_gradients == "accumulate";
+  setup.late_gradients = policy::late_gradients_of(config);
   setup.exchange_models = grouping->exchanges_models();
   setup.blend_late_models = grouping->blends_late_models();
   setup.blend_on_time_models = grouping->blends_on_time_models();

@@ -80,8 +80,7 @@ public:
         sampler_(setup_.shard, setup_.batch_size, setup_.shuffle_seed, length_buckets_of(setup_)),
         workspace_(setup_.model->make_workspace()), batch_x_(memory()),
         buffer_(policy::send_buffer_family_of(setup_.exchange_models, setup_.blend_late_models,
-                                              setup_.accumulate_late_gradients,
-                                              setup_.blend_on_time_models,
+                                              setup_.late_gradients, setup_.blend_on_time_models,
                                               setup_.take_server_parameters),
                 static_cast<std::uint64_t>(std::max(setup_.global_average_every, 0))),
         compute_(std::make_unique<compute_thread>("herd-w" + std::to_string(setup_.index))) {
@@ -281,7 +280,8 @@ private:
 
   void begin_step() {
     last_wait_seconds_ = buffer_.steps() == 0 ? 0.0 : seconds_since(idle_since_);
-    float* gradient = buffer_.begin_step() ? send_.data() : grads_.data();
+    step_wrote_buffer_ = buffer_.begin_step();
+    float* gradient = step_wrote_buffer_ ? send_.data() : grads_.data();
     // While the job runs the actor keeps itself alive, so the job's message below never drops
     // the last reference: the actor is then never destroyed on (and joined from) its own
     // compute thread.
@@ -342,6 +342,11 @@ private:
     const auto end = buffer_.end_step(outcome.samples);
     if (buffer_.exchanges_models()) // the local optimizer step; its model is what goes out
       optimizer_.step(*apply_ops_, params_.data(), grads_.data());
+    if (end.scale != 1.0f) { // late-gradients = scale: the late gradient, where the step wrote it
+      scale_in_place(step_wrote_buffer_ ? send_ : grads_, end.scale);
+      if (setup_.probe)
+        setup_.probe->gradient_scaled(setup_.index, buffer_.steps(), end.scale);
+    }
     write_send_buffer(end.write);
     step_ready ready;
     ready.worker = setup_.index;
@@ -359,6 +364,11 @@ private:
       stop_promise_->deliver(worker_stopped{setup_.index, buffer_.steps()});
       stop_promise_.reset();
     }
+  }
+
+  void scale_in_place(models::tensor& tensor, float factor) {
+    const float* inputs[] = {tensor.data()};
+    apply_ops_->weighted_sum(tensor.data(), inputs, &factor, 1, tensor.size());
   }
 
   // What buffer_ decided goes into the send buffer (on the actor's stream: settle() follows).
@@ -506,7 +516,8 @@ private:
   models::tensor staged_x_;           // compute thread only; the batch on the host, for a GPU
   std::vector<std::int32_t> batch_y_; // compute thread only
 
-  policy::send_buffer buffer_; // what goes where, and when; send_ is the tensor it stands for
+  policy::send_buffer buffer_;     // what goes where, and when; send_ is the tensor it stands for
+  bool step_wrote_buffer_ = false; // the running (or last) step computes into send_, not grads_
   bool started_ = false;
   bool stopping_ = false;
   std::map<std::uint64_t, caf::typed_response_promise<contribution>> deferred_; // by round
@@ -526,6 +537,7 @@ private:
 } // namespace
 
 void worker_probe::gradient_computed(int, std::uint64_t, const float*, std::size_t) {}
+void worker_probe::gradient_scaled(int, std::uint64_t, float) {}
 void worker_probe::round_applied(int, std::uint64_t, const float*, const float*, std::size_t) {}
 void worker_probe::stopped(int, const float*, std::size_t) {}
 

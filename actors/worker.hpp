@@ -49,6 +49,8 @@
 #include <string>
 #include <vector>
 
+#include "policy/policy.hpp"
+
 namespace herd::actors {
 
 struct worker_record;
@@ -60,11 +62,11 @@ struct worker_setup {
   std::vector<std::size_t> shard; // this worker's sample indices
   std::size_t batch_size = 32;
   kernels::sgd_hyper optimizer;
-  std::uint64_t init_seed = 1;       // the same for every worker: identical replicas
+  std::uint64_t init_seed = 1; // the same for every worker: identical replicas
   /// Non-null: the parameters every replica starts from (session_options::initial_parameters),
   /// in place of model->initial_parameters(init_seed).
   std::shared_ptr<const std::vector<float>> initial_parameters;
-  std::uint64_t shuffle_seed = 1;    // this worker's epoch shuffles
+  std::uint64_t shuffle_seed = 1; // this worker's epoch shuffles
   /// data.bucket-by-length (token texts only): the seed of the batch order every worker of the run
   /// shares, so that at each step all draw texts of similar length (models::length_buckets).
   std::optional<std::uint64_t> bucket_order_seed;
@@ -75,19 +77,19 @@ struct worker_setup {
                                            // (applying results, filling the send buffer); null:
                                            // `ops`. On a GPU its own stream, on the same device
   std::shared_ptr<comm::data_plane> plane; // attaches the send buffer
-  bool accumulate_late_gradients = true;   // false: late gradients are discarded
+  policy::late_gradients late_gradients = policy::late_gradients::accumulate; // gradient rounds
   bool exchange_models = false;   // true: the worker applies its own optimizer step and contributes
                                   // its model; a round's result replaces the model (preduce)
   bool blend_late_models = false; // with exchange_models (wagma): a round of a step the worker has
                                   // not finished gets its stored model, and its result is blended
                                   // in when the step finishes: (sum + fresh) / (members + 1)
-  bool blend_on_time_models = false; // with blend_late_models (wagma.blend = reference): an
-                                     // on-time member blends its round's result in as well
+  bool blend_on_time_models = false;   // with blend_late_models (wagma.blend = reference): an
+                                       // on-time member blends its round's result in as well
   bool take_server_parameters = false; // async: a round's result is the parameter server's
-                                        // parameters, which replace the model (the server, not
-                                        // the worker, applies the gradient)
-  int global_average_every = 0;      // with blend_on_time_models: the steps whose rounds are
-                                     // global averages, taken as they are (wagma.sync-every)
+                                       // parameters, which replace the model (the server, not
+                                       // the worker, applies the gradient)
+  int global_average_every = 0;        // with blend_on_time_models: the steps whose rounds are
+                                       // global averages, taken as they are (wagma.sync-every)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
   /// Non-null: the worker goes on from this checkpointed state (checkpoint_state.hpp) instead of

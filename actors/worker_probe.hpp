@@ -16,6 +16,9 @@ public:
   /// A local step produced `gradient` (before any accumulation).
   virtual void gradient_computed(int worker, std::uint64_t step, const float* gradient,
                                  std::size_t count);
+  /// Under late-gradients = scale: step `step`'s gradient was late and goes on weighted `factor`
+  /// (called after gradient_computed for that step, before the next step's).
+  virtual void gradient_scaled(int worker, std::uint64_t step, float factor);
   /// The worker applied round `round`'s `result`; `parameters` are its parameters afterwards.
   virtual void round_applied(int worker, std::uint64_t round, const float* result,
                              const float* parameters, std::size_t count);

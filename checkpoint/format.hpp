@@ -21,7 +21,9 @@ namespace herd::checkpoint {
 /// Bumped whenever the header or a payload changes shape; a file of another version is refused.
 /// Version 2: the model is its description (models::model::describe()), not the MLP's sizes.
 /// Version 3: the evaluations keep the target's evaluation and the parameters that reached it.
-inline constexpr std::uint32_t format_version = 3;
+/// Version 4: a worker's send buffer counts the rounds its running step missed (late-gradients =
+/// scale weighs a late gradient by them), not only whether it missed one.
+inline constexpr std::uint32_t format_version = 4;
 
 /// FNV-1a, 64 bits, over `bytes` (continuing from `hash`).
 std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222325ull);

@@ -183,7 +183,8 @@ void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
       }));
   k.push_back(make_key<std::string>(
       section + ".late-gradients", "string",
-      "late gradients: accumulate (added to the next contribution) or discard",
+      "late gradients: accumulate (added to the next contribution), scale (added weighted 1 / (1 + "
+      "rounds it missed)) or discard",
       [member](auto& c) -> auto& { return (c.*member).late_gradients; }));
   k.push_back(make_key<std::string>(
       section + ".missing-members", "string",

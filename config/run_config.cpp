@@ -23,7 +23,7 @@ const std::vector<std::string>& known_imbalance_kinds() {
 }
 
 const std::vector<std::string>& known_late_gradient_modes() {
-  static const std::vector<std::string> names{"accumulate", "discard"};
+  static const std::vector<std::string> names{"accumulate", "discard", "scale"};
   return names;
 }
 

@@ -21,6 +21,25 @@ missing_members missing_members_of(const std::string& name) {
   return missing_members::zero;
 }
 
+late_gradients late_gradients_of(const std::string& name) {
+  if (name == "accumulate")
+    return late_gradients::accumulate;
+  if (name == "discard")
+    return late_gradients::discard;
+  HERD_CHECK(name == "scale", "no late-gradients mode named '" << name << "'");
+  return late_gradients::scale;
+}
+
+late_gradients late_gradients_of(const config::run_config& config) {
+  const auto* partial = partial_settings(config);
+  return partial == nullptr ? late_gradients::accumulate
+                            : late_gradients_of(partial->late_gradients);
+}
+
+float late_gradient_weight(std::uint32_t rounds_missed) {
+  return 1.0f / (1.0f + static_cast<float>(rounds_missed));
+}
+
 quorum_policy::quorum_policy(std::string name, double fraction, int sync_every,
                              missing_members missing)
     : name_(std::move(name)), fraction_(fraction), sync_every_(sync_every), missing_(missing) {

@@ -52,6 +52,25 @@ enum class missing_members : std::uint8_t {
 /// The mode named `name` (renormalise, zero). Throws std::invalid_argument for another name.
 missing_members missing_members_of(const std::string& name);
 
+/// What becomes of a gradient that missed its round: a round asked for this worker's
+/// contribution while the step computing it ran (<algorithm>.late-gradients; docs/algorithms.md,
+/// "Late gradients").
+enum class late_gradients : std::uint8_t {
+  accumulate, // added, as it is, to what the next round takes
+  discard,    // dropped
+  scale,      // added to what the next round takes, weighted late_gradient_weight(k) for a
+              // gradient that missed k rounds
+};
+
+/// The mode named `name` (accumulate, discard, scale). Throws std::invalid_argument for another.
+late_gradients late_gradients_of(const std::string& name);
+/// The run's mode: its partial-collective section's late-gradients, else accumulate (sync has no
+/// late gradients; async's server applies every gradient as it comes).
+late_gradients late_gradients_of(const config::run_config& config);
+/// A late gradient's weight under late_gradients::scale: 1 / (1 + k) after missing k >= 1 rounds
+/// (a half after one, a fifth after four).
+float late_gradient_weight(std::uint32_t rounds_missed);
+
 struct group_decision {
   std::vector<int> members; // ascending worker indices
   round_kind kind = round_kind::full_sync;

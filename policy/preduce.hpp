@@ -169,9 +169,9 @@ private:
   std::vector<std::uint64_t> version_;   // by worker: its model's version as of last_step_
   std::vector<std::uint64_t> last_step_; // by worker: step counter of its last arrival (0: none
                                          // yet); unknown (it came back) is the maximum
-  std::vector<int> in_group_;        // workers in a group in flight (ascending)
-  std::vector<queued_worker> early_; // arrivals of such workers, queued once the group is done
-  std::uint64_t partial_groups_ = 0; // formed since the last global average
+  std::vector<int> in_group_;            // workers in a group in flight (ascending)
+  std::vector<queued_worker> early_;     // arrivals of such workers, queued once the group is done
+  std::uint64_t partial_groups_ = 0;     // formed since the last global average
   std::uint64_t interventions_ = 0;
   std::optional<double> guard_waiting_since_; // a guard's group is waiting for a component
   double now_ = 0.0;

@@ -7,8 +7,8 @@
 namespace herd::policy {
 
 send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_models,
-                                         bool accumulate_late_gradients,
-                                         bool blend_on_time_models, bool server_parameters) {
+                                         late_gradients late, bool blend_on_time_models,
+                                         bool server_parameters) {
   if (server_parameters) // the server applies the gradients; late ones are accumulated
     return send_buffer_family::server_gradients;
   if (blend_late_models) // blending a late model needs models
@@ -16,8 +16,15 @@ send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_m
                                 : send_buffer_family::blending_models;
   if (exchange_models)
     return send_buffer_family::averaging_models;
-  return accumulate_late_gradients ? send_buffer_family::accumulating_gradients
-                                   : send_buffer_family::discarding_gradients;
+  switch (late) {
+  case late_gradients::discard:
+    return send_buffer_family::discarding_gradients;
+  case late_gradients::scale:
+    return send_buffer_family::scaling_gradients;
+  case late_gradients::accumulate:
+    break;
+  }
+  return send_buffer_family::accumulating_gradients;
 }
 
 send_buffer::send_buffer(send_buffer_family family, std::uint64_t global_every)
@@ -56,7 +63,7 @@ loan send_buffer::lend(std::uint64_t round, std::uint64_t step) {
   loan answer{round, freshness::none, 0, 0, steps_};
   member_of_.insert(round);
   if (computing_)
-    asked_while_computing_ = true; // the running step's result misses this round
+    ++rounds_missed_; // the running step's result misses this round
   const bool blending = blends_late_models();
   const bool ahead = blending && step > steps_; // the stored model; blended in when step ends
   if (ahead)
@@ -99,10 +106,12 @@ send_buffer::step_end send_buffer::end_step(std::uint32_t samples) {
   ++steps_;
   step_end end;
   end.late = !blends_late_models()
-                 ? asked_while_computing_
+                 ? rounds_missed_ > 0
                  : std::any_of(late_rounds_.begin(), late_rounds_.end(),
                                [this](const auto& late) { return late.second == steps_; });
-  asked_while_computing_ = false;
+  if (end.late && family_ == send_buffer_family::scaling_gradients)
+    end.scale = late_gradient_weight(rounds_missed_);
+  rounds_missed_ = 0;
   fresh_outstanding_ = !end.late;
   const bool into_buffer = std::exchange(computing_into_buffer_, false);
   if (end.late && family_ == send_buffer_family::discarding_gradients)

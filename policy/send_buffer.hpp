@@ -20,6 +20,8 @@ namespace herd::policy {
 enum class send_buffer_family : std::uint8_t {
   accumulating_gradients, // sync, solo, majority, quorum: a late gradient goes with the next round
   discarding_gradients,   // the same with late-gradients = discard: a late gradient is dropped
+  scaling_gradients,      // the same with late-gradients = scale: a late gradient goes with the
+                          // next round weighted late_gradient_weight(rounds it missed)
   averaging_models,       // preduce: the model stays in the buffer (stale); a result replaces it
   blending_models,        // wagma: a late member blends its round's result into its new model
   blending_every_model,   // wagma.blend = reference: as blending_models, and an on-time member
@@ -30,8 +32,7 @@ enum class send_buffer_family : std::uint8_t {
 
 /// The family of actors::worker_setup's switches.
 send_buffer_family send_buffer_family_of(bool exchange_models, bool blend_late_models,
-                                         bool accumulate_late_gradients,
-                                         bool blend_on_time_models = false,
+                                         late_gradients late, bool blend_on_time_models = false,
                                          bool server_parameters = false);
 
 /// What the worker writes into its send buffer.
@@ -83,6 +84,9 @@ public:
   struct step_end {
     bool late = false;
     buffer_write write = buffer_write::none; // a model: after the worker's own optimizer step
+    /// scaling_gradients' late gradient: multiply it by this where it lies (the send buffer when
+    /// begin_step() said so, else the scratch buffer) before the write.
+    float scale = 1.0f;
   };
   step_end end_step(std::uint32_t samples);
 
@@ -137,10 +141,10 @@ public:
   /// Every field, for checkpoints (a cereal archive; the caller includes cereal's types).
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(family_, steps_, rounds_applied_, computing_, computing_into_buffer_,
-            asked_while_computing_, fresh_outstanding_, held_, held_samples_, held_version_,
-            step_version_, waiting_fold_, lent_to_, waiting_, late_rounds_, awaiting_round_,
-            member_of_, global_every_, on_time_blends_);
+    archive(family_, steps_, rounds_applied_, computing_, computing_into_buffer_, rounds_missed_,
+            fresh_outstanding_, held_, held_samples_, held_version_, step_version_, waiting_fold_,
+            lent_to_, waiting_, late_rounds_, awaiting_round_, member_of_, global_every_,
+            on_time_blends_);
   }
 
 private:
@@ -163,9 +167,9 @@ private:
   std::uint64_t rounds_applied_ = 0; // the parameters' version
   bool computing_ = false;
   bool computing_into_buffer_ = false;
-  bool asked_while_computing_ = false; // so the running step's gradient is late
-  bool fresh_outstanding_ = false;     // a fresh result whose round has not been applied yet
-  freshness held_ = freshness::none;   // what a contribution gets now
+  std::uint32_t rounds_missed_ = 0;  // rounds that asked while the running step ran: it is late
+  bool fresh_outstanding_ = false;   // a fresh result whose round has not been applied yet
+  freshness held_ = freshness::none; // what a contribution gets now
   std::uint32_t held_samples_ = 0;
   std::uint64_t held_version_ = 0;
   std::uint64_t step_version_ = 0;                 // the running (or last) step's parameters

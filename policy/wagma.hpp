@@ -13,8 +13,8 @@
 namespace herd::policy {
 
 struct wagma_settings {
-  int group_size = 0;  // a power of two; 0 = butterfly_schedule::default_group_size
-  int sync_every = 10; // tau: a blocking global average every this many steps; 0 = never
+  int group_size = 0;           // a power of two; 0 = butterfly_schedule::default_group_size
+  int sync_every = 10;          // tau: a blocking global average every this many steps; 0 = never
   bool reference_blend = false; // wagma.blend = reference: on-time members blend too
 };
 

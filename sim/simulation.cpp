@@ -52,9 +52,9 @@ public:
         imbalance_(config.imbalance, config.train.workers), ledger_(config.train.workers),
         aggregator_free_(static_cast<std::size_t>(std::max(how.aggregators, 1)), 0.0) {
     HERD_CHECK(how.step_seconds > 0.0, "simulate.step-ms " << how.step_seconds * 1e3);
-    const auto family =
-        policy::send_buffer_family_of(policy_->exchanges_models(), policy_->blends_late_models(),
-                                      accumulates(config), policy_->blends_on_time_models());
+    const auto family = policy::send_buffer_family_of(
+        policy_->exchanges_models(), policy_->blends_late_models(),
+        policy::late_gradients_of(config), policy_->blends_on_time_models());
     const auto global_every = static_cast<std::uint64_t>(std::max(config.wagma.sync_every, 0));
     workers_.reserve(static_cast<std::size_t>(config.train.workers));
     for (int i = 0; i < config.train.workers; ++i)
@@ -77,11 +77,6 @@ public:
   }
 
 private:
-  static bool accumulates(const config::run_config& config) {
-    const auto* partial = policy::partial_settings(config);
-    return partial == nullptr || partial->late_gradients != "discard";
-  }
-
   worker_state& worker(int index) { return workers_[static_cast<std::size_t>(index)]; }
   double now() const { return clock_.now(); }
   void after_message(event_queue::action what) {

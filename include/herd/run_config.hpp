@@ -67,7 +67,7 @@ struct metrics_section {
 struct partial_section {
   int sync_every = 32; // <algorithm>.sync-every: a full synchronous round every this many rounds
                        // (the reference library's default); 0 = never
-  std::string late_gradients = "accumulate"; // <algorithm>.late-gradients: accumulate | discard
+  std::string late_gradients = "accumulate"; // <algorithm>.late-gradients: accumulate|discard|scale
   std::string missing_members = "renormalise"; // <algorithm>.missing-members: renormalise (a round
                                                // without some members divides by those that
                                                // answered) | zero (by P: the missing add zero)

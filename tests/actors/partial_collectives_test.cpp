@@ -92,6 +92,36 @@ double norm(const std::vector<double>& values) {
   return std::sqrt(std::inner_product(values.begin(), values.end(), values.begin(), 0.0));
 }
 
+// How far applied * P + unsent (every round's result is sum / P, and every worker applied every
+// round) is from the sum of the gradients `computed` counts: |gap| and |computed|.
+struct conservation {
+  double gap = 0.0;
+  double computed = 0.0;
+};
+
+conservation conservation_of(const probed_run& run,
+                             const std::vector<std::vector<double>>& computed_by_worker) {
+  const auto workers = computed_by_worker.size();
+  const auto count = computed_by_worker[0].size();
+  std::vector<double> computed(count, 0.0), difference(count, 0.0);
+  for (std::size_t w = 0; w < workers; ++w) {
+    for (std::size_t i = 0; i < count; ++i) {
+      computed[i] += computed_by_worker[w][i];
+      difference[i] += run.probe->unsent()[w][i];
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i)
+    difference[i] += static_cast<double>(workers) * run.probe->applied()[0][i] - computed[i];
+  return {norm(difference), norm(computed)};
+}
+
+std::uint64_t late_steps(const probed_run& run) {
+  std::uint64_t late = 0;
+  for (const auto& worker : run.summary.per_worker)
+    late += worker.late_steps;
+  return late;
+}
+
 TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbalance) {
   for (const char* algorithm : {"solo", "majority"}) {
     for (int workers : {2, 4, 7}) {
@@ -100,33 +130,37 @@ TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbal
       const auto run = run_probed(j);
       ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
       ASSERT_TRUE(run.probe->all_stopped());
-      std::uint64_t late = 0;
-      for (const auto& worker : run.summary.per_worker)
-        late += worker.late_steps;
-      ASSERT_GT(late, 0u) << algorithm << " P=" << workers
-                          << ": no gradient was late, so this run tests nothing beyond sync";
-      // Every round's result is sum / P; every worker applied every round.
-      const auto count = run.probe->computed()[0].size();
-      std::vector<double> computed(count, 0.0), accounted(count, 0.0), magnitude(count, 0.0);
-      for (int w = 0; w < workers; ++w) {
-        for (std::size_t i = 0; i < count; ++i) {
-          computed[i] += run.probe->computed()[static_cast<std::size_t>(w)][i];
-          accounted[i] += run.probe->unsent()[static_cast<std::size_t>(w)][i];
-        }
-      }
-      for (std::size_t i = 0; i < count; ++i)
-        accounted[i] += static_cast<double>(workers) * run.probe->applied()[0][i];
-      std::vector<double> difference(count);
-      for (std::size_t i = 0; i < count; ++i)
-        difference[i] = accounted[i] - computed[i];
-      EXPECT_LT(norm(difference), 1e-5 * norm(computed))
-          << algorithm << " P=" << workers
-          << ": |applied * P + unsent - computed| = " << norm(difference) << " of "
-          << norm(computed);
+      ASSERT_GT(late_steps(run), 0u) << algorithm << " P=" << workers
+                                     << ": no gradient was late, so this run tests nothing "
+                                        "beyond sync";
+      const auto kept = conservation_of(run, run.probe->computed());
+      EXPECT_LT(kept.gap, 1e-5 * kept.computed)
+          << algorithm << " P=" << workers << ": |applied * P + unsent - computed| = " << kept.gap
+          << " of " << kept.computed;
       for (int w = 1; w < workers; ++w)
         EXPECT_EQ(run.probe->applied()[static_cast<std::size_t>(w)], run.probe->applied()[0])
             << "worker " << w << " applied different results";
     }
+  }
+}
+
+TEST(partial_collectives, scale_conserves_every_gradient_at_the_weight_of_the_rounds_it_missed) {
+  for (const char* algorithm : {"solo", "majority"}) {
+    auto j = make_job(algorithm, 4, 40);
+    j.config.solo.late_gradients = "scale";
+    j.config.majority.late_gradients = "scale";
+    set_imbalance(j.config, "random");
+    const auto run = run_probed(j);
+    ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+    ASSERT_TRUE(run.probe->all_stopped());
+    ASSERT_GT(late_steps(run), 0u) << algorithm;
+    EXPECT_GT(run.summary.stale_contributions, 0u) << algorithm << ": late gradients go out";
+    // Each late gradient went out at 1 / (1 + rounds missed) of itself, and nothing else changed.
+    const auto weighted = conservation_of(run, run.probe->weighted_computed());
+    EXPECT_LT(weighted.gap, 1e-5 * weighted.computed)
+        << algorithm << ": |applied * P + unsent - weighted computed| = " << weighted.gap;
+    const auto plain = conservation_of(run, run.probe->computed());
+    EXPECT_GT(plain.gap, 1e-3 * plain.computed) << algorithm << ": no gradient was scaled";
   }
 }
 
@@ -195,24 +229,11 @@ TEST(partial_collectives, discard_drops_late_gradients_instead_of_sending_them) 
   set_imbalance(j.config, "random");
   const auto run = run_probed(j);
   ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
-  std::uint64_t late = 0;
-  for (const auto& worker : run.summary.per_worker)
-    late += worker.late_steps;
-  EXPECT_GT(late, 0u);
+  EXPECT_GT(late_steps(run), 0u);
   EXPECT_EQ(run.summary.stale_contributions, 0u);
   // Discarded gradients are neither applied nor held: applied * P + unsent falls short.
-  const auto& computed = run.probe->computed();
-  double computed_norm = 0.0, shortfall = 0.0;
-  for (std::size_t i = 0; i < computed[0].size(); ++i) {
-    double total = 0.0, accounted = 4.0 * run.probe->applied()[0][i];
-    for (int w = 0; w < 4; ++w) {
-      total += computed[static_cast<std::size_t>(w)][i];
-      accounted += run.probe->unsent()[static_cast<std::size_t>(w)][i];
-    }
-    computed_norm += total * total;
-    shortfall += (total - accounted) * (total - accounted);
-  }
-  EXPECT_GT(std::sqrt(shortfall), 1e-3 * std::sqrt(computed_norm));
+  const auto kept = conservation_of(run, run.probe->computed());
+  EXPECT_GT(kept.gap, 1e-3 * kept.computed);
 }
 
 // Runs preduce and checks what every run must show: each group's members leave it with one

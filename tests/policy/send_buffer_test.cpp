@@ -11,6 +11,7 @@ namespace {
 
 using herd::policy::buffer_write;
 using herd::policy::freshness;
+using herd::policy::late_gradients;
 using herd::policy::loan;
 using herd::policy::result_use;
 using herd::policy::send_buffer;
@@ -19,6 +20,9 @@ using herd::policy::send_buffer_family_of;
 
 constexpr auto accumulating = send_buffer_family::accumulating_gradients;
 constexpr auto discarding = send_buffer_family::discarding_gradients;
+constexpr auto scaling = send_buffer_family::scaling_gradients;
+constexpr auto accumulate = late_gradients::accumulate;
+constexpr auto discard = late_gradients::discard;
 constexpr auto averaging = send_buffer_family::averaging_models;
 constexpr auto blending = send_buffer_family::blending_models;
 constexpr auto blending_every = send_buffer_family::blending_every_model;
@@ -120,8 +124,10 @@ private:
       return buffer_.begin_step() ? "into the buffer" : "into scratch";
     case event_kind::end: {
       const auto end = buffer_.end_step(happens.samples);
-      const std::string late = end.late ? "late" : "fresh";
-      return end.write == buffer_write::none ? late : late + ", " + text(end.write);
+      std::string said = end.late ? "late" : "fresh";
+      if (end.scale != 1.0f)
+        said += ", scaled by " + std::to_string(end.scale).substr(0, 4);
+      return end.write == buffer_write::none ? said : said + ", " + text(end.write);
     }
     case event_kind::result: {
       arrived_.insert(happens.round);
@@ -166,26 +172,28 @@ private:
 // -- choosing the family ---------------------------------------------------------------------
 
 TEST(send_buffer, the_family_follows_the_worker_setup_switches) {
-  //                          exchange_models, blend_late_models, accumulate_late_gradients
-  EXPECT_EQ(send_buffer_family_of(false, false, true), accumulating);
-  EXPECT_EQ(send_buffer_family_of(false, false, false), discarding);
-  EXPECT_EQ(send_buffer_family_of(true, false, true), averaging);
-  EXPECT_EQ(send_buffer_family_of(true, false, false), averaging) << "models are never dropped";
-  EXPECT_EQ(send_buffer_family_of(true, true, true), blending);
-  EXPECT_EQ(send_buffer_family_of(true, true, false), blending);
-  EXPECT_EQ(send_buffer_family_of(false, true, true), blending) << "blending needs models";
+  //                          exchange_models, blend_late_models, late gradients
+  EXPECT_EQ(send_buffer_family_of(false, false, accumulate), accumulating);
+  EXPECT_EQ(send_buffer_family_of(false, false, discard), discarding);
+  EXPECT_EQ(send_buffer_family_of(false, false, late_gradients::scale), scaling);
+  EXPECT_EQ(send_buffer_family_of(true, false, accumulate), averaging);
+  EXPECT_EQ(send_buffer_family_of(true, false, discard), averaging) << "models are never dropped";
+  EXPECT_EQ(send_buffer_family_of(true, false, late_gradients::scale), averaging);
+  EXPECT_EQ(send_buffer_family_of(true, true, accumulate), blending);
+  EXPECT_EQ(send_buffer_family_of(true, true, discard), blending);
+  EXPECT_EQ(send_buffer_family_of(false, true, accumulate), blending) << "blending needs models";
   EXPECT_FALSE(send_buffer(accumulating).exchanges_models());
   EXPECT_FALSE(send_buffer(discarding).exchanges_models());
   EXPECT_TRUE(send_buffer(averaging).exchanges_models());
   EXPECT_TRUE(send_buffer(blending).exchanges_models());
   // wagma.blend = reference: blend_on_time_models, which only blending models can do.
-  EXPECT_EQ(send_buffer_family_of(true, true, true, true), blending_every);
-  EXPECT_EQ(send_buffer_family_of(true, true, true, false), blending);
-  EXPECT_EQ(send_buffer_family_of(true, false, true, true), averaging);
+  EXPECT_EQ(send_buffer_family_of(true, true, accumulate, true), blending_every);
+  EXPECT_EQ(send_buffer_family_of(true, true, accumulate, false), blending);
+  EXPECT_EQ(send_buffer_family_of(true, false, accumulate, true), averaging);
   EXPECT_TRUE(send_buffer(blending_every).exchanges_models());
   EXPECT_TRUE(send_buffer(blending_every).blends_late_models());
   // async: the parameter server's parameters come back, whatever the other switches say.
-  EXPECT_EQ(send_buffer_family_of(false, false, true, false, true), serving);
+  EXPECT_EQ(send_buffer_family_of(false, false, accumulate, false, true), serving);
   EXPECT_FALSE(send_buffer(serving).exchanges_models());
   EXPECT_TRUE(send_buffer(serving).takes_server_parameters());
 }
@@ -214,7 +222,8 @@ TEST(send_buffer,
 
 // async: the gradient goes out as under the gradient algorithms, and what comes back is the
 // parameter server's parameters, which replace the model.
-TEST(send_buffer, under_async_a_fresh_gradient_goes_out_and_the_servers_parameters_replace_the_model) {
+TEST(send_buffer,
+     under_async_a_fresh_gradient_goes_out_and_the_servers_parameters_replace_the_model) {
   script worker(serving);
   worker.play({
       {begin_step(), "into the buffer"},
@@ -323,6 +332,48 @@ TEST(send_buffer, a_late_gradient_is_dropped_when_late_gradients_are_discarded) 
       {unsent(), "buffer"},
       {request(3), "fresh, 32 samples, version 0"},
   });
+}
+
+TEST(send_buffer, a_late_gradient_is_scaled_by_the_rounds_it_missed_when_late_gradients_scale) {
+  script worker(scaling);
+  worker.play({
+      // One round missed: half its weight, where it lies (the step wrote into the buffer). A
+      // request that waits for the buffer is not missed: the late gradient goes with it.
+      {begin_step(), "into the buffer"},
+      {request(1), "none"},
+      {end_step(32), "late, scaled by 0.50"},
+      {result(1), "nothing"},
+      {due(), "due"},
+      {begin_step(), "into scratch"},               // the late gradient holds the buffer
+      {request(2), "stale, 32 samples, version 0"}, // missed: 1
+      {request(3), "waits"},                        // the buffer is lent to round 2
+      {result(2), "nothing; round 3 gets none"},    // missed: 2
+      {request(4), "none"},                         // missed: 3
+      // Three rounds took a contribution while this step ran: a quarter, in the scratch buffer
+      // before it is copied into the send buffer.
+      {end_step(16), "late, scaled by 0.25, copy gradient"},
+      {result(3), "nothing"},
+      {result(4), "nothing"},
+      {apply(), "round 1 by optimizer step, round 2 by optimizer step, round 3 by optimizer step, "
+                "round 4 by optimizer step"},
+      // A step no round asked for while it ran is fresh and keeps its weight; it is added to the
+      // late gradient held.
+      {begin_step(), "into scratch"},
+      {end_step(32), "fresh, add gradient"},
+      {request(5), "fresh, 48 samples, version 0"},
+  });
+}
+
+TEST(send_buffer, a_late_gradient_weighs_one_over_one_plus_the_rounds_it_missed) {
+  using herd::policy::late_gradient_weight;
+  EXPECT_FLOAT_EQ(late_gradient_weight(1), 0.5f);
+  EXPECT_FLOAT_EQ(late_gradient_weight(4), 0.2f);
+  for (std::uint32_t missed = 1; missed < 64; ++missed)
+    EXPECT_LT(late_gradient_weight(missed + 1), late_gradient_weight(missed));
+  EXPECT_EQ(herd::policy::late_gradients_of(std::string("scale")), late_gradients::scale);
+  EXPECT_EQ(herd::policy::late_gradients_of(std::string("discard")), late_gradients::discard);
+  EXPECT_EQ(herd::policy::late_gradients_of(std::string("accumulate")), accumulate);
+  EXPECT_THROW(herd::policy::late_gradients_of(std::string("drop")), std::invalid_argument);
 }
 
 // -- models (preduce) --------------------------------------------------------------------------

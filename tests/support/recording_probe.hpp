@@ -19,8 +19,10 @@ class recording_probe final : public herd::actors::worker_probe {
 public:
   recording_probe(int workers, std::size_t count)
       : computed_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        weighted_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
         applied_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
         unsent_(static_cast<std::size_t>(workers), std::vector<double>(count, 0.0)),
+        last_gradient_(static_cast<std::size_t>(workers)),
         fingerprints_(static_cast<std::size_t>(workers)),
         took_result_(static_cast<std::size_t>(workers)),
         last_applied_(static_cast<std::size_t>(workers)),
@@ -29,8 +31,19 @@ public:
   void gradient_computed(int worker, std::uint64_t, const float* gradient,
                          std::size_t count) override {
     std::lock_guard<std::mutex> guard(mutex_);
-    add(computed_[static_cast<std::size_t>(worker)], gradient, count);
+    const auto w = static_cast<std::size_t>(worker);
+    add(computed_[w], gradient, count);
+    add(weighted_[w], gradient, count);
+    last_gradient_[w].assign(gradient, gradient + count);
     ++steps_[worker];
+  }
+
+  void gradient_scaled(int worker, std::uint64_t, float factor) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    const auto w = static_cast<std::size_t>(worker);
+    const auto& gradient = last_gradient_[w]; // the step's: scaled before the next one computes
+    for (std::size_t i = 0; i < gradient.size(); ++i)
+      weighted_[w][i] += (static_cast<double>(factor) - 1.0) * static_cast<double>(gradient[i]);
   }
 
   void round_applied(int worker, std::uint64_t round, const float* result, const float* parameters,
@@ -64,6 +77,8 @@ public:
 
   // The other accessors are for after the run.
   const std::vector<std::vector<double>>& computed() const { return computed_; }
+  /// As computed(), each gradient at the weight it went on with (late-gradients = scale).
+  const std::vector<std::vector<double>>& weighted_computed() const { return weighted_; }
   const std::vector<std::vector<double>>& applied() const { return applied_; }
   const std::vector<std::vector<double>>& unsent() const { return unsent_; }
   const std::vector<std::map<std::uint64_t, std::uint64_t>>& fingerprints() const {
@@ -95,7 +110,8 @@ private:
 
   mutable std::mutex mutex_;
   std::map<int, std::size_t> steps_;
-  std::vector<std::vector<double>> computed_, applied_, unsent_;
+  std::vector<std::vector<double>> computed_, weighted_, applied_, unsent_;
+  std::vector<std::vector<float>> last_gradient_; // by worker: its latest step's
   std::vector<std::map<std::uint64_t, std::uint64_t>> fingerprints_;
   std::vector<std::map<std::uint64_t, bool>> took_result_;
   std::vector<std::vector<float>> last_applied_;
