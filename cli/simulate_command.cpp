@@ -9,8 +9,11 @@
 #include "herd/config.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -28,6 +31,7 @@ struct simulate_arguments {
   std::vector<std::string> overrides;
   std::vector<std::string> algorithms{"sync", "solo", "majority", "preduce", "wagma"};
   std::string out_dir = "simulate-results";
+  std::string step_trace; // a herd train --report whose step times the workers replay
   bool help = false;
 };
 
@@ -49,6 +53,8 @@ simulate_arguments parse_arguments(const std::vector<std::string>& args) {
       parsed.algorithms = split_list(reader.value("--algorithms"));
     } else if (reader.is("--out")) {
       parsed.out_dir = reader.value("--out");
+    } else if (reader.is("--step-trace")) {
+      parsed.step_trace = reader.value("--step-trace");
     } else if (reader.is_setting()) {
       parsed.overrides.push_back(arg);
     } else {
@@ -127,16 +133,18 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
 }
 
 nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,
-                       const sim::settings& how) {
+                       const sim::settings& how, const std::string& step_trace) {
   nlohmann::json out;
-  out["settings"] = {{"step_seconds", how.step_seconds},
-                     {"simulated_seconds", how.duration_seconds},
-                     {"message_seconds", how.message_seconds},
-                     {"aggregators", how.aggregators},
-                     {"network", job.simulate.network},
-                     {"alpha_seconds", how.ring.alpha_seconds},
-                     {"bytes_per_second", how.ring.bytes_per_second},
-                     {"model_bytes", how.ring.bytes}};
+  out["settings"] = {
+      {"step_seconds", how.step_seconds},
+      {"step_trace", step_trace.empty() ? nlohmann::json() : nlohmann::json(step_trace)},
+      {"simulated_seconds", how.duration_seconds},
+      {"message_seconds", how.message_seconds},
+      {"aggregators", how.aggregators},
+      {"network", job.simulate.network},
+      {"alpha_seconds", how.ring.alpha_seconds},
+      {"bytes_per_second", how.ring.bytes_per_second},
+      {"model_bytes", how.ring.bytes}};
   out["config"] = config::to_ini(config::without_secrets(job));
   out["results"] = nlohmann::json::array();
   for (const auto& c : cells) {
@@ -192,6 +200,46 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
   return run_gnuplot(dir.string(), script.str());
 }
 
+// The per-worker step-time histograms of a run report (per_worker[].step_histogram). Throws
+// std::invalid_argument naming the file and what is wrong with it.
+std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) {
+  const auto fail = [&path](const std::string& why) {
+    return std::invalid_argument("--step-trace " + path + ": " + why);
+  };
+  std::ifstream in(path);
+  if (!in)
+    throw fail(std::string("cannot read it (") + std::strerror(errno) + ")");
+  nlohmann::json report;
+  try {
+    in >> report;
+  } catch (const nlohmann::json::exception& bad) {
+    throw fail(std::string("not JSON: ") + bad.what());
+  }
+  if (!report.is_object() || !report.contains("per_worker") || !report["per_worker"].is_array())
+    throw fail("no per_worker list: not a report of herd train --report");
+  std::vector<std::vector<actors::histogram_bar>> workers;
+  try {
+    for (const auto& worker : report["per_worker"]) {
+      if (!worker.contains("step_histogram"))
+        throw fail("worker " + std::to_string(workers.size()) +
+                   " has no step_histogram (a report of Herd 0.2 or later has one)");
+      std::vector<actors::histogram_bar> bars;
+      for (const auto& bar : worker["step_histogram"])
+        bars.push_back({bar.at("lower_seconds").get<double>(),
+                        bar.at("upper_seconds").get<double>(),
+                        bar.at("count").get<std::uint64_t>()});
+      if (!bars.empty()) // a worker lost before its first step has none
+        workers.push_back(std::move(bars));
+    }
+    return std::make_shared<const sim::step_trace>(std::move(workers));
+  } catch (const nlohmann::json::exception& bad) {
+    throw fail(std::string("a step_histogram bar: ") + bad.what());
+  } catch (const std::invalid_argument& bad) {
+    const std::string why = bad.what();
+    throw why.rfind("--step-trace", 0) == 0 ? bad : fail(why);
+  }
+}
+
 int run_simulate(const std::vector<std::string>& raw);
 
 } // namespace
@@ -211,6 +259,11 @@ std::string simulate_help() {
       << join(config::known_algorithms())
       << ")\n"
          "  --out DIR                output directory (default simulate-results)\n"
+         "  --step-trace REPORT      step times drawn from the measured ones of a herd train\n"
+         "                           --report (each worker's step_histogram; simulated worker\n"
+         "                           i replays measured worker i mod their number; seeded by\n"
+         "                           train.seed) instead of simulate.step-ms; [imbalance] adds\n"
+         "                           on top (set imbalance.kind = none to replay as measured)\n"
          "  --help, -h               show this help\n"
          "  --version                show the version\n\n"
          "--algorithms takes the place of train.algorithm; each algorithm runs with its own\n"
@@ -234,14 +287,32 @@ int run_simulate(const std::vector<std::string>& raw) {
   if (const auto ended = start_job_command<simulate_arguments>(
           "simulate", args, job, [&raw] { return parse_arguments(raw); }, simulate_help))
     return *ended;
-  const auto how = sim::settings_of(job.simulate);
+  auto how = sim::settings_of(job.simulate);
+  if (!args.step_trace.empty()) {
+    try {
+      how.trace = load_step_trace(args.step_trace);
+    } catch (const std::invalid_argument& bad) {
+      std::cerr << "herd simulate: " << bad.what() << '\n';
+      return exit_bad_input;
+    }
+    // simulate.steps counts the trace's mean step times.
+    how.step_seconds = how.trace->mean_seconds();
+    how.duration_seconds = job.simulate.steps * how.step_seconds;
+    how.trace_seed = job.train.seed;
+  }
   const auto sizes = job_sizes(job);
   std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
   for (int size : sizes)
     std::cout << ' ' << size;
-  std::cout << "; steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
-            << " step times; imbalance " << job.imbalance.kind << "; network "
-            << job.simulate.network << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
+  if (how.trace)
+    std::cout << "; step times drawn from the " << how.trace->workers() << " worker(s) of "
+              << args.step_trace << " (mean " << fixed(how.step_seconds * 1e3, 2) << " ms), "
+              << job.simulate.steps << " mean step times";
+  else
+    std::cout << "; steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
+              << " step times";
+  std::cout << "; imbalance " << job.imbalance.kind << "; network " << job.simulate.network
+            << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
             << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb << " MB"
             << std::endl;
 
@@ -265,7 +336,8 @@ int run_simulate(const std::vector<std::string>& raw) {
   }
   print_table(std::cout, cells);
   const std::filesystem::path dir(args.out_dir);
-  write_file_atomically((dir / "results.json").string(), to_json(cells, job, how).dump(2) + "\n");
+  write_file_atomically((dir / "results.json").string(),
+                        to_json(cells, job, how, args.step_trace).dump(2) + "\n");
   std::cout << "\nwrote " << (dir / "results.json").string() << '\n';
   if (plot(dir, cells, args.algorithms))
     std::cout << "wrote " << (dir / "throughput.png").string() << '\n';

@@ -97,8 +97,9 @@ private:
     w.step_started = now();
     w.buffer.begin_step();
     const std::uint64_t step = w.buffer.steps() + 1;
-    const double compute =
-        how_.step_seconds + imbalance_.extra_seconds(index, step, how_.step_seconds);
+    const double base =
+        how_.trace ? how_.trace->draw(index, step, how_.trace_seed) : how_.step_seconds;
+    const double compute = base + imbalance_.extra_seconds(index, step, base);
     clock_.at(now() + compute, [this, index, compute] { on_step_done(index, compute); });
   }
 

@@ -1,8 +1,9 @@
 // One simulated run: P workers, the configured algorithm's real grouping policy and every
 // worker's real send-buffer state machine, driven on a virtual clock with the same messages the
 // actors exchange (docs/simulation.md, "The model"):
-//   worker      steps when its send buffer says one is due; a step takes simulate.step-ms plus the
-//               [imbalance] extra; at its end it reports step_ready and applies the results due;
+//   worker      steps when its send buffer says one is due; a step takes simulate.step-ms (or a
+//               draw from a measured run's step times) plus the [imbalance] extra; at its end it
+//               reports step_ready and applies the results due;
 //   coordinator hands fresh arrivals, finished rounds and deadlines to the policy and sends each
 //               decision to an aggregator;
 //   aggregator  asks every member for its contribution (answered at once or once the buffer is
@@ -15,14 +16,20 @@
 #include "herd/run_config.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "sim/network.hpp"
+#include "sim/step_trace.hpp"
 
 namespace herd::sim {
 
 struct settings {
-  double step_seconds = 0.01;    // a local step without imbalance
+  double step_seconds = 0.01; // a local step without imbalance
+  /// Non-null: each step's time is drawn from it (herd simulate --step-trace) instead of
+  /// step_seconds; [imbalance] still adds its extra on top.
+  std::shared_ptr<const step_trace> trace;
+  std::uint64_t trace_seed = 1;
   ring_model ring;               // a round's reduction
   double message_seconds = 0.0;  // one control-plane message
   double duration_seconds = 1.0; // simulated time

@@ -252,6 +252,40 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   EXPECT_THAT(network.output, HasSubstr("simulate.network = \"token-ring\""));
 }
 
+// herd simulate --step-trace: the workers replay a report's step-time histograms; a file that is
+// not such a report exits 2 naming it.
+TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
+  // Measured worker 0 took 30 ms a step, worker 1 10 ms.
+  nlohmann::json report;
+  report["per_worker"] = nlohmann::json::array();
+  for (double seconds : {0.030, 0.010})
+    report["per_worker"].push_back(
+        {{"step_histogram",
+          {{{"lower_seconds", seconds}, {"upper_seconds", seconds * 1.001}, {"count", 40}}}}});
+  std::ofstream(path("report.json")) << report.dump();
+  const auto out = path("traced");
+  auto run = herd({"simulate", "--algorithms=sync", "--simulate.workers=[2]", "--simulate.steps=50",
+                   "--simulate.message-us=0", "--simulate.model-mb=0.000001", "--step-trace",
+                   path("report.json"), "--out", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("step times drawn from the 2 worker(s) of"));
+  std::ifstream in(out + "/results.json");
+  const auto results = nlohmann::json::parse(in);
+  // A barrier waits for the 30 ms worker: 2 steps per 30 ms.
+  EXPECT_NEAR(results["results"][0]["steps_per_second"].get<double>(), 2 / 0.030, 2 / 0.030 * 0.03);
+  EXPECT_NEAR(results["settings"]["step_seconds"].get<double>(), 0.020, 0.0001);
+  EXPECT_EQ(results["settings"]["step_trace"], path("report.json"));
+
+  std::ofstream(path("not-a-report.json")) << "{\"rounds\": 3}";
+  auto wrong = herd({"simulate", "--step-trace", path("not-a-report.json"), "--out", out});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_THAT(wrong.output,
+              HasSubstr("--step-trace " + path("not-a-report.json") + ": no per_worker list"));
+  auto missing = herd({"simulate", "--step-trace", path("absent.json"), "--out", out});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr("absent.json: cannot read it"));
+}
+
 // The staleness keys' bad values exit 2 before anything runs, naming what is allowed (and for an
 // isolation guard that cannot be met, the bound).
 TEST_F(herd_cli, bad_blend_missing_members_and_guard_settings_exit_2_with_what_is_allowed) {

@@ -3,6 +3,7 @@
 #include "herd/config.hpp"
 
 #include <gtest/gtest.h>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -218,3 +219,65 @@ TEST(Simulation, ThePapersSettingsLoadAndRun) {
 }
 
 } // namespace
+
+// -- step times from a measured run (herd simulate --step-trace) -------------------------------
+
+namespace {
+
+using herd::actors::histogram_bar;
+using herd::sim::step_trace;
+
+// A worker whose every step took `seconds` (a bar 0.1% wide).
+std::vector<histogram_bar> constant(double seconds) {
+  return {{seconds, seconds * 1.001, 50}};
+}
+
+} // namespace
+
+TEST(StepTrace, DrawsBarsInProportionToTheirCountsAndWithinThem) {
+  // One worker: 30 steps in [1, 2) ms, 10 in [8, 10) ms, an empty bar between.
+  const step_trace trace({{{0.001, 0.002, 30}, {0.002, 0.008, 0}, {0.008, 0.010, 10}}});
+  EXPECT_NEAR(trace.mean_seconds(), (30 * 0.0015 + 10 * 0.009) / 40, 1e-12);
+  int long_steps = 0;
+  double total = 0.0;
+  const int draws = 20000;
+  for (int step = 1; step <= draws; ++step) {
+    const double t = trace.draw(0, static_cast<std::uint64_t>(step), 7);
+    ASSERT_TRUE((t >= 0.001 && t < 0.002) || (t >= 0.008 && t < 0.010)) << t;
+    long_steps += t >= 0.008 ? 1 : 0;
+    total += t;
+  }
+  EXPECT_NEAR(long_steps / static_cast<double>(draws), 0.25, 0.015);
+  EXPECT_NEAR(total / draws, trace.mean_seconds(), 0.02 * trace.mean_seconds());
+}
+
+TEST(StepTrace, AWorkerDrawsFromItsMeasuredWorkerAndADrawDependsOnlyOnItsArguments) {
+  const step_trace trace({constant(0.01), constant(0.03)});
+  EXPECT_NEAR(trace.draw(0, 1, 1), 0.01, 0.0001);
+  EXPECT_NEAR(trace.draw(1, 1, 1), 0.03, 0.0001);
+  EXPECT_NEAR(trace.draw(5, 1, 1), 0.03, 0.0001) << "simulated worker 5 replays measured worker 1";
+  EXPECT_EQ(trace.draw(4, 9, 3), trace.draw(4, 9, 3));
+  EXPECT_NE(trace.draw(4, 9, 3), trace.draw(4, 10, 3));
+  EXPECT_NE(trace.draw(4, 9, 3), trace.draw(4, 9, 4));
+}
+
+TEST(StepTrace, RefusesATraceWithoutWorkersStepsOrSaneBars) {
+  EXPECT_THROW(step_trace({}), std::invalid_argument);
+  EXPECT_THROW(step_trace({{{0.001, 0.002, 0}}}), std::invalid_argument);
+  EXPECT_THROW(step_trace({{{0.002, 0.001, 5}}}), std::invalid_argument);
+  EXPECT_THROW(step_trace({{{-0.001, 0.001, 5}}}), std::invalid_argument);
+}
+
+TEST(Simulation, ATracedSlowWorkerSetsSyncsPaceAndNotSolos) {
+  // Measured: worker 0 took 30 ms a step, worker 1 10 ms; replayed by 4 workers (0 and 2 slow).
+  auto how = free_network(300);
+  how.trace = std::make_shared<const step_trace>(
+      std::vector<std::vector<histogram_bar>>{constant(0.03), constant(0.01)});
+  const auto sync = simulate(job("sync", 4), how);
+  EXPECT_NEAR(sync.steps_per_second, 4 / 0.03, 4 / 0.03 * 0.02);
+  auto solo = job("solo", 4);
+  solo.solo.sync_every = 0;
+  const auto r = simulate(solo, how);
+  const double free_pace = 2 / 0.03 + 2 / 0.01;
+  EXPECT_GT(r.steps_per_second, 0.97 * free_pace);
+}
