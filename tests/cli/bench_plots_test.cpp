@@ -11,21 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "support/read_file.hpp"
 #include "support/temp_directory.hpp"
 
 namespace {
 
 using herd::cli::bench_run;
+using herd::testing::read_file;
 using herd::testing::temp_directory;
 using testing::HasSubstr;
 using testing::Not;
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A run whose accuracy climbs from 0.5 to `last` over 10 s, reaching the target 0.9 at `to_target`.
 bench_run run(const std::string& algorithm, int repetition, std::optional<double> to_target,
@@ -57,7 +52,7 @@ TEST(bench_plots, an_algorithm_that_never_reached_the_target_is_named_not_drawn)
   temp_directory dir;
   herd::cli::plot_bench(dir.path(), runs_where_solo_never_reached_the_target(), scenarios,
                         algorithms, 2, 0.9);
-  const auto script = read_all(dir.file("plot.gp"));
+  const auto script = read_file(dir.file("plot.gp"));
   EXPECT_THAT(script, HasSubstr("never reached it: solo"));
   EXPECT_THAT(script, HasSubstr("using 2:3:4:xtic(1) title 'sync'"));
   EXPECT_THAT(script, HasSubstr("using 8:9:10 title 'preduce'"));
@@ -72,7 +67,7 @@ TEST(bench_plots, no_speedup_plot_when_no_run_reached_the_target) {
   const std::vector<bench_run> runs{run("sync", 0, std::nullopt, 0.8),
                                     run("solo", 0, std::nullopt, 0.8)};
   herd::cli::plot_bench(dir.path(), runs, scenarios, {"sync", "solo"}, 1, 0.9);
-  const auto script = read_all(dir.file("plot.gp"));
+  const auto script = read_file(dir.file("plot.gp"));
   EXPECT_THAT(script, Not(HasSubstr("speedup.png")));
   EXPECT_THAT(script, HasSubstr("accuracy-none.png"));
 }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/read_file.hpp"
 #include "support/temp_directory.hpp"
 
 namespace {
@@ -22,14 +23,8 @@ namespace {
 using herd::cli::check_report_path;
 using herd::cli::check_writable;
 using herd::cli::write_file_atomically;
+using herd::testing::read_file;
 using testing::HasSubstr;
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> names_in(const std::filesystem::path& directory) {
   std::vector<std::string> names;
@@ -66,7 +61,7 @@ TEST_F(report_file, two_writers_of_one_path_each_leave_a_whole_report) {
       } catch (const std::exception& failure) {
         failures[index].push_back(failure.what());
       }
-      const auto text = read_all(path); // never half a report
+      const auto text = read_file(path); // never half a report
       if (text != texts[0] && text != texts[1])
         failures[index].push_back("read a torn report of " + std::to_string(text.size()) +
                                   " bytes");
@@ -78,7 +73,7 @@ TEST_F(report_file, two_writers_of_one_path_each_leave_a_whole_report) {
   second.join();
   EXPECT_THAT(failures[0], testing::IsEmpty());
   EXPECT_THAT(failures[1], testing::IsEmpty());
-  const auto report = nlohmann::json::parse(read_all(path));
+  const auto report = nlohmann::json::parse(read_file(path));
   EXPECT_THAT(report["writer"].get<std::string>(), testing::AnyOf("first", "second"));
   EXPECT_THAT(names_in(dir_.path()), testing::ElementsAre("report.json"))
       << "no temporary file is left behind";
@@ -89,7 +84,7 @@ TEST_F(report_file, replaces_an_old_report_and_keeps_its_mode) {
   std::ofstream(path) << "old";
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
   write_file_atomically(path, "{}\n");
-  EXPECT_EQ(read_all(path), "{}\n");
+  EXPECT_EQ(read_file(path), "{}\n");
   struct stat status {};
   ASSERT_EQ(::stat(path.c_str(), &status), 0);
   EXPECT_EQ(status.st_mode & 07777, 0640u);
@@ -147,7 +142,7 @@ TEST_F(report_file, a_report_path_naming_the_config_file_is_refused_by_any_name)
   }
   EXPECT_NO_THROW(check_report_path(dir_.file("report.json"), config));
   EXPECT_NO_THROW(check_report_path(dir_.file("report.json"), ""));
-  EXPECT_EQ(read_all(config), "[train]\nworkers = 2\n");
+  EXPECT_EQ(read_file(config), "[train]\nworkers = 2\n");
 }
 
 } // namespace

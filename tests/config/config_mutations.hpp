@@ -9,14 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace herd::testing {
+#include "support/read_file.hpp"
 
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+namespace herd::testing {
 
 // The shipped configurations, and a few texts that use the rest of CAF's INI syntax.
 inline std::vector<std::string> seed_corpus() {

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "support/forked_call.hpp"
+#include "support/read_file.hpp"
 #include "support/temp_directory.hpp"
 
 namespace {
@@ -20,6 +21,7 @@ namespace {
 using herd::config::invalid_config;
 using herd::config::load;
 using herd::config::from_ini;
+using herd::testing::read_file;
 using testing::AllOf;
 using testing::HasSubstr;
 using testing::Not;
@@ -89,13 +91,6 @@ protected:
       << ((outcome).signal == SIGKILL ? "hung (killed at the deadline)"                            \
           : (outcome).signal != 0     ? "crashed with signal " + std::to_string((outcome).signal)  \
                                       : (outcome).report)
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // -- nesting --------------------------------------------------------------------------------------
 

@@ -18,11 +18,14 @@
 #include <unistd.h>
 #include <vector>
 
+#include "support/read_file.hpp"
+
 namespace {
 
 using herd::models::dataset;
 using herd::models::fortune_corpus;
 using herd::models::tensor;
+using herd::testing::read_file;
 
 #define EXPECT_CONTAINS(text, part)                                                                \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)
@@ -42,13 +45,6 @@ struct temporary_dir {
 void write_file(const std::filesystem::path& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary);
   out << content;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
 }
 
 // Random texts of 1 to 40 bytes, 3 classes, capped at `cap`.
