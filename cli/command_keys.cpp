@@ -16,8 +16,8 @@ std::string section_of(const std::string& key) {
 }
 
 // The algorithms' own sections: every command that runs a policy reads them.
-const std::set<std::string> algorithm_sections{"solo",    "majority", "quorum",
-                                                  "preduce", "wagma",    "local-sgd", "async"};
+const std::set<std::string> algorithm_sections{"solo",  "majority",  "quorum", "preduce",
+                                               "wagma", "local-sgd", "async"};
 
 // Keys in `sections`, plus `extra`, less `without`.
 config::key_scope scope(std::set<std::string> sections, std::set<std::string> extra,
@@ -42,16 +42,17 @@ std::set<std::string> with_algorithms(std::set<std::string> sections) {
 // The keys a node takes on its own command line: how to reach and trust the cluster. Everything
 // else comes from the coordinator.
 const std::set<std::string> node_keys{
-    "cluster.heartbeat-ms", "cluster.node-timeout-ms", "cluster.join-timeout-s",
-    "cluster.rejoin-s",     "cluster.token",           "cluster.token-file",
-    "cluster.tls-ca",       "cluster.tls-cert",        "cluster.tls-key"};
+    "cluster.heartbeat-ms", "cluster.node-timeout-ms", "cluster.join-timeout-s", "cluster.rejoin-s",
+    "cluster.token",        "cluster.token-file",      "cluster.tls-ca",         "cluster.tls-cert",
+    "cluster.tls-key",      "cluster.tls-check-names"};
 
 const std::map<std::string, config::key_scope>& scopes() {
   static const std::map<std::string, config::key_scope> all = [] {
-    std::set<std::string> coordinator_cluster{
-        "cluster.min-nodes",       "cluster.heartbeat-ms", "cluster.node-timeout-ms",
-        "cluster.data-timeout-ms", "cluster.token",        "cluster.token-file",
-        "cluster.tls-ca",          "cluster.tls-cert",     "cluster.tls-key"};
+    std::set<std::string> coordinator_cluster{"cluster.min-nodes",       "cluster.heartbeat-ms",
+                                              "cluster.node-timeout-ms", "cluster.data-timeout-ms",
+                                              "cluster.token",           "cluster.token-file",
+                                              "cluster.tls-ca",          "cluster.tls-cert",
+                                              "cluster.tls-key",         "cluster.tls-check-names"};
     std::map<std::string, config::key_scope> made;
     made["train"] = scope(
         with_algorithms({"train", "data", "model", "metrics", "imbalance", "checkpoint"}), {}, {});

@@ -384,6 +384,12 @@ struct gate_listener::impl {
       refuse(*link, from, why, deadline);
       return;
     }
+    if (settings.check_names) { // after the preamble: refusing with it unread could reset the line
+      if (auto why = link->check_peer_address(from); !why.empty()) {
+        refuse(*link, from, why, deadline);
+        return;
+      }
+    }
     int ends[2] = {-1, -1};
     if (!make_pair(ends)) {
       notice("dropped a node from " + from + ": socketpair: " + errno_text());
@@ -457,11 +463,17 @@ struct gate_dialer::impl {
       return fail(gate_failure::unreachable, failure);
     const auto deadline = gate_clock::now() + settings.handshake_timeout;
     auto link = std::make_shared<gate_link>(remote, tls.get());
-    if (auto why = link->handshake(deadline, relays.stop_fd()); !why.empty())
+    if (settings.check_names)
+      link->expect_peer_name(host);
+    if (auto why = link->handshake(deadline, relays.stop_fd()); !why.empty()) {
+      const bool certificate = why.rfind("the peer's certificate", 0) == 0;
       return fail(gate_failure::tls,
-                  "the TLS handshake with the coordinator failed (" + why +
-                      "): does the coordinator use TLS too, and did the cluster CA "
-                      "(cluster.tls-ca) sign both certificates?");
+                  "the TLS handshake with the coordinator failed: " + why +
+                      (certificate ? std::string()
+                                   : std::string(" (does the coordinator use TLS too, and did "
+                                                 "the cluster CA (cluster.tls-ca) sign both "
+                                                 "certificates?)")));
+    }
     const auto hello = preamble(settings.token);
     char answer = 0;
     if (!link->write_all(hello.data(), hello.size(), deadline, relays.stop_fd()) ||

@@ -2,7 +2,8 @@
 // handshake header with no payload is a null dereference in libcaf_io, and a header announcing
 // gigabytes is an allocation of gigabytes. So CAF never listens on a socket and never reads from
 // one a peer writes to. The coordinator's public port belongs to a gate_listener:
-//   1. TLS first, when the cluster has a CA (both ends show a certificate the CA signed);
+//   1. TLS first, when the cluster has a CA (both ends show a certificate the CA signed, and by
+//      default each certificate must name the address its holder is reached at or comes from);
 //   2. then, inside it, Herd's preamble: a magic word, the gate protocol version and the cluster
 //      token, answered with one byte (accepted, or refused and a line saying why);
 //   3. then the gate hands CAF one end of a socketpair and relays between it and the peer,
@@ -26,6 +27,10 @@ namespace herd::cluster {
 struct gate_settings {
   std::string token; // cluster.token: what a peer must present ("" = nothing)
   tls_files tls;     // cluster.tls-*: TLS when tls.ca is set
+  /// cluster.tls-check-names, with TLS: the coordinator refuses a node whose certificate does not
+  /// name the address it connects from (an IP alternative name, or a DNS one resolving to it);
+  /// a node refuses a coordinator whose certificate does not name the host it dials.
+  bool check_names = true;
   /// How long a peer may take for the TLS handshake and the preamble.
   std::chrono::milliseconds handshake_timeout{3000};
   /// The largest control message a peer may send (basp_check).

@@ -1,15 +1,19 @@
 // One end of a control-plane connection, plain TCP or TLS; see gate_link.hpp.
 #include "cluster/gate_link.hpp"
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <vector>
 
 #include "cluster/tcp_socket.hpp"
 
@@ -52,6 +56,93 @@ private:
 
 SSL* as_ssl(void* ssl) {
   return static_cast<SSL*>(ssl);
+}
+
+bool is_ip_address(const std::string& host) {
+  unsigned char bytes[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), bytes) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), bytes) == 1;
+}
+
+// The names a certificate is for: its DNS and IP subject alternative names.
+struct certificate_names {
+  std::vector<std::string> dns;
+  std::vector<std::string> ip;
+  std::string subject; // the subject's common name, for messages
+
+  explicit certificate_names(X509* certificate) {
+    if (certificate == nullptr)
+      return;
+    char common_name[256] = {};
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(certificate), NID_commonName, common_name,
+                                  sizeof common_name) > 0)
+      subject = common_name;
+    auto* names = static_cast<GENERAL_NAMES*>(
+        X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr));
+    if (names == nullptr)
+      return;
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+      const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+      if (name->type == GEN_DNS) {
+        const auto* text = ASN1_STRING_get0_data(name->d.dNSName);
+        dns.emplace_back(reinterpret_cast<const char*>(text),
+                         static_cast<std::size_t>(ASN1_STRING_length(name->d.dNSName)));
+      } else if (name->type == GEN_IPADD) {
+        const int length = ASN1_STRING_length(name->d.iPAddress);
+        char text[INET6_ADDRSTRLEN] = "?";
+        const auto* bytes = ASN1_STRING_get0_data(name->d.iPAddress);
+        if (length == 4 || length == 16)
+          ::inet_ntop(length == 4 ? AF_INET : AF_INET6, bytes, text, sizeof text);
+        ip.emplace_back(text);
+      }
+    }
+    GENERAL_NAMES_free(names);
+  }
+
+  std::string describe() const {
+    std::string text = "CN=" + (subject.empty() ? std::string("(none)") : subject);
+    for (const auto& name : dns)
+      text += ", DNS:" + name;
+    for (const auto& name : ip)
+      text += ", IP:" + name;
+    if (dns.empty() && ip.empty())
+      text += ", no subject alternative names";
+    return text;
+  }
+};
+
+// OpenSSL's verification callback: keeps what the certificate that failed a check names (the peer's
+// own, at depth 0), which is gone once the handshake has failed. The verdict is OpenSSL's.
+int remember_failed_certificate(int verdict, X509_STORE_CTX* context) {
+  if (verdict == 1 || X509_STORE_CTX_get_error_depth(context) != 0)
+    return verdict;
+  auto* ssl =
+      static_cast<SSL*>(X509_STORE_CTX_get_ex_data(context, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  auto* failed = ssl != nullptr ? static_cast<std::string*>(SSL_get_app_data(ssl)) : nullptr;
+  if (failed != nullptr && failed->empty())
+    *failed = certificate_names(X509_STORE_CTX_get_current_cert(context)).describe();
+  return verdict;
+}
+
+// True when `name` resolves (DNS or /etc/hosts) to `address`.
+bool resolves_to(const std::string& name, const std::string& address) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0)
+    return false;
+  bool match = false;
+  for (const addrinfo* entry = found; entry != nullptr && !match; entry = entry->ai_next) {
+    char text[INET6_ADDRSTRLEN] = "";
+    const void* bytes =
+        entry->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(entry->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(entry->ai_addr)->sin6_addr);
+    match = ::inet_ntop(entry->ai_family, bytes, text, sizeof text) != nullptr && address == text;
+  }
+  ::freeaddrinfo(found);
+  return match;
 }
 
 SSL_CTX* as_context(void* context) {
@@ -133,6 +224,9 @@ gate_link::gate_link(int fd, const tls_context* tls) : fd_(fd) {
     SSL_set_accept_state(ssl);
   else
     SSL_set_connect_state(ssl);
+  SSL_set_app_data(ssl, &failed_certificate_);
+  SSL_set_verify(ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                 remember_failed_certificate);
   ssl_ = ssl;
 }
 
@@ -155,6 +249,19 @@ bool gate_link::wait(short events, gate_clock::time_point deadline, int stop_fd)
   }
 }
 
+void gate_link::expect_peer_name(const std::string& host) {
+  if (ssl_ == nullptr)
+    return;
+  expected_peer_ = host;
+  auto* ssl = as_ssl(ssl_);
+  if (is_ip_address(host)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
+  } else {
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    SSL_set1_host(ssl, host.c_str());
+  }
+}
+
 std::string gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
   if (ssl_ == nullptr)
     return {};
@@ -164,6 +271,17 @@ std::string gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
     const int result = SSL_do_handshake(as_ssl(ssl_));
     if (result == 1)
       return {};
+    // A certificate that failed a check: say which, and what it names.
+    const long verified = SSL_get_verify_result(as_ssl(ssl_));
+    if (verified != X509_V_OK) {
+      const bool wrong_name =
+          verified == X509_V_ERR_HOSTNAME_MISMATCH || verified == X509_V_ERR_IP_ADDRESS_MISMATCH;
+      return wrong_name ? "the peer's certificate is not for " + expected_peer_ + " (it names " +
+                              failed_certificate_ + ")"
+                        : std::string("the peer's certificate failed verification against the "
+                                      "cluster CA (cluster.tls-ca): ") +
+                              X509_verify_cert_error_string(verified);
+    }
     const int error = SSL_get_error(as_ssl(ssl_), result);
     short events = 0;
     if (error == SSL_ERROR_WANT_READ)
@@ -179,6 +297,24 @@ std::string gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
       return gate_clock::now() >= deadline ? "no TLS handshake before the deadline"
                                            : "stopped during the TLS handshake";
   }
+}
+
+std::string gate_link::check_peer_address(const std::string& address) const {
+  if (ssl_ == nullptr)
+    return {};
+  X509* certificate = SSL_get0_peer_certificate(as_ssl(ssl_));
+  if (certificate == nullptr)
+    return "the peer showed no certificate";
+  if (X509_check_ip_asc(certificate, address.c_str(), 0) == 1)
+    return {};
+  const certificate_names names(certificate);
+  for (const auto& name : names.dns)
+    if (resolves_to(name, address))
+      return {};
+  return "its certificate (" + names.describe() + ") is not for " + address +
+         ", the address it connects from: give it that address as an IP alternative name, or a "
+         "DNS name that resolves to it (or set cluster.tls-check-names = false on the "
+         "coordinator)";
 }
 
 link_status gate_link::settle(int result, std::size_t& moved, short& wants) {

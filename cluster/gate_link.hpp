@@ -55,9 +55,19 @@ public:
   int fd() const { return fd_; }
   bool secure() const { return ssl_ != nullptr; }
 
+  /// Client side, before handshake(): the peer's certificate must name `host` (a DNS name in its
+  /// subject alternative names, or an IP address as an IP one), or the handshake fails.
+  void expect_peer_name(const std::string& host);
+
   /// Runs the TLS handshake (nothing for plain TCP) until `deadline`, or until `stop_fd` (when
-  /// not -1) becomes readable. Empty on success, else why it failed.
+  /// not -1) becomes readable. Empty on success, else why it failed (for a certificate: which
+  /// check it failed and what the certificate names).
   std::string handshake(gate_clock::time_point deadline, int stop_fd = -1);
+
+  /// Server side, after handshake(): empty when the peer's certificate names `address`, the IP it
+  /// connects from, as an IP alternative name, or names a host whose DNS addresses include it;
+  /// else why not, with what the certificate names.
+  std::string check_peer_address(const std::string& address) const;
 
   /// Non-blocking. `moved` is set to the bytes transferred when done.
   link_status read_some(char* data, std::size_t size, std::size_t& moved);
@@ -84,7 +94,9 @@ private:
   bool wait(short events, gate_clock::time_point deadline, int stop_fd);
 
   int fd_ = -1;
-  void* ssl_ = nullptr; // SSL*
+  std::string expected_peer_;      // expect_peer_name()'s host, for the handshake's failure
+  std::string failed_certificate_; // what the peer's certificate names, once it failed a check
+  void* ssl_ = nullptr;            // SSL*
   short read_wants_ = POLLIN;
   short write_wants_ = POLLOUT;
   std::string failure_;

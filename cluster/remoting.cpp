@@ -45,6 +45,7 @@ gate_settings gate_settings_of(const config::cluster_section& cluster) {
   gate_settings settings;
   settings.token = cluster.token;
   settings.tls = {cluster.tls_ca, cluster.tls_cert, cluster.tls_key};
+  settings.check_names = cluster.tls_check_names;
   return settings;
 }
 

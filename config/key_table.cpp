@@ -183,8 +183,8 @@ void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
       }));
   k.push_back(make_key<std::string>(
       section + ".late-gradients", "string",
-      "late gradients: accumulate (added to the next contribution), scale (added weighted 1 / (1 + "
-      "rounds it missed)) or discard",
+      "late gradients: discard, accumulate (added to the next contribution) or scale (added "
+      "weighted 1 / (1 + rounds it missed))",
       [member](auto& c) -> auto& { return (c.*member).late_gradients; }));
   k.push_back(make_key<std::string>(
       section + ".missing-members", "string",
@@ -369,7 +369,8 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.wagma.sync_every; }));
     k.push_back(make_key<std::string>(
         "wagma.blend", "string",
-        "wagma: herd (on time: sum / S, late: (sum + own) / (S + 1)) or reference (all the latter)",
+        "wagma: reference (every member (sum + own) / (S + 1)) or herd (on time: sum / S, late: "
+        "the former)",
         [](auto& c) -> auto& { return c.wagma.blend; }));
     k.push_back(make_key<int>(
         "local-sgd.period", "integer",
@@ -484,6 +485,11 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<std::string>(
         "cluster.tls-key", "string", "control-plane TLS: this process's private key (PEM)",
         [](auto& c) -> auto& { return c.cluster.tls_key; }));
+    k.push_back(make_key<bool>(
+        "cluster.tls-check-names", "boolean",
+        "control-plane TLS: a node's certificate must name the address it connects from, the "
+        "coordinator's the host nodes dial (false = any certificate the CA signed)",
+        [](auto& c) -> auto& { return c.cluster.tls_check_names; }));
     k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",
         "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",

@@ -67,7 +67,7 @@ struct metrics_section {
 struct partial_section {
   int sync_every = 32; // <algorithm>.sync-every: a full synchronous round every this many rounds
                        // (the reference library's default); 0 = never
-  std::string late_gradients = "accumulate"; // <algorithm>.late-gradients: accumulate|discard|scale
+  std::string late_gradients = "discard"; // <algorithm>.late-gradients: discard|accumulate|scale
   std::string missing_members = "renormalise"; // <algorithm>.missing-members: renormalise (a round
                                                // without some members divides by those that
                                                // answered) | zero (by P: the missing add zero)
@@ -87,10 +87,10 @@ struct preduce_section {
   int group_size = 2;             // preduce.group-size: members of a group, at least 2
   double wait_window_ms = 20.0;   // preduce.wait-window-ms: the oldest ready worker waits at most
                                   // this long for a full group before a smaller one forms
-  double staleness_decay = 0.0;   // preduce.staleness-decay: lambda of the weights (0 = uniform)
+  double staleness_decay = 0.1;   // preduce.staleness-decay: lambda of the weights (0 = uniform)
   int connect_every = -1;         // preduce.connect-every: groups that may pass without all live
                                   // workers connected before the isolation guard steps in
-                                  // (0 = automatic, from the workers and the group size; -1 = off)
+                                  // (-1 = automatic, from the workers and the group size; 0 = off)
   double connect_wait_ms = 200.0; // preduce.connect-wait-ms: how long a group the guard builds
                                   // waits for a worker of another component
   int sync_every = 0;             // preduce.sync-every: a global average every this many groups
@@ -104,8 +104,8 @@ struct wagma_section {
   int group_size = 0;  // wagma.group-size: a power of two; 0 = sqrt(workers) rounded down to one
   int sync_every = 10; // wagma.sync-every: a blocking global average every this many steps (tau);
                        // 0 = never
-  std::string blend = "herd"; // wagma.blend: herd (an on-time member takes sum / S, a late one
-                              // (sum + own) / (S + 1)) | reference (every member the latter)
+  std::string blend = "reference"; // wagma.blend: reference (every member (sum + own) / (S + 1))
+                                   // | herd (an on-time member takes sum / S, a late one the former)
 };
 
 /// [local-sgd]: local SGD (docs/algorithms.md, "Local SGD"), the baseline WAGMA-SGD compares
@@ -172,6 +172,7 @@ struct cluster_section {
   std::string tls_ca;          // cluster.tls-ca: the cluster CA's certificate (PEM); "" = no TLS
   std::string tls_cert;        // cluster.tls-cert: this process's certificate, signed by that CA
   std::string tls_key;         // cluster.tls-key: its private key (PEM)
+  bool tls_check_names = true; // cluster.tls-check-names: certificates must name their holders
 
   bool tls() const { return !tls_ca.empty(); }
 };

@@ -126,6 +126,8 @@ TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbal
   for (const char* algorithm : {"solo", "majority"}) {
     for (int workers : {2, 4, 7}) {
       auto j = make_job(algorithm, workers, 40);
+      j.config.solo.late_gradients = "accumulate";
+      j.config.majority.late_gradients = "accumulate";
       set_imbalance(j.config, "random");
       const auto run = run_probed(j);
       ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
@@ -338,6 +340,7 @@ TEST(wagma_runs, on_time_members_take_the_average_late_ones_blend_and_global_ave
       auto j = make_job("wagma", workers, 30);
       set_imbalance(j.config, kind);
       j.config.wagma.sync_every = 4;
+      j.config.wagma.blend = "herd"; // on time: the group's average itself
       const std::string label =
           std::string("wagma imbalance=") + kind + " P=" + std::to_string(workers);
       const auto run = run_probed(j);

@@ -152,7 +152,8 @@ TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
 }
 
 TEST(cluster_runs, every_gradient_is_accounted_for_across_nodes) {
-  const auto j = make_job("solo", 4, 30);
+  auto j = make_job("solo", 4, 30);
+  j.config.solo.late_gradients = "accumulate"; // every gradient applied or held, none dropped
   auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
   const auto run = run_cluster(j, {1, 2, 1}, probe);
   ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;

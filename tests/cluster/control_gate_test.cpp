@@ -393,6 +393,10 @@ struct certificates {
     result.tls = {dir.file("ca.pem"), dir.file(name + ".pem"), dir.file(name + ".key")};
     return result;
   }
+  /// Another certificate of this CA, for the alternative names `alt_names`.
+  bool add(const std::string& name, const std::string& alt_names) const {
+    return herd::testing::make_signed_certificate(dir.path().string(), name, "ca", alt_names);
+  }
 };
 
 // A TCP relay between a client and the gate that keeps a copy of every byte it passes.
@@ -536,7 +540,81 @@ TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_i
   EXPECT_EQ(attempt.failure, gate_failure::tls);
   EXPECT_NE(attempt.why.find("TLS handshake with the coordinator failed"), std::string::npos)
       << attempt.why;
+  // The node checked the coordinator's certificate against its own CA, and says so.
+  EXPECT_NE(attempt.why.find("failed verification against the cluster CA (cluster.tls-ca): "),
+            std::string::npos)
+      << attempt.why;
   EXPECT_EQ(behind.admitted(), 0);
+}
+
+TEST(control_gate_tls, a_node_whose_certificate_names_another_address_is_refused_with_both) {
+  certificates certs;
+  ASSERT_TRUE(certs.made && certs.add("elsewhere", "DNS:node9.invalid,IP:10.9.9.9"))
+      << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", "t"), behind.admit(),
+                     log.sink());
+  gate_dialer impostor("127.0.0.1", gate.port(), certs.settings("elsewhere", "t"));
+  const gate_connection refused = impostor.open();
+  EXPECT_EQ(refused.failure, gate_failure::refused);
+  EXPECT_NE(refused.why.find("is not for 127.0.0.1, the address it connects from"),
+            std::string::npos)
+      << refused.why;
+  EXPECT_NE(refused.why.find("DNS:node9.invalid, IP:10.9.9.9"), std::string::npos) << refused.why;
+  EXPECT_NE(log.all().find("refused a connection from 127.0.0.1"), std::string::npos) << log.all();
+  EXPECT_EQ(behind.admitted(), 0);
+  // A node whose certificate names its address by a DNS name that resolves to it joins.
+  ASSERT_TRUE(certs.add("by-name", "DNS:localhost"));
+  gate_dialer named("127.0.0.1", gate.port(), certs.settings("by-name", "t"));
+  const gate_connection admitted = named.open();
+  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
+  EXPECT_GE(behind.end(0), 0) << "admitted behind the gate";
+  if (admitted.caf_fd >= 0)
+    ::close(admitted.caf_fd);
+}
+
+TEST(control_gate_tls, a_coordinator_whose_certificate_names_another_host_is_refused_by_the_node) {
+  certificates certs;
+  ASSERT_TRUE(certs.made && certs.add("elsewhere", "IP:10.9.9.9"))
+      << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, certs.settings("elsewhere", "t"), behind.admit(), log.sink());
+  gate_dialer node("127.0.0.1", gate.port(), certs.settings("node", "t"));
+  const gate_connection attempt = node.open();
+  EXPECT_EQ(attempt.failure, gate_failure::tls);
+  EXPECT_NE(attempt.why.find("certificate is not for 127.0.0.1 (it names CN=elsewhere, "
+                             "IP:10.9.9.9)"),
+            std::string::npos)
+      << attempt.why;
+  EXPECT_EQ(behind.admitted(), 0);
+  // Dialled by a name its certificate carries, the coordinator is accepted.
+  gate_listener named_gate("127.0.0.1", 0, certs.settings("coordinator", "t"), behind.admit(),
+                           log.sink());
+  gate_dialer by_name("localhost", named_gate.port(), certs.settings("node", "t"));
+  const gate_connection admitted = by_name.open();
+  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
+  if (admitted.caf_fd >= 0)
+    ::close(admitted.caf_fd);
+}
+
+TEST(control_gate_tls, without_name_checks_any_certificate_the_ca_signed_is_a_member) {
+  certificates certs;
+  ASSERT_TRUE(certs.made && certs.add("elsewhere", "IP:10.9.9.9"))
+      << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  auto coordinator = certs.settings("elsewhere", "t");
+  coordinator.check_names = false;
+  gate_listener gate("127.0.0.1", 0, coordinator, behind.admit(), log.sink());
+  auto member = certs.settings("elsewhere", "t");
+  member.check_names = false;
+  gate_dialer node("127.0.0.1", gate.port(), member);
+  const gate_connection admitted = node.open();
+  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
+  if (admitted.caf_fd >= 0)
+    ::close(admitted.caf_fd);
 }
 
 TEST(control_gate_tls, an_unusable_tls_file_is_named_with_its_key) {

@@ -236,7 +236,7 @@ TEST_F(config_files, partial_and_imbalance_sections_have_their_defaults) {
   for (const auto* partial : {&config.solo, &config.majority,
                               static_cast<const herd::config::partial_section*>(&config.quorum)}) {
     EXPECT_EQ(partial->sync_every, 32);
-    EXPECT_EQ(partial->late_gradients, "accumulate");
+    EXPECT_EQ(partial->late_gradients, "discard");
     EXPECT_EQ(partial->missing_members, "renormalise");
   }
   EXPECT_DOUBLE_EQ(config.quorum.fraction, 0.5);
@@ -333,7 +333,7 @@ TEST_F(config_files, missing_members_parses_per_section_and_unknown_modes_name_t
 
 TEST_F(config_files, to_ini_round_trips_the_new_sections) {
   const auto original = load(
-      "", {"--train.workers=6", "--solo.sync-every=3", "--majority.late-gradients=discard",
+      "", {"--train.workers=6", "--solo.sync-every=3", "--majority.late-gradients=scale",
            "--quorum.fraction=0.3", "--quorum.sync-every=11", "--imbalance.kind=persistent",
            "--imbalance.seed=7", "--imbalance.k=2", "--imbalance.delay-ms=12.5",
            "--imbalance.workers=[4,0,5]", "--imbalance.factor=3.5", "--imbalance.sigma=0.125"});
@@ -343,10 +343,10 @@ TEST_F(config_files, to_ini_round_trips_the_new_sections) {
   const auto again = load(write("dump.ini", ini), {});
   EXPECT_EQ(herd::config::to_ini(again), ini);
   EXPECT_EQ(again.solo.sync_every, 3);
-  EXPECT_EQ(again.majority.late_gradients, "discard");
+  EXPECT_EQ(again.majority.late_gradients, "scale");
   EXPECT_DOUBLE_EQ(again.quorum.fraction, 0.3);
   EXPECT_EQ(again.quorum.sync_every, 11);
-  EXPECT_EQ(again.quorum.late_gradients, "accumulate");
+  EXPECT_EQ(again.quorum.late_gradients, "discard");
   EXPECT_EQ(again.imbalance.kind, "persistent");
   EXPECT_EQ(again.imbalance.seed, 7u);
   EXPECT_EQ(again.imbalance.k, 2);
@@ -427,7 +427,7 @@ TEST_F(config_files, preduce_section_has_its_defaults) {
   const auto config = load("", {});
   EXPECT_EQ(config.preduce.group_size, 2);
   EXPECT_DOUBLE_EQ(config.preduce.wait_window_ms, 20.0);
-  EXPECT_DOUBLE_EQ(config.preduce.staleness_decay, 0.0);
+  EXPECT_DOUBLE_EQ(config.preduce.staleness_decay, 0.1);
   EXPECT_EQ(config.preduce.connect_every, -1) << "automatic";
   EXPECT_DOUBLE_EQ(config.preduce.connect_wait_ms, 200.0);
   EXPECT_EQ(config.preduce.sync_every, 0);
@@ -476,7 +476,7 @@ TEST_F(config_files, wagma_keys_have_defaults_and_bad_values_name_key_value_and_
   const auto defaults = load("", {"--train.algorithm=wagma"});
   EXPECT_EQ(defaults.wagma.group_size, 0);
   EXPECT_EQ(defaults.wagma.sync_every, 10);
-  EXPECT_EQ(defaults.wagma.blend, "herd");
+  EXPECT_EQ(defaults.wagma.blend, "reference");
   const auto set = load("", {"--train.algorithm=wagma", "--train.workers=16",
                              "--wagma.group-size=8", "--wagma.sync-every=0",
                              "--wagma.blend=reference"});

@@ -432,10 +432,11 @@ TEST(weights, missing_members_reaches_the_rounds_weighting) {
 TEST(wagma_blend, the_setting_reaches_the_policy) {
   herd::config::run_config config;
   config.train.algorithm = "wagma";
-  EXPECT_FALSE(herd::policy::make_policy(config)->blends_on_time_models()) << "herd";
+  EXPECT_TRUE(herd::policy::make_policy(config)->blends_on_time_models()) << "reference, default";
   EXPECT_TRUE(herd::policy::make_policy(config)->blends_late_models());
-  config.wagma.blend = "reference";
-  EXPECT_TRUE(herd::policy::make_policy(config)->blends_on_time_models());
+  config.wagma.blend = "herd";
+  EXPECT_FALSE(herd::policy::make_policy(config)->blends_on_time_models());
+  EXPECT_TRUE(herd::policy::make_policy(config)->blends_late_models());
   config.train.algorithm = "preduce";
   EXPECT_FALSE(herd::policy::make_policy(config)->blends_on_time_models());
 }
