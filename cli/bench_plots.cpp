@@ -171,6 +171,10 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
   // the target is named in the title instead of drawn.
   std::vector<std::size_t> drawn;
   std::vector<std::string> never;
+  std::vector<std::string> sync_never; // scenarios with no speedup to draw at all
+  for (const auto& scenario : scenarios)
+    if (speedups(runs, scenario, "sync", repeat).empty())
+      sync_never.push_back(scenario);
   for (std::size_t i = 0; i < algorithms.size(); ++i) {
     const bool reached = std::any_of(scenarios.begin(), scenarios.end(), [&](const auto& scenario) {
       return !speedups(runs, scenario, algorithms[i], repeat).empty();
@@ -184,7 +188,8 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
     script << "set output 'speedup.png'\n"
               "set title 'speedup over sync in time to "
            << format_target(target) << " (median over the repetitions, bars: min to max)"
-           << (never.empty() ? "" : "; never reached it: " + join(never)) << "'\n"
+           << (never.empty() ? "" : "; never reached it: " + join(never))
+           << (sync_never.empty() ? "" : "; sync never reached it in " + join(sync_never)) << "'\n"
            << "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
               "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
               "set style fill solid 0.6 border -1\nset yrange [0:*]\n"

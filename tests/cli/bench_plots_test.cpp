@@ -72,4 +72,19 @@ TEST(bench_plots, no_speedup_plot_when_no_run_reached_the_target) {
   EXPECT_THAT(script, HasSubstr("accuracy-none.png"));
 }
 
+TEST(bench_plots, a_scenario_where_sync_never_reached_the_target_is_named) {
+  temp_directory dir;
+  auto runs = runs_where_solo_never_reached_the_target();
+  for (auto made : runs_where_solo_never_reached_the_target()) {
+    made.scenario = "random";
+    if (made.algorithm == "sync")
+      made.summary.time_to_target_seconds.reset();
+    runs.push_back(made);
+  }
+  herd::cli::plot_bench(dir.path(), runs, {"none", "random"}, algorithms, 2, 0.9);
+  const auto script = read_file(dir.file("plot.gp"));
+  EXPECT_THAT(script, HasSubstr("; sync never reached it in random'"));
+  EXPECT_THAT(script, HasSubstr("speedup.png")) << "none still has speedups";
+}
+
 } // namespace
