@@ -299,9 +299,13 @@ std::string gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
   }
 }
 
-std::string gate_link::check_peer_address(const std::string& address) const {
+std::string gate_link::check_peer_address(const std::string& peer) const {
   if (ssl_ == nullptr)
     return {};
+  // An IPv4 peer of a dual-stack socket shows as ::ffff:a.b.c.d; certificates name a.b.c.d.
+  const std::string mapped = "::ffff:";
+  const bool v4_in_v6 = peer.rfind(mapped, 0) == 0 && peer.find('.') != std::string::npos;
+  const std::string address = v4_in_v6 ? peer.substr(mapped.size()) : peer;
   X509* certificate = SSL_get0_peer_certificate(as_ssl(ssl_));
   if (certificate == nullptr)
     return "the peer showed no certificate";

@@ -67,7 +67,7 @@ public:
   /// Server side, after handshake(): empty when the peer's certificate names `address`, the IP it
   /// connects from, as an IP alternative name, or names a host whose DNS addresses include it;
   /// else why not, with what the certificate names.
-  std::string check_peer_address(const std::string& address) const;
+  std::string check_peer_address(const std::string& peer) const;
 
   /// Non-blocking. `moved` is set to the bytes transferred when done.
   link_status read_some(char* data, std::size_t size, std::size_t& moved);

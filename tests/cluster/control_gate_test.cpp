@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <gtest/gtest.h>
+#include <memory>
 #include <mutex>
 #include <netinet/in.h>
 #include <random>
@@ -594,6 +595,27 @@ TEST(control_gate_tls, a_coordinator_whose_certificate_names_another_host_is_ref
                            log.sink());
   gate_dialer by_name("localhost", named_gate.port(), certs.settings("node", "t"));
   const gate_connection admitted = by_name.open();
+  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
+  if (admitted.caf_fd >= 0)
+    ::close(admitted.caf_fd);
+}
+
+// A gate listening on every IPv6 and IPv4 address sees an IPv4 node as ::ffff:a.b.c.d; the node's
+// certificate names a.b.c.d.
+TEST(control_gate_tls, an_ipv4_node_of_a_dual_stack_gate_is_checked_by_its_ipv4_address) {
+  certificates certs;
+  ASSERT_TRUE(certs.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  std::unique_ptr<gate_listener> gate;
+  try {
+    gate = std::make_unique<gate_listener>("::", 0, certs.settings("coordinator", "t"),
+                                           behind.admit(), log.sink());
+  } catch (const std::runtime_error& no_ipv6) {
+    GTEST_SKIP() << "no IPv6 here: " << no_ipv6.what();
+  }
+  gate_dialer node("127.0.0.1", gate->port(), certs.settings("node", "t"));
+  const gate_connection admitted = node.open();
   EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
   if (admitted.caf_fd >= 0)
     ::close(admitted.caf_fd);
