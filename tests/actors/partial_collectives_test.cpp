@@ -122,15 +122,23 @@ std::uint64_t late_steps(const probed_run& run) {
   return late;
 }
 
+// `algorithm` with `workers` workers under random imbalance, late gradients `mode`; the run ended
+// by its epoch.
+probed_run run_with_late_gradients(const std::string& algorithm, int workers,
+                                   const std::string& mode) {
+  auto j = make_job(algorithm, workers, 40);
+  j.config.solo.late_gradients = mode;
+  j.config.majority.late_gradients = mode;
+  set_imbalance(j.config, "random");
+  auto run = run_probed(j);
+  EXPECT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  return run;
+}
+
 TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbalance) {
   for (const char* algorithm : {"solo", "majority"}) {
     for (int workers : {2, 4, 7}) {
-      auto j = make_job(algorithm, workers, 40);
-      j.config.solo.late_gradients = "accumulate";
-      j.config.majority.late_gradients = "accumulate";
-      set_imbalance(j.config, "random");
-      const auto run = run_probed(j);
-      ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+      const auto run = run_with_late_gradients(algorithm, workers, "accumulate");
       ASSERT_TRUE(run.probe->all_stopped());
       ASSERT_GT(late_steps(run), 0u) << algorithm << " P=" << workers
                                      << ": no gradient was late, so this run tests nothing "
@@ -148,12 +156,7 @@ TEST(partial_collectives, accumulate_conserves_every_gradient_under_random_imbal
 
 TEST(partial_collectives, scale_conserves_every_gradient_at_the_weight_of_the_rounds_it_missed) {
   for (const char* algorithm : {"solo", "majority"}) {
-    auto j = make_job(algorithm, 4, 40);
-    j.config.solo.late_gradients = "scale";
-    j.config.majority.late_gradients = "scale";
-    set_imbalance(j.config, "random");
-    const auto run = run_probed(j);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+    const auto run = run_with_late_gradients(algorithm, 4, "scale");
     ASSERT_TRUE(run.probe->all_stopped());
     ASSERT_GT(late_steps(run), 0u) << algorithm;
     EXPECT_GT(run.summary.stale_contributions, 0u) << algorithm << ": late gradients go out";
@@ -226,11 +229,7 @@ TEST(partial_collectives, quorum_of_one_gives_the_same_parameters_as_sync_bit_fo
 }
 
 TEST(partial_collectives, discard_drops_late_gradients_instead_of_sending_them) {
-  auto j = make_job("solo", 4, 40);
-  j.config.solo.late_gradients = "discard";
-  set_imbalance(j.config, "random");
-  const auto run = run_probed(j);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  const auto run = run_with_late_gradients("solo", 4, "discard");
   EXPECT_GT(late_steps(run), 0u);
   EXPECT_EQ(run.summary.stale_contributions, 0u);
   // Discarded gradients are neither applied nor held: applied * P + unsent falls short.

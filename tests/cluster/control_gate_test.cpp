@@ -548,6 +548,14 @@ TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_i
   EXPECT_EQ(behind.admitted(), 0);
 }
 
+// The dialer gets through the gate (and its connection is closed again).
+void expect_admitted(gate_dialer& dialer, notices& log) {
+  const gate_connection admitted = dialer.open();
+  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
+  if (admitted.caf_fd >= 0)
+    ::close(admitted.caf_fd);
+}
+
 TEST(control_gate_tls, a_node_whose_certificate_names_another_address_is_refused_with_both) {
   certificates certs;
   ASSERT_TRUE(certs.made && certs.add("elsewhere", "DNS:node9.invalid,IP:10.9.9.9"))
@@ -594,10 +602,7 @@ TEST(control_gate_tls, a_coordinator_whose_certificate_names_another_host_is_ref
   gate_listener named_gate("127.0.0.1", 0, certs.settings("coordinator", "t"), behind.admit(),
                            log.sink());
   gate_dialer by_name("localhost", named_gate.port(), certs.settings("node", "t"));
-  const gate_connection admitted = by_name.open();
-  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
-  if (admitted.caf_fd >= 0)
-    ::close(admitted.caf_fd);
+  expect_admitted(by_name, log);
 }
 
 // A gate listening on every IPv6 and IPv4 address sees an IPv4 node as ::ffff:a.b.c.d; the node's
@@ -615,10 +620,7 @@ TEST(control_gate_tls, an_ipv4_node_of_a_dual_stack_gate_is_checked_by_its_ipv4_
     GTEST_SKIP() << "no IPv6 here: " << no_ipv6.what();
   }
   gate_dialer node("127.0.0.1", gate->port(), certs.settings("node", "t"));
-  const gate_connection admitted = node.open();
-  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
-  if (admitted.caf_fd >= 0)
-    ::close(admitted.caf_fd);
+  expect_admitted(node, log);
 }
 
 TEST(control_gate_tls, without_name_checks_any_certificate_the_ca_signed_is_a_member) {
@@ -633,10 +635,7 @@ TEST(control_gate_tls, without_name_checks_any_certificate_the_ca_signed_is_a_me
   auto member = certs.settings("elsewhere", "t");
   member.check_names = false;
   gate_dialer node("127.0.0.1", gate.port(), member);
-  const gate_connection admitted = node.open();
-  EXPECT_GE(admitted.caf_fd, 0) << admitted.why << "\n" << log.all();
-  if (admitted.caf_fd >= 0)
-    ::close(admitted.caf_fd);
+  expect_admitted(node, log);
 }
 
 TEST(control_gate_tls, an_unusable_tls_file_is_named_with_its_key) {
