@@ -3,6 +3,8 @@
 
 #include "herd/config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace herd::cli {
 
@@ -52,9 +55,51 @@ std::string waiting_line(const actors::waiting_summary& w) {
   if (w.barrier_seconds > 0.0 && w.waited_seconds < w.barrier_seconds)
     text += " (" + fixed(100.0 * avoided_fraction(w), 0) + "% avoided)";
   else if (w.barrier_seconds > 0.0)
-    text += "\n" + std::string(20, ' ') +
-            "(above a barrier's: reductions and messages add to the wait)";
+    text += "\n(above a barrier's: reductions and messages add to it)";
   return text;
+}
+
+// The words of `line`, a number and its unit ("8.71 s", "2.14 GB") kept together as one.
+std::vector<std::string> unbreakable_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string word; in >> word;) {
+    const bool unit = word.size() <= 2 && std::isalpha(static_cast<unsigned char>(word[0]));
+    if (unit && !words.empty() && std::isdigit(static_cast<unsigned char>(words.back().back())))
+      words.back() += ' ' + word;
+    else
+      words.push_back(word);
+  }
+  return words;
+}
+
+// The summary fits an 80-column terminal: text longer than `width` goes on in further lines
+// indented by `indent`, broken between words ('\n' in the text breaks too).
+std::string wrapped(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out;
+  std::size_t column = 0;
+  std::istringstream lines(text);
+  std::string line;
+  bool first_line = true;
+  while (std::getline(lines, line)) {
+    if (!first_line) {
+      out += '\n' + std::string(indent, ' ');
+      column = 0;
+    }
+    first_line = false;
+    for (const auto& word : unbreakable_words(line)) {
+      if (column > 0 && column + 1 + word.size() > width) {
+        out += '\n' + std::string(indent, ' ');
+        column = 0;
+      } else if (column > 0) {
+        out += ' ';
+        ++column;
+      }
+      out += word;
+      column += word.size();
+    }
+  }
+  return out;
 }
 
 nlohmann::json durations(const actors::duration_summary& d) {
@@ -167,8 +212,10 @@ void flush_directory(const std::filesystem::path& directory) {
 } // namespace
 
 void print_summary(std::ostream& out, const actors::run_summary& s) {
+  constexpr std::size_t label_width = 20; // two spaces and the label's column
   auto line = [&out](const std::string& label, const std::string& value) {
-    out << "  " << std::left << std::setw(18) << label << value << '\n';
+    out << "  " << std::left << std::setw(label_width - 2) << label
+        << wrapped(value, summary_columns - label_width, label_width) << '\n';
   };
   out << "\nHerd run summary\n";
   line("algorithm", s.algorithm + " (" + std::to_string(s.workers) + " workers on " + s.compute +
@@ -199,8 +246,13 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                               std::to_string(s.empty_contributions) + " empty; " +
                               std::to_string(late_steps(s)) + " late steps");
   line("waiting", waiting_line(s.waiting));
-  line("samples",
-       std::to_string(s.samples) + " (" + fixed(s.samples_per_second, 0) + " samples/s)");
+  // Workers compute more samples than are applied where late gradients are dropped.
+  std::uint64_t computed = 0;
+  for (const auto& w : s.per_worker)
+    computed += w.samples;
+  line("samples", std::to_string(s.samples) + " applied (" + fixed(s.samples_per_second, 0) +
+                      " samples/s)" +
+                      (computed > s.samples ? "; " + std::to_string(computed) + " computed" : ""));
   // Stopped at the target: the run keeps the parameters that reached it; the rounds then in
   // flight moved the workers' on, which is shown too where it differs.
   const bool both = s.final_test_accuracy && s.after_stop_test_accuracy &&
@@ -224,20 +276,22 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.target_accuracy > 0.0)
     line("time to " + fixed(s.target_accuracy, 3),
          s.time_to_target_seconds ? fixed(*s.time_to_target_seconds, 1) + " s" : "not reached");
-  out << "\n  worker   steps    late   samples   step mean   step p90   waited   wait/step"
-         "   barrier would\n";
+  out << "\n  worker  steps   late samples  step mean  step p90  waited  wait/step  barrier\n";
   for (const auto& w : s.per_worker) {
-    out << "  " << std::right << std::setw(6) << w.worker << std::setw(8) << w.steps << std::setw(8)
-        << w.late_steps << std::setw(10) << w.samples << std::setw(10)
-        << fixed(w.step_seconds.mean * 1e3, 2) << "ms" << std::setw(9)
-        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(8)
-        << fixed(w.waited_compared_seconds, 2) << "s" << std::setw(10)
-        << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms" << std::setw(15)
-        << fixed(w.barrier_wait_seconds, 2) << "s" << (w.live ? "" : "  (lost)") << '\n';
+    const std::string worker = std::to_string(w.worker) + (w.live ? "" : "*");
+    out << "  " << std::right << std::setw(6) << worker << std::setw(7) << w.steps << std::setw(7)
+        << w.late_steps << std::setw(8) << w.samples << std::setw(9)
+        << fixed(w.step_seconds.mean * 1e3, 2) << "ms" << std::setw(8)
+        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(7)
+        << fixed(w.waited_compared_seconds, 2) << "s" << std::setw(9)
+        << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms" << std::setw(8)
+        << fixed(w.barrier_wait_seconds, 2) << "s" << '\n';
   }
-  out << "  (waited: idle between steps; barrier would: what a synchronous barrier would have\n"
+  out << "  (waited: idle between steps; barrier: what a synchronous barrier would have\n"
          "   imposed; both over the "
       << s.waiting.steps_compared << " step numbers every worker finished)\n";
+  if (!std::all_of(s.per_worker.begin(), s.per_worker.end(), [](const auto& w) { return w.live; }))
+    out << "  (*: a worker lost during the run)\n";
   out << "\n  worker   step median    step p90     step max   variation (cv)\n";
   for (const auto& w : s.per_worker)
     out << "  " << std::right << std::setw(6) << w.worker << std::setw(12)
@@ -245,8 +299,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
         << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(11)
         << fixed(w.step_seconds.max * 1e3, 2) << "ms" << std::setw(17)
         << fixed(w.step_seconds.cv, 2) << '\n';
-  out << "  (cv: the step times' standard deviation over their mean; steps of variable-length\n"
-         "   inputs vary by themselves, injected delays add to it)\n";
+  out << "  (cv: the step times' standard deviation over their mean; steps of\n"
+         "   variable-length inputs vary by themselves, injected delays add to it)\n";
 }
 
 std::string report_json(const actors::run_summary& s, const config::run_config& config) {

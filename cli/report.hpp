@@ -4,12 +4,17 @@
 #include "herd/run_config.hpp"
 #include "herd/run_summary.hpp"
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 
 namespace herd::cli {
 
-/// The run summary as a few aligned lines and a per-worker table.
+/// The widest line of the summary: it fits an 80-column terminal.
+constexpr std::size_t summary_columns = 79;
+
+/// The run summary as a few aligned lines and a per-worker table, none wider than
+/// summary_columns: a long value goes on under its label.
 void print_summary(std::ostream& out, const actors::run_summary& summary);
 
 /// The JSON report (docs/report.md lists the fields).

@@ -160,12 +160,63 @@ std::string summary_text(double waited, double barrier) {
 
 TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
   const auto above = summary_text(13.73, 8.71);
-  EXPECT_THAT(above, HasSubstr("13.73 s idle; a synchronous barrier would have imposed 8.71 s\n"));
-  EXPECT_THAT(above, HasSubstr("(above a barrier's: reductions and messages add to the wait)\n"));
+  const std::string under_the_label(20, ' ');
+  EXPECT_THAT(above, HasSubstr("13.73 s idle; a synchronous barrier would have imposed\n" +
+                               under_the_label + "8.71 s\n")); // the number with its unit
+  EXPECT_THAT(above, HasSubstr(under_the_label +
+                               "(above a barrier's: reductions and messages add to it)\n"));
   EXPECT_THAT(above, testing::Not(HasSubstr("avoided")));
   const auto below = summary_text(2.78, 17.38);
   EXPECT_THAT(below, HasSubstr("(84% avoided)"));
   EXPECT_THAT(below, testing::Not(HasSubstr("above a barrier's")));
+}
+
+// The whole summary fits an 80-column terminal, with every optional line, long values, large
+// counts and a lost worker: a long value goes on under its label, broken between words.
+TEST(summary, every_line_fits_an_80_column_terminal) {
+  herd::actors::run_summary summary;
+  summary.algorithm = "preduce";
+  summary.workers = 16;
+  summary.compute = "cuda:0 (NVIDIA H200)";
+  summary.data_plane = "gloo";
+  summary.imbalance = "persistent (workers 0, 1 delayed 120 ms)";
+  summary.stop_reason = "error";
+  summary.error = "node 10.0.0.7:7001 lost while the job had no node to spare and min-nodes 2";
+  summary.aborted_rounds = 12;
+  summary.workers_joined = 4;
+  summary.stale_contributions = 123456;
+  summary.target_accuracy = 0.9;
+  summary.final_test_accuracy = 0.9012;
+  summary.after_stop_test_accuracy = 0.8876;
+  summary.waiting = {1234567, 1234.56, 98765.43};
+  for (int w = 0; w < 16; ++w) {
+    herd::actors::worker_summary worker;
+    worker.worker = w;
+    worker.live = w != 7;
+    worker.steps = 123456;
+    worker.late_steps = 23456;
+    worker.samples = 3950592;
+    worker.step_seconds = {0.12345, 0.1, 0.99999, 1.5, 0.84};
+    worker.waited_compared_seconds = 999.99;
+    worker.wait_seconds_per_step.mean = 0.01234;
+    worker.barrier_wait_seconds = 1234.56;
+    summary.per_worker.push_back(worker);
+  }
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  std::istringstream lines(out.str());
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count)
+    EXPECT_LE(line.size(), herd::cli::summary_columns) << line;
+  EXPECT_GT(count, 40);
+  // Nothing was cut: the long error comes whole, broken between words under its label; the lost
+  // worker is marked.
+  EXPECT_THAT(out.str(), HasSubstr("(node 10.0.0.7:7001 lost while the\n" + std::string(20, ' ') +
+                                   "job had no node to spare and min-nodes 2)\n"));
+  EXPECT_THAT(out.str(), HasSubstr("\n      7* 123456"));
+  EXPECT_THAT(out.str(), HasSubstr("(*: a worker lost during the run)"));
+  // The workers computed 16 x 3950592 samples, none of them applied.
+  EXPECT_THAT(out.str(), HasSubstr("0 applied (0 samples/s); 63209472 computed"));
 }
 
 // The step-time distribution per worker: median, p90, max and the coefficient of variation in
