@@ -1,0 +1,340 @@
+// Inside the gloo data plane (internal: included by comm/gloo_*.cpp only): the mesh of Gloo tcp
+// pairs built once (gloo_plane.cpp: connecting, deadlines, failures) and the group collectives
+// over Gloo's unbound buffers, point to point and tagged by slot (gloo_collectives.cpp).
+//
+// What Gloo (Debian's 0.0~git20220518 snapshot) does and does not guarantee, and what follows:
+//
+// * UnboundBuffer::waitRecv/waitSend with a timeout that expires calls Context::signalException,
+//   which closes *every* pair of the context ("Application timeout caused pair closure"; checked:
+//   after rank 1 times out waiting for rank 0, its pair with rank 2 is closed too): one slow peer
+//   would cut this rank off from all others. So Gloo's waits get a timeout that never
+//   expires, and our deadline comes from the watchdog's expire hook (comm/watchdog.hpp): it calls
+//   abortWaitRecv/Send, which only wakes the waiter (the wait returns false) and closes nothing.
+// * An aborted or failed operation stays queued in the pair (localPendingRecv_/Send_). Destroying
+//   its UnboundBuffer does stop Gloo from touching the memory (a weak pointer, see
+//   gloo/common/memory.h), but when the peer's payload for it arrives later, Pair::prepareRead
+//   finds the buffer gone and returns without consuming the payload: the pair stops reading for
+//   good (checked: a later message on another slot of that pair never arrives, and the device
+//   thread keeps polling); a send fares the same (Pair::write never drains tx_). So a
+//   buffer with an operation pending on a live pair must stay alive. Hence: every send and
+//   receive goes through staging memory that the plane owns, never through the caller's buffers;
+//   after a failure the operation's staging and buffers are parked until each pending transfer
+//   completes late or its pair is known dead, and only then freed. The caller's buffers are read
+//   and written only by the calling thread, so they are never written after return.
+// * A pair that sees an error (EOF, reset) signals the buffers queued on it, but not one whose
+//   payload it is reading at that moment, nor a send already handed to its tx_ queue: those
+//   waiters learn nothing and end at our deadline. Every error therefore ends within `timeout`,
+//   sometimes at it rather than at once.
+// * Gloo writes with writev(2) and never ignores SIGPIPE: a write to a peer that died would kill
+//   this process. The first plane sets SIGPIPE to SIG_IGN when it is still at SIG_DFL.
+// * Thread safety: Pair::send/recv take the pair's mutex and then the context's (the Mutator);
+//   the device thread only try_locks a pair; an UnboundBuffer guards its counters with its own
+//   mutex. Operations from several threads on one context are therefore safe as long as each
+//   buffer belongs to one operation (here: one buffer per message) and concurrent operations use
+//   distinct slots (here: distinct tags). Messages on one pair and slot match in posting order.
+//   The one unlocked shared state found (helgrind) is in device creation; see the constructor.
+#pragma once
+
+#include "comm/gloo_plane.hpp"
+#include "comm/watchdog.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace herd::comm::gloo_detail {
+
+using steady_clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// One message carries at most this many floats (1 MiB), so that a rank adds (or copies) one segment
+// while the next ones are on the wire, and forwards each segment as soon as it is ready
+// (pipelining, as Gloo's allreduce_ring_chunked does).
+constexpr std::size_t segment_floats = std::size_t{256} * 1024;
+
+// A slot is tag << 16 | kind << 15 | step: 15 bits for the step of the algorithm, one for the
+// collective, the upper 48 for the tag. Distinct steps use distinct slots, so messages of
+// concurrent operations (distinct tags) or of different steps never match each other.
+constexpr int tag_shift = 16;
+constexpr std::uint64_t max_tag = (std::uint64_t{1} << (64 - tag_shift)) - 1;
+constexpr int max_steps = 1 << 15;
+enum class operation_kind : std::uint64_t { allreduce = 0, broadcast = 1 };
+
+inline std::uint64_t slot_of(std::uint64_t tag, operation_kind kind, int step) {
+  return (tag << tag_shift) | (static_cast<std::uint64_t>(kind) << 15) |
+         static_cast<std::uint64_t>(step);
+}
+
+// Long enough never to expire (see the top of the file: an expiring Gloo wait closes every pair),
+// short enough not to overflow steady_clock::now() + timeout in nanoseconds.
+constexpr milliseconds never = std::chrono::hours(24 * 365 * 10);
+
+/// "{0, 2, 3}".
+std::string describe(const std::vector<int>& ranks);
+
+/// The plane's boundary: what the operation threw, as a status.
+status guarded(const std::function<void()>& call);
+
+// Memory that Gloo reads and writes on behalf of an operation; recycled across operations, since
+// fresh pages of a large buffer cost more to fault in than a reduction of them.
+struct staging_block {
+  std::unique_ptr<float[]> floats;
+  std::size_t capacity = 0;
+};
+
+// Ranks split `count` floats into k chunks of count/k (the first count%k one more), each cut into
+// segments of at most segment_floats.
+struct partition {
+  std::size_t count = 0;
+  int parts = 1;
+
+  std::size_t begin(int chunk) const {
+    auto base = count / static_cast<std::size_t>(parts);
+    auto extra = count % static_cast<std::size_t>(parts);
+    auto c = static_cast<std::size_t>(chunk);
+    return c * base + std::min(c, extra);
+  }
+  std::size_t size(int chunk) const { return begin(chunk + 1) - begin(chunk); }
+  std::size_t segments(int chunk) const {
+    return (size(chunk) + segment_floats - 1) / segment_floats;
+  }
+  std::size_t segment_begin(int chunk, std::size_t segment) const {
+    return begin(chunk) + segment * segment_floats;
+  }
+  std::size_t segment_size(int chunk, std::size_t segment) const {
+    return std::min(segment_floats, size(chunk) - segment * segment_floats);
+  }
+};
+
+class gloo_mesh final : public gloo_plane {
+public:
+  gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>& store,
+            const gloo_plane_options& options);
+  ~gloo_mesh() override;
+
+  // Each operation has ended when it returns; what it threw is its result.
+  std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
+                                     float* out, std::size_t count,
+                                     const operation_options& options) override {
+    return ended_work(guarded([&] { reduce(inputs, send, out, count, options); }));
+  }
+  std::shared_ptr<work> broadcast(float* data, std::size_t count, const std::vector<int>& ranks,
+                                  int root, const operation_options& options) override {
+    return ended_work(guarded([&] { broadcast_from(root, data, count, ranks, options); }));
+  }
+
+private:
+  class operation;
+  struct parked_operation;
+
+  void reduce(const std::vector<weighted_input>& inputs, const float* send, float* out,
+              std::size_t count, const operation_options& options);
+  void broadcast_from(int root, float* data, std::size_t count, const std::vector<int>& ranks,
+                      const operation_options& options);
+  // Throws std::invalid_argument (naming both operands, and `null_buffer`, the name of a null
+  // buffer if any) for a bad call; returns rank()'s position.
+  int check_call(const char* name, const char* null_buffer, std::size_t count,
+                 const std::vector<int>& ranks, std::uint64_t tag) const;
+  void run(std::string description, const operation_options& options, std::size_t count,
+           const std::function<void(operation&)>& body);
+  void ring_allreduce(operation& op, const float* send, float weight, float* out, std::size_t count,
+                      const std::vector<int>& ranks, int position);
+  void chain_broadcast(operation& op, float* data, std::size_t count, const std::vector<int>& ranks,
+                       int position, int root_position);
+
+  staging_block take_staging(std::size_t count);
+  void give_back_staging(staging_block block);
+
+  void mark_lost(int peer, const std::string& reason);
+  bool is_lost(int peer) const;
+  void fail(std::unique_ptr<operation> op);
+  void park(std::unique_ptr<operation> op);
+  void reap(parked_operation& parked);
+  void free_reaped();
+
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+
+  const milliseconds default_timeout_;
+  std::unique_ptr<watchdog> watchdog_; // each operation's deadline: its expire hook wakes its waits
+
+  std::mutex staging_mutex_;
+  std::vector<staging_block> spare_staging_;
+
+  mutable std::mutex state_mutex_;
+  std::map<int, std::string> lost_peers_; // peer -> what Gloo said when its pair failed
+  std::set<std::uint64_t> failed_tags_;
+  std::list<std::unique_ptr<parked_operation>> parked_;
+  std::atomic<bool> closing_{false};
+};
+
+// The resources of one collective: its staging memory and one Gloo buffer per message, each
+// remembered with its peer so that a failure names the peer and a parked operation knows which
+// pair it waits on.
+class gloo_mesh::operation {
+public:
+  struct transfer {
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    int peer = -1;
+    bool sending = false;
+    bool pending = true; // posted and not seen complete
+  };
+
+  operation(gloo_mesh& plane, std::string description, std::uint64_t tag, milliseconds timeout,
+            staging_block staging)
+      : plane_(plane), description_(std::move(description)), tag_(tag), timeout_(timeout),
+        staging_(std::move(staging)) {}
+
+  float* staging() { return staging_.floats.get(); }
+  // Only on success, once no transfer is pending (Gloo touches no completed buffer).
+  staging_block release_staging() { return std::move(staging_); }
+  const std::string& description() const { return description_; }
+  std::uint64_t tag() const { return tag_; }
+
+  std::size_t post_send(int peer, std::uint64_t slot, float* from, std::size_t floats) {
+    return post(peer, slot, from, floats, true);
+  }
+  std::size_t post_recv(int peer, std::uint64_t slot, float* into, std::size_t floats) {
+    return post(peer, slot, into, floats, false);
+  }
+
+  // Blocks until transfer `index` completes; throws comm_error naming its peer when the deadline
+  // passes or the peer's pair fails.
+  void wait(std::size_t index) {
+    transfer& t = transfers_[index];
+    if (timed_out_.load())
+      throw_timeout(t);
+    bool completed = false;
+    try {
+      completed =
+          t.sending ? t.buffer->waitSend(nullptr, never) : t.buffer->waitRecv(nullptr, never);
+    } catch (const gloo::Exception& failure) {
+      plane_.mark_lost(t.peer, failure.what());
+      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(t.peer) +
+                                               " failed: " + failure.what());
+    }
+    if (!completed)
+      throw_timeout(t);
+    t.pending = false;
+  }
+
+  // The watchdog's expire hook, once the deadline has passed.
+  void expire() {
+    std::lock_guard<std::mutex> guard(transfers_mutex_);
+    timed_out_.store(true);
+    for (auto& t : transfers_)
+      abort(t);
+  }
+
+  // Wakes the waits on transfers with `peer` (every one when peer is -1); the parked operation's
+  // reaper then looks again at why it waits. (Reads no `pending`: the reaper writes it.)
+  void abort_pending(int peer) {
+    std::lock_guard<std::mutex> guard(transfers_mutex_);
+    for (auto& t : transfers_)
+      if (peer < 0 || t.peer == peer)
+        abort(t);
+  }
+
+  // After a failure, on the operation's own thread: which peers' pairs have failed, as far as the
+  // pending transfers can tell. An abort followed by a wait never blocks: the wait rethrows the
+  // error the pair signalled to the buffer, or returns false for the abort.
+  std::map<int, std::string> probe_lost_peers() {
+    std::map<int, std::string> lost;
+    for (auto& t : transfers_) {
+      if (!t.pending)
+        continue;
+      abort(t);
+      try {
+        bool completed =
+            t.sending ? t.buffer->waitSend(nullptr, never) : t.buffer->waitRecv(nullptr, never);
+        if (completed)
+          t.pending = false;
+      } catch (const gloo::Exception& failure) {
+        lost.emplace(t.peer, failure.what());
+        plane_.mark_lost(t.peer, failure.what());
+      }
+    }
+    return lost;
+  }
+
+  std::deque<transfer>& transfers() { return transfers_; }
+
+private:
+  std::size_t post(int peer, std::uint64_t slot, float* memory, std::size_t floats, bool sending) {
+    std::size_t index = 0;
+    {
+      std::lock_guard<std::mutex> guard(transfers_mutex_);
+      transfer& t = transfers_.emplace_back();
+      t.buffer = plane_.context_->createUnboundBuffer(memory, floats * sizeof(float));
+      t.peer = peer;
+      t.sending = sending;
+      index = transfers_.size() - 1;
+      // A transfer posted after the deadline must not wait: the watchdog has already been by.
+      if (timed_out_.load())
+        abort(transfers_.back());
+    }
+    auto* buffer = transfers_[index].buffer.get();
+    try {
+      if (sending)
+        buffer->send(peer, slot, 0, floats * sizeof(float));
+      else
+        buffer->recv(peer, slot, 0, floats * sizeof(float));
+    } catch (const gloo::Exception& failure) {
+      plane_.mark_lost(peer, failure.what());
+      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(peer) +
+                                               " is unreachable: " + failure.what());
+    }
+    return index;
+  }
+
+  static void abort(transfer& t) {
+    if (t.sending)
+      t.buffer->abortWaitSend();
+    else
+      t.buffer->abortWaitRecv();
+  }
+
+  [[noreturn]] void throw_timeout(const transfer& t) const {
+    auto peer = std::to_string(t.peer);
+    throw comm_error(outcome::timeout,
+                     description_ + ": timed out after " + std::to_string(timeout_.count()) +
+                         " ms waiting for rank " + peer +
+                         (t.sending ? " to take our data" : " to send its data") + " (rank " +
+                         peer + ", or a rank it waits for, failed or is stuck)");
+  }
+
+  gloo_mesh& plane_;
+  const std::string description_;
+  const std::uint64_t tag_;
+  const milliseconds timeout_;
+  // Declared before the transfers, so destroyed after them: a Gloo buffer must be gone before
+  // the memory it points into.
+  staging_block staging_;
+  std::mutex transfers_mutex_;
+  std::deque<transfer> transfers_; // a deque: references stay valid while posting
+  std::atomic<bool> timed_out_{false};
+};
+
+// A failed operation whose transfers may still be queued in live pairs, and the thread that
+// waits them out.
+struct gloo_mesh::parked_operation {
+  std::unique_ptr<operation> op;
+  std::thread reaper;
+  std::atomic<bool> done{false};
+};
+
+} // namespace herd::comm::gloo_detail
