@@ -1,7 +1,7 @@
-// herd coordinator and herd node as real processes on loopback (and, where the machine allows,
-// in network namespaces joined by veth): the quick-start job reaches its target across them; a
-// node killed or frozen mid-run is detected and the run goes on; garbage sent to the coordinator's
-// port does not bring it down. The accuracy tests need the dataset-fashion-mnist package.
+// herd coordinator and herd node as real processes on loopback: the quick-start job reaches its
+// target across them; a node killed or frozen mid-run is detected and the run goes on; garbage
+// sent to the coordinator's port does not bring it down (netns_cluster_test: the same across
+// network namespaces). The accuracy tests need the dataset-fashion-mnist package.
 #include <arpa/inet.h>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "support/background_process.hpp"
+#include "support/cluster_processes.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
@@ -30,125 +31,10 @@ using namespace std::chrono_literals;
 
 const std::string quickstart = std::string(HERD_CONFIG_DIR) + "/quickstart.ini";
 
-bool fashion_mnist_missing() {
-  if (std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
-    return false;
-  // As in quickstart_test: where the data is required (CI), its absence is a failure.
-  if (std::getenv("HERD_REQUIRE_DATA") != nullptr)
-    ADD_FAILURE() << "Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist";
-  return true;
-}
-
-#define REQUIRE_FASHION_MNIST()                                                                    \
-  do {                                                                                             \
-    if (fashion_mnist_missing())                                                                   \
-      GTEST_SKIP() << "Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist";     \
-  } while (false)
-
-// Runs a command; true when it exited 0.
-bool shell(const std::string& command) {
-  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
-}
-
-// A file only this user may read (a token file, as docs/deploy.md makes one).
-void write_private_file(const std::string& path, const std::string& content) {
-  std::ofstream(path) << content;
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write);
-}
-
-// A coordinator and its nodes, each a background process logging to a file of `dir`.
-class cluster {
-public:
-  cluster(const temp_directory& dir, std::vector<std::string> coordinator_args,
-          const std::string& coordinator_host = "127.0.0.1")
-      : dir_(dir), port_(herd::testing::free_loopback_port()) {
-    std::vector<std::string> argv{HERD_BINARY, "coordinator",
-                                  "--listen",  coordinator_host + ":" + std::to_string(port_),
-                                  "--report",  report_path()};
-    argv.insert(argv.end(), coordinator_args.begin(), coordinator_args.end());
-    coordinator_ = std::make_unique<background_process>(argv, dir_.file("coordinator.log"));
-  }
-
-  // `prefix`: a command the node runs under (ip netns exec NAME), or empty.
-  background_process& add_node(int workers, std::vector<std::string> extra = {},
-                               const std::vector<std::string>& prefix = {},
-                               const std::string& coordinator_host = "127.0.0.1") {
-    std::vector<std::string> argv = prefix;
-    const std::vector<std::string> node{
-        HERD_BINARY,     "node",
-        "--coordinator", coordinator_host + ":" + std::to_string(port_),
-        "--workers",     std::to_string(workers),
-        "--name",        "node" + std::to_string(nodes_.size())};
-    argv.insert(argv.end(), node.begin(), node.end());
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    nodes_.push_back(std::make_unique<background_process>(
-        argv, dir_.file("node" + std::to_string(nodes_.size()) + ".log")));
-    return *nodes_.back();
-  }
-
-  background_process& coordinator() { return *coordinator_; }
-  background_process& node(std::size_t index) { return *nodes_[index]; }
-  int port() const { return port_; }
-  std::string report_path() const { return dir_.file("report.json"); }
-
-  nlohmann::json report() const {
-    std::ifstream in(report_path());
-    return in.good() ? nlohmann::json::parse(in) : nlohmann::json();
-  }
-
-  // Everything every process wrote, for failure messages.
-  std::string logs() const {
-    std::string text = "--- coordinator:\n" + coordinator_->output();
-    for (std::size_t i = 0; i < nodes_.size(); ++i)
-      text += "--- node " + std::to_string(i) + ":\n" + nodes_[i]->output();
-    return text;
-  }
-
-  // The workers node `name` hosts, from the coordinator's "(name) ready: workers a-b" line.
-  // From the coordinator's "(name) ready: worker 3" or "... ready: workers 0-1".
-  std::vector<int> workers_of(const std::string& name) const {
-    const std::string marker = "(" + name + ") ready: worker";
-    const std::string output = coordinator_->output();
-    const auto at = output.find(marker);
-    if (at == std::string::npos)
-      return {};
-    const char* text = output.c_str() + at + marker.size();
-    int first = 0, last = -1;
-    if (std::sscanf(text, "s %d-%d", &first, &last) != 2 && std::sscanf(text, " %d", &first) == 1)
-      last = first;
-    std::vector<int> workers;
-    for (int worker = first; worker <= last; ++worker)
-      workers.push_back(worker);
-    return workers;
-  }
-
-  // Waits until the coordinator's output contains `text`; false after `timeout`.
-  bool coordinator_says(const std::string& text, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (coordinator_->output().find(text) != std::string::npos)
-        return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-
-private:
-  const temp_directory& dir_;
-  int port_;
-  std::unique_ptr<background_process> coordinator_;
-  std::vector<std::unique_ptr<background_process>> nodes_;
-};
-
-// The evaluation that reached the target happened within the epochs of the job.
-bool reached_target(const nlohmann::json& report, double target, double epochs) {
-  for (const auto& evaluation : report["evaluations"])
-    if (evaluation["test_accuracy"].get<double>() >= target &&
-        evaluation["epoch"].get<double>() <= epochs)
-      return true;
-  return false;
-}
+using herd::testing::cluster;
+using herd::testing::reached_target;
+using herd::testing::shell;
+using herd::testing::write_private_file;
 
 TEST(cluster_cli, a_coordinator_and_three_nodes_train_the_quick_start_to_the_target) {
   REQUIRE_FASHION_MNIST();
@@ -559,108 +445,6 @@ TEST(cluster_cli, tls_settings_that_cannot_work_are_bad_input_naming_the_key) {
   EXPECT_NE(missing.output.find("cluster.tls-cert"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find("cluster.tls-ca = \"/nonexistent.pem\""), std::string::npos)
       << missing.output;
-}
-
-// -- three network namespaces joined by veth ------------------------------------------------
-
-// Namespaces herd-<pid>-{c,a,b}: the coordinator in c (10.77.0.1), nodes in a and b
-// (10.77.0.2, .3), all on one bridge in namespace c. Removed with the object.
-class namespaces {
-public:
-  namespaces() : prefix_("herd" + std::to_string(::getpid() % 100000)) {}
-  ~namespaces() {
-    for (const char* name : {"c", "a", "b"})
-      shell("ip netns del " + prefix_ + name);
-  }
-
-  bool create() {
-    const std::string c = prefix_ + "c";
-    if (!shell("ip netns add " + c))
-      return false;
-    bool ok = shell("ip -n " + c + " link set lo up") &&
-              shell("ip -n " + c + " link add br0 type bridge") &&
-              shell("ip -n " + c + " link set br0 up") &&
-              shell("ip -n " + c + " addr add 10.77.0.1/24 dev br0");
-    ok = ok && attach("a", 2) && attach("b", 3);
-    return ok;
-  }
-
-  // Namespace `name` with eth0 = 10.77.0.<host>, its veth peer on c's bridge.
-  bool attach(const std::string& name, int host) const {
-    const std::string c = prefix_ + "c";
-    const std::string ns = prefix_ + name;
-    const std::string veth = prefix_ + name + "v";
-    return shell("ip netns add " + ns) && shell("ip -n " + ns + " link set lo up") &&
-           shell("ip -n " + ns + " link add eth0 type veth peer name " + veth + " netns " + c) &&
-           shell("ip -n " + ns + " addr add 10.77.0." + std::to_string(host) + "/24 dev eth0") &&
-           shell("ip -n " + ns + " link set eth0 up") &&
-           shell("ip -n " + c + " link set " + veth + " master br0") &&
-           shell("ip -n " + c + " link set " + veth + " up");
-  }
-
-  std::vector<std::string> exec(const char* name) const {
-    return {"/usr/sbin/ip", "netns", "exec", prefix_ + name};
-  }
-
-private:
-  std::string prefix_;
-};
-
-TEST(cluster_cli, the_quick_start_reaches_the_target_across_three_network_namespaces) {
-  REQUIRE_FASHION_MNIST();
-  namespaces spaces;
-  if (!std::filesystem::exists("/usr/sbin/ip") || !spaces.create())
-    GTEST_SKIP() << "cannot create network namespaces here (needs root, CAP_SYS_ADMIN and "
-                    "iproute2; containers often forbid it): the cross-namespace run is skipped";
-  temp_directory dir;
-  // An address other machines reach needs a token: from a file only this user reads, as
-  // docs/deploy.md says.
-  const std::string token_file = dir.file("token");
-  write_private_file(token_file, "namespace-cluster-token-1234567890\n");
-  const std::string token_option = "--cluster.token-file=" + token_file;
-  // The coordinator runs in namespace c and listens on the bridge's address.
-  std::vector<std::string> argv = spaces.exec("c");
-  const int port = 17070;
-  const std::vector<std::string> coordinator{HERD_BINARY, "coordinator", "--listen",
-                                             "10.77.0.1:" + std::to_string(port), "--config",
-                                             quickstart, "--train.target-accuracy=0.85",
-                                             // What is tested is the network between namespaces:
-                                             // sync's accuracy does not depend on the machine's
-                                             // load (solo's, with stale gradients, can miss 0.85
-                                             // in 3 epochs on a loaded 2-core machine).
-                                             "--train.algorithm=sync", "--cluster.min-nodes=3",
-                                             token_option, "--report", dir.file("report.json")};
-  argv.insert(argv.end(), coordinator.begin(), coordinator.end());
-  background_process coordinator_process(argv, dir.file("coordinator.log"));
-  std::vector<std::unique_ptr<background_process>> nodes;
-  const std::vector<std::pair<const char*, int>> placement{{"a", 2}, {"b", 1}, {"c", 1}};
-  for (const auto& [space, workers] : placement) {
-    auto node_argv = spaces.exec(space);
-    const std::vector<std::string> node{HERD_BINARY,     "node",
-                                        "--coordinator", "10.77.0.1:" + std::to_string(port),
-                                        "--workers",     std::to_string(workers),
-                                        token_option};
-    node_argv.insert(node_argv.end(), node.begin(), node.end());
-    nodes.push_back(std::make_unique<background_process>(
-        node_argv, dir.file(std::string("node-") + space + ".log")));
-  }
-  auto logs = [&] {
-    std::string text = coordinator_process.output();
-    for (const auto& node : nodes)
-      text += "\n---\n" + node->output();
-    return text;
-  };
-  ASSERT_EQ(coordinator_process.wait(10min), 0) << logs();
-  std::ifstream in(dir.file("report.json"));
-  const auto report = nlohmann::json::parse(in);
-  EXPECT_EQ(report["workers"], 4);
-  EXPECT_EQ(report["stop_reason"], "target-accuracy") << logs();
-  EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << logs();
-  // Each node's data plane listened on its own namespace's address.
-  EXPECT_NE(nodes[0]->output().find("data plane connected (10.77.0.2"), std::string::npos)
-      << logs();
-  EXPECT_NE(nodes[1]->output().find("data plane connected (10.77.0.3"), std::string::npos)
-      << logs();
 }
 
 } // namespace
