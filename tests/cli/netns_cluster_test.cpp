@@ -169,14 +169,16 @@ INSTANTIATE_TEST_SUITE_P(netns_cluster, every_algorithm,
 // back it should join the running job again in place of its own workers (the documented rule),
 // which goes on meanwhile.
 //
-// DISABLED: it fails today, and is kept as the reproduction of that bug. The node notices the
-// loss and dials again once the link is back, but its new connection is dropped at once ("the
-// coordinator did not admit this node: lost the coordinator while the cluster formed:
-// remote_link_unreachable") and it exits 1 when cluster.rejoin-s runs out. Unlike a paused
-// process (cluster_cli_test's SIGSTOP test, which passes), a cut link leaves the coordinator's
-// side of the old connection open, and the same node (same CAF node id) connecting again seems to
-// be refused while it is. Run it with --gtest_also_run_disabled_tests. A node restarted as a new
-// process joins (the fresh-namespace test below).
+// DISABLED: it fails in about one run of six (3 of 20 alone on a quiet machine; it passes in
+// about 16 s, and fails after rejoin-s), and is kept as the reproduction of that bug. When it
+// fails, the node dials again once the link is back and passes the gate, but the coordinator's
+// CAF closes the new connection: twice before the server handshake reached the node (the
+// node's connect times out), then once just after it (the node sees the coordinator "lost
+// while the cluster formed") and it exits 1 when cluster.rejoin-s runs out. The coordinator's
+// side of each new connection had the same descriptor number as the old, timed-out one; giving
+// CAF fresh numbers made it rarer (2 of 22 runs) but not gone, so the cause is not (only) that.
+// Run it with --gtest_also_run_disabled_tests. A node restarted as a new process joins (the
+// fresh-namespace test below).
 TEST(netns_cluster, DISABLED_a_partition_that_heals_loses_the_node_and_brings_it_back) {
   network_namespaces spaces;
   REQUIRE_NAMESPACES(spaces);
