@@ -5,7 +5,7 @@
 // the later rows' ratios.
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
-//              [--hostname=127.0.0.1]
+//              [--hostname=127.0.0.1] [--compression=none,fp16,bf16]
 //
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
@@ -14,6 +14,10 @@
 // bandwidth of two streams running both ways at once over one connection (duplex: what each ring
 // step asks of the kernel), and busbw / duplex. All processes share this host's cores: with more
 // busy threads than cores the ring is CPU-bound, not network-bound. Asserts nothing.
+//
+// With --compression, each wire format runs in turn (comm.compression); the bandwidths count the
+// floats reduced (4 bytes each), not the bytes on the wire, and `vs_none` is none's time over
+// this format's at the same P and size (above 1: faster).
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include <map>
 #include <netinet/in.h>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -45,6 +50,7 @@ struct options {
   int repetitions = 7;
   int warmup = 2;
   std::string hostname = "127.0.0.1";
+  std::vector<std::string> compressions{"none"};
 };
 
 template <typename T>
@@ -58,7 +64,7 @@ std::vector<T> parse_list(const std::string& text) {
 
 void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
-         "                  [--warmup=2] [--hostname=127.0.0.1]\n"
+         "                  [--warmup=2] [--hostname=127.0.0.1] [--compression=none,fp16,bf16]\n"
          "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
@@ -81,6 +87,18 @@ options parse(int argc, char** argv) {
       parsed.warmup = std::stoi(value);
     } else if (key == "--hostname") {
       parsed.hostname = value;
+    } else if (key == "--compression") {
+      parsed.compressions.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');) {
+        try {
+          herd::comm::wire_format_of(item);
+        } catch (const std::invalid_argument& bad) {
+          std::cerr << "bench_gloo: --compression: " << bad.what() << "\n";
+          std::exit(2);
+        }
+        parsed.compressions.push_back(item);
+      }
     } else {
       usage(std::cerr);
       std::exit(2);
@@ -159,7 +177,8 @@ bool wait_all(const std::vector<pid_t>& children) {
 // One process per rank; every rank reports "size repetition seconds" for each timed allreduce.
 // Returns, per size in bytes, the median over repetitions of the slowest rank's time.
 std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
-                                             const std::string& store_directory) {
+                                             const std::string& store_directory,
+                                             herd::comm::wire_format compression) {
   int channel[2];
   if (::pipe(channel) != 0) {
     std::perror("bench_gloo: pipe");
@@ -172,6 +191,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       herd::comm::gloo_plane_options plane_options;
       plane_options.hostname = opts.hostname;
       plane_options.prefix = "bench-" + std::to_string(processes);
+      plane_options.compression = compression;
       auto plane = herd::comm::make_gloo_plane(
           rank, processes, herd::comm::make_file_store(store_directory), plane_options);
       std::vector<herd::comm::weighted_input> everyone;
@@ -350,8 +370,9 @@ int main(int argc, char** argv) {
 
   std::printf("bench_gloo: %d repetitions (median) after %d warm-up, %u cores on this host\n",
               opts.repetitions, opts.warmup, std::thread::hardware_concurrency());
-  std::printf("%5s %9s %10s %11s %11s %9s %10s %11s %13s\n", "procs", "size_MB", "time_ms",
-              "algbw_GB/s", "busbw_GB/s", "tcp_GB/s", "busbw/tcp", "duplex_GB/s", "busbw/duplex");
+  std::printf("%5s %5s %9s %10s %11s %11s %9s %10s %11s %13s %8s\n", "procs", "wire", "size_MB",
+              "time_ms", "algbw_GB/s", "busbw_GB/s", "tcp_GB/s", "busbw/tcp", "duplex_GB/s",
+              "busbw/duplex", "vs_none");
   for (int processes : opts.processes) {
     std::map<std::size_t, double> raw_tcp;
     std::map<std::size_t, double> duplex_tcp;
@@ -359,18 +380,25 @@ int main(int argc, char** argv) {
       raw_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), false);
       duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
     }
-    auto directory = store_root / std::to_string(processes);
-    auto times = time_allreduce(opts, processes, directory.string());
-    for (double size_mb : opts.sizes_mb) {
-      auto bytes = bytes_of(size_mb);
-      double seconds = times[bytes];
-      double algbw = static_cast<double>(bytes) / seconds / 1e9;
-      double busbw = algbw * 2.0 * (processes - 1) / processes;
-      double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
-      double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
-      std::printf("%5d %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f\n", processes, size_mb,
-                  seconds * 1e3, algbw, busbw, tcp, busbw / tcp, duplex, busbw / duplex);
-      std::fflush(stdout);
+    std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
+    for (const auto& wire : opts.compressions) {
+      auto directory = store_root / (std::to_string(processes) + "-" + wire);
+      times[wire] = time_allreduce(opts, processes, directory.string(),
+                                   herd::comm::wire_format_of(wire));
+      for (double size_mb : opts.sizes_mb) {
+        auto bytes = bytes_of(size_mb);
+        double seconds = times[wire][bytes];
+        double algbw = static_cast<double>(bytes) / seconds / 1e9;
+        double busbw = algbw * 2.0 * (processes - 1) / processes;
+        double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
+        double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
+        const auto none = times.find("none");
+        const double versus_none = none != times.end() ? none->second[bytes] / seconds : 0.0;
+        std::printf("%5d %5s %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f\n",
+                    processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp,
+                    busbw / tcp, duplex, busbw / duplex, versus_none);
+        std::fflush(stdout);
+      }
     }
   }
   std::filesystem::remove_all(store_root);

@@ -262,7 +262,11 @@ private:
       return failed(std::string("the data plane did not connect: ") + bad.what());
     }
     notify(options_, "data plane connected (" + hello_.data_host + ", " +
-                         std::to_string(welcome_.plane_nodes.size()) + " nodes)");
+                         std::to_string(welcome_.plane_nodes.size()) + " nodes" +
+                         (config_.comm.compression == "none"
+                              ? std::string()
+                              : ", " + config_.comm.compression + " on the wire") +
+                         ")");
     return true;
   }
 
@@ -285,6 +289,7 @@ private:
     plane_options.hostname = hello_.data_host;
     plane_options.prefix = plane_prefix(welcome_.job, generation);
     plane_options.timeout = timeout;
+    plane_options.compression = comm::wire_format_of(config_.comm.compression);
     return comm::make_gloo_plane(rank, size, std::make_shared<registry_store>(system_, registry_),
                                  plane_options);
   }

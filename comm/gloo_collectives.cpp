@@ -40,6 +40,46 @@ void copy_floats(float* to, const float* from, std::size_t n) {
     std::memcpy(to, from, n * sizeof(float));
 }
 
+// The 16-bit wire region after `count` staging floats, in floats.
+std::size_t wire_floats(wire_format format, std::size_t count) {
+  return format == wire_format::fp32 ? 0 : (count + 1) / 2;
+}
+
+// Where the ring's segments travel. fp32: the staging floats themselves. fp16 and bf16: a wire
+// region of 16-bit values with staging's layout (after its `count` floats), so that every region
+// is still received into once and sent from after, in the order the float ring uses; the sums
+// themselves are taken in floats in staging.
+class wire_view {
+public:
+  wire_view(wire_format format, float* staging, std::size_t count)
+      : format_(format), staging_(staging),
+        wire_(reinterpret_cast<std::uint16_t*>(staging + count)) {}
+
+  bool rounded() const { return format_ != wire_format::fp32; }
+  // The message memory of the segment at element `at`, and its size for `n` elements.
+  void* at(std::size_t at) const {
+    return rounded() ? static_cast<void*>(wire_ + at) : static_cast<void*>(staging_ + at);
+  }
+  std::size_t bytes(std::size_t n) const { return n * wire_bytes(format_); }
+  // A received segment's floats into `to` (staging or the caller's output).
+  void arrived(std::size_t at, std::size_t n, float* to) const {
+    if (rounded())
+      widen(format_, wire_ + at, to + at, n);
+    else if (to != staging_)
+      copy_floats(to + at, staging_ + at, n);
+  }
+  // Staging's floats of a segment onto the wire, rounded.
+  void depart(std::size_t at, std::size_t n) const {
+    if (rounded())
+      narrow(format_, staging_ + at, wire_ + at, n);
+  }
+
+private:
+  wire_format format_;
+  float* staging_;
+  std::uint16_t* wire_;
+};
+
 } // namespace
 
 void gloo_mesh::reduce(const std::vector<weighted_input>& inputs, const float* send, float* out,
@@ -60,7 +100,7 @@ void gloo_mesh::reduce(const std::vector<weighted_input>& inputs, const float* s
   }
   run("group_reduce (tag " + std::to_string(options.tag) + ", count " + std::to_string(count) +
           ", ranks " + describe(ranks) + ") on rank " + std::to_string(rank_),
-      options, count,
+      options, count + wire_floats(compression_, count),
       [&](operation& op) { ring_allreduce(op, send, own_weight, out, count, ranks, position); });
 }
 
@@ -89,6 +129,9 @@ void gloo_mesh::broadcast_from(int root, float* data, std::size_t count,
 //
 // The caller's buffers are never handed to Gloo: segments arrive in `staging` (the layout of
 // `send`) and this rank's weighted values are added to them there, and sends leave from staging.
+// With a 16-bit wire format, segments travel rounded (wire_view) and each partial sum is rounded
+// once as it leaves; a chunk's final sum is rounded once by its owner, which keeps the rounded
+// value too, and passed on as those bytes: every rank ends with the same result, bit for bit.
 void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, float* out,
                                std::size_t count, const std::vector<int>& ranks, int position) {
   const int k = static_cast<int>(ranks.size());
@@ -98,6 +141,7 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
   const int right = ranks[static_cast<std::size_t>(chunk_at(p + 1))];
   const partition parts{count, k};
   float* staging = op.staging();
+  const wire_view wire(compression_, staging, count);
   const std::uint64_t tag = op.tag();
   // Steps 0..k-2 reduce-scatter, k-1..2k-3 allgather.
   auto slot = [tag](int step) { return slot_of(tag, operation_kind::allreduce, step); };
@@ -108,8 +152,9 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
   for (int step = 0; step < k - 1; ++step) {
     int c = chunk_at(p - step - 1);
     for (std::size_t s = 0; s < parts.segments(c); ++s)
-      scatter_receives[static_cast<std::size_t>(step)].push_back(op.post_recv(
-          left, slot(step), staging + parts.segment_begin(c, s), parts.segment_size(c, s)));
+      scatter_receives[static_cast<std::size_t>(step)].push_back(
+          op.post_recv(left, slot(step), wire.at(parts.segment_begin(c, s)),
+                       wire.bytes(parts.segment_size(c, s))));
   }
   std::vector<std::size_t> scatter_sends;
   std::vector<std::size_t> gather_sends;
@@ -117,7 +162,8 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
     auto at = parts.segment_begin(p, s);
     auto n = parts.segment_size(p, s);
     scale_into(staging + at, send + at, weight, n);
-    scatter_sends.push_back(op.post_send(right, slot(0), staging + at, n));
+    wire.depart(at, n);
+    scatter_sends.push_back(op.post_send(right, slot(0), wire.at(at), wire.bytes(n)));
   }
   for (int step = 0; step < k - 1; ++step) {
     int c = chunk_at(p - step - 1);
@@ -126,13 +172,21 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
       op.wait(scatter_receives[static_cast<std::size_t>(step)][s]);
       auto at = parts.segment_begin(c, s);
       auto n = parts.segment_size(c, s);
+      wire.arrived(at, n, staging);
       if (!last) {
         add_into(staging + at, send + at, weight, n);
-        scatter_sends.push_back(op.post_send(right, slot(step + 1), staging + at, n));
+        wire.depart(at, n);
+        scatter_sends.push_back(op.post_send(right, slot(step + 1), wire.at(at), wire.bytes(n)));
       } else {
         // Chunk p+1 is complete: it is this rank's result and the first allgather message.
-        add_into_both(staging + at, send + at, weight, out + at, n);
-        gather_sends.push_back(op.post_send(right, slot(k - 1), staging + at, n));
+        if (wire.rounded()) {
+          add_into(staging + at, send + at, weight, n);
+          wire.depart(at, n);
+          wire.arrived(at, n, out); // the rounded sum, as every other rank will get it
+        } else {
+          add_into_both(staging + at, send + at, weight, out + at, n);
+        }
+        gather_sends.push_back(op.post_send(right, slot(k - 1), wire.at(at), wire.bytes(n)));
       }
     }
   }
@@ -143,8 +197,9 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
   for (int step = 0; step < k - 1; ++step) {
     int c = chunk_at(p - step);
     for (std::size_t s = 0; s < parts.segments(c); ++s)
-      gather_receives[static_cast<std::size_t>(step)].push_back(op.post_recv(
-          left, slot(k - 1 + step), staging + parts.segment_begin(c, s), parts.segment_size(c, s)));
+      gather_receives[static_cast<std::size_t>(step)].push_back(
+          op.post_recv(left, slot(k - 1 + step), wire.at(parts.segment_begin(c, s)),
+                       wire.bytes(parts.segment_size(c, s))));
   }
   for (int step = 0; step < k - 1; ++step) {
     int c = chunk_at(p - step);
@@ -152,9 +207,9 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
       op.wait(gather_receives[static_cast<std::size_t>(step)][s]);
       auto at = parts.segment_begin(c, s);
       auto n = parts.segment_size(c, s);
-      copy_floats(out + at, staging + at, n);
+      wire.arrived(at, n, out);
       if (step < k - 2)
-        gather_sends.push_back(op.post_send(right, slot(k + step), staging + at, n));
+        gather_sends.push_back(op.post_send(right, slot(k + step), wire.at(at), wire.bytes(n)));
     }
   }
   for (auto index : gather_sends)
@@ -180,20 +235,20 @@ void gloo_mesh::chain_broadcast(operation& op, float* data, std::size_t count,
       auto at = whole.segment_begin(0, s);
       auto n = whole.segment_size(0, s);
       copy_floats(staging + at, data + at, n);
-      sends.push_back(op.post_send(next, slot, staging + at, n));
+      sends.push_back(op.post_send(next, slot, staging + at, n * sizeof(float)));
     }
   } else {
     std::vector<std::size_t> receives;
     for (std::size_t s = 0; s < whole.segments(0); ++s)
       receives.push_back(op.post_recv(previous, slot, staging + whole.segment_begin(0, s),
-                                      whole.segment_size(0, s)));
+                                      whole.segment_size(0, s) * sizeof(float)));
     for (std::size_t s = 0; s < whole.segments(0); ++s) {
       op.wait(receives[s]);
       auto at = whole.segment_begin(0, s);
       auto n = whole.segment_size(0, s);
       copy_floats(data + at, staging + at, n);
       if (forwards)
-        sends.push_back(op.post_send(next, slot, staging + at, n));
+        sends.push_back(op.post_send(next, slot, staging + at, n * sizeof(float)));
     }
   }
   for (auto index : sends)

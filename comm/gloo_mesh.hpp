@@ -149,7 +149,8 @@ private:
   // buffer if any) for a bad call; returns rank()'s position.
   int check_call(const char* name, const char* null_buffer, std::size_t count,
                  const std::vector<int>& ranks, std::uint64_t tag) const;
-  void run(std::string description, const operation_options& options, std::size_t count,
+  // `staging_floats`: the staging memory the operation needs, in floats.
+  void run(std::string description, const operation_options& options, std::size_t staging_floats,
            const std::function<void(operation&)>& body);
   void ring_allreduce(operation& op, const float* send, float weight, float* out, std::size_t count,
                       const std::vector<int>& ranks, int position);
@@ -170,6 +171,7 @@ private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
   const milliseconds default_timeout_;
+  const wire_format compression_; // how reductions put their floats on the wire
   std::unique_ptr<watchdog> watchdog_; // each operation's deadline: its expire hook wakes its waits
 
   std::mutex staging_mutex_;
@@ -205,11 +207,12 @@ public:
   const std::string& description() const { return description_; }
   std::uint64_t tag() const { return tag_; }
 
-  std::size_t post_send(int peer, std::uint64_t slot, float* from, std::size_t floats) {
-    return post(peer, slot, from, floats, true);
+  // One message of `bytes` from or into memory the operation owns; returns its transfer.
+  std::size_t post_send(int peer, std::uint64_t slot, void* from, std::size_t bytes) {
+    return post(peer, slot, from, bytes, true);
   }
-  std::size_t post_recv(int peer, std::uint64_t slot, float* into, std::size_t floats) {
-    return post(peer, slot, into, floats, false);
+  std::size_t post_recv(int peer, std::uint64_t slot, void* into, std::size_t bytes) {
+    return post(peer, slot, into, bytes, false);
   }
 
   // Blocks until transfer `index` completes; throws comm_error naming its peer when the deadline
@@ -274,12 +277,12 @@ public:
   std::deque<transfer>& transfers() { return transfers_; }
 
 private:
-  std::size_t post(int peer, std::uint64_t slot, float* memory, std::size_t floats, bool sending) {
+  std::size_t post(int peer, std::uint64_t slot, void* memory, std::size_t bytes, bool sending) {
     std::size_t index = 0;
     {
       std::lock_guard<std::mutex> guard(transfers_mutex_);
       transfer& t = transfers_.emplace_back();
-      t.buffer = plane_.context_->createUnboundBuffer(memory, floats * sizeof(float));
+      t.buffer = plane_.context_->createUnboundBuffer(memory, bytes);
       t.peer = peer;
       t.sending = sending;
       index = transfers_.size() - 1;
@@ -290,9 +293,9 @@ private:
     auto* buffer = transfers_[index].buffer.get();
     try {
       if (sending)
-        buffer->send(peer, slot, 0, floats * sizeof(float));
+        buffer->send(peer, slot, 0, bytes);
       else
-        buffer->recv(peer, slot, 0, floats * sizeof(float));
+        buffer->recv(peer, slot, 0, bytes);
     } catch (const gloo::Exception& failure) {
       plane_.mark_lost(peer, failure.what());
       throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(peer) +

@@ -5,6 +5,7 @@
 
 #include "comm/data_plane.hpp"
 #include "comm/rendezvous_store.hpp"
+#include "comm/wire_format.hpp"
 
 #include <chrono>
 #include <memory>
@@ -16,6 +17,9 @@ struct gloo_plane_options {
   std::string hostname = "127.0.0.1";       // the address this rank listens on and peers dial
   std::string prefix;                       // namespaces this job's keys in the store
   std::chrono::milliseconds timeout{30000}; // the rendezvous, and an operation's default deadline
+  // How group_reduce sends its floats: fp16 or bf16 halve the bytes. Every rank of a reduction
+  // gets the same result, bit for bit, in any format; broadcasts always send floats as they are.
+  wire_format compression = wire_format::fp32;
 };
 
 /// One process's rank in a full mesh of TCP connections (Gloo's tcp transport), built once; any

@@ -491,6 +491,11 @@ const std::vector<key_spec>& keys() {
         "coordinator's the host nodes dial (false = any certificate the CA signed)",
         [](auto& c) -> auto& { return c.cluster.tls_check_names; }));
     k.push_back(make_key<std::string>(
+        "comm.compression", "string",
+        "how reductions cross the gloo data plane between nodes: none (floats), fp16 or bf16 "
+        "(rounded to 16 bits, half the bytes)",
+        [](auto& c) -> auto& { return c.comm.compression; }));
+    k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",
         "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",
         [](auto& c) -> auto& { return c.checkpoint.dir; }));

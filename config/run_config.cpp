@@ -44,6 +44,11 @@ const std::vector<std::string>& known_wagma_blends() {
   return names;
 }
 
+const std::vector<std::string>& known_compressions() {
+  static const std::vector<std::string> names{"none", "fp16", "bf16"};
+  return names;
+}
+
 const std::vector<std::string>& known_networks() {
   static const std::vector<std::string> names{"one-machine", "25gbe", "nvlink"};
   return names;

@@ -425,6 +425,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_imbalance(check, config.imbalance, train.workers);
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);
+  check.require(contains(known_compressions(), config.comm.compression), "comm.compression",
+                quoted(config.comm.compression),
+                "unknown compression; allowed: " + join(known_compressions()));
   check_simulate(check, config.simulate);
   return check.take();
 }

@@ -177,6 +177,11 @@ struct cluster_section {
   bool tls() const { return !tls_ca.empty(); }
 };
 
+/// [comm]: how the data plane moves tensors between processes.
+struct comm_section {
+  std::string compression = "none"; // comm.compression: none, fp16 or bf16 on the gloo wire
+};
+
 /// [checkpoint]: where and how often `herd train` writes checkpoints it can resume from
 /// (docs/checkpoints.md). Off while `dir` is empty.
 struct checkpoint_section {
@@ -208,6 +213,7 @@ struct run_config {
   async_section async;
   imbalance_section imbalance;
   cluster_section cluster;
+  comm_section comm;
   checkpoint_section checkpoint;
   simulate_section simulate;
 };
@@ -228,6 +234,9 @@ std::size_t min_connecting_groups(std::size_t workers, std::size_t group_size);
 
 /// The values wagma.blend accepts: herd, reference.
 const std::vector<std::string>& known_wagma_blends();
+
+/// The values comm.compression accepts: none, fp16, bf16.
+const std::vector<std::string>& known_compressions();
 
 /// Where workers compute (train.backend): cpu, cuda.
 const std::vector<std::string>& known_backends();

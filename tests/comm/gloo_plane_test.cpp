@@ -50,7 +50,7 @@ std::uint64_t seed_of(std::size_t case_index, int rank) {
 // within 1e-6 of the sum of magnitudes (a float sum of a few terms is that close to the exact
 // one); otherwise the first element that is not, in words.
 std::string check_sum(const std::vector<float>& got, std::size_t case_index,
-                      const std::vector<int>& members) {
+                      const std::vector<int>& members, double tolerance = 1e-6) {
   std::vector<double> sum(got.size(), 0.0);
   std::vector<double> magnitude(got.size(), 0.0);
   for (int member : members) {
@@ -61,7 +61,7 @@ std::string check_sum(const std::vector<float>& got, std::size_t case_index,
     }
   }
   for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - sum[i]) <= 1e-6 * magnitude[i]))
+    if (!(std::abs(got[i] - sum[i]) <= tolerance * magnitude[i]))
       return "element " + std::to_string(i) + " of " + std::to_string(got.size()) + " is " +
              std::to_string(got[i]) + ", the double-precision sum is " + std::to_string(sum[i]);
   return "";
@@ -133,7 +133,8 @@ private:
 // Runs `size` ranks as threads of this process, each with its own plane over one memory store.
 // `body` may destroy its plane (reset the pointer). Every rank meets the others before its plane
 // is destroyed, so no rank closes its connections while a peer still reads from them.
-void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plane>&)>& body) {
+void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plane>&)>& body,
+               herd::comm::wire_format compression = herd::comm::wire_format::fp32) {
   auto store = herd::comm::make_memory_store();
   meeting_point done(size);
   std::vector<std::thread> threads;
@@ -142,7 +143,9 @@ void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plan
     threads.emplace_back([&, rank] {
       std::unique_ptr<gloo_plane> plane;
       try {
-        plane = make_gloo_plane(rank, size, store, options_with(generous_timeout));
+        auto options = options_with(generous_timeout);
+        options.compression = compression;
+        plane = make_gloo_plane(rank, size, store, options);
         body(rank, plane);
       } catch (const std::exception& failure) {
         ADD_FAILURE() << "rank " << rank << ": " << failure.what();
@@ -196,6 +199,69 @@ TEST(gloo_plane, allreduce_sums_over_every_group_size_and_subset_of_a_four_rank_
   for (const auto& [index, by_rank] : fingerprints)
     for (const auto& [rank, print] : by_rank)
       EXPECT_EQ(print, by_rank.begin()->second) << "reduction " << index << ", rank " << rank;
+}
+
+// With a 16-bit wire every member still ends with the very same floats, and the sum is within the
+// format's rounding: each of the k-1 partial sums a chunk passes through is rounded once on its
+// way, and the final sum once more (relative 2^-11 for fp16, 2^-8 for bf16, of the magnitudes).
+class gloo_plane_wire : public testing::TestWithParam<herd::comm::wire_format> {};
+
+TEST_P(gloo_plane_wire, allreduce_gives_every_member_the_same_sum_within_the_rounding) {
+  const auto format = GetParam();
+  const double unit = format == herd::comm::wire_format::fp16 ? std::ldexp(1.0, -11)
+                                                              : std::ldexp(1.0, -8);
+  std::vector<std::vector<int>> groups{{0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {1, 3}, {0, 2, 3}};
+  std::vector<std::size_t> counts{1, 5, 1000003};
+  std::mutex results_mutex;
+  std::map<std::size_t, std::map<int, std::uint64_t>> fingerprints;
+  run_ranks(
+      4,
+      [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+        std::size_t index = 0;
+        for (const auto& ranks : groups)
+          for (std::size_t count : counts) {
+            const std::size_t i = index++;
+            if (!contains(ranks, rank))
+              continue;
+            auto data = random_values(count, seed_of(i, rank));
+            ASSERT_EQ(
+                sum_in_place(*plane, data.data(), count, ranks, i, generous_timeout).message(),
+                "");
+            EXPECT_EQ(check_sum(data, i, ranks, static_cast<double>(ranks.size()) * unit), "")
+                << "rank " << rank << ", group of " << ranks.size() << ", count " << count;
+            std::lock_guard<std::mutex> guard(results_mutex);
+            fingerprints[i][rank] = fingerprint(data);
+          }
+      },
+      format);
+  for (const auto& [index, by_rank] : fingerprints)
+    for (const auto& [rank, print] : by_rank)
+      EXPECT_EQ(print, by_rank.begin()->second) << "reduction " << index << ", rank " << rank;
+}
+
+INSTANTIATE_TEST_SUITE_P(formats, gloo_plane_wire,
+                         testing::Values(herd::comm::wire_format::fp16,
+                                         herd::comm::wire_format::bf16),
+                         [](const auto& param_info) {
+                           return std::string(herd::comm::name_of(param_info.param));
+                         });
+
+// The floats a 16-bit wire rounds: a sum of two ranks is what rounding each message gives, not
+// the exact sum (the rounding is there, and is the same on both ranks).
+TEST(gloo_plane, a_16_bit_wire_rounds_what_it_sends) {
+  // 1 + 2^-12 is not an fp16 value (11 significant bits): 1 + (1 + 2^-12) over an fp16 wire.
+  const float odd = 1.0f + std::ldexp(1.0f, -12);
+  std::vector<float> results(2);
+  run_ranks(
+      2,
+      [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+        float value = rank == 0 ? 1.0f : odd;
+        ASSERT_EQ(sum_in_place(*plane, &value, 1, {0, 1}, 0, generous_timeout).message(), "");
+        results[static_cast<std::size_t>(rank)] = value;
+      },
+      herd::comm::wire_format::fp16);
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], 2.0f); // the exact float sum, 2 + 2^-12, is not what comes back
 }
 
 TEST(gloo_plane, concurrent_operations_with_different_tags_on_overlapping_groups) {
