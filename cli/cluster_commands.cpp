@@ -123,11 +123,12 @@ int run_coordinator(const std::vector<std::string>& args) {
               << failure.what() << '\n';
     return exit_bad_input;
   }
-  std::cout << "herd coordinator: " << config.train.algorithm << ", batch "
-            << config.train.batch_size << " per worker, " << describe_model(*prepared->model)
-            << ", " << prepared->data->train.name << "; listening on " << listen.host << ':'
-            << session->port() << ", waiting for " << config.cluster.min_nodes << " node(s)"
-            << std::endl;
+  std::ostringstream header;
+  header << "herd coordinator: " << config.train.algorithm << ", batch " << config.train.batch_size
+         << " per worker, " << describe_model(*prepared->model) << ", "
+         << prepared->data->train.name << "; listening on " << listen.host << ':' << session->port()
+         << ", waiting for " << config.cluster.min_nodes << " node(s)";
+  std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
     std::cout << "herd coordinator: Prometheus metrics at http://"
               << prepared->endpoint->bind_address() << ':' << prepared->endpoint->port()

@@ -1,6 +1,7 @@
 // Progress display for `herd train` and `herd coordinator`; see progress_printer.hpp.
 #include "cli/progress_printer.hpp"
 
+#include "cli/report.hpp"
 #include "herd/run_config.hpp"
 
 #include <algorithm>
@@ -51,6 +52,14 @@ std::string log_stamp(double seconds) {
 }
 
 } // namespace
+
+std::string for_standard_output(const std::string& line) {
+  if (::isatty(STDOUT_FILENO) == 0)
+    return line;
+  const int columns = standard_output_columns();
+  // Every line, the indented ones too, leaves the last column free.
+  return columns > 20 ? wrap_words(line, static_cast<std::size_t>(columns - 3), 2) : line;
+}
 
 progress_options progress_options_for(const config::run_config& config) {
   progress_options options;

@@ -26,6 +26,10 @@ struct progress_options {
   double log_interval_seconds = 10.0;
 };
 
+/// `line` as standard output should show it: on a terminal, broken between words to fit its
+/// width, the further lines indented by two; elsewhere (a log, a pipe) as it is.
+std::string for_standard_output(const std::string& line);
+
 /// Options for `config`'s run printing to standard output: interactive when it is a terminal,
 /// whose width comes from the terminal, else $COLUMNS, else 80.
 progress_options progress_options_for(const config::run_config& config);

@@ -73,9 +73,9 @@ std::vector<std::string> unbreakable_words(const std::string& line) {
   return words;
 }
 
-// The summary fits an 80-column terminal: text longer than `width` goes on in further lines
-// indented by `indent`, broken between words ('\n' in the text breaks too).
-std::string wrapped(const std::string& text, std::size_t width, std::size_t indent) {
+} // namespace
+
+std::string wrap_words(const std::string& text, std::size_t width, std::size_t indent) {
   std::string out;
   std::size_t column = 0;
   std::istringstream lines(text);
@@ -101,6 +101,8 @@ std::string wrapped(const std::string& text, std::size_t width, std::size_t inde
   }
   return out;
 }
+
+namespace {
 
 nlohmann::json durations(const actors::duration_summary& d) {
   return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"max", d.max}, {"cv", d.cv}};
@@ -215,7 +217,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   constexpr std::size_t label_width = 20; // two spaces and the label's column
   auto line = [&out](const std::string& label, const std::string& value) {
     out << "  " << std::left << std::setw(label_width - 2) << label
-        << wrapped(value, summary_columns - label_width, label_width) << '\n';
+        << wrap_words(value, summary_columns - label_width, label_width) << '\n';
   };
   out << "\nHerd run summary\n";
   line("algorithm", s.algorithm + " (" + std::to_string(s.workers) + " workers on " + s.compute +

@@ -13,6 +13,11 @@ namespace herd::cli {
 /// The widest line of the summary: it fits an 80-column terminal.
 constexpr std::size_t summary_columns = 79;
 
+/// `text` broken between words into lines of at most `width` characters, each line after the
+/// first preceded by `indent` spaces (not counted in `width`); a number keeps its unit ("8.71 s"),
+/// and a '\n' in the text breaks as well. A word longer than `width` stays whole.
+std::string wrap_words(const std::string& text, std::size_t width, std::size_t indent);
+
 /// The run summary as a few aligned lines and a per-worker table, none wider than
 /// summary_columns: a long value goes on under its label.
 void print_summary(std::ostream& out, const actors::run_summary& summary);

@@ -123,12 +123,13 @@ int run_train(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
 
-  std::cout << "herd train: " << config.train.algorithm << ", " << config.train.workers
-            << " workers x batch " << config.train.batch_size << ", lr " << config.train.lr << ", "
-            << describe_model(*prepared->model) << ", " << data->train.name << " ("
-            << data->train.size() << " train / " << data->test.size() << " test, loaded in "
-            << std::fixed << std::setprecision(1) << prepared->load_seconds << " s)" << std::endl;
-  std::cout.unsetf(std::ios::fixed);
+  std::ostringstream header;
+  header << "herd train: " << config.train.algorithm << ", " << config.train.workers
+         << " workers x batch " << config.train.batch_size << ", lr " << config.train.lr << ", "
+         << describe_model(*prepared->model) << ", " << data->train.name << " ("
+         << data->train.size() << " train / " << data->test.size() << " test, loaded in "
+         << std::fixed << std::setprecision(1) << prepared->load_seconds << " s)";
+  std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
     std::cout << "herd train: Prometheus metrics at http://" << prepared->endpoint->bind_address()
               << ':' << prepared->endpoint->port() << "/metrics" << std::endl;

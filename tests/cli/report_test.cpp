@@ -171,6 +171,15 @@ TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
   EXPECT_THAT(below, testing::Not(HasSubstr("above a barrier's")));
 }
 
+TEST(summary, wrap_words_breaks_between_words_and_keeps_a_number_with_its_unit) {
+  using herd::cli::wrap_words;
+  EXPECT_EQ(wrap_words("short enough", 20, 4), "short enough");
+  EXPECT_EQ(wrap_words("one two three four", 9, 2), "one two\n  three\n  four");
+  EXPECT_EQ(wrap_words("waited 12.5 s here", 12, 0), "waited\n12.5 s here");
+  EXPECT_EQ(wrap_words("a\nb", 10, 1), "a\n b");
+  EXPECT_EQ(wrap_words("unbreakable-long-word x", 5, 0), "unbreakable-long-word\nx");
+}
+
 // The whole summary fits an 80-column terminal, with every optional line, long values, large
 // counts and a lost worker: a long value goes on under its label, broken between words.
 TEST(summary, every_line_fits_an_80_column_terminal) {
