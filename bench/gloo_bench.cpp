@@ -383,8 +383,8 @@ int main(int argc, char** argv) {
     std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
     for (const auto& wire : opts.compressions) {
       auto directory = store_root / (std::to_string(processes) + "-" + wire);
-      times[wire] = time_allreduce(opts, processes, directory.string(),
-                                   herd::comm::wire_format_of(wire));
+      times[wire] =
+          time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(wire));
       for (double size_mb : opts.sizes_mb) {
         auto bytes = bytes_of(size_mb);
         double seconds = times[wire][bytes];
@@ -395,8 +395,8 @@ int main(int argc, char** argv) {
         const auto none = times.find("none");
         const double versus_none = none != times.end() ? none->second[bytes] / seconds : 0.0;
         std::printf("%5d %5s %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f\n",
-                    processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp,
-                    busbw / tcp, duplex, busbw / duplex, versus_none);
+                    processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp, busbw / tcp,
+                    duplex, busbw / duplex, versus_none);
         std::fflush(stdout);
       }
     }

@@ -1,5 +1,5 @@
-// The gloo data plane's group collectives: a weighted ring allreduce and a chain broadcast among any
-// sorted subset of ranks, in segments pipelined through the operation's staging memory.
+// The gloo data plane's group collectives: a weighted ring allreduce and a chain broadcast among
+// any sorted subset of ranks, in segments pipelined through the operation's staging memory.
 #include "comm/gloo_mesh.hpp"
 
 #include <algorithm>

@@ -171,7 +171,7 @@ private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
   const milliseconds default_timeout_;
-  const wire_format compression_; // how reductions put their floats on the wire
+  const wire_format compression_;      // how reductions put their floats on the wire
   std::unique_ptr<watchdog> watchdog_; // each operation's deadline: its expire hook wakes its waits
 
   std::mutex staging_mutex_;

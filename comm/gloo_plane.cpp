@@ -82,8 +82,7 @@ private:
 
 gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>& store,
                      const gloo_plane_options& options)
-    : gloo_plane(rank, size), default_timeout_(options.timeout),
-      compression_(options.compression) {
+    : gloo_plane(rank, size), default_timeout_(options.timeout), compression_(options.compression) {
   if (size < 1 || rank < 0 || rank >= size)
     throw std::invalid_argument("gloo_plane: rank " + std::to_string(rank) +
                                 " is outside a plane of size " + std::to_string(size));
@@ -203,8 +202,8 @@ void gloo_mesh::run(std::string description, const operation_options& options,
                     std::size_t staging_floats, const std::function<void(operation&)>& body) {
   free_reaped();
   const auto timeout = options.timeout.count() > 0 ? options.timeout : default_timeout_;
-  auto op =
-      std::make_unique<operation>(*this, description, options.tag, timeout, take_staging(staging_floats));
+  auto op = std::make_unique<operation>(*this, description, options.tag, timeout,
+                                        take_staging(staging_floats));
   auto* expiring = op.get();
   auto watched = watchdog_->watch(std::move(description), nullptr, timeout,
                                   [expiring] { expiring->expire(); });

@@ -62,7 +62,7 @@ float float_of_fp16(std::uint16_t bits) {
 #if !defined(__SANITIZE_THREAD__)
 // Eight floats at a time with F16C (every x86-64-v3 CPU has it), the tail in plain C++.
 __attribute__((target("avx2,f16c"))) void narrow_fp16_f16c(const float* from, std::uint16_t* to,
-                                                            std::size_t n) {
+                                                           std::size_t n) {
   const __m256 high = _mm256_set1_ps(fp16_max);
   const __m256 low = _mm256_set1_ps(-fp16_max);
   const __m256 infinity = _mm256_set1_ps(std::numeric_limits<float>::infinity());
@@ -82,11 +82,11 @@ __attribute__((target("avx2,f16c"))) void narrow_fp16_f16c(const float* from, st
 }
 
 __attribute__((target("avx2,f16c"))) void widen_fp16_f16c(const std::uint16_t* from, float* to,
-                                                           std::size_t n) {
+                                                          std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(
-                                 reinterpret_cast<const __m128i*>(from + i))));
+    _mm256_storeu_ps(to + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i))));
   for (; i < n; ++i)
     to[i] = float_of_fp16(from[i]);
 }

@@ -7,8 +7,8 @@
 #include <csignal>
 #include <gtest/gtest.h>
 #include <memory>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,8 +112,7 @@ protected:
       throw std::runtime_error("no namespaces");
     cluster_ = std::make_unique<namespaced_cluster>(spaces_, dir_, until_stopped());
     EXPECT_TRUE(cluster_->ok());
-    EXPECT_TRUE(::two_nodes_training(*cluster_, std::move(second_node)))
-        << cluster_->run().logs();
+    EXPECT_TRUE(::two_nodes_training(*cluster_, std::move(second_node))) << cluster_->run().logs();
     return cluster_->run();
   }
 

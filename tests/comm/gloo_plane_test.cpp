@@ -208,8 +208,8 @@ class gloo_plane_wire : public testing::TestWithParam<herd::comm::wire_format> {
 
 TEST_P(gloo_plane_wire, allreduce_gives_every_member_the_same_sum_within_the_rounding) {
   const auto format = GetParam();
-  const double unit = format == herd::comm::wire_format::fp16 ? std::ldexp(1.0, -11)
-                                                              : std::ldexp(1.0, -8);
+  const double unit =
+      format == herd::comm::wire_format::fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
   std::vector<std::vector<int>> groups{{0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {1, 3}, {0, 2, 3}};
   std::vector<std::size_t> counts{1, 5, 1000003};
   std::mutex results_mutex;
@@ -225,8 +225,7 @@ TEST_P(gloo_plane_wire, allreduce_gives_every_member_the_same_sum_within_the_rou
               continue;
             auto data = random_values(count, seed_of(i, rank));
             ASSERT_EQ(
-                sum_in_place(*plane, data.data(), count, ranks, i, generous_timeout).message(),
-                "");
+                sum_in_place(*plane, data.data(), count, ranks, i, generous_timeout).message(), "");
             EXPECT_EQ(check_sum(data, i, ranks, static_cast<double>(ranks.size()) * unit), "")
                 << "rank " << rank << ", group of " << ranks.size() << ", count " << count;
             std::lock_guard<std::mutex> guard(results_mutex);

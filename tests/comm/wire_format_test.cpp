@@ -100,7 +100,8 @@ TEST(wire_format, the_error_is_within_half_a_unit_of_the_last_kept_bit) {
     for (std::size_t i = 0; i < values.size(); ++i) {
       const float x = values[i];
       // fp16's normal range only (below it the step is absolute, above it saturates).
-      if (format == wire_format::fp16 && (std::abs(x) < std::ldexp(1.0f, -14) || std::abs(x) > 65504))
+      if (format == wire_format::fp16 &&
+          (std::abs(x) < std::ldexp(1.0f, -14) || std::abs(x) > 65504))
         continue;
       ASSERT_LE(std::abs(back[i] - x), std::ldexp(std::abs(x), -bits)) << x;
     }
