@@ -271,12 +271,14 @@ struct node_welcome {
   std::uint64_t training_samples = 0;    // the coordinator's training set, to check the node's
   std::string job;                       // names this run's keys in the rendezvous store
   caf::actor coordinator;                // the group coordinator the workers report to
+  std::string data_key; // 32 bytes that seal that plane's messages; "" = they go in the clear
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_welcome& x) {
   return f(caf::meta::type_name("herd.node_welcome"), x.node, x.workers, x.generation,
-           x.plane_nodes, x.running, x.settings, x.training_samples, x.job, x.coordinator);
+           x.plane_nodes, x.running, x.settings, x.training_samples, x.job, x.coordinator,
+           x.data_key);
 }
 
 /// A node's workers are spawned and its data plane is connected.
@@ -421,11 +423,12 @@ inline std::string plane_prefix(const std::string& job, std::uint32_t generation
 struct plane_rebuild {
   std::uint32_t generation = 0;
   std::vector<std::int32_t> plane_nodes; // the node index of each rank
+  std::string data_key;                  // as node_welcome's, for this generation
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plane_rebuild& x) {
-  return f(caf::meta::type_name("herd.plane_rebuild"), x.generation, x.plane_nodes);
+  return f(caf::meta::type_name("herd.plane_rebuild"), x.generation, x.plane_nodes, x.data_key);
 }
 
 /// A data plane a node connected (in-process only: the node's control loop -> its reducer). The
@@ -438,8 +441,9 @@ struct plane_update {
 
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
 /// 4: reduce orders carry the ticket and sequence number; 5: round results carry the server's
-/// staleness and run_start the parameter server (async).
-constexpr std::uint32_t cluster_protocol_version = 5;
+/// staleness and run_start the parameter server (async); 6: welcomes and plane rebuilds carry the
+/// data plane's key.
+constexpr std::uint32_t cluster_protocol_version = 6;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

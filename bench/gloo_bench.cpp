@@ -5,7 +5,7 @@
 // the later rows' ratios.
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
-//              [--hostname=127.0.0.1] [--compression=none,fp16,bf16]
+//              [--hostname=127.0.0.1] [--compression=none,fp16,bf16] [--encryption=off,on]
 //
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
@@ -18,6 +18,10 @@
 // With --compression, each wire format runs in turn (comm.compression); the bandwidths count the
 // floats reduced (4 bytes each), not the bytes on the wire, and `vs_none` is none's time over
 // this format's at the same P and size (above 1: faster).
+//
+// With --encryption=off,on, each format runs in the clear and sealed (AES-256-GCM, as
+// cluster.data-encryption does it; the wire column says "+gcm"), and `vs_clear` is the clear run's
+// time over this one's, same format, P and size (below 1: slower).
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
@@ -29,6 +33,7 @@
 #include <iostream>
 #include <map>
 #include <netinet/in.h>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -51,6 +56,7 @@ struct options {
   int warmup = 2;
   std::string hostname = "127.0.0.1";
   std::vector<std::string> compressions{"none"};
+  std::vector<bool> encryptions{false};
 };
 
 template <typename T>
@@ -65,6 +71,7 @@ std::vector<T> parse_list(const std::string& text) {
 void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
          "                  [--warmup=2] [--hostname=127.0.0.1] [--compression=none,fp16,bf16]\n"
+         "                  [--encryption=off,on]\n"
          "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
@@ -98,6 +105,16 @@ options parse(int argc, char** argv) {
           std::exit(2);
         }
         parsed.compressions.push_back(item);
+      }
+    } else if (key == "--encryption") {
+      parsed.encryptions.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');) {
+        if (item != "off" && item != "on") {
+          std::cerr << "bench_gloo: --encryption: '" << item << "' is neither off nor on\n";
+          std::exit(2);
+        }
+        parsed.encryptions.push_back(item == "on");
       }
     } else {
       usage(std::cerr);
@@ -178,7 +195,8 @@ bool wait_all(const std::vector<pid_t>& children) {
 // Returns, per size in bytes, the median over repetitions of the slowest rank's time.
 std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
                                              const std::string& store_directory,
-                                             herd::comm::wire_format compression) {
+                                             herd::comm::wire_format compression,
+                                             const std::optional<herd::comm::plane_key>& key) {
   int channel[2];
   if (::pipe(channel) != 0) {
     std::perror("bench_gloo: pipe");
@@ -192,6 +210,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       plane_options.hostname = opts.hostname;
       plane_options.prefix = "bench-" + std::to_string(processes);
       plane_options.compression = compression;
+      plane_options.seal_key = key;
       auto plane = herd::comm::make_gloo_plane(
           rank, processes, herd::comm::make_file_store(store_directory), plane_options);
       std::vector<herd::comm::weighted_input> everyone;
@@ -370,9 +389,10 @@ int main(int argc, char** argv) {
 
   std::printf("bench_gloo: %d repetitions (median) after %d warm-up, %u cores on this host\n",
               opts.repetitions, opts.warmup, std::thread::hardware_concurrency());
-  std::printf("%5s %5s %9s %10s %11s %11s %9s %10s %11s %13s %8s\n", "procs", "wire", "size_MB",
+  std::printf("%5s %9s %9s %10s %11s %11s %9s %10s %11s %13s %8s %9s\n", "procs", "wire", "size_MB",
               "time_ms", "algbw_GB/s", "busbw_GB/s", "tcp_GB/s", "busbw/tcp", "duplex_GB/s",
-              "busbw/duplex", "vs_none");
+              "busbw/duplex", "vs_none", "vs_clear");
+  const herd::comm::plane_key key = herd::comm::random_plane_key();
   for (int processes : opts.processes) {
     std::map<std::size_t, double> raw_tcp;
     std::map<std::size_t, double> duplex_tcp;
@@ -381,25 +401,31 @@ int main(int argc, char** argv) {
       duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
     }
     std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
-    for (const auto& wire : opts.compressions) {
-      auto directory = store_root / (std::to_string(processes) + "-" + wire);
-      times[wire] =
-          time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(wire));
-      for (double size_mb : opts.sizes_mb) {
-        auto bytes = bytes_of(size_mb);
-        double seconds = times[wire][bytes];
-        double algbw = static_cast<double>(bytes) / seconds / 1e9;
-        double busbw = algbw * 2.0 * (processes - 1) / processes;
-        double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
-        double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
-        const auto none = times.find("none");
-        const double versus_none = none != times.end() ? none->second[bytes] / seconds : 0.0;
-        std::printf("%5d %5s %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f\n",
-                    processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp, busbw / tcp,
-                    duplex, busbw / duplex, versus_none);
-        std::fflush(stdout);
+    for (const auto& format : opts.compressions)
+      for (bool sealed : opts.encryptions) {
+        const std::string wire = format + (sealed ? "+gcm" : "");
+        auto directory = store_root / (std::to_string(processes) + "-" + wire);
+        times[wire] =
+            time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(format),
+                           sealed ? std::optional(key) : std::nullopt);
+        for (double size_mb : opts.sizes_mb) {
+          auto bytes = bytes_of(size_mb);
+          double seconds = times[wire][bytes];
+          double algbw = static_cast<double>(bytes) / seconds / 1e9;
+          double busbw = algbw * 2.0 * (processes - 1) / processes;
+          double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
+          double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
+          // 0 where the run to compare with is not in this invocation.
+          auto over = [&](const std::string& baseline) {
+            const auto found = times.find(baseline);
+            return found != times.end() ? found->second[bytes] / seconds : 0.0;
+          };
+          std::printf("%5d %9s %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
+                      processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp,
+                      busbw / tcp, duplex, busbw / duplex, over("none"), over(format));
+          std::fflush(stdout);
+        }
       }
-    }
   }
   std::filesystem::remove_all(store_root);
   return 0;

@@ -48,11 +48,11 @@ const std::set<std::string> node_keys{
 
 const std::map<std::string, config::key_scope>& scopes() {
   static const std::map<std::string, config::key_scope> all = [] {
-    std::set<std::string> coordinator_cluster{"cluster.min-nodes",       "cluster.heartbeat-ms",
-                                              "cluster.node-timeout-ms", "cluster.data-timeout-ms",
-                                              "cluster.token",           "cluster.token-file",
-                                              "cluster.tls-ca",          "cluster.tls-cert",
-                                              "cluster.tls-key",         "cluster.tls-check-names"};
+    std::set<std::string> coordinator_cluster{
+        "cluster.min-nodes",       "cluster.heartbeat-ms",   "cluster.node-timeout-ms",
+        "cluster.data-timeout-ms", "cluster.token",          "cluster.token-file",
+        "cluster.tls-ca",          "cluster.tls-cert",       "cluster.tls-key",
+        "cluster.tls-check-names", "cluster.data-encryption"};
     std::map<std::string, config::key_scope> made;
     made["train"] = scope(
         with_algorithms({"train", "data", "model", "metrics", "imbalance", "checkpoint"}), {}, {});

@@ -257,7 +257,8 @@ private:
             : std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
                   deadline_ - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
     try {
-      parts_.plane = plane_of(welcome_.generation, welcome_.plane_nodes, timeout);
+      parts_.plane =
+          plane_of(welcome_.generation, welcome_.plane_nodes, welcome_.data_key, timeout);
     } catch (const std::exception& bad) {
       return failed(std::string("the data plane did not connect: ") + bad.what());
     }
@@ -265,16 +266,19 @@ private:
                          std::to_string(welcome_.plane_nodes.size()) + " nodes" +
                          (config_.comm.compression == "none"
                               ? std::string()
-                              : ", " + config_.comm.compression + " on the wire") +
-                         ")");
+                              : ", " + config_.comm.compression + " on the wire" +
+                                    (config_.comm.error_feedback ? " with error feedback" : "")) +
+                         (welcome_.data_key.empty() ? ", in the clear" : ", sealed") + ")");
     return true;
   }
 
   // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
-  // coordinator's rendezvous. Generation 0 is the plane the cluster formed with; every node
-  // joining the running job makes a new one.
+  // coordinator's rendezvous, its messages sealed with `key` (from the coordinator; "" = in the
+  // clear). Generation 0 is the plane the cluster formed with; every node joining the running job
+  // makes a new one.
   std::shared_ptr<comm::data_plane> plane_of(std::uint32_t generation,
                                              const std::vector<std::int32_t>& plane_nodes,
+                                             const std::string& key,
                                              std::chrono::milliseconds timeout) {
     auto found = std::find(plane_nodes.begin(), plane_nodes.end(), welcome_.node);
     if (found == plane_nodes.end())
@@ -290,6 +294,17 @@ private:
     plane_options.prefix = plane_prefix(welcome_.job, generation);
     plane_options.timeout = timeout;
     plane_options.compression = comm::wire_format_of(config_.comm.compression);
+    plane_options.error_feedback = config_.comm.error_feedback;
+    if (!key.empty()) {
+      comm::plane_key sealing{};
+      if (key.size() != sealing.size())
+        throw comm::comm_error(comm::outcome::invalid_argument,
+                               "the coordinator sent a data-plane key of " +
+                                   std::to_string(key.size()) + " bytes; keys are " +
+                                   std::to_string(sealing.size()) + " bytes");
+      std::copy(key.begin(), key.end(), sealing.begin());
+      plane_options.seal_key = sealing;
+    }
     return comm::make_gloo_plane(rank, size, std::make_shared<registry_store>(system_, registry_),
                                  plane_options);
   }
@@ -358,7 +373,7 @@ private:
 
   caf::result<bool> rebuild_plane(const plane_rebuild& rebuild) {
     try {
-      auto plane = plane_of(rebuild.generation, rebuild.plane_nodes,
+      auto plane = plane_of(rebuild.generation, rebuild.plane_nodes, rebuild.data_key,
                             std::chrono::milliseconds(config_.cluster.data_timeout_ms));
       self_->send(parts_.reducer,
                   plane_update{rebuild.generation, rebuild.plane_nodes, std::move(plane)});

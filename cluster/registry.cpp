@@ -8,10 +8,12 @@
 #include "actors/messages.hpp"
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
+#include "comm/sealing.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "cluster/admission.hpp"
 #include "cluster/join_ledger.hpp"
@@ -326,6 +328,7 @@ private:
     welcome.training_samples = context_->data->train.size();
     welcome.job = context_->job;
     welcome.coordinator = coordinator_;
+    welcome.data_key = plane_key(welcome.generation);
     answer(nodes_[index], std::move(welcome));
   }
 
@@ -421,7 +424,8 @@ private:
     const auto timeout = std::chrono::milliseconds(context_->config.cluster.data_timeout_ms) +
                          std::chrono::seconds(10);
     for (std::size_t peer : peers)
-      request(nodes_[peer].control, timeout, plane_rebuild{generation, ledger_.plane_nodes()})
+      request(nodes_[peer].control, timeout,
+              plane_rebuild{generation, ledger_.plane_nodes(), plane_key(generation)})
           .then([this, generation, peer](bool) { rebuilt(generation, peer, {}); },
                 [this, generation, peer](caf::error& failure) {
                   rebuilt(generation, peer,
@@ -503,6 +507,20 @@ private:
     return "node " + std::to_string(index) + " (" + nodes_[index].hello.name + ")";
   }
 
+  // The key that seals the messages of data plane `generation`, drawn when first asked for; ""
+  // when the data plane is not sealed (cluster.data-encryption). It reaches only the nodes of that
+  // generation, in their welcome or rebuild order.
+  std::string plane_key(std::uint32_t generation) {
+    if (!context_->config.cluster.seals_data())
+      return {};
+    auto& key = plane_keys_[generation];
+    if (key.empty()) {
+      const comm::plane_key drawn = comm::random_plane_key();
+      key.assign(drawn.begin(), drawn.end());
+    }
+    return key;
+  }
+
   std::string nodes_of_min_nodes(std::size_t nodes) const {
     return std::to_string(nodes) + " of " + std::to_string(context_->config.cluster.min_nodes) +
            " nodes";
@@ -514,6 +532,7 @@ private:
   std::vector<node_entry> nodes_;
   slot_table slots_;
   join_ledger ledger_;
+  std::map<std::uint32_t, std::string> plane_keys_; // by data-plane generation
   rendezvous_keys keys_;
   std::shared_ptr<const models::model> model_;
   caf::actor coordinator_;

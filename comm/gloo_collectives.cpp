@@ -3,6 +3,8 @@
 #include "comm/gloo_mesh.hpp"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 
 namespace herd::comm::gloo_detail {
@@ -35,49 +37,95 @@ void add_into_both(float* __restrict sum, const float* own, float weight, float*
   }
 }
 
+// Error feedback: `residual` holds the rounded values of `sent` and becomes what rounding took
+// from them. A value past the format's largest (saturated), or not finite, carries nothing: its
+// residual would grow without bound.
+void keep_loss(const float* sent, float* residual, float largest, std::size_t n) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) {
+    const float lost = sent[i] - residual[i];
+    residual[i] = std::fabs(sent[i]) <= largest && std::isfinite(lost) ? lost : 0.0f;
+  }
+}
+
 void copy_floats(float* to, const float* from, std::size_t n) {
   if (n > 0)
     std::memcpy(to, from, n * sizeof(float));
 }
 
-// The 16-bit wire region after `count` staging floats, in floats.
-std::size_t wire_floats(wire_format format, std::size_t count) {
-  return format == wire_format::fp32 ? 0 : (count + 1) / 2;
-}
-
-// Where the ring's segments travel. fp32: the staging floats themselves. fp16 and bf16: a wire
-// region of 16-bit values with staging's layout (after its `count` floats), so that every region
-// is still received into once and sent from after, in the order the float ring uses; the sums
-// themselves are taken in floats in staging.
+// Where the segments of `parts` travel, in memory after the operation's `count` staging floats:
+//   fp32, in the clear: the staging floats themselves;
+//   fp16 and bf16: a region of 16-bit values with staging's layout, so that every region is still
+//     received into once and sent from after, in the order the float ring uses (the sums
+//     themselves are taken in floats, in staging);
+//   sealed: those values (`plain`) are sealed into a region of messages of the same layout, each
+//     segment followed by the sealer's overhead.
 class wire_view {
 public:
-  wire_view(wire_format format, float* staging, std::size_t count)
-      : format_(format), staging_(staging),
-        wire_(reinterpret_cast<std::uint16_t*>(staging + count)) {}
+  wire_view(wire_format format, bool sealed, float* staging, const partition& parts)
+      : format_(format), sealed_(sealed), parts_(parts), staging_(staging),
+        wire_(reinterpret_cast<std::uint16_t*>(staging + parts.count)),
+        messages_(reinterpret_cast<std::uint8_t*>(staging + parts.count +
+                                                  rounded_floats(format, parts.count))) {}
+
+  // The staging memory an operation over `parts` needs, in floats.
+  static std::size_t staging_floats(wire_format format, bool sealed, const partition& parts) {
+    std::size_t floats = parts.count + rounded_floats(format, parts.count);
+    if (sealed)
+      floats += (parts.count * wire_bytes(format) +
+                 parts.total_segments() * message_sealer::overhead + sizeof(float) - 1) /
+                sizeof(float);
+    return floats;
+  }
 
   bool rounded() const { return format_ != wire_format::fp32; }
-  // The message memory of the segment at element `at`, and its size for `n` elements.
-  void* at(std::size_t at) const {
-    return rounded() ? static_cast<void*>(wire_ + at) : static_cast<void*>(staging_ + at);
+  // Segment `s` of chunk `c` as a message.
+  message_memory message(int c, std::size_t s) const {
+    const std::size_t at = parts_.segment_begin(c, s);
+    const std::size_t bytes = parts_.segment_size(c, s) * wire_bytes(format_);
+    void* plain = rounded() ? static_cast<void*>(wire_ + at) : static_cast<void*>(staging_ + at);
+    void* message = sealed_ ? messages_ + at * wire_bytes(format_) +
+                                  parts_.ordinal(c, s) * message_sealer::overhead
+                            : plain;
+    return {plain, message, bytes};
   }
-  std::size_t bytes(std::size_t n) const { return n * wire_bytes(format_); }
   // A received segment's floats into `to` (staging or the caller's output).
-  void arrived(std::size_t at, std::size_t n, float* to) const {
+  void arrived(int c, std::size_t s, float* to) const {
+    const std::size_t at = parts_.segment_begin(c, s);
+    const std::size_t n = parts_.segment_size(c, s);
     if (rounded())
       widen(format_, wire_ + at, to + at, n);
     else if (to != staging_)
       copy_floats(to + at, staging_ + at, n);
   }
-  // Staging's floats of a segment onto the wire, rounded.
-  void depart(std::size_t at, std::size_t n) const {
-    if (rounded())
-      narrow(format_, staging_ + at, wire_ + at, n);
+  // Staging's floats of a segment onto the wire, rounded. With a `residual` (error feedback, by
+  // element): it is added to the floats first, and then holds what this rounding lost.
+  void depart(int c, std::size_t s, float* residual = nullptr) const {
+    if (!rounded())
+      return;
+    const std::size_t at = parts_.segment_begin(c, s);
+    const std::size_t n = parts_.segment_size(c, s);
+    if (residual != nullptr)
+      add_into(staging_ + at, residual + at, 1.0f, n);
+    narrow(format_, staging_ + at, wire_ + at, n);
+    if (residual != nullptr) {
+      widen(format_, wire_ + at, residual + at, n);
+      keep_loss(staging_ + at, residual + at, format_ == wire_format::fp16 ? 65504.0f : FLT_MAX, n);
+    }
   }
 
 private:
+  // The 16-bit region, in floats.
+  static std::size_t rounded_floats(wire_format format, std::size_t count) {
+    return format == wire_format::fp32 ? 0 : (count + 1) / 2;
+  }
+
   wire_format format_;
+  bool sealed_;
+  partition parts_;
   float* staging_;
   std::uint16_t* wire_;
+  std::uint8_t* messages_;
 };
 
 } // namespace
@@ -100,7 +148,9 @@ void gloo_mesh::reduce(const std::vector<weighted_input>& inputs, const float* s
   }
   run("group_reduce (tag " + std::to_string(options.tag) + ", count " + std::to_string(count) +
           ", ranks " + describe(ranks) + ") on rank " + std::to_string(rank_),
-      options, count + wire_floats(compression_, count),
+      options,
+      wire_view::staging_floats(compression_, sealer_ != nullptr,
+                                partition{count, static_cast<int>(ranks.size())}),
       [&](operation& op) { ring_allreduce(op, send, own_weight, out, count, ranks, position); });
 }
 
@@ -118,7 +168,8 @@ void gloo_mesh::broadcast_from(int root, float* data, std::size_t count,
   run("broadcast (tag " + std::to_string(options.tag) + ", count " + std::to_string(count) +
           ", ranks " + describe(ranks) + ", root " + std::to_string(root) + ") on rank " +
           std::to_string(rank_),
-      options, count,
+      options,
+      wire_view::staging_floats(wire_format::fp32, sealer_ != nullptr, partition{count, 1}),
       [&](operation& op) { chain_broadcast(op, data, count, ranks, position, root_position); });
 }
 
@@ -141,7 +192,16 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
   const int right = ranks[static_cast<std::size_t>(chunk_at(p + 1))];
   const partition parts{count, k};
   float* staging = op.staging();
-  const wire_view wire(compression_, staging, count);
+  const wire_view wire(compression_, sealer_ != nullptr, staging, parts);
+  // Rounds a segment of staging onto the wire; with error feedback, through this rank's residual.
+  auto depart = [&](int c, std::size_t s) {
+    if (!error_feedback_)
+      return wire.depart(c, s);
+    std::lock_guard<std::mutex> guard(residual_mutex_);
+    if (residual_.size() != count)
+      residual_.assign(count, 0.0f);
+    wire.depart(c, s, residual_.data());
+  };
   const std::uint64_t tag = op.tag();
   // Steps 0..k-2 reduce-scatter, k-1..2k-3 allgather.
   auto slot = [tag](int step) { return slot_of(tag, operation_kind::allreduce, step); };
@@ -153,8 +213,7 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
     int c = chunk_at(p - step - 1);
     for (std::size_t s = 0; s < parts.segments(c); ++s)
       scatter_receives[static_cast<std::size_t>(step)].push_back(
-          op.post_recv(left, slot(step), wire.at(parts.segment_begin(c, s)),
-                       wire.bytes(parts.segment_size(c, s))));
+          op.post_recv(left, slot(step), wire.message(c, s)));
   }
   std::vector<std::size_t> scatter_sends;
   std::vector<std::size_t> gather_sends;
@@ -162,8 +221,8 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
     auto at = parts.segment_begin(p, s);
     auto n = parts.segment_size(p, s);
     scale_into(staging + at, send + at, weight, n);
-    wire.depart(at, n);
-    scatter_sends.push_back(op.post_send(right, slot(0), wire.at(at), wire.bytes(n)));
+    depart(p, s);
+    scatter_sends.push_back(op.post_send(right, slot(0), wire.message(p, s)));
   }
   for (int step = 0; step < k - 1; ++step) {
     int c = chunk_at(p - step - 1);
@@ -172,21 +231,21 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
       op.wait(scatter_receives[static_cast<std::size_t>(step)][s]);
       auto at = parts.segment_begin(c, s);
       auto n = parts.segment_size(c, s);
-      wire.arrived(at, n, staging);
+      wire.arrived(c, s, staging);
       if (!last) {
         add_into(staging + at, send + at, weight, n);
-        wire.depart(at, n);
-        scatter_sends.push_back(op.post_send(right, slot(step + 1), wire.at(at), wire.bytes(n)));
+        depart(c, s);
+        scatter_sends.push_back(op.post_send(right, slot(step + 1), wire.message(c, s)));
       } else {
         // Chunk p+1 is complete: it is this rank's result and the first allgather message.
         if (wire.rounded()) {
           add_into(staging + at, send + at, weight, n);
-          wire.depart(at, n);
-          wire.arrived(at, n, out); // the rounded sum, as every other rank will get it
+          depart(c, s);
+          wire.arrived(c, s, out); // the rounded sum, as every other rank will get it
         } else {
           add_into_both(staging + at, send + at, weight, out + at, n);
         }
-        gather_sends.push_back(op.post_send(right, slot(k - 1), wire.at(at), wire.bytes(n)));
+        gather_sends.push_back(op.post_send(right, slot(k - 1), wire.message(c, s)));
       }
     }
   }
@@ -198,18 +257,15 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
     int c = chunk_at(p - step);
     for (std::size_t s = 0; s < parts.segments(c); ++s)
       gather_receives[static_cast<std::size_t>(step)].push_back(
-          op.post_recv(left, slot(k - 1 + step), wire.at(parts.segment_begin(c, s)),
-                       wire.bytes(parts.segment_size(c, s))));
+          op.post_recv(left, slot(k - 1 + step), wire.message(c, s)));
   }
   for (int step = 0; step < k - 1; ++step) {
     int c = chunk_at(p - step);
     for (std::size_t s = 0; s < parts.segments(c); ++s) {
       op.wait(gather_receives[static_cast<std::size_t>(step)][s]);
-      auto at = parts.segment_begin(c, s);
-      auto n = parts.segment_size(c, s);
-      wire.arrived(at, n, out);
+      wire.arrived(c, s, out);
       if (step < k - 2)
-        gather_sends.push_back(op.post_send(right, slot(k + step), wire.at(at), wire.bytes(n)));
+        gather_sends.push_back(op.post_send(right, slot(k + step), wire.message(c, s)));
     }
   }
   for (auto index : gather_sends)
@@ -228,27 +284,24 @@ void gloo_mesh::chain_broadcast(operation& op, float* data, std::size_t count,
   const bool forwards = hop < k - 1;
   const partition whole{count, 1};
   float* staging = op.staging();
+  const wire_view wire(wire_format::fp32, sealer_ != nullptr, staging, whole);
   const std::uint64_t slot = slot_of(op.tag(), operation_kind::broadcast, 0);
   std::vector<std::size_t> sends;
   if (hop == 0) {
     for (std::size_t s = 0; s < whole.segments(0); ++s) {
-      auto at = whole.segment_begin(0, s);
-      auto n = whole.segment_size(0, s);
-      copy_floats(staging + at, data + at, n);
-      sends.push_back(op.post_send(next, slot, staging + at, n * sizeof(float)));
+      copy_floats(staging + whole.segment_begin(0, s), data + whole.segment_begin(0, s),
+                  whole.segment_size(0, s));
+      sends.push_back(op.post_send(next, slot, wire.message(0, s)));
     }
   } else {
     std::vector<std::size_t> receives;
     for (std::size_t s = 0; s < whole.segments(0); ++s)
-      receives.push_back(op.post_recv(previous, slot, staging + whole.segment_begin(0, s),
-                                      whole.segment_size(0, s) * sizeof(float)));
+      receives.push_back(op.post_recv(previous, slot, wire.message(0, s)));
     for (std::size_t s = 0; s < whole.segments(0); ++s) {
       op.wait(receives[s]);
-      auto at = whole.segment_begin(0, s);
-      auto n = whole.segment_size(0, s);
-      copy_floats(data + at, staging + at, n);
+      wire.arrived(0, s, data);
       if (forwards)
-        sends.push_back(op.post_send(next, slot, staging + at, n * sizeof(float)));
+        sends.push_back(op.post_send(next, slot, wire.message(0, s)));
     }
   }
   for (auto index : sends)

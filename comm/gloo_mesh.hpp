@@ -54,6 +54,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace herd::comm::gloo_detail {
@@ -118,6 +119,22 @@ struct partition {
   std::size_t segment_size(int chunk, std::size_t segment) const {
     return std::min(segment_floats, size(chunk) - segment * segment_floats);
   }
+  // Segment `segment` of `chunk` among every segment, in order.
+  std::size_t ordinal(int chunk, std::size_t segment) const {
+    std::size_t before = 0;
+    for (int c = 0; c < chunk; ++c)
+      before += segments(c);
+    return before + segment;
+  }
+  std::size_t total_segments() const { return ordinal(parts, 0); }
+};
+
+// One message's memory: what it carries (`bytes` at `plain`) and where it travels from or into:
+// `plain` itself, or, sealed, `bytes` + message_sealer::overhead at `message`.
+struct message_memory {
+  void* plain = nullptr;
+  void* message = nullptr;
+  std::size_t bytes = 0;
 };
 
 class gloo_mesh final : public gloo_plane {
@@ -171,7 +188,11 @@ private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
   const milliseconds default_timeout_;
-  const wire_format compression_;      // how reductions put their floats on the wire
+  const wire_format compression_;          // how reductions put their floats on the wire
+  std::unique_ptr<message_sealer> sealer_; // seals every message; null: messages go in the clear
+  const bool error_feedback_;
+  std::mutex residual_mutex_;
+  std::vector<float> residual_;        // by element: what this rank's last rounding of it lost
   std::unique_ptr<watchdog> watchdog_; // each operation's deadline: its expire hook wakes its waits
 
   std::mutex staging_mutex_;
@@ -194,6 +215,11 @@ public:
     int peer = -1;
     bool sending = false;
     bool pending = true; // posted and not seen complete
+    // Where the message belongs (the sealer's associated data), and for a sealed receive where
+    // it opens to.
+    std::uint64_t slot = 0;
+    std::uint32_t index = 0;
+    message_memory memory;
   };
 
   operation(gloo_mesh& plane, std::string description, std::uint64_t tag, milliseconds timeout,
@@ -207,32 +233,31 @@ public:
   const std::string& description() const { return description_; }
   std::uint64_t tag() const { return tag_; }
 
-  // One message of `bytes` from or into memory the operation owns; returns its transfer.
-  std::size_t post_send(int peer, std::uint64_t slot, void* from, std::size_t bytes) {
-    return post(peer, slot, from, bytes, true);
+  // One message from or into memory the operation owns; returns its transfer. With the plane's
+  // sealer, a send is sealed here, from `plain` into `message`.
+  std::size_t post_send(int peer, std::uint64_t slot, const message_memory& memory) {
+    return post(peer, slot, memory, true);
   }
-  std::size_t post_recv(int peer, std::uint64_t slot, void* into, std::size_t bytes) {
-    return post(peer, slot, into, bytes, false);
+  std::size_t post_recv(int peer, std::uint64_t slot, const message_memory& memory) {
+    return post(peer, slot, memory, false);
   }
 
   // Blocks until transfer `index` completes; throws comm_error naming its peer when the deadline
-  // passes or the peer's pair fails.
+  // passes or the peer's pair fails. A sealed receive is opened into its plain memory; one that
+  // does not open throws peer_lost, and the plane takes the peer as lost.
   void wait(std::size_t index) {
+    wait_for(index);
     transfer& t = transfers_[index];
-    if (timed_out_.load())
-      throw_timeout(t);
-    bool completed = false;
-    try {
-      completed =
-          t.sending ? t.buffer->waitSend(nullptr, never) : t.buffer->waitRecv(nullptr, never);
-    } catch (const gloo::Exception& failure) {
-      plane_.mark_lost(t.peer, failure.what());
-      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(t.peer) +
-                                               " failed: " + failure.what());
-    }
-    if (!completed)
-      throw_timeout(t);
-    t.pending = false;
+    if (t.sending || !plane_.sealer_)
+      return;
+    const std::string rejected = plane_.sealer_->open(t.peer, t.slot, t.index, t.memory.message,
+                                                      t.memory.bytes, t.memory.plain);
+    if (rejected.empty())
+      return;
+    const std::string why = "a message from it was rejected: " + rejected;
+    plane_.mark_lost(t.peer, why);
+    throw comm_error(outcome::peer_lost,
+                     description_ + ": rank " + std::to_string(t.peer) + " is refused: " + why);
   }
 
   // The watchdog's expire hook, once the deadline has passed.
@@ -277,14 +302,24 @@ public:
   std::deque<transfer>& transfers() { return transfers_; }
 
 private:
-  std::size_t post(int peer, std::uint64_t slot, void* memory, std::size_t bytes, bool sending) {
+  std::size_t post(int peer, std::uint64_t slot, const message_memory& memory, bool sending) {
+    const bool sealed = plane_.sealer_ != nullptr;
+    // Both ends post a slot's messages in the same order: their count is the message's index.
+    const std::uint32_t place = next_index_[{peer, slot, sending}]++;
+    if (sealed && sending)
+      plane_.sealer_->seal(peer, slot, place, memory.plain, memory.bytes, memory.message);
+    void* wire = sealed ? memory.message : memory.plain;
+    const std::size_t bytes = memory.bytes + (sealed ? message_sealer::overhead : 0);
     std::size_t index = 0;
     {
       std::lock_guard<std::mutex> guard(transfers_mutex_);
       transfer& t = transfers_.emplace_back();
-      t.buffer = plane_.context_->createUnboundBuffer(memory, bytes);
+      t.buffer = plane_.context_->createUnboundBuffer(wire, bytes);
       t.peer = peer;
       t.sending = sending;
+      t.slot = slot;
+      t.index = place;
+      t.memory = memory;
       index = transfers_.size() - 1;
       // A transfer posted after the deadline must not wait: the watchdog has already been by.
       if (timed_out_.load())
@@ -302,6 +337,25 @@ private:
                                                " is unreachable: " + failure.what());
     }
     return index;
+  }
+
+  // Blocks until transfer `index` completes (wait's first half).
+  void wait_for(std::size_t index) {
+    transfer& t = transfers_[index];
+    if (timed_out_.load())
+      throw_timeout(t);
+    bool completed = false;
+    try {
+      completed =
+          t.sending ? t.buffer->waitSend(nullptr, never) : t.buffer->waitRecv(nullptr, never);
+    } catch (const gloo::Exception& failure) {
+      plane_.mark_lost(t.peer, failure.what());
+      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(t.peer) +
+                                               " failed: " + failure.what());
+    }
+    if (!completed)
+      throw_timeout(t);
+    t.pending = false;
   }
 
   static void abort(transfer& t) {
@@ -329,6 +383,7 @@ private:
   staging_block staging_;
   std::mutex transfers_mutex_;
   std::deque<transfer> transfers_; // a deque: references stay valid while posting
+  std::map<std::tuple<int, std::uint64_t, bool>, std::uint32_t> next_index_; // by peer, slot, send
   std::atomic<bool> timed_out_{false};
 };
 

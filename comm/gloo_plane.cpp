@@ -82,7 +82,8 @@ private:
 
 gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>& store,
                      const gloo_plane_options& options)
-    : gloo_plane(rank, size), default_timeout_(options.timeout), compression_(options.compression) {
+    : gloo_plane(rank, size), default_timeout_(options.timeout), compression_(options.compression),
+      error_feedback_(options.error_feedback && options.compression != wire_format::fp32) {
   if (size < 1 || rank < 0 || rank >= size)
     throw std::invalid_argument("gloo_plane: rank " + std::to_string(rank) +
                                 " is outside a plane of size " + std::to_string(size));
@@ -130,6 +131,8 @@ gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>
                  adapter.full_key("<rank>") + "')";
     throw comm_error(outcome::timeout, message + " (" + failure.what() + ")");
   }
+  if (options.seal_key)
+    sealer_ = std::make_unique<message_sealer>(*options.seal_key, rank, size);
   // No abort hook: an operation that passes its deadline ends alone, and the plane works on.
   watchdog_ = std::make_unique<watchdog>(where, nullptr, nullptr);
 }

@@ -5,10 +5,12 @@
 
 #include "comm/data_plane.hpp"
 #include "comm/rendezvous_store.hpp"
+#include "comm/sealing.hpp"
 #include "comm/wire_format.hpp"
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace herd::comm {
@@ -20,6 +22,15 @@ struct gloo_plane_options {
   // How group_reduce sends its floats: fp16 or bf16 halve the bytes. Every rank of a reduction
   // gets the same result, bit for bit, in any format; broadcasts always send floats as they are.
   wire_format compression = wire_format::fp32;
+  // With fp16 or bf16: what rounding takes from each element this rank rounds is kept, by element
+  // index, and added to that element the next time this rank rounds it (error feedback), so the
+  // errors do not accumulate over rounds. The residual is reset when a reduction of another length
+  // comes; a failed reduction loses what it carried.
+  bool error_feedback = false;
+  // With a key (the same on every rank, from the control plane), every message is sealed with
+  // AES-256-GCM (comm/sealing.hpp): a message that does not open fails its operation, naming the
+  // peer, and that peer is lost to the plane. Without one, messages cross the wire in the clear.
+  std::optional<plane_key> seal_key;
 };
 
 /// One process's rank in a full mesh of TCP connections (Gloo's tcp transport), built once; any

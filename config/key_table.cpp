@@ -491,10 +491,20 @@ const std::vector<key_spec>& keys() {
         "coordinator's the host nodes dial (false = any certificate the CA signed)",
         [](auto& c) -> auto& { return c.cluster.tls_check_names; }));
     k.push_back(make_key<std::string>(
+        "cluster.data-encryption", "string",
+        "seal every data-plane message with AES-256-GCM under keys the coordinator hands out over "
+        "TLS: on, off, or auto (on whenever TLS is on)",
+        [](auto& c) -> auto& { return c.cluster.data_encryption; }));
+    k.push_back(make_key<std::string>(
         "comm.compression", "string",
         "how reductions cross the gloo data plane between nodes: none (floats), fp16 or bf16 "
         "(rounded to 16 bits, half the bytes)",
         [](auto& c) -> auto& { return c.comm.compression; }));
+    k.push_back(make_key<bool>(
+        "comm.error-feedback", "boolean",
+        "with fp16 or bf16: what rounding takes from a value on the wire is added to the same "
+        "value the next time this node rounds it, so that rounding errors do not pile up",
+        [](auto& c) -> auto& { return c.comm.error_feedback; }));
     k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",
         "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",

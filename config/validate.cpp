@@ -225,6 +225,14 @@ void check_cluster(checker& check, const cluster_section& cluster) {
                     quoted(cluster.token_file),
                     "cannot read this file: " + readable_file_problem(cluster.token_file));
   }
+  const std::vector<std::string> encryptions{"auto", "on", "off"};
+  check.require(contains(encryptions, cluster.data_encryption), "cluster.data-encryption",
+                quoted(cluster.data_encryption), "allowed: " + join(encryptions));
+  // The keys reach the nodes over the control plane: in the clear without TLS.
+  check.require(cluster.data_encryption != "on" || any_tls, "cluster.data-encryption",
+                quoted(cluster.data_encryption),
+                "needs control-plane TLS (cluster.tls-ca, cluster.tls-cert, cluster.tls-key): the "
+                "data plane's keys travel over the control plane");
 }
 
 // imbalance.workers; `workers` is train.workers where indices must lie below it (the persistent
@@ -428,6 +436,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(contains(known_compressions(), config.comm.compression), "comm.compression",
                 quoted(config.comm.compression),
                 "unknown compression; allowed: " + join(known_compressions()));
+  check.require(!config.comm.error_feedback || config.comm.compression != "none",
+                "comm.error-feedback", "true",
+                "feeds back what comm.compression's rounding loses; set comm.compression = fp16 "
+                "or bf16 (it is none)");
   check_simulate(check, config.simulate);
   return check.take();
 }

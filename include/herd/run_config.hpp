@@ -173,13 +173,19 @@ struct cluster_section {
   std::string tls_cert;        // cluster.tls-cert: this process's certificate, signed by that CA
   std::string tls_key;         // cluster.tls-key: its private key (PEM)
   bool tls_check_names = true; // cluster.tls-check-names: certificates must name their holders
+  std::string data_encryption = "auto"; // cluster.data-encryption: on | off | auto (= on with TLS)
 
   bool tls() const { return !tls_ca.empty(); }
+  /// Whether the data plane's messages are sealed (AES-256-GCM with keys from the coordinator).
+  bool seals_data() const {
+    return data_encryption == "on" || (data_encryption == "auto" && tls());
+  }
 };
 
 /// [comm]: how the data plane moves tensors between processes.
 struct comm_section {
   std::string compression = "none"; // comm.compression: none, fp16 or bf16 on the gloo wire
+  bool error_feedback = false; // comm.error-feedback: carry each rounding's residual to the next
 };
 
 /// [checkpoint]: where and how often `herd train` writes checkpoints it can resume from

@@ -437,6 +437,36 @@ TEST(cluster_cli, a_node_whose_certificate_another_ca_signed_cannot_join_and_the
   EXPECT_EQ(run.report()["workers"], 2) << "only the member's workers joined\n" << run.logs();
 }
 
+// With TLS the data plane is sealed by default (cluster.data-encryption = auto): the nodes say so,
+// and a sync job across two nodes ends with the very result of the same job in the clear.
+TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_one_bit_for_bit) {
+  temp_directory dir;
+  ASSERT_TRUE(make_certificates(dir)) << "openssl could not make the test certificates";
+  auto job = [&](const std::string& encryption, const std::string& expected) {
+    std::vector<std::string> args{"--data.dataset=synthetic", "--train.algorithm=sync",
+                                  "--train.epochs=1", "--cluster.min-nodes=2",
+                                  "--cluster.data-encryption=" + encryption};
+    const auto coordinator_tls = tls(dir, "cluster-ca", "coordinator");
+    args.insert(args.end(), coordinator_tls.begin(), coordinator_tls.end());
+    cluster run(dir, args);
+    auto& first = run.add_node(1, tls(dir, "cluster-ca", "member"));
+    auto& second = run.add_node(1, tls(dir, "cluster-ca", "member"));
+    EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+    EXPECT_EQ(first.wait(30s), 0) << run.logs();
+    EXPECT_EQ(second.wait(30s), 0) << run.logs();
+    for (auto* node : {&first, &second})
+      EXPECT_NE(node->output().find("2 nodes, " + expected + ")"), std::string::npos) << run.logs();
+    return run.report();
+  };
+  const auto sealed = job("auto", "sealed");
+  const auto clear = job("off", "in the clear");
+  ASSERT_TRUE(sealed.contains("final_test_accuracy")) << sealed.dump();
+  EXPECT_EQ(sealed["rounds_aborted"], 0);
+  EXPECT_EQ(sealed["final_test_accuracy"], clear["final_test_accuracy"]);
+  EXPECT_EQ(sealed["final_test_loss"], clear["final_test_loss"]);
+  EXPECT_EQ(sealed["rounds"], clear["rounds"]);
+}
+
 TEST(cluster_cli, tls_settings_that_cannot_work_are_bad_input_naming_the_key) {
   const auto missing = herd::testing::run_process(
       {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--cluster.tls-ca=/nonexistent.pem"},

@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <signal.h>
 #include <sys/wait.h>
@@ -133,8 +134,9 @@ private:
 // Runs `size` ranks as threads of this process, each with its own plane over one memory store.
 // `body` may destroy its plane (reset the pointer). Every rank meets the others before its plane
 // is destroyed, so no rank closes its connections while a peer still reads from them.
+// `configure`, when given, sets each rank's options (compression, a key) before its plane is made.
 void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plane>&)>& body,
-               herd::comm::wire_format compression = herd::comm::wire_format::fp32) {
+               const std::function<void(int, gloo_plane_options&)>& configure = nullptr) {
   auto store = herd::comm::make_memory_store();
   meeting_point done(size);
   std::vector<std::thread> threads;
@@ -144,7 +146,8 @@ void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plan
       std::unique_ptr<gloo_plane> plane;
       try {
         auto options = options_with(generous_timeout);
-        options.compression = compression;
+        if (configure)
+          configure(rank, options);
         plane = make_gloo_plane(rank, size, store, options);
         body(rank, plane);
       } catch (const std::exception& failure) {
@@ -159,6 +162,29 @@ void run_ranks(int size, const std::function<void(int, std::unique_ptr<gloo_plan
 
 bool contains(const std::vector<int>& ranks, int rank) {
   return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+}
+
+// Calls `body(i, ranks, count)` for each case i, one per (group, count), whose group has `rank`;
+// every rank goes through the cases in the same order.
+void for_each_case(
+    const std::vector<std::vector<int>>& groups, const std::vector<std::size_t>& counts, int rank,
+    const std::function<void(std::size_t, const std::vector<int>&, std::size_t)>& body) {
+  std::size_t index = 0;
+  for (const auto& ranks : groups)
+    for (std::size_t count : counts) {
+      const std::size_t i = index++;
+      if (contains(ranks, rank))
+        body(i, ranks, count);
+    }
+}
+
+// Every rank with wire format `format` (and `key`, when given: sealed messages).
+std::function<void(int, gloo_plane_options&)>
+wire_of(herd::comm::wire_format format, std::optional<herd::comm::plane_key> key = std::nullopt) {
+  return [format, key](int, gloo_plane_options& options) {
+    options.compression = format;
+    options.seal_key = key;
+  };
 }
 
 TEST(gloo_plane, allreduce_sums_over_every_group_size_and_subset_of_a_four_rank_plane) {
@@ -217,22 +243,20 @@ TEST_P(gloo_plane_wire, allreduce_gives_every_member_the_same_sum_within_the_rou
   run_ranks(
       4,
       [&](int rank, std::unique_ptr<gloo_plane>& plane) {
-        std::size_t index = 0;
-        for (const auto& ranks : groups)
-          for (std::size_t count : counts) {
-            const std::size_t i = index++;
-            if (!contains(ranks, rank))
-              continue;
-            auto data = random_values(count, seed_of(i, rank));
-            ASSERT_EQ(
-                sum_in_place(*plane, data.data(), count, ranks, i, generous_timeout).message(), "");
-            EXPECT_EQ(check_sum(data, i, ranks, static_cast<double>(ranks.size()) * unit), "")
-                << "rank " << rank << ", group of " << ranks.size() << ", count " << count;
-            std::lock_guard<std::mutex> guard(results_mutex);
-            fingerprints[i][rank] = fingerprint(data);
-          }
+        for_each_case(
+            groups, counts, rank,
+            [&](std::size_t i, const std::vector<int>& ranks, std::size_t count) {
+              auto data = random_values(count, seed_of(i, rank));
+              ASSERT_EQ(
+                  sum_in_place(*plane, data.data(), count, ranks, i, generous_timeout).message(),
+                  "");
+              EXPECT_EQ(check_sum(data, i, ranks, static_cast<double>(ranks.size()) * unit), "")
+                  << "rank " << rank << ", group of " << ranks.size() << ", count " << count;
+              std::lock_guard<std::mutex> guard(results_mutex);
+              fingerprints[i][rank] = fingerprint(data);
+            });
       },
-      format);
+      wire_of(format));
   for (const auto& [index, by_rank] : fingerprints)
     for (const auto& [rank, print] : by_rank)
       EXPECT_EQ(print, by_rank.begin()->second) << "reduction " << index << ", rank " << rank;
@@ -258,9 +282,128 @@ TEST(gloo_plane, a_16_bit_wire_rounds_what_it_sends) {
         ASSERT_EQ(sum_in_place(*plane, &value, 1, {0, 1}, 0, generous_timeout).message(), "");
         results[static_cast<std::size_t>(rank)] = value;
       },
-      herd::comm::wire_format::fp16);
+      wire_of(herd::comm::wire_format::fp16));
   EXPECT_EQ(results[0], results[1]);
   EXPECT_EQ(results[0], 2.0f); // the exact float sum, 2 + 2^-12, is not what comes back
+}
+
+// Sealing changes what crosses the wire, never what arrives: sums and broadcasts over sealed
+// messages are the very floats of the clear ones, in every wire format.
+TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones) {
+  const std::vector<std::vector<int>> groups{{0, 1}, {0, 1, 2}, {1, 2}, {0, 1, 2}};
+  const std::vector<std::size_t> counts{1, 7, 600001};
+  using prints = std::map<std::pair<std::size_t, int>, std::uint64_t>; // (case, rank)
+  auto run_with = [&](const std::function<void(int, gloo_plane_options&)>& configure) {
+    std::mutex results_mutex;
+    prints results;
+    run_ranks(
+        3,
+        [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+          for_each_case(
+              groups, counts, rank,
+              [&](std::size_t i, const std::vector<int>& ranks, std::size_t count) {
+                auto data = random_values(count, seed_of(i, rank));
+                ASSERT_EQ(
+                    sum_in_place(*plane, data.data(), count, ranks, i, generous_timeout).message(),
+                    "");
+                // Then the highest member's copy of the sum goes to the group again.
+                ASSERT_EQ(broadcast(*plane, data.data(), count, ranks, ranks.back(), 1000 + i,
+                                    generous_timeout)
+                              .message(),
+                          "");
+                std::lock_guard<std::mutex> guard(results_mutex);
+                results[{i, rank}] = fingerprint(data);
+              });
+        },
+        configure);
+    return results;
+  };
+  const herd::comm::plane_key key = herd::comm::random_plane_key();
+  for (auto format : {herd::comm::wire_format::fp32, herd::comm::wire_format::fp16}) {
+    const prints clear = run_with(wire_of(format));
+    const prints sealed = run_with(wire_of(format, key));
+    EXPECT_EQ(clear.size(), 10u * counts.size()); // 2 + 3 + 2 + 3 members, every count
+    EXPECT_EQ(clear, sealed) << herd::comm::name_of(format);
+  }
+}
+
+// A rank whose messages are not sealed with the plane's key (it never got the key: an impostor
+// that took a peer's place, or bytes crafted by anyone else) is refused by name; what it sent
+// reaches no caller's buffer, and the ranks that hold the key go on reducing among themselves.
+TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
+  const herd::comm::plane_key key = herd::comm::random_plane_key();
+  const std::size_t count = 1000;
+  const std::vector<int> everyone{0, 1, 2};
+  std::vector<status> results(3);
+  std::vector<std::string> unchanged(3);
+  std::vector<std::string> then(3);
+  run_ranks(
+      3,
+      [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+        const auto r = static_cast<std::size_t>(rank);
+        // The impostor (rank 2) sends values far outside the others' range.
+        auto data =
+            rank == 2 ? std::vector<float>(count, 1e30f) : random_values(count, seed_of(0, rank));
+        const auto before = data;
+        results[r] = sum_in_place(*plane, data.data(), count, everyone, 1, 3s);
+        unchanged[r] = data == before ? "" : "the failed sum wrote into the caller's buffer";
+        if (rank == 2)
+          return;
+        auto next = random_values(count, seed_of(2, rank));
+        ASSERT_EQ(sum_in_place(*plane, next.data(), count, {0, 1}, 2, generous_timeout).message(),
+                  "");
+        then[r] = check_sum(next, 2, {0, 1});
+      },
+      [&](int rank, gloo_plane_options& options) {
+        options.seal_key = rank == 2 ? herd::comm::random_plane_key() : key;
+      });
+  // Rank 0 hears from rank 2 (its left neighbour in the ring) and names it.
+  EXPECT_EQ(results[0].kind(), outcome::peer_lost);
+  EXPECT_THAT(results[0].message(), HasSubstr("rank 2 is refused"));
+  EXPECT_THAT(results[0].message(), HasSubstr("does not authenticate"));
+  // Rank 1 then waits for rank 0, which stopped; the impostor refuses rank 1's real messages.
+  EXPECT_FALSE(results[1].ok());
+  EXPECT_THAT(results[2].message(), HasSubstr("rank 1 is refused"));
+  for (std::size_t r = 0; r < 3; ++r)
+    EXPECT_EQ(unchanged[r], "") << "rank " << r;
+  EXPECT_EQ(then[0], "");
+  EXPECT_EQ(then[1], "");
+}
+
+// Error feedback: a value that fp16 always rounds the same way (1 + 2^-12 is a quarter of fp16's
+// spacing above 1) loses the same amount every round without it, and the losses pile up; with it,
+// the sum over the rounds stays within a spacing or so of the exact one. Replicas still agree.
+TEST(gloo_plane, error_feedback_keeps_rounding_errors_from_piling_up_over_rounds) {
+  const float value = 1.0f + std::ldexp(1.0f, -12);
+  const std::size_t count = 4;
+  const int rounds = 64;
+  const double exact = 2.0 * static_cast<double>(value) * rounds; // per element, two ranks
+  auto totals_with = [&](bool feedback) {
+    std::vector<std::vector<double>> totals(2, std::vector<double>(count, 0.0));
+    run_ranks(
+        2,
+        [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+          for (int round = 0; round < rounds; ++round) {
+            std::vector<float> data(count, value);
+            ASSERT_EQ(sum_in_place(*plane, data.data(), count, {0, 1},
+                                   static_cast<std::uint64_t>(round), generous_timeout)
+                          .message(),
+                      "");
+            for (std::size_t i = 0; i < count; ++i)
+              totals[static_cast<std::size_t>(rank)][i] += data[i];
+          }
+        },
+        [&](int, gloo_plane_options& options) {
+          options.compression = herd::comm::wire_format::fp16;
+          options.error_feedback = feedback;
+        });
+    EXPECT_EQ(totals[0], totals[1]) << "feedback " << feedback;
+    return totals[0];
+  };
+  for (double total : totals_with(false))
+    EXPECT_GE(std::abs(total - exact), rounds * std::ldexp(1.0, -11)) << total; // 2^-5 in all
+  for (double total : totals_with(true))
+    EXPECT_LE(std::abs(total - exact), std::ldexp(1.0, -8)) << total;
 }
 
 TEST(gloo_plane, concurrent_operations_with_different_tags_on_overlapping_groups) {

@@ -679,6 +679,39 @@ TEST_F(config_files, cluster_keys_have_defaults_parse_round_trip_and_name_bad_va
               HasSubstr("cluster.token = 1025 bytes (command line): must be at most 1024 bytes"));
 }
 
+TEST_F(config_files, error_feedback_needs_a_16_bit_wire) {
+  EXPECT_FALSE(load("", {}).comm.error_feedback);
+  EXPECT_TRUE(load("", {"--comm.compression=bf16", "--comm.error-feedback=true"})
+                  .comm.error_feedback);
+  EXPECT_THAT(first_error("", {"--comm.error-feedback=true"}),
+              HasSubstr("comm.error-feedback = true (command line): feeds back what "
+                        "comm.compression's rounding "
+                        "loses; set comm.compression = fp16 or bf16 (it is none)"));
+}
+
+// The data plane is sealed whenever TLS is on (auto), on demand with TLS, never without it.
+TEST_F(config_files, data_encryption_follows_tls_and_is_never_on_without_it) {
+  const auto ca = write("ca.pem", "not checked here, only readable");
+  const std::vector<std::string> tls{"--cluster.tls-ca=" + ca, "--cluster.tls-cert=" + ca,
+                                     "--cluster.tls-key=" + ca};
+  auto with_tls = [&](std::vector<std::string> more) {
+    more.insert(more.end(), tls.begin(), tls.end());
+    return more;
+  };
+  EXPECT_EQ(load("", {}).cluster.data_encryption, "auto");
+  EXPECT_FALSE(load("", {}).cluster.seals_data());
+  EXPECT_FALSE(load("", {"--cluster.data-encryption=off"}).cluster.seals_data());
+  EXPECT_TRUE(load("", tls).cluster.seals_data());
+  EXPECT_TRUE(load("", with_tls({"--cluster.data-encryption=on"})).cluster.seals_data());
+  EXPECT_FALSE(load("", with_tls({"--cluster.data-encryption=off"})).cluster.seals_data());
+  EXPECT_THAT(first_error("", {"--cluster.data-encryption=on"}),
+              HasSubstr("cluster.data-encryption = \"on\" (command line): needs control-plane "
+                        "TLS (cluster.tls-ca, cluster.tls-cert, cluster.tls-key)"));
+  EXPECT_THAT(first_error("", with_tls({"--cluster.data-encryption=yes"})),
+              HasSubstr("cluster.data-encryption = \"yes\" (command line): allowed: auto, on, "
+                        "off"));
+}
+
 } // namespace
 
 namespace {

@@ -1,0 +1,165 @@
+// Sealed data-plane messages: what opens, and every way a message is refused (changed, forged,
+// replayed, moved to another place, meant for another rank, too old).
+#include "comm/sealing.hpp"
+
+#include <cstring>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace herd::comm {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::size_t payload = 1000;
+
+plane_key fixed_key(std::uint8_t seed) {
+  plane_key key{};
+  for (std::size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<std::uint8_t>(seed + 7 * i);
+  return key;
+}
+
+std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::vector<std::uint8_t> bytes(n);
+  for (auto& b : bytes)
+    b = static_cast<std::uint8_t>(generator());
+  return bytes;
+}
+
+// Rank 0 and rank 1 of a plane of 3, with the same key.
+struct two_ends : ::testing::Test {
+  message_sealer sender{fixed_key(1), 0, 3};
+  message_sealer receiver{fixed_key(1), 1, 3};
+  std::vector<std::uint8_t> plain = random_bytes(payload, 5);
+
+  std::vector<std::uint8_t> sealed(std::uint64_t slot, std::uint32_t index) {
+    std::vector<std::uint8_t> message(payload + message_sealer::overhead);
+    sender.seal(1, slot, index, plain.data(), payload, message.data());
+    return message;
+  }
+  std::string open(const std::vector<std::uint8_t>& message, std::uint64_t slot,
+                   std::uint32_t index, std::vector<std::uint8_t>& into) {
+    into.assign(payload, 0);
+    return receiver.open(0, slot, index, message.data(), payload, into.data());
+  }
+};
+
+TEST_F(two_ends, a_sealed_message_opens_where_it_was_sent_and_hides_its_bytes) {
+  auto message = sealed(42, 3);
+  // The ciphertext is not the plain text.
+  EXPECT_NE(0, std::memcmp(message.data() + message_sealer::header_bytes, plain.data(), payload));
+  std::vector<std::uint8_t> opened;
+  EXPECT_EQ("", open(message, 42, 3, opened));
+  EXPECT_EQ(plain, opened);
+}
+
+TEST_F(two_ends, sealing_and_opening_in_place_round_trip) {
+  std::vector<std::uint8_t> message(payload + message_sealer::overhead);
+  std::memcpy(message.data() + message_sealer::header_bytes, plain.data(), payload);
+  std::uint8_t* inside = message.data() + message_sealer::header_bytes;
+  sender.seal(1, 7, 0, inside, payload, message.data());
+  EXPECT_NE(0, std::memcmp(inside, plain.data(), payload));
+  EXPECT_EQ("", receiver.open(0, 7, 0, message.data(), payload, inside));
+  EXPECT_EQ(0, std::memcmp(inside, plain.data(), payload));
+}
+
+TEST_F(two_ends, a_changed_bit_anywhere_is_rejected) {
+  const auto original = sealed(1, 0);
+  std::vector<std::uint8_t> opened;
+  // The sequence number, the ciphertext's first and last bytes, and the tag.
+  for (std::size_t at : {std::size_t{0}, message_sealer::header_bytes,
+                         message_sealer::header_bytes + payload - 1, original.size() - 1}) {
+    auto changed = original;
+    changed[at] ^= 0x10;
+    EXPECT_THAT(open(changed, 1, 0, opened), HasSubstr("does not authenticate")) << "byte " << at;
+  }
+  // Untouched, it still opens: the refusals did not spend its sequence number.
+  EXPECT_EQ("", open(original, 1, 0, opened));
+}
+
+TEST_F(two_ends, a_message_moved_to_another_slot_or_index_is_rejected) {
+  const auto message = sealed(9, 2);
+  std::vector<std::uint8_t> opened;
+  EXPECT_THAT(open(message, 10, 2, opened), HasSubstr("slot 10, message 2"));
+  EXPECT_THAT(open(message, 9, 3, opened), HasSubstr("does not authenticate"));
+  EXPECT_EQ("", open(message, 9, 2, opened));
+}
+
+TEST_F(two_ends, a_replayed_message_is_rejected_even_in_its_own_place) {
+  const auto message = sealed(5, 0);
+  std::vector<std::uint8_t> opened;
+  EXPECT_EQ("", open(message, 5, 0, opened));
+  EXPECT_THAT(open(message, 5, 0, opened), HasSubstr("a replay"));
+}
+
+TEST_F(two_ends, messages_out_of_order_within_the_window_open_and_older_ones_do_not) {
+  std::vector<std::vector<std::uint8_t>> messages;
+  for (std::uint32_t i = 0; i < 4; ++i)
+    messages.push_back(sealed(1, i));
+  std::vector<std::uint8_t> opened;
+  for (std::uint32_t i : {3u, 1u, 0u, 2u})
+    EXPECT_EQ("", open(messages[i], 1, i, opened)) << "message " << i;
+  // A message sealed first and held back while a window's worth of newer ones arrive is refused.
+  const auto held_back = sealed(2, 0);
+  std::vector<std::uint8_t> newest;
+  for (std::uint64_t n = 0; n < message_sealer::window; ++n)
+    newest = sealed(3, static_cast<std::uint32_t>(n));
+  EXPECT_EQ("", open(newest, 3, static_cast<std::uint32_t>(message_sealer::window - 1), opened));
+  EXPECT_THAT(open(held_back, 2, 0, opened), HasSubstr("older than the newest 65536"));
+}
+
+TEST(message_sealer, a_message_opens_only_at_the_rank_it_was_sealed_for) {
+  message_sealer zero(fixed_key(1), 0, 3);
+  message_sealer one(fixed_key(1), 1, 3);
+  message_sealer two(fixed_key(1), 2, 3);
+  const auto plain = random_bytes(64, 1);
+  std::vector<std::uint8_t> message(64 + message_sealer::overhead);
+  std::vector<std::uint8_t> opened(64);
+  zero.seal(1, 1, 0, plain.data(), 64, message.data());
+  // Rank 2 opens it as if from rank 0: another direction's key.
+  EXPECT_THAT(two.open(0, 1, 0, message.data(), 64, opened.data()),
+              HasSubstr("not sealed by rank 0"));
+  // Rank 1 opens it as if rank 2 had sent it.
+  EXPECT_THAT(one.open(2, 1, 0, message.data(), 64, opened.data()),
+              HasSubstr("does not authenticate"));
+  EXPECT_EQ("", one.open(0, 1, 0, message.data(), 64, opened.data()));
+  EXPECT_EQ(plain, opened);
+}
+
+TEST(message_sealer, a_forger_without_the_plane_key_is_rejected) {
+  message_sealer forger(fixed_key(2), 0, 2); // another generation's key, or a guess
+  message_sealer receiver(fixed_key(1), 1, 2);
+  const auto plain = random_bytes(256, 3);
+  std::vector<std::uint8_t> message(256 + message_sealer::overhead);
+  forger.seal(1, 4, 0, plain.data(), 256, message.data());
+  std::vector<std::uint8_t> opened(256);
+  EXPECT_THAT(receiver.open(0, 4, 0, message.data(), 256, opened.data()),
+              HasSubstr("does not authenticate"));
+}
+
+TEST(message_sealer, an_empty_message_is_still_authenticated) {
+  message_sealer zero(fixed_key(1), 0, 2);
+  message_sealer one(fixed_key(1), 1, 2);
+  std::vector<std::uint8_t> message(message_sealer::overhead);
+  zero.seal(1, 8, 0, nullptr, 0, message.data());
+  EXPECT_EQ("", one.open(0, 8, 0, message.data(), 0, nullptr));
+  message.back() ^= 1;
+  EXPECT_THAT(one.open(0, 8, 0, message.data(), 0, nullptr), HasSubstr("does not authenticate"));
+}
+
+TEST(message_sealer, keys_are_random_and_directions_are_checked) {
+  EXPECT_NE(random_plane_key(), random_plane_key());
+  message_sealer zero(fixed_key(1), 0, 2);
+  std::vector<std::uint8_t> message(message_sealer::overhead);
+  EXPECT_THROW(zero.seal(0, 1, 0, nullptr, 0, message.data()), std::invalid_argument);
+  EXPECT_THROW(zero.seal(2, 1, 0, nullptr, 0, message.data()), std::invalid_argument);
+  EXPECT_THROW(message_sealer(fixed_key(1), 2, 2), std::invalid_argument);
+}
+
+} // namespace
+} // namespace herd::comm
