@@ -432,14 +432,18 @@ std::string local_address_towards(const std::string& host, std::uint16_t port) {
 node_outcome run_node(const node_options& options) {
   node_outcome outcome;
   outcome.workers = options.workers;
-  caf::actor_system_config system_config;
-  configure_remoting(system_config, options.cluster);
-  caf::actor_system system{system_config};
   auto deadline = clock_type::now() + std::chrono::seconds(options.cluster.join_timeout_s);
   gate_dialer gate(options.coordinator_host, options.coordinator_port,
                    gate_settings_of(options.cluster));
   std::string lost; // why the last connection to the coordinator broke, while rejoining
   for (;;) {
+    // Each membership has an actor system of its own, so that a node joining again is a CAF node
+    // the coordinator has never seen: after a partition that healed, the coordinator's CAF may
+    // still hold a route and proxies for the old one, and took the new connections of the same
+    // node for redundant ones (the rejoin then failed in about one run of six).
+    caf::actor_system_config system_config;
+    configure_remoting(system_config, options.cluster);
+    caf::actor_system system{system_config};
     gate_connection attempt;
     auto registry = connect(system, options, gate, deadline, attempt);
     if (!registry && leaving(options))
@@ -464,6 +468,8 @@ node_outcome run_node(const node_options& options) {
       outcome = fail(outcome, error.what());
     }
     parts.stop();
+    registry = nullptr;
+    system.await_all_actors_done();
     if (!lost.empty() && !outcome.ok && !outcome.lost_coordinator)
       outcome.error = lost + "; could not join again: " + outcome.error;
     if (outcome.ok || !outcome.lost_coordinator || leaving(options) ||
@@ -476,7 +482,6 @@ node_outcome run_node(const node_options& options) {
                         std::to_string(options.cluster.rejoin_s) + " s, cluster.rejoin-s)");
     deadline = clock_type::now() + std::chrono::seconds(options.cluster.rejoin_s);
   }
-  system.await_all_actors_done();
   return outcome;
 }
 
