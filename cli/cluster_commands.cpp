@@ -198,8 +198,9 @@ int run_node_command(const std::vector<std::string>& args) {
       throw std::runtime_error("interrupted by " + stop_signal_name());
     return data;
   };
+  // One write per line: a refused data-plane peer is told from a reduction's thread.
   options.on_notice = [](const std::string& text) {
-    std::cout << "herd node: " << text << std::endl;
+    std::cout << ("herd node: " + text + "\n") << std::flush;
   };
   std::cout << "herd node: " << options.workers << " worker(s), coordinator "
             << options.coordinator_host << ':' << options.coordinator_port << std::endl;

@@ -295,6 +295,14 @@ private:
     plane_options.timeout = timeout;
     plane_options.compression = comm::wire_format_of(config_.comm.compression);
     plane_options.error_feedback = config_.comm.error_feedback;
+    // The run's options, not this object: the plane outlives it (hosted::stop ends it).
+    plane_options.on_refused = [&options = options_, generation,
+                                plane_nodes](int peer, const std::string& why) {
+      notify(options, "refused data-plane peer node " +
+                          std::to_string(plane_nodes[static_cast<std::size_t>(peer)]) +
+                          " (generation " + std::to_string(generation) + "): " + why +
+                          "; the rounds it shares with this node abort");
+    };
     if (!key.empty()) {
       comm::plane_key sealing{};
       if (key.size() != sealing.size())

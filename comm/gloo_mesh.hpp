@@ -177,7 +177,8 @@ private:
   staging_block take_staging(std::size_t count);
   void give_back_staging(staging_block block);
 
-  void mark_lost(int peer, const std::string& reason);
+  // True when `peer` was not lost before.
+  bool mark_lost(int peer, const std::string& reason);
   bool is_lost(int peer) const;
   void fail(std::unique_ptr<operation> op);
   void park(std::unique_ptr<operation> op);
@@ -190,6 +191,7 @@ private:
   const milliseconds default_timeout_;
   const wire_format compression_;          // how reductions put their floats on the wire
   std::unique_ptr<message_sealer> sealer_; // seals every message; null: messages go in the clear
+  const std::function<void(int, const std::string&)> on_refused_;
   const bool error_feedback_;
   std::mutex residual_mutex_;
   std::vector<float> residual_;        // by element: what this rank's last rounding of it lost
@@ -255,7 +257,8 @@ public:
     if (rejected.empty())
       return;
     const std::string why = "a message from it was rejected: " + rejected;
-    plane_.mark_lost(t.peer, why);
+    if (plane_.mark_lost(t.peer, why) && plane_.on_refused_)
+      plane_.on_refused_(t.peer, why);
     throw comm_error(outcome::peer_lost,
                      description_ + ": rank " + std::to_string(t.peer) + " is refused: " + why);
   }

@@ -83,6 +83,7 @@ private:
 gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>& store,
                      const gloo_plane_options& options)
     : gloo_plane(rank, size), default_timeout_(options.timeout), compression_(options.compression),
+      on_refused_(options.on_refused),
       error_feedback_(options.error_feedback && options.compression != wire_format::fp32) {
   if (size < 1 || rank < 0 || rank >= size)
     throw std::invalid_argument("gloo_plane: rank " + std::to_string(rank) +
@@ -280,11 +281,12 @@ void gloo_mesh::give_back_staging(staging_block block) {
 
 // A Gloo error on a pair closes it for good (Pair::signalException moves it to CLOSED, closes the
 // socket and leaves the device loop), so nothing will ever touch the buffers still queued on it.
-void gloo_mesh::mark_lost(int peer, const std::string& reason) {
+bool gloo_mesh::mark_lost(int peer, const std::string& reason) {
   std::lock_guard<std::mutex> guard(state_mutex_);
-  lost_peers_.emplace(peer, reason);
+  const bool first = lost_peers_.emplace(peer, reason).second;
   for (auto& entry : parked_)
     entry->op->abort_pending(peer);
+  return first;
 }
 
 bool gloo_mesh::is_lost(int peer) const {

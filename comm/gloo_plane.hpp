@@ -9,6 +9,7 @@
 #include "comm/wire_format.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ struct gloo_plane_options {
   // AES-256-GCM (comm/sealing.hpp): a message that does not open fails its operation, naming the
   // peer, and that peer is lost to the plane. Without one, messages cross the wire in the clear.
   std::optional<plane_key> seal_key;
+  // Called once for each peer whose messages were refused (on the thread of the operation that
+  // refused it), with why: for the node's log, since the operation's failure alone only aborts a
+  // round. May be empty.
+  std::function<void(int peer, const std::string& why)> on_refused;
 };
 
 /// One process's rank in a full mesh of TCP connections (Gloo's tcp transport), built once; any

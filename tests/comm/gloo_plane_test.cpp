@@ -337,6 +337,8 @@ TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
   std::vector<status> results(3);
   std::vector<std::string> unchanged(3);
   std::vector<std::string> then(3);
+  std::mutex refusals_mutex;
+  std::vector<std::string> refusals; // "rank: peer"
   run_ranks(
       3,
       [&](int rank, std::unique_ptr<gloo_plane>& plane) {
@@ -356,7 +358,15 @@ TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
       },
       [&](int rank, gloo_plane_options& options) {
         options.seal_key = rank == 2 ? herd::comm::random_plane_key() : key;
+        options.on_refused = [&, rank](int peer, const std::string& why) {
+          std::lock_guard<std::mutex> guard(refusals_mutex);
+          refusals.push_back(std::to_string(rank) + ": " + std::to_string(peer));
+          EXPECT_THAT(why, HasSubstr("does not authenticate"));
+        };
       });
+  // Each refusal is told once, to the rank that refused: 0 refused 2, and 2 refused 1.
+  std::sort(refusals.begin(), refusals.end());
+  EXPECT_EQ(refusals, (std::vector<std::string>{"0: 2", "2: 1"}));
   // Rank 0 hears from rank 2 (its left neighbour in the ring) and names it.
   EXPECT_EQ(results[0].kind(), outcome::peer_lost);
   EXPECT_THAT(results[0].message(), HasSubstr("rank 2 is refused"));
