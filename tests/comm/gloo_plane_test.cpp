@@ -760,6 +760,48 @@ TEST(gloo_plane_processes, forked_ranks_reduce_and_broadcast_through_a_file_stor
     EXPECT_TRUE(passed(statuses[rank])) << "rank " << rank << " status " << statuses[rank];
 }
 
+// Another process on the data plane's connections that does not hold the plane's key (it took a
+// peer's place, or writes crafted bytes in Gloo's framing): its messages are refused by name,
+// nothing of them reaches the model, and the processes that hold the key go on reducing.
+TEST(gloo_plane_processes, a_process_without_the_plane_key_is_refused_and_the_others_go_on) {
+  herd::testing::temp_directory directory;
+  const herd::comm::plane_key key = herd::comm::random_plane_key(); // before the fork: shared
+  const std::size_t count = 300001;
+  auto statuses = run_processes(3, [&](int rank) {
+    auto options = options_with(generous_timeout);
+    options.seal_key = rank == 2 ? herd::comm::random_plane_key() : key;
+    std::string refused;
+    options.on_refused = [&](int peer, const std::string&) { refused += std::to_string(peer); };
+    auto plane =
+        make_gloo_plane(rank, 3, herd::comm::make_file_store(directory.path().string()), options);
+    // The impostor's values are far outside the others', so any of them in a result would show.
+    auto data =
+        rank == 2 ? std::vector<float>(count, 1e30f) : random_values(count, seed_of(0, rank));
+    const auto original = data;
+    const auto failure = sum_in_place(*plane, data.data(), count, {0, 1, 2}, 1, 3000ms);
+    if (failure.ok())
+      return verdict("a sum with a process that lacks the key succeeded", rank);
+    if (data != original)
+      return verdict("the refused sum changed the caller's data", rank);
+    if (rank == 2)
+      return verdict(refused == "1" ? "" : "the impostor refused '" + refused + "', not 1", rank);
+    if (rank == 0 &&
+        (refused != "2" || failure.message().find("rank 2 is refused") == std::string::npos))
+      return verdict("rank 0 did not refuse rank 2: '" + refused + "', " + failure.message(), rank);
+    auto again = random_values(count, seed_of(2, rank));
+    if (auto again_failed = sum_in_place(*plane, again.data(), count, {0, 1}, 2, generous_timeout);
+        !again_failed.ok())
+      return verdict("sum of the two holding the key: " + again_failed.message(), rank);
+    if (auto problem = check_sum(again, 2, {0, 1}); !problem.empty())
+      return verdict("sum of the two holding the key: " + problem, rank);
+    std::vector<float> barrier(1, 0.0f);
+    return verdict(sum_in_place(*plane, barrier.data(), 1, {0, 1}, 3, generous_timeout).message(),
+                   rank);
+  });
+  for (std::size_t rank = 0; rank < statuses.size(); ++rank)
+    EXPECT_TRUE(passed(statuses[rank])) << "rank " << rank << " status " << statuses[rank];
+}
+
 TEST(gloo_plane_processes, killed_process_fails_its_peers_naming_it_and_the_rest_still_reduce) {
   herd::testing::temp_directory directory;
   const std::size_t count = 300001;
