@@ -16,6 +16,7 @@
 #include "support/cluster_processes.hpp"
 #include "support/network_namespaces.hpp"
 #include "support/temp_directory.hpp"
+#include "support/test_certificates.hpp"
 
 namespace {
 
@@ -126,31 +127,44 @@ protected:
   std::unique_ptr<namespaced_cluster> cluster_;
 };
 
-TEST(netns_cluster, the_quick_start_reaches_the_target_across_three_namespaces_at_1_gbit) {
+TEST(netns_cluster, the_quick_start_with_tls_reaches_the_target_across_three_namespaces_at_1_gbit) {
   REQUIRE_FASHION_MNIST();
   network_namespaces spaces;
   REQUIRE_NAMESPACES(spaces);
   temp_directory dir;
+  // With TLS, as a deployment has it: one certificate naming every address of the cluster, so
+  // the data plane is sealed too (cluster.data-encryption = auto).
+  const std::string d = dir.path().string();
+  ASSERT_TRUE(herd::testing::make_certificate_authority(d, "ca") &&
+              herd::testing::make_signed_certificate(d, "member", "ca",
+                                                     "IP:10.77.0.1,IP:10.77.0.2,IP:10.77.0.3"))
+      << "openssl could not make the test certificates";
+  const std::vector<std::string> tls{"--cluster.tls-ca=" + dir.file("ca.pem"),
+                                     "--cluster.tls-cert=" + dir.file("member.pem"),
+                                     "--cluster.tls-key=" + dir.file("member.key")};
   // sync: what is tested is the network between namespaces, and sync's accuracy does not depend
   // on the machine's load (solo's, with stale gradients, can miss 0.85 in 3 epochs on a loaded
   // 2-core machine).
-  namespaced_cluster cluster(spaces, dir,
-                             {"--config", std::string(HERD_CONFIG_DIR) + "/quickstart.ini",
-                              "--train.target-accuracy=0.85", "--train.algorithm=sync",
-                              "--cluster.min-nodes=3"});
+  std::vector<std::string> settings{"--config", std::string(HERD_CONFIG_DIR) + "/quickstart.ini",
+                                    "--train.target-accuracy=0.85", "--train.algorithm=sync",
+                                    "--cluster.min-nodes=3"};
+  settings.insert(settings.end(), tls.begin(), tls.end());
+  namespaced_cluster cluster(spaces, dir, settings);
   ASSERT_TRUE(cluster.ok());
-  auto& a = cluster.add_node("a", 2);
-  auto& b = cluster.add_node("b", 1);
-  cluster.add_node("hub", 1);
+  auto& a = cluster.add_node("a", 2, tls);
+  auto& b = cluster.add_node("b", 1, tls);
+  cluster.add_node("hub", 1, tls);
   auto& run = cluster.run();
   ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
   const auto report = run.report();
   EXPECT_EQ(report["workers"], 4);
   EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
   EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
-  // Each node's data plane listened on its own namespace's address.
-  EXPECT_NE(a.output().find("data plane connected (10.77.0.2"), std::string::npos) << run.logs();
-  EXPECT_NE(b.output().find("data plane connected (10.77.0.3"), std::string::npos) << run.logs();
+  // Each node's data plane listened on its own namespace's address, and sealed its messages.
+  EXPECT_NE(a.output().find("data plane connected (10.77.0.2, 3 nodes, sealed)"), std::string::npos)
+      << run.logs();
+  EXPECT_NE(b.output().find("data plane connected (10.77.0.3, 3 nodes, sealed)"), std::string::npos)
+      << run.logs();
 }
 
 class every_algorithm : public testing::TestWithParam<const char*> {};
