@@ -127,21 +127,26 @@ protected:
   std::unique_ptr<namespaced_cluster> cluster_;
 };
 
+// TLS as a deployment has it, for every process of a namespaced cluster: one certificate naming
+// every address the cluster uses (so the data plane is sealed too, cluster.data-encryption =
+// auto). Empty when openssl cannot make the certificates.
+std::vector<std::string> tls_options(const temp_directory& dir) {
+  const std::string d = dir.path().string();
+  if (!herd::testing::make_certificate_authority(d, "ca") ||
+      !herd::testing::make_signed_certificate(d, "member", "ca",
+                                              "IP:10.77.0.1,IP:10.77.0.2,IP:10.77.0.3"))
+    return {};
+  return {"--cluster.tls-ca=" + dir.file("ca.pem"), "--cluster.tls-cert=" + dir.file("member.pem"),
+          "--cluster.tls-key=" + dir.file("member.key")};
+}
+
 TEST(netns_cluster, the_quick_start_with_tls_reaches_the_target_across_three_namespaces_at_1_gbit) {
   REQUIRE_FASHION_MNIST();
   network_namespaces spaces;
   REQUIRE_NAMESPACES(spaces);
   temp_directory dir;
-  // With TLS, as a deployment has it: one certificate naming every address of the cluster, so
-  // the data plane is sealed too (cluster.data-encryption = auto).
-  const std::string d = dir.path().string();
-  ASSERT_TRUE(herd::testing::make_certificate_authority(d, "ca") &&
-              herd::testing::make_signed_certificate(d, "member", "ca",
-                                                     "IP:10.77.0.1,IP:10.77.0.2,IP:10.77.0.3"))
-      << "openssl could not make the test certificates";
-  const std::vector<std::string> tls{"--cluster.tls-ca=" + dir.file("ca.pem"),
-                                     "--cluster.tls-cert=" + dir.file("member.pem"),
-                                     "--cluster.tls-key=" + dir.file("member.key")};
+  const auto tls = tls_options(dir);
+  ASSERT_FALSE(tls.empty()) << "openssl could not make the test certificates";
   // sync: what is tested is the network between namespaces, and sync's accuracy does not depend
   // on the machine's load (solo's, with stale gradients, can miss 0.85 in 3 epochs on a loaded
   // 2-core machine).
@@ -164,6 +169,34 @@ TEST(netns_cluster, the_quick_start_with_tls_reaches_the_target_across_three_nam
   EXPECT_NE(a.output().find("data plane connected (10.77.0.2, 3 nodes, sealed)"), std::string::npos)
       << run.logs();
   EXPECT_NE(b.output().find("data plane connected (10.77.0.3, 3 nodes, sealed)"), std::string::npos)
+      << run.logs();
+}
+
+// The 10 Gbit/s preset, with everything the wire can do at once: sealed (TLS), fp16 with error
+// feedback.
+TEST(netns_cluster, sealed_fp16_with_error_feedback_reaches_the_target_at_10_gbit) {
+  network_namespaces spaces;
+  REQUIRE_NAMESPACES(spaces);
+  temp_directory dir;
+  const auto tls = tls_options(dir);
+  ASSERT_FALSE(tls.empty()) << "openssl could not make the test certificates";
+  std::vector<std::string> settings{"--data.dataset=synthetic",    "--train.algorithm=sync",
+                                    "--train.target-accuracy=0.9", "--train.epochs=10",
+                                    "--cluster.min-nodes=3",       "--comm.compression=fp16",
+                                    "--comm.error-feedback=true"};
+  settings.insert(settings.end(), tls.begin(), tls.end());
+  namespaced_cluster cluster(spaces, dir, settings, "10gbit");
+  ASSERT_TRUE(cluster.ok());
+  auto& a = cluster.add_node("a", 1, tls);
+  cluster.add_node("b", 1, tls);
+  cluster.add_node("hub", 1, tls);
+  auto& run = cluster.run();
+  ASSERT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+  const auto report = run.report();
+  EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
+  EXPECT_EQ(report["rounds_aborted"], 0) << run.logs();
+  EXPECT_NE(a.output().find("3 nodes, fp16 on the wire with error feedback, sealed)"),
+            std::string::npos)
       << run.logs();
 }
 
