@@ -82,6 +82,26 @@ std::array<std::uint8_t, 12> place_of(std::uint64_t slot, std::uint32_t index) {
 // EVP takes lengths as int; messages are cut into pieces that fit.
 constexpr std::size_t max_piece = std::size_t{1} << 30;
 
+// AES-256-GCM under `key` with the nonce of `sequence` and the place (`slot`, `index`) as
+// associated data, over `bytes` from `in` to `out`: the part sealing and opening share (EVP's
+// Cipher calls, `encrypting` choosing the way). False when OpenSSL fails; the tag is the caller's.
+bool gcm_pass(EVP_CIPHER_CTX* context, bool encrypting, const plane_key& key,
+              std::uint64_t sequence, std::uint64_t slot, std::uint32_t index,
+              const std::uint8_t* in, std::uint8_t* out, std::size_t bytes) {
+  const auto nonce = nonce_of(sequence);
+  const auto place = place_of(slot, index);
+  int length = 0;
+  bool ok = EVP_CipherInit_ex(context, EVP_aes_256_gcm(), nullptr, key.data(), nonce.data(),
+                              encrypting ? 1 : 0) == 1 &&
+            EVP_CipherUpdate(context, nullptr, &length, place.data(),
+                             static_cast<int>(place.size())) == 1;
+  for (std::size_t done = 0; ok && done < bytes; done += max_piece) {
+    const auto piece = static_cast<int>(std::min(max_piece, bytes - done));
+    ok = EVP_CipherUpdate(context, out + done, &length, in + done, piece) == 1;
+  }
+  return ok;
+}
+
 } // namespace
 
 plane_key random_plane_key() {
@@ -165,23 +185,13 @@ void message_sealer::seal(int peer, std::uint64_t slot, std::uint32_t index, con
   const std::uint64_t sequence = way.next.fetch_add(1);
   auto* out = static_cast<std::uint8_t*>(message);
   put_le(out, sequence, 8);
-  const auto nonce = nonce_of(sequence);
-  const auto place = place_of(slot, index);
   auto context = make_context();
   int length = 0;
-  bool ok = EVP_EncryptInit_ex(context.get(), EVP_aes_256_gcm(), nullptr, way.key.data(),
-                               nonce.data()) == 1 &&
-            EVP_EncryptUpdate(context.get(), nullptr, &length, place.data(),
-                              static_cast<int>(place.size())) == 1;
-  const auto* in = static_cast<const std::uint8_t*>(plain);
-  for (std::size_t done = 0; ok && done < bytes; done += max_piece) {
-    const auto piece = static_cast<int>(std::min(max_piece, bytes - done));
-    ok =
-        EVP_EncryptUpdate(context.get(), out + header_bytes + done, &length, in + done, piece) == 1;
-  }
-  ok = ok && EVP_EncryptFinal_ex(context.get(), out + header_bytes + bytes, &length) == 1 &&
-       EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_bytes),
-                           out + header_bytes + bytes) == 1;
+  const bool ok = gcm_pass(context.get(), true, way.key, sequence, slot, index,
+                           static_cast<const std::uint8_t*>(plain), out + header_bytes, bytes) &&
+                  EVP_CipherFinal_ex(context.get(), out + header_bytes + bytes, &length) == 1 &&
+                  EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG,
+                                      static_cast<int>(tag_bytes), out + header_bytes + bytes) == 1;
   if (!ok)
     throw std::runtime_error(openssl_error("cannot seal a data-plane message (AES-256-GCM)"));
 }
@@ -191,28 +201,18 @@ std::string message_sealer::open(int peer, std::uint64_t slot, std::uint32_t ind
   direction& way = from(peer);
   const auto* in = static_cast<const std::uint8_t*>(message);
   const std::uint64_t sequence = get_le64(in);
-  const auto nonce = nonce_of(sequence);
-  const auto place = place_of(slot, index);
   // The tag is copied out first: the plain text may overwrite the message in place.
   std::array<std::uint8_t, tag_bytes> tag{};
   std::memcpy(tag.data(), in + header_bytes + bytes, tag_bytes);
   auto context = make_context();
-  int length = 0;
-  bool ok = EVP_DecryptInit_ex(context.get(), EVP_aes_256_gcm(), nullptr, way.key.data(),
-                               nonce.data()) == 1 &&
-            EVP_DecryptUpdate(context.get(), nullptr, &length, place.data(),
-                              static_cast<int>(place.size())) == 1;
   auto* out = static_cast<std::uint8_t*>(plain);
-  for (std::size_t done = 0; ok && done < bytes; done += max_piece) {
-    const auto piece = static_cast<int>(std::min(max_piece, bytes - done));
-    ok =
-        EVP_DecryptUpdate(context.get(), out + done, &length, in + header_bytes + done, piece) == 1;
-  }
-  if (!ok)
+  if (!gcm_pass(context.get(), false, way.key, sequence, slot, index, in + header_bytes, out,
+                bytes))
     throw std::runtime_error(openssl_error("cannot open a data-plane message (AES-256-GCM)"));
+  int length = 0;
   if (EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag_bytes),
                           tag.data()) != 1 ||
-      EVP_DecryptFinal_ex(context.get(), out + bytes, &length) != 1) {
+      EVP_CipherFinal_ex(context.get(), out + bytes, &length) != 1) {
     ERR_clear_error();
     return "it does not authenticate: it was not sealed by rank " + std::to_string(peer) +
            " with this plane's key for this place (slot " + std::to_string(slot) + ", message " +
