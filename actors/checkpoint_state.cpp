@@ -81,6 +81,11 @@ void serialize(Archive& archive, worker_record& x) {
 }
 
 template <class Archive>
+void serialize(Archive& archive, part_record& x) {
+  archive(x.node, x.workers, x.file, x.bytes, x.payload_hash);
+}
+
+template <class Archive>
 void serialize(Archive& archive, policy_input& x) {
   archive(x.is_arrival, x.arrival, x.outcome);
 }
@@ -139,6 +144,7 @@ std::string encode_payload(const run_checkpoint& state) {
     part(archive, "settings", x.settings, at);
     part(archive, "coordinator", x.coordinator, at);
     part(archive, "workers", x.workers, at);
+    part(archive, "parts", x.parts, at);
   }
   return out.str();
 }
@@ -152,8 +158,9 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
     part(archive, "settings", state.settings, at);
     part(archive, "coordinator", state.coordinator, at);
     part(archive, "workers", state.workers, at);
+    part(archive, "parts", state.parts, at);
     if (in.peek() != std::char_traits<char>::eof())
-      throw checkpoint::checkpoint_error(file, "payload: bytes left over after the workers");
+      throw checkpoint::checkpoint_error(file, "payload: bytes left over after the parts");
   } catch (const cereal::Exception& failure) {
     throw checkpoint::checkpoint_error(file, "payload: the field '" + at + "' cannot be read (" +
                                                  failure.what() + ")");
@@ -164,35 +171,117 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
   return state;
 }
 
+std::string encode_part(const std::vector<worker_record>& workers) {
+  std::ostringstream out(std::ios::binary);
+  {
+    cereal::BinaryOutputArchive archive(out);
+    archive(workers);
+  }
+  return out.str();
+}
+
+std::vector<worker_record> decode_part(const std::string& payload, const std::string& file) {
+  std::vector<worker_record> workers;
+  try {
+    std::istringstream in(payload, std::ios::binary);
+    cereal::BinaryInputArchive archive(in);
+    archive(workers);
+    if (in.peek() != std::char_traits<char>::eof())
+      throw checkpoint::checkpoint_error(file, "payload: bytes left over after the workers");
+  } catch (const cereal::Exception& failure) {
+    throw checkpoint::checkpoint_error(
+        file, std::string("payload: the field 'workers' cannot be read (") + failure.what() + ")");
+  } catch (const std::bad_alloc&) {
+    throw checkpoint::checkpoint_error(
+        file, "payload: the field 'workers' claims more memory than there is");
+  }
+  return workers;
+}
+
+namespace {
+
+// Refuses a file whose structure is not `now`, naming each difference.
+void check_shape(const std::string& file, const checkpoint::structure& saved,
+                 const checkpoint::structure& now) {
+  const auto differ = checkpoint::differences(saved, now);
+  if (differ.empty())
+    return;
+  std::string text = "was written by a run of another shape: ";
+  for (std::size_t i = 0; i < differ.size(); ++i)
+    text += (i ? "; " : "") + differ[i];
+  throw checkpoint::checkpoint_error(file, text);
+}
+
+// Refuses a worker's record that is not worker `index`'s or whose tensors are of another size.
+void check_fits(const std::string& file, const worker_record& worker, std::int32_t index,
+                std::size_t parameter_count) {
+  const bool fits =
+      worker.index == index && worker.parameters.size() == parameter_count &&
+      worker.velocity.size() == parameter_count && worker.send.size() == parameter_count &&
+      std::all_of(worker.pending.begin(), worker.pending.end(),
+                  [parameter_count](const pending_result& result) {
+                    return result.data.empty() || result.data.size() == parameter_count;
+                  });
+  if (!fits)
+    throw checkpoint::checkpoint_error(file, "payload: worker " + std::to_string(index) +
+                                                 "'s state does not fit a model of " +
+                                                 std::to_string(parameter_count) + " parameters");
+}
+
+// A cluster's checkpoint names every worker in exactly one part.
+void check_parts(const std::string& file, const std::vector<part_record>& parts, int workers) {
+  std::vector<int> named(static_cast<std::size_t>(workers), 0);
+  for (const auto& part : parts)
+    for (std::int32_t worker : part.workers) {
+      if (worker < 0 || worker >= workers)
+        throw checkpoint::checkpoint_error(file, "payload: part " + part.file + " names worker " +
+                                                     std::to_string(worker) + " of a run of " +
+                                                     std::to_string(workers));
+      ++named[static_cast<std::size_t>(worker)];
+    }
+  for (std::size_t worker = 0; worker < named.size(); ++worker)
+    if (named[worker] != 1)
+      throw checkpoint::checkpoint_error(
+          file, "payload: the parts name worker " + std::to_string(worker) + " " +
+                    std::to_string(named[worker]) + " times (once is whole)");
+}
+
+} // namespace
+
+std::vector<worker_record> load_part(const std::string& file, const part_record& expected,
+                                     const checkpoint::structure& now,
+                                     std::size_t parameter_count) {
+  const auto loaded = checkpoint::read_file(file);
+  check_shape(file, loaded.head.shape, now);
+  if (loaded.head.payload_hash != expected.payload_hash)
+    throw checkpoint::checkpoint_error(
+        file, "is not the part the checkpoint names: another write of it (payload hash differs)");
+  auto workers = decode_part(loaded.payload, file);
+  if (workers.size() != expected.workers.size())
+    throw checkpoint::checkpoint_error(
+        file, "payload: holds " + std::to_string(workers.size()) + " workers, the checkpoint " +
+                  std::to_string(expected.workers.size()));
+  for (std::size_t i = 0; i < workers.size(); ++i)
+    check_fits(file, workers[i], expected.workers[i], parameter_count);
+  return workers;
+}
+
 run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
                                std::size_t parameter_count) {
   const auto loaded = checkpoint::read_file(file);
-  const auto differ = checkpoint::differences(loaded.head.shape, now);
-  if (!differ.empty()) {
-    std::string text = "was written by a run of another shape: ";
-    for (std::size_t i = 0; i < differ.size(); ++i)
-      text += (i ? "; " : "") + differ[i];
-    throw checkpoint::checkpoint_error(file, text);
-  }
+  check_shape(file, loaded.head.shape, now);
   auto state = decode_payload(loaded.payload, file);
-  if (state.workers.size() != static_cast<std::size_t>(now.workers))
-    throw checkpoint::checkpoint_error(
-        file, "payload: the field 'workers' holds " + std::to_string(state.workers.size()) +
-                  " workers for a run of " + std::to_string(now.workers));
-  for (std::size_t i = 0; i < state.workers.size(); ++i) {
-    const auto& worker = state.workers[i];
-    const bool fits =
-        worker.index == static_cast<std::int32_t>(i) &&
-        worker.parameters.size() == parameter_count && worker.velocity.size() == parameter_count &&
-        worker.send.size() == parameter_count &&
-        std::all_of(worker.pending.begin(), worker.pending.end(),
-                    [parameter_count](const pending_result& result) {
-                      return result.data.empty() || result.data.size() == parameter_count;
-                    });
-    if (!fits)
-      throw checkpoint::checkpoint_error(file, "payload: worker " + std::to_string(i) +
-                                                   "'s state does not fit a model of " +
-                                                   std::to_string(parameter_count) + " parameters");
+  if (state.across_processes()) {
+    if (!state.workers.empty())
+      throw checkpoint::checkpoint_error(file, "payload: holds workers and parts both");
+    check_parts(file, state.parts, now.workers);
+  } else {
+    if (state.workers.size() != static_cast<std::size_t>(now.workers))
+      throw checkpoint::checkpoint_error(
+          file, "payload: the field 'workers' holds " + std::to_string(state.workers.size()) +
+                    " workers for a run of " + std::to_string(now.workers));
+    for (std::size_t i = 0; i < state.workers.size(); ++i)
+      check_fits(file, state.workers[i], static_cast<std::int32_t>(i), parameter_count);
   }
   const auto& target = state.coordinator.evaluations.target_parameters();
   if (target != nullptr && target->size() != parameter_count)

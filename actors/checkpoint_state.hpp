@@ -10,6 +10,7 @@
 // cluster's nodes can write their own workers' sections later.
 #pragma once
 
+#include "actors/checkpoint_part.hpp"
 #include "actors/evaluation_schedule.hpp"
 #include "actors/run_counters.hpp"
 #include "herd/model.hpp"
@@ -72,7 +73,11 @@ struct coordinator_record {
 struct run_checkpoint {
   std::string settings; // the run's configuration as config::to_ini writes it
   coordinator_record coordinator;
-  std::vector<worker_record> workers; // by index
+  std::vector<worker_record> workers; // by index; empty in a cluster's checkpoint
+  std::vector<part_record> parts;     // a cluster's: where its nodes wrote the workers' states
+
+  /// A cluster's checkpoint (herd coordinator): the workers' states are in its nodes' parts.
+  bool across_processes() const { return !parts.empty(); }
 };
 
 /// The structural part of `config` with `model` (its description) over `training_samples`
@@ -86,9 +91,23 @@ std::string encode_payload(const run_checkpoint& state);
 /// Throws checkpoint::checkpoint_error naming `file` and the field that could not be read.
 run_checkpoint decode_payload(const std::string& payload, const std::string& file);
 
+/// A node part's payload (its workers' records, in order) and back; decode_part throws
+/// checkpoint::checkpoint_error naming `file`.
+std::string encode_part(const std::vector<worker_record>& workers);
+std::vector<worker_record> decode_part(const std::string& payload, const std::string& file);
+
+/// Reads node part `file` of a checkpoint whose manifest names it as `expected`, for a run of
+/// structure `now`: throws checkpoint::checkpoint_error when it is damaged, is another part (its
+/// payload hash), or holds other workers or tensors of another size.
+std::vector<worker_record> load_part(const std::string& file, const part_record& expected,
+                                     const checkpoint::structure& now,
+                                     std::size_t parameter_count);
+
 /// Reads a checkpoint for a run of `config` whose structure is `now`: throws
 /// checkpoint::checkpoint_error for a damaged file, one of another structure (naming each
 /// difference), or a payload that does not fit the structure (worker count, parameter count).
+/// A cluster's checkpoint must name a part for each worker exactly once; its workers' states
+/// stay in the parts (load_part).
 run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
                                std::size_t parameter_count);
 

@@ -2,6 +2,9 @@
 #include "actors/checkpoint_taker.hpp"
 
 #include "actors/checkpoint_messages.hpp"
+#include "actors/messages.hpp"
+
+#include <algorithm>
 
 namespace herd::actors {
 
@@ -33,8 +36,13 @@ bool checkpoint_taker::ready_to_collect(std::size_t rounds_in_flight) {
   return true;
 }
 
-void checkpoint_taker::write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final) {
+void checkpoint_taker::write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
+                             std::string name) {
   checkpoint_report report;
+  report.name = std::move(name);
+  report.parts = state->parts.size();
+  for (const auto& part : state->parts)
+    report.part_bytes += part.bytes;
   report.rounds = state->coordinator.counters.rounds;
   report.pause_seconds = final ? 0.0 : elapsed - began_at_;
   report.final = final;
@@ -60,37 +68,80 @@ std::vector<checkpoint_report> checkpoint_taker::reports() {
   return writer_ ? writer_->take_reports() : std::vector<checkpoint_report>{};
 }
 
-void request_worker_states(caf::event_based_actor& self, const std::vector<caf::actor>& workers,
-                           std::chrono::milliseconds timeout,
-                           std::function<void(worker_records)> then,
-                           std::function<void(const std::string&)> failed) {
+namespace {
+
+// Sends one request per target (`ask(i)` makes the i-th) and gathers the answers, converted by
+// `take`, in the targets' order: `then` once all answered, `failed` with why as soon as one did
+// not (`who(i)` names it).
+template <class Answer, class Kept, class Ask, class Take>
+void gather(caf::event_based_actor& self, std::size_t targets, Ask ask, Take take,
+            std::function<std::string(std::size_t)> who,
+            std::function<void(std::vector<Kept>)> then,
+            std::function<void(const std::string&)> failed) {
   struct gathering {
-    worker_records records;
+    std::vector<Kept> answers;
     std::size_t outstanding = 0;
     bool failed = false;
   };
   auto state = std::make_shared<gathering>();
-  state->records.resize(workers.size());
-  state->outstanding = workers.size();
-  if (workers.empty()) {
+  state->answers.resize(targets);
+  state->outstanding = targets;
+  if (targets == 0) {
     then({});
     return;
   }
-  for (std::size_t i = 0; i < workers.size(); ++i)
-    self.request(workers[i], timeout, checkpoint_atom::value)
-        .then(
-            [state, i, then](const worker_checkpoint& answer) {
-              state->records[i] = answer.record;
-              if (--state->outstanding == 0 && !state->failed)
-                then(std::move(state->records));
-            },
-            [&self, state, i, failed](caf::error& error) {
-              if (state->failed)
-                return;
-              state->failed = true;
-              failed("worker " + std::to_string(i) +
-                     " gave no state: " + self.system().render(error));
-            });
+  for (std::size_t i = 0; i < targets; ++i)
+    ask(i).then(
+        [state, i, then, take](const Answer& answer) {
+          state->answers[i] = take(answer);
+          if (--state->outstanding == 0 && !state->failed)
+            then(std::move(state->answers));
+        },
+        [&self, state, i, who, failed](caf::error& error) {
+          if (state->failed)
+            return;
+          state->failed = true;
+          failed(who(i) + ": " + self.system().render(error));
+        });
+}
+
+} // namespace
+
+void request_worker_states(caf::event_based_actor& self, const std::vector<caf::actor>& workers,
+                           std::chrono::milliseconds timeout,
+                           std::function<void(worker_records)> then,
+                           std::function<void(const std::string&)> failed) {
+  gather<worker_checkpoint, std::shared_ptr<const worker_record>>(
+      self, workers.size(),
+      [&self, &workers, timeout](std::size_t i) {
+        return self.request(workers[i], timeout, checkpoint_atom::value);
+      },
+      [](const worker_checkpoint& answer) { return answer.record; },
+      [](std::size_t i) { return "worker " + std::to_string(i) + " gave no state"; },
+      std::move(then), std::move(failed));
+}
+
+void request_parts(caf::event_based_actor& self, const std::vector<caf::actor>& node_reducers,
+                   const std::vector<std::int32_t>& worker_nodes, const part_request& request,
+                   std::chrono::milliseconds timeout,
+                   std::function<void(std::vector<part_record>)> then,
+                   std::function<void(const std::string&)> failed) {
+  std::vector<std::int32_t> nodes(worker_nodes.begin(), worker_nodes.end());
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  gather<part_record, part_record>(
+      self, nodes.size(),
+      [&self, &node_reducers, nodes, request, timeout](std::size_t i) {
+        auto order = request;
+        order.node = nodes[i];
+        return self.request(node_reducers.at(static_cast<std::size_t>(nodes[i])), timeout,
+                            checkpoint_atom::value, std::move(order));
+      },
+      [](const part_record& part) { return part; },
+      [nodes](std::size_t i) {
+        return "node " + std::to_string(nodes[i]) + " wrote no part";
+      },
+      std::move(then), std::move(failed));
 }
 
 } // namespace herd::actors

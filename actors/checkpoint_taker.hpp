@@ -28,6 +28,8 @@
 
 namespace herd::actors {
 
+struct part_request;
+
 class checkpoint_taker {
 public:
   /// Null options: checkpoints are off, and nothing is ever kept.
@@ -63,8 +65,12 @@ public:
   const std::vector<policy_input>& kept() const { return kept_; }
   const std::vector<policy::group_decision>& unstarted() const { return unstarted_; }
 
-  /// Writes `state` (on the writer's thread), measured from begin() to `elapsed`.
-  void write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final);
+  /// Writes `state` (on the writer's thread), measured from begin() to `elapsed`, as file `name`
+  /// (empty: named when it is written).
+  void write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
+             std::string name = {});
+  /// The directory checkpoints go to, and how many are kept.
+  const checkpoint_options& options() const { return writer_->options(); }
   /// Stops holding; the kept inputs, in order, for the policy to hear now.
   std::vector<policy_input> release();
   /// The run stopped while holding: the checkpoint under way is dropped (the final one follows);
@@ -97,5 +103,14 @@ void request_worker_states(caf::event_based_actor& self, const std::vector<caf::
                            std::chrono::milliseconds timeout,
                            std::function<void(worker_records)> then,
                            std::function<void(const std::string&)> failed);
+
+/// Asks each node of `worker_nodes` (the node of every worker) to write its workers' part of a
+/// cluster's checkpoint through its reducer (`node_reducers`, by node index): `then` with the
+/// parts once every node wrote its own (by node index), `failed` with why as soon as one did not.
+void request_parts(caf::event_based_actor& self, const std::vector<caf::actor>& node_reducers,
+                   const std::vector<std::int32_t>& worker_nodes, const part_request& request,
+                   std::chrono::milliseconds timeout,
+                   std::function<void(std::vector<part_record>)> then,
+                   std::function<void(const std::string&)> failed);
 
 } // namespace herd::actors

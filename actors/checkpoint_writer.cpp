@@ -1,6 +1,8 @@
 // Writing checkpoints off the coordinator's thread; see checkpoint_writer.hpp.
 #include "actors/checkpoint_writer.hpp"
 
+#include "herd/config.hpp"
+
 #include <chrono>
 
 namespace herd::actors {
@@ -9,13 +11,24 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-std::uint64_t unix_milliseconds() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+} // namespace
+
+std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_config& config,
+                                                           const models::model& model,
+                                                           std::size_t training_samples) {
+  auto checkpoints = std::make_shared<checkpoint_options>();
+  const auto& settings = config.checkpoint;
+  checkpoints->directory = settings.dir;
+  checkpoints->every_seconds = settings.every_seconds;
+  checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
+  checkpoints->keep = static_cast<std::size_t>(settings.keep);
+  checkpoints->shape = structure_of(config, model, training_samples);
+  checkpoints->settings = config::to_ini(config::without_secrets(config));
+  checkpoints->herd_version = herd_version();
+  return checkpoints;
 }
 
-} // namespace
+const char* herd_version() { return HERD_VERSION; }
 
 checkpoint_writer::checkpoint_writer(checkpoint_options options)
     : options_(std::move(options)), thread_([this] { loop(); }) {}
@@ -77,11 +90,13 @@ checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
     head.herd_version = options_.herd_version;
     head.shape = options_.shape;
     head.fingerprint = options_.shape.fingerprint();
-    head.written_unix_ms = unix_milliseconds();
+    head.written_unix_ms = checkpoint::unix_milliseconds();
     head.rounds = report.rounds;
     head.epochs = state.coordinator.counters.epochs();
     const auto bytes = checkpoint::encode(head, encode_payload(state));
-    const auto name = checkpoint::file_name(head.written_unix_ms, report.rounds);
+    const auto name = report.name.empty()
+                          ? checkpoint::file_name(head.written_unix_ms, report.rounds)
+                          : report.name;
     checkpoint::write_atomically(options_.directory, name, bytes);
     checkpoint::prune(options_.directory, options_.keep);
     report.path = options_.directory + "/" + name;

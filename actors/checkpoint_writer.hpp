@@ -22,10 +22,13 @@ namespace herd::actors {
 
 /// What one written (or failed) checkpoint cost.
 struct checkpoint_report {
+  std::string name;           // the file's name, given by the caller; empty: made when written
   std::string path;           // the file written
   std::string error;          // non-empty: it was not written, and why
   std::uint64_t rounds = 0;   // rounds finished when it was taken
   std::uint64_t bytes = 0;    // the file's size
+  std::size_t parts = 0;      // across processes: the nodes' parts it lists
+  std::uint64_t part_bytes = 0; // and their sizes, together
   double pause_seconds = 0.0; // training held: from the decision until every state was in
   double write_seconds = 0.0; // encoding and writing, on the writer's thread
   bool final = false;         // taken when the run stopped
@@ -44,6 +47,14 @@ struct checkpoint_options {
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;
 };
+
+/// The options of a run of `config` (checkpoint.dir set) with `model` over `training_samples`.
+std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_config& config,
+                                                           const models::model& model,
+                                                           std::size_t training_samples);
+
+/// The version of Herd that writes checkpoints (their headers name it).
+const char* herd_version();
 
 class checkpoint_writer {
 public:

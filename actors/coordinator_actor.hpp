@@ -101,7 +101,9 @@ private:
   void resume_from(const run_checkpoint& saved);
   void maybe_checkpoint();
   void collect_checkpoint(std::function<void()> then = {});
-  void write_checkpoint(const worker_records& records, bool final);
+  void write_checkpoint(const worker_records& records, std::vector<part_record> parts,
+                        const std::string& name, bool final);
+  std::string parts_to_keep_from() const;
   void release_checkpoint();
   void drop_checkpoint(const std::string& why);
   bool final_checkpoint_wanted() const;
@@ -129,6 +131,10 @@ private:
   std::vector<caf::actor> aggregators_;
   caf::actor evaluator_;
   caf::actor parameter_server_; // async: the model evaluations read; otherwise none
+  // Across processes: each node's reducer and each worker's node (run_start, then admissions);
+  // a checkpoint asks the nodes for parts. Empty in one process.
+  std::vector<caf::actor> node_reducers_;
+  std::vector<std::int32_t> worker_nodes_;
   std::optional<clock_type::time_point> started_at_;
   double wall_seconds_ = 0.0; // until the workers stopped
   std::uint64_t next_round_ = 0;

@@ -3,6 +3,7 @@
 // checkpoints (every worker's whole state, written to disk; checkpoint_taker decides when), and
 // going on from one.
 #include "actors/coordinator_actor.hpp"
+#include "checkpoint/format.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
@@ -137,29 +138,61 @@ void coordinator_actor::maybe_checkpoint() {
 }
 
 // Every worker's state, once all are at rest; `then` (the final evaluation) after a final one.
+// In one process the coordinator gathers the states and writes them; across processes each node
+// writes its own workers' part first, and the coordinator's file, written once every part is on
+// disk, commits the checkpoint (two phases: whole or absent).
 void coordinator_actor::collect_checkpoint(std::function<void()> then) {
   const auto ticket = checkpoints_.ticket();
   const bool final = !phases_.running();
-  request_worker_states(
-      *this, workers_, setup_.stop_timeout,
-      [this, ticket, final, then](worker_records records) {
-        if (final || ticket == checkpoints_.ticket()) {
-          write_checkpoint(records, final);
-          if (!final)
-            release_checkpoint();
-        }
-        if (then)
-          then();
-      },
-      [this, ticket, final, then](const std::string& why) {
-        if (final || ticket == checkpoints_.ticket())
-          drop_checkpoint(why);
-        if (then)
-          then();
-      });
+  const auto name = checkpoint::file_name(checkpoint::unix_milliseconds(), counters_.rounds);
+  auto failed = [this, ticket, final, then](const std::string& why) {
+    if (final || ticket == checkpoints_.ticket())
+      drop_checkpoint(why);
+    if (then)
+      then();
+  };
+  auto collected = [this, ticket, final, then, name](worker_records records,
+                                                std::vector<part_record> parts) {
+    if (final || ticket == checkpoints_.ticket()) {
+      write_checkpoint(records, std::move(parts), name, final);
+      if (!final)
+        release_checkpoint();
+    }
+    if (then)
+      then();
+  };
+  if (node_reducers_.empty()) {
+    request_worker_states(
+        *this, workers_, setup_.stop_timeout,
+        [collected](worker_records records) mutable { collected(std::move(records), {}); }, failed);
+    return;
+  }
+  const auto live = live_workers();
+  if (live.size() != workers_.size()) {
+    failed(std::to_string(workers_.size() - live.size()) +
+           " worker(s) lost: their states cannot be saved");
+    return;
+  }
+  request_parts(
+      *this, node_reducers_, worker_nodes_,
+      part_request{checkpoint::stem_of(name), parts_to_keep_from(), 0}, setup_.stop_timeout,
+      [collected](std::vector<part_record> parts) mutable { collected({}, std::move(parts)); }, failed);
 }
 
-void coordinator_actor::write_checkpoint(const worker_records& records, bool final) {
+// The oldest checkpoint the coordinator keeps: the nodes' parts of older ones are not needed
+// (those checkpoints were pruned), whether this one is committed or not.
+std::string coordinator_actor::parts_to_keep_from() const {
+  const auto& options = checkpoints_.options();
+  const auto kept = checkpoint::list(options.directory);
+  if (kept.size() < options.keep || kept.empty())
+    return {};
+  const auto oldest = kept[kept.size() - options.keep];
+  return checkpoint::stem_of(oldest.substr(oldest.find_last_of('/') + 1));
+}
+
+void coordinator_actor::write_checkpoint(const worker_records& records,
+                                         std::vector<part_record> parts, const std::string& name,
+                                         bool final) {
   auto state = std::make_shared<run_checkpoint>();
   state->settings = setup_.checkpoints->settings;
   auto& record = state->coordinator;
@@ -175,7 +208,8 @@ void coordinator_actor::write_checkpoint(const worker_records& records, bool fin
   record.consecutive_aborted_rounds = consecutive_aborted_rounds_;
   for (const auto& worker : records)
     state->workers.push_back(*worker);
-  checkpoints_.write(std::move(state), elapsed(), final);
+  state->parts = std::move(parts);
+  checkpoints_.write(std::move(state), elapsed(), final, name);
 }
 
 // The policy hears what it was held from, in order, and rounds start again.
@@ -209,10 +243,15 @@ void coordinator_actor::report_checkpoints() {
       notice("checkpoint not written: " + report.error);
       continue;
     }
-    char text[160];
-    std::snprintf(text, sizeof text,
-                  " (round %llu, %.1f MB; training paused %.0f ms, written in %.0f ms)",
-                  static_cast<unsigned long long>(report.rounds), report.bytes / 1e6,
+    char size[96];
+    if (report.parts > 0) // the coordinator's file lists the parts; the nodes hold the states
+      std::snprintf(size, sizeof size, "%zu parts of %.1f MB on the nodes",
+                    report.parts, report.part_bytes / 1e6);
+    else
+      std::snprintf(size, sizeof size, "%.1f MB", report.bytes / 1e6);
+    char text[200];
+    std::snprintf(text, sizeof text, " (round %llu, %s; training paused %.0f ms, written in %.0f ms)",
+                  static_cast<unsigned long long>(report.rounds), size,
                   report.pause_seconds * 1e3, report.write_seconds * 1e3);
     notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
   }

@@ -21,6 +21,7 @@ enum class herd_errc : std::uint8_t {
   compute_failed = 1, // a worker's local step threw; the worker exits with this
   evaluation_failed,  // the evaluator could not evaluate a snapshot
   join_refused,       // the coordinator refused a node (version, a full cluster, bad settings)
+  checkpoint_failed,  // a node could not write its part of a checkpoint
 };
 
 const char* to_string(herd_errc code);

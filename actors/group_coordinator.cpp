@@ -138,6 +138,8 @@ void coordinator_actor::on_start(const run_start& start) {
     monitor(aggregator);
   evaluator_ = start.evaluator;
   monitor(evaluator_);
+  node_reducers_ = start.node_reducers;
+  worker_nodes_ = start.worker_nodes;
   parameter_server_ = start.parameter_server;
   if (parameter_server_)
     monitor(parameter_server_);
@@ -245,8 +247,13 @@ void coordinator_actor::on_group_done(const group_done& report) {
 
 void coordinator_actor::on_admission(node_admission admission) {
   const auto registry = caf::actor_cast<caf::actor>(current_sender());
-  if (joins_)
+  if (joins_) {
+    // A checkpoint asks the node that hosts each worker now (a failed join leaves its workers
+    // lost, and a checkpoint is taken only with every worker live).
+    node_reducers_ = admission.topology.node_reducers;
+    worker_nodes_ = admission.topology.worker_nodes;
     joins_->admit(std::move(admission), registry);
+  }
   else
     send(registry, join_done_atom::value, admission.node, std::string("no node joins this run"));
 }

@@ -516,15 +516,8 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     coordination.snapshot_interval = options.snapshot_interval;
     coordination.metrics = plan->metrics;
     if (config.checkpoint.enabled()) {
-      auto checkpoints = std::make_shared<checkpoint_options>();
-      const auto& settings = config.checkpoint;
-      checkpoints->directory = settings.dir;
-      checkpoints->every_seconds = settings.every_seconds;
-      checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
-      checkpoints->keep = static_cast<std::size_t>(settings.keep);
-      checkpoints->shape = structure_of(config, *plan->model, plan->data->train.size());
-      checkpoints->settings = config::to_ini(config::without_secrets(config));
-      checkpoints->herd_version = HERD_VERSION;
+      auto checkpoints =
+          checkpoint_options_for(config, *plan->model, plan->data->train.size());
       checkpoints->on_written = options.on_checkpoint;
       coordination.checkpoints = std::move(checkpoints);
     }

@@ -19,6 +19,8 @@ const char* to_string(herd_errc code) {
     return "evaluation_failed";
   case herd_errc::join_refused:
     return "join_refused";
+  case herd_errc::checkpoint_failed:
+    return "checkpoint_failed";
   }
   return "unknown";
 }
@@ -54,6 +56,8 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<parameter_snapshot>("herd.parameter_snapshot");
   config.add_message_type<node_hello>("herd.node_hello");
   config.add_message_type<node_welcome>("herd.node_welcome");
+  config.add_message_type<part_record>("herd.part_record");
+  config.add_message_type<part_request>("herd.part_request");
   config.add_message_type<node_ready>("herd.node_ready");
   config.add_message_type<reduce_order>("herd.reduce_order");
   config.add_message_type<reduce_done>("herd.reduce_done");

@@ -5,6 +5,7 @@
 // This header includes CAF: include it only from actor implementation files and tests.
 #pragma once
 
+#include "actors/checkpoint_part.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/errors.hpp"
 #include "herd/run_summary.hpp"
@@ -179,12 +180,16 @@ struct run_start {
   std::vector<caf::actor> aggregators;
   caf::actor evaluator;
   caf::actor parameter_server; // async: what evaluations read; otherwise none
+  // Across processes: the node reducer of each node, and the node of each worker (a checkpoint
+  // asks each node for its workers' part). Empty in one process.
+  std::vector<caf::actor> node_reducers;
+  std::vector<std::int32_t> worker_nodes;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_start& x) {
   return f(caf::meta::type_name("herd.run_start"), x.workers, x.aggregators, x.evaluator,
-           x.parameter_server);
+           x.parameter_server, x.node_reducers, x.worker_nodes);
 }
 
 // -- worker lifecycle ---------------------------------------------------------------------------
@@ -252,11 +257,34 @@ struct node_hello {
   std::string name;           // the node's host name, for logs and metrics
   std::int32_t workers = 0;
   std::string data_host; // the address its data-plane (Gloo) endpoint listens on
+  // The checkpoint parts in its checkpoint directory (file names): a coordinator that resumes
+  // gives it the workers of the part it holds.
+  std::vector<std::string> parts;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_hello& x) {
-  return f(caf::meta::type_name("herd.node_hello"), x.protocol, x.name, x.workers, x.data_host);
+  return f(caf::meta::type_name("herd.node_hello"), x.protocol, x.name, x.workers, x.data_host,
+           x.parts);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, part_record& x) {
+  return f(caf::meta::type_name("herd.part_record"), x.node, x.workers, x.file, x.bytes,
+           x.payload_hash);
+}
+
+/// The coordinator's order to a node reducer: write the node's workers' states, at rest, as its
+/// part of checkpoint `stem` (answered with the part_record once the file is on disk).
+struct part_request {
+  std::string stem;      // the checkpoint's name without ".ckpt"
+  std::string keep_from; // parts of older checkpoints than this stem are not needed ("": keep all)
+  std::int32_t node = 0; // the node's index: names the part
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, part_request& x) {
+  return f(caf::meta::type_name("herd.part_request"), x.stem, x.keep_from, x.node);
 }
 
 /// The registry's answer once the cluster has formed (or, joining a running job, once the node
@@ -272,13 +300,14 @@ struct node_welcome {
   std::string job;                       // names this run's keys in the rendezvous store
   caf::actor coordinator;                // the group coordinator the workers report to
   std::string data_key; // 32 bytes that seal that plane's messages; "" = they go in the clear
+  part_record resume;   // the run resumes: the part its workers go on from (file "": none)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_welcome& x) {
   return f(caf::meta::type_name("herd.node_welcome"), x.node, x.workers, x.generation,
            x.plane_nodes, x.running, x.settings, x.training_samples, x.job, x.coordinator,
-           x.data_key);
+           x.data_key, x.resume);
 }
 
 /// A node's workers are spawned and its data plane is connected.
@@ -442,8 +471,9 @@ struct plane_update {
 /// Bumped whenever a message above changes shape: a node of another version is refused by name.
 /// 4: reduce orders carry the ticket and sequence number; 5: round results carry the server's
 /// staleness and run_start the parameter server (async); 6: welcomes and plane rebuilds carry the
-/// data plane's key.
-constexpr std::uint32_t cluster_protocol_version = 6;
+/// data plane's key; 7: checkpoints across processes (hellos list the parts a node holds,
+/// welcomes name the one to resume from, part_request).
+constexpr std::uint32_t cluster_protocol_version = 7;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -230,6 +230,10 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
     model = make_model(config, data.train);
   loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
       loaded.file, structure_of(config, *model, data.train.size()), model->parameter_count()));
+  if (loaded.state->across_processes())
+    throw checkpoint::checkpoint_error(loaded.file,
+                                       "is a cluster's checkpoint: resume it with herd coordinator "
+                                       "--resume, with the nodes that hold its parts");
   return loaded;
 }
 

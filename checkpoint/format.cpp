@@ -6,6 +6,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -34,6 +35,7 @@ namespace {
 constexpr std::string_view magic = "HERDCKPT";
 constexpr std::string_view suffix = ".ckpt";
 constexpr std::string_view prefix = "herd-";
+constexpr std::string_view part_suffix = ".part";
 constexpr std::string_view temporary_marker = ".tmp-";
 // A header is a few hundred bytes; anything claiming more is not one of ours.
 constexpr std::size_t max_header_bytes = 1 << 20;
@@ -77,11 +79,49 @@ void sync_directory(const std::string& directory) {
     throw std::runtime_error("cannot sync " + directory + ": " + system_reason(errno));
 }
 
-bool is_checkpoint_name(const std::string& name) {
-  return name.size() > prefix.size() + suffix.size() &&
-         name.compare(0, prefix.size(), prefix) == 0 &&
-         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-         name.find(temporary_marker) == std::string::npos;
+bool ends_with(const std::string& name, std::string_view end) {
+  return name.size() >= end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+}
+
+bool named(const std::string& name, std::string_view end) {
+  return name.size() > prefix.size() + end.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         ends_with(name, end) && name.find(temporary_marker) == std::string::npos;
+}
+
+bool is_checkpoint_name(const std::string& name) { return named(name, suffix); }
+bool is_part_name(const std::string& name) { return named(name, part_suffix); }
+
+// The temporary file of an interrupted write of a file whose name ends with `end`.
+bool is_temporary_of(const std::string& name, std::string_view end) {
+  const auto marker = name.find(temporary_marker);
+  return name.compare(0, prefix.size(), prefix) == 0 && marker != std::string::npos &&
+         ends_with(name.substr(0, marker), end);
+}
+
+// The regular files of `directory` whose names pass `keep`, sorted.
+template <class Test>
+std::vector<std::string> names_in(const std::string& directory, Test keep) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (keep(name) && it->is_regular_file(error))
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Removes `directory`/`name` for each name; returns the paths removed.
+void remove_all(const std::string& directory, const std::vector<std::string>& names,
+                std::vector<std::string>& removed) {
+  for (const auto& name : names) {
+    const auto path = (std::filesystem::path(directory) / name).string();
+    std::error_code ignored;
+    if (std::filesystem::remove(path, ignored))
+      removed.push_back(path);
+  }
 }
 
 } // namespace
@@ -247,6 +287,12 @@ void write_atomically(const std::string& directory, const std::string& name,
   sync_directory(directory);
 }
 
+std::uint64_t unix_milliseconds() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
 std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds) {
   char name[64];
   std::snprintf(name, sizeof name, "herd-%015llu-%012llu.ckpt",
@@ -254,18 +300,42 @@ std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds) {
   return name;
 }
 
+std::string stem_of(const std::string& file_name) {
+  return ends_with(file_name, suffix) ? file_name.substr(0, file_name.size() - suffix.size())
+                                      : file_name;
+}
+
+std::string part_name(const std::string& stem, int node) {
+  return stem + ".node-" + std::to_string(node) + std::string(part_suffix);
+}
+
+std::vector<std::string> list_parts(const std::string& directory) {
+  return names_in(directory, is_part_name);
+}
+
+std::vector<std::string> prune_parts(const std::string& directory, const std::string& keep_from,
+                                     const std::string& writing) {
+  std::vector<std::string> removed;
+  std::vector<std::string> older;
+  // Parts are named after their checkpoint's stem, and stems sort in the order they were taken.
+  if (!keep_from.empty())
+    for (const auto& name : list_parts(directory))
+      if (name.compare(0, keep_from.size(), keep_from) < 0)
+        older.push_back(name);
+  remove_all(directory, older, removed);
+  remove_all(directory,
+             names_in(directory,
+                      [&writing](const std::string& name) {
+                        return is_temporary_of(name, part_suffix) &&
+                               name.compare(0, writing.size(), writing) < 0;
+                      }),
+             removed);
+  return removed;
+}
+
 std::vector<std::string> list(const std::string& directory) {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
-       it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (is_checkpoint_name(name) && it->is_regular_file(error))
-      names.push_back(name);
-  }
-  std::sort(names.begin(), names.end());
   std::vector<std::string> paths;
-  for (const auto& name : names)
+  for (const auto& name : names_in(directory, is_checkpoint_name))
     paths.push_back((std::filesystem::path(directory) / name).string());
   return paths;
 }
@@ -278,18 +348,13 @@ std::vector<std::string> prune(const std::string& directory, std::size_t keep) {
     if (std::filesystem::remove(files[i], ignored))
       removed.push_back(files[i]);
   }
-  // Temporary files of writes that were interrupted (a process killed mid-write).
-  std::error_code error;
-  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
-       it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) == 0 &&
-        name.find(temporary_marker) != std::string::npos) {
-      std::error_code ignored;
-      if (std::filesystem::remove(it->path(), ignored))
-        removed.push_back(it->path().string());
-    }
-  }
+  // Temporary files of writes that were interrupted (a process killed mid-write); only those of
+  // checkpoints: a node writing its part into a directory it shares with the coordinator (one
+  // machine) keeps its own.
+  remove_all(directory,
+             names_in(directory,
+                      [](const std::string& name) { return is_temporary_of(name, suffix); }),
+             removed);
   return removed;
 }
 

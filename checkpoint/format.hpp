@@ -23,7 +23,8 @@ namespace herd::checkpoint {
 /// Version 3: the evaluations keep the target's evaluation and the parameters that reached it.
 /// Version 4: a worker's send buffer counts the rounds its running step missed (late-gradients =
 /// scale weighs a late gradient by them), not only whether it missed one.
-inline constexpr std::uint32_t format_version = 4;
+/// Version 5: a run's payload lists the parts its nodes wrote (a cluster's checkpoint).
+inline constexpr std::uint32_t format_version = 5;
 
 /// FNV-1a, 64 bits, over `bytes` (continuing from `hash`).
 std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
@@ -96,10 +97,31 @@ loaded read_file(const std::string& path);
 void write_atomically(const std::string& directory, const std::string& name,
                       std::string_view bytes);
 
+/// Milliseconds since 1970, now: what file names count in.
+std::uint64_t unix_milliseconds();
+
 /// The file name of a checkpoint written at `unix_ms` (milliseconds since 1970) after `rounds`
 /// rounds: "herd-001764612345678-000000001234.ckpt" (zero-padded, so names sort in the order they
 /// were written, whatever run wrote them).
 std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds);
+
+/// The name without ".ckpt" ("herd-001764612345678-000000001234"): what a cluster's node parts
+/// of that checkpoint are named after.
+std::string stem_of(const std::string& file_name);
+
+/// The file name of node `node`'s part of the checkpoint `stem`:
+/// "herd-001764612345678-000000001234.node-2.part".
+std::string part_name(const std::string& stem, int node);
+
+/// The node part files in `directory` (names only, no directory), oldest first.
+std::vector<std::string> list_parts(const std::string& directory);
+
+/// Deletes the node parts in `directory` of checkpoints older than `keep_from` (a stem; empty:
+/// none), and leftover temporary files of interrupted writes of parts older than `writing` (the
+/// stem being written now: other nodes sharing the directory may be writing theirs). Returns the
+/// paths deleted.
+std::vector<std::string> prune_parts(const std::string& directory, const std::string& keep_from,
+                                     const std::string& writing);
 
 /// The checkpoint files in `directory`, oldest first (by name). Empty when there is none or the
 /// directory does not exist.

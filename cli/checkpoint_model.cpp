@@ -65,6 +65,12 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   }
   const auto& target = loaded.state.coordinator.evaluations.target_parameters();
   const bool use_target = !choice.last && target != nullptr;
+  if (!use_target && loaded.state.across_processes()) {
+    std::cerr << "herd " << command << ": " << loaded.file
+              << ": a cluster's checkpoint (herd coordinator) holds no worker's parameters: they "
+                 "are in the parts its nodes wrote to their own disks\n";
+    return std::nullopt;
+  }
   if (use_target) {
     loaded.parameters = *target;
   } else {

@@ -1,6 +1,7 @@
 // `herd coordinator` and `herd node`; see cluster_commands.hpp.
 #include "cli/cluster_commands.hpp"
 
+#include "actors/checkpoint_state.hpp"
 #include "actors/train_session.hpp"
 #include "cli/cluster_security.hpp"
 #include "cli/command_keys.hpp"
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "checkpoint/format.hpp"
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
 
@@ -75,7 +77,7 @@ int run_coordinator(const std::vector<std::string>& args) {
   run_arguments parsed;
   endpoint_address listen;
   try {
-    parsed = parse_run_arguments(args, "coordinator", {"--listen"});
+    parsed = parse_run_arguments(args, "coordinator", {"--listen", "--resume"});
     if (!parsed.help)
       listen = parse_endpoint(
           "--listen",
@@ -106,8 +108,27 @@ int run_coordinator(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   const auto& config = prepared->config;
+  if (auto problem = checkpoint_dir_problem(config); !problem.empty()) {
+    std::cerr << "herd coordinator: " << problem << '\n';
+    return exit_bad_input;
+  }
   progress_printer printer(std::cout, progress_options_for(config));
   cluster::cluster_options options;
+  if (const auto resume = parsed.options.find("--resume"); resume != parsed.options.end()) {
+    try {
+      auto loaded = cluster::load_cluster_checkpoint(config, *prepared->data, resume->second);
+      const auto& counters = loaded.state->coordinator.counters;
+      auto as_resumed = config; // the workers are the checkpoint's, not a count to compare
+      as_resumed.train.workers = loaded.workers;
+      announce_resume("coordinator", loaded.file, counters.rounds, counters.epochs(),
+                      loaded.state->settings, as_resumed);
+      options.resume = std::move(loaded.state);
+      options.resume_file = loaded.file;
+    } catch (const checkpoint::checkpoint_error& unusable) {
+      std::cerr << "herd coordinator: cannot resume from " << unusable.what() << '\n';
+      return exit_bad_input;
+    }
+  }
   options.listen_host = listen.host;
   options.port = listen.port;
   options.observer = &printer;
@@ -127,7 +148,11 @@ int run_coordinator(const std::vector<std::string>& args) {
   header << "herd coordinator: " << config.train.algorithm << ", batch " << config.train.batch_size
          << " per worker, " << describe_model(*prepared->model) << ", "
          << prepared->data->train.name << "; listening on " << listen.host << ':' << session->port()
-         << ", waiting for " << config.cluster.min_nodes << " node(s)";
+         << ", waiting for ";
+  if (options.resume)
+    header << "the " << options.resume->parts.size() << " node(s) that hold the checkpoint's parts";
+  else
+    header << config.cluster.min_nodes << " node(s)";
   std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
     std::cout << "herd coordinator: Prometheus metrics at http://"
@@ -165,6 +190,8 @@ int run_node_command(const std::vector<std::string>& args) {
         options.data_host = reader.value("--data-host", " (this node's address)");
       } else if (reader.is("--name")) {
         options.name = reader.value("--name");
+      } else if (reader.is("--checkpoint-dir")) {
+        options.checkpoint_dir = reader.value("--checkpoint-dir", " (a directory)");
       } else if (reader.is_setting()) {
         settings.push_back(arg);
       } else {
@@ -220,7 +247,7 @@ int run_node_command(const std::vector<std::string>& args) {
 std::string coordinator_help() {
   std::ostringstream out;
   out << "usage: herd coordinator [--listen HOST:PORT] [--config FILE] [--report FILE]\n"
-         "                        [--section.key=value ...]\n\n"
+         "                        [--resume PATH] [--section.key=value ...]\n\n"
          "Hosts a training run across processes: the group coordinator, evaluation, metrics\n"
          "and the data plane's rendezvous. Nodes join with herd node --coordinator HOST:PORT;\n"
          "the run starts once cluster.min-nodes have joined, with train.workers = the sum of\n"
@@ -231,6 +258,9 @@ std::string coordinator_help() {
       << "; port 0 = any)\n"
          "  --config FILE, -c FILE  read settings from an INI file\n"
          "  --report FILE           also write the run summary as JSON to FILE\n"
+         "  --resume PATH           go on from a checkpoint this coordinator wrote (a file,\n"
+         "                          or the newest in a directory): waits for nodes that hold\n"
+         "                          its parts, each with its part's workers\n"
          "  --print-config          show the settings the run would use (the file, the\n"
          "                          overrides and the defaults; secrets left out) as INI,\n"
          "                          then exit\n"
@@ -242,8 +272,12 @@ std::string coordinator_help() {
          "cluster.token, those that know it), encrypted with TLS when cluster.tls-* are set. On\n"
          "an address other machines reach (the default), a token of at least 16 characters is\n"
          "required: put it in a file only you can read and pass --cluster.token-file=FILE here\n"
-         "and to every node. The data plane (Gloo over TCP) is never encrypted: keep nodes on a\n"
-         "private network (docs/deploy.md).\n\n"
+         "and to every node. With TLS, the data plane's messages (Gloo over TCP) are sealed\n"
+         "too (cluster.data-encryption); without it they are not: keep nodes on a private\n"
+         "network (docs/deploy.md).\n\n"
+         "With checkpoint.dir set, each node writes its workers' part of a checkpoint to its\n"
+         "own disk and this coordinator's file commits it once every part is written\n"
+         "(docs/checkpoints.md). Restarted with --resume, it goes on from the newest one.\n\n"
          "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted (Ctrl-C,\n"
          "SIGTERM or SIGHUP; before the nodes joined, it ends at once without a run).\n";
   return out.str();
@@ -252,7 +286,7 @@ std::string coordinator_help() {
 std::string node_help() {
   std::ostringstream out;
   out << "usage: herd node --coordinator HOST:PORT [--workers N] [--data-host ADDRESS]\n"
-         "                 [--name NAME] [--cluster.key=value ...]\n\n"
+         "                 [--name NAME] [--checkpoint-dir DIR] [--cluster.key=value ...]\n\n"
          "Joins a run hosted by herd coordinator and runs N workers in this process until the\n"
          "coordinator says the job is over. The run's settings come from the coordinator; the\n"
          "dataset must be on this machine at the configured data.path.\n\n"
@@ -262,6 +296,10 @@ std::string node_help() {
          "                           dial (default: the address this host reaches the\n"
          "                           coordinator from)\n"
          "  --name NAME              this node's name in logs (default: the host name)\n"
+         "  --checkpoint-dir DIR     where this node writes its parts of the run's checkpoints\n"
+         "                           (default: the run's checkpoint.dir, on this machine); a\n"
+         "                           coordinator resuming one gives this node the workers of\n"
+         "                           the part it finds here\n"
          "  --help, -h               show this help\n"
          "  --version                show the version\n\n"
          "Settings of the node itself (heartbeat, timeouts, token and TLS must match the\n"
@@ -270,7 +308,9 @@ std::string node_help() {
       << "\nA node started while the job runs joins it in place of a lost node's workers (its\n"
          "--workers at most the number lost): its workers take a live worker's model and\n"
          "go on from there. Ctrl-C, SIGTERM or SIGHUP leaves the job: the coordinator counts\n"
-         "this node's workers lost at once and the run goes on without them.\n\n"
+         "this node's workers lost at once and the run goes on without them. A node that\n"
+         "loses the coordinator tries to join again for cluster.rejoin-s: the same job, or a\n"
+         "coordinator restarted with --resume, which gives it its checkpoint part's workers.\n\n"
          "Exit status: 0 the job is over (or the node left it on Ctrl-C/SIGTERM/SIGHUP), 1 the\n"
          "node failed, was turned away or lost the coordinator, 2 bad input, 130 interrupted\n"
          "before it joined.\n";

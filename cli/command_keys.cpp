@@ -69,7 +69,8 @@ const std::map<std::string, config::key_scope>& scopes() {
               {{"train.workers", "the job size when simulate.workers is []"},
                {"train.batch-size", "samples per worker per step, for the samples rounds count"}});
     made["coordinator"] =
-        scope(with_algorithms({"train", "data", "model", "metrics", "imbalance", "comm"}),
+        scope(with_algorithms(
+                  {"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
               coordinator_cluster, {"train.workers"},
               {{"data.path", "directory holding the Fashion-MNIST IDX files, here (for evaluation) "
                              "and on every node"},

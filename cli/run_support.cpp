@@ -8,12 +8,16 @@
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
 
+#include "actors/checkpoint_state.hpp"
+
 #include <algorithm>
+#include <iomanip>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <system_error>
+#include <unistd.h>
 
 namespace herd::cli {
 
@@ -174,6 +178,26 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
   if (summary->stop_reason == "interrupted")
     return exit_interrupted;
   return exit_ok;
+}
+
+std::string checkpoint_dir_problem(const config::run_config& config) {
+  if (!config.checkpoint.enabled())
+    return {};
+  std::error_code made;
+  std::filesystem::create_directories(config.checkpoint.dir, made);
+  if (!made && ::access(config.checkpoint.dir.c_str(), W_OK) == 0)
+    return {};
+  return "checkpoint.dir = " + config.checkpoint.dir + ": cannot write checkpoints there (" +
+         (made ? made.message() : std::string("not writable")) + ")";
+}
+
+void announce_resume(const std::string& command, const std::string& file, std::uint64_t rounds,
+                     double epochs, const std::string& saved_settings,
+                     const config::run_config& config) {
+  std::cout << "herd " << command << ": resuming from " << file << " (round " << rounds
+            << ", epoch " << std::setprecision(3) << epochs << ")" << std::endl;
+  for (const auto& line : actors::changed_settings(saved_settings, config))
+    std::cout << "herd " << command << ": changed since the checkpoint: " << line << std::endl;
 }
 
 } // namespace herd::cli

@@ -72,6 +72,16 @@ std::unique_ptr<monitoring::metrics_endpoint>
 open_metrics_endpoint(const config::run_config& config,
                       const std::shared_ptr<monitoring::registry>& registry);
 
+/// With checkpoint.dir set: makes the directory, and says why checkpoints cannot be written there
+/// ("checkpoint.dir = DIR: cannot write checkpoints there (...)"); empty when they can.
+std::string checkpoint_dir_problem(const config::run_config& config);
+
+/// Prints "herd <command>: resuming from FILE (round R, epoch E)" and one line for each setting
+/// that changed since the checkpoint's run (`saved_settings`, as config::to_ini wrote them).
+void announce_resume(const std::string& command, const std::string& file, std::uint64_t rounds,
+                     double epochs, const std::string& saved_settings,
+                     const config::run_config& config);
+
 struct run_handle {
   std::function<std::optional<actors::run_summary>(std::chrono::milliseconds)> wait_for;
   std::function<void()> request_stop;

@@ -13,12 +13,10 @@
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <chrono>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <unistd.h>
 
 #include "checkpoint/format.hpp"
 
@@ -91,24 +89,16 @@ int run_train(const std::vector<std::string>& args) {
   options.metrics = prepared->metrics;
   // The process is herd's own: one BLAS thread per worker when several share the cores.
   options.blas_threads = actors::blas_threads_for(config, config.train.workers);
-  if (config.checkpoint.enabled()) {
-    std::error_code made;
-    std::filesystem::create_directories(config.checkpoint.dir, made);
-    if (made || ::access(config.checkpoint.dir.c_str(), W_OK) != 0) {
-      std::cerr << "herd train: checkpoint.dir = " << config.checkpoint.dir
-                << ": cannot write checkpoints there ("
-                << (made ? made.message() : std::string("not writable")) << ")\n";
-      return exit_bad_input;
-    }
+  if (auto problem = checkpoint_dir_problem(config); !problem.empty()) {
+    std::cerr << "herd train: " << problem << '\n';
+    return exit_bad_input;
   }
   if (const auto resume = parsed.options.find("--resume"); resume != parsed.options.end()) {
     try {
       auto loaded = actors::load_checkpoint(config, *data, resume->second);
       const auto& counters = loaded.state->coordinator.counters;
-      std::cout << "herd train: resuming from " << loaded.file << " (round " << counters.rounds
-                << ", epoch " << std::setprecision(3) << counters.epochs() << ")" << std::endl;
-      for (const auto& line : actors::changed_settings(loaded.state->settings, config))
-        std::cout << "herd train: changed since the checkpoint: " << line << std::endl;
+      announce_resume("train", loaded.file, counters.rounds, counters.epochs(),
+                      loaded.state->settings, config);
       options.resume = std::move(loaded.state);
     } catch (const checkpoint::checkpoint_error& unusable) {
       std::cerr << "herd train: cannot resume from " << unusable.what() << '\n';

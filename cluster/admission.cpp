@@ -5,6 +5,8 @@
 #include "actors/run_parts.hpp"
 #include "herd/config.hpp"
 
+#include <algorithm>
+
 namespace herd::cluster {
 
 std::optional<std::string> hello_refusal(const actors::node_hello& hello, registry_phase phase,
@@ -39,6 +41,36 @@ std::optional<std::string> running_join_refusal(const actors::node_hello& hello,
            std::to_string(free.size()) + " slot(s) are free (" + worker_list(free) +
            "); start it with --workers " + std::to_string(free.size());
   return std::nullopt;
+}
+
+part_claim claim_part(const actors::node_hello& hello,
+                      const std::vector<actors::part_record>& parts,
+                      const std::vector<bool>& claimed, const std::string& checkpoint) {
+  part_claim claim;
+  std::string open_parts;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (claimed[i])
+      continue;
+    open_parts += (open_parts.empty() ? "" : ", ") + parts[i].file;
+    if (std::find(hello.parts.begin(), hello.parts.end(), parts[i].file) == hello.parts.end())
+      continue;
+    const auto workers = static_cast<int>(parts[i].workers.size());
+    if (hello.workers != workers) {
+      claim.refusal = "node " + hello.name + " holds part " + parts[i].file + " of " +
+                      count_of(workers, "worker") + " but offers " +
+                      count_of(hello.workers, "worker") + "; start it with --workers " +
+                      std::to_string(workers);
+      return claim;
+    }
+    claim.part = i;
+    return claim;
+  }
+  claim.refusal = "the job resumes from " + checkpoint + ", and node " + hello.name +
+                  (hello.parts.empty() ? " holds no checkpoint part"
+                                       : " holds none of its parts still missing") +
+                  " (" + (open_parts.empty() ? std::string("none is missing") : open_parts) +
+                  "); start a node whose --checkpoint-dir holds one, or copy the part there";
+  return claim;
 }
 
 std::optional<std::string> settings_refusal(const config::run_config& config,

@@ -14,6 +14,7 @@
 
 namespace herd::actors {
 struct node_hello;
+struct part_record;
 } // namespace herd::actors
 
 namespace herd::cluster {
@@ -43,6 +44,18 @@ public:
         worker_nodes_.push_back(static_cast<std::int32_t>(node));
       }
     return slots;
+  }
+
+  /// The cluster resumes a checkpoint: node i hosts exactly `node_slots[i]` (together, every slot
+  /// once).
+  void assign(const std::vector<std::vector<std::int32_t>>& node_slots) {
+    std::size_t count = 0;
+    for (const auto& slots : node_slots)
+      count += slots.size();
+    worker_nodes_.assign(count, 0);
+    for (std::size_t node = 0; node < node_slots.size(); ++node)
+      for (std::int32_t slot : node_slots[node])
+        worker_nodes_.at(static_cast<std::size_t>(slot)) = static_cast<std::int32_t>(node);
   }
 
   /// The slots whose node is not live, ascending: what a joining node may take.
@@ -80,6 +93,17 @@ std::optional<std::string> hello_refusal(const actors::node_hello& hello, regist
 std::optional<std::string> running_join_refusal(const actors::node_hello& hello,
                                                 const std::vector<std::int32_t>& free,
                                                 bool slots_taken, int run_workers);
+
+/// A coordinator resuming a cluster's checkpoint `checkpoint` takes each node for the part it
+/// holds: the index in `parts` of the first part not yet `claimed` that `hello` lists, or why the
+/// node is refused (it holds none of them, or offers another number of workers than its part).
+struct part_claim {
+  std::optional<std::size_t> part;
+  std::string refusal;
+};
+part_claim claim_part(const actors::node_hello& hello,
+                      const std::vector<actors::part_record>& parts,
+                      const std::vector<bool>& claimed, const std::string& checkpoint);
 
 /// Why `config` (train.workers counted across the nodes) cannot run on a training set of
 /// `training_samples`, every problem named by its key.

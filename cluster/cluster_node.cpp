@@ -1,6 +1,8 @@
 // One node of a cluster; see cluster_node.hpp.
 #include "cluster/cluster_node.hpp"
 
+#include "actors/checkpoint_state.hpp"
+#include "actors/checkpoint_writer.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
@@ -84,6 +86,9 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
   const auto handshake_timeout = std::chrono::milliseconds(options.cluster.node_timeout_ms);
   auto registry = remote_through_gate(system, gate, outcome, handshake_timeout);
   bool said_waiting = false;
+  // Backs off from 250 ms to 2 s between attempts: a coordinator being restarted comes back
+  // within seconds, and a thousand nodes should not dial it four times a second meanwhile.
+  std::chrono::milliseconds pause{250};
   while (!registry && clock_type::now() < deadline && !leaving(options) &&
          outcome.failure == gate_failure::unreachable) {
     if (!said_waiting) {
@@ -91,7 +96,10 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
                           std::to_string(options.coordinator_port) + " (" + outcome.why + ")");
       said_waiting = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    std::this_thread::sleep_for(
+        std::min<clock_type::duration>(pause, std::max(deadline - clock_type::now(),
+                                                       clock_type::duration::zero())));
+    pause = std::min(pause * 2, std::chrono::milliseconds(2000));
     registry = remote_through_gate(system, gate, outcome, handshake_timeout);
   }
   return registry;
@@ -113,9 +121,12 @@ struct hosted {
   }
 };
 
-// This node's request to join; it names the address its data plane listens on.
-node_hello hello_of(const node_options& options) {
+// This node's request to join; it names the address its data plane listens on, and the checkpoint
+// parts it holds in `parts_dir`.
+node_hello hello_of(const node_options& options, const std::string& parts_dir) {
   node_hello hello;
+  if (!parts_dir.empty())
+    hello.parts = checkpoint::list_parts(parts_dir);
   hello.protocol = cluster_protocol_version;
   hello.name = options.name.empty() ? host_name() : options.name;
   hello.workers = options.workers;
@@ -138,10 +149,13 @@ node_outcome fail(node_outcome outcome, std::string error) {
 // and the node reducer, and serve until the job is over. A step that fails says why in the outcome.
 class joined_node {
 public:
+  // `parts_dir`: where this node's checkpoint parts are, as far as it knows (the run's
+  // checkpoint.dir once welcomed, kept for the next membership).
   joined_node(caf::actor_system& system, const node_options& options, caf::actor registry,
-              clock_type::time_point deadline, hosted& parts)
+              clock_type::time_point deadline, hosted& parts, std::string& parts_dir)
       : system_(system), options_(options), registry_(std::move(registry)), deadline_(deadline),
-        parts_(parts), self_(system), hello_(hello_of(options)) {
+        parts_(parts), parts_dir_(parts_dir), self_(system),
+        hello_(hello_of(options, parts_dir)) {
     outcome_.workers = options.workers;
     self_->monitor(registry_);
   }
@@ -244,8 +258,31 @@ private:
     }
     // A node process is Herd's own: one BLAS thread per worker when several share the cores.
     kernels::set_blas_threads(blas_threads_for(config_, options_.workers));
+    if (options_.checkpoint_dir.empty() && config_.checkpoint.enabled())
+      parts_dir_ = config_.checkpoint.dir;
+    return load_part();
+  }
+
+  // Resuming: the states of this node's workers, from the part the coordinator's checkpoint names.
+  bool load_part() {
+    const auto& part = welcome_.resume;
+    if (part.file.empty())
+      return true;
+    const auto file = parts_dir_ + "/" + part.file;
+    try {
+      if (part.workers != welcome_.workers)
+        throw std::runtime_error("the part holds " + index_list(part.workers) +
+                                 ", the welcome gives this node " +
+                                 index_list(welcome_.workers));
+      resumed_ = actors::load_part(file, part, structure_of(config_, *model_, data_->train.size()),
+                                   model_->parameter_count());
+    } catch (const std::exception& bad) {
+      return failed(std::string("cannot resume from the checkpoint part: ") + bad.what());
+    }
+    notify(options_, "resuming worker(s) " + index_list(welcome_.workers) + " from " + file);
     return true;
   }
+
 
   bool connect_plane() {
     if (welcome_.plane_nodes.size() <= 1)
@@ -324,14 +361,19 @@ private:
     auto imbalance =
         std::make_shared<const imbalance_model>(config_.imbalance, config_.train.workers);
     node_reducer_setup reduction;
-    for (const std::int32_t index : welcome_.workers) {
-      parts_.workers.push_back(
-          spawn_worker(system_,
-                       make_worker_setup(config_, index, model_, train, options_.ops, local,
-                                         imbalance, options_.probe),
-                       welcome_.coordinator));
+    for (std::size_t i = 0; i < welcome_.workers.size(); ++i) {
+      const std::int32_t index = welcome_.workers[i];
+      auto setup = make_worker_setup(config_, index, model_, train, options_.ops, local, imbalance,
+                                     options_.probe);
+      if (!resumed_.empty())
+        setup.resume = std::make_shared<const worker_record>(std::move(resumed_[i]));
+      parts_.workers.push_back(spawn_worker(system_, std::move(setup), welcome_.coordinator));
       reduction.workers[index] = parts_.workers.back();
     }
+    resumed_.clear();
+    reduction.parts.directory = parts_dir_;
+    reduction.parts.shape = structure_of(config_, *model_, data_->train.size());
+    reduction.parts.herd_version = herd_version();
     reduction.node = welcome_.node;
     reduction.local = local;
     reduction.plane = parts_.plane;
@@ -401,6 +443,7 @@ private:
   caf::actor registry_;
   clock_type::time_point deadline_;
   hosted& parts_;
+  std::string& parts_dir_;
   caf::scoped_actor self_;
   node_outcome outcome_;
   node_hello hello_;
@@ -408,6 +451,7 @@ private:
   config::run_config config_;
   std::shared_ptr<const models::train_test_split> data_;
   std::shared_ptr<const models::model> model_;
+  std::vector<worker_record> resumed_; // from the checkpoint part, in welcome_.workers' order
 };
 
 } // namespace
@@ -444,6 +488,7 @@ node_outcome run_node(const node_options& options) {
   gate_dialer gate(options.coordinator_host, options.coordinator_port,
                    gate_settings_of(options.cluster));
   std::string lost; // why the last connection to the coordinator broke, while rejoining
+  std::string parts_dir = options.checkpoint_dir;
   for (;;) {
     // Each membership has an actor system of its own, so that a node joining again is a CAF node
     // the coordinator has never seen: after a partition that healed, the coordinator's CAF may
@@ -471,7 +516,7 @@ node_outcome run_node(const node_options& options) {
     }
     hosted parts;
     try {
-      outcome = joined_node(system, options, registry, deadline, parts).run();
+      outcome = joined_node(system, options, registry, deadline, parts, parts_dir).run();
     } catch (const std::exception& error) {
       outcome = fail(outcome, error.what());
     }

@@ -29,6 +29,10 @@ struct node_options {
   std::string name; // empty: this host's name
   /// cluster.* settings that apply before the node has the run's: heartbeat and timeouts.
   config::cluster_section cluster;
+  /// Where this node keeps its parts of the run's checkpoints (its own disk); empty: the run's
+  /// checkpoint.dir, as the coordinator's settings name it. A node lists the parts it holds there
+  /// when it joins, so that a coordinator resuming a checkpoint gives it its part's workers.
+  std::string checkpoint_dir;
   /// Loads the dataset the run's settings name (data.dataset, data.path), on this machine.
   std::function<std::shared_ptr<const models::train_test_split>(const config::run_config&)>
       load_data;
@@ -59,7 +63,8 @@ struct node_outcome {
 /// Joins, runs the node's part of the job and returns when it is over. Retries connecting to the
 /// coordinator until cluster.join-timeout-s. A node that loses the coordinator while the job runs
 /// (it was paused, or cut off, longer than cluster.node-timeout-ms, and so declared lost) joins
-/// the running job again in place of its lost workers, trying for cluster.rejoin-s.
+/// the running job again in place of its lost workers, trying for cluster.rejoin-s; when a
+/// coordinator restarted with --resume answers instead, the node goes on from its checkpoint part.
 node_outcome run_node(const node_options& options);
 
 /// The local address (of this host) that packets to `host`:`port` leave from, found without

@@ -1,7 +1,9 @@
 // One training run across processes, coordinator side; see cluster_session.hpp.
 #include "cluster/cluster_session.hpp"
 
+#include "actors/checkpoint_state.hpp"
 #include "actors/messages.hpp"
+#include "actors/train_session.hpp"
 #include "herd/config.hpp"
 
 #include <caf/io/all.hpp>
@@ -89,6 +91,8 @@ cluster_session::cluster_session(config::run_config config,
   context.options = std::move(options);
   context.result = std::make_shared<run_outcome>();
   context.job = make_job_name();
+  context.resume = context.options.resume;
+  context.resume_file = context.options.resume_file;
   configure_remoting(impl_->system_config, context.config.cluster);
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
   impl_->registry = spawn_registry(*impl_->system, impl_->context);
@@ -148,6 +152,31 @@ std::optional<run_summary> cluster_session::wait_for(std::chrono::milliseconds t
 config::run_config cluster_session::effective_config() const {
   std::lock_guard<std::mutex> guard(impl_->context->config_mutex);
   return impl_->context->config;
+}
+
+} // namespace herd::cluster
+
+namespace herd::cluster {
+
+loaded_cluster_checkpoint load_cluster_checkpoint(const config::run_config& config,
+                                                  const models::train_test_split& data,
+                                                  const std::string& path) {
+  loaded_cluster_checkpoint loaded;
+  loaded.file = checkpoint::resolve(path);
+  // The nodes bring the workers; their number is the checkpoint's, everything else must agree.
+  auto shaped = config;
+  shaped.train.workers = checkpoint::read_file(loaded.file).head.shape.workers;
+  const auto model = actors::make_model(shaped, data.train);
+  auto state = std::make_shared<actors::run_checkpoint>(actors::load_for_resume(
+      loaded.file, actors::structure_of(shaped, *model, data.train.size()),
+      model->parameter_count()));
+  if (!state->across_processes())
+    throw checkpoint::checkpoint_error(loaded.file,
+                                       "was written by herd train (one process): resume it with "
+                                       "herd train --resume");
+  loaded.workers = shaped.train.workers;
+  loaded.state = std::move(state);
+  return loaded;
 }
 
 } // namespace herd::cluster

@@ -17,6 +17,10 @@
 #include <optional>
 #include <string>
 
+namespace herd::actors {
+struct run_checkpoint;
+} // namespace herd::actors
+
 namespace herd::cluster {
 
 struct cluster_options {
@@ -31,7 +35,24 @@ struct cluster_options {
   /// (comm/sequencer.hpp), which a plane that matches in issue order (NCCL) needs. Tests only
   /// turn it off, to show that a plane with NCCL's rule then mismatches.
   bool ticket_order = true;
+  /// Non-null: the run goes on from this checkpoint of a cluster (load_cluster_checkpoint()),
+  /// read from `resume_file`: the cluster forms once a node holding each of its parts joined.
+  std::shared_ptr<const actors::run_checkpoint> resume;
+  std::string resume_file;
 };
+
+/// Reads the checkpoint a coordinator resumes from (a file, or the newest in a directory) for a
+/// run of `config` over `data`, with its worker count (the nodes bring the workers; the count is
+/// the checkpoint's). Throws checkpoint::checkpoint_error naming the file and the problem: damaged,
+/// of another structure, or written by herd train (one process: no nodes hold its workers).
+struct loaded_cluster_checkpoint {
+  std::string file;
+  std::shared_ptr<const actors::run_checkpoint> state;
+  int workers = 0;
+};
+loaded_cluster_checkpoint load_cluster_checkpoint(const config::run_config& config,
+                                                  const models::train_test_split& data,
+                                                  const std::string& path);
 
 class cluster_session {
 public:

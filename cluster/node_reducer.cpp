@@ -2,6 +2,8 @@
 #include "cluster/node_reducer.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/checkpoint_messages.hpp"
+#include "actors/checkpoint_taker.hpp"
 #include "actors/messages.hpp"
 #include "comm/sequencer.hpp"
 
@@ -93,10 +95,40 @@ public:
         [this](moved_atom, std::uint64_t tag, const comm::status& result, double seconds) {
           moved(tag, result, seconds);
         },
+        [this](checkpoint_atom, const part_request& request) -> caf::result<part_record> {
+          return write_part_of(request);
+        },
     };
   }
 
 private:
+  // The local workers answer once at rest (the coordinator holds the rounds back); the file is
+  // on disk before the answer, so the coordinator's file that lists it commits a whole
+  // checkpoint. Written on this actor's thread: no round runs meanwhile.
+  caf::result<part_record> write_part_of(const part_request& request) {
+    std::vector<caf::actor> workers;
+    for (const auto& [index, worker] : setup_.workers)
+      workers.push_back(worker);
+    auto promise = make_response_promise<part_record>();
+    request_worker_states(
+        *this, workers, setup_.data_timeout,
+        [this, promise, request](worker_records records) mutable {
+          std::vector<worker_record> states;
+          for (const auto& record : records)
+            states.push_back(*record);
+          try {
+            promise.deliver(
+                write_part(setup_.parts, request.stem, request.keep_from, request.node, states));
+          } catch (const std::exception& failure) {
+            promise.deliver(make_error(herd_errc::checkpoint_failed, failure.what()));
+          }
+        },
+        [promise](const std::string& why) mutable {
+          promise.deliver(make_error(herd_errc::checkpoint_failed, why));
+        });
+    return promise;
+  }
+
   struct held_round {
     reduce_order order;
     comm::shared_buffer result;

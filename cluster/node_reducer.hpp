@@ -16,10 +16,14 @@
 //   state_transfer               -> reduce_done   a node joins the running job: send a local
 //                                                 worker's state to it, or have the local
 //                                                 workers adopt the state received
+//   (checkpoint_atom, part_request) -> part_record  write the local workers' states (once they
+//                                                 are at rest) as this node's checkpoint part
 #pragma once
 
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
+
+#include "cluster/node_parts.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -39,6 +43,7 @@ struct node_reducer_setup {
   std::shared_ptr<comm::buffer_pool> results;
   std::chrono::milliseconds data_timeout{30000}; // one data-plane reduction, at most
   std::map<int, caf::actor> workers;             // this process's workers, by index
+  part_store parts;                              // where its checkpoint parts go
 };
 
 caf::actor spawn_node_reducer(caf::actor_system& system, node_reducer_setup setup);

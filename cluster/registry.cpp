@@ -2,6 +2,8 @@
 #include "cluster/registry.hpp"
 
 #include "actors/aggregator.hpp"
+#include "actors/checkpoint_state.hpp"
+#include "actors/checkpoint_writer.hpp"
 #include "actors/errors.hpp"
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "cluster/admission.hpp"
 #include "cluster/join_ledger.hpp"
@@ -94,7 +97,8 @@ private:
     caf::node_id process;  // the node's process, as CAF knows it
     bool answered = false; // its welcome (or refusal) was delivered
     bool live = true;
-    std::string turned_away; // why its join failed
+    std::string turned_away;            // why its join failed
+    std::optional<std::size_t> part;    // resuming: the checkpoint part it holds
   };
 
   // -- handlers ----------------------------------------------------------------------------------
@@ -104,12 +108,23 @@ private:
       return make_error(herd_errc::join_refused, *refusal);
     if (phase_ == registry_phase::running)
       return on_hello_running(hello);
+    std::optional<std::size_t> part;
+    if (resuming()) {
+      auto claim = claim_part(hello, resume_parts(), claimed_parts(), context_->resume_file);
+      if (!claim.part)
+        return make_error(herd_errc::join_refused, claim.refusal);
+      part = claim.part;
+    }
     // Watched from now on: a node that leaves before the cluster forms must not be counted.
     nodes_.push_back(entry_for(hello));
+    nodes_.back().part = part;
     notice("node " + std::to_string(nodes_.size() - 1) + " (" + hello.name + ", " +
-           count_of(hello.workers, "worker") + ") joined; " + nodes_of_min_nodes(nodes_.size()));
+           count_of(hello.workers, "worker") + ") joined; " +
+           (part ? "it holds part " + resume_parts()[*part].file + "; " : std::string()) +
+           nodes_of_min_nodes(nodes_.size()));
     auto promise = nodes_.back().welcome;
-    if (cluster_complete(nodes_.size(), context_->config.cluster.min_nodes))
+    if (resuming() ? nodes_.size() == resume_parts().size()
+                   : cluster_complete(nodes_.size(), context_->config.cluster.min_nodes))
       form_cluster();
     return promise;
   }
@@ -262,12 +277,21 @@ private:
   // coordinator and welcome the nodes.
   void form_cluster() {
     phase_ = registry_phase::connecting;
-    std::vector<int> offered;
-    for (const auto& node : nodes_)
-      offered.push_back(node.hello.workers);
-    auto node_slots = slots_.form(offered);
-    for (std::size_t index = 0; index < nodes_.size(); ++index)
-      nodes_[index].slots = std::move(node_slots[index]);
+    if (resuming()) { // each node hosts the workers of the part it holds
+      std::vector<std::vector<std::int32_t>> node_slots;
+      for (auto& node : nodes_) {
+        node.slots = resume_parts()[*node.part].workers;
+        node_slots.push_back(node.slots);
+      }
+      slots_.assign(node_slots);
+    } else {
+      std::vector<int> offered;
+      for (const auto& node : nodes_)
+        offered.push_back(node.hello.workers);
+      auto node_slots = slots_.form(offered);
+      for (std::size_t index = 0; index < nodes_.size(); ++index)
+        nodes_[index].slots = std::move(node_slots[index]);
+    }
     const auto workers = static_cast<int>(slots_.worker_nodes().size());
     {
       std::lock_guard<std::mutex> guard(context_->config_mutex);
@@ -296,12 +320,15 @@ private:
     coordination.observer = context_->options.observer;
     coordination.progress_interval = context_->options.progress_interval;
     coordination.joins = node_joins(config);
+    if (config.checkpoint.enabled())
+      coordination.checkpoints =
+          checkpoint_options_for(config, *model_, context_->data->train.size());
+    coordination.resume = context_->resume;
     if (context_->options.metrics) {
       // Each worker's `node` label names the node that hosts it: the straggler's machine.
       std::vector<std::string> worker_nodes;
-      for (const auto& node : nodes_)
-        worker_nodes.insert(worker_nodes.end(), static_cast<std::size_t>(node.hello.workers),
-                            node.hello.name);
+      for (std::int32_t node : slots_.worker_nodes())
+        worker_nodes.push_back(nodes_[static_cast<std::size_t>(node)].hello.name);
       coordination.metrics = make_training_metrics(config, context_->options.metrics,
                                                    context_->options.node_name, worker_nodes);
     }
@@ -329,6 +356,8 @@ private:
     welcome.job = context_->job;
     welcome.coordinator = coordinator_;
     welcome.data_key = plane_key(welcome.generation);
+    if (!running && nodes_[index].part)
+      welcome.resume = resume_parts()[*nodes_[index].part];
     answer(nodes_[index], std::move(welcome));
   }
 
@@ -349,9 +378,11 @@ private:
         std::chrono::milliseconds(config.cluster.data_timeout_ms) + std::chrono::seconds(5);
     if (context_->options.ticket_order)
       aggregation.sequencer = std::make_shared<comm::sequencer>();
-    std::vector<caf::actor> workers;
+    // By slot: a resumed cluster's nodes hold the slots of their parts, in any order.
+    std::vector<caf::actor> workers(slots_.worker_nodes().size());
     for (const auto& node : nodes_) {
-      workers.insert(workers.end(), node.workers.begin(), node.workers.end());
+      for (std::size_t i = 0; i < node.slots.size(); ++i)
+        workers[static_cast<std::size_t>(node.slots[i])] = node.workers[i];
       aggregation.node_reducers.push_back(node.reducer);
     }
     aggregation.worker_nodes.assign(slots_.worker_nodes().begin(), slots_.worker_nodes().end());
@@ -362,7 +393,10 @@ private:
     evaluation.test = std::shared_ptr<const models::dataset>(context_->data, &context_->data->test);
     evaluation.ops = &kernels::cpu_ops();
     evaluator_ = spawn_evaluator(system(), evaluation);
-    send(coordinator_, run_start{workers, aggregators_, evaluator_, caf::actor{}}); // no async
+    run_start start{workers, aggregators_, evaluator_, caf::actor{}, {}, {}}; // no async
+    start.node_reducers = aggregation.node_reducers;
+    start.worker_nodes = aggregation.worker_nodes;
+    send(coordinator_, std::move(start));
     phase_ = registry_phase::running;
   }
 
@@ -522,8 +556,22 @@ private:
   }
 
   std::string nodes_of_min_nodes(std::size_t nodes) const {
+    if (resuming())
+      return std::to_string(nodes) + " of the " + std::to_string(resume_parts().size()) +
+             " nodes that hold the checkpoint's parts";
     return std::to_string(nodes) + " of " + std::to_string(context_->config.cluster.min_nodes) +
            " nodes";
+  }
+
+  bool resuming() const { return context_->resume != nullptr; }
+  const std::vector<part_record>& resume_parts() const { return context_->resume->parts; }
+  // The parts a node waiting for the cluster to form holds.
+  std::vector<bool> claimed_parts() const {
+    std::vector<bool> claimed(resume_parts().size(), false);
+    for (const auto& node : nodes_)
+      if (node.part)
+        claimed[*node.part] = true;
+    return claimed;
   }
 
   std::shared_ptr<registry_context> context_;

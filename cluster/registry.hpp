@@ -27,6 +27,10 @@
 
 #include "cluster/cluster_session.hpp"
 
+namespace herd::actors {
+struct run_checkpoint;
+} // namespace herd::actors
+
 namespace herd::cluster {
 
 /// What the registry builds the run from; shared with the session.
@@ -36,6 +40,10 @@ struct registry_context {
   cluster_options options;
   std::shared_ptr<actors::run_outcome> result;
   std::string job; // names this run's keys in the rendezvous store
+  /// Non-null: the run goes on from this cluster checkpoint (file `resume_file`). The cluster
+  /// forms once a node holding each of its parts joined, each with its part's workers.
+  std::shared_ptr<const actors::run_checkpoint> resume;
+  std::string resume_file;
   // Read by effective_config() from another thread once the run started.
   mutable std::mutex config_mutex;
 };

@@ -323,6 +323,90 @@ TEST(checkpoint, a_run_of_another_shape_is_refused_naming_what_differs) {
   EXPECT_EQ(lines[1], "train.lr: 0.05 in the checkpoint, 0.02 now");
 }
 
+// A cluster's checkpoint keeps the workers' states in its nodes' parts. Made here from a run in
+// one process, split the way a cluster's nodes would write it: the coordinator's file names each
+// worker in exactly one part, each part is checked against the hash the file names, and herd
+// train refuses it (no nodes hold its workers there).
+TEST(checkpoint, a_cluster_checkpoint_names_each_worker_in_one_part_whose_hash_it_checks) {
+  namespace ckpt = herd::checkpoint;
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.train.epochs = 1;
+  config.checkpoint.dir = dir.file("one-process");
+  run(config, data);
+  const auto whole = ckpt::read_file(ckpt::resolve(config.checkpoint.dir));
+  const auto state = herd::actors::decode_payload(whole.payload, "whole");
+  const std::string parts_dir = dir.file("parts");
+  const std::string stem = "herd-000000000000001-000000000020";
+  // Node 0 holds workers 0 and 2, node 1 workers 1 and 3.
+  auto manifest = state;
+  manifest.workers.clear();
+  for (int node : {0, 1}) {
+    std::vector<herd::actors::worker_record> held{state.workers[node], state.workers[node + 2]};
+    const auto payload = herd::actors::encode_part(held);
+    herd::actors::part_record part;
+    part.node = node;
+    part.workers = {node, node + 2};
+    part.file = ckpt::part_name(stem, node);
+    part.payload_hash = ckpt::fnv1a64(payload);
+    ckpt::write_atomically(parts_dir, part.file, ckpt::encode(whole.head, payload));
+    manifest.parts.push_back(part);
+  }
+  auto write_manifest = [&](const herd::actors::run_checkpoint& written) {
+    const auto file = dir.file("cluster/" + stem + ".ckpt");
+    ckpt::write_atomically(dir.file("cluster"), stem + ".ckpt",
+                           ckpt::encode(whole.head, herd::actors::encode_payload(written)));
+    return file;
+  };
+  const auto file = write_manifest(manifest);
+  const auto shape = whole.head.shape;
+  const auto count = state.workers[0].parameters.size();
+  const auto loaded = herd::actors::load_for_resume(file, shape, count);
+  ASSERT_TRUE(loaded.across_processes());
+  ASSERT_EQ(loaded.parts.size(), 2u);
+  for (int node : {0, 1}) {
+    const auto& part = loaded.parts[static_cast<std::size_t>(node)];
+    const auto workers = herd::actors::load_part(parts_dir + "/" + part.file, part, shape, count);
+    ASSERT_EQ(workers.size(), 2u);
+    EXPECT_EQ(workers[1].index, node + 2);
+    EXPECT_EQ(workers[1].parameters, state.workers[node + 2].parameters);
+    EXPECT_EQ(workers[1].sampler.offset, state.workers[node + 2].sampler.offset);
+  }
+  // Another write of a part (its hash differs from the one the checkpoint names) is refused.
+  auto other = loaded.parts[0];
+  other.payload_hash ^= 1;
+  try {
+    herd::actors::load_part(parts_dir + "/" + other.file, other, shape, count);
+    FAIL() << "a part of another write was accepted";
+  } catch (const ckpt::checkpoint_error& refused) {
+    EXPECT_NE(std::string(refused.what()).find("is not the part the checkpoint names"),
+              std::string::npos)
+        << refused.what();
+  }
+  // A worker in two parts (and so another in none) is not a whole checkpoint.
+  auto twice = manifest;
+  twice.parts[1].workers = {1, 2};
+  const auto damaged = write_manifest(twice);
+  try {
+    herd::actors::load_for_resume(damaged, shape, count);
+    FAIL() << "a checkpoint naming a worker twice was accepted";
+  } catch (const ckpt::checkpoint_error& refused) {
+    EXPECT_NE(std::string(refused.what()).find("the parts name worker 2 2 times (once is whole)"),
+              std::string::npos)
+        << refused.what();
+  }
+  write_manifest(manifest);
+  try {
+    load(config, *data, file);
+    FAIL() << "herd train accepted a cluster's checkpoint";
+  } catch (const ckpt::checkpoint_error& refused) {
+    EXPECT_NE(std::string(refused.what()).find("resume it with herd coordinator --resume"),
+              std::string::npos)
+        << refused.what();
+  }
+}
+
 // Checkpoint files are written by the writer's thread; the session reports each one.
 TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);

@@ -151,6 +151,40 @@ TEST(CheckpointFiles, NamesSortInTheOrderTheyWereWritten) {
   EXPECT_LT(file_name(100, 1), file_name(100, 2));
 }
 
+// A cluster's nodes write parts next to (or apart from) the coordinator's files: each kind is
+// listed and pruned by its own rule, and a node never deletes a part another node is writing.
+TEST(CheckpointFiles, NodePartsAreListedAndPrunedApartFromCheckpoints) {
+  herd::testing::temp_directory dir;
+  const std::string where = dir.path().string();
+  const auto head = encode(sample_header(), random_payload(32, 6));
+  std::vector<std::string> stems;
+  for (std::uint64_t rounds : {100u, 200u, 300u}) {
+    stems.push_back(stem_of(file_name(1764612345000 + rounds, rounds)));
+    write_atomically(where, stems.back() + ".ckpt", head);
+    for (int node : {0, 1})
+      write_atomically(where, part_name(stems.back(), node), head);
+  }
+  EXPECT_EQ(part_name(stems[0], 1), stems[0] + ".node-1.part");
+  EXPECT_EQ(list(where).size(), 3u) << "parts are not checkpoints";
+  ASSERT_EQ(list_parts(where).size(), 6u);
+  EXPECT_EQ(list_parts(where).front(), part_name(stems[0], 0));
+  // An interrupted write of an old part, and another node writing its part of the newest now.
+  std::ofstream(where + "/" + part_name(stems[1], 1) + ".tmp-old123") << "half";
+  std::ofstream(where + "/" + part_name(stems[2], 1) + ".tmp-now456") << "half";
+  // The coordinator keeps its newest checkpoint: a node's temporary file is not its to delete.
+  EXPECT_EQ(prune(where, 1).size(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(where + "/" + part_name(stems[1], 1) + ".tmp-old123"));
+  // Node 0, writing the newest, drops parts older than the oldest checkpoint kept, and the old
+  // temporary file; not node 1's write under way.
+  const auto removed = prune_parts(where, stems[1], stems[2]);
+  EXPECT_EQ(removed.size(), 3u);
+  EXPECT_EQ(list_parts(where),
+            (std::vector<std::string>{part_name(stems[1], 0), part_name(stems[1], 1),
+                                      part_name(stems[2], 0), part_name(stems[2], 1)}));
+  EXPECT_TRUE(std::filesystem::exists(where + "/" + part_name(stems[2], 1) + ".tmp-now456"));
+  EXPECT_TRUE(prune_parts(where, "", stems[2]).empty()) << "no checkpoint kept: keep every part";
+}
+
 TEST(CheckpointFiles, ResolveSaysWhatIsMissing) {
   herd::testing::temp_directory dir;
   try {

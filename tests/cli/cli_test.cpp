@@ -352,7 +352,7 @@ TEST_F(herd_cli, a_setting_the_command_does_not_use_is_refused_and_a_file_one_na
   for (const std::vector<std::string>& refused :
        {std::vector<std::string>{"train", "--cluster.min-nodes=3"},
         {"coordinator", "--train.workers=8"},
-        {"coordinator", "--checkpoint.dir=/tmp"},
+        {"coordinator", "--simulate.steps=50"},
         {"bench", "--train.algorithm=sync"},
         {"simulate", "--data.path=/tmp"},
         {"node", "--coordinator", "127.0.0.1:1", "--train.lr=0.1"}}) {
@@ -950,6 +950,23 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   auto damaged = herd({"evaluate", "--checkpoint", path("garbage.ckpt")});
   EXPECT_EQ(damaged.exit_code, 2);
   EXPECT_THAT(damaged.output, HasSubstr(path("garbage.ckpt")));
+  // A coordinator resumes only what a coordinator wrote: herd train's workers are in the file, and
+  // no node holds a part of it.
+  const std::vector<std::string> coordinator{"coordinator", "--listen", "127.0.0.1:0",
+                                             "--data.dataset=synthetic", "--model.hidden=[32]",
+                                             "--resume"};
+  auto args = coordinator;
+  args.push_back(checkpoints);
+  auto one_process = herd(args);
+  EXPECT_EQ(one_process.exit_code, 2) << one_process.output;
+  EXPECT_THAT(one_process.output, HasSubstr("herd coordinator: cannot resume from " + checkpoints));
+  EXPECT_THAT(one_process.output,
+              HasSubstr("was written by herd train (one process): resume it with herd train "
+                        "--resume"));
+  args.back() = path("garbage.ckpt");
+  auto garbage = herd(args);
+  EXPECT_EQ(garbage.exit_code, 2) << garbage.output;
+  EXPECT_THAT(garbage.output, HasSubstr(path("garbage.ckpt") + ": not a Herd checkpoint"));
 }
 
 // herd predict gives, for every sample of a .npy file, the probabilities whose argmax is what

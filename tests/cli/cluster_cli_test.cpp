@@ -17,6 +17,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "checkpoint/format.hpp"
 #include "support/background_process.hpp"
 #include "support/cluster_processes.hpp"
 #include "support/subprocess.hpp"
@@ -186,6 +187,121 @@ TEST(cluster_cli, a_frozen_node_is_detected_within_the_configured_timeout) {
   // The run goes on with the other node and stops cleanly.
   run.coordinator().stop(SIGINT, 60s);
   EXPECT_NE(run.coordinator().output().find("Herd run summary"), std::string::npos) << run.logs();
+}
+
+// -- checkpoints across processes ----------------------------------------------------------------
+
+// The quick-start job under sync on two nodes of one worker, with checkpoints every `rounds`
+// rounds into `directory`: the nodes write their parts there too (one machine: a shared disk).
+std::vector<std::string> checkpointed_quickstart(const std::string& directory, int rounds) {
+  return {"--config",
+          quickstart,
+          "--train.algorithm=sync",
+          "--train.target-accuracy=0.85",
+          "--train.epochs=4",
+          "--cluster.min-nodes=2",
+          "--checkpoint.dir=" + directory,
+          "--checkpoint.every-rounds=" + std::to_string(rounds)};
+}
+
+std::vector<std::string> resumed(std::vector<std::string> settings, const std::string& path) {
+  settings.push_back("--resume");
+  settings.push_back(path);
+  return settings;
+}
+
+// Every checkpoint the coordinator committed in `directory` has both nodes' parts, whole (their
+// checksums hold); returns how many there are.
+std::size_t whole_checkpoints(const std::string& directory) {
+  std::size_t whole = 0;
+  for (const auto& file : herd::checkpoint::list(directory)) {
+    const auto stem = herd::checkpoint::stem_of(std::filesystem::path(file).filename().string());
+    for (int node : {0, 1}) {
+      const auto part = directory + "/" + herd::checkpoint::part_name(stem, node);
+      EXPECT_NO_THROW(herd::checkpoint::read_file(part)) << file << ": part " << part;
+    }
+    ++whole;
+  }
+  return whole;
+}
+
+// A coordinator is no longer a single point of failure: killed with SIGKILL mid-run, restarted
+// with --resume, it takes the newest checkpoint, the nodes (which kept trying) join it with the
+// workers of their parts, and the job goes on to its target.
+TEST(cluster_cli, a_coordinator_killed_mid_run_and_restarted_with_resume_finishes_the_job) {
+  REQUIRE_FASHION_MNIST();
+  temp_directory dir;
+  const auto checkpoints = dir.file("checkpoints");
+  const auto settings = checkpointed_quickstart(checkpoints, 150);
+  cluster run(dir, settings);
+  run.add_node(1);
+  run.add_node(1);
+  ASSERT_TRUE(run.coordinator_says("herd: checkpoint " + checkpoints, 5min)) << run.logs();
+  run.coordinator().stop(SIGKILL, 10s);
+  const auto newest = herd::checkpoint::list(checkpoints);
+  ASSERT_FALSE(newest.empty());
+  EXPECT_GE(whole_checkpoints(checkpoints), 1u);
+  ASSERT_FALSE(HasFailure()) << run.logs(); // a resume needs the newest to be whole
+  run.restart_coordinator(resumed(settings, checkpoints));
+  ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(run.node(i).wait(30s), 0) << "node " << i << "\n" << run.logs();
+    EXPECT_NE(run.node(i).output().find("lost the coordinator"), std::string::npos) << run.logs();
+    EXPECT_NE(run.node(i).output().find("resuming worker(s) "), std::string::npos) << run.logs();
+  }
+  EXPECT_NE(run.coordinator().output().find("herd coordinator: resuming from " + newest.back()),
+            std::string::npos)
+      << run.logs();
+  const auto report = run.report();
+  EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
+  EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
+  EXPECT_EQ(report["workers"], 2);
+  // The resumed run's counters go on from the checkpoint's: the report counts the whole run.
+  EXPECT_GT(report["rounds"].get<int>(), 150) << run.logs();
+}
+
+// Two phases: a checkpoint is committed (the coordinator's file) only once every node's part is
+// on disk. A node killed while the parts are being written leaves every committed checkpoint
+// whole, and the job resumes from the newest with nodes started afresh.
+TEST(cluster_cli, a_node_killed_during_a_checkpoint_write_leaves_the_previous_one_whole) {
+  REQUIRE_FASHION_MNIST();
+  temp_directory dir;
+  const auto checkpoints = dir.file("checkpoints");
+  const auto settings = checkpointed_quickstart(checkpoints, 10);
+  cluster run(dir, settings);
+  run.add_node(1);
+  run.add_node(1);
+  ASSERT_TRUE(run.coordinator_says("herd: checkpoint " + checkpoints, 5min)) << run.logs();
+  // Kill node 1 the moment a part is being written (its temporary file exists).
+  bool writing = false;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!writing && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ignored;
+    for (std::filesystem::directory_iterator it(checkpoints, ignored), end; !ignored && it != end;
+         it.increment(ignored))
+      writing = writing || it->path().filename().string().find(".part.tmp-") != std::string::npos;
+    if (!writing)
+      std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(writing) << "no part write seen in 60 s\n" << run.logs();
+  run.node(1).stop(SIGKILL, 10s);
+  ASSERT_TRUE(run.coordinator_says("(node1) lost", 30s)) << run.logs();
+  // With a worker lost, no checkpoint is whole any more: none is taken.
+  ASSERT_TRUE(run.coordinator_says("checkpoint not taken", 30s)) << run.logs();
+  run.coordinator().stop(SIGKILL, 10s);
+  run.node(0).stop(SIGKILL, 10s); // the whole cluster is gone; only the disk remains
+  EXPECT_GE(whole_checkpoints(checkpoints), 1u);
+  ASSERT_FALSE(HasFailure()) << run.logs(); // a resume needs the newest to be whole
+  // Fresh nodes that find the parts in their --checkpoint-dir take the job over from the newest.
+  run.restart_coordinator(resumed(settings, checkpoints));
+  run.add_node(1, {"--checkpoint-dir", checkpoints});
+  run.add_node(1, {"--checkpoint-dir", checkpoints});
+  ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
+  EXPECT_EQ(run.node(2).wait(30s), 0) << run.logs();
+  EXPECT_EQ(run.node(3).wait(30s), 0) << run.logs();
+  const auto report = run.report();
+  EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
+  EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
 }
 
 // Lost is not final: a node paused past the node timeout is declared lost, and when it goes on it

@@ -32,10 +32,11 @@ TEST(command_keys, each_command_uses_the_keys_that_shape_what_it_does) {
     EXPECT_TRUE(train.uses(key)) << key;
   for (const char* key : {"cluster.min-nodes", "cluster.token", "simulate.steps"})
     EXPECT_FALSE(train.uses(key)) << key;
-  // The coordinator's workers are the nodes'; it takes no checkpoints.
+  // The coordinator's workers are the nodes'; it commits the cluster's checkpoints.
   const auto& coordinator = keys_of("coordinator");
   EXPECT_FALSE(coordinator.uses("train.workers"));
-  EXPECT_FALSE(coordinator.uses("checkpoint.dir"));
+  EXPECT_TRUE(coordinator.uses("checkpoint.dir"));
+  EXPECT_TRUE(coordinator.uses("checkpoint.every-rounds"));
   EXPECT_FALSE(coordinator.uses("cluster.rejoin-s")); // a node's
   EXPECT_TRUE(coordinator.uses("cluster.min-nodes"));
   EXPECT_TRUE(coordinator.uses("train.lr"));

@@ -52,6 +52,43 @@ TEST(slot_table, a_joining_node_takes_the_lowest_slots_of_lost_nodes) {
   EXPECT_TRUE(table.free([](std::size_t) { return true; }).empty());
 }
 
+TEST(slot_table, a_resumed_cluster_gives_each_node_the_slots_of_its_part) {
+  slot_table table;
+  table.assign({{2, 3}, {0}, {1}});
+  EXPECT_EQ(table.worker_nodes(), (slots{1, 2, 0, 0}));
+  EXPECT_EQ(table.free([](std::size_t node) { return node != 0; }), (slots{2, 3}));
+}
+
+TEST(admission, a_resuming_coordinator_takes_each_node_for_the_part_it_holds) {
+  std::vector<herd::actors::part_record> parts(2);
+  parts[0].file = "herd-1-2.node-0.part";
+  parts[0].workers = {0, 1};
+  parts[1].file = "herd-1-2.node-1.part";
+  parts[1].workers = {2};
+  auto holder = hello_of(1, "vm-b");
+  holder.parts = {"herd-0-1.node-1.part", "herd-1-2.node-1.part"};
+  auto claim = herd::cluster::claim_part(holder, parts, {false, false}, "c.ckpt");
+  ASSERT_TRUE(claim.part) << claim.refusal;
+  EXPECT_EQ(*claim.part, 1u);
+  // A node of a shared directory holds every part: it takes the first one still open.
+  auto shared = hello_of(1, "vm-c");
+  shared.parts = {parts[0].file, parts[1].file};
+  EXPECT_EQ(herd::cluster::claim_part(shared, parts, {false, false}, "c.ckpt").refusal,
+            "node vm-c holds part herd-1-2.node-0.part of 2 workers but offers 1 worker; start it "
+            "with --workers 2");
+  EXPECT_EQ(*herd::cluster::claim_part(shared, parts, {true, false}, "c.ckpt").part, 1u);
+  // Claimed already, or never held: refused, naming the parts still missing.
+  claim = herd::cluster::claim_part(holder, parts, {false, true}, "c.ckpt");
+  EXPECT_FALSE(claim.part);
+  EXPECT_NE(claim.refusal.find("the job resumes from c.ckpt, and node vm-b holds none of its "
+                               "parts still missing (herd-1-2.node-0.part)"),
+            std::string::npos)
+      << claim.refusal;
+  claim = herd::cluster::claim_part(hello_of(2, "vm-d"), parts, {false, false}, "c.ckpt");
+  EXPECT_NE(claim.refusal.find("vm-d holds no checkpoint part"), std::string::npos)
+      << claim.refusal;
+}
+
 TEST(admission, a_node_of_another_protocol_or_an_odd_worker_count_is_refused_by_name) {
   auto other = hello_of(1, "vm-b");
   other.protocol = herd::actors::cluster_protocol_version + 1;

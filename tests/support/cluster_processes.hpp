@@ -55,14 +55,18 @@ public:
   cluster(const temp_directory& dir, std::vector<std::string> coordinator_args,
           const std::string& coordinator_host = "127.0.0.1",
           const std::vector<std::string>& prefix = {})
-      : dir_(dir), port_(herd::testing::free_loopback_port()) {
-    std::vector<std::string> argv = prefix;
-    const std::vector<std::string> coordinator{
-        HERD_BINARY, "coordinator", "--listen", coordinator_host + ":" + std::to_string(port_),
-        "--report",  report_path()};
-    argv.insert(argv.end(), coordinator.begin(), coordinator.end());
-    argv.insert(argv.end(), coordinator_args.begin(), coordinator_args.end());
-    coordinator_ = std::make_unique<background_process>(argv, dir_.file("coordinator.log"));
+      : dir_(dir), port_(herd::testing::free_loopback_port()), host_(coordinator_host),
+        prefix_(prefix) {
+    start_coordinator(coordinator_args, "coordinator.log");
+  }
+
+  // A coordinator in place of the one before (killed, or ended), on the same address, logging to
+  // coordinator-N.log: what a supervisor restarting it does.
+  background_process& restart_coordinator(const std::vector<std::string>& coordinator_args) {
+    earlier_.push_back(std::move(coordinator_));
+    start_coordinator(coordinator_args,
+                      "coordinator-" + std::to_string(earlier_.size() + 1) + ".log");
+    return *coordinator_;
   }
 
   // `prefix`: a command the node runs under (ip netns exec NAME), or empty.
@@ -94,7 +98,10 @@ public:
 
   // Everything every process wrote, for failure messages.
   std::string logs() const {
-    std::string text = "--- coordinator:\n" + coordinator_->output();
+    std::string text;
+    for (const auto& earlier : earlier_)
+      text += "--- an earlier coordinator:\n" + earlier->output();
+    text += "--- coordinator:\n" + coordinator_->output();
     for (std::size_t i = 0; i < nodes_.size(); ++i)
       text += "--- node " + std::to_string(i) + ":\n" + nodes_[i]->output();
     return text;
@@ -130,8 +137,22 @@ public:
   }
 
 private:
+  void start_coordinator(const std::vector<std::string>& coordinator_args,
+                         const std::string& log) {
+    std::vector<std::string> argv = prefix_;
+    const std::vector<std::string> coordinator{
+        HERD_BINARY, "coordinator", "--listen", host_ + ":" + std::to_string(port_),
+        "--report",  report_path()};
+    argv.insert(argv.end(), coordinator.begin(), coordinator.end());
+    argv.insert(argv.end(), coordinator_args.begin(), coordinator_args.end());
+    coordinator_ = std::make_unique<background_process>(argv, dir_.file(log));
+  }
+
   const temp_directory& dir_;
   int port_;
+  std::string host_;
+  std::vector<std::string> prefix_;
+  std::vector<std::unique_ptr<background_process>> earlier_;
   std::unique_ptr<background_process> coordinator_;
   std::vector<std::unique_ptr<background_process>> nodes_;
 };
