@@ -258,9 +258,9 @@ std::vector<worker_record> load_part(const std::string& file, const part_record&
         file, "is not the part the checkpoint names: another write of it (payload hash differs)");
   auto workers = decode_part(loaded.payload, file);
   if (workers.size() != expected.workers.size())
-    throw checkpoint::checkpoint_error(
-        file, "payload: holds " + std::to_string(workers.size()) + " workers, the checkpoint " +
-                  std::to_string(expected.workers.size()));
+    throw checkpoint::checkpoint_error(file, "payload: holds " + std::to_string(workers.size()) +
+                                                 " workers, the checkpoint " +
+                                                 std::to_string(expected.workers.size()));
   for (std::size_t i = 0; i < workers.size(); ++i)
     check_fits(file, workers[i], expected.workers[i], parameter_count);
   return workers;

@@ -100,8 +100,7 @@ std::vector<worker_record> decode_part(const std::string& payload, const std::st
 /// structure `now`: throws checkpoint::checkpoint_error when it is damaged, is another part (its
 /// payload hash), or holds other workers or tensors of another size.
 std::vector<worker_record> load_part(const std::string& file, const part_record& expected,
-                                     const checkpoint::structure& now,
-                                     std::size_t parameter_count);
+                                     const checkpoint::structure& now, std::size_t parameter_count);
 
 /// Reads a checkpoint for a run of `config` whose structure is `now`: throws
 /// checkpoint::checkpoint_error for a damaged file, one of another structure (naming each

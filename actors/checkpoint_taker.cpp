@@ -138,9 +138,7 @@ void request_parts(caf::event_based_actor& self, const std::vector<caf::actor>& 
                             checkpoint_atom::value, std::move(order));
       },
       [](const part_record& part) { return part; },
-      [nodes](std::size_t i) {
-        return "node " + std::to_string(nodes[i]) + " wrote no part";
-      },
+      [nodes](std::size_t i) { return "node " + std::to_string(nodes[i]) + " wrote no part"; },
       std::move(then), std::move(failed));
 }
 

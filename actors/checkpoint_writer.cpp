@@ -28,7 +28,9 @@ std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_con
   return checkpoints;
 }
 
-const char* herd_version() { return HERD_VERSION; }
+const char* herd_version() {
+  return HERD_VERSION;
+}
 
 checkpoint_writer::checkpoint_writer(checkpoint_options options)
     : options_(std::move(options)), thread_([this] { loop(); }) {}

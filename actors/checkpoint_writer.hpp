@@ -22,16 +22,16 @@ namespace herd::actors {
 
 /// What one written (or failed) checkpoint cost.
 struct checkpoint_report {
-  std::string name;           // the file's name, given by the caller; empty: made when written
-  std::string path;           // the file written
-  std::string error;          // non-empty: it was not written, and why
-  std::uint64_t rounds = 0;   // rounds finished when it was taken
-  std::uint64_t bytes = 0;    // the file's size
-  std::size_t parts = 0;      // across processes: the nodes' parts it lists
+  std::string name;             // the file's name, given by the caller; empty: made when written
+  std::string path;             // the file written
+  std::string error;            // non-empty: it was not written, and why
+  std::uint64_t rounds = 0;     // rounds finished when it was taken
+  std::uint64_t bytes = 0;      // the file's size
+  std::size_t parts = 0;        // across processes: the nodes' parts it lists
   std::uint64_t part_bytes = 0; // and their sizes, together
-  double pause_seconds = 0.0; // training held: from the decision until every state was in
-  double write_seconds = 0.0; // encoding and writing, on the writer's thread
-  bool final = false;         // taken when the run stopped
+  double pause_seconds = 0.0;   // training held: from the decision until every state was in
+  double write_seconds = 0.0;   // encoding and writing, on the writer's thread
+  bool final = false;           // taken when the run stopped
 };
 
 /// Where and how often a run in one process writes checkpoints (config [checkpoint]), and what a

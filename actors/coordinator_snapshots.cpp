@@ -176,7 +176,8 @@ void coordinator_actor::collect_checkpoint(std::function<void()> then) {
   request_parts(
       *this, node_reducers_, worker_nodes_,
       part_request{checkpoint::stem_of(name), parts_to_keep_from(), 0}, setup_.stop_timeout,
-      [collected](std::vector<part_record> parts) mutable { collected({}, std::move(parts)); }, failed);
+      [collected](std::vector<part_record> parts) mutable { collected({}, std::move(parts)); },
+      failed);
 }
 
 // The oldest checkpoint the coordinator keeps: the nodes' parts of older ones are not needed
@@ -250,9 +251,10 @@ void coordinator_actor::report_checkpoints() {
     else
       std::snprintf(size, sizeof size, "%.1f MB", report.bytes / 1e6);
     char text[200];
-    std::snprintf(text, sizeof text, " (round %llu, %s; training paused %.0f ms, written in %.0f ms)",
-                  static_cast<unsigned long long>(report.rounds), size,
-                  report.pause_seconds * 1e3, report.write_seconds * 1e3);
+    std::snprintf(text, sizeof text,
+                  " (round %llu, %s; training paused %.0f ms, written in %.0f ms)",
+                  static_cast<unsigned long long>(report.rounds), size, report.pause_seconds * 1e3,
+                  report.write_seconds * 1e3);
     notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
   }
 }

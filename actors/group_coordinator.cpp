@@ -253,8 +253,7 @@ void coordinator_actor::on_admission(node_admission admission) {
     node_reducers_ = admission.topology.node_reducers;
     worker_nodes_ = admission.topology.worker_nodes;
     joins_->admit(std::move(admission), registry);
-  }
-  else
+  } else
     send(registry, join_done_atom::value, admission.node, std::string("no node joins this run"));
 }
 

@@ -88,8 +88,12 @@ bool named(const std::string& name, std::string_view end) {
          ends_with(name, end) && name.find(temporary_marker) == std::string::npos;
 }
 
-bool is_checkpoint_name(const std::string& name) { return named(name, suffix); }
-bool is_part_name(const std::string& name) { return named(name, part_suffix); }
+bool is_checkpoint_name(const std::string& name) {
+  return named(name, suffix);
+}
+bool is_part_name(const std::string& name) {
+  return named(name, part_suffix);
+}
 
 // The temporary file of an interrupted write of a file whose name ends with `end`.
 bool is_temporary_of(const std::string& name, std::string_view end) {
@@ -287,6 +291,14 @@ void write_atomically(const std::string& directory, const std::string& name,
   sync_directory(directory);
 }
 
+std::string directory_problem(const std::string& directory) {
+  std::error_code made;
+  std::filesystem::create_directories(directory, made);
+  if (made)
+    return made.message();
+  return ::access(directory.c_str(), W_OK) == 0 ? std::string() : "not writable";
+}
+
 std::uint64_t unix_milliseconds() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
@@ -351,10 +363,10 @@ std::vector<std::string> prune(const std::string& directory, std::size_t keep) {
   // Temporary files of writes that were interrupted (a process killed mid-write); only those of
   // checkpoints: a node writing its part into a directory it shares with the coordinator (one
   // machine) keeps its own.
-  remove_all(directory,
-             names_in(directory,
-                      [](const std::string& name) { return is_temporary_of(name, suffix); }),
-             removed);
+  remove_all(
+      directory,
+      names_in(directory, [](const std::string& name) { return is_temporary_of(name, suffix); }),
+      removed);
   return removed;
 }
 

@@ -97,6 +97,10 @@ loaded read_file(const std::string& path);
 void write_atomically(const std::string& directory, const std::string& name,
                       std::string_view bytes);
 
+/// Makes `directory` (and its parents) when missing; empty when files can be written there, else
+/// why not ("Permission denied", "not writable").
+std::string directory_problem(const std::string& directory);
+
 /// Milliseconds since 1970, now: what file names count in.
 std::uint64_t unix_milliseconds();
 

@@ -68,14 +68,13 @@ const std::map<std::string, config::key_scope>& scopes() {
         scope(with_algorithms({"imbalance", "simulate"}), {"train.workers", "train.batch-size"}, {},
               {{"train.workers", "the job size when simulate.workers is []"},
                {"train.batch-size", "samples per worker per step, for the samples rounds count"}});
-    made["coordinator"] =
-        scope(with_algorithms(
-                  {"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
-              coordinator_cluster, {"train.workers"},
-              {{"data.path", "directory holding the Fashion-MNIST IDX files, here (for evaluation) "
-                             "and on every node"},
-               {"metrics.port", "serve Prometheus metrics of the whole run on this TCP port at "
-                                "/metrics (0 = off)"}});
+    made["coordinator"] = scope(
+        with_algorithms({"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
+        coordinator_cluster, {"train.workers"},
+        {{"data.path", "directory holding the Fashion-MNIST IDX files, here (for evaluation) "
+                       "and on every node"},
+         {"metrics.port", "serve Prometheus metrics of the whole run on this TCP port at "
+                          "/metrics (0 = off)"}});
     made["node"] = scope({}, node_keys, {});
     made["evaluate"] = scope({"data"}, {}, {},
                              {{"data.path", "directory holding the dataset's files now (the "

@@ -1,6 +1,7 @@
 // What `herd train` and `herd coordinator` share around a run; see run_support.hpp.
 #include "cli/run_support.hpp"
 
+#include "actors/checkpoint_state.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
@@ -8,16 +9,15 @@
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
 
-#include "actors/checkpoint_state.hpp"
-
 #include <algorithm>
-#include <iomanip>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <system_error>
-#include <unistd.h>
+
+#include "checkpoint/format.hpp"
 
 namespace herd::cli {
 
@@ -183,12 +183,11 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
 std::string checkpoint_dir_problem(const config::run_config& config) {
   if (!config.checkpoint.enabled())
     return {};
-  std::error_code made;
-  std::filesystem::create_directories(config.checkpoint.dir, made);
-  if (!made && ::access(config.checkpoint.dir.c_str(), W_OK) == 0)
+  const auto problem = checkpoint::directory_problem(config.checkpoint.dir);
+  if (problem.empty())
     return {};
   return "checkpoint.dir = " + config.checkpoint.dir + ": cannot write checkpoints there (" +
-         (made ? made.message() : std::string("not writable")) + ")";
+         problem + ")";
 }
 
 void announce_resume(const std::string& command, const std::string& file, std::uint64_t rounds,

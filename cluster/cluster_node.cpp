@@ -96,9 +96,8 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
                           std::to_string(options.coordinator_port) + " (" + outcome.why + ")");
       said_waiting = true;
     }
-    std::this_thread::sleep_for(
-        std::min<clock_type::duration>(pause, std::max(deadline - clock_type::now(),
-                                                       clock_type::duration::zero())));
+    std::this_thread::sleep_for(std::min<clock_type::duration>(
+        pause, std::max(deadline - clock_type::now(), clock_type::duration::zero())));
     pause = std::min(pause * 2, std::chrono::milliseconds(2000));
     registry = remote_through_gate(system, gate, outcome, handshake_timeout);
   }
@@ -154,8 +153,7 @@ public:
   joined_node(caf::actor_system& system, const node_options& options, caf::actor registry,
               clock_type::time_point deadline, hosted& parts, std::string& parts_dir)
       : system_(system), options_(options), registry_(std::move(registry)), deadline_(deadline),
-        parts_(parts), parts_dir_(parts_dir), self_(system),
-        hello_(hello_of(options, parts_dir)) {
+        parts_(parts), parts_dir_(parts_dir), self_(system), hello_(hello_of(options, parts_dir)) {
     outcome_.workers = options.workers;
     self_->monitor(registry_);
   }
@@ -260,6 +258,10 @@ private:
     kernels::set_blas_threads(blas_threads_for(config_, options_.workers));
     if (options_.checkpoint_dir.empty() && config_.checkpoint.enabled())
       parts_dir_ = config_.checkpoint.dir;
+    if (config_.checkpoint.enabled()) // found now, not at the first checkpoint
+      if (auto problem = checkpoint::directory_problem(parts_dir_); !problem.empty())
+        return failed("cannot write checkpoint parts to " + parts_dir_ + " (" + problem +
+                      "): set herd node --checkpoint-dir to a directory it can write");
     return load_part();
   }
 
@@ -272,8 +274,7 @@ private:
     try {
       if (part.workers != welcome_.workers)
         throw std::runtime_error("the part holds " + index_list(part.workers) +
-                                 ", the welcome gives this node " +
-                                 index_list(welcome_.workers));
+                                 ", the welcome gives this node " + index_list(welcome_.workers));
       resumed_ = actors::load_part(file, part, structure_of(config_, *model_, data_->train.size()),
                                    model_->parameter_count());
     } catch (const std::exception& bad) {
@@ -282,7 +283,6 @@ private:
     notify(options_, "resuming worker(s) " + index_list(welcome_.workers) + " from " + file);
     return true;
   }
-
 
   bool connect_plane() {
     if (welcome_.plane_nodes.size() <= 1)

@@ -167,9 +167,9 @@ loaded_cluster_checkpoint load_cluster_checkpoint(const config::run_config& conf
   auto shaped = config;
   shaped.train.workers = checkpoint::read_file(loaded.file).head.shape.workers;
   const auto model = actors::make_model(shaped, data.train);
-  auto state = std::make_shared<actors::run_checkpoint>(actors::load_for_resume(
-      loaded.file, actors::structure_of(shaped, *model, data.train.size()),
-      model->parameter_count()));
+  auto state = std::make_shared<actors::run_checkpoint>(
+      actors::load_for_resume(loaded.file, actors::structure_of(shaped, *model, data.train.size()),
+                              model->parameter_count()));
   if (!state->across_processes())
     throw checkpoint::checkpoint_error(loaded.file,
                                        "was written by herd train (one process): resume it with "

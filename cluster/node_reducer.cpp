@@ -1,9 +1,9 @@
 // The node reducer actor; see node_reducer.hpp.
 #include "cluster/node_reducer.hpp"
 
-#include "actors/errors.hpp"
 #include "actors/checkpoint_messages.hpp"
 #include "actors/checkpoint_taker.hpp"
+#include "actors/errors.hpp"
 #include "actors/messages.hpp"
 #include "comm/sequencer.hpp"
 

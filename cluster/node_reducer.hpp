@@ -23,14 +23,14 @@
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
 
-#include "cluster/node_parts.hpp"
-
 #include <caf/fwd.hpp>
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <vector>
+
+#include "cluster/node_parts.hpp"
 
 namespace herd::cluster {
 

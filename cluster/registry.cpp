@@ -97,8 +97,8 @@ private:
     caf::node_id process;  // the node's process, as CAF knows it
     bool answered = false; // its welcome (or refusal) was delivered
     bool live = true;
-    std::string turned_away;            // why its join failed
-    std::optional<std::size_t> part;    // resuming: the checkpoint part it holds
+    std::string turned_away;         // why its join failed
+    std::optional<std::size_t> part; // resuming: the checkpoint part it holds
   };
 
   // -- handlers ----------------------------------------------------------------------------------

@@ -304,6 +304,22 @@ TEST(cluster_cli, a_node_killed_during_a_checkpoint_write_leaves_the_previous_on
   EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
 }
 
+// A node that cannot write its parts says so when it joins, not at the first checkpoint.
+TEST(cluster_cli, a_node_that_cannot_write_its_checkpoint_parts_says_where_when_it_joins) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=1",
+                    "--checkpoint.dir=" + dir.file("checkpoints")});
+  auto& node = run.add_node(1, {"--checkpoint-dir", "/proc/herd-parts"});
+  EXPECT_EQ(node.wait(60s), 1) << run.logs();
+  EXPECT_NE(node.output().find("cannot write checkpoint parts to /proc/herd-parts ("),
+            std::string::npos)
+      << run.logs();
+  EXPECT_NE(node.output().find("set herd node --checkpoint-dir to a directory it can write"),
+            std::string::npos)
+      << run.logs();
+  EXPECT_EQ(run.coordinator().wait(60s), 1) << run.logs();
+}
+
 // Lost is not final: a node paused past the node timeout is declared lost, and when it goes on it
 // joins the running job again in place of its own workers, which take a live worker's model.
 TEST(cluster_cli, a_node_paused_past_the_node_timeout_joins_the_job_again) {

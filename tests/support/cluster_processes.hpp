@@ -137,12 +137,11 @@ public:
   }
 
 private:
-  void start_coordinator(const std::vector<std::string>& coordinator_args,
-                         const std::string& log) {
+  void start_coordinator(const std::vector<std::string>& coordinator_args, const std::string& log) {
     std::vector<std::string> argv = prefix_;
-    const std::vector<std::string> coordinator{
-        HERD_BINARY, "coordinator", "--listen", host_ + ":" + std::to_string(port_),
-        "--report",  report_path()};
+    const std::vector<std::string> coordinator{HERD_BINARY, "coordinator",
+                                               "--listen",  host_ + ":" + std::to_string(port_),
+                                               "--report",  report_path()};
     argv.insert(argv.end(), coordinator.begin(), coordinator.end());
     argv.insert(argv.end(), coordinator_args.begin(), coordinator_args.end());
     coordinator_ = std::make_unique<background_process>(argv, dir_.file(log));
