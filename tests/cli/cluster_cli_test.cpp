@@ -260,6 +260,42 @@ TEST(cluster_cli, a_coordinator_killed_mid_run_and_restarted_with_resume_finishe
   EXPECT_GT(report["rounds"].get<int>(), 150) << run.logs();
 }
 
+// Under sync the reduction order is fixed (the Gloo ring, in ticket order), so a run whose
+// coordinator was killed and resumed ends with the model of a run that was never interrupted: the
+// same final test loss to the last bit. (Stopped by its epochs: a run stopped at a target goes on
+// for the rounds in flight while that evaluation runs, which depends on timing.)
+TEST(cluster_cli, a_sync_run_resumed_by_a_restarted_coordinator_ends_as_one_never_interrupted) {
+  REQUIRE_FASHION_MNIST();
+  auto settings_in = [](const temp_directory& dir) {
+    auto settings = checkpointed_quickstart(dir.file("checkpoints"), 200);
+    settings.insert(settings.end(),
+                    {"--train.epochs=1", "--train.target-accuracy=0", "--train.eval-every=100000"});
+    return settings;
+  };
+  temp_directory dir;
+  cluster run(dir, settings_in(dir));
+  run.add_node(1);
+  run.add_node(1);
+  ASSERT_TRUE(run.coordinator_says("herd: checkpoint " + dir.file("checkpoints"), 5min))
+      << run.logs();
+  run.coordinator().stop(SIGKILL, 10s);
+  run.restart_coordinator(resumed(settings_in(dir), dir.file("checkpoints")));
+  ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
+  temp_directory other;
+  cluster uninterrupted(other, settings_in(other));
+  uninterrupted.add_node(1);
+  uninterrupted.add_node(1);
+  ASSERT_EQ(uninterrupted.coordinator().wait(10min), 0) << uninterrupted.logs();
+  const auto report = run.report();
+  const auto reference = uninterrupted.report();
+  EXPECT_EQ(report["stop_reason"], "epochs");
+  EXPECT_EQ(report["rounds"], reference["rounds"]);
+  EXPECT_EQ(report["final_test_loss"].get<double>(), reference["final_test_loss"].get<double>())
+      << run.logs();
+  EXPECT_EQ(report["final_test_accuracy"].get<double>(),
+            reference["final_test_accuracy"].get<double>());
+}
+
 // Two phases: a checkpoint is committed (the coordinator's file) only once every node's part is
 // on disk. A node killed while the parts are being written leaves every committed checkpoint
 // whole, and the job resumes from the newest with nodes started afresh.
