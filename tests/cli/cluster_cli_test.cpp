@@ -110,8 +110,12 @@ TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_r
   // and the one that joins starts from another replica's model, so it may need a little longer
   // than the quick start's 3 epochs (a run stopped at 0.848 by epoch 3 once). What this test
   // checks is the join, not the quick start's pace, which the test above checks.
+  // With checkpoints: none is whole while node2's worker is lost, and once node3 took its place
+  // node3 writes that worker's part.
   auto settings = quickstart_on_three_nodes;
   settings.push_back("--train.epochs=4");
+  settings.push_back("--checkpoint.dir=" + dir.file("checkpoints"));
+  settings.push_back("--checkpoint.every-seconds=5");
   cluster run(dir, settings);
   ASSERT_TRUE(start_three_nodes_and_train_a_while(run)) << run.logs();
   const auto slots = run.workers_of("node2");
@@ -142,6 +146,17 @@ TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_r
   for (int worker = 0; worker < 4; ++worker)
     EXPECT_EQ(report["per_worker"][worker]["live"], true) << "worker " << worker << "\n"
                                                           << run.logs();
+  const auto output = run.coordinator().output();
+  const auto joined = output.find("node 3 (node3) joined the running job");
+  const auto final_checkpoint = output.find("herd: final checkpoint ");
+  ASSERT_NE(final_checkpoint, std::string::npos) << run.logs();
+  EXPECT_GT(final_checkpoint, joined);
+  EXPECT_NE(output.find("3 parts of", final_checkpoint), std::string::npos) << run.logs();
+  const auto stem = herd::checkpoint::stem_of(
+      std::filesystem::path(herd::checkpoint::resolve(dir.file("checkpoints"))).filename().string());
+  EXPECT_TRUE(std::filesystem::exists(dir.file("checkpoints/" +
+                                               herd::checkpoint::part_name(stem, 3))))
+      << run.logs();
   for (std::size_t i = 0; i < 2; ++i)
     EXPECT_EQ(run.node(i).wait(30s), 0) << "node " << i << "\n" << run.logs();
 }
@@ -354,6 +369,25 @@ TEST(cluster_cli, a_node_that_cannot_write_its_checkpoint_parts_says_where_when_
             std::string::npos)
       << run.logs();
   EXPECT_EQ(run.coordinator().wait(60s), 1) << run.logs();
+}
+
+// A coordinator restarted without --resume starts the job afresh: it says so when a node holds
+// parts of a checkpoint it could have gone on from.
+TEST(cluster_cli, a_coordinator_without_resume_says_when_a_node_holds_checkpoint_parts) {
+  temp_directory dir;
+  const auto parts = dir.file("parts");
+  std::filesystem::create_directories(parts);
+  const auto part = herd::checkpoint::part_name("herd-001796225269817-000000000600", 1);
+  std::ofstream(parts + "/" + part) << "listed, not read";
+  cluster run(dir, {"--data.dataset=synthetic", "--train.epochs=1", "--cluster.min-nodes=1"});
+  run.add_node(1, {"--checkpoint-dir", parts});
+  ASSERT_EQ(run.coordinator().wait(60s), 0) << run.logs();
+  EXPECT_NE(run.coordinator().output().find(
+                "(node0) holds checkpoint parts (the newest " + part +
+                "): this job starts from the first step; to go on from a checkpoint, start the "
+                "coordinator with --resume"),
+            std::string::npos)
+      << run.logs();
 }
 
 // Lost is not final: a node paused past the node timeout is declared lost, and when it goes on it
