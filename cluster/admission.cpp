@@ -73,6 +73,12 @@ part_claim claim_part(const actors::node_hello& hello,
   return claim;
 }
 
+std::string unresumed_parts(const actors::node_hello& hello) {
+  return " holds checkpoint parts (the newest " + hello.parts.back() +
+         "): this job starts from the first step; to go on from a checkpoint, start the "
+         "coordinator with --resume";
+}
+
 std::optional<std::string> settings_refusal(const config::run_config& config,
                                             std::size_t training_samples) {
   auto errors = config::validate(config);

@@ -105,6 +105,10 @@ part_claim claim_part(const actors::node_hello& hello,
                       const std::vector<actors::part_record>& parts,
                       const std::vector<bool>& claimed, const std::string& checkpoint);
 
+/// What a coordinator that does not resume says of a node that holds checkpoint parts (after the
+/// node's label): the job starts from the first step.
+std::string unresumed_parts(const actors::node_hello& hello);
+
 /// Why `config` (train.workers counted across the nodes) cannot run on a training set of
 /// `training_samples`, every problem named by its key.
 std::optional<std::string> settings_refusal(const config::run_config& config,

@@ -119,10 +119,7 @@ private:
     nodes_.push_back(entry_for(hello));
     nodes_.back().part = part;
     if (!resuming() && !hello.parts.empty()) // a coordinator restarted without --resume?
-      notice(label(nodes_.size() - 1) + " holds checkpoint parts (the newest " +
-             hello.parts.back() +
-             "): this job starts from the first step; to go on from a checkpoint, start the "
-             "coordinator with --resume");
+      notice(label(nodes_.size() - 1) + unresumed_parts(hello));
     notice("node " + std::to_string(nodes_.size() - 1) + " (" + hello.name + ", " +
            count_of(hello.workers, "worker") + ") joined; " +
            (part ? "it holds part " + resume_parts()[*part].file + "; " : std::string()) +

@@ -153,9 +153,11 @@ TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_r
   EXPECT_GT(final_checkpoint, joined);
   EXPECT_NE(output.find("3 parts of", final_checkpoint), std::string::npos) << run.logs();
   const auto stem = herd::checkpoint::stem_of(
-      std::filesystem::path(herd::checkpoint::resolve(dir.file("checkpoints"))).filename().string());
-  EXPECT_TRUE(std::filesystem::exists(dir.file("checkpoints/" +
-                                               herd::checkpoint::part_name(stem, 3))))
+      std::filesystem::path(herd::checkpoint::resolve(dir.file("checkpoints")))
+          .filename()
+          .string());
+  EXPECT_TRUE(
+      std::filesystem::exists(dir.file("checkpoints/" + herd::checkpoint::part_name(stem, 3))))
       << run.logs();
   for (std::size_t i = 0; i < 2; ++i)
     EXPECT_EQ(run.node(i).wait(30s), 0) << "node " << i << "\n" << run.logs();
@@ -225,6 +227,13 @@ std::vector<std::string> resumed(std::vector<std::string> settings, const std::s
   return settings;
 }
 
+// Starts two nodes of one worker and waits for the run's first checkpoint into `directory`.
+bool two_nodes_until_a_checkpoint(cluster& run, const std::string& directory) {
+  run.add_node(1);
+  run.add_node(1);
+  return run.coordinator_says("herd: checkpoint " + directory, 5min);
+}
+
 // Every checkpoint the coordinator committed in `directory` has both nodes' parts, whole (their
 // checksums hold); returns how many there are.
 std::size_t whole_checkpoints(const std::string& directory) {
@@ -249,9 +258,7 @@ TEST(cluster_cli, a_coordinator_killed_mid_run_and_restarted_with_resume_finishe
   const auto checkpoints = dir.file("checkpoints");
   const auto settings = checkpointed_quickstart(checkpoints, 150);
   cluster run(dir, settings);
-  run.add_node(1);
-  run.add_node(1);
-  ASSERT_TRUE(run.coordinator_says("herd: checkpoint " + checkpoints, 5min)) << run.logs();
+  ASSERT_TRUE(two_nodes_until_a_checkpoint(run, checkpoints)) << run.logs();
   run.coordinator().stop(SIGKILL, 10s);
   const auto newest = herd::checkpoint::list(checkpoints);
   ASSERT_FALSE(newest.empty());
@@ -289,10 +296,7 @@ TEST(cluster_cli, a_sync_run_resumed_by_a_restarted_coordinator_ends_as_one_neve
   };
   temp_directory dir;
   cluster run(dir, settings_in(dir));
-  run.add_node(1);
-  run.add_node(1);
-  ASSERT_TRUE(run.coordinator_says("herd: checkpoint " + dir.file("checkpoints"), 5min))
-      << run.logs();
+  ASSERT_TRUE(two_nodes_until_a_checkpoint(run, dir.file("checkpoints"))) << run.logs();
   run.coordinator().stop(SIGKILL, 10s);
   run.restart_coordinator(resumed(settings_in(dir), dir.file("checkpoints")));
   ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
@@ -320,9 +324,7 @@ TEST(cluster_cli, a_node_killed_during_a_checkpoint_write_leaves_the_previous_on
   const auto checkpoints = dir.file("checkpoints");
   const auto settings = checkpointed_quickstart(checkpoints, 10);
   cluster run(dir, settings);
-  run.add_node(1);
-  run.add_node(1);
-  ASSERT_TRUE(run.coordinator_says("herd: checkpoint " + checkpoints, 5min)) << run.logs();
+  ASSERT_TRUE(two_nodes_until_a_checkpoint(run, checkpoints)) << run.logs();
   // Kill node 1 the moment a part is being written (its temporary file exists).
   bool writing = false;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
