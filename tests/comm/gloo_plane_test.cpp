@@ -722,6 +722,20 @@ int verdict(const std::string& problem, int rank) {
   return 1;
 }
 
+// In a child of ranks 0 and 1, after rank 2 left the plane: the two reduce correctly (tag `tag`)
+// and meet at a barrier (tag + 1); the problem, named as `what`, or empty.
+std::string two_survivors_reduce(gloo_plane& plane, int rank, std::size_t count, std::uint64_t tag,
+                                 const std::string& what) {
+  auto again = random_values(count, seed_of(2, rank));
+  if (auto failed = sum_in_place(plane, again.data(), count, {0, 1}, tag, generous_timeout);
+      !failed.ok())
+    return what + ": " + failed.message();
+  if (auto problem = check_sum(again, 2, {0, 1}); !problem.empty())
+    return what + ": " + problem;
+  std::vector<float> barrier(1, 0.0f);
+  return sum_in_place(plane, barrier.data(), 1, {0, 1}, tag + 1, generous_timeout).message();
+}
+
 TEST(gloo_plane_processes, forked_ranks_reduce_and_broadcast_through_a_file_store) {
   herd::testing::temp_directory directory;
   auto statuses = run_processes(3, [&](int rank) {
@@ -788,14 +802,7 @@ TEST(gloo_plane_processes, a_process_without_the_plane_key_is_refused_and_the_ot
     if (rank == 0 &&
         (refused != "2" || failure.message().find("rank 2 is refused") == std::string::npos))
       return verdict("rank 0 did not refuse rank 2: '" + refused + "', " + failure.message(), rank);
-    auto again = random_values(count, seed_of(2, rank));
-    if (auto again_failed = sum_in_place(*plane, again.data(), count, {0, 1}, 2, generous_timeout);
-        !again_failed.ok())
-      return verdict("sum of the two holding the key: " + again_failed.message(), rank);
-    if (auto problem = check_sum(again, 2, {0, 1}); !problem.empty())
-      return verdict("sum of the two holding the key: " + problem, rank);
-    std::vector<float> barrier(1, 0.0f);
-    return verdict(sum_in_place(*plane, barrier.data(), 1, {0, 1}, 3, generous_timeout).message(),
+    return verdict(two_survivors_reduce(*plane, rank, count, 2, "sum of the two holding the key"),
                    rank);
   });
   for (std::size_t rank = 0; rank < statuses.size(); ++rank)
@@ -827,14 +834,7 @@ TEST(gloo_plane_processes, killed_process_fails_its_peers_naming_it_and_the_rest
       return verdict("the failure took longer than the timeout allows", rank);
     if (data != original)
       return verdict("the failed allreduce changed data", rank);
-    auto again = random_values(count, seed_of(2, rank));
-    if (auto again_failed = sum_in_place(*plane, again.data(), count, {0, 1}, 3, generous_timeout);
-        !again_failed.ok())
-      return verdict("allreduce of the survivors: " + again_failed.message(), rank);
-    if (auto problem = check_sum(again, 2, {0, 1}); !problem.empty())
-      return verdict("allreduce of the survivors: " + problem, rank);
-    std::vector<float> barrier(1, 0.0f);
-    return verdict(sum_in_place(*plane, barrier.data(), 1, {0, 1}, 4, generous_timeout).message(),
+    return verdict(two_survivors_reduce(*plane, rank, count, 3, "allreduce of the survivors"),
                    rank);
   });
   EXPECT_TRUE(passed(statuses[0])) << "status " << statuses[0];
