@@ -395,9 +395,15 @@ private:
     if (found == rounds_.end() || found->second.reducing_nodes.erase(node) == 0)
       return;
     auto& state = found->second;
-    if (!answer.ok() && state.reduce_failure.ok())
+    if (!answer.ok() && state.reduce_failure.ok()) {
       state.reduce_failure = {answer.kind(),
                               "node " + std::to_string(node) + ": " + answer.message()};
+      // The round is lost: the nodes still reducing it would wait for this one until their
+      // data-plane deadline.
+      for (int other : state.reducing_nodes)
+        send(setup_.node_reducers[static_cast<std::size_t>(other)], cancel_atom::value, round,
+             "node " + std::to_string(node) + " failed the round");
+    }
     if (state.reducing_nodes.empty())
       commit(found);
   }

@@ -12,7 +12,8 @@
 // reduce_order (its members' weighted sum, then the sum over the group's nodes through the data
 // plane), and once every node holds the result, (commit_atom, round, true) makes them deliver it.
 // If any node failed or was lost, every node is told (commit_atom, round, false): its members skip
-// the round (group_done.aborted), so no replica applies what another did not.
+// the round (group_done.aborted), so no replica applies what another did not. The nodes still
+// reducing a round that failed on one are told (cancel_atom, round, why) at once.
 //
 // Under async (parameter_server set) the reduced gradient goes to the parameter server as a
 // server_update; the members receive the parameters it writes into the same buffer.

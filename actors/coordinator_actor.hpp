@@ -73,6 +73,7 @@ private:
   void on_group_done(const group_done& report);
   void on_stop() { begin_stop("interrupted"); }
   void on_admission(node_admission admission);
+  void on_rekey(const plane_rekey& step);
   void on_tick();
   void on_drain_timeout();
   void on_policy_time(double deadline);

@@ -59,6 +59,7 @@ caf::behavior coordinator_actor::make_behavior() {
       },
       [this](stop_atom) { on_stop(); },
       [this](node_admission& admission) { on_admission(std::move(admission)); },
+      [this](const plane_rekey& step) { on_rekey(step); },
       [this](caf::tick_atom) { on_tick(); },
       [this](drain_timeout_atom) { on_drain_timeout(); },
       [this](policy_time_atom, double deadline) { on_policy_time(deadline); },
@@ -255,6 +256,15 @@ void coordinator_actor::on_admission(node_admission admission) {
     joins_->admit(std::move(admission), registry);
   } else
     send(registry, join_done_atom::value, admission.node, std::string("no node joins this run"));
+}
+
+void coordinator_actor::on_rekey(const plane_rekey& step) {
+  const auto registry = caf::actor_cast<caf::actor>(current_sender());
+  if (joins_)
+    joins_->rekey(step, registry);
+  else if (step.stage == plane_rekey::connected)
+    send(registry, join_done_atom::value, std::int32_t{-1},
+         comm::status{comm::outcome::unsupported, "this run has no data plane to re-key"});
 }
 
 void coordinator_actor::on_tick() {

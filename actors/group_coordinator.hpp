@@ -10,6 +10,7 @@
 //   stop_atom                 stop early (Ctrl-C): finish in-flight rounds, stop workers, evaluate
 //   node_admission            a node joins the running job (handed to the join_hook; answers
 //                             (join_done_atom, node, error) to the sender)
+//   plane_rekey               the registry re-keys the data plane (handed to the join_hook)
 //   tick_atom                 its own timer: progress, train.max-seconds, deferred snapshots
 //   drain_timeout_atom        its own timer: rounds a stop waits for took stop_timeout
 //   (policy_time_atom, t)     its own timer: a policy deadline (preduce's wait window) is due
@@ -39,6 +40,7 @@ class training_metrics;
 namespace herd::actors {
 
 struct node_admission;
+struct plane_rekey;
 struct control_costs;
 struct checkpoint_options;
 struct run_checkpoint;
@@ -71,6 +73,9 @@ public:
   virtual ~join_hook() = default;
   /// `registry` sent `admission` and hears (join_done_atom, node, error).
   virtual void admit(node_admission admission, const caf::actor& registry) = 0;
+  /// The registry re-keys the data plane (plane_rekey's stages); once it uses the new generation
+  /// the coordinator answers `registry` (join_done_atom, -1, error).
+  virtual void rekey(const plane_rekey& step, const caf::actor& registry) = 0;
   virtual bool holding() const = 0;
   /// A round ended, or the run began to stop.
   virtual void rounds_changed() = 0;

@@ -65,6 +65,8 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<node_admission>("herd.node_admission");
   config.add_message_type<state_transfer>("herd.state_transfer");
   config.add_message_type<plane_rebuild>("herd.plane_rebuild");
+  config.add_message_type<plane_refusal>("herd.plane_refusal");
+  config.add_message_type<plane_rekey>("herd.plane_rekey");
   add_error_category(config);
 }
 

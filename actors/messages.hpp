@@ -47,6 +47,9 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+/// (cancel_atom, round, why): an aggregator to the nodes still reducing a round that failed on
+/// another node: end it now rather than at the data-plane deadline.
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 // The group coordinator's own timers.
 using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
 /// An aggregator's own timer: (answer_timeout_atom, round): the round's members had
@@ -460,6 +463,38 @@ typename Inspector::result_type inspect(Inspector& f, plane_rebuild& x) {
   return f(caf::meta::type_name("herd.plane_rebuild"), x.generation, x.plane_nodes, x.data_key);
 }
 
+/// A node refused a peer's data-plane messages (node -> registry): one did not open with the
+/// generation's key (comm/sealing.hpp). The registry answers by re-keying the data plane: a new
+/// generation among the same nodes, with a fresh key and fresh connections.
+struct plane_refusal {
+  std::uint32_t generation = 0;
+  std::int32_t node = 0; // the node that refused
+  std::int32_t peer = 0; // the node whose message did not open
+  std::string why;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plane_refusal& x) {
+  return f(caf::meta::type_name("herd.plane_refusal"), x.generation, x.node, x.peer, x.why);
+}
+
+/// The registry re-keys the data plane (registry -> coordinator, one process). `hold`: a node
+/// refused a peer, and the nodes connect a new generation; no round starts meanwhile. `connected`:
+/// every live node has it (`topology`); once the rounds in flight have ended the coordinator hands
+/// it to the aggregators, resumes, and answers (join_done_atom, -1, error). `failed`: it did not
+/// connect (`why`); rounds resume on the generation in use.
+struct plane_rekey {
+  enum stage_code : std::uint8_t { hold = 0, connected = 1, failed = 2 };
+  std::uint8_t stage = hold;
+  std::string why;
+  cluster_topology topology;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plane_rekey& x) {
+  return f(caf::meta::type_name("herd.plane_rekey"), x.stage, x.why, x.topology);
+}
+
 /// A data plane a node connected (in-process only: the node's control loop -> its reducer). The
 /// reducer keeps it, and older ones until an order names it (a failed join's is never named).
 struct plane_update {
@@ -472,8 +507,9 @@ struct plane_update {
 /// 4: reduce orders carry the ticket and sequence number; 5: round results carry the server's
 /// staleness and run_start the parameter server (async); 6: welcomes and plane rebuilds carry the
 /// data plane's key; 7: checkpoints across processes (hellos list the parts a node holds,
-/// welcomes name the one to resume from, part_request).
-constexpr std::uint32_t cluster_protocol_version = 7;
+/// welcomes name the one to resume from, part_request); 8: nodes report refused data-plane peers
+/// (plane_refusal), and aggregators cancel a failed round's reductions (cancel_atom).
+constexpr std::uint32_t cluster_protocol_version = 8;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <thread>
@@ -104,6 +105,28 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
   return registry;
 }
 
+// Where a node's data planes report a refused peer: the registry, for as long as the node's part
+// of the job lasts (a plane may outlive it, and then reports nothing). Called from a reduction's
+// thread.
+class refusal_route {
+public:
+  explicit refusal_route(caf::actor registry) : registry_(std::move(registry)) {}
+
+  void report(actors::plane_refusal refusal) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (registry_)
+      caf::anon_send(registry_, std::move(refusal));
+  }
+  void close() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    registry_ = nullptr;
+  }
+
+private:
+  std::mutex mutex_;
+  caf::actor registry_;
+};
+
 // Everything the node hosts, stopped in order when the job ends.
 struct hosted {
   std::shared_ptr<comm::data_plane> plane;
@@ -153,10 +176,14 @@ public:
   joined_node(caf::actor_system& system, const node_options& options, caf::actor registry,
               clock_type::time_point deadline, hosted& parts, std::string& parts_dir)
       : system_(system), options_(options), registry_(std::move(registry)), deadline_(deadline),
-        parts_(parts), parts_dir_(parts_dir), self_(system), hello_(hello_of(options, parts_dir)) {
+        parts_(parts), parts_dir_(parts_dir), self_(system), hello_(hello_of(options, parts_dir)),
+        refusals_(std::make_shared<refusal_route>(registry_)) {
     outcome_.workers = options.workers;
     self_->monitor(registry_);
   }
+  ~joined_node() { refusals_->close(); }
+  joined_node(const joined_node&) = delete;
+  joined_node& operator=(const joined_node&) = delete;
 
   node_outcome run() {
     if (welcome() && load() && connect_plane()) {
@@ -333,12 +360,14 @@ private:
     plane_options.compression = comm::wire_format_of(config_.comm.compression);
     plane_options.error_feedback = config_.comm.error_feedback;
     // The run's options, not this object: the plane outlives it (hosted::stop ends it).
-    plane_options.on_refused = [&options = options_, generation,
-                                plane_nodes](int peer, const std::string& why) {
-      notify(options, "refused data-plane peer node " +
-                          std::to_string(plane_nodes[static_cast<std::size_t>(peer)]) +
+    plane_options.on_refused = [&options = options_, generation, plane_nodes, route = refusals_,
+                                node = welcome_.node](int peer, const std::string& why) {
+      const auto peer_node = plane_nodes[static_cast<std::size_t>(peer)];
+      notify(options, "refused data-plane peer node " + std::to_string(peer_node) +
                           " (generation " + std::to_string(generation) + "): " + why +
-                          "; the rounds it shares with this node abort");
+                          "; the rounds it shares with this node abort until the coordinator "
+                          "re-keys the data plane");
+      route->report(plane_refusal{generation, node, peer_node, why});
     };
     if (!key.empty()) {
       comm::plane_key sealing{};
@@ -350,6 +379,8 @@ private:
       std::copy(key.begin(), key.end(), sealing.begin());
       plane_options.seal_key = sealing;
     }
+    if (options_.adjust_plane)
+      options_.adjust_plane(generation, plane_options);
     return comm::make_gloo_plane(rank, size, std::make_shared<registry_store>(system_, registry_),
                                  plane_options);
   }
@@ -428,13 +459,11 @@ private:
       self_->send(parts_.reducer,
                   plane_update{rebuild.generation, rebuild.plane_nodes, std::move(plane)});
     } catch (const std::exception& bad) {
-      notify(options_,
-             std::string("the data plane did not reconnect for a joining node: ") + bad.what());
+      notify(options_, std::string("the data plane did not reconnect: ") + bad.what());
       return make_error(herd_errc::join_refused, bad.what());
     }
-    notify(options_, "data plane reconnected with a joining node (generation " +
-                         std::to_string(rebuild.generation) + ", " +
-                         std::to_string(rebuild.plane_nodes.size()) + " nodes)");
+    notify(options_, "data plane reconnected (generation " + std::to_string(rebuild.generation) +
+                         ", " + std::to_string(rebuild.plane_nodes.size()) + " nodes)");
     return true;
   }
 
@@ -452,6 +481,7 @@ private:
   std::shared_ptr<const models::train_test_split> data_;
   std::shared_ptr<const models::model> model_;
   std::vector<worker_record> resumed_; // from the checkpoint part, in welcome_.workers' order
+  std::shared_ptr<refusal_route> refusals_;
 };
 
 } // namespace

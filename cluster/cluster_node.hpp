@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace herd::comm {
+struct gloo_plane_options;
+} // namespace herd::comm
+
 namespace herd::cluster {
 
 struct node_options {
@@ -44,6 +48,9 @@ struct node_options {
   /// `generation`, instead of Gloo (an emulated plane with NCCL's matching rule).
   std::function<std::shared_ptr<comm::data_plane>(std::uint32_t generation, int rank, int size)>
       make_plane;
+  /// For tests: changes this node's Gloo options for the data plane of `generation` before it
+  /// connects (a wrong key shows a refused peer re-keyed).
+  std::function<void(std::uint32_t generation, comm::gloo_plane_options& options)> adjust_plane;
   /// Borrowed, may be null: once true the node leaves the job (checked every 100 ms), its
   /// workers stop and the coordinator counts them lost at once; another node may then join in
   /// their place. `herd node` sets it on Ctrl-C or SIGTERM (a VM's preemption notice).

@@ -1,8 +1,10 @@
 // The bookkeeping of nodes joining the running job, without an actor. One node joins at a time;
 // the others wait for their turn. Each join makes a new generation of the data plane (a full mesh
 // cannot grow) whose ranks are the live ready nodes, then the joining one; every one of those
-// peers owes an answer for it, and the join is connected once all have answered. The registry
-// asks the ledger what to do next and does it.
+// peers owes an answer for it, and the join is connected once all have answered. A re-key (a node
+// refused a peer's data-plane messages) makes a new generation among the live ready nodes alone,
+// with a fresh key: it takes a join's turn, and a join that starts first makes it unneeded. The
+// registry asks the ledger what to do next and does it.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,8 @@ public:
     fail_join,  // a peer could not connect the joining node's generation
     admit_join, // a peer connected it: admit the join once all have
     start_next, // a finished join's generation: the next may start once nobody owes an answer
+    fail_rekey, // a node could not connect the re-keyed generation
+    rekeyed,    // every node connected it: the coordinator may use it
   };
 
   /// The cluster formed with `nodes` nodes: generation 0, node i at rank i.
@@ -42,6 +46,17 @@ public:
   /// are the peers, then the node. Returns the generation.
   std::uint32_t begin(std::size_t node, const std::vector<std::size_t>& peers);
 
+  /// A node refused a peer's messages in `generation`: a re-key is wanted if that is the newest
+  /// generation (an older one is no longer used once its rounds end, and a newer one has a fresh
+  /// key already). Returns whether that is new (the first report of it).
+  bool want_rekey(std::uint32_t generation);
+  /// Whether a wanted re-key may start now: no join or re-key under way, nobody owes an answer.
+  bool rekey_due() const { return rekey_wanted_ && !joining_ && !rekeying_ && owed_.empty(); }
+  /// The re-key starts: a new generation whose ranks are `nodes` (the live ready ones), each
+  /// owing an answer. Returns the generation.
+  std::uint32_t begin_rekey(const std::vector<std::size_t>& nodes);
+  bool rekeying() const { return rekeying_; }
+
   /// `peer` answered for `generation` (`failed`: it could not connect), or was lost and will not.
   next_step answered(std::uint32_t generation, std::size_t peer, bool failed);
 
@@ -52,8 +67,12 @@ public:
   /// generation and it was not admitted before; false otherwise.
   bool admit();
 
-  /// The join ended, done or failed: its node's slots count as its own, or as free again.
-  void end() { joining_.reset(); }
+  /// The join or re-key ended, done or failed: a joined node's slots count as its own, or as free
+  /// again.
+  void end() {
+    joining_.reset();
+    rekeying_ = false;
+  }
 
   std::optional<std::size_t> joining() const { return joining_; }
   bool admitted() const { return joining_ && admitted_; }
@@ -67,6 +86,8 @@ private:
   std::deque<std::size_t> waiting_;
   std::optional<std::size_t> joining_;
   bool admitted_ = false;
+  bool rekeying_ = false;
+  bool rekey_wanted_ = false;
   std::uint32_t generation_ = 0;
   std::vector<std::int32_t> plane_nodes_;
   std::map<std::uint32_t, std::set<std::size_t>> owed_; // peers still connecting, by generation

@@ -54,11 +54,34 @@ public:
     rounds_changed();
   }
 
-  bool holding() const override { return joining_.has_value(); }
+  // The registry never re-keys while a join is under way (nor the reverse): the generation of one
+  // would replace the other's.
+  void rekey(const plane_rekey& step, const caf::actor& registry) override {
+    switch (step.stage) {
+      case plane_rekey::hold:
+        rekey_ = rekey_state{registry, std::nullopt};
+        break;
+      case plane_rekey::connected:
+        if (!rekey_)
+          rekey_ = rekey_state{registry, std::nullopt};
+        rekey_->topology = step.topology;
+        rounds_changed();
+        break;
+      default: // failed: the rounds go on through the generation in use
+        if (rekey_) {
+          rekey_.reset();
+          coordinator_.resume_rounds(false);
+        }
+    }
+  }
+
+  bool holding() const override { return joining_.has_value() || rekey_.has_value(); }
 
   // Once the rounds in flight have drained, a live worker's state is the state after every round
-  // so far: the transfer starts.
+  // so far: the transfer starts. A re-keyed generation is used from then on.
   void rounds_changed() override {
+    if (rekey_ && rekey_->topology && coordinator_.rounds_in_flight() == 0)
+      use_rekeyed();
     if (!joining_ || joining_->transferring || coordinator_.rounds_in_flight() > 0)
       return;
     if (!coordinator_.running()) {
@@ -105,7 +128,30 @@ private:
     std::uint64_t rounds = 0; // rounds finished when it was taken
   };
 
+  struct rekey_state {
+    caf::actor registry;                      // hears (join_done_atom, -1, comm::status)
+    std::optional<cluster_topology> topology; // once every node has connected it
+  };
+
   static comm::status run_ending() { return {comm::outcome::aborted, "the run is ending"}; }
+
+  // Rounds from now on use the re-keyed generation (every round of the old one has ended, so each
+  // node drops it at the first order that names the new one).
+  void use_rekeyed() {
+    const rekey_state rekey = std::move(*rekey_);
+    rekey_.reset();
+    auto& self = coordinator_.self();
+    if (!coordinator_.running()) {
+      self.send(rekey.registry, join_done_atom::value, std::int32_t{-1}, run_ending());
+      return;
+    }
+    for (const auto& aggregator : coordinator_.aggregators())
+      self.send(aggregator, *rekey.topology);
+    coordinator_.notice("data plane re-keyed: rounds go on through generation " +
+                        std::to_string(rekey.topology->generation));
+    self.send(rekey.registry, join_done_atom::value, std::int32_t{-1}, comm::status{});
+    coordinator_.resume_rounds(false);
+  }
 
   // Why `admission` cannot start now (a result that is not ok), or done.
   comm::status refusal_of(const node_admission& admission) const {
@@ -202,6 +248,7 @@ private:
   coordinator_port& coordinator_;
   std::chrono::milliseconds transfer_timeout_;
   std::optional<join_state> joining_;
+  std::optional<rekey_state> rekey_;
   std::uint64_t transfers_ = 0;
 };
 

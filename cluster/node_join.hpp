@@ -2,7 +2,10 @@
 // (actors/group_coordinator.hpp). It checks the registry's node_admission, sends the new
 // cluster_topology to the aggregators, holds the policy's inputs while the rounds in flight drain,
 // has two node reducers move a live worker's state to the new workers (state_transfer), then has
-// the coordinator count them live and resume, and answers (join_done_atom, node, error).
+// the coordinator count them live and resume, and answers (join_done_atom, node, error). It also
+// carries out the registry's re-keys of the data plane (plane_rekey): rounds are held from the
+// moment a node refused a peer until the new generation is connected and the rounds in flight
+// have ended; then the aggregators get its topology, and it answers (join_done_atom, -1, error).
 #pragma once
 
 #include "actors/group_coordinator.hpp"

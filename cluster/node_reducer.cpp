@@ -90,6 +90,7 @@ public:
         },
         [this](prereduced_atom, std::uint64_t round) { prereduced(round); },
         [this](commit_atom, std::uint64_t round, bool deliver) { commit(round, deliver); },
+        [this](cancel_atom, std::uint64_t round, const std::string& why) { cancel(round, why); },
         [this](plane_update& update) { add_plane(std::move(update)); },
         [this](const state_transfer& order) -> caf::result<reduce_done> { return transfer(order); },
         [this](moved_atom, std::uint64_t tag, const comm::status& result, double seconds) {
@@ -131,6 +132,7 @@ private:
 
   struct held_round {
     reduce_order order;
+    std::shared_ptr<comm::data_plane> plane; // between nodes; null when the group is this node
     comm::shared_buffer result;
     caf::response_promise promise;
     bool prereduced = false;      // the workers' send buffers are no longer read
@@ -208,6 +210,7 @@ private:
     }
     auto& held = held_[round];
     held.order = std::move(order);
+    held.plane = plane;
     held.result = setup_.results->acquire();
     held.promise = make_response_promise();
     threads_.run([self = address(), local = setup_.local, plane = std::move(plane),
@@ -249,6 +252,13 @@ private:
         caf::anon_send(reducer, reduced_atom::value, round, reduced, seconds);
     });
     return held.promise;
+  }
+
+  // Another node failed the round: its reduction here ends now (the thread then answers).
+  void cancel(std::uint64_t round, const std::string& why) {
+    auto found = held_.find(round);
+    if (found != held_.end() && found->second.plane && !found->second.reduced)
+      found->second.plane->cancel(round, why);
   }
 
   void prereduced(std::uint64_t round) {

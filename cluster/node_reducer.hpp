@@ -11,6 +11,8 @@
 //   reduce_order                 -> reduce_done   reduce this node's part of a round
 //   (commit_atom, round, deliver)                 deliver the held result (true) or tell the
 //                                                 members to skip the round (false)
+//   (cancel_atom, round, why)                     another node failed the round: its data-plane
+//                                                 reduction here ends now, not at its deadline
 //   plane_update                                  a data plane generation this node connected
 //                                                 (kept until an order names a newer one)
 //   state_transfer               -> reduce_done   a node joins the running job: send a local

@@ -22,6 +22,7 @@
 #include "cluster/join_ledger.hpp"
 #include "cluster/node_join.hpp"
 #include "cluster/rendezvous_keys.hpp"
+#include "cluster/run_assembly.hpp"
 
 namespace herd::cluster {
 
@@ -31,19 +32,6 @@ using namespace herd::actors;
 namespace {
 
 using bytes = std::vector<char>;
-
-// The summary of a run that ended before its first step.
-run_summary error_summary(const config::run_config& config, std::string error,
-                          std::string stop_reason = "error") {
-  run_summary failed;
-  failed.started = false;
-  failed.algorithm = config.train.algorithm;
-  failed.workers = config.train.workers;
-  failed.data_plane = "gloo";
-  failed.stop_reason = std::move(stop_reason);
-  failed.error = std::move(error);
-  return failed;
-}
 
 class registry_actor : public caf::event_based_actor {
 public:
@@ -81,6 +69,7 @@ public:
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
           on_join_done(node, result);
         },
+        [this](const plane_refusal& refusal) { on_refusal(refusal); },
     };
   }
 
@@ -226,6 +215,13 @@ private:
   }
 
   void on_join_done(std::int32_t node, const comm::status& result) {
+    if (node < 0) { // a re-key: the coordinator uses its generation now, or the run is ending
+      if (ledger_.rekeying()) {
+        ledger_.end();
+        next_join();
+      }
+      return;
+    }
     if (ledger_.joining() != static_cast<std::size_t>(node))
       return;
     if (!result.ok()) {
@@ -314,35 +310,19 @@ private:
   }
 
   void spawn_coordinator() {
-    const auto& config = context_->config;
-    coordinator_setup coordination;
-    coordination.config = config;
-    coordination.data_plane = "gloo";
-    coordination.samples_per_epoch = epoch_samples(config, context_->data->train.size());
-    coordination.observer = context_->options.observer;
-    coordination.progress_interval = context_->options.progress_interval;
-    coordination.joins = node_joins(config);
-    if (config.checkpoint.enabled())
-      coordination.checkpoints =
-          checkpoint_options_for(config, *model_, context_->data->train.size());
-    coordination.resume = context_->resume;
-    if (context_->options.metrics) {
-      // Each worker's `node` label names the node that hosts it: the straggler's machine.
-      std::vector<std::string> worker_nodes;
-      for (std::int32_t node : slots_.worker_nodes())
-        worker_nodes.push_back(nodes_[static_cast<std::size_t>(node)].hello.name);
-      coordination.metrics = make_training_metrics(config, context_->options.metrics,
-                                                   context_->options.node_name, worker_nodes);
-    }
-    coordination.on_finished = [result = context_->result](run_summary summary) {
-      result->deliver(std::move(summary));
-    };
-    coordinator_ = spawn_group_coordinator(system(), std::move(coordination));
-    coordinator_->attach_functor([result = context_->result, failed = error_summary(config, "")](
-                                     const caf::error& reason) mutable {
-      failed.error = "the group coordinator stopped: " + caf::to_string(reason);
-      result->deliver(std::move(failed));
-    });
+    // Each worker's `node` label in the metrics names the node that hosts it: the straggler's
+    // machine.
+    std::vector<std::string> worker_hosts;
+    for (std::int32_t node : slots_.worker_nodes())
+      worker_hosts.push_back(nodes_[static_cast<std::size_t>(node)].hello.name);
+    coordinator_ =
+        spawn_group_coordinator(system(), coordinator_setup_for(*context_, *model_, worker_hosts));
+    coordinator_->attach_functor(
+        [result = context_->result,
+         failed = error_summary(context_->config, "")](const caf::error& reason) mutable {
+          failed.error = "the group coordinator stopped: " + caf::to_string(reason);
+          result->deliver(std::move(failed));
+        });
   }
 
   void welcome(std::size_t index, bool running) {
@@ -373,28 +353,18 @@ private:
   }
 
   void start_run() {
-    const auto& config = context_->config;
-    aggregator_setup aggregation;
-    aggregation.results = comm::buffer_pool::create(model_->parameter_count());
-    aggregation.reduce_timeout =
-        std::chrono::milliseconds(config.cluster.data_timeout_ms) + std::chrono::seconds(5);
-    if (context_->options.ticket_order)
-      aggregation.sequencer = std::make_shared<comm::sequencer>();
     // By slot: a resumed cluster's nodes hold the slots of their parts, in any order.
     std::vector<caf::actor> workers(slots_.worker_nodes().size());
+    std::vector<caf::actor> reducers;
     for (const auto& node : nodes_) {
       for (std::size_t i = 0; i < node.slots.size(); ++i)
         workers[static_cast<std::size_t>(node.slots[i])] = node.workers[i];
-      aggregation.node_reducers.push_back(node.reducer);
+      reducers.push_back(node.reducer);
     }
-    aggregation.worker_nodes.assign(slots_.worker_nodes().begin(), slots_.worker_nodes().end());
-    for (int i = 0; i < aggregator_count(config); ++i)
+    auto aggregation = aggregator_setup_for(*context_, *model_, slots_.worker_nodes(), reducers);
+    for (int i = 0; i < aggregator_count(context_->config); ++i)
       aggregators_.push_back(spawn_aggregator(system(), aggregation, coordinator_));
-    evaluator_setup evaluation;
-    evaluation.model = model_;
-    evaluation.test = std::shared_ptr<const models::dataset>(context_->data, &context_->data->test);
-    evaluation.ops = &kernels::cpu_ops();
-    evaluator_ = spawn_evaluator(system(), evaluation);
+    evaluator_ = spawn_evaluator(system(), evaluator_setup_for(*context_, model_));
     run_start start{workers, aggregators_, evaluator_, caf::actor{}, {}, {}}; // no async
     start.node_reducers = aggregation.node_reducers;
     start.worker_nodes = aggregation.worker_nodes;
@@ -446,6 +416,10 @@ private:
   void next_join() {
     if (over_)
       return;
+    if (ledger_.rekey_due()) {
+      begin_rekey();
+      return;
+    }
     if (auto index = ledger_.next([this](std::size_t node) { return nodes_[node].live; }))
       begin_join(*index);
   }
@@ -457,6 +431,11 @@ private:
         peers.push_back(other);
     const auto generation = ledger_.begin(index, peers);
     welcome(index, true);
+    rebuild_planes(generation, peers);
+  }
+
+  // Every one of `peers` connects data plane `generation` and answers.
+  void rebuild_planes(std::uint32_t generation, const std::vector<std::size_t>& peers) {
     const auto timeout = std::chrono::milliseconds(context_->config.cluster.data_timeout_ms) +
                          std::chrono::seconds(10);
     for (std::size_t peer : peers)
@@ -474,6 +453,10 @@ private:
     const auto next = ledger_.answered(generation, peer, !result.ok());
     if (next == join_ledger::next_step::fail_join)
       join_failed("the data plane did not reconnect: " + result.message());
+    else if (next == join_ledger::next_step::fail_rekey)
+      rekey_failed(result.message());
+    else if (next == join_ledger::next_step::rekeyed)
+      send(coordinator_, plane_rekey{plane_rekey::connected, {}, topology()});
     else if (next == join_ledger::next_step::admit_join)
       admit_when_connected();
     else if (next == join_ledger::next_step::start_next)
@@ -490,11 +473,18 @@ private:
     admission.name = node.hello.name;
     admission.workers = node.slots;
     admission.handles = node.workers;
-    admission.topology.generation = ledger_.generation();
-    admission.topology.worker_nodes = slots_.worker_nodes();
-    for (const auto& entry : nodes_)
-      admission.topology.node_reducers.push_back(entry.reducer);
+    admission.topology = topology();
     send(coordinator_, std::move(admission));
+  }
+
+  // Where every worker lives, and the newest generation of the data plane.
+  cluster_topology topology() const {
+    cluster_topology current;
+    current.generation = ledger_.generation();
+    current.worker_nodes = slots_.worker_nodes();
+    for (const auto& entry : nodes_)
+      current.node_reducers.push_back(entry.reducer);
+    return current;
   }
 
   // The node is turned away (told why, if it is still there); its slots are free again.
@@ -509,6 +499,63 @@ private:
     if (node.control)
       send(node.control, leave_atom::value, why);
     ledger_.end();
+    next_join();
+  }
+
+  // -- the data plane re-keyed -------------------------------------------------------------------
+  //
+  // A node refused a peer's data-plane messages: they did not open with the generation's key, so
+  // bytes that are not the peer's reached their connection. The rounds that need that pair fail.
+  // Every live node connects a new generation (fresh connections, a fresh key) while the
+  // coordinator holds the rounds, then the rounds use it. Both nodes of the pair report it; the
+  // first report counts. At most max_rekeys times in a run: a peer refused again and again is not
+  // a passing stranger, and its rounds then keep aborting, as before.
+
+  static constexpr int max_rekeys = 8;
+
+  void on_refusal(const plane_refusal& refusal) {
+    const auto known = [this](std::int32_t node) {
+      return node >= 0 && static_cast<std::size_t>(node) < nodes_.size() &&
+             nodes_[static_cast<std::size_t>(node)].live;
+    };
+    if (phase_ != registry_phase::running || over_ || !known(refusal.node) ||
+        !known(refusal.peer) || rekeys_ >= max_rekeys || !ledger_.want_rekey(refusal.generation))
+      return; // reported already, or a generation older than the newest (which has its own key)
+    notice(label(static_cast<std::size_t>(refusal.node)) + " refused data-plane messages from " +
+           label(static_cast<std::size_t>(refusal.peer)) + " (generation " +
+           std::to_string(refusal.generation) + "): " + refusal.why);
+    next_join(); // re-keys now, or once the join under way has ended
+  }
+
+  void begin_rekey() {
+    std::vector<std::size_t> nodes;
+    for (std::size_t index = 0; index < nodes_.size(); ++index)
+      if (nodes_[index].live && nodes_[index].ready)
+        nodes.push_back(index);
+    ++rekeys_;
+    const auto generation = ledger_.begin_rekey(nodes);
+    notice("re-keying the data plane (" + std::to_string(rekeys_) + " of at most " +
+           std::to_string(max_rekeys) + " in a run): rounds pause while " +
+           std::to_string(nodes.size()) + " nodes connect generation " +
+           std::to_string(generation) + " with a fresh key");
+    send(coordinator_, plane_rekey{plane_rekey::hold, {}, {}});
+    rebuild_planes(generation, nodes);
+  }
+
+  // The pair is still refused: while re-keys are left, the rounds stay paused and another re-key
+  // follows once every node has answered for this one (a node lost meanwhile is not in the next);
+  // otherwise the rounds go on through the generation in use.
+  void rekey_failed(const std::string& why) {
+    const bool again = rekeys_ < max_rekeys;
+    notice("the data plane could not be re-keyed: " + why +
+           (again ? "; rounds stay paused until the next try, once every node has answered"
+                  : "; rounds go on through the generation in use"));
+    keys_.drop_reads(plane_prefix(context_->job, ledger_.generation()) + "/");
+    ledger_.end();
+    if (again)
+      ledger_.want_rekey(ledger_.generation());
+    else
+      send(coordinator_, plane_rekey{plane_rekey::failed, why, {}});
     next_join();
   }
 
@@ -582,6 +629,7 @@ private:
   std::vector<node_entry> nodes_;
   slot_table slots_;
   join_ledger ledger_;
+  int rekeys_ = 0;                                  // re-keys begun in this run
   std::map<std::uint32_t, std::string> plane_keys_; // by data-plane generation
   rendezvous_keys keys_;
   std::shared_ptr<const models::model> model_;

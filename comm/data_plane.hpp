@@ -96,6 +96,12 @@ public:
     return ended_work(does_not_support("group_reduce"));
   }
 
+  /// Ends this rank's part of the operation of `tag` at once with `aborted` (naming `why`), if it
+  /// still runs or has not started yet: another member failed, so it cannot complete, and waiting
+  /// for that member would take until the deadline. A plane whose operations have ended when the
+  /// call returns (local) or cannot end one alone (nccl) does nothing.
+  virtual void cancel(std::uint64_t /*tag*/, const std::string& /*why*/) {}
+
   /// Copies `root`'s `count` floats of `data` into `data` on every other rank of `ranks`; each
   /// rank of `ranks` calls it alike (a node joining the job takes a live worker's state).
   virtual std::shared_ptr<work> broadcast(float* /*data*/, std::size_t /*count*/,

@@ -153,6 +153,7 @@ public:
                                   int root, const operation_options& options) override {
     return ended_work(guarded([&] { broadcast_from(root, data, count, ranks, options); }));
   }
+  void cancel(std::uint64_t tag, const std::string& why) override;
 
 private:
   class operation;
@@ -203,6 +204,8 @@ private:
   mutable std::mutex state_mutex_;
   std::map<int, std::string> lost_peers_; // peer -> what Gloo said when its pair failed
   std::set<std::uint64_t> failed_tags_;
+  std::map<std::uint64_t, std::string> cancelled_tags_; // and why: one not started yet never runs
+  std::map<std::uint64_t, operation*> running_;         // by tag, while run() runs its body
   std::list<std::unique_ptr<parked_operation>> parked_;
   std::atomic<bool> closing_{false};
 };
@@ -271,6 +274,15 @@ public:
       abort(t);
   }
 
+  // Another member failed (gloo_mesh::cancel): every wait ends now, `aborted`.
+  void cancel(const std::string& why) {
+    std::lock_guard<std::mutex> guard(transfers_mutex_);
+    cancelled_why_ = why;
+    cancelled_.store(true);
+    for (auto& t : transfers_)
+      abort(t);
+  }
+
   // Wakes the waits on transfers with `peer` (every one when peer is -1); the parked operation's
   // reaper then looks again at why it waits. (Reads no `pending`: the reaper writes it.)
   void abort_pending(int peer) {
@@ -324,8 +336,8 @@ private:
       t.index = place;
       t.memory = memory;
       index = transfers_.size() - 1;
-      // A transfer posted after the deadline must not wait: the watchdog has already been by.
-      if (timed_out_.load())
+      // A transfer posted after the deadline (or a cancel) must not wait: nobody comes by again.
+      if (timed_out_.load() || cancelled_.load())
         abort(transfers_.back());
     }
     auto* buffer = transfers_[index].buffer.get();
@@ -345,6 +357,8 @@ private:
   // Blocks until transfer `index` completes (wait's first half).
   void wait_for(std::size_t index) {
     transfer& t = transfers_[index];
+    if (cancelled_.load())
+      throw_cancelled();
     if (timed_out_.load())
       throw_timeout(t);
     bool completed = false;
@@ -356,6 +370,8 @@ private:
       throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(t.peer) +
                                                " failed: " + failure.what());
     }
+    if (!completed && cancelled_.load())
+      throw_cancelled();
     if (!completed)
       throw_timeout(t);
     t.pending = false;
@@ -366,6 +382,11 @@ private:
       t.buffer->abortWaitSend();
     else
       t.buffer->abortWaitRecv();
+  }
+
+  [[noreturn]] void throw_cancelled() {
+    std::lock_guard<std::mutex> guard(transfers_mutex_);
+    throw comm_error(outcome::aborted, description_ + ": cancelled: " + cancelled_why_);
   }
 
   [[noreturn]] void throw_timeout(const transfer& t) const {
@@ -388,6 +409,8 @@ private:
   std::deque<transfer> transfers_; // a deque: references stay valid while posting
   std::map<std::tuple<int, std::uint64_t, bool>, std::uint32_t> next_index_; // by peer, slot, send
   std::atomic<bool> timed_out_{false};
+  std::atomic<bool> cancelled_{false};
+  std::string cancelled_why_; // under transfers_mutex_
 };
 
 // A failed operation whose transfers may still be queued in live pairs, and the thread that

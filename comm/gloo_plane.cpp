@@ -209,11 +209,27 @@ void gloo_mesh::run(std::string description, const operation_options& options,
   auto op = std::make_unique<operation>(*this, description, options.tag, timeout,
                                         take_staging(staging_floats));
   auto* expiring = op.get();
+  {
+    std::lock_guard<std::mutex> guard(state_mutex_);
+    auto cancelled = cancelled_tags_.find(options.tag);
+    if (cancelled != cancelled_tags_.end()) {
+      const std::string why = cancelled->second;
+      give_back_staging(op->release_staging());
+      throw comm_error(outcome::aborted, description + ": cancelled: " + why);
+    }
+    running_[options.tag] = expiring;
+  }
+  // Off the list before `op` is parked or destroyed: cancel() reaches it only under the lock.
+  auto unlist = [this, tag = options.tag] {
+    std::lock_guard<std::mutex> guard(state_mutex_);
+    running_.erase(tag);
+  };
   auto watched = watchdog_->watch(std::move(description), nullptr, timeout,
                                   [expiring] { expiring->expire(); });
   try {
     body(*op);
   } catch (const comm_error& failure) {
+    unlist();
     watchdog_->finish(*watched, failure.to_status()); // from here on `op` is not expired
     // A timeout often hides the real failure: a peer whose pair broke while this rank waited for
     // another one. Its queued buffers know; name it rather than the neighbour we waited for.
@@ -225,16 +241,26 @@ void gloo_mesh::run(std::string description, const operation_options& options,
                                              std::to_string(lost.begin()->first) +
                                              " failed: " + lost.begin()->second);
   } catch (const std::exception& failure) {
+    unlist();
     watchdog_->finish(*watched, {outcome::failed, failure.what()});
     op->probe_lost_peers();
     fail(std::move(op));
     throw;
   }
+  unlist();
   watchdog_->finish(*watched, {});
   // Every transfer has completed: the buffers go first, then their memory back to the pool.
   auto staging = op->release_staging();
   op.reset();
   give_back_staging(std::move(staging));
+}
+
+void gloo_mesh::cancel(std::uint64_t tag, const std::string& why) {
+  std::lock_guard<std::mutex> guard(state_mutex_);
+  cancelled_tags_.emplace(tag, why);
+  auto running = running_.find(tag);
+  if (running != running_.end())
+    running->second->cancel(why);
 }
 
 void gloo_mesh::fail(std::unique_ptr<operation> op) {

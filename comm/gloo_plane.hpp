@@ -46,7 +46,8 @@ struct gloo_plane_options {
 /// Operations may run concurrently from several threads as long as their tags (below 2^48)
 /// differ. A failed operation's tag is refused from then on: its messages may still be in flight.
 /// A lost peer stays lost (`peer_lost`): operations that include it fail at once, the others go
-/// on. A deadline that passes ends that operation alone (`timeout`), through the watchdog.
+/// on. A deadline that passes ends that operation alone (`timeout`), through the watchdog, and
+/// cancel() ends it alone at once (`aborted`).
 class gloo_plane : public data_plane {
 public:
   int rank() const { return rank_; }

@@ -3,12 +3,17 @@
 // loopback): replicas on different nodes go through the same states, every gradient is
 // accounted for, every algorithm runs unchanged, and the cluster refuses what it cannot run.
 #include "actors/train_session.hpp"
+#include "comm/gloo_plane.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <gtest/gtest.h>
+#include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -16,6 +21,8 @@
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
 #include "support/recording_probe.hpp"
+#include "support/temp_directory.hpp"
+#include "support/test_certificates.hpp"
 
 namespace {
 
@@ -541,6 +548,148 @@ TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_a
   EXPECT_TRUE(session.wait_for(std::chrono::minutes(2)).has_value());
   node0.join();
   EXPECT_TRUE(first.ok) << first.error;
+}
+
+// Three nodes of one worker each run `j`; `adjust` may change node i's Gloo options for a
+// generation before it connects (node_options::adjust_plane).
+struct three_node_run {
+  std::optional<run_summary> summary;
+  std::vector<node_outcome> outcomes;
+  std::shared_ptr<recording_probe> probe;
+  std::vector<std::string> notices;
+
+  std::size_t count(const std::string& text) const {
+    return static_cast<std::size_t>(
+        std::count_if(notices.begin(), notices.end(), [&](const std::string& notice) {
+          return notice.find(text) != std::string::npos;
+        }));
+  }
+  std::string all() const {
+    std::string text;
+    for (const auto& notice : notices)
+      text += notice + "\n";
+    return text;
+  }
+};
+
+three_node_run run_three_nodes(const job& j,
+                               const std::function<void(std::size_t, std::uint32_t,
+                                                        herd::comm::gloo_plane_options&)>& adjust) {
+  auto config = j.config;
+  config.cluster.min_nodes = 3;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  notice_log notices;
+  options.observer = &notices;
+  cluster_session session(config, j.data, options);
+  three_node_run run;
+  run.probe = std::make_shared<recording_probe>(3, parameter_count(j));
+  run.outcomes.resize(3);
+  std::vector<std::thread> nodes;
+  for (std::size_t i = 0; i < 3; ++i)
+    nodes.emplace_back([&, i] {
+      auto node = node_for(j, session.port(), 1, run.probe);
+      node.cluster = config.cluster;
+      node.cluster.join_timeout_s = 60;
+      node.adjust_plane = [&adjust, i](std::uint32_t generation,
+                                       herd::comm::gloo_plane_options& plane) {
+        adjust(i, generation, plane);
+      };
+      run.outcomes[i] = herd::cluster::run_node(node);
+    });
+  run.summary = session.wait_for(std::chrono::minutes(3));
+  for (auto& node : nodes)
+    node.join();
+  run.notices = notices.containing("");
+  return run;
+}
+
+// The run reached its last epoch with every node and worker, and every replica went through the
+// same states.
+void expect_finished_whole(const three_node_run& run) {
+  ASSERT_TRUE(run.summary.has_value()) << run.all();
+  const auto& summary = *run.summary;
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error << "\n" << run.all();
+  for (const auto& outcome : run.outcomes)
+    EXPECT_TRUE(outcome.ok) << outcome.error;
+  for (const auto& worker : summary.per_worker)
+    EXPECT_TRUE(worker.live) << "worker " << worker.worker;
+  ASSERT_GT(summary.rounds, 20u);
+  const auto& fingerprints = run.probe->fingerprints();
+  for (std::size_t w = 0; w < 3; ++w) {
+    ASSERT_EQ(fingerprints[w].size(), summary.rounds) << "worker " << w;
+    for (const auto& [round, hash] : fingerprints[w])
+      ASSERT_EQ(hash, fingerprints[0].at(round)) << "worker " << w << " after round " << round;
+  }
+}
+
+// A node that refuses a peer's data-plane messages reports it, and the coordinator re-keys the
+// data plane. With TLS every generation is sealed with a key the coordinator draws; one node
+// seals generation 0 with another key (as when bytes that are not the peer's reach a connection),
+// so every message between it and the others is refused. The nodes connect generation 1 with a
+// fresh key while the rounds pause, and the run goes on to its last epoch with no worker lost and
+// every replica through the same states.
+TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_finishes_the_run) {
+  herd::testing::temp_directory certificates;
+  const std::string dir = certificates.path().string();
+  ASSERT_TRUE(herd::testing::make_certificate_authority(dir, "ca") &&
+              herd::testing::make_signed_certificate(dir, "member", "ca"))
+      << "openssl could not make the test certificates";
+  auto j = make_job("sync", 3, 40);
+  j.config.cluster.tls_ca = dir + "/ca.pem";
+  j.config.cluster.tls_cert = dir + "/member.pem";
+  j.config.cluster.tls_key = dir + "/member.key";
+  std::mutex keys_mutex;
+  std::map<std::pair<std::uint32_t, std::size_t>, herd::comm::plane_key>
+      keys; // by generation, node
+  const auto run = run_three_nodes(
+      j, [&](std::size_t node, std::uint32_t generation, herd::comm::gloo_plane_options& plane) {
+        if (!plane.seal_key)
+          return; // not sealed: the assertions below say so
+        std::lock_guard<std::mutex> guard(keys_mutex);
+        keys[{generation, node}] = *plane.seal_key;
+        if (generation == 0 && node == 1)
+          for (auto& byte : *plane.seal_key)
+            byte = static_cast<std::uint8_t>(byte ^ 0xff);
+      });
+  expect_finished_whole(run);
+  ASSERT_TRUE(run.summary);
+  // Under sync one round is in flight at a time: the first one is refused, and no round starts
+  // until generation 1 is in use (without the pause, 2 to 4 rounds were aborted).
+  EXPECT_EQ(run.summary->aborted_rounds, 1u) << run.all();
+  EXPECT_EQ(run.count("refused data-plane messages from"), 1u) << run.all();
+  EXPECT_EQ(run.count("data plane re-keyed: rounds go on through generation 1"), 1u) << run.all();
+  // Every node sealed both generations with the coordinator's keys, and generation 1's is fresh.
+  ASSERT_EQ(keys.size(), 6u) << "a generation was not sealed on some node";
+  for (std::size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(keys.at({0, i}), keys.at({0, 0})) << "node " << i;
+    EXPECT_EQ(keys.at({1, i}), keys.at({1, 0})) << "node " << i;
+  }
+  EXPECT_NE(keys.at({1, 0}), keys.at({0, 0})) << "the re-keyed generation kept the old key";
+}
+
+// A re-key that does not connect (node 2 cannot listen for generation 1) is tried again once
+// every node has answered for it, and generation 2 finishes the run. Without TLS the nodes seal
+// generation 0 themselves, node 1 with another key.
+TEST(cluster_runs, a_re_key_that_does_not_connect_is_tried_again) {
+  auto j = make_job("sync", 3, 40);
+  j.config.cluster.data_timeout_ms = 2000; // how long the others wait for node 2's generation 1
+  const auto run = run_three_nodes(
+      j, [](std::size_t node, std::uint32_t generation, herd::comm::gloo_plane_options& plane) {
+        if (generation == 0) {
+          herd::comm::plane_key key{};
+          key.fill(node == 1 ? 0x5a : 0x17);
+          plane.seal_key = key;
+        } else if (generation == 1 && node == 2) {
+          plane.hostname = "192.0.2.1"; // TEST-NET-1: no address of this machine
+        }
+      });
+  expect_finished_whole(run);
+  ASSERT_TRUE(run.summary);
+  EXPECT_EQ(run.count("the data plane could not be re-keyed"), 1u) << run.all();
+  EXPECT_EQ(run.count("re-keying the data plane (2 of at most 8 in a run)"), 1u) << run.all();
+  EXPECT_EQ(run.count("data plane re-keyed: rounds go on through generation 2"), 1u) << run.all();
+  EXPECT_EQ(run.count("data plane re-keyed"), 1u) << run.all();
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // The bookkeeping of nodes joining a running job, without an actor system: one join at a time,
 // each a new data-plane generation of the live nodes and the joining one, admitted once every peer
-// connected it, and no next join while a failed one's peers still owe their answer.
+// connected it, and no next join while a failed one's peers still owe their answer; a refused peer
+// re-keys the newest generation once, in a join's turn.
 #include <gtest/gtest.h>
 #include <set>
 
@@ -121,6 +122,61 @@ TEST(join_ledger, the_next_join_waits_until_every_peer_of_a_failed_one_has_answe
   EXPECT_EQ(next, failed + 1);
   EXPECT_EQ(ledger.answered(failed, 0, false), step::nothing) << "an old generation's answer";
   EXPECT_EQ(ledger.answered(next, 0, false), step::admit_join);
+}
+
+TEST(join_ledger, a_refusal_in_the_newest_generation_re_keys_it_once_among_the_same_nodes) {
+  join_ledger ledger;
+  ledger.form(3);
+  EXPECT_TRUE(ledger.want_rekey(0));
+  EXPECT_FALSE(ledger.want_rekey(0)) << "the other node of the pair reports it too";
+  ASSERT_TRUE(ledger.rekey_due());
+  const auto generation = ledger.begin_rekey({0, 1, 2});
+  EXPECT_EQ(generation, 1u);
+  EXPECT_TRUE(ledger.rekeying());
+  EXPECT_FALSE(ledger.rekey_due());
+  EXPECT_EQ(ledger.plane_nodes(), (ranks{0, 1, 2}));
+  EXPECT_FALSE(ledger.want_rekey(0)) << "a late report of the generation being replaced";
+  EXPECT_FALSE(ledger.want_rekey(1)) << "a report while the re-key runs";
+  EXPECT_EQ(ledger.answered(generation, 2, false), step::nothing);
+  EXPECT_EQ(ledger.answered(generation, 0, false), step::nothing);
+  EXPECT_EQ(ledger.answered(generation, 1, false), step::rekeyed);
+  ledger.end();
+  EXPECT_FALSE(ledger.rekeying());
+  EXPECT_TRUE(ledger.want_rekey(1)) << "the re-keyed generation refused again";
+}
+
+TEST(join_ledger, a_re_key_waits_for_the_join_under_way_and_a_join_that_starts_first_replaces_it) {
+  join_ledger ledger;
+  ledger.form(2);
+  ledger.enqueue(2);
+  ASSERT_EQ(ledger.next(everyone_live), std::optional<std::size_t>(2));
+  const auto joined = ledger.begin(2, {0, 1});
+  EXPECT_TRUE(ledger.want_rekey(joined));
+  EXPECT_FALSE(ledger.rekey_due()) << "a join is under way";
+  ledger.answered(joined, 0, false);
+  ledger.answered(joined, 1, false);
+  ASSERT_TRUE(ledger.admit());
+  ledger.end();
+  ledger.enqueue(3);
+  EXPECT_TRUE(ledger.rekey_due()) << "the re-key takes its turn before the next join";
+  const auto rekeyed = ledger.begin_rekey({0, 1, 2});
+  EXPECT_FALSE(ledger.next(everyone_live)) << "no join while the re-key runs";
+  EXPECT_EQ(ledger.answered(rekeyed, 0, true), step::fail_rekey);
+  ledger.end();
+  EXPECT_FALSE(ledger.next(everyone_live)) << "nodes 1 and 2 still connect the failed re-key";
+  EXPECT_EQ(ledger.answered(rekeyed, 1, false), step::start_next);
+  EXPECT_FALSE(ledger.next(everyone_live)) << "node 2 still connects the failed re-key";
+  EXPECT_EQ(ledger.answered(rekeyed, 2, false), step::start_next);
+  EXPECT_TRUE(ledger.want_rekey(rekeyed)) << "a failed re-key's generation is the newest";
+  // The registry re-keys before the next join; a join that begins anyway brings a fresh key.
+  ASSERT_EQ(ledger.next(everyone_live), std::optional<std::size_t>(3));
+  const auto next = ledger.begin(3, {0, 1});
+  EXPECT_FALSE(ledger.rekey_due()) << "the join's generation has a fresh key";
+  EXPECT_FALSE(ledger.want_rekey(rekeyed)) << "an older generation than the join's";
+  ledger.answered(next, 0, false);
+  ledger.answered(next, 1, false);
+  ledger.end();
+  EXPECT_FALSE(ledger.rekey_due());
 }
 
 } // namespace

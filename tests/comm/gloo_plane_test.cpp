@@ -596,6 +596,42 @@ TEST(gloo_plane, late_data_from_a_peer_never_reaches_a_buffer_whose_operation_ti
   });
 }
 
+// A node whose part of a round failed has the others' parts cancelled (the aggregator's
+// cancel_atom): rank 2 never joins tag 5, and instead of waiting out their 60 s deadline ranks 0
+// and 1 end at once, `aborted`, naming why, with their buffers untouched. A tag cancelled before
+// it starts never runs; the plane goes on with the next tag among all three.
+TEST(gloo_plane, a_cancelled_operation_ends_at_once_and_the_plane_goes_on) {
+  const std::size_t count = 300001;
+  const std::vector<int> everyone = {0, 1, 2};
+  std::vector<gloo_plane*> planes(3, nullptr);
+  meeting_point listed(3);
+  run_ranks(3, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+    planes[static_cast<std::size_t>(rank)] = plane.get();
+    listed.arrive_and_wait();
+    if (rank == 2) {
+      std::this_thread::sleep_for(100ms); // usually after the others started waiting for it
+      for (int member : {0, 1})
+        planes[static_cast<std::size_t>(member)]->cancel(5, "node 2 failed the round");
+    } else {
+      auto data = random_values(count, seed_of(0, rank));
+      const auto original = data;
+      const auto failure = sum_in_place(*plane, data.data(), count, everyone, 5, generous_timeout);
+      EXPECT_EQ(failure.kind(), outcome::aborted) << "rank " << rank << ": " << failure.message();
+      EXPECT_THAT(failure.message(), HasSubstr("tag 5"));
+      EXPECT_THAT(failure.message(), HasSubstr("cancelled: node 2 failed the round"));
+      EXPECT_EQ(data, original) << "rank " << rank << ": a cancelled operation changed data";
+      plane->cancel(6, "cancelled early");
+      const auto early = sum_in_place(*plane, data.data(), count, {0, 1}, 6, generous_timeout);
+      EXPECT_EQ(early.kind(), outcome::aborted) << "rank " << rank << ": " << early.message();
+      EXPECT_THAT(early.message(), HasSubstr("cancelled: cancelled early"));
+    }
+    auto again = random_values(count, seed_of(1, rank));
+    ASSERT_EQ(sum_in_place(*plane, again.data(), count, everyone, 7, generous_timeout).message(),
+              "");
+    EXPECT_EQ(check_sum(again, 1, everyone), "") << "rank " << rank;
+  });
+}
+
 TEST(gloo_plane, preconditions_name_both_operands) {
   run_ranks(2, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
     if (rank != 0)
