@@ -204,6 +204,8 @@ void coordinator_actor::on_group_done(const group_done& report) {
   const std::string prefix = "round " + std::to_string(report.round);
   if (report.aborted) {
     ++counters_.aborted_rounds;
+    if (setup_.metrics)
+      setup_.metrics->round_aborted();
     notice(prefix + " aborted: " + report.result.message());
   } else if (!failed) {
     consecutive_aborted_rounds_ = 0;
@@ -260,6 +262,8 @@ void coordinator_actor::on_admission(node_admission admission) {
 
 void coordinator_actor::on_rekey(const plane_rekey& step) {
   const auto registry = caf::actor_cast<caf::actor>(current_sender());
+  if (step.stage == plane_rekey::hold && setup_.metrics)
+    setup_.metrics->data_plane_rekeyed();
   if (joins_)
     joins_->rekey(step, registry);
   else if (step.stage == plane_rekey::connected)

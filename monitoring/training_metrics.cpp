@@ -66,6 +66,17 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
            .add_counter("herd_rounds_missing_members_total",
                         "Rounds that completed without some of their members (timed out or lost)")
            .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
+  rounds_aborted_ =
+      &metrics
+           .add_counter("herd_rounds_aborted_total",
+                        "Rounds aborted: their members skipped them (a node lost while reducing, "
+                        "a failed data plane, a refused peer)")
+           .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
+  rekeys_ = &metrics
+                 .add_counter("herd_data_plane_rekeys_total",
+                              "Re-keys of the data plane begun because a node refused a peer's "
+                              "messages")
+                 .add(job);
   group_size_ = &metrics.add_histogram("herd_group_size", "Members per group")
                      .add(job, bucket_boundaries{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
   auto& rounds = metrics.add_counter("herd_rounds_total",
@@ -119,6 +130,14 @@ void training_metrics::round_finished(const round_record& round) {
 
 void training_metrics::isolation_intervention() {
   isolation_interventions_->increment();
+}
+
+void training_metrics::round_aborted() {
+  rounds_aborted_->increment();
+}
+
+void training_metrics::data_plane_rekeyed() {
+  rekeys_->increment();
 }
 
 void training_metrics::worker_lost(int worker) {

@@ -60,6 +60,12 @@ public:
   /// preduce's isolation guard built a group across components.
   void isolation_intervention();
 
+  /// A round was aborted: its members skipped it (a node lost while reducing, a data plane that
+  /// failed, a refused peer).
+  void round_aborted();
+  /// The data plane is being re-keyed: a node refused a peer's messages (one count per attempt).
+  void data_plane_rekeyed();
+
   void worker_lost(int worker);
   /// A lost worker's slot is live again: a node named `node` joined the running job in its
   /// place. Its series carry `node` from now on; those under the node it left end.
@@ -112,6 +118,8 @@ private:
   counter* none_ = nullptr;
   counter* isolation_interventions_ = nullptr;
   counter* rounds_missing_members_ = nullptr;
+  counter* rounds_aborted_ = nullptr;
+  counter* rekeys_ = nullptr;
   histogram* staleness_ = nullptr;
   histogram* group_size_ = nullptr;
   counter* partial_rounds_ = nullptr;

@@ -4,11 +4,13 @@
 // accounted for, every algorithm runs unchanged, and the cluster refuses what it cannot run.
 #include "actors/train_session.hpp"
 #include "comm/gloo_plane.hpp"
+#include "herd/metrics.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <map>
 #include <mutex>
@@ -572,15 +574,17 @@ struct three_node_run {
   }
 };
 
-three_node_run run_three_nodes(const job& j,
-                               const std::function<void(std::size_t, std::uint32_t,
-                                                        herd::comm::gloo_plane_options&)>& adjust) {
+three_node_run run_three_nodes(
+    const job& j,
+    const std::function<void(std::size_t, std::uint32_t, herd::comm::gloo_plane_options&)>& adjust,
+    std::shared_ptr<herd::monitoring::registry> metrics = nullptr) {
   auto config = j.config;
   config.cluster.min_nodes = 3;
   cluster_options options;
   options.listen_host = "127.0.0.1";
   notice_log notices;
   options.observer = &notices;
+  options.metrics = std::move(metrics);
   cluster_session session(config, j.data, options);
   three_node_run run;
   run.probe = std::make_shared<recording_probe>(3, parameter_count(j));
@@ -642,8 +646,10 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   std::mutex keys_mutex;
   std::map<std::pair<std::uint32_t, std::size_t>, herd::comm::plane_key>
       keys; // by generation, node
+  auto metrics = std::make_shared<herd::monitoring::registry>();
   const auto run = run_three_nodes(
-      j, [&](std::size_t node, std::uint32_t generation, herd::comm::gloo_plane_options& plane) {
+      j,
+      [&](std::size_t node, std::uint32_t generation, herd::comm::gloo_plane_options& plane) {
         if (!plane.seal_key)
           return; // not sealed: the assertions below say so
         std::lock_guard<std::mutex> guard(keys_mutex);
@@ -651,7 +657,8 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
         if (generation == 0 && node == 1)
           for (auto& byte : *plane.seal_key)
             byte = static_cast<std::uint8_t>(byte ^ 0xff);
-      });
+      },
+      metrics);
   expect_finished_whole(run);
   ASSERT_TRUE(run.summary);
   // Under sync one round is in flight at a time: the first one is refused, and no round starts
@@ -659,6 +666,11 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   EXPECT_EQ(run.summary->aborted_rounds, 1u) << run.all();
   EXPECT_EQ(run.count("refused data-plane messages from"), 1u) << run.all();
   EXPECT_EQ(run.count("data plane re-keyed: rounds go on through generation 1"), 1u) << run.all();
+  // What an operator's dashboard and alert read.
+  const auto exposed = herd::monitoring::expose(*metrics);
+  EXPECT_THAT(exposed, testing::HasSubstr(R"(herd_data_plane_rekeys_total{job="herd"} 1)"));
+  EXPECT_THAT(exposed,
+              testing::HasSubstr(R"(herd_rounds_aborted_total{algorithm="sync",job="herd"} 1)"));
   // Every node sealed both generations with the coordinator's keys, and generation 1's is fresh.
   ASSERT_EQ(keys.size(), 6u) << "a generation was not sealed on some node";
   for (std::size_t i = 1; i < 3; ++i) {

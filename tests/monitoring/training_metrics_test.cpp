@@ -93,6 +93,22 @@ TEST(training_metrics, rounds_without_some_members_are_counted) {
               HasSubstr(R"(herd_rounds_missing_members_total{algorithm="solo",job="test"} 2)"));
 }
 
+// Aborted rounds and re-keys of the data plane are counted from 0, so that an alert on their
+// increase has a series to read before the first one.
+TEST(training_metrics, aborted_rounds_and_data_plane_re_keys_are_counted) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  auto exposed = herd::monitoring::expose(*registry);
+  EXPECT_THAT(exposed, HasSubstr(R"(herd_rounds_aborted_total{algorithm="solo",job="test"} 0)"));
+  EXPECT_THAT(exposed, HasSubstr(R"(herd_data_plane_rekeys_total{job="test"} 0)"));
+  metrics.round_aborted();
+  metrics.round_aborted();
+  metrics.data_plane_rekeyed();
+  exposed = herd::monitoring::expose(*registry);
+  EXPECT_THAT(exposed, HasSubstr(R"(herd_rounds_aborted_total{algorithm="solo",job="test"} 2)"));
+  EXPECT_THAT(exposed, HasSubstr(R"(herd_data_plane_rekeys_total{job="test"} 1)"));
+}
+
 TEST(training_metrics, a_second_run_on_the_same_registry_continues_its_counters) {
   auto registry = std::make_shared<herd::monitoring::registry>();
   {
