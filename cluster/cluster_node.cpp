@@ -106,25 +106,29 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
 }
 
 // Where a node's data planes report a refused peer: the registry, for as long as the node's part
-// of the job lasts (a plane may outlive it, and then reports nothing). Called from a reduction's
+// of the job lasts (a plane may outlive it, and then reports nothing), as sent by the node's
+// control actor, so that the registry knows which process reports. Called from a reduction's
 // thread.
 class refusal_route {
 public:
-  explicit refusal_route(caf::actor registry) : registry_(std::move(registry)) {}
+  refusal_route(caf::actor registry, caf::actor node)
+      : registry_(std::move(registry)), node_(std::move(node)) {}
 
   void report(actors::plane_refusal refusal) {
     std::lock_guard<std::mutex> guard(mutex_);
     if (registry_)
-      caf::anon_send(registry_, std::move(refusal));
+      caf::send_as(node_, registry_, std::move(refusal));
   }
   void close() {
     std::lock_guard<std::mutex> guard(mutex_);
     registry_ = nullptr;
+    node_ = nullptr;
   }
 
 private:
   std::mutex mutex_;
   caf::actor registry_;
+  caf::actor node_;
 };
 
 // Everything the node hosts, stopped in order when the job ends.
@@ -177,7 +181,7 @@ public:
               clock_type::time_point deadline, hosted& parts, std::string& parts_dir)
       : system_(system), options_(options), registry_(std::move(registry)), deadline_(deadline),
         parts_(parts), parts_dir_(parts_dir), self_(system), hello_(hello_of(options, parts_dir)),
-        refusals_(std::make_shared<refusal_route>(registry_)) {
+        refusals_(std::make_shared<refusal_route>(registry_, caf::actor_cast<caf::actor>(self_))) {
     outcome_.workers = options.workers;
     self_->monitor(registry_);
   }

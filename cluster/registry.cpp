@@ -518,9 +518,13 @@ private:
       return node >= 0 && static_cast<std::size_t>(node) < nodes_.size() &&
              nodes_[static_cast<std::size_t>(node)].live;
     };
+    // A node reports for itself only; a repeated report, or one of a generation older than the
+    // newest (which has a key of its own), changes nothing.
     if (phase_ != registry_phase::running || over_ || !known(refusal.node) ||
-        !known(refusal.peer) || rekeys_ >= max_rekeys || !ledger_.want_rekey(refusal.generation))
-      return; // reported already, or a generation older than the newest (which has its own key)
+        !known(refusal.peer) ||
+        sender_process() != nodes_[static_cast<std::size_t>(refusal.node)].process ||
+        rekeys_ >= max_rekeys || !ledger_.want_rekey(refusal.generation))
+      return;
     notice(label(static_cast<std::size_t>(refusal.node)) + " refused data-plane messages from " +
            label(static_cast<std::size_t>(refusal.peer)) + " (generation " +
            std::to_string(refusal.generation) + "): " + refusal.why);
