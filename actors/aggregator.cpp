@@ -398,11 +398,7 @@ private:
     if (!answer.ok() && state.reduce_failure.ok()) {
       state.reduce_failure = {answer.kind(),
                               "node " + std::to_string(node) + ": " + answer.message()};
-      // The round is lost: the nodes still reducing it would wait for this one until their
-      // data-plane deadline.
-      for (int other : state.reducing_nodes)
-        send(setup_.node_reducers[static_cast<std::size_t>(other)], cancel_atom::value, round,
-             "node " + std::to_string(node) + " failed the round");
+      cancel_reductions(round, state, "node " + std::to_string(node) + " failed the round");
     }
     if (state.reducing_nodes.empty())
       commit(found);
@@ -465,8 +461,18 @@ private:
       return;
     if (state.reduce_failure.ok())
       state.reduce_failure = {comm::outcome::peer_lost, why};
+    cancel_reductions(round, state, why);
     state.reducing_nodes.clear();
     commit(found);
+  }
+
+  // The round is lost: the nodes still reducing it would wait in the data plane for the one that
+  // failed or was lost until their deadline; they end their part now (a lost node's reducer
+  // hears nothing).
+  void cancel_reductions(std::uint64_t round, const round_state& state, const std::string& why) {
+    for (int node : state.reducing_nodes)
+      if (lost_nodes_.count(node) == 0)
+        send(setup_.node_reducers[static_cast<std::size_t>(node)], cancel_atom::value, round, why);
   }
 
   aggregator_setup setup_;
