@@ -48,7 +48,7 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// (cancel_atom, round, why): an aggregator to the nodes still reducing a round that failed on
-/// another node: end it now rather than at the data-plane deadline.
+/// another node, or whose node was lost: end it now rather than at the data-plane deadline.
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 // The group coordinator's own timers.
 using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
