@@ -58,8 +58,9 @@ public:
                  [&](caf::error& error) { failure = system_.render(error); });
     if (!failure.empty())
       throw comm::comm_error(comm::outcome::timeout,
-                             "rendezvous key " + key + " not set by the other nodes within " +
-                                 std::to_string(timeout.count()) + " ms: " + failure);
+                             "rendezvous key " + key +
+                                 " not set by the other nodes (waited up to " +
+                                 std::to_string(timeout.count()) + " ms): " + failure);
     return value;
   }
 

@@ -171,7 +171,14 @@ private:
     if (const auto* value = keys_.find(key))
       return *value;
     auto promise = make_response_promise<bytes>();
-    keys_.wait(key, [promise](const bytes& value) mutable { promise.deliver(value); });
+    keys_.wait(key, [promise, key](const bytes* value) mutable {
+      if (value != nullptr)
+        promise.deliver(*value);
+      else
+        promise.deliver(
+            make_error(herd_errc::join_refused, "the data plane generation of " + key +
+                                                    " failed on another node; it will not be set"));
+    });
     return promise;
   }
 
@@ -494,8 +501,8 @@ private:
     notice(label(index) + " could not join the running job: " + why);
     lose(node);
     node.turned_away = why;
-    // Rendezvous reads of the failed generation's keys will never be answered.
-    keys_.drop_reads(plane_prefix(context_->job, ledger_.generation()) + "/");
+    // The failed generation's keys will never be set: nodes still waiting for them stop now.
+    keys_.fail_reads(plane_prefix(context_->job, ledger_.generation()) + "/");
     if (node.control)
       send(node.control, leave_atom::value, why);
     ledger_.end();
@@ -554,7 +561,7 @@ private:
     notice("the data plane could not be re-keyed: " + why +
            (again ? "; rounds stay paused until the next try, once every node has answered"
                   : "; rounds go on through the generation in use"));
-    keys_.drop_reads(plane_prefix(context_->job, ledger_.generation()) + "/");
+    keys_.fail_reads(plane_prefix(context_->job, ledger_.generation()) + "/");
     ledger_.end();
     if (again)
       ledger_.want_rekey(ledger_.generation());

@@ -19,7 +19,8 @@ namespace herd::cluster {
 class rendezvous_keys {
 public:
   using value_type = std::vector<char>;
-  using reader = std::function<void(const value_type&)>;
+  /// Gets the value once it is set, or null once it never will be (fail_reads).
+  using reader = std::function<void(const value_type* value)>;
 
   /// A welcomed node's process may use the keys. Counted: a process that hosts two welcomed
   /// nodes (one lost, then joining again) keeps its access until both are expelled.
@@ -40,7 +41,7 @@ public:
     if (waiting == waiting_.end())
       return;
     for (auto& read : waiting->second)
-      read(value);
+      read(&value);
     waiting_.erase(waiting);
   }
   /// The value of `key`; null while it is not set.
@@ -48,20 +49,45 @@ public:
     auto found = values_.find(key);
     return found == values_.end() ? nullptr : &found->second;
   }
-  /// `later` gets the value of `key` once it is set.
-  void wait(const std::string& key, reader later) { waiting_[key].push_back(std::move(later)); }
-  /// Drops the reads waiting for keys that start with `prefix` (a failed join's generation: they
-  /// will never be set); every read when `prefix` is empty.
-  void drop_reads(const std::string& prefix) {
-    for (auto waiting = waiting_.begin(); waiting != waiting_.end();)
-      waiting = waiting->first.compare(0, prefix.size(), prefix) == 0 ? waiting_.erase(waiting)
-                                                                      : std::next(waiting);
+  /// `later` gets the value of `key` once it is set (at once null when its generation failed).
+  void wait(const std::string& key, reader later) {
+    for (const auto& prefix : failed_)
+      if (key.compare(0, prefix.size(), prefix) == 0) {
+        later(nullptr);
+        return;
+      }
+    waiting_[key].push_back(std::move(later));
+  }
+  /// Drops the reads waiting for keys that start with `prefix`, unanswered; every read when
+  /// `prefix` is empty (the registry exits).
+  void drop_reads(const std::string& prefix) { end_reads(prefix, false); }
+  /// Answers the reads waiting for keys that start with `prefix` with null, and every later read
+  /// of such a key: a failed generation's keys will never be set, and its nodes stop waiting for
+  /// them now rather than at their deadline.
+  void fail_reads(const std::string& prefix) {
+    failed_.insert(prefix);
+    end_reads(prefix, true);
   }
 
 private:
+  void end_reads(const std::string& prefix, bool answer) {
+    for (auto waiting = waiting_.begin(); waiting != waiting_.end();) {
+      if (waiting->first.compare(0, prefix.size(), prefix) != 0) {
+        ++waiting;
+        continue;
+      }
+      const auto reads = std::move(waiting->second);
+      waiting = waiting_.erase(waiting);
+      if (answer)
+        for (const auto& read : reads)
+          read(nullptr);
+    }
+  }
+
   std::multiset<caf::node_id> members_;
   std::map<std::string, value_type> values_;
   std::map<std::string, std::vector<reader>> waiting_;
+  std::set<std::string> failed_; // prefixes of failed generations
 };
 
 } // namespace herd::cluster

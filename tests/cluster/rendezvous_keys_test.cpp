@@ -24,8 +24,14 @@ caf::node_id process(std::uint32_t id) {
 // Records what a waiting read received.
 struct read_log {
   std::vector<bytes> values;
+  int never = 0; // answers that the key will never be set
   rendezvous_keys::reader reader() {
-    return [this](const bytes& value) { values.push_back(value); };
+    return [this](const bytes* value) {
+      if (value != nullptr)
+        values.push_back(*value);
+      else
+        ++never;
+    };
   }
 };
 
@@ -79,6 +85,29 @@ TEST(rendezvous_keys, a_failed_generations_waiting_reads_are_dropped_and_the_oth
   keys.set("job/rank9", {'9'});
   EXPECT_EQ(current.values.size(), 1u);
   EXPECT_EQ(formed.values.size(), 1u);
+  EXPECT_EQ(failed.never + current.never + formed.never, 0) << "dropped reads are not answered";
+}
+
+// A failed generation's waiting reads, and its later ones, are told at once that their keys will
+// never be set (the nodes then stop waiting instead of running into their deadline), once; the
+// other generations' reads wait on.
+TEST(rendezvous_keys, a_failed_generations_waiting_reads_are_told_and_the_others_kept) {
+  rendezvous_keys keys;
+  read_log failed, current;
+  const auto generation_1 = herd::actors::plane_prefix("job", 1) + "/";
+  keys.wait(generation_1 + "rank0", failed.reader());
+  keys.wait(generation_1 + "rank2", failed.reader());
+  keys.wait(herd::actors::plane_prefix("job", 2) + "/rank0", current.reader());
+  keys.fail_reads(generation_1);
+  EXPECT_EQ(failed.never, 2);
+  EXPECT_EQ(current.never, 0);
+  keys.wait(generation_1 + "rank1", failed.reader());
+  EXPECT_EQ(failed.never, 3) << "a read that comes after the failure";
+  keys.fail_reads(generation_1);
+  EXPECT_EQ(failed.never, 3) << "a read is answered once";
+  EXPECT_TRUE(failed.values.empty());
+  keys.set("job/g2/rank0", {'2'});
+  EXPECT_EQ(current.values, (std::vector<bytes>{{'2'}}));
 }
 
 TEST(rendezvous_keys, only_processes_of_welcomed_nodes_are_admitted) {
