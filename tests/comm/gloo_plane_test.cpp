@@ -829,6 +829,14 @@ TEST(gloo_plane_processes, a_process_without_the_plane_key_is_refused_and_the_ot
         rank == 2 ? std::vector<float>(count, 1e30f) : random_values(count, seed_of(0, rank));
     const auto original = data;
     const auto failure = sum_in_place(*plane, data.data(), count, {0, 1, 2}, 1, 3000ms);
+    // The impostor's process stays until the others have read what it sent: closing its
+    // connections first could reset them before rank 0 refuses its message.
+    auto settled = herd::comm::make_file_store(directory.path().string());
+    if (rank != 2)
+      settled->set("settled-" + std::to_string(rank), {'1'});
+    else
+      for (int other : {0, 1})
+        settled->get("settled-" + std::to_string(other), generous_timeout);
     if (failure.ok())
       return verdict("a sum with a process that lacks the key succeeded", rank);
     if (data != original)
