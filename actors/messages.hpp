@@ -42,6 +42,7 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using store_set_atom = caf::atom_constant<caf::atom("storeset")>;
 using store_get_atom = caf::atom_constant<caf::atom("storeget")>;
+using store_peek_atom = caf::atom_constant<caf::atom("storepeek")>;
 using job_over_atom = caf::atom_constant<caf::atom("jobover")>;
 using export_atom = caf::atom_constant<caf::atom("export")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
@@ -508,8 +509,9 @@ struct plane_update {
 /// staleness and run_start the parameter server (async); 6: welcomes and plane rebuilds carry the
 /// data plane's key; 7: checkpoints across processes (hellos list the parts a node holds,
 /// welcomes name the one to resume from, part_request); 8: nodes report refused data-plane peers
-/// (plane_refusal), and aggregators cancel a failed round's reductions (cancel_atom).
-constexpr std::uint32_t cluster_protocol_version = 8;
+/// (plane_refusal), and aggregators cancel a failed round's reductions (cancel_atom); 9: a failed
+/// rendezvous asks the registry which ranks' keys are set without waiting (store_peek_atom).
+constexpr std::uint32_t cluster_protocol_version = 9;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

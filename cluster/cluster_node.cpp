@@ -64,6 +64,24 @@ public:
     return value;
   }
 
+  // One round trip, at most a few seconds: the registry answers at once.
+  std::optional<std::vector<char>> peek(const std::string& key) override {
+    caf::scoped_actor self{system_};
+    std::optional<std::vector<char>> value;
+    std::string failure;
+    self->request(registry_, std::chrono::seconds(5), store_peek_atom::value, key)
+        .receive(
+            [&](bool set, std::vector<char>& found) {
+              if (set)
+                value = std::move(found);
+            },
+            [&](caf::error& error) { failure = system_.render(error); });
+    if (!failure.empty())
+      throw comm::comm_error(comm::outcome::failed,
+                             "the coordinator did not say whether " + key + " is set: " + failure);
+    return value;
+  }
+
 private:
   caf::actor_system& system_;
   caf::actor registry_;

@@ -64,6 +64,7 @@ public:
         [this](const node_ready& ready) { on_ready(ready); },
         [this](store_set_atom, const std::string& key, const bytes& value) { on_set(key, value); },
         [this](store_get_atom, const std::string& key) { return on_get(key); },
+        [this](store_peek_atom, const std::string& key) { return on_peek(key); },
         [this](stop_atom) { on_stop(); },
         [this](job_over_atom) { return on_job_over(); },
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
@@ -171,15 +172,26 @@ private:
     if (const auto* value = keys_.find(key))
       return *value;
     auto promise = make_response_promise<bytes>();
-    keys_.wait(key, [promise, key](const bytes* value) mutable {
+    keys_.wait(key, [this, promise, key](const bytes* value) mutable {
       if (value != nullptr)
         promise.deliver(*value);
       else
         promise.deliver(
-            make_error(herd_errc::join_refused, "the data plane generation of " + key +
-                                                    " failed on another node; it will not be set"));
+            make_error(herd_errc::join_refused,
+                       "rendezvous key " + key + " will not be set: " +
+                           (over_ ? "the run ended before it started"
+                                  : "its data plane generation failed on another node")));
     });
     return promise;
+  }
+
+  // A failed rendezvous asks which ranks' addresses are missing, to name them.
+  caf::result<bool, bytes> on_peek(const std::string& key) {
+    if (!keys_.admits(sender_process()))
+      return make_error(herd_errc::join_refused,
+                        "the data plane's rendezvous is for welcomed nodes only");
+    const auto* value = keys_.find(key);
+    return {value != nullptr, value != nullptr ? *value : bytes{}};
   }
 
   void on_stop() {
@@ -355,7 +367,9 @@ private:
     for (auto& node : nodes_)
       if (!node.answered)
         answer(node, make_error(herd_errc::join_refused, why));
+    // Nodes connecting the data plane wait for no one's address any more.
     over_ = true;
+    keys_.fail_reads("");
     context_->result->deliver(error_summary(context_->config, why, stop_reason));
   }
 

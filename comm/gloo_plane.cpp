@@ -62,9 +62,11 @@ public:
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, remaining()); }
 
-  void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override {
+  // Gloo passes the context's timeout, which is shorter than the rendezvous (see below): the
+  // deadline alone bounds the wait.
+  void wait(const std::vector<std::string>& keys, const milliseconds&) override {
     for (const auto& key : keys)
-      store_.get(full_key(key), std::min(timeout, remaining()));
+      store_.get(full_key(key), remaining());
   }
 
 private:
@@ -77,6 +79,40 @@ private:
   std::string prefix_;
   steady_clock::time_point deadline_;
 };
+
+// Why a rendezvous failed, naming every rank that never appeared, not only the first one Gloo
+// waited for: `timeout` when its deadline passed, `failed` when it ended before (another rank's
+// part failed, or a connect did). A rank appeared when it set either of its keys: the Gloo of
+// Debian 12 sets "rank_<r>" (its host name) first, then waits for the lower ranks' host names
+// before it sets "<r>" (its addresses), so a rank stuck behind a missing one has set only the
+// first, and is not the one to blame.
+status rendezvous_failure(const std::string& where, int rank, int size, rendezvous_store& store,
+                          const store_adapter& adapter, milliseconds allowed,
+                          steady_clock::duration elapsed, const std::string& why) {
+  const bool timed_out = elapsed >= allowed;
+  std::string message =
+      where +
+      (timed_out ? ": rendezvous did not complete within " + std::to_string(allowed.count()) + " ms"
+                 : ": rendezvous failed after " +
+                       std::to_string(std::chrono::duration_cast<milliseconds>(elapsed).count()) +
+                       " of " + std::to_string(allowed.count()) + " ms");
+  std::vector<int> missing;
+  try {
+    for (int other = 0; other < size; ++other)
+      if (other != rank && !store.peek(adapter.full_key("rank_" + std::to_string(other))) &&
+          !store.peek(adapter.full_key(std::to_string(other))))
+        missing.push_back(other);
+    if (!missing.empty())
+      message += ": rank(s) " + describe(missing) +
+                 (timed_out ? " never appeared" : " had not appeared") + " in the store (keys '" +
+                 adapter.full_key("<rank>") + "')";
+    else
+      message += ": every rank's address is in the store";
+  } catch (const comm_error& unknown) {
+    message += std::string(": the store cannot say which ranks appeared (") + unknown.what() + ")";
+  }
+  return {timed_out ? outcome::timeout : outcome::failed, message + " (" + why + ")"};
+}
 
 } // namespace
 
@@ -106,31 +142,19 @@ gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>
                      where + ": cannot listen on '" + options.hostname + "': " + failure.what());
   }
   context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  // The context's timeout bounds each pair's connect (Gloo waits a multiple of it); our store
-  // adapter bounds the waits for the other ranks' addresses by one deadline.
-  context_->setTimeout(options.timeout);
-  store_adapter adapter(*store, options.prefix, steady_clock::now() + options.timeout);
+  // The context's timeout bounds each pair's connect, and the Gloo of Debian 12 waits five times
+  // it there: a peer that accepted the connection and then failed its own rendezvous would hold
+  // this rank five times the rendezvous timeout, so a fifth of it keeps that wait inside. Store
+  // waits end at the adapter's one deadline, transfers at their own deadlines.
+  context_->setTimeout(std::max(milliseconds(1), (options.timeout + milliseconds(4)) / 5));
+  const auto started = steady_clock::now();
+  store_adapter adapter(*store, options.prefix, started + options.timeout);
   try {
     if (size > 1)
       context_->connectFullMesh(adapter, device_);
   } catch (const std::exception& failure) {
-    // Name every rank whose address is still missing, not only the first one Gloo waited for.
-    std::vector<int> missing;
-    for (int other = 0; other < size; ++other) {
-      if (other == rank)
-        continue;
-      try {
-        store->get(adapter.full_key(std::to_string(other)), milliseconds(0));
-      } catch (const comm_error&) {
-        missing.push_back(other);
-      }
-    }
-    std::string message = where + ": rendezvous did not complete within " +
-                          std::to_string(options.timeout.count()) + " ms";
-    if (!missing.empty())
-      message += ": rank(s) " + describe(missing) + " never appeared in the store (keys '" +
-                 adapter.full_key("<rank>") + "')";
-    throw comm_error(outcome::timeout, message + " (" + failure.what() + ")");
+    throw comm_error(rendezvous_failure(where, rank, size, *store, adapter, options.timeout,
+                                        steady_clock::now() - started, failure.what()));
   }
   if (options.seal_key)
     sealer_ = std::make_unique<message_sealer>(*options.seal_key, rank, size);

@@ -62,8 +62,10 @@ protected:
   const int size_;
 };
 
-/// Connects rank `rank` of `size` to every other rank through `store`; throws comm_error (naming
-/// the rank(s) that never appeared) when the rendezvous does not complete within options.timeout.
+/// Connects rank `rank` of `size` to every other rank through `store`; throws comm_error naming
+/// the rank(s) whose addresses are not in the store when the rendezvous does not complete:
+/// `timeout` when options.timeout passed, `failed` when it ended sooner (the store refused a read,
+/// or a connect failed).
 /// Destroying the plane closes every connection (peers' operations that include this rank fail);
 /// no operation may be running on it then.
 std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,

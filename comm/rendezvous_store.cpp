@@ -131,6 +131,16 @@ private:
 
 } // namespace
 
+std::optional<std::vector<char>> rendezvous_store::peek(const std::string& key) {
+  try {
+    return get(key, std::chrono::milliseconds(0));
+  } catch (const comm_error& failure) {
+    if (failure.kind() == outcome::timeout)
+      return std::nullopt;
+    throw;
+  }
+}
+
 std::shared_ptr<rendezvous_store> make_memory_store() {
   return std::make_shared<memory_store>();
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ public:
   /// The value of `key`, waiting for another rank to set it; throws comm_error naming the key when
   /// `timeout` passes first.
   virtual std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  /// The value of `key` if it is set now, without waiting for it: nullopt when it is not. A
+  /// failed rendezvous asks it to name the ranks that never appeared. Throws comm_error when the
+  /// store cannot tell (one across a network that does not answer). By default get() with no
+  /// wait, which suits a store whose reads do not cross a network.
+  virtual std::optional<std::vector<char>> peek(const std::string& key);
 };
 
 /// Ranks that are threads of one process.

@@ -704,4 +704,44 @@ TEST(cluster_runs, a_re_key_that_does_not_connect_is_tried_again) {
   EXPECT_EQ(run.count("data plane re-keyed"), 1u) << run.all();
 }
 
+// A node that cannot connect the data plane while the cluster forms ends the run at once: the
+// others stop waiting for its address (rather than until their join timeout) and name it as the
+// rank that had not appeared.
+TEST(cluster_runs, a_node_that_cannot_connect_as_the_cluster_forms_ends_the_run_and_is_named) {
+  auto j = make_job("sync", 3, 40);
+  const auto run = run_three_nodes(
+      j, [](std::size_t node, std::uint32_t, herd::comm::gloo_plane_options& plane) {
+        // A node dialling a peer that has just given up waits out the connect (a fifth of this
+        // timeout, five times): 5 s rather than the join timeout's minute.
+        plane.timeout = std::chrono::seconds(5);
+        if (node == 2)
+          plane.hostname = "192.0.2.1"; // TEST-NET-1: no address of this machine
+      });
+  ASSERT_TRUE(run.summary.has_value()) << run.all();
+  EXPECT_EQ(run.summary->stop_reason, "error");
+  // Slots follow the order the nodes joined in: one worker each, so its worker is its rank.
+  const auto& failed = run.outcomes[2];
+  ASSERT_EQ(failed.worker_indices.size(), 1u) << failed.error;
+  const auto bad = std::to_string(failed.worker_indices.front());
+  EXPECT_THAT(run.summary->error,
+              testing::HasSubstr("node " + bad + " (vm) was lost before the run started"));
+  EXPECT_THAT(failed.error, testing::HasSubstr("cannot listen on '192.0.2.1'"));
+  // The first good node to stop is told by the coordinator that a key will never be set, and names
+  // the ranks it had not seen, the bad one among them (a node that came late may not have seen the
+  // others either). The other may instead find that first one gone when it connects to it.
+  std::size_t told = 0;
+  for (std::size_t node = 0; node < 2; ++node) {
+    const auto& error = run.outcomes[node].error;
+    EXPECT_FALSE(run.outcomes[node].ok);
+    EXPECT_THAT(error, testing::HasSubstr("the data plane did not connect")) << error;
+    if (error.find("will not be set: the run ended before it started") == std::string::npos)
+      continue;
+    ++told;
+    EXPECT_THAT(error, testing::HasSubstr("rendezvous failed after")) << error;
+    EXPECT_THAT(error, testing::ContainsRegex("rank\\(s\\) \\{([0-9]+, )*" + bad +
+                                              "(, [0-9]+)*\\} had not appeared in the store"));
+  }
+  EXPECT_GE(told, 1u) << run.outcomes[0].error << "\n" << run.outcomes[1].error;
+}
+
 } // namespace
