@@ -510,7 +510,8 @@ struct plane_update {
 /// data plane's key; 7: checkpoints across processes (hellos list the parts a node holds,
 /// welcomes name the one to resume from, part_request); 8: nodes report refused data-plane peers
 /// (plane_refusal), and aggregators cancel a failed round's reductions (cancel_atom); 9: a failed
-/// rendezvous asks the registry which ranks' keys are set without waiting (store_peek_atom).
+/// rendezvous asks the registry which ranks' keys are set without waiting (store_peek_atom), and a
+/// failing node tells the registry why it leaves (leave_atom).
 constexpr std::uint32_t cluster_protocol_version = 9;
 
 /// Registers every message type above that can cross a process boundary. Call it on every

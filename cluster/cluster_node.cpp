@@ -217,7 +217,11 @@ public:
   }
 
 private:
+  // A welcomed node tells the coordinator why it leaves, so that the coordinator's log names the
+  // cause of the loss rather than only that the node left.
   bool failed(std::string error) {
+    if (welcomed_)
+      self_->send(registry_, leave_atom::value, error);
     outcome_ = fail(outcome_, std::move(error));
     return false;
   }
@@ -228,6 +232,7 @@ private:
     self_->send(registry_, hello_);
     if (auto refused = await_welcome(); !refused.empty())
       return failed(std::move(refused));
+    welcomed_ = true;
     outcome_.worker_indices.assign(welcome_.workers.begin(), welcome_.workers.end());
     outcome_.joined_running = welcome_.running;
     const std::string slots = index_list(welcome_.workers);
@@ -500,6 +505,7 @@ private:
   node_outcome outcome_;
   node_hello hello_;
   node_welcome welcome_;
+  bool welcomed_ = false;
   config::run_config config_;
   std::shared_ptr<const models::train_test_split> data_;
   std::shared_ptr<const models::model> model_;

@@ -65,6 +65,7 @@ public:
         [this](store_set_atom, const std::string& key, const bytes& value) { on_set(key, value); },
         [this](store_get_atom, const std::string& key) { return on_get(key); },
         [this](store_peek_atom, const std::string& key) { return on_peek(key); },
+        [this](leave_atom, const std::string& why) { on_leaving(why); },
         [this](stop_atom) { on_stop(); },
         [this](job_over_atom) { return on_job_over(); },
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
@@ -88,6 +89,7 @@ private:
     bool answered = false; // its welcome (or refusal) was delivered
     bool live = true;
     std::string turned_away;         // why its join failed
+    std::string farewell;            // why it said it leaves, if it did
     std::optional<std::size_t> part; // resuming: the checkpoint part it holds
   };
 
@@ -194,6 +196,16 @@ private:
     return {value != nullptr, value != nullptr ? *value : bytes{}};
   }
 
+  // A node about to leave says why (its data plane did not connect, say); its loss names that.
+  // Only the node's own joining actor speaks for it, and a log line is all it can change.
+  void on_leaving(const std::string& why) {
+    constexpr std::size_t longest = 1000;
+    const auto speaker = caf::actor_cast<caf::actor_addr>(current_sender());
+    for (auto& node : nodes_)
+      if (node.live && node.link == speaker)
+        node.farewell = why.size() <= longest ? why : why.substr(0, longest) + "...";
+  }
+
   void on_stop() {
     if (phase_ == registry_phase::running) {
       send(coordinator_, stop_atom::value);
@@ -261,8 +273,9 @@ private:
     lose(*lost);
     if (over_)
       return; // the job is over: nodes leave
-    const std::string why =
-        down.reason ? system().render(down.reason) : std::string("it left the job");
+    const std::string why = !lost->farewell.empty() ? lost->farewell
+                            : down.reason           ? system().render(down.reason)
+                                                    : std::string("it left the job");
     if (phase_ == registry_phase::gathering) {
       notice(label(index) + " left before the cluster formed: " + why + "; " +
              nodes_of_min_nodes(nodes_.size() - 1));

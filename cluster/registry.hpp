@@ -10,6 +10,7 @@
 //   (store_set_atom, key, value)                   a rendezvous key (welcomed nodes only)
 //   (store_get_atom, key)         -> value         answered once the key is set
 //   (store_peek_atom, key)        -> (set, value)  answered at once
+//   (leave_atom, why)                              a node's joining actor: it is about to leave
 //   stop_atom                                      stop the run (or the wait for nodes)
 //   job_over_atom                 -> bool          tell the nodes; answered once they know
 //   (join_done_atom, node, error)                  the coordinator finished a node's join (node -1:

@@ -704,9 +704,9 @@ TEST(cluster_runs, a_re_key_that_does_not_connect_is_tried_again) {
   EXPECT_EQ(run.count("data plane re-keyed"), 1u) << run.all();
 }
 
-// A node that cannot connect the data plane while the cluster forms ends the run at once: the
-// others stop waiting for its address (rather than until their join timeout) and name it as the
-// rank that had not appeared.
+// A node that cannot connect the data plane while the cluster forms ends the run at once, and the
+// coordinator says why: the others stop waiting for its address (rather than until their join
+// timeout) and name it as the rank that had not appeared.
 TEST(cluster_runs, a_node_that_cannot_connect_as_the_cluster_forms_ends_the_run_and_is_named) {
   auto j = make_job("sync", 3, 40);
   const auto run = run_three_nodes(
@@ -723,8 +723,12 @@ TEST(cluster_runs, a_node_that_cannot_connect_as_the_cluster_forms_ends_the_run_
   const auto& failed = run.outcomes[2];
   ASSERT_EQ(failed.worker_indices.size(), 1u) << failed.error;
   const auto bad = std::to_string(failed.worker_indices.front());
+  // The coordinator names the node and says why it left, in the node's words.
   EXPECT_THAT(run.summary->error,
-              testing::HasSubstr("node " + bad + " (vm) was lost before the run started"));
+              testing::HasSubstr("node " + bad +
+                                 " (vm) was lost before the run started: the data "
+                                 "plane did not connect: gloo_plane rank " +
+                                 bad + " of 3: cannot listen on '192.0.2.1'"));
   EXPECT_THAT(failed.error, testing::HasSubstr("cannot listen on '192.0.2.1'"));
   // The first good node to stop is told by the coordinator that a key will never be set, and names
   // the ranks it had not seen, the bad one among them (a node that came late may not have seen the
