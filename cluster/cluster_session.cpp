@@ -103,9 +103,9 @@ cluster_session::cluster_session(config::run_config config,
     auto* observer = context.options.observer;
     impl_->gate = std::make_unique<gate_listener>(
         listen, context.options.port, gate_settings_of(context.config.cluster),
-        [this](int fd) {
+        [this](admitted_connection connection) {
           std::lock_guard<std::mutex> guard(impl_->server_mutex);
-          return impl_->server && impl_->server->serve(fd);
+          return impl_->server && impl_->server->serve(std::move(connection));
         },
         [observer](const std::string& why) {
           if (observer != nullptr)
@@ -134,6 +134,10 @@ cluster_session::~cluster_session() {
 
 std::uint16_t cluster_session::port() const {
   return impl_->gate ? impl_->gate->port() : 0;
+}
+
+int cluster_session::connections() const {
+  return impl_->gate ? impl_->gate->connections() : 0;
 }
 
 void cluster_session::request_stop() {

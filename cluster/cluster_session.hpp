@@ -71,6 +71,9 @@ public:
   /// The port nodes connect to.
   std::uint16_t port() const;
 
+  /// The connections the gate admitted that are open now (nodes, and peers not yet dropped).
+  int connections() const;
+
   /// Asks the run to stop early (or, before it started, to give up waiting for nodes).
   /// Thread-safe; returns at once.
   void request_stop();

@@ -129,15 +129,6 @@ public:
     }
   }
 
-  std::atomic<int>& relayed() { return relayed_; }
-
-  // Waits until no connection is being relayed, or `timeout` passed.
-  void drain(std::chrono::milliseconds timeout) const {
-    const auto deadline = gate_clock::now() + timeout;
-    while (relayed_.load() > 0 && gate_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-
   // Relays between an authenticated peer and CAF's end of a socketpair (`local`) until either
   // closes, or the peer breaks the protocol, or the set stops; closes `local`. Returns why the
   // peer was dropped ("" when a side simply closed).
@@ -147,7 +138,6 @@ private:
   int stop_pipe_[2] = {-1, -1};
   std::mutex mutex_;
   bool stopped_ = false;
-  std::atomic<int> relayed_{0};
   thread_set threads_;
 };
 
@@ -167,7 +157,6 @@ struct pending_bytes {
 };
 
 std::string relay_set::relay(gate_link& peer, int local, basp_check check) {
-  ++relayed_;
   set_nonblocking(local);
   pending_bytes to_local;
   pending_bytes to_peer;
@@ -244,8 +233,13 @@ std::string relay_set::relay(gate_link& peer, int local, basp_check check) {
   }
   peer.close_gracefully();
   ::close(local);
-  --relayed_;
   return dropped;
+}
+
+// Counts one live admitted connection until the last copy of the token goes.
+std::shared_ptr<void> hold_on(const std::shared_ptr<std::atomic<int>>& live) {
+  ++*live;
+  return std::shared_ptr<void>(nullptr, [live](void*) { --*live; });
 }
 
 // A socketpair for one peer: [0] goes to CAF, [1] stays with the relay.
@@ -267,13 +261,14 @@ struct gate_listener::impl {
   std::mutex pending_mutex;
   int pending = 0;
   std::map<std::string, int> pending_by_address;
+  std::shared_ptr<std::atomic<int>> live = std::make_shared<std::atomic<int>>(0);
   relay_set relays; // last: stopped first
 
   bool take_pending(const std::string& address) {
     std::lock_guard<std::mutex> guard(pending_mutex);
     auto& mine = pending_by_address[address];
     if (pending >= max_pending || mine >= max_pending_per_address ||
-        relays.relayed().load() >= max_relayed) {
+        live->load() >= max_connections) {
       if (mine == 0)
         pending_by_address.erase(address);
       return false;
@@ -390,23 +385,57 @@ struct gate_listener::impl {
         return;
       }
     }
+    if (!link->write_all(&accepted, 1, deadline, relays.stop_fd()))
+      return;
+    guard.release(); // no longer in the handshake: counted as a live connection from here
+    if (tls)
+      relay_to_caf(*link, from);
+    else
+      hand_to_caf(*link, from);
+  }
+
+  static std::string broke_the_protocol(const std::string& from, const std::string& why) {
+    return "dropped the node connection from " + from + ": it broke the control protocol (" + why +
+           ")";
+  }
+
+  // In the clear: CAF takes the peer's own socket and checks what it reads.
+  void hand_to_caf(gate_link& link, const std::string& from) {
+    admitted_connection connection;
+    connection.fd = link.release();
+    connection.direct = true;
+    // By value: CAF may hold the connection after this gate has gone.
+    connection.on_broken = [report = on_notice, from](const std::string& why) {
+      if (report)
+        report(broke_the_protocol(from, why));
+    };
+    connection.hold = hold_on(live);
+    const int fd = connection.fd;
+    if (!admit(std::move(connection)))
+      ::close(fd);
+  }
+
+  // With TLS: CAF takes one end of a socketpair, and this thread relays, checking.
+  void relay_to_caf(gate_link& link, const std::string& from) {
     int ends[2] = {-1, -1};
     if (!make_pair(ends)) {
       notice("dropped a node from " + from + ": socketpair: " + errno_text());
       return;
     }
-    if (!link->write_all(&accepted, 1, deadline, relays.stop_fd()) || !admit(ends[0])) {
+    admitted_connection connection;
+    connection.fd = ends[0];
+    connection.hold = hold_on(live);
+    const auto hold = connection.hold;
+    if (!admit(std::move(connection))) {
       ::close(ends[0]);
       ::close(ends[1]);
       return;
     }
-    guard.release();
     // From here on CAF owns ends[0]; the relay owns ends[1].
     const auto dropped = relays.relay(
-        *link, ends[1], basp_check(basp_check::sender::client, settings.max_message_bytes));
+        link, ends[1], basp_check(basp_check::sender::client, settings.max_message_bytes));
     if (!dropped.empty())
-      notice("dropped the node connection from " + from + ": it broke the control protocol (" +
-             dropped + ")");
+      notice(broke_the_protocol(from, dropped));
   }
 };
 
@@ -432,12 +461,14 @@ std::uint16_t gate_listener::port() const {
   return impl_->port;
 }
 
-int gate_listener::relayed() const {
-  return impl_->relays.relayed().load();
+int gate_listener::connections() const {
+  return impl_->live->load();
 }
 
 void gate_listener::drain(std::chrono::milliseconds timeout) {
-  impl_->relays.drain(timeout);
+  const auto deadline = gate_clock::now() + timeout;
+  while (impl_->live->load() > 0 && gate_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 // -- a node's side ------------------------------------------------------------------------------
@@ -491,6 +522,12 @@ struct gate_dialer::impl {
       return fail(gate_failure::refused,
                   "the coordinator's gate answered with something else (is it a Herd "
                   "coordinator of the same version, and TLS set the same on both sides?)");
+    gate_connection result;
+    if (!tls) { // in the clear: the node's CAF reads the socket itself, checking
+      result.caf_fd = link->release();
+      result.direct = true;
+      return result;
+    }
     int ends[2] = {-1, -1};
     if (!make_pair(ends))
       return fail(gate_failure::unreachable, "socketpair: " + errno_text());
@@ -504,7 +541,6 @@ struct gate_dialer::impl {
       ::close(ends[1]);
       return fail(gate_failure::unreachable, "the node is shutting down");
     }
-    gate_connection result;
     result.caf_fd = ends[0];
     return result;
   }

@@ -1,15 +1,21 @@
 // The control plane's front door. CAF 0.17's middleman trusts every byte it reads: a 32-byte
 // handshake header with no payload is a null dereference in libcaf_io, and a header announcing
-// gigabytes is an allocation of gigabytes. So CAF never listens on a socket and never reads from
-// one a peer writes to. The coordinator's public port belongs to a gate_listener:
+// gigabytes is an allocation of gigabytes. So CAF never listens on a socket, and every byte a peer
+// sends passes basp_check (basp_check.hpp) before CAF reads it. The coordinator's public port
+// belongs to a gate_listener:
 //   1. TLS first, when the cluster has a CA (both ends show a certificate the CA signed, and by
 //      default each certificate must name the address its holder is reached at or comes from);
 //   2. then, inside it, Herd's preamble: a magic word, the gate protocol version and the cluster
 //      token, answered with one byte (accepted, or refused and a line saying why);
-//   3. then the gate hands CAF one end of a socketpair and relays between it and the peer,
-//      checking the framing of everything the peer sends (basp_check.hpp): a peer that breaks it
-//      is dropped alone.
-// A node's gate_dialer does the same from the other side and hands its CAF the local end.
+//   3. then CAF gets the connection:
+//      - in the clear, the peer's own socket (`direct`): CAF reads it itself, through a scribe
+//        that runs every frame through basp_check first (remoting.hpp), so no thread copies
+//        bytes between two sockets;
+//      - with TLS, one end of a socketpair, and a gate thread relays between it and the peer
+//        (CAF cannot take over a TLS session that OpenSSL began), checking the framing of
+//        everything the peer sends.
+//   Either way a peer that breaks the framing is dropped alone.
+// A node's gate_dialer does the same from the other side.
 // Plain sockets, OpenSSL and threads; no CAF.
 #pragma once
 
@@ -37,12 +43,27 @@ struct gate_settings {
   std::uint32_t max_message_bytes = basp_check::default_max_payload_bytes;
 };
 
+/// A connection the gate admitted, on its way to CAF.
+struct admitted_connection {
+  int fd = -1; ///< CAF owns it from here
+  /// true: `fd` is the peer's own socket and nothing checks what the peer sends any more: CAF
+  /// must read it through basp_check (a checked scribe, remoting.hpp). false: `fd` is one end of
+  /// a socketpair whose other end the gate relays, checked.
+  bool direct = false;
+  /// With `direct`: what to call, once, with basp_check's reason when the peer broke the framing
+  /// (it says so in the gate's log).
+  std::function<void(const std::string&)> on_broken;
+  /// Kept for as long as the connection lasts: the gate counts live connections (max_connections,
+  /// drain) by it.
+  std::shared_ptr<void> hold;
+};
+
 /// The coordinator's side.
 class gate_listener {
 public:
-  /// Takes the CAF end of a socketpair for each admitted peer; false when CAF cannot take it now
-  /// (the connection is then closed).
-  using admit_function = std::function<bool(int caf_fd)>;
+  /// Takes each admitted connection; false when CAF cannot take it now (the connection is then
+  /// closed).
+  using admit_function = std::function<bool(admitted_connection)>;
   /// Hears, on a gate thread, why a connection was refused or a peer dropped (for the log).
   using notice_function = std::function<void(const std::string&)>;
 
@@ -51,8 +72,8 @@ public:
   /// address holding its share of silent connections cannot keep other nodes out.
   static constexpr int max_pending = 256;
   static constexpr int max_pending_per_address = 8;
-  /// At most this many peers are relayed at once (nodes of one job).
-  static constexpr int max_relayed = 1100;
+  /// At most this many admitted connections live at once (nodes of one job).
+  static constexpr int max_connections = 1100;
 
   /// Listens on host:port (0 = any free port). Throws std::runtime_error naming the address when
   /// it cannot listen, or naming the key and file when a TLS file cannot be used.
@@ -64,10 +85,10 @@ public:
 
   std::uint16_t port() const;
 
-  /// Peers being relayed now.
-  int relayed() const;
+  /// Admitted connections that live now (relayed, or held by CAF directly).
+  int connections() const;
 
-  /// Waits until every relayed connection has been closed by its ends (nodes leave once told
+  /// Waits until every admitted connection has been closed by its ends (nodes leave once told
   /// the job is over or refused), or `timeout` passed: what is on its way still arrives.
   void drain(std::chrono::milliseconds timeout);
 
@@ -85,12 +106,16 @@ enum class gate_failure {
 };
 
 struct gate_connection {
-  int caf_fd = -1; // the local end for CAF; -1 on failure
+  int caf_fd = -1; // for CAF (it owns it from here); -1 on failure
+  /// true: `caf_fd` is the socket to the coordinator itself (no TLS), which CAF must read through
+  /// basp_check; false: the local end of a socketpair the dialer relays, checked.
+  bool direct = false;
   gate_failure failure = gate_failure::none;
   std::string why; // for people
 };
 
-/// A node's side: dials the coordinator's gate and relays for the node's CAF.
+/// A node's side: dials the coordinator's gate and hands the node's CAF the connection (with TLS,
+/// relayed).
 class gate_dialer {
 public:
   /// Throws std::runtime_error naming the key and file when a TLS file cannot be used.
@@ -99,8 +124,8 @@ public:
   gate_dialer(const gate_dialer&) = delete;
   gate_dialer& operator=(const gate_dialer&) = delete;
 
-  /// Connects, authenticates, and starts relaying; the caller hands `caf_fd` to CAF (which then
-  /// owns it).
+  /// Connects, authenticates, and (with TLS) starts relaying; the caller hands `caf_fd` to CAF
+  /// (which then owns it).
   gate_connection open();
 
 private:

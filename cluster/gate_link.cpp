@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "cluster/tcp_socket.hpp"
@@ -444,6 +445,12 @@ bool gate_link::write_all(const void* data, std::size_t size, gate_clock::time_p
     }
   }
   return true;
+}
+
+int gate_link::release() {
+  if (ssl_ != nullptr)
+    throw std::logic_error("gate_link::release: a TLS session cannot leave its link");
+  return std::exchange(fd_, -1);
 }
 
 void gate_link::close_gracefully() {

@@ -89,6 +89,10 @@ public:
   /// Sends TLS's close notification when possible; the socket closes with the object.
   void close_gracefully();
 
+  /// Plain TCP only: gives up the socket, still non-blocking (the caller owns it from here).
+  /// Nothing the peer sent is left behind: a plain link reads only what it is asked for.
+  int release();
+
 private:
   link_status settle(int result, std::size_t& moved, short& wants);
   bool wait(short events, gate_clock::time_point deadline, int stop_fd);

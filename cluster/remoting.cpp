@@ -5,11 +5,17 @@
 
 #include <caf/io/all.hpp>
 #include <caf/io/basp_broker.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/io/network/scribe_impl.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace herd::cluster {
 
@@ -23,6 +29,50 @@ namespace {
 // CAF's tests publish without a doorman.
 caf::actor basp_broker_of(caf::actor_system& system) {
   return system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+}
+
+// CAF's own scribe on a peer's socket, except that every buffer CAF's remoting would consume is
+// checked first. CAF reads exactly what its remoting asks for (a 32-byte header, then the payload
+// that header announced), so the header is checked before the remoting sizes a buffer by it. A
+// broken frame ends the connection the way a read failure does: the broker hears that the
+// connection closed, and the peer's node is lost.
+class checked_scribe final : public caf::io::network::scribe_impl {
+public:
+  checked_scribe(caf::io::network::default_multiplexer& backend, int fd, basp_check check,
+                 std::function<void(const std::string&)> on_broken, std::shared_ptr<void> hold)
+      : scribe_impl(backend, fd), check_(std::move(check)), on_broken_(std::move(on_broken)),
+        hold_(std::move(hold)) {}
+
+  bool consume(caf::execution_unit* context, const void* data, size_t size) override {
+    const auto& problem = check_.feed(static_cast<const char*>(data), size);
+    if (problem.empty())
+      return scribe::consume(context, data, size);
+    if (on_broken_)
+      std::exchange(on_broken_, nullptr)(problem);
+    io_failure(context, caf::io::network::operation::read);
+    return false; // the stream stops reading
+  }
+
+private:
+  basp_check check_;
+  std::function<void(const std::string&)> on_broken_;
+  std::shared_ptr<void> hold_; // the gate counts the connection until the scribe goes
+};
+
+// The scribe CAF reads `fd` with: a checked one for a peer's own socket, CAF's own for the end
+// of a socketpair the gate relays (and checks).
+caf::io::scribe_ptr scribe_for(caf::actor_system& system, int fd, bool direct,
+                               basp_check::sender sender,
+                               std::function<void(const std::string&)> on_broken = nullptr,
+                               std::shared_ptr<void> hold = nullptr) {
+  auto& backend = system.middleman().backend();
+  if (!direct)
+    return backend.new_scribe(fd);
+  auto* multiplexer = dynamic_cast<caf::io::network::default_multiplexer*>(&backend);
+  if (multiplexer == nullptr)
+    throw std::logic_error("a checked scribe needs CAF's default multiplexer");
+  return caf::make_counted<checked_scribe>(*multiplexer, fd, basp_check(sender),
+                                           std::move(on_broken), std::move(hold));
 }
 
 } // namespace
@@ -69,11 +119,13 @@ connection_server::~connection_server() {
   stop();
 }
 
-bool connection_server::serve(int fd) {
+bool connection_server::serve(admitted_connection connection) {
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (impl_->stopped)
     return false;
-  auto scribe = impl_->system.middleman().backend().new_scribe(fd);
+  auto scribe =
+      scribe_for(impl_->system, connection.fd, connection.direct, basp_check::sender::client,
+                 std::move(connection.on_broken), std::move(connection.hold));
   // The broker adds the scribe, (re)publishes the actor under `port` and sends the server
   // handshake that names it.
   caf::anon_send(impl_->broker, caf::publish_atom::value, std::move(scribe), impl_->port,
@@ -99,7 +151,7 @@ caf::actor remote_through_gate(caf::actor_system& system, gate_dialer& dialer,
   outcome = dialer.open();
   if (outcome.caf_fd < 0)
     return nullptr;
-  auto scribe = system.middleman().backend().new_scribe(outcome.caf_fd);
+  auto scribe = scribe_for(system, outcome.caf_fd, outcome.direct, basp_check::sender::server);
   caf::actor registry;
   caf::scoped_actor self{system};
   self->request(basp_broker_of(system), timeout, caf::connect_atom::value, std::move(scribe),

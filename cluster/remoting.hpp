@@ -1,6 +1,10 @@
 // The actor-system settings every process of a cluster shares (Herd's message types, the
 // middleman, the scheduler, the heartbeat that detects a hung peer), and how connections that
-// the gate admitted reach CAF: CAF never listens and never dials itself (control_gate.hpp).
+// the gate admitted reach CAF: CAF never listens and never dials itself (control_gate.hpp). A
+// connection in the clear reaches CAF as the peer's own socket, read by a checked scribe: every
+// frame goes through basp_check before CAF's remoting sees it, and a peer that breaks the framing
+// is dropped (its connection closed, as if it had hung up) before CAF allocates or parses a byte
+// of the frame.
 #pragma once
 
 #include "herd/run_config.hpp"
@@ -33,8 +37,8 @@ public:
   connection_server(const connection_server&) = delete;
   connection_server& operator=(const connection_server&) = delete;
 
-  /// Hands CAF one admitted connection (it owns `fd` from here). Safe from any thread.
-  bool serve(int fd);
+  /// Hands CAF one admitted connection (it owns the descriptor from here). Safe from any thread.
+  bool serve(admitted_connection connection);
 
   /// Stops publishing (before the actor system goes: a published actor keeps it waiting).
   void stop();
