@@ -105,16 +105,25 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
                    clock_type::time_point deadline, gate_connection& outcome) {
   const auto handshake_timeout = std::chrono::milliseconds(options.cluster.node_timeout_ms);
   auto registry = remote_through_gate(system, gate, outcome, handshake_timeout);
-  bool said_waiting = false;
+  // Says why it waits, again whenever the reason changes (a coordinator that listens now but
+  // does not answer is another problem than one that is not there yet) and once a minute.
+  std::string said;
+  const auto started = clock_type::now();
+  auto last_said = started;
   // Backs off from 250 ms to 2 s between attempts: a coordinator being restarted comes back
   // within seconds, and a thousand nodes should not dial it four times a second meanwhile.
   std::chrono::milliseconds pause{250};
   while (!registry && clock_type::now() < deadline && !leaving(options) &&
          outcome.failure == gate_failure::unreachable) {
-    if (!said_waiting) {
-      notify(options, "waiting for the coordinator at " + options.coordinator_host + ":" +
+    const auto now = clock_type::now();
+    if (said.empty() || outcome.why != said || now - last_said >= std::chrono::minutes(1)) {
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - started).count();
+      notify(options, (said.empty() ? std::string("waiting")
+                                    : "still waiting after " + std::to_string(waited) + " s") +
+                          " for the coordinator at " + options.coordinator_host + ":" +
                           std::to_string(options.coordinator_port) + " (" + outcome.why + ")");
-      said_waiting = true;
+      said = outcome.why;
+      last_said = now;
     }
     std::this_thread::sleep_for(std::min<clock_type::duration>(
         pause, std::max(deadline - clock_type::now(), clock_type::duration::zero())));

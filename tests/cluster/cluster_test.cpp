@@ -7,6 +7,7 @@
 #include "herd/metrics.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -14,11 +15,14 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <mutex>
+#include <netinet/in.h>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
@@ -255,6 +259,49 @@ TEST(cluster_runs, a_node_that_cannot_reach_the_coordinator_gives_up_after_the_j
   EXPECT_NE(outcome.error.find("cannot reach the coordinator at 127.0.0.1:1"), std::string::npos)
       << outcome.error;
   EXPECT_NE(outcome.error.find("cluster.join-timeout-s"), std::string::npos) << outcome.error;
+}
+
+// A node says why it waits, and says it again when the reason changes: first nothing listens,
+// then something listens that never answers (a hung coordinator, or another program).
+TEST(cluster_runs, a_waiting_node_says_when_the_reason_it_waits_changes) {
+  const auto j = make_job("sync", 2, 10);
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const auto port = ntohs(address.sin_port);
+  std::mutex mutex;
+  std::vector<std::string> notices;
+  auto options = node_for(j, port, 1, nullptr);
+  options.cluster.join_timeout_s = 6;
+  options.on_notice = [&](const std::string& text) {
+    std::lock_guard<std::mutex> guard(mutex);
+    notices.push_back(text);
+  };
+  // Bound, not listening: refused. A second later it listens, and never accepts: the kernel
+  // completes the connection, and the gate's answer never comes.
+  std::thread listen_later([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ::listen(listener, 16);
+  });
+  const auto outcome = herd::cluster::run_node(options);
+  listen_later.join();
+  ::close(listener);
+  EXPECT_FALSE(outcome.ok);
+  std::lock_guard<std::mutex> guard(mutex);
+  std::string all;
+  for (const auto& line : notices)
+    all += line + "\n";
+  const std::string at = "for the coordinator at 127.0.0.1:" + std::to_string(port);
+  ASSERT_GE(notices.size(), 2u) << all;
+  EXPECT_EQ(notices[0].rfind("waiting " + at + " (connect to", 0), 0u) << all;
+  EXPECT_NE(notices[0].find("Connection refused"), std::string::npos) << all;
+  EXPECT_EQ(notices[1].rfind("still waiting after ", 0), 0u) << all;
+  EXPECT_NE(notices[1].find(at + " (no answer from the coordinator's gate)"), std::string::npos)
+      << all;
 }
 
 TEST(cluster_runs, a_coordinator_port_in_use_is_named) {
