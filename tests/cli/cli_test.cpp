@@ -1136,4 +1136,39 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
               HasSubstr("herd train: cannot resume from " + newest + ": truncated"));
 }
 
+// scripts/bench-cluster runs both layouts of a job and prints their per-round medians and the
+// ratio; a run that fails ends it with status 1 and the failed run's log named.
+TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) {
+  const std::string script = std::string(HERD_SOURCE_DIR) + "/scripts/bench-cluster";
+  std::vector<std::string> argv{script,
+                                "--binary",
+                                HERD_BINARY,
+                                "--nodes=2",
+                                "--repetitions=1",
+                                "--algorithms=solo",
+                                "--port=" + std::to_string(herd::testing::free_loopback_port()),
+                                "--",
+                                "--data.dataset=synthetic",
+                                "--train.epochs=1"};
+  const auto measured = run_process(argv, 300s);
+  ASSERT_EQ(measured.exit_code, 0) << measured.output;
+  EXPECT_THAT(measured.output, HasSubstr("run  2 of 2: solo     2 nodes x 1"));
+  // Each layout's median round, and the cluster's over one process's.
+  std::smatch one, two;
+  const std::string row = " +([0-9.]+) +[0-9.]+ +([0-9.]+)x";
+  ASSERT_TRUE(std::regex_search(measured.output, one, std::regex("solo +one process" + row)))
+      << measured.output;
+  ASSERT_TRUE(std::regex_search(measured.output, two, std::regex("solo +2 nodes x 1" + row)))
+      << measured.output;
+  EXPECT_EQ(one[2].str(), "1.00");
+  EXPECT_NEAR(std::stod(two[2].str()), std::stod(two[1].str()) / std::stod(one[1].str()), 0.01);
+  EXPECT_THAT(measured.output, HasSubstr("goal: at most 1.5x one process's round"));
+
+  argv.push_back("--train.lr=-1");
+  const auto failed = run_process(argv, 120s);
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  EXPECT_THAT(failed.output, testing::ContainsRegex("run 1 of 2 \\(solo, one process\\) failed "
+                                                    "with status 2; see .*solo-one-1.log"));
+}
+
 } // namespace
