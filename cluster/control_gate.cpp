@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
+#include <fcntl.h> // O_CLOEXEC
 #include <map>
 #include <mutex>
 #include <openssl/crypto.h>
@@ -31,9 +31,6 @@ constexpr char refused = 'R';
 constexpr std::size_t max_token = 1024;
 constexpr std::size_t max_refusal_line = 512;
 constexpr std::chrono::milliseconds connect_timeout{5000};
-// What the relay buffers in either direction before it stops reading from that side.
-constexpr std::size_t relay_high_water = std::size_t{1} << 20;
-constexpr std::size_t relay_chunk = std::size_t{64} * 1024;
 
 std::vector<char> preamble(const std::string& token) {
   std::vector<char> bytes(magic, magic + sizeof magic);
@@ -79,21 +76,21 @@ std::string check_preamble(gate_link& link, const std::string& token,
 }
 
 // Threads of one gate, stopped together: every wait also watches a pipe that stop() writes to.
-class relay_set {
+class gate_threads {
 public:
-  relay_set() {
+  gate_threads() {
     if (::pipe2(stop_pipe_, O_CLOEXEC) != 0)
       throw std::runtime_error("pipe: " + errno_text());
   }
 
-  ~relay_set() {
+  ~gate_threads() {
     stop();
     ::close(stop_pipe_[0]);
     ::close(stop_pipe_[1]);
   }
 
-  relay_set(const relay_set&) = delete;
-  relay_set& operator=(const relay_set&) = delete;
+  gate_threads(const gate_threads&) = delete;
+  gate_threads& operator=(const gate_threads&) = delete;
 
   void stop() {
     {
@@ -129,11 +126,6 @@ public:
     }
   }
 
-  // Relays between an authenticated peer and CAF's end of a socketpair (`local`) until either
-  // closes, or the peer breaks the protocol, or the set stops; closes `local`. Returns why the
-  // peer was dropped ("" when a side simply closed).
-  std::string relay(gate_link& peer, int local, basp_check check);
-
 private:
   int stop_pipe_[2] = {-1, -1};
   std::mutex mutex_;
@@ -141,110 +133,10 @@ private:
   thread_set threads_;
 };
 
-// Bytes on their way in one direction.
-struct pending_bytes {
-  std::vector<char> data;
-  std::size_t offset = 0;
-  bool empty() const { return offset == data.size(); }
-  std::size_t size() const { return data.size() - offset; }
-  void consumed(std::size_t count) {
-    offset += count;
-    if (offset == data.size()) {
-      data.clear();
-      offset = 0;
-    }
-  }
-};
-
-std::string relay_set::relay(gate_link& peer, int local, basp_check check) {
-  set_nonblocking(local);
-  pending_bytes to_local;
-  pending_bytes to_peer;
-  std::vector<char> chunk(relay_chunk);
-  bool peer_open = true;
-  bool local_open = true;
-  std::string dropped;
-  // Ends once a side has closed and what it sent has been delivered, or on any failure.
-  while ((peer_open || !to_local.empty()) && (local_open || !to_peer.empty()) && dropped.empty()) {
-    const bool read_peer = peer_open && to_local.size() < relay_high_water;
-    const bool read_local = local_open && to_peer.size() < relay_high_water;
-    pollfd watched[3] = {{peer.fd(), 0, 0}, {local, 0, 0}, {stop_pipe_[0], POLLIN, 0}};
-    if (read_peer)
-      watched[0].events |= peer.read_wants();
-    if (!to_peer.empty())
-      watched[0].events |= peer.write_wants();
-    if (read_local)
-      watched[1].events |= POLLIN;
-    if (!to_local.empty())
-      watched[1].events |= POLLOUT;
-    // A side with nothing to wait for is left out: its hang-up would otherwise wake poll() at
-    // once, again and again, while the other side cannot take more.
-    for (int i = 0; i < 2; ++i)
-      if (watched[i].events == 0)
-        watched[i].fd = -1;
-    const bool buffered = read_peer && peer.has_buffered_input();
-    const int ready = ::poll(watched, 3, buffered ? 0 : -1);
-    if (ready < 0 && errno != EINTR)
-      break;
-    if (watched[2].revents != 0)
-      break; // the gate is going
-    if (read_peer && (buffered || watched[0].revents != 0)) {
-      for (int reads = 0; reads < 16 && to_local.size() < relay_high_water; ++reads) {
-        std::size_t moved = 0;
-        const auto status = peer.read_some(chunk.data(), chunk.size(), moved);
-        if (status == link_status::would_block)
-          break;
-        if (status != link_status::done) {
-          peer_open = false;
-          break;
-        }
-        dropped = check.feed(chunk.data(), moved);
-        if (!dropped.empty())
-          break;
-        to_local.data.insert(to_local.data.end(), chunk.data(), chunk.data() + moved);
-      }
-    }
-    if (!dropped.empty())
-      break;
-    if (read_local && watched[1].revents != 0) {
-      const ssize_t got = ::recv(local, chunk.data(), chunk.size(), 0);
-      if (got > 0)
-        to_peer.data.insert(to_peer.data.end(), chunk.data(), chunk.data() + got);
-      else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-        local_open = false;
-    }
-    if (!to_local.empty()) {
-      const ssize_t sent =
-          ::send(local, to_local.data.data() + to_local.offset, to_local.size(), MSG_NOSIGNAL);
-      if (sent > 0)
-        to_local.consumed(static_cast<std::size_t>(sent));
-      else if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        break;
-    }
-    if (!to_peer.empty()) {
-      std::size_t moved = 0;
-      const auto status =
-          peer.write_some(to_peer.data.data() + to_peer.offset, to_peer.size(), moved);
-      if (status == link_status::done)
-        to_peer.consumed(moved);
-      else if (status != link_status::would_block)
-        break;
-    }
-  }
-  peer.close_gracefully();
-  ::close(local);
-  return dropped;
-}
-
 // Counts one live admitted connection until the last copy of the token goes.
 std::shared_ptr<void> hold_on(const std::shared_ptr<std::atomic<int>>& live) {
   ++*live;
   return std::shared_ptr<void>(nullptr, [live](void*) { --*live; });
-}
-
-// A socketpair for one peer: [0] goes to CAF, [1] stays with the relay.
-bool make_pair(int (&ends)[2]) {
-  return ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0;
 }
 
 } // namespace
@@ -262,7 +154,7 @@ struct gate_listener::impl {
   int pending = 0;
   std::map<std::string, int> pending_by_address;
   std::shared_ptr<std::atomic<int>> live = std::make_shared<std::atomic<int>>(0);
-  relay_set relays; // last: stopped first
+  gate_threads threads; // last: stopped first
 
   bool take_pending(const std::string& address) {
     std::lock_guard<std::mutex> guard(pending_mutex);
@@ -291,7 +183,7 @@ struct gate_listener::impl {
   }
 
   void accept_loop() {
-    while (relays.readable(listen_fd)) {
+    while (threads.readable(listen_fd)) {
       const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (client < 0)
         continue;
@@ -301,7 +193,7 @@ struct gate_listener::impl {
         ::close(client);
         continue;
       }
-      if (!relays.spawn([this, client, from] { serve(client, from); })) {
+      if (!threads.spawn([this, client, from] { serve(client, from); })) {
         release_pending(from);
         ::close(client);
       }
@@ -318,7 +210,7 @@ struct gate_listener::impl {
         break;
       if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
         return false;
-      pollfd watched[2] = {{client, POLLIN, 0}, {relays.stop_fd(), POLLIN, 0}};
+      pollfd watched[2] = {{client, POLLIN, 0}, {threads.stop_fd(), POLLIN, 0}};
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - gate_clock::now());
       if (left.count() <= 0 || ::poll(watched, 2, static_cast<int>(left.count())) <= 0 ||
@@ -334,7 +226,7 @@ struct gate_listener::impl {
               gate_clock::time_point deadline) {
     notice("refused a connection from " + from + ": " + why); // first: the log has it first
     const std::string answer = std::string(1, refused) + why + "\n";
-    link.write_all(answer.data(), answer.size(), deadline, relays.stop_fd());
+    link.write_all(answer.data(), answer.size(), deadline, threads.stop_fd());
     link.close_gracefully();
   }
 
@@ -370,11 +262,11 @@ struct gate_listener::impl {
       notice("refused a connection from " + from + ": " + failure.what());
       return;
     }
-    if (auto why = link->handshake(deadline, relays.stop_fd()); !why.empty()) {
+    if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
       notice("refused a connection from " + from + ": TLS handshake failed: " + why);
       return;
     }
-    if (auto why = check_preamble(*link, settings.token, deadline, relays.stop_fd());
+    if (auto why = check_preamble(*link, settings.token, deadline, threads.stop_fd());
         !why.empty()) {
       refuse(*link, from, why, deadline);
       return;
@@ -385,57 +277,28 @@ struct gate_listener::impl {
         return;
       }
     }
-    if (!link->write_all(&accepted, 1, deadline, relays.stop_fd()))
+    if (!link->write_all(&accepted, 1, deadline, threads.stop_fd()))
       return;
     guard.release(); // no longer in the handshake: counted as a live connection from here
-    if (tls)
-      relay_to_caf(*link, from);
-    else
-      hand_to_caf(*link, from);
+    hand_to_caf(std::move(link), from);
   }
 
-  static std::string broke_the_protocol(const std::string& from, const std::string& why) {
-    return "dropped the node connection from " + from + ": it broke the control protocol (" + why +
-           ")";
-  }
-
-  // In the clear: CAF takes the peer's own socket and checks what it reads.
-  void hand_to_caf(gate_link& link, const std::string& from) {
+  // CAF takes the peer's socket (and the TLS session on it), and checks what it reads.
+  void hand_to_caf(std::unique_ptr<gate_link> link, const std::string& from) {
     admitted_connection connection;
-    connection.fd = link.release();
-    connection.direct = true;
+    connection.fd = link->hand_over();
+    if (link->secure())
+      connection.tls = std::move(link);
     // By value: CAF may hold the connection after this gate has gone.
     connection.on_broken = [report = on_notice, from](const std::string& why) {
       if (report)
-        report(broke_the_protocol(from, why));
+        report("dropped the node connection from " + from + ": it broke the control protocol (" +
+               why + ")");
     };
     connection.hold = hold_on(live);
     const int fd = connection.fd;
     if (!admit(std::move(connection)))
       ::close(fd);
-  }
-
-  // With TLS: CAF takes one end of a socketpair, and this thread relays, checking.
-  void relay_to_caf(gate_link& link, const std::string& from) {
-    int ends[2] = {-1, -1};
-    if (!make_pair(ends)) {
-      notice("dropped a node from " + from + ": socketpair: " + errno_text());
-      return;
-    }
-    admitted_connection connection;
-    connection.fd = ends[0];
-    connection.hold = hold_on(live);
-    const auto hold = connection.hold;
-    if (!admit(std::move(connection))) {
-      ::close(ends[0]);
-      ::close(ends[1]);
-      return;
-    }
-    // From here on CAF owns ends[0]; the relay owns ends[1].
-    const auto dropped = relays.relay(
-        link, ends[1], basp_check(basp_check::sender::client, settings.max_message_bytes));
-    if (!dropped.empty())
-      notice(broke_the_protocol(from, dropped));
   }
 };
 
@@ -449,11 +312,11 @@ gate_listener::gate_listener(const std::string& host, std::uint16_t port, gate_s
   impl_->settings = std::move(settings);
   impl_->admit = std::move(admit);
   impl_->on_notice = std::move(on_notice);
-  impl_->relays.spawn([this] { impl_->accept_loop(); });
+  impl_->threads.spawn([this] { impl_->accept_loop(); });
 }
 
 gate_listener::~gate_listener() {
-  impl_->relays.stop();
+  impl_->threads.stop();
   ::close(impl_->listen_fd);
 }
 
@@ -478,7 +341,7 @@ struct gate_dialer::impl {
   std::uint16_t port = 0;
   gate_settings settings;
   std::unique_ptr<tls_context> tls;
-  relay_set relays; // last: stopped first
+  gate_threads threads; // last: stopped first
 
   gate_connection fail(gate_failure kind, std::string why) const {
     gate_connection result;
@@ -496,7 +359,7 @@ struct gate_dialer::impl {
     auto link = std::make_shared<gate_link>(remote, tls.get());
     if (settings.check_names)
       link->expect_peer_name(host);
-    if (auto why = link->handshake(deadline, relays.stop_fd()); !why.empty()) {
+    if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
       const bool certificate = why.rfind("the peer's certificate", 0) == 0;
       return fail(gate_failure::tls,
                   "the TLS handshake with the coordinator failed: " + why +
@@ -507,14 +370,14 @@ struct gate_dialer::impl {
     }
     const auto hello = preamble(settings.token);
     char answer = 0;
-    if (!link->write_all(hello.data(), hello.size(), deadline, relays.stop_fd()) ||
-        !link->read_exactly(&answer, 1, deadline, relays.stop_fd()))
+    if (!link->write_all(hello.data(), hello.size(), deadline, threads.stop_fd()) ||
+        !link->read_exactly(&answer, 1, deadline, threads.stop_fd()))
       return fail(gate_failure::unreachable, "no answer from the coordinator's gate");
     if (answer == refused) {
       std::string why;
       char c = 0;
       while (why.size() < max_refusal_line &&
-             link->read_exactly(&c, 1, deadline, relays.stop_fd()) && c != '\n')
+             link->read_exactly(&c, 1, deadline, threads.stop_fd()) && c != '\n')
         why += c;
       return fail(gate_failure::refused, "the coordinator refused this node: " + why);
     }
@@ -523,25 +386,9 @@ struct gate_dialer::impl {
                   "the coordinator's gate answered with something else (is it a Herd "
                   "coordinator of the same version, and TLS set the same on both sides?)");
     gate_connection result;
-    if (!tls) { // in the clear: the node's CAF reads the socket itself, checking
-      result.caf_fd = link->release();
-      result.direct = true;
-      return result;
-    }
-    int ends[2] = {-1, -1};
-    if (!make_pair(ends))
-      return fail(gate_failure::unreachable, "socketpair: " + errno_text());
-    const auto max_message = settings.max_message_bytes;
-    const int relay_end = ends[1];
-    const bool started = relays.spawn([this, link, relay_end, max_message] {
-      relays.relay(*link, relay_end, basp_check(basp_check::sender::server, max_message));
-    });
-    if (!started) {
-      ::close(ends[0]);
-      ::close(ends[1]);
-      return fail(gate_failure::unreachable, "the node is shutting down");
-    }
-    result.caf_fd = ends[0];
+    result.caf_fd = link->hand_over();
+    if (link->secure())
+      result.tls = std::move(link);
     return result;
   }
 };
@@ -557,7 +404,7 @@ gate_dialer::gate_dialer(std::string coordinator_host, std::uint16_t coordinator
 }
 
 gate_dialer::~gate_dialer() {
-  impl_->relays.stop();
+  impl_->threads.stop();
 }
 
 gate_connection gate_dialer::open() {

@@ -1,20 +1,15 @@
 // The control plane's front door. CAF 0.17's middleman trusts every byte it reads: a 32-byte
 // handshake header with no payload is a null dereference in libcaf_io, and a header announcing
-// gigabytes is an allocation of gigabytes. So CAF never listens on a socket, and every byte a peer
-// sends passes basp_check (basp_check.hpp) before CAF reads it. The coordinator's public port
-// belongs to a gate_listener:
+// gigabytes is an allocation of gigabytes. So CAF never listens on a socket, and every frame a
+// peer sends passes basp_check (basp_check.hpp) before CAF's remoting parses it. The
+// coordinator's public port belongs to a gate_listener:
 //   1. TLS first, when the cluster has a CA (both ends show a certificate the CA signed, and by
 //      default each certificate must name the address its holder is reached at or comes from);
 //   2. then, inside it, Herd's preamble: a magic word, the gate protocol version and the cluster
 //      token, answered with one byte (accepted, or refused and a line saying why);
-//   3. then CAF gets the connection:
-//      - in the clear, the peer's own socket (`direct`): CAF reads it itself, through a scribe
-//        that runs every frame through basp_check first (remoting.hpp), so no thread copies
-//        bytes between two sockets;
-//      - with TLS, one end of a socketpair, and a gate thread relays between it and the peer
-//        (CAF cannot take over a TLS session that OpenSSL began), checking the framing of
-//        everything the peer sends.
-//   Either way a peer that breaks the framing is dropped alone.
+//   3. then CAF takes the peer's socket (and, with TLS, the session on it) and reads it itself,
+//      through a checked scribe (remoting.hpp) that drops a peer whose framing breaks. No
+//      thread copies bytes between two sockets.
 // A node's gate_dialer does the same from the other side.
 // Plain sockets, OpenSSL and threads; no CAF.
 #pragma once
@@ -25,7 +20,6 @@
 #include <memory>
 #include <string>
 
-#include "cluster/basp_check.hpp"
 #include "cluster/gate_link.hpp"
 
 namespace herd::cluster {
@@ -39,19 +33,17 @@ struct gate_settings {
   bool check_names = true;
   /// How long a peer may take for the TLS handshake and the preamble.
   std::chrono::milliseconds handshake_timeout{3000};
-  /// The largest control message a peer may send (basp_check).
-  std::uint32_t max_message_bytes = basp_check::default_max_payload_bytes;
 };
 
-/// A connection the gate admitted, on its way to CAF.
+/// A connection the gate admitted, on its way to CAF. Nothing checks what the peer sends from
+/// here: CAF must read it through basp_check (a checked scribe, remoting.hpp).
 struct admitted_connection {
-  int fd = -1; ///< CAF owns it from here
-  /// true: `fd` is the peer's own socket and nothing checks what the peer sends any more: CAF
-  /// must read it through basp_check (a checked scribe, remoting.hpp). false: `fd` is one end of
-  /// a socketpair whose other end the gate relays, checked.
-  bool direct = false;
-  /// With `direct`: what to call, once, with basp_check's reason when the peer broke the framing
-  /// (it says so in the gate's log).
+  int fd = -1; ///< the peer's socket; CAF owns it from here
+  /// With TLS, the session on `fd` (its handshake and the preamble done): CAF reads and writes
+  /// through it. Null in the clear.
+  std::shared_ptr<gate_link> tls;
+  /// What to call, once, with basp_check's reason when the peer broke the framing (it says so in
+  /// the gate's log).
   std::function<void(const std::string&)> on_broken;
   /// Kept for as long as the connection lasts: the gate counts live connections (max_connections,
   /// drain) by it.
@@ -85,7 +77,7 @@ public:
 
   std::uint16_t port() const;
 
-  /// Admitted connections that live now (relayed, or held by CAF directly).
+  /// Admitted connections that live now (CAF holds them).
   int connections() const;
 
   /// Waits until every admitted connection has been closed by its ends (nodes leave once told
@@ -106,16 +98,15 @@ enum class gate_failure {
 };
 
 struct gate_connection {
-  int caf_fd = -1; // for CAF (it owns it from here); -1 on failure
-  /// true: `caf_fd` is the socket to the coordinator itself (no TLS), which CAF must read through
-  /// basp_check; false: the local end of a socketpair the dialer relays, checked.
-  bool direct = false;
+  /// The socket to the coordinator, for CAF (it owns it from here, and reads it through
+  /// basp_check); -1 on failure.
+  int caf_fd = -1;
+  std::shared_ptr<gate_link> tls; // with TLS, the session on caf_fd; null in the clear
   gate_failure failure = gate_failure::none;
   std::string why; // for people
 };
 
-/// A node's side: dials the coordinator's gate and hands the node's CAF the connection (with TLS,
-/// relayed).
+/// A node's side: dials the coordinator's gate and hands the node's CAF the connection.
 class gate_dialer {
 public:
   /// Throws std::runtime_error naming the key and file when a TLS file cannot be used.
@@ -124,8 +115,7 @@ public:
   gate_dialer(const gate_dialer&) = delete;
   gate_dialer& operator=(const gate_dialer&) = delete;
 
-  /// Connects, authenticates, and (with TLS) starts relaying; the caller hands `caf_fd` to CAF
-  /// (which then owns it).
+  /// Connects and authenticates; the caller hands the connection to CAF (which then owns it).
   gate_connection open();
 
 private:

@@ -13,7 +13,6 @@
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <utility>
 #include <vector>
 
 #include "cluster/tcp_socket.hpp"
@@ -187,7 +186,7 @@ tls_context::tls_context(side role, const tls_files& files) : role_(role) {
     throw std::runtime_error(key + " = " + file + ": " + why);
   };
   SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
-  // The relay hands SSL_write whatever part of its buffer is left, from wherever it now is.
+  // CAF's stream hands SSL_write whatever part of its buffer is left, from wherever it now is.
   SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_load_verify_locations(context, files.ca.c_str(), nullptr) != 1)
     refuse("cluster.tls-ca", files.ca);
@@ -234,7 +233,7 @@ gate_link::gate_link(int fd, const tls_context* tls) : fd_(fd) {
 gate_link::~gate_link() {
   if (ssl_ != nullptr)
     SSL_free(as_ssl(ssl_));
-  if (fd_ >= 0)
+  if (fd_ >= 0 && owns_fd_)
     ::close(fd_);
 }
 
@@ -447,10 +446,9 @@ bool gate_link::write_all(const void* data, std::size_t size, gate_clock::time_p
   return true;
 }
 
-int gate_link::release() {
-  if (ssl_ != nullptr)
-    throw std::logic_error("gate_link::release: a TLS session cannot leave its link");
-  return std::exchange(fd_, -1);
+int gate_link::hand_over() {
+  owns_fd_ = false;
+  return fd_;
 }
 
 void gate_link::close_gracefully() {

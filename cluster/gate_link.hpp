@@ -1,7 +1,8 @@
 // One end of a control-plane connection between the gate and a peer: a TCP socket, with TLS on it
 // when the cluster has a CA (mutual authentication: both ends present a certificate the cluster CA
-// signed). Non-blocking reads and writes for the gate's relay, and blocking helpers with a
-// deadline for the handshake and the preamble. OpenSSL directly, no CAF.
+// signed). Blocking helpers with a deadline for the handshake and the preamble, and non-blocking
+// reads and writes, through which CAF's reader uses the TLS session once the gate handed the
+// connection over (remoting.hpp). OpenSSL directly, no CAF.
 #pragma once
 
 #include <chrono>
@@ -89,15 +90,19 @@ public:
   /// Sends TLS's close notification when possible; the socket closes with the object.
   void close_gracefully();
 
-  /// Plain TCP only: gives up the socket, still non-blocking (the caller owns it from here).
-  /// Nothing the peer sent is left behind: a plain link reads only what it is asked for.
-  int release();
+  /// Hands the socket (still non-blocking) to a reader that takes it over (CAF's): from here
+  /// the new owner closes it, not this link. In plain TCP the link is done with it: a plain link
+  /// reads only what it is asked for, so nothing the peer sent stays behind. With TLS the link
+  /// stays the session on it: the new owner reads and writes through read_some() and
+  /// write_some(), and asks has_buffered_input() for what TLS decrypted ahead.
+  int hand_over();
 
 private:
   link_status settle(int result, std::size_t& moved, short& wants);
   bool wait(short events, gate_clock::time_point deadline, int stop_fd);
 
   int fd_ = -1;
+  bool owns_fd_ = true;            // until hand_over()
   std::string expected_peer_;      // expect_peer_name()'s host, for the handshake's failure
   std::string failed_certificate_; // what the peer's certificate names, once it failed a check
   void* ssl_ = nullptr;            // SSL*

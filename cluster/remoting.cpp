@@ -2,11 +2,13 @@
 #include "cluster/remoting.hpp"
 
 #include "actors/messages.hpp"
+#include "cluster/basp_check.hpp"
 
 #include <caf/io/all.hpp>
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
-#include <caf/io/network/scribe_impl.hpp>
+#include <caf/io/network/stream_impl.hpp>
+#include <caf/policy/tcp.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -31,17 +33,53 @@ caf::actor basp_broker_of(caf::actor_system& system) {
   return system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
 }
 
-// CAF's own scribe on a peer's socket, except that every buffer CAF's remoting would consume is
-// checked first. CAF reads exactly what its remoting asks for (a 32-byte header, then the payload
-// that header announced), so the header is checked before the remoting sizes a buffer by it. A
-// broken frame ends the connection the way a read failure does: the broker hears that the
-// connection closed, and the peer's node is lost.
-class checked_scribe final : public caf::io::network::scribe_impl {
+// How CAF's stream reads and writes a TLS session the gate began: through the gate's link, which
+// keeps the session (and blocks SIGPIPE around OpenSSL's writes). "Would block" is a transfer of
+// nothing, as for CAF's own TCP policy.
+class tls_io {
 public:
+  explicit tls_io(std::shared_ptr<gate_link> link) : link_(std::move(link)) {}
+  ~tls_io() { link_->close_gracefully(); } // a close notification when the socket can take it
+
+  caf::io::network::rw_state read_some(size_t& result, caf::io::network::native_socket,
+                                       void* data, size_t size) {
+    return settled(link_->read_some(static_cast<char*>(data), size, result));
+  }
+  caf::io::network::rw_state write_some(size_t& result, caf::io::network::native_socket,
+                                        const void* data, size_t size) {
+    return settled(link_->write_some(static_cast<const char*>(data), size, result));
+  }
+  // Bytes TLS decrypted ahead: the socket's readiness does not show them.
+  bool must_read_more(caf::io::network::native_socket, size_t) {
+    return link_->has_buffered_input();
+  }
+
+private:
+  static caf::io::network::rw_state settled(link_status status) {
+    return status == link_status::done || status == link_status::would_block
+               ? caf::io::network::rw_state::success
+               : caf::io::network::rw_state::failure;
+  }
+
+  std::shared_ptr<gate_link> link_;
+};
+
+// CAF's scribe on a peer's socket (CAF's own, caf::io::network::scribe_impl, generalised over how
+// the stream reads and writes: `Io` is CAF's TCP policy in the clear, tls_io with TLS), except
+// that every buffer CAF's remoting would consume is checked first. CAF reads exactly what its
+// remoting asks for (a 32-byte header, then the payload that header announced), so the header
+// is checked before the remoting sizes a buffer by it. A broken frame ends the connection the way
+// a read failure does: the broker hears that the connection closed, and the peer's node is lost.
+template <class Io>
+class checked_scribe final : public caf::io::scribe {
+public:
+  template <class... IoArguments>
   checked_scribe(caf::io::network::default_multiplexer& backend, int fd, basp_check check,
-                 std::function<void(const std::string&)> on_broken, std::shared_ptr<void> hold)
-      : scribe_impl(backend, fd), check_(std::move(check)), on_broken_(std::move(on_broken)),
-        hold_(std::move(hold)) {}
+                 std::function<void(const std::string&)> on_broken, std::shared_ptr<void> hold,
+                 IoArguments&&... io)
+      : scribe(caf::io::network::conn_hdl_from_socket(fd)),
+        stream_(backend, fd, std::forward<IoArguments>(io)...), check_(std::move(check)),
+        on_broken_(std::move(on_broken)), hold_(std::move(hold)) {}
 
   bool consume(caf::execution_unit* context, const void* data, size_t size) override {
     const auto& problem = check_.feed(static_cast<const char*>(data), size);
@@ -53,26 +91,55 @@ public:
     return false; // the stream stops reading
   }
 
+  void configure_read(caf::io::receive_policy::config config) override {
+    stream_.configure_read(config);
+    if (!launched_) {
+      launched_ = true;
+      stream_.start(this);
+    }
+  }
+  void ack_writes(bool enable) override { stream_.ack_writes(enable); }
+  std::vector<char>& wr_buf() override { return stream_.wr_buf(); }
+  std::vector<char>& rd_buf() override { return stream_.rd_buf(); }
+  void graceful_shutdown() override {
+    stream_.graceful_shutdown();
+    detach(&stream_.backend(), false);
+  }
+  void flush() override { stream_.flush(this); }
+  std::string addr() const override {
+    auto address = caf::io::network::remote_addr_of_fd(stream_.fd());
+    return address ? *address : std::string();
+  }
+  uint16_t port() const override {
+    auto number = caf::io::network::remote_port_of_fd(stream_.fd());
+    return number ? *number : 0;
+  }
+  void add_to_loop() override { stream_.activate(this); }
+  void remove_from_loop() override { stream_.passivate(); }
+
 private:
+  bool launched_ = false;
+  caf::io::network::stream_impl<Io> stream_;
   basp_check check_;
   std::function<void(const std::string&)> on_broken_;
   std::shared_ptr<void> hold_; // the gate counts the connection until the scribe goes
 };
 
-// The scribe CAF reads `fd` with: a checked one for a peer's own socket, CAF's own for the end
-// of a socketpair the gate relays (and checks).
-caf::io::scribe_ptr scribe_for(caf::actor_system& system, int fd, bool direct,
-                               basp_check::sender sender,
-                               std::function<void(const std::string&)> on_broken = nullptr,
-                               std::shared_ptr<void> hold = nullptr) {
-  auto& backend = system.middleman().backend();
-  if (!direct)
-    return backend.new_scribe(fd);
-  auto* multiplexer = dynamic_cast<caf::io::network::default_multiplexer*>(&backend);
-  if (multiplexer == nullptr)
+// The checked scribe CAF reads the peer's socket `fd` with (and the TLS session on it, if any).
+caf::io::scribe_ptr checked_scribe_for(caf::actor_system& system, int fd,
+                                       std::shared_ptr<gate_link> tls, basp_check::sender sender,
+                                       std::function<void(const std::string&)> on_broken = nullptr,
+                                       std::shared_ptr<void> hold = nullptr) {
+  auto* backend = dynamic_cast<caf::io::network::default_multiplexer*>(
+      &system.middleman().backend());
+  if (backend == nullptr)
     throw std::logic_error("a checked scribe needs CAF's default multiplexer");
-  return caf::make_counted<checked_scribe>(*multiplexer, fd, basp_check(sender),
-                                           std::move(on_broken), std::move(hold));
+  if (tls)
+    return caf::make_counted<checked_scribe<tls_io>>(*backend, fd, basp_check(sender),
+                                                     std::move(on_broken), std::move(hold),
+                                                     std::move(tls));
+  return caf::make_counted<checked_scribe<caf::policy::tcp>>(
+      *backend, fd, basp_check(sender), std::move(on_broken), std::move(hold));
 }
 
 } // namespace
@@ -123,9 +190,9 @@ bool connection_server::serve(admitted_connection connection) {
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (impl_->stopped)
     return false;
-  auto scribe =
-      scribe_for(impl_->system, connection.fd, connection.direct, basp_check::sender::client,
-                 std::move(connection.on_broken), std::move(connection.hold));
+  auto scribe = checked_scribe_for(impl_->system, connection.fd, std::move(connection.tls),
+                                   basp_check::sender::client, std::move(connection.on_broken),
+                                   std::move(connection.hold));
   // The broker adds the scribe, (re)publishes the actor under `port` and sends the server
   // handshake that names it.
   caf::anon_send(impl_->broker, caf::publish_atom::value, std::move(scribe), impl_->port,
@@ -151,7 +218,8 @@ caf::actor remote_through_gate(caf::actor_system& system, gate_dialer& dialer,
   outcome = dialer.open();
   if (outcome.caf_fd < 0)
     return nullptr;
-  auto scribe = scribe_for(system, outcome.caf_fd, outcome.direct, basp_check::sender::server);
+  auto scribe = checked_scribe_for(system, outcome.caf_fd, std::move(outcome.tls),
+                                   basp_check::sender::server);
   caf::actor registry;
   caf::scoped_actor self{system};
   self->request(basp_broker_of(system), timeout, caf::connect_atom::value, std::move(scribe),

@@ -1,10 +1,10 @@
 // The actor-system settings every process of a cluster shares (Herd's message types, the
 // middleman, the scheduler, the heartbeat that detects a hung peer), and how connections that
 // the gate admitted reach CAF: CAF never listens and never dials itself (control_gate.hpp). A
-// connection in the clear reaches CAF as the peer's own socket, read by a checked scribe: every
-// frame goes through basp_check before CAF's remoting sees it, and a peer that breaks the framing
-// is dropped (its connection closed, as if it had hung up) before CAF allocates or parses a byte
-// of the frame.
+// connection reaches CAF as the peer's own socket (with TLS, with the session the gate began on
+// it), read by a checked scribe: every frame goes through basp_check before CAF's remoting sees
+// it, and a peer that breaks the framing is dropped (its connection closed, as if it had hung up)
+// before CAF allocates or parses a byte of the frame.
 #pragma once
 
 #include "herd/run_config.hpp"

@@ -1,4 +1,4 @@
-// Threads that each run one job (a blocking data-plane reduction, a relayed connection), reaped
+// Threads that each run one job (a blocking data-plane reduction, a gate's handshake), reaped
 // as they finish and joined when the set goes. No CAF.
 #pragma once
 
