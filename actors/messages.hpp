@@ -264,12 +264,14 @@ struct node_hello {
   // The checkpoint parts in its checkpoint directory (file names): a coordinator that resumes
   // gives it the workers of the part it holds.
   std::vector<std::string> parts;
+  // The machine it runs on (its kernel's boot id; "" unknown): nodes with the same share cores.
+  std::string machine;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_hello& x) {
   return f(caf::meta::type_name("herd.node_hello"), x.protocol, x.name, x.workers, x.data_host,
-           x.parts);
+           x.parts, x.machine);
 }
 
 template <class Inspector>
@@ -305,13 +307,16 @@ struct node_welcome {
   caf::actor coordinator;                // the group coordinator the workers report to
   std::string data_key; // 32 bytes that seal that plane's messages; "" = they go in the clear
   part_record resume;   // the run resumes: the part its workers go on from (file "": none)
+  // The live workers on its machine, its own included (0: its machine is unknown): they share
+  // that machine's cores.
+  std::int32_t workers_on_machine = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_welcome& x) {
   return f(caf::meta::type_name("herd.node_welcome"), x.node, x.workers, x.generation,
            x.plane_nodes, x.running, x.settings, x.training_samples, x.job, x.coordinator,
-           x.data_key, x.resume);
+           x.data_key, x.resume, x.workers_on_machine);
 }
 
 /// A node's workers are spawned and its data plane is connected.
@@ -511,8 +516,9 @@ struct plane_update {
 /// welcomes name the one to resume from, part_request); 8: nodes report refused data-plane peers
 /// (plane_refusal), and aggregators cancel a failed round's reductions (cancel_atom); 9: a failed
 /// rendezvous asks the registry which ranks' keys are set without waiting (store_peek_atom), and a
-/// failing node tells the registry why it leaves (leave_atom).
-constexpr std::uint32_t cluster_protocol_version = 9;
+/// failing node tells the registry why it leaves (leave_atom); 10: hellos name the node's machine
+/// and welcomes count the workers on it.
+constexpr std::uint32_t cluster_protocol_version = 10;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -60,6 +60,13 @@ make_training_metrics(const config::run_config& config,
 /// This machine's host name ("localhost" if it has none).
 std::string host_name();
 
+/// Names this machine as long as it runs (its kernel's boot id): processes that report the same
+/// share its cores. "" when the kernel does not say.
+std::string machine_id();
+
+/// The cores this process may run on (its CPU affinity), at least 1.
+int usable_cores();
+
 /// Worker indices for the operator's log: "1, 4, 5".
 std::string index_list(const std::vector<std::int32_t>& indices);
 

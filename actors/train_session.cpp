@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <sched.h>
 #include <thread>
 #include <unistd.h>
 
@@ -91,6 +93,20 @@ std::string host_name() {
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0')
     return "localhost";
   return name;
+}
+
+std::string machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+int usable_cores() {
+  cpu_set_t cpus;
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+    return std::max(1, CPU_COUNT(&cpus));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 std::string index_list(const std::vector<std::int32_t>& indices) {
@@ -173,10 +189,14 @@ int aggregator_count(const config::run_config& config) {
   return std::clamp(config.train.workers / 2, 1, 16);
 }
 
-int blas_threads_for(const config::run_config& config, int local_workers) {
+int blas_threads_for(const config::run_config& config, int local_workers, int workers_on_machine) {
   if (config.train.blas_threads > 0)
     return config.train.blas_threads;
-  return local_workers == 1 ? 0 : 1;
+  if (local_workers > 1)
+    return 1;
+  if (workers_on_machine > 1) // other nodes' workers share this machine's cores
+    return std::max(1, usable_cores() / workers_on_machine);
+  return 0;
 }
 
 std::shared_ptr<monitoring::training_metrics>

@@ -85,8 +85,11 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                   std::shared_ptr<const models::model> model = nullptr);
 
 /// The BLAS thread count `herd train` runs with: train.blas-threads when set, else one thread
-/// per worker when several share the cores (0: one per core, for a single worker).
-int blas_threads_for(const config::run_config& config, int local_workers);
+/// per worker when several share the cores (0: one per core, for a single worker). A node passes
+/// `workers_on_machine`, the workers of every node on its machine: when a single worker shares
+/// the machine with other nodes' workers, it gets its share of the cores (at least one thread).
+int blas_threads_for(const config::run_config& config, int local_workers,
+                     int workers_on_machine = 0);
 
 /// One run in an actor system of its own: the job actor of herd/job_actor.hpp in a system made
 /// for it, shut down when the run has ended.

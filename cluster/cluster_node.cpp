@@ -184,6 +184,7 @@ node_hello hello_of(const node_options& options, const std::string& parts_dir) {
   hello.protocol = cluster_protocol_version;
   hello.name = options.name.empty() ? host_name() : options.name;
   hello.workers = options.workers;
+  hello.machine = machine_id();
   hello.data_host = options.data_host.empty()
                         ? local_address_towards(options.coordinator_host, options.coordinator_port)
                         : options.data_host;
@@ -318,8 +319,16 @@ private:
     } catch (const std::exception& unfit) {
       return failed(std::string("the coordinator's model does not fit here: ") + unfit.what());
     }
-    // A node process is Herd's own: one BLAS thread per worker when several share the cores.
-    kernels::set_blas_threads(blas_threads_for(config_, options_.workers));
+    // A node process is Herd's own: its workers' share of the machine's cores for BLAS, counting
+    // other nodes' workers on this machine (each would otherwise take every core, and their BLAS
+    // threads spin against each other and the data plane).
+    const int blas = blas_threads_for(config_, options_.workers, welcome_.workers_on_machine);
+    kernels::set_blas_threads(blas);
+    if (blas != blas_threads_for(config_, options_.workers))
+      notify(options_,
+             std::to_string(welcome_.workers_on_machine - options_.workers) +
+                 " worker(s) of other nodes run on this machine: " + std::to_string(blas) +
+                 " BLAS thread(s) for this node's (train.blas-threads sets another count)");
     if (options_.checkpoint_dir.empty() && config_.checkpoint.enabled())
       parts_dir_ = config_.checkpoint.dir;
     if (config_.checkpoint.enabled()) // found now, not at the first checkpoint

@@ -372,7 +372,21 @@ private:
     welcome.data_key = plane_key(welcome.generation);
     if (!running && nodes_[index].part)
       welcome.resume = resume_parts()[*nodes_[index].part];
+    welcome.workers_on_machine = workers_on_machine_of(index);
     answer(nodes_[index], std::move(welcome));
+  }
+
+  // The workers of the live nodes on node `index`'s machine, its own included; 0 when its machine
+  // is unknown.
+  std::int32_t workers_on_machine_of(std::size_t index) const {
+    const auto& machine = nodes_[index].hello.machine;
+    if (machine.empty())
+      return 0;
+    std::size_t workers = 0;
+    for (const auto& node : nodes_)
+      if (node.live && node.hello.machine == machine)
+        workers += node.slots.size();
+    return static_cast<std::int32_t>(workers);
   }
 
   // Ends a run that never started: nodes still waiting for their welcome hear why.

@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <sched.h>
 #include <sstream>
 #include <sys/socket.h>
 #include <thread>
@@ -1138,9 +1137,7 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
 }
 
 // scripts/bench-cluster runs both layouts of a job and prints their per-round medians and the
-// ratio; a run that fails ends it with status 1 and the failed run's log named. Its cluster runs
-// (scripts/local-cluster) give each worker its share of the machine's cores for BLAS, as one
-// process does.
+// ratio; a run that fails ends it with status 1 and the failed run's log named.
 TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) {
   const std::string script = std::string(HERD_SOURCE_DIR) + "/scripts/bench-cluster";
   std::vector<std::string> argv{script,
@@ -1166,14 +1163,6 @@ TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) 
   EXPECT_EQ(one[2].str(), "1.00");
   EXPECT_NEAR(std::stod(two[2].str()), std::stod(two[1].str()) / std::stod(one[1].str()), 0.01);
   EXPECT_THAT(measured.output, HasSubstr("goal: at most 1.5x one process's round"));
-  std::smatch work;
-  ASSERT_TRUE(std::regex_search(measured.output, work, std::regex("reports in (\\S+)")));
-  std::ifstream in(work[1].str() + "/solo-cluster-1.json");
-  const auto config = nlohmann::json::parse(in)["config"].get<std::string>();
-  cpu_set_t cpus;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof cpus, &cpus), 0);
-  const int share = std::max(1, CPU_COUNT(&cpus) / 2); // 2 nodes x 1 worker
-  EXPECT_THAT(config, HasSubstr("blas-threads = " + std::to_string(share) + "\n"));
 
   argv.push_back("--train.lr=-1");
   const auto failed = run_process(argv, 120s);

@@ -2,6 +2,7 @@
 // (each its own node in CAF's sense, joined over loopback TCP; the data plane is Gloo over
 // loopback): replicas on different nodes go through the same states, every gradient is
 // accounted for, every algorithm runs unchanged, and the cluster refuses what it cannot run.
+#include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 #include "comm/gloo_plane.hpp"
 #include "herd/metrics.hpp"
@@ -302,6 +303,55 @@ TEST(cluster_runs, a_waiting_node_says_when_the_reason_it_waits_changes) {
   EXPECT_EQ(notices[1].rfind("still waiting after ", 0), 0u) << all;
   EXPECT_NE(notices[1].find(at + " (no answer from the coordinator's gate)"), std::string::npos)
       << all;
+}
+
+// Nodes on one machine share its cores: a node's welcome counts the workers on its machine, and
+// a one-worker node then gives its worker a share of the cores for BLAS instead of all of them.
+// (Here every node is in this process, so on one machine.)
+TEST(cluster_runs, one_worker_nodes_on_one_machine_share_its_cores_for_blas) {
+  auto j = make_job("sync", 3, 10);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  std::mutex mutex;
+  std::vector<std::string> notices[2];
+  node_outcome outcomes[2];
+  std::vector<std::thread> nodes;
+  for (int i = 0; i < 2; ++i)
+    nodes.emplace_back([&, i] {
+      auto node = node_for(j, session.port(), i == 0 ? 1 : 2, nullptr);
+      node.on_notice = [&, i](const std::string& text) {
+        std::lock_guard<std::mutex> guard(mutex);
+        notices[i].push_back(text);
+      };
+      outcomes[i] = herd::cluster::run_node(node);
+    });
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  for (auto& node : nodes)
+    node.join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  const int share = std::max(1, herd::actors::usable_cores() / 3);
+  const auto said = [&](int node, const std::string& text) {
+    std::lock_guard<std::mutex> guard(mutex);
+    return std::any_of(notices[node].begin(), notices[node].end(),
+                       [&](const std::string& line) { return line == text; });
+  };
+  EXPECT_TRUE(said(0, "2 worker(s) of other nodes run on this machine: " + std::to_string(share) +
+                          " BLAS thread(s) for this node's (train.blas-threads sets another "
+                          "count)"));
+  // A node of several workers gives each one thread already: it says nothing.
+  for (const auto& line : notices[1])
+    EXPECT_EQ(line.find("BLAS"), std::string::npos) << line;
+  // The run's train.blas-threads, when set, is what every node takes: nothing to say.
+  EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 3), share);
+  j.config.train.blas_threads = 5;
+  EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 3), 5);
+  j.config.train.blas_threads = 0;
+  EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 1), 0); // alone: every core
+  EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 0), 0); // machine unknown
+  EXPECT_EQ(herd::actors::blas_threads_for(j.config, 2, 5), 1); // several: one each
 }
 
 TEST(cluster_runs, a_coordinator_port_in_use_is_named) {
