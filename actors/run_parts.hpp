@@ -3,6 +3,7 @@
 #pragma once
 
 #include "actors/imbalance.hpp"
+#include "actors/machine.hpp"
 #include "actors/worker.hpp"
 #include "herd/metrics.hpp"
 #include "herd/run_config.hpp"
@@ -56,16 +57,6 @@ std::shared_ptr<monitoring::training_metrics>
 make_training_metrics(const config::run_config& config,
                       std::shared_ptr<monitoring::registry> registry, const std::string& node_name,
                       std::vector<std::string> worker_nodes = {});
-
-/// This machine's host name ("localhost" if it has none).
-std::string host_name();
-
-/// Names this machine as long as it runs (its kernel's boot id): processes that report the same
-/// share its cores. "" when the kernel does not say.
-std::string machine_id();
-
-/// The cores this process may run on (its CPU affinity), at least 1.
-int usable_cores();
 
 /// Worker indices for the operator's log: "1, 4, 5".
 std::string index_list(const std::vector<std::int32_t>& indices);

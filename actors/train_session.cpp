@@ -12,10 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
-#include <sched.h>
-#include <thread>
 #include <unistd.h>
 
 namespace herd::actors {
@@ -86,27 +83,6 @@ void check_model_fits(const models::model& model, const models::train_test_split
   }
   if (model.parameter_count() == 0)
     throw config::invalid_config({{key, key + ": " + who + " has no parameters to train"}});
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0')
-    return "localhost";
-  return name;
-}
-
-std::string machine_id() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id;
-}
-
-int usable_cores() {
-  cpu_set_t cpus;
-  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0)
-    return std::max(1, CPU_COUNT(&cpus));
-  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 std::string index_list(const std::vector<std::int32_t>& indices) {
@@ -196,7 +172,10 @@ int blas_threads_for(const config::run_config& config, int local_workers, int wo
     return 1;
   if (workers_on_machine > 1) // other nodes' workers share this machine's cores
     return std::max(1, usable_cores() / workers_on_machine);
-  return 0;
+  // Alone: every core, which OpenBLAS counts by the affinity. A container's CPU quota allows
+  // fewer, and threads beyond it only wait for their turn.
+  const auto cores = this_process_cores();
+  return cores.quota_limited() ? cores.usable() : 0;
 }
 
 std::shared_ptr<monitoring::training_metrics>

@@ -85,9 +85,10 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                   std::shared_ptr<const models::model> model = nullptr);
 
 /// The BLAS thread count `herd train` runs with: train.blas-threads when set, else one thread
-/// per worker when several share the cores (0: one per core, for a single worker). A node passes
-/// `workers_on_machine`, the workers of every node on its machine: when a single worker shares
-/// the machine with other nodes' workers, it gets its share of the cores (at least one thread).
+/// per worker when several share the cores (0: one per core, for a single worker; the cores a
+/// container's CPU quota allows where that is fewer). A node passes `workers_on_machine`, the
+/// workers of every node on its machine: when a single worker shares the machine with other
+/// nodes' workers, it gets its share of the usable cores (at least one thread).
 int blas_threads_for(const config::run_config& config, int local_workers,
                      int workers_on_machine = 0);
 

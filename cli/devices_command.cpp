@@ -1,6 +1,7 @@
 // `herd devices`; see devices_command.hpp.
 #include "cli/devices_command.hpp"
 
+#include "actors/machine.hpp"
 #include "cli/train_command.hpp" // exit statuses
 #include "comm/nccl_plane.hpp"
 #include "herd/ops.hpp"
@@ -9,7 +10,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <sched.h>
 #include <sstream>
 #include <thread>
 
@@ -43,14 +43,6 @@ std::string cpu_model() {
   return "unknown model";
 }
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0)
-    return CPU_COUNT(&set);
-  return static_cast<int>(std::thread::hardware_concurrency());
-}
-
 } // namespace
 
 std::string version_text() {
@@ -71,9 +63,14 @@ int devices_command(const std::vector<std::string>& args) {
     std::cout << "  " << std::left << std::setw(8) << label << value << '\n';
   };
   std::cout << "herd " << HERD_VERSION << " on this machine\n";
-  line("cpu", std::to_string(usable_cores()) + " of " +
-                  std::to_string(std::thread::hardware_concurrency()) + " cores usable, " +
-                  cpu_model());
+  const auto cores = actors::this_process_cores();
+  line("cpu", std::to_string(cores.usable()) + " of " +
+                  std::to_string(std::thread::hardware_concurrency()) + " cores usable" +
+                  (cores.quota_limited()
+                       ? " (a CPU quota allows " + std::to_string(cores.quota) + " of the " +
+                             std::to_string(cores.affinity) + " it may run on)"
+                       : std::string()) +
+                  ", " + cpu_model());
   line("kernels", kernels::vectorised_kernels()
                       ? "elementwise kernels in their AVX2+FMA version"
                       : "elementwise kernels in their baseline x86-64 version (no AVX2+FMA)");

@@ -240,7 +240,7 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.train.eval_every; }));
     k.push_back(make_key<int>(
         "train.blas-threads", "integer",
-        "OpenBLAS threads per GEMM (0 = cores for one worker, 1 for several)",
+        "OpenBLAS threads per GEMM (0 = usable cores for one worker, 1 for several)",
         [](auto& c) -> auto& { return c.train.blas_threads; }));
     k.push_back(make_key<std::string>(
         "train.backend", "string",

@@ -1,0 +1,142 @@
+// How many cores a process may use: cgroup CPU quotas read from fake cgroup trees (v2, v1, hybrid,
+// nested, inside a container), and for real in a cgroup this test makes where it may (root).
+#include "actors/machine.hpp"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using herd::actors::cgroup_core_quota;
+using herd::testing::temp_directory;
+namespace fs = std::filesystem;
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text << '\n';
+}
+
+TEST(cgroup_core_quota, reads_cgroup_v2_cpu_max_rounding_up_to_whole_cores) {
+  const temp_directory root;
+  write(root.path() / "job.slice/cpu.max", "150000 100000");
+  EXPECT_EQ(cgroup_core_quota("0::/job.slice\n", root.path()), 2);
+  write(root.path() / "job.slice/cpu.max", "400000 100000");
+  EXPECT_EQ(cgroup_core_quota("0::/job.slice\n", root.path()), 4);
+  write(root.path() / "job.slice/cpu.max", "max 100000");
+  EXPECT_EQ(cgroup_core_quota("0::/job.slice\n", root.path()), 0);
+}
+
+TEST(cgroup_core_quota, the_tightest_limit_of_a_cgroup_and_its_ancestors_holds) {
+  const temp_directory root;
+  write(root.path() / "a/cpu.max", "300000 100000");
+  write(root.path() / "a/b/cpu.max", "max 100000");
+  write(root.path() / "a/b/c/cpu.max", "500000 100000");
+  EXPECT_EQ(cgroup_core_quota("0::/a/b/c\n", root.path()), 3);
+  write(root.path() / "cpu.max", "100000 100000"); // at the root of the tree too
+  EXPECT_EQ(cgroup_core_quota("0::/a/b/c\n", root.path()), 1);
+}
+
+TEST(cgroup_core_quota, reads_cgroup_v1_cfs_quota_under_the_cpu_controllers_mount) {
+  const temp_directory root;
+  const std::string self = "12:memory:/docker/x\n4:cpu,cpuacct:/docker/x\n0::/\n";
+  EXPECT_EQ(cgroup_core_quota(self, root.path()), 0); // nothing mounted: no quota
+  write(root.path() / "cpu,cpuacct/docker/x/cpu.cfs_quota_us", "-1");
+  write(root.path() / "cpu,cpuacct/docker/x/cpu.cfs_period_us", "100000");
+  EXPECT_EQ(cgroup_core_quota(self, root.path()), 0); // -1: none
+  write(root.path() / "cpu,cpuacct/docker/x/cpu.cfs_quota_us", "250000");
+  EXPECT_EQ(cgroup_core_quota(self, root.path()), 3);
+  // A memory controller's files never count, whatever they hold.
+  write(root.path() / "memory/docker/x/cpu.cfs_quota_us", "100000");
+  write(root.path() / "memory/docker/x/cpu.cfs_period_us", "100000");
+  EXPECT_EQ(cgroup_core_quota(self, root.path()), 3);
+}
+
+TEST(cgroup_core_quota, inside_a_container_its_own_cgroup_is_the_mounts_root) {
+  // /proc/self/cgroup names the host's path, but the container sees its cgroup at the root.
+  const temp_directory root;
+  write(root.path() / "cpu.max", "200000 100000");
+  EXPECT_EQ(cgroup_core_quota("0::/kubepods/pod1/c1\n", root.path()), 2);
+  write(root.path() / "unified/cpu.max", "100000 100000"); // v2 beside v1 (hybrid)
+  EXPECT_EQ(cgroup_core_quota("0::/\n", root.path()), 1);
+}
+
+TEST(cgroup_core_quota, unreadable_or_malformed_files_are_no_quota) {
+  const temp_directory root;
+  EXPECT_EQ(cgroup_core_quota("", root.path()), 0);
+  EXPECT_EQ(cgroup_core_quota("garbage without colons\n", root.path()), 0);
+  write(root.path() / "cpu.max", "lots 100000");
+  EXPECT_EQ(cgroup_core_quota("0::/\n", root.path()), 0);
+  write(root.path() / "cpu.max", "100000 0");
+  EXPECT_EQ(cgroup_core_quota("0::/\n", root.path()), 0);
+  write(root.path() / "cpu.max", "100000");
+  EXPECT_EQ(cgroup_core_quota("0::/\n", root.path()), 0);
+}
+
+TEST(core_budget, usable_is_the_smaller_of_affinity_and_quota) {
+  herd::actors::core_budget budget{8, 0};
+  EXPECT_EQ(budget.usable(), 8);
+  EXPECT_FALSE(budget.quota_limited());
+  budget.quota = 3;
+  EXPECT_EQ(budget.usable(), 3);
+  EXPECT_TRUE(budget.quota_limited());
+  budget.quota = 16;
+  EXPECT_EQ(budget.usable(), 8);
+  EXPECT_FALSE(budget.quota_limited());
+}
+
+// For real: a child process moved into a cgroup with a quota of one core reads it. Needs a cgroup
+// file system this process may write (root outside a locked-down container).
+TEST(this_process_cores, a_process_in_a_cgroup_with_a_one_core_quota_reads_it) {
+  fs::path group;
+  std::string quota_file;
+  std::string quota_text;
+  for (const auto& [mount, file, text] :
+       {std::tuple<std::string, std::string, std::string>{"/sys/fs/cgroup", "cpu.max",
+                                                          "100000 100000"},
+        {"/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "100000"},
+        {"/sys/fs/cgroup/cpu,cpuacct", "cpu.cfs_quota_us", "100000"}}) {
+    const fs::path candidate = fs::path(mount) / ("herd-test-" + std::to_string(::getpid()));
+    std::error_code error;
+    if (!fs::exists(fs::path(mount) / (file == "cpu.max" ? "cgroup.controllers" : file)) ||
+        !fs::create_directory(candidate, error))
+      continue;
+    if (!fs::exists(candidate / file)) { // v2 without the cpu controller delegated here
+      fs::remove(candidate, error);
+      continue;
+    }
+    group = candidate;
+    quota_file = file;
+    quota_text = text;
+    break;
+  }
+  if (group.empty())
+    GTEST_SKIP() << "no cgroup with a cpu controller can be made here (needs root)";
+  std::ofstream(group / quota_file) << quota_text << '\n';
+  int answer[2];
+  ASSERT_EQ(::pipe(answer), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::ofstream(group / "cgroup.procs") << ::getpid() << '\n';
+    const auto budget = herd::actors::this_process_cores();
+    const int values[2] = {budget.quota, budget.usable()};
+    const auto written = ::write(answer[1], values, sizeof values);
+    ::_exit(written == sizeof values ? 0 : 1);
+  }
+  ::close(answer[1]);
+  int values[2] = {-1, -1};
+  const auto got = ::read(answer[0], values, sizeof values);
+  ::close(answer[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::error_code ignored;
+  fs::remove(group, ignored);
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof values));
+  EXPECT_EQ(values[0], 1);
+  EXPECT_EQ(values[1], 1);
+}
+
+} // namespace
