@@ -133,8 +133,9 @@ options parse(int argc, char** argv) {
   return parsed;
 }
 
+// Whole floats: the ranks report the bytes they reduced, and their rows are looked up by them.
 std::size_t bytes_of(double size_mb) {
-  return static_cast<std::size_t>(size_mb * (1 << 20));
+  return static_cast<std::size_t>(size_mb * (1 << 20)) / sizeof(float) * sizeof(float);
 }
 
 double median(std::vector<double> values) {
@@ -420,7 +421,7 @@ int main(int argc, char** argv) {
             const auto found = times.find(baseline);
             return found != times.end() ? found->second[bytes] / seconds : 0.0;
           };
-          std::printf("%5d %9s %9.1f %10.2f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
+          std::printf("%5d %9s %9.3g %10.3f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
                       processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp,
                       busbw / tcp, duplex, busbw / duplex, over("none"), over(format));
           std::fflush(stdout);
