@@ -1,6 +1,8 @@
 // When a run evaluates what; see evaluation_schedule.hpp.
 #include "actors/evaluation_schedule.hpp"
 
+#include <algorithm>
+
 namespace herd::actors {
 
 bool evaluation_schedule::start_periodic(std::uint64_t rounds) {
@@ -59,6 +61,28 @@ std::shared_ptr<const std::vector<float>> replica_mean::mean() const {
   for (std::size_t i = 0; i < mean->size(); ++i)
     (*mean)[i] = static_cast<float>(sum_[i] / static_cast<double>(received_));
   return mean;
+}
+
+std::vector<float> trained_model(const std::vector<std::vector<float>>& replicas,
+                                 const std::vector<float>& server) {
+  if (!server.empty())
+    return server;
+  std::vector<const std::vector<float>*> live;
+  for (const auto& replica : replicas)
+    if (!replica.empty())
+      live.push_back(&replica);
+  if (live.empty())
+    return {};
+  const auto& first = *live.front();
+  if (std::all_of(live.begin(), live.end(), [&first](const auto* replica) {
+        return replica->size() == first.size() &&
+               std::equal(replica->begin(), replica->end(), first.begin());
+      }))
+    return first;
+  replica_mean mean(live.size());
+  for (const auto* replica : live)
+    mean.add(*replica);
+  return *mean.mean();
 }
 
 } // namespace herd::actors

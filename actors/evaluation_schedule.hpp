@@ -135,4 +135,10 @@ private:
   std::string failure_;
 };
 
+/// The model as training left it: `server`'s parameters where there is a parameter server
+/// (async); else the replicas' (empty ones, of lost workers, left out), averaged where they differ
+/// (model averaging leaves replicas apart) and as they are, bit for bit, where they do not.
+std::vector<float> trained_model(const std::vector<std::vector<float>>& replicas,
+                                 const std::vector<float>& server);
+
 } // namespace herd::actors

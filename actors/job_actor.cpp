@@ -4,6 +4,7 @@
 
 #include "actors/aggregator.hpp"
 #include "actors/control_costs.hpp"
+#include "actors/evaluation_schedule.hpp"
 #include "actors/evaluator.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/job_plan.hpp"
@@ -72,37 +73,6 @@ private:
   caf::actor_addr job_;
   std::string name_;
 };
-
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
-}
-
-// The model as training left it: the server's under async; else the live workers', averaged
-// where they differ (model averaging leaves replicas apart).
-std::vector<float> model_parameters(const std::vector<std::vector<float>>& workers,
-                                    const std::vector<float>& server) {
-  if (!server.empty())
-    return server;
-  std::vector<const std::vector<float>*> live;
-  for (const auto& replica : workers)
-    if (!replica.empty())
-      live.push_back(&replica);
-  if (live.empty())
-    return {};
-  const bool identical = std::all_of(live.begin(), live.end(), [&](const auto* replica) {
-    return same_floats(*replica, *live.front());
-  });
-  if (identical)
-    return *live.front();
-  std::vector<double> sum(live.front()->size(), 0.0);
-  for (const auto* replica : live)
-    for (std::size_t i = 0; i < sum.size() && i < replica->size(); ++i)
-      sum[i] += (*replica)[i];
-  std::vector<float> mean(sum.size());
-  for (std::size_t i = 0; i < sum.size(); ++i)
-    mean[i] = static_cast<float>(sum[i] / static_cast<double>(live.size()));
-  return mean;
-}
 
 } // namespace
 
@@ -360,7 +330,7 @@ private:
     if (finished_)
       return;
     finished_ = true;
-    const auto final_parameters = model_parameters(worker_parameters_, server_parameters_);
+    const auto final_parameters = trained_model(worker_parameters_, server_parameters_);
     job_status final_status;
     {
       std::lock_guard<std::mutex> guard(shared_->mutex);

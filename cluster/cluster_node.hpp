@@ -74,8 +74,4 @@ struct node_outcome {
 /// coordinator restarted with --resume answers instead, the node goes on from its checkpoint part.
 node_outcome run_node(const node_options& options);
 
-/// The local address (of this host) that packets to `host`:`port` leave from, found without
-/// sending anything; empty when there is no route.
-std::string local_address_towards(const std::string& host, std::uint16_t port);
-
 } // namespace herd::cluster

@@ -124,4 +124,29 @@ std::string peer_of(int fd) {
   return text;
 }
 
+std::string local_address_towards(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
+      found == nullptr)
+    return {};
+  std::string address;
+  const int sock = ::socket(AF_INET, SOCK_DGRAM, 0);
+  // Connecting a UDP socket sends nothing; it only picks the route and so the source address.
+  if (sock >= 0 && ::connect(sock, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t length = sizeof local;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(sock, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr)
+      address = text;
+  }
+  if (sock >= 0)
+    ::close(sock);
+  ::freeaddrinfo(found);
+  return address;
+}
+
 } // namespace herd::cluster

@@ -1,5 +1,5 @@
 // Small TCP socket helpers for the control gate (plain POSIX, no CAF): dial with a deadline,
-// listen, and name the ends of a connection.
+// listen, and name the ends of a connection and the address a route leaves from.
 #pragma once
 
 #include <chrono>
@@ -28,5 +28,9 @@ std::uint16_t bound_port(int fd);
 
 /// The address of the peer of connected socket `fd` ("?" when unknown).
 std::string peer_of(int fd);
+
+/// The local address (of this host) that packets to `host`:`port` leave from, found without
+/// sending anything; empty when there is no route.
+std::string local_address_towards(const std::string& host, std::uint16_t port);
 
 } // namespace herd::cluster

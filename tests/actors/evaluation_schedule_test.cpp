@@ -172,6 +172,23 @@ TEST(replica_mean, replicas_that_do_not_answer_are_left_out) {
   EXPECT_EQ(*gathered.mean(), (std::vector<float>{2.0f, 4.0f}));
 }
 
+TEST(trained_model, is_the_server_s_the_identical_replicas_or_their_mean) {
+  using herd::actors::trained_model;
+  std::mt19937 random(11);
+  const auto a = random_parameters(random, 64);
+  const auto b = random_parameters(random, 64);
+  // Identical replicas (gradient exchange): that model, bit for bit; a lost worker's is left out.
+  EXPECT_EQ(trained_model({a, {}, a}, {}), a);
+  // Replicas apart (model averaging): their element-wise mean.
+  const auto mean = trained_model({a, b, {}}, {});
+  ASSERT_EQ(mean.size(), a.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(mean[i], static_cast<float>((static_cast<double>(a[i]) + b[i]) / 2.0)) << i;
+  // A parameter server's parameters are the model, whatever the workers hold.
+  EXPECT_EQ(trained_model({a, b}, b), b);
+  EXPECT_TRUE(trained_model({{}, {}}, {}).empty());
+}
+
 TEST(replica_mean, with_no_answer_says_why_the_last_one_failed) {
   replica_mean gathered(2);
   EXPECT_FALSE(gathered.fail("worker 0: timeout"));
