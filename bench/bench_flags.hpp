@@ -1,7 +1,12 @@
 // The benchmark programs' flags: each is --key=value (or a bare --key).
 #pragma once
 
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace herd::bench {
 
@@ -13,6 +18,39 @@ struct flag {
 inline flag split_flag(const std::string& arg) {
   const auto equals = arg.find('=');
   return {arg.substr(0, equals), equals == std::string::npos ? "" : arg.substr(equals + 1)};
+}
+
+/// `value` as a whole number; anything else ends the program with status 2, naming `program` and
+/// `key`.
+inline int int_flag(const std::string& program, const std::string& key, const std::string& value) {
+  std::size_t used = 0;
+  int number = 0;
+  try {
+    number = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) {
+    std::cerr << program << ": " << key << ": expected a whole number, got '" << value << "'\n";
+    std::exit(2);
+  }
+  return number;
+}
+
+/// A list of "off" and "on" (`--tls=off,on`) as false and true; anything else ends the program
+/// with status 2, naming `program`, `key` and the item.
+inline std::vector<bool> off_on_list(const std::string& program, const std::string& key,
+                                     const std::string& value) {
+  std::vector<bool> switches;
+  std::stringstream list(value);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item != "off" && item != "on") {
+      std::cerr << program << ": " << key << ": '" << item << "' is neither off nor on\n";
+      std::exit(2);
+    }
+    switches.push_back(item == "on");
+  }
+  return switches;
 }
 
 } // namespace herd::bench

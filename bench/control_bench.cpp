@@ -27,7 +27,6 @@
 #include <iostream>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sstream>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -64,19 +63,11 @@ options parse(int argc, char** argv) {
       usage(std::cout);
       std::exit(0);
     } else if (key == "--round-trips") {
-      parsed.round_trips = std::stoi(value);
+      parsed.round_trips = herd::bench::int_flag("bench_control", key, value);
     } else if (key == "--warmup") {
-      parsed.warmup = std::stoi(value);
+      parsed.warmup = herd::bench::int_flag("bench_control", key, value);
     } else if (key == "--tls") {
-      parsed.tls.clear();
-      std::stringstream list(value);
-      for (std::string item; std::getline(list, item, ',');) {
-        if (item != "off" && item != "on") {
-          std::cerr << "bench_control: --tls: '" << item << "' is neither off nor on\n";
-          std::exit(2);
-        }
-        parsed.tls.push_back(item == "on");
-      }
+      parsed.tls = herd::bench::off_on_list("bench_control", key, value);
     } else {
       usage(std::cerr);
       std::exit(2);

@@ -89,9 +89,9 @@ options parse(int argc, char** argv) {
     } else if (key == "--sizes-mb") {
       parsed.sizes_mb = parse_list<double>(value);
     } else if (key == "--repetitions") {
-      parsed.repetitions = std::stoi(value);
+      parsed.repetitions = herd::bench::int_flag("bench_gloo", key, value);
     } else if (key == "--warmup") {
-      parsed.warmup = std::stoi(value);
+      parsed.warmup = herd::bench::int_flag("bench_gloo", key, value);
     } else if (key == "--hostname") {
       parsed.hostname = value;
     } else if (key == "--compression") {
@@ -107,15 +107,7 @@ options parse(int argc, char** argv) {
         parsed.compressions.push_back(item);
       }
     } else if (key == "--encryption") {
-      parsed.encryptions.clear();
-      std::stringstream list(value);
-      for (std::string item; std::getline(list, item, ',');) {
-        if (item != "off" && item != "on") {
-          std::cerr << "bench_gloo: --encryption: '" << item << "' is neither off nor on\n";
-          std::exit(2);
-        }
-        parsed.encryptions.push_back(item == "on");
-      }
+      parsed.encryptions = herd::bench::off_on_list("bench_gloo", key, value);
     } else {
       usage(std::cerr);
       std::exit(2);
