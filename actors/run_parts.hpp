@@ -3,7 +3,6 @@
 #pragma once
 
 #include "actors/imbalance.hpp"
-#include "actors/machine.hpp"
 #include "actors/worker.hpp"
 #include "herd/metrics.hpp"
 #include "herd/run_config.hpp"

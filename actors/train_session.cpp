@@ -7,13 +7,13 @@
 #include "actors/worker.hpp"
 #include "herd/config.hpp"
 #include "herd/sequential.hpp"
+#include "kernels/machine.hpp"
 #include "models/sampler.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
-#include <unistd.h>
 
 namespace herd::actors {
 
@@ -98,19 +98,20 @@ void check_memory(const config::run_config& config, const models::model& model, 
                   bool embedded) {
   const auto parameters = static_cast<double>(model.parameter_count());
   const double bytes = parameters * sizeof(float) * (3.0 * local_workers + 4.0);
-  const double available = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  const auto memory = kernels::this_process_memory();
+  const auto available = static_cast<double>(memory.usable());
   if (available > 0.0 && bytes > 0.8 * available) {
     const char* key = embedded                       ? "session_options.model"
                       : !config.model.layers.empty() ? "model.layers"
                       : config.model.preset == "mlp" ? "model.hidden"
                                                      : "model.preset";
-    char message[320];
+    char message[360];
     std::snprintf(message, sizeof message,
                   "%s: the model has %.3g parameters; %d workers need about %.1f GiB "
-                  "for parameters, gradients and momentum, more than 80%% of this machine's "
-                  "%.1f GiB; use smaller layers or fewer workers",
-                  key, parameters, local_workers, bytes / (1u << 30), available / (1u << 30));
+                  "for parameters, gradients and momentum, more than 80%% of the %.1f GiB %s; "
+                  "use smaller layers or fewer workers",
+                  key, parameters, local_workers, bytes / (1u << 30), available / (1u << 30),
+                  memory.limited() ? "its container's memory limit allows" : "of this machine");
     throw config::invalid_config({{key, message}});
   }
 }
@@ -171,10 +172,10 @@ int blas_threads_for(const config::run_config& config, int local_workers, int wo
   if (local_workers > 1)
     return 1;
   if (workers_on_machine > 1) // other nodes' workers share this machine's cores
-    return std::max(1, usable_cores() / workers_on_machine);
+    return std::max(1, kernels::usable_cores() / workers_on_machine);
   // Alone: every core, which OpenBLAS counts by the affinity. A container's CPU quota allows
   // fewer, and threads beyond it only wait for their turn.
-  const auto cores = this_process_cores();
+  const auto cores = kernels::this_process_cores();
   return cores.quota_limited() ? cores.usable() : 0;
 }
 
@@ -184,7 +185,7 @@ make_training_metrics(const config::run_config& config,
                       std::vector<std::string> worker_nodes) {
   monitoring::training_metrics::identity who;
   who.job = config.metrics.job;
-  who.node = node_name.empty() ? host_name() : node_name;
+  who.node = node_name.empty() ? kernels::host_name() : node_name;
   who.algorithm = config.train.algorithm;
   who.workers = config.train.workers;
   who.window_seconds = config.metrics.window_seconds;

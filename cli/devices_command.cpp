@@ -1,11 +1,11 @@
 // `herd devices`; see devices_command.hpp.
 #include "cli/devices_command.hpp"
 
-#include "actors/machine.hpp"
 #include "cli/train_command.hpp" // exit statuses
 #include "comm/nccl_plane.hpp"
 #include "herd/ops.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/machine.hpp"
 
 #include <fstream>
 #include <iomanip>
@@ -63,7 +63,7 @@ int devices_command(const std::vector<std::string>& args) {
     std::cout << "  " << std::left << std::setw(8) << label << value << '\n';
   };
   std::cout << "herd " << HERD_VERSION << " on this machine\n";
-  const auto cores = actors::this_process_cores();
+  const auto cores = kernels::this_process_cores();
   line("cpu", std::to_string(cores.usable()) + " of " +
                   std::to_string(std::thread::hardware_concurrency()) + " cores usable" +
                   (cores.quota_limited()
@@ -71,6 +71,16 @@ int devices_command(const std::vector<std::string>& args) {
                              std::to_string(cores.affinity) + " it may run on)"
                        : std::string()) +
                   ", " + cpu_model());
+  const auto memory = kernels::this_process_memory();
+  const auto gib = [](std::uint64_t bytes) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1u << 30) << " GiB";
+    return text.str();
+  };
+  line("memory", memory.limited()
+                     ? gib(memory.usable()) + " usable (a memory limit; the machine has " +
+                           gib(memory.physical) + ")"
+                     : gib(memory.physical));
   line("kernels", kernels::vectorised_kernels()
                       ? "elementwise kernels in their AVX2+FMA version"
                       : "elementwise kernels in their baseline x86-64 version (no AVX2+FMA)");

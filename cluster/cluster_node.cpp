@@ -10,6 +10,7 @@
 #include "comm/buffer_pool.hpp"
 #include "comm/gloo_plane.hpp"
 #include "herd/config.hpp"
+#include "kernels/machine.hpp"
 
 #include <caf/io/all.hpp>
 
@@ -179,9 +180,9 @@ node_hello hello_of(const node_options& options, const std::string& parts_dir) {
   if (!parts_dir.empty())
     hello.parts = checkpoint::list_parts(parts_dir);
   hello.protocol = cluster_protocol_version;
-  hello.name = options.name.empty() ? host_name() : options.name;
+  hello.name = options.name.empty() ? kernels::host_name() : options.name;
   hello.workers = options.workers;
-  hello.machine = machine_id();
+  hello.machine = kernels::machine_id();
   hello.data_host = options.data_host.empty()
                         ? local_address_towards(options.coordinator_host, options.coordinator_port)
                         : options.data_host;

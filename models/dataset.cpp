@@ -3,6 +3,7 @@
 #include "herd/dataset.hpp"
 
 #include "kernels/check.hpp"
+#include "kernels/machine.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,12 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <new>
 #include <numeric>
 #include <random>
 #include <system_error>
-#include <unistd.h>
 
 namespace herd::models {
 
@@ -128,15 +127,6 @@ void check_memory_budget(const std::array<std::string, 4>& paths,
   }
 }
 
-std::uint64_t cgroup_memory_limit() {
-  // cgroup v2; "max" or an unreadable file means no limit of its own.
-  std::ifstream in("/sys/fs/cgroup/memory.max");
-  std::uint64_t limit = 0;
-  if (in >> limit)
-    return limit;
-  return std::numeric_limits<std::uint64_t>::max();
-}
-
 } // namespace
 
 normalisation pixel_statistics(const idx_array& images) {
@@ -218,13 +208,9 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
 }
 
 std::uint64_t default_max_data_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_bytes = ::sysconf(_SC_PAGESIZE);
-  std::uint64_t memory =
-      pages > 0 && page_bytes > 0
-          ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes)
-          : std::uint64_t{8} << 30; // unknown: assume a small machine
-  memory = std::min(memory, cgroup_memory_limit());
+  std::uint64_t memory = kernels::this_process_memory().usable();
+  if (memory == 0)
+    memory = std::uint64_t{8} << 30; // unknown: assume a small machine
   return memory / 2;
 }
 

@@ -6,6 +6,7 @@
 #include "actors/train_session.hpp"
 #include "comm/gloo_plane.hpp"
 #include "herd/metrics.hpp"
+#include "kernels/machine.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -332,7 +333,7 @@ TEST(cluster_runs, one_worker_nodes_on_one_machine_share_its_cores_for_blas) {
     node.join();
   ASSERT_TRUE(summary.has_value());
   EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
-  const int share = std::max(1, herd::actors::usable_cores() / 3);
+  const int share = std::max(1, herd::kernels::usable_cores() / 3);
   const auto said = [&](int node, const std::string& text) {
     std::lock_guard<std::mutex> guard(mutex);
     return std::any_of(notices[node].begin(), notices[node].end(),
@@ -349,7 +350,7 @@ TEST(cluster_runs, one_worker_nodes_on_one_machine_share_its_cores_for_blas) {
   j.config.train.blas_threads = 5;
   EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 3), 5);
   j.config.train.blas_threads = 0;
-  const auto cores = herd::actors::this_process_cores(); // alone: every core
+  const auto cores = herd::kernels::this_process_cores(); // alone: every core
   EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 1),
             cores.quota_limited() ? cores.usable() : 0);
   EXPECT_EQ(herd::actors::blas_threads_for(j.config, 1, 0), 0); // machine unknown
