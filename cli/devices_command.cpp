@@ -25,9 +25,11 @@ namespace {
 
 const char* devices_help =
     "usage: herd devices\n\n"
-    "Lists what this machine offers Herd and what this build of Herd can use: the CPUs\n"
-    "(cores this process may run on, the model, whether the elementwise kernels use\n"
-    "AVX2+FMA), the BLAS library, the CUDA devices, and NCCL and TLS support.\n\n"
+    "Lists what this machine offers Herd and what this build of Herd can use:\n"
+    "the CPUs (the cores this process may use, within a container's CPU quota;\n"
+    "the model; whether the elementwise kernels use AVX2+FMA), the memory\n"
+    "(within a container's memory limit), the BLAS library, the CUDA devices,\n"
+    "and NCCL and TLS support.\n\n"
     "  --help, -h   show this help\n"
     "  --version    show the version\n\n"
     "Exit status: 0, or 2 for an unknown argument.\n";

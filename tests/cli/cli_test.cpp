@@ -165,8 +165,8 @@ TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
 TEST_F(herd_cli, devices_lists_the_cpus_blas_gpus_and_what_the_build_supports) {
   auto devices = herd({"devices"});
   EXPECT_EQ(devices.exit_code, 0) << devices.output;
-  for (const char* line : {"  cpu     ", "  kernels ", "  blas    OpenBLAS", "  cuda    ",
-                           "  nccl    ", "  tls     OpenSSL"})
+  for (const char* line : {"  cpu     ", "  memory  ", "  kernels ", "  blas    OpenBLAS",
+                           "  cuda    ", "  nccl    ", "  tls     OpenSSL"})
     EXPECT_THAT(devices.output, HasSubstr(line)) << devices.output;
   EXPECT_THAT(devices.output, HasSubstr("cores usable"));
   EXPECT_EQ(herd({"devices", "--frobnicate"}).exit_code, 2);
