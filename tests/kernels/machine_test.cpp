@@ -3,10 +3,15 @@
 // test makes where it may (root).
 #include "kernels/machine.hpp"
 
+#include <array>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
+#include <optional>
+#include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include "support/temp_directory.hpp"
 
@@ -125,102 +130,94 @@ TEST(core_budget, usable_is_the_smaller_of_affinity_and_quota) {
   EXPECT_FALSE(budget.quota_limited());
 }
 
-// For real: a child process moved into a cgroup with a quota of one core reads it. Needs a cgroup
-// file system this process may write (root outside a locked-down container).
-TEST(this_process_cores, a_process_in_a_cgroup_with_a_one_core_quota_reads_it) {
+// Where a cgroup setting is written: `file` in a fresh cgroup under `mount`.
+struct cgroup_setting {
+  std::string mount; // "/sys/fs/cgroup" (v2) or a v1 controller's mount
+  std::string file;  // "cpu.max", "memory.limit_in_bytes", ...
+  std::string value;
+};
+
+// Makes a fresh cgroup with the first of `settings` this process may write (root, outside a
+// locked-down container), moves a child process into it, and returns the two numbers `measure`
+// gives there; nullopt where no such cgroup can be made. The cgroup is removed afterwards.
+std::optional<std::array<std::uint64_t, 2>>
+measured_in_cgroup(const std::vector<cgroup_setting>& settings,
+                   const std::function<std::array<std::uint64_t, 2>()>& measure) {
   fs::path group;
-  std::string quota_file;
-  std::string quota_text;
-  for (const auto& [mount, file, text] :
-       {std::tuple<std::string, std::string, std::string>{"/sys/fs/cgroup", "cpu.max",
-                                                          "100000 100000"},
-        {"/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "100000"},
-        {"/sys/fs/cgroup/cpu,cpuacct", "cpu.cfs_quota_us", "100000"}}) {
-    const fs::path candidate = fs::path(mount) / ("herd-test-" + std::to_string(::getpid()));
+  const cgroup_setting* chosen = nullptr;
+  for (const auto& setting : settings) {
+    const fs::path mount(setting.mount);
+    const fs::path candidate = mount / ("herd-test-" + std::to_string(::getpid()));
+    const bool v2 = setting.mount == "/sys/fs/cgroup";
     std::error_code error;
-    if (!fs::exists(fs::path(mount) / (file == "cpu.max" ? "cgroup.controllers" : file)) ||
+    if (!fs::exists(mount / (v2 ? "cgroup.controllers" : setting.file)) ||
         !fs::create_directory(candidate, error))
       continue;
-    if (!fs::exists(candidate / file)) { // v2 without the cpu controller delegated here
+    if (!fs::exists(candidate / setting.file)) { // v2 without the controller delegated here
       fs::remove(candidate, error);
       continue;
     }
     group = candidate;
-    quota_file = file;
-    quota_text = text;
+    chosen = &setting;
     break;
   }
-  if (group.empty())
-    GTEST_SKIP() << "no cgroup with a cpu controller can be made here (needs root)";
-  std::ofstream(group / quota_file) << quota_text << '\n';
+  if (chosen == nullptr)
+    return std::nullopt;
+  std::ofstream(group / chosen->file) << chosen->value << '\n';
+  std::array<std::uint64_t, 2> values{};
   int answer[2];
-  ASSERT_EQ(::pipe(answer), 0);
+  if (::pipe(answer) != 0)
+    throw std::runtime_error("pipe failed");
   const pid_t child = ::fork();
   if (child == 0) {
     std::ofstream(group / "cgroup.procs") << ::getpid() << '\n';
-    const auto budget = herd::kernels::this_process_cores();
-    const int values[2] = {budget.quota, budget.usable()};
-    const auto written = ::write(answer[1], values, sizeof values);
+    values = measure();
+    const auto written = ::write(answer[1], values.data(), sizeof values);
     ::_exit(written == sizeof values ? 0 : 1);
   }
   ::close(answer[1]);
-  int values[2] = {-1, -1};
-  const auto got = ::read(answer[0], values, sizeof values);
+  const auto got = ::read(answer[0], values.data(), sizeof values);
   ::close(answer[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
   std::error_code ignored;
   fs::remove(group, ignored);
-  ASSERT_EQ(got, static_cast<ssize_t>(sizeof values));
-  EXPECT_EQ(values[0], 1);
-  EXPECT_EQ(values[1], 1);
+  if (got != static_cast<ssize_t>(sizeof values))
+    throw std::runtime_error("the child in the cgroup did not answer");
+  return values;
+}
+
+// For real: a child process moved into a cgroup with a quota of one core reads it.
+TEST(this_process_cores, a_process_in_a_cgroup_with_a_one_core_quota_reads_it) {
+  const auto values = measured_in_cgroup(
+      {{"/sys/fs/cgroup", "cpu.max", "100000 100000"},
+       {"/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "100000"},
+       {"/sys/fs/cgroup/cpu,cpuacct", "cpu.cfs_quota_us", "100000"}},
+      [] {
+        const auto budget = herd::kernels::this_process_cores();
+        return std::array<std::uint64_t, 2>{static_cast<std::uint64_t>(budget.quota),
+                                            static_cast<std::uint64_t>(budget.usable())};
+      });
+  if (!values)
+    GTEST_SKIP() << "no cgroup with a cpu controller can be made here (needs root)";
+  EXPECT_EQ((*values)[0], 1u);
+  EXPECT_EQ((*values)[1], 1u);
 }
 
 // For real: a child process moved into a cgroup with a 1 GiB memory limit reads it.
 TEST(this_process_memory, a_process_in_a_cgroup_with_a_memory_limit_reads_it) {
   constexpr std::uint64_t gib = std::uint64_t{1} << 30;
-  fs::path group;
-  std::string limit_file;
-  for (const auto& [mount, file] :
-       {std::pair<std::string, std::string>{"/sys/fs/cgroup", "memory.max"},
-        {"/sys/fs/cgroup/memory", "memory.limit_in_bytes"}}) {
-    const fs::path candidate = fs::path(mount) / ("herd-test-" + std::to_string(::getpid()));
-    std::error_code error;
-    if (!fs::exists(fs::path(mount) / (file == "memory.max" ? "cgroup.controllers" : file)) ||
-        !fs::create_directory(candidate, error))
-      continue;
-    if (!fs::exists(candidate / file)) { // v2 without the memory controller delegated here
-      fs::remove(candidate, error);
-      continue;
-    }
-    group = candidate;
-    limit_file = file;
-    break;
-  }
-  if (group.empty())
+  const auto values =
+      measured_in_cgroup({{"/sys/fs/cgroup", "memory.max", std::to_string(gib)},
+                          {"/sys/fs/cgroup/memory", "memory.limit_in_bytes", std::to_string(gib)}},
+                         [] {
+                           const auto budget = herd::kernels::this_process_memory();
+                           return std::array<std::uint64_t, 2>{budget.limit, budget.usable()};
+                         });
+  if (!values)
     GTEST_SKIP() << "no cgroup with a memory controller can be made here (needs root)";
-  std::ofstream(group / limit_file) << gib << '\n';
-  int answer[2];
-  ASSERT_EQ(::pipe(answer), 0);
-  const pid_t child = ::fork();
-  if (child == 0) {
-    std::ofstream(group / "cgroup.procs") << ::getpid() << '\n';
-    const auto budget = herd::kernels::this_process_memory();
-    const std::uint64_t values[2] = {budget.limit, budget.usable()};
-    const auto written = ::write(answer[1], values, sizeof values);
-    ::_exit(written == sizeof values ? 0 : 1);
-  }
-  ::close(answer[1]);
-  std::uint64_t values[2] = {0, 0};
-  const auto got = ::read(answer[0], values, sizeof values);
-  ::close(answer[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  std::error_code ignored;
-  fs::remove(group, ignored);
-  ASSERT_EQ(got, static_cast<ssize_t>(sizeof values));
-  EXPECT_EQ(values[0], gib);
-  EXPECT_EQ(values[1], std::min(gib, herd::kernels::this_process_memory().physical));
+  EXPECT_EQ((*values)[0], gib);
+  EXPECT_EQ((*values)[1], std::min(gib, herd::kernels::this_process_memory().physical));
 }
 
 } // namespace
