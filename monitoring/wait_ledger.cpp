@@ -25,18 +25,23 @@ bool is_settled_marker(const Record& record) {
   return record.compute.empty();
 }
 
-/// Every worker that counts for `step` has reported both its compute time and the wait after it.
+/// The reports `record` still waits for: the empty compute and wait slots of the workers that
+/// count for `step`; none when no worker counts for it (then there is nothing to compare).
 template <class Record, class Counts>
-bool is_complete(const Record& record, std::uint64_t step, Counts counts) {
+std::optional<std::size_t> reports_missing(const Record& record, std::uint64_t step,
+                                           Counts counts) {
   bool anyone = false;
+  std::size_t missing = 0;
   for (std::size_t worker = 0; worker < record.compute.size(); ++worker) {
     if (!counts(worker, step))
       continue;
-    if (!record.compute[worker] || !record.waited[worker])
-      return false;
+    missing += static_cast<std::size_t>(!record.compute[worker]) +
+               static_cast<std::size_t>(!record.waited[worker]);
     anyone = true;
   }
-  return anyone; // with no live worker left there is nothing to compare
+  if (!anyone)
+    return std::nullopt;
+  return missing;
 }
 
 /// The record a report for `step` goes into, opened if new; null when the report is to be
@@ -92,17 +97,13 @@ void wait_ledger::step_finished(int worker, std::uint64_t step, double compute_s
     joining_[static_cast<std::size_t>(worker)] = false;
     live_[static_cast<std::size_t>(worker)] = true;
     since_[static_cast<std::size_t>(worker)] = step;
+    forget_missing_counts();
   }
   auto counted = [this](std::size_t who, std::uint64_t at) { return counts(who, at); };
   auto* record = record_for_report(open_, live_.size(), worker, step, counted);
   if (record == nullptr)
     return;
-  auto& slot = record->compute[static_cast<std::size_t>(worker)];
-  if (slot) // a repeated report: the first one stands
-    return;
-  slot = compute_seconds;
-  if (is_complete(*record, step, counted))
-    settle(step);
+  record_report(step, *record, record->compute[static_cast<std::size_t>(worker)], compute_seconds);
 }
 
 void wait_ledger::waited_after(int worker, std::uint64_t step, double seconds) {
@@ -111,12 +112,27 @@ void wait_ledger::waited_after(int worker, std::uint64_t step, double seconds) {
   auto* record = record_for_report(open_, live_.size(), worker, step, counted);
   if (record == nullptr)
     return;
-  auto& slot = record->waited[static_cast<std::size_t>(worker)];
-  if (slot)
+  record_report(step, *record, record->waited[static_cast<std::size_t>(worker)], seconds);
+}
+
+void wait_ledger::record_report(std::uint64_t step, step_record& record,
+                                std::optional<double>& slot, double seconds) {
+  if (slot) // a repeated report: the first one stands
     return;
   slot = seconds;
-  if (is_complete(*record, step, counted))
+  if (record.missing) {
+    --*record.missing; // the reporting worker counts for the step (record_for_report)
+  } else {
+    auto counted = [this](std::size_t who, std::uint64_t at) { return counts(who, at); };
+    record.missing = reports_missing(record, step, counted);
+  }
+  if (record.missing == std::size_t{0})
     settle(step);
+}
+
+void wait_ledger::forget_missing_counts() {
+  for (auto& entry : open_)
+    entry.second.missing.reset();
 }
 
 void wait_ledger::worker_joined(int worker) {
@@ -136,9 +152,13 @@ void wait_ledger::worker_lost(int worker) {
   // Settling edits open_, so collect first; ascending, so the watermark advances as it goes.
   auto counted = [this](std::size_t who, std::uint64_t at) { return counts(who, at); };
   std::vector<std::uint64_t> now_complete;
-  for (const auto& [step, record] : open_)
-    if (!is_settled_marker(record) && is_complete(record, step, counted))
+  for (auto& [step, record] : open_) {
+    if (is_settled_marker(record))
+      continue;
+    record.missing = reports_missing(record, step, counted);
+    if (record.missing == std::size_t{0})
       now_complete.push_back(step);
+  }
   for (auto step : now_complete)
     settle(step);
   if (std::none_of(live_.begin(), live_.end(), [](bool live) { return live; })) {

@@ -8,6 +8,7 @@
 // A plain class: the coordinator feeds it, tests drive it directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -58,6 +59,11 @@ private:
   struct step_record {
     std::vector<std::optional<double>> compute;
     std::vector<std::optional<double>> waited;
+    // Derived, not saved: how many of the slots above the workers that count for this step have
+    // yet to fill. Unknown (recounted on the next report) after a load, and whenever who counts
+    // changes (a worker lost or back), so that a report costs O(1) rather than a scan of every
+    // worker: a scan per report made a step of P workers cost O(P^2).
+    std::optional<std::size_t> missing;
 
     template <class Archive>
     void serialize(Archive& archive) {
@@ -65,6 +71,10 @@ private:
     }
   };
 
+  // Fills one report's slot of `step`'s record and settles the step once it is complete.
+  void record_report(std::uint64_t step, step_record& record, std::optional<double>& slot,
+                     double seconds);
+  void forget_missing_counts(); // who counts changed: every open record recounts
   void settle(std::uint64_t step);
   bool counts(std::size_t worker, std::uint64_t step) const; // a live worker, from since_ on
 

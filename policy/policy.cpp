@@ -55,6 +55,7 @@ std::string quorum_policy::save_state() const {
 void quorum_policy::load_state(const std::string& state) {
   detail::load_fields(state, name_, live_, ready_step_, consumed_step_, in_flight_,
                       rounds_activated_);
+  fresh_ = count_fresh();
 }
 
 std::size_t quorum_policy::threshold() const {
@@ -89,14 +90,19 @@ std::vector<group_decision> quorum_policy::set_live_workers(std::vector<int> wor
       consumed_step_[static_cast<std::size_t>(worker)] = 0;
     }
   live_ = std::move(workers);
+  fresh_ = count_fresh();
   return activate_if_due();
 }
 
 std::vector<group_decision> quorum_policy::on_ready(const arrival& ready) {
   if (!std::binary_search(live_.begin(), live_.end(), ready.worker))
     return {}; // a worker that was declared lost
-  auto& latest = ready_step_[static_cast<std::size_t>(ready.worker)];
+  const auto index = static_cast<std::size_t>(ready.worker);
+  auto& latest = ready_step_[index];
+  const bool was_fresh = latest > consumed_step_[index];
   latest = std::max(latest, ready.step);
+  if (!was_fresh && latest > consumed_step_[index])
+    ++fresh_;
   return activate_if_due();
 }
 
@@ -106,13 +112,18 @@ std::vector<group_decision> quorum_policy::on_group_done(const group_outcome& ou
     if (given.kind != freshness::fresh || given.worker < 0 ||
         static_cast<std::size_t>(given.worker) >= consumed_step_.size())
       continue;
-    auto& consumed = consumed_step_[static_cast<std::size_t>(given.worker)];
+    const auto index = static_cast<std::size_t>(given.worker);
+    auto& consumed = consumed_step_[index];
+    const bool was_fresh = ready_step_[index] > consumed;
     consumed = std::max(consumed, given.step);
+    if (was_fresh && ready_step_[index] <= consumed &&
+        std::binary_search(live_.begin(), live_.end(), given.worker))
+      --fresh_;
   }
   return activate_if_due();
 }
 
-std::size_t quorum_policy::pending_fresh() const {
+std::size_t quorum_policy::count_fresh() const {
   std::size_t pending = 0;
   for (int worker : live_) {
     const auto index = static_cast<std::size_t>(worker);
@@ -125,7 +136,7 @@ std::size_t quorum_policy::pending_fresh() const {
 std::vector<group_decision> quorum_policy::activate_if_due() {
   if (in_flight_ || live_.empty())
     return {};
-  const std::size_t fresh = pending_fresh();
+  const std::size_t fresh = fresh_;
   if (fresh < threshold())
     return {};
   group_decision round;

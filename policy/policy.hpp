@@ -164,7 +164,7 @@ public:
 private:
   std::vector<group_decision> activate_if_due();
   bool next_round_is_full_sync() const;
-  std::size_t pending_fresh() const;
+  std::size_t count_fresh() const; // a scan of the live workers, after their set changed
 
   std::string name_;
   double fraction_;
@@ -173,6 +173,10 @@ private:
   std::vector<int> live_;                    // ascending
   std::vector<std::uint64_t> ready_step_;    // by worker: latest fresh arrival's step
   std::vector<std::uint64_t> consumed_step_; // by worker: latest step a round took fresh
+  // Derived, not saved: live workers whose ready step is past their consumed one. Kept as arrivals
+  // and rounds change them, so that an arrival costs O(1): counting them at every arrival made a
+  // round of P workers cost O(P^2).
+  std::size_t fresh_ = 0;
   bool in_flight_ = false;
   std::uint64_t rounds_activated_ = 0;
 };

@@ -2,8 +2,13 @@
 #include "monitoring/wait_ledger.hpp"
 
 #include <algorithm>
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/vector.hpp>
 #include <gtest/gtest.h>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -116,6 +121,56 @@ TEST(wait_ledger, a_worker_that_comes_back_counts_from_its_first_report_on) {
   EXPECT_EQ(after.barrier[1] - before.barrier[1], 4.0);
   EXPECT_EQ(after.barrier[2] - before.barrier[2], 0.0);
   EXPECT_EQ(after.waited[2] - before.waited[2], 0.25);
+}
+
+TEST(wait_ledger, a_worker_that_comes_back_holds_back_the_later_steps_already_open) {
+  wait_ledger ledger(3);
+  report_step(ledger, 1, {1.0, 1.0, 1.0}, {0.0, 0.0, 0.0});
+  ledger.worker_lost(2);
+  ledger.worker_joined(2);
+  // Workers 0 and 1 run ahead to step 3 while the returning worker has reported nothing yet:
+  // step 3 is open and, so far, waits for them only.
+  ledger.step_finished(0, 3, 1.0);
+  ledger.step_finished(1, 3, 1.0);
+  ledger.waited_after(0, 3, 0.0);
+  // Its first report is for step 2: from then on it counts for step 3 too.
+  ledger.step_finished(2, 2, 1.0);
+  ledger.waited_after(1, 3, 0.0);
+  EXPECT_EQ(ledger.compare().steps_compared, 1u) << "step 3 must wait for the returning worker";
+  report_step(ledger, 2, {1.0, 1.0}, {0.0, 0.0});
+  ledger.waited_after(2, 2, 0.0);
+  EXPECT_EQ(ledger.compare().steps_compared, 2u);
+  ledger.step_finished(2, 3, 5.0);
+  ledger.waited_after(2, 3, 0.0);
+  const auto result = ledger.compare();
+  EXPECT_EQ(result.steps_compared, 3u);
+  EXPECT_EQ(result.barrier, (std::vector<double>{4.0, 4.0, 0.0})) << "its 5 s sets step 3's";
+}
+
+TEST(wait_ledger, a_ledger_restored_from_its_archive_settles_what_the_original_would) {
+  wait_ledger original(3);
+  report_step(original, 1, {1.0, 2.0, 4.0}, {0.5, 0.5, 0.5});
+  original.step_finished(0, 2, 1.0);
+  original.waited_after(0, 2, 0.25);
+  original.step_finished(1, 2, 3.0);
+  std::stringstream archive;
+  {
+    cereal::BinaryOutputArchive out(archive);
+    out(original);
+  }
+  wait_ledger restored(1);
+  {
+    cereal::BinaryInputArchive in(archive);
+    in(restored);
+  }
+  for (auto* ledger : {&original, &restored}) {
+    ledger->waited_after(1, 2, 0.25);
+    ledger->step_finished(2, 2, 2.0);
+    EXPECT_EQ(ledger->compare().steps_compared, 1u) << "step 2 still waits for one report";
+    ledger->waited_after(2, 2, 0.5);
+  }
+  EXPECT_EQ(restored.compare().steps_compared, 2u);
+  expect_same(restored.compare(), original.compare());
 }
 
 TEST(wait_ledger, losing_every_worker_leaves_the_settled_steps) {
