@@ -38,12 +38,12 @@ public:
   caf::behavior make_behavior() override {
     return {
         [this](const group_plan& plan) {
-          handler_timer timed(costs());
+          const auto timer = timed();
           begin(plan);
         },
         [this](const cluster_topology& topology) { update(topology); },
         [this](answer_timeout_atom, std::uint64_t round) {
-          handler_timer timed(costs());
+          const auto timer = timed();
           answers_timed_out(round);
         },
     };
@@ -71,9 +71,8 @@ private:
 
   bool distributed() const { return !setup_.node_reducers.empty(); }
 
-  control_costs::counter* costs() const {
-    return setup_.costs ? &setup_.costs->aggregators : nullptr;
-  }
+  // What times one of its handlers (into setup_.costs; nowhere when it is null).
+  handler_timer timed() const { return {setup_.costs.get(), &control_costs::aggregators}; }
 
   // Every node reducer once (a node still waiting to join has none yet).
   void watch(const caf::actor& reducer) {
@@ -116,7 +115,7 @@ private:
               plan.step)
           .then(
               [this, round, position](const contribution& answer) {
-                handler_timer timed(costs());
+                const auto timer = timed();
                 answered(round, position, answer, {});
               },
               [this, round, position](caf::error& failure) {
@@ -242,6 +241,7 @@ private:
                              const std::vector<comm::weighted_input>& inputs, group_done& report) {
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();
+    const auto costs_start = setup_.costs ? setup_.costs->now() : 0; // on the costs' clock
     if (inputs.empty()) {
       try { // nobody had anything: a zero update
         setup_.results->where().zero(result->data(), result->size() * sizeof(float));
@@ -258,10 +258,8 @@ private:
     const auto reduced = clock_type::now() - reduce_start;
     report.reduce_seconds = std::chrono::duration<double>(reduced).count();
     if (setup_.costs)
-      setup_.costs->reduction_nanoseconds.fetch_add(
-          static_cast<std::uint64_t>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(reduced).count()),
-          std::memory_order_relaxed);
+      setup_.costs->reduction_nanoseconds.fetch_add(setup_.costs->now() - costs_start,
+                                                    std::memory_order_relaxed);
     report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);
     // A failed reduction leaves garbage: nobody gets it, and the coordinator ends the run.
     return report.result.ok() ? result : nullptr;

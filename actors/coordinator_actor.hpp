@@ -64,8 +64,8 @@ public:
 private:
   /// Seconds of training so far; a resumed run's time before this process included.
   double elapsed() const;
-  /// Where its handlers' time goes (setup_.costs); null: nowhere.
-  control_costs::counter* costs() const;
+  /// What times one of its handlers (into setup_.costs; nowhere when it is null).
+  handler_timer timed() const;
 
   // -- the handlers ------------------------------------------------------------------------------
   void on_start(const run_start& start);

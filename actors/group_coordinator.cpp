@@ -34,8 +34,8 @@ coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setu
   set_down_handler([this](caf::down_msg& down) { on_down(down); });
 }
 
-control_costs::counter* coordinator_actor::costs() const {
-  return setup_.costs ? &setup_.costs->coordinator : nullptr;
+handler_timer coordinator_actor::timed() const {
+  return {setup_.costs.get(), &control_costs::coordinator};
 }
 
 void coordinator_actor::on_exit() {
@@ -50,11 +50,11 @@ caf::behavior coordinator_actor::make_behavior() {
   return {
       [this](const run_start& start) { on_start(start); },
       [this](const step_ready& ready) {
-        handler_timer timed(costs());
+        const auto timer = timed();
         on_step_ready(ready);
       },
       [this](const group_done& report) {
-        handler_timer timed(costs());
+        const auto timer = timed();
         on_group_done(report);
       },
       [this](stop_atom) { on_stop(); },

@@ -492,7 +492,9 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
       coordination.checkpoints = std::move(checkpoints);
     }
     coordination.resume = options.resume;
-    const auto costs = std::make_shared<control_costs>();
+    const auto costs = std::make_shared<control_costs>(
+        options.control_costs_in_cpu_time ? control_costs::clock_kind::thread_cpu
+                                          : control_costs::clock_kind::wall);
     coordination.costs = costs;
     // The coordinator keeps the observer (its raw pointer above) alive through this function.
     coordination.on_finished = [observer](run_summary summary) {

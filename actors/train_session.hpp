@@ -42,6 +42,10 @@ struct session_options {
   /// When positive, parameter snapshots taken this often are evaluated after the run instead of
   /// evaluations during it (see coordinator_setup::snapshot_interval). For benchmarks.
   std::chrono::milliseconds snapshot_interval{0};
+  /// The clock of the control plane's costs (run_summary::control): wall time, or the handler
+  /// threads' CPU time, which leaves out the time the OS ran other threads on their core (where
+  /// threads outnumber cores) but costs about 0.4 us a message. For benchmarks.
+  bool control_costs_in_cpu_time = false;
   /// When set, the run's metrics (docs/metrics.md; labels job = metrics.job, node =
   /// `node_name`) are kept in this registry; serve it with monitoring::metrics_endpoint.
   std::shared_ptr<monitoring::registry> metrics;
