@@ -202,7 +202,13 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
   return scan;
 }
 
-// What a file that is not a regular file is, for messages.
+std::string too_large(std::uint64_t bytes) {
+  return std::to_string(bytes) + " bytes, more than the " + std::to_string(max_config_bytes) +
+         " bytes (1 MiB) a configuration may have";
+}
+
+} // namespace
+
 std::string file_kind(mode_t mode) {
   if (S_ISDIR(mode))
     return "a directory";
@@ -216,13 +222,6 @@ std::string file_kind(mode_t mode) {
     return "a socket";
   return "not a regular file";
 }
-
-std::string too_large(std::uint64_t bytes) {
-  return std::to_string(bytes) + " bytes, more than the " + std::to_string(max_config_bytes) +
-         " bytes (1 MiB) a configuration may have";
-}
-
-} // namespace
 
 // Declared in config.hpp: validation's messages shorten values too.
 std::string abbreviate(const std::string& text) {

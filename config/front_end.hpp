@@ -12,10 +12,15 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <sys/types.h>
 #include <variant>
 #include <vector>
 
 namespace herd::config {
+
+/// What a file that is not a regular file is, for messages ("a directory", "a FIFO (named
+/// pipe)", "a character device", ...), from its st_mode. The data loaders say it too.
+std::string file_kind(mode_t mode);
 
 /// The text of the configuration file at `path`, or why it cannot be read. Anything but a regular
 /// file (a FIFO, a directory, a device) is refused without being read, and no more than

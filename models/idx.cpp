@@ -5,6 +5,8 @@
 // files are opened.
 #include "herd/idx.hpp"
 
+#include "config/front_end.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -54,21 +56,6 @@ std::string size_phrase(const std::vector<std::uint32_t>& dims, std::uint64_t co
 
 const char* plural(std::uint64_t count, const char* one, const char* many) {
   return count == 1 ? one : many;
-}
-
-// What a file that is not a regular file is, for messages.
-std::string file_kind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISFIFO(mode))
-    return "a FIFO (named pipe)";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
 }
 
 class file_descriptor {
@@ -162,7 +149,8 @@ private:
 
   void refuse_unless_regular(mode_t mode) const {
     if (!S_ISREG(mode))
-      fail("is " + file_kind(mode) + ", not a regular file; data.path must hold the IDX files");
+      fail("is " + config::file_kind(mode) +
+           ", not a regular file; data.path must hold the IDX files");
   }
 
   std::size_t read_raw(std::uint8_t* destination, std::size_t count) {
