@@ -43,6 +43,7 @@ std::vector<group_decision> wagma_policy::set_live_workers(std::vector<int> work
     if (!live(worker))
       fresh_step_[static_cast<std::size_t>(worker)] = 0;
   live_ = std::move(workers);
+  forget_counts();
   return activate_due(); // a loss can complete a global average
 }
 
@@ -50,8 +51,30 @@ std::vector<group_decision> wagma_policy::on_ready(const arrival& ready) {
   if (!live(ready.worker))
     return {};
   auto& latest = fresh_step_[static_cast<std::size_t>(ready.worker)];
+  const std::uint64_t before = latest;
   latest = std::max(latest, ready.step);
+  furthest_ = std::max(furthest_, latest);
+  if (waiting_global_ > 0 && before < waiting_global_ && latest >= waiting_global_)
+    ++reached_;
   return activate_due();
+}
+
+void wagma_policy::forget_counts() {
+  furthest_ = 0;
+  for (int worker : live_)
+    furthest_ = std::max(furthest_, fresh_step_[static_cast<std::size_t>(worker)]);
+  waiting_global_ = 0;
+  reached_ = 0;
+}
+
+std::size_t wagma_policy::reached(std::uint64_t step) {
+  if (waiting_global_ != step) {
+    waiting_global_ = step;
+    reached_ = static_cast<std::size_t>(std::count_if(live_.begin(), live_.end(), [&](int worker) {
+      return fresh_step_[static_cast<std::size_t>(worker)] >= step;
+    }));
+  }
+  return reached_;
 }
 
 std::vector<group_decision> wagma_policy::on_group_done(const group_outcome&) {
@@ -62,22 +85,16 @@ std::vector<group_decision> wagma_policy::activate_due() {
   std::vector<group_decision> decisions;
   if (live_.empty())
     return decisions;
-  std::uint64_t furthest = 0;
-  for (int worker : live_)
-    furthest = std::max(furthest, fresh_step_[static_cast<std::size_t>(worker)]);
-  while (activated_ < furthest) {
+  while (activated_ < furthest_) {
     const std::uint64_t step = activated_ + 1;
-    std::size_t fresh = 0;
-    for (int worker : live_)
-      fresh += fresh_step_[static_cast<std::size_t>(worker)] >= step ? 1 : 0;
     if (is_global(step)) {
-      if (fresh < live_.size())
+      if (reached(step) < live_.size())
         break; // blocking: everyone finishes this step first
       group_decision everyone;
       everyone.members = live_;
       everyone.kind = round_kind::full_sync;
       everyone.step = step;
-      everyone.fresh_arrivals = fresh;
+      everyone.fresh_arrivals = live_.size();
       decisions.push_back(std::move(everyone));
     } else {
       for (const auto& group : schedule_.groups(step - 1)) {
@@ -105,6 +122,7 @@ std::string wagma_policy::save_state() const {
 
 void wagma_policy::load_state(const std::string& state) {
   detail::load_fields(state, "wagma", live_, fresh_step_, activated_);
+  forget_counts();
 }
 
 } // namespace herd::policy

@@ -49,6 +49,10 @@ private:
   std::vector<group_decision> activate_due();
   bool is_global(std::uint64_t step) const;
   bool live(int worker) const;
+  // Live workers whose fresh step is at least `step` (a global average's): counted once per
+  // such step, then kept by on_ready as workers reach it.
+  std::size_t reached(std::uint64_t step);
+  void forget_counts(); // the live workers or their steps changed: recount
 
   butterfly_schedule schedule_;
   int sync_every_;
@@ -56,6 +60,12 @@ private:
   std::vector<int> live_;                 // ascending
   std::vector<std::uint64_t> fresh_step_; // by worker: its latest fresh arrival's step
   std::uint64_t activated_ = 0;
+  // Derived, not saved, so that an arrival costs O(1) rather than scans of every worker (which
+  // made a step of P workers cost O(P^2)): the furthest fresh step of a live worker, and the
+  // global average waited for (0: none) with how many live workers have reached it.
+  std::uint64_t furthest_ = 0;
+  std::uint64_t waiting_global_ = 0;
+  std::size_t reached_ = 0;
 };
 
 } // namespace herd::policy

@@ -88,6 +88,24 @@ TEST(wagma_policy, lost_workers_leave_the_groups_and_a_loss_can_complete_a_globa
   EXPECT_EQ(global[0].kind, round_kind::full_sync);
 }
 
+TEST(wagma_policy,
+     a_global_average_still_waits_for_the_live_workers_after_one_that_finished_is_lost) {
+  wagma_policy policy(4, settings(2, 2));
+  policy.set_live_workers(iota(4));
+  EXPECT_EQ(policy.on_ready(ready(0, 1)).size(), 2u);
+  for (int worker : {1, 2, 3})
+    EXPECT_TRUE(policy.on_ready(ready(worker, 1)).empty());
+  for (int worker : {0, 1, 2}) // three of four finish step 2, the global average's
+    EXPECT_TRUE(policy.on_ready(ready(worker, 2)).empty()) << "worker " << worker;
+  // Worker 2, which had finished it, is lost: the average still waits for worker 3.
+  EXPECT_TRUE(policy.set_live_workers({0, 1, 3}).empty());
+  const auto global = policy.on_ready(ready(3, 2));
+  ASSERT_EQ(global.size(), 1u);
+  EXPECT_EQ(global[0].kind, round_kind::full_sync);
+  EXPECT_EQ(global[0].members, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(global[0].step, 2u);
+}
+
 TEST(wagma_policy, workers_that_are_not_a_power_of_two_form_smaller_groups) {
   wagma_policy policy(6, settings(4, 0));
   policy.set_live_workers(iota(6));
