@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <netinet/in.h>
+#include <poll.h>
 #include <random>
 #include <string>
 #include <sys/socket.h>
@@ -536,6 +537,77 @@ TEST(control_gate_tls, without_name_checks_any_certificate_the_ca_signed_is_a_me
   member.check_names = false;
   gate_dialer node("127.0.0.1", gate.port(), member);
   expect_admitted(node, log);
+}
+
+// A TLS write that would block (the peer reads nothing and the socket is full) goes on where it
+// stopped once the peer reads, from a buffer that has moved meanwhile, as CAF's writer retries:
+// every byte arrives, in order.
+TEST(control_gate_tls, a_write_that_would_block_goes_on_from_a_moved_buffer) {
+  using herd::cluster::gate_clock;
+  using herd::cluster::gate_link;
+  using herd::cluster::link_status;
+  using herd::cluster::tls_context;
+  certificates certs;
+  ASSERT_TRUE(certs.made);
+  const tls_context server_side(tls_context::side::server,
+                                {certs.dir.file("ca.pem"), certs.dir.file("coordinator.pem"),
+                                 certs.dir.file("coordinator.key")});
+  const tls_context client_side(
+      tls_context::side::client,
+      {certs.dir.file("ca.pem"), certs.dir.file("node.pem"), certs.dir.file("node.key")});
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const int small = 64 * 1024;
+  ::setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  gate_link server(fds[0], &server_side);
+  gate_link client(fds[1], &client_side);
+  std::string server_handshake;
+  std::thread accepting([&] { server_handshake = server.handshake(gate_clock::now() + 10s); });
+  const auto client_handshake = client.handshake(gate_clock::now() + 10s);
+  accepting.join();
+  ASSERT_EQ(client_handshake, "");
+  ASSERT_EQ(server_handshake, "");
+
+  std::string payload(8u << 20, '\0');
+  for (std::size_t i = 0; i < payload.size(); ++i)
+    payload[i] = static_cast<char>(i * 7 % 251);
+  std::size_t sent = 0;
+  bool blocked = false;
+  while (!blocked && sent < payload.size()) {
+    std::size_t moved = 0;
+    const auto status = client.write_some(payload.data() + sent, payload.size() - sent, moved);
+    blocked = status == link_status::would_block;
+    ASSERT_TRUE(blocked || status == link_status::done) << client.failure();
+    sent += moved;
+  }
+  ASSERT_TRUE(blocked) << "8 MiB never filled the socket";
+  EXPECT_EQ(client.write_wants(), POLLOUT);
+
+  std::string received(payload.size(), '\0');
+  bool read_all = false;
+  std::thread reading([&] {
+    read_all = server.read_exactly(received.data(), received.size(), gate_clock::now() + 20s);
+  });
+  // The rest, from a copy at another address each time the write would block.
+  std::string rest = payload.substr(sent);
+  std::size_t offset = 0;
+  const auto deadline = gate_clock::now() + 20s;
+  while (offset < rest.size() && gate_clock::now() < deadline) {
+    std::size_t moved = 0;
+    const auto status = client.write_some(rest.data() + offset, rest.size() - offset, moved);
+    ASSERT_TRUE(status == link_status::done || status == link_status::would_block)
+        << client.failure();
+    offset += moved;
+    if (status == link_status::would_block) {
+      rest = std::string(rest.substr(offset)); // moved: the retry passes the same bytes elsewhere
+      offset = 0;
+      pollfd ready{client.fd(), client.write_wants(), 0};
+      ::poll(&ready, 1, 1000);
+    }
+  }
+  reading.join();
+  ASSERT_TRUE(read_all);
+  EXPECT_TRUE(received == payload) << "bytes lost, repeated or reordered";
 }
 
 TEST(control_gate_tls, an_unusable_tls_file_is_named_with_its_key) {
