@@ -89,6 +89,24 @@ TEST(sync_policy, losing_the_last_missing_worker_completes_the_round_without_it)
   EXPECT_EQ(policy->on_ready(ready(3, 2)).size(), 1u);
 }
 
+TEST(sync_policy, a_worker_lost_while_its_round_runs_is_not_counted_when_the_round_ends) {
+  auto policy = herd::policy::make_sync_policy();
+  policy->set_live_workers({0, 1, 2});
+  policy->on_ready(ready(0));
+  policy->on_ready(ready(1));
+  const auto decisions = policy->on_ready(ready(2));
+  ASSERT_EQ(decisions.size(), 1u);
+  // Worker 2 is lost while the round runs; the round still took its gradient.
+  EXPECT_TRUE(policy->set_live_workers({0, 1}).empty());
+  EXPECT_TRUE(policy->on_group_done(outcome(decisions[0], {1, 1, 1})).empty());
+  // The next round waits for both live workers, not one.
+  EXPECT_TRUE(policy->on_ready(ready(0, 2)).empty()) << "a round after one of two arrivals";
+  const auto next = policy->on_ready(ready(1, 2));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(next[0].fresh_arrivals, 2u);
+}
+
 TEST(sync_policy, readiness_of_a_lost_worker_is_forgotten) {
   auto policy = herd::policy::make_sync_policy();
   policy->set_live_workers({0, 1});
