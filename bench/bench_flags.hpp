@@ -37,6 +37,26 @@ inline int int_flag(const std::string& program, const std::string& key, const st
   return number;
 }
 
+/// A comma-separated list's items (`--algorithms=sync,solo`), empty ones left out.
+inline std::vector<std::string> list_flag(const std::string& value) {
+  std::vector<std::string> items;
+  std::stringstream list(value);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty())
+      items.push_back(item);
+  return items;
+}
+
+/// A comma-separated list of whole numbers (`--workers=16,256`); anything else ends the program
+/// with status 2, naming `program`, `key` and the item.
+inline std::vector<int> int_list(const std::string& program, const std::string& key,
+                                 const std::string& value) {
+  std::vector<int> numbers;
+  for (const auto& item : list_flag(value))
+    numbers.push_back(int_flag(program, key, item));
+  return numbers;
+}
+
 /// A list of "off" and "on" (`--tls=off,on`) as false and true; anything else ends the program
 /// with status 2, naming `program`, `key` and the item.
 inline std::vector<bool> off_on_list(const std::string& program, const std::string& key,

@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,31 +40,20 @@ struct options {
   bool cpu_clock = false;
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty())
-      items.push_back(item);
-  return items;
-}
-
 options parse(int argc, char** argv) {
   options parsed;
   for (int i = 1; i < argc; ++i) {
     const auto [key, value] = herd::bench::split_flag(argv[i]);
     if (key == "--workers") {
-      parsed.workers.clear();
-      for (const auto& item : split(value))
-        parsed.workers.push_back(std::stoi(item));
+      parsed.workers = herd::bench::int_list("bench_scale", key, value);
     } else if (key == "--algorithms") {
-      parsed.algorithms = split(value);
+      parsed.algorithms = herd::bench::list_flag(value);
     } else if (key == "--step-ms") {
       parsed.step_ms = std::stod(value);
     } else if (key == "--seconds") {
       parsed.seconds = std::stod(value);
     } else if (key == "--repetitions") {
-      parsed.repetitions = std::stoi(value);
+      parsed.repetitions = herd::bench::int_flag("bench_scale", key, value);
     } else if (key == "--clock" && (value == "wall" || value == "cpu")) {
       parsed.cpu_clock = value == "cpu";
     } else {
