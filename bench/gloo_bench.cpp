@@ -62,8 +62,7 @@ struct options {
 template <typename T>
 std::vector<T> parse_list(const std::string& text) {
   std::vector<T> values;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');)
+  for (const auto& item : herd::bench::list_flag(text))
     values.push_back(static_cast<T>(std::stod(item)));
   return values;
 }

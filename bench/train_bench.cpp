@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,10 +58,7 @@ options parse(int argc, char** argv) {
     else if (key == "--samples")
       parsed.samples = std::stoul(value);
     else if (key == "--batches") {
-      parsed.batches.clear();
-      std::stringstream list(value);
-      for (std::string item; std::getline(list, item, ',');)
-        parsed.batches.push_back(std::stoi(item));
+      parsed.batches = herd::bench::int_list("bench_train", key, value);
     } else {
       std::cerr << "usage: bench_train [--repetitions=N] [--epochs=N] [--workers=P] "
                    "[--batches=b1,b2] [--data=fashion-mnist|synthetic] [--path=DIR] "
