@@ -8,6 +8,16 @@
 
 namespace herd::models {
 
+float model::loss_and_gradient_with_progress(const kernels::ops& ops, const float* params,
+                                             const tensor& x,
+                                             const std::vector<std::int32_t>& labels, float* grads,
+                                             model_workspace& work,
+                                             gradient_progress& progress) const {
+  const float batch_loss = loss_and_gradient(ops, params, x, labels, grads, work);
+  progress.final_from(0);
+  return batch_loss;
+}
+
 evaluation model::evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                            std::size_t batch_size, model_workspace& work) const {
   HERD_CHECK_GT(batch_size, 0u);

@@ -215,6 +215,17 @@ float sequential::loss(const kernels::ops& ops, const float* params, const tenso
 float sequential::loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                                     const std::vector<std::int32_t>& labels, float* grads,
                                     model_workspace& any) const {
+  struct ignored final : gradient_progress {
+    void final_from(std::size_t) override {}
+  } nobody;
+  return loss_and_gradient_with_progress(ops, params, x, labels, grads, any, nobody);
+}
+
+float sequential::loss_and_gradient_with_progress(const kernels::ops& ops, const float* params,
+                                                  const tensor& x,
+                                                  const std::vector<std::int32_t>& labels,
+                                                  float* grads, model_workspace& any,
+                                                  gradient_progress& progress) const {
   workspace& work = prepare(ops, x, labels, any);
   const pass p = make_pass(ops, true, ++work.steps, work);
   const float batch_loss = forward(p, params, x, work);
@@ -230,10 +241,13 @@ float sequential::loss_and_gradient(const kernels::ops& ops, const float* params
     tensor* dx = earlier_parameters ? &work.input_grads[i] : nullptr;
     each.backward(layer_pass(p, i), params + offsets_[i], *work.inputs[i], work.outputs[i], *dy,
                   grads + offsets_[i], dx, work.scratch[i]);
+    if (each.parameter_count() > 0 && earlier_parameters)
+      progress.final_from(offsets_[i]);
     if (dx == nullptr)
       break;
     dy = dx;
   }
+  progress.final_from(0);
   return batch_loss;
 }
 

@@ -59,6 +59,20 @@ public:
   virtual ~model_workspace() = default;
 };
 
+/// Told, while a backward pass runs, how much of the gradient is final, so that a caller can
+/// start reducing parts of it (buckets) before the pass ends. Parameters are laid out in forward
+/// order and backward visits the layers in reverse, so what is final grows from the end of the
+/// buffer towards its start: one number says it.
+class gradient_progress {
+public:
+  virtual ~gradient_progress() = default;
+  /// grads[begin, parameter_count()) is final: nothing later in this pass writes it. Called with
+  /// `begin` never increasing, the last time with 0. The writes have been issued to the pass's
+  /// ops: on the host they are done; on a GPU they are queued on the ops' stream, and a reader
+  /// on another stream waits for that stream first.
+  virtual void final_from(std::size_t begin) = 0;
+};
+
 class model {
 public:
   virtual ~model() = default;
@@ -89,6 +103,16 @@ public:
   virtual float loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                                   const std::vector<std::int32_t>& labels, float* grads,
                                   model_workspace& work) const = 0;
+
+  /// loss_and_gradient() that tells `progress` as parts of the gradient become final. This
+  /// default calls loss_and_gradient() and then progress.final_from(0): right for any model,
+  /// with nothing final early. Herd's sequential models report each layer's part as soon as its
+  /// backward has written it.
+  virtual float loss_and_gradient_with_progress(const kernels::ops& ops, const float* params,
+                                                const tensor& x,
+                                                const std::vector<std::int32_t>& labels,
+                                                float* grads, model_workspace& work,
+                                                gradient_progress& progress) const;
 
   /// Forward only, as in evaluation: the batch's mean loss.
   virtual float loss(const kernels::ops& ops, const float* params, const tensor& x,

@@ -32,6 +32,11 @@ public:
   float loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                           const std::vector<std::int32_t>& labels, float* grads,
                           model_workspace& work) const override;
+  /// Reports final_from(offset of layer i) once layer i's backward has written its slice.
+  float loss_and_gradient_with_progress(const kernels::ops& ops, const float* params,
+                                        const tensor& x, const std::vector<std::int32_t>& labels,
+                                        float* grads, model_workspace& work,
+                                        gradient_progress& progress) const override;
   float loss(const kernels::ops& ops, const float* params, const tensor& x,
              const std::vector<std::int32_t>& labels, model_workspace& work) const override;
   void probabilities(const kernels::ops& ops, const float* params, const tensor& x, tensor& probs,
