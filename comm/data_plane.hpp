@@ -58,7 +58,19 @@ struct operation_options {
   std::uint64_t tag = 0;
   /// The operation's deadline; zero or negative: the plane's own (c10d's kUnsetTimeout).
   std::chrono::milliseconds timeout{0};
+  /// A reduction of one part of a buffer (a bucket): its `count` floats are floats
+  /// [part_offset, part_offset + count) of a buffer of `whole_count` (0: the reduction is the
+  /// whole buffer). The local plane reads the attached buffers from part_offset on. Gloo sums
+  /// each element in the order a reduction of the whole buffer would (its ring cuts its chunks
+  /// from the whole), so a buffer reduced part by part, in any parts, ends with the bits it ends
+  /// with reduced at once, and error feedback keeps each element's residual whatever part it
+  /// travels in. NCCL sums in an order of its own.
+  std::size_t whole_count = 0;
+  std::size_t part_offset = 0;
 };
+
+/// Why `options` cannot describe a part of a reduction of `count` floats ("" when it can).
+std::string part_error(std::size_t count, const operation_options& options);
 
 class data_plane {
 public:

@@ -141,17 +141,23 @@ void gloo_mesh::reduce(const std::vector<weighted_input>& inputs, const float* s
   }
   const char* null_buffer = send == nullptr ? "send" : out == nullptr ? "out" : nullptr;
   int position = check_call("group_reduce", null_buffer, count, ranks, options.tag);
+  if (const auto bad_part = part_error(count, options); !bad_part.empty())
+    throw std::invalid_argument("group_reduce on rank " + std::to_string(rank_) + ": " + bad_part);
   if (ranks.size() == 1 || count == 0) {
     if (out != send || own_weight != 1.0f)
       scale_into(out, send, own_weight, count);
     return;
   }
+  const partition parts{count, static_cast<int>(ranks.size()), options.whole_count,
+                        options.part_offset};
+  const std::string part = options.whole_count == 0
+                               ? ""
+                               : " at " + std::to_string(options.part_offset) + " of " +
+                                     std::to_string(options.whole_count);
   run("group_reduce (tag " + std::to_string(options.tag) + ", count " + std::to_string(count) +
-          ", ranks " + describe(ranks) + ") on rank " + std::to_string(rank_),
-      options,
-      wire_view::staging_floats(compression_, sealer_ != nullptr,
-                                partition{count, static_cast<int>(ranks.size())}),
-      [&](operation& op) { ring_allreduce(op, send, own_weight, out, count, ranks, position); });
+          part + ", ranks " + describe(ranks) + ") on rank " + std::to_string(rank_),
+      options, wire_view::staging_floats(compression_, sealer_ != nullptr, parts),
+      [&](operation& op) { ring_allreduce(op, send, own_weight, out, parts, position, ranks); });
 }
 
 void gloo_mesh::broadcast_from(int root, float* data, std::size_t count,
@@ -184,23 +190,25 @@ void gloo_mesh::broadcast_from(int root, float* data, std::size_t count,
 // once as it leaves; a chunk's final sum is rounded once by its owner, which keeps the rounded
 // value too, and passed on as those bytes: every rank ends with the same result, bit for bit.
 void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, float* out,
-                               std::size_t count, const std::vector<int>& ranks, int position) {
+                               const partition& parts, int position,
+                               const std::vector<int>& ranks) {
   const int k = static_cast<int>(ranks.size());
   const int p = position;
   auto chunk_at = [k](int c) { return ((c % k) + k) % k; };
   const int left = ranks[static_cast<std::size_t>(chunk_at(p - 1))];
   const int right = ranks[static_cast<std::size_t>(chunk_at(p + 1))];
-  const partition parts{count, k};
   float* staging = op.staging();
   const wire_view wire(compression_, sealer_ != nullptr, staging, parts);
-  // Rounds a segment of staging onto the wire; with error feedback, through this rank's residual.
+  // Rounds a segment of staging onto the wire; with error feedback, through this rank's residual
+  // (one per element of the whole buffer).
   auto depart = [&](int c, std::size_t s) {
     if (!error_feedback_)
       return wire.depart(c, s);
+    const std::size_t whole = parts.whole == 0 ? parts.count : parts.whole;
     std::lock_guard<std::mutex> guard(residual_mutex_);
-    if (residual_.size() != count)
-      residual_.assign(count, 0.0f);
-    wire.depart(c, s, residual_.data());
+    if (residual_.size() != whole)
+      residual_.assign(whole, 0.0f);
+    wire.depart(c, s, residual_.data() + parts.offset);
   };
   const std::uint64_t tag = op.tag();
   // Steps 0..k-2 reduce-scatter, k-1..2k-3 allgather.

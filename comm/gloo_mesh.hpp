@@ -38,6 +38,7 @@
 #include "comm/gloo_plane.hpp"
 #include "comm/watchdog.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -102,12 +103,17 @@ struct staging_block {
 struct partition {
   std::size_t count = 0;
   int parts = 1;
+  // A part of a larger buffer (operation_options): the chunks are the whole buffer's, cut to
+  // the `count` floats at `offset` (some of them empty), and offsets count from the part's start.
+  std::size_t whole = 0; // 0: the part is the whole buffer
+  std::size_t offset = 0;
 
   std::size_t begin(int chunk) const {
-    auto base = count / static_cast<std::size_t>(parts);
-    auto extra = count % static_cast<std::size_t>(parts);
+    const std::size_t of = whole == 0 ? count : whole;
+    auto base = of / static_cast<std::size_t>(parts);
+    auto extra = of % static_cast<std::size_t>(parts);
     auto c = static_cast<std::size_t>(chunk);
-    return c * base + std::min(c, extra);
+    return std::clamp(c * base + std::min(c, extra), offset, offset + count) - offset;
   }
   std::size_t size(int chunk) const { return begin(chunk + 1) - begin(chunk); }
   std::size_t segments(int chunk) const {
@@ -170,8 +176,8 @@ private:
   // `staging_floats`: the staging memory the operation needs, in floats.
   void run(std::string description, const operation_options& options, std::size_t staging_floats,
            const std::function<void(operation&)>& body);
-  void ring_allreduce(operation& op, const float* send, float weight, float* out, std::size_t count,
-                      const std::vector<int>& ranks, int position);
+  void ring_allreduce(operation& op, const float* send, float weight, float* out,
+                      const partition& parts, int position, const std::vector<int>& ranks);
   void chain_broadcast(operation& op, float* data, std::size_t count, const std::vector<int>& ranks,
                        int position, int root_position);
 

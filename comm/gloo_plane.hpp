@@ -26,7 +26,7 @@ struct gloo_plane_options {
   // With fp16 or bf16: what rounding takes from each element this rank rounds is kept, by element
   // index, and added to that element the next time this rank rounds it (error feedback), so the
   // errors do not accumulate over rounds. The residual is reset when a reduction of another length
-  // comes; a failed reduction loses what it carried.
+  // comes (of a part, the length of its whole buffer); a failed reduction loses what it carried.
   bool error_feedback = false;
   // With a key (the same on every rank, from the control plane), every message is sealed with
   // AES-256-GCM (comm/sealing.hpp): a message that does not open fails its operation, naming the

@@ -34,7 +34,7 @@ public:
   // It ends before it returns, so the deadline has nothing to bound.
   std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
                                      float* out, std::size_t count,
-                                     const operation_options&) override {
+                                     const operation_options& options) override {
     auto bad_call = [](std::string why) {
       return ended_work({outcome::invalid_argument, std::move(why)});
     };
@@ -42,6 +42,9 @@ public:
       return bad_call("group_reduce with no inputs");
     if (send != nullptr)
       return bad_call("the local plane reads the attached send buffers; send must be null");
+    if (const auto bad_part = part_error(count, options); !bad_part.empty())
+      return bad_call(bad_part);
+    const std::size_t whole = options.whole_count == 0 ? count : options.whole_count;
     std::vector<const float*> sources;
     std::vector<float> weights;
     sources.reserve(inputs.size());
@@ -52,11 +55,11 @@ public:
       auto found = buffers_.find(input.rank);
       if (found == buffers_.end())
         return bad_call("rank " + std::to_string(input.rank) + " has no attached buffer");
-      if (found->second.count != count)
+      if (found->second.count != whole)
         return bad_call("rank " + std::to_string(input.rank) + " attached " +
                         std::to_string(found->second.count) + " floats, the reduction wants " +
-                        std::to_string(count));
-      sources.push_back(found->second.data);
+                        std::to_string(whole));
+      sources.push_back(found->second.data + options.part_offset);
       weights.push_back(input.weight);
     }
     try {

@@ -327,6 +327,94 @@ TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones)
   }
 }
 
+// A buffer reduced in parts (buckets, the last part first as backward makes them) ends with the
+// bits one reduction of it gives: every element is summed in the order the whole buffer's ring
+// sums it, in every wire format, sealed or not, and with error feedback over several rounds. The
+// same parts reduced as buffers of their own do not: the ring then starts each element's sum at
+// another member, which is why a part says where it lies in the whole.
+class gloo_plane_parts : public testing::TestWithParam<herd::comm::wire_format> {};
+
+TEST_P(gloo_plane_parts, a_buffer_reduced_in_parts_ends_with_the_bits_of_one_reduction) {
+  const auto format = GetParam();
+  const bool feedback = format != herd::comm::wire_format::fp32;
+  const std::size_t count = 700001; // over 2 segments a chunk among 3
+  // Where each part starts, the last part first; cuts inside chunks and segments, and a part
+  // of one float.
+  const std::vector<std::size_t> starts{500000, 499999, 123457, 0};
+  const std::vector<float> weights{0.5f, 0.3f, 0.2f};
+  const std::vector<int> ranks{0, 1, 2};
+  enum class how { at_once, in_parts, in_parts_alone };
+  // Three rounds (error feedback carries between them); the tag advances with every operation.
+  auto reduce = [&](herd::comm::gloo_plane& plane, int rank, how way) {
+    std::vector<herd::comm::weighted_input> inputs;
+    for (int member : ranks)
+      inputs.push_back({member, weights[static_cast<std::size_t>(member)]});
+    std::vector<float> data;
+    std::uint64_t tag = 0;
+    for (std::size_t round = 0; round < 3; ++round) {
+      data = random_values(count, seed_of(round, rank));
+      std::size_t end = count;
+      for (std::size_t start : way == how::at_once ? std::vector<std::size_t>{0} : starts) {
+        herd::comm::operation_options options{tag++, generous_timeout};
+        if (way == how::in_parts) {
+          options.whole_count = count;
+          options.part_offset = start;
+        }
+        const auto result = plane
+                                .group_reduce(inputs, data.data() + start, data.data() + start,
+                                              end - start, options)
+                                ->wait(generous_timeout);
+        EXPECT_EQ(result.message(), "") << "rank " << rank << ", part at " << start;
+        end = start;
+      }
+    }
+    return data;
+  };
+  auto run_with = [&](how way, std::optional<herd::comm::plane_key> key) {
+    std::vector<std::vector<float>> results(ranks.size());
+    run_ranks(
+        3,
+        [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+          results[static_cast<std::size_t>(rank)] = reduce(*plane, rank, way);
+        },
+        [&](int rank, gloo_plane_options& options) {
+          wire_of(format, key)(rank, options);
+          options.error_feedback = feedback;
+        });
+    return results;
+  };
+  const auto at_once = run_with(how::at_once, std::nullopt);
+  EXPECT_EQ(run_with(how::in_parts, std::nullopt), at_once);
+  EXPECT_EQ(run_with(how::in_parts, herd::comm::random_plane_key()), at_once);
+  const auto alone = run_with(how::in_parts_alone, std::nullopt);
+  EXPECT_EQ(alone[0], alone[1]) << "members of one reduction ended apart";
+  EXPECT_NE(alone[0], at_once[0]) << "parts reduced alone should sum in another order";
+}
+
+INSTANTIATE_TEST_SUITE_P(formats, gloo_plane_parts,
+                         testing::Values(herd::comm::wire_format::fp32,
+                                         herd::comm::wire_format::fp16,
+                                         herd::comm::wire_format::bf16),
+                         [](const auto& param_info) {
+                           return std::string(herd::comm::name_of(param_info.param));
+                         });
+
+// A part that does not fit in its whole buffer is refused before anything is sent.
+TEST(gloo_plane, a_part_outside_its_whole_buffer_is_refused) {
+  run_ranks(1, [&](int, std::unique_ptr<gloo_plane>& plane) {
+    std::vector<float> data(8, 1.0f);
+    herd::comm::operation_options options{1, generous_timeout};
+    options.whole_count = 8;
+    options.part_offset = 6;
+    const auto refused = plane->group_reduce({{0, 1.0f}}, data.data(), data.data(), 4, options)
+                             ->wait(generous_timeout);
+    EXPECT_EQ(refused.kind(), outcome::invalid_argument);
+    EXPECT_THAT(refused.message(),
+                HasSubstr("a part of 4 floats at 6 does not fit in a buffer of 8"));
+    EXPECT_EQ(data, std::vector<float>(8, 1.0f));
+  });
+}
+
 // A rank whose messages are not sealed with the plane's key (it never got the key: an impostor
 // that took a peer's place, or bytes crafted by anyone else) is refused by name; what it sent
 // reaches no caller's buffer, and the ranks that hold the key go on reducing among themselves.

@@ -36,6 +36,34 @@ TEST(local_plane, weighted_group_reduce_reads_attached_buffers) {
     ASSERT_NEAR(out[i], 0.5f * sends[3][i] + 0.25f * sends[0][i] + 0.25f * sends[2][i], 1e-6f) << i;
 }
 
+// A part of the buffers (a bucket): the floats at its offset, into an output of its size, the
+// same bits as those floats of a reduction of the whole; a part that does not fit is refused.
+TEST(local_plane, a_part_reads_the_attached_buffers_from_its_offset) {
+  auto plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
+  const std::size_t n = 1001;
+  std::vector<std::vector<float>> sends;
+  for (int rank = 0; rank < 3; ++rank) {
+    sends.push_back(herd::testing::random_values(n, 200 + rank));
+    plane->attach(rank, sends.back().data(), n);
+  }
+  const std::vector<herd::comm::weighted_input> inputs{{0, 0.5f}, {1, 0.3f}, {2, 0.2f}};
+  std::vector<float> whole(n);
+  ASSERT_TRUE(plane->group_reduce(inputs, nullptr, whole.data(), n, {})->wait(0ms).ok());
+  herd::comm::operation_options part;
+  part.whole_count = n;
+  part.part_offset = 700;
+  std::vector<float> out(n - 700);
+  const auto done = plane->group_reduce(inputs, nullptr, out.data(), out.size(), part)->wait(0ms);
+  ASSERT_EQ(done.message(), "");
+  EXPECT_EQ(out, std::vector<float>(whole.begin() + 700, whole.end()));
+
+  part.part_offset = 702;
+  const auto refused = plane->group_reduce(inputs, nullptr, out.data(), out.size(), part)->wait(0ms);
+  EXPECT_EQ(refused.kind(), herd::comm::outcome::invalid_argument);
+  EXPECT_THAT(refused.message(),
+              testing::HasSubstr("a part of 301 floats at 702 does not fit in a buffer of 1001"));
+}
+
 TEST(local_plane, reads_in_place_so_later_writes_show_in_the_next_reduction) {
   auto plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
   std::vector<float> send(8, 1.0f);
