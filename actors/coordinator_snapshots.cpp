@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iomanip>
+#include <sstream>
 
 namespace herd::actors {
 
@@ -20,6 +22,15 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
   counters_ = record.counters;
   counters_.samples_per_epoch = setup_.samples_per_epoch;
   evaluations_.resume_from(record.evaluations);
+  if (const auto& reached = evaluations_.target_point()) {
+    std::ostringstream text;
+    text << "train.target-accuracy " << setup_.config.train.target_accuracy
+         << " was reached before the checkpoint (test accuracy " << std::fixed
+         << std::setprecision(4) << reached->test_accuracy << " at round " << reached->round
+         << ", " << std::setprecision(1) << reached->elapsed_seconds
+         << " s): it does not stop this run again";
+    notice(text.str());
+  }
   policy_->load_state(record.policy_state);
   elapsed_offset_ = record.elapsed_seconds;
   next_round_ = record.next_round;

@@ -36,6 +36,28 @@ bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr p
   return true;
 }
 
+void evaluation_schedule::resume_from(const evaluation_schedule& saved) {
+  next_snapshot_seconds_ = saved.next_snapshot_seconds_;
+  evaluations_ = saved.evaluations_;
+  time_to_target_.reset();
+  target_point_.reset();
+  target_parameters_.reset();
+  const double target = settings_.target_accuracy;
+  if (target <= 0.0)
+    return;
+  const auto reached = std::find_if(evaluations_.begin(), evaluations_.end(),
+                                    [target](const auto& point) {
+                                      return point.test_accuracy >= target;
+                                    });
+  if (reached == evaluations_.end())
+    return;
+  time_to_target_ = reached->elapsed_seconds;
+  target_point_ = *reached;
+  if (saved.target_point_ && saved.target_point_->round == reached->round &&
+      saved.target_point_->elapsed_seconds == reached->elapsed_seconds)
+    target_parameters_ = saved.target_parameters_;
+}
+
 std::optional<double> evaluation_schedule::latest_accuracy() const {
   if (evaluations_.empty())
     return std::nullopt;

@@ -75,14 +75,10 @@ public:
   const std::optional<evaluation_point>& final_point() const { return final_; }
 
   /// Goes on from a checkpoint's schedule (its evaluations and the target's evaluation and
-  /// parameters; these settings).
-  void resume_from(const evaluation_schedule& saved) {
-    next_snapshot_seconds_ = saved.next_snapshot_seconds_;
-    evaluations_ = saved.evaluations_;
-    time_to_target_ = saved.time_to_target_;
-    target_point_ = saved.target_point_;
-    target_parameters_ = saved.target_parameters_;
-  }
+  /// parameters; these settings). The target in force may not be the checkpoint's: the first
+  /// evaluation so far that reached this one counts, and the parameters the checkpoint kept
+  /// only when they are that evaluation's.
+  void resume_from(const evaluation_schedule& saved);
 
   /// What a run resumed from a checkpoint goes on with: the evaluations so far, when the target
   /// was reached and the parameters that reached it (not the settings, kept snapshots or an

@@ -137,6 +137,41 @@ TEST(evaluation_schedule, the_final_evaluation_is_kept_apart_from_the_others) {
   EXPECT_EQ(*schedule.time_to_target(), 2.0);
 }
 
+// A run resumed from a checkpoint counts the target in force, not the checkpoint's: a raised
+// target that no evaluation so far reached is still to reach (and stops the run when it is), a
+// lowered one was reached by the first evaluation at it. The parameters the checkpoint kept go on
+// only with the evaluation that took them.
+TEST(evaluation_schedule, a_resumed_run_counts_its_own_target_over_the_evaluations_so_far) {
+  evaluation_schedule before(every(1, 0.8));
+  before.record(point_at(1.0, 0.7));
+  const auto kept = std::make_shared<const std::vector<float>>(std::vector<float>{1.0f, 2.0f});
+  EXPECT_TRUE(before.record(point_at(2.0, 0.85), kept));
+
+  evaluation_schedule same(every(1, 0.8));
+  same.resume_from(before);
+  EXPECT_EQ(same.time_to_target(), 2.0);
+  EXPECT_EQ(same.target_parameters(), kept);
+  EXPECT_EQ(same.evaluations().size(), 2u);
+
+  evaluation_schedule raised(every(1, 0.9));
+  raised.resume_from(before);
+  EXPECT_FALSE(raised.time_to_target());
+  EXPECT_FALSE(raised.target_point());
+  EXPECT_FALSE(raised.target_parameters());
+  EXPECT_FALSE(raised.record(point_at(3.0, 0.88)));
+  EXPECT_TRUE(raised.record(point_at(4.0, 0.91)));
+  EXPECT_EQ(raised.time_to_target(), 4.0);
+
+  evaluation_schedule lowered(every(1, 0.6));
+  lowered.resume_from(before);
+  EXPECT_EQ(lowered.time_to_target(), 1.0);
+  EXPECT_FALSE(lowered.target_parameters()) << "kept for another evaluation";
+
+  evaluation_schedule none(every(1));
+  none.resume_from(before);
+  EXPECT_FALSE(none.time_to_target());
+}
+
 TEST(replica_mean, is_the_element_wise_mean_of_the_replicas) {
   std::mt19937 random(42);
   const std::vector<std::vector<float>> replicas{random_parameters(random, 257),
