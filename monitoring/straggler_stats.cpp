@@ -76,6 +76,14 @@ std::optional<double> straggler_stats::recent_median(int worker, double now_seco
   return median_of(std::move(times));
 }
 
+// The median of `sorted` without its element at `skip`: the rank r of the others is sorted[r]
+// below `skip` and sorted[r + 1] from it on, so no copy is made.
+double median_without(const std::vector<double>& sorted, std::size_t skip) {
+  const std::size_t n = sorted.size() - 1;
+  auto at = [&](std::size_t rank) { return sorted[rank < skip ? rank : rank + 1]; };
+  return n % 2 == 1 ? at(n / 2) : 0.5 * (at(n / 2 - 1) + at(n / 2));
+}
+
 straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
   snapshot result;
   result.score.assign(workers_.size(), std::nullopt);
@@ -92,13 +100,21 @@ straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
   }
   if (medians.empty())
     return result;
-  const double typical = median_of(medians);
-  if (typical <= 0.0)
-    return result;
-  for (std::size_t i = 0; i < workers_.size(); ++i)
-    if (workers_[i].live && workers_[i].last_median)
-      result.score[i] = *workers_[i].last_median / typical;
-  result.imbalance_ratio = *std::max_element(medians.begin(), medians.end()) / typical;
+  std::sort(medians.begin(), medians.end());
+  // Each worker against the others: against a median that included it, a worker could never
+  // score 2 with one other worker (it is half of their mean), nor as one of a slow half.
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].live || !workers_[i].last_median)
+      continue;
+    const double mine = *workers_[i].last_median;
+    const auto place = static_cast<std::size_t>(
+        std::lower_bound(medians.begin(), medians.end(), mine) - medians.begin());
+    const double others = medians.size() == 1 ? mine : median_without(medians, place);
+    if (others <= 0.0)
+      continue;
+    result.score[i] = mine / others;
+    result.imbalance_ratio = std::max(result.imbalance_ratio.value_or(0.0), *result.score[i]);
+  }
   return result;
 }
 

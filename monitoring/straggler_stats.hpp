@@ -1,5 +1,5 @@
 // Who is the straggler, now: each worker's median step time over a recent window of wall time,
-// against the median of all live workers' medians. Under allreduce every rank waits the same
+// against the median of the other live workers' medians. Under allreduce every rank waits the same
 // time, so the slow one hides in the wait; its step times do not (docs/metrics.md). A plain
 // class: the coordinator feeds it, tests drive it with scripted times.
 #pragma once
@@ -32,8 +32,8 @@ public:
   std::optional<double> recent_median(int worker, double now_seconds) const;
 
   struct snapshot {
-    std::vector<std::optional<double>> score; // by worker: its median over the median of all
-    std::optional<double> imbalance_ratio;    // max over median of the workers' medians
+    std::vector<std::optional<double>> score; // by worker: its median over the others' median
+    std::optional<double> imbalance_ratio;    // the highest score
   };
 
   /// Scores at `now_seconds`. A live worker with no step in the window keeps its last median

@@ -1,5 +1,6 @@
-// Straggler scores on scripted step times: the slow worker stands out, the score follows a worker
-// that becomes slow and recovers, and lost workers stop counting.
+// Straggler scores on scripted step times: the slow worker stands out (against the other workers,
+// so also when it is one of two, or of a slow half), the score follows a worker that becomes slow
+// and recovers, and lost workers stop counting.
 #include "monitoring/straggler_stats.hpp"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,34 @@ TEST(straggler_stats, the_slow_worker_scores_its_slowdown_and_the_others_one) {
   EXPECT_NEAR(*now.imbalance_ratio, 3.0, 1e-9);
 }
 
+// The reference is the other workers' median: with two workers, or a slow half, a median that
+// counted the slow worker itself would be its mean with the fast one, and no score could reach 2.
+TEST(straggler_stats, one_slow_worker_of_two_scores_its_slowdown) {
+  straggler_stats stats(2, 10.0);
+  run(stats, {0.01, 0.045}, 0.0, 20.0);
+  const auto now = stats.compute(20.0);
+  EXPECT_NEAR(*now.score[1], 4.5, 1e-9);
+  EXPECT_NEAR(*now.score[0], 1.0 / 4.5, 1e-9);
+  EXPECT_NEAR(*now.imbalance_ratio, 4.5, 1e-9);
+}
+
+TEST(straggler_stats, a_slow_half_scores_its_slowdown) {
+  straggler_stats stats(4, 10.0);
+  run(stats, {0.01, 0.01, 0.04, 0.04}, 0.0, 20.0);
+  const auto now = stats.compute(20.0);
+  for (std::size_t slow : {2u, 3u})
+    EXPECT_NEAR(*now.score[slow], 4.0, 1e-9) << "worker " << slow;
+  for (std::size_t fast : {0u, 1u})
+    EXPECT_NEAR(*now.score[fast], 0.25, 1e-9) << "worker " << fast;
+  EXPECT_NEAR(*now.imbalance_ratio, 4.0, 1e-9);
+}
+
+TEST(straggler_stats, a_worker_alone_scores_one) {
+  straggler_stats stats(1, 10.0);
+  run(stats, {0.02}, 0.0, 1.0);
+  EXPECT_NEAR(*stats.compute(1.0).score[0], 1.0, 1e-9);
+}
+
 TEST(straggler_stats, the_score_follows_a_worker_that_becomes_slow_and_recovers) {
   straggler_stats stats(3, 5.0);
   run(stats, {0.01, 0.01, 0.01}, 0.0, 10.0);
@@ -64,9 +93,9 @@ TEST(straggler_stats, lost_workers_do_not_count) {
   stats.worker_lost(2);
   const auto now = stats.compute(10.0);
   EXPECT_FALSE(now.score[2].has_value());
-  // The median of two medians (0.01, 0.02) is their mean.
-  EXPECT_NEAR(*now.score[0], 0.01 / 0.015, 1e-9);
-  EXPECT_NEAR(*now.score[1], 0.02 / 0.015, 1e-9);
+  // Each of the two left against the other.
+  EXPECT_NEAR(*now.score[0], 0.01 / 0.02, 1e-9);
+  EXPECT_NEAR(*now.score[1], 0.02 / 0.01, 1e-9);
   stats.step_finished(2, 11.0, 5.0); // ignored
   EXPECT_FALSE(stats.compute(11.0).score[2].has_value());
 }
@@ -80,7 +109,7 @@ TEST(straggler_stats, a_worker_that_comes_back_counts_again_from_its_new_steps) 
   stats.step_finished(2, 11.0, 0.04);
   const auto now = stats.compute(11.0);
   ASSERT_TRUE(now.score[2].has_value());
-  EXPECT_NEAR(*now.score[2], 0.04 / 0.02, 1e-9); // the median of 0.01, 0.02, 0.04 is 0.02
+  EXPECT_NEAR(*now.score[2], 0.04 / 0.015, 1e-9); // the others' median: of 0.01 and 0.02
 }
 
 TEST(straggler_stats, nothing_to_say_before_the_first_step) {
