@@ -115,7 +115,7 @@ start_checkpoint_command(const std::string& command, const std::vector<std::stri
     return std::nullopt;
   }
   if (help_asked) {
-    std::cout << help();
+    std::cout << fit_help(help());
     status = 0;
     return std::nullopt;
   }

@@ -87,7 +87,7 @@ int run_coordinator(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   if (parsed.help) {
-    std::cout << coordinator_help();
+    std::cout << fit_help(coordinator_help());
     return exit_ok;
   }
   // The workers are the nodes' (train.workers is replaced once they joined), so checks against
@@ -199,7 +199,7 @@ int run_node_command(const std::vector<std::string>& args) {
       }
     }
     if (help) {
-      std::cout << node_help();
+      std::cout << fit_help(node_help());
       return exit_ok;
     }
     if (coordinator.empty())

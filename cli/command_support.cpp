@@ -6,6 +6,7 @@
 #include "cli/train_command.hpp"
 #include "herd/data.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -102,6 +103,122 @@ std::vector<std::string> split_list(const std::string& text) {
     if (!item.empty())
       items.push_back(item);
   return items;
+}
+
+namespace {
+
+// One paragraph or entry of a help text: what comes before its words (an entry's name, padded),
+// its words, and the column its continuation lines start at.
+struct help_block {
+  std::string lead;
+  std::string words;
+  std::size_t hang = 0;
+};
+
+std::size_t indentation(const std::string& line) {
+  const auto first = line.find_first_not_of(' ');
+  return first == std::string::npos ? line.size() : first;
+}
+
+// Spaces inside brackets ("[--report FILE]", "[256, 128]") do not break a line: they are kept
+// as this character until the block is written.
+constexpr char bound_space = '\x01';
+
+void add_words(help_block& block, std::string text) {
+  int depth = 0;
+  for (char& c : text) {
+    depth += c == '[' ? 1 : c == ']' && depth > 0 ? -1 : 0;
+    if (c == ' ' && depth > 0)
+      c = bound_space;
+  }
+  std::istringstream words(text);
+  for (std::string word; words >> word;)
+    block.words += (block.words.empty() ? "" : " ") + word;
+}
+
+void write_block(std::string& out, const help_block& block, std::size_t columns) {
+  out += block.lead;
+  std::size_t at = block.lead.size();
+  bool first = true;
+  if (!block.lead.empty() && block.lead.back() != ' ' && !block.words.empty()) {
+    out += '\n' + std::string(block.hang, ' '); // a name alone on its line
+    at = block.hang;
+  }
+  std::istringstream words(block.words);
+  for (std::string word; words >> word; first = false) {
+    if (!first && at + 1 + word.size() > columns) {
+      out += '\n' + std::string(block.hang, ' ');
+      at = block.hang;
+    } else if (!first) {
+      out += ' ';
+      ++at;
+    }
+    std::replace(word.begin(), word.end(), bound_space, ' ');
+    out += word;
+    at += word.size();
+  }
+  out += '\n';
+}
+
+} // namespace
+
+std::string fit_help(const std::string& text, std::size_t columns) {
+  std::string out;
+  help_block block;
+  bool open = false; // whether `block` holds a paragraph or entry not written yet
+  std::size_t block_indent = 0;
+  auto flush = [&] {
+    if (open)
+      write_block(out, block, columns);
+    open = false;
+    block = help_block{};
+  };
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t indent = indentation(line);
+    if (indent == line.size()) { // blank
+      flush();
+      out += '\n';
+      continue;
+    }
+    const bool paragraph = block_indent == 0 && block.lead.empty();
+    if (open && !paragraph && indent > block_indent) { // a continuation of an entry
+      if (block.hang == 0)
+        block.hang = indent;
+      add_words(block, line);
+      continue;
+    }
+    if (open && paragraph && indent == 0) { // the same paragraph
+      add_words(block, line);
+      continue;
+    }
+    flush();
+    open = true;
+    block_indent = indent;
+    if (line.rfind("usage: ", 0) == 0) { // continued under the command's first argument
+      const auto command_end = line.find(' ', line.find(' ', 7) + 1);
+      const std::size_t lead_end = command_end == std::string::npos ? line.size() : command_end + 1;
+      block.lead = line.substr(0, lead_end);
+      block.hang = lead_end;
+      add_words(block, line.substr(lead_end));
+      block_indent = 1; // so that its continuation lines (indented) join it
+    } else if (indent == 0) {
+      add_words(block, line);
+    } else { // an entry: its description starts after the first two spaces in a row
+      const auto gap = line.find("  ", indent);
+      const auto start =
+          gap == std::string::npos ? std::string::npos : line.find_first_not_of(' ', gap);
+      if (start == std::string::npos) { // a name alone: its lines below say what it is
+        block.lead = line.substr(0, line.find_last_not_of(' ') + 1);
+      } else {
+        block.lead = line.substr(0, start);
+        block.hang = start;
+        add_words(block, line.substr(start));
+      }
+    }
+  }
+  flush();
+  return out;
 }
 
 std::string join(const std::vector<std::string>& items) {

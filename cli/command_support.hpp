@@ -55,6 +55,16 @@ config::run_config load_for_command(const std::string& command, const std::strin
 /// Prints every problem as "herd <name>: <message>" on stderr.
 void print_config_errors(const std::string& name, const config::invalid_config& invalid);
 
+/// The width help texts keep to.
+constexpr std::size_t help_columns = 80;
+
+/// A help text with every paragraph and entry re-wrapped to `columns`. The text's layout says
+/// what belongs together: lines that start at column 0 are paragraphs (joined up to a blank
+/// line); an indented line starts an entry ("  --name ARG  what it does"), whose description
+/// begins after the first two spaces in a row and whose more deeply indented lines continue it;
+/// a "usage:" line is continued under its first argument. A word longer than a line overflows it.
+std::string fit_help(const std::string& text, std::size_t columns = help_columns);
+
 /// The start of a command that runs a configured job and writes into a directory (bench,
 /// simulate): `parse` reads the arguments (std::invalid_argument for bad ones) into `args`; then
 /// `help()` is shown if asked for, or the job is loaded and args.out_dir made. Returns the exit
@@ -67,7 +77,7 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
   try {
     args = parse();
     if (args.help) {
-      std::cout << help();
+      std::cout << fit_help(help());
       return 0;
     }
     job = load_for_command(name, args.config_file, args.overrides);

@@ -1,6 +1,7 @@
 // `herd devices`; see devices_command.hpp.
 #include "cli/devices_command.hpp"
 
+#include "cli/command_support.hpp"
 #include "cli/train_command.hpp" // exit statuses
 #include "comm/nccl_plane.hpp"
 #include "herd/ops.hpp"
@@ -55,10 +56,10 @@ std::string version_text() {
 int devices_command(const std::vector<std::string>& args) {
   for (const auto& arg : args) {
     if (arg == "--help" || arg == "-h") {
-      std::cout << devices_help;
+      std::cout << fit_help(devices_help);
       return exit_ok;
     }
-    std::cerr << "herd devices: unknown argument '" << arg << "'\n\n" << devices_help;
+    std::cerr << "herd devices: unknown argument '" << arg << "'\n\n" << fit_help(devices_help);
     return exit_bad_input;
   }
   const auto line = [](const std::string& label, const std::string& value) {

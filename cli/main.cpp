@@ -1,6 +1,7 @@
 // The `herd` executable: dispatches to its commands.
 #include "cli/bench_command.hpp"
 #include "cli/cluster_commands.hpp"
+#include "cli/command_support.hpp"
 #include "cli/devices_command.hpp"
 #include "cli/evaluate_command.hpp"
 #include "cli/predict_command.hpp"
@@ -43,13 +44,13 @@ int main(int argc, char** argv) {
     herd::cli::install_stop_signals();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::cerr << usage;
+    std::cerr << herd::cli::fit_help(usage);
     return herd::cli::exit_bad_input;
   }
   const std::string command = args.front();
   args.erase(args.begin());
   if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << usage;
+    std::cout << herd::cli::fit_help(usage);
     return herd::cli::exit_ok;
   }
   const bool known = command == "train" || command == "coordinator" || command == "node" ||

@@ -74,7 +74,7 @@ int run_train(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   if (parsed.help) {
-    std::cout << train_help();
+    std::cout << fit_help(train_help());
     return exit_ok;
   }
   auto preparation = prepare_run("train", parsed);

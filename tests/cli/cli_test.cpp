@@ -191,6 +191,32 @@ std::string repository_file(const std::string& path) {
   return text.str();
 }
 
+// Every line of every command's help, the command list's included, fits 80 columns.
+TEST_F(herd_cli, every_help_fits_80_columns) {
+  for (const char* command :
+       {"", "train", "coordinator", "node", "bench", "simulate", "evaluate", "predict", "devices"}) {
+    const auto help = std::string(command).empty() ? herd({"--help"}) : herd({command, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << command;
+    std::istringstream lines(help.output);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_LE(line.size(), 80u) << "herd " << command << " --help: " << line;
+  }
+}
+
+// A help text's entries as one line each: a line indented deeper than 2 goes on the one before.
+std::vector<std::string> help_entries(const std::string& help) {
+  std::vector<std::string> entries;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    const auto indent = line.find_first_not_of(' ');
+    if (indent != std::string::npos && indent > 2 && !entries.empty())
+      entries.back() += " " + line.substr(indent);
+    else
+      entries.push_back(line);
+  }
+  return entries;
+}
+
 TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
   std::string help;
   for (const char* command : {"train", "coordinator", "node", "bench", "simulate"})
@@ -198,8 +224,7 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
   // "  --train.lr   learning rate (real, default 0.05)"
   std::map<std::string, std::pair<std::string, std::string>> shown;
   const std::regex help_line(R"(^\s+--([a-z0-9.-]+)\s.*\(([^()]*), default (.*)\)\s*$)");
-  std::istringstream help_lines(help);
-  for (std::string line; std::getline(help_lines, line);)
+  for (const auto& line : help_entries(help))
     if (std::smatch m; std::regex_match(line, m, help_line))
       shown[m[1]] = {m[2], m[3]};
   ASSERT_GT(shown.size(), 40u) << help;
