@@ -1,6 +1,7 @@
 // The public job API (herd/job.hpp, herd/job_actor.hpp): the facade, spawn_job in the caller's
 // actor system, job::start in one of its own, and the registration of Herd's messages.
 #include "herd/job.hpp"
+#include "herd/config.hpp"
 #include "herd/job_actor.hpp"
 
 #include "actors/job_actor.hpp"
@@ -34,13 +35,22 @@ void add_message_types(caf::actor_system_config& config) {
 
 namespace {
 
-actors::job_setup setup_from(job_options options) {
+actors::job_setup setup_from(const config::run_config& config,
+                             const std::shared_ptr<const models::train_test_split>& data,
+                             job_options options) {
+  if (!data)
+    throw config::invalid_config({config::config_error{
+        "data", "data: no dataset (a null train_test_split); load one (herd/data.hpp) or make "
+                "your own (docs/embedding.md)"}});
   actors::job_setup setup;
   setup.session.model = std::move(options.model);
   setup.session.metrics = std::move(options.metrics);
   setup.session.progress_interval = options.progress_interval;
   setup.name = std::move(options.name);
-  setup.blas_threads = options.blas_threads;
+  if (!options.blas_threads)
+    setup.blas_threads = actors::blas_threads_for(config, config.train.workers);
+  else if (*options.blas_threads >= 0)
+    setup.blas_threads = *options.blas_threads;
   setup.on_progress = std::move(options.on_progress);
   setup.on_evaluation = std::move(options.on_evaluation);
   setup.on_notice = std::move(options.on_notice);
@@ -65,7 +75,7 @@ void resume_from(const std::string& path, const config::run_config& config,
 job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data, job_options options) {
   const std::string resume_path = options.resume_from;
-  auto setup = setup_from(std::move(options));
+  auto setup = setup_from(config, data, std::move(options));
   resume_from(resume_path, config, *data, setup);
   return actors::launch_job(system,
                             actors::prepare_job(std::move(config), std::move(data),
@@ -86,7 +96,7 @@ std::unique_ptr<job> job::start(config::run_config config,
                                 std::shared_ptr<const models::train_test_split> data,
                                 job_options options) {
   const std::string resume_path = options.resume_from;
-  auto setup = setup_from(std::move(options));
+  auto setup = setup_from(config, data, std::move(options));
   resume_from(resume_path, config, *data, setup);
   // Checked and prepared before any thread starts.
   auto plan = actors::prepare_job(std::move(config), std::move(data), std::move(setup));

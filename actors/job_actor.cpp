@@ -330,6 +330,13 @@ private:
     if (finished_)
       return;
     finished_ = true;
+    if (!callback_error_.empty() && summary_->stop_reason != "error") {
+      // The run stopped because a callback threw: the summary says so, as status() does.
+      auto failed_run = std::make_shared<run_summary>(*summary_);
+      failed_run->stop_reason = "error";
+      failed_run->error = callback_error_;
+      summary_ = std::move(failed_run);
+    }
     const auto final_parameters = trained_model(worker_parameters_, server_parameters_);
     job_status final_status;
     {

@@ -119,8 +119,8 @@ void start_job(caf::actor_system& system, const caf::actor& book,
     herd::job_options options;
     options.name = "job-" + std::to_string(id);
     options.metrics = metrics;
-    // Several jobs share this process's cores: one BLAS thread each (a process-wide setting,
-    // made here on purpose; Herd itself leaves it alone).
+    // Several jobs share this process's cores: one BLAS thread a GEMM (a process-wide setting),
+    // whatever one job alone would choose.
     options.blas_threads = 1;
     handle = herd::spawn_job(system, config, data, std::move(options));
     const std::lock_guard<std::mutex> lock(started.mutex);

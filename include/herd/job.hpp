@@ -48,10 +48,12 @@ struct job_options {
   /// configuration's metrics.job.
   std::string name;
 
-  /// Set: the process's BLAS thread count (OpenBLAS, process-wide: every job and the host program
-  /// see it) is set to this before the job starts; 0 means one per core. Unset: Herd leaves it
-  /// as it is. `herd train` sets it from train.blas-threads (one thread per worker when several
-  /// share the cores).
+  /// The process's BLAS thread count (OpenBLAS, process-wide: every job and the host program
+  /// see it), set before the job starts. Unset: as `herd train` sets it, from train.blas-threads,
+  /// whose 0 means one thread per GEMM when the job has several workers (each worker's GEMMs on
+  /// a pool of every core would fight the others' for the cores: 25 to 100 times slower on 2
+  /// cores) and every core for one. 0: one per core. Negative: Herd leaves it as it is (a host
+  /// that sets OpenBLAS's threads itself).
   std::optional<int> blas_threads;
 
   /// Non-null: every worker replica (and under async the parameter server) starts from these
@@ -108,7 +110,7 @@ public:
   /// data or this machine's memory, a metrics name another running job holds),
   /// checkpoint::checkpoint_error (options.resume_from unusable); initial parameters of the
   /// wrong size, or set with resume_from, are config::invalid_config (key
-  /// job_options.initial_parameters).
+  /// job_options.initial_parameters); a null `data` is config::invalid_config (key data).
   static std::unique_ptr<job> start(config::run_config config,
                                     std::shared_ptr<const models::train_test_split> data,
                                     job_options options = {});

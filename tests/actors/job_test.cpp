@@ -282,29 +282,65 @@ TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
   EXPECT_EQ(events[1], "finished interrupted"); // before wait_for() returned
 }
 
-// The process's BLAS thread count is the host program's: a job changes it only when asked.
+// The process's BLAS thread count: a job sets it as herd train does unless told to leave it.
 class blas_threads : public ::testing::Test {
 protected:
   void TearDown() override { herd::kernels::set_blas_threads(before_); }
   int before_ = herd::kernels::blas_threads();
 };
 
-TEST_F(blas_threads, a_job_leaves_them_alone_unless_asked) {
-  // Two workers: `herd train` would lower them to one thread each.
+TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_them) {
+  const auto data = synthetic(960);
+  // Two workers: one thread a GEMM each, or their pools of every core fight for the cores.
   herd::kernels::set_blas_threads(2);
   ASSERT_EQ(herd::kernels::blas_threads(), 2);
-  const auto data = synthetic(960);
   {
     const auto job = herd::job::start(short_run(), data, quick());
+    EXPECT_EQ(herd::kernels::blas_threads(), 1);
+    ASSERT_EQ(job->wait().stop_reason, "epochs");
+  }
+  // train.blas-threads, as in herd train.
+  herd::kernels::set_blas_threads(1);
+  auto configured = short_run();
+  configured.train.blas_threads = 2;
+  {
+    const auto job = herd::job::start(configured, data, quick());
+    EXPECT_EQ(herd::kernels::blas_threads(), 2);
+    ASSERT_EQ(job->wait().stop_reason, "epochs");
+  }
+  // Negative: left as the host set them.
+  herd::kernels::set_blas_threads(2);
+  auto leaving = quick();
+  leaving.blas_threads = -1;
+  {
+    const auto job = herd::job::start(short_run(), data, leaving);
     ASSERT_EQ(job->wait().stop_reason, "epochs");
   }
   EXPECT_EQ(herd::kernels::blas_threads(), 2);
+}
 
-  auto asking = quick();
-  asking.blas_threads = 1;
-  const auto job = herd::job::start(short_run(), data, asking);
-  EXPECT_EQ(herd::kernels::blas_threads(), 1);
-  ASSERT_EQ(job->wait().stop_reason, "epochs");
+// A callback that throws stops the job, and both status() and the summary say it failed and why.
+TEST(job_facade, a_callback_that_throws_fails_the_job_in_its_status_and_its_summary) {
+  auto options = quick();
+  options.on_progress = [](const herd::actors::progress&) { throw std::runtime_error("boom"); };
+  const auto job = herd::job::start(long_run(), synthetic(960), options);
+  const auto summary = job->wait_for(60s);
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "error");
+  EXPECT_EQ(summary->error, "job_options.on_progress threw: boom");
+  const auto status = job->status();
+  EXPECT_EQ(status.state, herd::job_state::failed);
+  EXPECT_EQ(status.error, summary->error);
+}
+
+TEST(job_facade, a_null_dataset_is_refused_naming_it) {
+  try {
+    herd::job::start(short_run(), nullptr, quick());
+    ADD_FAILURE() << "a job started without data";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "data");
+  }
 }
 
 } // namespace
