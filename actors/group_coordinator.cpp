@@ -169,7 +169,9 @@ void coordinator_actor::on_step_ready(const step_ready& ready) {
   if (!std::isfinite(ready.loss) && phases_.error().empty()) {
     fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
          std::to_string(ready.loss) + " at step " + std::to_string(ready.step) +
-         "; try a smaller train.lr");
+         "; try a smaller " +
+         (setup_.config.train.algorithm == "async" ? "async.lr (the parameter server's rate)"
+                                                   : "train.lr"));
     return;
   }
   // A late step's round has closed: it is no arrival for the policy.

@@ -96,8 +96,15 @@ int run_predict(const std::vector<std::string>& args) {
   models::tensor inputs;
   try {
     inputs = model_inputs(parsed.input, *loaded);
-    if (!parsed.output.empty())
+    if (!parsed.output.empty()) {
+      for (const auto& [option, file] : {std::pair{"--input", parsed.input},
+                                         std::pair{"--checkpoint", loaded->file}})
+        if (same_file(parsed.output, file))
+          throw std::invalid_argument("--output " + parsed.output + " is the " + option +
+                                      " file " + file +
+                                      ": the probabilities would replace it; name another file");
       check_writable(parsed.output);
+    }
   } catch (const std::exception& bad) {
     std::cerr << "herd predict: " << bad.what() << '\n';
     return exit_bad_input;

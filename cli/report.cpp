@@ -389,6 +389,21 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   flush_directory(directory_of(path));
 }
 
+// Two names of one file: by device and inode when both exist (hard and symbolic links, "./a"
+// and "a"), else by their canonical paths.
+bool same_file(const std::string& first, const std::string& second) {
+  struct stat first_status {};
+  struct stat second_status {};
+  if (::stat(first.c_str(), &first_status) == 0 && ::stat(second.c_str(), &second_status) == 0)
+    return first_status.st_dev == second_status.st_dev &&
+           first_status.st_ino == second_status.st_ino;
+  std::error_code first_error;
+  std::error_code second_error;
+  const auto first_path = std::filesystem::weakly_canonical(first, first_error);
+  const auto second_path = std::filesystem::weakly_canonical(second, second_error);
+  return !first_error && !second_error && first_path == second_path;
+}
+
 void check_writable(const std::string& path) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);

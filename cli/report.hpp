@@ -32,6 +32,10 @@ std::string report_json(const actors::run_summary& summary, const config::run_co
 /// is left behind then.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+/// Whether two names are of one file: by device and inode when both exist (hard and symbolic
+/// links, "./a" and "a"), else by their canonical paths.
+bool same_file(const std::string& first, const std::string& second);
+
 /// Throws std::runtime_error "<path>: <why>" when write_file_atomically(path, ...) could not
 /// work: `path` is a directory or another file that is not a regular one (a device, a pipe), or
 /// its directory is missing or takes no new file (tried: a temporary file is created there and

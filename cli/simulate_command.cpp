@@ -26,6 +26,13 @@ namespace herd::cli {
 
 namespace {
 
+// Every algorithm but async, whose parameter server the simulator does not model.
+std::vector<std::string> simulated_algorithms() {
+  auto known = config::known_algorithms();
+  known.erase(std::remove(known.begin(), known.end(), "async"), known.end());
+  return known;
+}
+
 struct simulate_arguments {
   std::string config_file;
   std::vector<std::string> overrides;
@@ -63,16 +70,16 @@ simulate_arguments parse_arguments(const std::vector<std::string>& args) {
   }
   if (parsed.algorithms.empty())
     throw std::invalid_argument("--algorithms: name at least one algorithm");
-  const auto& known = config::known_algorithms();
-  for (const auto& algorithm : parsed.algorithms)
-    if (std::find(known.begin(), known.end(), algorithm) == known.end())
-      throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
-                                  "'; allowed: " + join(known));
-  for (const auto& algorithm : parsed.algorithms)
+  const auto known = simulated_algorithms();
+  for (const auto& algorithm : parsed.algorithms) {
     if (algorithm == "async")
       throw std::invalid_argument("--algorithms: async is not simulated (herd simulate has no "
                                   "model of its parameter server); run it with herd train or "
                                   "herd bench");
+    if (std::find(known.begin(), known.end(), algorithm) == known.end())
+      throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
+                                  "'; allowed: " + join(known));
+  }
   return parsed;
 }
 
@@ -256,7 +263,7 @@ std::string simulate_help() {
          "  --config FILE, -c FILE   the job: the same file as herd train's, plus [simulate]\n"
          "  --algorithms LIST        comma-separated (default sync,solo,majority,preduce,wagma;\n"
          "                           allowed: "
-      << join(config::known_algorithms())
+      << join(simulated_algorithms())
       << ")\n"
          "  --out DIR                output directory (default simulate-results)\n"
          "  --step-trace REPORT      step times drawn from the measured ones of a herd train\n"

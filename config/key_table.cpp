@@ -301,7 +301,8 @@ const std::vector<key_spec>& keys() {
         "(less padding, less imbalance)",
         [](auto& c) -> auto& { return c.data.bucket_by_length; }));
     k.push_back(make_key<std::string>(
-        "model.preset", "string", "the model to train when model.layers is empty: mlp or cnn",
+        "model.preset", "string",
+        "the model to train when model.layers is empty: mlp, cnn or textcnn",
         [](auto& c) -> auto& { return c.model.preset; }));
     k.push_back(make_key<std::string>(
         "model.layers", "string",

@@ -128,7 +128,7 @@ void check_preduce(checker& check, const preduce_section& preduce, int workers) 
                       " workers in groups of preduce.group-size = " +
                       std::to_string(preduce.group_size) + " takes at least " +
                       std::to_string(needed) + " groups (ceil((P - 1) / (g - 1))); set at least " +
-                      std::to_string(needed) + ", 0 (automatic) or -1 (guard off)");
+                      std::to_string(needed) + ", -1 (automatic) or 0 (guard off)");
   }
   check.require(preduce.connect_wait_ms >= 0.0 && preduce.connect_wait_ms <= 600000.0,
                 "preduce.connect-wait-ms", preduce.connect_wait_ms,
@@ -376,6 +376,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
     check.require(config.data.dataset != "npy" || !value->empty(), key, "\"\"",
                   std::string("must name the .npy file of the ") + what +
                       " (required with data.dataset = npy)");
+    // Set for another dataset, it would be ignored and the run train on that dataset instead.
+    check.require(config.data.dataset == "npy" || value->empty(), key, quoted(*value),
+                  "used only with data.dataset = npy, not " + quoted(config.data.dataset) +
+                      "; set data.dataset = npy to train on your files, or leave it out");
     check.require(value->size() <= max_path_bytes, key, quoted(*value), too_long_path);
   }
   // data.max-bytes is an unsigned integer: the conversion already refused a negative value.

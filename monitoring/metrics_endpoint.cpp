@@ -523,7 +523,7 @@ file_descriptor listen_on(const std::string& address, int port, int& bound_port)
     return listener;
   }
   throw failure(std::string(last_error != 0 ? std::strerror(last_error) : "no address to bind") +
-                " (choose another address or port; port 0 picks a free one)");
+                " (choose another address or port)");
 }
 
 } // namespace

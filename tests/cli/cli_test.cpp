@@ -1081,6 +1081,19 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
   auto missing = herd({"predict", "--checkpoint", checkpoints, "--input", path("absent.npy")});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr(path("absent.npy")));
+  // The probabilities never replace the samples they are of (here by another name of the file).
+  auto bytes_of = [](const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return bytes.str();
+  };
+  const auto samples_before = bytes_of(path("samples.npy"));
+  auto over_input = herd({"predict", "--checkpoint", checkpoints, "--input", path("samples.npy"),
+                          "--output", dir_.path().string() + "/./samples.npy"});
+  EXPECT_EQ(over_input.exit_code, 2);
+  EXPECT_THAT(over_input.output, HasSubstr("is the --input file"));
+  EXPECT_EQ(bytes_of(path("samples.npy")), samples_before);
 }
 
 // A run that stops at its target keeps the parameters that reached it: evaluate scores those by

@@ -534,12 +534,16 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--preduce.connect-every=-2"}),
               HasSubstr("preduce.connect-every = -2 (command line): must be between 1 and "
                         "1000000 groups, -1 (automatic) or 0 (guard off)"));
+  // The .npy keys with another dataset would be ignored, and the run train on that one.
+  EXPECT_THAT(first_error("", {"--data.train-features=x.npy"}),
+              HasSubstr("data.train-features = \"x.npy\" (command line): used only with "
+                        "data.dataset = npy, not \"fashion-mnist\""));
   // An explicit period that cannot connect train.workers: the bound is in the message.
   EXPECT_THAT(first_error("", {"--train.workers=32", "--preduce.connect-every=16"}),
               HasSubstr("preduce.connect-every = 16 (command line): cannot be met: connecting "
                         "train.workers = 32 workers in groups of preduce.group-size = 2 takes at "
-                        "least 31 groups (ceil((P - 1) / (g - 1))); set at least 31, 0 "
-                        "(automatic) or -1 (guard off)"));
+                        "least 31 groups (ceil((P - 1) / (g - 1))); set at least 31, -1 "
+                        "(automatic) or 0 (guard off)"));
   EXPECT_THAT(first_error("", {"--train.workers=256", "--preduce.group-size=4",
                                "--preduce.connect-every=84"}),
               HasSubstr("takes at least 85 groups"));
