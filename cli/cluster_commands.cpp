@@ -108,15 +108,17 @@ int run_coordinator(const std::vector<std::string>& args) {
     return exit_bad_input;
   }
   const auto& config = prepared->config;
-  if (auto problem = checkpoint_dir_problem(config); !problem.empty()) {
+  const auto resume = parsed.options.find("--resume");
+  const std::string resume_path = resume == parsed.options.end() ? "" : resume->second;
+  if (auto problem = checkpoint_dir_problem(config, resume_path); !problem.empty()) {
     std::cerr << "herd coordinator: " << problem << '\n';
     return exit_bad_input;
   }
   progress_printer printer(std::cout, progress_options_for(config));
   cluster::cluster_options options;
-  if (const auto resume = parsed.options.find("--resume"); resume != parsed.options.end()) {
+  if (!resume_path.empty()) {
     try {
-      auto loaded = cluster::load_cluster_checkpoint(config, *prepared->data, resume->second);
+      auto loaded = cluster::load_cluster_checkpoint(config, *prepared->data, resume_path);
       const auto& counters = loaded.state->coordinator.counters;
       auto as_resumed = config; // the workers are the checkpoint's, not a count to compare
       as_resumed.train.workers = loaded.workers;

@@ -73,8 +73,12 @@ open_metrics_endpoint(const config::run_config& config,
                       const std::shared_ptr<monitoring::registry>& registry);
 
 /// With checkpoint.dir set: makes the directory, and says why checkpoints cannot be written there
-/// ("checkpoint.dir = DIR: cannot write checkpoints there (...)"); empty when they can.
-std::string checkpoint_dir_problem(const config::run_config& config);
+/// ("checkpoint.dir = DIR: cannot write checkpoints there (...)"), or why not by this run: it
+/// holds checkpoints of another run, which this one would prune (a run that resumes from a
+/// checkpoint in it may; `resume_path`: the --resume argument, empty for a new run). Empty when
+/// they can.
+std::string checkpoint_dir_problem(const config::run_config& config,
+                                   const std::string& resume_path);
 
 /// Prints "herd <command>: resuming from FILE (round R, epoch E)" and one line for each setting
 /// that changed since the checkpoint's run (`saved_settings`, as config::to_ini wrote them).

@@ -89,13 +89,15 @@ int run_train(const std::vector<std::string>& args) {
   options.metrics = prepared->metrics;
   // The process is herd's own: one BLAS thread per worker when several share the cores.
   options.blas_threads = actors::blas_threads_for(config, config.train.workers);
-  if (auto problem = checkpoint_dir_problem(config); !problem.empty()) {
+  const auto resume = parsed.options.find("--resume");
+  const std::string resume_path = resume == parsed.options.end() ? "" : resume->second;
+  if (auto problem = checkpoint_dir_problem(config, resume_path); !problem.empty()) {
     std::cerr << "herd train: " << problem << '\n';
     return exit_bad_input;
   }
-  if (const auto resume = parsed.options.find("--resume"); resume != parsed.options.end()) {
+  if (!resume_path.empty()) {
     try {
-      auto loaded = actors::load_checkpoint(config, *data, resume->second);
+      auto loaded = actors::load_checkpoint(config, *data, resume_path);
       const auto& counters = loaded.state->coordinator.counters;
       announce_resume("train", loaded.file, counters.rounds, counters.epochs(),
                       loaded.state->settings, config);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <sys/socket.h>
 #include <thread>
@@ -1153,6 +1154,32 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
       resumed.output,
       HasSubstr("changed since the checkpoint: train.lr: 0.05 in the checkpoint, 0.02 now"));
   EXPECT_THAT(resumed.output, HasSubstr("Herd run summary"));
+
+  // A new run into that directory would prune the resumed run's checkpoints: refused, and so is
+  // a run into it that resumes from a checkpoint elsewhere. Nothing is deleted.
+  auto listing = [&checkpoints] {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+      names.insert(entry.path().filename().string());
+    return names;
+  };
+  const auto held = listing();
+  ASSERT_EQ(held.size(), 2u);
+  args = run;
+  args.push_back("--train.epochs=1");
+  auto fresh = herd(args);
+  EXPECT_EQ(fresh.exit_code, 2) << fresh.output;
+  EXPECT_THAT(fresh.output, HasSubstr("checkpoint.dir = " + checkpoints +
+                                      " holds 2 checkpoints of another run"));
+  EXPECT_THAT(fresh.output, HasSubstr("resume that run with --resume " + checkpoints));
+  const auto elsewhere = path("elsewhere.ckpt");
+  std::filesystem::copy_file(files[0], elsewhere);
+  args = run;
+  args.insert(args.end(), {"--train.max-seconds=1", "--resume", elsewhere});
+  auto crossed = herd(args);
+  EXPECT_EQ(crossed.exit_code, 2) << crossed.output;
+  EXPECT_THAT(crossed.output, HasSubstr("this run resumes from " + elsewhere));
+  EXPECT_EQ(listing(), held);
 
   // Another worker count: refused, naming the key.
   args = run;
