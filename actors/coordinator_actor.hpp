@@ -146,8 +146,9 @@ private:
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit
   checkpoint_taker checkpoints_;
-  double elapsed_offset_ = 0.0;   // a resumed run's training time before this process
-  bool rounds_abandoned_ = false; // the drain timed out
+  std::string final_checkpoint_error_; // why the final checkpoint could not be written
+  double elapsed_offset_ = 0.0;        // a resumed run's training time before this process
+  bool rounds_abandoned_ = false;      // the drain timed out
 };
 
 } // namespace herd::actors

@@ -252,7 +252,10 @@ bool coordinator_actor::final_checkpoint_wanted() const {
 void coordinator_actor::report_checkpoints() {
   for (const auto& report : checkpoints_.reports()) {
     if (!report.error.empty()) {
-      notice("checkpoint not written: " + report.error);
+      notice((report.final ? "final checkpoint not written: " : "checkpoint not written: ") +
+             report.error);
+      if (report.final)
+        final_checkpoint_error_ = report.error;
       continue;
     }
     char size[96];

@@ -511,6 +511,7 @@ void coordinator_actor::finish() {
   run.target_accuracy = setup_.config.train.target_accuracy;
   run.stop_reason = phases_.stop_reason();
   run.error = phases_.error();
+  run.final_checkpoint_error = final_checkpoint_error_;
   if (setup_.costs)
     run.control = setup_.costs->summary();
   if (setup_.on_finished)

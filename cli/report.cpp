@@ -224,6 +224,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                         ", " + s.data_plane + " data plane, imbalance " + s.imbalance + ")");
   line("stopped by", s.stop_reason + " after " + fixed(s.epochs, 2) + " epochs" +
                          (s.error.empty() ? "" : " (" + s.error + ")"));
+  if (!s.final_checkpoint_error.empty())
+    line("final checkpoint", "NOT WRITTEN: " + s.final_checkpoint_error);
   line("wall time", fixed(s.wall_seconds, 1) + " s");
   line("rounds / steps", std::to_string(s.rounds) + " / " + std::to_string(s.steps) + " (" +
                              std::to_string(s.full_sync_rounds) + " full sync, " +
@@ -315,6 +317,9 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["imbalance"] = s.imbalance;
   report["stop_reason"] = s.stop_reason;
   report["error"] = s.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.error);
+  report["final_checkpoint_error"] = s.final_checkpoint_error.empty()
+                                         ? nlohmann::json(nullptr)
+                                         : nlohmann::json(s.final_checkpoint_error);
   report["steps"] = s.steps;
   report["rounds"] = s.rounds;
   report["rounds_full_sync"] = s.full_sync_rounds;

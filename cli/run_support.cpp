@@ -158,6 +158,9 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
     return exit_run_failed;
   if (summary->stop_reason == "interrupted")
     return exit_interrupted;
+  // The run's end state is lost: a script that resumes from it must not go on.
+  if (!summary->final_checkpoint_error.empty())
+    return exit_run_failed;
   return exit_ok;
 }
 

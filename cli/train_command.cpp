@@ -54,8 +54,8 @@ std::string train_help() {
          "second Ctrl-C aborts. With checkpoint.dir set, checkpoints are written every\n"
          "checkpoint.every-seconds / checkpoint.every-rounds and when the run stops\n"
          "(Ctrl-C included).\n\n"
-         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted (by SIGINT,\n"
-         "SIGTERM or SIGHUP).\n";
+         "Exit status: 0 done, 1 the run failed (or its final checkpoint could not be\n"
+         "written), 2 bad input, 130 interrupted (by SIGINT, SIGTERM or SIGHUP).\n";
   return out.str();
 }
 

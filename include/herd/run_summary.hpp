@@ -97,6 +97,9 @@ struct run_summary {
   std::string imbalance = "none";
   std::string stop_reason; // epochs, target-accuracy, max-seconds, interrupted, error
   std::string error;       // what went wrong when stop_reason == "error"
+  /// Why the checkpoint the run ended with could not be written ("" when it was, or none was
+  /// due): the state at the end is lost, though the run itself did not fail.
+  std::string final_checkpoint_error;
   std::uint64_t steps = 0;
   std::uint64_t rounds = 0;
   std::uint64_t full_sync_rounds = 0; // rounds every live worker gave a fresh gradient to
