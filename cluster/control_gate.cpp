@@ -264,6 +264,8 @@ struct gate_listener::impl {
     }
     if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
       notice("refused a connection from " + from + ": TLS handshake failed: " + why);
+      link->drain_before_close(std::min(deadline, gate_clock::now() + std::chrono::seconds(1)),
+                               threads.stop_fd());
       return;
     }
     if (auto why = check_preamble(*link, settings.token, deadline, threads.stop_fd());
@@ -371,8 +373,18 @@ struct gate_dialer::impl {
     const auto hello = preamble(settings.token);
     char answer = 0;
     if (!link->write_all(hello.data(), hello.size(), deadline, threads.stop_fd()) ||
-        !link->read_exactly(&answer, 1, deadline, threads.stop_fd()))
+        !link->read_exactly(&answer, 1, deadline, threads.stop_fd())) {
+      // Under TLS 1.3 the coordinator checks this node's certificate after the node's handshake
+      // has returned: its refusal comes as an alert on the first read. Retrying cannot help.
+      if (link->secure() && link->failure().rfind("TLS: ", 0) == 0)
+        return fail(gate_failure::tls,
+                    "the TLS handshake with the coordinator failed: the coordinator refused "
+                    "this node's certificate (" +
+                        link->failure() +
+                        "); was cluster.tls-cert signed by the cluster CA the coordinator "
+                        "trusts (its cluster.tls-ca)?");
       return fail(gate_failure::unreachable, "no answer from the coordinator's gate");
+    }
     if (answer == refused) {
       std::string why;
       char c = 0;

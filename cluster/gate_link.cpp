@@ -451,6 +451,18 @@ int gate_link::hand_over() {
   return fd_;
 }
 
+void gate_link::drain_before_close(gate_clock::time_point deadline, int stop_fd) {
+  if (fd_ < 0 || !owns_fd_)
+    return;
+  ::shutdown(fd_, SHUT_WR);
+  char discarded[4096];
+  while (wait(POLLIN, deadline, stop_fd)) {
+    const ssize_t got = ::recv(fd_, discarded, sizeof discarded, 0);
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+      return;
+  }
+}
+
 void gate_link::close_gracefully() {
   if (ssl_ != nullptr) {
     ERR_clear_error();

@@ -90,6 +90,12 @@ public:
   /// Sends TLS's close notification when possible; the socket closes with the object.
   void close_gracefully();
 
+  /// After a failed handshake: closes the sending side and discards what the peer still sends,
+  /// until it closes too, `deadline` or `stop_fd`. Closing with unread bytes (the peer's first
+  /// message, sent once its own handshake returned) resets the connection, and the reset can
+  /// overtake the TLS alert that says why the peer was refused.
+  void drain_before_close(gate_clock::time_point deadline, int stop_fd = -1);
+
   /// Hands the socket (still non-blocking) to a reader that takes it over (CAF's): from here
   /// the new owner closes it, not this link. In plain TCP the link is done with it: a plain link
   /// reads only what it is asked for, so nothing the peer sent stays behind. With TLS the link

@@ -634,6 +634,10 @@ TEST(cluster_cli, a_node_whose_certificate_another_ca_signed_cannot_join_and_the
   EXPECT_NE(run.node(0).output().find("TLS handshake with the coordinator failed"),
             std::string::npos)
       << run.logs();
+  // The coordinator refused the second one's certificate: it says so, and does not retry.
+  EXPECT_NE(run.node(1).output().find("the coordinator refused this node's certificate"),
+            std::string::npos)
+      << run.logs();
   ASSERT_TRUE(run.coordinator().running()) << run.logs();
   auto& member = run.add_node(2, tls(dir, "cluster-ca", "member"));
   EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();

@@ -449,6 +449,27 @@ TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_i
   EXPECT_EQ(behind.admitted(), 0);
 }
 
+// The other way round: the node trusts the coordinator, but the coordinator does not trust the
+// node's certificate (another CA signed it). Under TLS 1.3 the refusal arrives after the node's
+// handshake returned; it is still a TLS failure, which the node does not retry, naming its own
+// certificate, not a gate that did not answer.
+TEST(control_gate_tls, a_node_certificate_the_coordinator_does_not_trust_is_a_tls_failure) {
+  certificates certs;
+  certificates other;
+  ASSERT_TRUE(certs.made && other.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", ""), behind.admit(), log.sink());
+  auto settings = other.settings("node", "");
+  settings.tls.ca = certs.dir.file("ca.pem"); // trusts the coordinator's CA
+  gate_dialer stranger("127.0.0.1", gate.port(), settings);
+  const gate_connection attempt = stranger.open();
+  EXPECT_EQ(attempt.failure, gate_failure::tls) << attempt.why;
+  EXPECT_NE(attempt.why.find("the coordinator refused this node's certificate"), std::string::npos)
+      << attempt.why;
+  EXPECT_EQ(behind.admitted(), 0);
+}
+
 // The dialer gets through the gate (and its connection is closed again).
 void expect_admitted(gate_dialer& dialer, notices& log) {
   const gate_connection admitted = dialer.open();
