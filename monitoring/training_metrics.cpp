@@ -27,7 +27,8 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
   lag_family_ = &metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest");
   score_family_ = &metrics.add_gauge(
       "herd_worker_straggler_score",
-      "A worker's recent median step time over the median of all live workers' (1 = typical)");
+      "A worker's recent median step time over the median of the other live workers' (1 = "
+      "typical)");
   samples_family_ = &metrics.add_counter("herd_samples_total", "Samples a worker has processed");
   up_family_ = &metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost");
   for (int worker = 0; worker < who_.workers; ++worker) {
@@ -41,7 +42,7 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
                        .add({{"job", who_.job}, {"algorithm", who_.algorithm}}, seconds_buckets());
   imbalance_ratio_ = &metrics
                           .add_gauge("herd_imbalance_ratio",
-                                     "Max over median of the workers' recent median step times")
+                                     "The highest straggler score")
                           .add(job);
   auto& contributions = metrics.add_counter(
       "herd_contributions_total", "Contributions to finished rounds by kind: fresh, stale, none");
