@@ -3,6 +3,8 @@
 
 #include "actors/errors.hpp"
 
+#include <caf/exit_reason.hpp>
+
 namespace herd::actors {
 
 namespace {
@@ -35,13 +37,44 @@ comm::status status_of(const caf::error& failure, std::string message) {
   return {timed_out ? comm::outcome::timeout : comm::outcome::peer_lost, std::move(message)};
 }
 
+namespace {
+
+// Why an actor ended, for the notices that say a worker, a node or the coordinator was lost:
+// CAF's own rendering ("exit_reason(remote_link_unreachable)") names an enum, not what happened.
+std::string describe_exit(std::uint8_t code, caf::atom_value, const caf::message&) {
+  switch (static_cast<caf::exit_reason>(code)) {
+  case caf::exit_reason::normal:
+    return "it ended";
+  case caf::exit_reason::user_shutdown:
+    return "it was shut down";
+  case caf::exit_reason::kill:
+    return "it was killed";
+  case caf::exit_reason::remote_link_unreachable:
+    return "its process cannot be reached any more (it exited or crashed, its machine or the "
+           "network went away, or it was silent past cluster.node-timeout-ms)";
+  case caf::exit_reason::unreachable:
+    return "it cannot be reached";
+  case caf::exit_reason::unhandled_exception:
+    return "it threw an exception it did not handle";
+  case caf::exit_reason::unknown:
+    return "it no longer exists";
+  case caf::exit_reason::out_of_workers:
+    return "no thread was left to run it";
+  default:
+    return "exit_reason(" + caf::to_string(static_cast<caf::exit_reason>(code)) + ")";
+  }
+}
+
+} // namespace
+
 void add_error_category(caf::actor_system_config& config) {
+  config.add_error_category(caf::atom("exit"), describe_exit);
   config.add_error_category(error_category,
                             [](std::uint8_t code, caf::atom_value, const caf::message& context) {
-                              std::string text = to_string(static_cast<herd_errc>(code));
+                              // The context is a whole sentence; the code is for code.
                               if (context.match_elements<std::string>())
-                                text += ": " + context.get_as<std::string>(0);
-                              return text;
+                                return context.get_as<std::string>(0);
+                              return std::string(to_string(static_cast<herd_errc>(code)));
                             });
 }
 

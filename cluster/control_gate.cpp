@@ -70,6 +70,12 @@ std::string check_preamble(gate_link& link, const std::string& token,
   std::string presented(length, '\0');
   if (length > 0 && !link.read_exactly(presented.data(), length, deadline, stop_fd))
     return "the token did not arrive";
+  if (token.empty() && !presented.empty())
+    return "this coordinator has no cluster.token: remove it from the node, or give the "
+           "coordinator the same one";
+  if (!token.empty() && presented.empty())
+    return "this coordinator requires a cluster.token: give the node the coordinator's "
+           "(cluster.token-file)";
   if (!same_token(presented, token))
     return "wrong cluster.token";
   return {};

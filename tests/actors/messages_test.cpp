@@ -4,7 +4,6 @@
 #include "actors/messages.hpp"
 
 #include <gtest/gtest.h>
-
 #include <vector>
 
 namespace {
@@ -54,8 +53,26 @@ TEST(messages, a_failed_request_is_a_timeout_or_a_lost_peer) {
   EXPECT_EQ(herd::actors::status_of(caf::sec::request_timeout, "late").kind(), outcome::timeout);
   EXPECT_EQ(herd::actors::status_of(caf::sec::request_receiver_down, "gone").kind(),
             outcome::peer_lost);
-  EXPECT_EQ(herd::actors::status_of(caf::exit_reason::remote_link_unreachable, "gone").kind(), outcome::peer_lost);
+  EXPECT_EQ(herd::actors::status_of(caf::exit_reason::remote_link_unreachable, "gone").kind(),
+            outcome::peer_lost);
   EXPECT_EQ(herd::actors::status_of(caf::sec::request_timeout, "late").message(), "late");
+}
+
+// Why an actor ended reads as what happened, not as an enum: the notices that say a worker, a
+// node or the coordinator was lost render it. Herd's own errors read as their sentence.
+TEST(messages, exit_reasons_and_herd_errors_render_as_words) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  const auto unreachable =
+      system.render(caf::make_error(caf::exit_reason::remote_link_unreachable));
+  EXPECT_NE(unreachable.find("its process cannot be reached any more"), std::string::npos)
+      << unreachable;
+  EXPECT_EQ(unreachable.find("exit_reason"), std::string::npos) << unreachable;
+  EXPECT_EQ(system.render(caf::make_error(caf::exit_reason::user_shutdown)), "it was shut down");
+  EXPECT_EQ(system.render(herd::actors::make_error(herd::actors::herd_errc::join_refused,
+                                                   "stopped while waiting for nodes")),
+            "stopped while waiting for nodes");
 }
 
 } // namespace

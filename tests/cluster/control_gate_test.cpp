@@ -178,6 +178,23 @@ TEST(control_gate, a_wrong_token_is_refused_with_the_reason_and_never_reaches_be
       << log.all();
 }
 
+// A token where the coordinator has none, and none where it has one: each refusal says which.
+TEST(control_gate, a_token_only_one_side_has_is_refused_saying_which_side) {
+  behind_the_gate behind;
+  notices log;
+  gate_listener open_gate("127.0.0.1", 0, with_token(""), behind.admit(), log.sink());
+  gate_dialer with("127.0.0.1", open_gate.port(), with_token("s3cret"));
+  EXPECT_EQ(with.open().why, "the coordinator refused this node: this coordinator has no "
+                             "cluster.token: remove it from the node, or give the coordinator "
+                             "the same one");
+  gate_listener guarded("127.0.0.1", 0, with_token("s3cret"), behind.admit(), log.sink());
+  gate_dialer without("127.0.0.1", guarded.port(), with_token(""));
+  EXPECT_EQ(without.open().why, "the coordinator refused this node: this coordinator requires a "
+                                "cluster.token: give the node the coordinator's "
+                                "(cluster.token-file)");
+  EXPECT_EQ(behind.admitted(), 0);
+}
+
 TEST(control_gate, another_protocol_is_closed_before_anything_reaches_behind) {
   behind_the_gate behind;
   notices log;
