@@ -514,6 +514,9 @@ void coordinator_actor::finish() {
   run.final_checkpoint_error = final_checkpoint_error_;
   if (setup_.costs)
     run.control = setup_.costs->summary();
+  // Before the summary goes out: once it has, the job's name is free for another job.
+  if (setup_.metrics && setup_.close_metrics_at_end)
+    setup_.metrics->close();
   if (setup_.on_finished)
     setup_.on_finished(summarize(std::move(run), counters_, evaluations_, wall_seconds_));
 }

@@ -106,6 +106,9 @@ struct coordinator_setup {
   std::chrono::milliseconds snapshot_interval{0};
   /// Prometheus metrics, updated on the coordinator's thread; may be null (metrics off).
   std::shared_ptr<monitoring::training_metrics> metrics;
+  /// The run's series leave the registry when it ends (a job's: its registry may be a service's,
+  /// which outlives it). Off, they stay until the process ends.
+  bool close_metrics_at_end = false;
   /// Makes the coordinator's join_hook; empty where no node can join (one process): an admission
   /// is refused.
   std::function<std::unique_ptr<join_hook>(coordinator_port&)> joins;

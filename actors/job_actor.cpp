@@ -492,6 +492,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     coordination.progress_interval = options.progress_interval;
     coordination.snapshot_interval = options.snapshot_interval;
     coordination.metrics = plan->metrics;
+    coordination.close_metrics_at_end = true;
     if (config.checkpoint.enabled()) {
       auto checkpoints =
           checkpoint_options_for(config, *plan->model, plan->data->train.size());

@@ -133,8 +133,10 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
   while (!(summary = run.wait_for(std::chrono::milliseconds(100)))) {
     if (stop_signalled() && !stop_requested) {
       stop_requested = true;
+      const std::string again =
+          stop_signal_name() == "SIGINT" ? "Ctrl-C again" : "a second " + stop_signal_name();
       printer.on_notice("interrupted by " + stop_signal_name() +
-                        ": stopping after the rounds in flight (Ctrl-C again to abort)");
+                        ": stopping after the rounds in flight (" + again + " aborts)");
       run.request_stop();
     }
   }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <csignal>
 #include <iostream>
+#include <unistd.h>
 
 namespace herd::cli {
 
@@ -22,7 +23,10 @@ extern "C" void on_stop_signal(int signal) {
   first_signal.compare_exchange_strong(none, signal);
   if (stop_flag.exchange(true)) {
     // The second signal: its default action ends the process once this handler returns (the
-    // signal is blocked until then).
+    // signal is blocked until then). It says so first (write is async-signal-safe).
+    static const char aborted[] =
+        "\nherd: aborted by a second stop signal: no summary, report or final checkpoint\n";
+    [[maybe_unused]] const auto written = ::write(STDERR_FILENO, aborted, sizeof aborted - 1);
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     sigemptyset(&default_action.sa_mask);

@@ -19,88 +19,92 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       stragglers_(who_.workers, who_.window_seconds) {
   auto& metrics = *registry_;
   const labels job{{"job", who_.job}};
-  step_seconds_family_ =
-      &metrics.add_histogram("herd_worker_step_seconds",
-                             "Local compute time of a worker's step (injected delays included)");
-  wait_seconds_family_ = &metrics.add_histogram(
-      "herd_worker_wait_seconds", "Idle time of a worker between the end of a step and the next");
-  lag_family_ = &metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest");
-  score_family_ = &metrics.add_gauge(
+  step_seconds_family_ = &kept(
+      metrics.add_histogram("herd_worker_step_seconds",
+                            "Local compute time of a worker's step (injected delays included)"));
+  wait_seconds_family_ = &kept(metrics.add_histogram(
+      "herd_worker_wait_seconds", "Idle time of a worker between the end of a step and the next"));
+  lag_family_ =
+      &kept(metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest"));
+  score_family_ = &kept(metrics.add_gauge(
       "herd_worker_straggler_score",
       "A worker's recent median step time over the median of the other live workers' (1 = "
-      "typical)");
-  samples_family_ = &metrics.add_counter("herd_samples_total", "Samples a worker has processed");
-  up_family_ = &metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost");
+      "typical)"));
+  samples_family_ =
+      &kept(metrics.add_counter("herd_samples_total", "Samples a worker has processed"));
+  up_family_ =
+      &kept(metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost"));
   for (int worker = 0; worker < who_.workers; ++worker) {
     const auto index = static_cast<std::size_t>(worker);
     workers_.push_back(series_for(
         worker, index < who_.worker_nodes.size() ? who_.worker_nodes[index] : who_.node));
   }
-  arrival_skew_ = &metrics
-                       .add_histogram("herd_round_arrival_skew_seconds",
-                                      "Last minus first fresh arrival among a round's contributors")
-                       .add({{"job", who_.job}, {"algorithm", who_.algorithm}}, seconds_buckets());
-  imbalance_ratio_ = &metrics
-                          .add_gauge("herd_imbalance_ratio",
-                                     "The highest straggler score")
-                          .add(job);
-  auto& contributions = metrics.add_counter(
-      "herd_contributions_total", "Contributions to finished rounds by kind: fresh, stale, none");
+  arrival_skew_ =
+      &kept(metrics.add_histogram("herd_round_arrival_skew_seconds",
+                                  "Last minus first fresh arrival among a round's contributors"))
+           .add({{"job", who_.job}, {"algorithm", who_.algorithm}}, seconds_buckets());
+  imbalance_ratio_ =
+      &kept(metrics.add_gauge("herd_imbalance_ratio", "The highest straggler score")).add(job);
+  auto& contributions = kept(metrics.add_counter(
+      "herd_contributions_total", "Contributions to finished rounds by kind: fresh, stale, none"));
   fresh_ = &contributions.add({{"job", who_.job}, {"kind", "fresh"}});
   stale_ = &contributions.add({{"job", who_.job}, {"kind", "stale"}});
   none_ = &contributions.add({{"job", who_.job}, {"kind", "none"}});
-  staleness_ =
-      &metrics
-           .add_histogram("herd_staleness_steps",
-                          "Staleness of contributions: rounds between the parameters a gradient "
-                          "was computed on and its round, or (preduce) model versions behind the "
-                          "group's freshest member")
-           .add(job,
-                bucket_boundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024});
+  staleness_ = &kept(metrics.add_histogram(
+                         "herd_staleness_steps",
+                         "Staleness of contributions: rounds between the parameters a gradient "
+                         "was computed on and its round, or (preduce) model versions behind the "
+                         "group's freshest member"))
+                    .add(job, bucket_boundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256,
+                                                512, 1024});
   isolation_interventions_ =
-      &metrics
-           .add_counter("herd_isolation_interventions_total",
-                        "Groups preduce's isolation guard built across disconnected workers")
+      &kept(metrics.add_counter(
+                "herd_isolation_interventions_total",
+                "Groups preduce's isolation guard built across disconnected workers"))
            .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
   rounds_missing_members_ =
-      &metrics
-           .add_counter("herd_rounds_missing_members_total",
-                        "Rounds that completed without some of their members (timed out or lost)")
+      &kept(metrics.add_counter(
+                "herd_rounds_missing_members_total",
+                "Rounds that completed without some of their members (timed out or lost)"))
            .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
   rounds_aborted_ =
-      &metrics
-           .add_counter("herd_rounds_aborted_total",
-                        "Rounds aborted: their members skipped them (a node lost while reducing, "
-                        "a failed data plane, a refused peer)")
+      &kept(metrics.add_counter(
+                "herd_rounds_aborted_total",
+                "Rounds aborted: their members skipped them (a node lost while reducing, "
+                "a failed data plane, a refused peer)"))
            .add({{"job", who_.job}, {"algorithm", who_.algorithm}});
-  rekeys_ = &metrics
-                 .add_counter("herd_data_plane_rekeys_total",
-                              "Re-keys of the data plane begun because a node refused a peer's "
-                              "messages")
-                 .add(job);
-  group_size_ = &metrics.add_histogram("herd_group_size", "Members per group")
+  rekeys_ =
+      &kept(metrics.add_counter("herd_data_plane_rekeys_total",
+                                "Re-keys of the data plane begun because a node refused a peer's "
+                                "messages"))
+           .add(job);
+  group_size_ = &kept(metrics.add_histogram("herd_group_size", "Members per group"))
                      .add(job, bucket_boundaries{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
-  auto& rounds = metrics.add_counter("herd_rounds_total",
-                                     "Finished rounds by algorithm and kind: partial, full_sync");
+  auto& rounds = kept(metrics.add_counter(
+      "herd_rounds_total", "Finished rounds by algorithm and kind: partial, full_sync"));
   partial_rounds_ =
       &rounds.add({{"job", who_.job}, {"algorithm", who_.algorithm}, {"kind", "partial"}});
   full_sync_rounds_ =
       &rounds.add({{"job", who_.job}, {"algorithm", who_.algorithm}, {"kind", "full_sync"}});
-  reduce_seconds_ = &metrics.add_histogram("herd_reduce_seconds", "Data-plane time of a round")
-                         .add(job, histogram::exponential_buckets(1e-5, 2.0, 20));
-  reduce_bytes_ = &metrics
-                       .add_counter("herd_reduce_bytes_total",
-                                    "Bytes the data plane read and wrote for reductions")
+  reduce_seconds_ =
+      &kept(metrics.add_histogram("herd_reduce_seconds", "Data-plane time of a round"))
+           .add(job, histogram::exponential_buckets(1e-5, 2.0, 20));
+  reduce_bytes_ = &kept(metrics.add_counter("herd_reduce_bytes_total",
+                                            "Bytes the data plane read and wrote for reductions"))
                        .add(job);
   train_loss_ =
-      &metrics.add_gauge("herd_train_loss", "Mean training loss of recent local steps").add(job);
+      &kept(metrics.add_gauge("herd_train_loss", "Mean training loss of recent local steps"))
+           .add(job);
   test_accuracy_ =
-      &metrics.add_gauge("herd_test_accuracy", "Test accuracy of the latest evaluation").add(job);
+      &kept(metrics.add_gauge("herd_test_accuracy", "Test accuracy of the latest evaluation"))
+           .add(job);
 }
 
 void training_metrics::step_finished(int worker, std::uint64_t step, double now_seconds,
                                      double compute_seconds, double idle_seconds,
                                      std::uint32_t samples) {
+  if (closed_)
+    return;
   auto& record = workers_.at(static_cast<std::size_t>(worker));
   record.step_seconds->observe(compute_seconds);
   if (step > 1) // the first step had nothing to wait for
@@ -111,6 +115,8 @@ void training_metrics::step_finished(int worker, std::uint64_t step, double now_
 }
 
 void training_metrics::round_finished(const round_record& round) {
+  if (closed_)
+    return;
   (round.full_sync ? full_sync_rounds_ : partial_rounds_)->increment();
   fresh_->increment(static_cast<double>(round.fresh));
   stale_->increment(static_cast<double>(round.stale));
@@ -130,18 +136,26 @@ void training_metrics::round_finished(const round_record& round) {
 }
 
 void training_metrics::isolation_intervention() {
+  if (closed_)
+    return;
   isolation_interventions_->increment();
 }
 
 void training_metrics::round_aborted() {
+  if (closed_)
+    return;
   rounds_aborted_->increment();
 }
 
 void training_metrics::data_plane_rekeyed() {
+  if (closed_)
+    return;
   rekeys_->increment();
 }
 
 void training_metrics::worker_lost(int worker) {
+  if (closed_)
+    return;
   auto& record = workers_.at(static_cast<std::size_t>(worker));
   record.live = false;
   record.up->set(0.0);
@@ -165,6 +179,8 @@ training_metrics::per_worker training_metrics::series_for(int worker, const std:
 }
 
 void training_metrics::worker_joined(int worker, const std::string& node) {
+  if (closed_)
+    return;
   auto& record = workers_.at(static_cast<std::size_t>(worker));
   const auto old_node = record.node;
   record = series_for(worker, node);
@@ -182,15 +198,30 @@ void training_metrics::worker_joined(int worker, const std::string& node) {
   stragglers_.worker_joined(worker);
 }
 
+void training_metrics::close() {
+  if (closed_)
+    return;
+  closed_ = true;
+  straggler_.reset();
+  for (auto* family : families_)
+    family->remove_where("job", who_.job);
+}
+
 void training_metrics::train_loss(double loss) {
+  if (closed_)
+    return;
   train_loss_->set(loss);
 }
 
 void training_metrics::test_accuracy(double accuracy) {
+  if (closed_)
+    return;
   test_accuracy_->set(accuracy);
 }
 
 void training_metrics::refresh(double now_seconds) {
+  if (closed_)
+    return;
   std::uint64_t fastest = 0;
   for (const auto& record : workers_)
     if (record.live)

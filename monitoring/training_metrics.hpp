@@ -84,9 +84,21 @@ public:
   };
   std::optional<slowest_worker> straggler() const { return straggler_; }
 
+  /// The run ended: every series of its job leaves the registry (a service's registry outlives
+  /// its jobs: an ended job's workers would read as up forever, and each job's series would stay),
+  /// and every call from here on does nothing. On the thread that updates the metrics, before
+  /// the job's name is free for another job.
+  void close();
+
 private:
   struct per_worker;
   per_worker series_for(int worker, const std::string& node);
+  // Notes `family` as one whose series of this job close() removes.
+  template <class Family>
+  Family& kept(Family& family) {
+    families_.push_back(&family);
+    return family;
+  }
 
   struct per_worker {
     histogram* step_seconds = nullptr;
@@ -105,6 +117,8 @@ private:
   straggler_stats stragglers_;
   std::optional<slowest_worker> straggler_;
   std::vector<per_worker> workers_;
+  std::vector<family_base*> families_; // every family this job has series in
+  bool closed_ = false;
   family<histogram>* step_seconds_family_ = nullptr;
   family<histogram>* wait_seconds_family_ = nullptr;
   family<gauge>* lag_family_ = nullptr;

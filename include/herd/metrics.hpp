@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -95,6 +96,9 @@ public:
   virtual const std::string& name() const = 0;
   virtual metric_type type() const = 0;
   virtual const labels& constant_labels() const = 0;
+  /// Drops every metric whose label `label` is `value` (a job's, once it ended): their series
+  /// end, and references to them become invalid, so only the code that added them may call this.
+  virtual void remove_where(const std::string& label, const std::string& value) = 0;
 };
 
 namespace detail {
@@ -126,6 +130,14 @@ public:
   void remove(const labels& label_values) {
     const std::lock_guard<std::mutex> lock(mutex_);
     metrics_.erase(label_values);
+  }
+
+  void remove_where(const std::string& label, const std::string& value) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = metrics_.begin(); it != metrics_.end();) {
+      const auto found = it->first.find(label);
+      it = found != it->first.end() && found->second == value ? metrics_.erase(it) : std::next(it);
+    }
   }
 
   metric_family collect() const override;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <gtest/gtest.h>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "support/session_config.hpp"
@@ -160,7 +161,7 @@ TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
   auto beta_options = quick("beta");
   beta_options.metrics = registry;
   auto alpha = spawn(long_run(), alpha_options, data);
-  auto beta = spawn(short_run(), beta_options, data);
+  auto beta = spawn(long_run(), beta_options, data);
 
   // A third under a name a running job holds is refused, naming the key.
   try {
@@ -172,29 +173,32 @@ TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
     EXPECT_NE(std::string(refused.what()).find("\"alpha\""), std::string::npos) << refused.what();
   }
 
+  // Each job's workers are series of their own, while the jobs run.
+  auto has_samples_of = [&registry](const std::string& name, const std::string& worker) {
+    const auto text = herd::monitoring::expose(*registry);
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("herd_samples_total{", 0) == 0 &&
+          line.find("job=\"" + name + "\"") != std::string::npos &&
+          line.find("worker=\"" + worker + "\"") != std::string::npos)
+        return true;
+    return false;
+  };
+  for (const std::string name : {"alpha", "beta"})
+    for (const std::string worker : {"0", "1"})
+      EXPECT_TRUE(has_samples_of(name, worker))
+          << "no herd_samples_total series of job " << name << ", worker " << worker << " in:\n"
+          << herd::monitoring::expose(*registry);
+
+  // An ended job's series leave the registry: its workers are not up, and the exposition does
+  // not grow with every job ever run.
+  beta.facade->stop();
   ASSERT_TRUE(beta.facade->wait_for(120s));
   alpha.facade->stop();
   ASSERT_TRUE(alpha.facade->wait_for(60s));
-
-  // Each job's workers are series of their own.
-  const auto text = herd::monitoring::expose(*registry);
-  for (const std::string name : {"alpha", "beta"})
-    for (const std::string worker : {"0", "1"}) {
-      const auto series = "job=\"" + name + "\"";
-      bool found = false;
-      std::size_t line_start = 0;
-      while (line_start < text.size()) {
-        const auto line_end = text.find('\n', line_start);
-        const auto line = text.substr(line_start, line_end - line_start);
-        if (line.rfind("herd_samples_total{", 0) == 0 && line.find(series) != std::string::npos &&
-            line.find("worker=\"" + worker + "\"") != std::string::npos)
-          found = true;
-        line_start = line_end == std::string::npos ? text.size() : line_end + 1;
-      }
-      EXPECT_TRUE(found) << "no herd_samples_total series of job " << name << ", worker "
-                         << worker << " in:\n"
-                         << text;
-    }
+  const auto after = herd::monitoring::expose(*registry);
+  EXPECT_EQ(after.find("job=\"alpha\""), std::string::npos) << after;
+  EXPECT_EQ(after.find("job=\"beta\""), std::string::npos) << after;
 
   // Once alpha has ended its name is free again.
   auto again = spawn(short_run(), alpha_options, data);

@@ -164,3 +164,29 @@ TEST(training_metrics, a_worker_whose_slot_a_joining_node_took_is_up_under_that_
 }
 
 } // namespace
+
+namespace {
+
+// A closed run's series leave the registry, another job's stay, and calls after close() change
+// nothing (the coordinator may still hear a late step).
+TEST(training_metrics, closing_removes_the_jobs_series_and_only_them) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics ended(registry, two_workers());
+  auto other_job = two_workers();
+  other_job.job = "other";
+  training_metrics running(registry, other_job);
+  ended.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
+  running.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
+  ASSERT_THAT(herd::monitoring::expose(*registry), HasSubstr(R"(job="test")"));
+  ended.close();
+  ended.step_finished(1, 1, 0.2, 0.010, 0.0, 32);
+  ended.refresh(1.0);
+  ended.worker_lost(1);
+  const auto text = herd::monitoring::expose(*registry);
+  EXPECT_EQ(text.find(R"(job="test")"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="other",node="n1",worker="0"} 32)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="other",node="n1",worker="1"} 1)"));
+  EXPECT_FALSE(ended.straggler());
+}
+
+} // namespace
