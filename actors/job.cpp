@@ -6,6 +6,7 @@
 
 #include "actors/job_actor.hpp"
 #include "actors/messages.hpp"
+#include "checkpoint/format.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -62,6 +63,17 @@ actors::job_setup setup_from(const config::run_config& config,
   return setup;
 }
 
+// Checkpoints go where they may: an unusable directory, or another run's, is refused as herd
+// train refuses it (invalid_config, key checkpoint.dir).
+void check_checkpoint_dir(const config::run_config& config, const std::string& resume_path) {
+  if (!config.checkpoint.enabled())
+    return;
+  if (auto problem = checkpoint::run_directory_problem(config.checkpoint.dir, resume_path,
+                                                       "job_options.resume_from");
+      !problem.empty())
+    throw config::invalid_config({config::config_error{"checkpoint.dir", std::move(problem)}});
+}
+
 // The checkpoint options.resume_from names, read for this run (throws checkpoint_error).
 void resume_from(const std::string& path, const config::run_config& config,
                  const models::train_test_split& data, actors::job_setup& setup) {
@@ -76,6 +88,7 @@ job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data, job_options options) {
   const std::string resume_path = options.resume_from;
   auto setup = setup_from(config, data, std::move(options));
+  check_checkpoint_dir(config, resume_path);
   resume_from(resume_path, config, *data, setup);
   return actors::launch_job(system,
                             actors::prepare_job(std::move(config), std::move(data),
@@ -97,6 +110,7 @@ std::unique_ptr<job> job::start(config::run_config config,
                                 job_options options) {
   const std::string resume_path = options.resume_from;
   auto setup = setup_from(config, data, std::move(options));
+  check_checkpoint_dir(config, resume_path);
   resume_from(resume_path, config, *data, setup);
   // Checked and prepared before any thread starts.
   auto plan = actors::prepare_job(std::move(config), std::move(data), std::move(setup));

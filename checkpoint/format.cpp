@@ -299,6 +299,36 @@ std::string directory_problem(const std::string& directory) {
   return ::access(directory.c_str(), W_OK) == 0 ? std::string() : "not writable";
 }
 
+std::string run_directory_problem(const std::string& directory, const std::string& resume_path,
+                                  const std::string& resume_option) {
+  if (const auto problem = directory_problem(directory); !problem.empty())
+    return "checkpoint.dir = " + directory + ": cannot write checkpoints there (" + problem + ")";
+  const auto existing = list(directory);
+  if (existing.empty())
+    return {};
+  if (!resume_path.empty()) {
+    std::filesystem::path resumed;
+    try {
+      resumed = std::filesystem::path(resolve(resume_path)).parent_path();
+    } catch (const std::exception&) {
+      return {}; // the resume itself says what is wrong with its path
+    }
+    std::error_code unknown;
+    if (std::filesystem::equivalent(resumed.empty() ? "." : resumed, directory, unknown))
+      return {};
+  }
+  const std::string held = "checkpoint.dir = " + directory + " holds " +
+                           std::to_string(existing.size()) + " checkpoint" +
+                           (existing.size() == 1 ? "" : "s") +
+                           " of another run (the newest: " + existing.back() +
+                           "), which this run would delete as it keeps its own";
+  if (resume_path.empty())
+    return held + ": resume that run with " + resume_option + " " + directory +
+           ", or give this one another checkpoint.dir";
+  return held + ": this run resumes from " + resume_path +
+         "; give it an empty checkpoint.dir, or that checkpoint's own directory";
+}
+
 std::uint64_t unix_milliseconds() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())

@@ -101,6 +101,15 @@ void write_atomically(const std::string& directory, const std::string& name,
 /// why not ("Permission denied", "not writable").
 std::string directory_problem(const std::string& directory);
 
+/// Why a run may not write its checkpoints to `directory` ("checkpoint.dir = DIR: ..."), or ""
+/// when it may: the directory cannot be made or written (directory_problem()), or it holds
+/// checkpoints of another run, which this one would prune as it keeps its own. A run that
+/// resumes from a checkpoint in it may (`resume_path`: the checkpoint or directory it resumes
+/// from, empty for a new run). `resume_option` names where a resume is asked ("--resume",
+/// "job_options.resume_from"), for the advice.
+std::string run_directory_problem(const std::string& directory, const std::string& resume_path,
+                                  const std::string& resume_option);
+
 /// Milliseconds since 1970, now: what file names count in.
 std::uint64_t unix_milliseconds();
 

@@ -170,33 +170,7 @@ std::string checkpoint_dir_problem(const config::run_config& config,
                                    const std::string& resume_path) {
   if (!config.checkpoint.enabled())
     return {};
-  const std::string& dir = config.checkpoint.dir;
-  if (const auto problem = checkpoint::directory_problem(dir); !problem.empty())
-    return "checkpoint.dir = " + dir + ": cannot write checkpoints there (" + problem + ")";
-  // A run keeps the newest checkpoint.keep files of its directory, whichever run wrote them: it
-  // must not start among another run's.
-  const auto existing = checkpoint::list(dir);
-  if (existing.empty())
-    return {};
-  std::string resumed_dir;
-  if (!resume_path.empty()) {
-    try {
-      resumed_dir = std::filesystem::path(checkpoint::resolve(resume_path)).parent_path().string();
-    } catch (const std::exception&) {
-      return {}; // the resume itself says what is wrong with its path
-    }
-    if (same_file(resumed_dir.empty() ? "." : resumed_dir, dir))
-      return {};
-  }
-  const std::string held = "checkpoint.dir = " + dir + " holds " + std::to_string(existing.size()) +
-                           " checkpoint" + (existing.size() == 1 ? "" : "s") +
-                           " of another run (the newest: " + existing.back() +
-                           "), which this run would delete as it keeps its own";
-  if (resume_path.empty())
-    return held + ": resume that run with --resume " + dir +
-           ", or give this one another checkpoint.dir";
-  return held + ": this run resumes from " + resume_path +
-         "; give it an empty checkpoint.dir, or that checkpoint's own directory";
+  return checkpoint::run_directory_problem(config.checkpoint.dir, resume_path, "--resume");
 }
 
 void announce_resume(const std::string& command, const std::string& file, std::uint64_t rounds,

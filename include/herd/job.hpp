@@ -110,7 +110,9 @@ public:
   /// data or this machine's memory, a metrics name another running job holds),
   /// checkpoint::checkpoint_error (options.resume_from unusable); initial parameters of the
   /// wrong size, or set with resume_from, are config::invalid_config (key
-  /// job_options.initial_parameters); a null `data` is config::invalid_config (key data).
+  /// job_options.initial_parameters); a null `data` is config::invalid_config (key data), and
+  /// so is a checkpoint.dir that cannot be written or holds another run's checkpoints (key
+  /// checkpoint.dir).
   static std::unique_ptr<job> start(config::run_config config,
                                     std::shared_ptr<const models::train_test_split> data,
                                     job_options options = {});

@@ -7,6 +7,7 @@
 #include "herd/config.hpp"
 #include "herd/ops.hpp"
 #include "models/sampler.hpp"
+#include "support/temp_directory.hpp"
 
 #include <caf/all.hpp>
 
@@ -335,6 +336,34 @@ TEST(job_facade, a_callback_that_throws_fails_the_job_in_its_status_and_its_summ
   const auto status = job->status();
   EXPECT_EQ(status.state, herd::job_state::failed);
   EXPECT_EQ(status.error, summary->error);
+}
+
+// Checkpoints where another run keeps its own would be pruned by this job: refused, as herd train
+// refuses them, naming the key; resuming that run from there is what the directory is for.
+TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
+  herd::testing::temp_directory dir;
+  const auto data = synthetic(960);
+  auto config = short_run();
+  config.checkpoint.dir = dir.file("ckpt");
+  {
+    const auto first = herd::job::start(config, data, quick());
+    ASSERT_EQ(first->wait().stop_reason, "epochs");
+  }
+  try {
+    herd::job::start(config, data, quick());
+    ADD_FAILURE() << "a job started among another run's checkpoints";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "checkpoint.dir");
+    EXPECT_NE(refused.errors()[0].message.find("resume that run with job_options.resume_from"),
+              std::string::npos)
+        << refused.errors()[0].message;
+  }
+  auto resuming = quick();
+  resuming.resume_from = config.checkpoint.dir;
+  config.train.epochs = 2;
+  const auto resumed = herd::job::start(config, data, resuming);
+  EXPECT_EQ(resumed->wait().stop_reason, "epochs");
 }
 
 TEST(job_facade, a_null_dataset_is_refused_naming_it) {
