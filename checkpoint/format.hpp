@@ -9,6 +9,8 @@
 // byte of it is interpreted.
 #pragma once
 
+#include "herd/checkpoint_error.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -59,18 +61,6 @@ struct header {
   double epochs = 0.0;      // epochs of training behind it
   std::uint64_t payload_bytes = 0;
   std::uint64_t payload_hash = 0; // fnv1a64 of the payload
-};
-
-/// A file that is not a usable checkpoint: what() names the file and the problem.
-class checkpoint_error : public std::runtime_error {
-public:
-  checkpoint_error(const std::string& file, const std::string& problem);
-  const std::string& file() const { return file_; }
-  const std::string& problem() const { return problem_; }
-
-private:
-  std::string file_;
-  std::string problem_;
 };
 
 /// The bytes of a checkpoint file: magic, header (with payload_bytes and payload_hash filled in

@@ -1,14 +1,18 @@
 // Trains a model through the installed library's public headers only and checks that it learnt:
 // the [model] and [train] settings from herd::config::load, a sequential model built from them,
-// plain SGD over the model interface's gradients on generated data, and the model's own evaluation.
+// plain SGD over the model interface's gradients on generated data, and the model's own evaluation;
+// and an unusable checkpoint caught by its installed type.
+#include "herd/checkpoint_error.hpp"
 #include "herd/config.hpp"
 #include "herd/dataset.hpp"
+#include "herd/job.hpp"
 #include "herd/ops.hpp"
 #include "herd/sequential.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -45,5 +49,15 @@ int main() {
   }
   const auto test = model->evaluate(ops, params.data(), data.test, 100, *work);
   std::cout << "consumer: " << model->describe() << ", test accuracy " << test.accuracy() << '\n';
+
+  try {
+    herd::job_options options;
+    options.resume_from = "/nonexistent/herd-checkpoints";
+    herd::job::start(config, std::make_shared<herd::models::train_test_split>(data), options);
+    std::cerr << "consumer: a job resumed from a checkpoint that does not exist\n";
+    return 1;
+  } catch (const herd::checkpoint::checkpoint_error& unusable) {
+    std::cout << "consumer: refused to resume from " << unusable.file() << '\n';
+  }
   return test.accuracy() > 0.9 ? 0 : 1;
 }
