@@ -195,9 +195,14 @@ void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
 } // namespace
 
 std::string render(const caf::config_value& value) {
-  // CAF prints reals as 1.500000; show them as written.
-  if (auto real = caf::get_if<caf::config_value::real>(&value))
-    return render(*real);
+  // CAF prints reals as 1.500000; show them as written. A whole real keeps a point: "workers =
+  // 4.0: expected an integer" says what is wrong, "workers = 4" does not.
+  if (auto real = caf::get_if<caf::config_value::real>(&value)) {
+    auto text = render(*real);
+    if (std::isfinite(*real) && text.find_first_of(".e") == std::string::npos)
+      text += ".0";
+    return text;
+  }
   return caf::to_string(value);
 }
 

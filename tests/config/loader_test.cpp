@@ -179,6 +179,11 @@ TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
               HasSubstr("train.algorithm = \"\" (command line): unknown algorithm"));
   EXPECT_THAT(first_error("", {"--train.workers=1.5"}),
               HasSubstr("train.workers = 1.5 (command line): expected an integer"));
+  // A whole real is quoted with its point, or the message would read "= 4: expected an integer".
+  EXPECT_THAT(first_error("", {"--train.workers=4.0"}),
+              HasSubstr("train.workers = 4.0 (command line): expected an integer"));
+  EXPECT_THAT(first_error("", {"--train.workers=1e1"}),
+              HasSubstr("train.workers = 10.0 (command line): expected an integer"));
   EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
 }
 
