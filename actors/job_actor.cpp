@@ -10,6 +10,7 @@
 #include "actors/job_plan.hpp"
 #include "actors/messages.hpp"
 #include "actors/parameter_server.hpp"
+#include "actors/run_counters.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/worker.hpp"
 #include "comm/buffer_pool.hpp"
@@ -330,13 +331,8 @@ private:
     if (finished_)
       return;
     finished_ = true;
-    if (!callback_error_.empty() && summary_->stop_reason != "error") {
-      // The run stopped because a callback threw: the summary says so, as status() does.
-      auto failed_run = std::make_shared<run_summary>(*summary_);
-      failed_run->stop_reason = "error";
-      failed_run->error = callback_error_;
-      summary_ = std::move(failed_run);
-    }
+    if (!callback_error_.empty() && summary_->stop_reason != "error") // as status() says
+      summary_ = std::make_shared<const run_summary>(failed_with(*summary_, callback_error_));
     const auto final_parameters = trained_model(worker_parameters_, server_parameters_);
     job_status final_status;
     {

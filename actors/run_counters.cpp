@@ -106,6 +106,12 @@ void run_counters::server_applied(const std::vector<std::uint64_t>& staleness) {
   }
 }
 
+run_summary failed_with(run_summary run, std::string error) {
+  run.stop_reason = "error";
+  run.error = std::move(error);
+  return run;
+}
+
 run_summary summarize(run_summary run, const run_counters& counters,
                       const evaluation_schedule& evaluations, double wall_seconds) {
   using policy::freshness;

@@ -195,8 +195,7 @@ void add_partial_keys(std::vector<key_spec>& k, const std::string& section,
 } // namespace
 
 std::string render(const caf::config_value& value) {
-  // CAF prints reals as 1.500000; show them as written. A whole real keeps a point: "workers =
-  // 4.0: expected an integer" says what is wrong, "workers = 4" does not.
+  // Reals as written (CAF prints 1.500000); a whole one keeps its point ("= 4.0", not "= 4").
   if (auto real = caf::get_if<caf::config_value::real>(&value)) {
     auto text = render(*real);
     if (std::isfinite(*real) && text.find_first_of(".e") == std::string::npos)
@@ -306,8 +305,7 @@ const std::vector<key_spec>& keys() {
         "(less padding, less imbalance)",
         [](auto& c) -> auto& { return c.data.bucket_by_length; }));
     k.push_back(make_key<std::string>(
-        "model.preset", "string",
-        "the model to train when model.layers is empty: mlp, cnn or textcnn",
+        "model.preset", "string", "the model when model.layers is empty: mlp, cnn or textcnn",
         [](auto& c) -> auto& { return c.model.preset; }));
     k.push_back(make_key<std::string>(
         "model.layers", "string",
