@@ -71,7 +71,10 @@ const std::map<std::string, config::key_scope>& scopes() {
     made["coordinator"] = scope(
         with_algorithms({"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
         coordinator_cluster, {"train.workers"},
-        {{"data.path", "directory holding the Fashion-MNIST IDX files, here (for evaluation) "
+        {{"train.algorithm", "how workers combine their updates: sync, solo, majority, quorum, "
+                             "preduce, wagma or local-sgd (async runs in one process only: "
+                             "herd train)"},
+         {"data.path", "directory holding the Fashion-MNIST IDX files, here (for evaluation) "
                        "and on every node"},
          {"metrics.port", "serve Prometheus metrics of the whole run on this TCP port at "
                           "/metrics (0 = off)"}});

@@ -95,7 +95,7 @@ void job_book::noticed(const herd::job_notice& event) {
 void job_book::finished(const herd::job_finished& event) {
   caf::aout(this) << "job_service: " << event.job << " " << herd::to_string(event.status.state)
                   << (event.summary ? " (" + event.summary->stop_reason + ")" : std::string())
-                  << '\n';
+                  << "\n"; // a string: CAF's actor_ostream prints a char as its number
 }
 
 job_book::entry* job_book::find_by_name(const std::string& name) {

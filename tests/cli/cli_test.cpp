@@ -130,6 +130,8 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
     EXPECT_THAT(help.output, HasSubstr("--last"));
     EXPECT_THAT(help.output, HasSubstr("--data.path")) << command;
   }
+  // The coordinator refuses async (its parameter server lives in one process): its help says so.
+  EXPECT_THAT(herd({"coordinator", "--help"}).output, HasSubstr("async runs in one process only"));
   auto train = herd({"train", "--help"});
   EXPECT_EQ(train.exit_code, 0);
   for (const char* option : {"--config", "--report"})
