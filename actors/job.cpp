@@ -43,6 +43,11 @@ actors::job_setup setup_from(const config::run_config& config,
     throw config::invalid_config({config::config_error{
         "data", "data: no dataset (a null train_test_split); load one (herd/data.hpp) or make "
                 "your own (docs/embedding.md)"}});
+  if (options.progress_interval <= std::chrono::milliseconds(0))
+    throw config::invalid_config({config::config_error{
+        "job_options.progress_interval",
+        "job_options.progress_interval = " + std::to_string(options.progress_interval.count()) +
+            " ms: must be positive (progress is reported once per interval)"}});
   actors::job_setup setup;
   setup.session.model = std::move(options.model);
   setup.session.metrics = std::move(options.metrics);
@@ -59,6 +64,7 @@ actors::job_setup setup_from(const config::run_config& config,
   if (options.initial_parameters)
     setup.session.initial_parameters = *options.initial_parameters;
   setup.initial_parameters_key = "job_options.initial_parameters";
+  setup.model_key = "job_options.model";
   setup.resume_key = "job_options.resume_from";
   return setup;
 }

@@ -56,10 +56,11 @@ struct job_setup {
   std::function<void(const evaluation_point&)> on_evaluation;
   std::function<void(const std::string&)> on_notice;
   std::function<void(const run_summary&)> on_finished;
-  /// What errors call the starting parameters (session.initial_parameters) and the checkpoint to
-  /// resume from (session.resume): the caller's names for them.
+  /// What errors call the starting parameters (session.initial_parameters), the checkpoint to
+  /// resume from (session.resume) and an own model (session.model): the caller's names for them.
   std::string initial_parameters_key = "session_options.initial_parameters";
   std::string resume_key = "session_options.resume";
+  std::string model_key = "session_options.model"; // the caller's own model (session.model)
 };
 
 /// A run checked and made ready to spawn: its model, where it computes, its data plane, its

@@ -106,6 +106,12 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
                                       job_setup setup) {
   if (auto errors = config::validate(config); !errors.empty())
     throw config::invalid_config(std::move(errors));
+  for (const auto* set : {&data->train, &data->test})
+    if (set->size() == 0)
+      throw config::invalid_config({config::config_error{
+          "data", std::string{"data: the "} + (set == &data->train ? "training" : "test") +
+                      " set" + (set->name.empty() ? "" : " \"" + set->name + "\"") +
+                      " is empty; a run needs samples in both"}});
   if (auto errors = config::validate_against_data(config, data->train.size()); !errors.empty())
     throw config::invalid_config(std::move(errors));
   auto plan = std::make_shared<job_plan>();
@@ -123,7 +129,7 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   // and the checkpoints' structure all take plan->model.
   const bool embedded = options.model != nullptr;
   if (embedded) {
-    check_model_fits(*options.model, *plan->data);
+    check_model_fits(*options.model, *plan->data, plan->setup.model_key);
     plan->model = options.model;
   } else {
     plan->model = make_model(plan->config, plan->data->train);
@@ -135,7 +141,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
         initial_key, initial_key + ": set together with " + plan->setup.resume_key +
                          ", which restores the checkpoint's parameters; set one of the two"}});
   if (train.backend == "cpu")
-    check_memory(plan->config, *plan->model, train.workers, embedded);
+    check_memory(plan->config, *plan->model, train.workers,
+                 embedded ? plan->setup.model_key : std::string{});
   plan->compute = compute_placement::make(plan->config, *options.ops, options.stream_ops);
   plan->samples_per_epoch = epoch_samples(plan->config, plan->data->train.size());
   plan->name = plan->setup.name.empty() ? plan->config.metrics.job : plan->setup.name;

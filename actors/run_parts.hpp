@@ -44,11 +44,11 @@ std::size_t epoch_samples(const config::run_config& config, std::size_t training
 int aggregator_count(const config::run_config& config);
 
 
-/// Refuses (config::invalid_config naming the [model] key that sized it, or
-/// session_options.model when `embedded`: the caller's own model) a model whose `local_workers`
-/// replicas cannot fit in this machine's memory, before anything is allocated.
+/// Refuses (config::invalid_config naming the [model] key that sized it, or `own_model_key`
+/// where given: the caller's name for its own model) a model whose `local_workers` replicas
+/// cannot fit in this machine's memory, before anything is allocated.
 void check_memory(const config::run_config& config, const models::model& model, int local_workers,
-                  bool embedded = false);
+                  const std::string& own_model_key = {});
 
 /// The run's Prometheus metrics in `registry` (labels job = metrics.job, node = `node_name`, or
 /// this host's name when empty; a worker's node = worker_nodes[worker] where given).

@@ -58,8 +58,8 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
   }
 }
 
-void check_model_fits(const models::model& model, const models::train_test_split& data) {
-  const std::string key = "session_options.model";
+void check_model_fits(const models::model& model, const models::train_test_split& data,
+                      const std::string& key) {
   const std::string who = "the model \"" + model.name() + "\" (" + model.describe() + ")";
   const std::size_t inputs = models::elements(model.input_shape());
   // "1x28x28 = 784 floats", or "20 floats" for a flat shape.
@@ -95,13 +95,13 @@ std::string index_list(const std::vector<std::int32_t>& indices) {
 // Each worker holds parameters, gradients and momentum, and the aggregators' result buffers come
 // on top.
 void check_memory(const config::run_config& config, const models::model& model, int local_workers,
-                  bool embedded) {
+                  const std::string& own_model_key) {
   const auto parameters = static_cast<double>(model.parameter_count());
   const double bytes = parameters * sizeof(float) * (3.0 * local_workers + 4.0);
   const auto memory = kernels::this_process_memory();
   const auto available = static_cast<double>(memory.usable());
   if (available > 0.0 && bytes > 0.8 * available) {
-    const char* key = embedded                       ? "session_options.model"
+    const char* key = !own_model_key.empty()         ? own_model_key.c_str()
                       : !config.model.layers.empty() ? "model.layers"
                       : config.model.preset == "mlp" ? "model.hidden"
                                                      : "model.preset";

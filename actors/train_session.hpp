@@ -155,8 +155,9 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
 
 /// Whether `model` can train on `data`: one sample of the training and of the test set holds
 /// elements(model.input_shape()) floats, and model.classes() covers the data's classes (it may
-/// score more than the labels use, never fewer). Throws config::invalid_config (key
-/// session_options.model) naming the model, the dataset and both numbers.
-void check_model_fits(const models::model& model, const models::train_test_split& data);
+/// score more than the labels use, never fewer). Throws config::invalid_config (key `key`: the
+/// caller's name for its model) naming the model, the dataset and both numbers.
+void check_model_fits(const models::model& model, const models::train_test_split& data,
+                      const std::string& key);
 
 } // namespace herd::actors

@@ -18,10 +18,15 @@ namespace {
 
 std::string render(double value);
 
-// Quoted and escaped as CAF's parser reads it back (to_ini() must round-trip any path).
+// Quoted and escaped as CAF's parser reads it back (to_ini() must round-trip any path, and any
+// name: a line break inside quotes would end the line, so it goes as CAF's \n, \r or \t).
 std::string render(const std::string& value) {
   std::string quoted = "\"";
   for (char c : value) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      quoted += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
+      continue;
+    }
     if (c == '"' || c == '\\')
       quoted += '\\';
     quoted += c;

@@ -197,10 +197,23 @@ invalid_config::invalid_config(std::vector<config_error> errors)
 
 namespace {
 
-// Validates what was read; throws every problem found.
+// Validates what was read; throws every problem found. A key that could not be read (unknown, or
+// a value of the wrong type) does not hide the other keys' problems; a text that could not be
+// read at all (key "") leaves nothing worth validating. A key already refused is not reported
+// again by validation, which saw its default in place of the value given.
 run_config finish(load_state state) {
-  if (state.errors.empty())
-    state.errors = validate(state.config, state.origins);
+  const bool whole_text_failed = std::any_of(state.errors.begin(), state.errors.end(),
+                                             [](const config_error& e) { return e.key.empty(); });
+  if (!whole_text_failed) {
+    const std::size_t read_errors = state.errors.size();
+    for (auto& found : validate(state.config, state.origins)) {
+      const auto end = state.errors.begin() + static_cast<std::ptrdiff_t>(read_errors);
+      const bool refused = std::any_of(state.errors.begin(), end,
+                                       [&](const config_error& e) { return e.key == found.key; });
+      if (!refused)
+        state.errors.push_back(std::move(found));
+    }
+  }
   if (!state.errors.empty())
     throw invalid_config(std::move(state.errors));
   return state.config;

@@ -24,7 +24,7 @@ struct job_options {
   /// Non-null: the model the job trains, in place of the one [model] asks for (which is then
   /// ignored). Every worker, the evaluator and the checkpoints call its const methods from their
   /// own threads at once, so they must be safe to call concurrently. It must fit the data: a
-  /// model that does not is refused (config::invalid_config, key session_options.model).
+  /// model that does not is refused (config::invalid_config, key job_options.model).
   std::shared_ptr<const models::model> model;
 
   /// Events, each called on the job actor's thread (a thread of the actor system's scheduler),
@@ -68,7 +68,7 @@ struct job_options {
   /// naming the file and the problem).
   std::string resume_from;
 
-  /// How often on_progress (and progress events) come.
+  /// How often on_progress (and progress events) come; must be positive (invalid_config).
   std::chrono::milliseconds progress_interval{250};
 };
 

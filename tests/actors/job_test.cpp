@@ -6,6 +6,7 @@
 
 #include "herd/config.hpp"
 #include "herd/ops.hpp"
+#include "herd/sequential.hpp"
 #include "models/sampler.hpp"
 #include "support/temp_directory.hpp"
 
@@ -374,6 +375,42 @@ TEST(job_facade, a_null_dataset_is_refused_naming_it) {
     ASSERT_EQ(refused.errors().size(), 1u);
     EXPECT_EQ(refused.errors()[0].key, "data");
   }
+}
+
+// What a job_options field holds that no job can use is refused before anything runs, naming the
+// field as the caller wrote it (not an internal name).
+TEST(job_facade, options_no_job_can_use_are_refused_naming_them) {
+  auto key_of_refusal = [](std::shared_ptr<const herd::models::train_test_split> data,
+                           const herd::job_options& options) -> std::string {
+    try {
+      herd::job::start(short_run(), std::move(data), options);
+    } catch (const herd::config::invalid_config& refused) {
+      EXPECT_EQ(refused.errors().size(), 1u) << refused.what();
+      return refused.errors().front().key + " | " + refused.what();
+    }
+    return "accepted";
+  };
+  for (auto interval : {0ms, -5ms}) {
+    auto options = quick();
+    options.progress_interval = interval;
+    EXPECT_EQ(key_of_refusal(synthetic(960), options).rfind("job_options.progress_interval | ", 0),
+              0u)
+        << interval.count();
+  }
+
+  auto without_test = std::make_shared<herd::models::train_test_split>(*synthetic(960));
+  without_test->test = herd::models::dataset{};
+  const auto empty = key_of_refusal(without_test, quick());
+  EXPECT_EQ(empty.rfind("data | ", 0), 0u) << empty;
+  EXPECT_NE(empty.find("the test set is empty"), std::string::npos) << empty;
+
+  // The model takes 10 floats a sample; the data has 24.
+  auto options = quick();
+  herd::models::model_choice choice;
+  choice.hidden = {8};
+  options.model = herd::models::build_model(choice, {10}, 5);
+  const auto unfit = key_of_refusal(synthetic(960), options);
+  EXPECT_EQ(unfit.rfind("job_options.model | job_options.model: the model", 0), 0u) << unfit;
 }
 
 } // namespace

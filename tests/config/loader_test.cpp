@@ -2,6 +2,7 @@
 // error that names the key, the value and the source.
 #include "herd/config.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
@@ -82,6 +83,30 @@ TEST_F(config_files, unknown_key_is_rejected_with_a_suggestion) {
   EXPECT_THAT(message, HasSubstr("unknown key train.worker"));
   EXPECT_THAT(message, HasSubstr("did you mean train.workers?"));
   EXPECT_THAT(first_error("", {"--bogus.key=1"}), HasSubstr("unknown key bogus.key"));
+}
+
+// An unknown key or a value of the wrong type does not hide what validation finds in the other
+// keys; a key refused for its type is not reported a second time by validation.
+TEST_F(config_files, unreadable_keys_do_not_hide_the_other_problems) {
+  std::vector<std::string> keys;
+  try {
+    herd::config::from_ini("[train]\nworkers = 0\nlr = -1\nbogus = 3\nepochs = \"ten\"\n",
+                           "POST");
+  } catch (const invalid_config& error) {
+    for (const auto& found : error.errors())
+      keys.push_back(found.key);
+  }
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string>{"train.bogus", "train.epochs", "train.lr",
+                                            "train.workers"}));
+  // The file's 0 stays in place under the command line's refused "abc": only "abc" is reported.
+  try {
+    load(write("zero.ini", "[train]\nworkers = 0\n"), {"--train.workers=abc"});
+    ADD_FAILURE() << "train.workers = abc was accepted";
+  } catch (const invalid_config& error) {
+    ASSERT_EQ(error.errors().size(), 1u) << error.what();
+    EXPECT_THAT(error.errors()[0].message, HasSubstr("\"abc\" (command line)"));
+  }
 }
 
 TEST_F(config_files, syntax_error_names_file_and_line) {
@@ -185,6 +210,18 @@ TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
   EXPECT_THAT(first_error("", {"--train.workers=1e1"}),
               HasSubstr("train.workers = 10.0 (command line): expected an integer"));
   EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
+}
+
+// Any name validate() accepts comes back from to_ini() through from_ini(): line breaks, tabs,
+// quotes and backslashes included.
+TEST_F(config_files, to_ini_round_trips_control_characters_in_strings) {
+  herd::config::run_config config;
+  config.metrics.job = "a\nb\r\tc \"d\" \\e";
+  config.checkpoint.dir = "/tmp/with\nbreak";
+  ASSERT_TRUE(herd::config::validate(config).empty());
+  const auto back = herd::config::from_ini(herd::config::to_ini(config), "round trip");
+  EXPECT_EQ(back.metrics.job, config.metrics.job);
+  EXPECT_EQ(back.checkpoint.dir, config.checkpoint.dir);
 }
 
 // -- [model]
