@@ -47,9 +47,12 @@ public:
     // coordinator first, and messages from one sender arrive in order.
     for (const auto& aggregator : coordinator_.aggregators())
       self.send(aggregator, admission.topology);
-    coordinator_.notice("node " + std::to_string(admission.node) + " joins: rounds pause while " +
-                        std::to_string(coordinator_.rounds_in_flight()) +
-                        " in flight finish, then its workers take a live worker's model");
+    const auto in_flight = coordinator_.rounds_in_flight();
+    coordinator_.notice("node " + std::to_string(admission.node) + " joins: " +
+                        (in_flight == 0 ? std::string("rounds pause")
+                                        : "rounds pause while the " + std::to_string(in_flight) +
+                                              " in flight finish") +
+                        ", then its workers take a live worker's model");
     joining_ = join_state{std::move(admission), registry};
     rounds_changed();
   }

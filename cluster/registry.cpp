@@ -18,6 +18,7 @@ caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
   // Watched from now on: a node that leaves before the cluster forms must not be counted.
   nodes_.push_back(entry_for(hello));
   nodes_.back().part = part;
+  count_nodes();
   if (!resuming() && !hello.parts.empty()) // a coordinator restarted without --resume?
     notice(label(nodes_.size() - 1) + unresumed_parts(hello));
   notice("node " + std::to_string(nodes_.size() - 1) + " (" + hello.name + ", " +
@@ -57,6 +58,7 @@ void registry_actor::on_ready(const node_ready& ready) {
   node.reducer = ready.reducer;
   node.control = ready.control;
   monitor(node.reducer);
+  count_nodes();
   notice(label(index) + " ready: " + worker_list(node.slots));
   if (phase_ == registry_phase::running) {
     if (ledger_.joining() == index)
@@ -232,8 +234,8 @@ void registry_actor::form_cluster() {
   ledger_.form(nodes_.size());
   for (std::size_t index = 0; index < nodes_.size(); ++index)
     welcome(index, false);
-  notice("cluster formed: " + std::to_string(nodes_.size()) + " nodes, " + std::to_string(workers) +
-         " workers; connecting the data plane");
+  notice("cluster formed: " + count_of(static_cast<int>(nodes_.size()), "node") + ", " +
+         count_of(workers, "worker") + "; connecting the data plane");
 }
 
 void registry_actor::spawn_coordinator() {
@@ -310,6 +312,9 @@ void registry_actor::start_run() {
   start.worker_nodes = aggregation.worker_nodes;
   send(coordinator_, std::move(start));
   phase_ = registry_phase::running;
+  count_nodes();
+  if (cluster_metrics_)
+    cluster_metrics_->formed();
 }
 
 void registry_actor::lost_after_forming(std::size_t index, const std::string& why) {
@@ -332,6 +337,16 @@ void registry_actor::lose(node_entry& node) {
   if (node.live && node.answered && phase_ != registry_phase::gathering)
     keys_.expel(node.process);
   node.live = false;
+  count_nodes();
+}
+
+void registry_actor::count_nodes() {
+  if (!cluster_metrics_)
+    return;
+  const auto in_cluster = std::count_if(nodes_.begin(), nodes_.end(), [this](const auto& node) {
+    return node.live && (phase_ != registry_phase::running || node.ready);
+  });
+  cluster_metrics_->nodes(static_cast<std::size_t>(in_cluster));
 }
 
 caf::node_id registry_actor::sender_process() {

@@ -14,6 +14,7 @@
 #include "comm/buffer_pool.hpp"
 #include "comm/sealing.hpp"
 #include "herd/config.hpp"
+#include "monitoring/cluster_metrics.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -39,6 +40,11 @@ public:
   registry_actor(caf::actor_config& actor_config, std::shared_ptr<registry_context> context)
       : caf::event_based_actor(actor_config), context_(std::move(context)) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
+    if (context_->options.metrics)
+      cluster_metrics_.emplace(context_->options.metrics, context_->config.metrics.job,
+                               resuming() ? resume_parts().size()
+                                          : static_cast<std::size_t>(
+                                                context_->config.cluster.min_nodes));
   }
 
   const char* name() const override { return "herd.registry"; }
@@ -198,6 +204,11 @@ private:
   }
 
   void lose(node_entry& node);
+
+  // The nodes in the cluster, for its metrics: every live one while it forms, the live ones that
+  // are ready (connected) once it runs.
+  void count_nodes();
+
   caf::node_id sender_process();
   void notice(const std::string& text);
 
@@ -221,6 +232,7 @@ private:
   std::vector<node_entry> nodes_;
   slot_table slots_;
   join_ledger ledger_;
+  std::optional<monitoring::cluster_metrics> cluster_metrics_; // with options.metrics
   int rekeys_ = 0;                                  // re-keys begun in this run
   std::map<std::uint32_t, std::string> plane_keys_; // by data-plane generation
   rendezvous_keys keys_;

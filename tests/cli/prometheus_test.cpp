@@ -180,6 +180,10 @@ TEST(prometheus, the_alert_rules_and_scrape_config_pass_promtool) {
   const auto config = run_process(
       {"/bin/sh", "-c", "cd " + dir + " && /usr/bin/promtool check config prometheus.yml"});
   EXPECT_EQ(config.exit_code, 0) << config.output;
+  // The rules' own unit tests: series in, alerts (or none) out.
+  const auto tests = run_process(
+      {"/bin/sh", "-c", "cd " + dir + " && /usr/bin/promtool test rules herd-alerts-test.yml"});
+  EXPECT_EQ(tests.exit_code, 0) << tests.output;
 }
 
 } // namespace

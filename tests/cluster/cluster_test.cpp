@@ -252,6 +252,43 @@ TEST(cluster_runs, a_coordinator_stopped_while_waiting_for_nodes_says_how_many_h
   EXPECT_NE(summary->error.find("0 of 3"), std::string::npos) << summary->error;
 }
 
+// From the moment it listens, the coordinator's metrics say how many nodes joined, how many it
+// waits for, and whether the run started: a coordinator whose nodes never come is visible to an
+// alert before any worker has a series.
+TEST(cluster_runs, the_metrics_show_the_cluster_forming_before_any_worker_exists) {
+  auto j = make_job("sync", 2, 10);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  auto metrics = std::make_shared<herd::monitoring::registry>();
+  options.metrics = metrics;
+  cluster_session session(j.config, j.data, options);
+  auto shows = [&metrics](const std::string& series) {
+    return herd::monitoring::expose(*metrics).find(series + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(shows(R"(herd_cluster_nodes{job="herd"} 0)"));
+  EXPECT_TRUE(shows(R"(herd_cluster_nodes_required{job="herd"} 2)"));
+  EXPECT_TRUE(shows(R"(herd_cluster_formed{job="herd"} 0)"));
+  std::vector<node_outcome> outcomes(2);
+  std::thread first(
+      [&] { outcomes[0] = herd::cluster::run_node(node_for(j, session.port(), 1, nullptr)); });
+  EXPECT_TRUE(eventually([&] { return shows(R"(herd_cluster_nodes{job="herd"} 1)"); },
+                         std::chrono::seconds(30)))
+      << herd::monitoring::expose(*metrics);
+  EXPECT_TRUE(shows(R"(herd_cluster_formed{job="herd"} 0)"));
+  std::thread second(
+      [&] { outcomes[1] = herd::cluster::run_node(node_for(j, session.port(), 1, nullptr)); });
+  EXPECT_TRUE(eventually([&] { return shows(R"(herd_cluster_formed{job="herd"} 1)"); },
+                         std::chrono::seconds(60)))
+      << herd::monitoring::expose(*metrics);
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  first.join();
+  second.join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_TRUE(shows(R"(herd_cluster_formed{job="herd"} 1)"));
+}
+
 TEST(cluster_runs, a_node_that_cannot_reach_the_coordinator_gives_up_after_the_join_timeout) {
   const auto j = make_job("sync", 2, 10);
   auto options = node_for(j, 1, 1, nullptr); // port 1: nobody listens
