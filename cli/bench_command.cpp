@@ -40,6 +40,9 @@ struct bench_arguments {
   std::vector<std::string> scenarios{"none", "random", "persistent"};
   int repeat = 1;
   std::string out_dir = "bench-results";
+  // What --out will hold, checked before the first run: hours of runs must not end in a file
+  // that cannot be written.
+  std::vector<std::string> outputs{"results.csv", "results.json", "plot.gp"};
   std::optional<double> random_delay_ms; // default: four undelayed step times
   int snapshot_ms = 100;
   bool help = false;

@@ -1,5 +1,6 @@
 // What the commands share; see command_support.hpp.
 #include "cli/command_support.hpp"
+#include "cli/report.hpp"
 
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
@@ -226,6 +227,21 @@ std::string join(const std::vector<std::string>& items) {
   for (std::size_t i = 0; i < items.size(); ++i)
     out += (i ? ", " : "") + items[i];
   return out;
+}
+
+void prepare_output_directory(const std::string& dir, const std::vector<std::string>& files) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error)
+    throw std::invalid_argument("--out " + dir + ": cannot make this directory: " +
+                                error.message());
+  for (const auto& file : files) {
+    try {
+      check_writable((std::filesystem::path(dir) / file).string());
+    } catch (const std::runtime_error& failure) {
+      throw std::invalid_argument("--out " + dir + ": cannot write " + failure.what());
+    }
+  }
 }
 
 } // namespace herd::cli

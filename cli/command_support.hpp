@@ -65,10 +65,16 @@ constexpr std::size_t help_columns = 80;
 /// a "usage:" line is continued under its first argument. A word longer than a line overflows it.
 std::string fit_help(const std::string& text, std::size_t columns = help_columns);
 
+/// Creates `dir` (--out) and checks that each of `files` can be written in it (check_writable,
+/// report.hpp), so that a command whose runs take hours finds out first. Throws
+/// std::invalid_argument naming --out, the directory or the file, and why.
+void prepare_output_directory(const std::string& dir, const std::vector<std::string>& files);
+
 /// The start of a command that runs a configured job and writes into a directory (bench,
 /// simulate): `parse` reads the arguments (std::invalid_argument for bad ones) into `args`; then
-/// `help()` is shown if asked for, or the job is loaded and args.out_dir made. Returns the exit
-/// status when the command ends here (help: 0; bad input, said on stderr: 2).
+/// `help()` is shown if asked for, or the job is loaded and args.out_dir made, with
+/// args.outputs checked in it. Returns the exit status when the command ends here (help: 0; bad
+/// input, said on stderr: 2).
 template <class Arguments>
 std::optional<int> start_job_command(const std::string& name, Arguments& args,
                                      config::run_config& job,
@@ -81,7 +87,7 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
       return 0;
     }
     job = load_for_command(name, args.config_file, args.overrides);
-    std::filesystem::create_directories(args.out_dir);
+    prepare_output_directory(args.out_dir, args.outputs);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(name, invalid);
     return 2;

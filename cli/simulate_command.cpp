@@ -38,6 +38,7 @@ struct simulate_arguments {
   std::vector<std::string> overrides;
   std::vector<std::string> algorithms{"sync", "solo", "majority", "preduce", "wagma"};
   std::string out_dir = "simulate-results";
+  std::vector<std::string> outputs{"results.json", "plot.gp"}; // checked before the first cell
   std::string step_trace; // a herd train --report whose step times the workers replay
   bool help = false;
 };

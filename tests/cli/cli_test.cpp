@@ -38,6 +38,7 @@ using herd::testing::background_process;
 using herd::testing::run_process;
 using namespace std::chrono_literals;
 using testing::HasSubstr;
+using testing::Not;
 
 constexpr std::pair<int, const char*> stop_signals[] = {
     {SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}};
@@ -631,6 +632,26 @@ TEST_F(herd_cli, bench_help_and_bad_arguments) {
   auto repeat = herd({"bench", "--repeat=0"});
   EXPECT_EQ(repeat.exit_code, 2);
   EXPECT_THAT(repeat.output, HasSubstr("--repeat"));
+  // An output that cannot be written is refused before the first run, naming --out.
+  const auto blocked = path("blocked");
+  std::filesystem::create_directories(blocked + "/results.csv");
+  const std::vector<std::string> quick{"--data.dataset=synthetic", "--train.epochs=1",
+                                       "--algorithms=sync", "--scenarios=none"};
+  auto args = quick;
+  args.insert(args.begin(), "bench");
+  args.insert(args.end(), {"--out", blocked});
+  auto refused = herd(args);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("--out " + blocked + ": cannot write " + blocked +
+                                        "/results.csv: is a directory"));
+  EXPECT_THAT(refused.output, Not(HasSubstr("[1/1]"))) << "a run started";
+  const auto file = path("a-file");
+  std::ofstream(file) << "x";
+  args = {"simulate", "--out", file + "/sub"};
+  auto not_a_directory = herd(args);
+  EXPECT_EQ(not_a_directory.exit_code, 2) << not_a_directory.output;
+  EXPECT_THAT(not_a_directory.output,
+              HasSubstr("--out " + file + "/sub: cannot make this directory"));
 }
 
 TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
