@@ -36,8 +36,24 @@ bool checkpoint_taker::ready_to_collect(std::size_t rounds_in_flight) {
   return true;
 }
 
+namespace {
+
+// What a run adds to between two checkpoints: rounds (finished or aborted), steps, workers that
+// joined, evaluations.
+std::array<std::uint64_t, 5> mark_of(const run_counters& counters, std::size_t evaluations) {
+  return {counters.rounds, counters.aborted_rounds, counters.steps, counters.workers_joined,
+          evaluations};
+}
+
+} // namespace
+
 void checkpoint_taker::write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
                              std::string name) {
+  if (!final) {
+    newest_mark_ = mark_of(state->coordinator.counters,
+                           state->coordinator.evaluations.evaluations().size());
+    newest_path_.clear();
+  }
   checkpoint_report report;
   report.name = std::move(name);
   report.parts = state->parts.size();
@@ -64,8 +80,30 @@ void checkpoint_taker::flush() {
     writer_->flush();
 }
 
+std::vector<checkpoint_report> checkpoint_taker::take_from_writer() {
+  auto reports = writer_ ? writer_->take_reports() : std::vector<checkpoint_report>{};
+  for (const auto& report : reports)
+    if (!report.final)
+      newest_path_ = report.error.empty() ? report.path : std::string();
+  return reports;
+}
+
 std::vector<checkpoint_report> checkpoint_taker::reports() {
-  return writer_ ? writer_->take_reports() : std::vector<checkpoint_report>{};
+  auto reports = std::move(taken_);
+  taken_.clear();
+  auto fresh = take_from_writer();
+  reports.insert(reports.end(), fresh.begin(), fresh.end());
+  return reports;
+}
+
+std::string checkpoint_taker::newest_holding(const run_counters& counters,
+                                             std::size_t evaluations) {
+  if (!enabled() || !newest_mark_ || *newest_mark_ != mark_of(counters, evaluations))
+    return {};
+  flush();
+  auto fresh = take_from_writer();
+  taken_.insert(taken_.end(), fresh.begin(), fresh.end());
+  return newest_path_;
 }
 
 namespace {

@@ -21,8 +21,10 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
+#include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,11 @@ public:
   void flush();
   /// Reports of the checkpoints written since the last call.
   std::vector<checkpoint_report> reports();
+  /// The file of the newest periodic checkpoint when it holds the run as it is now (the same
+  /// rounds, steps and joins in `counters`, as many `evaluations`: a final checkpoint would
+  /// repeat it, and take one of the kept slots) and was written; else empty. Waits for the writer
+  /// when they agree.
+  std::string newest_holding(const run_counters& counters, std::size_t evaluations);
 
 private:
   enum class phase { idle, draining, collecting };
@@ -93,6 +100,13 @@ private:
   std::uint64_t last_rounds_ = 0; // rounds at the last checkpoint (or the start)
   std::vector<policy_input> kept_;
   std::vector<policy::group_decision> unstarted_;
+  // The newest periodic checkpoint handed to the writer: what it holds, and its file once
+  // written (empty while pending or when it failed). Reports taken from the writer to learn
+  // that wait in taken_ for reports().
+  std::optional<std::array<std::uint64_t, 5>> newest_mark_;
+  std::string newest_path_;
+  std::vector<checkpoint_report> taken_;
+  std::vector<checkpoint_report> take_from_writer();
 };
 
 using worker_records = std::vector<std::shared_ptr<const worker_record>>;

@@ -107,7 +107,7 @@ private:
   std::string parts_to_keep_from() const;
   void release_checkpoint();
   void drop_checkpoint(const std::string& why);
-  bool final_checkpoint_wanted() const;
+  bool final_checkpoint_wanted();
   void report_checkpoints();
 
   // -- stopping (run_phases decides, these carry it out) ----------------------------------------

@@ -243,10 +243,19 @@ void coordinator_actor::drop_checkpoint(const std::string& why) {
 }
 
 // A final checkpoint is one the run can go on from: no error, no round abandoned, no worker
-// lost.
-bool coordinator_actor::final_checkpoint_wanted() const {
-  return checkpoints_.enabled() && phases_.error().empty() && !rounds_abandoned_ &&
-         live_workers().size() == workers_.size();
+// lost. None when the newest periodic one, written, already holds this state (a run stopped just
+// after one): it would be a copy, taking one of the kept slots.
+bool coordinator_actor::final_checkpoint_wanted() {
+  if (!checkpoints_.enabled() || !phases_.error().empty() || rounds_abandoned_ ||
+      live_workers().size() != workers_.size())
+    return false;
+  const auto newest = checkpoints_.newest_holding(counters_, evaluations_.evaluations().size());
+  if (newest.empty())
+    return true;
+  report_checkpoints(); // its own notice first
+  notice("no final checkpoint: the newest, " + newest + ", holds this state (round " +
+         std::to_string(counters_.rounds) + ")");
+  return false;
 }
 
 void coordinator_actor::report_checkpoints() {

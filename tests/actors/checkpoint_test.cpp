@@ -2,6 +2,7 @@
 // (bit for bit under sync), the partial algorithms resume and learn, and a checkpoint that does
 // not fit the run is refused by name.
 #include "actors/checkpoint_state.hpp"
+#include "actors/checkpoint_taker.hpp"
 #include "actors/train_session.hpp"
 
 #include <filesystem>
@@ -405,6 +406,51 @@ TEST(checkpoint, a_cluster_checkpoint_names_each_worker_in_one_part_whose_hash_i
               std::string::npos)
         << refused.what();
   }
+}
+
+// A final checkpoint that would copy the newest periodic one is not taken: the taker names the
+// file that holds the run's state while the rounds, aborted rounds, steps, joins and evaluations
+// are those it holds, and only once it was written.
+TEST(checkpoint, the_newest_checkpoint_stands_in_for_a_final_one_only_while_it_holds_the_state) {
+  temp_directory dir;
+  auto taken_at = [](herd::actors::checkpoint_taker& taker, const herd::actors::run_counters& at) {
+    auto state = std::make_shared<herd::actors::run_checkpoint>();
+    state->coordinator.counters = at;
+    taker.begin(0.0, at.rounds);
+    taker.write(state, 0.01, false);
+  };
+  herd::actors::run_counters at;
+  at.rounds = 10;
+  at.steps = 40;
+  auto options = std::make_shared<herd::actors::checkpoint_options>();
+  options->directory = dir.file("ckpt");
+  herd::actors::checkpoint_taker taker(options);
+  EXPECT_EQ(taker.newest_holding(at, 0), "") << "no checkpoint yet";
+  taken_at(taker, at);
+  const auto newest = taker.newest_holding(at, 0);
+  ASSERT_EQ(herd::checkpoint::list(options->directory).size(), 1u);
+  EXPECT_EQ(newest, herd::checkpoint::list(options->directory).front());
+  for (auto* counter : {&at.rounds, &at.aborted_rounds, &at.steps, &at.workers_joined}) {
+    ++*counter;
+    EXPECT_EQ(taker.newest_holding(at, 0), "");
+    --*counter;
+  }
+  EXPECT_EQ(taker.newest_holding(at, 1), "") << "an evaluation since";
+  EXPECT_EQ(taker.newest_holding(at, 0), newest);
+  // The report the check took from the writer still comes out, once.
+  EXPECT_EQ(taker.reports().size(), 1u);
+  EXPECT_TRUE(taker.reports().empty());
+
+  // A checkpoint that could not be written holds nothing.
+  options = std::make_shared<herd::actors::checkpoint_options>();
+  options->directory = dir.file("not-a-directory");
+  std::ofstream(options->directory) << "a file";
+  herd::actors::checkpoint_taker failing(options);
+  taken_at(failing, at);
+  EXPECT_EQ(failing.newest_holding(at, 0), "");
+  const auto reports = failing.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FALSE(reports.front().error.empty());
 }
 
 // Checkpoint files are written by the writer's thread; the session reports each one.
