@@ -5,6 +5,7 @@
 #include "comm/errors.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace caf {
@@ -22,12 +23,16 @@ enum class herd_errc : std::uint8_t {
   evaluation_failed,  // the evaluator could not evaluate a snapshot
   join_refused,       // the coordinator refused a node (version, a full cluster, bad settings)
   checkpoint_failed,  // a node could not write its part of a checkpoint
+  run_stopped,        // the coordinator was stopped before its run started (a node's answer)
 };
 
 const char* to_string(herd_errc code);
 
 /// A caf::error in Herd's category with a sentence of context.
 caf::error make_error(herd_errc code, std::string context);
+
+/// The sentence of context of `error` when it is Herd's `code` (make_error's); else nullopt.
+std::optional<std::string> context_of(const caf::error& error, herd_errc code);
 
 /// A failed request between actors as a round's result: `timeout` when the answer did not come
 /// in time, `peer_lost` when the other actor (or its process) is gone; `message` says it.

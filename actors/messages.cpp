@@ -23,6 +23,8 @@ const char* to_string(herd_errc code) {
     return "join_refused";
   case herd_errc::checkpoint_failed:
     return "checkpoint_failed";
+  case herd_errc::run_stopped:
+    return "run_stopped";
   }
   return "unknown";
 }
@@ -30,6 +32,13 @@ const char* to_string(herd_errc code) {
 caf::error make_error(herd_errc code, std::string context) {
   return caf::error{static_cast<std::uint8_t>(code), error_category,
                     caf::make_message(std::move(context))};
+}
+
+std::optional<std::string> context_of(const caf::error& error, herd_errc code) {
+  if (error.category() != error_category || error.code() != static_cast<std::uint8_t>(code))
+    return std::nullopt;
+  return error.context().match_elements<std::string>() ? error.context().get_as<std::string>(0)
+                                                        : std::string();
 }
 
 comm::status status_of(const caf::error& failure, std::string message) {

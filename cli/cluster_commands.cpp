@@ -169,7 +169,8 @@ int run_coordinator(const std::vector<std::string>& args) {
                                     effective = session->effective_config();
                                   return summary;
                                 },
-                                [&session] { session->request_stop(); }},
+                                [&session] { session->request_stop(); },
+                                [&session] { return session->started(); }},
                                printer, effective, parsed.report_file);
   return status;
 }

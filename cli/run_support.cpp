@@ -135,8 +135,9 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
       stop_requested = true;
       const std::string again =
           stop_signal_name() == "SIGINT" ? "Ctrl-C again" : "a second " + stop_signal_name();
-      printer.on_notice("interrupted by " + stop_signal_name() +
-                        ": stopping after the rounds in flight (" + again + " aborts)");
+      if (!run.started || run.started())
+        printer.on_notice("interrupted by " + stop_signal_name() +
+                          ": stopping after the rounds in flight (" + again + " aborts)");
       run.request_stop();
     }
   }

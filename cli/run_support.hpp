@@ -89,6 +89,9 @@ void announce_resume(const std::string& command, const std::string& file, std::u
 struct run_handle {
   std::function<std::optional<actors::run_summary>(std::chrono::milliseconds)> wait_for;
   std::function<void()> request_stop;
+  /// Whether the run has started; empty: it starts at once. A stop before it started says
+  /// nothing of rounds in flight (there are none) and leaves the explanation to the run.
+  std::function<bool()> started;
 };
 
 /// Waits for the run; the first stop signal (SIGINT, SIGTERM or SIGHUP, also one that came

@@ -133,7 +133,8 @@ int run_train(const std::vector<std::string>& args) {
   return await_run(
       "train",
       {[&session](std::chrono::milliseconds timeout) { return session->wait_for(timeout); },
-       [&session] { session->request_stop(); }},
+       [&session] { session->request_stop(); },
+       {}},
       printer, config, parsed.report_file);
 }
 

@@ -15,8 +15,6 @@
 #include <caf/io/all.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <map>
 #include <mutex>
 #include <thread>
 
@@ -238,8 +236,13 @@ private:
     // A plain send, not a request: the answer comes as a message, and so does the coordinator's
     // loss while the cluster forms (a request's receive would wait out its timeout instead).
     self_->send(registry_, hello_);
-    if (auto refused = await_welcome(); !refused.empty())
-      return failed(std::move(refused));
+    if (auto refused = await_welcome(); !refused.empty()) {
+      if (!stopped_before_run_) // else the node's part is over, not failed
+        return failed(std::move(refused));
+      notify(options_, refused);
+      outcome_.ok = true;
+      return false;
+    }
     welcomed_ = true;
     outcome_.worker_indices.assign(welcome_.workers.begin(), welcome_.workers.end());
     outcome_.joined_running = welcome_.running;
@@ -269,7 +272,10 @@ private:
             answered = welcomed = true;
           },
           [&](caf::error& error) {
-            failure = system_.render(error);
+            const auto stopped = context_of(error, herd_errc::run_stopped);
+            stopped_before_run_ = stopped.has_value();
+            failure = stopped ? "the coordinator was " + *stopped + "; its run never started"
+                              : system_.render(error);
             answered = true;
           },
           [&](caf::down_msg& down) {
@@ -292,7 +298,9 @@ private:
              "joins of other nodes took that long)";
     if (welcomed)
       return {};
-    return leaving(options_) ? failure : "the coordinator did not admit this node: " + failure;
+    return leaving(options_) || stopped_before_run_
+               ? failure
+               : "the coordinator did not admit this node: " + failure;
   }
 
   bool load() {
@@ -522,6 +530,7 @@ private:
   node_hello hello_;
   node_welcome welcome_;
   bool welcomed_ = false;
+  bool stopped_before_run_ = false; // the answer to its hello: the coordinator was stopped
   config::run_config config_;
   std::shared_ptr<const models::train_test_split> data_;
   std::shared_ptr<const models::model> model_;

@@ -153,6 +153,10 @@ std::optional<run_summary> cluster_session::wait_for(std::chrono::milliseconds t
   return result.summary();
 }
 
+bool cluster_session::started() const {
+  return impl_->context->started.load();
+}
+
 config::run_config cluster_session::effective_config() const {
   std::lock_guard<std::mutex> guard(impl_->context->config_mutex);
   return impl_->context->config;

@@ -85,6 +85,9 @@ public:
   /// The configuration as run, workers counted across nodes; valid once the run started.
   config::run_config effective_config() const;
 
+  /// Whether the run has started (the cluster formed and every node is ready). Thread-safe.
+  bool started() const;
+
 private:
   struct impl;
   std::unique_ptr<impl> impl_;

@@ -285,9 +285,10 @@ std::int32_t registry_actor::workers_on_machine_of(std::size_t index) const {
 }
 
 void registry_actor::refuse_all(const std::string& why, const std::string& stop_reason) {
+  const auto code = stop_reason == "interrupted" ? herd_errc::run_stopped : herd_errc::join_refused;
   for (auto& node : nodes_)
     if (!node.answered)
-      answer(node, make_error(herd_errc::join_refused, why));
+      answer(node, make_error(code, why));
   // Nodes connecting the data plane wait for no one's address any more.
   over_ = true;
   keys_.fail_reads("");
@@ -312,6 +313,7 @@ void registry_actor::start_run() {
   start.worker_nodes = aggregation.worker_nodes;
   send(coordinator_, std::move(start));
   phase_ = registry_phase::running;
+  context_->started = true;
   count_nodes();
   if (cluster_metrics_)
     cluster_metrics_->formed();

@@ -26,6 +26,7 @@
 
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,7 @@ struct registry_context {
   std::string resume_file;
   // Read by effective_config() from another thread once the run started.
   mutable std::mutex config_mutex;
+  std::atomic<bool> started{false}; // every node ready, the run's actors spawned
 };
 
 caf::actor spawn_registry(caf::actor_system& system, std::shared_ptr<registry_context> context);

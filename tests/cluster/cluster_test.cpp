@@ -576,6 +576,39 @@ private:
   std::vector<std::string> notices_;
 };
 
+// A node that joined a cluster whose coordinator is then stopped was not refused: its part is
+// over (ok, as when a run it served ends), and it says so.
+TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_cleanly) {
+  auto j = make_job("sync", 2, 10);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  notice_log coordinator_notices;
+  options.observer = &coordinator_notices;
+  cluster_session session(j.config, j.data, options);
+  std::mutex mutex;
+  std::vector<std::string> notices;
+  auto node = node_for(j, session.port(), 1, nullptr);
+  node.on_notice = [&](const std::string& text) {
+    std::lock_guard<std::mutex> guard(mutex);
+    notices.push_back(text);
+  };
+  node_outcome outcome;
+  std::thread joining([&] { outcome = herd::cluster::run_node(node); });
+  ASSERT_TRUE(eventually([&] { return coordinator_notices.containing("joined; 1 of 2 nodes").size() == 1; },
+                         std::chrono::seconds(30)));
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::seconds(30));
+  joining.join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_TRUE(outcome.ok) << outcome.error;
+  std::lock_guard<std::mutex> guard(mutex);
+  ASSERT_FALSE(notices.empty());
+  EXPECT_EQ(notices.back(), "the coordinator was stopped while waiting for nodes (1 of 2 had "
+                            "joined); its run never started");
+}
+
 // Joins that fail free the lost slots again, and the next node joins in their place: one whose
 // data plane cannot listen on its --data-host (it fails before any peer connects), then one that
 // crashes right after its data plane connected (every live node has that generation of the plane
