@@ -103,6 +103,11 @@ int run_coordinator(const std::vector<std::string>& args) {
       std::cerr << "herd coordinator: warning: " << warning << '\n';
     if (auto problem = listen_problem(listen.host, prepared->config.cluster); !problem.empty())
       throw std::invalid_argument(problem);
+    const int metrics_port = prepared->config.metrics.port;
+    if (metrics_port != 0 && metrics_port == listen.port)
+      throw std::invalid_argument("metrics.port = " + std::to_string(metrics_port) +
+                                  " is --listen's port too: the metrics endpoint and the nodes' "
+                                  "gate need a port each");
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd coordinator: " << bad.what() << '\n';
     return exit_bad_input;

@@ -88,8 +88,11 @@ bool is_loopback_host(const std::string& host) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
-    return false;
+  if (const int failed = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); failed != 0)
+    throw std::invalid_argument("--listen " + host + ": cannot resolve this name: " +
+                                ::gai_strerror(failed));
+  if (found == nullptr)
+    throw std::invalid_argument("--listen " + host + ": this name has no address");
   bool all_loopback = true;
   for (auto* address = found; address != nullptr; address = address->ai_next) {
     if (address->ai_family == AF_INET) {

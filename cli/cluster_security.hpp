@@ -18,11 +18,13 @@ constexpr std::size_t min_network_token_bytes = 16;
 std::string resolve_cluster_token(config::cluster_section& cluster);
 
 /// True when every address `host` stands for is a loopback address (127.0.0.0/8, ::1), so only
-/// this machine can connect.
+/// this machine can connect. Throws std::invalid_argument naming --listen when `host` does not
+/// resolve.
 bool is_loopback_host(const std::string& host);
 
-/// Why the coordinator must not listen on `host` with these settings ("" when it may): an
-/// address other machines reach, without a token or with one short enough to guess.
+/// Why the coordinator must not listen on `host` with these settings ("" when it may): a name
+/// that does not resolve, or an address other machines reach, without a token or with one short
+/// enough to guess.
 std::string listen_problem(const std::string& host, const config::cluster_section& cluster);
 
 } // namespace herd::cli

@@ -119,6 +119,8 @@ cluster_session::cluster_session(config::run_config config,
     caf::anon_send_exit(impl_->registry, caf::exit_reason::user_shutdown);
     impl_->registry = nullptr;
     impl_->system->await_all_actors_done();
+    if (dynamic_cast<const config::invalid_config*>(&failure) != nullptr)
+      throw; // a TLS file: its key names it, not the address
     throw std::runtime_error("cannot listen on " + listen + ":" +
                              std::to_string(context.options.port) + ": " + failure.what());
   }

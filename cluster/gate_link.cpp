@@ -1,12 +1,15 @@
 // One end of a control-plane connection, plain TCP or TLS; see gate_link.hpp.
 #include "cluster/gate_link.hpp"
 
+#include "herd/config.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <netdb.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <pthread.h>
@@ -179,23 +182,35 @@ tls_context::tls_context(side role, const tls_files& files) : role_(role) {
   if (context == nullptr)
     throw std::runtime_error("cannot make a TLS context: " + tls_error_text());
   context_ = context;
-  auto refuse = [this](const std::string& key, const std::string& file) {
-    const std::string why = tls_error_text();
+  // A file without the PEM block asked for (a key given as the certificate, say: no decoder
+  // takes it) and a key of another certificate are said in words; OpenSSL's own codes follow for
+  // anything else.
+  auto refuse = [this, &files](const std::string& key, const std::string& file,
+                               const std::string& what) {
+    const unsigned long first = ERR_peek_error();
+    const int library = ERR_GET_LIB(first);
+    const int reason = ERR_GET_REASON(first);
+    std::string why = tls_error_text();
+    if ((library == ERR_LIB_PEM && reason == PEM_R_NO_START_LINE) ||
+        (library == ERR_LIB_OSSL_DECODER && reason == ERR_R_UNSUPPORTED))
+      why = "no PEM " + what + " in this file";
+    else if (library == ERR_LIB_X509 && reason == X509_R_KEY_VALUES_MISMATCH)
+      why = "this key does not belong to the certificate cluster.tls-cert = " + files.cert;
     SSL_CTX_free(as_context(context_));
     context_ = nullptr;
-    throw std::runtime_error(key + " = " + file + ": " + why);
+    throw config::invalid_config({{key, key + " = " + file + ": " + why}});
   };
   SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
   // CAF's stream hands SSL_write whatever part of its buffer is left, from wherever it now is.
   SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_load_verify_locations(context, files.ca.c_str(), nullptr) != 1)
-    refuse("cluster.tls-ca", files.ca);
+    refuse("cluster.tls-ca", files.ca, "certificate");
   if (SSL_CTX_use_certificate_chain_file(context, files.cert.c_str()) != 1)
-    refuse("cluster.tls-cert", files.cert);
+    refuse("cluster.tls-cert", files.cert, "certificate");
   if (SSL_CTX_use_PrivateKey_file(context, files.key.c_str(), SSL_FILETYPE_PEM) != 1)
-    refuse("cluster.tls-key", files.key);
+    refuse("cluster.tls-key", files.key, "private key");
   if (SSL_CTX_check_private_key(context) != 1)
-    refuse("cluster.tls-key", files.key + " (does not belong to " + files.cert + ")");
+    refuse("cluster.tls-key", files.key, "private key");
   // Both ends must show a certificate the cluster CA signed. Host names are not checked: the
   // cluster CA signs only the cluster's own processes.
   SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);

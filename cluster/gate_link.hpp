@@ -23,8 +23,9 @@ struct tls_files {
   bool enabled() const { return !ca.empty(); }
 };
 
-/// An OpenSSL context for one side. Throws std::runtime_error naming the key, the file and
-/// OpenSSL's reason when a file cannot be used.
+/// An OpenSSL context for one side. Throws config::invalid_config (key cluster.tls-ca, -cert or
+/// -key) naming the file and why when a file cannot be used: no PEM block of its kind in it, a key
+/// that does not belong to the certificate, or OpenSSL's reason.
 class tls_context {
 public:
   enum class side { server, client };

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "cluster/control_gate.hpp"
+#include "cluster/gate_link.hpp"
+#include "herd/config.hpp"
 #include "support/gate_wire.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
@@ -372,6 +374,32 @@ std::string read_through(herd::cluster::gate_link& tls, std::size_t size) {
   return tls.read_exactly(bytes.data(), size, herd::cluster::gate_clock::now() + 10s)
              ? bytes
              : std::string();
+}
+
+// A TLS file that cannot serve is refused naming its key and what is wrong with it, in words
+// where OpenSSL's codes would say "no start line" or "key values mismatch".
+TEST(control_gate_tls, unusable_files_are_refused_naming_the_key_and_the_problem) {
+  const certificates made;
+  ASSERT_TRUE(made.made) << "openssl could not make the test certificates";
+  auto refusal = [](const herd::cluster::tls_files& files) -> std::string {
+    try {
+      herd::cluster::tls_context context(herd::cluster::tls_context::side::server, files);
+    } catch (const herd::config::invalid_config& refused) {
+      return refused.errors().front().key + " | " + refused.what();
+    }
+    return "accepted";
+  };
+  const auto ca = made.dir.file("ca.pem");
+  const auto cert = made.dir.file("coordinator.pem");
+  const auto key = made.dir.file("coordinator.key");
+  EXPECT_EQ(refusal({ca, cert, key}), "accepted");
+  EXPECT_EQ(refusal({ca, key, key}), "cluster.tls-cert | cluster.tls-cert = " + key +
+                                         ": no PEM certificate in this file");
+  EXPECT_EQ(refusal({ca, cert, cert}), "cluster.tls-key | cluster.tls-key = " + cert +
+                                           ": no PEM private key in this file");
+  EXPECT_EQ(refusal({ca, cert, made.dir.file("node.key")}),
+            "cluster.tls-key | cluster.tls-key = " + made.dir.file("node.key") +
+                ": this key does not belong to the certificate cluster.tls-cert = " + cert);
 }
 
 TEST(control_gate_tls, the_token_and_the_frames_travel_encrypted) {
