@@ -5,6 +5,7 @@
 #include "herd/config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/array.hpp>
 #include <cereal/types/deque.hpp>
@@ -266,9 +267,11 @@ std::vector<worker_record> load_part(const std::string& file, const part_record&
   return workers;
 }
 
-run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
-                               std::size_t parameter_count) {
-  const auto loaded = checkpoint::read_file(file);
+namespace {
+
+// The payload of `loaded` (read from `file`), checked against a run of structure `now`.
+run_checkpoint checked_payload(const std::string& file, const checkpoint::loaded& loaded,
+                               const checkpoint::structure& now, std::size_t parameter_count) {
   check_shape(file, loaded.head.shape, now);
   auto state = decode_payload(loaded.payload, file);
   if (state.across_processes()) {
@@ -290,6 +293,44 @@ run_checkpoint load_for_resume(const std::string& file, const checkpoint::struct
                   std::to_string(target->size()) + " values for a model of " +
                   std::to_string(parameter_count) + " parameters");
   return state;
+}
+
+} // namespace
+
+run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
+                               std::size_t parameter_count) {
+  return checked_payload(file, checkpoint::read_file(file), now, parameter_count);
+}
+
+run_checkpoint load_for_model(const std::string& file, const models::model& model) {
+  const auto loaded = checkpoint::read_file(file);
+  auto now = loaded.head.shape; // the run's own, but for the model
+  now.model = model.describe();
+  return checked_payload(file, loaded, now, model.parameter_count());
+}
+
+serving_parameters parameters_to_serve(const run_checkpoint& state, const std::string& file,
+                                       bool last, bool mean_of_replicas) {
+  serving_parameters chosen;
+  const auto& target = state.coordinator.evaluations.target_parameters();
+  char origin[160];
+  if (!last && target != nullptr) {
+    const auto& point = *state.coordinator.evaluations.target_point();
+    chosen.values = *target;
+    std::snprintf(origin, sizeof origin,
+                  "the parameters that reached the target (test accuracy %.4f at round %llu)",
+                  point.test_accuracy, static_cast<unsigned long long>(point.round));
+  } else {
+    if (state.across_processes())
+      throw checkpoint::checkpoint_error(
+          file, "a cluster's checkpoint (herd coordinator) holds no worker's parameters: they "
+                "are in the parts its nodes wrote to their own disks");
+    chosen.values = model_parameters(state, mean_of_replicas);
+    std::snprintf(origin, sizeof origin, "the workers' last parameters (round %llu)",
+                  static_cast<unsigned long long>(state.coordinator.counters.rounds));
+  }
+  chosen.origin = origin;
+  return chosen;
 }
 
 std::vector<std::string> changed_settings(const std::string& saved_ini,

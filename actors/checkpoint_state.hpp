@@ -110,6 +110,23 @@ std::vector<worker_record> load_part(const std::string& file, const part_record&
 run_checkpoint load_for_resume(const std::string& file, const checkpoint::structure& now,
                                std::size_t parameter_count);
 
+/// Reads a checkpoint to serve `model`: as load_for_resume for a run of the structure the file
+/// names, but for its model, which must be `model`'s describe().
+run_checkpoint load_for_model(const std::string& file, const models::model& model);
+
+/// Parameters to serve from a checkpoint, and which they are in words.
+struct serving_parameters {
+  std::vector<float> values;
+  std::string origin; // "the parameters that reached the target (test accuracy 0.8538 at round
+                      // 900)" or "the workers' last parameters (round 912)"
+};
+
+/// Those that reached the run's target where it stopped there, unless `last`; else
+/// model_parameters(). Throws checkpoint::checkpoint_error naming `file` when those are a
+/// cluster's workers' (in the nodes' parts, not in this file).
+serving_parameters parameters_to_serve(const run_checkpoint& state, const std::string& file,
+                                       bool last, bool mean_of_replicas);
+
 /// The model a checkpoint holds: the mean of every replica's parameters when `mean_of_replicas`
 /// (model averaging, whose replicas differ between global averages), else the first replica's
 /// (the others went through the same states). Empty when it holds no worker.

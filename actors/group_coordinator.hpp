@@ -21,6 +21,7 @@
 #pragma once
 
 #include "herd/run_config.hpp"
+#include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
 #include <caf/fwd.hpp>

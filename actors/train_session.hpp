@@ -12,6 +12,7 @@
 #include "herd/model.hpp"
 #include "herd/ops.hpp"
 #include "herd/run_config.hpp"
+#include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
 #include <chrono>

@@ -7,28 +7,9 @@
 #include "cli/command_support.hpp"
 #include "policy/policy.hpp"
 
-#include <cstdio>
 #include <iostream>
 
 namespace herd::cli {
-
-namespace {
-
-std::string describe_origin(const checkpoint_model& loaded, bool target) {
-  char text[160];
-  if (target) {
-    const auto& point = *loaded.state.coordinator.evaluations.target_point();
-    std::snprintf(text, sizeof text,
-                  "the parameters that reached the target (test accuracy %.4f at round %llu)",
-                  point.test_accuracy, static_cast<unsigned long long>(point.round));
-  } else {
-    std::snprintf(text, sizeof text, "the workers' last parameters (round %llu)",
-                  static_cast<unsigned long long>(loaded.state.coordinator.counters.rounds));
-  }
-  return text;
-}
-
-} // namespace
 
 std::optional<checkpoint_model> load_checkpoint_model(const std::string& command,
                                                       const checkpoint_choice& choice) {
@@ -56,6 +37,10 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
         loaded.file,
         actors::structure_of(loaded.config, *loaded.model, loaded.data->train.size()),
         loaded.model->parameter_count());
+    const bool mean = policy::make_policy(loaded.config)->exchanges_models();
+    auto chosen = actors::parameters_to_serve(loaded.state, loaded.file, choice.last, mean);
+    loaded.parameters = std::move(chosen.values);
+    loaded.parameters_origin = std::move(chosen.origin);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
     return std::nullopt;
@@ -63,21 +48,6 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     std::cerr << "herd " << command << ": " << unusable.what() << '\n';
     return std::nullopt;
   }
-  const auto& target = loaded.state.coordinator.evaluations.target_parameters();
-  const bool use_target = !choice.last && target != nullptr;
-  if (!use_target && loaded.state.across_processes()) {
-    std::cerr << "herd " << command << ": " << loaded.file
-              << ": a cluster's checkpoint (herd coordinator) holds no worker's parameters: they "
-                 "are in the parts its nodes wrote to their own disks\n";
-    return std::nullopt;
-  }
-  if (use_target) {
-    loaded.parameters = *target;
-  } else {
-    const bool mean = policy::make_policy(loaded.config)->exchanges_models();
-    loaded.parameters = actors::model_parameters(loaded.state, mean);
-  }
-  loaded.parameters_origin = describe_origin(loaded, use_target);
   return loaded;
 }
 

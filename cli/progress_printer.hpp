@@ -3,6 +3,7 @@
 // line every few seconds, stamped in time order.
 #pragma once
 
+#include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
 #include <functional>

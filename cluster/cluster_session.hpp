@@ -8,6 +8,7 @@
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
 #include "herd/run_config.hpp"
+#include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
 #include <chrono>

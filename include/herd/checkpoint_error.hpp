@@ -1,6 +1,6 @@
 // What reading a checkpoint throws: job::start and spawn_job throw it for an unusable
-// job_options::resume_from, and actors::load_checkpoint for any file that is not a usable
-// checkpoint (docs/checkpoints.md).
+// job_options::resume_from, and checkpoint::read_model and saved_settings (herd/saved_model.hpp)
+// for any file that is not a usable checkpoint (docs/checkpoints.md).
 #pragma once
 
 #include <stdexcept>

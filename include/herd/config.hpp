@@ -63,7 +63,7 @@ run_config from_ini(const std::string& ini, const std::string& origin,
 /// Semantic checks of a filled-in configuration (ranges, known names). Empty when it is valid.
 /// A run_config built in code gets the messages its INI form would get from load() or from_ini(),
 /// less the "(in FILE, line N)" that `origins` adds: "train.workers = 0: must be between 1 and
-/// 1024". train_session runs it too, and throws invalid_config with these errors.
+/// 1024". job::start runs it too, and throws invalid_config with these errors.
 std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
 
 /// Checks that need the training set's size: every worker's shard must hold at least one batch.

@@ -2,7 +2,7 @@
 // data.path and the other [data] keys, loaded as every `herd` command loads them), and datasets of
 // the caller's own values (dataset_from_memory, dataset_from_source, from
 // include/herd/dataset_sources.hpp). Each gives a models::train_test_split or models::dataset that
-// train_session and jobs take. Datasets in memory: include/herd/dataset.hpp.
+// jobs take (herd/job.hpp). Datasets in memory: include/herd/dataset.hpp.
 #pragma once
 
 #include "herd/dataset.hpp"

@@ -39,7 +39,7 @@ struct job_options {
   std::function<void(const actors::run_summary&)> on_finished;
 
   /// Non-null: the job's metrics (docs/metrics.md) are kept in this registry with the label
-  /// job = name (below). Serve it with monitoring::metrics_endpoint. Several jobs may share one
+  /// job = name (below). Serve it with monitoring::expose (herd/metrics.hpp). Several jobs may share one
   /// registry, each under its own name: a second job under a name a running job holds in the same
   /// registry is refused (config::invalid_config, key job_options.name); the name is free again
   /// once that job ended.

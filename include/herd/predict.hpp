@@ -1,6 +1,6 @@
 // Herd's public prediction API: class probabilities for a batch of samples from a model and any
-// parameters: a run's final ones (train_session::final_parameters), a checkpoint's
-// (actors::model_parameters), or a snapshot's. Computes on the CPU, on the caller's thread; what
+// parameters: a job's final ones (job::final_parameters), a checkpoint's (checkpoint::read_model,
+// herd/saved_model.hpp), or a snapshot's. Computes on the CPU, on the caller's thread; what
 // `herd predict` runs. The model interface it takes: include/herd/model.hpp.
 #pragma once
 

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace herd::actors {
@@ -134,17 +133,6 @@ struct run_summary {
   control_summary control;
   std::vector<worker_summary> per_worker;
   std::vector<evaluation_point> evaluations;
-};
-
-/// Receives a run's events, one call at a time: session_options' on the run's job actor (a
-/// scheduler thread), coordinator_setup's on the coordinator's.
-class run_observer {
-public:
-  virtual ~run_observer() = default;
-  virtual void on_progress(const progress&) {}
-  virtual void on_evaluation(const evaluation_point&) {}
-  /// A notable event in words ("worker 2 lost: ...").
-  virtual void on_notice(std::string_view) {}
 };
 
 } // namespace herd::actors

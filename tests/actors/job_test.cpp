@@ -6,7 +6,9 @@
 
 #include "herd/config.hpp"
 #include "herd/ops.hpp"
+#include "herd/saved_model.hpp"
 #include "herd/sequential.hpp"
+#include "checkpoint/format.hpp"
 #include "models/sampler.hpp"
 #include "support/temp_directory.hpp"
 
@@ -365,6 +367,48 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
   config.train.epochs = 2;
   const auto resumed = herd::job::start(config, data, resuming);
   EXPECT_EQ(resumed->wait().stop_reason, "epochs");
+}
+
+// A service serves predictions from a job's checkpoint through the public API alone: the
+// settings it was taken with, the model they build, and the parameters the run ended with.
+TEST(job_facade, a_checkpoints_model_is_read_back_for_serving) {
+  herd::testing::temp_directory dir;
+  const auto data = synthetic(960);
+  auto config = short_run();
+  config.checkpoint.dir = dir.file("ckpt");
+  const auto trained = herd::job::start(config, data, quick());
+  const auto summary = trained->wait();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+
+  const auto settings = herd::checkpoint::saved_settings(config.checkpoint.dir);
+  EXPECT_EQ(herd::config::to_ini(settings), herd::config::to_ini(config));
+  const auto model = herd::models::build_model(
+      {settings.model.preset, settings.model.layers, settings.model.hidden},
+      data->train.input_shape(), static_cast<std::size_t>(data->train.classes));
+  const auto saved = herd::checkpoint::read_model(config.checkpoint.dir, *model);
+  EXPECT_EQ(saved.file, herd::checkpoint::list(config.checkpoint.dir).back());
+  EXPECT_EQ(saved.rounds, summary.rounds);
+  ASSERT_EQ(saved.parameters.size(), model->parameter_count());
+  EXPECT_EQ(saved.parameters, trained->final_parameters());
+  EXPECT_EQ(saved.parameters_origin,
+            "the workers' last parameters (round " + std::to_string(summary.rounds) + ")");
+
+  // Another model's parameters are not served: both descriptions are named.
+  auto other_choice = herd::models::model_choice{};
+  other_choice.hidden = {4};
+  const auto other = herd::models::build_model(other_choice, data->train.input_shape(),
+                                                static_cast<std::size_t>(data->train.classes));
+  try {
+    herd::checkpoint::read_model(config.checkpoint.dir, *other);
+    ADD_FAILURE() << "a checkpoint was read for another model";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_NE(std::string(refused.what()).find(other->describe()), std::string::npos)
+        << refused.what();
+    EXPECT_NE(std::string(refused.what()).find(model->describe()), std::string::npos)
+        << refused.what();
+  }
+  EXPECT_THROW(herd::checkpoint::saved_settings(dir.file("none")),
+               herd::checkpoint::checkpoint_error);
 }
 
 TEST(job_facade, a_null_dataset_is_refused_naming_it) {

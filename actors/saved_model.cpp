@@ -1,0 +1,43 @@
+// A checkpoint's model outside a run; see herd/saved_model.hpp.
+#include "herd/saved_model.hpp"
+
+#include "actors/checkpoint_state.hpp"
+#include "checkpoint/format.hpp"
+#include "herd/config.hpp"
+#include "policy/policy.hpp"
+
+namespace herd::checkpoint {
+
+namespace {
+
+// The settings `state` was taken with; settings that do not load here are the checkpoint's
+// problem (a newer version's key, say), named as such.
+config::run_config settings_of(const actors::run_checkpoint& state, const std::string& file) {
+  try {
+    return config::from_ini(state.settings, file + " (the settings it was taken with)");
+  } catch (const config::invalid_config& unread) {
+    throw checkpoint_error(file, std::string("its settings do not load here: ") + unread.what());
+  }
+}
+
+} // namespace
+
+config::run_config saved_settings(const std::string& path) {
+  const auto file = resolve(path);
+  return settings_of(actors::decode_payload(read_file(file).payload, file), file);
+}
+
+saved_model read_model(const std::string& path, const models::model& model, bool last) {
+  saved_model saved;
+  saved.file = resolve(path);
+  const auto state = actors::load_for_model(saved.file, model);
+  saved.config = settings_of(state, saved.file);
+  saved.rounds = state.coordinator.counters.rounds;
+  const bool mean = policy::make_policy(saved.config)->exchanges_models();
+  auto chosen = actors::parameters_to_serve(state, saved.file, last, mean);
+  saved.parameters = std::move(chosen.values);
+  saved.parameters_origin = std::move(chosen.origin);
+  return saved;
+}
+
+} // namespace herd::checkpoint
