@@ -2,6 +2,7 @@
 #include "actors/run_counters.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace herd::actors {
@@ -142,7 +143,9 @@ run_summary summarize(run_summary run, const run_counters& counters,
   const auto& last = evaluations.final_point();
   const bool at_target = run.stop_reason == "target-accuracy" && target.has_value();
   const auto& kept = at_target ? target : last;
-  if (kept) {
+  // A NaN loss is of parameters that are not numbers (a diverged run): their "accuracy" is the
+  // share of one class, not a measurement.
+  if (kept && !std::isnan(kept->test_loss)) {
     run.final_test_accuracy = kept->test_accuracy;
     run.final_test_loss = kept->test_loss;
   }

@@ -221,6 +221,26 @@ struct train_session::impl {
   }
 };
 
+namespace {
+
+// "; the settings that differ: data.dataset: ..." for a checkpoint of another shape: a shape's
+// difference ("training samples: the checkpoint has 6000, this run 60000") often has its cause
+// in a setting. Nothing when the file's settings cannot be read.
+std::string differing_settings(const std::string& file, const config::run_config& now) {
+  try {
+    const auto lines =
+        changed_settings(decode_payload(checkpoint::read_file(file).payload, file).settings, now);
+    std::string text;
+    for (const auto& line : lines)
+      text += (text.empty() ? "; the settings that differ: " : "; ") + line;
+    return text;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+} // namespace
+
 loaded_checkpoint load_checkpoint(const config::run_config& config,
                                   const models::train_test_split& data, const std::string& path,
                                   std::shared_ptr<const models::model> model) {
@@ -228,8 +248,15 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
   loaded.file = checkpoint::resolve(path);
   if (!model)
     model = make_model(config, data.train);
-  loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
-      loaded.file, structure_of(config, *model, data.train.size()), model->parameter_count()));
+  try {
+    loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
+        loaded.file, structure_of(config, *model, data.train.size()), model->parameter_count()));
+  } catch (const checkpoint::checkpoint_error& refused) {
+    if (refused.problem().rfind("was written by a run of another shape", 0) != 0)
+      throw;
+    throw checkpoint::checkpoint_error(loaded.file,
+                                       refused.problem() + differing_settings(loaded.file, config));
+  }
   if (loaded.state->across_processes())
     throw checkpoint::checkpoint_error(loaded.file,
                                        "is a cluster's checkpoint: resume it with herd coordinator "

@@ -224,7 +224,8 @@ std::string format(const std::optional<double>& value, int digits, const std::st
 void print_table(std::ostream& out, const std::vector<table_row>& rows, double target, int repeat) {
   out << "\n"
       << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm" << std::right
-      << std::setw(12) << ("to " + format(target, 2) + " (s)") << std::setw(11) << "final acc"
+      << std::setw(12) << (target > 0.0 ? "to " + format(target, 2) + " (s)" : "to target")
+      << std::setw(11) << "final acc"
       << std::setw(11) << "vs sync" << std::setw(12) << "samples/s" << std::setw(10) << "speedup"
       << std::setw(21) << "idle / barrier (s)" << '\n';
   for (const auto& row : rows) {
@@ -319,8 +320,9 @@ std::string bench_help() {
          "the same scenario, and the workers' idle time against what a synchronous barrier\n"
          "would have imposed on the same steps. Writes results.csv, results.json,\n"
          "accuracy-<scenario>.png (accuracy against each run's own wall time: the median over\n"
-         "the repetitions, a band from least to greatest) and speedup.png (speedup over sync,\n"
-         "median with min-max bars), with their data files (gnuplot), to the output directory.\n\n"
+         "the repetitions, a band from least to greatest) and, with train.target-accuracy set,\n"
+         "speedup.png (speedup over sync, median with min-max bars), with their data files\n"
+         "(gnuplot), to the output directory.\n\n"
          "  --config FILE, -c FILE   the job (e.g. config/bench.ini); its [imbalance] section is\n"
          "                           replaced by each scenario's, except the seed\n"
          "  --algorithms LIST        comma-separated (default\n"
@@ -375,7 +377,12 @@ int run_bench(const std::vector<std::string>& raw) {
     return exit_bad_input;
   std::cout << "herd bench: " << job.train.workers << " workers x batch " << job.train.batch_size
             << ", " << describe_model(*model) << ", " << job.train.epochs << " epochs of "
-            << data->train.name << ", target " << job.train.target_accuracy << "; algorithms "
+            << data->train.name << ", target "
+            << (job.train.target_accuracy > 0.0
+                    ? format(job.train.target_accuracy, 2)
+                    : std::string("none (set train.target-accuracy for the time to it and "
+                                  "speedup.png)"))
+            << "; algorithms "
             << join(args.algorithms) << "; scenarios " << join(args.scenarios) << "; "
             << args.repeat << " run(s) each\n";
 
@@ -429,7 +436,8 @@ int run_bench(const std::vector<std::string>& raw) {
         std::cout << " " << std::fixed << std::setprecision(1) << s.wall_seconds << " s, "
                   << (s.time_to_target_seconds
                           ? "target at " + format(s.time_to_target_seconds, 1) + " s"
-                          : std::string("target not reached"))
+                          : std::string(job.train.target_accuracy > 0.0 ? "target not reached"
+                                                                        : "no target"))
                   << ", final accuracy " << format(s.final_test_accuracy, 4) << ", "
                   << std::setprecision(0) << s.samples_per_second << " samples/s" << std::endl;
         std::cout.unsetf(std::ios::fixed);

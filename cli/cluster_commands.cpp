@@ -215,6 +215,8 @@ int run_node_command(const std::vector<std::string>& args) {
     const auto address = parse_endpoint("--coordinator", coordinator, false);
     options.coordinator_host = address.host;
     options.coordinator_port = address.port;
+    if (!options.data_host.empty())
+      check_data_host(options.data_host);
     options.cluster = load_for_command("node", "", settings).cluster;
     if (auto warning = resolve_cluster_token(options.cluster); !warning.empty())
       std::cerr << "herd node: warning: " << warning << '\n';

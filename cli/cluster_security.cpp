@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +108,27 @@ bool is_loopback_host(const std::string& host) {
   }
   ::freeaddrinfo(found);
   return all_loopback;
+}
+
+void check_data_host(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (const int failed = ::getaddrinfo(host.c_str(), "0", &hints, &found); failed != 0)
+    throw std::invalid_argument("--data-host " + host + ": cannot resolve this name: " +
+                                ::gai_strerror(failed));
+  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool bound = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0;
+  const int error = errno;
+  if (fd >= 0)
+    ::close(fd);
+  ::freeaddrinfo(found);
+  if (!bound)
+    throw std::invalid_argument("--data-host " + host + ": the data plane cannot listen there (" +
+                                std::strerror(error) +
+                                "); name an address of this machine that the other nodes reach");
 }
 
 std::string listen_problem(const std::string& host, const config::cluster_section& cluster) {

@@ -22,6 +22,10 @@ std::string resolve_cluster_token(config::cluster_section& cluster);
 /// resolve.
 bool is_loopback_host(const std::string& host);
 
+/// Throws std::invalid_argument naming --data-host when the data plane cannot listen on `host`:
+/// a name that does not resolve, or no address of this machine (tried: a socket bound there).
+void check_data_host(const std::string& host);
+
 /// Why the coordinator must not listen on `host` with these settings ("" when it may): a name
 /// that does not resolve, or an address other machines reach, without a token or with one short
 /// enough to guess.

@@ -82,6 +82,7 @@ const std::map<std::string, config::key_scope>& scopes() {
     made["evaluate"] = scope({"data"}, {}, {},
                              {{"data.path", "directory holding the dataset's files now (the "
                                             "checkpoint's run read them from its own)"}});
+    made["evaluate"].default_note = "the checkpoint's";
     made["predict"] = made["evaluate"];
     return made;
   }();

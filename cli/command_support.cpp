@@ -28,6 +28,11 @@ std::string argument_reader::value(const std::string& name, const std::string& h
     text = args_[++index_];
   if (text.empty())
     throw std::invalid_argument(name + " needs a value" + hint);
+  const std::string option = name == "-c" ? "--config" : name; // one option, two spellings
+  if (const auto before = given_.find(option); before != given_.end())
+    throw std::invalid_argument(option + " is given twice (" + before->second + ", then " + text +
+                                "); give it once");
+  given_[option] = text;
   return text;
 }
 
@@ -50,14 +55,17 @@ int run_guarded(const std::string& name, const std::function<int()>& command) {
 
 config::run_config load_for_command(const std::string& command, const std::string& file,
                                     const std::vector<std::string>& settings,
-                                    const std::vector<std::string>& command_overrides) {
+                                    const std::vector<std::string>& command_overrides,
+                                    config::value_origins* origins) {
   check_settings(command, settings);
   auto all = settings;
   all.insert(all.end(), command_overrides.begin(), command_overrides.end());
-  config::value_origins origins;
-  auto loaded = config::load(file, all, &origins);
-  if (auto ignored = ignored_file_keys(command, file, origins); !ignored.empty())
+  config::value_origins found;
+  auto loaded = config::load(file, all, &found);
+  if (auto ignored = ignored_file_keys(command, file, found); !ignored.empty())
     std::cerr << "herd " << command << ": note: " << ignored << '\n';
+  if (origins != nullptr)
+    *origins = std::move(found);
   return loaded;
 }
 

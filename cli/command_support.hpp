@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,7 +31,9 @@ public:
   /// The current argument is option `name`, with or without `=value`.
   bool is(const std::string& name) const;
   /// The value of option `name` (from `=value` or the next argument, which is then consumed).
-  /// Throws std::invalid_argument "<name> needs a value<hint>" when there is none.
+  /// Throws std::invalid_argument "<name> needs a value<hint>" when there is none, and naming
+  /// both values when `name` was given a value before (no option is given twice; the last one
+  /// would silently win).
   std::string value(const std::string& name, const std::string& hint = "");
   /// The current argument is a setting, `--section.key=value`.
   bool is_setting() const;
@@ -38,6 +41,7 @@ public:
 private:
   const std::vector<std::string>& args_;
   std::size_t index_ = 0;
+  std::map<std::string, std::string> given_; // option -> its value
 };
 
 /// Runs `command`; an exception that escapes it becomes "herd <name>: error: ..." on stderr and
@@ -47,10 +51,12 @@ int run_guarded(const std::string& name, const std::function<int()>& command);
 /// The settings `command` runs with: refuses a setting the command does not use
 /// (std::invalid_argument naming the commands that do), loads `file` and the settings, then
 /// `command_overrides` (what the command sets itself), and names on stderr, once, the keys of the
-/// file that the command ignores. Throws config::invalid_config.
+/// file that the command ignores. Throws config::invalid_config. `origins`, when given, receives
+/// where each value came from (config::load's).
 config::run_config load_for_command(const std::string& command, const std::string& file,
                                     const std::vector<std::string>& settings,
-                                    const std::vector<std::string>& command_overrides = {});
+                                    const std::vector<std::string>& command_overrides = {},
+                                    config::value_origins* origins = nullptr);
 
 /// Prints every problem as "herd <name>: <message>" on stderr.
 void print_config_errors(const std::string& name, const config::invalid_config& invalid);

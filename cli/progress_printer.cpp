@@ -157,7 +157,14 @@ void progress_printer::on_evaluation(const actors::evaluation_point& point) {
 void progress_printer::on_notice(std::string_view text) {
   std::lock_guard<std::mutex> guard(mutex_);
   clear_line();
-  out_ << "herd: " << text << std::endl;
+  // On a terminal a long notice (a checkpoint's path) breaks between words, as the start line
+  // does, not wherever the terminal cuts it.
+  const std::string line = "herd: " + std::string(text);
+  const int columns = options_.columns();
+  out_ << (options_.interactive && columns > 20
+               ? wrap_words(line, static_cast<std::size_t>(columns - 3), 2)
+               : line)
+       << std::endl;
 }
 
 void progress_printer::finish() {

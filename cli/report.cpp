@@ -265,7 +265,9 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                             ? fixed(*s.final_test_accuracy, 4) + " (loss " +
                                   fixed(s.final_test_loss.value_or(0.0), 4) + ")" +
                                   (both ? ", those that reached the target" : "")
-                            : "not measured (the final evaluation failed)");
+                            : s.error.rfind("training diverged", 0) == 0
+                                ? "none (the parameters are not numbers: the run diverged)"
+                                : "not measured (the final evaluation failed)");
   if (both)
     line("after the stop",
          fixed(*s.after_stop_test_accuracy, 4) + " (the workers' after the rounds then in flight)");
@@ -307,7 +309,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
          "   variable-length inputs vary by themselves, injected delays add to it)\n";
 }
 
-std::string report_json(const actors::run_summary& s, const config::run_config& config) {
+std::string report_json(const actors::run_summary& s, const config::run_config& config,
+                        const config::key_scope& scope) {
   nlohmann::json report;
   report["algorithm"] = s.algorithm;
   report["workers"] = s.workers;
@@ -380,7 +383,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
                            {"test_loss", e.test_loss}});
   }
   // The settings that reproduce the run, less the cluster's secrets: a report gets passed around.
-  report["config"] = config::to_ini(config::without_secrets(config));
+  report["config"] = config::to_ini(config::without_secrets(config), scope);
   return report.dump(2) + "\n";
 }
 

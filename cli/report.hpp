@@ -1,6 +1,7 @@
 // How `herd train` presents a run: the human summary on stdout and the JSON report (--report).
 #pragma once
 
+#include "herd/config.hpp"
 #include "herd/run_config.hpp"
 #include "herd/run_summary.hpp"
 
@@ -23,7 +24,10 @@ std::string wrap_words(const std::string& text, std::size_t width, std::size_t i
 void print_summary(std::ostream& out, const actors::run_summary& summary);
 
 /// The JSON report (docs/report.md lists the fields).
-std::string report_json(const actors::run_summary& summary, const config::run_config& config);
+/// `scope`: the keys of the command that ran it (command_keys.hpp), so that the report's config
+/// reads back into that command without notes on keys it does not use; empty: every key.
+std::string report_json(const actors::run_summary& summary, const config::run_config& config,
+                        const config::key_scope& scope = {});
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half a
 /// report: the temporary is a new file of this call's own beside `path` (mkstemp), flushed to

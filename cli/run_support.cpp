@@ -54,9 +54,10 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   const auto bad_input = [] { return run_preparation{std::nullopt, exit_bad_input}; };
   const auto interrupted = [] { return run_preparation{std::nullopt, exit_interrupted}; };
   prepared_run run;
+  config::value_origins origins;
   try {
-    run.config =
-        load_for_command(command, parsed.config_file, parsed.overrides, parsed.command_overrides);
+    run.config = load_for_command(command, parsed.config_file, parsed.overrides,
+                                  parsed.command_overrides, &origins);
     if (!parsed.report_file.empty())
       check_report_path(parsed.report_file, parsed.config_file);
   } catch (const config::invalid_config& invalid) {
@@ -70,7 +71,14 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     if (command == "coordinator")
       std::cout << "; herd coordinator: train.workers is the sum of the nodes' --workers once\n"
                    "; the cluster forms\n";
-    std::cout << config::to_ini(config::without_secrets(run.config), keys_of(command));
+    // The token itself is left out; the path of its file is no more secret than the TLS key's,
+    // and kept, so that the printed settings run as they are.
+    auto shown = run.config;
+    if (!shown.cluster.token.empty())
+      std::cout << "; cluster.token is set and not shown: give it again, or use "
+                   "cluster.token-file\n";
+    shown.cluster.token.clear();
+    std::cout << config::to_ini(shown, keys_of(command));
     return run_preparation{std::nullopt, exit_ok};
   }
   if (interrupted_before_run(command))
@@ -83,6 +91,15 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     return bad_input();
   run.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  // The workers of a coordinator are the nodes' (checked once they joined); herd train's are
+  // known, and its batch is checked here, where the message can say which file set it.
+  if (command != "coordinator") {
+    if (auto errors = config::validate_against_data(run.config, run.data->train.size(), origins);
+        !errors.empty()) {
+      print_config_errors(command, config::invalid_config(std::move(errors)));
+      return bad_input();
+    }
+  }
   run.model = make_model_or_report(command, run.config, run.data->train);
   if (!run.model)
     return bad_input();
@@ -150,7 +167,7 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
   print_summary(std::cout, *summary);
   if (!report_file.empty()) {
     try {
-      write_file_atomically(report_file, report_json(*summary, config));
+      write_file_atomically(report_file, report_json(*summary, config, keys_of(command)));
       std::cout << "\nreport written to " << report_file << '\n';
     } catch (const std::exception& failure) {
       std::cerr << "herd " << command << ": " << failure.what() << '\n';

@@ -18,18 +18,14 @@ namespace {
 
 std::string render(double value);
 
-// Quoted and escaped as CAF's parser reads it back (to_ini() must round-trip any path, and any
-// name: a line break inside quotes would end the line, so it goes as CAF's \n, \r or \t).
+// Quoted and escaped as CAF's parser reads it back: to_ini() round-trips any path or name.
 std::string render(const std::string& value) {
   std::string quoted = "\"";
   for (char c : value) {
-    if (c == '\n' || c == '\r' || c == '\t') {
+    if (c == '\n' || c == '\r' || c == '\t')
       quoted += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
-      continue;
-    }
-    if (c == '"' || c == '\\')
-      quoted += '\\';
-    quoted += c;
+    else
+      quoted += c == '"' || c == '\\' ? std::string{'\\', c} : std::string(1, c);
   }
   return quoted + '"';
 }
@@ -578,8 +574,8 @@ std::string describe_keys(const key_scope& scope) {
     if (!in_scope(scope, spec.name))
       continue;
     out << "  --" << spec.name << std::string(width + 2 - spec.name.size(), ' ')
-        << meaning(spec, scope) << " (" << spec.type << ", default " << spec.show(defaults)
-        << ")\n";
+        << meaning(spec, scope) << " (" << spec.type << ", default "
+        << (scope.default_note.empty() ? spec.show(defaults) : scope.default_note) << ")\n";
   }
   return out.str();
 }

@@ -449,9 +449,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
 }
 
 std::vector<config_error> validate_against_data(const run_config& config,
-                                                std::size_t training_samples) {
-  const value_origins no_origins;
-  checker check(no_origins);
+                                                std::size_t training_samples,
+                                                const value_origins& origins) {
+  checker check(origins);
   const auto workers = static_cast<std::size_t>(config.train.workers);
   const std::size_t shard = training_samples / workers;
   std::ostringstream allowed;

@@ -67,8 +67,10 @@ run_config from_ini(const std::string& ini, const std::string& origin,
 std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
 
 /// Checks that need the training set's size: every worker's shard must hold at least one batch.
+/// `origins` (from load()) adds where each value came from to the messages.
 std::vector<config_error> validate_against_data(const run_config& config,
-                                                std::size_t training_samples);
+                                                std::size_t training_samples,
+                                                const value_origins& origins = {});
 
 /// `text` as messages show it: whole when it is short, else its first 80 bytes, "..." and its
 /// length, so that a 10 MB value does not become a 10 MB message.
@@ -82,6 +84,9 @@ std::vector<std::string> key_names();
 struct key_scope {
   std::function<bool(const std::string& key)> uses;
   std::map<std::string, std::string> meanings;
+  /// Non-empty: what describe_keys() says in place of each key's default, for a command whose
+  /// values come from elsewhere ("the checkpoint's").
+  std::string default_note;
 };
 
 /// One line per key the scope uses: name, meaning, type and default; for `--help`.

@@ -312,6 +312,10 @@ TEST(checkpoint, a_run_of_another_shape_is_refused_naming_what_differs) {
                         "flatten, dense 32, relu, dense 5"),
               std::string::npos)
         << what;
+    // The settings behind the difference are named too.
+    EXPECT_NE(what.find("; the settings that differ: "), std::string::npos) << what;
+    EXPECT_NE(what.find("model.hidden: [16] in the checkpoint, [32] now"), std::string::npos)
+        << what;
   }
   // Learning rate, epochs and target are not its shape: they may change, and are named.
   auto changed = config;

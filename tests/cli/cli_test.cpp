@@ -130,6 +130,11 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
     EXPECT_THAT(help.output, HasSubstr(std::string("usage: herd ") + command + " --checkpoint"));
     EXPECT_THAT(help.output, HasSubstr("--last"));
     EXPECT_THAT(help.output, HasSubstr("--data.path")) << command;
+    // Their settings default to the checkpoint's, not to herd train's defaults (the words may
+    // be wrapped onto two lines).
+    const auto words = std::regex_replace(help.output, std::regex("\\s+"), " ");
+    EXPECT_THAT(words, HasSubstr("default the checkpoint's")) << command;
+    EXPECT_THAT(words, Not(HasSubstr("default \"fashion-mnist\""))) << command;
   }
   // The coordinator refuses async (its parameter server lives in one process): its help says so.
   EXPECT_THAT(herd({"coordinator", "--help"}).output, HasSubstr("async runs in one process only"));
@@ -373,6 +378,17 @@ TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
   EXPECT_THAT(coordinator.output, testing::Not(HasSubstr("secret-token-that-must-not-show")));
   EXPECT_THAT(coordinator.output, HasSubstr("train.workers is the sum of the nodes'"));
   EXPECT_THAT(coordinator.output, testing::Not(HasSubstr("workers = 4"))); // train.workers
+  EXPECT_THAT(coordinator.output, HasSubstr("; cluster.token is set and not shown"));
+  // A token file's path is kept: the printed settings run as they are.
+  const auto token_file = path("token");
+  std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
+  std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
+                                               std::filesystem::perms::owner_write);
+  auto with_file =
+      herd({"coordinator", "--cluster.token-file=" + token_file, "--print-config"});
+  EXPECT_EQ(with_file.exit_code, 0) << with_file.output;
+  EXPECT_THAT(with_file.output, HasSubstr("token-file = \"" + token_file + "\""));
+  EXPECT_THAT(with_file.output, testing::Not(HasSubstr("0123456789abcdef")));
 }
 
 // One file may serve several commands: what a command does not use is named once when a file
@@ -415,6 +431,13 @@ TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
   auto argument = herd({"train", "--frobnicate"});
   EXPECT_EQ(argument.exit_code, 2);
   EXPECT_THAT(argument.output, HasSubstr("unknown argument '--frobnicate'"));
+  // An option given twice is refused: the last one would silently win.
+  auto twice = herd({"train", "--config", "a.ini", "-c", "b.ini"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_THAT(twice.output, HasSubstr("--config is given twice (a.ini, then b.ini); give it once"));
+  auto reports = herd({"train", "--report", "r.json", "--report=r2.json"});
+  EXPECT_EQ(reports.exit_code, 2);
+  EXPECT_THAT(reports.output, HasSubstr("--report is given twice (r.json, then r2.json)"));
 }
 
 TEST_F(herd_cli, bad_config_value_exits_2_naming_key_and_value) {
@@ -613,6 +636,14 @@ TEST_F(herd_cli, a_preduce_run_reports_its_isolation_guard) {
   EXPECT_EQ(report["rounds_full_sync"], 0) << "preduce.sync-every = 0: groups only";
   EXPECT_THAT(report["config"].get<std::string>(), HasSubstr("[preduce]\ngroup-size = 2\n"));
   EXPECT_THAT(report["config"].get<std::string>(), HasSubstr("connect-every = 4\n"));
+  // The report's settings read back into herd train as they are, with no note on keys it does
+  // not use (herd simulate's, the cluster's).
+  const auto settings = path("from-report.ini");
+  std::ofstream(settings) << report["config"].get<std::string>();
+  const auto again = herd({"train", "--config", settings, "--print-config"});
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_THAT(again.output, Not(HasSubstr("note:")));
+  EXPECT_THAT(report["config"].get<std::string>(), Not(HasSubstr("[simulate]")));
   // The evaluated model is the mean of the replicas; it must have learned.
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
   EXPECT_THAT(temporary_files_in(dir_.path()), testing::IsEmpty());
@@ -801,10 +832,19 @@ TEST_F(herd_cli, a_model_that_does_not_fit_the_data_or_an_unknown_preset_exits_2
 }
 
 TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
-  auto result = herd({"train", "--data.dataset=synthetic", "--train.lr=1000", "--train.epochs=50"});
+  const auto report_path = path("diverged.json");
+  auto result = herd({"train", "--data.dataset=synthetic", "--train.lr=1000", "--train.epochs=50",
+                      "--report", report_path});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, HasSubstr("training diverged"));
   EXPECT_THAT(result.output, HasSubstr("try a smaller train.lr"));
+  // Parameters that are not numbers have no accuracy to report (an argmax over NaN scores would
+  // give the share of one class).
+  EXPECT_THAT(result.output, HasSubstr("none (the parameters are not numbers: the run diverged)"));
+  std::ifstream in(report_path);
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_TRUE(report["final_test_accuracy"].is_null()) << report.dump(2);
+  EXPECT_TRUE(report["final_test_loss"].is_null()) << report.dump(2);
 }
 
 TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {

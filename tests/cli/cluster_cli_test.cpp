@@ -498,6 +498,13 @@ TEST(cluster_cli, bad_addresses_are_bad_input_naming_the_option) {
       {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--workers", "zero"}, 30s);
   EXPECT_EQ(bad_workers.exit_code, 2);
   EXPECT_NE(bad_workers.output.find("--workers zero"), std::string::npos) << bad_workers.output;
+  // A --data-host that is not this machine's is refused before the node joins anything.
+  const auto elsewhere = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--data-host", "192.0.2.1"}, 30s);
+  EXPECT_EQ(elsewhere.exit_code, 2) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find("--data-host 192.0.2.1: the data plane cannot listen there"),
+            std::string::npos)
+      << elsewhere.output;
   // A name that does not resolve is said so, before any word on tokens.
   const auto unresolved = herd::testing::run_process(
       {HERD_BINARY, "coordinator", "--listen", "nosuchhost.invalid:7070",

@@ -87,6 +87,29 @@ TEST(progress_printer, redraws_in_place_on_one_line) {
   EXPECT_LE(lines[0].size(), 79u) << lines[0];
 }
 
+// A notice longer than the terminal (a checkpoint's path) breaks between words on a terminal,
+// and stays one line in a log.
+TEST(progress_printer, long_notices_break_between_words_on_a_terminal_only) {
+  const std::string notice =
+      "checkpoint ckpt/herd-001796313135035-000000002175.ckpt (round 2175, 11.4 MB; training "
+      "paused 19 ms, written in 113 ms)";
+  std::ostringstream shown;
+  progress_printer terminal(shown, options_of(100, 0, 60, true));
+  terminal.on_notice(notice);
+  const auto lines = screen_lines(shown.str());
+  ASSERT_GT(lines.size(), 1u) << shown.str();
+  std::string words;
+  for (const auto& line : lines) {
+    EXPECT_LE(line.size(), 59u) << line;
+    words += (words.empty() ? "" : " ") + line.substr(line.find_first_not_of(' '));
+  }
+  EXPECT_EQ(words, "herd: " + notice) << "a word was cut: " << shown.str();
+  std::ostringstream logged;
+  progress_printer log(logged, options_of(100, 0, 60, false));
+  log.on_notice(notice);
+  EXPECT_EQ(logged.str(), "herd: " + notice + "\n");
+}
+
 TEST(progress_printer, the_eta_follows_the_stopping_rule_in_force) {
   auto now = a_busy_run();
   now.elapsed_seconds = 100.0;

@@ -177,6 +177,14 @@ TEST_F(config_files, batch_larger_than_a_shard_is_rejected) {
   EXPECT_THAT(errors.front().message, HasSubstr("shard of 15000 samples"));
   config.train.batch_size = 15000;
   EXPECT_TRUE(herd::config::validate_against_data(config, 60000).empty());
+  // With load()'s origins the message says where the batch size was set.
+  herd::config::value_origins origins;
+  const auto file = write("big.ini", "[train]\nbatch-size = 20000\n");
+  const auto from_file = load(file, {}, &origins);
+  const auto located = herd::config::validate_against_data(from_file, 60000, origins);
+  ASSERT_EQ(located.size(), 1u);
+  EXPECT_THAT(located.front().message,
+              HasSubstr("train.batch-size = 20000 (in " + file + ", line 2): larger than"));
 }
 
 TEST_F(config_files, to_ini_round_trips) {
