@@ -59,9 +59,7 @@ public:
       : job_(std::move(job)), name_(std::move(name)) {}
 
   void on_progress(const progress& now) override { tell(job_progress{name_, now}); }
-  void on_evaluation(const evaluation_point& point) override {
-    tell(job_evaluation{name_, point});
-  }
+  void on_evaluation(const evaluation_point& point) override { tell(job_evaluation{name_, point}); }
   void on_notice(std::string_view text) override { tell(job_notice{name_, std::string(text)}); }
 
   template <class Message>
@@ -138,12 +136,8 @@ private:
   caf::message_handler common() {
     return {
         [this](herd::status_atom) { return on_status(); },
-        [this](herd::subscribe_atom, const caf::actor& listener) {
-          return on_subscribe(listener);
-        },
-        [this](herd::unsubscribe_atom, const caf::actor& listener) {
-          on_unsubscribe(listener);
-        },
+        [this](herd::subscribe_atom, const caf::actor& listener) { return on_subscribe(listener); },
+        [this](herd::unsubscribe_atom, const caf::actor& listener) { on_unsubscribe(listener); },
     };
   }
 
@@ -251,13 +245,17 @@ private:
   }
 
   // An exit message (the service shutting the job down, or a linked actor failing): the run's
-  // actors go with it, without a final evaluation.
+  // actors go with it, without a final evaluation. A user_shutdown is on purpose: interrupted.
   void on_exit_message(const caf::exit_msg& exit) {
     for (const auto& part : all_parts())
       send_exit(part, exit.reason);
-    if (!summary_)
-      summary_ = std::make_shared<const run_summary>(
-          error_summary("the job was shut down: " + system().render(exit.reason)));
+    if (!summary_) {
+      const bool deliberate = exit.reason == caf::exit_reason::user_shutdown;
+      auto ended =
+          error_summary(deliberate ? "" : "the job was shut down: " + system().render(exit.reason));
+      ended.stop_reason = deliberate ? "interrupted" : ended.stop_reason;
+      summary_ = std::make_shared<const run_summary>(std::move(ended));
+    }
     complete();
     quit(exit.reason);
   }

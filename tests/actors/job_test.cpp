@@ -157,6 +157,30 @@ TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_
   EXPECT_EQ(stopped.facade->status().state, herd::job_state::finished);
 }
 
+// An exit message ends a job at once: a user_shutdown is a service's deliberate stop
+// (interrupted, not failed); any other reason is a failure, named.
+TEST_F(caller_system, an_exit_message_ends_the_job_interrupted_only_when_deliberate) {
+  const auto data = synthetic(960);
+  for (const auto reason :
+       {caf::exit_reason::user_shutdown, caf::exit_reason::remote_link_unreachable}) {
+    auto job = spawn(long_run(), quick(), data);
+    ASSERT_TRUE(job.facade->wait_for(200ms) == std::nullopt) << "the job ended by itself";
+    caf::anon_send_exit(job.actor, reason);
+    const auto summary = job.facade->wait_for(60s);
+    ASSERT_TRUE(summary) << "the job did not end within 60 s of the exit message";
+    if (reason == caf::exit_reason::user_shutdown) {
+      EXPECT_EQ(summary->stop_reason, "interrupted") << summary->error;
+      EXPECT_EQ(summary->error, "");
+      EXPECT_EQ(job.facade->status().state, herd::job_state::finished);
+    } else {
+      EXPECT_EQ(summary->stop_reason, "error");
+      EXPECT_NE(summary->error.find("the job was shut down"), std::string::npos)
+          << summary->error;
+      EXPECT_EQ(job.facade->status().state, herd::job_state::failed);
+    }
+  }
+}
+
 TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
   const auto data = synthetic(960);
   auto registry = std::make_shared<herd::monitoring::registry>();
