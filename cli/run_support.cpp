@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <sys/stat.h>
 #include <system_error>
+#include <unistd.h>
 
 #include "checkpoint/format.hpp"
 
@@ -166,11 +167,24 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
   }
   print_summary(std::cout, *summary);
   if (!report_file.empty()) {
+    const auto report = report_json(*summary, config, keys_of(command));
     try {
-      write_file_atomically(report_file, report_json(*summary, config, keys_of(command)));
+      write_file_atomically(report_file, report);
       std::cout << "\nreport written to " << report_file << '\n';
     } catch (const std::exception& failure) {
-      std::cerr << "herd " << command << ": " << failure.what() << '\n';
+      // Checked before the run, gone since (its directory removed, a disk full): the report is
+      // not lost with it, but kept in the temporary directory.
+      std::cerr << "herd " << command << ": --report " << report_file << ": " << failure.what()
+                << '\n';
+      const auto kept = std::filesystem::temp_directory_path() /
+                        ("herd-report-" + std::to_string(::getpid()) + ".json");
+      try {
+        write_file_atomically(kept.string(), report);
+        std::cerr << "herd " << command << ": the report is saved in " << kept.string()
+                  << " instead\n";
+      } catch (const std::exception&) {
+        std::cerr << "herd " << command << ": nor could it be saved in " << kept.string() << '\n';
+      }
       return exit_run_failed;
     }
   }

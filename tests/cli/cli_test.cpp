@@ -847,6 +847,31 @@ TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
   EXPECT_TRUE(report["final_test_loss"].is_null()) << report.dump(2);
 }
 
+// A report whose directory went away during the run is not lost: it is kept in the temporary
+// directory, and the message names --report and where it went.
+TEST_F(herd_cli, a_report_that_cannot_be_written_at_the_end_is_kept_elsewhere) {
+  const auto gone = path("gone");
+  std::filesystem::create_directories(gone);
+  auto herd = start_herd({"train", "--data.dataset=synthetic", "--train.epochs=100000",
+                          "--model.hidden=[16]", "--train.max-seconds=3",
+                          "--train.eval-every=1000000", "--report",
+                          gone + "/r.json"},
+                         path("gone.log"));
+  ASSERT_TRUE(wait_for_output(*herd, "epoch", 120s)) << herd->output();
+  std::filesystem::remove_all(gone);
+  EXPECT_EQ(herd->wait(120s), std::optional<int>(1)) << herd->output();
+  const auto output = herd->output();
+  EXPECT_THAT(output, HasSubstr("--report " + gone + "/r.json"));
+  std::smatch kept;
+  ASSERT_TRUE(std::regex_search(output, kept,
+                                std::regex("the report is saved in (\\S+) instead")))
+      << output;
+  std::ifstream in(kept[1].str());
+  ASSERT_TRUE(in.good()) << kept[1].str();
+  EXPECT_EQ(nlohmann::json::parse(in)["stop_reason"], "max-seconds");
+  std::filesystem::remove(kept[1].str());
+}
+
 TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {
   const auto report_path = path("interrupted.json");
   auto herd = start_herd({"train", "--data.dataset=synthetic", "--train.epochs=100000",
