@@ -72,18 +72,31 @@ struct load_state {
   std::vector<config_error> errors;
 };
 
+// `written`: the value as the user wrote it, where known (the command line): a number is quoted
+// as written, not as CAF read it ("1e1", not "10.0").
 void assign_value(const std::string& name, const caf::config_value& value,
-                  const std::string& origin, load_state& state) {
+                  const std::string& origin, load_state& state, const std::string& written = {}) {
   const key_spec* spec = find_key(name);
   if (spec == nullptr) {
     state.errors.push_back({name, unknown_key_message(name, origin)});
     return;
   }
-  if (auto problem = spec->assign(value, state.config); !problem.empty())
-    state.errors.push_back({name, abbreviate(name) + " = " + abbreviate(render(value)) + " (" +
+  if (auto problem = spec->assign(value, state.config); !problem.empty()) {
+    // Digits CAF could not hold as an integer (it kept them as a string): the number is too large.
+    const bool digits = !written.empty() &&
+                        written.find_first_not_of("0123456789", written[0] == '-' ? 1 : 0) ==
+                            std::string::npos;
+    if (digits && problem == "expected an integer")
+      problem = "too large for an integer";
+    // A number is quoted as written; text stays quoted as the string it was read as.
+    const bool number = !written.empty() &&
+                        (digits || caf::holds_alternative<caf::config_value::real>(value));
+    state.errors.push_back({name, abbreviate(name) + " = " +
+                                      abbreviate(number ? written : render(value)) + " (" +
                                       origin + "): " + problem});
-  else
+  } else {
     state.origins[name] = origin;
+  }
 }
 
 // "in run.ini, line 7" for a key of a file; nothing for a key not to assign (one already
@@ -184,7 +197,7 @@ void apply_overrides(const std::vector<std::string>& overrides, load_state& stat
           {name, abbreviate(name) + " = " + abbreviate(value) + " (command line): " + problem});
       continue;
     }
-    assign_value(name, parse_override_value(value), "command line", state);
+    assign_value(name, parse_override_value(value), "command line", state, value);
   }
 }
 

@@ -216,7 +216,11 @@ TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
   EXPECT_THAT(first_error("", {"--train.workers=4.0"}),
               HasSubstr("train.workers = 4.0 (command line): expected an integer"));
   EXPECT_THAT(first_error("", {"--train.workers=1e1"}),
-              HasSubstr("train.workers = 10.0 (command line): expected an integer"));
+              HasSubstr("train.workers = 1e1 (command line): expected an integer"));
+  // Digits past what an integer holds are a number too large, not a string.
+  EXPECT_THAT(first_error("", {"--train.workers=99999999999999999999"}),
+              HasSubstr("train.workers = 99999999999999999999 (command line): too large for an "
+                        "integer"));
   EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
 }
 
