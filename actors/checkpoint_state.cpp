@@ -5,7 +5,6 @@
 #include "herd/config.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/array.hpp>
 #include <cereal/types/deque.hpp>
@@ -14,6 +13,7 @@
 #include <cereal/types/set.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
+#include <cstdio>
 #include <map>
 #include <sstream>
 

@@ -50,8 +50,8 @@ std::array<std::uint64_t, 5> mark_of(const run_counters& counters, std::size_t e
 void checkpoint_taker::write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
                              std::string name) {
   if (!final) {
-    newest_mark_ = mark_of(state->coordinator.counters,
-                           state->coordinator.evaluations.evaluations().size());
+    newest_mark_ =
+        mark_of(state->coordinator.counters, state->coordinator.evaluations.evaluations().size());
     newest_path_.clear();
   }
   checkpoint_report report;

@@ -20,8 +20,8 @@
 
 #include <caf/fwd.hpp>
 
-#include <chrono>
 #include <array>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>

@@ -20,8 +20,8 @@
 // a lost aggregator ends the run.
 #pragma once
 
-#include "herd/run_config.hpp"
 #include "actors/run_observer.hpp"
+#include "herd/run_config.hpp"
 #include "herd/run_summary.hpp"
 
 #include <caf/fwd.hpp>

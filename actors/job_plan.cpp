@@ -109,8 +109,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   for (const auto* set : {&data->train, &data->test})
     if (set->size() == 0)
       throw config::invalid_config({config::config_error{
-          "data", std::string{"data: the "} + (set == &data->train ? "training" : "test") +
-                      " set" + (set->name.empty() ? "" : " \"" + set->name + "\"") +
+          "data", std::string{"data: the "} + (set == &data->train ? "training" : "test") + " set" +
+                      (set->name.empty() ? "" : " \"" + set->name + "\"") +
                       " is empty; a run needs samples in both"}});
   if (auto errors = config::validate_against_data(config, data->train.size()); !errors.empty())
     throw config::invalid_config(std::move(errors));

@@ -38,7 +38,7 @@ std::optional<std::string> context_of(const caf::error& error, herd_errc code) {
   if (error.category() != error_category || error.code() != static_cast<std::uint8_t>(code))
     return std::nullopt;
   return error.context().match_elements<std::string>() ? error.context().get_as<std::string>(0)
-                                                        : std::string();
+                                                       : std::string();
 }
 
 comm::status status_of(const caf::error& failure, std::string message) {

@@ -2,8 +2,9 @@
 #include "herd/saved_model.hpp"
 
 #include "actors/checkpoint_state.hpp"
-#include "checkpoint/format.hpp"
 #include "herd/config.hpp"
+
+#include "checkpoint/format.hpp"
 #include "policy/policy.hpp"
 
 namespace herd::checkpoint {

@@ -6,13 +6,13 @@
 
 #include "actors/checkpoint_state.hpp"
 #include "actors/checkpoint_writer.hpp"
+#include "actors/run_observer.hpp"
 #include "actors/worker_probe.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
 #include "herd/model.hpp"
 #include "herd/ops.hpp"
 #include "herd/run_config.hpp"
-#include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
 #include <chrono>

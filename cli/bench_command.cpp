@@ -225,9 +225,8 @@ void print_table(std::ostream& out, const std::vector<table_row>& rows, double t
   out << "\n"
       << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm" << std::right
       << std::setw(12) << (target > 0.0 ? "to " + format(target, 2) + " (s)" : "to target")
-      << std::setw(11) << "final acc"
-      << std::setw(11) << "vs sync" << std::setw(12) << "samples/s" << std::setw(10) << "speedup"
-      << std::setw(21) << "idle / barrier (s)" << '\n';
+      << std::setw(11) << "final acc" << std::setw(11) << "vs sync" << std::setw(12) << "samples/s"
+      << std::setw(10) << "speedup" << std::setw(21) << "idle / barrier (s)" << '\n';
   for (const auto& row : rows) {
     std::string to_target = format(row.seconds_to_target, 1);
     if (row.reached > 0 && row.reached < repeat)
@@ -382,9 +381,8 @@ int run_bench(const std::vector<std::string>& raw) {
                     ? format(job.train.target_accuracy, 2)
                     : std::string("none (set train.target-accuracy for the time to it and "
                                   "speedup.png)"))
-            << "; algorithms "
-            << join(args.algorithms) << "; scenarios " << join(args.scenarios) << "; "
-            << args.repeat << " run(s) each\n";
+            << "; algorithms " << join(args.algorithms) << "; scenarios " << join(args.scenarios)
+            << "; " << args.repeat << " run(s) each\n";
 
   // The order of runs: scenario by scenario, `none` first, sync first within each, so that the
   // random scenario's delay can come from sync's undelayed step time.

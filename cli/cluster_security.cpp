@@ -90,8 +90,8 @@ bool is_loopback_host(const std::string& host) {
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
   if (const int failed = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); failed != 0)
-    throw std::invalid_argument("--listen " + host + ": cannot resolve this name: " +
-                                ::gai_strerror(failed));
+    throw std::invalid_argument("--listen " + host +
+                                ": cannot resolve this name: " + ::gai_strerror(failed));
   if (found == nullptr)
     throw std::invalid_argument("--listen " + host + ": this name has no address");
   bool all_loopback = true;
@@ -117,8 +117,8 @@ void check_data_host(const std::string& host) {
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
   if (const int failed = ::getaddrinfo(host.c_str(), "0", &hints, &found); failed != 0)
-    throw std::invalid_argument("--data-host " + host + ": cannot resolve this name: " +
-                                ::gai_strerror(failed));
+    throw std::invalid_argument("--data-host " + host +
+                                ": cannot resolve this name: " + ::gai_strerror(failed));
   const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const bool bound = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0;
   const int error = errno;

@@ -1,9 +1,9 @@
 // What the commands share; see command_support.hpp.
 #include "cli/command_support.hpp"
-#include "cli/report.hpp"
 
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
+#include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "herd/data.hpp"
 
@@ -241,8 +241,8 @@ void prepare_output_directory(const std::string& dir, const std::vector<std::str
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error)
-    throw std::invalid_argument("--out " + dir + ": cannot make this directory: " +
-                                error.message());
+    throw std::invalid_argument("--out " + dir +
+                                ": cannot make this directory: " + error.message());
   for (const auto& file : files) {
     try {
       check_writable((std::filesystem::path(dir) / file).string());

@@ -5,10 +5,10 @@
 // No CAF in this header.
 #pragma once
 
+#include "actors/run_observer.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
 #include "herd/run_config.hpp"
-#include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
 #include <chrono>

@@ -42,9 +42,9 @@ public:
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
     if (context_->options.metrics)
       cluster_metrics_.emplace(context_->options.metrics, context_->config.metrics.job,
-                               resuming() ? resume_parts().size()
-                                          : static_cast<std::size_t>(
-                                                context_->config.cluster.min_nodes));
+                               resuming()
+                                   ? resume_parts().size()
+                                   : static_cast<std::size_t>(context_->config.cluster.min_nodes));
   }
 
   const char* name() const override { return "herd.registry"; }
@@ -233,8 +233,8 @@ private:
   slot_table slots_;
   join_ledger ledger_;
   std::optional<monitoring::cluster_metrics> cluster_metrics_; // with options.metrics
-  int rekeys_ = 0;                                  // re-keys begun in this run
-  std::map<std::uint32_t, std::string> plane_keys_; // by data-plane generation
+  int rekeys_ = 0;                                             // re-keys begun in this run
+  std::map<std::uint32_t, std::string> plane_keys_;            // by data-plane generation
   rendezvous_keys keys_;
   std::shared_ptr<const models::model> model_;
   caf::actor coordinator_;

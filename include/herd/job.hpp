@@ -39,10 +39,10 @@ struct job_options {
   std::function<void(const actors::run_summary&)> on_finished;
 
   /// Non-null: the job's metrics (docs/metrics.md) are kept in this registry with the label
-  /// job = name (below). Serve it with monitoring::expose (herd/metrics.hpp). Several jobs may share one
-  /// registry, each under its own name: a second job under a name a running job holds in the same
-  /// registry is refused (config::invalid_config, key job_options.name); the name is free again
-  /// once that job ended.
+  /// job = name (below). Serve it with monitoring::expose (herd/metrics.hpp). Several jobs may
+  /// share one registry, each under its own name: a second job under a name a running job holds in
+  /// the same registry is refused (config::invalid_config, key job_options.name); the name is free
+  /// again once that job ended.
   std::shared_ptr<monitoring::registry> metrics;
   /// The job's name: its metrics' `job` label and the name its events carry. Empty: the
   /// configuration's metrics.job.

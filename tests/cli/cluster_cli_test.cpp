@@ -506,22 +506,21 @@ TEST(cluster_cli, bad_addresses_are_bad_input_naming_the_option) {
             std::string::npos)
       << elsewhere.output;
   // A name that does not resolve is said so, before any word on tokens.
-  const auto unresolved = herd::testing::run_process(
-      {HERD_BINARY, "coordinator", "--listen", "nosuchhost.invalid:7070",
-       "--data.dataset=synthetic"},
-      30s);
+  const auto unresolved =
+      herd::testing::run_process({HERD_BINARY, "coordinator", "--listen", "nosuchhost.invalid:7070",
+                                  "--data.dataset=synthetic"},
+                                 30s);
   EXPECT_EQ(unresolved.exit_code, 2);
   EXPECT_NE(unresolved.output.find("--listen nosuchhost.invalid: cannot resolve this name"),
             std::string::npos)
       << unresolved.output;
   // The metrics endpoint on the gate's port is named as the collision it is.
-  const auto same_port = herd::testing::run_process(
-      {HERD_BINARY, "coordinator", "--listen", "127.0.0.1:27082", "--metrics.port=27082",
-       "--data.dataset=synthetic"},
-      30s);
+  const auto same_port =
+      herd::testing::run_process({HERD_BINARY, "coordinator", "--listen", "127.0.0.1:27082",
+                                  "--metrics.port=27082", "--data.dataset=synthetic"},
+                                 30s);
   EXPECT_EQ(same_port.exit_code, 2);
-  EXPECT_NE(same_port.output.find("metrics.port = 27082 is --listen's port too"),
-            std::string::npos)
+  EXPECT_NE(same_port.output.find("metrics.port = 27082 is --listen's port too"), std::string::npos)
       << same_port.output;
 }
 

@@ -595,8 +595,9 @@ TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_clean
   };
   node_outcome outcome;
   std::thread joining([&] { outcome = herd::cluster::run_node(node); });
-  ASSERT_TRUE(eventually([&] { return coordinator_notices.containing("joined; 1 of 2 nodes").size() == 1; },
-                         std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      eventually([&] { return coordinator_notices.containing("joined; 1 of 2 nodes").size() == 1; },
+                 std::chrono::seconds(30)));
   session.request_stop();
   const auto summary = session.wait_for(std::chrono::seconds(30));
   joining.join();

@@ -4,6 +4,8 @@
 // another protocol or silence is refused alone, and nothing it sent reaches behind. With TLS, the
 // token travels encrypted and plain bytes are refused alone. (What a member sends once admitted
 // is checked by CAF's reader: checked_connection_test.)
+#include "herd/config.hpp"
+
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
@@ -23,7 +25,6 @@
 
 #include "cluster/control_gate.hpp"
 #include "cluster/gate_link.hpp"
-#include "herd/config.hpp"
 #include "support/gate_wire.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
@@ -393,10 +394,10 @@ TEST(control_gate_tls, unusable_files_are_refused_naming_the_key_and_the_problem
   const auto cert = made.dir.file("coordinator.pem");
   const auto key = made.dir.file("coordinator.key");
   EXPECT_EQ(refusal({ca, cert, key}), "accepted");
-  EXPECT_EQ(refusal({ca, key, key}), "cluster.tls-cert | cluster.tls-cert = " + key +
-                                         ": no PEM certificate in this file");
-  EXPECT_EQ(refusal({ca, cert, cert}), "cluster.tls-key | cluster.tls-key = " + cert +
-                                           ": no PEM private key in this file");
+  EXPECT_EQ(refusal({ca, key, key}),
+            "cluster.tls-cert | cluster.tls-cert = " + key + ": no PEM certificate in this file");
+  EXPECT_EQ(refusal({ca, cert, cert}),
+            "cluster.tls-key | cluster.tls-key = " + cert + ": no PEM private key in this file");
   EXPECT_EQ(refusal({ca, cert, made.dir.file("node.key")}),
             "cluster.tls-key | cluster.tls-key = " + made.dir.file("node.key") +
                 ": this key does not belong to the certificate cluster.tls-cert = " + cert);

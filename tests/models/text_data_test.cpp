@@ -167,7 +167,10 @@ TEST(text_data, the_split_holds_each_class_in_proportion_and_depends_on_the_seed
 TEST(text_data, a_subset_holds_exactly_the_count_asked_for_in_proportion) {
   std::vector<std::int32_t> labels;
   for (int label = 0; label < 3; ++label)
-    labels.insert(labels.end(), static_cast<std::size_t>(label == 0 ? 7 : label == 1 ? 11 : 13),
+    labels.insert(labels.end(),
+                  static_cast<std::size_t>(label == 0   ? 7
+                                           : label == 1 ? 11
+                                                        : 13),
                   label);
   for (std::size_t count : {0u, 1u, 8u, 15u, 16u, 30u, 31u, 40u}) {
     const auto kept = herd::models::stratified_subset(labels, 3, count, 9);
@@ -177,7 +180,8 @@ TEST(text_data, a_subset_holds_exactly_the_count_asked_for_in_proportion) {
     EXPECT_EQ(chosen[0] + chosen[1] + chosen[2], std::min<std::size_t>(count, 31)) << count;
     const std::size_t sizes[] = {7, 11, 13};
     for (std::int32_t label = 0; label < 3; ++label) {
-      const double share = static_cast<double>(sizes[label] * std::min<std::size_t>(count, 31)) / 31;
+      const double share =
+          static_cast<double>(sizes[label] * std::min<std::size_t>(count, 31)) / 31;
       EXPECT_LE(std::abs(static_cast<double>(chosen[label]) - share), 1.0) << count;
     }
   }
