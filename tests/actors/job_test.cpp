@@ -367,11 +367,17 @@ TEST(job_facade, a_callback_that_throws_fails_the_job_in_its_status_and_its_summ
 
 // Checkpoints where another run keeps its own would be pruned by this job: refused, as herd train
 // refuses them, naming the key; resuming that run from there is what the directory is for.
+// A short run that writes its checkpoints into `dir`/ckpt.
+herd::config::run_config checkpointed_run(const herd::testing::temp_directory& dir) {
+  auto config = short_run();
+  config.checkpoint.dir = dir.file("ckpt");
+  return config;
+}
+
 TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
   herd::testing::temp_directory dir;
   const auto data = synthetic(960);
-  auto config = short_run();
-  config.checkpoint.dir = dir.file("ckpt");
+  auto config = checkpointed_run(dir);
   {
     const auto first = herd::job::start(config, data, quick());
     ASSERT_EQ(first->wait().stop_reason, "epochs");
@@ -398,8 +404,7 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
 TEST(job_facade, a_checkpoints_model_is_read_back_for_serving) {
   herd::testing::temp_directory dir;
   const auto data = synthetic(960);
-  auto config = short_run();
-  config.checkpoint.dir = dir.file("ckpt");
+  const auto config = checkpointed_run(dir);
   const auto trained = herd::job::start(config, data, quick());
   const auto summary = trained->wait();
   ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
