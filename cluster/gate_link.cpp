@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <netdb.h>
 #include <openssl/err.h>
@@ -23,6 +24,22 @@
 namespace herd::cluster {
 
 namespace {
+
+// Whether the PEM file at `path` holds a certificate that may sign others, as the cluster CA's
+// must: a node's or the coordinator's own certificate given in its place would verify nothing.
+bool holds_a_ca_certificate(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr)
+    return true; // not readable: loading it has said so
+  bool found = false;
+  while (X509* certificate = PEM_read_X509(file, nullptr, nullptr, nullptr)) {
+    found = found || X509_check_ca(certificate) > 0;
+    X509_free(certificate);
+  }
+  std::fclose(file);
+  ERR_clear_error(); // the end of the file reads as an error
+  return found;
+}
 
 // OpenSSL writes to the socket with plain write(): to a peer that has gone, that raises SIGPIPE,
 // which ends the process. Nothing process-wide may change (Herd is a library too), so each TLS
@@ -185,8 +202,13 @@ tls_context::tls_context(side role, const tls_files& files) : role_(role) {
   // A file without the PEM block asked for (a key given as the certificate, say: no decoder
   // takes it) and a key of another certificate are said in words; OpenSSL's own codes follow for
   // anything else.
-  auto refuse = [this, &files](const std::string& key, const std::string& file,
-                               const std::string& what) {
+  auto fail = [this](const std::string& key, const std::string& message) {
+    SSL_CTX_free(as_context(context_));
+    context_ = nullptr;
+    throw config::invalid_config({{key, message}});
+  };
+  auto refuse = [&fail, &files](const std::string& key, const std::string& file,
+                                const std::string& what) {
     const unsigned long first = ERR_peek_error();
     const int library = ERR_GET_LIB(first);
     const int reason = ERR_GET_REASON(first);
@@ -196,15 +218,17 @@ tls_context::tls_context(side role, const tls_files& files) : role_(role) {
       why = "no PEM " + what + " in this file";
     else if (library == ERR_LIB_X509 && reason == X509_R_KEY_VALUES_MISMATCH)
       why = "this key does not belong to the certificate cluster.tls-cert = " + files.cert;
-    SSL_CTX_free(as_context(context_));
-    context_ = nullptr;
-    throw config::invalid_config({{key, key + " = " + file + ": " + why}});
+    fail(key, key + " = " + file + ": " + why);
   };
   SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
   // CAF's stream hands SSL_write whatever part of its buffer is left, from wherever it now is.
   SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_load_verify_locations(context, files.ca.c_str(), nullptr) != 1)
     refuse("cluster.tls-ca", files.ca, "certificate");
+  if (!holds_a_ca_certificate(files.ca))
+    fail("cluster.tls-ca", "cluster.tls-ca = " + files.ca +
+                               ": holds no CA certificate (none of its certificates may sign "
+                               "others); give the cluster CA's certificate, not a node's");
   if (SSL_CTX_use_certificate_chain_file(context, files.cert.c_str()) != 1)
     refuse("cluster.tls-cert", files.cert, "certificate");
   if (SSL_CTX_use_PrivateKey_file(context, files.key.c_str(), SSL_FILETYPE_PEM) != 1)

@@ -398,6 +398,10 @@ TEST(control_gate_tls, unusable_files_are_refused_naming_the_key_and_the_problem
             "cluster.tls-cert | cluster.tls-cert = " + key + ": no PEM certificate in this file");
   EXPECT_EQ(refusal({ca, cert, cert}),
             "cluster.tls-key | cluster.tls-key = " + cert + ": no PEM private key in this file");
+  EXPECT_EQ(refusal({cert, cert, key}),
+            "cluster.tls-ca | cluster.tls-ca = " + cert +
+                ": holds no CA certificate (none of its certificates may sign others); give the "
+                "cluster CA's certificate, not a node's");
   EXPECT_EQ(refusal({ca, cert, made.dir.file("node.key")}),
             "cluster.tls-key | cluster.tls-key = " + made.dir.file("node.key") +
                 ": this key does not belong to the certificate cluster.tls-cert = " + cert);
