@@ -132,6 +132,7 @@ double progress_printer::stamp(double seconds) {
 
 void progress_printer::on_progress(const actors::progress& now) {
   std::lock_guard<std::mutex> guard(mutex_);
+  run_time_.emplace(now.elapsed_seconds, options_.clock());
   if (options_.interactive) {
     out_ << "\r\033[K" << status(now, options_.columns()) << std::flush;
     line_open_ = true;
@@ -161,10 +162,17 @@ void progress_printer::on_notice(std::string_view text) {
   // does, not wherever the terminal cuts it.
   const std::string line = "herd: " + std::string(text);
   const int columns = options_.columns();
-  out_ << (options_.interactive && columns > 20
-               ? wrap_words(line, static_cast<std::size_t>(columns - 3), 2)
-               : line)
-       << std::endl;
+  if (options_.interactive) {
+    out_ << (columns > 20 ? wrap_words(line, static_cast<std::size_t>(columns - 3), 2) : line)
+         << std::endl;
+    return;
+  }
+  // A log says when: the run's time, from the latest progress event on.
+  if (run_time_) {
+    const auto since = std::chrono::duration<double>(options_.clock() - run_time_->second);
+    out_ << log_stamp(stamp(run_time_->first + since.count()));
+  }
+  out_ << line << std::endl;
 }
 
 void progress_printer::finish() {

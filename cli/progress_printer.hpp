@@ -1,16 +1,19 @@
 // Shows a run's progress: on a terminal one live status line, redrawn in place and never wider
 // than the terminal; otherwise (logs, CI) a plain line per evaluation and at most one progress
-// line every few seconds, stamped in time order.
+// line every few seconds, stamped in time order, and notices stamped with the run's time once it
+// has one (a coordinator's notices before its run started have none).
 #pragma once
 
 #include "actors/run_observer.hpp"
 #include "herd/run_summary.hpp"
 
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 
 namespace herd::config {
 struct run_config;
@@ -25,6 +28,8 @@ struct progress_options {
   /// The terminal's width in columns now (asked at every redraw, so a resize is followed).
   std::function<int()> columns;
   double log_interval_seconds = 10.0;
+  /// Now, for the stamps of notices between progress events (a test gives its own).
+  std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
 };
 
 /// `line` as standard output should show it: on a terminal, broken between words to fit its
@@ -64,6 +69,9 @@ private:
   progress_options options_;
   double last_log_seconds_ = -1e9;
   double last_stamp_ = 0.0;
+  // The run's time at the latest progress event, and when it came: a notice's stamp goes on
+  // from there. None before the first.
+  std::optional<std::pair<double, std::chrono::steady_clock::time_point>> run_time_;
   bool line_open_ = false;
   std::mutex mutex_;
 };

@@ -3,6 +3,7 @@
 // lines whose stamps never go back in time.
 #include "cli/progress_printer.hpp"
 
+#include <chrono>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
@@ -108,6 +109,30 @@ TEST(progress_printer, long_notices_break_between_words_on_a_terminal_only) {
   progress_printer log(logged, options_of(100, 0, 60, false));
   log.on_notice(notice);
   EXPECT_EQ(logged.str(), "herd: " + notice + "\n");
+}
+
+// In a log a notice carries the run's time (from the latest progress event on), so that joins
+// and losses can be placed among the progress lines; before the run has a time, none.
+TEST(progress_printer, logged_notices_carry_the_runs_time_once_it_has_one) {
+  std::ostringstream logged;
+  auto options = options_of(100, 0, 80, false);
+  auto now = std::chrono::steady_clock::time_point{};
+  options.clock = [&now] { return now; };
+  progress_printer log(logged, options);
+  log.on_notice("node 0 (vm-a, 1 worker) joined; 1 of 2 nodes");
+  auto run = a_busy_run();
+  run.elapsed_seconds = 12.0;
+  log.on_progress(run);
+  now += std::chrono::milliseconds(500);
+  log.on_notice("node 1 (vm-b) lost: no heartbeat");
+  std::vector<std::string> lines;
+  std::istringstream in(logged.str());
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u) << logged.str();
+  EXPECT_EQ(lines[0], "herd: node 0 (vm-a, 1 worker) joined; 1 of 2 nodes");
+  EXPECT_EQ(lines[1].rfind("[   12.0s] epoch", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2], "[   12.5s] herd: node 1 (vm-b) lost: no heartbeat");
 }
 
 TEST(progress_printer, the_eta_follows_the_stopping_rule_in_force) {
