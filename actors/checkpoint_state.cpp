@@ -306,6 +306,9 @@ run_checkpoint load_for_model(const std::string& file, const models::model& mode
   const auto loaded = checkpoint::read_file(file);
   auto now = loaded.head.shape; // the run's own, but for the model
   now.model = model.describe();
+  if (loaded.head.shape.model != now.model)
+    throw checkpoint::checkpoint_error(file, "holds the model " + loaded.head.shape.model +
+                                                 ", not the one given: " + now.model);
   return checked_payload(file, loaded, now, model.parameter_count());
 }
 

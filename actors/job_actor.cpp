@@ -244,11 +244,9 @@ private:
       finish();
   }
 
-  // An exit message (the service shutting the job down, or a linked actor failing): the run's
-  // actors go with it, without a final evaluation. A user_shutdown is on purpose: interrupted.
+  // An exit message (the service shutting the job down, or a linked actor failing) ends the job
+  // at once, without a final evaluation (on_exit). A user_shutdown is on purpose: interrupted.
   void on_exit_message(const caf::exit_msg& exit) {
-    for (const auto& part : all_parts())
-      send_exit(part, exit.reason);
     if (!summary_) {
       const bool deliberate = exit.reason == caf::exit_reason::user_shutdown;
       auto ended =
@@ -256,8 +254,20 @@ private:
       ended.stop_reason = deliberate ? "interrupted" : ended.stop_reason;
       summary_ = std::make_shared<const run_summary>(std::move(ended));
     }
-    complete();
     quit(exit.reason);
+  }
+
+  // However the job actor ends before its run did (an exit message, a kill, which no handler
+  // sees, or a bug): the run's actors go with it, and the end is heard as any end is, so that
+  // wait() never waits forever.
+  void on_exit() override {
+    if (finished_)
+      return;
+    for (const auto& part : all_parts())
+      caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+    if (!summary_)
+      summary_ = std::make_shared<const run_summary>(error_summary("the job actor was killed"));
+    complete();
   }
 
   void on_parts_timeout() {
@@ -573,23 +583,6 @@ job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan)
   auto shared = plan->shared;
   auto job = system.spawn<job_actor>(plan);
   shared->actor = job.address();
-  // A job actor that ends without completing (killed before the run's actors were handed over,
-  // or a bug) must not leave wait() waiting forever: its exit ends the job as failed.
-  job->attach_functor([shared](const caf::error& reason) {
-    {
-      std::lock_guard<std::mutex> guard(shared->mutex);
-      if (shared->ended)
-        return;
-      shared->status.state = job_state::failed;
-      shared->status.error = "the job actor stopped: " + caf::to_string(reason);
-      run_summary failed;
-      failed.stop_reason = "error";
-      failed.error = shared->status.error;
-      shared->summary = failed;
-      shared->ended = true;
-    }
-    shared->ended_signal.notify_all();
-  });
   spawn_parts(system, plan, job);
   return {job, std::make_shared<herd::job>(std::move(shared))};
 }

@@ -21,6 +21,7 @@
 #include "checkpoint/format.hpp"
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
+#include "cluster/gate_link.hpp"
 
 namespace herd::cli {
 
@@ -220,6 +221,12 @@ int run_node_command(const std::vector<std::string>& args) {
     options.cluster = load_for_command("node", "", settings).cluster;
     if (auto warning = resolve_cluster_token(options.cluster); !warning.empty())
       std::cerr << "herd node: warning: " << warning << '\n';
+    // The TLS files load here, as the coordinator's do before it listens: a file that cannot
+    // serve is bad input (exit 2), found before the node tries to reach anyone.
+    const auto& cluster = options.cluster;
+    if (!cluster.tls_ca.empty())
+      cluster::tls_context(cluster::tls_context::side::client,
+                           {cluster.tls_ca, cluster.tls_cert, cluster.tls_key});
   } catch (const config::invalid_config& invalid) {
     print_config_errors("node", invalid);
     return exit_bad_input;

@@ -214,7 +214,8 @@ tls_context::tls_context(side role, const tls_files& files) : role_(role) {
     const int reason = ERR_GET_REASON(first);
     std::string why = tls_error_text();
     if ((library == ERR_LIB_PEM && reason == PEM_R_NO_START_LINE) ||
-        (library == ERR_LIB_OSSL_DECODER && reason == ERR_R_UNSUPPORTED))
+        (library == ERR_LIB_OSSL_DECODER && reason == ERR_R_UNSUPPORTED) ||
+        (library == ERR_LIB_X509 && reason == X509_R_NO_CERTIFICATE_OR_CRL_FOUND))
       why = "no PEM " + what + " in this file";
     else if (library == ERR_LIB_X509 && reason == X509_R_KEY_VALUES_MISMATCH)
       why = "this key does not belong to the certificate cluster.tls-cert = " + files.cert;

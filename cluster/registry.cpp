@@ -119,7 +119,7 @@ void registry_actor::on_stop() {
   refuse_all(phase_ == registry_phase::connecting
                  ? "stopped while the nodes were connecting"
                  : "stopped while waiting for nodes (" + std::to_string(nodes_.size()) + " of " +
-                       std::to_string(context_->config.cluster.min_nodes) + " had joined)",
+                       std::to_string(nodes_required()) + " had joined)",
              "interrupted");
 }
 
@@ -373,6 +373,11 @@ std::string registry_actor::plane_key(std::uint32_t generation) {
     key.assign(drawn.begin(), drawn.end());
   }
   return key;
+}
+
+std::size_t registry_actor::nodes_required() const {
+  return resuming() ? resume_parts().size()
+                    : static_cast<std::size_t>(context_->config.cluster.min_nodes);
 }
 
 std::string registry_actor::nodes_of_min_nodes(std::size_t nodes) const {

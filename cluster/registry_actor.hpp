@@ -42,9 +42,7 @@ public:
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
     if (context_->options.metrics)
       cluster_metrics_.emplace(context_->options.metrics, context_->config.metrics.job,
-                               resuming()
-                                   ? resume_parts().size()
-                                   : static_cast<std::size_t>(context_->config.cluster.min_nodes));
+                               nodes_required());
   }
 
   const char* name() const override { return "herd.registry"; }
@@ -220,6 +218,8 @@ private:
   std::string plane_key(std::uint32_t generation);
 
   std::string nodes_of_min_nodes(std::size_t nodes) const;
+  // The nodes the cluster forms with: cluster.min-nodes, or the checkpoint's parts on a resume.
+  std::size_t nodes_required() const;
 
   bool resuming() const { return context_->resume != nullptr; }
   const std::vector<part_record>& resume_parts() const { return context_->resume->parts; }

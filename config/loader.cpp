@@ -203,10 +203,20 @@ void apply_overrides(const std::vector<std::string>& overrides, load_state& stat
 
 } // namespace
 
+namespace {
+
+// Every problem's sentence, one per line: a service that logs what() sees them all.
+std::string every_message(const std::vector<config_error>& errors) {
+  std::string text;
+  for (const auto& error : errors)
+    text += (text.empty() ? "" : "\n") + error.message;
+  return text.empty() ? std::string{"invalid configuration"} : text;
+}
+
+} // namespace
+
 invalid_config::invalid_config(std::vector<config_error> errors)
-    : std::runtime_error(errors.empty() ? std::string{"invalid configuration"}
-                                        : errors.front().message),
-      errors_(std::move(errors)) {}
+    : std::runtime_error(every_message(errors)), errors_(std::move(errors)) {}
 
 namespace {
 

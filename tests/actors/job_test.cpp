@@ -158,11 +158,13 @@ TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_
 }
 
 // An exit message ends a job at once: a user_shutdown is a service's deliberate stop
-// (interrupted, not failed); any other reason is a failure, named.
+// (interrupted, not failed); any other reason is a failure, named. A kill, which the job actor
+// cannot handle, ends its run's actors too (or this system's destructor would wait for them
+// forever), and the job is heard to end.
 TEST_F(caller_system, an_exit_message_ends_the_job_interrupted_only_when_deliberate) {
   const auto data = synthetic(960);
-  for (const auto reason :
-       {caf::exit_reason::user_shutdown, caf::exit_reason::remote_link_unreachable}) {
+  for (const auto reason : {caf::exit_reason::user_shutdown,
+                            caf::exit_reason::remote_link_unreachable, caf::exit_reason::kill}) {
     auto job = spawn(long_run(), quick(), data);
     ASSERT_TRUE(job.facade->wait_for(200ms) == std::nullopt) << "the job ended by itself";
     caf::anon_send_exit(job.actor, reason);
@@ -174,11 +176,18 @@ TEST_F(caller_system, an_exit_message_ends_the_job_interrupted_only_when_deliber
       EXPECT_EQ(job.facade->status().state, herd::job_state::finished);
     } else {
       EXPECT_EQ(summary->stop_reason, "error");
-      EXPECT_NE(summary->error.find("the job was shut down"), std::string::npos)
+      EXPECT_NE(summary->error.find(reason == caf::exit_reason::kill ? "the job actor was killed"
+                                                                    : "the job was shut down"),
+                std::string::npos)
           << summary->error;
       EXPECT_EQ(job.facade->status().state, herd::job_state::failed);
     }
   }
+  // Every run's actors are gone: nothing is left for the system to wait for.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (system_.registry().running() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(system_.registry().running(), 0u) << "actors of a killed job live on";
 }
 
 TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {

@@ -715,6 +715,24 @@ TEST(cluster_cli, tls_settings_that_cannot_work_are_bad_input_naming_the_key) {
   EXPECT_NE(missing.output.find("cluster.tls-cert"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find("cluster.tls-ca = \"/nonexistent.pem\""), std::string::npos)
       << missing.output;
+  // Files that exist but cannot serve: refused by the node before it reaches anyone, as the
+  // coordinator refuses them, exit 2 and the key named.
+  temp_directory dir;
+  ASSERT_TRUE(make_certificates(dir)) << "openssl could not make the test certificates";
+  auto node = [&dir](const std::string& ca, const std::string& cert, const std::string& key) {
+    return herd::testing::run_process(
+        {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--cluster.tls-ca=" + dir.file(ca),
+         "--cluster.tls-cert=" + dir.file(cert), "--cluster.tls-key=" + dir.file(key)},
+        30s);
+  };
+  const auto other_key = node("cluster-ca.pem", "member.pem", "stranger.key");
+  EXPECT_EQ(other_key.exit_code, 2) << other_key.output;
+  EXPECT_NE(other_key.output.find("this key does not belong to the certificate"), std::string::npos)
+      << other_key.output;
+  const auto leaf_as_ca = node("member.pem", "member.pem", "member.key");
+  EXPECT_EQ(leaf_as_ca.exit_code, 2) << leaf_as_ca.output;
+  EXPECT_NE(leaf_as_ca.output.find("holds no CA certificate"), std::string::npos)
+      << leaf_as_ca.output;
 }
 
 } // namespace

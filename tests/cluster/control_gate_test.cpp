@@ -398,6 +398,8 @@ TEST(control_gate_tls, unusable_files_are_refused_naming_the_key_and_the_problem
             "cluster.tls-cert | cluster.tls-cert = " + key + ": no PEM certificate in this file");
   EXPECT_EQ(refusal({ca, cert, cert}),
             "cluster.tls-key | cluster.tls-key = " + cert + ": no PEM private key in this file");
+  EXPECT_EQ(refusal({key, cert, key}),
+            "cluster.tls-ca | cluster.tls-ca = " + key + ": no PEM certificate in this file");
   EXPECT_EQ(refusal({cert, cert, key}),
             "cluster.tls-ca | cluster.tls-ca = " + cert +
                 ": holds no CA certificate (none of its certificates may sign others); give the "

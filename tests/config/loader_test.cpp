@@ -93,8 +93,11 @@ TEST_F(config_files, unreadable_keys_do_not_hide_the_other_problems) {
     herd::config::from_ini("[train]\nworkers = 0\nlr = -1\nbogus = 3\nepochs = \"ten\"\n",
                            "POST");
   } catch (const invalid_config& error) {
-    for (const auto& found : error.errors())
+    for (const auto& found : error.errors()) {
       keys.push_back(found.key);
+      // what() holds every message, for a caller that only logs it.
+      EXPECT_THAT(error.what(), HasSubstr(found.message));
+    }
   }
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(keys, (std::vector<std::string>{"train.bogus", "train.epochs", "train.lr",
