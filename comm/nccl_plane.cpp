@@ -24,15 +24,14 @@
 #include "comm/nccl_plane.hpp"
 
 #include "comm/nccl_check.hpp"
+#include "comm/nccl_device.hpp"
 #include "comm/watchdog.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <thread>
-#include <type_traits>
 #include <utility>
 
 namespace herd::comm {
@@ -41,6 +40,12 @@ namespace {
 
 using kernels::cuda::device_scope;
 using kernels::cuda::quiet_device_scope;
+using nccl_device::device_buffer_problem;
+using nccl_device::make_current;
+using nccl_device::owned_pool;
+using nccl_device::owned_stream;
+using nccl_device::reduction_event;
+using nccl_device::scratch_block;
 
 using std::chrono::milliseconds;
 
@@ -65,116 +70,6 @@ std::string describe(const std::vector<int>& ranks) {
   for (std::size_t i = 0; i < ranks.size(); ++i)
     text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
   return text + "]";
-}
-
-// For the watchdog's thread, which serves one plane: makes `device` current for good. (Restoring
-// that thread's default device 0 would make CUDA create a context on GPU 0 in every rank's
-// process.) Callers on other threads hold a device_scope for `device`, so this changes nothing
-// there.
-void make_current(int device) {
-  int current = -1;
-  if (cudaGetDevice(&current) != cudaSuccess || current != device)
-    HERD_CUDA_CHECK(cudaSetDevice(device));
-}
-
-struct stream_deleter {
-  void operator()(std::remove_pointer_t<cudaStream_t>* stream) const noexcept {
-    (void)cudaStreamDestroy(stream); // returns at once; queued work still completes
-  }
-};
-using owned_stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter>;
-
-struct pool_deleter {
-  void operator()(std::remove_pointer_t<cudaMemPool_t>* pool) const noexcept {
-    (void)cudaMemPoolDestroy(pool); // memory still in use is released once freed
-  }
-};
-using owned_pool = std::unique_ptr<std::remove_pointer_t<cudaMemPool_t>, pool_deleter>;
-
-// Scratch memory for one reduction, stream-ordered (cudaMallocFromPoolAsync / cudaFreeAsync on
-// the plane's stream): allocating and freeing never wait for the device, so a hung reduction
-// cannot block the next call, and the pool (which keeps what it has) makes steady state free.
-class scratch_block {
-public:
-  scratch_block(cudaMemPool_t pool, cudaStream_t stream, std::size_t floats) : stream_(stream) {
-    if (floats == 0)
-      return;
-    void* memory = nullptr;
-    HERD_CUDA_CHECK(cudaMallocFromPoolAsync(&memory, floats * sizeof(float), pool, stream));
-    data_ = static_cast<float*>(memory);
-  }
-  ~scratch_block() {
-    if (data_ != nullptr)
-      (void)cudaFreeAsync(data_, stream_);
-  }
-  scratch_block(const scratch_block&) = delete;
-  scratch_block& operator=(const scratch_block&) = delete;
-
-  float* data() const { return data_; }
-
-private:
-  cudaStream_t stream_;
-  float* data_ = nullptr;
-};
-
-// The event recorded after a reduction's last step: set once the reduction is queued, read by the
-// watchdog's completion query (another thread), destroyed with the last work handle.
-class reduction_event {
-public:
-  explicit reduction_event(int device) : device_(device) {}
-  ~reduction_event() {
-    if (cudaEvent_t event = event_.load(); event != nullptr) {
-      const quiet_device_scope scope(device_);
-      (void)cudaEventDestroy(event);
-    }
-  }
-  reduction_event(const reduction_event&) = delete;
-  reduction_event& operator=(const reduction_event&) = delete;
-
-  void record(cudaStream_t stream) {
-    cudaEvent_t event = nullptr;
-    HERD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    const cudaError_t recorded = cudaEventRecord(event, stream);
-    if (recorded != cudaSuccess) {
-      (void)cudaEventDestroy(event);
-      detail::cuda_call_failed(__FILE__, __LINE__, "cudaEventRecord(event, stream)", recorded);
-    }
-    event_.store(event);
-  }
-
-  /// Whether the reduction's result is in `out`; throws when the device reports an error.
-  bool finished() const {
-    cudaEvent_t event = event_.load();
-    if (event == nullptr)
-      return false; // still being queued
-    make_current(device_);
-    const cudaError_t status = cudaEventQuery(event);
-    if (status == cudaErrorNotReady)
-      return false;
-    if (status != cudaSuccess)
-      detail::cuda_call_failed(__FILE__, __LINE__, "cudaEventQuery(event)", status);
-    return true;
-  }
-
-private:
-  const int device_;
-  std::atomic<cudaEvent_t> event_{nullptr};
-};
-
-// Why `pointer` cannot serve as `name`, a device buffer on `device`; empty when it can.
-std::string device_buffer_problem(const char* name, const void* pointer, int device) {
-  cudaPointerAttributes attributes{};
-  const cudaError_t status = cudaPointerGetAttributes(&attributes, pointer);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    return std::string(name) + " cannot be inspected by CUDA (" + cudaGetErrorString(status) + ")";
-  }
-  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged)
-    return std::string(name) + " is not device memory (host memory, or memory CUDA does not know)";
-  if (attributes.device != device)
-    return std::string(name) + " is memory of CUDA device " + std::to_string(attributes.device) +
-           ", but this rank uses device " + std::to_string(device);
-  return {};
 }
 
 class nccl_communicator final : public nccl_plane {

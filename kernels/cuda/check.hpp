@@ -1,7 +1,7 @@
 // The checking macros for the CUDA runtime and cuBLAS, in the style of kernels/check.hpp (and
 // NCCL's CUDACHECK): a failed call throws std::runtime_error naming the file, the line, the call's
 // text and the library's error name and words. Only .cu/.cpp files that call CUDA include this
-// (kernels/cuda, comm/nccl_plane.cpp, bench_cuda): it brings the CUDA headers.
+// (kernels/cuda, comm/nccl_device.cpp and nccl_plane.cpp, bench_cuda): it brings the CUDA headers.
 #pragma once
 
 #include <cublas_v2.h>

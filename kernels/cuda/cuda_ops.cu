@@ -13,9 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 namespace herd::kernels::cuda {
@@ -261,62 +259,6 @@ cublasOperation_t to_cublas(transpose trans) {
 bool aligned16(const void* pointer) {
   return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
 }
-
-// One device's memory (include/herd/memory.hpp): synchronous, device-wide copies for setup and checks.
-class device_memory_space final : public memory {
-public:
-  explicit device_memory_space(int device)
-      : device_(device), name_("cuda:" + std::to_string(device)) {}
-
-  std::string_view name() const override { return name_; }
-  bool host_accessible() const override { return false; }
-
-  void* allocate(std::size_t bytes) const override {
-    const device_scope scope(device_);
-    void* pointer = nullptr;
-    HERD_CUDA_CHECK(cudaMalloc(&pointer, bytes));
-    return pointer;
-  }
-
-  void release(void* pointer) const noexcept override {
-    if (pointer == nullptr)
-      return;
-    const quiet_device_scope scope(device_);
-    cudaFree(pointer); // a failed free only leaks; never throws
-  }
-
-  // Every copy waits for the whole device before and after: the streams of the ops objects may
-  // still be writing the source, and the caller reuses the destination at once.
-  void copy(void* destination, const void* source, std::size_t bytes) const override {
-    transfer(destination, source, bytes, cudaMemcpyDeviceToDevice);
-  }
-  void upload(void* destination, const void* host_source, std::size_t bytes) const override {
-    transfer(destination, host_source, bytes, cudaMemcpyHostToDevice);
-  }
-  void download(void* host_destination, const void* source, std::size_t bytes) const override {
-    transfer(host_destination, source, bytes, cudaMemcpyDeviceToHost);
-  }
-  void zero(void* destination, std::size_t bytes) const override {
-    const device_scope scope(device_);
-    HERD_CUDA_CHECK(cudaDeviceSynchronize());
-    HERD_CUDA_CHECK(cudaMemset(destination, 0, bytes));
-    HERD_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-
-private:
-  void transfer(void* destination, const void* source, std::size_t bytes,
-                cudaMemcpyKind kind) const {
-    if (bytes == 0)
-      return;
-    const device_scope scope(device_);
-    HERD_CUDA_CHECK(cudaDeviceSynchronize());
-    HERD_CUDA_CHECK(cudaMemcpy(destination, source, bytes, kind));
-    HERD_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-
-  int device_;
-  std::string name_;
-};
 
 class cuda_implementation final : public cuda_layer_ops {
 public:
@@ -568,34 +510,8 @@ private:
 
 } // namespace
 
-namespace {
-
-int checked_device(int device) {
-  int count = 0;
-  HERD_CUDA_CHECK(cudaGetDeviceCount(&count));
-  HERD_CHECK(device >= 0 && device < count,
-             "no CUDA device " << device << "; this machine has " << count);
-  return device;
-}
-
-} // namespace
-
 std::unique_ptr<ops> make_cuda_ops(int device, void* stream) {
-  return std::make_unique<cuda_implementation>(checked_device(device), stream);
-}
-
-const memory& device_memory(int device) {
-  checked_device(device);
-  // One per device, made on first use and kept for the program's life: buffers may outlive any
-  // ops object, and their destructors release through it.
-  // Never destroyed: a buffer released during static destruction still finds its memory.
-  static auto* made_mutex = new std::mutex;
-  static auto* made = new std::map<int, std::unique_ptr<device_memory_space>>;
-  const std::lock_guard<std::mutex> lock(*made_mutex);
-  auto& space = (*made)[device];
-  if (!space)
-    space = std::make_unique<device_memory_space>(device);
-  return *space;
+  return std::make_unique<cuda_implementation>(device, stream); // device_memory() checks it
 }
 
 } // namespace herd::kernels::cuda
