@@ -19,8 +19,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <variant>
 
 namespace herd::config {
@@ -65,11 +67,35 @@ std::string unknown_key_message(const std::string& name, const std::string& orig
   return message;
 }
 
-// What load() accumulates: the configuration, where each value came from, and the problems.
+// Where a key was set, for listing problems in the order the user wrote them: the file's keys by
+// line, then the command line's in order, then keys never set (a default a validation refused).
+using position = std::pair<int, int>;
+constexpr int in_the_file = 0;
+constexpr int on_the_command_line = 1;
+constexpr position never_set{2, 0};
+
+// What load() accumulates: the configuration, where each value came from, where each key was set,
+// and the problems.
 struct load_state {
   run_config config;
   value_origins origins;
+  std::map<std::string, position> positions;
   std::vector<config_error> errors;
+
+  // A key inside a map value is where the key holding the map is; a problem with the text as a
+  // whole (key "") comes first.
+  position position_of(const std::string& key) const {
+    if (key.empty())
+      return {-1, 0};
+    for (std::string prefix = key;;) {
+      if (auto found = positions.find(prefix); found != positions.end())
+        return found->second;
+      const auto dot = prefix.rfind('.');
+      if (dot == std::string::npos)
+        return never_set;
+      prefix.erase(dot);
+    }
+  }
 };
 
 // `written`: the value as the user wrote it, where known (the command line): a number is quoted
@@ -155,6 +181,8 @@ void read_settings(const std::string& text, const std::string& origin, load_stat
     state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error())});
     return;
   }
+  for (const auto& [key, line] : checked.key_lines)
+    state.positions[key] = {in_the_file, line};
   state.errors.insert(state.errors.end(), checked.duplicates.begin(), checked.duplicates.end());
   assign_settings(
       *settings, "", [&checked](const std::string& key) { return checked.origin_of(key); }, state);
@@ -182,6 +210,7 @@ caf::config_value parse_override_value(const std::string& text) {
 
 // The "--section.key=value" settings, in order, over what is there.
 void apply_overrides(const std::vector<std::string>& overrides, load_state& state) {
+  int index = 0;
   for (const auto& raw : overrides) {
     std::string text = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
     const auto equals = text.find('=');
@@ -192,6 +221,7 @@ void apply_overrides(const std::vector<std::string>& overrides, load_state& stat
     }
     const std::string name = text.substr(0, equals);
     const std::string value = text.substr(equals + 1);
+    state.positions[name] = {on_the_command_line, index++};
     if (auto problem = check_value(value, keys().size()); !problem.empty()) {
       state.errors.push_back(
           {name, abbreviate(name) + " = " + abbreviate(value) + " (command line): " + problem});
@@ -237,8 +267,13 @@ run_config finish(load_state state) {
         state.errors.push_back(std::move(found));
     }
   }
-  if (!state.errors.empty())
+  if (!state.errors.empty()) {
+    std::stable_sort(state.errors.begin(), state.errors.end(),
+                     [&state](const config_error& a, const config_error& b) {
+                       return state.position_of(a.key) < state.position_of(b.key);
+                     });
     throw invalid_config(std::move(state.errors));
+  }
   return state.config;
 }
 

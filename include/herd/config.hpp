@@ -27,8 +27,9 @@ inline constexpr std::size_t max_config_bytes = std::size_t{1} << 20;
 inline constexpr int max_config_nesting = 32;
 inline constexpr int max_config_settings = 1024;
 
-/// Thrown by load(): all problems found, not only the first; what() has each one's message, one
-/// per line.
+/// Thrown by load(): all problems found, not only the first, in the order the keys were written
+/// (a file's by line, then the command line's, then keys left at a default); what() has each
+/// one's message, one per line.
 class invalid_config : public std::runtime_error {
 public:
   explicit invalid_config(std::vector<config_error> errors);

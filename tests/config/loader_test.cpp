@@ -172,6 +172,23 @@ TEST_F(config_files, every_problem_is_reported_not_only_the_first) {
   }
 }
 
+TEST_F(config_files, problems_are_listed_in_the_order_they_were_written) {
+  // Line 2 is refused by validation, line 3 for its type, line 4 as unknown: neither the order
+  // of the checks nor that of the keys' names.
+  const auto file = write("run.ini", "[train]\nworkers = 0\nlr = \"fast\"\nbogus = 1\n");
+  try {
+    load(file, {"--data.max-texts=-1", "--train.epochs=0"});
+    FAIL() << "expected invalid_config";
+  } catch (const invalid_config& error) {
+    std::vector<std::string> keys;
+    for (const auto& problem : error.errors())
+      keys.push_back(problem.key);
+    EXPECT_THAT(keys, testing::ElementsAre("train.workers", "train.lr", "train.bogus",
+                                           "data.max-texts", "train.epochs"))
+        << error.what();
+  }
+}
+
 TEST_F(config_files, batch_larger_than_a_shard_is_rejected) {
   auto config = load("", {"--train.batch-size=20000"});
   const auto errors = herd::config::validate_against_data(config, 60000);
