@@ -74,12 +74,17 @@ void coordinator_actor::notice(const std::string& text) {
 }
 
 void coordinator_actor::lose_worker(int index, const std::string& why) {
+  drop_worker(index, why, true);
+}
+
+void coordinator_actor::drop_worker(int index, const std::string& why, bool say_so) {
   if (!counters_.workers[static_cast<std::size_t>(index)].live || phases_.done())
     return;
   counters_.worker_lost(index);
   if (setup_.metrics)
     setup_.metrics->worker_lost(index);
-  notice("worker " + std::to_string(index) + " lost: " + why);
+  if (say_so)
+    notice("worker " + std::to_string(index) + " lost: " + why);
   if (joins_)
     joins_->worker_lost(index, why);
   if (phases_.phase() == run_phase::stopping_workers) {
@@ -316,9 +321,15 @@ void coordinator_actor::on_policy_time(double deadline) {
 void coordinator_actor::on_down(const caf::down_msg& down) {
   if (phases_.done())
     return; // the session is shutting the actors down
+  // A worker of another process that ended with it (the node left, or cannot be reached): the
+  // registry says so once, naming the node and every worker it hosted. A worker that failed on
+  // its own (an exception, a kill) is named here with the reason.
+  const bool with_its_process = down.source.node() != node() &&
+                                (down.reason == caf::exit_reason::remote_link_unreachable ||
+                                 down.reason == caf::exit_reason::user_shutdown);
   for (std::size_t i = 0; i < workers_.size(); ++i)
     if (workers_[i].address() == down.source)
-      lose_worker(static_cast<int>(i), system().render(down.reason));
+      drop_worker(static_cast<int>(i), system().render(down.reason), !with_its_process);
   for (std::size_t i = 0; i < aggregators_.size(); ++i)
     if (aggregators_[i].address() == down.source)
       lose_aggregator(i, system().render(down.reason));

@@ -640,6 +640,11 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   node2.join();
   ASSERT_TRUE(left.left) << left.error;
   const int gone = left.worker_indices.front();
+  // Its leaving is said once, for the node, naming its worker; not again for the worker.
+  EXPECT_TRUE(eventually([&] { return !notices.containing(" is down").empty(); },
+                         std::chrono::seconds(30)));
+  EXPECT_TRUE(notices.containing("worker " + std::to_string(gone) + " lost").empty())
+      << notices.containing("worker " + std::to_string(gone) + " lost").front();
 
   auto unreachable = node_for(j, session.port(), 1, probe);
   unreachable.data_host = "192.0.2.1"; // TEST-NET-1: no address of this machine
