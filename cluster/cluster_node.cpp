@@ -286,7 +286,7 @@ private:
           caf::after(leave_poll) >>
               [&] {
                 if (leaving(options_)) {
-                  failure = "interrupted before the coordinator admitted this node";
+                  failure = "interrupted while waiting for the coordinator's welcome to the run";
                   answered = true;
                 }
                 timed_out = clock_type::now() >= wait_until;
