@@ -48,6 +48,9 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+/// (run_stopped_atom, why): the registry to a welcomed node still connecting its data plane when
+/// the coordinator is stopped before the run starts ("stopped while the nodes were connecting").
+using run_stopped_atom = caf::atom_constant<caf::atom("runstopped")>;
 /// (cancel_atom, round, why): an aggregator to the nodes still reducing a round that failed on
 /// another node, or whose node was lost: end it now rather than at the data-plane deadline.
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;

@@ -20,6 +20,7 @@
 
 #include "cluster/control_gate.hpp"
 #include "cluster/node_reducer.hpp"
+#include "cluster/registry_store.hpp"
 #include "cluster/remoting.hpp"
 #include "cluster/tcp_socket.hpp"
 
@@ -31,57 +32,6 @@ using namespace herd::actors;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-// The data plane's rendezvous keys live in the coordinator's registry; Gloo calls this from the
-// thread that builds the plane, so each call uses a short-lived scoped actor (a long-lived one
-// slows down with every timed request in CAF 0.17: stale timeouts pile up in its mailbox).
-class registry_store final : public comm::rendezvous_store {
-public:
-  registry_store(caf::actor_system& system, caf::actor registry)
-      : system_(system), registry_(std::move(registry)) {}
-
-  void set(const std::string& key, const std::vector<char>& value) override {
-    caf::scoped_actor self{system_};
-    self->send(registry_, store_set_atom::value, key, value);
-  }
-
-  std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
-    caf::scoped_actor self{system_};
-    std::vector<char> value;
-    std::string failure;
-    self->request(registry_, timeout, store_get_atom::value, key)
-        .receive([&](std::vector<char>& found) { value = std::move(found); },
-                 [&](caf::error& error) { failure = system_.render(error); });
-    if (!failure.empty())
-      throw comm::comm_error(comm::outcome::timeout,
-                             "rendezvous key " + key +
-                                 " not set by the other nodes (waited up to " +
-                                 std::to_string(timeout.count()) + " ms): " + failure);
-    return value;
-  }
-
-  // One round trip, at most a few seconds: the registry answers at once.
-  std::optional<std::vector<char>> peek(const std::string& key) override {
-    caf::scoped_actor self{system_};
-    std::optional<std::vector<char>> value;
-    std::string failure;
-    self->request(registry_, std::chrono::seconds(5), store_peek_atom::value, key)
-        .receive(
-            [&](bool set, std::vector<char>& found) {
-              if (set)
-                value = std::move(found);
-            },
-            [&](caf::error& error) { failure = system_.render(error); });
-    if (!failure.empty())
-      throw comm::comm_error(comm::outcome::failed,
-                             "the coordinator did not say whether " + key + " is set: " + failure);
-    return value;
-  }
-
-private:
-  caf::actor_system& system_;
-  caf::actor registry_;
-};
 
 constexpr std::chrono::milliseconds leave_poll{100};
 
@@ -256,6 +206,15 @@ private:
     return true;
   }
 
+  // Why the coordinator stopped before its run, if it says so within a second (it tells the
+  // welcomed nodes as it stops, and their data plane fails meanwhile).
+  std::optional<std::string> coordinator_stopped() {
+    std::optional<std::string> why;
+    self_->receive([&](run_stopped_atom, std::string& text) { why = std::move(text); },
+                   caf::after(std::chrono::seconds(1)) >> [] {});
+    return why;
+  }
+
   // Empty once welcomed; otherwise why not.
   std::string await_welcome() {
     std::string failure;
@@ -376,6 +335,11 @@ private:
       parts_.plane =
           plane_of(welcome_.generation, welcome_.plane_nodes, welcome_.data_key, timeout);
     } catch (const std::exception& bad) {
+      if (auto stopped = coordinator_stopped()) { // the run's end, not this node's failure
+        notify(options_, "the coordinator was " + *stopped + "; its run never started");
+        outcome_.ok = true;
+        return false;
+      }
       return failed(std::string("the data plane did not connect: ") + bad.what());
     }
     notify(options_, "data plane connected (" + hello_.data_host + ", " +

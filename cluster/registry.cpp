@@ -5,14 +5,14 @@ namespace herd::cluster {
 
 caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
   if (auto refusal = hello_refusal(hello, phase_, over_, nodes_.size()))
-    return make_error(herd_errc::join_refused, *refusal);
+    return refuse(hello, *refusal);
   if (phase_ == registry_phase::running)
     return on_hello_running(hello);
   std::optional<std::size_t> part;
   if (resuming()) {
     auto claim = claim_part(hello, resume_parts(), claimed_parts(), context_->resume_file);
     if (!claim.part)
-      return make_error(herd_errc::join_refused, claim.refusal);
+      return refuse(hello, claim.refusal);
     part = claim.part;
   }
   // Watched from now on: a node that leaves before the cluster forms must not be counted.
@@ -286,9 +286,13 @@ std::int32_t registry_actor::workers_on_machine_of(std::size_t index) const {
 
 void registry_actor::refuse_all(const std::string& why, const std::string& stop_reason) {
   const auto code = stop_reason == "interrupted" ? herd_errc::run_stopped : herd_errc::join_refused;
-  for (auto& node : nodes_)
+  for (auto& node : nodes_) {
     if (!node.answered)
       answer(node, make_error(code, why));
+    else if (node.live && code == herd_errc::run_stopped) // welcomed, connecting the data plane
+      if (auto link = caf::actor_cast<caf::actor>(node.link))
+        send(link, run_stopped_atom::value, why);
+  }
   // Nodes connecting the data plane wait for no one's address any more.
   over_ = true;
   keys_.fail_reads("");
@@ -358,6 +362,11 @@ caf::node_id registry_actor::sender_process() {
 void registry_actor::notice(const std::string& text) {
   if (context_->options.observer != nullptr)
     context_->options.observer->on_notice(text);
+}
+
+caf::error registry_actor::refuse(const node_hello& hello, const std::string& why) {
+  notice("refused a node (" + hello.name + ", " + count_of(hello.workers, "worker") + "): " + why);
+  return make_error(herd_errc::join_refused, why);
 }
 
 std::string registry_actor::label(std::size_t index) const {

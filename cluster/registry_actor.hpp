@@ -209,6 +209,8 @@ private:
 
   caf::node_id sender_process();
   void notice(const std::string& text);
+  // Refuses a node's hello, saying so in the coordinator's log too.
+  caf::error refuse(const node_hello& hello, const std::string& why);
 
   std::string label(std::size_t index) const;
 

@@ -8,7 +8,7 @@ caf::result<node_welcome> registry_actor::on_hello_running(const node_hello& hel
   const auto free = slots_.free([this](std::size_t node) { return nodes_[node].live; });
   if (auto refusal =
           running_join_refusal(hello, free, ledger_.busy(), context_->config.train.workers))
-    return make_error(herd_errc::join_refused, *refusal);
+    return refuse(hello, *refusal);
   node_entry entry = entry_for(hello);
   const auto index = nodes_.size();
   entry.slots = slots_.take(index, free, hello.workers);

@@ -143,6 +143,27 @@ double norm(const std::vector<double>& values) {
   return std::sqrt(std::inner_product(values.begin(), values.end(), values.begin(), 0.0));
 }
 
+// Collects the coordinator's notices.
+class notice_log final : public herd::actors::run_observer {
+public:
+  void on_notice(std::string_view text) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    notices_.emplace_back(text);
+  }
+  std::vector<std::string> containing(const std::string& text) const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    std::vector<std::string> found;
+    for (const auto& notice : notices_)
+      if (notice.find(text) != std::string::npos)
+        found.push_back(notice);
+    return found;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> notices_;
+};
+
 TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
   for (const char* algorithm : {"sync", "solo", "majority"}) {
     const auto j = make_job(algorithm, 4, 24);
@@ -220,6 +241,8 @@ TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_
   j.config.cluster.min_nodes = 1;
   cluster_options options;
   options.listen_host = "127.0.0.1";
+  notice_log notices;
+  options.observer = &notices;
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(2, parameter_count(j));
   node_outcome first;
@@ -230,6 +253,12 @@ TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_
   const auto late = herd::cluster::run_node(node_for(j, session.port(), 1, nullptr));
   EXPECT_FALSE(late.ok);
   EXPECT_NE(late.error.find("none of its 2 workers is lost"), std::string::npos) << late.error;
+  // The coordinator's log says it too (an operator reads that one first).
+  const auto refused = notices.containing("refused a node (");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused.front().find(", 1 worker): the job is running and none of its 2 workers is lost"),
+            std::string::npos)
+      << refused.front();
   session.request_stop();
   const auto summary = session.wait_for(std::chrono::minutes(2));
   first_node.join();
@@ -555,27 +584,6 @@ TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_ta
   }
 }
 
-// Collects the coordinator's notices.
-class notice_log final : public herd::actors::run_observer {
-public:
-  void on_notice(std::string_view text) override {
-    std::lock_guard<std::mutex> guard(mutex_);
-    notices_.emplace_back(text);
-  }
-  std::vector<std::string> containing(const std::string& text) const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    std::vector<std::string> found;
-    for (const auto& notice : notices_)
-      if (notice.find(text) != std::string::npos)
-        found.push_back(notice);
-    return found;
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> notices_;
-};
-
 // A node that joined a cluster whose coordinator is then stopped was not refused: its part is
 // over (ok, as when a run it served ends), and it says so.
 TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_cleanly) {
@@ -608,6 +616,49 @@ TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_clean
   ASSERT_FALSE(notices.empty());
   EXPECT_EQ(notices.back(), "the coordinator was stopped while waiting for nodes (1 of 2 had "
                             "joined); its run never started");
+}
+
+// Stopped once the cluster formed, while its nodes connect the data plane: the nodes are told,
+// and end as cleanly as those stopped while waiting (before, their rendezvous failed and they
+// exited as failed with Gloo's errors). The first node stops the coordinator as it is welcomed,
+// before it sets its own rendezvous keys, so that the other waits for them.
+TEST(cluster_runs, nodes_connecting_when_their_coordinator_is_stopped_end_cleanly) {
+  auto j = make_endless_job("sync", 2);
+  j.config.cluster.min_nodes = 2;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  std::mutex mutex;
+  std::vector<std::string> notices[2];
+  std::atomic<bool> stopped{false};
+  node_outcome outcomes[2];
+  std::vector<std::thread> nodes;
+  for (int i = 0; i < 2; ++i) {
+    auto node = node_for(j, session.port(), 1, nullptr);
+    node.on_notice = [&, i](const std::string& text) {
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        notices[i].push_back(text);
+      }
+      if (text.rfind("joined as node", 0) == 0 && !stopped.exchange(true)) {
+        session.request_stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      }
+    };
+    nodes.emplace_back([&outcomes, i, node] { outcomes[i] = herd::cluster::run_node(node); });
+  }
+  const auto summary = session.wait_for(std::chrono::seconds(60));
+  for (auto& node : nodes)
+    node.join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "interrupted");
+  std::lock_guard<std::mutex> guard(mutex);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(outcomes[i].ok) << outcomes[i].error;
+    ASSERT_FALSE(notices[i].empty());
+    EXPECT_EQ(notices[i].back(), "the coordinator was stopped while the nodes were connecting; "
+                                 "its run never started");
+  }
 }
 
 // Joins that fail free the lost slots again, and the next node joins in their place: one whose
