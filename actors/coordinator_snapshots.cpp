@@ -246,9 +246,18 @@ void coordinator_actor::drop_checkpoint(const std::string& why) {
 // lost. None when the newest periodic one, written, already holds this state (a run stopped just
 // after one): it would be a copy, taking one of the kept slots.
 bool coordinator_actor::final_checkpoint_wanted() {
-  if (!checkpoints_.enabled() || !phases_.error().empty() || rounds_abandoned_ ||
-      live_workers().size() != workers_.size())
+  if (!checkpoints_.enabled())
     return false;
+  const auto lost = workers_.size() - live_workers().size();
+  const std::string unfit = !phases_.error().empty() ? "the run failed"
+                            : rounds_abandoned_      ? "rounds were abandoned at the stop timeout"
+                            : lost > 0 ? std::to_string(lost) +
+                                             " worker(s) lost: their states cannot be saved"
+                                       : "";
+  if (!unfit.empty()) {
+    notice("no final checkpoint: " + unfit);
+    return false;
+  }
   const auto newest = checkpoints_.newest_holding(counters_, evaluations_.evaluations().size());
   if (newest.empty())
     return true;

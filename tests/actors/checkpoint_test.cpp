@@ -5,6 +5,7 @@
 #include "actors/checkpoint_taker.hpp"
 #include "actors/train_session.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "checkpoint/format.hpp"
+#include "support/failing_backward_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 #include "support/session_config.hpp"
 #include "support/temp_directory.hpp"
@@ -488,6 +490,37 @@ TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(config.checkpoint.dir),
                           std::filesystem::directory_iterator()),
             2); // no temporary file left behind
+}
+
+// A run that lost a worker cannot be resumed from its end; it says so rather than leaving the
+// final checkpoint out without a word.
+TEST(checkpoint, a_run_that_lost_a_worker_says_why_it_writes_no_final_checkpoint) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.checkpoint.dir = dir.file("ckpt");
+  config.checkpoint.every_seconds = 0;
+  struct notices final : herd::actors::run_observer {
+    void on_notice(std::string_view text) override {
+      std::lock_guard<std::mutex> guard(mutex);
+      seen.emplace_back(text);
+    }
+    std::mutex mutex;
+    std::vector<std::string> seen;
+  } observer;
+  herd::testing::failing_backward_ops ops(10);
+  auto options = herd::testing::quick_session_options();
+  options.ops = &ops;
+  options.observer = &observer;
+  train_session session(config, data, options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  EXPECT_TRUE(summary.final_checkpoint_error.empty()) << "not an error: the run itself went well";
+  EXPECT_TRUE(herd::checkpoint::list(config.checkpoint.dir).empty());
+  std::lock_guard<std::mutex> guard(observer.mutex);
+  EXPECT_EQ(std::count(observer.seen.begin(), observer.seen.end(),
+                       "no final checkpoint: 1 worker(s) lost: their states cannot be saved"),
+            1);
 }
 
 } // namespace

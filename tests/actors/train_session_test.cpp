@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "support/delegating_ops.hpp"
+#include "support/failing_backward_ops.hpp"
 #include "support/emulated_stream_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 #include "support/session_config.hpp"
@@ -317,22 +318,7 @@ TEST(train_session, batch_larger_than_a_shard_is_rejected_before_anything_runs) 
   EXPECT_THROW(train_session(config, synthetic(1000), quick()), herd::config::invalid_config);
 }
 
-// Fault injection through the kernel interface: the N-th backward pass of softmax (only ever
-// called by a worker's training step) throws, so exactly one worker's step fails.
-class failing_backward_ops final : public herd::testing::delegating_ops {
-public:
-  explicit failing_backward_ops(int fail_on_call) : fail_on_call_(fail_on_call) {}
-  void softmax_xent_backward(const float* probs, const std::int32_t* labels, int rows,
-                             int classes_count, float* dlogits) const override {
-    if (calls_.fetch_add(1) + 1 == fail_on_call_)
-      throw std::runtime_error("injected failure");
-    base().softmax_xent_backward(probs, labels, rows, classes_count, dlogits);
-  }
-
-private:
-  int fail_on_call_;
-  mutable std::atomic<int> calls_{0};
-};
+using herd::testing::failing_backward_ops;
 
 TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   auto config = small_config(4, 8);
