@@ -51,11 +51,25 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
   choice.preset = config.model.preset;
   choice.layers = config.model.layers;
   choice.hidden = config.model.hidden;
+  std::unique_ptr<models::sequential> built;
   try {
-    return models::build_model(choice, data.input_shape(), static_cast<std::size_t>(data.classes));
+    built = models::build_model(choice, data.input_shape(), static_cast<std::size_t>(data.classes));
   } catch (const models::model_error& unfit) {
     throw config::invalid_config({{unfit.key(), unfit.what()}});
   }
+  // Texts are batched at their own lengths: only a model that reads token ids takes them (any
+  // other would see rows of another width at every batch).
+  if (data.ragged() && !built->takes_tokens()) {
+    const bool own = !choice.layers.empty();
+    const std::string key = own ? "model.layers" : "model.preset";
+    throw config::invalid_config(
+        {{key, key + " = \"" + (own ? choice.layers : choice.preset) + "\" reads rows of " +
+                   std::to_string(data.max_length) + " numbers, but the dataset \"" + data.name +
+                   "\" holds texts of token ids, each of its own length; a model for texts "
+                   "starts with an embedding layer: model.preset = \"textcnn\", or "
+                   "model.layers = \"embedding 256 32, ...\" (docs/models.md)"}});
+  }
+  return built;
 }
 
 void check_model_fits(const models::model& model, const models::train_test_split& data,

@@ -4,6 +4,7 @@
 #include "herd/config.hpp"
 #include "herd/dataset.hpp"
 #include "herd/sequential.hpp"
+#include "models/fortunes.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -61,6 +62,24 @@ TEST(model_config, model_layers_defines_the_model) {
   EXPECT_EQ(model->name(), "sequential");
   EXPECT_EQ(model->describe(), "1x28x28: flatten, dense 64, relu, dense 10");
   EXPECT_EQ(model->parameter_count(), 784u * 64 + 64 + 64 * 10 + 10);
+}
+
+// Texts are batched at their own lengths: a model that does not read token ids is refused before
+// the run (it used to pass, and every worker failed at its first step on rows of another width).
+TEST(model_config, texts_need_a_model_that_reads_token_ids) {
+  const auto texts = herd::models::make_text_dataset({"short", "a longer text", "mid size"},
+                                                     {0, 1, 0}, 2, 64, "texts/train");
+  EXPECT_EQ(make_model(with({"--model.preset=textcnn"}), texts)->name(), "textcnn");
+  for (const auto& [setting, key] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--model.preset=mlp", "model.preset"},
+           {"--model.layers=dense 16, relu, dense 2", "model.layers"}}) {
+    const auto refused = refusal(with({setting}), texts);
+    EXPECT_EQ(refused.key, key) << refused.message;
+    EXPECT_THAT(refused.message, HasSubstr("reads rows of 64 numbers, but the dataset "
+                                           "\"texts/train\" holds texts of token ids"));
+    EXPECT_THAT(refused.message, HasSubstr("model.preset = \"textcnn\""));
+  }
 }
 
 TEST(model_config, a_layer_that_does_not_fit_is_refused_naming_it_its_place_and_both_shapes) {
