@@ -250,11 +250,47 @@ invalid_config::invalid_config(std::vector<config_error> errors)
 
 namespace {
 
+// A model chosen on the command line replaces the file's: `--model.layers` over a file's
+// model.preset (config/cnn.ini's), `--model.preset` over a file's model.layers. The file's keys
+// of the model it no longer trains go back to their defaults, so that the run, its report and its
+// checkpoints name one model. Within one source, setting both is still refused by validation.
+void let_the_command_line_choose_the_model(load_state& state) {
+  auto set_in_the_file = [&state](const std::string& key) {
+    const auto found = state.positions.find(key);
+    return found != state.positions.end() && found->second.first == in_the_file;
+  };
+  auto set_on_the_command_line = [&state](const std::string& key) {
+    const auto found = state.positions.find(key);
+    return found != state.positions.end() && found->second.first == on_the_command_line;
+  };
+  auto reset = [&state](const std::string& key, auto& value, auto fallback) {
+    value = std::move(fallback);
+    state.origins.erase(key);
+    state.positions.erase(key);
+  };
+  auto& model = state.config.model;
+  const model_section defaults;
+  if (set_on_the_command_line("model.layers")) {
+    if (set_in_the_file("model.preset"))
+      reset("model.preset", model.preset, defaults.preset);
+    if (set_in_the_file("model.hidden"))
+      reset("model.hidden", model.hidden, defaults.hidden);
+  } else if (set_on_the_command_line("model.preset")) {
+    if (set_in_the_file("model.layers"))
+      reset("model.layers", model.layers, defaults.layers);
+    if (set_in_the_file("model.hidden") && model.preset != "mlp")
+      reset("model.hidden", model.hidden, defaults.hidden);
+  }
+}
+
 // Validates what was read; throws every problem found. A key that could not be read (unknown, or
 // a value of the wrong type) does not hide the other keys' problems; a text that could not be
 // read at all (key "") leaves nothing worth validating. A key already refused is not reported
 // again by validation, which saw its default in place of the value given.
-run_config finish(load_state state) {
+run_config finish(load_state state, value_origins* origins = nullptr) {
+  let_the_command_line_choose_the_model(state);
+  if (origins != nullptr)
+    *origins = state.origins;
   const bool whole_text_failed = std::any_of(state.errors.begin(), state.errors.end(),
                                              [](const config_error& e) { return e.key.empty(); });
   if (!whole_text_failed) {
@@ -290,9 +326,7 @@ run_config load(const std::string& file, const std::vector<std::string>& overrid
       read_settings(std::get<std::string>(text), file, state);
   }
   apply_overrides(overrides, state);
-  if (origins != nullptr)
-    *origins = state.origins;
-  return finish(std::move(state));
+  return finish(std::move(state), origins);
 }
 
 run_config from_ini(const std::string& ini, const std::string& origin,

@@ -16,6 +16,7 @@ namespace {
 
 using herd::config::invalid_config;
 using herd::config::load;
+using herd::config::value_origins;
 using testing::HasSubstr;
 
 class config_files : public testing::Test {
@@ -187,6 +188,35 @@ TEST_F(config_files, problems_are_listed_in_the_order_they_were_written) {
                                            "data.max-texts", "train.epochs"))
         << error.what();
   }
+}
+
+// A model chosen on the command line replaces the one a file chose (config/cnn.ini's preset),
+// and the file's keys of the model it replaces go back to their defaults; one source that sets
+// both is still refused.
+TEST_F(config_files, a_model_chosen_on_the_command_line_replaces_the_files) {
+  const auto preset_file = write("cnn.ini", "[model]\npreset = \"cnn\"\nhidden = [64]\n");
+  value_origins origins;
+  auto config = load(preset_file, {"--model.layers=flatten, dense 10"}, &origins);
+  EXPECT_EQ(config.model.layers, "flatten, dense 10");
+  EXPECT_EQ(config.model.preset, "mlp");
+  EXPECT_EQ(config.model.hidden, (std::vector<int>{256, 128}));
+  EXPECT_EQ(origins.count("model.preset"), 0u);
+  EXPECT_EQ(origins.count("model.hidden"), 0u);
+
+  const auto layers_file = write("own.ini", "[model]\nlayers = \"flatten, dense 10\"\n");
+  config = load(layers_file, {"--model.preset=cnn"});
+  EXPECT_EQ(config.model.preset, "cnn");
+  EXPECT_TRUE(config.model.layers.empty());
+  // The file's hidden sizes stay when the command line picks the preset they size.
+  const auto mlp_file =
+      write("mlp.ini", "[model]\nlayers = \"flatten, dense 10\"\nhidden = [64]\n");
+  config = load(mlp_file, {"--model.preset=mlp"});
+  EXPECT_EQ(config.model.hidden, std::vector<int>{64});
+
+  EXPECT_THAT(first_error(preset_file, {"--model.layers=flatten, dense 10", "--model.preset=cnn"}),
+              HasSubstr("model.layers is set too"));
+  const auto both = write("both.ini", "[model]\npreset = \"cnn\"\nlayers = \"flatten, dense 10\"\n");
+  EXPECT_THAT(first_error(both, {}), HasSubstr("model.layers is set too"));
 }
 
 TEST_F(config_files, batch_larger_than_a_shard_is_rejected) {
