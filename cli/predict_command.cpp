@@ -48,10 +48,51 @@ void check(const predict_options& options) {
                                 ": the file must end in .csv or .npy (the format it is written in)");
 }
 
+// Rows of token ids for a model trained on texts, checked as the run's texts were (bytes 0 to
+// 255, then -1 at the end as padding) and padded to `width`: a text may be shorter than the
+// longest the model takes. Throws data_error naming the file, the sample and the place.
+models::tensor token_rows(const std::string& path, const models::tensor& given, std::size_t width) {
+  constexpr float last_token = 255.0f;
+  const std::string rule = " (the run's texts are bytes: token ids 0 to 255, padded at the end "
+                           "with -1)";
+  if (given.cols() > width)
+    throw models::data_error(path + " holds texts of " + std::to_string(given.cols()) +
+                             " tokens but the checkpoint's model takes at most " +
+                             std::to_string(width) + " (data.max-length)");
+  models::tensor rows({given.rows(), width});
+  for (std::size_t r = 0; r < given.rows(); ++r) {
+    const float* in = given.row(r);
+    float* out = rows.row(r);
+    std::size_t length = 0;
+    for (std::size_t t = 0; t < given.cols(); ++t) {
+      const float id = in[t];
+      const std::string where =
+          path + ": sample " + std::to_string(r) + ", position " + std::to_string(t) + ": ";
+      if (id == -1.0f)
+        continue;
+      if (!(id >= 0.0f && id <= last_token) || id != static_cast<float>(static_cast<int>(id))) {
+        std::ostringstream value;
+        value << id;
+        throw models::data_error(where + value.str() + " is not a token id" + rule);
+      }
+      if (length != t)
+        throw models::data_error(where + "a token after the padding" + rule);
+      ++length;
+    }
+    if (length == 0)
+      throw models::data_error(path + ": sample " + std::to_string(r) + " has no tokens" + rule);
+    std::copy(in, in + given.cols(), out);
+    std::fill(out + given.cols(), out + width, -1.0f);
+  }
+  return rows;
+}
+
 // The samples of `path`, made into what the model was trained on: the shape it takes, and the
 // training data's normalisation. Throws data_error naming the file.
 models::tensor model_inputs(const std::string& path, const checkpoint_model& loaded) {
   auto samples = models::read_npy_samples(path, loaded.config.data.max_bytes);
+  if (loaded.data->train.ragged())
+    return token_rows(path, samples.values, models::elements(loaded.model->input_shape()));
   const auto& wanted = loaded.model->input_shape();
   const auto given = samples.sample_shape.empty()
                          ? models::shape{samples.values.cols()}
@@ -135,8 +176,10 @@ std::string predict_help() {
          "input is a .npy array of n samples of the model's input shape (n x 784, n x 28 x 28,\n"
          "...): float32, float64, or uint8 (scaled to [0, 1]). Samples are prepared as the run's\n"
          "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255) normalised with\n"
-         "the training set's mean and deviation; .npy datasets' values are used as they are. The\n"
-         "run's dataset is loaded to rebuild the model and its preparation.\n\n"
+         "the training set's mean and deviation; .npy datasets' values are used as they are. For\n"
+         "a model of texts (textcnn), each row is a text's token ids (its bytes, 0 to 255) padded\n"
+         "at the end with -1, at most data.max-length wide. The run's dataset is loaded to\n"
+         "rebuild the model and its preparation.\n\n"
       << checkpoint_options_help()
       << "  --input FILE.npy   the samples\n"
          "  --output FILE      write the probabilities to FILE: .csv (a header, one row per\n"

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "support/npy_file.hpp"
 #include "support/subprocess.hpp"
 
 namespace {
@@ -21,6 +22,41 @@ namespace {
 // about 12 (docs/text.md).
 constexpr const char* target = "0.9";
 constexpr double target_value = 0.9;
+
+// herd predict on the text model's checkpoint: rows of token ids narrower than data.max-length
+// (padded with -1 at the end) are predicted; a value that is not a token id, a token after the
+// padding and a row without tokens are refused naming the sample and the place (exit 2), where
+// they used to reach the kernels' checks (exit 1, a source file's path).
+void expect_predict_takes_token_rows(const std::filesystem::path& scratch) {
+  auto predict = [&scratch](const std::vector<float>& rows, std::uint64_t width) {
+    const auto input = (scratch / "texts.npy").string();
+    herd::testing::write_npy(input, "<f4", {rows.size() / width, width}, rows);
+    return herd::testing::run_process({HERD_BINARY, "predict", "--checkpoint",
+                                       (scratch / "ckpt").string(), "--input", input,
+                                       "--data.cache-dir=" + scratch.string()},
+                                      std::chrono::minutes(2));
+  };
+  // "Hello" and "Hallo Welt" as bytes, 12 wide.
+  std::vector<float> texts = {72, 101, 108, 108, 111, -1, -1, -1, -1, -1, -1, -1,
+                              72, 97,  108, 108, 111, 32, 87, 101, 108, 116, -1, -1};
+  const auto predicted = predict(texts, 12);
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  EXPECT_NE(predicted.output.find("2 samples of"), std::string::npos) << predicted.output;
+  EXPECT_NE(predicted.output.find("class_6,predicted"), std::string::npos) << predicted.output;
+  struct refused_row {
+    std::vector<float> row;
+    std::string message;
+  };
+  for (const auto& [row, message] : std::vector<refused_row>{
+           {{72, 300, -1, -1}, "sample 0, position 1: 300 is not a token id"},
+           {{72, 65.5f, -1, -1}, "sample 0, position 1: 65.5 is not a token id"},
+           {{72, -1, 72, -1}, "sample 0, position 2: a token after the padding"},
+           {{-1, -1, -1, -1}, "sample 0 has no tokens"}}) {
+    const auto refused = predict(row, 4);
+    EXPECT_EQ(refused.exit_code, 2) << refused.output;
+    EXPECT_NE(refused.output.find(message), std::string::npos) << refused.output;
+  }
+}
 
 TEST(text_workload, sync_with_four_workers_reaches_the_target_accuracy) {
   std::vector<std::string> missing;
@@ -46,12 +82,13 @@ TEST(text_workload, sync_with_four_workers_reaches_the_target_accuracy) {
       {HERD_BINARY, "train", "--config", std::string(HERD_CONFIG_DIR) + "/text.ini",
        "--data.max-texts=24000", "--train.epochs=2", "--train.eval-every=25",
        std::string("--train.target-accuracy=") + target, "--data.cache-dir=" + scratch.string(),
-       "--report", report_path},
+       "--checkpoint.dir=" + (scratch / "ckpt").string(), "--report", report_path},
       std::chrono::minutes(10));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::ifstream in(report_path);
   ASSERT_TRUE(in.good()) << result.output;
   const auto report = nlohmann::json::parse(in);
+  expect_predict_takes_token_rows(scratch);
   std::filesystem::remove_all(scratch);
   EXPECT_EQ(report["workers"], 4);
   EXPECT_EQ(report["algorithm"], "sync");
