@@ -104,7 +104,7 @@ metrics_name_claim::~metrics_name_claim() {
 std::shared_ptr<job_plan> prepare_job(config::run_config config,
                                       std::shared_ptr<const models::train_test_split> data,
                                       job_setup setup) {
-  if (auto errors = config::validate(config); !errors.empty())
+  if (auto errors = config::validate_run(config); !errors.empty())
     throw config::invalid_config(std::move(errors));
   for (const auto* set : {&data->train, &data->test})
     if (set->size() == 0)

@@ -64,6 +64,11 @@ config::run_config load_for_command(const std::string& command, const std::strin
   auto loaded = config::load(file, all, &found);
   if (auto ignored = ignored_file_keys(command, file, found); !ignored.empty())
     std::cerr << "herd " << command << ": note: " << ignored << '\n';
+  // A command that trains checks against its own workers, not the job sizes a shared file's
+  // [simulate] sweeps (which load() allowed for herd simulate).
+  if (!keys_of(command).uses("simulate.workers"))
+    if (auto errors = config::validate_run(loaded, found); !errors.empty())
+      throw config::invalid_config(std::move(errors));
   if (origins != nullptr)
     *origins = std::move(found);
   return loaded;

@@ -81,7 +81,7 @@ std::string unresumed_parts(const actors::node_hello& hello) {
 
 std::optional<std::string> settings_refusal(const config::run_config& config,
                                             std::size_t training_samples) {
-  auto errors = config::validate(config);
+  auto errors = config::validate_run(config);
   if (errors.empty())
     errors = config::validate_against_data(config, training_samples);
   if (errors.empty())

@@ -71,7 +71,7 @@ cluster_session::cluster_session(config::run_config config,
                                  std::shared_ptr<const models::train_test_split> data,
                                  cluster_options options)
     : impl_(std::make_unique<impl>()) {
-  if (auto errors = config::validate(config); !errors.empty())
+  if (auto errors = config::validate_run(config); !errors.empty())
     throw config::invalid_config(std::move(errors));
   if (config.train.backend != "cpu")
     throw config::invalid_config(

@@ -237,7 +237,8 @@ void check_cluster(checker& check, const cluster_section& cluster) {
 
 // imbalance.workers; `workers` is train.workers where indices must lie below it (the persistent
 // kind with a valid train.workers), else 0.
-void check_slow_workers(checker& check, const imbalance_section& imbalance, int workers) {
+void check_slow_workers(checker& check, const imbalance_section& imbalance, int workers,
+                        const std::string& which) {
   if (imbalance.workers.size() > max_list_entries) {
     check.require(false, "imbalance.workers", std::to_string(imbalance.workers.size()) + " entries",
                   "at most " + std::to_string(max_list_entries) + " slow workers");
@@ -256,7 +257,7 @@ void check_slow_workers(checker& check, const imbalance_section& imbalance, int 
     if (workers > 0)
       check.require(index >= 0 && index < workers, "imbalance.workers", listed,
                     "worker index " + std::to_string(index) +
-                        " is out of range; indices must lie in [0, train.workers) = [0, " +
+                        " is out of range; indices must lie in [0, " + which + ") = [0, " +
                         std::to_string(workers) + ")");
     else
       check.require(index >= 0, "imbalance.workers", listed,
@@ -266,22 +267,26 @@ void check_slow_workers(checker& check, const imbalance_section& imbalance, int 
                 listed, "imbalance.kind = persistent needs at least one slow worker");
 }
 
-void check_imbalance(checker& check, const imbalance_section& imbalance, int workers) {
+// `workers`: the largest job the configuration describes, 0 where its count is itself refused
+// (comparing against it would only add noise); `which` names where it comes from
+// (train.workers, or herd simulate's largest job size, which caps k and the slow workers for the
+// smaller ones).
+void check_imbalance(checker& check, const imbalance_section& imbalance, int workers,
+                     const std::string& which) {
   check.require(contains(known_imbalance_kinds(), imbalance.kind), "imbalance.kind",
                 quoted(imbalance.kind),
                 "unknown imbalance kind; allowed: " + join(known_imbalance_kinds()));
-  // A bad train.workers is reported on its own; comparing against it would only add noise.
-  const bool workers_valid = workers >= 1 && workers <= 1024;
+  const bool workers_valid = workers >= 1; // 0: not known (a bad count is reported on its own)
   const bool random = imbalance.kind == "random" && workers_valid;
   const bool persistent = imbalance.kind == "persistent" && workers_valid;
   if (random)
     check.require(imbalance.k >= 1 && imbalance.k <= workers, "imbalance.k", imbalance.k,
-                  "must be between 1 and train.workers (" + std::to_string(workers) + ")");
+                  "must be between 1 and " + which + " (" + std::to_string(workers) + ")");
   else
     check.require(imbalance.k >= 1, "imbalance.k", imbalance.k, "must be at least 1");
   check.require(imbalance.delay_ms >= 0.0 && imbalance.delay_ms <= 60000.0, "imbalance.delay-ms",
                 imbalance.delay_ms, "must lie in [0, 60000] milliseconds");
-  check_slow_workers(check, imbalance, persistent ? workers : 0);
+  check_slow_workers(check, imbalance, persistent ? workers : 0, which);
   check.require(imbalance.factor >= 1.0 && imbalance.factor <= 100.0, "imbalance.factor",
                 imbalance.factor, "must lie in [1, 100] (how many times slower)");
   check.require(imbalance.sigma >= 0.0 && imbalance.sigma <= 3.0, "imbalance.sigma",
@@ -434,7 +439,17 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 quoted(config.checkpoint.dir),
                 "train.algorithm = async takes no checkpoints (the parameter server's state is "
                 "not in them); leave checkpoint.dir empty");
-  check_imbalance(check, config.imbalance, train.workers);
+  // herd simulate sweeps its job sizes with one [imbalance], capped at each size: checked
+  // against the largest. A run checks against its own workers (validate_run).
+  const auto& sizes = config.simulate.workers;
+  const int largest_size = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  if (sizes.empty())
+    check_imbalance(check, config.imbalance,
+                    train.workers >= 1 && train.workers <= 1024 ? train.workers : 0,
+                    "train.workers");
+  else
+    check_imbalance(check, config.imbalance, largest_size <= 65536 ? largest_size : 0,
+                    "the largest simulate.workers");
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);
   check.require(contains(known_compressions(), config.comm.compression), "comm.compression",
@@ -446,6 +461,12 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "or bf16 (it is none)");
   check_simulate(check, config.simulate);
   return check.take();
+}
+
+std::vector<config_error> validate_run(const run_config& config, const value_origins& origins) {
+  auto run = config;
+  run.simulate.workers.clear(); // a run trains train.workers, whatever herd simulate would sweep
+  return validate(run, origins);
 }
 
 std::vector<config_error> validate_against_data(const run_config& config,

@@ -489,6 +489,29 @@ TEST_F(config_files, bad_partial_values_name_key_value_and_what_is_allowed) {
               HasSubstr("quorum.late-gradients = \"later\" (in " + file + ", line 2)"));
 }
 
+// herd simulate sweeps [simulate] workers with one [imbalance] (k and the slow workers capped
+// at each size): load() checks against the largest size, a run against its own workers.
+TEST_F(config_files, a_sweeps_imbalance_is_checked_against_its_largest_job_and_a_run_against_its_own) {
+  const auto sweep = load("", {"--imbalance.kind=random", "--imbalance.k=6",
+                               "--simulate.workers=[8,16]", "--train.workers=4"});
+  EXPECT_EQ(sweep.imbalance.k, 6);
+  const auto refused = herd::config::validate_run(sweep);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused.front().key, "imbalance.k");
+  EXPECT_THAT(refused.front().message, HasSubstr("must be between 1 and train.workers (4)"));
+  EXPECT_THAT(first_error("", {"--imbalance.kind=random", "--imbalance.k=20",
+                               "--simulate.workers=[8,16]"}),
+              HasSubstr("imbalance.k = 20 (command line): must be between 1 and the largest "
+                        "simulate.workers (16)"));
+  EXPECT_NO_THROW(load("", {"--imbalance.kind=persistent", "--imbalance.workers=[5]",
+                            "--simulate.workers=[4,8]"}));
+  EXPECT_THAT(first_error("", {"--imbalance.kind=persistent", "--imbalance.workers=[8]",
+                               "--simulate.workers=[4,8]"}),
+              HasSubstr("indices must lie in [0, the largest simulate.workers) = [0, 8)"));
+  EXPECT_TRUE(herd::config::validate_run(load("", {"--imbalance.kind=random", "--imbalance.k=3"}))
+                  .empty());
+}
+
 TEST_F(config_files, bad_imbalance_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--imbalance.kind=bursty"}),
               HasSubstr("imbalance.kind = \"bursty\" (command line): unknown imbalance kind; "
