@@ -450,7 +450,14 @@ private:
         },
         [&](caf::down_msg& down) {
           over = true;
-          failed("lost the coordinator: " + system_.render(down.reason));
+          // The connection closed: either side may have gone (a node paused past the timeout is
+          // dropped by the coordinator, and sees only that).
+          failed("lost the coordinator: " +
+                 (down.reason == caf::exit_reason::remote_link_unreachable
+                      ? std::string("the connection to it closed (it exited or crashed, the "
+                                    "network went away, or it dropped this node, silent past "
+                                    "cluster.node-timeout-ms: paused or overloaded)")
+                      : system_.render(down.reason)));
           outcome_.lost_coordinator = true;
         },
         caf::after(leave_poll) >>
