@@ -54,6 +54,13 @@ std::string check_preamble(gate_link& link, const std::string& token,
   char head[sizeof magic + 6];
   if (!link.read_exactly(head, sizeof head, deadline, stop_fd))
     return "no Herd preamble before the deadline";
+  // A TLS record of type handshake (22), version 3.x: a ClientHello, from a node with TLS.
+  constexpr unsigned char tls_handshake = 0x16;
+  constexpr unsigned char tls_major = 0x03;
+  if (static_cast<unsigned char>(head[0]) == tls_handshake &&
+      static_cast<unsigned char>(head[1]) == tls_major)
+    return "a TLS client (a node with cluster.tls-* set?), but this coordinator does not use "
+           "TLS: give both the same cluster.tls-* settings";
   if (std::memcmp(head, magic, sizeof magic) != 0)
     return "not a Herd node (no preamble; a port scanner, or another protocol)";
   std::uint32_t version = 0;

@@ -482,6 +482,23 @@ TEST(control_gate_tls, plain_bytes_are_refused_alone_and_tls_peers_go_on) {
   ::close(good.caf_fd);
 }
 
+// A node with TLS dialling a coordinator without it: the coordinator's log names the mismatch,
+// not a port scanner.
+TEST(control_gate_tls, a_tls_node_at_a_coordinator_without_tls_is_named_in_its_log) {
+  certificates certs;
+  ASSERT_TRUE(certs.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, with_token(""), behind.admit(), log.sink());
+  gate_dialer node("127.0.0.1", gate.port(), certs.settings("node", ""));
+  EXPECT_FALSE(node.open().why.empty());
+  EXPECT_EQ(behind.admitted(), 0);
+  EXPECT_NE(log.all().find("a TLS client (a node with cluster.tls-* set?), but this coordinator "
+                           "does not use TLS"),
+            std::string::npos)
+      << log.all();
+}
+
 TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_is_named) {
   certificates certs;
   certificates other;
