@@ -15,6 +15,7 @@
 #include <cereal/types/vector.hpp>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace herd::policy {
@@ -340,10 +341,12 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
                                           const config::run_config& now) {
   const auto before = ini_values(saved_ini);
   const auto after = ini_values(config::to_ini(config::without_secrets(now)));
+  // A resumed cluster waits for the checkpoint's parts, not for cluster.min-nodes nodes.
+  const std::set<std::string> unused_by_a_resumed_run{"cluster.min-nodes"};
   std::vector<std::string> lines;
   for (const auto& [key, value] : after) {
     const auto old = before.find(key);
-    if (old != before.end() && old->second != value)
+    if (old != before.end() && old->second != value && unused_by_a_resumed_run.count(key) == 0)
       lines.push_back(key + ": " + old->second + " in the checkpoint, " + value + " now");
   }
   return lines;
