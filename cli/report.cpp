@@ -213,6 +213,18 @@ void flush_directory(const std::filesystem::path& directory) {
 
 } // namespace
 
+// The summary's test accuracy when the run has no final one: why, and the last evaluation's.
+std::string unmeasured_accuracy(const actors::run_summary& s) {
+  if (s.error.rfind("training diverged", 0) == 0)
+    return "none (the parameters are not numbers: the run diverged)";
+  const std::string why = s.error.empty() ? "the final evaluation failed" : "the run failed";
+  if (s.evaluations.empty())
+    return "not measured (" + why + ")";
+  const auto& last = s.evaluations.back();
+  return "none at the end (" + why + "); the last evaluation: " + fixed(last.test_accuracy, 4) +
+         " at round " + std::to_string(last.round);
+}
+
 void print_summary(std::ostream& out, const actors::run_summary& s) {
   constexpr std::size_t label_width = 20; // two spaces and the label's column
   auto line = [&out](const std::string& label, const std::string& value) {
@@ -265,9 +277,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                             ? fixed(*s.final_test_accuracy, 4) + " (loss " +
                                   fixed(s.final_test_loss.value_or(0.0), 4) + ")" +
                                   (both ? ", those that reached the target" : "")
-                            : s.error.rfind("training diverged", 0) == 0
-                                ? "none (the parameters are not numbers: the run diverged)"
-                                : "not measured (the final evaluation failed)");
+                            : unmeasured_accuracy(s));
   if (both)
     line("after the stop",
          fixed(*s.after_stop_test_accuracy, 4) + " (the workers' after the rounds then in flight)");

@@ -287,4 +287,22 @@ TEST(summary, a_run_stopped_at_its_target_shows_both_accuracies_where_they_diffe
   EXPECT_EQ(report["after_stop_test_accuracy"], 0.85381);
 }
 
+// A run that failed has no final accuracy; its summary says why, and what the last evaluation
+// measured (every worker lost after five evaluations left the line empty-handed).
+TEST(summary, a_failed_run_shows_its_last_evaluation_in_place_of_a_final_one) {
+  herd::actors::run_summary summary;
+  summary.stop_reason = "error";
+  summary.error = "every worker was lost";
+  std::ostringstream none;
+  herd::cli::print_summary(none, summary);
+  EXPECT_THAT(none.str(), HasSubstr("test accuracy     not measured (the run failed)\n"));
+  summary.evaluations.push_back({100, 1.0, 0.2, 0.7712, 0.61});
+  summary.evaluations.push_back({500, 4.0, 1.0, 0.8063, 0.52});
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  EXPECT_THAT(out.str(), HasSubstr("test accuracy     none at the end (the run failed); the last "
+                                   "evaluation:\n" +
+                                   std::string(20, ' ') + "0.8063 at round 500\n"));
+}
+
 } // namespace
