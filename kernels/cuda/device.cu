@@ -24,7 +24,21 @@ device_query query_devices() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    query.unavailable_reason = runtime_error_text(status, "cudaGetDeviceCount");
+    // Without a driver the runtime reports it as one too old for it: say what is the case.
+    const auto version = [](int v) {
+      return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    };
+    if (status == cudaErrorInsufficientDriver && query.driver_version == 0)
+      query.unavailable_reason = "no NVIDIA driver on this machine: no GPU, or its driver is not "
+                                 "installed";
+    else if (status == cudaErrorInsufficientDriver)
+      query.unavailable_reason = "the NVIDIA driver supports CUDA " +
+                                 version(query.driver_version) + ", older than this build's CUDA " +
+                                 version(query.runtime_version) + ": update the driver";
+    else if (status == cudaErrorNoDevice)
+      query.unavailable_reason = "no CUDA device found";
+    else
+      query.unavailable_reason = runtime_error_text(status, "cudaGetDeviceCount");
     cudaGetLastError(); // clear the sticky error so later calls start clean
     return query;
   }
