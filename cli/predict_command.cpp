@@ -102,6 +102,18 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
                              " but the checkpoint's model takes " + models::shape_text(wanted) +
                              " (" + std::to_string(models::elements(wanted)) + " values each)");
   const auto norm = loaded.data->train.input_normalisation;
+  // The run's values were bytes scaled to [0, 1]: floats far above 1 are unscaled pixels, which
+  // the model would take for something else and answer wrongly without a word.
+  constexpr float highest_scaled = 1.5f;
+  const float* begin = samples.values.data();
+  const float* end = begin + samples.values.size();
+  if (!norm.identity() && begin != end && *std::max_element(begin, end) > highest_scaled) {
+    std::ostringstream largest;
+    largest << *std::max_element(begin, end);
+    throw models::data_error(path + " holds values up to " + largest.str() +
+                             ", but the model takes pixels scaled to [0, 1] (pixel / 255): "
+                             "divide by 255, or save the pixels as uint8, which herd scales");
+  }
   if (!norm.identity())
     for (std::size_t i = 0; i < samples.values.size(); ++i)
       samples.values[i] = norm.apply(samples.values[i]);
@@ -175,7 +187,8 @@ std::string predict_help() {
          "Gives the class probabilities of new samples under the model a checkpoint holds. The\n"
          "input is a .npy array of n samples of the model's input shape (n x 784, n x 28 x 28,\n"
          "...): float32, float64, or uint8 (scaled to [0, 1]). Samples are prepared as the run's\n"
-         "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255) normalised with\n"
+         "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255; floats above 1.5\n"
+         "are refused as unscaled pixels) normalised with\n"
          "the training set's mean and deviation; .npy datasets' values are used as they are. For\n"
          "a model of texts (textcnn), each row is a text's token ids (its bytes, 0 to 255) padded\n"
          "at the end with -1, at most data.max-length wide. The run's dataset is loaded to\n"

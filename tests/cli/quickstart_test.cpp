@@ -7,10 +7,12 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
+#include "support/npy_file.hpp"
 #include "support/subprocess.hpp"
 
 namespace {
@@ -92,6 +94,64 @@ TEST(cnn, four_sync_workers_reach_90_percent_within_the_configured_epochs) {
   EXPECT_EQ(report["algorithm"], "sync");
   EXPECT_EQ(report["stop_reason"], "target-accuracy") << output;
   EXPECT_GE(report["final_test_accuracy"].get<double>(), 0.90) << output;
+}
+
+} // namespace
+
+namespace {
+
+// herd predict on a Fashion-MNIST model takes pixels as uint8 (which it scales) or as floats
+// already divided by 255, with the same answers; floats of 0 to 255 are refused (the model took
+// them for something else and answered wrongly without a word).
+TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unscaled) {
+  REQUIRE_FASHION_MNIST();
+  const auto scratch =
+      std::filesystem::temp_directory_path() / ("herd-predict-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(scratch);
+  const auto checkpoints = (scratch / "ckpt").string();
+  const auto trained = herd::testing::run_process(
+      {HERD_BINARY, "train", "--model.hidden=[16]", "--train.epochs=1", "--train.max-seconds=3",
+       "--checkpoint.dir=" + checkpoints},
+      std::chrono::minutes(5));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  std::vector<std::uint8_t> bytes(3 * 784);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<std::uint8_t>((i * 37 + i / 784 * 101) % 256);
+  std::vector<float> scaled(bytes.size());
+  std::vector<float> unscaled(bytes.size());
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    unscaled[i] = bytes[i];
+    scaled[i] = static_cast<float>(bytes[i]) / 255.0f;
+  }
+  herd::testing::write_npy((scratch / "bytes.npy").string(), "|u1", {3, 784}, bytes);
+  herd::testing::write_npy((scratch / "scaled.npy").string(), "<f4", {3, 784}, scaled);
+  herd::testing::write_npy((scratch / "unscaled.npy").string(), "<f4", {3, 784}, unscaled);
+  auto predict = [&](const char* file) {
+    return herd::testing::run_process({HERD_BINARY, "predict", "--checkpoint", checkpoints,
+                                       "--input", (scratch / file).string()},
+                                      std::chrono::minutes(2));
+  };
+  const auto from_bytes = predict("bytes.npy");
+  const auto from_scaled = predict("scaled.npy");
+  const auto from_unscaled = predict("unscaled.npy");
+  std::filesystem::remove_all(scratch);
+  ASSERT_EQ(from_bytes.exit_code, 0) << from_bytes.output;
+  ASSERT_EQ(from_scaled.exit_code, 0) << from_scaled.output;
+  // The CSV on stdout, without the lines on stderr (which name the file, and differ).
+  auto csv = [](const std::string& output) {
+    std::istringstream lines(output);
+    std::string kept;
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("herd ", 0) != 0)
+        kept += line + "\n";
+    return kept;
+  };
+  EXPECT_EQ(csv(from_bytes.output), csv(from_scaled.output));
+  EXPECT_EQ(from_unscaled.exit_code, 2) << from_unscaled.output;
+  EXPECT_NE(from_unscaled.output.find("holds values up to 255, but the model takes pixels scaled "
+                                      "to [0, 1] (pixel / 255)"),
+            std::string::npos)
+      << from_unscaled.output;
 }
 
 } // namespace
