@@ -22,6 +22,29 @@
 
 namespace herd::cli {
 
+namespace {
+
+// An epoch takes whole batches from equal shards (the last partial batch of a shard, and the
+// remainder of the split into shards, are left out): a note when that leaves out more than a
+// tenth of the training set, as it does with many workers and few samples each.
+std::string epoch_coverage_note(const config::run_config& config, std::size_t samples) {
+  const auto workers = static_cast<std::size_t>(config.train.workers);
+  const auto batch = static_cast<std::size_t>(config.train.batch_size);
+  if (workers == 0 || batch == 0 || samples == 0)
+    return {};
+  const std::size_t shard = samples / workers;
+  const std::size_t used = workers * (shard / batch) * batch;
+  if (used * 10 >= samples * 9)
+    return {};
+  return "an epoch takes " + std::to_string(used) + " of the " + std::to_string(samples) +
+         " training samples (" + std::to_string(used * 100 / samples) + "%): each of the " +
+         std::to_string(workers) + " workers' shards of " + std::to_string(shard) +
+         " samples gives " + std::to_string(shard / batch) + " whole batch(es) of " +
+         std::to_string(batch) + "; fewer workers or a smaller train.batch-size use more";
+}
+
+} // namespace
+
 run_arguments parse_run_arguments(const std::vector<std::string>& args, const std::string& command,
                                   const std::vector<std::string>& own_options) {
   run_arguments parsed;
@@ -100,6 +123,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
       print_config_errors(command, config::invalid_config(std::move(errors)));
       return bad_input();
     }
+    if (auto note = epoch_coverage_note(run.config, run.data->train.size()); !note.empty())
+      std::cerr << "herd " << command << ": note: " << note << '\n';
   }
   run.model = make_model_or_report(command, run.config, run.data->train);
   if (!run.model)

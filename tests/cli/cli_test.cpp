@@ -1084,6 +1084,21 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   EXPECT_THAT(garbage.output, HasSubstr(path("garbage.ckpt") + ": not a Herd checkpoint"));
 }
 
+// An epoch takes whole batches from equal shards: with many workers and few samples each it
+// leaves out much of the training set, and herd train says how much before it starts.
+TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
+  auto many = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                    "--train.workers=64", "--train.batch-size=64", "--train.epochs=1"});
+  ASSERT_EQ(many.exit_code, 0) << many.output;
+  EXPECT_THAT(many.output,
+              HasSubstr("note: an epoch takes 4096 of the 6000 training samples (68%): each of "
+                        "the 64 workers' shards of 93 samples gives 1 whole batch(es) of 64"));
+  auto few = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
+                   "--train.epochs=1"});
+  ASSERT_EQ(few.exit_code, 0) << few.output;
+  EXPECT_THAT(few.output, Not(HasSubstr("an epoch takes"))); // 5952 of 6000
+}
+
 // herd predict gives, for every sample of a .npy file, the probabilities whose argmax is what
 // herd evaluate scores: on the run's own test set written as .npy, the predicted classes reach
 // exactly evaluate's accuracy; CSV (file or stdout) and .npy outputs hold the same values.
