@@ -5,6 +5,7 @@
 // stopped (train_session's snapshot_interval); the time to the target is the wall time of the
 // first snapshot at or above it.
 #include "cli/bench_command.hpp"
+#include "cli/stop_signals.hpp"
 
 #include "actors/train_session.hpp"
 #include "cli/bench_plots.hpp"
@@ -136,7 +137,17 @@ actors::run_summary run_one(const config::run_config& config,
   options.snapshot_interval = std::chrono::milliseconds(snapshot_ms);
   options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   actors::train_session session(config, data, options);
-  return session.run();
+  session.start();
+  // Ctrl-C (SIGTERM, SIGHUP) stops the run as herd train stops: its summary says "interrupted".
+  bool stop_requested = false;
+  for (;;) {
+    if (auto summary = session.wait_for(std::chrono::milliseconds(100)))
+      return *summary;
+    if (stop_signalled() && !stop_requested) {
+      session.request_stop();
+      stop_requested = true;
+    }
+  }
 }
 
 // How long one step takes a worker in an undelayed run, waiting included: wall time over steps
@@ -185,6 +196,8 @@ std::vector<table_row> make_table(const std::vector<bench_run>& runs, const benc
         waited.push_back(s.waiting.waited_seconds);
         barrier.push_back(s.waiting.barrier_seconds);
       }
+      if (accuracy.empty())
+        continue; // an interrupted bench: this cell never ran
       row.seconds_to_target = median(to_target);
       row.final_accuracy = median(accuracy).value_or(0.0);
       row.samples_per_second = median(throughput).value_or(0.0);
@@ -349,7 +362,9 @@ std::string bench_help() {
          "  persistent  workers 0 .. P/4-1 run 3x slower\n"
          "  lognormal   every step time multiplied by LogNormal(0, 0.5) noise\n\n"
          "Every run trains train.epochs epochs (it does not stop at the target), so final\n"
-         "accuracies compare at equal epochs.\n\n"
+         "accuracies compare at equal epochs. Ctrl-C (SIGTERM, SIGHUP) stops the run under way\n"
+         "and writes the table, results.csv and results.json of the runs that finished, without\n"
+         "plots (exit status 130); a second signal ends at once.\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
       << config::describe_keys(keys_of("bench"));
@@ -362,6 +377,30 @@ int bench_command(const std::vector<std::string>& args) {
 
 namespace {
 
+// The table, results.csv and results.json of the runs done.
+void write_results(const std::vector<bench_run>& runs, const bench_arguments& args,
+                   const config::run_config& job, const std::optional<double>& delay_ms) {
+  const auto rows = make_table(runs, args);
+  print_table(std::cout, rows, job.train.target_accuracy, args.repeat);
+  const std::filesystem::path dir(args.out_dir);
+  write_file_atomically((dir / "results.csv").string(), csv(rows));
+  write_file_atomically((dir / "results.json").string(),
+                        to_json(rows, runs, job, delay_ms.value_or(0.0)).dump(2) + "\n");
+  std::cout << "\nwrote " << (dir / "results.csv").string() << ", "
+            << (dir / "results.json").string() << '\n';
+}
+
+// A stop signal: the runs that finished are kept (the one it stopped is not: it trained less
+// than the others), without plots, which compare whole tables; exit status 130.
+int interrupted_bench(const std::vector<bench_run>& runs, const bench_arguments& args,
+                      const config::run_config& job, const std::optional<double>& delay_ms) {
+  std::cout << "herd bench: interrupted by " << stop_signal_name() << " after " << runs.size()
+            << " finished run(s)" << (runs.empty() ? "; nothing written" : "") << '\n';
+  if (!runs.empty())
+    write_results(runs, args, job, delay_ms);
+  return exit_interrupted;
+}
+
 int run_bench(const std::vector<std::string>& raw) {
   bench_arguments args;
   config::run_config job;
@@ -369,6 +408,8 @@ int run_bench(const std::vector<std::string>& raw) {
           "bench", args, job, [&raw] { return parse_arguments(raw); }, bench_help))
     return *ended;
   const auto data = load_data_or_report("bench", job);
+  if (interrupted_before_run("bench"))
+    return exit_interrupted;
   if (!data)
     return exit_bad_input;
   const auto model = make_model_or_report("bench", job, data->train);
@@ -429,7 +470,13 @@ int run_bench(const std::vector<std::string>& raw) {
             scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0), job.imbalance);
         std::cout << "[" << runs.size() + 1 << "/" << total << "] " << scenario << " / "
                   << algorithm << " ..." << std::flush;
+        if (stop_signalled())
+          return interrupted_bench(runs, args, job, delay_ms);
         bench_run result{scenario, algorithm, repetition, run_one(config, data, args.snapshot_ms)};
+        if (result.summary.stop_reason == "interrupted") {
+          std::cout << " interrupted" << std::endl;
+          return interrupted_bench(runs, args, job, delay_ms);
+        }
         const auto& s = result.summary;
         std::cout << " " << std::fixed << std::setprecision(1) << s.wall_seconds << " s, "
                   << (s.time_to_target_seconds
@@ -456,16 +503,9 @@ int run_bench(const std::vector<std::string>& raw) {
     }
   }
 
-  const auto rows = make_table(runs, args);
-  print_table(std::cout, rows, job.train.target_accuracy, args.repeat);
-  const std::filesystem::path dir(args.out_dir);
-  write_file_atomically((dir / "results.csv").string(), csv(rows));
-  write_file_atomically((dir / "results.json").string(),
-                        to_json(rows, runs, job, delay_ms.value_or(0.0)).dump(2) + "\n");
-  std::cout << "\nwrote " << (dir / "results.csv").string() << ", "
-            << (dir / "results.json").string() << '\n';
-  for (const auto& png : plot_bench(dir, runs, args.scenarios, args.algorithms, args.repeat,
-                                    job.train.target_accuracy))
+  write_results(runs, args, job, delay_ms);
+  for (const auto& png : plot_bench(std::filesystem::path(args.out_dir), runs, args.scenarios,
+                                    args.algorithms, args.repeat, job.train.target_accuracy))
     std::cout << "wrote " << png << '\n';
   return exit_ok;
 }

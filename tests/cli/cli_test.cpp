@@ -685,6 +685,30 @@ TEST_F(herd_cli, bench_help_and_bad_arguments) {
               HasSubstr("--out " + file + "/sub: cannot make this directory"));
 }
 
+// Ctrl-C in herd bench stops the run under way and keeps the runs that finished: the table,
+// results.csv and results.json of those (it used to end at once and write nothing).
+TEST_F(herd_cli, an_interrupted_bench_writes_the_runs_it_finished) {
+  const auto out = path("bench");
+  background_process bench(
+      {HERD_BINARY, "bench", "--data.dataset=synthetic", "--train.workers=2",
+       "--model.hidden=[16]", "--train.epochs=1000", "--train.max-seconds=1",
+       "--algorithms=sync,solo", "--scenarios=none", "--repeat=3", "--out", out},
+      path("bench.log"));
+  // The second run starts once the first has finished: interrupt that one.
+  for (int wait = 0; wait < 600 && bench.output().find("[2/6]") == std::string::npos; ++wait)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(bench.output().find("[2/6]"), std::string::npos) << bench.output();
+  ::kill(bench.pid(), SIGINT);
+  EXPECT_EQ(bench.wait(std::chrono::seconds(60)), 130) << bench.output();
+  EXPECT_THAT(bench.output(), HasSubstr("interrupted by SIGINT after 1 finished run(s)"));
+  std::ifstream json(out + "/results.json");
+  ASSERT_TRUE(json.good()) << bench.output();
+  const auto results = nlohmann::json::parse(json);
+  ASSERT_EQ(results["runs"].size(), 1u);
+  EXPECT_EQ(results["runs"][0]["algorithm"], "sync");
+  ASSERT_EQ(results["table"].size(), 1u) << "only the cell that ran";
+}
+
 TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   const auto out = path("bench");
   auto result =
