@@ -1,6 +1,6 @@
 // The metrics end to end against the real thing: a running `herd train` (one worker slowed
-// three times) is scraped by a real Prometheus server, started here on a free loopback port with
-// its own config and data directory. Every query of every panel of the shipped Grafana dashboard
+// three times) and a `herd coordinator` waiting for nodes are scraped by a real Prometheus
+// server, started here on a free loopback port with its own config and data directory. Every query of every panel of the shipped Grafana dashboard
 // must return data through Prometheus's HTTP API, the straggler score must name the slowed worker,
 // the live exposition must pass `promtool check metrics`, and the alert rules `promtool check
 // rules`. Needs Debian's prometheus package (scripts/install-deps.sh installs it).
@@ -120,12 +120,21 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
     EXPECT_EQ(checked.exit_code, 0) << checked.output << "\n" << scrape->body;
   }
 
-  // A real Prometheus scrapes it every second.
+  // A coordinator waiting for nodes that never come: the dashboard's cluster panel reads it.
+  const int coordinator_port = herd::testing::free_loopback_port();
+  background_process coordinator(
+      {HERD_BINARY, "coordinator", "--listen", "127.0.0.1:0", "--data.dataset=synthetic",
+       "--cluster.min-nodes=2", "--metrics.job=herd-e2e",
+       "--metrics.port=" + std::to_string(coordinator_port)},
+      dir.file("coordinator.log"));
+
+  // A real Prometheus scrapes both every second.
   std::filesystem::create_directories(dir.file("data"));
   std::ofstream(dir.file("prometheus.yml"))
       << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
       << "scrape_configs:\n  - job_name: herd\n    honor_labels: true\n"
-      << "    static_configs:\n      - targets: ['127.0.0.1:" << herd_port << "']\n";
+      << "    static_configs:\n      - targets: ['127.0.0.1:" << herd_port << "', '127.0.0.1:"
+      << coordinator_port << "']\n";
   background_process prometheus(
       {"/usr/bin/prometheus", "--config.file=" + dir.file("prometheus.yml"),
        "--storage.tsdb.path=" + dir.file("data"),
@@ -136,6 +145,7 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   // Enough scrapes for rates over 10 s windows, and for the 5 s straggler window to fill.
   std::this_thread::sleep_for(15s);
   ASSERT_TRUE(herd.running()) << "training ended early:\n" << herd.output();
+  ASSERT_TRUE(coordinator.running()) << coordinator.output();
   ASSERT_TRUE(prometheus.running()) << prometheus.output();
 
   std::ifstream dashboard_file(std::string(HERD_MONITORING_DIR) + "/grafana/herd-imbalance.json");
@@ -152,6 +162,20 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
     ASSERT_EQ(status_of(answer), "success") << title << ": " << promql << "\n" << answer;
     EXPECT_FALSE(answer.at("data").at("result").empty())
         << "panel '" << title << "' has no data: " << promql;
+  }
+
+  // The job variable's selector (label_values(SELECTOR, job)) finds the job, as Grafana asks.
+  for (const auto& variable : dashboard.at("templating").at("list")) {
+    if (variable.at("name") != "job")
+      continue;
+    std::smatch parts;
+    const std::string definition = variable.at("query");
+    ASSERT_TRUE(std::regex_match(definition, parts, std::regex(R"(label_values\((.*), job\))")))
+        << definition;
+    auto values = server.Get("/api/v1/label/job/values",
+                             httplib::Params{{"match[]", parts[1].str()}}, httplib::Headers{});
+    ASSERT_TRUE(values);
+    EXPECT_NE(values->body.find("\"herd-e2e\""), std::string::npos) << values->body;
   }
 
   // The straggler is named: worker 1 well above, everyone else near 1.
