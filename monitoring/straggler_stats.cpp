@@ -12,16 +12,22 @@ namespace {
 // Bounds memory for a very fast worker in a long window.
 constexpr std::size_t max_samples_per_worker = 4096;
 
-double median_of(std::vector<double> values) {
-  const std::size_t middle = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle),
-                   values.end());
-  if (values.size() % 2 == 1)
-    return values[middle];
-  const double upper = values[middle];
-  const double lower =
-      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle));
-  return 0.5 * (lower + upper);
+// The mean of the middle half of `values` (the interquartile mean), each value weighted by how
+// much of its rank [i, i + 1) lies in [n/4, 3n/4]: a quarter of outlying steps at either end
+// leaves it alone, as a median would; unlike a median, it does not jump from one mode to the
+// other where half of a worker's steps are delayed (random imbalance with k = P / 2).
+double interquartile_mean(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const double n = static_cast<double>(values.size());
+  const double from = n / 4.0;
+  const double to = 3.0 * n / 4.0;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double rank = static_cast<double>(i);
+    const double weight = std::max(0.0, std::min(rank + 1.0, to) - std::max(rank, from));
+    sum += weight * values[i];
+  }
+  return sum / (to - from);
 }
 
 } // namespace
@@ -51,7 +57,7 @@ void straggler_stats::worker_lost(int worker) {
   auto& state = workers_[static_cast<std::size_t>(worker)];
   state.live = false;
   state.recent.clear();
-  state.last_median.reset();
+  state.last_typical.reset();
 }
 
 void straggler_stats::worker_joined(int worker) {
@@ -65,7 +71,7 @@ void straggler_stats::forget_before(worker_state& state, double now_seconds) con
     state.recent.pop_front();
 }
 
-std::optional<double> straggler_stats::recent_median(int worker, double now_seconds) const {
+std::optional<double> straggler_stats::recent_typical(int worker, double now_seconds) const {
   const auto& state = workers_.at(static_cast<std::size_t>(worker));
   std::vector<double> times;
   for (const auto& step : state.recent)
@@ -73,7 +79,7 @@ std::optional<double> straggler_stats::recent_median(int worker, double now_seco
       times.push_back(step.seconds);
   if (times.empty())
     return std::nullopt;
-  return median_of(std::move(times));
+  return interquartile_mean(std::move(times));
 }
 
 // The median of `sorted` without its element at `skip`: the rank r of the others is sorted[r]
@@ -87,29 +93,29 @@ double median_without(const std::vector<double>& sorted, std::size_t skip) {
 straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
   snapshot result;
   result.score.assign(workers_.size(), std::nullopt);
-  std::vector<double> medians;
+  std::vector<double> typical; // of every live worker that has one
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     auto& state = workers_[i];
     if (!state.live)
       continue;
     forget_before(state, now_seconds);
-    if (auto median = recent_median(static_cast<int>(i), now_seconds))
-      state.last_median = median;
-    if (state.last_median)
-      medians.push_back(*state.last_median);
+    if (auto recent = recent_typical(static_cast<int>(i), now_seconds))
+      state.last_typical = recent;
+    if (state.last_typical)
+      typical.push_back(*state.last_typical);
   }
-  if (medians.empty())
+  if (typical.empty())
     return result;
-  std::sort(medians.begin(), medians.end());
+  std::sort(typical.begin(), typical.end());
   // Each worker against the others: against a median that included it, a worker could never
   // score 2 with one other worker (it is half of their mean), nor as one of a slow half.
   for (std::size_t i = 0; i < workers_.size(); ++i) {
-    if (!workers_[i].live || !workers_[i].last_median)
+    if (!workers_[i].live || !workers_[i].last_typical)
       continue;
-    const double mine = *workers_[i].last_median;
+    const double mine = *workers_[i].last_typical;
     const auto place = static_cast<std::size_t>(
-        std::lower_bound(medians.begin(), medians.end(), mine) - medians.begin());
-    const double others = medians.size() == 1 ? mine : median_without(medians, place);
+        std::lower_bound(typical.begin(), typical.end(), mine) - typical.begin());
+    const double others = typical.size() == 1 ? mine : median_without(typical, place);
     if (others <= 0.0)
       continue;
     result.score[i] = mine / others;

@@ -1,5 +1,6 @@
-// Who is the straggler, now: each worker's median step time over a recent window of wall time,
-// against the median of the other live workers' medians. Under allreduce every rank waits the same
+// Who is the straggler, now: each worker's typical step time over a recent window of wall time
+// (the interquartile mean: the mean of the middle half), against the median of the other live
+// workers' typical times. Under allreduce every rank waits the same
 // time, so the slow one hides in the wait; its step times do not (docs/metrics.md). A plain
 // class: the coordinator feeds it, tests drive it with scripted times.
 #pragma once
@@ -26,19 +27,19 @@ public:
   /// A lost worker's slot is live again, with no steps in the window yet.
   void worker_joined(int worker);
 
-  /// The median step time of `worker` over the window ending at `now_seconds`; empty when it
-  /// finished no step in the window (it may be hung or very slow: then its last known median is
-  /// kept, see score()).
-  std::optional<double> recent_median(int worker, double now_seconds) const;
+  /// The typical step time of `worker` over the window ending at `now_seconds`: the mean of the
+  /// middle half of its step times. Empty when it finished no step in the window (it may be hung
+  /// or very slow: then its last known typical time is kept, see compute()).
+  std::optional<double> recent_typical(int worker, double now_seconds) const;
 
   struct snapshot {
-    std::vector<std::optional<double>> score; // by worker: its median over the others' median
+    std::vector<std::optional<double>> score; // by worker: its typical time over the others' median
     std::optional<double> imbalance_ratio;    // the highest score
   };
 
-  /// Scores at `now_seconds`. A live worker with no step in the window keeps its last median
+  /// Scores at `now_seconds`. A live worker with no step in the window keeps its last typical time
   /// (a worker that stopped finishing steps must not look healthy). Empty until some live worker
-  /// has a median.
+  /// has a typical time.
   snapshot compute(double now_seconds);
 
 private:
@@ -49,7 +50,7 @@ private:
   struct worker_state {
     bool live = true;
     std::deque<sample> recent;
-    std::optional<double> last_median;
+    std::optional<double> last_typical;
   };
 
   void forget_before(worker_state& state, double now_seconds) const;

@@ -3,7 +3,9 @@
 // and recovers, and lost workers stop counting.
 #include "monitoring/straggler_stats.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
+#include <random>
 
 namespace {
 
@@ -84,7 +86,7 @@ TEST(straggler_stats, a_worker_without_steps_in_the_window_keeps_its_last_score)
   const auto later = stats.compute(10.0);
   ASSERT_TRUE(later.score[2].has_value()) << "a hung worker must not vanish from the scores";
   EXPECT_NEAR(*later.score[2], 5.0, 1e-9);
-  EXPECT_FALSE(stats.recent_median(2, 10.0).has_value());
+  EXPECT_FALSE(stats.recent_typical(2, 10.0).has_value());
 }
 
 TEST(straggler_stats, lost_workers_do_not_count) {
@@ -120,6 +122,38 @@ TEST(straggler_stats, nothing_to_say_before_the_first_step) {
   EXPECT_THROW(stats.step_finished(2, 0.0, 1.0), std::invalid_argument);
   EXPECT_THROW(straggler_stats(0, 10.0), std::invalid_argument);
   EXPECT_THROW(straggler_stats(2, 0.0), std::invalid_argument);
+}
+
+// A worker's typical step is the mean of the middle half of its steps: a quarter of outlying
+// steps does not move it, and where half of each worker's steps are delayed (random imbalance,
+// k = 1 of 2 workers) neither worker is called a straggler. A median jumped to the delayed mode
+// for whichever worker drew a few more delays, and one of two such workers scored 7.
+TEST(straggler_stats, half_delayed_steps_on_every_worker_name_no_straggler) {
+  straggler_stats stats(2, 10.0);
+  std::mt19937 draw(3);
+  double at[2] = {0.0, 0.0};
+  for (int step = 0; step < 2000; ++step) {
+    const int delayed = static_cast<int>(draw() % 2);
+    for (int worker = 0; worker < 2; ++worker) {
+      const double seconds = worker == delayed ? 0.0064 : 0.0009;
+      at[worker] += seconds;
+      stats.step_finished(worker, at[worker], seconds);
+    }
+  }
+  const auto now = stats.compute(std::max(at[0], at[1]));
+  for (std::size_t worker : {0u, 1u}) {
+    ASSERT_TRUE(now.score[worker].has_value());
+    EXPECT_GT(*now.score[worker], 0.8) << "worker " << worker;
+    EXPECT_LT(*now.score[worker], 1.25) << "worker " << worker;
+  }
+}
+
+TEST(straggler_stats, a_fifth_of_slow_steps_does_not_move_a_workers_score) {
+  straggler_stats stats(3, 100.0);
+  for (int step = 1; step <= 100; ++step)
+    for (int worker = 0; worker < 3; ++worker)
+      stats.step_finished(worker, step * 0.1, worker == 2 && step % 5 == 0 ? 0.1 : 0.01);
+  EXPECT_NEAR(*stats.compute(10.0).score[2], 1.0, 1e-9);
 }
 
 } // namespace
