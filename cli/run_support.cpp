@@ -237,6 +237,10 @@ void announce_resume(const std::string& command, const std::string& file, std::u
             << ", epoch " << std::setprecision(3) << epochs << ")" << std::endl;
   for (const auto& line : actors::changed_settings(saved_settings, config))
     std::cout << "herd " << command << ": changed since the checkpoint: " << line << std::endl;
+  if (epochs >= static_cast<double>(config.train.epochs))
+    std::cout << "herd " << command << ": the checkpoint is at epoch " << epochs
+              << ", and train.epochs = " << config.train.epochs
+              << ": the run trains no further (raise train.epochs to go on)" << std::endl;
 }
 
 } // namespace herd::cli

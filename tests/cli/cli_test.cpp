@@ -1108,6 +1108,23 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   EXPECT_THAT(garbage.output, HasSubstr(path("garbage.ckpt") + ": not a Herd checkpoint"));
 }
 
+// Resumed from a checkpoint that has trained train.epochs already, a run evaluates and ends: it
+// says so, rather than showing "epoch 2.50/1" and ending.
+TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
+  const auto checkpoints = path("done");
+  const std::vector<std::string> run = {"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                                        "--train.workers=2", "--train.epochs=1",
+                                        "--checkpoint.dir=" + checkpoints};
+  ASSERT_EQ(herd(run).exit_code, 0);
+  auto again = run;
+  again.back() = "--checkpoint.dir=" + path("again");
+  again.insert(again.end(), {"--resume", checkpoints});
+  const auto resumed = herd(again);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("the checkpoint is at epoch 1, and train.epochs = 1: the "
+                                        "run trains no further (raise train.epochs to go on)"));
+}
+
 // An epoch takes whole batches from equal shards: with many workers and few samples each it
 // leaves out much of the training set, and herd train says how much before it starts.
 TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
