@@ -1314,7 +1314,8 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
 
   // Resumed with a different learning rate and a short run: it goes on and ends.
   args = run;
-  args.insert(args.end(), {"--train.lr=0.02", "--train.max-seconds=1", "--resume", checkpoints});
+  args.insert(args.end(), {"--train.lr=0.02", "--train.epochs=100000", "--train.max-seconds=1",
+                           "--resume", checkpoints});
   auto resumed = herd(args);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("herd train: resuming from " + files[0].string()));
@@ -1322,6 +1323,7 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
       resumed.output,
       HasSubstr("changed since the checkpoint: train.lr: 0.05 in the checkpoint, 0.02 now"));
   EXPECT_THAT(resumed.output, HasSubstr("Herd run summary"));
+  EXPECT_THAT(resumed.output, HasSubstr("stopped by        max-seconds")) << "it went on";
 
   // A new run into that directory would prune the resumed run's checkpoints: refused, and so is
   // a run into it that resumes from a checkpoint elsewhere. Nothing is deleted.
