@@ -270,7 +270,8 @@ void let_the_command_line_choose_the_model(load_state& state) {
   };
   auto& model = state.config.model;
   const model_section defaults;
-  if (set_on_the_command_line("model.layers")) {
+  // An empty --model.layers= chooses nothing (a script's unset variable): the file's model stays.
+  if (set_on_the_command_line("model.layers") && !model.layers.empty()) {
     if (set_in_the_file("model.preset"))
       reset("model.preset", model.preset, defaults.preset);
     if (set_in_the_file("model.hidden"))

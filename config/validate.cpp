@@ -439,17 +439,19 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 quoted(config.checkpoint.dir),
                 "train.algorithm = async takes no checkpoints (the parameter server's state is "
                 "not in them); leave checkpoint.dir empty");
-  // herd simulate sweeps its job sizes with one [imbalance], capped at each size: checked
-  // against the largest. A run checks against its own workers (validate_run).
+  // One file may serve herd simulate, which sweeps [simulate] workers with one [imbalance]
+  // (capped at each size), and the commands that train train.workers: checked here against the
+  // largest job of either, and by a run against its own workers (validate_run).
   const auto& sizes = config.simulate.workers;
   const int largest_size = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  const bool workers_valid = train.workers >= 1 && train.workers <= 1024;
   if (sizes.empty())
-    check_imbalance(check, config.imbalance,
-                    train.workers >= 1 && train.workers <= 1024 ? train.workers : 0,
-                    "train.workers");
+    check_imbalance(check, config.imbalance, workers_valid ? train.workers : 0, "train.workers");
   else
-    check_imbalance(check, config.imbalance, largest_size <= 65536 ? largest_size : 0,
-                    "the largest simulate.workers");
+    check_imbalance(check, config.imbalance,
+                    workers_valid && largest_size <= 65536 ? std::max(train.workers, largest_size)
+                                                           : 0,
+                    "the largest of train.workers and simulate.workers");
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);
   check.require(contains(known_compressions(), config.comm.compression), "comm.compression",

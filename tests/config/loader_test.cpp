@@ -202,6 +202,9 @@ TEST_F(config_files, a_model_chosen_on_the_command_line_replaces_the_files) {
   EXPECT_EQ(config.model.hidden, (std::vector<int>{256, 128}));
   EXPECT_EQ(origins.count("model.preset"), 0u);
   EXPECT_EQ(origins.count("model.hidden"), 0u);
+  // An empty --model.layers= (a script's unset variable) chooses nothing: the file's model stays.
+  config = load(write("cnn-only.ini", "[model]\npreset = \"cnn\"\n"), {"--model.layers="});
+  EXPECT_EQ(config.model.preset, "cnn");
 
   const auto layers_file = write("own.ini", "[model]\nlayers = \"flatten, dense 10\"\n");
   config = load(layers_file, {"--model.preset=cnn"});
@@ -501,13 +504,18 @@ TEST_F(config_files, a_sweeps_imbalance_is_checked_against_its_largest_job_and_a
   EXPECT_THAT(refused.front().message, HasSubstr("must be between 1 and train.workers (4)"));
   EXPECT_THAT(first_error("", {"--imbalance.kind=random", "--imbalance.k=20",
                                "--simulate.workers=[8,16]"}),
-              HasSubstr("imbalance.k = 20 (command line): must be between 1 and the largest "
-                        "simulate.workers (16)"));
+              HasSubstr("imbalance.k = 20 (command line): must be between 1 and the largest of "
+                        "train.workers and simulate.workers (16)"));
+  // A file shared with herd train: its own workers may be more than the sweep's sizes.
+  const auto trains_more = load("", {"--imbalance.kind=random", "--imbalance.k=6",
+                                     "--simulate.workers=[2,4]", "--train.workers=8"});
+  EXPECT_TRUE(herd::config::validate_run(trains_more).empty());
   EXPECT_NO_THROW(load("", {"--imbalance.kind=persistent", "--imbalance.workers=[5]",
                             "--simulate.workers=[4,8]"}));
   EXPECT_THAT(first_error("", {"--imbalance.kind=persistent", "--imbalance.workers=[8]",
                                "--simulate.workers=[4,8]"}),
-              HasSubstr("indices must lie in [0, the largest simulate.workers) = [0, 8)"));
+              HasSubstr("indices must lie in [0, the largest of train.workers and "
+                        "simulate.workers) = [0, 8)"));
   EXPECT_TRUE(herd::config::validate_run(load("", {"--imbalance.kind=random", "--imbalance.k=3"}))
                   .empty());
 }
