@@ -164,6 +164,7 @@ struct table_row {
   std::string scenario;
   std::string algorithm;
   std::optional<double> seconds_to_target; // median over the repetitions that reached it
+  int runs = 0;                            // repetitions that ran (fewer when interrupted)
   int reached = 0;                         // repetitions that reached the target
   double final_accuracy = 0.0;             // median
   double samples_per_second = 0.0;         // median
@@ -198,6 +199,7 @@ std::vector<table_row> make_table(const std::vector<bench_run>& runs, const benc
       }
       if (accuracy.empty())
         continue; // an interrupted bench: this cell never ran
+      row.runs = static_cast<int>(accuracy.size());
       row.seconds_to_target = median(to_target);
       row.final_accuracy = median(accuracy).value_or(0.0);
       row.samples_per_second = median(throughput).value_or(0.0);
@@ -234,7 +236,7 @@ std::string format(const std::optional<double>& value, int digits, const std::st
   return out.str();
 }
 
-void print_table(std::ostream& out, const std::vector<table_row>& rows, double target, int repeat) {
+void print_table(std::ostream& out, const std::vector<table_row>& rows, double target) {
   out << "\n"
       << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm" << std::right
       << std::setw(12) << (target > 0.0 ? "to " + format(target, 2) + " (s)" : "to target")
@@ -242,8 +244,8 @@ void print_table(std::ostream& out, const std::vector<table_row>& rows, double t
       << std::setw(10) << "speedup" << std::setw(21) << "idle / barrier (s)" << '\n';
   for (const auto& row : rows) {
     std::string to_target = format(row.seconds_to_target, 1);
-    if (row.reached > 0 && row.reached < repeat)
-      to_target += " (" + std::to_string(row.reached) + "/" + std::to_string(repeat) + ")";
+    if (row.reached > 0 && row.reached < row.runs)
+      to_target += " (" + std::to_string(row.reached) + "/" + std::to_string(row.runs) + ")";
     out << std::left << std::setw(12) << row.scenario << std::setw(11) << row.algorithm
         << std::right << std::setw(12) << to_target << std::setw(11)
         << format(row.final_accuracy, 4) << std::setw(11)
@@ -259,7 +261,7 @@ void print_table(std::ostream& out, const std::vector<table_row>& rows, double t
 std::string csv(const std::vector<table_row>& rows) {
   std::ostringstream out;
   out << "scenario,algorithm,seconds_to_target,reached,final_accuracy,accuracy_vs_sync,"
-         "samples_per_second,wall_seconds,speedup_vs_sync,waited_seconds,barrier_seconds\n";
+         "samples_per_second,wall_seconds,speedup_vs_sync,waited_seconds,barrier_seconds,runs\n";
   auto cell = [](const std::optional<double>& value) {
     if (!value)
       return std::string{};
@@ -272,23 +274,25 @@ std::string csv(const std::vector<table_row>& rows) {
         << row.reached << ',' << cell(row.final_accuracy) << ',' << cell(row.accuracy_vs_sync)
         << ',' << cell(row.samples_per_second) << ',' << cell(row.wall_seconds) << ','
         << cell(row.speedup) << ',' << cell(row.waited_seconds) << ',' << cell(row.barrier_seconds)
-        << '\n';
+        << ',' << row.runs << '\n';
   return out.str();
 }
 
 nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<bench_run>& runs,
-                       const config::run_config& job, double random_delay_ms) {
+                       const config::run_config& job, double random_delay_ms, bool interrupted) {
   auto optional = [](const std::optional<double>& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
   };
   nlohmann::json out;
   out["job"] = config::to_ini(job);
   out["random_delay_ms"] = random_delay_ms;
+  out["interrupted"] = interrupted; // by a stop signal: the runs that finished before it
   auto& table = out["table"] = nlohmann::json::array();
   for (const auto& row : rows)
     table.push_back({{"scenario", row.scenario},
                      {"algorithm", row.algorithm},
                      {"seconds_to_target", optional(row.seconds_to_target)},
+                     {"runs", row.runs},
                      {"reached", row.reached},
                      {"final_accuracy", row.final_accuracy},
                      {"accuracy_vs_sync", optional(row.accuracy_vs_sync)},
@@ -379,25 +383,39 @@ namespace {
 
 // The table, results.csv and results.json of the runs done.
 void write_results(const std::vector<bench_run>& runs, const bench_arguments& args,
-                   const config::run_config& job, const std::optional<double>& delay_ms) {
+                   const config::run_config& job, const std::optional<double>& delay_ms,
+                   bool interrupted) {
   const auto rows = make_table(runs, args);
-  print_table(std::cout, rows, job.train.target_accuracy, args.repeat);
+  print_table(std::cout, rows, job.train.target_accuracy);
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.csv").string(), csv(rows));
   write_file_atomically((dir / "results.json").string(),
-                        to_json(rows, runs, job, delay_ms.value_or(0.0)).dump(2) + "\n");
+                        to_json(rows, runs, job, delay_ms.value_or(0.0), interrupted).dump(2) +
+                            "\n");
   std::cout << "\nwrote " << (dir / "results.csv").string() << ", "
             << (dir / "results.json").string() << '\n';
 }
 
 // A stop signal: the runs that finished are kept (the one it stopped is not: it trained less
-// than the others), without plots, which compare whole tables; exit status 130.
+// than the others), without plots, which compare whole tables; an earlier bench's plots in the
+// directory go, since they would not match these results. Exit status 130.
 int interrupted_bench(const std::vector<bench_run>& runs, const bench_arguments& args,
                       const config::run_config& job, const std::optional<double>& delay_ms) {
   std::cout << "herd bench: interrupted by " << stop_signal_name() << " after " << runs.size()
             << " finished run(s)" << (runs.empty() ? "; nothing written" : "") << '\n';
-  if (!runs.empty())
-    write_results(runs, args, job, delay_ms);
+  if (runs.empty())
+    return exit_interrupted;
+  write_results(runs, args, job, delay_ms, true);
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(args.out_dir, ignored)) {
+    const auto name = entry.path().filename().string();
+    const auto extension = entry.path().extension();
+    const bool plot = name == "plot.gp" || name == "speedup.png" || name == "speedup.dat" ||
+                      (name.rfind("accuracy-", 0) == 0 && extension == ".png") ||
+                      (name.rfind("curve-", 0) == 0 && extension == ".dat");
+    if (plot && std::filesystem::remove(entry.path(), ignored))
+      std::cout << "removed " << entry.path().string() << " (an earlier bench's plot)\n";
+  }
   return exit_interrupted;
 }
 
@@ -453,7 +471,10 @@ int run_bench(const std::vector<std::string>& raw) {
     calibration.imbalance.kind = "none";
     calibration.train.max_seconds = 5.0;
     std::cout << "calibrating the random scenario's delay: sync without imbalance for 5 s\n";
-    calibrate({step_period_seconds(run_one(calibration, data, args.snapshot_ms))});
+    const auto calibrated = run_one(calibration, data, args.snapshot_ms);
+    if (calibrated.stop_reason == "interrupted")
+      return interrupted_bench({}, args, job, delay_ms);
+    calibrate({step_period_seconds(calibrated)});
   }
 
   std::vector<bench_run> runs;
@@ -503,7 +524,7 @@ int run_bench(const std::vector<std::string>& raw) {
     }
   }
 
-  write_results(runs, args, job, delay_ms);
+  write_results(runs, args, job, delay_ms, false);
   for (const auto& png : plot_bench(std::filesystem::path(args.out_dir), runs, args.scenarios,
                                     args.algorithms, args.repeat, job.train.target_accuracy))
     std::cout << "wrote " << png << '\n';

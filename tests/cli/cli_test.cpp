@@ -689,6 +689,9 @@ TEST_F(herd_cli, bench_help_and_bad_arguments) {
 // results.csv and results.json of those (it used to end at once and write nothing).
 TEST_F(herd_cli, an_interrupted_bench_writes_the_runs_it_finished) {
   const auto out = path("bench");
+  // An earlier bench's plot there would not match these results: it goes.
+  std::filesystem::create_directories(out);
+  std::ofstream(out + "/accuracy-none.png") << "an earlier plot";
   background_process bench(
       {HERD_BINARY, "bench", "--data.dataset=synthetic", "--train.workers=2",
        "--model.hidden=[16]", "--train.epochs=1000", "--train.max-seconds=1",
@@ -706,7 +709,10 @@ TEST_F(herd_cli, an_interrupted_bench_writes_the_runs_it_finished) {
   const auto results = nlohmann::json::parse(json);
   ASSERT_EQ(results["runs"].size(), 1u);
   EXPECT_EQ(results["runs"][0]["algorithm"], "sync");
+  EXPECT_EQ(results["interrupted"], true);
   ASSERT_EQ(results["table"].size(), 1u) << "only the cell that ran";
+  EXPECT_EQ(results["table"][0]["runs"], 1) << "of the 3 asked for";
+  EXPECT_FALSE(std::filesystem::exists(out + "/accuracy-none.png"));
 }
 
 TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
