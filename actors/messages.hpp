@@ -520,8 +520,9 @@ struct plane_update {
 /// (plane_refusal), and aggregators cancel a failed round's reductions (cancel_atom); 9: a failed
 /// rendezvous asks the registry which ranks' keys are set without waiting (store_peek_atom), and a
 /// failing node tells the registry why it leaves (leave_atom); 10: hellos name the node's machine
-/// and welcomes count the workers on it.
-constexpr std::uint32_t cluster_protocol_version = 10;
+/// and welcomes count the workers on it; 11: the registry tells welcomed nodes that the
+/// coordinator stopped before the run (run_stopped_atom).
+constexpr std::uint32_t cluster_protocol_version = 11;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

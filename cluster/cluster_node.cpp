@@ -35,6 +35,12 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds leave_poll{100};
 
+// What a node says when its coordinator stopped before the run: `how` is the coordinator's own
+// account ("stopped while waiting for nodes (1 of 2 had joined)").
+std::string never_started(const std::string& how) {
+  return "the coordinator was " + how + "; its run never started";
+}
+
 bool leaving(const node_options& options) {
   return options.leave != nullptr && options.leave->load();
 }
@@ -233,7 +239,7 @@ private:
           [&](caf::error& error) {
             const auto stopped = context_of(error, herd_errc::run_stopped);
             stopped_before_run_ = stopped.has_value();
-            failure = stopped ? "the coordinator was " + *stopped + "; its run never started"
+            failure = stopped ? never_started(*stopped)
                               : system_.render(error);
             answered = true;
           },
@@ -336,7 +342,7 @@ private:
           plane_of(welcome_.generation, welcome_.plane_nodes, welcome_.data_key, timeout);
     } catch (const std::exception& bad) {
       if (auto stopped = coordinator_stopped()) { // the run's end, not this node's failure
-        notify(options_, "the coordinator was " + *stopped + "; its run never started");
+        notify(options_, never_started(*stopped));
         outcome_.ok = true;
         return false;
       }
@@ -448,6 +454,12 @@ private:
           over = true;
           failed("the coordinator turned this node away: " + why);
         },
+        [&](run_stopped_atom, const std::string& how) { // stopped as this node connected
+          over = true;
+          outcome_.ok = true;
+          stopped_before_run_ = true;
+          notify(options_, never_started(how));
+        },
         [&](caf::down_msg& down) {
           over = true;
           // The connection closed: either side may have gone (a node paused past the timeout is
@@ -471,7 +483,7 @@ private:
     if (outcome_.left)
       notify(options_, "left the job before it was over; the coordinator counts this node's "
                        "workers lost, and another node may join in their place");
-    else if (outcome_.ok)
+    else if (outcome_.ok && !stopped_before_run_)
       notify(options_, "the job is over");
   }
 

@@ -623,41 +623,45 @@ TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_clean
 // exited as failed with Gloo's errors). The first node stops the coordinator as it is welcomed,
 // before it sets its own rendezvous keys, so that the other waits for them.
 TEST(cluster_runs, nodes_connecting_when_their_coordinator_is_stopped_end_cleanly) {
-  auto j = make_endless_job("sync", 2);
-  j.config.cluster.min_nodes = 2;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
-  cluster_session session(j.config, j.data, options);
-  std::mutex mutex;
-  std::vector<std::string> notices[2];
-  std::atomic<bool> stopped{false};
-  node_outcome outcomes[2];
-  std::vector<std::thread> nodes;
-  for (int i = 0; i < 2; ++i) {
-    auto node = node_for(j, session.port(), 1, nullptr);
-    node.on_notice = [&, i](const std::string& text) {
-      {
-        std::lock_guard<std::mutex> guard(mutex);
-        notices[i].push_back(text);
-      }
-      if (text.rfind("joined as node", 0) == 0 && !stopped.exchange(true)) {
-        session.request_stop();
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      }
-    };
-    nodes.emplace_back([&outcomes, i, node] { outcomes[i] = herd::cluster::run_node(node); });
-  }
-  const auto summary = session.wait_for(std::chrono::seconds(60));
-  for (auto& node : nodes)
-    node.join();
-  ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "interrupted");
-  std::lock_guard<std::mutex> guard(mutex);
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_TRUE(outcomes[i].ok) << outcomes[i].error;
-    ASSERT_FALSE(notices[i].empty());
-    EXPECT_EQ(notices[i].back(), "the coordinator was stopped while the nodes were connecting; "
-                                 "its run never started");
+  // One node: its plane has no peer to wait for, so it hears of the stop as it serves.
+  for (const std::size_t count : {std::size_t{2}, std::size_t{1}}) {
+    auto j = make_endless_job("sync", static_cast<int>(count));
+    j.config.cluster.min_nodes = static_cast<int>(count);
+    cluster_options options;
+    options.listen_host = "127.0.0.1";
+    cluster_session session(j.config, j.data, options);
+    std::mutex mutex;
+    std::vector<std::vector<std::string>> notices(count);
+    std::atomic<bool> stopped{false};
+    std::vector<node_outcome> outcomes(count);
+    std::vector<std::thread> nodes;
+    for (std::size_t i = 0; i < count; ++i) {
+      auto node = node_for(j, session.port(), 1, nullptr);
+      node.on_notice = [&, i](const std::string& text) {
+        {
+          std::lock_guard<std::mutex> guard(mutex);
+          notices[i].push_back(text);
+        }
+        if (text.rfind("joined as node", 0) == 0 && !stopped.exchange(true)) {
+          session.request_stop();
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        }
+      };
+      nodes.emplace_back([&outcomes, i, node] { outcomes[i] = herd::cluster::run_node(node); });
+    }
+    const auto summary = session.wait_for(std::chrono::seconds(60));
+    for (auto& node : nodes)
+      node.join();
+    ASSERT_TRUE(summary.has_value());
+    EXPECT_EQ(summary->stop_reason, "interrupted");
+    std::lock_guard<std::mutex> guard(mutex);
+    for (std::size_t i = 0; i < count; ++i) {
+      EXPECT_TRUE(outcomes[i].ok) << outcomes[i].error;
+      ASSERT_FALSE(notices[i].empty());
+      EXPECT_EQ(notices[i].back(), "the coordinator was stopped while the nodes were connecting; "
+                                   "its run never started")
+          << count << " node(s)";
+    }
   }
 }
 
