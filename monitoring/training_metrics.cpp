@@ -28,8 +28,8 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       &kept(metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest"));
   score_family_ = &kept(metrics.add_gauge(
       "herd_worker_straggler_score",
-      "A worker's recent median step time over the median of the other live workers' (1 = "
-      "typical)"));
+      "A worker's recent typical step time (mean of the middle half) over the median of the "
+      "other live workers' (1 = typical)"));
   samples_family_ =
       &kept(metrics.add_counter("herd_samples_total", "Samples a worker has processed"));
   up_family_ =

@@ -58,7 +58,8 @@ std::string substitute(std::string query) {
   query = std::regex_replace(query, std::regex(R"(\$__rate_interval)"), "10s");
   query = std::regex_replace(query, std::regex(R"(\$__interval)"), "5s");
   query = std::regex_replace(query, std::regex(R"(\$__range)"), "30s");
-  query = std::regex_replace(query, std::regex(R"(\$\{?job\}?)"), "herd-e2e");
+  // Both jobs of the test: the training run's and the waiting coordinator's.
+  query = std::regex_replace(query, std::regex(R"(\$\{?job\}?)"), "herd-e2e.*");
   return query;
 }
 
@@ -124,7 +125,7 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   const int coordinator_port = herd::testing::free_loopback_port();
   background_process coordinator(
       {HERD_BINARY, "coordinator", "--listen", "127.0.0.1:0", "--data.dataset=synthetic",
-       "--cluster.min-nodes=2", "--metrics.job=herd-e2e",
+       "--cluster.min-nodes=2", "--metrics.job=herd-e2e-cluster",
        "--metrics.port=" + std::to_string(coordinator_port)},
       dir.file("coordinator.log"));
 
@@ -164,7 +165,8 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
         << "panel '" << title << "' has no data: " << promql;
   }
 
-  // The job variable's selector (label_values(SELECTOR, job)) finds the job, as Grafana asks.
+  // The job variable's selector (label_values(SELECTOR, job)) lists both jobs, as Grafana asks:
+  // the waiting coordinator's too, which has no worker yet.
   for (const auto& variable : dashboard.at("templating").at("list")) {
     if (variable.at("name") != "job")
       continue;
@@ -176,6 +178,7 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
                              httplib::Params{{"match[]", parts[1].str()}}, httplib::Headers{});
     ASSERT_TRUE(values);
     EXPECT_NE(values->body.find("\"herd-e2e\""), std::string::npos) << values->body;
+    EXPECT_NE(values->body.find("\"herd-e2e-cluster\""), std::string::npos) << values->body;
   }
 
   // The straggler is named: worker 1 well above, everyone else near 1.
