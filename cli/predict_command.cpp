@@ -49,25 +49,29 @@ void check(const predict_options& options) {
 }
 
 // Rows of token ids for a model trained on texts, checked as the run's texts were (bytes 0 to
-// 255, then -1 at the end as padding) and padded to `width`: a text may be shorter than the
-// longest the model takes. Throws data_error naming the file, the sample and the place.
-models::tensor token_rows(const std::string& path, const models::tensor& given, std::size_t width) {
+// 255, then -1 at the end as padding) and made `width` wide: a shorter text is padded, and a
+// longer one cut to its first `width` tokens, as training cuts texts at data.max-length (`cut`
+// counts them). Throws data_error naming the file, the sample and the place.
+models::tensor token_rows(const std::string& path, const models::npy_samples& samples,
+                          std::size_t width, std::size_t& cut) {
   constexpr float last_token = 255.0f;
   const std::string rule = " (the run's texts are bytes: token ids 0 to 255, padded at the end "
                            "with -1)";
-  if (given.cols() > width)
-    throw models::data_error(path + " holds texts of " + std::to_string(given.cols()) +
-                             " tokens but the checkpoint's model takes at most " +
-                             std::to_string(width) + " (data.max-length)");
+  if (samples.bytes)
+    throw models::data_error(path + " holds uint8 values, which herd scales as pixels and which "
+                                    "cannot hold the padding -1; write the token ids as float32" +
+                             rule);
+  const auto& given = samples.values;
   models::tensor rows({given.rows(), width});
+  cut = 0;
   for (std::size_t r = 0; r < given.rows(); ++r) {
     const float* in = given.row(r);
     float* out = rows.row(r);
     std::size_t length = 0;
     for (std::size_t t = 0; t < given.cols(); ++t) {
       const float id = in[t];
-      const std::string where =
-          path + ": sample " + std::to_string(r) + ", position " + std::to_string(t) + ": ";
+      const std::string where = path + ": sample " + std::to_string(r) + ", position " +
+                                std::to_string(t) + ": ";
       if (id == -1.0f)
         continue;
       if (!(id >= 0.0f && id <= last_token) || id != static_cast<float>(static_cast<int>(id))) {
@@ -81,8 +85,10 @@ models::tensor token_rows(const std::string& path, const models::tensor& given, 
     }
     if (length == 0)
       throw models::data_error(path + ": sample " + std::to_string(r) + " has no tokens" + rule);
-    std::copy(in, in + given.cols(), out);
-    std::fill(out + given.cols(), out + width, -1.0f);
+    cut += length > width ? 1 : 0;
+    const std::size_t kept = std::min(given.cols(), width);
+    std::copy(in, in + kept, out);
+    std::fill(out + kept, out + width, -1.0f);
   }
   return rows;
 }
@@ -91,8 +97,14 @@ models::tensor token_rows(const std::string& path, const models::tensor& given, 
 // training data's normalisation. Throws data_error naming the file.
 models::tensor model_inputs(const std::string& path, const checkpoint_model& loaded) {
   auto samples = models::read_npy_samples(path, loaded.config.data.max_bytes);
-  if (loaded.data->train.ragged())
-    return token_rows(path, samples.values, models::elements(loaded.model->input_shape()));
+  if (loaded.data->train.ragged()) {
+    std::size_t cut = 0;
+    auto rows = token_rows(path, samples, models::elements(loaded.model->input_shape()), cut);
+    if (cut > 0)
+      std::cerr << "herd predict: " << cut << " text(s) of " << path << " longer than "
+                << "data.max-length = " << rows.cols() << " tokens: cut to it, as in training\n";
+    return rows;
+  }
   const auto& wanted = loaded.model->input_shape();
   const auto given = samples.sample_shape.empty()
                          ? models::shape{samples.values.cols()}
@@ -111,8 +123,9 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
     std::ostringstream largest;
     largest << *std::max_element(begin, end);
     throw models::data_error(path + " holds values up to " + largest.str() +
-                             ", but the model takes pixels scaled to [0, 1] (pixel / 255): "
-                             "divide by 255, or save the pixels as uint8, which herd scales");
+                             ", but the model takes pixels scaled to [0, 1] (pixel / 255), which "
+                             "herd normalises itself: give raw pixels as uint8 (herd scales "
+                             "them), or as floats divided by 255, not normalised");
   }
   if (!norm.identity())
     for (std::size_t i = 0; i < samples.values.size(); ++i)
@@ -190,9 +203,9 @@ std::string predict_help() {
          "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255; floats above 1.5\n"
          "are refused as unscaled pixels) normalised with\n"
          "the training set's mean and deviation; .npy datasets' values are used as they are. For\n"
-         "a model of texts (textcnn), each row is a text's token ids (its bytes, 0 to 255) padded\n"
-         "at the end with -1, at most data.max-length wide. The run's dataset is loaded to\n"
-         "rebuild the model and its preparation.\n\n"
+         "a model of texts (textcnn), each row is a text's token ids (its bytes, 0 to 255, as\n"
+         "floats) padded at the end with -1; a text longer than data.max-length is cut to it, as\n"
+         "in training. The run's dataset is loaded to rebuild the model and its preparation.\n\n"
       << checkpoint_options_help()
       << "  --input FILE.npy   the samples\n"
          "  --output FILE      write the probabilities to FILE: .csv (a header, one row per\n"

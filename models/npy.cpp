@@ -513,7 +513,9 @@ npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes) {
                      std::to_string(max_bytes) +
                      (default_limit ? " (half the physical memory)" : "") +
                      "; split the file into smaller ones");
-  return read_samples(features);
+  auto samples = read_samples(features);
+  samples.bytes = features.header.dtype == npy_dtype::uint8;
+  return samples;
 }
 
 std::string npy_bytes(const tensor& values) {

@@ -67,6 +67,7 @@ train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_byte
 struct npy_samples {
   tensor values;                        // n x elements(sample), uint8 scaled to [0, 1]
   std::vector<std::size_t> sample_shape; // as dataset::sample_shape
+  bool bytes = false;                   // the file held uint8 (so values were scaled)
 };
 
 /// Reads a features file (float32, float64 or uint8; rank at least 2; finite), refusing one whose

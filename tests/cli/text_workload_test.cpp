@@ -28,13 +28,16 @@ constexpr double target_value = 0.9;
 // padding and a row without tokens are refused naming the sample and the place (exit 2), where
 // they used to reach the kernels' checks (exit 1, a source file's path).
 void expect_predict_takes_token_rows(const std::filesystem::path& scratch) {
-  auto predict = [&scratch](const std::vector<float>& rows, std::uint64_t width) {
-    const auto input = (scratch / "texts.npy").string();
-    herd::testing::write_npy(input, "<f4", {rows.size() / width, width}, rows);
+  const auto input = (scratch / "texts.npy").string();
+  auto predict_file = [&scratch, &input] {
     return herd::testing::run_process({HERD_BINARY, "predict", "--checkpoint",
                                        (scratch / "ckpt").string(), "--input", input,
                                        "--data.cache-dir=" + scratch.string()},
                                       std::chrono::minutes(2));
+  };
+  auto predict = [&](const std::vector<float>& rows, std::uint64_t width) {
+    herd::testing::write_npy(input, "<f4", {rows.size() / width, width}, rows);
+    return predict_file();
   };
   // "Hello" and "Hallo Welt" as bytes, 12 wide.
   std::vector<float> texts = {72, 101, 108, 108, 111, -1, -1, -1, -1, -1, -1, -1,
@@ -56,6 +59,18 @@ void expect_predict_takes_token_rows(const std::filesystem::path& scratch) {
     EXPECT_EQ(refused.exit_code, 2) << refused.output;
     EXPECT_NE(refused.output.find(message), std::string::npos) << refused.output;
   }
+  // uint8 would be scaled as pixels, and cannot hold the padding.
+  herd::testing::write_npy(input, "|u1", {1, 3}, std::vector<std::uint8_t>{72, 105, 33});
+  const auto bytes = predict_file();
+  EXPECT_EQ(bytes.exit_code, 2) << bytes.output;
+  EXPECT_NE(bytes.output.find("holds uint8 values"), std::string::npos) << bytes.output;
+  // A text longer than data.max-length is cut to it, as training cuts it.
+  const auto long_text = predict(std::vector<float>(4100, 97.0f), 4100);
+  EXPECT_EQ(long_text.exit_code, 0) << long_text.output;
+  EXPECT_NE(long_text.output.find("1 text(s) of " + input + " longer than data.max-length = "
+                                  "4096 tokens: cut to it"),
+            std::string::npos)
+      << long_text.output;
 }
 
 TEST(text_workload, sync_with_four_workers_reaches_the_target_accuracy) {
