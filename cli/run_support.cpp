@@ -2,6 +2,7 @@
 #include "cli/run_support.hpp"
 
 #include "actors/checkpoint_state.hpp"
+#include "actors/run_parts.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
@@ -33,7 +34,7 @@ std::string epoch_coverage_note(const config::run_config& config, std::size_t sa
   if (workers == 0 || batch == 0 || samples == 0)
     return {};
   const std::size_t shard = samples / workers;
-  const std::size_t used = workers * (shard / batch) * batch;
+  const std::size_t used = actors::epoch_samples(config, samples);
   if (used * 10 >= samples * 9)
     return {};
   return "an epoch takes " + std::to_string(used) + " of the " + std::to_string(samples) +
