@@ -78,6 +78,8 @@ private:
   void on_drain_timeout();
   void on_policy_time(double deadline);
   void on_down(const caf::down_msg& down);
+  // The run's series leave the registry (where they are to), then its name is let go.
+  void close_metrics();
   // lose_worker(), with a notice only when `say_so` (not when another notice covers the loss).
   void drop_worker(int index, const std::string& why, bool say_so);
 

@@ -38,7 +38,14 @@ handler_timer coordinator_actor::timed() const {
   return {setup_.costs.get(), &control_costs::coordinator};
 }
 
+void coordinator_actor::close_metrics() {
+  if (setup_.metrics && setup_.close_metrics_at_end)
+    setup_.metrics->close();
+  setup_.metrics_name.reset();
+}
+
 void coordinator_actor::on_exit() {
+  close_metrics(); // a run ended by an exit message never reached finish()
   joins_.reset();
   workers_.clear();
   aggregators_.clear();
@@ -526,8 +533,7 @@ void coordinator_actor::finish() {
   if (setup_.costs)
     run.control = setup_.costs->summary();
   // Before the summary goes out: once it has, the job's name is free for another job.
-  if (setup_.metrics && setup_.close_metrics_at_end)
-    setup_.metrics->close();
+  close_metrics();
   if (setup_.on_finished)
     setup_.on_finished(summarize(std::move(run), counters_, evaluations_, wall_seconds_));
 }

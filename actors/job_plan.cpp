@@ -150,7 +150,7 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   // status names comes from them.
   auto registry = options.metrics ? options.metrics : std::make_shared<monitoring::registry>();
   if (options.metrics)
-    plan->name_claim = std::make_unique<metrics_name_claim>(options.metrics, plan->name);
+    plan->name_claim = std::make_shared<metrics_name_claim>(options.metrics, plan->name);
   auto named = plan->config;
   named.metrics.job = plan->name;
   plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);

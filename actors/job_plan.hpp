@@ -62,7 +62,9 @@ public:
   compute_placement compute;
   std::shared_ptr<comm::data_plane> plane;
   std::shared_ptr<monitoring::training_metrics> metrics;
-  std::unique_ptr<metrics_name_claim> name_claim;
+  /// Shared with the coordinator, which lets go once the run's series left the registry: the
+  /// name is free when both have (a job ended by an exit message completes before that).
+  std::shared_ptr<metrics_name_claim> name_claim;
   std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
   bool launched = false;
 };

@@ -163,9 +163,31 @@ TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_
 // forever), and the job is heard to end.
 TEST_F(caller_system, an_exit_message_ends_the_job_interrupted_only_when_deliberate) {
   const auto data = synthetic(960);
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  auto options = quick("ended");
+  options.metrics = registry;
   for (const auto reason : {caf::exit_reason::user_shutdown,
                             caf::exit_reason::remote_link_unreachable, caf::exit_reason::kill}) {
-    auto job = spawn(long_run(), quick(), data);
+    // The last job's series leave the registry (its workers must not read as up, nor this job's
+    // counters go on from that one's), and then its name is free again: a moment after its
+    // summary, when its coordinator exits after its job actor.
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (herd::monitoring::expose(*registry).find("job=\"ended\"") != std::string::npos &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(herd::monitoring::expose(*registry).find("job=\"ended\""), std::string::npos)
+        << "an ended job's series stay: " << herd::monitoring::expose(*registry);
+    std::optional<herd::job_handle> spawned;
+    while (!spawned) {
+      try {
+        spawned = spawn(long_run(), options, data);
+      } catch (const herd::config::invalid_config& refused) {
+        ASSERT_EQ(refused.errors().front().key, "job_options.name") << refused.what();
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the name stays taken";
+        std::this_thread::sleep_for(10ms);
+      }
+    }
+    auto& job = *spawned;
     ASSERT_TRUE(job.facade->wait_for(200ms) == std::nullopt) << "the job ended by itself";
     caf::anon_send_exit(job.actor, reason);
     const auto summary = job.facade->wait_for(60s);
