@@ -41,7 +41,7 @@ handler_timer coordinator_actor::timed() const {
 void coordinator_actor::close_metrics() {
   if (setup_.metrics && setup_.close_metrics_at_end)
     setup_.metrics->close();
-  setup_.metrics_name.reset();
+  setup_.claims.clear();
 }
 
 void coordinator_actor::on_exit() {

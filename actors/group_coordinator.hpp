@@ -110,9 +110,10 @@ struct coordinator_setup {
   /// The run's series leave the registry when it ends (a job's: its registry may be a service's,
   /// which outlives it). Off, they stay until the process ends.
   bool close_metrics_at_end = false;
-  /// The job's hold on its name in the registry (opaque here), let go once the series are gone:
-  /// at the end of the run, or when the coordinator exits first (its job ended by a message).
-  std::shared_ptr<void> metrics_name;
+  /// The job's holds on its name in the registry and its checkpoint directory (opaque here), let
+  /// go once the series are gone: at the end of the run, after its last checkpoint, or when the
+  /// coordinator exits first (its job ended by a message).
+  std::vector<std::shared_ptr<void>> claims;
   /// Makes the coordinator's join_hook; empty where no node can join (one process): an admission
   /// is refused.
   std::function<std::unique_ptr<join_hook>(coordinator_port&)> joins;

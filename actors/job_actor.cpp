@@ -365,7 +365,7 @@ private:
     // The run's actors have exited (or are told to): the job lets go of its name, which is free
     // for the next job once the coordinator has too, after the run's series left the registry.
     // The plan itself may live a little longer, in their cleanup.
-    plan_->name_claim.reset();
+    plan_->claims.clear();
     call("on_finished", setup_.on_finished, *summary_);
     tell_subscribers(job_finished{shared_->name, final_status, summary_});
     subscribers_.clear();
@@ -498,7 +498,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     coordination.snapshot_interval = options.snapshot_interval;
     coordination.metrics = plan->metrics;
     coordination.close_metrics_at_end = true;
-    coordination.metrics_name = plan->name_claim;
+    coordination.claims.assign(plan->claims.begin(), plan->claims.end());
     if (config.checkpoint.enabled()) {
       auto checkpoints =
           checkpoint_options_for(config, *plan->model, plan->data->train.size());

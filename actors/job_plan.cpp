@@ -5,6 +5,7 @@
 #include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -15,9 +16,9 @@ namespace herd::actors {
 
 namespace {
 
-// The names claimed in each registry, keyed by address: a claim holds its registry, so no other
-// registry takes that address while a claim on it lives.
-using name_table = std::map<const monitoring::registry*, std::set<std::string>>;
+// The names claimed in each scope, keyed by address: a claim holds its scope, so no other object
+// takes that address while a claim on it lives.
+using name_table = std::map<const void*, std::set<std::string>>;
 
 std::mutex& table_mutex() {
   static std::mutex mutex;
@@ -81,24 +82,20 @@ compute_placement::make(const config::run_config& config, const kernels::ops& cp
   return placement;
 }
 
-metrics_name_claim::metrics_name_claim(std::shared_ptr<monitoring::registry> registry,
-                                       std::string name)
-    : registry_(std::move(registry)), name_(std::move(name)) {
+job_claim::job_claim(std::shared_ptr<const void> scope, std::string name,
+                     config::config_error refusal)
+    : scope_(std::move(scope)), name_(std::move(name)) {
   std::lock_guard<std::mutex> guard(table_mutex());
-  if (!table()[registry_.get()].insert(name_).second)
-    throw config::invalid_config(
-        {{"job_options.name",
-          "job_options.name = \"" + name_ +
-              "\": a running job records its metrics under this name in the same registry; "
-              "give each job its own name (job_options.name, or metrics.job)"}});
+  if (!table()[scope_.get()].insert(name_).second)
+    throw config::invalid_config({std::move(refusal)});
 }
 
-metrics_name_claim::~metrics_name_claim() {
+job_claim::~job_claim() {
   std::lock_guard<std::mutex> guard(table_mutex());
-  auto& names = table()[registry_.get()];
+  auto& names = table()[scope_.get()];
   names.erase(name_);
   if (names.empty())
-    table().erase(registry_.get());
+    table().erase(scope_.get());
 }
 
 std::shared_ptr<job_plan> prepare_job(config::run_config config,
@@ -150,7 +147,24 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   // status names comes from them.
   auto registry = options.metrics ? options.metrics : std::make_shared<monitoring::registry>();
   if (options.metrics)
-    plan->name_claim = std::make_shared<metrics_name_claim>(options.metrics, plan->name);
+    plan->claims.push_back(std::make_shared<job_claim>(
+        options.metrics, plan->name,
+        config::config_error{
+            "job_options.name",
+            "job_options.name = \"" + plan->name +
+                "\": a running job records its metrics under this name in the same registry; "
+                "give each job its own name (job_options.name, or metrics.job)"}));
+  if (plan->config.checkpoint.enabled()) {
+    const auto& dir = plan->config.checkpoint.dir;
+    std::error_code ignored;
+    const auto canonical = std::filesystem::weakly_canonical(dir, ignored);
+    plan->claims.push_back(std::make_shared<job_claim>(
+        nullptr, canonical.empty() ? dir : canonical.string(),
+        config::config_error{"checkpoint.dir",
+                             "checkpoint.dir = " + dir +
+                                 ": a running job in this process writes its checkpoints there, "
+                                 "and each would prune the other's; give each job its own"}));
+  }
   auto named = plan->config;
   named.metrics.job = plan->name;
   plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);

@@ -5,6 +5,7 @@
 
 #include "actors/job_actor.hpp"
 #include "comm/data_plane.hpp"
+#include "herd/config.hpp"
 #include "herd/metrics.hpp"
 #include "herd/ops.hpp"
 #include "monitoring/training_metrics.hpp"
@@ -33,20 +34,21 @@ struct compute_placement {
                                 const std::function<std::unique_ptr<kernels::ops>()>& stream_ops);
 };
 
-// A job's name in a metrics registry, held while the job may still record there: two running
-// jobs under one name would add to the same series, and neither's numbers would be its own.
-class metrics_name_claim {
+// What a running job holds in its process that no other running job may: its name in a metrics
+// registry (two jobs under one name would add to the same series, and neither's numbers would be
+// its own), its checkpoint directory (each would prune the other's checkpoints).
+class job_claim {
 public:
-  /// Throws config::invalid_config (key job_options.name) when a running job holds `name` in
-  /// `registry`.
-  metrics_name_claim(std::shared_ptr<monitoring::registry> registry, std::string name);
-  ~metrics_name_claim();
+  /// Claims `name` within `scope` (a registry; null for the process); throws
+  /// config::invalid_config with `refusal` when a running job holds it.
+  job_claim(std::shared_ptr<const void> scope, std::string name, config::config_error refusal);
+  ~job_claim();
 
-  metrics_name_claim(const metrics_name_claim&) = delete;
-  metrics_name_claim& operator=(const metrics_name_claim&) = delete;
+  job_claim(const job_claim&) = delete;
+  job_claim& operator=(const job_claim&) = delete;
 
 private:
-  std::shared_ptr<monitoring::registry> registry_;
+  std::shared_ptr<const void> scope_;
   std::string name_;
 };
 
@@ -63,8 +65,9 @@ public:
   std::shared_ptr<comm::data_plane> plane;
   std::shared_ptr<monitoring::training_metrics> metrics;
   /// Shared with the coordinator, which lets go once the run's series left the registry: the
-  /// name is free when both have (a job ended by an exit message completes before that).
-  std::shared_ptr<metrics_name_claim> name_claim;
+  /// name (and the checkpoint directory) are free when both have (a job ended by an exit message
+  /// completes before that).
+  std::vector<std::shared_ptr<job_claim>> claims;
   std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
   bool launched = false;
 };

@@ -430,6 +430,34 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
   EXPECT_EQ(resumed->wait().stop_reason, "epochs");
 }
 
+// Two running jobs of one process writing to one directory would prune each other's checkpoints
+// before either had written one: the second is refused while the first runs.
+TEST(job_facade, a_checkpoint_directory_a_running_job_writes_to_is_refused) {
+  herd::testing::temp_directory dir;
+  const auto data = synthetic(960);
+  auto running = long_run();
+  running.checkpoint.dir = dir.file("ckpt");
+  const auto first = herd::job::start(running, data, quick("first"));
+  auto second = checkpointed_run(dir);
+  second.train.seed = 7;
+  try {
+    herd::job::start(second, data, quick("second"));
+    ADD_FAILURE() << "a second running job writes to the first one's checkpoint.dir";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "checkpoint.dir");
+    EXPECT_NE(refused.errors()[0].message.find("a running job in this process writes its "
+                                               "checkpoints there"),
+              std::string::npos)
+        << refused.errors()[0].message;
+  }
+  // The same directory by another name is the same directory.
+  second.checkpoint.dir = dir.file("ckpt") + "/../ckpt";
+  EXPECT_THROW(herd::job::start(second, data, quick("third")), herd::config::invalid_config);
+  first->stop();
+  first->wait();
+}
+
 // A service serves predictions from a job's checkpoint through the public API alone: the
 // settings it was taken with, the model they build, and the parameters the run ended with.
 TEST(job_facade, a_checkpoints_model_is_read_back_for_serving) {
