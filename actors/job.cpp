@@ -138,6 +138,21 @@ std::unique_ptr<job> job::start(config::run_config config,
 job::~job() {
   if (!own_)
     return; // a spawned job's facade: the job runs on in the caller's system
+  if (state_->calling.load() == std::this_thread::get_id()) {
+    // Destroyed from one of its own callbacks (a service dropping a finished job from its table
+    // in on_finished): the job waits for the callback, and its actor system cannot be shut down
+    // from one of its own threads. A thread of its own does that once the job has ended.
+    stop();
+    std::thread([own = std::move(own_), state = state_] {
+      {
+        std::unique_lock<std::mutex> lock(state->mutex);
+        state->ended_signal.wait(lock, [&state] { return state->ended; });
+      }
+      own->actor = nullptr;
+      own->system->await_all_actors_done();
+    }).detach();
+    return;
+  }
   if (!wait_for(std::chrono::milliseconds(0))) {
     stop();
     if (!wait_for(std::chrono::seconds(60)))

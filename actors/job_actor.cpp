@@ -425,6 +425,7 @@ private:
   void call(const char* which, const Callback& callback, const Argument& argument) {
     if (!callback)
       return;
+    shared_->calling.store(std::this_thread::get_id()); // every exception is caught below
     try {
       callback(argument);
     } catch (const std::exception& thrown) {
@@ -432,6 +433,7 @@ private:
     } catch (...) {
       callback_failed(std::string("job_options.") + which + " threw a non-standard exception");
     }
+    shared_->calling.store(std::thread::id{});
   }
 
   void callback_failed(const std::string& error) {

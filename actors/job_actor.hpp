@@ -16,12 +16,14 @@
 
 #include <caf/actor_addr.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace herd {
@@ -40,6 +42,9 @@ struct job::shared_state {
   std::vector<float> final_parameters;
   bool ended = false;  // after on_finished returned: wait() may return
   caf::actor_addr actor; // weak: the job actor does not keep itself alive through this
+  /// The thread running one of the job's callbacks, while it does (a facade destroyed there
+  /// must not wait for the job, which waits for the callback).
+  std::atomic<std::thread::id> calling{};
 };
 
 } // namespace herd

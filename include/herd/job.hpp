@@ -118,8 +118,10 @@ public:
                                     job_options options = {});
 
   /// A job start() made is stopped (as stop()) if it is still running, and waited for up to 60 s,
-  /// before its actor system shuts down. The facade of a spawned job (herd::spawn_job) leaves the
-  /// job alone: it runs on in the caller's system.
+  /// before its actor system shuts down. Destroyed from one of its own callbacks (on_finished
+  /// dropping it from a service's table), it returns at once: the job is stopped, and a thread of
+  /// its own shuts its actor system down once it has ended. The facade of a spawned job
+  /// (herd::spawn_job) leaves the job alone: it runs on in the caller's system.
   ~job();
   job(const job&) = delete;
   job& operator=(const job&) = delete;

@@ -15,6 +15,7 @@
 #include <caf/all.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <sstream>
@@ -428,6 +429,38 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
   config.train.epochs = 2;
   const auto resumed = herd::job::start(config, data, resuming);
   EXPECT_EQ(resumed->wait().stop_reason, "epochs");
+}
+
+// A service drops a finished job from its table in on_finished: the job (and its actor system)
+// goes without waiting for the callback that destroys it, which would wait forever.
+TEST(job_facade, a_job_destroyed_from_its_own_on_finished_goes_without_hanging) {
+  const auto data = synthetic(960);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::unique_ptr<herd::job> held;
+  bool started = false;
+  bool dropped = false;
+  auto options = quick("dropped");
+  options.on_finished = [&](const herd::actors::run_summary&) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return started; }); // held is set
+    auto mine = std::move(held);
+    lock.unlock();
+    mine.reset(); // the service lets the job go
+    lock.lock();
+    dropped = true;
+    changed.notify_all();
+  };
+  {
+    auto job = herd::job::start(short_run(), data, options);
+    std::lock_guard<std::mutex> guard(mutex);
+    held = std::move(job);
+    started = true;
+  }
+  changed.notify_all();
+  std::unique_lock<std::mutex> lock(mutex);
+  EXPECT_TRUE(changed.wait_for(lock, 60s, [&] { return dropped; }))
+      << "destroying the job from its on_finished did not return";
 }
 
 // Two running jobs of one process writing to one directory would prune each other's checkpoints
