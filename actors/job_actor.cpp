@@ -366,7 +366,8 @@ private:
     // for the next job once the coordinator has too, after the run's series left the registry.
     // The plan itself may live a little longer, in their cleanup.
     plan_->claims.clear();
-    call("on_finished", setup_.on_finished, *summary_);
+    if (!shared_->abandoned.load())
+      call("on_finished", setup_.on_finished, *summary_);
     tell_subscribers(job_finished{shared_->name, final_status, summary_});
     subscribers_.clear();
     {
@@ -468,6 +469,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
                  const caf::actor& job) {
   job_parts parts;
   auto shut_down = [&] {
+    plan->shared->abandoned.store(true);
     for (const auto& part : parts.run.workers)
       caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
     for (const auto& part : parts.run.aggregators)

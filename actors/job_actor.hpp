@@ -45,6 +45,9 @@ struct job::shared_state {
   /// The thread running one of the job's callbacks, while it does (a facade destroyed there
   /// must not wait for the job, which waits for the callback).
   std::atomic<std::thread::id> calling{};
+  /// Set when spawning the run failed halfway: start() or spawn_job() throws, so no callback
+  /// may tell the caller of a job it never got.
+  std::atomic<bool> abandoned{false};
 };
 
 } // namespace herd

@@ -6,10 +6,12 @@
 #include "checkpoint/format.hpp"
 #include "herd/config.hpp"
 #include "herd/dataset_sources.hpp"
+#include "herd/job.hpp"
 
 #include <atomic>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <thread>
 
 #include "examples/custom_model/two_layer_network.hpp"
 #include "support/gradient_check.hpp"
@@ -38,6 +40,8 @@ public:
     return inner_.initial_parameters(seed);
   }
   std::unique_ptr<herd::models::model_workspace> make_workspace() const override {
+    if (fail_workspace)
+      throw std::runtime_error("no workspace for you");
     return inner_.make_workspace();
   }
   float loss_and_gradient(const herd::kernels::ops& ops, const float* params,
@@ -61,6 +65,7 @@ public:
   // Called from every worker's compute thread and the evaluator's at once.
   mutable std::atomic<std::uint64_t> steps{0};
   mutable std::atomic<std::uint64_t> evaluated_batches{0};
+  bool fail_workspace = false; // a model whose workers cannot start
 
 private:
   example::two_layer_network inner_;
@@ -169,6 +174,21 @@ TEST(custom_model, a_model_that_does_not_fit_the_data_is_refused_naming_both) {
                     HasSubstr("labels 0 to 4")));
   // More classes than the labels use is allowed: the extra scores are never a label.
   EXPECT_EQ(refusal(std::make_shared<example::two_layer_network>(features, 8, 7)), "accepted");
+}
+
+// A job that cannot start (its model's workspace throws as its workers are spawned) throws from
+// job::start, and nothing of it reaches the caller's callbacks: they would tell of a job the
+// caller never got (on_finished used to say "interrupted").
+TEST(custom_model, a_job_that_fails_to_start_calls_no_callback) {
+  auto network = std::make_shared<counted_network>(8);
+  network->fail_workspace = true;
+  herd::job_options options;
+  options.model = network;
+  std::atomic<int> finished{0};
+  options.on_finished = [&finished](const herd::actors::run_summary&) { ++finished; };
+  EXPECT_THROW(herd::job::start(config_for("sync"), clusters(960), options), std::exception);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200)); // a late callback would come now
+  EXPECT_EQ(finished.load(), 0);
 }
 
 } // namespace
