@@ -102,7 +102,7 @@ void coordinator_actor::drop_worker(int index, const std::string& why, bool say_
     drop_checkpoint("worker " + std::to_string(index) + " was lost");
   auto live = live_workers();
   if (live.empty())
-    fail("every worker was lost");
+    fail("every worker was lost; the last, worker " + std::to_string(index) + ": " + why);
   else if (phases_.running())
     consult([this] { return policy_->set_live_workers(live_workers()); });
   else

@@ -19,7 +19,10 @@ namespace herd {
 /// Registers every message type Herd's actors exchange, and Herd's error category, with
 /// `config` (the job messages below stay in the process and need none). Call it once, before the
 /// actor_system is constructed from `config`; spawn_job refuses a system made without it
-/// (std::logic_error): a job's actors in such a system would not get through a run.
+/// (std::logic_error): a job's actors in such a system would not get through a run. It also
+/// registers a renderer for CAF's exit reasons (category "exit"), so that the system renders
+/// them in words ("it was shut down", not "exit_reason(user_shutdown)") in your logs too; it
+/// replaces one your own code registered for that category before.
 void add_message_types(caf::actor_system_config& config);
 
 // -- what a service sends a job actor (atoms: at most 10 characters in CAF 0.17) ----------------

@@ -95,7 +95,9 @@ struct run_summary {
   std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   std::string imbalance = "none";
   std::string stop_reason; // epochs, target-accuracy, max-seconds, interrupted, error
-  std::string error;       // what went wrong when stop_reason == "error"
+  // What went wrong: why the run failed when stop_reason == "error"; otherwise what failed at
+  // its end without failing it (the final evaluation, a callback of job_options), or empty.
+  std::string error;
   /// Why the checkpoint the run ended with could not be written ("" when it was, or none was
   /// due): the state at the end is lost, though the run itself did not fail.
   std::string final_checkpoint_error;

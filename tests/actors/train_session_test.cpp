@@ -320,6 +320,21 @@ TEST(train_session, batch_larger_than_a_shard_is_rejected_before_anything_runs) 
 
 using herd::testing::failing_backward_ops;
 
+// When the last worker is lost, the run's error says why that one was: an embedder's model that
+// throws is named in the summary, not only in a notice.
+TEST(train_session, a_run_that_lost_every_worker_says_why_the_last_was_lost) {
+  auto config = small_config(2, 8);
+  failing_backward_ops ops(1, true);
+  auto options = quick();
+  options.ops = &ops;
+  train_session session(config, synthetic(std::size_t{2} * 8 * 10), options);
+  const auto summary = session.run();
+  EXPECT_EQ(summary.stop_reason, "error");
+  EXPECT_NE(summary.error.find("every worker was lost; the last, worker "), std::string::npos)
+      << summary.error;
+  EXPECT_NE(summary.error.find("injected failure"), std::string::npos) << summary.error;
+}
+
 TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   auto config = small_config(4, 8);
   config.train.epochs = 2;
