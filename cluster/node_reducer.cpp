@@ -76,6 +76,16 @@ public:
   const char* name() const override { return "herd.node_reducer"; }
 
   void on_exit() override {
+    // Reductions and transfers still on the wire end now, not at their deadline: their threads
+    // are joined when this actor goes, and a node that left in the middle of a round waited for
+    // peers that had given the round up (30 s by default) before its process could exit.
+    const std::string why = "node " + std::to_string(setup_.node) + " is shutting down";
+    for (auto& [round, held] : held_)
+      if (held.plane && !held.reduced)
+        held.plane->cancel(round, why);
+    for (auto& [tag, pending] : transfers_)
+      if (pending.plane)
+        pending.plane->cancel(tag, why);
     gate_->close(); // reductions waiting for their turn end now, not at their deadline
     held_.clear();
     transfers_.clear();
