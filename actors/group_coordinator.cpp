@@ -498,8 +498,13 @@ void coordinator_actor::carry_out(action next) {
 void coordinator_actor::stop_workers() {
   const auto live = live_workers();
   const auto next = phases_.stopping(live);
+  // A worker waits for the results of the rounds it answered (across processes the stop can
+  // overtake one), but not where some may never come: rounds abandoned at the stop's deadline,
+  // or a failed run (a reduction that failed in this process delivers nothing).
+  const bool settle = !rounds_abandoned_ && phases_.error().empty();
   for (int index : live)
-    request(workers_[static_cast<std::size_t>(index)], setup_.stop_timeout, stop_atom::value)
+    request(workers_[static_cast<std::size_t>(index)], setup_.stop_timeout, stop_atom::value,
+            settle)
         .then([this, index](const worker_stopped&) { carry_out(phases_.worker_stopped(index)); },
               [this, index](caf::error& failure) {
                 lose_worker(index, "no answer to stop: " + system().render(failure));

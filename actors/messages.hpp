@@ -201,7 +201,8 @@ typename Inspector::result_type inspect(Inspector& f, run_start& x) {
 
 // -- worker lifecycle ---------------------------------------------------------------------------
 
-/// A worker's reply to stop_atom, once its compute thread is idle.
+/// A worker's reply to stop_atom, once its compute thread is idle (and the results it waits for
+/// are in).
 struct worker_stopped {
   std::int32_t worker = 0;
   std::uint64_t steps = 0;
@@ -521,8 +522,9 @@ struct plane_update {
 /// rendezvous asks the registry which ranks' keys are set without waiting (store_peek_atom), and a
 /// failing node tells the registry why it leaves (leave_atom); 10: hellos name the node's machine
 /// and welcomes count the workers on it; 11: the registry tells welcomed nodes that the
-/// coordinator stopped before the run (run_stopped_atom).
-constexpr std::uint32_t cluster_protocol_version = 11;
+/// coordinator stopped before the run (run_stopped_atom); 12: the coordinator's stop says whether
+/// a worker waits for the results of the rounds it answered ((stop_atom, bool)).
+constexpr std::uint32_t cluster_protocol_version = 12;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -124,7 +124,8 @@ public:
         [this](snapshot_atom) { return on_snapshot(); },
         [this](export_atom) { return on_export(); },
         [this](adopt_atom, const worker_state& state) { return adopt(state); },
-        [this](stop_atom) { return on_stop(); },
+        [this](stop_atom) { return on_stop(true); },
+        [this](stop_atom, bool settle) { return on_stop(settle); },
         [this](checkpoint_atom) { return on_checkpoint(); },
     };
   }
@@ -172,6 +173,7 @@ private:
       deferred_.erase(request);
     }
     apply_ready_results();
+    deliver_stop();
   }
 
   parameter_snapshot on_snapshot() const {
@@ -200,10 +202,7 @@ private:
   bool at_rest() const {
     if (!buffer_.at_rest() || !deferred_.empty() || (started_ && !stopping_ && buffer_.step_due()))
       return false;
-    const auto& owed = buffer_.owed_rounds();
-    return pending_results_.size() == owed.size() &&
-           std::all_of(owed.begin(), owed.end(),
-                       [this](std::uint64_t round) { return pending_results_.count(round) > 0; });
+    return pending_results_.size() == buffer_.owed_rounds().size() && results_in();
   }
 
   void deliver_checkpoints() {
@@ -262,15 +261,35 @@ private:
     settle();
   }
 
-  caf::result<worker_stopped> on_stop() {
+  // Answered once no step runs and, when `settle`, every round this worker answered has its result
+  // here. Across processes a result comes through the worker's node and the coordinator's stop
+  // can overtake it; the final evaluation, which follows the stop, must see that round. Without
+  // `settle` (the coordinator gave up on rounds in flight) it waits for no result.
+  caf::result<worker_stopped> on_stop(bool settle) {
     stopping_ = true;
+    stop_settles_ = settle;
     delay_.cancel(); // no step starts after this one: its injected delay may end now
-    if (!buffer_.computing()) {
-      report_unsent();
-      return worker_stopped{setup_.index, buffer_.steps()};
-    }
     stop_promise_ = make_response_promise();
-    return *stop_promise_;
+    auto answer = *stop_promise_;
+    deliver_stop();
+    return answer;
+  }
+
+  void deliver_stop() {
+    if (!stop_promise_ || buffer_.computing() || (stop_settles_ && !results_in()))
+      return;
+    // Last: once the answer is out the owner may destroy what the worker borrowed (its ops).
+    report_unsent();
+    stop_promise_->deliver(worker_stopped{setup_.index, buffer_.steps()});
+    stop_promise_.reset();
+  }
+
+  // Every round answered and not applied yet has its result here (applied at once, or kept for a
+  // wagma blend after a step a stopped worker will not begin).
+  bool results_in() const {
+    const auto& owed = buffer_.owed_rounds();
+    return std::all_of(owed.begin(), owed.end(),
+                       [this](std::uint64_t round) { return pending_results_.count(round) > 0; });
   }
 
   void begin_step_when_due() {
@@ -358,12 +377,7 @@ private:
     ready.late = end.late;
     send(coordinator_, ready);
     apply_ready_results(); // any that arrived while the step ran; may start the next step
-    if (stop_promise_) {
-      // Last: once the answer is out the owner may destroy what the worker borrowed (its ops).
-      report_unsent();
-      stop_promise_->deliver(worker_stopped{setup_.index, buffer_.steps()});
-      stop_promise_.reset();
-    }
+    deliver_stop();
   }
 
   void scale_in_place(models::tensor& tensor, float factor) {
@@ -525,6 +539,7 @@ private:
   clock_type::time_point idle_since_;
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
+  bool stop_settles_ = true; // the stop waits for the results of the rounds answered
   std::vector<caf::typed_response_promise<worker_state>> exports_; // waiting for rounds to apply
   std::vector<caf::typed_response_promise<worker_checkpoint>> checkpoints_; // waiting for rest
   caf::strong_actor_ptr self_while_computing_;

@@ -17,7 +17,10 @@
 //                                     applied; in-process only (its node reducer)
 //   (adopt_atom, worker_state)     -> bool   before its first step: continue from that state (a
 //                                     node joining the running job takes a live peer's)
-//   stop_atom                      -> worker_stopped once no step is running; starts no more
+//   (stop_atom, settle)            -> worker_stopped once no step is running and, with settle,
+//                                     every round it answered has its result (the coordinator's
+//                                     stop can overtake a result that comes through the node);
+//                                     starts no more steps (stop_atom alone: settle)
 //   checkpoint_atom                -> worker_checkpoint   its whole state
 //   (checkpoint_messages.hpp),
 //                                     once it is at rest: no step running, every round it answered

@@ -145,8 +145,9 @@ TEST_F(worker_actor_test, answers_messages_while_its_step_runs) {
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->step, 1u);
   EXPECT_TRUE(ready->late) << "round 0 asked while the step ran, so the gradient missed it";
-  // A late worker does not wait for a round: it is computing again. Stop it before `ops` goes.
-  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+  // A late worker does not wait for a round: it is computing again. Stop it before `ops` goes,
+  // without waiting for the result of round 0, which this test never sends.
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value, false)
       .receive([](const worker_stopped&) {},
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
@@ -175,7 +176,8 @@ TEST_F(worker_actor_test, a_late_gradient_goes_with_the_next_contribution_as_sta
   const auto second = ask(1);
   EXPECT_NE(second.kind, freshness::none);
   EXPECT_GE(second.samples, 16u) << "at least step 1's batch is behind it";
-  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+  // Round 1's result never comes here: a stop that does not wait for it.
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value, false)
       .receive([](const worker_stopped&) {},
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
@@ -203,6 +205,41 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
                   [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   EXPECT_EQ(probe->events(), (std::vector<std::string>{"applied 0", "stopped"}));
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+// Across processes a round's result reaches the worker through its node, and the coordinator's
+// stop can overtake it. The stop is answered once the result is applied, so the final evaluation
+// (which follows the stop) sees the last round: sealed and clear runs of one sync job ended at
+// different accuracies when it did not. A stop that does not settle (the coordinator abandoned
+// rounds that will deliver nothing) is answered at once.
+TEST_F(worker_actor_test, a_stop_that_overtakes_a_rounds_result_is_answered_once_it_is_applied) {
+  for (const bool settle : {true, false}) {
+    auto probe = std::make_shared<event_probe>();
+    auto worker_config = setup(herd::kernels::cpu_ops());
+    worker_config.probe = probe;
+    caf::scoped_actor coordinator{system_};
+    auto worker = spawn_worker(system_, worker_config, coordinator);
+    coordinator->send(worker, start_atom::value);
+    coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
+                                                       [] { ADD_FAILURE() << "no step_ready"; });
+    coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0})
+        .receive([](const contribution& reply) { EXPECT_EQ(reply.kind, freshness::fresh); },
+                 [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+    coordinator->send(worker, stop_atom::value, settle); // before round 0's result
+    const auto before = snapshot(coordinator, worker);   // answered after the stop was handled
+    coordinator->send(
+        worker,
+        round_result{0, host_buffer(std::vector<float>(model_->parameter_count(), 0.5f)), 1});
+    coordinator->receive([](const worker_stopped& report) { EXPECT_EQ(report.steps, 1u); },
+                         caf::after(std::chrono::seconds(10)) >>
+                             [] { ADD_FAILURE() << "the stop was not answered"; });
+    const auto after = snapshot(coordinator, worker);
+    EXPECT_NE(before, after) << "round 0 was applied after the stop";
+    const std::vector<std::string> settled{"applied 0", "stopped"};
+    const std::vector<std::string> at_once{"stopped", "applied 0"};
+    EXPECT_EQ(probe->events(), settle ? settled : at_once) << "settle " << settle;
+    coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+  }
 }
 
 // A node joining a running job: its worker adopts a live peer's exported state (parameters,
@@ -452,7 +489,8 @@ TEST_F(worker_actor_test,
                   ->wait(std::chrono::milliseconds(0))
                   .ok());
   EXPECT_EQ(sent, snapshot(coordinator, worker)) << "step 1's round must read step 1's model";
-  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
+  // The rounds' results never come here: a stop that does not wait for them.
+  coordinator->request(worker, std::chrono::seconds(10), stop_atom::value, false)
       .receive([](const worker_stopped&) {},
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
