@@ -65,9 +65,11 @@ const std::map<std::string, config::key_scope>& scopes() {
           "the accuracy whose time to reach the table shows (0 = no target)"},
          {"imbalance.seed", "seed of every scenario's imbalance generator"}});
     made["simulate"] =
-        scope(with_algorithms({"imbalance", "simulate"}), {"train.workers", "train.batch-size"}, {},
+        scope(with_algorithms({"imbalance", "simulate"}),
+              {"train.workers", "train.batch-size", "train.seed"}, {},
               {{"train.workers", "the job size when simulate.workers is []"},
-               {"train.batch-size", "samples per worker per step, for the samples rounds count"}});
+               {"train.batch-size", "samples per worker per step, for the samples rounds count"},
+               {"train.seed", "seeds the step times drawn from a --step-trace"}});
     made["coordinator"] = scope(
         with_algorithms({"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
         coordinator_cluster, {"train.workers"},

@@ -92,12 +92,12 @@ std::vector<int> job_sizes(const config::run_config& job) {
   return sizes;
 }
 
-// sync's steps per second at each P, for the speedup column.
+// sync's applied steps per second at each P, for the speedup column.
 std::map<int, double> sync_pace(const std::vector<cell>& cells) {
   std::map<int, double> pace;
   for (const auto& c : cells)
     if (c.result.algorithm == "sync")
-      pace[c.result.workers] = c.result.steps_per_second;
+      pace[c.result.workers] = c.result.applied_per_second;
   return pace;
 }
 
@@ -111,14 +111,15 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
   const auto sync = sync_pace(cells);
   out << '\n'
       << std::left << std::setw(10) << "algorithm" << std::right << std::setw(7) << "P"
-      << std::setw(12) << "steps/s" << std::setw(9) << "vs sync" << std::setw(8) << "idle"
+      << std::setw(12) << "steps/s" << std::setw(11) << "applied/s" << std::setw(9) << "vs sync"
+      << std::setw(8) << "idle"
       << std::setw(11) << "waited/bar" << std::setw(9) << "group" << std::setw(16) << "staleness"
       << std::setw(10) << "rounds/s" << std::setw(8) << "late" << std::setw(9) << "sim s" << '\n';
   for (const auto& c : cells) {
     const auto& r = c.result;
     const auto base = sync.find(r.workers);
     const std::string speedup = base != sync.end() && base->second > 0.0
-                                    ? fixed(r.steps_per_second / base->second, 2) + "x"
+                                    ? fixed(r.applied_per_second / base->second, 2) + "x"
                                     : "-";
     const std::string waited =
         r.barrier_seconds > 0.0 ? fixed(r.waited_seconds / r.barrier_seconds, 2) : "-";
@@ -127,17 +128,20 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
                                   (r.staleness_unit == "steps" ? "st" : "rd");
     const double late = r.steps > 0 ? 100.0 * r.late_steps / r.steps : 0.0;
     out << std::left << std::setw(10) << r.algorithm << std::right << std::setw(7) << r.workers
-        << std::setw(12) << fixed(r.steps_per_second, 1) << std::setw(9) << speedup << std::setw(7)
+        << std::setw(12) << fixed(r.steps_per_second, 1) << std::setw(11)
+        << fixed(r.applied_per_second, 1) << std::setw(9) << speedup << std::setw(7)
         << fixed(100.0 * r.idle_fraction, 1) << '%' << std::setw(11) << waited << std::setw(9)
         << fixed(r.mean_group_size, 1) << std::setw(16) << staleness << std::setw(10)
         << fixed(r.rounds / r.seconds, 1) << std::setw(7) << fixed(late, 1) << '%' << std::setw(9)
         << fixed(c.wall_seconds, 2) << '\n';
   }
-  out << "\nsteps/s: local steps of all workers per simulated second; idle: time between steps\n"
-         "over P x the simulated time; waited/bar: idle time over what a barrier would have\n"
-         "imposed on the same steps; group: mean members per round; staleness: mean (max),\n"
-         "in rounds (rd, gradients) or steps (st, models); late: steps whose round closed\n"
-         "without them; sim s: what simulating the cell took here.\n";
+  out << "\nsteps/s: local steps of all workers per simulated second; applied/s: the steps'\n"
+         "worth of samples that rounds took into the model per second (a late gradient that\n"
+         "was discarded is not applied); vs sync: applied/s over sync's at the same P; idle:\n"
+         "time between steps over P x the simulated time; waited/bar: idle time over what a\n"
+         "barrier would have imposed on the same steps; group: mean members per round;\n"
+         "staleness: mean (max), in rounds (rd, gradients) or steps (st, models); late: steps\n"
+         "whose round closed without them; sim s: what simulating the cell took here.\n";
 }
 
 nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,
@@ -163,6 +167,8 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
          {"simulated_seconds", r.seconds},
          {"steps", r.steps},
          {"steps_per_second", r.steps_per_second},
+         {"samples_applied", r.samples_applied},
+         {"applied_steps_per_second", r.applied_per_second},
          {"late_steps", r.late_steps},
          {"idle_fraction", r.idle_fraction},
          {"waited_seconds", r.waited_seconds},
@@ -177,29 +183,31 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
          {"contributions", {{"fresh", r.fresh}, {"stale", r.stale}, {"none", r.none}}},
          {"reduce_seconds", r.reduce_seconds},
          {"events", r.events},
-         {"wall_seconds", c.wall_seconds}});
+         {"host_seconds", c.wall_seconds}});
   }
   return out;
 }
 
-// One data file per algorithm and a script for throughput.png: steps/s against P, log-log.
+// One data file per algorithm and a script for throughput.png: applied steps/s against P,
+// log-log.
 bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
           const std::vector<std::string>& algorithms) {
   std::ostringstream script;
-  script << "# Steps per second against the number of workers, one line per algorithm; herd\n"
+  script << "# Applied steps per second against the number of workers, one line per algorithm;\n"
             "# simulate wrote this.\n"
             "set terminal pngcairo size 900,560\nset output 'throughput.png'\n"
-            "set title 'simulated throughput'\nset xlabel 'workers (P)'\n"
-            "set ylabel 'local steps per second, all workers'\nset logscale xy 2\n"
+            "set title 'simulated throughput: steps applied per second'\n"
+            "set xlabel 'workers (P)'\n"
+            "set ylabel 'steps applied per second, all workers'\nset logscale xy 2\n"
             "set key top left\nset grid\nplot ";
   for (std::size_t i = 0; i < algorithms.size(); ++i) {
     const std::string name = "throughput-" + algorithms[i] + ".dat";
     std::ostringstream data;
-    data << "# workers steps_per_second idle_fraction\n";
+    data << "# workers applied_steps_per_second steps_per_second idle_fraction\n";
     for (const auto& c : cells)
       if (c.result.algorithm == algorithms[i])
-        data << c.result.workers << ' ' << c.result.steps_per_second << ' '
-             << c.result.idle_fraction << '\n';
+        data << c.result.workers << ' ' << c.result.applied_per_second << ' '
+             << c.result.steps_per_second << ' ' << c.result.idle_fraction << '\n';
     write_file_atomically((dir / name).string(), data.str());
     script << (i ? ", " : "") << "'" << name << "' using 1:2 with linespoints title '"
            << algorithms[i] << "'";

@@ -253,6 +253,7 @@ private:
         continue;
       }
       ++(answer.kind == freshness::fresh ? result_.fresh : result_.stale);
+      result_.samples_applied += answer.samples;
       std::uint64_t staleness = 0;
       if (!policy_->exchanges_models())
         staleness = round >= answer.version ? round - answer.version : 0;
@@ -277,6 +278,8 @@ private:
     const auto waiting = ledger_.compare();
     result_.seconds = seconds;
     result_.steps_per_second = static_cast<double>(result_.steps) / seconds;
+    result_.applied_per_second = static_cast<double>(result_.samples_applied) /
+                                 static_cast<double>(config_.train.batch_size) / seconds;
     result_.idle_fraction = idle / (static_cast<double>(workers_.size()) * seconds);
     result_.waited_seconds = waiting.waited_total;
     result_.barrier_seconds = waiting.barrier_total;

@@ -49,6 +49,10 @@ struct result {
   std::uint64_t rounds = 0; // rounds finished
   std::uint64_t rounds_full_sync = 0;
   double steps_per_second = 0.0; // steps / seconds
+  // The samples of the contributions finished rounds took (fresh and stale; as the run report's
+  // `samples`): a late gradient that was discarded never gets here.
+  std::uint64_t samples_applied = 0;
+  double applied_per_second = 0.0; // samples_applied / train.batch-size / seconds: steps' worth
   double idle_fraction = 0.0;    // idle time between steps / (workers * seconds)
   double waited_seconds = 0.0;   // the wait ledger's comparison (docs/report.md, `waiting`)
   double barrier_seconds = 0.0;

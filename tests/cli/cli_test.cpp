@@ -284,6 +284,10 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   EXPECT_EQ(results[5]["algorithm"], "wagma");
   EXPECT_EQ(results[5]["workers"], 16);
   EXPECT_GT(results[5]["steps_per_second"].get<double>(), 0.0);
+  for (const auto& cell : results) // applied: what rounds took, in steps' worth of samples
+    EXPECT_DOUBLE_EQ(cell["applied_steps_per_second"].get<double>(),
+                     cell["samples_applied"].get<double>() / 32 /
+                         cell["simulated_seconds"].get<double>());
   auto help = herd({"simulate", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("simulate.network"));
@@ -318,6 +322,19 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   EXPECT_NEAR(results["results"][0]["steps_per_second"].get<double>(), 2 / 0.030, 2 / 0.030 * 0.03);
   EXPECT_NEAR(results["settings"]["step_seconds"].get<double>(), 0.020, 0.0001);
   EXPECT_EQ(results["settings"]["step_trace"], path("report.json"));
+  // Drawn within a bar, seeded by train.seed: another seed, other times; the same, the same.
+  report["per_worker"][0]["step_histogram"][0]["upper_seconds"] = 0.060;
+  std::ofstream(path("wide.json")) << report.dump();
+  const auto steps_per_second = [&](const std::string& seed) {
+    auto seeded = herd({"simulate", "--algorithms=sync", "--simulate.workers=[2]",
+                        "--simulate.steps=50", "--step-trace", path("wide.json"),
+                        "--train.seed=" + seed, "--out", out});
+    EXPECT_EQ(seeded.exit_code, 0) << seeded.output;
+    std::ifstream file(out + "/results.json");
+    return nlohmann::json::parse(file)["results"][0]["steps_per_second"].get<double>();
+  };
+  EXPECT_NE(steps_per_second("1"), steps_per_second("2"));
+  EXPECT_EQ(steps_per_second("2"), steps_per_second("2"));
 
   std::ofstream(path("not-a-report.json")) << "{\"rounds\": 3}";
   auto wrong = herd({"simulate", "--step-trace", path("not-a-report.json"), "--out", out});

@@ -161,6 +161,30 @@ TEST(Simulation, SyncRunsAtTheSlowWorkersPaceWhileSoloAndMajorityDoNot) {
   EXPECT_GE(sync.waited_seconds, sync.barrier_seconds * 0.99);
 }
 
+// Applied steps count what rounds took into the model: solo discards a late gradient (its steps
+// count in steps/s, not in applied/s), accumulating it keeps it, and sync applies every step.
+TEST(Simulation, AppliedStepsLeaveOutTheLateGradientsSoloDiscards) {
+  const int workers = 8;
+  const auto expect_applied = [&](const result& r, std::uint64_t steps, const std::string& what) {
+    const double applied = r.applied_per_second * r.seconds;
+    // The steps still held at the end (at most a few per worker) are not applied yet.
+    EXPECT_LE(applied, static_cast<double>(steps)) << what;
+    EXPECT_GE(applied, static_cast<double>(steps) - 2.0 * workers) << what;
+    EXPECT_DOUBLE_EQ(applied, static_cast<double>(r.samples_applied) / 32) << what;
+  };
+  const auto sync = simulate(one_slow("sync", workers, 3.0), free_network(300));
+  expect_applied(sync, sync.steps, "sync");
+  auto config = one_slow("solo", workers, 3.0);
+  config.solo.sync_every = 0;
+  const auto discarding = simulate(config, free_network(300));
+  ASSERT_GE(discarding.late_steps, 50u); // the slow worker's steps, most of them
+  expect_applied(discarding, discarding.steps - discarding.late_steps, "solo, discard");
+  config.solo.late_gradients = "accumulate";
+  const auto accumulating = simulate(config, free_network(300));
+  ASSERT_GE(accumulating.late_steps, 50u);
+  expect_applied(accumulating, accumulating.steps, "solo, accumulate");
+}
+
 TEST(Simulation, WagmaGroupsFollowTheButterflyWithAGlobalAverageEveryTenSteps) {
   auto config = job("wagma", 16); // default group size: 4; tau = 10
   const auto r = simulate(config, free_network(100));
