@@ -73,6 +73,26 @@ void scan_bytes(const std::string& text, bool value_only, scanned_text& scan) {
   }
 }
 
+// A number token at text[i] that starts with a zero followed by a digit or a base letter ("010",
+// "0x10", "0b1"): CAF reads it as octal, hex or binary, where a user means decimal. Empty if not.
+std::string non_decimal_number(const std::string& text, std::size_t i) {
+  if (text[i] != '0' || i + 1 >= text.size())
+    return {};
+  const char next = text[i + 1];
+  if (std::isdigit(static_cast<unsigned char>(next)) == 0 &&
+      std::string("xXbBoO").find(next) == std::string::npos)
+    return {};
+  std::size_t start = i;
+  if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+'))
+    --start;
+  if (start > 0 && std::string(" \t=,[{").find(text[start - 1]) == std::string::npos)
+    return {}; // inside a word or a path: not a number of its own
+  std::size_t end = i + 1;
+  while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0)
+    ++end;
+  return text.substr(start, end - start);
+}
+
 // Follows CAF's INI grammar far enough to bound the nesting its parser will recurse into and to
 // see which keys each section sets: quoted strings ("..." with backslash escapes), atoms ('...'),
 // URIs (<...>) and `;` comments are skipped; `[` at the start of a line outside a value is a
@@ -88,6 +108,13 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
   mode current = mode::normal;
   int line = 1;
   int depth = 0;
+  int opened_on = 0;      // the line of the outermost open list or map
+  bool value_seen = true; // something after the last key's '='
+  std::string last_key;   // of the current line
+  const auto problem = [&](const std::string& what) {
+    scan.problems.push_back({line, what});
+    return scan;
+  };
   bool in_value = value_only; // after a key's '=', until the end of its line outside brackets
   bool line_start = !value_only;
   std::string section;
@@ -111,6 +138,12 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') {
+      // CAF's own errors for these name the next line, as an "unexpected newline".
+      if (!value_only && (current == mode::string || current == mode::atom))
+        return problem(std::string("a quoted value (opened by ") +
+                       (current == mode::string ? "\"" : "'") + ") does not close on this line");
+      if (!value_only && in_value && depth == 0 && !value_seen)
+        return problem(last_key + " has no value after its '='");
       ++line;
       if (current != mode::uri) // CAF reads a URI's '<' and the URI on separate lines
         current = mode::normal;
@@ -144,6 +177,13 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
       continue;
     const bool at_line_start = line_start;
     line_start = false;
+    if (in_value && c != ';')
+      value_seen = true;
+    if (c >= '0' && c <= '9' && (in_value || depth > 0)) {
+      if (const auto number = non_decimal_number(text, i); !number.empty())
+        return problem(number + ": a leading 0 would read this number as octal (0x, 0b: as hex, "
+                                "binary); write it in decimal without one");
+    }
     if (c == ';') {
       current = mode::comment;
     } else if (c == '"') {
@@ -166,10 +206,12 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
       section = first == std::string::npos ? "" : header.substr(first, last - first + 1);
       if (section == "global") // CAF's name for the keys before the first header
         section.clear();
-      if (end == std::string::npos)
-        break;
-      i = text[end] == ']' ? end : end - 1; // a header cut by a newline leaves the newline
+      if (end == std::string::npos || text[end] == '\n')
+        return problem("the section header [" + header + " has no closing ]");
+      i = end;
     } else if (c == '[' || c == '{') {
+      if (depth == 0)
+        opened_on = line;
       if (++depth > max_config_nesting) {
         too_deep(depth);
         return scan;
@@ -180,8 +222,10 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
     } else if (c == ']' || c == '}') {
       depth = std::max(0, depth - 1);
     } else if (c == '=') {
-      if (depth == 0)
+      if (depth == 0) {
         in_value = true;
+        value_seen = false;
+      }
       if (!count_setting())
         return scan;
     } else if (at_line_start && !in_value && depth == 0 && is_key_start(c)) {
@@ -192,13 +236,29 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
       std::size_t next = end;
       while (next < text.size() && (text[next] == ' ' || text[next] == '\t'))
         ++next;
-      if (next < text.size() && (text[next] == '=' || text[next] == '{')) {
-        const std::string key = text.substr(i, end - i);
-        scan.keys.push_back({section.empty() ? key : section + "." + key, line});
-      }
+      last_key = text.substr(i, end - i);
+      if (next < text.size() && (text[next] == '=' || text[next] == '{'))
+        scan.keys.push_back({section.empty() ? last_key : section + "." + last_key, line});
+      else if (next >= text.size() || text[next] == '\n')
+        return problem(last_key + " has no value: write " + last_key + " = VALUE");
       i = next - 1;
     }
   }
+  // The text ends inside something (CAF's parser then drops what it was reading, and the section
+  // around it, without a word).
+  if (value_only)
+    return scan;
+  if (current == mode::string || current == mode::atom)
+    return problem(std::string("a quoted value (opened by ") +
+                   (current == mode::string ? "\"" : "'") +
+                   ") does not close: the file ends inside it");
+  if (depth > 0) {
+    line = opened_on;
+    return problem("a list or map that does not close: the file ends inside it (a ] or } is "
+                   "missing)");
+  }
+  if (in_value && !value_seen)
+    return problem(last_key + " has no value after its '='");
   return scan;
 }
 

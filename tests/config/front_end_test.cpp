@@ -187,6 +187,58 @@ TEST_F(front_end, a_carriage_return_that_ends_no_line_is_named) {
   EXPECT_EQ(load("", {"--data.path=/tmp/a\rb"}).data.path, "/tmp/a\rb");
 }
 
+// -- a text that ends inside a value, and numbers in other bases -----------------------------------
+
+// CAF's parser drops what it was reading at the end of a text, and the section around it, without
+// a word: a file cut short on its last line trained the defaults. Each is now named, at its line.
+TEST_F(front_end, a_file_that_ends_inside_a_value_is_refused_naming_the_line) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"[train]\nworkers = 2\nalgorithm = \"solo", "line 3: a quoted value (opened by \") does "
+                                                   "not close: the file ends inside it"},
+      {"[model]\nhidden = [64, 32\n", "line 2: a list or map that does not close"},
+      {"[train]\nworkers = 2\nbogus = [1\n", "line 3: a list or map that does not close"},
+      {"[train]\nworkers = 2\nx = {a = 1", "line 3: a list or map that does not close"},
+      {"[train]\nworkers = 2\nepochs =", "line 3: epochs has no value after its '='"},
+      {"[train]\nworkers = 2\nepochs", "line 3: epochs has no value: write epochs = VALUE"},
+      {"[train]\nworkers = 2\n[data", "line 3: the section header [data has no closing ]"}};
+  for (const auto& [text, expected] : cases) {
+    SCOPED_TRACE(text);
+    const auto file = write("cut.ini", text);
+    EXPECT_THAT(errors_of(file, {}), HasSubstr(file + ": " + expected));
+  }
+}
+
+// The same mistakes inside a file are named at their own line (CAF names the next one, as an
+// "unexpected newline").
+TEST_F(front_end, a_value_cut_by_its_line_end_is_named_at_its_line) {
+  const auto quoted = write("quoted.ini", "[train]\nalgorithm = \"solo\nworkers = 2\n");
+  EXPECT_THAT(errors_of(quoted, {}),
+              HasSubstr(quoted + ": line 2: a quoted value (opened by \") does not close on this "
+                                 "line"));
+  const auto empty = write("empty.ini", "[train]\nepochs = ; later\nworkers = 2\n");
+  EXPECT_THAT(errors_of(empty, {}), HasSubstr(empty + ": line 2: epochs has no value"));
+  const auto header = write("header.ini", "[train\nworkers = 2\n");
+  EXPECT_THAT(errors_of(header, {}), HasSubstr(header + ": line 1: the section header [train has"));
+}
+
+// CAF reads 010 as octal (8), 0x10 as hex: a zero-padded seed gave another run. Refused, in a file
+// and on the command line; a zero, decimals, exponents, paths and strings with such digits pass.
+TEST_F(front_end, numbers_with_a_leading_zero_are_refused_not_read_in_another_base) {
+  const auto file = write("octal.ini", "[train]\nworkers = 2\nseed = 0042\n");
+  EXPECT_THAT(errors_of(file, {}),
+              HasSubstr(file + ": line 3: 0042: a leading 0 would read this number as octal"));
+  for (const char* option : {"--train.workers=010", "--train.lr=0x10", "--metrics.port=09464",
+                             "--model.hidden=064,32", "--train.seed=-0b1"})
+    EXPECT_THAT(errors_of("", {option}), HasSubstr("a leading 0 would read this number")) << option;
+  const auto fine = write("fine.ini", "[train]\nseed = 0\nlr = 0.05\nweight-decay = 1e-05\n"
+                                      "[data]\npath = \"/data/007\"\n");
+  const auto loaded = load(fine, {"--train.momentum=0.09", "--checkpoint.dir=/runs/007"});
+  EXPECT_EQ(loaded.train.seed, 0u);
+  EXPECT_DOUBLE_EQ(loaded.train.lr, 0.05);
+  EXPECT_EQ(loaded.data.path, "/data/007");
+  EXPECT_EQ(loaded.checkpoint.dir, "/runs/007");
+}
+
 // -- duplicate keys -------------------------------------------------------------------------------
 
 TEST_F(front_end, a_key_set_twice_in_a_section_is_refused_naming_both_lines) {
