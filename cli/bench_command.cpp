@@ -173,6 +173,7 @@ struct table_row {
   double barrier_seconds = 0.0;            // median waiting a barrier would have imposed
   std::optional<double> speedup;           // sync's seconds to target over this one's
   std::optional<double> accuracy_vs_sync;  // final accuracy minus sync's, same scenario
+  int cut_short = 0; // repetitions train.max-seconds stopped before their epochs
 };
 
 std::vector<table_row> make_table(const std::vector<bench_run>& runs, const bench_arguments& args) {
@@ -192,6 +193,7 @@ std::vector<table_row> make_table(const std::vector<bench_run>& runs, const benc
           ++row.reached;
         }
         accuracy.push_back(s.final_test_accuracy.value_or(0.0));
+        row.cut_short += s.stop_reason == "max-seconds";
         throughput.push_back(s.samples_per_second);
         wall.push_back(s.wall_seconds);
         waited.push_back(s.waiting.waited_seconds);
@@ -248,7 +250,7 @@ void print_table(std::ostream& out, const std::vector<table_row>& rows, double t
       to_target += " (" + std::to_string(row.reached) + "/" + std::to_string(row.runs) + ")";
     out << std::left << std::setw(12) << row.scenario << std::setw(11) << row.algorithm
         << std::right << std::setw(12) << to_target << std::setw(11)
-        << format(row.final_accuracy, 4) << std::setw(11)
+        << format(row.final_accuracy, 4) + (row.cut_short > 0 ? "*" : "") << std::setw(11)
         << format(row.accuracy_vs_sync ? std::optional<double>(100.0 * *row.accuracy_vs_sync)
                                        : std::nullopt,
                   2, " pp", true)
@@ -256,6 +258,9 @@ void print_table(std::ostream& out, const std::vector<table_row>& rows, double t
         << format(row.speedup, 2, "x") << std::setw(21)
         << format(row.waited_seconds, 1) + " / " + format(row.barrier_seconds, 1) << '\n';
   }
+  if (std::any_of(rows.begin(), rows.end(), [](const table_row& row) { return row.cut_short; }))
+    out << "* train.max-seconds stopped some of its runs before their epochs: its final accuracy\n"
+           "  is not at equal epochs with the others' (results.json: runs[].stop_reason)\n";
 }
 
 std::string csv(const std::vector<table_row>& rows) {
@@ -300,7 +305,8 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<ben
                      {"wall_seconds", row.wall_seconds},
                      {"speedup_vs_sync", optional(row.speedup)},
                      {"waited_seconds", row.waited_seconds},
-                     {"barrier_seconds", row.barrier_seconds}});
+                     {"barrier_seconds", row.barrier_seconds},
+                     {"cut_short", row.cut_short}});
   auto& all = out["runs"] = nlohmann::json::array();
   for (const auto& run : runs) {
     nlohmann::json curve = nlohmann::json::array();
@@ -314,6 +320,8 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<ben
                    {"final_accuracy", optional(run.summary.final_test_accuracy)},
                    {"samples_per_second", run.summary.samples_per_second},
                    {"wall_seconds", run.summary.wall_seconds},
+                   {"stop_reason", run.summary.stop_reason},
+                   {"epochs", run.summary.epochs},
                    {"rounds", run.summary.rounds},
                    {"steps", run.summary.steps},
                    {"waited_seconds", run.summary.waiting.waited_seconds},
@@ -337,7 +345,8 @@ std::string bench_help() {
          "would have imposed on the same steps. Writes results.csv, results.json,\n"
          "accuracy-<scenario>.png (accuracy against each run's own wall time: the median over\n"
          "the repetitions, a band from least to greatest) and, with train.target-accuracy set,\n"
-         "speedup.png (speedup over sync, median with min-max bars), with their data files\n"
+         "speedup.png (the table's speedup over sync, whiskers from the repetitions' own\n"
+         "ratios), with their data files\n"
          "(gnuplot), to the output directory.\n\n"
          "  --config FILE, -c FILE   the job (e.g. config/bench.ini); its [imbalance] section is\n"
          "                           replaced by each scenario's, except the seed\n"

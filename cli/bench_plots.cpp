@@ -14,8 +14,10 @@ namespace herd::cli {
 
 namespace {
 
-// The accuracy of one run at `t` on its own clock: its latest evaluation at or before t; none
-// before its first or after its end (a run's curve stops where the run stopped).
+// The accuracy of one run at `t` on its own clock: its latest evaluation at or before t (after
+// its end, its last one: a finished run holds its final accuracy, so that a median over the
+// repetitions does not become one run's value where the others have stopped); none before its
+// first.
 std::optional<double> accuracy_at(const actors::run_summary& run, double t) {
   std::optional<double> latest;
   for (const auto& point : run.evaluations) {
@@ -23,8 +25,6 @@ std::optional<double> accuracy_at(const actors::run_summary& run, double t) {
       break;
     latest = point.test_accuracy;
   }
-  if (run.evaluations.empty() || t > run.evaluations.back().elapsed_seconds)
-    return std::nullopt;
   return latest;
 }
 
@@ -35,7 +35,8 @@ std::array<double, 3> spread(std::vector<double> values) {
 }
 
 // One scenario's curve of `algorithm` over its repetitions: at every evaluation time of any of
-// them, the median, least and greatest accuracy of those still running ("t median min max n").
+// them, the median, least and greatest accuracy of those that have begun ("t median min max n"),
+// finished ones at their final accuracy.
 std::string curve_data(const std::vector<const bench_run*>& repetitions) {
   std::vector<double> times;
   for (const auto* run : repetitions)
@@ -60,6 +61,19 @@ std::string curve_data(const std::vector<const bench_run*>& repetitions) {
          << '\n';
   }
   return data.str();
+}
+
+// The median time to the target of `algorithm` in `scenario`, over the repetitions that reached it
+// (as the table's).
+std::optional<double> median_time_to_target(const std::vector<bench_run>& runs,
+                                            const std::string& scenario,
+                                            const std::string& algorithm) {
+  std::vector<double> times;
+  for (const auto& run : runs)
+    if (run.scenario == scenario && run.algorithm == algorithm &&
+        run.summary.time_to_target_seconds)
+      times.push_back(*run.summary.time_to_target_seconds);
+  return median(times);
 }
 
 // The speedups over sync of `algorithm` in `scenario`, one per repetition that it and sync's
@@ -103,18 +117,23 @@ std::string speedup_data(const std::vector<bench_run>& runs,
                          const std::vector<std::string>& algorithms, int repeat) {
   std::ostringstream data;
   data << "# scenario, then per algorithm (" << join(algorithms)
-       << "): median min max speedup over sync in time to target, over the repetitions\n"
+       << "): the speedup over sync in time to target as the table gives it (sync's median time\n"
+          "# over the algorithm's), then the least and greatest of the repetitions' own ratios\n"
        << std::setprecision(6);
   for (const auto& scenario : scenarios) {
     data << scenario;
+    const auto sync = median_time_to_target(runs, scenario, "sync");
     for (const auto& algorithm : algorithms) {
-      const auto ratios = speedups(runs, scenario, algorithm, repeat);
-      if (ratios.empty()) {
+      const auto own = median_time_to_target(runs, scenario, algorithm);
+      if (!sync || !own || *own <= 0.0) {
         data << " NaN NaN NaN";
         continue;
       }
-      const auto [mid, low, high] = spread(ratios);
-      data << ' ' << mid << ' ' << low << ' ' << high;
+      const double speedup = *sync / *own;
+      auto ratios = speedups(runs, scenario, algorithm, repeat);
+      ratios.push_back(speedup); // the whiskers reach the bar where no repetition pairs up
+      data << ' ' << speedup << ' ' << *std::min_element(ratios.begin(), ratios.end()) << ' '
+           << *std::max_element(ratios.begin(), ratios.end());
     }
     data << '\n';
   }
@@ -132,8 +151,9 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
             "set terminal pngcairo size 900,560\n"
             "set xlabel 'wall time of the run (s)'\nset ylabel 'test accuracy'\n"
             "set key bottom right\nset grid\n";
-  const std::string band =
-      repeat > 1 ? " (median, band: min to max of " + std::to_string(repeat) + " runs)" : "";
+  const std::string band = repeat > 1 ? " (median, band: min to max of " + std::to_string(repeat) +
+                                            " runs; a finished run stays at its final accuracy)"
+                                      : "";
   std::vector<std::string> pngs;
   for (const auto& scenario : scenarios) {
     std::vector<std::string> lines;
@@ -146,7 +166,9 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
         continue;
       const std::string name = "curve-" + scenario + "-" + algorithm + ".dat";
       write_file_atomically((dir / name).string(), curve_data(repetitions));
-      const std::string colour = "lc " + std::to_string(lines.size() / 2 + 1);
+      // One colour per algorithm in every plot of the bench, its place in the list.
+      const auto place = std::find(algorithms.begin(), algorithms.end(), algorithm);
+      const std::string colour = "lc " + std::to_string(place - algorithms.begin() + 1);
       lines.push_back("'" + name + "' using 1:3:4 with filledcurves " + colour +
                       " fs transparent solid 0.15 noborder notitle");
       lines.push_back("'" + name + "' using 1:2 with lines lw 2 " + colour + " title '" +
@@ -173,11 +195,12 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
   std::vector<std::string> never;
   std::vector<std::string> sync_never; // scenarios with no speedup to draw at all
   for (const auto& scenario : scenarios)
-    if (speedups(runs, scenario, "sync", repeat).empty())
+    if (!median_time_to_target(runs, scenario, "sync"))
       sync_never.push_back(scenario);
   for (std::size_t i = 0; i < algorithms.size(); ++i) {
     const bool reached = std::any_of(scenarios.begin(), scenarios.end(), [&](const auto& scenario) {
-      return !speedups(runs, scenario, algorithms[i], repeat).empty();
+      return median_time_to_target(runs, scenario, algorithms[i]).has_value() &&
+             !std::count(sync_never.begin(), sync_never.end(), scenario);
     });
     if (reached)
       drawn.push_back(i);
@@ -185,19 +208,24 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
       never.push_back(algorithms[i]);
   }
   if (!drawn.empty()) {
-    script << "set output 'speedup.png'\n"
-              "set title 'speedup over sync in time to "
-           << format_target(target) << " (median over the repetitions, bars: min to max)"
-           << (never.empty() ? "" : "; never reached it: " + join(never))
-           << (sync_never.empty() ? "" : "; sync never reached it in " + join(sync_never)) << "'\n"
-           << "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
-              "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
-              "set style fill solid 0.6 border -1\nset yrange [0:*]\n"
-              "set arrow 2 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2\nplot ";
+    // What is missing goes on a line of its own: a long title is cut at the image's edge.
+    std::string missing = never.empty() ? "" : "never reached it: " + join(never);
+    if (!sync_never.empty())
+      missing += (missing.empty() ? "" : "; ") + std::string("sync never reached it in ") +
+                 join(sync_never) + " (no speedup to draw)";
+    script
+        << "set output 'speedup.png'\n"
+           "set title \"speedup over sync in time to "
+        << format_target(target) << " (of median times; whiskers: min to max of the repetitions)"
+        << (missing.empty() ? "" : "\\n" + missing) << "\" noenhanced\n"
+        << "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
+           "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
+           "set style fill solid 0.6 border -1\nset yrange [0:*]\nset offsets 0, 0, graph 0.1, 0\n"
+           "set arrow 2 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2\nplot ";
     for (std::size_t i : drawn)
       script << (i == drawn.front() ? "" : ", ") << "'speedup.dat' using " << 2 + 3 * i << ':'
              << 3 + 3 * i << ':' << 4 + 3 * i << (i == drawn.front() ? ":xtic(1)" : "")
-             << " title '" << algorithms[i] << "'";
+             << " title '" << algorithms[i] << "' lc " << i + 1;
     script << '\n';
     pngs.push_back("speedup.png");
   }
