@@ -168,7 +168,8 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
       write_file_atomically((dir / name).string(), curve_data(repetitions));
       // One colour per algorithm in every plot of the bench, its place in the list.
       const auto place = std::find(algorithms.begin(), algorithms.end(), algorithm);
-      const std::string colour = "lc " + std::to_string(place - algorithms.begin() + 1);
+      const std::string colour =
+          "lc " + plot_colour(static_cast<std::size_t>(place - algorithms.begin()));
       lines.push_back("'" + name + "' using 1:3:4 with filledcurves " + colour +
                       " fs transparent solid 0.15 noborder notitle");
       lines.push_back("'" + name + "' using 1:2 with lines lw 2 " + colour + " title '" +
@@ -225,7 +226,7 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
     for (std::size_t i : drawn)
       script << (i == drawn.front() ? "" : ", ") << "'speedup.dat' using " << 2 + 3 * i << ':'
              << 3 + 3 * i << ':' << 4 + 3 * i << (i == drawn.front() ? ":xtic(1)" : "")
-             << " title '" << algorithms[i] << "' lc " << i + 1;
+             << " title '" << algorithms[i] << "' lc " << plot_colour(i);
     script << '\n';
     pngs.push_back("speedup.png");
   }

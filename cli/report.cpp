@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -440,6 +441,12 @@ void check_writable(const std::string& path) {
   } catch (const std::runtime_error& failure) {
     throw std::runtime_error(path + ": " + failure.what());
   }
+}
+
+std::string plot_colour(std::size_t index) {
+  static const char* const colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                        "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#000000"};
+  return std::string("rgb '") + colours[index % std::size(colours)] + "'";
 }
 
 bool run_gnuplot(const std::string& dir, const std::string& script) {

@@ -51,4 +51,10 @@ void check_writable(const std::string& path);
 /// data stay, ready to plot. For the commands that plot their results (bench, simulate).
 bool run_gnuplot(const std::string& dir, const std::string& script);
 
+/// The gnuplot line colour (`lc rgb '#rrggbb'`) of the index-th series of a plot: ten colours
+/// that are distinct and dark enough on white (gnuplot's own fifth is a pale yellow). Every plot
+/// of one command gives an algorithm its place in the command's list, so it keeps its colour
+/// from plot to plot.
+std::string plot_colour(std::size_t index);
+
 } // namespace herd::cli

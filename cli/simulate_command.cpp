@@ -191,15 +191,19 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
 // One data file per algorithm and a script for throughput.png: applied steps/s against P,
 // log-log.
 bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
-          const std::vector<std::string>& algorithms) {
+          const std::vector<std::string>& algorithms, std::string scenario) {
+  // The title's lines fit the image: the network on a line of its own.
+  if (const auto at = scenario.find("; network "); at != std::string::npos)
+    scenario.replace(at, 2, "\\n");
   std::ostringstream script;
   script << "# Applied steps per second against the number of workers, one line per algorithm;\n"
             "# simulate wrote this.\n"
             "set terminal pngcairo size 900,560\nset output 'throughput.png'\n"
-            "set title 'simulated throughput: steps applied per second'\n"
+            "set title \"simulated throughput: steps applied per second\\n"
+         << scenario << "\" noenhanced\n"
             "set xlabel 'workers (P)'\n"
             "set ylabel 'steps applied per second, all workers'\nset logscale xy 2\n"
-            "set key top left\nset grid\nplot ";
+            "set key top left\nset grid\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\nplot ";
   for (std::size_t i = 0; i < algorithms.size(); ++i) {
     const std::string name = "throughput-" + algorithms[i] + ".dat";
     std::ostringstream data;
@@ -209,8 +213,10 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
         data << c.result.workers << ' ' << c.result.applied_per_second << ' '
              << c.result.steps_per_second << ' ' << c.result.idle_fraction << '\n';
     write_file_atomically((dir / name).string(), data.str());
-    script << (i ? ", " : "") << "'" << name << "' using 1:2 with linespoints title '"
-           << algorithms[i] << "'";
+    // Its own colour and dashes: two algorithms with the same numbers stay visible, one over the
+    // other.
+    script << (i ? ", " : "") << "'" << name << "' using 1:2 with linespoints lw 2 lc "
+           << plot_colour(i) << " dt " << i + 1 << " title '" << algorithms[i] << "'";
   }
   script << '\n';
   return run_gnuplot(dir.string(), script.str());
@@ -317,20 +323,24 @@ int run_simulate(const std::vector<std::string>& raw) {
     how.trace_seed = job.train.seed;
   }
   const auto sizes = job_sizes(job);
+  // What every cell shares: in the header and under the plot's title.
+  std::ostringstream scenario;
+  if (how.trace)
+    scenario << "step times drawn from the " << how.trace->workers() << " worker(s) of "
+             << args.step_trace << " (mean " << fixed(how.step_seconds * 1e3, 2) << " ms), "
+             << job.simulate.steps << " mean step times";
+  else
+    scenario << "steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
+             << " step times";
+  const bool link_set = job.simulate.alpha_us > 0.0 || job.simulate.bandwidth_gbs > 0.0;
+  scenario << "; imbalance " << job.imbalance.kind << "; network " << job.simulate.network
+           << (link_set ? " with simulate.alpha-us/bandwidth-gbs:" : "") << " (alpha "
+           << how.ring.alpha_seconds * 1e6 << " us, " << how.ring.bytes_per_second / 1e9
+           << " GB/s), model " << job.simulate.model_mb << " MB";
   std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
   for (int size : sizes)
     std::cout << ' ' << size;
-  if (how.trace)
-    std::cout << "; step times drawn from the " << how.trace->workers() << " worker(s) of "
-              << args.step_trace << " (mean " << fixed(how.step_seconds * 1e3, 2) << " ms), "
-              << job.simulate.steps << " mean step times";
-  else
-    std::cout << "; steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
-              << " step times";
-  std::cout << "; imbalance " << job.imbalance.kind << "; network " << job.simulate.network
-            << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
-            << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb << " MB"
-            << std::endl;
+  std::cout << "; " << scenario.str() << std::endl;
 
   std::vector<cell> cells;
   for (const auto& algorithm : args.algorithms) {
@@ -355,7 +365,7 @@ int run_simulate(const std::vector<std::string>& raw) {
   write_file_atomically((dir / "results.json").string(),
                         to_json(cells, job, how, args.step_trace).dump(2) + "\n");
   std::cout << "\nwrote " << (dir / "results.json").string() << '\n';
-  if (plot(dir, cells, args.algorithms))
+  if (plot(dir, cells, args.algorithms, scenario.str()))
     std::cout << "wrote " << (dir / "throughput.png").string() << '\n';
   return exit_ok;
 }
