@@ -97,8 +97,10 @@ bench_arguments parse_arguments(const std::vector<std::string>& args) {
                   algorithm) == config::known_algorithms().end())
       throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
                                   "'; allowed: " + join(config::known_algorithms()));
+  refuse_repeats("--algorithms", parsed.algorithms);
   if (parsed.scenarios.empty())
     throw std::invalid_argument("--scenarios: name at least one scenario");
+  refuse_repeats("--scenarios", parsed.scenarios);
   for (const auto& scenario : parsed.scenarios)
     if (std::find(known_scenarios.begin(), known_scenarios.end(), scenario) ==
         known_scenarios.end())

@@ -39,6 +39,14 @@ std::set<std::string> with_algorithms(std::set<std::string> sections) {
   return sections;
 }
 
+// The same without [async]: for the commands that never run it (it runs in one process only, and
+// herd simulate has no model of its parameter server).
+std::set<std::string> with_algorithms_but_async(std::set<std::string> sections) {
+  sections = with_algorithms(std::move(sections));
+  sections.erase("async");
+  return sections;
+}
+
 // The keys a node takes on its own command line: how to reach and trust the cluster. Everything
 // else comes from the coordinator.
 const std::set<std::string> node_keys{
@@ -65,13 +73,14 @@ const std::map<std::string, config::key_scope>& scopes() {
           "the accuracy whose time to reach the table shows (0 = no target)"},
          {"imbalance.seed", "seed of every scenario's imbalance generator"}});
     made["simulate"] =
-        scope(with_algorithms({"imbalance", "simulate"}),
+        scope(with_algorithms_but_async({"imbalance", "simulate"}),
               {"train.workers", "train.batch-size", "train.seed"}, {},
               {{"train.workers", "the job size when simulate.workers is []"},
                {"train.batch-size", "samples per worker per step, for the samples rounds count"},
                {"train.seed", "seeds the step times drawn from a --step-trace"}});
     made["coordinator"] = scope(
-        with_algorithms({"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
+        with_algorithms_but_async(
+            {"train", "data", "model", "metrics", "imbalance", "comm", "checkpoint"}),
         coordinator_cluster, {"train.workers"},
         {{"train.algorithm", "how workers combine their updates: sync, solo, majority, quorum, "
                              "preduce, wagma or local-sgd (async runs in one process only: "

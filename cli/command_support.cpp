@@ -110,6 +110,12 @@ std::string describe_model(const models::model& model) {
          " parameters)";
 }
 
+void refuse_repeats(const std::string& option, const std::vector<std::string>& items) {
+  for (auto item = items.begin(); item != items.end(); ++item)
+    if (std::find(items.begin(), item, *item) != item)
+      throw std::invalid_argument(option + ": " + *item + " is named twice");
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   std::stringstream in(text);

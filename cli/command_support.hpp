@@ -71,6 +71,10 @@ constexpr std::size_t help_columns = 80;
 /// a "usage:" line is continued under its first argument. A word longer than a line overflows it.
 std::string fit_help(const std::string& text, std::size_t columns = help_columns);
 
+/// Throws std::invalid_argument naming `option` when `items` names one item twice
+/// ("--algorithms: sync is named twice"): a repeated entry would only run the same again.
+void refuse_repeats(const std::string& option, const std::vector<std::string>& items);
+
 /// Creates `dir` (--out) and checks that each of `files` can be written in it (check_writable,
 /// report.hpp), so that a command whose runs take hours finds out first. Throws
 /// std::invalid_argument naming --out, the directory or the file, and why.

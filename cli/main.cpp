@@ -8,9 +8,11 @@
 #include "cli/simulate_command.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
+#include "config/front_end.hpp"
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,26 @@ const char* usage =
     "  --help, -h      show this help\n"
     "  --version       show the version\n";
 
+const std::vector<std::string> commands{"train",    "coordinator", "node",    "bench",  "simulate",
+                                        "evaluate", "predict",     "devices", "version"};
+
+// "herd: unknown command 'trian'; did you mean train?" for a near miss.
+std::string unknown_command(const std::string& command) {
+  std::string message = "herd: unknown ";
+  message += command.rfind('-', 0) == 0 ? "option '" : "command '";
+  message += command + "'";
+  std::size_t best = 3; // suggest only near misses
+  std::string closest;
+  for (const auto& name : commands)
+    if (const auto distance = herd::config::edit_distance(command, name); distance < best) {
+      best = distance;
+      closest = name;
+    }
+  if (!closest.empty())
+    message += "; did you mean " + closest + "?";
+  return message + "\n\n";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -53,12 +75,22 @@ int main(int argc, char** argv) {
     std::cout << herd::cli::fit_help(usage);
     return herd::cli::exit_ok;
   }
-  const bool known = command == "train" || command == "coordinator" || command == "node" ||
-                     command == "bench" || command == "simulate" || command == "devices" ||
-                     command == "evaluate" || command == "predict";
+  const bool known = command != "version" &&
+                     std::find(commands.begin(), commands.end(), command) != commands.end();
+  if (command == "version" && !args.empty()) { // it takes no argument
+    const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
+    (help ? std::cout : std::cerr)
+        << (help ? "" : "herd version: unknown argument '" + args[0] + "'\n\n")
+        << herd::cli::fit_help("usage: herd version\n\nShows Herd's version and the CUDA devices "
+                               "this build sees (also herd --version, and --version after any "
+                               "command).\n");
+    return help ? herd::cli::exit_ok : herd::cli::exit_bad_input;
+  }
   if (command == "--version" || command == "version" ||
       (known && std::find(args.begin(), args.end(), "--version") != args.end())) {
-    std::cout << herd::cli::version_text();
+    std::istringstream lines(herd::cli::version_text()); // each line wrapped on its own
+    for (std::string line; std::getline(lines, line);)
+      std::cout << herd::cli::fit_help(line + "\n");
     return herd::cli::exit_ok;
   }
   if (command == "devices")
@@ -77,6 +109,6 @@ int main(int argc, char** argv) {
     return herd::cli::evaluate_command(args);
   if (command == "predict")
     return herd::cli::predict_command(args);
-  std::cerr << "herd: unknown command '" << command << "'\n\n" << usage;
+  std::cerr << unknown_command(command) << herd::cli::fit_help(usage);
   return herd::cli::exit_bad_input;
 }

@@ -57,6 +57,8 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
     if (arg == "--help" || arg == "-h") {
       parsed.help = true;
     } else if (arg == "--print-config") {
+      if (parsed.print_config)
+        throw std::invalid_argument("--print-config is given twice");
       parsed.print_config = true;
     } else if (reader.is("--config") || arg == "-c") {
       parsed.config_file = reader.value(arg == "-c" ? "-c" : "--config", file_hint);

@@ -81,6 +81,7 @@ simulate_arguments parse_arguments(const std::vector<std::string>& args) {
       throw std::invalid_argument("--algorithms: unknown algorithm '" + algorithm +
                                   "'; allowed: " + join(known));
   }
+  refuse_repeats("--algorithms", parsed.algorithms);
   return parsed;
 }
 

@@ -184,6 +184,8 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
         return problem(number + ": a leading 0 would read this number as octal (0x, 0b: as hex, "
                                 "binary); write it in decimal without one");
     }
+    if (c == '#' && at_line_start && !value_only)
+      return problem("a line that starts with #: comments here start with ;");
     if (c == ';') {
       current = mode::comment;
     } else if (c == '"') {
@@ -281,6 +283,22 @@ std::string file_kind(mode_t mode) {
   if (S_ISSOCK(mode))
     return "a socket";
   return "not a regular file";
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
 }
 
 // Declared in config.hpp: validation's messages shorten values too.

@@ -57,4 +57,8 @@ checked_text check_text(const std::string& text, const std::string& origin, std:
 /// wrong with it.
 std::string check_value(const std::string& value, std::size_t known_keys);
 
+/// Insertions, deletions and substitutions from `a` to `b` (Levenshtein): how near a mistyped key
+/// or command is to a real one, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
 } // namespace herd::config

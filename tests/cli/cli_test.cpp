@@ -169,6 +169,43 @@ TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
     EXPECT_THAT(shown.output, HasSubstr("CUDA")) << args.front();
   }
   EXPECT_EQ(herd({"frobnicate", "--version"}).exit_code, 2);
+  // herd version takes no argument (it showed the version for any), and has a help.
+  auto version_help = herd({"version", "--help"});
+  EXPECT_EQ(version_help.exit_code, 0);
+  EXPECT_THAT(version_help.output, HasSubstr("usage: herd version"));
+  auto version_bad = herd({"version", "--frobnicate"});
+  EXPECT_EQ(version_bad.exit_code, 2);
+  EXPECT_THAT(version_bad.output, HasSubstr("herd version: unknown argument '--frobnicate'"));
+  // Every line of it fits 80 columns.
+  std::istringstream lines(herd({"--version"}).output);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), 80u) << line;
+}
+
+// A near miss of a command is answered with the command; an option is not called a command; a
+// list that names an entry twice, or an option given twice, is refused; [async] is a setting only
+// of the commands that run async.
+TEST_F(herd_cli, near_misses_and_repeats_are_named) {
+  auto typo = herd({"trian"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_THAT(typo.output, HasSubstr("herd: unknown command 'trian'; did you mean train?"));
+  EXPECT_THAT(herd({"--frobnicate"}).output, HasSubstr("herd: unknown option '--frobnicate'"));
+  for (const char* command : {"bench", "simulate"}) {
+    auto twice = herd({command, "--algorithms=sync,solo,sync"});
+    EXPECT_EQ(twice.exit_code, 2) << command;
+    EXPECT_THAT(twice.output, HasSubstr("--algorithms: sync is named twice")) << command;
+  }
+  EXPECT_THAT(herd({"bench", "--scenarios=none,none"}).output,
+              HasSubstr("--scenarios: none is named twice"));
+  auto print_twice = herd({"train", "--print-config", "--print-config"});
+  EXPECT_EQ(print_twice.exit_code, 2);
+  EXPECT_THAT(print_twice.output, HasSubstr("--print-config is given twice"));
+  for (const char* command : {"simulate", "coordinator"}) {
+    auto async = herd({command, "--async.lr=0.1"});
+    EXPECT_EQ(async.exit_code, 2) << command;
+    EXPECT_THAT(async.output, HasSubstr("does not use this setting")) << command;
+  }
+  EXPECT_EQ(herd({"train", "--async.lr=0.1", "--print-config"}).exit_code, 0);
 }
 
 TEST_F(herd_cli, devices_lists_the_cpus_blas_gpus_and_what_the_build_supports) {

@@ -219,6 +219,10 @@ TEST_F(front_end, a_value_cut_by_its_line_end_is_named_at_its_line) {
   EXPECT_THAT(errors_of(empty, {}), HasSubstr(empty + ": line 2: epochs has no value"));
   const auto header = write("header.ini", "[train\nworkers = 2\n");
   EXPECT_THAT(errors_of(header, {}), HasSubstr(header + ": line 1: the section header [train has"));
+  // Other INI dialects comment with #; here it is a syntax error, said as such.
+  const auto hash = write("hash.ini", "[train]\n# two workers\nworkers = 2\n");
+  EXPECT_THAT(errors_of(hash, {}),
+              HasSubstr(hash + ": line 2: a line that starts with #: comments here start with ;"));
 }
 
 // CAF reads 010 as octal (8), 0x10 as hex: a zero-padded seed gave another run. Refused, in a file
