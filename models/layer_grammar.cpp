@@ -199,10 +199,17 @@ std::unique_ptr<layer> make_layer(const layer_spec& spec, const shape& input) {
                                   shape_text(input));
     return std::make_unique<conv1d_max>(input, filters, std::move(widths));
   }
+  throw std::invalid_argument(unknown_layer(spec.kind));
+}
+
+std::string unknown_layer(const std::string& kind) {
   std::string known;
-  for (const auto& form : layer_grammar())
+  for (const auto& form : layer_grammar()) {
+    if (form.substr(0, form.find(' ')) == kind)
+      return {};
     known += (known.empty() ? "" : ", ") + form;
-  throw std::invalid_argument("unknown layer \"" + spec.kind + "\"; the layers are: " + known);
+  }
+  return "unknown layer \"" + kind + "\"; the layers are: " + known;
 }
 
 } // namespace herd::models

@@ -403,6 +403,9 @@ std::unique_ptr<sequential> build_sequential(const std::string& name,
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const std::string from =
         i == 0 ? "the data's samples" : position(i - 1, specs.size(), specs[i - 1]);
+    // A name that is no layer is said first: the shape it would have taken is beside the point.
+    if (const auto unknown = unknown_layer(specs[i].kind); !unknown.empty())
+      throw model_error(key, key + ": " + position(i, specs.size(), specs[i]) + ": " + unknown);
     try {
       layers.push_back(make_layer(specs[i], current));
     } catch (const std::invalid_argument& unfit) {

@@ -120,6 +120,10 @@ struct layer_spec {
 /// The layer kinds make_layer() knows, with their grammar, for messages and docs.
 const std::vector<std::string>& layer_grammar();
 
+/// Empty when make_layer() knows `kind`; else why not: "unknown layer \"relux\"; the layers
+/// are: ...".
+std::string unknown_layer(const std::string& kind);
+
 /// The layer `spec` asks for, taking samples of shape `input`. Throws std::invalid_argument
 /// saying what is wrong with the layer (unknown kind, bad arguments, an input shape it cannot
 /// take); the model adds which layer it is.

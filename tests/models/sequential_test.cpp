@@ -126,8 +126,9 @@ TEST(sequential, malformed_layers_are_refused_naming_the_layer) {
   EXPECT_CONTAINS(build_error(layers("flatten,, dense 10"), {784}, 10, &key), "layer 2 is empty");
   EXPECT_EQ(key, "model.layers");
   EXPECT_CONTAINS(build_error(layers("flatten, dense 10,"), {784}, 10), "layer 3 is empty");
+  // An unknown name is said first, without the shape it would have taken.
   EXPECT_CONTAINS(build_error(layers("flatten, lstm 32, dense 10"), {784}, 10),
-                  "layer 2 of 3 (lstm 32)");
+                  "model.layers: layer 2 of 3 (lstm 32): unknown layer");
   EXPECT_CONTAINS(build_error(layers("flatten, lstm 32, dense 10"), {784}, 10),
                   "unknown layer \"lstm\"; the layers are: dense N, relu, flatten, conv FILTERS K "
                   "[stride S] [pad P], maxpool K [stride S], dropout P, embedding VOCAB DIM, "
