@@ -769,6 +769,22 @@ TEST_F(herd_cli, an_interrupted_bench_writes_the_runs_it_finished) {
   EXPECT_FALSE(std::filesystem::exists(out + "/accuracy-none.png"));
 }
 
+// Runs that train.max-seconds stopped before their epochs are marked: their final accuracies are
+// not at equal epochs with the others'. Each run says why it stopped.
+TEST_F(herd_cli, bench_marks_the_runs_max_seconds_cut_short) {
+  const auto out = path("capped");
+  auto result = herd({"bench", "--data.dataset=synthetic", "--train.workers=2",
+                      "--model.hidden=[16]", "--train.epochs=100000", "--train.max-seconds=0.3",
+                      "--algorithms=sync", "--scenarios=none", "--out", out});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("* train.max-seconds stopped some of its runs"));
+  std::ifstream json(out + "/results.json");
+  const auto results = nlohmann::json::parse(json);
+  EXPECT_EQ(results["runs"][0]["stop_reason"], "max-seconds");
+  EXPECT_LT(results["runs"][0]["epochs"].get<double>(), 100000.0);
+  EXPECT_EQ(results["table"][0]["cut_short"], 1);
+}
+
 TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   const auto out = path("bench");
   auto result =
