@@ -131,7 +131,8 @@ std::string speedup_data(const std::vector<bench_run>& runs,
       }
       const double speedup = *sync / *own;
       auto ratios = speedups(runs, scenario, algorithm, repeat);
-      ratios.push_back(speedup); // the whiskers reach the bar where no repetition pairs up
+      if (ratios.empty()) // no repetition reached the target with sync's: the bar alone
+        ratios.push_back(speedup);
       data << ' ' << speedup << ' ' << *std::min_element(ratios.begin(), ratios.end()) << ' '
            << *std::max_element(ratios.begin(), ratios.end());
     }
@@ -217,7 +218,7 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
     script
         << "set output 'speedup.png'\n"
            "set title \"speedup over sync in time to "
-        << format_target(target) << " (of median times; whiskers: min to max of the repetitions)"
+        << format_target(target) << " (of median times; whiskers: the repetitions' own ratios)"
         << (missing.empty() ? "" : "\\n" + missing) << "\" noenhanced\n"
         << "set xlabel 'scenario'\nset ylabel 'speedup over sync (x)'\nset key top left\n"
            "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
   }
   const bool known = command != "version" &&
                      std::find(commands.begin(), commands.end(), command) != commands.end();
-  if (command == "version" && !args.empty()) { // it takes no argument
+  if (command == "version" && !args.empty() &&
+      !(args.size() == 1 && args[0] == "--version")) { // it takes no other argument
     const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
     (help ? std::cout : std::cerr)
         << (help ? "" : "herd version: unknown argument '" + args[0] + "'\n\n")

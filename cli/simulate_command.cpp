@@ -113,9 +113,9 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
   out << '\n'
       << std::left << std::setw(10) << "algorithm" << std::right << std::setw(7) << "P"
       << std::setw(12) << "steps/s" << std::setw(11) << "applied/s" << std::setw(9) << "vs sync"
-      << std::setw(8) << "idle"
-      << std::setw(11) << "waited/bar" << std::setw(9) << "group" << std::setw(16) << "staleness"
-      << std::setw(10) << "rounds/s" << std::setw(8) << "late" << std::setw(9) << "sim s" << '\n';
+      << std::setw(8) << "idle" << std::setw(11) << "waited/bar" << std::setw(9) << "group"
+      << std::setw(16) << "staleness" << std::setw(10) << "rounds/s" << std::setw(8) << "late"
+      << std::setw(9) << "sim s" << '\n';
   for (const auto& c : cells) {
     const auto& r = c.result;
     const auto base = sync.find(r.workers);
@@ -193,7 +193,15 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
 // log-log.
 bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
           const std::vector<std::string>& algorithms, std::string scenario) {
-  // The title's lines fit the image: the network on a line of its own.
+  // As written inside gnuplot's double quotes (a --step-trace path may hold a quote), and in lines
+  // that fit the image: the network on a line of its own.
+  std::string quoted;
+  for (char c : scenario) {
+    if (c == '"' || c == '\\')
+      quoted += '\\';
+    quoted += c;
+  }
+  scenario = quoted;
   if (const auto at = scenario.find("; network "); at != std::string::npos)
     scenario.replace(at, 2, "\\n");
   std::ostringstream script;
@@ -201,7 +209,8 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
             "# simulate wrote this.\n"
             "set terminal pngcairo size 900,560\nset output 'throughput.png'\n"
             "set title \"simulated throughput: steps applied per second\\n"
-         << scenario << "\" noenhanced\n"
+         << scenario
+         << "\" noenhanced\n"
             "set xlabel 'workers (P)'\n"
             "set ylabel 'steps applied per second, all workers'\nset logscale xy 2\n"
             "set key top left\nset grid\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\nplot ";
@@ -273,9 +282,11 @@ std::string simulate_help() {
          "Simulates the configured job on a virtual clock: the real grouping policies and the\n"
          "workers' send-buffer rules, with step times from simulate.step-ms and [imbalance] and\n"
          "reductions from an alpha-beta ring (simulate.network). For each algorithm and each\n"
-         "job size in simulate.workers it prints steps/s, the speedup over sync, idle time\n"
-         "against a barrier's, group sizes, staleness and rounds, and writes results.json and\n"
-         "throughput.png (with gnuplot) to the output directory. See docs/simulation.md.\n\n"
+         "job size in simulate.workers it prints the steps finished and applied per second\n"
+         "(a late gradient that was discarded is not applied), the speedup over sync in\n"
+         "applied steps, idle time against a barrier's, group sizes, staleness and rounds,\n"
+         "and writes results.json and throughput.png (with gnuplot) to the output directory.\n"
+         "See docs/simulation.md.\n\n"
          "  --config FILE, -c FILE   the job: the same file as herd train's, plus [simulate]\n"
          "  --algorithms LIST        comma-separated (default sync,solo,majority,preduce,wagma;\n"
          "                           allowed: "

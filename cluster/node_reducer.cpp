@@ -215,6 +215,11 @@ private:
         use_generation(order.generation);
       } catch (const std::exception& failure) {
         gate_->done(order.generation, order.sequence);
+        // The aggregator aborts the round on this refusal, and its commit to skip finds no round
+        // here: this node's members are told now (a worker stopping waits for every result).
+        for (std::int32_t worker : order.deliver_to)
+          if (auto handle = setup_.workers.find(worker); handle != setup_.workers.end())
+            send(handle->second, round_result{round, nullptr, order.members});
         return refusal(round, failure.what());
       }
     }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,24 +74,30 @@ void scan_bytes(const std::string& text, bool value_only, scanned_text& scan) {
   }
 }
 
-// A number token at text[i] that starts with a zero followed by a digit or a base letter ("010",
-// "0x10", "0b1"): CAF reads it as octal, hex or binary, where a user means decimal. Empty if not.
-std::string non_decimal_number(const std::string& text, std::size_t i) {
-  if (text[i] != '0' || i + 1 >= text.size())
-    return {};
-  const char next = text[i + 1];
-  if (std::isdigit(static_cast<unsigned char>(next)) == 0 &&
-      std::string("xXbBoO").find(next) == std::string::npos)
-    return {};
-  std::size_t start = i;
-  if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+'))
-    --start;
-  if (start > 0 && std::string(" \t=,[{").find(text[start - 1]) == std::string::npos)
-    return {}; // inside a word or a path: not a number of its own
-  std::size_t end = i + 1;
-  while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0)
-    ++end;
-  return text.substr(start, end - start);
+// Whether `token` (a whole value, or a list's element) is an integer CAF reads in another base
+// where a user means decimal: a leading zero and digits ("010", octal), 0x... or 0b....
+bool non_decimal(std::string token) {
+  if (!token.empty() && (token[0] == '-' || token[0] == '+'))
+    token.erase(0, 1);
+  if (token.size() < 2 || token[0] != '0')
+    return false;
+  const auto all_of = [&token](std::size_t from, const char* allowed) {
+    return token.size() > from && token.find_first_not_of(allowed, from) == std::string::npos;
+  };
+  return all_of(1, "0123456789") ||
+         ((token[1] == 'x' || token[1] == 'X') && all_of(2, "0123456789abcdefABCDEF")) ||
+         ((token[1] == 'b' || token[1] == 'B') && all_of(2, "01"));
+}
+
+// The token of a file's value that starts at text[i]: up to the next delimiter.
+std::string token_at(const std::string& text, std::size_t i) {
+  const auto end = text.find_first_of(" \t\n,]};", i);
+  return text.substr(i, end == std::string::npos ? std::string::npos : end - i);
+}
+
+std::string non_decimal_problem(const std::string& token) {
+  return token + ": a leading 0 would read this number as octal (0x, 0b: as hex, binary); write "
+                 "it in decimal without one";
 }
 
 // Follows CAF's INI grammar far enough to bound the nesting its parser will recurse into and to
@@ -144,6 +151,8 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
                        (current == mode::string ? "\"" : "'") + ") does not close on this line");
       if (!value_only && in_value && depth == 0 && !value_seen)
         return problem(last_key + " has no value after its '='");
+      if (depth == 0)
+        last_key.clear();
       ++line;
       if (current != mode::uri) // CAF reads a URI's '<' and the URI on separate lines
         current = mode::normal;
@@ -179,10 +188,13 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
     line_start = false;
     if (in_value && c != ';')
       value_seen = true;
-    if (c >= '0' && c <= '9' && (in_value || depth > 0)) {
-      if (const auto number = non_decimal_number(text, i); !number.empty())
-        return problem(number + ": a leading 0 would read this number as octal (0x, 0b: as hex, "
-                                "binary); write it in decimal without one");
+    // A number of its own in a file's value (a command-line value is checked whole: check_value).
+    // A sign belongs to it only where the sign starts a token ("-010", not the "-05" of 1e-05).
+    const std::size_t start = i > 0 && (text[i - 1] == '-' || text[i - 1] == '+') ? i - 1 : i;
+    if (!value_only && (in_value || depth > 0) && c >= '0' && c <= '9' &&
+        (start == 0 || std::string(" \t\n=,[{").find(text[start - 1]) != std::string::npos)) {
+      if (const auto token = token_at(text, i); non_decimal(token))
+        return problem(non_decimal_problem(token));
     }
     if (c == '#' && at_line_start && !value_only)
       return problem("a line that starts with #: comments here start with ;");
@@ -224,6 +236,8 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
     } else if (c == ']' || c == '}') {
       depth = std::max(0, depth - 1);
     } else if (c == '=') {
+      if (at_line_start && depth == 0 && !value_only)
+        return problem("an '=' with no key before it");
       if (depth == 0) {
         in_value = true;
         value_seen = false;
@@ -250,6 +264,8 @@ scanned_text scan_text(const std::string& text, bool value_only, std::size_t kno
   // around it, without a word).
   if (value_only)
     return scan;
+  if (current == mode::uri)
+    return problem("a <...> value that does not close: the file ends inside it (a > is missing)");
   if (current == mode::string || current == mode::atom)
     return problem(std::string("a quoted value (opened by ") +
                    (current == mode::string ? "\"" : "'") +
@@ -387,6 +403,10 @@ checked_text check_text(const std::string& text, const std::string& origin,
         {"", origin + ": line " + std::to_string(problem.line) + ": " + problem.what});
   if (!checked.problems.empty())
     return checked;
+  // CAF's parser drops a value it is still reading at the end of the text ("x = tr", "x = 1e-")
+  // and its section; with a line end after it, such a value is the syntax error it is.
+  if (!checked.text.empty() && checked.text.back() != '\n')
+    checked.text += '\n';
   // A key set twice is reported, naming both lines, and left out: which of its values the parser
   // kept is beside the point.
   for (const auto& [name, line] : scan.keys) {
@@ -405,7 +425,29 @@ std::string check_value(const std::string& value, std::size_t known_keys) {
   if (value.size() > max_config_bytes)
     return "the value is " + too_large(value.size());
   const scanned_text scan = scan_text(value, true, known_keys);
-  return scan.problems.empty() ? std::string{} : scan.problems.front().what;
+  if (!scan.problems.empty())
+    return scan.problems.front().what;
+  // A number, or a list of numbers ("010", "064,32", "[0x10]"), is checked for another base; any
+  // other value ("007_data", "/runs/007", "run,01") is a string to CAF, whatever its digits.
+  std::string list = value;
+  if (list.size() >= 2 && list.front() == '[' && list.back() == ']')
+    list = list.substr(1, list.size() - 2);
+  std::vector<std::string> elements;
+  std::istringstream in(list);
+  for (std::string element; std::getline(in, element, ',');) {
+    const auto first = element.find_first_not_of(" \t");
+    const auto last = element.find_last_not_of(" \t");
+    element = first == std::string::npos ? "" : element.substr(first, last - first + 1);
+    const std::size_t digit = !element.empty() && (element[0] == '-' || element[0] == '+') ? 1 : 0;
+    if (element.size() <= digit || std::isdigit(static_cast<unsigned char>(element[digit])) == 0 ||
+        element.find_first_not_of("0123456789abcdefABCDEFxXoO.+-", digit) != std::string::npos)
+      return {}; // not a number: the whole value is no list of numbers
+    elements.push_back(element);
+  }
+  for (const auto& element : elements)
+    if (non_decimal(element))
+      return non_decimal_problem(element);
+  return {};
 }
 
 } // namespace herd::config

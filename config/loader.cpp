@@ -125,7 +125,9 @@ void assign_settings(const caf::settings& settings, const std::string& prefix,
   }
 }
 
-std::string describe_parser_error(const caf::error& error) {
+// `lines`: the text's lines. CAF names an unexpected line end as the first column of the next
+// line; it is said here as the end of the line it ends (past the last line, that is the last).
+std::string describe_parser_error(const caf::error& error, std::size_t lines) {
   // CAF renders e.g. parser_error(unexpected_character, ({"column" = 8, "line" = 7})): keep the
   // reason in words and the position.
   const std::string text = caf::to_string(error);
@@ -145,8 +147,11 @@ std::string describe_parser_error(const caf::error& error) {
   };
   const std::string line = number_after("line");
   const std::string column = number_after("column");
-  const std::string where =
+  std::string where =
       line.empty() ? "" : "line " + line + (column.empty() ? "" : ", column " + column) + ": ";
+  if (!line.empty() && std::stoul(line) > 1 &&
+      ((reason == "unexpected newline" && column == "1") || (lines > 0 && std::stoul(line) > lines)))
+    where = "line " + std::to_string(std::stoul(line) - 1) + ", at its end: ";
   return where + "syntax error (" + reason +
          "); files use INI syntax: [section] headers, key = value, strings in double quotes";
 }
@@ -162,7 +167,9 @@ void read_settings(const std::string& text, const std::string& origin, load_stat
   std::istringstream in(checked.text);
   auto settings = caf::actor_system_config::parse_config(in);
   if (!settings) {
-    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error())});
+    const auto lines = static_cast<std::size_t>(
+        std::count(checked.text.begin(), checked.text.end(), '\n'));
+    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error(), lines)});
     return;
   }
   for (const auto& [key, line] : checked.key_lines)

@@ -188,9 +188,13 @@ private:
     policy::group_outcome outcome;
     outcome.members = found->second.planned.members;
     const auto& answers = found->second.answers;
-    for (std::size_t position = 0; position < answers.size(); ++position)
+    for (std::size_t position = 0; position < answers.size(); ++position) {
       outcome.contributions.push_back(
           {outcome.members[position], answers[position]->kind, answers[position]->step});
+      // Applied once the round finishes, as the run report counts `samples`.
+      if (answers[position]->kind != freshness::none)
+        result_.samples_applied += answers[position]->samples;
+    }
     ++result_.rounds;
     result_.rounds_full_sync += found->second.planned.kind == policy::round_kind::full_sync;
     rounds_.erase(found);
@@ -253,7 +257,6 @@ private:
         continue;
       }
       ++(answer.kind == freshness::fresh ? result_.fresh : result_.stale);
-      result_.samples_applied += answer.samples;
       std::uint64_t staleness = 0;
       if (!policy_->exchanges_models())
         staleness = round >= answer.version ? round - answer.version : 0;

@@ -50,7 +50,8 @@ struct result {
   std::uint64_t rounds_full_sync = 0;
   double steps_per_second = 0.0; // steps / seconds
   // The samples of the contributions finished rounds took (fresh and stale; as the run report's
-  // `samples`): a late gradient that was discarded never gets here.
+  // `samples`): a late gradient that was discarded never gets here; one scaled down under
+  // late-gradients = scale counts in full, as its samples do in a run.
   std::uint64_t samples_applied = 0;
   double applied_per_second = 0.0; // samples_applied / train.batch-size / seconds: steps' worth
   double idle_fraction = 0.0;    // idle time between steps / (workers * seconds)

@@ -200,7 +200,12 @@ TEST_F(front_end, a_file_that_ends_inside_a_value_is_refused_naming_the_line) {
       {"[train]\nworkers = 2\nx = {a = 1", "line 3: a list or map that does not close"},
       {"[train]\nworkers = 2\nepochs =", "line 3: epochs has no value after its '='"},
       {"[train]\nworkers = 2\nepochs", "line 3: epochs has no value: write epochs = VALUE"},
-      {"[train]\nworkers = 2\n[data", "line 3: the section header [data has no closing ]"}};
+      {"[train]\nworkers = 2\n[data", "line 3: the section header [data has no closing ]"},
+      {"[train]\nworkers = 2\nx = <abc", "line 3: a <...> value that does not close"},
+      // Values CAF stops reading at the end of the text: with a line end after them, CAF's own
+      // syntax error.
+      {"[train]\nworkers = 2\nx = tr", "line 3, at its end: syntax error"},
+      {"[train]\nworkers = 2\nlr = 1e-", "line 3, at its end: syntax error"}};
   for (const auto& [text, expected] : cases) {
     SCOPED_TRACE(text);
     const auto file = write("cut.ini", text);
@@ -217,6 +222,11 @@ TEST_F(front_end, a_value_cut_by_its_line_end_is_named_at_its_line) {
                                  "line"));
   const auto empty = write("empty.ini", "[train]\nepochs = ; later\nworkers = 2\n");
   EXPECT_THAT(errors_of(empty, {}), HasSubstr(empty + ": line 2: epochs has no value"));
+  const auto bare = write("bare.ini", "[train]\nworkers = tr\nepochs = 1\n");
+  EXPECT_THAT(errors_of(bare, {}),
+              HasSubstr(bare + ": line 2, at its end: syntax error (unexpected newline)"));
+  const auto keyless = write("keyless.ini", "[train]\nworkers = 2\n= 3\n");
+  EXPECT_THAT(errors_of(keyless, {}), HasSubstr(keyless + ": line 3: an '=' with no key before it"));
   const auto header = write("header.ini", "[train\nworkers = 2\n");
   EXPECT_THAT(errors_of(header, {}), HasSubstr(header + ": line 1: the section header [train has"));
   // Other INI dialects comment with #; here it is a syntax error, said as such.
@@ -231,6 +241,8 @@ TEST_F(front_end, numbers_with_a_leading_zero_are_refused_not_read_in_another_ba
   const auto file = write("octal.ini", "[train]\nworkers = 2\nseed = 0042\n");
   EXPECT_THAT(errors_of(file, {}),
               HasSubstr(file + ": line 3: 0042: a leading 0 would read this number as octal"));
+  const auto listed = write("listed.ini", "[model]\nhidden = [256,\n064]\n");
+  EXPECT_THAT(errors_of(listed, {}), HasSubstr(listed + ": line 3: 064: a leading 0"));
   for (const char* option : {"--train.workers=010", "--train.lr=0x10", "--metrics.port=09464",
                              "--model.hidden=064,32", "--train.seed=-0b1"})
     EXPECT_THAT(errors_of("", {option}), HasSubstr("a leading 0 would read this number")) << option;
@@ -239,8 +251,12 @@ TEST_F(front_end, numbers_with_a_leading_zero_are_refused_not_read_in_another_ba
   const auto loaded = load(fine, {"--train.momentum=0.09", "--checkpoint.dir=/runs/007"});
   EXPECT_EQ(loaded.train.seed, 0u);
   EXPECT_DOUBLE_EQ(loaded.train.lr, 0.05);
+  EXPECT_DOUBLE_EQ(loaded.train.weight_decay, 1e-05);
   EXPECT_EQ(loaded.data.path, "/data/007");
   EXPECT_EQ(loaded.checkpoint.dir, "/runs/007");
+  // On the command line a value that is not a number is a string, whatever its digits.
+  for (const char* path : {"007_data", "0001.npy", "0b_cache", "run,01"})
+    EXPECT_EQ(load("", {std::string("--data.path=") + path}).data.path, path);
 }
 
 // -- duplicate keys -------------------------------------------------------------------------------
