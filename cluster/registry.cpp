@@ -180,8 +180,13 @@ void registry_actor::on_down(const caf::down_msg& down) {
                           : down.reason           ? system().render(down.reason)
                                                   : std::string("it left the job");
   if (phase_ == registry_phase::gathering) {
+    // Numbers are places in the list until the cluster forms: those after it move up one.
+    std::string moved;
+    for (std::size_t later = index + 1; later < nodes_.size(); ++later)
+      moved += (moved.empty() ? "; " : ", ") + nodes_[later].hello.name + " is node " +
+               std::to_string(later - 1) + " now";
     notice(label(index) + " left before the cluster formed: " + why + "; " +
-           nodes_of_min_nodes(nodes_.size() - 1));
+           nodes_of_min_nodes(nodes_.size() - 1) + moved);
     nodes_.erase(lost);
   } else if (ledger_.joining() == index) {
     // Once admitted, the coordinator's transfer fails and says so (join_done).
