@@ -106,178 +106,241 @@ std::string non_decimal_problem(const std::string& token) {
 // section header. The count errs on the high side where the text is not valid CAF anyway, and
 // CAF's parser stops at the first error, so it never recurses deeper than counted here.
 // `value_only`: the text is one value (a command-line override), not a file.
-scanned_text scan_text(const std::string& text, bool value_only, std::size_t known_keys) {
-  scanned_text scan;
-  scan_bytes(text, value_only, scan);
-  if (!scan.problems.empty())
-    return scan;
-  enum class mode { normal, string, atom, uri, comment };
-  mode current = mode::normal;
-  int line = 1;
-  int depth = 0;
-  int opened_on = 0;      // the line of the outermost open list or map
-  bool value_seen = true; // something after the last key's '='
-  std::string last_key;   // of the current line
-  const auto problem = [&](const std::string& what) {
-    scan.problems.push_back({line, what});
-    return scan;
-  };
-  bool in_value = value_only; // after a key's '=', until the end of its line outside brackets
-  bool line_start = !value_only;
-  std::string section;
-  const auto too_deep = [&](int levels) {
-    scan.problems.push_back({line, "nested more than " + std::to_string(max_config_nesting) +
-                                       " levels deep (" + std::to_string(levels) +
-                                       " or more); no setting nests lists, maps or sections "
-                                       "that deep"});
-  };
-  // Every `=` and `{` outside strings and comments: at least as many as the parser's settings.
-  int settings = 0;
-  const auto count_setting = [&] {
-    if (++settings <= max_config_settings)
-      return true;
-    scan.problems.push_back({line, "more than " + std::to_string(max_config_settings) +
-                                       " settings (key = value); there are " +
-                                       std::to_string(known_keys) +
-                                       " keys, and each may be set once"});
-    return false;
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      // CAF's own errors for these name the next line, as an "unexpected newline".
-      if (!value_only && (current == mode::string || current == mode::atom))
-        return problem(std::string("a quoted value (opened by ") +
-                       (current == mode::string ? "\"" : "'") + ") does not close on this line");
-      if (!value_only && in_value && depth == 0 && !value_seen)
-        return problem(last_key + " has no value after its '='");
-      if (depth == 0)
-        last_key.clear();
-      ++line;
-      if (current != mode::uri) // CAF reads a URI's '<' and the URI on separate lines
-        current = mode::normal;
-      if (depth == 0 && current == mode::normal) {
-        in_value = value_only;
-        line_start = !value_only;
-      }
-      continue;
+//
+// Each step returns false once it has found a problem: the scan stops at the first.
+class text_scanner {
+public:
+  text_scanner(const std::string& text, bool value_only, std::size_t known_keys)
+      : text_(text), value_only_(value_only), known_keys_(known_keys), in_value_(value_only),
+        line_start_(!value_only) {}
+
+  scanned_text scan() && {
+    scan_bytes(text_, value_only_, scan_);
+    if (!scan_.problems.empty())
+      return std::move(scan_);
+    for (std::size_t i = 0; i < text_.size(); ++i) {
+      const char c = text_[i];
+      const bool go_on = c == '\n' ? end_line() : skipped(c, i) || outside_quotes(c, i);
+      if (!go_on)
+        return std::move(scan_);
     }
-    switch (current) {
+    end_text();
+    return std::move(scan_);
+  }
+
+private:
+  enum class mode { normal, string, atom, uri, comment };
+
+  bool fail(const std::string& what) {
+    scan_.problems.push_back({line_, what});
+    return false;
+  }
+
+  std::string unclosed_quote() const {
+    return std::string("a quoted value (opened by ") + (current_ == mode::string ? "\"" : "'") +
+           ")";
+  }
+
+  bool end_line() {
+    // CAF's own errors for these name the next line, as an "unexpected newline".
+    if (!value_only_ && (current_ == mode::string || current_ == mode::atom))
+      return fail(unclosed_quote() + " does not close on this line");
+    if (!value_only_ && in_value_ && depth_ == 0 && !value_seen_)
+      return fail(last_key_ + " has no value after its '='");
+    if (depth_ == 0)
+      last_key_.clear();
+    ++line_;
+    if (current_ != mode::uri) // CAF reads a URI's '<' and the URI on separate lines
+      current_ = mode::normal;
+    if (depth_ == 0 && current_ == mode::normal) {
+      in_value_ = value_only_;
+      line_start_ = !value_only_;
+    }
+    return true;
+  }
+
+  // Inside a comment, a string, an atom or a URI: whether `c` (and an escaped character after it)
+  // belonged there.
+  bool skipped(char c, std::size_t& i) {
+    switch (current_) {
+    case mode::normal:
+      return false;
     case mode::comment:
-      continue;
+      break;
     case mode::string:
-      if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
+      if (c == '\\' && i + 1 < text_.size() && text_[i + 1] != '\n')
         ++i;
       else if (c == '"')
-        current = mode::normal;
-      continue;
+        current_ = mode::normal;
+      break;
     case mode::atom:
       if (c == '\'')
-        current = mode::normal;
-      continue;
+        current_ = mode::normal;
+      break;
     case mode::uri:
       if (c == '>')
-        current = mode::normal;
-      continue;
-    case mode::normal:
+        current_ = mode::normal;
       break;
     }
+    return true;
+  }
+
+  bool outside_quotes(char c, std::size_t& i) {
     if (c == ' ' || c == '\t')
-      continue;
-    const bool at_line_start = line_start;
-    line_start = false;
-    if (in_value && c != ';')
-      value_seen = true;
-    // A number of its own in a file's value (a command-line value is checked whole: check_value).
-    // A sign belongs to it only where the sign starts a token ("-010", not the "-05" of 1e-05).
-    const std::size_t start = i > 0 && (text[i - 1] == '-' || text[i - 1] == '+') ? i - 1 : i;
-    if (!value_only && (in_value || depth > 0) && c >= '0' && c <= '9' &&
-        (start == 0 || std::string(" \t\n=,[{").find(text[start - 1]) != std::string::npos)) {
-      if (const auto token = token_at(text, i); non_decimal(token))
-        return problem(non_decimal_problem(token));
-    }
-    if (c == '#' && at_line_start && !value_only)
-      return problem("a line that starts with #: comments here start with ;");
-    if (c == ';') {
-      current = mode::comment;
-    } else if (c == '"') {
-      current = mode::string;
-    } else if (c == '\'') {
-      current = mode::atom;
-    } else if (c == '<') {
-      current = mode::uri;
-    } else if (c == '[' && depth == 0 && at_line_start) {
-      // A section header, "[train]" or "[a.b.c]": CAF recurses once per dot.
-      const auto end = text.find_first_of("]\n", i + 1);
-      const std::string header = text.substr(i + 1, end == std::string::npos ? end : end - i - 1);
-      const auto levels = 1 + static_cast<int>(std::count(header.begin(), header.end(), '.'));
-      if (levels > max_config_nesting) {
-        too_deep(levels);
-        return scan;
-      }
-      const auto first = header.find_first_not_of(" \t");
-      const auto last = header.find_last_not_of(" \t");
-      section = first == std::string::npos ? "" : header.substr(first, last - first + 1);
-      if (section == "global") // CAF's name for the keys before the first header
-        section.clear();
-      if (end == std::string::npos || text[end] == '\n')
-        return problem("the section header [" + header + " has no closing ]");
-      i = end;
-    } else if (c == '[' || c == '{') {
-      if (depth == 0)
-        opened_on = line;
-      if (++depth > max_config_nesting) {
-        too_deep(depth);
-        return scan;
-      }
-      // `key { ... }` is a setting as much as `key = { ... }`.
-      if (c == '{' && !count_setting())
-        return scan;
-    } else if (c == ']' || c == '}') {
-      depth = std::max(0, depth - 1);
-    } else if (c == '=') {
-      if (at_line_start && depth == 0 && !value_only)
-        return problem("an '=' with no key before it");
-      if (depth == 0) {
-        in_value = true;
-        value_seen = false;
-      }
-      if (!count_setting())
-        return scan;
-    } else if (at_line_start && !in_value && depth == 0 && is_key_start(c)) {
-      // "key = value" or "key { ... }": a setting of the current section.
-      std::size_t end = i + 1;
-      while (end < text.size() && is_key_char(text[end]))
-        ++end;
-      std::size_t next = end;
-      while (next < text.size() && (text[next] == ' ' || text[next] == '\t'))
-        ++next;
-      last_key = text.substr(i, end - i);
-      if (next < text.size() && (text[next] == '=' || text[next] == '{'))
-        scan.keys.push_back({section.empty() ? last_key : section + "." + last_key, line});
-      else if (next >= text.size() || text[next] == '\n')
-        return problem(last_key + " has no value: write " + last_key + " = VALUE");
-      i = next - 1;
+      return true;
+    const bool at_line_start = line_start_;
+    line_start_ = false;
+    if (in_value_ && c != ';')
+      value_seen_ = true;
+    if (!decimal_number_at(i))
+      return false;
+    if (c == '#' && at_line_start && !value_only_)
+      return fail("a line that starts with #: comments here start with ;");
+    switch (c) {
+    case ';':
+      current_ = mode::comment;
+      return true;
+    case '"':
+      current_ = mode::string;
+      return true;
+    case '\'':
+      current_ = mode::atom;
+      return true;
+    case '<':
+      current_ = mode::uri;
+      return true;
+    case '[':
+      return depth_ == 0 && at_line_start ? section_header(i) : open(c);
+    case '{':
+      return open(c);
+    case ']':
+    case '}':
+      depth_ = std::max(0, depth_ - 1);
+      return true;
+    case '=':
+      return equals_sign(at_line_start);
+    default:
+      return !at_line_start || in_value_ || depth_ != 0 || !is_key_start(c) || key(i);
     }
   }
+
+  // A number of its own in a file's value (a command-line value is checked whole: check_value).
+  // A sign belongs to it only where the sign starts a token ("-010", not the "-05" of 1e-05).
+  bool decimal_number_at(std::size_t i) {
+    const char c = text_[i];
+    if (value_only_ || !(in_value_ || depth_ > 0) || c < '0' || c > '9')
+      return true;
+    const std::size_t start = i > 0 && (text_[i - 1] == '-' || text_[i - 1] == '+') ? i - 1 : i;
+    if (start != 0 && std::string(" \t\n=,[{").find(text_[start - 1]) == std::string::npos)
+      return true;
+    const auto token = token_at(text_, i);
+    return !non_decimal(token) || fail(non_decimal_problem(token));
+  }
+
+  // A section header, "[train]" or "[a.b.c]": CAF recurses once per dot.
+  bool section_header(std::size_t& i) {
+    const auto end = text_.find_first_of("]\n", i + 1);
+    const std::string header = text_.substr(i + 1, end == std::string::npos ? end : end - i - 1);
+    const auto levels = 1 + static_cast<int>(std::count(header.begin(), header.end(), '.'));
+    if (levels > max_config_nesting)
+      return too_deep(levels);
+    const auto first = header.find_first_not_of(" \t");
+    const auto last = header.find_last_not_of(" \t");
+    section_ = first == std::string::npos ? "" : header.substr(first, last - first + 1);
+    if (section_ == "global") // CAF's name for the keys before the first header
+      section_.clear();
+    if (end == std::string::npos || text_[end] == '\n')
+      return fail("the section header [" + header + " has no closing ]");
+    i = end;
+    return true;
+  }
+
+  // A list's '[' or a map's '{'.
+  bool open(char c) {
+    if (depth_ == 0)
+      opened_on_ = line_;
+    if (++depth_ > max_config_nesting)
+      return too_deep(depth_);
+    // `key { ... }` is a setting as much as `key = { ... }`.
+    return c != '{' || count_setting();
+  }
+
+  bool equals_sign(bool at_line_start) {
+    if (at_line_start && depth_ == 0 && !value_only_)
+      return fail("an '=' with no key before it");
+    if (depth_ == 0) {
+      in_value_ = true;
+      value_seen_ = false;
+    }
+    return count_setting();
+  }
+
+  // "key = value" or "key { ... }" at text_[i]: a setting of the current section.
+  bool key(std::size_t& i) {
+    std::size_t end = i + 1;
+    while (end < text_.size() && is_key_char(text_[end]))
+      ++end;
+    std::size_t next = end;
+    while (next < text_.size() && (text_[next] == ' ' || text_[next] == '\t'))
+      ++next;
+    last_key_ = text_.substr(i, end - i);
+    if (next < text_.size() && (text_[next] == '=' || text_[next] == '{'))
+      scan_.keys.push_back({section_.empty() ? last_key_ : section_ + "." + last_key_, line_});
+    else if (next >= text_.size() || text_[next] == '\n')
+      return fail(last_key_ + " has no value: write " + last_key_ + " = VALUE");
+    i = next - 1;
+    return true;
+  }
+
+  bool too_deep(int levels) {
+    return fail("nested more than " + std::to_string(max_config_nesting) + " levels deep (" +
+                std::to_string(levels) +
+                " or more); no setting nests lists, maps or sections that deep");
+  }
+
+  // Every `=` and `{` outside strings and comments: at least as many as the parser's settings.
+  bool count_setting() {
+    if (++settings_ <= max_config_settings)
+      return true;
+    return fail("more than " + std::to_string(max_config_settings) +
+                " settings (key = value); there are " + std::to_string(known_keys_) +
+                " keys, and each may be set once");
+  }
+
   // The text ends inside something (CAF's parser then drops what it was reading, and the section
   // around it, without a word).
-  if (value_only)
-    return scan;
-  if (current == mode::uri)
-    return problem("a <...> value that does not close: the file ends inside it (a > is missing)");
-  if (current == mode::string || current == mode::atom)
-    return problem(std::string("a quoted value (opened by ") +
-                   (current == mode::string ? "\"" : "'") +
-                   ") does not close: the file ends inside it");
-  if (depth > 0) {
-    line = opened_on;
-    return problem("a list or map that does not close: the file ends inside it (a ] or } is "
-                   "missing)");
+  void end_text() {
+    if (value_only_)
+      return;
+    if (current_ == mode::uri)
+      fail("a <...> value that does not close: the file ends inside it (a > is missing)");
+    else if (current_ == mode::string || current_ == mode::atom)
+      fail(unclosed_quote() + " does not close: the file ends inside it");
+    else if (depth_ > 0) {
+      line_ = opened_on_;
+      fail("a list or map that does not close: the file ends inside it (a ] or } is missing)");
+    } else if (in_value_ && !value_seen_)
+      fail(last_key_ + " has no value after its '='");
   }
-  if (in_value && !value_seen)
-    return problem(last_key + " has no value after its '='");
-  return scan;
+
+  const std::string& text_;
+  const bool value_only_;
+  const std::size_t known_keys_;
+  scanned_text scan_;
+  mode current_ = mode::normal;
+  int line_ = 1;
+  int depth_ = 0;
+  int opened_on_ = 0;      // the line of the outermost open list or map
+  int settings_ = 0;       // see count_setting()
+  bool value_seen_ = true; // something after the last key's '='
+  bool in_value_;          // after a key's '=', until the end of its line outside brackets
+  bool line_start_;        // nothing but blanks yet on this line (files only)
+  std::string last_key_;   // of the current line
+  std::string section_;    // the last header's, "" before the first
+};
+
+scanned_text scan_text(const std::string& text, bool value_only, std::size_t known_keys) {
+  return text_scanner(text, value_only, known_keys).scan();
 }
 
 std::string too_large(std::uint64_t bytes) {
