@@ -131,6 +131,13 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   } else {
     plan->model = make_model(plan->config, plan->data->train);
   }
+  // make_model() checked the training set's tokens.
+  const std::string model_key = embedded                            ? plan->setup.model_key
+                                : plan->config.model.layers.empty() ? "model.preset"
+                                                                    : "model.layers";
+  if (embedded)
+    check_token_input(*plan->model, plan->data->train, true, plan->config, model_key);
+  check_token_input(*plan->model, plan->data->test, false, plan->config, model_key);
   const auto& initial_key = plan->setup.initial_parameters_key;
   check_initial_parameters(*plan->model, options.initial_parameters, initial_key);
   if (options.resume && !options.initial_parameters.empty())

@@ -69,6 +69,8 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
                    "starts with an embedding layer: model.preset = \"textcnn\", or "
                    "model.layers = \"embedding 256 32, ...\" (docs/models.md)"}});
   }
+  check_token_input(*built, data, true, config,
+                    choice.layers.empty() ? "model.preset" : "model.layers");
   return built;
 }
 
@@ -97,6 +99,24 @@ void check_model_fits(const models::model& model, const models::train_test_split
   }
   if (model.parameter_count() == 0)
     throw config::invalid_config({{key, key + ": " + who + " has no parameters to train"}});
+}
+
+void check_token_input(const models::model& model, const models::dataset& set, bool training,
+                       const config::run_config& config, const std::string& model_key) {
+  const auto* layers = dynamic_cast<const models::sequential*>(&model);
+  if (layers == nullptr || !layers->takes_tokens())
+    return;
+  const bool files = config.data.dataset == "npy";
+  const auto& path = training ? config.data.train_features : config.data.test_features;
+  try {
+    models::check_token_rows(set, layers->vocabulary(), files ? path : set.name);
+  } catch (const models::data_error& bad) {
+    const std::string key = set.ragged() ? model_key
+                            : !files     ? "data.dataset"
+                            : training   ? "data.train-features"
+                                         : "data.test-features";
+    throw config::invalid_config({{key, key + ": " + bad.what()}});
+  }
 }
 
 std::string index_list(const std::vector<std::int32_t>& indices) {

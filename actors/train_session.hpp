@@ -161,4 +161,13 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
 void check_model_fits(const models::model& model, const models::train_test_split& data,
                       const std::string& key);
 
+/// For a sequential model that takes tokens: every sample of `set` (the training set, or the
+/// test set) is a token sequence it can read (models::check_token_rows), checked once before the
+/// run rather than failing a worker at the batch that holds a bad value. make_model() checks the
+/// training set it is given. Throws config::invalid_config naming the file (data.train-features,
+/// data.test-features) or, for texts whose bytes the model's vocabulary does not cover,
+/// `model_key`.
+void check_token_input(const models::model& model, const models::dataset& set, bool training,
+                       const config::run_config& config, const std::string& model_key);
+
 } // namespace herd::actors

@@ -441,7 +441,7 @@ int run_bench(const std::vector<std::string>& raw) {
     return exit_interrupted;
   if (!data)
     return exit_bad_input;
-  const auto model = make_model_or_report("bench", job, data->train);
+  const auto model = make_model_or_report("bench", job, *data);
   if (!model)
     return exit_bad_input;
   std::cout << "herd bench: " << job.train.workers << " workers x batch " << job.train.batch_size

@@ -96,9 +96,12 @@ std::shared_ptr<const models::train_test_split> load_data(const config::run_conf
 
 std::shared_ptr<const models::model> make_model_or_report(const std::string& name,
                                                           const config::run_config& config,
-                                                          const models::dataset& train) {
+                                                          const models::train_test_split& data) {
   try {
-    return actors::make_model(config, train);
+    auto model = actors::make_model(config, data.train);
+    actors::check_token_input(*model, data.test, false, config,
+                              config.model.layers.empty() ? "model.preset" : "model.layers");
+    return model;
   } catch (const config::invalid_config& invalid) {
     print_config_errors(name, invalid);
     return nullptr;

@@ -123,11 +123,12 @@ std::vector<std::string> split_list(const std::string& text);
 /// {"a", "b"} -> "a, b".
 std::string join(const std::vector<std::string>& items);
 
-/// The model [model] asks for over the training set's samples, or null after printing every
+/// The model [model] asks for over the training set's samples, both sets' token sequences checked
+/// when it takes tokens (actors::check_token_input), or null after printing every
 /// problem (an unknown preset, a layer that does not fit) as "herd <name>: ..." on stderr.
 std::shared_ptr<const models::model> make_model_or_report(const std::string& name,
                                                           const config::run_config& config,
-                                                          const models::dataset& train);
+                                                          const models::train_test_split& data);
 
 /// "mlp 1x28x28: flatten, dense 256, relu, dense 128, relu, dense 10 (235146 parameters)".
 std::string describe_model(const models::model& model);

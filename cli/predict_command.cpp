@@ -7,6 +7,7 @@
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "herd/predict.hpp"
+#include "herd/sequential.hpp"
 #include "models/npy.hpp"
 
 #include <algorithm>
@@ -48,47 +49,29 @@ void check(const predict_options& options) {
                                 ": the file must end in .csv or .npy (the format it is written in)");
 }
 
-// Rows of token ids for a model trained on texts, checked as the run's texts were (bytes 0 to
-// 255, then -1 at the end as padding) and made `width` wide: a shorter text is padded, and a
-// longer one cut to its first `width` tokens, as training cuts texts at data.max-length (`cut`
-// counts them). Throws data_error naming the file, the sample and the place.
+// Rows of token ids for a model that takes tokens, checked as the run's were
+// (models::check_token_rows) and made as wide as the model's sequences: a shorter row is padded,
+// and a longer one cut to its first tokens, as training cuts texts at data.max-length (`cut` counts
+// them). Throws data_error naming the file, the sample and the place.
 models::tensor token_rows(const std::string& path, const models::npy_samples& samples,
-                          std::size_t width, std::size_t& cut) {
-  constexpr float last_token = 255.0f;
-  const std::string rule = " (the run's texts are bytes: token ids 0 to 255, padded at the end "
-                           "with -1)";
+                          const models::sequential& model, std::size_t& cut) {
   if (samples.bytes)
     throw models::data_error(path + " holds uint8 values, which herd scales as pixels and which "
-                                    "cannot hold the padding -1; write the token ids as float32" +
-                             rule);
+                                    "cannot hold the padding -1; write the token ids as float32");
   const auto& given = samples.values;
+  models::check_token_rows(given, model.vocabulary(), path);
+  const std::size_t width = models::elements(model.input_shape());
   models::tensor rows({given.rows(), width});
   cut = 0;
   for (std::size_t r = 0; r < given.rows(); ++r) {
     const float* in = given.row(r);
-    float* out = rows.row(r);
-    std::size_t length = 0;
-    for (std::size_t t = 0; t < given.cols(); ++t) {
-      const float id = in[t];
-      const std::string where = path + ": sample " + std::to_string(r) + ", position " +
-                                std::to_string(t) + ": ";
-      if (id == -1.0f)
-        continue;
-      if (!(id >= 0.0f && id <= last_token) || id != static_cast<float>(static_cast<int>(id))) {
-        std::ostringstream value;
-        value << id;
-        throw models::data_error(where + value.str() + " is not a token id" + rule);
-      }
-      if (length != t)
-        throw models::data_error(where + "a token after the padding" + rule);
-      ++length;
-    }
-    if (length == 0)
-      throw models::data_error(path + ": sample " + std::to_string(r) + " has no tokens" + rule);
+    const std::size_t length =
+        static_cast<std::size_t>(std::find_if(in, in + given.cols(), [](float v) { return v < 0; }) -
+                                 in);
     cut += length > width ? 1 : 0;
     const std::size_t kept = std::min(given.cols(), width);
-    std::copy(in, in + kept, out);
-    std::fill(out + kept, out + width, -1.0f);
+    std::copy(in, in + kept, rows.row(r));
+    std::fill(rows.row(r) + kept, rows.row(r) + width, -1.0f);
   }
   return rows;
 }
@@ -97,12 +80,14 @@ models::tensor token_rows(const std::string& path, const models::npy_samples& sa
 // training data's normalisation. Throws data_error naming the file.
 models::tensor model_inputs(const std::string& path, const checkpoint_model& loaded) {
   auto samples = models::read_npy_samples(path, loaded.config.data.max_bytes);
-  if (loaded.data->train.ragged()) {
+  const auto* layers = dynamic_cast<const models::sequential*>(loaded.model.get());
+  if (layers != nullptr && layers->takes_tokens()) {
     std::size_t cut = 0;
-    auto rows = token_rows(path, samples, models::elements(loaded.model->input_shape()), cut);
+    auto rows = token_rows(path, samples, *layers, cut);
     if (cut > 0)
-      std::cerr << "herd predict: " << cut << " text(s) of " << path << " longer than "
-                << "data.max-length = " << rows.cols() << " tokens: cut to it, as in training\n";
+      std::cerr << "herd predict: " << cut << " sample(s) of " << path << " longer than the "
+                << "model's " << rows.cols() << " tokens (data.max-length for texts): cut to "
+                << "their first " << rows.cols() << ", as in training\n";
     return rows;
   }
   const auto& wanted = loaded.model->input_shape();

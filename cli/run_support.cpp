@@ -129,7 +129,7 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     if (auto note = epoch_coverage_note(run.config, run.data->train.size()); !note.empty())
       std::cerr << "herd " << command << ": note: " << note << '\n';
   }
-  run.model = make_model_or_report(command, run.config, run.data->train);
+  run.model = make_model_or_report(command, run.config, *run.data);
   if (!run.model)
     return bad_input();
   // Before the session: a port in use is bad input, found before any training.

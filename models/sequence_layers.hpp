@@ -29,6 +29,7 @@ public:
   /// unit variance.
   void initialise(float* params, std::mt19937_64& rng) const override;
   bool takes_tokens() const override { return true; }
+  std::size_t vocabulary() const override { return vocab_; }
   /// T steps (1 <= T <= L) to T x dim.
   std::size_t output_elements(std::size_t input_elements) const override;
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,

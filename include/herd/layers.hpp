@@ -77,6 +77,9 @@ public:
   /// True when the layer reads the batch's token ids (pass::sequences) rather than its input's
   /// values: the model then takes batches of token sequences, and the layer must come first.
   virtual bool takes_tokens() const { return false; }
+  /// For a layer that takes tokens: how many ids it knows (0 to vocabulary() - 1); 0 where it
+  /// bounds them no further than kernels::largest_token.
+  virtual std::size_t vocabulary() const { return 0; }
   /// The elements per sample of this layer's output for `input_elements` per sample of input.
   /// Throws std::invalid_argument for a width the layer cannot take. By default the layer takes
   /// exactly elements(input_shape()) and gives elements(output_shape()).

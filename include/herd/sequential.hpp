@@ -3,6 +3,7 @@
 // grammar).
 #pragma once
 
+#include "herd/dataset.hpp"
 #include "herd/layers.hpp"
 #include "herd/model.hpp"
 
@@ -48,6 +49,9 @@ public:
   /// 1 to elements(input_shape()) steps wide, each row a sequence of token ids padded at its end
   /// with negative values, and the model computes over the batch's longest sequence only.
   bool takes_tokens() const { return tokens_; }
+  /// With takes_tokens(): the ids the first layer knows, 0 to vocabulary() - 1 (0: any id up to
+  /// kernels::largest_token); 0 otherwise.
+  std::size_t vocabulary() const { return tokens_ ? layers_.front()->vocabulary() : 0; }
   const std::vector<std::unique_ptr<layer>>& layers() const { return layers_; }
   /// Where layer i's slice starts in the parameter buffer.
   std::size_t parameter_offset(std::size_t layer) const { return offsets_.at(layer); }
@@ -72,6 +76,14 @@ private:
   std::size_t parameter_count_ = 0;
   bool tokens_ = false;
 };
+
+/// Checks token sequences as a model that takes tokens (`vocabulary` as
+/// sequential::vocabulary()) reads them, before any step does: each value a token id (a whole
+/// number below the vocabulary) or padding (any negative value), padding only at the end of a
+/// row, and at least one token in each row. Dense rows, or a dataset's token texts. Throws
+/// data_error naming `source` (the file), the sample and the position.
+void check_token_rows(const tensor& rows, std::size_t vocabulary, const std::string& source);
+void check_token_rows(const dataset& data, std::size_t vocabulary, const std::string& source);
 
 /// The layers of a model.layers text: layers separated by commas, each a kind and its
 /// arguments separated by spaces ("flatten, dense 128, relu, dense 10"). Throws model_error

@@ -6,6 +6,7 @@
 #include "herd/sequential.hpp"
 #include "models/fortunes.hpp"
 
+#include <algorithm>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -70,8 +71,7 @@ TEST(model_config, texts_need_a_model_that_reads_token_ids) {
   const auto texts = herd::models::make_text_dataset({"short", "a longer text", "mid size"},
                                                      {0, 1, 0}, 2, 64, "texts/train");
   EXPECT_EQ(make_model(with({"--model.preset=textcnn"}), texts)->name(), "textcnn");
-  for (const auto& [setting, key] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [setting, key] : std::vector<std::pair<std::string, std::string>>{
            {"--model.preset=mlp", "model.preset"},
            {"--model.layers=dense 16, relu, dense 2", "model.layers"}}) {
     const auto refused = refusal(with({setting}), texts);
@@ -80,6 +80,48 @@ TEST(model_config, texts_need_a_model_that_reads_token_ids) {
                                            "\"texts/train\" holds texts of token ids"));
     EXPECT_THAT(refused.message, HasSubstr("model.preset = \"textcnn\""));
   }
+}
+
+// Token sequences given as dense rows (data.dataset = npy) are checked when the model is made:
+// a bad value used to fail the worker whose batch held it, and the run went on without it.
+TEST(model_config, token_rows_are_checked_before_the_run_naming_the_file_sample_and_place) {
+  herd::models::dataset rows;
+  rows.images = herd::models::tensor({3, 4});
+  rows.labels = {0, 1, 0};
+  rows.classes = 2;
+  const std::vector<float> good = {5, 9, -1, -1, 1, -1, -3, -1, 0, 1, 2, 3};
+  std::copy(good.begin(), good.end(), rows.images.data());
+  auto config =
+      with({"--model.layers=embedding 10 4, conv1d-max 2 3, relu, dense 2", "--data.dataset=npy",
+            "--data.train-features=tokens.npy", "--data.train-labels=l.npy",
+            "--data.test-features=t.npy", "--data.test-labels=tl.npy"});
+  EXPECT_EQ(make_model(config, rows)->parameter_count(), 10u * 4 + 2 * 3 * 4 + 2 + 2 * 2 + 2);
+  struct bad_value {
+    std::size_t at;
+    float value;
+    std::string message;
+  };
+  for (const auto& [at, value, message] : std::vector<bad_value>{
+           {1, 3.5f,
+            "tokens.npy: sample 0, position 1: 3.5 is not a token id: token ids are "
+            "whole numbers from 0 to 9 (the model's embedding knows 10)"},
+           {9, 10.0f, "tokens.npy: sample 2, position 1: 10 is not a token id"},
+           {1, 0.2f, "save token ids as float32"},
+           {6, 4.0f, "tokens.npy: sample 1, position 2: a token after the padding"},
+           {4, -1.0f, "tokens.npy: sample 1 has no tokens"}}) {
+    auto bad = rows;
+    bad.images.data()[at] = value;
+    const auto refused = refusal(config, bad);
+    EXPECT_EQ(refused.key, "data.train-features") << refused.message;
+    EXPECT_THAT(refused.message, HasSubstr(message));
+  }
+  // Texts are bytes: a vocabulary that does not cover them is the model's to fix.
+  const auto texts = herd::models::make_text_dataset({"ab", "zz"}, {0, 1}, 2, 8, "texts/train");
+  const auto small =
+      refusal(with({"--model.layers=embedding 100 4, conv1d-max 2 3, dense 2"}), texts);
+  EXPECT_EQ(small.key, "model.layers");
+  EXPECT_THAT(small.message, HasSubstr("texts/train: sample 1, position 0: byte 122 is beyond "
+                                       "the model's embedding, which knows token ids 0 to 99"));
 }
 
 TEST(model_config, a_layer_that_does_not_fit_is_refused_naming_it_its_place_and_both_shapes) {

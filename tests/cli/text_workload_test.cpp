@@ -59,6 +59,9 @@ void expect_predict_takes_token_rows(const std::filesystem::path& scratch) {
     EXPECT_EQ(refused.exit_code, 2) << refused.output;
     EXPECT_NE(refused.output.find(message), std::string::npos) << refused.output;
   }
+  // Padding is any negative value, as everywhere else.
+  const auto other_padding = predict({72, 105, -2, -7}, 4);
+  EXPECT_EQ(other_padding.exit_code, 0) << other_padding.output;
   // uint8 would be scaled as pixels, and cannot hold the padding.
   herd::testing::write_npy(input, "|u1", {1, 3}, std::vector<std::uint8_t>{72, 105, 33});
   const auto bytes = predict_file();
@@ -67,8 +70,8 @@ void expect_predict_takes_token_rows(const std::filesystem::path& scratch) {
   // A text longer than data.max-length is cut to it, as training cuts it.
   const auto long_text = predict(std::vector<float>(4100, 97.0f), 4100);
   EXPECT_EQ(long_text.exit_code, 0) << long_text.output;
-  EXPECT_NE(long_text.output.find("1 text(s) of " + input + " longer than data.max-length = "
-                                  "4096 tokens: cut to it"),
+  EXPECT_NE(long_text.output.find("1 sample(s) of " + input + " longer than the model's 4096 "
+                                  "tokens (data.max-length for texts): cut to their first 4096"),
             std::string::npos)
       << long_text.output;
 }
