@@ -172,6 +172,10 @@ void job::stop() {
   {
     std::lock_guard<std::mutex> guard(state_->mutex);
     address = state_->actor;
+    // As the job actor will say once it hears the stop: status() right after stop() says it.
+    auto& state = state_->status.state;
+    if (state == job_state::starting || state == job_state::running)
+      state = job_state::stopping;
   }
   if (auto actor = caf::actor_cast<caf::actor>(address))
     caf::anon_send(actor, stop_job_atom::value);
@@ -192,14 +196,14 @@ std::optional<actors::run_summary> job::wait_for(std::chrono::milliseconds timeo
 
 std::optional<actors::run_summary> job::summary() const {
   std::lock_guard<std::mutex> guard(state_->mutex);
-  if (!state_->ended)
+  if (!state_->results_in)
     return std::nullopt;
   return state_->summary;
 }
 
 std::vector<float> job::final_parameters() const {
   std::lock_guard<std::mutex> guard(state_->mutex);
-  return state_->ended ? state_->final_parameters : std::vector<float>{};
+  return state_->results_in ? state_->final_parameters : std::vector<float>{};
 }
 
 std::shared_ptr<const models::model> job::model() const {

@@ -12,6 +12,7 @@
 #include "actors/parameter_server.hpp"
 #include "actors/run_counters.hpp"
 #include "actors/run_parts.hpp"
+#include "actors/run_so_far.hpp"
 #include "actors/worker.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
@@ -187,6 +188,7 @@ private:
   }
 
   void on_progress(const job_progress& event) {
+    so_far_.heard(event.progress);
     update([&](job_status& status) {
       const auto& now = event.progress;
       status.rounds = now.rounds;
@@ -205,6 +207,7 @@ private:
   }
 
   void on_evaluation(const job_evaluation& event) {
+    so_far_.heard(event.evaluation);
     update([&](job_status& status) { status.test_accuracy = event.evaluation.test_accuracy; });
     if (auto* observer = setup_.session.observer)
       observer->on_evaluation(event.evaluation);
@@ -360,14 +363,22 @@ private:
       shared_->worker_parameters = std::move(worker_parameters_);
       shared_->server_parameters = std::move(server_parameters_);
       shared_->final_parameters = final_parameters;
+      shared_->results_in = true;
       final_status = status;
     }
     // The run's actors have exited (or are told to): the job lets go of its name, which is free
     // for the next job once the coordinator has too, after the run's series left the registry.
     // The plan itself may live a little longer, in their cleanup.
     plan_->claims.clear();
-    if (!shared_->abandoned.load())
-      call("on_finished", setup_.on_finished, *summary_);
+    if (!shared_->abandoned.load() && call("on_finished", setup_.on_finished, *summary_)) {
+      // The summary on_finished was given cannot say it threw; the one wait() returns does,
+      // without failing a run that ended well.
+      auto noted = *summary_;
+      noted.error += (noted.error.empty() ? "" : "; ") + callback_error_;
+      summary_ = std::make_shared<const run_summary>(std::move(noted));
+      std::lock_guard<std::mutex> guard(shared_->mutex);
+      shared_->summary = *summary_;
+    }
     tell_subscribers(job_finished{shared_->name, final_status, summary_});
     subscribers_.clear();
     {
@@ -402,7 +413,7 @@ private:
     failed.compute = plan_->compute.description;
     failed.stop_reason = "error";
     failed.error = error;
-    return failed;
+    return so_far_.summary(std::move(failed));
   }
 
   template <class Change>
@@ -421,11 +432,13 @@ private:
   void notice_here(const std::string& text) { on_notice(job_notice{shared_->name, text}); }
 
   // A caller's callback that throws would kill this actor (an exception in a handler ends it);
-  // instead the job stops and ends failed, naming the callback.
+  // instead the job stops and ends failed, naming the callback, and of its callbacks only
+  // on_finished comes after. Returns whether this call threw.
   template <class Callback, class Argument>
-  void call(const char* which, const Callback& callback, const Argument& argument) {
-    if (!callback)
-      return;
+  bool call(const char* which, const Callback& callback, const Argument& argument) {
+    if (!callback || (!callback_error_.empty() && std::string(which) != "on_finished"))
+      return false;
+    const bool failed_before = !callback_error_.empty();
     shared_->calling.store(std::this_thread::get_id()); // every exception is caught below
     try {
       callback(argument);
@@ -435,6 +448,7 @@ private:
       callback_failed(std::string("job_options.") + which + " threw a non-standard exception");
     }
     shared_->calling.store(std::thread::id{});
+    return !failed_before && !callback_error_.empty();
   }
 
   void callback_failed(const std::string& error) {
@@ -457,6 +471,7 @@ private:
   bool shutting_down_ = false;
   bool finished_ = false;
   std::string callback_error_;
+  run_so_far so_far_;
   std::shared_ptr<const run_summary> summary_;
   std::size_t awaiting_ = 0; // final parameters not yet answered
   std::vector<std::vector<float>> worker_parameters_;
@@ -490,26 +505,8 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     const auto& options = plan->setup.session;
     const auto& train = config.train;
 
-    coordinator_setup coordination;
-    coordination.config = config;
-    coordination.config.metrics.job = plan->name;
-    coordination.data_plane = std::string(plan->plane->name());
-    coordination.compute = plan->compute.description;
-    coordination.samples_per_epoch = plan->samples_per_epoch;
     auto observer = std::make_shared<forwarding_observer>(job.address(), plan->name);
-    coordination.observer = observer.get();
-    coordination.progress_interval = options.progress_interval;
-    coordination.snapshot_interval = options.snapshot_interval;
-    coordination.metrics = plan->metrics;
-    coordination.close_metrics_at_end = true;
-    coordination.claims.assign(plan->claims.begin(), plan->claims.end());
-    if (config.checkpoint.enabled()) {
-      auto checkpoints =
-          checkpoint_options_for(config, *plan->model, plan->data->train.size());
-      checkpoints->on_written = options.on_checkpoint;
-      coordination.checkpoints = std::move(checkpoints);
-    }
-    coordination.resume = options.resume;
+    coordinator_setup coordination = plan->coordination(observer.get());
     const auto costs = std::make_shared<control_costs>(
         options.control_costs_in_cpu_time ? control_costs::clock_kind::thread_cpu
                                           : control_costs::clock_kind::wall);

@@ -40,7 +40,8 @@ struct job::shared_state {
   std::vector<std::vector<float>> worker_parameters; // by worker; empty for a lost one
   std::vector<float> server_parameters;              // async only
   std::vector<float> final_parameters;
-  bool ended = false;  // after on_finished returned: wait() may return
+  bool results_in = false; // summary and final parameters set, before on_finished is called
+  bool ended = false;      // after on_finished returned: wait() may return
   caf::actor_addr actor; // weak: the job actor does not keep itself alive through this
   /// The thread running one of the job's callbacks, while it does (a facade destroyed there
   /// must not wait for the job, which waits for the callback).

@@ -1,6 +1,7 @@
 // A run checked and made ready to spawn; see job_plan.hpp and job_actor.hpp.
 #include "actors/job_plan.hpp"
 
+#include "actors/checkpoint_writer.hpp"
 #include "actors/run_parts.hpp"
 #include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
@@ -127,6 +128,16 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   const bool embedded = options.model != nullptr;
   if (embedded) {
     check_model_fits(*options.model, *plan->data, plan->setup.model_key);
+    // Every replica starts from this tensor: one of another size would be read past its end.
+    if (!options.resume && options.initial_parameters.empty())
+      if (const auto size = options.model->initial_parameters(train.seed).size();
+          size != options.model->parameter_count())
+        throw config::invalid_config(
+            {{plan->setup.model_key,
+              plan->setup.model_key + ": the model \"" + options.model->name() +
+                  "\"'s initial_parameters() gives " + std::to_string(size) +
+                  " floats, but its parameter_count() is " +
+                  std::to_string(options.model->parameter_count()) + "; they must agree"}});
     plan->model = options.model;
   } else {
     plan->model = make_model(plan->config, plan->data->train);
@@ -193,6 +204,28 @@ std::size_t samples_per_epoch(const job_plan& plan) {
 
 std::shared_ptr<herd::job::shared_state> shared_state_of(const job_plan& plan) {
   return plan.shared;
+}
+
+coordinator_setup job_plan::coordination(run_observer* observer) const {
+  coordinator_setup coordination;
+  coordination.config = config;
+  coordination.config.metrics.job = name;
+  coordination.data_plane = std::string(plane->name());
+  coordination.compute = compute.description;
+  coordination.samples_per_epoch = samples_per_epoch;
+  coordination.observer = observer;
+  coordination.progress_interval = setup.session.progress_interval;
+  coordination.snapshot_interval = setup.session.snapshot_interval;
+  coordination.metrics = metrics;
+  coordination.close_metrics_at_end = true;
+  coordination.claims.assign(claims.begin(), claims.end());
+  if (config.checkpoint.enabled()) {
+    auto checkpoints = checkpoint_options_for(config, *model, data->train.size());
+    checkpoints->on_written = setup.session.on_checkpoint;
+    coordination.checkpoints = std::move(checkpoints);
+  }
+  coordination.resume = setup.session.resume;
+  return coordination;
 }
 
 } // namespace herd::actors

@@ -3,6 +3,7 @@
 // actor's two files.
 #pragma once
 
+#include "actors/group_coordinator.hpp"
 #include "actors/job_actor.hpp"
 #include "comm/data_plane.hpp"
 #include "herd/config.hpp"
@@ -70,6 +71,10 @@ public:
   std::vector<std::shared_ptr<job_claim>> claims;
   std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
   bool launched = false;
+
+  /// The group coordinator's setup for this run, its events told to `observer`; the caller adds
+  /// what ties it to the actors it spawns (on_finished, the control costs).
+  coordinator_setup coordination(run_observer* observer) const;
 };
 
 } // namespace herd::actors

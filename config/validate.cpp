@@ -1,5 +1,6 @@
 // Semantic checks of a run_config: ranges and known names, each failure a sentence that names the
 // key, the value and what is allowed.
+#include "config/ini_limits.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
@@ -462,7 +463,12 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "feeds back what comm.compression's rounding loses; set comm.compression = fp16 "
                 "or bf16 (it is none)");
   check_simulate(check, config.simulate);
-  return check.take();
+  // A configuration made in code may hold what no file can (a seed above 2^63 - 1, an infinite
+  // rate): refused here, as the loader refuses it, so that its checkpoints' settings load again.
+  auto errors = check.take();
+  for (auto& beyond : values_beyond_ini(config))
+    errors.push_back(std::move(beyond));
+  return errors;
 }
 
 std::vector<config_error> validate_run(const run_config& config, const value_origins& origins) {
@@ -477,6 +483,12 @@ std::vector<config_error> validate_against_data(const run_config& config,
   checker check(origins);
   const auto workers = static_cast<std::size_t>(config.train.workers);
   const std::size_t shard = training_samples / workers;
+  if (shard == 0) {
+    check.require(false, "train.workers", config.train.workers,
+                  "more workers than the " + std::to_string(training_samples) +
+                      " training samples; each worker needs at least one batch of its own");
+    return check.take();
+  }
   std::ostringstream allowed;
   allowed << "larger than a worker's shard of " << shard << " samples (" << training_samples
           << " training samples / " << workers << " workers); use at most " << shard;

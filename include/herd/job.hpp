@@ -29,13 +29,19 @@ struct job_options {
 
   /// Events, each called on the job actor's thread (a thread of the actor system's scheduler),
   /// one call at a time and in the order the run produced them. Keep them short; never call the
-  /// job's wait() from one (the job cannot end while its own thread waits for it).
+  /// job's wait() from one (the job cannot end while its own thread waits for it). A callback
+  /// that throws fails the job (status failed, the summary's error naming it); after that only
+  /// on_finished is called. A job destroyed from one of its callbacks may still make the calls
+  /// under way (on_finished among them) after its destructor returned: what they capture must
+  /// outlive the job object.
   std::function<void(const actors::progress&)> on_progress;
   std::function<void(const actors::evaluation_point&)> on_evaluation;
   /// A notable event in words ("worker 2 lost: ...").
   std::function<void(const std::string&)> on_notice;
   /// Once, when the job has ended (however it ended), with its summary; final_parameters() and
-  /// summary() are set before it is called, and wait() returns only after it returned.
+  /// summary() are set before it is called (and status() says finished or failed), and wait()
+  /// returns only after it returned. If it throws, the run is not failed, but the summary wait()
+  /// returns names the exception in its error.
   std::function<void(const actors::run_summary&)> on_finished;
 
   /// Non-null: the job's metrics (docs/metrics.md) are kept in this registry with the label
@@ -68,12 +74,13 @@ struct job_options {
   /// naming the file and the problem).
   std::string resume_from;
 
-  /// How often on_progress (and progress events) come; must be positive (invalid_config).
+  /// How often on_progress (and progress events) come, and how fresh status()'s counters are;
+  /// must be positive (invalid_config).
   std::chrono::milliseconds progress_interval{250};
 };
 
 enum class job_state {
-  starting, // spawned, the run has not reported yet
+  starting, // spawned, its run's actors not started yet (a moment)
   running,  // training
   stopping, // asked to stop: in-flight rounds finish, the final evaluation runs
   finished, // ended: epochs done, target reached, max-seconds, or stopped
@@ -83,7 +90,10 @@ enum class job_state {
 /// "starting", "running", "stopping", "finished", "failed".
 const char* to_string(job_state state);
 
-/// Where a job stands. A copy: it does not change after it was taken.
+/// Where a job stands. A copy: it does not change after it was taken. The state is current; the
+/// counters (rounds, steps, epochs_done, elapsed_seconds, straggler) are those of the latest
+/// progress event, at most one job_options::progress_interval old, and test_accuracy is the
+/// latest evaluation's.
 struct job_status {
   std::string name;
   job_state state = job_state::starting;
@@ -112,16 +122,20 @@ public:
   /// wrong size, or set with resume_from, are config::invalid_config (key
   /// job_options.initial_parameters); a null `data` is config::invalid_config (key data), and
   /// so is a checkpoint.dir that cannot be written or holds another run's checkpoints (key
-  /// checkpoint.dir).
+  /// checkpoint.dir), as is a model whose initial_parameters() does not give parameter_count()
+  /// floats (key job_options.model). What the model's own initial_parameters() or
+  /// make_workspace() throw passes through as it is.
   static std::unique_ptr<job> start(config::run_config config,
                                     std::shared_ptr<const models::train_test_split> data,
                                     job_options options = {});
 
   /// A job start() made is stopped (as stop()) if it is still running, and waited for up to 60 s,
-  /// before its actor system shuts down. Destroyed from one of its own callbacks (on_finished
-  /// dropping it from a service's table), it returns at once: the job is stopped, and a thread of
-  /// its own shuts its actor system down once it has ended. The facade of a spawned job
-  /// (herd::spawn_job) leaves the job alone: it runs on in the caller's system.
+  /// before its actor system shuts down; that shutdown waits for the workers' steps under way,
+  /// so a step of the model's that never returns holds the destructor for as long. Destroyed from
+  /// one of its own callbacks (on_finished dropping it from a service's table), it returns at once:
+  /// the job is stopped, and a thread of its own shuts its actor system down once it has ended. The
+  /// facade of a spawned job (herd::spawn_job) leaves the job alone: it runs on in the caller's
+  /// system.
   ~job();
   job(const job&) = delete;
   job& operator=(const job&) = delete;
@@ -130,8 +144,8 @@ public:
   job_status status() const;
 
   /// Asks the job to stop early: the rounds in flight finish, the workers stop, the final
-  /// evaluation runs, then the job ends (stop_reason "interrupted"). Returns at once; nothing
-  /// happens to a job that has ended. Never throws.
+  /// evaluation runs, then the job ends (stop_reason "interrupted"). Returns at once, status()
+  /// saying stopping; nothing happens to a job that has ended. Never throws.
   void stop();
 
   /// Blocks until the job has ended and returns its summary. A failed run is a summary too

@@ -37,6 +37,8 @@ public:
   std::size_t classes() const override { return inner_.classes(); }
   std::size_t parameter_count() const override { return inner_.parameter_count(); }
   herd::models::tensor initial_parameters(std::uint64_t seed) const override {
+    if (short_initial_parameters)
+      return herd::models::tensor({5});
     return inner_.initial_parameters(seed);
   }
   std::unique_ptr<herd::models::model_workspace> make_workspace() const override {
@@ -66,6 +68,7 @@ public:
   mutable std::atomic<std::uint64_t> steps{0};
   mutable std::atomic<std::uint64_t> evaluated_batches{0};
   bool fail_workspace = false; // a model whose workers cannot start
+  bool short_initial_parameters = false; // a model that disagrees with its own parameter_count()
 
 private:
   example::two_layer_network inner_;
@@ -174,6 +177,12 @@ TEST(custom_model, a_model_that_does_not_fit_the_data_is_refused_naming_both) {
                     HasSubstr("labels 0 to 4")));
   // More classes than the labels use is allowed: the extra scores are never a label.
   EXPECT_EQ(refusal(std::make_shared<example::two_layer_network>(features, 8, 7)), "accepted");
+  // Every replica would read the initial tensor past its end.
+  auto short_start = std::make_shared<counted_network>(8);
+  short_start->short_initial_parameters = true;
+  EXPECT_THAT(refusal(short_start), HasSubstr("initial_parameters() gives 5 floats, but its "
+                                              "parameter_count() is " +
+                                              std::to_string(short_start->parameter_count())));
 }
 
 // A job that cannot start (its model's workspace throws as its workers are spawned) throws from

@@ -190,9 +190,20 @@ TEST_F(caller_system, an_exit_message_ends_the_job_interrupted_only_when_deliber
     }
     auto& job = *spawned;
     ASSERT_TRUE(job.facade->wait_for(200ms) == std::nullopt) << "the job ended by itself";
+    const auto deadline_for_progress = std::chrono::steady_clock::now() + 60s;
+    while (job.facade->status().rounds == 0 &&
+           std::chrono::steady_clock::now() < deadline_for_progress)
+      std::this_thread::sleep_for(10ms);
+    const auto heard = job.facade->status();
     caf::anon_send_exit(job.actor, reason);
     const auto summary = job.facade->wait_for(60s);
     ASSERT_TRUE(summary) << "the job did not end within 60 s of the exit message";
+    // How far the run got, as the job last heard it (it used to be all zeros).
+    EXPECT_GE(summary->rounds, heard.rounds);
+    EXPECT_GT(summary->rounds, 0u);
+    EXPECT_GT(summary->steps, 0u);
+    EXPECT_GT(summary->samples, 0u);
+    EXPECT_GT(summary->wall_seconds, 0.0);
     if (reason == caf::exit_reason::user_shutdown) {
       EXPECT_EQ(summary->stop_reason, "interrupted") << summary->error;
       EXPECT_EQ(summary->error, "");
@@ -395,6 +406,59 @@ TEST(job_facade, a_callback_that_throws_fails_the_job_in_its_status_and_its_summ
   const auto status = job->status();
   EXPECT_EQ(status.state, herd::job_state::failed);
   EXPECT_EQ(status.error, summary->error);
+}
+
+// After a callback threw, only on_finished comes: the job is ending, and a service's logging that
+// broke must not be called again and again. An on_finished that throws fails nothing (the run
+// ended), but the summary wait() returns says so.
+TEST(job_facade, after_a_callback_threw_only_on_finished_comes_and_its_own_throw_is_noted) {
+  auto options = quick();
+  std::atomic<int> progress_calls{0};
+  std::atomic<int> finished_calls{0};
+  options.on_progress = [&progress_calls](const herd::actors::progress&) {
+    ++progress_calls;
+    throw std::runtime_error("boom");
+  };
+  options.on_finished = [&finished_calls](const herd::actors::run_summary&) { ++finished_calls; };
+  const auto failed = herd::job::start(long_run(), synthetic(960), options);
+  ASSERT_TRUE(failed->wait_for(60s).has_value());
+  EXPECT_EQ(progress_calls.load(), 1);
+  EXPECT_EQ(finished_calls.load(), 1);
+
+  auto throwing_end = quick();
+  throwing_end.on_finished = [](const herd::actors::run_summary&) {
+    throw std::runtime_error("cannot record it");
+  };
+  const auto ended = herd::job::start(short_run(), synthetic(960), throwing_end);
+  const auto summary = ended->wait_for(60s);
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "epochs");
+  EXPECT_EQ(summary->error, "job_options.on_finished threw: cannot record it");
+  EXPECT_EQ(ended->status().state, herd::job_state::finished);
+}
+
+// While on_finished runs, the results it was promised are there for every thread: a service that
+// polls status() and reads them once it says finished must not find them empty.
+TEST(job_facade, the_results_are_visible_before_on_finished_is_called) {
+  auto options = quick();
+  std::atomic<bool> in_callback{false};
+  std::atomic<bool> leave{false};
+  options.on_finished = [&](const herd::actors::run_summary&) {
+    in_callback = true;
+    while (!leave)
+      std::this_thread::sleep_for(1ms);
+  };
+  const auto job = herd::job::start(short_run(), synthetic(960), options);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!in_callback && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(in_callback.load());
+  EXPECT_EQ(job->status().state, herd::job_state::finished);
+  EXPECT_TRUE(job->summary().has_value());
+  EXPECT_EQ(job->final_parameters().size(), job->model()->parameter_count());
+  EXPECT_FALSE(job->wait_for(0ms).has_value()) << "wait() returns after on_finished";
+  leave = true;
+  EXPECT_TRUE(job->wait_for(60s).has_value());
 }
 
 // Checkpoints where another run keeps its own would be pruned by this job: refused, as herd train

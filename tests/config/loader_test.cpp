@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -238,6 +241,13 @@ TEST_F(config_files, batch_larger_than_a_shard_is_rejected) {
   ASSERT_EQ(located.size(), 1u);
   EXPECT_THAT(located.front().message,
               HasSubstr("train.batch-size = 20000 (in " + file + ", line 2): larger than"));
+  // More workers than samples is the worker count's doing, not the batch size's.
+  const auto crowded = herd::config::validate_against_data(load("", {"--train.workers=16"}), 10);
+  ASSERT_EQ(crowded.size(), 1u);
+  EXPECT_EQ(crowded.front().key, "train.workers");
+  EXPECT_THAT(crowded.front().message,
+              HasSubstr("train.workers = 16: more workers than the 10 training "
+                        "samples"));
 }
 
 TEST_F(config_files, to_ini_round_trips) {
@@ -936,6 +946,35 @@ TEST(config_in_code, is_validated_with_the_messages_of_its_ini_form) {
   EXPECT_EQ(in_code[1].message, "train.workers = 0: must be between 1 and 1024");
   EXPECT_EQ(in_code[2].message, "train.lr = -0.5: the learning rate must be positive");
   EXPECT_THAT(in_code[3].message, HasSubstr("model.preset = \"resnet\": unknown preset"));
+}
+
+// A configuration made in code can hold what no INI text can: a seed above 2^63 - 1 or an
+// infinite rate ran, and the settings its checkpoints saved did not load again. validate() refuses
+// them as the loader does, so every configuration it accepts survives to_ini() and from_ini().
+TEST(config_in_code, values_no_ini_text_can_hold_are_refused_naming_the_key) {
+  herd::config::run_config built;
+  built.train.seed = std::numeric_limits<std::uint64_t>::max();
+  built.data.max_bytes = (std::uint64_t{1} << 63) + 5;
+  built.train.lr = std::numeric_limits<double>::infinity();
+  built.train.max_seconds = std::numeric_limits<double>::infinity();
+  built.train.weight_decay = std::numeric_limits<double>::quiet_NaN();
+  std::map<std::string, std::string> refused;
+  for (const auto& error : herd::config::validate(built))
+    refused[error.key] = error.message;
+  EXPECT_EQ(refused["train.seed"], "train.seed = 18446744073709551615: expected an integer "
+                                   "between 0 and 9223372036854775807");
+  EXPECT_THAT(refused["data.max-bytes"], HasSubstr("expected an integer between 0 and"));
+  EXPECT_EQ(refused["train.lr"], "train.lr = inf: expected a finite number");
+  EXPECT_EQ(refused["train.max-seconds"], "train.max-seconds = inf: expected a finite number");
+  EXPECT_THAT(refused["train.weight-decay"], HasSubstr("expected a finite number"));
+  // The largest values an INI text holds are accepted and come back.
+  built = {};
+  built.train.seed = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  built.train.max_seconds = 1e300;
+  ASSERT_TRUE(herd::config::validate(built).empty());
+  const auto back = herd::config::from_ini(herd::config::to_ini(built), "written");
+  EXPECT_EQ(back.train.seed, built.train.seed);
+  EXPECT_EQ(back.train.max_seconds, built.train.max_seconds);
 }
 
 // to_ini and from_ini are each other's inverse on every configuration Herd ships: the text
