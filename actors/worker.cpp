@@ -243,6 +243,7 @@ private:
     optimizer_.restore_steps(record.optimizer_steps);
     sampler_.seek(record.sampler);
     buffer_ = record.buffer;
+    setup_.model->set_passes(*workspace_, buffer_.steps()); // dropout draws on from there
     if (!record.pending.empty()) {
       // Results to blend in later, in this worker's memory; freed once applied (the pool goes).
       const auto pool = comm::buffer_pool::create(count, memory());

@@ -102,6 +102,13 @@ std::unique_ptr<model_workspace> sequential::make_workspace() const {
   return work;
 }
 
+void sequential::set_passes(model_workspace& any, std::uint64_t passes) const {
+  auto* work = dynamic_cast<workspace*>(&any);
+  HERD_CHECK(work != nullptr && work->owner == this, "a workspace of another model given to "
+                                                         << name_);
+  work->steps = passes;
+}
+
 sequential::workspace& sequential::prepare(const kernels::ops& ops, const tensor& x,
                                            const std::vector<std::int32_t>& labels,
                                            model_workspace& any) const {

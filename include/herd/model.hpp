@@ -95,6 +95,11 @@ public:
 
   /// A fresh workspace for this model's passes.
   virtual std::unique_ptr<model_workspace> make_workspace() const = 0;
+  /// Sets `work` as if it had made `passes` training passes (loss_and_gradient calls): a resumed
+  /// run's replica, so that a model whose passes draw randomness from their count (dropout's
+  /// masks) draws what the uninterrupted run drew. By default nothing: a model that draws no
+  /// randomness, or keeps none in its workspace.
+  virtual void set_passes(model_workspace& /*work*/, std::uint64_t /*passes*/) const {}
 
   /// Forward and backward on one batch (x: rows x elements(input_shape()), one label per row):
   /// overwrites `grads` (parameter_count() floats) with the gradient of the batch's mean loss and

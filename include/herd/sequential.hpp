@@ -30,6 +30,8 @@ public:
   /// Each layer's slice initialised in order from one generator seeded with `seed`.
   tensor initial_parameters(std::uint64_t seed) const override;
   std::unique_ptr<model_workspace> make_workspace() const override;
+  /// Dropout's masks are seeded by the pass's number in the workspace.
+  void set_passes(model_workspace& work, std::uint64_t passes) const override;
   float loss_and_gradient(const kernels::ops& ops, const float* params, const tensor& x,
                           const std::vector<std::int32_t>& labels, float* grads,
                           model_workspace& work) const override;

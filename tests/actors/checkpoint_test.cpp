@@ -80,15 +80,21 @@ void expect_bitwise_equal(const std::vector<std::vector<float>>& a,
 }
 
 // Under sync the local plane sums the members in rank order: a run of 2 epochs and one of 1 epoch,
-// stopped (its final checkpoint) and resumed for the second, end with the same bits.
-TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bit) {
+// stopped (its final checkpoint) and resumed for the second, end with the same bits. With
+// `layers`, of a model of its own.
+void expect_second_epoch_resumed_bit_for_bit(const std::string& layers = {}) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
-  const auto straight = run(sync_config(), data);
+  auto two_epochs = sync_config();
+  if (!layers.empty()) {
+    two_epochs.model.hidden = herd::config::model_section{}.hidden;
+    two_epochs.model.layers = layers;
+  }
+  const auto straight = run(two_epochs, data);
   ASSERT_EQ(straight.summary.stop_reason, "epochs") << straight.summary.error;
   ASSERT_EQ(straight.summary.rounds, 40u);
 
   temp_directory dir;
-  auto first = sync_config();
+  auto first = two_epochs;
   first.train.epochs = 1;
   first.checkpoint.dir = dir.file("ckpt");
   first.checkpoint.every_seconds = 0;
@@ -96,7 +102,7 @@ TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bi
   ASSERT_EQ(half.summary.stop_reason, "epochs") << half.summary.error;
   ASSERT_EQ(herd::checkpoint::list(first.checkpoint.dir).size(), 1u);
 
-  auto second = sync_config();
+  auto second = two_epochs;
   second.checkpoint = first.checkpoint;
   const auto state = load(second, *data, first.checkpoint.dir);
   EXPECT_EQ(state->coordinator.counters.rounds, 20u);
@@ -106,6 +112,16 @@ TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bi
   EXPECT_EQ(resumed.summary.steps, straight.summary.steps);
   EXPECT_DOUBLE_EQ(resumed.summary.epochs, straight.summary.epochs);
   expect_bitwise_equal(resumed.parameters, straight.parameters);
+}
+
+TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bit) {
+  expect_second_epoch_resumed_bit_for_bit();
+}
+
+// Dropout's masks are drawn from the count of a replica's passes: a resumed worker draws on from
+// its steps, not from the first epoch's masks again.
+TEST(checkpoint, sync_resumed_with_dropout_matches_bit_for_bit) {
+  expect_second_epoch_resumed_bit_for_bit("dense 16, relu, dropout 0.3, dense 5");
 }
 
 // Periodic checkpoints are taken while the run goes on (rounds paused, not stopped): resuming from
