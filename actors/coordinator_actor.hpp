@@ -105,6 +105,8 @@ private:
   // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
   void resume_from(const run_checkpoint& saved);
   void maybe_checkpoint();
+  void collect_when_ready();
+  void after_periodic_evaluation(std::function<void()> then);
   void collect_checkpoint(std::function<void()> then = {});
   void write_checkpoint(const worker_records& records, std::vector<part_record> parts,
                         const std::string& name, bool final);
@@ -153,6 +155,8 @@ private:
   std::string final_checkpoint_error_; // why the final checkpoint could not be written
   double elapsed_offset_ = 0.0;        // a resumed run's training time before this process
   bool rounds_abandoned_ = false;      // the drain timed out
+  // What waits for the periodic evaluation under way (the final checkpoint, which must count it).
+  std::function<void()> after_periodic_;
 };
 
 } // namespace herd::actors

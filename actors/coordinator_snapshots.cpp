@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 namespace herd::actors {
 
@@ -77,7 +78,19 @@ void coordinator_actor::evaluate_periodically() {
       record_evaluation(*point, std::move(parameters));
     else
       notice("evaluation failed: " + failure);
+    if (auto then = std::exchange(after_periodic_, nullptr))
+      then();
+    collect_when_ready();
   });
+}
+
+// `then` once no periodic evaluation is under way: a checkpoint taken while one is would hold a
+// run that never recorded it, and the resumed run would never evaluate that round.
+void coordinator_actor::after_periodic_evaluation(std::function<void()> then) {
+  if (evaluations_.periodic_outstanding())
+    after_periodic_ = std::move(then);
+  else
+    then();
 }
 
 void coordinator_actor::take_snapshot() {
@@ -144,7 +157,12 @@ void coordinator_actor::maybe_checkpoint() {
   if (!phases_.running() || holding() || !checkpoints_.due(elapsed(), counters_.rounds))
     return;
   checkpoints_.begin(elapsed(), counters_.rounds);
-  if (checkpoints_.ready_to_collect(in_flight_.size()))
+  collect_when_ready();
+}
+
+// A periodic checkpoint is collected once no round is in flight and no evaluation is under way.
+void coordinator_actor::collect_when_ready() {
+  if (!evaluations_.periodic_outstanding() && checkpoints_.ready_to_collect(in_flight_.size()))
     collect_checkpoint();
 }
 

@@ -43,6 +43,8 @@ public:
   /// periodic_ended().
   bool start_periodic(std::uint64_t rounds);
   void periodic_ended() { periodic_outstanding_ = false; }
+  /// A periodic evaluation is under way (start_periodic() said so, periodic_ended() not yet).
+  bool periodic_outstanding() const { return periodic_outstanding_; }
 
   /// At `elapsed_seconds` into the run: whether to take a snapshot for later. True sets the next
   /// one an interval later.

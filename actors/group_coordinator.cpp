@@ -466,8 +466,7 @@ void coordinator_actor::rounds_changed() {
   carry_out(phases_.rounds_changed(in_flight_.size()));
   if (joins_)
     joins_->rounds_changed();
-  if (checkpoints_.ready_to_collect(in_flight_.size()))
-    collect_checkpoint();
+  collect_when_ready();
 }
 
 void coordinator_actor::carry_out(action next) {
@@ -484,10 +483,12 @@ void coordinator_actor::carry_out(action next) {
     break;
   case action::evaluate_final:
     wall_seconds_ = elapsed();
-    if (final_checkpoint_wanted())
-      collect_checkpoint([this] { evaluate_kept(0); });
-    else
-      evaluate_kept(0);
+    after_periodic_evaluation([this] {
+      if (final_checkpoint_wanted())
+        collect_checkpoint([this] { evaluate_kept(0); });
+      else
+        evaluate_kept(0);
+    });
     break;
   case action::finish:
     finish();

@@ -156,6 +156,35 @@ TEST(checkpoint, sync_resumed_from_a_periodic_checkpoint_matches_bit_for_bit) {
 
 // The partial algorithms keep more state (stale gradients, queues, blends in flight): resumed
 // from the middle of a run, they go on and reach the accuracy a run of theirs reaches.
+// A checkpoint due at the round an evaluation starts waits for that evaluation: taken before it,
+// the checkpoint held a run that had not recorded it, and the resumed run never evaluated that
+// round (with a target accuracy, it then stopped elsewhere).
+TEST(checkpoint, an_evaluation_under_way_is_recorded_before_the_checkpoint_is_taken) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  auto config = sync_config();
+  config.train.eval_every = 10; // the first evaluation starts at round 10, with the checkpoint
+  temp_directory dir;
+  auto with_checkpoints = config;
+  with_checkpoints.checkpoint.dir = dir.file("ckpt");
+  with_checkpoints.checkpoint.every_seconds = 0;
+  with_checkpoints.checkpoint.every_rounds = 10;
+  with_checkpoints.checkpoint.keep = 100;
+  const auto taking = run(with_checkpoints, data);
+  ASSERT_FALSE(taking.summary.evaluations.empty());
+  ASSERT_EQ(taking.summary.evaluations.front().round, 10u);
+  const auto files = herd::checkpoint::list(with_checkpoints.checkpoint.dir);
+  ASSERT_GE(files.size(), 2u);
+  const auto state = load(with_checkpoints, *data, files[0]);
+  ASSERT_EQ(state->coordinator.counters.rounds, 10u);
+  const auto& saved = state->coordinator.evaluations.evaluations();
+  ASSERT_EQ(saved.size(), 1u) << "the checkpoint of round 10 lacks the evaluation of round 10";
+  EXPECT_EQ(saved.front().round, 10u);
+  EXPECT_EQ(saved.front().test_accuracy, taking.summary.evaluations.front().test_accuracy);
+  const auto resumed = run(config, data, state);
+  ASSERT_FALSE(resumed.summary.evaluations.empty());
+  EXPECT_EQ(resumed.summary.evaluations.front().round, 10u);
+}
+
 TEST(checkpoint, partial_algorithms_resume_and_reach_their_target) {
   const auto data = synthetic(std::size_t{4} * 8 * 40);
   for (const char* algorithm : {"solo", "preduce", "wagma"}) {
