@@ -17,9 +17,19 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   try {
     loaded.file = checkpoint::resolve(choice.path);
     loaded.state = actors::decode_payload(checkpoint::read_file(loaded.file).payload, loaded.file);
-    loaded.config = config::from_ini(loaded.state.settings,
-                                     loaded.file + " (the settings it was taken with)",
-                                     choice.settings);
+    const std::string origin = loaded.file + " (the settings it was taken with)";
+    loaded.config = config::from_ini(loaded.state.settings, origin, choice.settings);
+    // data.* settings say where the run's dataset is now; another dataset is prepared otherwise
+    // (Fashion-MNIST normalised with its training set's mean, .npy values as they are), and the
+    // model would answer other inputs without a word.
+    if (const auto trained_on = config::from_ini(loaded.state.settings, origin).data.dataset;
+        trained_on != loaded.config.data.dataset)
+      throw config::invalid_config(
+          {{"data.dataset", "data.dataset = " + loaded.config.data.dataset +
+                                " (command line): the checkpoint's run trained on " + trained_on +
+                                ", whose samples are prepared otherwise; data.* settings may say "
+                                "where that dataset is now (data.path, data.train-features, ...), "
+                                "not name another"}});
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
     return std::nullopt;

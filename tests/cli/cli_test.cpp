@@ -1166,6 +1166,11 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   auto not_data = herd({"evaluate", "--checkpoint", checkpoints, "--train.lr=0.1"});
   EXPECT_EQ(not_data.exit_code, 2);
   EXPECT_THAT(not_data.output, HasSubstr("herd evaluate does not use this setting"));
+  // data.* says where the run's dataset is now, not which: another is prepared otherwise.
+  auto other_data = herd({"evaluate", "--checkpoint", checkpoints, "--data.dataset=fashion-mnist"});
+  EXPECT_EQ(other_data.exit_code, 2) << other_data.output;
+  EXPECT_THAT(other_data.output, HasSubstr("data.dataset = fashion-mnist (command line): the "
+                                           "checkpoint's run trained on synthetic"));
   {
     std::ofstream garbage(path("garbage.ckpt"));
     garbage << "not a checkpoint";
