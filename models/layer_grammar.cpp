@@ -16,15 +16,16 @@ namespace {
 
 // A positive size written in a layer, at most 2^24 (no layer is wider; a typo is not a request
 // for terabytes).
-std::size_t size_argument(const std::string& text, const std::string& what) {
+std::size_t size_argument(const std::string& text, const std::string& what,
+                          std::size_t least = 1) {
   std::size_t value = 0;
   const bool digits = !text.empty() && text.size() <= 9 &&
                       text.find_first_not_of("0123456789") == std::string::npos;
   if (digits)
     value = std::stoul(text);
-  if (!digits || value < 1 || value > (std::size_t{1} << 24))
-    throw std::invalid_argument(what + " must be a whole number between 1 and 16777216, not \"" +
-                                text + "\"");
+  if (!digits || value < least || value > (std::size_t{1} << 24))
+    throw std::invalid_argument(what + " must be a whole number between " +
+                                std::to_string(least) + " and 16777216, not \"" + text + "\"");
   return value;
 }
 
@@ -75,9 +76,7 @@ layer_words read_words(const layer_spec& spec, std::size_t positional,
 // Padding may be zero.
 std::size_t padding_argument(const layer_words& words) {
   const auto found = words.options.find("pad");
-  if (found == words.options.end() || found->second == "0")
-    return 0;
-  return size_argument(found->second, "pad");
+  return found == words.options.end() ? 0 : size_argument(found->second, "pad", 0);
 }
 
 float probability_argument(const std::string& text) {

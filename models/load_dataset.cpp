@@ -45,6 +45,17 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
     options.max_length = static_cast<std::size_t>(data.max_length);
     options.max_texts = static_cast<std::size_t>(data.max_texts);
     auto loaded = load_fortunes(options);
+    // The texts are read whole from their packages' files (a few MB) before their size is known.
+    std::uint64_t bytes = 0;
+    for (const dataset* set : {&loaded.split.train, &loaded.split.test})
+      bytes += set->tokens.size() + set->offsets.size() * sizeof(std::size_t) +
+               set->labels.size() * sizeof(std::int32_t);
+    if (data.max_bytes != 0 && bytes > data.max_bytes)
+      throw data_error("the fortunes' " + std::to_string(loaded.split.train.size()) + " + " +
+                       std::to_string(loaded.split.test.size()) + " texts take " +
+                       std::to_string(bytes) + " bytes of memory once loaded, more than "
+                       "data.max-bytes = " + std::to_string(data.max_bytes) +
+                       "; raise data.max-bytes, or take fewer texts with data.max-texts");
     if (notes)
       notes(fortunes_note(loaded, data.max_length));
     return std::make_shared<train_test_split>(std::move(loaded.split));

@@ -249,7 +249,8 @@ private:
       fail("big-endian dtype '" + descr + "'; save it little-endian, e.g. a.astype('<" +
            descr.substr(1) + "')");
     fail("unsupported dtype '" + descr +
-         "' (supported: '<f4' float32, '<f8' float64, '|u1' uint8, '<i4' int32, '<i8' int64)");
+         "' (supported: features '<f4' float32, '<f8' float64 or '|u1' uint8; labels '<i4' "
+         "int32, '<i8' int64 or '|u1' uint8)");
   }
 
   const npy_file& file_;

@@ -2,6 +2,8 @@
 // data.dataset, the files of data.path and the .npy keys, and errors that name the key and file.
 #include "herd/config.hpp"
 
+#include <filesystem>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <utility>
@@ -108,6 +110,22 @@ TEST(load_dataset, a_fashion_mnist_path_without_the_files_is_named_with_its_key)
   EXPECT_THAT(data_error_of([&] { load_dataset(config); }),
               AllOf(HasSubstr("Fashion-MNIST not found in " + dir.file("not-here")),
                     HasSubstr("set data.path")));
+}
+
+// data.max-bytes bounds the texts as it bounds the other datasets (it used to be ignored there).
+TEST(load_dataset, the_fortunes_texts_are_held_to_data_max_bytes) {
+  if (!std::filesystem::exists("/var/lib/dpkg/info/fortunes.list"))
+    GTEST_SKIP() << "the fortunes packages are not installed (scripts/install-deps.sh)";
+  temp_directory dir;
+  run_config config;
+  config.data.dataset = "fortunes";
+  config.data.cache_dir = dir.file("cache");
+  config.data.max_bytes = 100000;
+  EXPECT_THAT(data_error_of([&] { load_dataset(config); }),
+              AllOf(HasSubstr("bytes of memory once loaded, more than data.max-bytes = 100000"),
+                    HasSubstr("data.max-texts")));
+  config.data.max_bytes = 0;
+  EXPECT_GT(load_dataset(config)->train.size(), 1000u);
 }
 
 TEST(load_dataset, an_unknown_dataset_built_in_code_is_refused_as_validate_refuses_it) {

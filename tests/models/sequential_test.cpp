@@ -138,6 +138,9 @@ TEST(sequential, malformed_layers_are_refused_naming_the_layer) {
                   "\"wide\" is not an argument of dense");
   EXPECT_CONTAINS(build_error(layers("dense ten"), {784}, 10), "not \"ten\"");
   EXPECT_CONTAINS(build_error(layers("dense 0"), {784}, 10), "between 1 and");
+  // Padding may be 0 (its default), and the message says so.
+  EXPECT_CONTAINS(build_error(layers("conv 4 3 pad -1, flatten, dense 10"), {1, 8, 8}, 10),
+                  "pad must be a whole number between 0 and 16777216, not \"-1\"");
   EXPECT_CONTAINS(build_error(layers("dense 10, relu 3"), {784}, 10), "relu, without arguments");
   EXPECT_CONTAINS(build_error(layers("flatten, relu"), {10}, 10), "no layer has parameters");
 }
