@@ -89,7 +89,7 @@ caf::result<bytes> registry_actor::on_get(const std::string& key) {
     else
       promise.deliver(make_error(herd_errc::join_refused,
                                  "rendezvous key " + key + " will not be set: " +
-                                     (over_ ? "the run ended before it started"
+                                     (over_ ? "the run ended before it started" + over_why_
                                             : "its data plane generation failed on another node")));
   });
   return promise;
@@ -298,8 +298,9 @@ void registry_actor::refuse_all(const std::string& why, const std::string& stop_
       if (auto link = caf::actor_cast<caf::actor>(node.link))
         send(link, run_stopped_atom::value, why);
   }
-  // Nodes connecting the data plane wait for no one's address any more.
+  // Nodes connecting the data plane wait for no one's address any more, and hear why.
   over_ = true;
+  over_why_ = ": " + why;
   keys_.fail_reads("");
   context_->result->deliver(error_summary(context_->config, why, stop_reason));
 }

@@ -230,7 +230,8 @@ private:
 
   std::shared_ptr<registry_context> context_;
   registry_phase phase_ = registry_phase::gathering;
-  bool over_ = false; // refused, stopped, or over: no node joins any more
+  bool over_ = false;    // refused, stopped, or over: no node joins any more
+  std::string over_why_; // ": why", when the run ended before it started
   std::vector<node_entry> nodes_;
   slot_table slots_;
   join_ledger ledger_;

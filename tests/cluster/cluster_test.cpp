@@ -975,6 +975,10 @@ TEST(cluster_runs, a_node_that_cannot_connect_as_the_cluster_forms_ends_the_run_
     EXPECT_THAT(error, testing::HasSubstr("rendezvous failed after")) << error;
     EXPECT_THAT(error, testing::ContainsRegex("rank\\(s\\) \\{([0-9]+, )*" + bad +
                                               "(, [0-9]+)*\\} had not appeared in the store"));
+    // and why the run ended, in the coordinator's words.
+    EXPECT_THAT(error, testing::HasSubstr("the run ended before it started: node " + bad +
+                                          " (vm) was lost before the run started"))
+        << error;
   }
   EXPECT_GE(told, 1u) << run.outcomes[0].error << "\n" << run.outcomes[1].error;
 }
