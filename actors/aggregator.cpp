@@ -167,6 +167,13 @@ private:
     state.report.round = state.plan.round;
     state.report.unanswered = state.plan_failures.unanswered;
     state.report.unanswered_reasons = state.plan_failures.reasons;
+    if (state.report.unanswered.size() >= state.plan.members.size()) {
+      // Nothing to reduce and no one to give a result to: aborted, not completed.
+      state.report.result = {comm::outcome::peer_lost, "no member answered"};
+      state.report.aborted = true;
+      finish(found);
+      return;
+    }
     // No exception may escape: it would kill the actor with the round unreported.
     try {
       const auto inputs = weigh(state, state.report);

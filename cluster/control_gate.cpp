@@ -276,7 +276,12 @@ struct gate_listener::impl {
       return;
     }
     if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
-      notice("refused a connection from " + from + ": TLS handshake failed: " + why);
+      // An alert (OpenSSL: "tlsv1 alert unknown ca") is the node refusing this coordinator.
+      notice(why.find(" alert ") != std::string::npos
+                 ? "the node at " + from + " ended the TLS handshake (" + why +
+                       "): it refused this coordinator's certificate; check the node's "
+                       "cluster.tls-ca, and its log"
+                 : "refused a connection from " + from + ": TLS handshake failed: " + why);
       link->drain_before_close(std::min(deadline, gate_clock::now() + std::chrono::seconds(1)),
                                threads.stop_fd());
       return;

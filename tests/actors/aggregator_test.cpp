@@ -138,6 +138,38 @@ TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is
   coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
 }
 
+// A round none of whose members answered has nothing to reduce and no one to give a result to:
+// it is aborted, not reported as completed "divided by the 0 that answered".
+TEST(aggregator_in_one_process, a_round_no_member_answered_is_aborted) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  caf::scoped_actor coordinator{system};
+  aggregator_setup setup;
+  setup.plane = herd::comm::make_local_plane(herd::kernels::cpu_ops());
+  setup.results = herd::comm::buffer_pool::create(4);
+  setup.contribution_timeout = std::chrono::milliseconds(100);
+  const std::vector<caf::actor> workers{system.spawn<mute_worker>(), system.spawn<mute_worker>()};
+  auto aggregator = spawn_aggregator(system, setup, coordinator);
+  group_plan plan;
+  plan.round = 7;
+  plan.members = {0, 1};
+  plan.member_handles = workers;
+  plan.kind = round_kind::partial;
+  coordinator->send(aggregator, plan);
+  std::optional<group_done> report;
+  coordinator->receive([&](const group_done& done) { report = done; },
+                       caf::after(std::chrono::seconds(30)) >> [] {});
+  ASSERT_TRUE(report);
+  EXPECT_TRUE(report->aborted);
+  EXPECT_FALSE(report->result.ok());
+  EXPECT_EQ(report->result.message(), "no member answered");
+  EXPECT_EQ(report->unanswered, (std::vector<std::int32_t>{0, 1}));
+  for (const auto& actor : workers)
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+}
+
 TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_delivers_nothing) {
   caf::actor_system_config config;
   add_message_types(config);

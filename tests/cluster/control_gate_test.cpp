@@ -516,6 +516,17 @@ TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_i
             std::string::npos)
       << attempt.why;
   EXPECT_EQ(behind.admitted(), 0);
+  // The coordinator's log puts the refusal on the node's side, not its own.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (log.all().find("ended the TLS handshake") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_NE(log.all().find("the node at 127.0.0.1 ended the TLS handshake"), std::string::npos)
+      << log.all();
+  EXPECT_NE(log.all().find("it refused this coordinator's certificate; check the node's "
+                           "cluster.tls-ca"),
+            std::string::npos)
+      << log.all();
 }
 
 // The other way round: the node trusts the coordinator, but the coordinator does not trust the
