@@ -230,7 +230,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
     if (const auto missing = missing_members_notice(report, planned))
       notice(*missing); // the round's divisor is not the one planned, or says so
     if (setup_.metrics)
-      setup_.metrics->round_finished(round_record_of(report, planned, arrivals_));
+      setup_.metrics->round_finished(round_record_of(report, planned, arrivals_, elapsed()));
   }
   // After the round is counted: losing the last worker can end the run (and send the summary)
   // right here.

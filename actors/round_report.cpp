@@ -63,8 +63,10 @@ std::optional<std::string> missing_members_notice(const group_done& report,
 
 monitoring::training_metrics::round_record
 round_record_of(const group_done& report, const policy::group_decision& planned,
-                const std::vector<fresh_arrival>& arrivals) {
+                const std::vector<fresh_arrival>& arrivals, double now_seconds) {
   monitoring::training_metrics::round_record round;
+  round.answered = report.members;
+  round.finished_seconds = now_seconds;
   round.full_sync = planned.kind == round_kind::full_sync;
   round.members = report.members.size();
   round.missing = report.unanswered.size();

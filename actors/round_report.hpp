@@ -35,10 +35,10 @@ std::optional<std::uint64_t> staleness_of(const group_done& report, std::size_t 
 std::optional<std::string> missing_members_notice(const group_done& report,
                                                   const policy::group_decision& planned);
 
-/// The round's metrics. `arrivals` (by worker) give when each fresh contributor arrived, where
-/// that arrival has reached the coordinator yet.
+/// The round's metrics, the round finished at `now_seconds`. `arrivals` (by worker) give when each
+/// fresh contributor arrived, where that arrival has reached the coordinator yet.
 monitoring::training_metrics::round_record
 round_record_of(const group_done& report, const policy::group_decision& planned,
-                const std::vector<fresh_arrival>& arrivals);
+                const std::vector<fresh_arrival>& arrivals, double now_seconds);
 
 } // namespace herd::actors

@@ -46,9 +46,17 @@ void straggler_stats::step_finished(int worker, double now_seconds, double step_
   if (!state.live)
     return;
   state.recent.push_back({now_seconds, step_seconds});
+  ++state.steps;
+  state.last_end = now_seconds;
   if (state.recent.size() > max_samples_per_worker)
     state.recent.pop_front();
   forget_before(state, now_seconds);
+}
+
+void straggler_stats::result_applied(int worker, double now_seconds) {
+  HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < workers_.size(),
+             "worker " << worker << " of " << workers_.size());
+  workers_[static_cast<std::size_t>(worker)].last_result = now_seconds;
 }
 
 void straggler_stats::worker_lost(int worker) {
@@ -63,7 +71,16 @@ void straggler_stats::worker_lost(int worker) {
 void straggler_stats::worker_joined(int worker) {
   HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < workers_.size(),
              "worker " << worker << " of " << workers_.size());
-  workers_[static_cast<std::size_t>(worker)].live = true;
+  // It starts level with the most advanced live worker: behind them it would count as computing.
+  std::uint64_t most = 0;
+  for (const auto& other : workers_)
+    if (other.live)
+      most = std::max(most, other.steps);
+  auto& state = workers_[static_cast<std::size_t>(worker)];
+  state.live = true;
+  state.steps = most;
+  state.last_end.reset();
+  state.last_result.reset();
 }
 
 void straggler_stats::forget_before(worker_state& state, double now_seconds) const {
@@ -93,6 +110,12 @@ double median_without(const std::vector<double>& sorted, std::size_t skip) {
 straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
   snapshot result;
   result.score.assign(workers_.size(), std::nullopt);
+  std::uint64_t most_steps = 0;
+  for (const auto& state : workers_)
+    if (state.live)
+      most_steps = std::max(most_steps, state.steps);
+  // By worker: its typical time, or its current step's time so far where that is longer.
+  std::vector<std::optional<double>> current(workers_.size());
   std::vector<double> typical; // of every live worker that has one
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     auto& state = workers_[i];
@@ -101,8 +124,14 @@ straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
     forget_before(state, now_seconds);
     if (auto recent = recent_typical(static_cast<int>(i), now_seconds))
       state.last_typical = recent;
-    if (state.last_typical)
-      typical.push_back(*state.last_typical);
+    if (!state.last_typical)
+      continue;
+    current[i] = state.last_typical;
+    if (state.steps < most_steps && state.last_end) {
+      const double began = std::max(*state.last_end, state.last_result.value_or(0.0));
+      current[i] = std::max(*current[i], now_seconds - began);
+    }
+    typical.push_back(*current[i]);
   }
   if (typical.empty())
     return result;
@@ -110,9 +139,9 @@ straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
   // Each worker against the others: against a median that included it, a worker could never
   // score 2 with one other worker (it is half of their mean), nor as one of a slow half.
   for (std::size_t i = 0; i < workers_.size(); ++i) {
-    if (!workers_[i].live || !workers_[i].last_typical)
+    if (!current[i])
       continue;
-    const double mine = *workers_[i].last_typical;
+    const double mine = *current[i];
     const auto place = static_cast<std::size_t>(
         std::lower_bound(typical.begin(), typical.end(), mine) - typical.begin());
     const double others = typical.size() == 1 ? mine : median_without(typical, place);

@@ -21,6 +21,10 @@ public:
   /// Worker `worker` finished a step of `step_seconds` at time `now_seconds` (any monotonic clock).
   void step_finished(int worker, double now_seconds, double step_seconds);
 
+  /// A round's result reached `worker` at `now_seconds`: a worker that waits for its rounds'
+  /// results (sync) begins its next step then, not when its last one ended.
+  void result_applied(int worker, double now_seconds);
+
   /// A lost worker no longer counts (its score becomes empty).
   void worker_lost(int worker);
 
@@ -37,9 +41,13 @@ public:
     std::optional<double> imbalance_ratio;    // the highest score
   };
 
-  /// Scores at `now_seconds`. A live worker with no step in the window keeps its last typical time
-  /// (a worker that stopped finishing steps must not look healthy). Empty until some live worker
-  /// has a typical time.
+  /// Scores at `now_seconds`. A live worker with no step in the window keeps its last typical time,
+  /// and one that has finished fewer steps than the most advanced live worker is scored by the
+  /// time its current step has taken so far when that is longer (since the later of its last
+  /// step's end and its last result: a lower bound of that step, which grows while it hangs), so
+  /// that a worker that stopped finishing steps does not look healthy. (The others may be waiting
+  /// for it, their clocks running too; only a worker behind them is surely computing.) Empty until
+  /// some live worker has a typical time.
   snapshot compute(double now_seconds);
 
 private:
@@ -51,6 +59,9 @@ private:
     bool live = true;
     std::deque<sample> recent;
     std::optional<double> last_typical;
+    std::uint64_t steps = 0;          // finished since it (re)joined, from the others' count
+    std::optional<double> last_end;   // when its last step finished
+    std::optional<double> last_result; // when a round's result last reached it
   };
 
   void forget_before(worker_state& state, double now_seconds) const;

@@ -117,6 +117,9 @@ void training_metrics::step_finished(int worker, std::uint64_t step, double now_
 void training_metrics::round_finished(const round_record& round) {
   if (closed_)
     return;
+  for (const std::int32_t member : round.answered)
+    if (member >= 0 && member < who_.workers)
+      stragglers_.result_applied(member, round.finished_seconds);
   (round.full_sync ? full_sync_rounds_ : partial_rounds_)->increment();
   fresh_->increment(static_cast<double>(round.fresh));
   stale_->increment(static_cast<double>(round.stale));

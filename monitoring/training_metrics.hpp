@@ -54,6 +54,10 @@ public:
     std::vector<double> fresh_arrival_seconds; // when the fresh contributors arrived
     double reduce_seconds = 0.0;
     std::uint64_t reduce_bytes = 0;
+    /// The members the result went to, and when (for the straggler scores: a worker waiting for
+    /// it begins its next step then).
+    std::vector<std::int32_t> answered;
+    double finished_seconds = 0.0;
   };
   void round_finished(const round_record& round);
 

@@ -70,8 +70,10 @@ TEST(round_report, the_metrics_count_each_kind_and_the_fresh_arrivals_that_came)
   planned.kind = round_kind::partial;
   std::vector<fresh_arrival> arrivals(4);
   arrivals[0] = {12, 3.25}; // worker 0's fresh step 12 arrived at 3.25 s
-  const auto round = round_record_of(three_members(), planned, arrivals);
+  const auto round = round_record_of(three_members(), planned, arrivals, 4.0);
   EXPECT_FALSE(round.full_sync);
+  EXPECT_EQ(round.answered, three_members().members); // the result went to them at 4.0 s
+  EXPECT_EQ(round.finished_seconds, 4.0);
   EXPECT_EQ(round.members, 3u);
   EXPECT_EQ(round.fresh, 1u);
   EXPECT_EQ(round.stale, 1u);
@@ -87,7 +89,7 @@ TEST(round_report, a_fresh_arrival_still_on_its_way_has_no_arrival_time) {
   arrivals[0] = {11, 2.0}; // the coordinator has heard of step 11 only
   group_decision planned;
   planned.kind = round_kind::full_sync;
-  const auto round = round_record_of(three_members(), planned, arrivals);
+  const auto round = round_record_of(three_members(), planned, arrivals, 2.5);
   EXPECT_TRUE(round.full_sync);
   EXPECT_TRUE(round.fresh_arrival_seconds.empty());
 }
@@ -103,7 +105,7 @@ TEST(round_report, a_round_without_some_members_is_counted_and_says_its_divisor)
   planned.members = {0, 1, 2, 3, 5};
   planned.weights = herd::policy::weighting::uniform;
   const std::vector<fresh_arrival> arrivals(6);
-  EXPECT_EQ(round_record_of(report, planned, arrivals).missing, 2u);
+  EXPECT_EQ(round_record_of(report, planned, arrivals, 1.0).missing, 2u);
   EXPECT_EQ(missing_members_notice(report, planned),
             "round 10 completed without 2 of 5 members (workers 1, 5): divided by the 3 that "
             "answered");
@@ -112,7 +114,7 @@ TEST(round_report, a_round_without_some_members_is_counted_and_says_its_divisor)
             "round 10 completed without 2 of 5 members (workers 1, 5): divided by all 5, the "
             "missing adding zero (missing-members = zero)");
   const auto everyone = three_members();
-  EXPECT_EQ(round_record_of(everyone, planned, arrivals).missing, 0u);
+  EXPECT_EQ(round_record_of(everyone, planned, arrivals, 1.0).missing, 0u);
   EXPECT_FALSE(missing_members_notice(everyone, planned));
 }
 

@@ -5,25 +5,28 @@
 
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <optional>
 #include <random>
 
 namespace {
 
 using herd::monitoring::straggler_stats;
 
-// Every worker finishes a step every `period` seconds of its own step time, from `from` to `to`.
+// Every worker finishes a step every `period` seconds of its own step time, from `from` to `to`,
+// in the order of time: each the last step it finishes by `to`.
 void run(straggler_stats& stats, const std::vector<double>& step_seconds, double from, double to) {
   std::vector<double> next(step_seconds.size(), from);
   for (;;) {
-    std::size_t worker = 0;
-    for (std::size_t i = 1; i < next.size(); ++i)
-      if (next[i] < next[worker])
+    std::optional<std::size_t> worker;
+    for (std::size_t i = 0; i < next.size(); ++i)
+      if (next[i] + step_seconds[i] <= to &&
+          (!worker || next[i] + step_seconds[i] < next[*worker] + step_seconds[*worker]))
         worker = i;
-    const double at = next[worker] + step_seconds[worker];
-    if (at > to)
+    if (!worker)
       return;
-    stats.step_finished(static_cast<int>(worker), at, step_seconds[worker]);
-    next[worker] = at;
+    const double at = next[*worker] + step_seconds[*worker];
+    stats.step_finished(static_cast<int>(*worker), at, step_seconds[*worker]);
+    next[*worker] = at;
   }
 }
 
@@ -77,16 +80,49 @@ TEST(straggler_stats, the_score_follows_a_worker_that_becomes_slow_and_recovers)
   EXPECT_NEAR(*stats.compute(30.0).score[2], 1.0, 1e-9) << "recovered for longer than the window";
 }
 
-TEST(straggler_stats, a_worker_without_steps_in_the_window_keeps_its_last_score) {
+// A worker that stops finishing steps (a frozen process, a hung device) must not look healthy: it
+// stays in the scores with no step in the window, and behind the others it is scored by how long
+// its current step has taken so far, which grows while it hangs. (It used to keep its last score,
+// and a frozen node read as healthy until it was declared lost.)
+TEST(straggler_stats, a_hung_worker_scores_by_how_long_its_step_has_taken) {
   straggler_stats stats(3, 2.0);
   run(stats, {0.01, 0.01, 0.05}, 0.0, 4.0);
   EXPECT_NEAR(*stats.compute(4.0).score[2], 5.0, 1e-9);
   // Worker 2 hangs: the others go on for longer than the window.
-  run(stats, {0.01, 0.01, 1000.0}, 4.0, 10.0);
+  run(stats, {0.01, 0.01, 1000.0}, 4.0, 5.0);
+  const auto first = stats.compute(5.0);
+  ASSERT_TRUE(first.score[2].has_value()) << "a hung worker must not vanish from the scores";
+  EXPECT_NEAR(*first.score[2], 1.0 / 0.01, 1e-6); // its step has taken 1 s so far
+  run(stats, {0.01, 0.01, 1000.0}, 5.0, 10.0);
   const auto later = stats.compute(10.0);
-  ASSERT_TRUE(later.score[2].has_value()) << "a hung worker must not vanish from the scores";
-  EXPECT_NEAR(*later.score[2], 5.0, 1e-9);
+  EXPECT_NEAR(*later.score[2], 6.0 / 0.01, 1e-6);
+  EXPECT_NEAR(*later.imbalance_ratio, 6.0 / 0.01, 1e-6);
   EXPECT_FALSE(stats.recent_typical(2, 10.0).has_value());
+  // Once it finishes a step it is the others' equal in steps no more than before: a worker that
+  // waits for the others (under sync) is never scored by its wait, only one behind them.
+  stats.step_finished(2, 10.0, 6.0);
+  EXPECT_NEAR(*stats.compute(10.0).score[2], 6.0 / 0.01, 1e-6); // its one step in the window
+}
+
+// Under sync the workers that finished their step wait for the slowest: their clocks run too, but
+// they are not behind it, so only the one still computing is scored by its time so far.
+TEST(straggler_stats, workers_waiting_for_a_slow_one_are_not_scored_by_their_wait) {
+  straggler_stats stats(3, 10.0);
+  for (int step = 1; step <= 20; ++step)
+    for (int worker = 0; worker < 3; ++worker)
+      stats.step_finished(worker, step * 0.1, 0.05);
+  // Step 21: workers 0 and 1 finish at 2.05 and wait; worker 2 is still computing at 3.0.
+  stats.step_finished(0, 2.05, 0.05);
+  stats.step_finished(1, 2.05, 0.05);
+  EXPECT_NEAR(*stats.compute(3.0).score[2], 1.0 / 0.05, 1e-6); // 3.0 - 2.0: its step so far
+  // A worker that waited for a round's result began its step when the result came, not when its
+  // last step ended: worker 2's round 20 ended at 2.5 (it had waited for a slow fourth, say).
+  stats.result_applied(2, 2.5);
+  const auto now = stats.compute(3.0);
+  EXPECT_NEAR(*now.score[2], 0.5 / 0.05, 1e-6);
+  // The waiting ones keep their 0.05 s (against the others' median: the mean of 0.05 and 1.0).
+  for (std::size_t waiting : {0u, 1u})
+    EXPECT_NEAR(*now.score[waiting], 0.05 / ((0.05 + 0.5) / 2), 1e-6) << "worker " << waiting;
 }
 
 TEST(straggler_stats, lost_workers_do_not_count) {
@@ -108,6 +144,7 @@ TEST(straggler_stats, a_worker_that_comes_back_counts_again_from_its_new_steps) 
   stats.worker_lost(2);
   stats.worker_joined(2);
   EXPECT_FALSE(stats.compute(10.0).score[2].has_value()) << "no step since it came back";
+  run(stats, {0.01, 0.02, 1000.0}, 10.0, 11.0);
   stats.step_finished(2, 11.0, 0.04);
   const auto now = stats.compute(11.0);
   ASSERT_TRUE(now.score[2].has_value());

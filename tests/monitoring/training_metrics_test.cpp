@@ -23,9 +23,9 @@ training_metrics::identity two_workers() {
 TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labels) {
   auto registry = std::make_shared<herd::monitoring::registry>();
   training_metrics metrics(registry, two_workers());
-  metrics.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
+  metrics.step_finished(0, 1, 0.05, 0.010, 0.0, 32);
   metrics.step_finished(1, 1, 0.1, 0.030, 0.0, 32);
-  metrics.step_finished(0, 2, 0.2, 0.010, 0.005, 32);
+  metrics.step_finished(0, 2, 0.1, 0.010, 0.005, 32);
   training_metrics::round_record round;
   round.members = 2;
   round.fresh = 1;
@@ -43,7 +43,8 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   metrics.round_finished(round);
   metrics.train_loss(0.75);
   metrics.test_accuracy(0.5);
-  metrics.refresh(1.0);
+  // Worker 1, a step behind, has been in its second step for 0.01 s: less than its typical 0.03.
+  metrics.refresh(0.11);
   const std::string text = herd::monitoring::expose(*registry);
   EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
   EXPECT_THAT(text,
