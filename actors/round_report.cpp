@@ -72,6 +72,7 @@ round_record_of(const group_done& report, const policy::group_decision& planned,
   round.missing = report.unanswered.size();
   round.reduce_seconds = report.reduce_seconds;
   round.reduce_bytes = report.bytes;
+  round.samples = report.samples;
   for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i) {
     if (report.kinds[i] != freshness::none)
       if (auto staleness = staleness_of(report, i, planned))

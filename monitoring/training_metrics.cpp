@@ -30,8 +30,13 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       "herd_worker_straggler_score",
       "A worker's recent typical step time (mean of the middle half) over the median of the "
       "other live workers' (1 = typical)"));
-  samples_family_ =
-      &kept(metrics.add_counter("herd_samples_total", "Samples a worker has processed"));
+  samples_family_ = &kept(metrics.add_counter(
+      "herd_samples_total",
+      "Samples a worker has computed gradients on (late ones a round discarded included)"));
+  samples_applied_ = &kept(metrics.add_counter("herd_samples_applied_total",
+                                               "Samples whose gradients (or models) finished "
+                                               "rounds applied: the run's progress in epochs"))
+                          .add(job);
   up_family_ =
       &kept(metrics.add_gauge("herd_worker_up", "1 while a worker is live, 0 once it is lost"));
   for (int worker = 0; worker < who_.workers; ++worker) {
@@ -136,6 +141,7 @@ void training_metrics::round_finished(const round_record& round) {
   }
   reduce_seconds_->observe(round.reduce_seconds);
   reduce_bytes_->increment(static_cast<double>(round.reduce_bytes));
+  samples_applied_->increment(static_cast<double>(round.samples));
 }
 
 void training_metrics::isolation_intervention() {

@@ -54,6 +54,7 @@ public:
     std::vector<double> fresh_arrival_seconds; // when the fresh contributors arrived
     double reduce_seconds = 0.0;
     std::uint64_t reduce_bytes = 0;
+    std::uint64_t samples = 0; // the samples whose gradients (or models) the round applied
     /// The members the result went to, and when (for the straggler scores: a worker waiting for
     /// it begins its next step then).
     std::vector<std::int32_t> answered;
@@ -144,6 +145,7 @@ private:
   counter* full_sync_rounds_ = nullptr;
   histogram* reduce_seconds_ = nullptr;
   counter* reduce_bytes_ = nullptr;
+  counter* samples_applied_ = nullptr;
   gauge* train_loss_ = nullptr;
   gauge* test_accuracy_ = nullptr;
 };

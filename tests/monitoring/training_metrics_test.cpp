@@ -34,12 +34,14 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   round.fresh_arrival_seconds = {0.2};
   round.reduce_seconds = 0.001;
   round.reduce_bytes = 4096;
+  round.samples = 32;
   metrics.round_finished(round);
   round.full_sync = true;
   round.fresh = 2;
   round.none = 0;
   round.staleness_rounds = {0, 1};
   round.fresh_arrival_seconds = {0.2, 0.5};
+  round.samples = 32; // a late gradient's 32 of the 96 computed were discarded, say
   metrics.round_finished(round);
   metrics.train_loss(0.75);
   metrics.test_accuracy(0.5);
@@ -47,6 +49,8 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   metrics.refresh(0.11);
   const std::string text = herd::monitoring::expose(*registry);
   EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
+  // Computed (96 in all) is not applied: what the rounds took.
+  EXPECT_THAT(text, HasSubstr(R"(herd_samples_applied_total{job="test"} 64)"));
   EXPECT_THAT(text,
               HasSubstr(R"(herd_worker_step_seconds_count{job="test",node="n1",worker="1"} 1)"));
   // The first step's wait is not observed: nothing was waited for.
