@@ -12,6 +12,12 @@ namespace {
 // Bounds memory for a very fast worker in a long window.
 constexpr std::size_t max_samples_per_worker = 4096;
 
+// A step still running counts once it has taken this many times the worker's typical step, and
+// at least this long: a hang, not a step the host was slow to schedule (which the middle half
+// of the finished steps leaves out too).
+constexpr double hang_factor = 4.0;
+constexpr double hang_seconds = 1.0;
+
 // The mean of the middle half of `values` (the interquartile mean), each value weighted by how
 // much of its rank [i, i + 1) lies in [n/4, 3n/4]: a quarter of outlying steps at either end
 // leaves it alone, as a median would; unlike a median, it does not jump from one mode to the
@@ -128,8 +134,10 @@ straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
       continue;
     current[i] = state.last_typical;
     if (state.steps < most_steps && state.last_end) {
-      const double began = std::max(*state.last_end, state.last_result.value_or(0.0));
-      current[i] = std::max(*current[i], now_seconds - began);
+      const double running =
+          now_seconds - std::max(*state.last_end, state.last_result.value_or(0.0));
+      if (running > hang_factor * *current[i] && running > hang_seconds)
+        current[i] = running;
     }
     typical.push_back(*current[i]);
   }

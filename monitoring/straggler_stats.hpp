@@ -43,9 +43,10 @@ public:
 
   /// Scores at `now_seconds`. A live worker with no step in the window keeps its last typical time,
   /// and one that has finished fewer steps than the most advanced live worker is scored by the
-  /// time its current step has taken so far when that is longer (since the later of its last
-  /// step's end and its last result: a lower bound of that step, which grows while it hangs), so
-  /// that a worker that stopped finishing steps does not look healthy. (The others may be waiting
+  /// time its current step has taken so far once that is a hang (more than 4 times its typical
+  /// time, and more than 1 s), counted from the later of its last step's end and its last result:
+  /// a lower bound of that step, which grows while it hangs, so that a worker that stopped
+  /// finishing steps does not look healthy. (The others may be waiting
   /// for it, their clocks running too; only a worker behind them is surely computing.) Empty until
   /// some live worker has a typical time.
   snapshot compute(double now_seconds);
@@ -59,8 +60,8 @@ private:
     bool live = true;
     std::deque<sample> recent;
     std::optional<double> last_typical;
-    std::uint64_t steps = 0;          // finished since it (re)joined, from the others' count
-    std::optional<double> last_end;   // when its last step finished
+    std::uint64_t steps = 0;           // finished since it (re)joined, from the others' count
+    std::optional<double> last_end;    // when its last step finished
     std::optional<double> last_result; // when a round's result last reached it
   };
 

@@ -89,11 +89,13 @@ TEST(straggler_stats, a_hung_worker_scores_by_how_long_its_step_has_taken) {
   run(stats, {0.01, 0.01, 0.05}, 0.0, 4.0);
   EXPECT_NEAR(*stats.compute(4.0).score[2], 5.0, 1e-9);
   // Worker 2 hangs: the others go on for longer than the window.
-  run(stats, {0.01, 0.01, 1000.0}, 4.0, 5.0);
-  const auto first = stats.compute(5.0);
-  ASSERT_TRUE(first.score[2].has_value()) << "a hung worker must not vanish from the scores";
-  EXPECT_NEAR(*first.score[2], 1.0 / 0.01, 1e-6); // its step has taken 1 s so far
-  run(stats, {0.01, 0.01, 1000.0}, 5.0, 10.0);
+  run(stats, {0.01, 0.01, 1000.0}, 4.0, 4.5);
+  const auto early = stats.compute(4.5);
+  ASSERT_TRUE(early.score[2].has_value()) << "a hung worker must not vanish from the scores";
+  EXPECT_NEAR(*early.score[2], 5.0, 1e-9) << "half a second may be a slow step, not a hang";
+  run(stats, {0.01, 0.01, 1000.0}, 4.5, 6.0);
+  EXPECT_NEAR(*stats.compute(6.0).score[2], 2.0 / 0.01, 1e-6); // its step has taken 2 s so far
+  run(stats, {0.01, 0.01, 1000.0}, 6.0, 10.0);
   const auto later = stats.compute(10.0);
   EXPECT_NEAR(*later.score[2], 6.0 / 0.01, 1e-6);
   EXPECT_NEAR(*later.imbalance_ratio, 6.0 / 0.01, 1e-6);
@@ -111,18 +113,18 @@ TEST(straggler_stats, workers_waiting_for_a_slow_one_are_not_scored_by_their_wai
   for (int step = 1; step <= 20; ++step)
     for (int worker = 0; worker < 3; ++worker)
       stats.step_finished(worker, step * 0.1, 0.05);
-  // Step 21: workers 0 and 1 finish at 2.05 and wait; worker 2 is still computing at 3.0.
+  // Step 21: workers 0 and 1 finish at 2.05 and wait; worker 2 is still computing at 4.0.
   stats.step_finished(0, 2.05, 0.05);
   stats.step_finished(1, 2.05, 0.05);
-  EXPECT_NEAR(*stats.compute(3.0).score[2], 1.0 / 0.05, 1e-6); // 3.0 - 2.0: its step so far
+  EXPECT_NEAR(*stats.compute(4.0).score[2], 2.0 / 0.05, 1e-6); // 4.0 - 2.0: its step so far
   // A worker that waited for a round's result began its step when the result came, not when its
   // last step ended: worker 2's round 20 ended at 2.5 (it had waited for a slow fourth, say).
   stats.result_applied(2, 2.5);
-  const auto now = stats.compute(3.0);
-  EXPECT_NEAR(*now.score[2], 0.5 / 0.05, 1e-6);
-  // The waiting ones keep their 0.05 s (against the others' median: the mean of 0.05 and 1.0).
+  const auto now = stats.compute(4.0);
+  EXPECT_NEAR(*now.score[2], 1.5 / 0.05, 1e-6);
+  // The waiting ones keep their 0.05 s (against the others' median: the mean of 0.05 and 1.5).
   for (std::size_t waiting : {0u, 1u})
-    EXPECT_NEAR(*now.score[waiting], 0.05 / ((0.05 + 0.5) / 2), 1e-6) << "worker " << waiting;
+    EXPECT_NEAR(*now.score[waiting], 0.05 / ((0.05 + 1.5) / 2), 1e-6) << "worker " << waiting;
 }
 
 TEST(straggler_stats, lost_workers_do_not_count) {
