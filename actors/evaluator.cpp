@@ -5,6 +5,8 @@
 #include "actors/messages.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 namespace herd::actors {
 
@@ -30,7 +32,10 @@ caf::behavior evaluator(caf::stateful_actor<evaluator_state>* self, const evalua
               setup.model->evaluate(*setup.ops, snapshot.parameters->data(), *setup.test,
                                     setup.batch_size, *self->state.workspace);
           evaluation_result result;
-          result.test_accuracy = measured.accuracy();
+          // Parameters that are not numbers give a NaN loss, and their argmax means nothing.
+          result.test_accuracy = std::isnan(measured.mean_loss)
+                                     ? std::numeric_limits<double>::quiet_NaN()
+                                     : measured.accuracy();
           result.test_loss = measured.mean_loss;
           result.seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -5,6 +5,7 @@
 #include "herd/run_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
@@ -99,7 +100,10 @@ std::string progress_printer::status(const actors::progress& now, int columns) c
       {"round " + std::to_string(now.rounds), 4},
       {"(" + std::to_string(now.steps) + " steps)", 6},
       {"loss " + fixed(now.train_loss, 4), 2},
-      {"test acc " + (now.test_accuracy ? fixed(*now.test_accuracy, 4) : std::string("  -   ")), 1},
+      {"test acc " + (now.test_accuracy && !std::isnan(*now.test_accuracy)
+                          ? fixed(*now.test_accuracy, 4)
+                          : std::string("  -   ")),
+       1},
       {fixed(now.samples_per_second, 0) + " samples/s", 5},
       {clock_text(now.elapsed_seconds), 3},
       {eta ? "ETA " + clock_text(*eta) : std::string("ETA  -  "), 1},
@@ -151,8 +155,11 @@ void progress_printer::on_evaluation(const actors::evaluation_point& point) {
        << fixed(point.epoch, 2);
   if (at > point.elapsed_seconds + 0.05)
     out_ << ", parameters of " << fixed(point.elapsed_seconds, 1) << "s";
-  out_ << "): test accuracy " << fixed(point.test_accuracy, 4) << ", test loss "
-       << fixed(point.test_loss, 4) << std::endl;
+  if (std::isnan(point.test_accuracy))
+    out_ << "): test accuracy none (the parameters are not numbers)" << std::endl;
+  else
+    out_ << "): test accuracy " << fixed(point.test_accuracy, 4) << ", test loss "
+         << fixed(point.test_loss, 4) << std::endl;
 }
 
 void progress_printer::on_notice(std::string_view text) {

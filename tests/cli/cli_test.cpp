@@ -953,6 +953,13 @@ TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
   const auto report = nlohmann::json::parse(in);
   EXPECT_TRUE(report["final_test_accuracy"].is_null()) << report.dump(2);
   EXPECT_TRUE(report["final_test_loss"].is_null()) << report.dump(2);
+  // Nor do the evaluations of such parameters, in the log or the report.
+  for (const auto& evaluation : report["evaluations"]) {
+    if (evaluation["test_loss"].is_null()) {
+      EXPECT_TRUE(evaluation["test_accuracy"].is_null()) << report.dump(2);
+    }
+  }
+  EXPECT_THAT(result.output, Not(HasSubstr("test loss nan")));
 }
 
 // A report whose directory went away during the run is not lost: it is kept in the temporary
