@@ -4,6 +4,7 @@
 #include "herd/ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +20,12 @@ std::vector<float> predict(const model& model, const std::vector<float>& paramet
   if (batch_size == 0)
     throw std::invalid_argument("predict: a batch size of 0 samples; it must be at least 1");
   const std::size_t inputs = elements(model.input_shape());
+  // A model answers NaN or infinite inputs with probabilities that look like any others.
+  for (std::size_t i = 0; inputs > 0 && i < count * inputs; ++i)
+    if (!std::isfinite(samples[i]))
+      throw std::invalid_argument("predict: sample " + std::to_string(i / inputs) +
+                                  " holds a value that is not a finite number at position " +
+                                  std::to_string(i % inputs) + "; samples must be finite");
   const std::size_t classes = model.classes();
   std::vector<float> probabilities(count * classes);
   const auto& ops = kernels::cpu_ops();

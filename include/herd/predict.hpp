@@ -18,7 +18,8 @@ namespace herd::models {
 /// input_normalisation applied). Runs in batches of `batch_size` samples.
 ///
 /// Throws std::invalid_argument naming both sizes when `parameters` is not
-/// model.parameter_count() floats, and when batch_size is 0.
+/// model.parameter_count() floats, when batch_size is 0, and naming the sample and the position
+/// when a sample holds a value that is not a finite number (NaN, infinite).
 std::vector<float> predict(const model& model, const std::vector<float>& parameters,
                            const float* samples, std::size_t count, std::size_t batch_size = 1000);
 

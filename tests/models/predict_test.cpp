@@ -4,6 +4,8 @@
 #include "models/sgd.hpp"
 
 #include <algorithm>
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -90,6 +92,19 @@ TEST(predict, parameters_that_do_not_fit_the_model_are_named_with_both_sizes) {
     FAIL() << "predict took 17 values for samples of 12";
   } catch (const std::invalid_argument& bad) {
     EXPECT_THAT(bad.what(), AllOf(HasSubstr("17 sample values"), HasSubstr("takes 12")));
+  }
+  // A NaN or infinite input got probabilities like any other; it is refused, named.
+  for (const float bad_value :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> two(2 * features, 0.5f);
+    two[features + 7] = bad_value;
+    try {
+      predict(*model, fitting, two);
+      FAIL() << "predict took " << bad_value;
+    } catch (const std::invalid_argument& bad) {
+      EXPECT_THAT(bad.what(), HasSubstr("sample 1 holds a value that is not a finite number at "
+                                        "position 7"));
+    }
   }
 }
 
