@@ -165,6 +165,8 @@ void coordinator_actor::on_start(const run_start& start) {
   delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
   if (in_flight_.empty() && samples_committed_ >= sample_budget())
     begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
+  else
+    carry_out(phases_.time_passed(elapsed())); // resumed past train.max-seconds: nor here
   if (phases_.running())
     for (const auto& worker : workers_)
       send(worker, start_atom::value);

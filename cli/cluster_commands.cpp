@@ -125,11 +125,9 @@ int run_coordinator(const std::vector<std::string>& args) {
   if (!resume_path.empty()) {
     try {
       auto loaded = cluster::load_cluster_checkpoint(config, *prepared->data, resume_path);
-      const auto& counters = loaded.state->coordinator.counters;
       auto as_resumed = config; // the workers are the checkpoint's, not a count to compare
       as_resumed.train.workers = loaded.workers;
-      announce_resume("coordinator", loaded.file, counters.rounds, counters.epochs(),
-                      loaded.state->settings, as_resumed);
+      announce_resume("coordinator", loaded.file, *loaded.state, as_resumed);
       options.resume = std::move(loaded.state);
       options.resume_file = loaded.file;
     } catch (const checkpoint::checkpoint_error& unusable) {

@@ -233,17 +233,23 @@ std::string checkpoint_dir_problem(const config::run_config& config,
   return checkpoint::run_directory_problem(config.checkpoint.dir, resume_path, "--resume");
 }
 
-void announce_resume(const std::string& command, const std::string& file, std::uint64_t rounds,
-                     double epochs, const std::string& saved_settings,
-                     const config::run_config& config) {
-  std::cout << "herd " << command << ": resuming from " << file << " (round " << rounds
+void announce_resume(const std::string& command, const std::string& file,
+                     const actors::run_checkpoint& state, const config::run_config& config) {
+  const auto& counters = state.coordinator.counters;
+  const double epochs = counters.epochs();
+  std::cout << "herd " << command << ": resuming from " << file << " (round " << counters.rounds
             << ", epoch " << std::setprecision(3) << epochs << ")" << std::endl;
-  for (const auto& line : actors::changed_settings(saved_settings, config))
+  for (const auto& line : actors::changed_settings(state.settings, config))
     std::cout << "herd " << command << ": changed since the checkpoint: " << line << std::endl;
+  const double trained = state.coordinator.elapsed_seconds;
   if (epochs >= static_cast<double>(config.train.epochs))
     std::cout << "herd " << command << ": the checkpoint is at epoch " << epochs
               << ", and train.epochs = " << config.train.epochs
               << ": the run trains no further (raise train.epochs to go on)" << std::endl;
+  else if (config.train.max_seconds > 0.0 && trained >= config.train.max_seconds)
+    std::cout << "herd " << command << ": the checkpoint is at " << std::setprecision(3)
+              << trained << " s of training, and train.max-seconds = " << config.train.max_seconds
+              << ": the run trains no further (raise train.max-seconds to go on)" << std::endl;
 }
 
 } // namespace herd::cli

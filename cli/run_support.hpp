@@ -3,6 +3,7 @@
 // summary, the JSON report, the exit status).
 #pragma once
 
+#include "actors/checkpoint_state.hpp"
 #include "cli/progress_printer.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
@@ -80,11 +81,11 @@ open_metrics_endpoint(const config::run_config& config,
 std::string checkpoint_dir_problem(const config::run_config& config,
                                    const std::string& resume_path);
 
-/// Prints "herd <command>: resuming from FILE (round R, epoch E)" and one line for each setting
-/// that changed since the checkpoint's run (`saved_settings`, as config::to_ini wrote them).
-void announce_resume(const std::string& command, const std::string& file, std::uint64_t rounds,
-                     double epochs, const std::string& saved_settings,
-                     const config::run_config& config);
+/// Prints "herd <command>: resuming from FILE (round R, epoch E)", one line for each setting
+/// that changed since the checkpoint's run (its settings, as config::to_ini wrote them), and a
+/// line when `config` leaves it nothing to train (train.epochs reached, or train.max-seconds).
+void announce_resume(const std::string& command, const std::string& file,
+                     const actors::run_checkpoint& state, const config::run_config& config);
 
 struct run_handle {
   std::function<std::optional<actors::run_summary>(std::chrono::milliseconds)> wait_for;

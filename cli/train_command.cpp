@@ -100,9 +100,7 @@ int run_train(const std::vector<std::string>& args) {
   if (!resume_path.empty()) {
     try {
       auto loaded = actors::load_checkpoint(config, *data, resume_path);
-      const auto& counters = loaded.state->coordinator.counters;
-      announce_resume("train", loaded.file, counters.rounds, counters.epochs(),
-                      loaded.state->settings, config);
+      announce_resume("train", loaded.file, *loaded.state, config);
       options.resume = std::move(loaded.state);
     } catch (const checkpoint::checkpoint_error& unusable) {
       std::cerr << "herd train: cannot resume from " << unusable.what() << '\n';

@@ -1219,6 +1219,29 @@ TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("the checkpoint is at epoch 1, and train.epochs = 1: the "
                                         "run trains no further (raise train.epochs to go on)"));
+  // Nor past train.max-seconds: a run stopped by its time limit, resumed with a smaller one, used
+  // to train another quarter second (a check period) before it stopped.
+  std::vector<std::string> timed = {"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                                    "--train.workers=2", "--train.epochs=1000",
+                                    "--train.max-seconds=1", "--checkpoint.dir=" + path("timed")};
+  ASSERT_EQ(herd(timed).exit_code, 0);
+  timed.back() = "--checkpoint.dir=" + path("timed-again");
+  timed[5] = "--train.max-seconds=0.5";
+  timed.insert(timed.end(), {"--resume", path("timed"), "--report", path("timed.json")});
+  const auto out_of_time = herd(timed);
+  EXPECT_EQ(out_of_time.exit_code, 0) << out_of_time.output;
+  EXPECT_THAT(out_of_time.output, HasSubstr("train.max-seconds = 0.5: the run trains no further "
+                                            "(raise train.max-seconds to go on)"));
+  std::smatch at;
+  ASSERT_TRUE(std::regex_search(out_of_time.output, at,
+                                std::regex(R"(resuming from .* \(round ([0-9]+),)")))
+      << out_of_time.output;
+  std::ifstream report_file(path("timed.json"));
+  const auto report = nlohmann::json::parse(report_file);
+  EXPECT_EQ(report["stop_reason"], "max-seconds");
+  // The rounds in flight at the checkpoint finish; none starts.
+  EXPECT_LE(report["rounds"].get<std::uint64_t>(), std::stoull(at[1].str()) + 2)
+      << out_of_time.output;
 }
 
 // An epoch takes whole batches from equal shards: with many workers and few samples each it
