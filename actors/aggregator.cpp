@@ -67,6 +67,10 @@ private:
     std::vector<int> group_nodes;
     comm::status reduce_failure;
     clock_type::time_point reduce_started;
+    // The shortest time a node took from its order to the end of the reduction: the node whose
+    // order came last waited for no peer's, so this is the data plane's time, not the orders'
+    // way there (a coordinator paused while sending them made every other node wait).
+    std::optional<double> node_seconds;
   };
 
   bool distributed() const { return !setup_.node_reducers.empty(); }
@@ -380,9 +384,10 @@ private:
       request(setup_.node_reducers[static_cast<std::size_t>(node)], setup_.reduce_timeout,
               std::move(order))
           .then([this, round, node = node](
-                    const reduce_done& answer) { node_reduced(round, node, answer.result); },
+                    const reduce_done& answer) { node_reduced(round, node, answer); },
                 [this, round, node = node](caf::error& failure) {
-                  node_reduced(round, node, status_of(failure, system().render(failure)));
+                  node_reduced(round, node,
+                               {round, node, status_of(failure, system().render(failure)), 0.0});
                 });
     }
     // Each node's pre-reduction reads its inputs and writes one buffer; the ring among k nodes
@@ -395,11 +400,14 @@ private:
       commit(rounds_.find(round));
   }
 
-  void node_reduced(std::uint64_t round, int node, const comm::status& answer) {
+  void node_reduced(std::uint64_t round, int node, const reduce_done& reply) {
     auto found = rounds_.find(round);
     if (found == rounds_.end() || found->second.reducing_nodes.erase(node) == 0)
       return;
     auto& state = found->second;
+    const comm::status& answer = reply.result;
+    if (answer.ok())
+      state.node_seconds = std::min(state.node_seconds.value_or(reply.seconds), reply.seconds);
     if (!answer.ok() && state.reduce_failure.ok()) {
       state.reduce_failure = {answer.kind(),
                               "node " + std::to_string(node) + ": " + answer.message()};
@@ -419,7 +427,9 @@ private:
         send(setup_.node_reducers[static_cast<std::size_t>(node)], commit_atom::value,
              state.plan.round, deliver);
     state.report.reduce_seconds =
-        std::chrono::duration<double>(clock_type::now() - state.reduce_started).count();
+        deliver && state.node_seconds
+            ? *state.node_seconds
+            : std::chrono::duration<double>(clock_type::now() - state.reduce_started).count();
     if (!deliver) {
       state.report.result = state.reduce_failure;
       state.report.aborted = true;

@@ -86,6 +86,61 @@ caf::behavior giving_worker(caf::event_based_actor* self, std::int32_t index,
   };
 }
 
+// A node reducer that answers every order after 300 ms, saying its reduction took `seconds`.
+caf::behavior timed_reducer(caf::event_based_actor* self, std::int32_t node, double seconds) {
+  return {
+      [self, node, seconds](const reduce_order& order) {
+        auto promise = self->make_response_promise<reduce_done>();
+        self->delayed_anon_send(self, std::chrono::milliseconds(300), caf::tick_atom::value,
+                                order.round);
+        self->become(caf::keep_behavior,
+                     [self, promise, node, seconds](caf::tick_atom, std::uint64_t round) mutable {
+                       promise.deliver(reduce_done{round, node, {}, seconds});
+                       self->unbecome();
+                     });
+      },
+      [](commit_atom, std::uint64_t, bool) {},
+  };
+}
+
+// A round's data-plane time is the shortest any node measured: a node that got its order first
+// waited for the others' (a coordinator paused while sending them made it wait), and the round's
+// time on the aggregator's side counts the orders' and answers' way too. It used to be that wall
+// time, and a 3 s pause of the coordinator read as a 3 s reduction.
+TEST(aggregator_across_nodes, a_rounds_data_plane_time_is_the_shortest_a_node_measured) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  caf::scoped_actor coordinator{system};
+  const std::vector<caf::actor> reducers{system.spawn(timed_reducer, 0, 2.0),   // waited
+                                         system.spawn(timed_reducer, 1, 0.05)}; // the ring
+  const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
+                                        system.spawn(giving_worker, 1, caf::actor(coordinator))};
+  aggregator_setup setup;
+  setup.results = herd::comm::buffer_pool::create(4);
+  setup.worker_nodes = {0, 1};
+  setup.node_reducers = reducers;
+  auto aggregator = spawn_aggregator(system, setup, coordinator);
+  group_plan plan;
+  plan.round = 3;
+  plan.members = {0, 1};
+  plan.member_handles = workers;
+  plan.kind = round_kind::full_sync;
+  coordinator->send(aggregator, plan);
+  std::optional<group_done> report;
+  coordinator->receive_while([&] { return !report; })(
+      [&](const group_done& done) { report = done; }, [](const round_result&) {},
+      caf::after(std::chrono::seconds(30)) >> [&] { report = group_done{}; });
+  ASSERT_TRUE(report);
+  EXPECT_TRUE(report->result.ok()) << report->result.message();
+  EXPECT_EQ(report->reduce_seconds, 0.05); // not the 0.3 s the answers took, nor 2 s
+  for (const auto& actor : workers)
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+  for (const auto& actor : reducers)
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+}
+
 // A member that never answers is given up after contribution_timeout (one timer for the round);
 // the members that answered are reduced and get the result.
 TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is_left_out) {
