@@ -192,6 +192,9 @@ private:
     // A plain send, not a request: the answer comes as a message, and so does the coordinator's
     // loss while the cluster forms (a request's receive would wait out its timeout instead).
     self_->send(registry_, hello_);
+    notify(options_, "connected to the coordinator; waiting for its welcome (a run starts once "
+                     "cluster.min-nodes nodes have joined; at most cluster.join-timeout-s = " +
+                         std::to_string(options_.cluster.join_timeout_s) + " s)");
     if (auto refused = await_welcome(); !refused.empty()) {
       if (!stopped_before_run_) // else the node's part is over, not failed
         return failed(std::move(refused));

@@ -610,6 +610,15 @@ TEST(cluster_cli, a_node_waiting_for_the_cluster_leaves_when_the_coordinator_goe
   cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=2"});
   auto& waiting = run.add_node(1);
   ASSERT_TRUE(run.coordinator_says("1 of 2 nodes", 60s)) << run.logs();
+  // Its own log says it got through and waits (it used to say nothing until the run formed).
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (waiting.output().find("waiting for its welcome") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_NE(waiting.output().find("herd node: connected to the coordinator; waiting for its "
+                                  "welcome (a run starts once cluster.min-nodes nodes have joined"),
+            std::string::npos)
+      << run.logs();
   run.coordinator().stop(SIGKILL, 10s);
   EXPECT_EQ(waiting.wait(60s), 1) << run.logs();
   EXPECT_NE(waiting.output().find("lost the coordinator while the cluster formed"),
