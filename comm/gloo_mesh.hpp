@@ -313,8 +313,8 @@ public:
         if (completed)
           t.pending = false;
       } catch (const gloo::Exception& failure) {
-        lost.emplace(t.peer, failure.what());
-        plane_.mark_lost(t.peer, failure.what());
+        lost.emplace(t.peer, gloo_error_text(failure.what()));
+        plane_.mark_lost(t.peer, gloo_error_text(failure.what()));
       }
     }
     return lost;
@@ -353,9 +353,10 @@ private:
       else
         buffer->recv(peer, slot, 0, bytes);
     } catch (const gloo::Exception& failure) {
-      plane_.mark_lost(peer, failure.what());
-      throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(peer) +
-                                               " is unreachable: " + failure.what());
+      plane_.mark_lost(peer, gloo_error_text(failure.what()));
+      throw comm_error(outcome::peer_lost,
+                       description_ + ": rank " + std::to_string(peer) +
+                           " is unreachable: " + gloo_error_text(failure.what()));
     }
     return index;
   }
@@ -372,9 +373,9 @@ private:
       completed =
           t.sending ? t.buffer->waitSend(nullptr, never) : t.buffer->waitRecv(nullptr, never);
     } catch (const gloo::Exception& failure) {
-      plane_.mark_lost(t.peer, failure.what());
+      plane_.mark_lost(t.peer, gloo_error_text(failure.what()));
       throw comm_error(outcome::peer_lost, description_ + ": rank " + std::to_string(t.peer) +
-                                               " failed: " + failure.what());
+                                               " failed: " + gloo_error_text(failure.what()));
     }
     if (!completed && cancelled_.load())
       throw_cancelled();

@@ -4,9 +4,11 @@
 #include "comm/gloo_mesh.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <csignal>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <regex>
 
 namespace herd::comm::gloo_detail {
 
@@ -154,7 +156,8 @@ gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>
       context_->connectFullMesh(adapter, device_);
   } catch (const std::exception& failure) {
     throw comm_error(rendezvous_failure(where, rank, size, *store, adapter, options.timeout,
-                                        steady_clock::now() - started, failure.what()));
+                                        steady_clock::now() - started,
+                                        gloo_error_text(failure.what())));
   }
   if (options.seal_key)
     sealer_ = std::make_unique<message_sealer>(*options.seal_key, rank, size);
@@ -403,6 +406,24 @@ std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
                                             const std::shared_ptr<rendezvous_store>& store,
                                             const gloo_plane_options& options) {
   return std::make_unique<gloo_detail::gloo_mesh>(rank, size, store, options);
+}
+
+std::string gloo_error_text(const std::string& gloo_text) {
+  if (htons(1) == 1)
+    return gloo_text; // big-endian: network order is the host's
+  static const std::regex address(R"((\[[0-9A-Fa-f:.]+\]):([0-9]{1,5}))");
+  std::string text;
+  auto rest = gloo_text.cbegin();
+  for (std::sregex_iterator match(gloo_text.begin(), gloo_text.end(), address), end; match != end;
+       ++match) {
+    const unsigned long stored = std::stoul((*match)[2].str());
+    text.append(rest, (*match)[0].first);
+    text += (*match)[1].str() + ":" +
+            (stored <= 0xffff ? std::to_string(((stored & 0xff) << 8) | (stored >> 8))
+                              : (*match)[2].str());
+    rest = (*match)[0].second;
+  }
+  return text.append(rest, gloo_text.cend());
 }
 
 } // namespace herd::comm

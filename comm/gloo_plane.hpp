@@ -72,4 +72,9 @@ std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
                                             const std::shared_ptr<rendezvous_store>& store,
                                             const gloo_plane_options& options);
 
+/// The text of a Gloo exception with the ports of its addresses ("[10.0.0.2]:6022") as a reader
+/// means them: Gloo prints a socket address's port as it is stored, in network byte order, so on
+/// this (little-endian) host "6022" is port 34327, and an operator would check the wrong one.
+std::string gloo_error_text(const std::string& gloo_text);
+
 } // namespace herd::comm

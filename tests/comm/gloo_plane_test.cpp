@@ -271,6 +271,20 @@ INSTANTIATE_TEST_SUITE_P(formats, gloo_plane_wire,
 
 // The floats a 16-bit wire rounds: a sum of two ranks is what rounding each message gives, not
 // the exact sum (the rounding is there, and is the same on both ranks).
+// Gloo prints a socket address's port in network byte order: on this host "[10.213.0.2]:6022"
+// is port 34327 (0x8617, stored as 0x1786), outside the range the data plane listens in, and an
+// operator would open the wrong one. Herd's messages give the port that is meant.
+TEST(gloo_plane, gloo_addresses_in_messages_give_the_port_a_reader_means) {
+  EXPECT_EQ(herd::comm::gloo_error_text("[./gloo/transport/tcp/pair.cc:799] connect "
+                                        "[10.213.0.2]:6022: Connection refused"),
+            "[./gloo/transport/tcp/pair.cc:799] connect [10.213.0.2]:34327: Connection refused");
+  EXPECT_EQ(herd::comm::gloo_error_text("peer [::1]:47753 and [127.0.0.1]:256 closed"),
+            "peer [::1]:35258 and [127.0.0.1]:1 closed");
+  // Text that is no address stays as it is (the source's own "[file:line]" among it).
+  EXPECT_EQ(herd::comm::gloo_error_text("[pair.cc:799] Read error: reset"),
+            "[pair.cc:799] Read error: reset");
+}
+
 TEST(gloo_plane, a_16_bit_wire_rounds_what_it_sends) {
   // 1 + 2^-12 is not an fp16 value (11 significant bits): 1 + (1 + 2^-12) over an fp16 wire.
   const float odd = 1.0f + std::ldexp(1.0f, -12);
