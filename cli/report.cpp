@@ -26,12 +26,6 @@ namespace herd::cli {
 
 namespace {
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
 nlohmann::json optional_number(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
@@ -75,6 +69,12 @@ std::vector<std::string> unbreakable_words(const std::string& line) {
 }
 
 } // namespace
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
 
 std::string wrap_words(const std::string& text, std::size_t width, std::size_t indent) {
   std::string out;

@@ -11,6 +11,10 @@
 
 namespace herd::cli {
 
+/// `value` with `digits` digits after the point ("0.8684"), as every table and line of Herd's
+/// prints numbers.
+std::string fixed(double value, int digits);
+
 /// The widest line of the summary: it fits an 80-column terminal.
 constexpr std::size_t summary_columns = 79;
 

@@ -102,12 +102,6 @@ std::map<int, double> sync_pace(const std::vector<cell>& cells) {
   return pace;
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
 void print_table(std::ostream& out, const std::vector<cell>& cells) {
   const auto sync = sync_pace(cells);
   out << '\n'
