@@ -8,6 +8,8 @@
 #include "actors/messages.hpp"
 #include "checkpoint/format.hpp"
 
+#include <caf/logger.hpp>
+
 #include <algorithm>
 #include <thread>
 
@@ -132,6 +134,10 @@ std::unique_ptr<job> job::start(config::run_config config,
   own->actor = handle.actor;
   auto started = std::unique_ptr<job>(new job(handle.facade->state_));
   started->own_ = std::move(own);
+  // Making the system, and every spawn, made its logger this thread's current one: a reference
+  // that the system's destructor waits to see released. Run on a thread of its own (a job
+  // destroyed in its own callback), the destructor would wait until this thread made another.
+  caf::logger::set_current_actor_system(nullptr);
   return started;
 }
 

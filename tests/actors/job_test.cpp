@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <sstream>
@@ -44,6 +45,11 @@ herd::config::run_config long_run() {
   auto config = short_run(100000);
   config.train.max_seconds = 120;
   return config;
+}
+
+std::size_t threads_of_this_process() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return static_cast<std::size_t>(std::distance(tasks, std::filesystem::directory_iterator()));
 }
 
 herd::job_options quick(const std::string& name = "") {
@@ -499,6 +505,9 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
 // goes without waiting for the callback that destroys it, which would wait forever.
 TEST(job_facade, a_job_destroyed_from_its_own_on_finished_goes_without_hanging) {
   const auto data = synthetic(960);
+  // A job run to its end first: the threads that stay (OpenBLAS's) are started by then.
+  herd::job::start(short_run(), data, quick())->wait();
+  const std::size_t threads_before = threads_of_this_process();
   std::mutex mutex;
   std::condition_variable changed;
   std::unique_ptr<herd::job> held;
@@ -525,6 +534,15 @@ TEST(job_facade, a_job_destroyed_from_its_own_on_finished_goes_without_hanging) 
   std::unique_lock<std::mutex> lock(mutex);
   EXPECT_TRUE(changed.wait_for(lock, 60s, [&] { return dropped; }))
       << "destroying the job from its on_finished did not return";
+  lock.unlock();
+  // Its actor system goes too, on a thread of its own. That thread used to wait, in the system's
+  // destructor, for the thread that started the job to let go of the system's logger (made its
+  // current one when the system was made), which happened only when it made another system.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (threads_of_this_process() > threads_before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_LE(threads_of_this_process(), threads_before)
+      << "a thread of the dropped job's actor system is left";
 }
 
 // Two running jobs of one process writing to one directory would prune each other's checkpoints
