@@ -26,6 +26,7 @@ struct text_problem {
 struct key_line {
   std::string name; // "train.workers"
   int line = 0;
+  std::string bare_value; // its value as written when that is one bare word, else ""
 };
 
 struct scanned_text {
@@ -285,11 +286,22 @@ private:
       ++next;
     last_key_ = text_.substr(i, end - i);
     if (next < text_.size() && (text_[next] == '=' || text_[next] == '{'))
-      scan_.keys.push_back({section_.empty() ? last_key_ : section_ + "." + last_key_, line_});
+      scan_.keys.push_back({section_.empty() ? last_key_ : section_ + "." + last_key_, line_,
+                            text_[next] == '=' ? bare_word_after(next + 1) : std::string()});
     else if (next >= text_.size() || text_[next] == '\n')
       return fail(last_key_ + " has no value: write " + last_key_ + " = VALUE");
     i = next - 1;
     return true;
+  }
+
+  // The value after an '=' at text_[from] when it is one word up to the line's end or comment.
+  std::string bare_word_after(std::size_t from) const {
+    const auto line_end = std::min(text_.find_first_of("\n;", from), text_.size());
+    std::string value = text_.substr(from, line_end - from);
+    const auto first = value.find_first_not_of(" \t");
+    const auto last = value.find_last_not_of(" \t");
+    value = first == std::string::npos ? "" : value.substr(first, last - first + 1);
+    return value.find_first_of(" \t\"'<[{,") == std::string::npos ? value : std::string();
   }
 
   bool too_deep(int levels) {
@@ -472,7 +484,9 @@ checked_text check_text(const std::string& text, const std::string& origin,
     checked.text += '\n';
   // A key set twice is reported, naming both lines, and left out: which of its values the parser
   // kept is beside the point.
-  for (const auto& [name, line] : scan.keys) {
+  for (const auto& [name, line, bare_value] : scan.keys) {
+    if (!bare_value.empty())
+      checked.bare_values[name] = bare_value;
     const auto [seen, fresh] = checked.key_lines.emplace(name, line);
     if (fresh)
       continue;

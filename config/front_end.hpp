@@ -41,6 +41,9 @@ struct checked_text {
   /// The line of every key set once, and the keys set twice.
   std::map<std::string, int> key_lines;
   std::set<std::string> keys_set_twice;
+  /// A key's value as written, where it is one bare word ("1e-300", "42", "true"; not a quoted
+  /// string, list or map): CAF's parser reads some reals one ulp off, the loader reads them again.
+  std::map<std::string, std::string> bare_values;
 
   /// Where the parsed value of `key` comes from, "in run.ini, line 7"; nothing for a key set twice
   /// (already among the duplicates). A key inside a map value is on the line of the key holding

@@ -38,7 +38,7 @@ std::string render(double value) {
     std::ostringstream out;
     out.precision(precision);
     out << value;
-    if (std::stod(out.str()) == value)
+    if (std::strtod(out.str().c_str(), nullptr) == value) // stod throws for a subnormal
       return out.str();
   }
   return std::to_string(value);

@@ -91,7 +91,16 @@ void assign_value(const std::string& name, const caf::config_value& value,
     state.errors.push_back({name, unknown_key_message(name, origin)});
     return;
   }
-  if (auto problem = spec->assign(value, state.config); !problem.empty()) {
+  // CAF's parser can read a real one ulp off (1e-300 as 9.999999999999999e-301); strtod is
+  // correctly rounded, so a real written as one word is read again from its text.
+  caf::config_value read = value;
+  if (caf::holds_alternative<caf::config_value::real>(value) && !written.empty()) {
+    char* end = nullptr;
+    const double exact = std::strtod(written.c_str(), &end);
+    if (end == written.c_str() + written.size())
+      read = caf::config_value{exact};
+  }
+  if (auto problem = spec->assign(read, state.config); !problem.empty()) {
     // Digits CAF could not hold as an integer (it kept them as a string): the number is too large.
     const bool digits = !written.empty() &&
                         written.find_first_not_of("0123456789", written[0] == '-' ? 1 : 0) ==
@@ -115,13 +124,17 @@ using origin_of_key = std::function<std::optional<std::string>(const std::string
 
 // Walks CAF's parsed settings: sections are dictionaries, keys inside them are values.
 void assign_settings(const caf::settings& settings, const std::string& prefix,
-                     const origin_of_key& origin, load_state& state) {
+                     const origin_of_key& origin, load_state& state,
+                     const std::map<std::string, std::string>& written = {}) {
   for (const auto& [key, value] : settings) {
     const std::string name = prefix.empty() ? std::string{key} : prefix + "." + std::string{key};
-    if (auto section = caf::get_if<caf::config_value::dictionary>(&value))
-      assign_settings(*section, name, origin, state);
-    else if (auto where = origin(name))
-      assign_value(name, value, *where, state);
+    if (auto section = caf::get_if<caf::config_value::dictionary>(&value)) {
+      assign_settings(*section, name, origin, state, written);
+    } else if (auto where = origin(name)) {
+      const auto as_written = written.find(name);
+      assign_value(name, value, *where, state,
+                   as_written == written.end() ? std::string{} : as_written->second);
+    }
   }
 }
 
@@ -176,7 +189,8 @@ void read_settings(const std::string& text, const std::string& origin, load_stat
     state.positions[key] = {in_the_file, line};
   state.errors.insert(state.errors.end(), checked.duplicates.begin(), checked.duplicates.end());
   assign_settings(
-      *settings, "", [&checked](const std::string& key) { return checked.origin_of(key); }, state);
+      *settings, "", [&checked](const std::string& key) { return checked.origin_of(key); }, state,
+      checked.bare_values);
 }
 
 caf::config_value parse_override_value(const std::string& text) {

@@ -967,6 +967,17 @@ TEST(config_in_code, values_no_ini_text_can_hold_are_refused_naming_the_key) {
   EXPECT_EQ(refused["train.lr"], "train.lr = inf: expected a finite number");
   EXPECT_EQ(refused["train.max-seconds"], "train.max-seconds = inf: expected a finite number");
   EXPECT_THAT(refused["train.weight-decay"], HasSubstr("expected a finite number"));
+  // Reals come back to the bit, in a file as on the command line: CAF's parser read 1e-300 as
+  // 9.999999999999999e-301 and 0.0123456789 one ulp off.
+  for (const double real : {1e-300, 0.0123456789, 5e-324, 1.7976931348623157e308}) {
+    herd::config::run_config tiny;
+    tiny.train.max_seconds = real;
+    ASSERT_TRUE(herd::config::validate(tiny).empty()) << real;
+    EXPECT_EQ(herd::config::from_ini(herd::config::to_ini(tiny), "written").train.max_seconds,
+              real);
+  }
+  EXPECT_EQ(herd::config::from_ini("[train]\nlr = 0.0123456789 ; a comment\n", "f").train.lr,
+            0.0123456789);
   // The largest values an INI text holds are accepted and come back.
   built = {};
   built.train.seed = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
