@@ -179,7 +179,7 @@ void coordinator_actor::on_step_ready(const step_ready& ready) {
                           ready.loss, ready.samples, ready.late);
   if (setup_.metrics)
     setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
-                                  ready.wait_seconds, ready.samples);
+                                  ready.wait_seconds, ready.samples, ready.late);
   if (!std::isfinite(ready.loss) && phases_.error().empty()) {
     fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
          std::to_string(ready.loss) + " at step " + std::to_string(ready.step) +

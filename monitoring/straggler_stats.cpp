@@ -45,7 +45,8 @@ straggler_stats::straggler_stats(int workers, double window_seconds)
   workers_.resize(static_cast<std::size_t>(workers));
 }
 
-void straggler_stats::step_finished(int worker, double now_seconds, double step_seconds) {
+void straggler_stats::step_finished(int worker, double now_seconds, double step_seconds,
+                                    bool late) {
   HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < workers_.size(),
              "worker " << worker << " of " << workers_.size());
   auto& state = workers_[static_cast<std::size_t>(worker)];
@@ -54,6 +55,7 @@ void straggler_stats::step_finished(int worker, double now_seconds, double step_
   state.recent.push_back({now_seconds, step_seconds});
   ++state.steps;
   state.last_end = now_seconds;
+  state.last_late = late;
   if (state.recent.size() > max_samples_per_worker)
     state.recent.pop_front();
   forget_before(state, now_seconds);
@@ -63,6 +65,16 @@ void straggler_stats::result_applied(int worker, double now_seconds) {
   HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < workers_.size(),
              "worker " << worker << " of " << workers_.size());
   workers_[static_cast<std::size_t>(worker)].last_result = now_seconds;
+}
+
+std::optional<double> straggler_stats::worker_state::computing_since() const {
+  if (!last_end)
+    return std::nullopt;
+  if (last_late)
+    return last_end;
+  if (last_result && *last_result >= *last_end)
+    return last_result;
+  return std::nullopt;
 }
 
 void straggler_stats::worker_lost(int worker) {
@@ -133,9 +145,8 @@ straggler_stats::snapshot straggler_stats::compute(double now_seconds) {
     if (!state.last_typical)
       continue;
     current[i] = state.last_typical;
-    if (state.steps < most_steps && state.last_end) {
-      const double running =
-          now_seconds - std::max(*state.last_end, state.last_result.value_or(0.0));
+    if (const auto began = state.computing_since(); began && state.steps < most_steps) {
+      const double running = now_seconds - *began;
       if (running > hang_factor * *current[i] && running > hang_seconds)
         current[i] = running;
     }

@@ -19,7 +19,9 @@ public:
   straggler_stats(int workers, double window_seconds);
 
   /// Worker `worker` finished a step of `step_seconds` at time `now_seconds` (any monotonic clock).
-  void step_finished(int worker, double now_seconds, double step_seconds);
+  /// `late`: its round had closed, so it went on with its next step at once (else it waits for a
+  /// round to take the step and for that round's result).
+  void step_finished(int worker, double now_seconds, double step_seconds, bool late = false);
 
   /// A round's result reached `worker` at `now_seconds`: a worker that waits for its rounds'
   /// results (sync) begins its next step then, not when its last one ended.
@@ -42,13 +44,13 @@ public:
   };
 
   /// Scores at `now_seconds`. A live worker with no step in the window keeps its last typical time,
-  /// and one that has finished fewer steps than the most advanced live worker is scored by the
-  /// time its current step has taken so far once that is a hang (more than 4 times its typical
-  /// time, and more than 1 s), counted from the later of its last step's end and its last result:
-  /// a lower bound of that step, which grows while it hangs, so that a worker that stopped
-  /// finishing steps does not look healthy. (The others may be waiting
-  /// for it, their clocks running too; only a worker behind them is surely computing.) Empty until
-  /// some live worker has a typical time.
+  /// and one that has finished fewer steps than the most advanced live worker and is computing is
+  /// scored by the time its current step has taken so far once that is a hang (more than 4 times
+  /// its typical time, and more than 1 s), so that a worker that stopped finishing steps does not
+  /// look healthy. A worker is computing from its last step's end when that step was late, else
+  /// from a round result that came after it (until then it waits for a round to take its step,
+  /// or for that round's result); the time so far is a lower bound of the step, which grows while
+  /// it hangs. Empty until some live worker has a typical time.
   snapshot compute(double now_seconds);
 
 private:
@@ -62,7 +64,12 @@ private:
     std::optional<double> last_typical;
     std::uint64_t steps = 0;           // finished since it (re)joined, from the others' count
     std::optional<double> last_end;    // when its last step finished
+    bool last_late = false;            // whether that step was late (it went on at once)
     std::optional<double> last_result; // when a round's result last reached it
+
+    /// When it began the step it is computing; nothing while it waits (for a round to take its
+    /// last step, or for that round's result), when no step of its runs.
+    std::optional<double> computing_since() const;
   };
 
   void forget_before(worker_state& state, double now_seconds) const;

@@ -28,8 +28,8 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
       &kept(metrics.add_gauge("herd_worker_lag_steps", "Steps a worker is behind the fastest"));
   score_family_ = &kept(metrics.add_gauge(
       "herd_worker_straggler_score",
-      "A worker's recent typical step time (mean of the middle half) over the median of the "
-      "other live workers' (1 = typical)"));
+      "A worker's recent typical step time (mean of the middle half), or a hung step's time so "
+      "far, over the median of the other live workers' (1 = typical)"));
   samples_family_ = &kept(metrics.add_counter(
       "herd_samples_total",
       "Samples a worker has computed gradients on (late ones a round discarded included)"));
@@ -107,7 +107,7 @@ training_metrics::training_metrics(std::shared_ptr<registry> shared, identity wh
 
 void training_metrics::step_finished(int worker, std::uint64_t step, double now_seconds,
                                      double compute_seconds, double idle_seconds,
-                                     std::uint32_t samples) {
+                                     std::uint32_t samples, bool late) {
   if (closed_)
     return;
   auto& record = workers_.at(static_cast<std::size_t>(worker));
@@ -116,7 +116,7 @@ void training_metrics::step_finished(int worker, std::uint64_t step, double now_
     record.wait_seconds->observe(idle_seconds);
   record.samples->increment(samples);
   record.steps = std::max(record.steps, step);
-  stragglers_.step_finished(worker, now_seconds, compute_seconds);
+  stragglers_.step_finished(worker, now_seconds, compute_seconds, late);
 }
 
 void training_metrics::round_finished(const round_record& round) {

@@ -34,8 +34,9 @@ public:
 
   /// A worker finished its step number `step` (1-based) at `now_seconds` after `compute_seconds`;
   /// it had been idle `idle_seconds` before the step began.
+  /// `late`: its round had closed (it goes on with its next step at once).
   void step_finished(int worker, std::uint64_t step, double now_seconds, double compute_seconds,
-                     double idle_seconds, std::uint32_t samples);
+                     double idle_seconds, std::uint32_t samples, bool late = false);
 
   /// What a finished round tells the metrics.
   struct round_record {

@@ -88,7 +88,9 @@ TEST(straggler_stats, a_hung_worker_scores_by_how_long_its_step_has_taken) {
   straggler_stats stats(3, 2.0);
   run(stats, {0.01, 0.01, 0.05}, 0.0, 4.0);
   EXPECT_NEAR(*stats.compute(4.0).score[2], 5.0, 1e-9);
-  // Worker 2 hangs: the others go on for longer than the window.
+  // Its last step's round gave it its result at once, and it began its next step: it hangs
+  // there, while the others go on for longer than the window.
+  stats.result_applied(2, 4.0);
   run(stats, {0.01, 0.01, 1000.0}, 4.0, 4.5);
   const auto early = stats.compute(4.5);
   ASSERT_TRUE(early.score[2].has_value()) << "a hung worker must not vanish from the scores";
@@ -111,8 +113,10 @@ TEST(straggler_stats, a_hung_worker_scores_by_how_long_its_step_has_taken) {
 TEST(straggler_stats, workers_waiting_for_a_slow_one_are_not_scored_by_their_wait) {
   straggler_stats stats(3, 10.0);
   for (int step = 1; step <= 20; ++step)
-    for (int worker = 0; worker < 3; ++worker)
+    for (int worker = 0; worker < 3; ++worker) {
       stats.step_finished(worker, step * 0.1, 0.05);
+      stats.result_applied(worker, step * 0.1); // the step's round, at once
+    }
   // Step 21: workers 0 and 1 finish at 2.05 and wait; worker 2 is still computing at 4.0.
   stats.step_finished(0, 2.05, 0.05);
   stats.step_finished(1, 2.05, 0.05);
@@ -125,6 +129,23 @@ TEST(straggler_stats, workers_waiting_for_a_slow_one_are_not_scored_by_their_wai
   // The waiting ones keep their 0.05 s (against the others' median: the mean of 0.05 and 1.5).
   for (std::size_t waiting : {0u, 1u})
     EXPECT_NEAR(*now.score[waiting], 0.05 / ((0.05 + 1.5) / 2), 1e-6) << "worker " << waiting;
+}
+
+// A worker that finished its step and waits for a round to take it is not computing, however long
+// no round starts (a checkpoint's pause, a join, a full sync waiting for the slowest arrival, the
+// stop): behind the others in steps or not, its wait is no step time. (A first version counted it,
+// and healthy workers of a solo run scored 100 and more during a checkpoint.)
+TEST(straggler_stats, a_worker_whose_step_waits_for_a_round_is_not_scored_by_the_wait) {
+  straggler_stats stats(3, 10.0);
+  run(stats, {0.01, 0.02, 0.04}, 0.0, 2.0);
+  const auto before = stats.compute(2.0);
+  // No round starts for 3 s: each waits with its last step done, none of them late.
+  const auto during = stats.compute(5.0);
+  for (std::size_t worker = 0; worker < 3; ++worker)
+    EXPECT_NEAR(*during.score[worker], *before.score[worker], 1e-9) << "worker " << worker;
+  // A late step goes on at once: that worker is computing, and 3 s of it is a hang.
+  stats.step_finished(2, 2.0, 0.04, true);
+  EXPECT_NEAR(*stats.compute(5.0).score[2], 3.0 / 0.015, 1e-6); // against 0.01 and 0.02
 }
 
 TEST(straggler_stats, lost_workers_do_not_count) {
