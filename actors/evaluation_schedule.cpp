@@ -28,7 +28,7 @@ std::vector<int> evaluation_schedule::sources(const std::vector<int>& live_worke
 bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr parameters) {
   evaluations_.push_back(point);
   const double target = settings_.target_accuracy;
-  if (target <= 0.0 || point.test_accuracy < target || time_to_target_)
+  if (target <= 0.0 || !(point.test_accuracy >= target) || time_to_target_) // NaN: none
     return false;
   time_to_target_ = point.elapsed_seconds;
   target_point_ = point;

@@ -942,7 +942,7 @@ TEST_F(herd_cli, a_model_that_does_not_fit_the_data_or_an_unknown_preset_exits_2
 TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
   const auto report_path = path("diverged.json");
   auto result = herd({"train", "--data.dataset=synthetic", "--train.lr=1000", "--train.epochs=50",
-                      "--report", report_path});
+                      "--train.target-accuracy=0.5", "--report", report_path});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, HasSubstr("training diverged"));
   EXPECT_THAT(result.output, HasSubstr("try a smaller train.lr"));
@@ -960,6 +960,9 @@ TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
     }
   }
   EXPECT_THAT(result.output, Not(HasSubstr("test loss nan")));
+  // and reach no target: a NaN accuracy is not above it (herd bench would rank the run fastest).
+  EXPECT_TRUE(report["time_to_target_seconds"].is_null()) << report.dump(2);
+  EXPECT_EQ(report["stop_reason"], "error");
 }
 
 // A report whose directory went away during the run is not lost: it is kept in the temporary
