@@ -42,6 +42,9 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     return std::nullopt;
   try {
     loaded.model = actors::make_model(loaded.config, loaded.data->train);
+    // herd evaluate reads the test set: its token rows are checked as a run's are.
+    actors::check_token_input(*loaded.model, loaded.data->test, false, loaded.config,
+                              loaded.config.model.layers.empty() ? "model.preset" : "model.layers");
     // The same checks as a resume: the structure the file names and the tensors' sizes.
     loaded.state = actors::load_for_resume(
         loaded.file,

@@ -59,7 +59,6 @@ models::tensor token_rows(const std::string& path, const models::npy_samples& sa
     throw models::data_error(path + " holds uint8 values, which herd scales as pixels and which "
                                     "cannot hold the padding -1; write the token ids as float32");
   const auto& given = samples.values;
-  models::check_token_rows(given, model.vocabulary(), path);
   const std::size_t width = models::elements(model.input_shape());
   models::tensor rows({given.rows(), width});
   cut = 0;
@@ -73,6 +72,8 @@ models::tensor token_rows(const std::string& path, const models::npy_samples& sa
     std::copy(in, in + kept, rows.row(r));
     std::fill(rows.row(r) + kept, rows.row(r) + width, -1.0f);
   }
+  // What the model reads, as training checks texts up to data.max-length: a cut part is not.
+  models::check_token_rows(rows, model.vocabulary(), path);
   return rows;
 }
 

@@ -571,6 +571,53 @@ TEST_F(herd_cli, trains_on_npy_files) {
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.9) << result.output;
 }
 
+// Token rows of the user's own: herd evaluate reads the test set, and checks its rows as training
+// does (a bad one failed inside a kernel with exit 1); herd predict checks what the model reads of
+// a row, not the part it cuts off (as training cuts texts at data.max-length).
+TEST_F(herd_cli, evaluate_and_predict_check_token_rows_as_training_does) {
+  auto tokens = [&](const std::string& name, std::uint64_t n) {
+    std::vector<float> rows(n * 6, -1.0f);
+    std::vector<std::int64_t> labels(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      labels[i] = static_cast<std::int64_t>(i % 2);
+      for (std::uint64_t t = 0; t < 3 + i % 3; ++t)
+        rows[i * 6 + t] = static_cast<float>((i % 2) * 5 + (i + t) % 5);
+    }
+    herd::testing::write_npy(path(name + "_x.npy"), "<f4", {n, 6}, rows);
+    herd::testing::write_npy(path(name + "_y.npy"), "<i8", {n}, labels);
+  };
+  tokens("train", 64);
+  tokens("test", 16);
+  auto run = herd(
+      {"train", "--data.dataset=npy", "--data.train-features=" + path("train_x.npy"),
+       "--data.train-labels=" + path("train_y.npy"), "--data.test-features=" + path("test_x.npy"),
+       "--data.test-labels=" + path("test_y.npy"),
+       "--model.layers=embedding 10 4, conv1d-max 4 2, relu, dense 2", "--train.workers=2",
+       "--train.batch-size=8", "--train.epochs=1", "--checkpoint.dir=" + path("ckpt")});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::vector<float> bad(16 * 6, 1.0f);
+  bad[3 * 6 + 2] = 3.5f;
+  herd::testing::write_npy(path("bad_x.npy"), "<f4", {16, 6}, bad);
+  const auto evaluated =
+      herd({"evaluate", "--checkpoint", path("ckpt"), "--data.test-features=" + path("bad_x.npy")});
+  EXPECT_EQ(evaluated.exit_code, 2) << evaluated.output;
+  EXPECT_THAT(evaluated.output, HasSubstr("data.test-features: " + path("bad_x.npy") +
+                                          ": sample 3, position 2: 3.5 is not a token id"));
+  // An id the model's 10 cannot hold, past its 6 steps: cut with a note, not refused.
+  herd::testing::write_npy(path("long_x.npy"), "<f4", {1, 8},
+                           std::vector<float>{1, 2, 3, 4, 5, 6, 7, 20});
+  const auto predicted =
+      herd({"predict", "--checkpoint", path("ckpt"), "--input", path("long_x.npy")});
+  EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
+  EXPECT_THAT(predicted.output, HasSubstr("cut to their first 6"));
+  herd::testing::write_npy(path("inside_x.npy"), "<f4", {1, 8},
+                           std::vector<float>{1, 2, 20, 4, -1, -1, -1, -1});
+  const auto refused =
+      herd({"predict", "--checkpoint", path("ckpt"), "--input", path("inside_x.npy")});
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("sample 0, position 2: 20 is not a token id"));
+}
+
 TEST_F(herd_cli, npy_without_a_file_key_or_with_mismatched_counts_exits_2) {
   auto files = write_npy_dataset(dir_);
   std::vector<std::string> args{"train", files[0], files[1], files[2], files[3]};
