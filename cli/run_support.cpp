@@ -11,9 +11,11 @@
 #include "herd/config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <system_error>
@@ -235,20 +237,31 @@ std::string checkpoint_dir_problem(const config::run_config& config,
 
 void announce_resume(const std::string& command, const std::string& file,
                      const actors::run_checkpoint& state, const config::run_config& config) {
+  // "2.06", "1", "1234.5": never 1.23e+03.
+  const auto number = [](double value) {
+    return value == std::floor(value) && std::abs(value) < 1e15
+               ? std::to_string(static_cast<long long>(value))
+               : fixed(value, 2);
+  };
+  const auto as_set = [](double value) { // "0.5", "3600": as a setting is written
+    std::ostringstream text;
+    text << std::setprecision(15) << value;
+    return text.str();
+  };
   const auto& counters = state.coordinator.counters;
   const double epochs = counters.epochs();
   std::cout << "herd " << command << ": resuming from " << file << " (round " << counters.rounds
-            << ", epoch " << std::setprecision(3) << epochs << ")" << std::endl;
+            << ", epoch " << number(epochs) << ")" << std::endl;
   for (const auto& line : actors::changed_settings(state.settings, config))
     std::cout << "herd " << command << ": changed since the checkpoint: " << line << std::endl;
   const double trained = state.coordinator.elapsed_seconds;
   if (epochs >= static_cast<double>(config.train.epochs))
-    std::cout << "herd " << command << ": the checkpoint is at epoch " << epochs
+    std::cout << "herd " << command << ": the checkpoint is at epoch " << number(epochs)
               << ", and train.epochs = " << config.train.epochs
               << ": the run trains no further (raise train.epochs to go on)" << std::endl;
   else if (config.train.max_seconds > 0.0 && trained >= config.train.max_seconds)
-    std::cout << "herd " << command << ": the checkpoint is at " << std::setprecision(3)
-              << trained << " s of training, and train.max-seconds = " << config.train.max_seconds
+    std::cout << "herd " << command << ": the checkpoint is at " << fixed(trained, 1)
+              << " s of training, and train.max-seconds = " << as_set(config.train.max_seconds)
               << ": the run trains no further (raise train.max-seconds to go on)" << std::endl;
 }
 
