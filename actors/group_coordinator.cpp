@@ -239,8 +239,11 @@ void coordinator_actor::on_group_done(const group_done& report) {
   for (std::size_t i = 0; i < report.unanswered.size(); ++i)
     lose_worker(report.unanswered[i],
                 "did not answer " + prefix + ": " + report.unanswered_reasons[i]);
+  // A round none of whose members answered says nothing of the data plane: its members are lost
+  // (a node with many workers takes as many rounds with it), and the run goes on without them.
+  const bool plane_aborted = report.aborted && !report.members.empty();
   if (failed ||
-      (report.aborted && ++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds)) {
+      (plane_aborted && ++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds)) {
     fail(failed ? prefix + ": " + report.result.message()
                 : std::to_string(consecutive_aborted_rounds_) +
                       " rounds in a row aborted; the last: " + report.result.message());
