@@ -171,7 +171,10 @@ private:
       monitor(part);
       parts_alive_.insert(part.address());
     }
-    update([](job_status& status) { status.state = job_state::running; });
+    update([](job_status& status) { // not over a stop() that came first
+      if (status.state == job_state::starting)
+        status.state = job_state::running;
+    });
     send(coordinator_, std::move(parts.run));
     become(running());
     if (stop_requested_)

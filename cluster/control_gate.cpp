@@ -276,12 +276,17 @@ struct gate_listener::impl {
       return;
     }
     if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
-      // An alert (OpenSSL: "tlsv1 alert unknown ca") is the node refusing this coordinator.
-      notice(why.find(" alert ") != std::string::npos
+      // An alert (OpenSSL: "tlsv1 alert unknown ca") is the node ending the handshake; "unknown
+      // ca" and "bad certificate" say it did not trust this coordinator's certificate.
+      const bool alert = why.find(" alert ") != std::string::npos;
+      const bool untrusted = why.find("unknown ca") != std::string::npos ||
+                             why.find("bad certificate") != std::string::npos;
+      notice(!alert ? "refused a connection from " + from + ": TLS handshake failed: " + why
+             : untrusted
                  ? "the node at " + from + " ended the TLS handshake (" + why +
                        "): it refused this coordinator's certificate; check the node's "
                        "cluster.tls-ca, and its log"
-                 : "refused a connection from " + from + ": TLS handshake failed: " + why);
+                 : "the node at " + from + " ended the TLS handshake (" + why + "); see its log");
       link->drain_before_close(std::min(deadline, gate_clock::now() + std::chrono::seconds(1)),
                                threads.stop_fd());
       return;

@@ -41,7 +41,8 @@ struct job_options {
   /// Once, when the job has ended (however it ended), with its summary; final_parameters() and
   /// summary() are set before it is called (and status() says finished or failed), and wait()
   /// returns only after it returned. If it throws, the run is not failed, but the summary wait()
-  /// returns names the exception in its error.
+  /// returns names the exception in its error (status() does not; after an earlier callback
+  /// failed the job, that first failure is the one reported).
   std::function<void(const actors::run_summary&)> on_finished;
 
   /// Non-null: the job's metrics (docs/metrics.md) are kept in this registry with the label

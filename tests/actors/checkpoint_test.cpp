@@ -154,8 +154,6 @@ TEST(checkpoint, sync_resumed_from_a_periodic_checkpoint_matches_bit_for_bit) {
   expect_bitwise_equal(resumed.parameters, straight.parameters);
 }
 
-// The partial algorithms keep more state (stale gradients, queues, blends in flight): resumed
-// from the middle of a run, they go on and reach the accuracy a run of theirs reaches.
 // A checkpoint due at the round an evaluation starts waits for that evaluation: taken before it,
 // the checkpoint held a run that had not recorded it, and the resumed run never evaluated that
 // round (with a target accuracy, it then stopped elsewhere).
@@ -180,11 +178,15 @@ TEST(checkpoint, an_evaluation_under_way_is_recorded_before_the_checkpoint_is_ta
   ASSERT_EQ(saved.size(), 1u) << "the checkpoint of round 10 lacks the evaluation of round 10";
   EXPECT_EQ(saved.front().round, 10u);
   EXPECT_EQ(saved.front().test_accuracy, taking.summary.evaluations.front().test_accuracy);
+  // The resumed run has it (restored), and goes on evaluating from there.
   const auto resumed = run(config, data, state);
-  ASSERT_FALSE(resumed.summary.evaluations.empty());
+  ASSERT_GE(resumed.summary.evaluations.size(), 2u);
   EXPECT_EQ(resumed.summary.evaluations.front().round, 10u);
+  EXPECT_GT(resumed.summary.evaluations.back().round, 10u);
 }
 
+// The partial algorithms keep more state (stale gradients, queues, blends in flight): resumed
+// from the middle of a run, they go on and reach the accuracy a run of theirs reaches.
 TEST(checkpoint, partial_algorithms_resume_and_reach_their_target) {
   const auto data = synthetic(std::size_t{4} * 8 * 40);
   for (const char* algorithm : {"solo", "preduce", "wagma"}) {
