@@ -2,7 +2,6 @@
 // lines, the INI a configuration writes back to, the names of the keys.
 #include "config/key_table.hpp"
 
-#include "config/ini_limits.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
@@ -55,11 +54,9 @@ std::string render(bool value) {
   return value ? "true" : "false";
 }
 
-std::string render(int value) {
-  return std::to_string(value);
-}
-
-std::string render(std::uint64_t value) {
+// int, std::uint64_t: the other types have their own.
+template <class Integer>
+std::string render(Integer value) {
   return std::to_string(value);
 }
 
@@ -597,23 +594,6 @@ std::string to_ini(const run_config& config, const key_scope& scope) {
     out << spec.name.substr(dot + 1) << " = " << spec.show(config) << '\n';
   }
   return out.str();
-}
-
-std::vector<config_error> values_beyond_ini(const run_config& config) {
-  std::vector<config_error> errors;
-  for (const auto& spec : keys()) {
-    const std::string shown = spec.show(config);
-    std::string problem;
-    if (spec.type == "real" && !std::isfinite(std::strtod(shown.c_str(), nullptr)))
-      problem = "expected a finite number";
-    else if (spec.type == "integer" && shown.find('-') == std::string::npos &&
-             std::strtoull(shown.c_str(), nullptr, 10) >
-                 static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max()))
-      problem = "expected an integer between 0 and 9223372036854775807";
-    if (!problem.empty())
-      errors.push_back({spec.name, spec.name + " = " + shown + ": " + problem});
-  }
-  return errors;
 }
 
 } // namespace herd::config
