@@ -34,6 +34,17 @@ private:
   std::vector<caf::typed_response_promise<contribution>> pending_;
 };
 
+// Round `round` of `members` (their actors `handles`), of `kind`.
+group_plan plan_of(std::uint64_t round, std::vector<std::int32_t> members,
+                   std::vector<caf::actor> handles, round_kind kind) {
+  group_plan plan;
+  plan.round = round;
+  plan.members = std::move(members);
+  plan.member_handles = std::move(handles);
+  plan.kind = kind;
+  return plan;
+}
+
 caf::behavior idle_reducer() {
   return {[](const reduce_order&) {}};
 }
@@ -53,11 +64,7 @@ TEST(aggregator_across_nodes, members_of_a_lost_node_are_reported_unanswered_whe
   setup.node_reducers = {first_reducer, second_reducer};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
-  group_plan plan;
-  plan.round = 7;
-  plan.members = {1};
-  plan.member_handles = {worker};
-  plan.kind = round_kind::partial;
+  const auto plan = plan_of(7, {1}, {worker}, round_kind::partial);
   coordinator->send(aggregator, plan);
   coordinator->send_exit(second_reducer, caf::exit_reason::user_shutdown); // node 1 is lost
 
@@ -121,11 +128,7 @@ TEST(aggregator_across_nodes, a_rounds_data_plane_time_is_the_shortest_a_node_me
   setup.worker_nodes = {0, 1};
   setup.node_reducers = reducers;
   auto aggregator = spawn_aggregator(system, setup, coordinator);
-  group_plan plan;
-  plan.round = 3;
-  plan.members = {0, 1};
-  plan.member_handles = workers;
-  plan.kind = round_kind::full_sync;
+  const auto plan = plan_of(3, {0, 1}, workers, round_kind::full_sync);
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
   coordinator->receive_while([&] { return !report; })(
@@ -162,11 +165,7 @@ TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is
                                         system.spawn(giving_worker, 2, caf::actor(coordinator))};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
-  group_plan plan;
-  plan.round = 5;
-  plan.members = {0, 1, 2};
-  plan.member_handles = workers;
-  plan.kind = round_kind::partial;
+  const auto plan = plan_of(5, {0, 1, 2}, workers, round_kind::partial);
   const auto sent = std::chrono::steady_clock::now();
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
@@ -206,11 +205,7 @@ TEST(aggregator_in_one_process, a_round_no_member_answered_is_aborted) {
   setup.contribution_timeout = std::chrono::milliseconds(100);
   const std::vector<caf::actor> workers{system.spawn<mute_worker>(), system.spawn<mute_worker>()};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
-  group_plan plan;
-  plan.round = 7;
-  plan.members = {0, 1};
-  plan.member_handles = workers;
-  plan.kind = round_kind::partial;
+  const auto plan = plan_of(7, {0, 1}, workers, round_kind::partial);
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
   coordinator->receive([&](const group_done& done) { report = done; },
@@ -244,10 +239,7 @@ TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_deli
                                         system.spawn(giving_worker, 1, caf::actor(coordinator))};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
-  group_plan plan;
-  plan.round = 3;
-  plan.members = {0, 1};
-  plan.member_handles = workers;
+  const auto plan = plan_of(3, {0, 1}, workers, round_kind::full_sync);
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
   bool delivered = false;
