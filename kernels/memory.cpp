@@ -64,4 +64,15 @@ void ops::download(void* host_destination, const void* source, std::size_t bytes
 
 void ops::synchronize() const {}
 
+void ops::gemm_batched(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha,
+                       const float* a, int lda, std::size_t stride_a, const float* b, int ldb,
+                       std::size_t stride_b, float beta, float* c, int ldc, std::size_t stride_c,
+                       int batch) const {
+  for (int i = 0; i < batch; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    gemm(trans_a, trans_b, m, n, k, alpha, a + at * stride_a, lda, b + at * stride_b, ldb, beta,
+         c + at * stride_c, ldc);
+  }
+}
+
 } // namespace herd::kernels

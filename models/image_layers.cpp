@@ -3,6 +3,7 @@
 
 #include "kernels/check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -62,8 +63,36 @@ void conv2d::initialise(float* params, std::mt19937_64& rng) const {
     params[weights + static_cast<std::size_t>(f)] = 0.0f;
 }
 
+// The images of one call: the ops' hint, bounded so that a chunk's column matrix stays within
+// 64 MiB (the CPU's hint is 1: one image's columns stay in cache, and y_n = W cols_n is NCHW).
+int conv2d::images_per_call(const kernels::ops& ops, std::size_t images) const {
+  constexpr std::size_t column_budget_floats = std::size_t{16} << 20;
+  const std::size_t one_image = window_.column_rows() * window_.output_positions();
+  const std::size_t fit = std::max<std::size_t>(1, column_budget_floats / one_image);
+  const auto hint = static_cast<std::size_t>(std::max(1, ops.images_per_call()));
+  return as_int(std::max<std::size_t>(1, std::min({images, hint, fit})));
+}
+
+// Scratch for `chunk` images: their column matrices, their gradients, a row of ones (the bias as
+// a GEMM, and the sum over a chunk's images), and with more than one image per call, each image's
+// weight and bias gradients before they are summed.
+conv2d::chunk_scratch conv2d::chunk_scratch_of(layer_scratch& scratch, int chunk) const {
+  const auto images = static_cast<std::size_t>(chunk);
+  const std::size_t columns = images * window_.column_rows() * window_.output_positions();
+  const std::size_t ones = std::max(window_.output_positions(), images);
+  const std::size_t weights = static_cast<std::size_t>(filters_) * window_.column_rows();
+  const std::size_t per_image =
+      chunk > 1 ? images * (weights + static_cast<std::size_t>(filters_)) : 0;
+  const std::size_t total = 2 * columns + ones + per_image;
+  if (scratch.floats.size() < total)
+    scratch.floats.reshape({total});
+  float* base = scratch.floats.data();
+  return {base, base + columns, base + 2 * columns, base + 2 * columns + ones,
+          base + 2 * columns + ones + images * weights};
+}
+
 scratch_need conv2d::scratch(std::size_t /*batch*/, std::size_t /*input_elements*/) const {
-  // One image at a time: its columns stay in cache and W * columns is already NCHW.
+  // One image's share; forward() grows it for the images of one call (images_per_call).
   return {2 * window_.column_rows() * window_.output_positions() + window_.output_positions(), 0};
 }
 
@@ -75,20 +104,24 @@ void conv2d::forward(const pass& p, const float* params, const tensor& x, tensor
   const int positions = as_int(window_.output_positions());
   const std::size_t out = static_cast<std::size_t>(filters_) * window_.output_positions();
   y.reshape({images, out});
-  float* columns = scratch.floats.data();
-  float* ones = columns + 2 * window_.column_rows() * window_.output_positions();
-  const std::vector<float> host_ones(window_.output_positions(), 1.0f);
-  p.ops.upload(ones, host_ones.data(), host_ones.size() * sizeof(float));
+  const int chunk = images_per_call(p.ops, images);
+  const chunk_scratch work = chunk_scratch_of(scratch, chunk);
+  const std::vector<float> host_ones(std::max(window_.output_positions(), std::size_t(chunk)),
+                                     1.0f);
+  p.ops.upload(work.ones, host_ones.data(), host_ones.size() * sizeof(float));
   const float* weights = params;
   const float* bias = params + static_cast<std::size_t>(filters_) * window_.column_rows();
-  for (std::size_t n = 0; n < images; ++n) {
-    float* y_n = y.data() + n * out;
-    p.ops.im2col(x.data() + n * window_.image_size(), 1, window_, columns);
-    p.ops.gemm(transpose::no, transpose::no, filters_, positions, rows, 1.0f, weights, rows,
-               columns, positions, 0.0f, y_n, positions);
-    // y_n += b 1^T: each filter's bias across its output plane.
-    p.ops.gemm(transpose::no, transpose::no, filters_, positions, 1, 1.0f, bias, 1, ones, positions,
-               1.0f, y_n, positions);
+  const std::size_t column_floats = window_.column_rows() * window_.output_positions();
+  for (std::size_t first = 0; first < images; first += static_cast<std::size_t>(chunk)) {
+    const int count = as_int(std::min(images - first, static_cast<std::size_t>(chunk)));
+    float* y_first = y.data() + first * out;
+    p.ops.im2col(x.data() + first * window_.image_size(), count, window_, work.columns);
+    // y_n = W columns_n, then y_n += b 1^T: each filter's bias across its output plane.
+    p.ops.gemm_batched(transpose::no, transpose::no, filters_, positions, rows, 1.0f, weights, rows,
+                       0, work.columns, positions, column_floats, 0.0f, y_first, positions, out,
+                       count);
+    p.ops.gemm_batched(transpose::no, transpose::no, filters_, positions, 1, 1.0f, bias, 1, 0,
+                       work.ones, positions, 0, 1.0f, y_first, positions, out, count);
   }
 }
 
@@ -101,27 +134,44 @@ void conv2d::backward(const pass& p, const float* params, const tensor& x, const
   HERD_CHECK_EQ(dy.cols(), out);
   const int rows = as_int(window_.column_rows());
   const int positions = as_int(window_.output_positions());
-  float* columns = scratch.floats.data();
-  float* column_grads = columns + window_.column_rows() * window_.output_positions();
-  const float* ones = column_grads + window_.column_rows() * window_.output_positions();
+  const int chunk = images_per_call(p.ops, images);
+  const chunk_scratch work = chunk_scratch_of(scratch, chunk); // the ones are forward()'s
+  const std::size_t column_floats = window_.column_rows() * window_.output_positions();
+  const int weight_count = filters_ * rows;
   float* weight_grads = param_grads;
-  float* bias_grads = param_grads + static_cast<std::size_t>(filters_) * window_.column_rows();
+  float* bias_grads = param_grads + static_cast<std::size_t>(weight_count);
   if (dx != nullptr)
     dx->reshape({images, window_.image_size()});
-  for (std::size_t n = 0; n < images; ++n) {
-    const float* dy_n = dy.data() + n * out;
-    const float accumulate = n == 0 ? 0.0f : 1.0f;
-    // dW += dy_n columns^T, db += dy_n 1 (the columns again, not kept from the forward pass).
-    p.ops.im2col(x.data() + n * window_.image_size(), 1, window_, columns);
-    p.ops.gemm(transpose::no, transpose::yes, filters_, rows, positions, 1.0f, dy_n, positions,
-               columns, positions, accumulate, weight_grads, rows);
-    p.ops.gemm(transpose::no, transpose::no, filters_, 1, positions, 1.0f, dy_n, positions, ones, 1,
-               accumulate, bias_grads, 1);
+  for (std::size_t first = 0; first < images; first += static_cast<std::size_t>(chunk)) {
+    const int count = as_int(std::min(images - first, static_cast<std::size_t>(chunk)));
+    const float* dy_first = dy.data() + first * out;
+    const float accumulate = first == 0 ? 0.0f : 1.0f;
+    // dW += dy_n columns_n^T, db += dy_n 1 (the columns again, not kept from the forward pass).
+    p.ops.im2col(x.data() + first * window_.image_size(), count, window_, work.columns);
+    if (count == 1) {
+      p.ops.gemm(transpose::no, transpose::yes, filters_, rows, positions, 1.0f, dy_first,
+                 positions, work.columns, positions, accumulate, weight_grads, rows);
+      p.ops.gemm(transpose::no, transpose::no, filters_, 1, positions, 1.0f, dy_first, positions,
+                 work.ones, 1, accumulate, bias_grads, 1);
+    } else {
+      // Each image's gradients, then their sum: 1^T (count x weights), 1^T (count x filters).
+      p.ops.gemm_batched(transpose::no, transpose::yes, filters_, rows, positions, 1.0f, dy_first,
+                         positions, out, work.columns, positions, column_floats, 0.0f,
+                         work.image_weight_grads, rows, static_cast<std::size_t>(weight_count),
+                         count);
+      p.ops.gemm(transpose::no, transpose::no, count * filters_, 1, positions, 1.0f, dy_first,
+                 positions, work.ones, 1, 0.0f, work.image_bias_grads, 1);
+      p.ops.gemm(transpose::no, transpose::no, 1, weight_count, count, 1.0f, work.ones, count,
+                 work.image_weight_grads, weight_count, accumulate, weight_grads, weight_count);
+      p.ops.gemm(transpose::no, transpose::no, 1, filters_, count, 1.0f, work.ones, count,
+                 work.image_bias_grads, filters_, accumulate, bias_grads, filters_);
+    }
     if (dx != nullptr) {
       // dx_n = col2im(W^T dy_n).
-      p.ops.gemm(transpose::yes, transpose::no, rows, positions, filters_, 1.0f, params, rows, dy_n,
-                 positions, 0.0f, column_grads, positions);
-      p.ops.col2im(column_grads, 1, window_, dx->data() + n * window_.image_size());
+      p.ops.gemm_batched(transpose::yes, transpose::no, rows, positions, filters_, 1.0f, params,
+                         rows, 0, dy_first, positions, out, 0.0f, work.column_grads, positions,
+                         column_floats, count);
+      p.ops.col2im(work.column_grads, count, window_, dx->data() + first * window_.image_size());
     }
   }
 }

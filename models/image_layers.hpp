@@ -20,7 +20,8 @@ public:
   std::size_t parameter_count() const override;
   /// He initialisation over the window's fan-in: W ~ N(0, 2 / column_rows), b = 0.
   void initialise(float* params, std::mt19937_64& rng) const override;
-  /// One image's column matrix and its gradient, and a row of ones (the bias as a GEMM).
+  /// One image's column matrix and its gradient, and a row of ones (the bias as a GEMM); forward
+  /// grows it to the images of one call where the ops take several (ops::images_per_call).
   scratch_need scratch(std::size_t batch, std::size_t input_elements) const override;
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,
                layer_scratch& scratch) const override;
@@ -29,6 +30,16 @@ public:
                 layer_scratch& scratch) const override;
 
 private:
+  struct chunk_scratch {
+    float* columns;
+    float* column_grads;
+    float* ones;
+    float* image_weight_grads; // with more than one image per call
+    float* image_bias_grads;
+  };
+  int images_per_call(const kernels::ops& ops, std::size_t images) const;
+  chunk_scratch chunk_scratch_of(layer_scratch& scratch, int chunk) const;
+
   kernels::window2d window_;
   int filters_;
 };

@@ -202,10 +202,11 @@ float sequential::forward(const pass& p, const float* params, const tensor& x,
     work.inputs[i] = in;
     if (each.passes_through())
       continue;
+    // Grown, never shrunk: a layer may have grown its scratch itself (conv2d's chunks).
     const scratch_need need = each.scratch(x.rows(), work.widths[i]);
-    if (need.floats > 0)
+    if (need.floats > work.scratch[i].floats.size())
       work.scratch[i].floats.reshape({need.floats});
-    if (need.ints > 0)
+    if (need.ints > work.scratch[i].ints.size())
       work.scratch[i].ints.resize(need.ints);
     each.forward(layer_pass(p, i), params + offsets_[i], *in, work.outputs[i], work.scratch[i]);
     in = &work.outputs[i];

@@ -128,6 +128,20 @@ public:
                     const float* a, int lda, const float* b, int ldb, float beta, float* c,
                     int ldc) const = 0;
 
+  /// For i in [0, batch): C_i = alpha * op(A_i) * op(B_i) + beta * C_i, as gemm() computes each,
+  /// with A_i = a + i * stride_a floats (likewise B_i and C_i); a stride of 0 gives every i the
+  /// same matrix (C_i must not overlap one another). The default calls gemm() once per i; an
+  /// implementation with a cost per call (CUDA) does them all in one.
+  virtual void gemm_batched(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha,
+                            const float* a, int lda, std::size_t stride_a, const float* b, int ldb,
+                            std::size_t stride_b, float beta, float* c, int ldc,
+                            std::size_t stride_c, int batch) const;
+
+  /// How many images a layer should hand to one call (im2col, gemm_batched) at most: 1 where one
+  /// image's column matrix kept in cache is fastest (the CPU, the default), more where every call
+  /// has a fixed launch cost (a GPU). Only a hint: results agree to rounding whatever the count.
+  virtual int images_per_call() const { return 1; }
+
   /// y[r][c] += bias[c] for a rows x cols matrix y.
   virtual void bias_add(float* y, const float* bias, int rows, int cols) const = 0;
 

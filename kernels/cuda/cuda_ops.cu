@@ -346,6 +346,23 @@ public:
                                   ldb, a, lda, &beta, c, ldc));
   }
 
+  void gemm_batched(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha,
+                    const float* a, int lda, std::size_t stride_a, const float* b, int ldb,
+                    std::size_t stride_b, float beta, float* c, int ldc, std::size_t stride_c,
+                    int batch) const override {
+    preconditions::gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+    HERD_CHECK_GT(batch, 0);
+    const device_scope scope(device_);
+    // As in gemm: A and B swap places (and so do their strides).
+    HERD_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        blas_, to_cublas(trans_b), to_cublas(trans_a), n, m, k, &alpha, b, ldb,
+        static_cast<long long>(stride_b), a, lda, static_cast<long long>(stride_a), &beta, c, ldc,
+        static_cast<long long>(stride_c), batch));
+  }
+
+  // Each call costs a launch or more: a convolution's images go in chunks.
+  int images_per_call() const override { return 64; }
+
   void bias_add(float* y, const float* bias, int rows, int cols) const override {
     preconditions::bias_add(y, bias, rows, cols);
     const device_scope scope(device_);

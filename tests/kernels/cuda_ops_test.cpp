@@ -6,6 +6,7 @@
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -140,6 +141,55 @@ TEST(cuda_ops, gemm_matches_reference_for_all_transposes_and_odd_sizes) {
               ASSERT_TRUE(all_close(actual, expected, gemm_tolerance));
             }
           }
+}
+
+// gemm_batched (cublasSgemmStridedBatched, with A and B swapped as in gemm) against the
+// reference's gemm per matrix: every transpose pair, A shared by all (stride 0, as a convolution's
+// weights) or one per matrix, and beta 0 over NaN.
+TEST(cuda_ops, gemm_batched_matches_reference_gemm_per_matrix) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  const auto gpu = make_cuda_ops();
+  EXPECT_GT(gpu->images_per_call(), 1);
+  const int m = 7;
+  const int n = 13;
+  const int k = 5;
+  const int batch = 6;
+  std::uint32_t seed = 500;
+  for (const transpose trans_a : {transpose::no, transpose::yes})
+    for (const transpose trans_b : {transpose::no, transpose::yes})
+      for (const bool shared_a : {true, false})
+        for (const float beta : {0.0f, 0.5f}) {
+          ++seed;
+          SCOPED_TRACE("trans_a " + std::to_string(trans_a == transpose::yes) + " trans_b " +
+                       std::to_string(trans_b == transpose::yes) + " shared A " +
+                       std::to_string(shared_a) + " beta " + std::to_string(beta));
+          const int lda = trans_a == transpose::no ? k : m;
+          const int ldb = trans_b == transpose::no ? n : k;
+          const std::size_t stride_a = shared_a ? 0 : count(m, k) + 3; // gaps between matrices
+          const std::size_t stride_b = count(k, n) + 1;
+          const std::size_t stride_c = count(m, n) + 2;
+          const auto a = random_floats(shared_a ? count(m, k) : stride_a * batch, seed);
+          const auto b = random_floats(stride_b * batch, seed + 7000);
+          const auto c = random_floats(stride_c * batch, seed + 9000);
+          std::vector<float> expected = c;
+          std::vector<float> initial = c;
+          for (int i = 0; i < batch; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            reference_ops().gemm(trans_a, trans_b, m, n, k, 1.5f, a.data() + at * stride_a, lda,
+                                 b.data() + at * stride_b, ldb, beta,
+                                 expected.data() + at * stride_c, n);
+            if (beta == 0.0f)
+              std::fill_n(initial.begin() + static_cast<std::ptrdiff_t>(at * stride_c), m * n,
+                          std::numeric_limits<float>::quiet_NaN());
+          }
+          device_buffer<float> da(a);
+          device_buffer<float> db(b);
+          device_buffer<float> dc(initial);
+          gpu->gemm_batched(trans_a, trans_b, m, n, k, 1.5f, da.data(), lda, stride_a, db.data(),
+                            ldb, stride_b, beta, dc.data(), n, stride_c, batch);
+          // The gaps between the C matrices are not written.
+          ASSERT_TRUE(all_close(dc.download(), expected, gemm_tolerance));
+        }
 }
 
 TEST(cuda_ops, bias_add_and_bias_grad_match_reference) {

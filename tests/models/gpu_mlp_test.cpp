@@ -1,6 +1,6 @@
-// The MLP with its parameters, batch, activations and gradients in GPU memory (CUDA ops) against
-// the same model on the CPU: loss, gradient, an optimizer step and an evaluation. Label gpu:
-// skips without a device.
+// The MLP and the cnn preset with their parameters, batch, activations and gradients in GPU memory
+// (CUDA ops) against the same models on the CPU: loss, gradient, an optimizer step and an
+// evaluation. Label gpu: skips without a device.
 #include "herd/dataset.hpp"
 #include "herd/sequential.hpp"
 #include "herd/tensor.hpp"
@@ -18,19 +18,15 @@ namespace {
 
 using herd::models::tensor;
 
-TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
-  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+// Loss, gradient, an SGD step and an evaluation of `model` on the device against the CPU.
+void expect_the_device_matches_the_cpu(const herd::models::model& model,
+                                       const herd::models::train_test_split& data) {
   const auto gpu = herd::kernels::cuda::make_cuda_ops(0);
   const auto& cpu = herd::kernels::cpu_ops();
   const auto& device = gpu->memory();
   EXPECT_EQ(device.name(), "cuda:0");
   EXPECT_FALSE(device.host_accessible());
 
-  const auto data = herd::models::make_synthetic_split(500, 333, 57, 7, 5);
-  herd::models::model_choice choice;
-  choice.hidden = {129, 33}; // odd sizes
-  const auto built = herd::models::build_model(choice, {57}, 7);
-  const herd::models::model& model = *built;
   const tensor host_params = model.initial_parameters(9);
   tensor params(host_params, device);
   EXPECT_THROW((void)params[0], std::logic_error);
@@ -72,6 +68,23 @@ TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
   EXPECT_EQ(on_gpu.samples, 333u);
   EXPECT_NEAR(static_cast<double>(on_gpu.correct), static_cast<double>(on_cpu.correct), 2.0);
   EXPECT_NEAR(on_gpu.mean_loss, on_cpu.mean_loss, 1e-4 * (1.0 + on_cpu.mean_loss));
+}
+
+TEST(gpu_mlp, the_model_on_the_device_matches_the_cpu) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  const auto data = herd::models::make_synthetic_split(500, 333, 57, 7, 5);
+  herd::models::model_choice choice;
+  choice.hidden = {129, 33}; // odd sizes
+  expect_the_device_matches_the_cpu(*herd::models::build_model(choice, {57}, 7), data);
+}
+
+TEST(gpu_cnn, the_cnn_preset_on_the_device_matches_the_cpu) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  auto data = herd::models::make_synthetic_split(500, 333, 784, 7, 5);
+  data.train.sample_shape = data.test.sample_shape = {1, 28, 28};
+  herd::models::model_choice choice;
+  choice.preset = "cnn";
+  expect_the_device_matches_the_cpu(*herd::models::build_model(choice, {1, 28, 28}, 7), data);
 }
 
 } // namespace

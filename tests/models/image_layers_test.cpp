@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "support/delegating_ops.hpp"
 #include "support/gradient_check.hpp"
 
 namespace {
@@ -95,6 +96,55 @@ TEST(image_layers, conv_shapes_parameters_and_description) {
 TEST(image_layers, gradient_check_conv_with_padding_and_stride) {
   check_layer(*make("conv 3 3x2 stride 1x2 pad 1", {2, 5, 6}), 2, 51, pass{ops, true, 0}, "conv");
   check_layer(*make("conv 2 3", {1, 4, 4}), 3, 52, pass{ops, true, 0}, "conv unpadded");
+}
+
+// A GPU's ops take a convolution's images several per call (ops::images_per_call): im2col and
+// gemm_batched over a chunk, each image's weight and bias gradients summed per chunk. The CPU's
+// ops with that hint run the same path.
+class chunking_ops final : public herd::testing::delegating_ops {
+public:
+  int images_per_call() const override { return 5; }
+};
+
+struct conv_pass {
+  tensor y;
+  tensor grads;
+  tensor dx;
+};
+
+conv_pass forward_and_backward(const herd::models::layer& layer, const herd::kernels::ops& with,
+                               const tensor& params, const tensor& x, const tensor& dy) {
+  layer_scratch scratch(with.memory());
+  const auto need = layer.scratch(x.rows(), x.cols());
+  scratch.floats.reshape({need.floats});
+  conv_pass result{tensor(), tensor({params.size()}), tensor()};
+  const pass p{with, true, 0};
+  layer.forward(p, params.data(), x, result.y, scratch);
+  layer.backward(p, params.data(), x, result.y, dy, result.grads.data(), &result.dx, scratch);
+  return result;
+}
+
+TEST(image_layers, conv_in_chunks_of_images_matches_one_image_at_a_time) {
+  const chunking_ops chunks;
+  const auto layer = make("conv 3 3x2 stride 1x2 pad 1", {2, 5, 6});
+  check_layer(*layer, 7, 53, pass{chunks, true, 0}, "conv in chunks"); // chunks of 5 and 2
+  tensor params({layer->parameter_count()});
+  std::mt19937_64 rng(54);
+  layer->initialise(params.data(), rng);
+  for (std::size_t i = 0; i < params.size(); ++i) // non-zero biases
+    params[i] += 0.01f * static_cast<float>(i % 5);
+  for (const std::size_t images : {std::size_t{1}, std::size_t{6}, std::size_t{13}}) {
+    const tensor x = random_tensor({images, herd::models::elements(layer->input_shape())}, 55);
+    const tensor dy = random_tensor({images, herd::models::elements(layer->output_shape())}, 56);
+    const conv_pass one = forward_and_backward(*layer, ops, params, x, dy);
+    const conv_pass chunked = forward_and_backward(*layer, chunks, params, x, dy);
+    EXPECT_EQ(chunked.y.to_host(), one.y.to_host()) << images << " images";
+    EXPECT_EQ(chunked.dx.to_host(), one.dx.to_host()) << images << " images";
+    EXPECT_LT(
+        herd::models::relative_difference(chunked.grads.data(), one.grads.data(), params.size()),
+        1e-6)
+        << images << " images";
+  }
 }
 
 TEST(image_layers, gradient_check_maxpool_plain_and_overlapping) {
