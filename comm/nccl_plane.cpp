@@ -12,8 +12,9 @@
 //   ncclSuccess"), so group_reduce polls it, under the operation's deadline, before it returns.
 // * ncclCommGetAsyncError is not a plain read: once a background group job is done it joins that
 //   job's thread, so two threads must not call it at once. Every NCCL call on the communicator,
-//   the watchdog's queries and abort included, holds nccl_mutex_, briefly (none of them blocks in
-//   non-blocking mode, except the abort).
+//   the watchdog's queries included, holds nccl_mutex_, briefly (none of them blocks in
+//   non-blocking mode). The abort, which can block, takes the communicator out under the lock and
+//   runs outside it.
 // * ncclCommAbort sets the communicator's abort flags (NCCL's kernels, proxy and bootstrap sockets
 //   poll them), joins an initialisation or group job still running, and frees everything; it
 //   blocks even on a non-blocking communicator (a communicator being destroyed makes its group
@@ -164,6 +165,9 @@ nccl_communicator::nccl_communicator(int rank, int size, const nccl_unique_id& i
     HERD_CUDA_CHECK(
         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
     ops_ = kernels::cuda::make_cuda_ops(options_.device, stream);
+    // Loaded now, not at the first reduction, where loading could wait for a stalled stream
+    // (measured on an H200: group_reduce then returned only once the stream moved on).
+    kernels::cuda::load_weighted_sum_kernels(options_.device);
   } catch (const std::exception& failure) {
     throw comm_error(outcome::failed, subject_ + ": cannot use CUDA device " +
                                           std::to_string(options_.device) + ": " + failure.what());
@@ -251,14 +255,18 @@ std::string nccl_communicator::async_error() {
   return "NCCL reported an asynchronous error: " + detail::nccl_words(state, comm_);
 }
 
+// The communicator leaves comm_ under the lock, so no other thread calls NCCL on it again, and is
+// aborted outside it: the abort can block until the stream moves (it frees device memory), and a
+// caller polling its operation (settle) must still see comm_ gone and return meanwhile.
 std::string nccl_communicator::abort_communicator() {
-  ncclResult_t result = ncclSuccess;
+  ncclComm_t aborting = nullptr;
   {
     const std::lock_guard<std::mutex> lock(nccl_mutex_);
     if (comm_ == nullptr)
       return {}; // none was made, or it was destroyed: nothing to abort
-    result = ncclCommAbort(std::exchange(comm_, nullptr));
+    aborting = std::exchange(comm_, nullptr);
   }
+  const ncclResult_t result = ncclCommAbort(aborting);
   std::string outcome = result == ncclSuccess
                             ? "the communicator was aborted"
                             : "ncclCommAbort failed: " + detail::nccl_words(result, nullptr);

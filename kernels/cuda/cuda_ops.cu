@@ -531,4 +531,11 @@ std::unique_ptr<ops> make_cuda_ops(int device, void* stream) {
   return std::make_unique<cuda_implementation>(device, stream); // device_memory() checks it
 }
 
+void load_weighted_sum_kernels(int device) {
+  const device_scope scope(device);
+  cudaFuncAttributes attributes{}; // asking for them loads the kernel
+  HERD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, weighted_sum_kernel<true>));
+  HERD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, weighted_sum_kernel<false>));
+}
+
 } // namespace herd::kernels::cuda

@@ -48,6 +48,11 @@ namespace herd::kernels::cuda {
 /// CUDA) and std::invalid_argument for a device index past the last device.
 std::unique_ptr<ops> make_cuda_ops(int device = 0, void* stream = nullptr);
 
+/// Loads weighted_sum's kernels on `device` now. CUDA loads a kernel at its first launch, and the
+/// load may wait for every stream of the device: a data plane whose first reduction could be
+/// queued while another of its streams waits on a stalled peer loads them when it is made.
+void load_weighted_sum_kernels(int device);
+
 /// The memory of CUDA device `device` (include/herd/memory.hpp; name "cuda:N", not host-accessible):
 /// where a cuda ops object's operands live. Process-wide, made on first use. Throws like
 /// make_cuda_ops() when the device cannot be used.

@@ -26,6 +26,10 @@ const memory& device_memory(int /*device*/) {
   built_without_cuda("device_memory");
 }
 
+void load_weighted_sum_kernels(int /*device*/) {
+  built_without_cuda("load_weighted_sum_kernels");
+}
+
 namespace detail {
 
 void* device_allocate(std::size_t /*bytes*/) {

@@ -382,13 +382,31 @@ int stalled_stream() {
   auto stream = static_cast<cudaStream_t>(plane->stream());
   if (cudaLaunchHostFunc(stream, &gate::hold, &held) != cudaSuccess)
     return fail("cudaLaunchHostFunc failed");
+  // The stream runs again 6 s from now, past the deadline, whatever this thread is doing: the
+  // abort may itself wait for the stream (NCCL frees device memory), and so may NCCL's queueing
+  // of the reduction inside group_reduce. The work must end once the stream runs again.
+  const auto queued = std::chrono::steady_clock::now();
+  const auto seconds_since_queued = [queued] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - queued).count();
+  };
+  std::thread opener([&held] {
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+    held.open();
+  });
+  struct joined {
+    std::thread& thread;
+    ~joined() { thread.join(); }
+  } join_opener{opener};
   const std::vector<weighted_input> inputs{{0, 1.0f}};
   auto work = plane->group_reduce(inputs, send.data(), out.data(), 1000, {});
-  // Past the deadline. The abort may itself wait for the stream (NCCL frees device memory), so
-  // the work may or may not have ended by now; it must end once the stream runs again.
-  work->wait(std::chrono::seconds(4));
-  held.open();
+  const double returned_after = seconds_since_queued();
+  std::cout << "group_reduce returned after " << returned_after << " s" << std::endl;
+  // Queueing does not wait for the stream: the watchdog can act while the stream is held. (When
+  // the weighted-sum kernel was first loaded here, at this call, it waited the whole 6 s.)
+  if (returned_after >= 5.0)
+    return fail("group_reduce waited for the held stream");
   const auto result = work->wait(std::chrono::minutes(2));
+  std::cout << "the reduction ended after " << seconds_since_queued() << " s" << std::endl;
   if (!work->is_completed())
     return fail("the stalled reduction did not end within 2 minutes of the stream's release");
   if (result.kind() != outcome::timeout)
@@ -594,7 +612,11 @@ TEST_P(one_rank_communicator, bad_calls_fail_alone_and_the_communicator_keeps_wo
       {{{-1, 1.0f}}, send.data(), out.data(), 100, "rank -1 in [-1] is outside"},
       {{{0, 1.0f}}, host.data(), out.data(), 100, "send is not device memory"},
       {{{0, 1.0f}}, send.data(), host.data(), 100, "out is not device memory"},
-      {{{0, 1.0f}}, nullptr, out.data(), 100, "one is null"},
+      {{{0, 1.0f}},
+       nullptr,
+       out.data(),
+       100,
+       "send and out must be device buffers of 100 floats, but one is null"},
       {{{0, 1.0f}}, send.data(), send.data() + 1, 100, "out overlaps send"},
   };
   for (const auto& call : calls) {
