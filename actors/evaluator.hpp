@@ -1,5 +1,6 @@
 // The evaluator actor: measures a parameter snapshot on the test set, on its own thread (it is
-// spawned detached), so the coordinator stays responsive while a full test pass runs.
+// spawned detached), so the coordinator stays responsive while a full test pass runs. With ops on
+// a GPU it uploads the snapshot and evaluates there; the test batches go up as training's do.
 //
 // Messages it answers:
 //   (evaluate_atom, parameter_snapshot) -> evaluation_result

@@ -26,7 +26,7 @@ struct compute_placement {
   const kernels::ops* reduce = nullptr;
   const kernels::ops* serve = nullptr;    // async's parameter server (in the results' memory);
                                           // on a GPU made only under async
-  const kernels::ops* evaluate = nullptr; // the evaluator's: host memory (snapshots are there)
+  const kernels::ops* evaluate = nullptr; // the evaluator's: the workers' device, or the host
   std::vector<const kernels::ops*> step;  // per worker: its compute thread's
   std::vector<const kernels::ops*> apply; // per worker: its actor's
   std::string description = "cpu";

@@ -136,8 +136,50 @@ TEST(train_session, workers_on_emulated_gpu_streams_train_the_same) {
     return std::make_unique<herd::testing::emulated_stream_ops>(elsewhere);
   };
   expect_sync_equals_one_big_batch(options, "cuda");
-  EXPECT_EQ(streams, 1u + 2u * 4u); // the reductions', and two per worker
+  EXPECT_EQ(streams, 2u + 2u * 4u); // the reductions', the evaluator's, and two per worker
   EXPECT_LE(elsewhere.counts.downloads, 3u * 4u);
+}
+
+// Workers on a GPU are evaluated there: the evaluator has a stream of its own, uploads each
+// snapshot and scores it with the device's kernels. (On the CPU, a CNN's final evaluation took
+// 7.5 s after a 2.8 s run on an H200.) Emulated, its accuracy is the CPU's on the same parameters.
+class scoring_stream_ops final : public herd::testing::emulated_stream_ops {
+public:
+  using emulated_stream_ops::emulated_stream_ops;
+  std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
+                            int columns) const override {
+    ++scored; // only evaluations count
+    return emulated_stream_ops::count_correct(scores, labels, rows, columns);
+  }
+  mutable std::atomic<int> scored{0};
+};
+
+TEST(train_session, workers_on_a_gpu_are_evaluated_on_it) {
+  const herd::testing::separate_memory elsewhere;
+  std::vector<const scoring_stream_ops*> made;
+  auto options = quick();
+  options.stream_ops = [&]() -> std::unique_ptr<herd::kernels::ops> {
+    auto ops = std::make_unique<scoring_stream_ops>(elsewhere);
+    made.push_back(ops.get());
+    return ops;
+  };
+  auto config = small_config(4, 8);
+  config.train.backend = "cuda";
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  train_session session(config, data, options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_TRUE(summary.final_test_accuracy.has_value());
+  int scoring = 0;
+  for (const auto* ops : made)
+    scoring += ops->scored > 0 ? 1 : 0;
+  EXPECT_EQ(scoring, 1); // one stream scores: the evaluator's
+
+  const auto model = herd::actors::make_model(config, data->train);
+  const auto work = model->make_workspace();
+  const auto on_cpu = model->evaluate(
+      herd::kernels::cpu_ops(), session.final_parameters()[0].data(), data->test, 1000, *work);
+  EXPECT_EQ(*summary.final_test_accuracy, on_cpu.accuracy());
 }
 
 TEST(train_session, model_averaging_on_emulated_gpu_streams_learns) {

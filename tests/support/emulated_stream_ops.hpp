@@ -17,7 +17,7 @@
 
 namespace herd::testing {
 
-class emulated_stream_ops final : public kernels::ops {
+class emulated_stream_ops : public kernels::ops {
 public:
   explicit emulated_stream_ops(const separate_memory& where) : memory_(where) {}
   ~emulated_stream_ops() override { flush(); }
