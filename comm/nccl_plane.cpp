@@ -31,9 +31,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace herd::comm {
 
@@ -102,6 +104,11 @@ private:
   ncclResult_t post_exchange(const float* send, float* scratch, std::size_t stride,
                              std::size_t count, const std::vector<int>& peers);
   bool settle(ncclResult_t state, const watched_operation& operation);
+  // Keeps the scratch of a reduction that the abort ended until the plane goes: settle returns
+  // once the abort has taken the communicator, while NCCL's background job may still queue
+  // kernels that use the block until the abort has joined it. (After an abort every later call
+  // fails at once, so nothing is kept for long.) Holding calls_mutex_.
+  void abandon(std::unique_ptr<scratch_block> block) { abandoned_.push_back(std::move(block)); }
 
   // Runs `call` (NCCL calls on comm_) holding nccl_mutex_; nothing when the communicator is gone.
   template <class Call>
@@ -125,6 +132,7 @@ private:
   std::unique_ptr<kernels::ops> ops_; // the weighted sum, on stream_
 
   std::mutex calls_mutex_; // one group_reduce (or the destructor) at a time
+  std::vector<std::unique_ptr<scratch_block>> abandoned_; // see abandon(); under calls_mutex_
   std::mutex nccl_mutex_;  // comm_ and every NCCL call on it
   ncclComm_t comm_ = nullptr;
 
@@ -217,6 +225,8 @@ nccl_communicator::~nccl_communicator() {
     watchdog_->abort(std::string("finalisation failed: ") + failure.what());
   }
   watchdog_.reset(); // before the stream, the pool and the ops its callbacks use
+  const quiet_device_scope scope(options_.device);
+  abandoned_.clear(); // the abort, if any, has returned: NCCL uses them no more
 }
 
 void nccl_communicator::finalise() {
@@ -388,16 +398,18 @@ bool nccl_communicator::run_allreduce(const std::vector<weighted_input>& inputs,
   for (const auto& input : inputs)
     if (input.rank == rank_)
       own_weight = input.weight;
-  const scratch_block scaled(pool_.get(), stream_.get(), count);
+  auto scaled = std::make_unique<scratch_block>(pool_.get(), stream_.get(), count);
   const float* sources[] = {send};
-  ops_->weighted_sum(scaled.data(), sources, &own_weight, 1, count);
+  ops_->weighted_sum(scaled->data(), sources, &own_weight, 1, count);
   const auto started = post([&] {
     return HERD_NCCL_START(
-        ncclAllReduce(scaled.data(), out, count, ncclFloat32, ncclSum, comm_, stream_.get()),
+        ncclAllReduce(scaled->data(), out, count, ncclFloat32, ncclSum, comm_, stream_.get()),
         comm_);
   });
-  if (!started || !settle(*started, operation))
+  if (!started || !settle(*started, operation)) {
+    abandon(std::move(scaled));
     return false;
+  }
   finished.record(stream_.get());
   return true;
 }
@@ -421,22 +433,24 @@ bool nccl_communicator::run_exchange(const std::vector<weighted_input>& inputs, 
       (count + slice_alignment_floats - 1) / slice_alignment_floats * slice_alignment_floats;
   // In place, the kernel may write over inputs[0] only: elsewhere the sum goes to scratch first.
   const bool sum_aside = out == send && own_position != 0;
-  const scratch_block scratch(pool_.get(), stream_.get(),
-                              peers.size() * stride + (sum_aside ? count : 0));
+  auto scratch = std::make_unique<scratch_block>(pool_.get(), stream_.get(),
+                                                 peers.size() * stride + (sum_aside ? count : 0));
   if (!peers.empty()) {
     const auto started =
-        post([&] { return post_exchange(send, scratch.data(), stride, count, peers); });
-    if (!started || !settle(*started, operation))
+        post([&] { return post_exchange(send, scratch->data(), stride, count, peers); });
+    if (!started || !settle(*started, operation)) {
+      abandon(std::move(scratch));
       return false;
+    }
   }
   std::vector<const float*> sources;
   std::vector<float> weights;
   std::size_t next_peer = 0;
   for (const auto& input : inputs) {
-    sources.push_back(input.rank == rank_ ? send : scratch.data() + stride * next_peer++);
+    sources.push_back(input.rank == rank_ ? send : scratch->data() + stride * next_peer++);
     weights.push_back(input.weight);
   }
-  float* sum = sum_aside ? scratch.data() + peers.size() * stride : out;
+  float* sum = sum_aside ? scratch->data() + peers.size() * stride : out;
   ops_->weighted_sum(sum, sources.data(), weights.data(), static_cast<int>(inputs.size()), count);
   if (sum_aside)
     HERD_CUDA_CHECK(

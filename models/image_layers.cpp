@@ -63,12 +63,15 @@ void conv2d::initialise(float* params, std::mt19937_64& rng) const {
     params[weights + static_cast<std::size_t>(f)] = 0.0f;
 }
 
-// The images of one call: the ops' hint, bounded so that a chunk's column matrix stays within
-// 64 MiB (the CPU's hint is 1: one image's columns stay in cache, and y_n = W cols_n is NCHW).
+// The images of one call: the ops' hint, bounded so that a chunk's scratch (its column matrices,
+// their gradients and its images' weight and bias gradients) stays within 64 MiB. The CPU's hint
+// is 1: one image's columns stay in cache, and y_n = W cols_n is NCHW.
 int conv2d::images_per_call(const kernels::ops& ops, std::size_t images) const {
-  constexpr std::size_t column_budget_floats = std::size_t{16} << 20;
-  const std::size_t one_image = window_.column_rows() * window_.output_positions();
-  const std::size_t fit = std::max<std::size_t>(1, column_budget_floats / one_image);
+  constexpr std::size_t budget_floats = std::size_t{16} << 20;
+  const std::size_t weights = static_cast<std::size_t>(filters_) * window_.column_rows();
+  const std::size_t one_image = 2 * window_.column_rows() * window_.output_positions() + weights +
+                                static_cast<std::size_t>(filters_);
+  const std::size_t fit = std::max<std::size_t>(1, budget_floats / one_image);
   const auto hint = static_cast<std::size_t>(std::max(1, ops.images_per_call()));
   return as_int(std::max<std::size_t>(1, std::min({images, hint, fit})));
 }
@@ -76,7 +79,8 @@ int conv2d::images_per_call(const kernels::ops& ops, std::size_t images) const {
 // Scratch for `chunk` images: their column matrices, their gradients, a row of ones (the bias as
 // a GEMM, and the sum over a chunk's images), and with more than one image per call, each image's
 // weight and bias gradients before they are summed.
-conv2d::chunk_scratch conv2d::chunk_scratch_of(layer_scratch& scratch, int chunk) const {
+// forward() grows the scratch to that; backward() must find it so (the row of ones is forward's).
+conv2d::chunk_scratch conv2d::chunk_scratch_of(layer_scratch& scratch, int chunk, bool grow) const {
   const auto images = static_cast<std::size_t>(chunk);
   const std::size_t columns = images * window_.column_rows() * window_.output_positions();
   const std::size_t ones = std::max(window_.output_positions(), images);
@@ -84,8 +88,11 @@ conv2d::chunk_scratch conv2d::chunk_scratch_of(layer_scratch& scratch, int chunk
   const std::size_t per_image =
       chunk > 1 ? images * (weights + static_cast<std::size_t>(filters_)) : 0;
   const std::size_t total = 2 * columns + ones + per_image;
-  if (scratch.floats.size() < total)
+  if (scratch.floats.size() < total) {
+    HERD_CHECK(grow, "conv2d: the backward pass needs the scratch of its forward pass ("
+                         << total << " floats, not " << scratch.floats.size() << ")");
     scratch.floats.reshape({total});
+  }
   float* base = scratch.floats.data();
   return {base, base + columns, base + 2 * columns, base + 2 * columns + ones,
           base + 2 * columns + ones + images * weights};
@@ -105,7 +112,7 @@ void conv2d::forward(const pass& p, const float* params, const tensor& x, tensor
   const std::size_t out = static_cast<std::size_t>(filters_) * window_.output_positions();
   y.reshape({images, out});
   const int chunk = images_per_call(p.ops, images);
-  const chunk_scratch work = chunk_scratch_of(scratch, chunk);
+  const chunk_scratch work = chunk_scratch_of(scratch, chunk, true);
   const std::vector<float> host_ones(std::max(window_.output_positions(), std::size_t(chunk)),
                                      1.0f);
   p.ops.upload(work.ones, host_ones.data(), host_ones.size() * sizeof(float));
@@ -135,7 +142,7 @@ void conv2d::backward(const pass& p, const float* params, const tensor& x, const
   const int rows = as_int(window_.column_rows());
   const int positions = as_int(window_.output_positions());
   const int chunk = images_per_call(p.ops, images);
-  const chunk_scratch work = chunk_scratch_of(scratch, chunk); // the ones are forward()'s
+  const chunk_scratch work = chunk_scratch_of(scratch, chunk, false); // the ones are forward()'s
   const std::size_t column_floats = window_.column_rows() * window_.output_positions();
   const int weight_count = filters_ * rows;
   float* weight_grads = param_grads;

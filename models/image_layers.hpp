@@ -38,7 +38,7 @@ private:
     float* image_bias_grads;
   };
   int images_per_call(const kernels::ops& ops, std::size_t images) const;
-  chunk_scratch chunk_scratch_of(layer_scratch& scratch, int chunk) const;
+  chunk_scratch chunk_scratch_of(layer_scratch& scratch, int chunk, bool grow) const;
 
   kernels::window2d window_;
   int filters_;

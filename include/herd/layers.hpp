@@ -52,7 +52,8 @@ struct scratch_need {
 };
 
 /// A layer's scratch in the ops' memory, kept from its forward pass to its backward pass (e.g.
-/// pooling's argmax); the model sizes it from scratch() before each forward pass.
+/// pooling's argmax); the model grows it to scratch() before each forward pass and never shrinks
+/// it, so a layer may grow it further in forward() (a convolution taking several images per call).
 struct layer_scratch {
   explicit layer_scratch(const kernels::memory& where) : floats(where), ints(0, where) {}
   tensor floats;
