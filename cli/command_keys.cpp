@@ -85,6 +85,8 @@ const std::map<std::string, config::key_scope>& scopes() {
         {{"train.algorithm", "how workers combine their updates: sync, solo, majority, quorum, "
                              "preduce, wagma or local-sgd (async runs in one process only: "
                              "herd train)"},
+         {"train.backend", "the device workers compute on: cpu (across processes workers compute "
+                           "on the CPU; cuda runs in one process only: herd train)"},
          {"data.path", "directory holding the Fashion-MNIST IDX files, here (for evaluation) "
                        "and on every node"},
          {"metrics.port", "serve Prometheus metrics of the whole run on this TCP port at "

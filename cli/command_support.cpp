@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cluster/cluster_session.hpp"
+
 namespace herd::cli {
 
 bool argument_reader::is(const std::string& name) const {
@@ -69,6 +71,9 @@ config::run_config load_for_command(const std::string& command, const std::strin
   if (!keys_of(command).uses("simulate.workers"))
     if (auto errors = config::validate_run(loaded, found); !errors.empty())
       throw config::invalid_config(std::move(errors));
+  if (command == "coordinator") // before any data is loaded, and under --print-config too
+    if (auto refused = cluster::cluster_refusals(loaded); !refused.empty())
+      throw config::invalid_config(std::move(refused));
   if (origins != nullptr)
     *origins = std::move(found);
   return loaded;

@@ -67,24 +67,31 @@ struct cluster_session::impl {
   }
 };
 
+std::vector<config::config_error> cluster_refusals(const config::run_config& config) {
+  std::vector<config::config_error> refused;
+  if (config.train.backend != "cpu")
+    refused.push_back(
+        {"train.backend",
+         "train.backend = " + config.train.backend +
+             ": across processes (herd coordinator / herd node) workers compute on the CPU; the "
+             "GPU data plane (NCCL) is not part of the cluster yet. Run `herd train` for a GPU"});
+  if (config.train.algorithm == "async")
+    refused.push_back(
+        {"train.algorithm",
+         std::string("train.algorithm = async: its parameter server lives in one process, and a "
+                     "round's gradient cannot reach it from another node yet; run async with "
+                     "`herd train`")});
+  return refused;
+}
+
 cluster_session::cluster_session(config::run_config config,
                                  std::shared_ptr<const models::train_test_split> data,
                                  cluster_options options)
     : impl_(std::make_unique<impl>()) {
   if (auto errors = config::validate_run(config); !errors.empty())
     throw config::invalid_config(std::move(errors));
-  if (config.train.backend != "cpu")
-    throw config::invalid_config(
-        {{"train.backend",
-          "train.backend = " + config.train.backend +
-              ": across processes (herd coordinator / herd node) workers compute on the CPU; the "
-              "GPU data plane (NCCL) is not part of the cluster yet. Run `herd train` for a GPU"}});
-  if (config.train.algorithm == "async")
-    throw config::invalid_config(
-        {{"train.algorithm",
-          std::string("train.algorithm = async: its parameter server lives in one process, and a "
-                      "round's gradient cannot reach it from another node yet; run async with "
-                      "`herd train`")}});
+  if (auto refused = cluster_refusals(config); !refused.empty())
+    throw config::invalid_config(std::move(refused));
   auto& context = *impl_->context;
   context.config = std::move(config);
   context.data = std::move(data);

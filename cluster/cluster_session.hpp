@@ -6,6 +6,7 @@
 #pragma once
 
 #include "actors/run_observer.hpp"
+#include "herd/config.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
 #include "herd/run_config.hpp"
@@ -17,12 +18,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace herd::actors {
 struct run_checkpoint;
 } // namespace herd::actors
 
 namespace herd::cluster {
+
+/// What a run across processes cannot do yet, as configuration errors (empty: nothing):
+/// train.backend = cuda (the NCCL plane is not wired into the cluster) and train.algorithm =
+/// async. herd coordinator reports them before it loads any data; cluster_session throws them.
+std::vector<config::config_error> cluster_refusals(const config::run_config& config);
 
 struct cluster_options {
   std::string listen_host = "0.0.0.0"; // the address nodes connect to

@@ -150,6 +150,26 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
     EXPECT_THAT(every_help, HasSubstr(std::string("--") + key + " ")) << key;
 }
 
+// What a run across processes cannot do yet is refused before any data is loaded (the data
+// directory here does not exist) and under --print-config, naming the key; the help says so.
+TEST_F(herd_cli, the_coordinator_refuses_a_gpu_and_async_before_it_loads_data) {
+  for (const std::string setting : {"--train.backend=cuda", "--train.algorithm=async"}) {
+    const std::string key = setting.substr(2, setting.find('=') - 2);
+    for (const bool print : {false, true}) {
+      std::vector<std::string> args{"coordinator", setting, "--data.path=/nonexistent/herd-data"};
+      if (print)
+        args.push_back("--print-config");
+      const auto run = herd(args);
+      EXPECT_EQ(run.exit_code, 2) << setting << (print ? " --print-config" : "");
+      EXPECT_THAT(run.output, HasSubstr(key + " = ")) << setting;
+      EXPECT_THAT(run.output, Not(HasSubstr("/nonexistent/herd-data"))) << setting;
+    }
+  }
+  const auto help =
+      std::regex_replace(herd({"coordinator", "--help"}).output, std::regex("\\s+"), " ");
+  EXPECT_THAT(help, HasSubstr("cuda runs in one process only"));
+}
+
 TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"version"},
