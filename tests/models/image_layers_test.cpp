@@ -35,6 +35,18 @@ std::unique_ptr<herd::models::layer> make(const std::string& text, const shape& 
   return herd::models::make_layer(herd::models::parse_layers(text).front(), input);
 }
 
+// A scratch sized as a model sizes it before the forward pass of `batch` rows of `width`.
+layer_scratch scratch_for(const herd::models::layer& layer, const herd::kernels::memory& where,
+                          std::size_t batch, std::size_t width) {
+  layer_scratch scratch(where);
+  const auto need = layer.scratch(batch, width);
+  if (need.floats > 0)
+    scratch.floats.reshape({need.floats});
+  if (need.ints > 0)
+    scratch.ints.resize(need.ints);
+  return scratch;
+}
+
 // loss = <layer(x), r>: checks dL/dx and, when the layer has any, dL/d(params).
 void check_layer(const herd::models::layer& layer, std::size_t batch, std::uint64_t seed,
                  const pass& p, const char* what) {
@@ -47,15 +59,7 @@ void check_layer(const herd::models::layer& layer, std::size_t batch, std::uint6
   tensor x = random_tensor({batch, herd::models::elements(layer.input_shape())}, seed + 1);
   const tensor upstream =
       random_tensor({batch, herd::models::elements(layer.output_shape())}, seed + 2);
-  layer_scratch scratch(ops.memory());
-  auto size_scratch = [&] {
-    const auto need = layer.scratch(batch, x.cols());
-    if (need.floats > 0)
-      scratch.floats.reshape({need.floats});
-    if (need.ints > 0)
-      scratch.ints.resize(need.ints);
-  };
-  size_scratch();
+  layer_scratch scratch = scratch_for(layer, ops.memory(), batch, x.cols());
   tensor y;
   tensor dx;
   tensor grads({params.size()});
@@ -64,12 +68,7 @@ void check_layer(const herd::models::layer& layer, std::size_t batch, std::uint6
   ASSERT_EQ(dx.size(), x.size());
   auto loss = [&] {
     tensor out;
-    layer_scratch fresh(ops.memory());
-    const auto need = layer.scratch(batch, x.cols());
-    if (need.floats > 0)
-      fresh.floats.reshape({need.floats});
-    if (need.ints > 0)
-      fresh.ints.resize(need.ints);
+    layer_scratch fresh = scratch_for(layer, ops.memory(), batch, x.cols());
     layer.forward(p, params.data(), x, out, fresh);
     return weighted(out, upstream);
   };
@@ -114,9 +113,7 @@ struct conv_pass {
 
 conv_pass forward_and_backward(const herd::models::layer& layer, const herd::kernels::ops& with,
                                const tensor& params, const tensor& x, const tensor& dy) {
-  layer_scratch scratch(with.memory());
-  const auto need = layer.scratch(x.rows(), x.cols());
-  scratch.floats.reshape({need.floats});
+  layer_scratch scratch = scratch_for(layer, with.memory(), x.rows(), x.cols());
   conv_pass result{tensor(), tensor({params.size()}), tensor()};
   const pass p{with, true, 0};
   layer.forward(p, params.data(), x, result.y, scratch);
