@@ -3,6 +3,7 @@
 
 #include "herd/ops.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -55,6 +56,10 @@ void ops::copy(float* destination, const float* source, std::size_t n) const {
 void ops::upload(void* destination, const void* host_source, std::size_t bytes) const {
   if (bytes > 0 && destination != host_source)
     std::memmove(destination, host_source, bytes);
+}
+
+void ops::fill(float* destination, std::size_t n, float value) const {
+  std::fill_n(destination, n, value);
 }
 
 void ops::download(void* host_destination, const void* source, std::size_t bytes) const {

@@ -113,9 +113,7 @@ void conv2d::forward(const pass& p, const float* params, const tensor& x, tensor
   y.reshape({images, out});
   const int chunk = images_per_call(p.ops, images);
   const chunk_scratch work = chunk_scratch_of(scratch, chunk, true);
-  const std::vector<float> host_ones(std::max(window_.output_positions(), std::size_t(chunk)),
-                                     1.0f);
-  p.ops.upload(work.ones, host_ones.data(), host_ones.size() * sizeof(float));
+  p.ops.fill(work.ones, std::max(window_.output_positions(), std::size_t(chunk)), 1.0f);
   const float* weights = params;
   const float* bias = params + static_cast<std::size_t>(filters_) * window_.column_rows();
   const std::size_t column_floats = window_.column_rows() * window_.output_positions();

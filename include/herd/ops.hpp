@@ -116,6 +116,8 @@ public:
   virtual void copy(float* destination, const float* source, std::size_t n) const;
   /// From the host into memory(), queued in order; `host_source` may be reused once it returns.
   virtual void upload(void* destination, const void* host_source, std::size_t bytes) const;
+  /// destination[0..n) = value, in memory(); queued in order with the kernels (no wait).
+  virtual void fill(float* destination, std::size_t n, float value) const;
   /// Out of memory() to the host, after all queued work; complete when it returns.
   virtual void download(void* host_destination, const void* source, std::size_t bytes) const;
   /// Waits until every queued call has finished.

@@ -118,6 +118,11 @@ __global__ void relu_forward_kernel(const float* x, float* y, std::size_t n) {
     y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+__global__ void fill_kernel(float* y, std::size_t n, float value) {
+  for (std::size_t i = global_thread(); i < n; i += grid_threads())
+    y[i] = value;
+}
+
 __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::size_t n) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads())
     dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
@@ -305,6 +310,15 @@ public:
     const device_scope scope(device_);
     HERD_CUDA_CHECK(
         cudaMemcpyAsync(destination, source, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  void fill(float* destination, std::size_t n, float value) const override {
+    HERD_CHECK(n == 0 || destination != nullptr, "fill of " << n << " floats at a null pointer");
+    if (n == 0)
+      return;
+    const device_scope scope(device_);
+    fill_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(destination, n, value);
+    HERD_CUDA_CHECK(cudaGetLastError());
   }
 
   // Waits for the copy: the host source may be pageable memory the caller reuses at once.

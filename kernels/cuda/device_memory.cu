@@ -7,11 +7,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 namespace herd::kernels::cuda {
 
 namespace {
+
+std::string mebibytes(std::size_t bytes) {
+  return std::to_string((bytes + (std::size_t{1} << 19)) >> 20) + " MiB";
+}
 
 int checked_device(int device) {
   int count = 0;
@@ -31,10 +36,24 @@ public:
   std::string_view name() const override { return name_; }
   bool host_accessible() const override { return false; }
 
+  // Out of memory says how much was asked for, what is free, and what a run can change.
   void* allocate(std::size_t bytes) const override {
     const device_scope scope(device_);
     void* pointer = nullptr;
-    HERD_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+    const cudaError_t status = cudaMalloc(&pointer, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError(); // not sticky: the device works on
+      std::size_t free = 0;
+      std::size_t total = 0;
+      (void)cudaMemGetInfo(&free, &total);
+      throw std::runtime_error(
+          name_ + " is out of memory: " + mebibytes(bytes) + " asked for, " + mebibytes(free) +
+          " free of " + mebibytes(total) +
+          ". A run on the GPU keeps each worker's model, gradient, optimizer state and the "
+          "activations of train.batch-size samples on the device: fewer train.workers or a "
+          "smaller train.batch-size need less");
+    }
+    HERD_CUDA_CHECK(status);
     return pointer;
   }
 

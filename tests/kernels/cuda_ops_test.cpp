@@ -94,6 +94,26 @@ TEST(cuda_ops, device_buffer_round_trips_and_moves) {
   EXPECT_EQ(second.download(), (std::vector<std::int32_t>{1, 2, 3}));
 }
 
+// More than any device holds: refused with what was asked, what is free and what to change, and
+// the device works on.
+TEST(cuda_ops, memory_the_device_lacks_is_refused_with_what_is_free) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  const auto& memory = herd::kernels::cuda::device_memory(0);
+  try {
+    memory.release(memory.allocate(std::size_t{1} << 50)); // a pebibyte
+    ADD_FAILURE() << "a pebibyte was allocated";
+  } catch (const std::runtime_error& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("cuda:0 is out of memory: 1073741824 MiB asked for, "), std::string::npos)
+        << text;
+    EXPECT_NE(text.find(" MiB free of "), std::string::npos) << text;
+    EXPECT_NE(text.find("fewer train.workers or a smaller train.batch-size"), std::string::npos)
+        << text;
+  }
+  device_buffer<float> after(std::vector<float>{1.0f, 2.0f});
+  EXPECT_EQ(after.download(), (std::vector<float>{1.0f, 2.0f}));
+}
+
 TEST(cuda_ops, gemm_matches_reference_for_all_transposes_and_odd_sizes) {
   HERD_SKIP_WITHOUT_CUDA_DEVICE();
   const auto gpu = make_cuda_ops();
@@ -215,6 +235,21 @@ TEST(cuda_ops, bias_add_and_bias_grad_match_reference) {
       gpu->bias_grad(dgrad_in.data(), dgrad.data(), rows, cols);
       EXPECT_TRUE(all_close(dgrad.download(), expected_grad, elementwise_tolerance));
     }
+}
+
+TEST(cuda_ops, fill_sets_its_floats_and_no_others_in_order_with_kernels) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  const auto gpu = make_cuda_ops();
+  for (const std::size_t n : {std::size_t{1}, std::size_t{130}, std::size_t{1} << 20}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    device_buffer<float> y(std::vector<float>(n + 2, -2.0f));
+    gpu->fill(y.data() + 1, n, 1.0f);
+    // Queued after the fill on the same stream: it must see the ones.
+    gpu->relu_forward(y.data(), y.data(), n + 2);
+    std::vector<float> expected(n + 2, 1.0f);
+    expected.front() = expected.back() = 0.0f;
+    EXPECT_EQ(y.download(), expected);
+  }
 }
 
 TEST(cuda_ops, relu_matches_reference_also_in_place) {

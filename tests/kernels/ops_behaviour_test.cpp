@@ -117,6 +117,13 @@ TEST_P(ops_behaviour, relu_forward_may_overwrite_its_input) {
 
 // ---- sgd ----------------------------------------------------------------------------------------
 
+TEST_P(ops_behaviour, fill_sets_its_floats_and_no_others) {
+  auto y = floats(std::vector<float>(9, -2.0f));
+  tested().fill(y.get() + 2, 5, 1.0f);
+  tested().fill(y.get(), 0, 3.0f); // nothing to fill
+  EXPECT_EQ(y.to_host(), (std::vector<float>{-2, -2, 1, 1, 1, 1, 1, -2, -2}));
+}
+
 TEST_P(ops_behaviour, sgd_step_with_momentum_follows_pytorch_over_two_steps) {
   const sgd_hyper hyper{0.1f, 0.9f, 0.01f};
   auto params = floats({1.0f, -2.0f});

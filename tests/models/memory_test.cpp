@@ -9,6 +9,7 @@
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <gtest/gtest.h>
 #include <stdexcept>
@@ -164,6 +165,39 @@ TEST(tensor_memory, the_mlp_computes_the_same_in_a_separate_memory) {
                         "separate memory"),
               std::string::npos)
         << refused.what();
+  }
+}
+
+// A convolution's forward pass fills its row of ones (its bias as a product) in the ops' memory,
+// in order with its kernels: a CNN step elsewhere uploads its labels and nothing else, as the
+// MLP's does (an upload waits for a GPU's stream), and computes what the host computes.
+TEST(tensor_memory, a_cnn_step_in_a_separate_memory_uploads_only_its_labels) {
+  const separate_memory elsewhere;
+  const separate_memory_ops there(elsewhere);
+  const auto& here = herd::kernels::cpu_ops();
+  herd::models::model_choice choice;
+  choice.layers = "conv 3 3 pad 1, relu, maxpool 2, conv 4 3 pad 1, relu, flatten, dense 3";
+  const auto model = herd::models::build_model(choice, {2, 6, 6}, 3);
+  const tensor host_params = model->initial_parameters(17);
+  const tensor params(host_params, elsewhere);
+  tensor host_x({5, 72});
+  const auto values = random_values(host_x.size(), 18);
+  std::copy(values.begin(), values.end(), host_x.data());
+  const tensor x(host_x, elsewhere);
+  const std::vector<std::int32_t> labels{0, 2, 1, 2, 0};
+  tensor host_grads({model->parameter_count()});
+  tensor grads(std::vector<std::size_t>{model->parameter_count()}, elsewhere);
+  const auto host_work = model->make_workspace();
+  const auto work = model->make_workspace();
+  const float host_loss = model->loss_and_gradient(here, host_params.data(), host_x, labels,
+                                                   host_grads.data(), *host_work);
+  for (int step = 0; step < 2; ++step) { // the second with the scratch the first one grew
+    const std::size_t uploads = elsewhere.counts.uploads;
+    const float loss =
+        model->loss_and_gradient(there, params.data(), x, labels, grads.data(), *work);
+    EXPECT_EQ(elsewhere.counts.uploads - uploads, 1u) << "step " << step; // the labels
+    EXPECT_EQ(loss, host_loss) << "step " << step;
+    EXPECT_EQ(grads.to_host(), host_grads.to_host()) << "step " << step;
   }
 }
 

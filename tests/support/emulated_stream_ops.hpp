@@ -8,6 +8,7 @@
 
 #include "herd/ops.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -134,6 +135,9 @@ public:
   void copy(float* destination, const float* source, std::size_t n) const override {
     ++memory_.counts.copies;
     enqueue([=] { std::memmove(destination, source, n * sizeof(float)); });
+  }
+  void fill(float* destination, std::size_t n, float value) const override {
+    enqueue([=] { std::fill_n(destination, n, value); });
   }
   void upload(void* destination, const void* host_source, std::size_t bytes) const override {
     ++memory_.counts.uploads;
