@@ -6,6 +6,7 @@
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
 //              [--hostname=127.0.0.1] [--compression=none,fp16,bf16] [--encryption=off,on]
+//              [--seal-threads=1,4]
 //
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
@@ -21,7 +22,10 @@
 //
 // With --encryption=off,on, each format runs in the clear and sealed (AES-256-GCM, as
 // cluster.data-encryption does it; the wire column says "+gcm"), and `vs_clear` is the clear run's
-// time over this one's, same format, P and size (below 1: slower).
+// time over this one's, same format, P and size (below 1: slower). --seal-threads runs the sealed
+// plane with each number of threads sealing a message's pieces (comm.seal-threads; the wire
+// column says "+gcmN"); without it, each rank takes the plane's automatic number (half the cores,
+// 1 to 4).
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
@@ -40,6 +44,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -57,6 +62,7 @@ struct options {
   std::string hostname = "127.0.0.1";
   std::vector<std::string> compressions{"none"};
   std::vector<bool> encryptions{false};
+  std::vector<int> seal_threads{0}; // 0: the plane's automatic number
 };
 
 template <typename T>
@@ -70,7 +76,7 @@ std::vector<T> parse_list(const std::string& text) {
 void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
          "                  [--warmup=2] [--hostname=127.0.0.1] [--compression=none,fp16,bf16]\n"
-         "                  [--encryption=off,on]\n"
+         "                  [--encryption=off,on] [--seal-threads=1,4]\n"
          "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
@@ -107,6 +113,14 @@ options parse(int argc, char** argv) {
       }
     } else if (key == "--encryption") {
       parsed.encryptions = herd::bench::off_on_list("bench_gloo", key, value);
+    } else if (key == "--seal-threads") {
+      parsed.seal_threads = parse_list<int>(value);
+      for (int threads : parsed.seal_threads)
+        if (threads < 1 || threads > 64) {
+          std::cerr << "bench_gloo: --seal-threads wants counts from 1 to 64, got " << threads
+                    << "\n";
+          std::exit(2);
+        }
     } else {
       usage(std::cerr);
       std::exit(2);
@@ -188,7 +202,8 @@ bool wait_all(const std::vector<pid_t>& children) {
 std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
                                              const std::string& store_directory,
                                              herd::comm::wire_format compression,
-                                             const std::optional<herd::comm::plane_key>& key) {
+                                             const std::optional<herd::comm::plane_key>& key,
+                                             int seal_threads) {
   int channel[2];
   if (::pipe(channel) != 0) {
     std::perror("bench_gloo: pipe");
@@ -203,6 +218,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       plane_options.prefix = "bench-" + std::to_string(processes);
       plane_options.compression = compression;
       plane_options.seal_key = key;
+      plane_options.seal_threads = seal_threads;
       auto plane = herd::comm::make_gloo_plane(
           rank, processes, herd::comm::make_file_store(store_directory), plane_options);
       std::vector<herd::comm::weighted_input> everyone;
@@ -393,31 +409,37 @@ int main(int argc, char** argv) {
       duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
     }
     std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
+    // (format, sealed, threads): every format in the clear, and sealed by each number of threads.
+    std::vector<std::tuple<std::string, bool, int>> runs;
     for (const auto& format : opts.compressions)
-      for (bool sealed : opts.encryptions) {
-        const std::string wire = format + (sealed ? "+gcm" : "");
-        auto directory = store_root / (std::to_string(processes) + "-" + wire);
-        times[wire] =
-            time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(format),
-                           sealed ? std::optional(key) : std::nullopt);
-        for (double size_mb : opts.sizes_mb) {
-          auto bytes = bytes_of(size_mb);
-          double seconds = times[wire][bytes];
-          double algbw = static_cast<double>(bytes) / seconds / 1e9;
-          double busbw = algbw * 2.0 * (processes - 1) / processes;
-          double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
-          double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
-          // 0 where the run to compare with is not in this invocation.
-          auto over = [&](const std::string& baseline) {
-            const auto found = times.find(baseline);
-            return found != times.end() ? found->second[bytes] / seconds : 0.0;
-          };
-          std::printf("%5d %9s %9.3g %10.3f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
-                      processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp,
-                      busbw / tcp, duplex, busbw / duplex, over("none"), over(format));
-          std::fflush(stdout);
-        }
+      for (bool sealed : opts.encryptions)
+        for (int threads : sealed ? opts.seal_threads : std::vector<int>{0})
+          runs.emplace_back(format, sealed, threads);
+    for (const auto& [format, sealed, threads] : runs) {
+      const std::string wire =
+          format + (sealed ? "+gcm" : "") + (threads > 0 ? std::to_string(threads) : "");
+      auto directory = store_root / (std::to_string(processes) + "-" + wire);
+      times[wire] =
+          time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(format),
+                         sealed ? std::optional(key) : std::nullopt, threads);
+      for (double size_mb : opts.sizes_mb) {
+        auto bytes = bytes_of(size_mb);
+        double seconds = times[wire][bytes];
+        double algbw = static_cast<double>(bytes) / seconds / 1e9;
+        double busbw = algbw * 2.0 * (processes - 1) / processes;
+        double tcp = static_cast<double>(bytes) / raw_tcp[bytes] / 1e9;
+        double duplex = static_cast<double>(bytes) / duplex_tcp[bytes] / 1e9;
+        // 0 where the run to compare with is not in this invocation.
+        auto over = [&](const std::string& baseline) {
+          const auto found = times.find(baseline);
+          return found != times.end() ? found->second[bytes] / seconds : 0.0;
+        };
+        std::printf("%5d %9s %9.3g %10.3f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
+                    processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp, busbw / tcp,
+                    duplex, busbw / duplex, over("none"), over(format));
+        std::fflush(stdout);
       }
+    }
   }
   std::filesystem::remove_all(store_root);
   return 0;

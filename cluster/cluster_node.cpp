@@ -403,6 +403,7 @@ private:
                                    std::to_string(sealing.size()) + " bytes");
       std::copy(key.begin(), key.end(), sealing.begin());
       plane_options.seal_key = sealing;
+      plane_options.seal_threads = config_.comm.seal_threads;
     }
     if (options_.adjust_plane)
       options_.adjust_plane(generation, plane_options);

@@ -59,7 +59,7 @@ void copy_floats(float* to, const float* from, std::size_t n) {
 //     received into once and sent from after, in the order the float ring uses (the sums
 //     themselves are taken in floats, in staging);
 //   sealed: those values (`plain`) are sealed into a region of messages of the same layout, each
-//     segment followed by the sealer's overhead.
+//     segment followed by room for the overhead of a whole segment's pieces.
 class wire_view {
 public:
   wire_view(wire_format format, bool sealed, float* staging, const partition& parts)
@@ -73,7 +73,7 @@ public:
     std::size_t floats = parts.count + rounded_floats(format, parts.count);
     if (sealed)
       floats += (parts.count * wire_bytes(format) +
-                 parts.total_segments() * message_sealer::overhead + sizeof(float) - 1) /
+                 parts.total_segments() * segment_overhead(format) + sizeof(float) - 1) /
                 sizeof(float);
     return floats;
   }
@@ -85,7 +85,7 @@ public:
     const std::size_t bytes = parts_.segment_size(c, s) * wire_bytes(format_);
     void* plain = rounded() ? static_cast<void*>(wire_ + at) : static_cast<void*>(staging_ + at);
     void* message = sealed_ ? messages_ + at * wire_bytes(format_) +
-                                  parts_.ordinal(c, s) * message_sealer::overhead
+                                  parts_.ordinal(c, s) * segment_overhead(format_)
                             : plain;
     return {plain, message, bytes};
   }
@@ -115,6 +115,10 @@ public:
   }
 
 private:
+  // The sealer's overhead of a full segment: room after every segment's message.
+  static std::size_t segment_overhead(wire_format format) {
+    return message_sealer::pieces(segment_floats * wire_bytes(format)) * message_sealer::overhead;
+  }
   // The 16-bit region, in floats.
   static std::size_t rounded_floats(wire_format format, std::size_t count) {
     return format == wire_format::fp32 ? 0 : (count + 1) / 2;

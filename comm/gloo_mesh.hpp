@@ -136,7 +136,7 @@ struct partition {
 };
 
 // One message's memory: what it carries (`bytes` at `plain`) and where it travels from or into:
-// `plain` itself, or, sealed, `bytes` + message_sealer::overhead at `message`.
+// `plain` itself, or, sealed, message_sealer::sealed_bytes(bytes) at `message`.
 struct message_memory {
   void* plain = nullptr;
   void* message = nullptr;
@@ -330,7 +330,7 @@ private:
     if (sealed && sending)
       plane_.sealer_->seal(peer, slot, place, memory.plain, memory.bytes, memory.message);
     void* wire = sealed ? memory.message : memory.plain;
-    const std::size_t bytes = memory.bytes + (sealed ? message_sealer::overhead : 0);
+    const std::size_t bytes = sealed ? message_sealer::sealed_bytes(memory.bytes) : memory.bytes;
     std::size_t index = 0;
     {
       std::lock_guard<std::mutex> guard(transfers_mutex_);

@@ -2,6 +2,7 @@
 // and what a failure leaves behind (comm/gloo_mesh.hpp has what Gloo guarantees and what follows
 // from it). The collectives themselves are in gloo_collectives.cpp.
 #include "comm/gloo_mesh.hpp"
+#include "comm/task_pool.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -160,7 +161,9 @@ gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>
                                         gloo_error_text(failure.what())));
   }
   if (options.seal_key)
-    sealer_ = std::make_unique<message_sealer>(*options.seal_key, rank, size);
+    sealer_ = std::make_unique<message_sealer>(
+        *options.seal_key, rank, size,
+        options.seal_threads > 0 ? options.seal_threads : task_pool::default_threads());
   // No abort hook: an operation that passes its deadline ends alone, and the plane works on.
   watchdog_ = std::make_unique<watchdog>(where, nullptr, nullptr);
 }

@@ -32,6 +32,9 @@ struct gloo_plane_options {
   // AES-256-GCM (comm/sealing.hpp): a message that does not open fails its operation, naming the
   // peer, and that peer is lost to the plane. Without one, messages cross the wire in the clear.
   std::optional<plane_key> seal_key;
+  // With a key: how many threads seal and open the pieces of one message (1: the operation's own
+  // thread alone; 0: half the cores, 1 to 4). The bytes on the wire are the same for any number.
+  int seal_threads = 0;
   // Called once for each peer whose messages were refused (on the thread of the operation that
   // refused it), with why: for the node's log, since the operation's failure alone only aborts a
   // round. May be empty.

@@ -1,5 +1,8 @@
 #include "comm/sealing.hpp"
 
+#include "comm/task_pool.hpp"
+
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <openssl/err.h>
@@ -71,35 +74,60 @@ std::array<std::uint8_t, 12> nonce_of(std::uint64_t sequence) {
   return nonce;
 }
 
-// The associated data: the message's slot and its index in that slot.
-std::array<std::uint8_t, 12> place_of(std::uint64_t slot, std::uint32_t index) {
-  std::array<std::uint8_t, 12> place{};
-  put_le(place.data(), slot, 8);
-  put_le(place.data() + 8, index, 4);
-  return place;
+// Where a piece belongs, as associated data: the message's slot, its index in that slot, and the
+// piece's number in the message.
+struct place {
+  std::uint64_t slot = 0;
+  std::uint32_t index = 0;
+  std::uint32_t piece = 0;
+
+  std::array<std::uint8_t, 16> bytes() const {
+    std::array<std::uint8_t, 16> data{};
+    put_le(data.data(), slot, 8);
+    put_le(data.data() + 8, index, 4);
+    put_le(data.data() + 12, piece, 4);
+    return data;
+  }
+};
+
+// AES-256-GCM under `key` with the nonce of `sequence` and `where` as associated data, over
+// `bytes` (one piece) from `in` to `out`: the part sealing and opening share (EVP's Cipher calls,
+// `encrypting` choosing the way). False when OpenSSL fails; the tag is the caller's.
+bool gcm_pass(EVP_CIPHER_CTX* context, bool encrypting, const plane_key& key,
+              std::uint64_t sequence, const place& where, const std::uint8_t* in, std::uint8_t* out,
+              std::size_t bytes) {
+  const auto nonce = nonce_of(sequence);
+  const auto associated = where.bytes();
+  int length = 0;
+  return EVP_CipherInit_ex(context, EVP_aes_256_gcm(), nullptr, key.data(), nonce.data(),
+                           encrypting ? 1 : 0) == 1 &&
+         EVP_CipherUpdate(context, nullptr, &length, associated.data(),
+                          static_cast<int>(associated.size())) == 1 &&
+         (bytes == 0 || EVP_CipherUpdate(context, out, &length, in, static_cast<int>(bytes)) == 1);
 }
 
-// EVP takes lengths as int; messages are cut into pieces that fit.
-constexpr std::size_t max_piece = std::size_t{1} << 30;
+// Piece `piece` of a message of `bytes` plain bytes: where its plain bytes start and how many.
+std::size_t piece_begin(std::size_t piece) {
+  return piece * message_sealer::piece_bytes;
+}
+std::size_t piece_size(std::size_t bytes, std::size_t piece) {
+  return std::min(message_sealer::piece_bytes, bytes - piece_begin(piece));
+}
+std::size_t piece_message_begin(std::size_t piece) {
+  return piece * (message_sealer::piece_bytes + message_sealer::overhead);
+}
 
-// AES-256-GCM under `key` with the nonce of `sequence` and the place (`slot`, `index`) as
-// associated data, over `bytes` from `in` to `out`: the part sealing and opening share (EVP's
-// Cipher calls, `encrypting` choosing the way). False when OpenSSL fails; the tag is the caller's.
-bool gcm_pass(EVP_CIPHER_CTX* context, bool encrypting, const plane_key& key,
-              std::uint64_t sequence, std::uint64_t slot, std::uint32_t index,
-              const std::uint8_t* in, std::uint8_t* out, std::size_t bytes) {
-  const auto nonce = nonce_of(sequence);
-  const auto place = place_of(slot, index);
-  int length = 0;
-  bool ok = EVP_CipherInit_ex(context, EVP_aes_256_gcm(), nullptr, key.data(), nonce.data(),
-                              encrypting ? 1 : 0) == 1 &&
-            EVP_CipherUpdate(context, nullptr, &length, place.data(),
-                             static_cast<int>(place.size())) == 1;
-  for (std::size_t done = 0; ok && done < bytes; done += max_piece) {
-    const auto piece = static_cast<int>(std::min(max_piece, bytes - done));
-    ok = EVP_CipherUpdate(context, out + done, &length, in + done, piece) == 1;
-  }
-  return ok;
+// A message of several pieces cannot be sealed or opened in place: its pieces shift by their
+// overheads, and they are sealed at once.
+void check_apart(const void* plain, const void* message, std::size_t bytes) {
+  const auto pieces = message_sealer::pieces(bytes);
+  const auto p = reinterpret_cast<std::uintptr_t>(plain);
+  const auto m = reinterpret_cast<std::uintptr_t>(message);
+  const bool one_in_place = pieces == 1 && p == m + message_sealer::header_bytes;
+  const bool apart = p + bytes <= m || m + message_sealer::sealed_bytes(bytes) <= p;
+  if (!one_in_place && !apart)
+    throw std::invalid_argument("message_sealer: the plain bytes overlap the message of " +
+                                std::to_string(pieces) + " pieces");
 }
 
 } // namespace
@@ -148,8 +176,8 @@ struct message_sealer::direction {
   }
 };
 
-message_sealer::message_sealer(const plane_key& key, int rank, int size)
-    : rank_(rank), size_(size) {
+message_sealer::message_sealer(const plane_key& key, int rank, int size, int threads)
+    : rank_(rank), size_(size), pool_(std::make_unique<task_pool>(threads)) {
   if (size < 1 || rank < 0 || rank >= size)
     throw std::invalid_argument("message_sealer: rank " + std::to_string(rank) +
                                 " is outside a plane of size " + std::to_string(size));
@@ -182,43 +210,67 @@ message_sealer::direction& message_sealer::from(int peer) {
 void message_sealer::seal(int peer, std::uint64_t slot, std::uint32_t index, const void* plain,
                           std::size_t bytes, void* message) {
   direction& way = toward(peer);
-  const std::uint64_t sequence = way.next.fetch_add(1);
-  auto* out = static_cast<std::uint8_t*>(message);
-  put_le(out, sequence, 8);
-  auto context = make_context();
-  int length = 0;
-  const bool ok = gcm_pass(context.get(), true, way.key, sequence, slot, index,
-                           static_cast<const std::uint8_t*>(plain), out + header_bytes, bytes) &&
-                  EVP_CipherFinal_ex(context.get(), out + header_bytes + bytes, &length) == 1 &&
-                  EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG,
-                                      static_cast<int>(tag_bytes), out + header_bytes + bytes) == 1;
-  if (!ok)
-    throw std::runtime_error(openssl_error("cannot seal a data-plane message (AES-256-GCM)"));
+  check_apart(plain, message, bytes);
+  const std::size_t count = pieces(bytes);
+  const std::uint64_t first = way.next.fetch_add(count);
+  pool_->run(count, [&](std::size_t piece) {
+    const std::uint64_t sequence = first + piece;
+    const std::size_t n = piece_size(bytes, piece);
+    auto* out = static_cast<std::uint8_t*>(message) + piece_message_begin(piece);
+    const auto* in = static_cast<const std::uint8_t*>(plain) + piece_begin(piece);
+    put_le(out, sequence, 8);
+    auto context = make_context();
+    int length = 0;
+    const place where{slot, index, static_cast<std::uint32_t>(piece)};
+    const bool ok =
+        gcm_pass(context.get(), true, way.key, sequence, where, in, out + header_bytes, n) &&
+        EVP_CipherFinal_ex(context.get(), out + header_bytes + n, &length) == 1 &&
+        EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_bytes),
+                            out + header_bytes + n) == 1;
+    if (!ok)
+      throw std::runtime_error(openssl_error("cannot seal a data-plane message (AES-256-GCM)"));
+  });
 }
 
 std::string message_sealer::open(int peer, std::uint64_t slot, std::uint32_t index,
                                  const void* message, std::size_t bytes, void* plain) {
   direction& way = from(peer);
-  const auto* in = static_cast<const std::uint8_t*>(message);
-  const std::uint64_t sequence = get_le64(in);
-  // The tag is copied out first: the plain text may overwrite the message in place.
-  std::array<std::uint8_t, tag_bytes> tag{};
-  std::memcpy(tag.data(), in + header_bytes + bytes, tag_bytes);
-  auto context = make_context();
-  auto* out = static_cast<std::uint8_t*>(plain);
-  if (!gcm_pass(context.get(), false, way.key, sequence, slot, index, in + header_bytes, out,
-                bytes))
-    throw std::runtime_error(openssl_error("cannot open a data-plane message (AES-256-GCM)"));
-  int length = 0;
-  if (EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag_bytes),
-                          tag.data()) != 1 ||
-      EVP_CipherFinal_ex(context.get(), out + bytes, &length) != 1) {
-    ERR_clear_error();
-    return "it does not authenticate: it was not sealed by rank " + std::to_string(peer) +
-           " with this plane's key for this place (slot " + std::to_string(slot) + ", message " +
-           std::to_string(index) + "), or it was changed on the way";
-  }
-  return way.accept(sequence);
+  check_apart(plain, message, bytes);
+  const std::size_t count = pieces(bytes);
+  std::vector<std::uint64_t> sequences(count);
+  std::vector<char> authentic(count, 0);
+  pool_->run(count, [&](std::size_t piece) {
+    const std::size_t n = piece_size(bytes, piece);
+    const auto* in = static_cast<const std::uint8_t*>(message) + piece_message_begin(piece);
+    auto* out = static_cast<std::uint8_t*>(plain) + piece_begin(piece);
+    sequences[piece] = get_le64(in);
+    // The tag is copied out first: the plain text may overwrite the message in place.
+    std::array<std::uint8_t, tag_bytes> tag{};
+    std::memcpy(tag.data(), in + header_bytes + n, tag_bytes);
+    auto context = make_context();
+    const place where{slot, index, static_cast<std::uint32_t>(piece)};
+    if (!gcm_pass(context.get(), false, way.key, sequences[piece], where, in + header_bytes, out,
+                  n))
+      throw std::runtime_error(openssl_error("cannot open a data-plane message (AES-256-GCM)"));
+    int length = 0;
+    authentic[piece] = EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG,
+                                           static_cast<int>(tag_bytes), tag.data()) == 1 &&
+                       EVP_CipherFinal_ex(context.get(), out + n, &length) == 1;
+    if (!authentic[piece])
+      ERR_clear_error();
+  });
+  for (std::size_t piece = 0; piece < count; ++piece)
+    if (!authentic[piece])
+      return "it does not authenticate: it was not sealed by rank " + std::to_string(peer) +
+             " with this plane's key for this place (slot " + std::to_string(slot) + ", message " +
+             std::to_string(index) +
+             (count > 1 ? ", piece " + std::to_string(piece) + " of " + std::to_string(count)
+                        : std::string()) +
+             "), or it was changed on the way";
+  for (const std::uint64_t sequence : sequences)
+    if (std::string rejected = way.accept(sequence); !rejected.empty())
+      return rejected;
+  return {};
 }
 
 } // namespace herd::comm

@@ -15,6 +15,8 @@
 
 namespace herd::comm {
 
+class task_pool;
+
 /// The secret of one data-plane generation: every rank of the plane holds the same one (handed out
 /// over the control plane), and nobody else does.
 using plane_key = std::array<std::uint8_t, 32>;
@@ -24,37 +26,54 @@ plane_key random_plane_key();
 
 /// Seals and opens the messages of one rank of a plane of `size` ranks.
 ///
-/// A message is [sequence number, 8 bytes][ciphertext, as long as the plain bytes][tag, 16 bytes].
+/// A message is cut into pieces of `piece_bytes` (the last one shorter), each sealed on its own as
+/// [sequence number, 8 bytes][ciphertext, as long as its plain bytes][tag, 16 bytes], one after
+/// the other: so the pieces of one message are sealed and opened on several threads at once, and
+/// how many threads a rank uses never changes the bytes it sends.
 /// The key of the direction a -> b is HKDF-SHA256 of the plane key with "from a to b": a message
-/// one peer sealed for another opens nowhere else. The nonce is the direction's sequence number,
-/// which the sender counts up from 1 and never repeats: no two messages share a key and a nonce.
-/// The associated data is the message's slot and its index among that slot's messages (the order
-/// in which both ends post them), so a message moved to another place does not open.
+/// one peer sealed for another opens nowhere else. A piece's nonce is its sequence number in the
+/// direction, which the sender counts up from 1 and never repeats: no two pieces share a key and a
+/// nonce. The associated data is the message's slot, its index among that slot's messages (the
+/// order in which both ends post them) and the piece's number in the message, so a message or a
+/// piece moved to another place does not open.
 ///
 /// The receiver accepts each sequence number once (a window of the newest 65536 per direction:
-/// messages of concurrent operations arrive out of order), so a replayed message is rejected even
+/// messages of concurrent operations arrive out of order), so a replayed piece is rejected even
 /// when its place comes round again. Thread-safe: operations on several threads seal and open.
 class message_sealer {
 public:
   static constexpr std::size_t header_bytes = 8;
   static constexpr std::size_t tag_bytes = 16;
-  static constexpr std::size_t overhead = header_bytes + tag_bytes;
+  static constexpr std::size_t overhead = header_bytes + tag_bytes; // per piece
+  static constexpr std::size_t piece_bytes = std::size_t{128} * 1024;
   static constexpr std::uint64_t window = std::uint64_t{1} << 16;
 
-  message_sealer(const plane_key& key, int rank, int size);
+  /// The pieces of a message of `bytes` plain bytes (at least one: an empty message is one tag).
+  static constexpr std::size_t pieces(std::size_t bytes) {
+    return bytes == 0 ? 1 : (bytes + piece_bytes - 1) / piece_bytes;
+  }
+  /// How long the sealed message of `bytes` plain bytes is.
+  static constexpr std::size_t sealed_bytes(std::size_t bytes) {
+    return bytes + pieces(bytes) * overhead;
+  }
+
+  /// `threads` (at least 1) seal and open the pieces of one message: the calling thread and
+  /// threads - 1 of the sealer's own.
+  message_sealer(const plane_key& key, int rank, int size, int threads = 1);
   ~message_sealer();
   message_sealer(const message_sealer&) = delete;
   message_sealer& operator=(const message_sealer&) = delete;
 
-  /// `bytes` of `plain` for `peer`, as message `index` of `slot`, into `message` (bytes + overhead
-  /// long). `plain` may be message + header_bytes (sealed in place); otherwise they must not
-  /// overlap.
+  /// `bytes` of `plain` for `peer`, as message `index` of `slot`, into `message` (sealed_bytes
+  /// long). A message of one piece may be sealed in place (`plain` at message + header_bytes);
+  /// otherwise the two must not overlap (std::invalid_argument).
   void seal(int peer, std::uint64_t slot, std::uint32_t index, const void* plain, std::size_t bytes,
             void* message);
 
   /// The message `peer` sealed as message `index` of `slot`, `bytes` of plain text, opened into
-  /// `plain` (which may be message + header_bytes). Returns "" when it opens, and otherwise why it
-  /// was rejected (`plain` then holds nothing to use).
+  /// `plain` (at message + header_bytes for a message of one piece, or not overlapping it).
+  /// Returns "" when it opens, and otherwise why it was rejected (`plain` then holds nothing to
+  /// use).
   std::string open(int peer, std::uint64_t slot, std::uint32_t index, const void* message,
                    std::size_t bytes, void* plain);
 
@@ -65,6 +84,7 @@ private:
 
   const int rank_;
   const int size_;
+  std::unique_ptr<task_pool> pool_;
   std::vector<std::unique_ptr<direction>> sending_;   // by peer
   std::vector<std::unique_ptr<direction>> receiving_; // by peer
 };

@@ -509,6 +509,11 @@ const std::vector<key_spec>& keys() {
         "with fp16 or bf16: what rounding takes from a value on the wire is added to the same "
         "value the next time this node rounds it, so that rounding errors do not pile up",
         [](auto& c) -> auto& { return c.comm.error_feedback; }));
+    k.push_back(make_key<int>(
+        "comm.seal-threads", "integer",
+        "with cluster.data-encryption: threads that seal and open the pieces of one data-plane "
+        "message at once (0 = half the cores, 1 to 4)",
+        [](auto& c) -> auto& { return c.comm.seal_threads; }));
     k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",
         "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",

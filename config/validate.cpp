@@ -462,6 +462,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "comm.error-feedback", "true",
                 "feeds back what comm.compression's rounding loses; set comm.compression = fp16 "
                 "or bf16 (it is none)");
+  check.require(config.comm.seal_threads >= 0 && config.comm.seal_threads <= 64,
+                "comm.seal-threads", config.comm.seal_threads,
+                "must be between 0 (automatic) and 64 threads");
   check_simulate(check, config.simulate);
   // A configuration made in code may hold what no file can (a seed above 2^63 - 1, an infinite
   // rate): refused here, as the loader refuses it, so that its checkpoints' settings load again.

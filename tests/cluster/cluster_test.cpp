@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <sys/socket.h>
@@ -874,9 +875,11 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   j.config.cluster.tls_ca = dir + "/ca.pem";
   j.config.cluster.tls_cert = dir + "/member.pem";
   j.config.cluster.tls_key = dir + "/member.key";
+  j.config.comm.seal_threads = 3;
   std::mutex keys_mutex;
   std::map<std::pair<std::uint32_t, std::size_t>, herd::comm::plane_key>
       keys; // by generation, node
+  std::set<int> seal_threads;
   auto metrics = std::make_shared<herd::monitoring::registry>();
   const auto run = run_three_nodes(
       j,
@@ -885,6 +888,7 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
           return; // not sealed: the assertions below say so
         std::lock_guard<std::mutex> guard(keys_mutex);
         keys[{generation, node}] = *plane.seal_key;
+        seal_threads.insert(plane.seal_threads);
         if (generation == 0 && node == 1)
           for (auto& byte : *plane.seal_key)
             byte = static_cast<std::uint8_t>(byte ^ 0xff);
@@ -909,6 +913,7 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
     EXPECT_EQ(keys.at({1, i}), keys.at({1, 0})) << "node " << i;
   }
   EXPECT_NE(keys.at({1, 0}), keys.at({0, 0})) << "the re-keyed generation kept the old key";
+  EXPECT_EQ(seal_threads, std::set<int>{3}) << "comm.seal-threads did not reach every plane";
 }
 
 // A re-key that does not connect (node 2 cannot listen for generation 1) is tried again once

@@ -178,12 +178,15 @@ void for_each_case(
     }
 }
 
-// Every rank with wire format `format` (and `key`, when given: sealed messages).
+// Every rank with wire format `format` (and `key`, when given: sealed messages, by rank + 1
+// threads with `threads_by_rank`, so that ranks of one plane differ, and otherwise by one).
 std::function<void(int, gloo_plane_options&)>
-wire_of(herd::comm::wire_format format, std::optional<herd::comm::plane_key> key = std::nullopt) {
-  return [format, key](int, gloo_plane_options& options) {
+wire_of(herd::comm::wire_format format, std::optional<herd::comm::plane_key> key = std::nullopt,
+        bool threads_by_rank = false) {
+  return [format, key, threads_by_rank](int rank, gloo_plane_options& options) {
     options.compression = format;
     options.seal_key = key;
+    options.seal_threads = threads_by_rank ? rank + 1 : 1;
   };
 }
 
@@ -302,7 +305,8 @@ TEST(gloo_plane, a_16_bit_wire_rounds_what_it_sends) {
 }
 
 // Sealing changes what crosses the wire, never what arrives: sums and broadcasts over sealed
-// messages are the very floats of the clear ones, in every wire format.
+// messages are the very floats of the clear ones, in every wire format, and whatever number of
+// threads each rank seals with.
 TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones) {
   const std::vector<std::vector<int>> groups{{0, 1}, {0, 1, 2}, {1, 2}, {0, 1, 2}};
   const std::vector<std::size_t> counts{1, 7, 600001};
@@ -336,8 +340,10 @@ TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones)
   for (auto format : {herd::comm::wire_format::fp32, herd::comm::wire_format::fp16}) {
     const prints clear = run_with(wire_of(format));
     const prints sealed = run_with(wire_of(format, key));
+    const prints sealed_by_threads = run_with(wire_of(format, key, true));
     EXPECT_EQ(clear.size(), 10u * counts.size()); // 2 + 3 + 2 + 3 members, every count
     EXPECT_EQ(clear, sealed) << herd::comm::name_of(format);
+    EXPECT_EQ(clear, sealed_by_threads) << herd::comm::name_of(format);
   }
 }
 

@@ -2,6 +2,7 @@
 // replayed, moved to another place, meant for another rank, too old).
 #include "comm/sealing.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -159,6 +160,67 @@ TEST(message_sealer, keys_are_random_and_directions_are_checked) {
   EXPECT_THROW(zero.seal(0, 1, 0, nullptr, 0, message.data()), std::invalid_argument);
   EXPECT_THROW(zero.seal(2, 1, 0, nullptr, 0, message.data()), std::invalid_argument);
   EXPECT_THROW(message_sealer(fixed_key(1), 2, 2), std::invalid_argument);
+}
+
+// A message longer than a piece: three whole pieces and a short one.
+constexpr std::size_t long_payload = 3 * message_sealer::piece_bytes + 1000;
+
+std::vector<std::uint8_t> sealed_long(message_sealer& sender,
+                                      const std::vector<std::uint8_t>& plain) {
+  std::vector<std::uint8_t> message(message_sealer::sealed_bytes(long_payload));
+  sender.seal(1, 6, 2, plain.data(), long_payload, message.data());
+  return message;
+}
+
+TEST(message_sealer, a_long_message_is_the_same_on_the_wire_whatever_the_threads_and_opens) {
+  EXPECT_EQ(4u, message_sealer::pieces(long_payload));
+  EXPECT_EQ(long_payload + 4 * message_sealer::overhead,
+            message_sealer::sealed_bytes(long_payload));
+  const auto plain = random_bytes(long_payload, 11);
+  message_sealer alone(fixed_key(1), 0, 2, 1);
+  message_sealer four(fixed_key(1), 0, 2, 4);
+  const auto message = sealed_long(alone, plain);
+  EXPECT_EQ(message, sealed_long(four, plain));
+  for (const int threads : {1, 3}) {
+    message_sealer receiver(fixed_key(1), 1, 2, threads);
+    std::vector<std::uint8_t> opened(long_payload);
+    EXPECT_EQ("", receiver.open(0, 6, 2, message.data(), long_payload, opened.data()))
+        << threads << " threads";
+    EXPECT_EQ(plain, opened) << threads << " threads";
+  }
+}
+
+TEST(message_sealer, a_piece_changed_or_moved_within_a_long_message_is_rejected_by_its_number) {
+  const auto plain = random_bytes(long_payload, 12);
+  message_sealer sender(fixed_key(1), 0, 2, 2);
+  message_sealer receiver(fixed_key(1), 1, 2, 2);
+  const auto original = sealed_long(sender, plain);
+  std::vector<std::uint8_t> opened(long_payload);
+  auto changed = original;
+  changed[changed.size() - 1] ^= 1; // the last piece's tag
+  EXPECT_THAT(receiver.open(0, 6, 2, changed.data(), long_payload, opened.data()),
+              HasSubstr("piece 3 of 4"));
+  // Pieces 0 and 1 swapped: each authenticates, but not as the other's number.
+  const std::size_t whole = message_sealer::piece_bytes + message_sealer::overhead;
+  auto swapped = original;
+  std::swap_ranges(swapped.begin(), swapped.begin() + static_cast<std::ptrdiff_t>(whole),
+                   swapped.begin() + static_cast<std::ptrdiff_t>(whole));
+  EXPECT_THAT(receiver.open(0, 6, 2, swapped.data(), long_payload, opened.data()),
+              HasSubstr("piece 0 of 4"));
+  EXPECT_EQ("", receiver.open(0, 6, 2, original.data(), long_payload, opened.data()));
+  EXPECT_EQ(plain, opened);
+  EXPECT_THAT(receiver.open(0, 6, 2, original.data(), long_payload, opened.data()),
+              HasSubstr("a replay"));
+}
+
+TEST(message_sealer, a_long_message_is_never_sealed_or_opened_in_place) {
+  message_sealer sender(fixed_key(1), 0, 2, 2);
+  std::vector<std::uint8_t> message(message_sealer::sealed_bytes(long_payload));
+  std::uint8_t* inside = message.data() + message_sealer::header_bytes;
+  EXPECT_THROW(sender.seal(1, 1, 0, inside, long_payload, message.data()), std::invalid_argument);
+  message_sealer receiver(fixed_key(1), 1, 2, 2);
+  EXPECT_THROW((void)receiver.open(0, 1, 0, message.data(), long_payload, inside),
+               std::invalid_argument);
 }
 
 } // namespace

@@ -838,6 +838,15 @@ TEST_F(config_files, error_feedback_needs_a_16_bit_wire) {
                         "loses; set comm.compression = fp16 or bf16 (it is none)"));
 }
 
+TEST_F(config_files, seal_threads_are_automatic_or_between_1_and_64) {
+  EXPECT_EQ(0, load("", {}).comm.seal_threads);
+  EXPECT_EQ(64, load("", {"--comm.seal-threads=64"}).comm.seal_threads);
+  EXPECT_THAT(first_error("", {"--comm.seal-threads=65"}),
+              HasSubstr("comm.seal-threads = 65 (command line): must be between 0 (automatic) "
+                        "and 64 threads"));
+  EXPECT_THAT(first_error("", {"--comm.seal-threads=-1"}), HasSubstr("comm.seal-threads = -1"));
+}
+
 // The data plane is sealed whenever TLS is on (auto), on demand with TLS, never without it.
 TEST_F(config_files, data_encryption_follows_tls_and_is_never_on_without_it) {
   const auto ca = write("ca.pem", "not checked here, only readable");

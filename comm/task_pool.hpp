@@ -1,0 +1,48 @@
+// A few threads that share out the independent pieces of one call (the data plane's sealing and
+// opening of a message's pieces), with the calling thread taking part. No OpenSSL, no Gloo.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace herd::comm {
+
+/// Runs `work(0) .. work(n - 1)` of a call on the calling thread and `threads - 1` helpers, and
+/// returns when all have run. Calls from several threads at once share the helpers: each call's
+/// pieces are claimed one at a time, by its own thread first, so a call never waits for pieces
+/// nobody has claimed. With one thread there are no helpers and a call runs its pieces in order.
+class task_pool {
+public:
+  /// Throws std::invalid_argument for fewer than 1 thread.
+  explicit task_pool(int threads);
+  ~task_pool();
+  task_pool(const task_pool&) = delete;
+  task_pool& operator=(const task_pool&) = delete;
+
+  int threads() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  /// Every piece runs, even after one throws; the first exception (in piece order) is rethrown
+  /// here once all have ended.
+  void run(std::size_t n, const std::function<void(std::size_t)>& work);
+
+  /// The default for a process that seals its own traffic: half the cores, between 1 and 4.
+  static int default_threads();
+
+private:
+  struct call;
+  void help();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<call>> calls_; // with pieces not yet claimed
+  bool stopping_ = false;
+  std::vector<std::thread> helpers_;
+};
+
+} // namespace herd::comm

@@ -1,0 +1,104 @@
+// The task pool that seals a message's pieces at once: how many threads run a call's pieces, that
+// every piece runs once, errors, and calls from several threads sharing the helpers.
+#include "comm/task_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace herd::comm {
+namespace {
+
+// Runs `pieces` pieces that each wait (up to 10 s) until `together` of them are running at once;
+// returns how many saw that, and the threads that ran them.
+std::pair<int, std::set<std::thread::id>> meet(task_pool& pool, int pieces, int together) {
+  std::mutex mutex;
+  std::condition_variable all_here;
+  int arrived = 0;
+  int met = 0;
+  std::set<std::thread::id> threads;
+  pool.run(static_cast<std::size_t>(pieces), [&](std::size_t) {
+    std::unique_lock<std::mutex> lock(mutex);
+    threads.insert(std::this_thread::get_id());
+    ++arrived;
+    all_here.notify_all();
+    if (all_here.wait_for(lock, std::chrono::seconds(10), [&] { return arrived >= together; }))
+      ++met;
+  });
+  return {met, threads};
+}
+
+TEST(task_pool, a_call_runs_its_pieces_on_every_thread_of_the_pool_at_once) {
+  task_pool pool(4);
+  EXPECT_EQ(4, pool.threads());
+  const auto [met, threads] = meet(pool, 4, 4);
+  EXPECT_EQ(4, met) << "four pieces never ran at the same time";
+  EXPECT_EQ(4u, threads.size());
+}
+
+TEST(task_pool, one_thread_runs_a_calls_pieces_in_order_on_the_caller) {
+  task_pool pool(1);
+  std::vector<std::size_t> order;
+  std::set<std::thread::id> threads;
+  pool.run(5, [&](std::size_t piece) {
+    order.push_back(piece);
+    threads.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ((std::vector<std::size_t>{0, 1, 2, 3, 4}), order);
+  EXPECT_EQ((std::set<std::thread::id>{std::this_thread::get_id()}), threads);
+}
+
+TEST(task_pool, every_piece_runs_once_and_the_first_error_comes_back_after_all_ran) {
+  task_pool pool(3);
+  std::vector<std::atomic<int>> runs(100);
+  try {
+    pool.run(runs.size(), [&](std::size_t piece) {
+      ++runs[piece];
+      if (piece == 20 || piece == 10)
+        throw std::runtime_error("piece " + std::to_string(piece));
+    });
+    ADD_FAILURE() << "no error came back";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ("piece 10", error.what());
+  }
+  for (std::size_t piece = 0; piece < runs.size(); ++piece)
+    EXPECT_EQ(1, runs[piece].load()) << "piece " << piece;
+  pool.run(0, [](std::size_t) { ADD_FAILURE() << "a call of no pieces ran one"; });
+}
+
+TEST(task_pool, calls_from_several_threads_at_once_all_finish_with_every_piece) {
+  task_pool pool(3);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int caller = 0; caller < 6; ++caller)
+    callers.emplace_back([&, caller] {
+      for (int call = 0; call < 200; ++call) {
+        const std::size_t n = 1 + static_cast<std::size_t>((caller + call) % 9);
+        std::vector<std::atomic<int>> runs(n);
+        pool.run(n, [&](std::size_t piece) { ++runs[piece]; });
+        for (auto& count : runs)
+          if (count.load() != 1)
+            ++wrong;
+      }
+    });
+  for (auto& caller : callers)
+    caller.join();
+  EXPECT_EQ(0, wrong.load());
+}
+
+TEST(task_pool, needs_a_thread) {
+  EXPECT_THROW(task_pool(0), std::invalid_argument);
+  const int automatic = task_pool::default_threads();
+  EXPECT_GE(automatic, 1);
+  EXPECT_LE(automatic, 4);
+}
+
+} // namespace
+} // namespace herd::comm
