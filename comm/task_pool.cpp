@@ -2,19 +2,50 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
 namespace herd::comm {
 
+namespace {
+
+// How long a thread that ran out of work polls for more before it sleeps: waking a sleeping
+// thread costs tens of microseconds on a virtual machine, about what sealing a piece takes, and a
+// reduction hands over a message every few hundred microseconds.
+constexpr std::chrono::microseconds spin{50};
+
+void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls `ready` for at most `spin`; whether it became true.
+template <class Ready>
+bool spin_until(Ready&& ready) {
+  const auto give_up = std::chrono::steady_clock::now() + spin;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= give_up)
+      return false;
+    for (int i = 0; i < 64; ++i)
+      relax();
+  }
+  return true;
+}
+
+} // namespace
+
 struct task_pool::call {
   const std::function<void(std::size_t)>* work = nullptr;
   std::size_t n = 0;
   std::atomic<std::size_t> next{0}; // the next piece to claim
+  std::atomic<std::size_t> done{0}; // pieces that have ended
   std::mutex mutex;
   std::condition_variable ended;
-  std::size_t done = 0;                   // under mutex
   std::vector<std::exception_ptr> errors; // by piece, under mutex
 
   // Claims and runs pieces until none is left; false once there were none to claim.
@@ -31,7 +62,7 @@ struct task_pool::call {
       std::lock_guard<std::mutex> guard(mutex);
       if (error)
         errors[piece] = error;
-      if (++done == n)
+      if (done.fetch_add(1) + 1 == n)
         ended.notify_all();
     }
     return ran;
@@ -72,22 +103,37 @@ void task_pool::run(std::size_t n, const std::function<void(std::size_t)>& work)
     {
       std::lock_guard<std::mutex> guard(mutex_);
       calls_.push_back(job);
+      queued_.store(calls_.size());
     }
     wake_.notify_all();
   }
   job->run_some();
-  {
+  if (!spin_until([&] { return job->done.load() == n; })) {
     std::unique_lock<std::mutex> lock(job->mutex);
-    job->ended.wait(lock, [&] { return job->done == n; });
+    job->ended.wait(lock, [&] { return job->done.load() == n; });
   }
-  for (const auto& error : job->errors)
-    if (error)
-      std::rethrow_exception(error);
+  // Each piece wrote its error before it counted itself done. The first one leaves the call
+  // (which a helper may still hold) before it is thrown, so that only this thread owns it.
+  std::exception_ptr first;
+  {
+    std::lock_guard<std::mutex> guard(job->mutex);
+    for (auto& error : job->errors)
+      if (error && !first)
+        first = std::move(error);
+    job->errors.clear();
+  }
+  if (first)
+    std::rethrow_exception(first);
 }
 
 void task_pool::help() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    if (calls_.empty() && !stopping_) {
+      lock.unlock();
+      spin_until([this] { return queued_.load() > 0; });
+      lock.lock();
+    }
     wake_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
     if (stopping_)
       return;
@@ -100,6 +146,7 @@ void task_pool::help() {
       auto at = std::find(calls_.begin(), calls_.end(), job);
       if (at != calls_.end())
         calls_.erase(at);
+      queued_.store(calls_.size());
     }
   }
 }

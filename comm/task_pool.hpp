@@ -2,6 +2,7 @@
 // opening of a message's pieces), with the calling thread taking part. No OpenSSL, no Gloo.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -17,6 +18,8 @@ namespace herd::comm {
 /// returns when all have run. Calls from several threads at once share the helpers: each call's
 /// pieces are claimed one at a time, by its own thread first, so a call never waits for pieces
 /// nobody has claimed. With one thread there are no helpers and a call runs its pieces in order.
+/// A helper without work polls for a new call for 50 us before it sleeps, and so does a caller
+/// waiting for its last pieces: handing pieces over must cost less than sealing them.
 class task_pool {
 public:
   /// Throws std::invalid_argument for fewer than 1 thread.
@@ -41,6 +44,7 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<call>> calls_; // with pieces not yet claimed
+  std::atomic<std::size_t> queued_{0};      // calls_.size(), for helpers polling without the lock
   bool stopping_ = false;
   std::vector<std::thread> helpers_;
 };
