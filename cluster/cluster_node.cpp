@@ -9,6 +9,7 @@
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/gloo_plane.hpp"
+#include "comm/task_pool.hpp"
 #include "herd/config.hpp"
 #include "kernels/machine.hpp"
 
@@ -357,8 +358,15 @@ private:
                               ? std::string()
                               : ", " + config_.comm.compression + " on the wire" +
                                     (config_.comm.error_feedback ? " with error feedback" : "")) +
-                         (welcome_.data_key.empty() ? ", in the clear" : ", sealed") + ")");
+                         (welcome_.data_key.empty() ? ", in the clear" : sealed_by()) + ")");
     return true;
+  }
+
+  // ", sealed by N threads": how this node's plane seals (comm.seal-threads, 0 = automatic).
+  std::string sealed_by() const {
+    const int threads = config_.comm.seal_threads > 0 ? config_.comm.seal_threads
+                                                      : comm::task_pool::default_threads();
+    return ", sealed by " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   }
 
   // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the

@@ -166,14 +166,16 @@ TEST(netns_cluster, the_quick_start_with_tls_reaches_the_target_across_three_nam
   EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
   EXPECT_TRUE(reached_target(report, 0.85, 3.0)) << run.logs();
   // Each node's data plane listened on its own namespace's address, and sealed its messages.
-  EXPECT_NE(a.output().find("data plane connected (10.77.0.2, 3 nodes, sealed)"), std::string::npos)
+  EXPECT_NE(a.output().find("data plane connected (10.77.0.2, 3 nodes, sealed by "),
+            std::string::npos)
       << run.logs();
-  EXPECT_NE(b.output().find("data plane connected (10.77.0.3, 3 nodes, sealed)"), std::string::npos)
+  EXPECT_NE(b.output().find("data plane connected (10.77.0.3, 3 nodes, sealed by "),
+            std::string::npos)
       << run.logs();
 }
 
-// The 10 Gbit/s preset, with everything the wire can do at once: sealed (TLS), fp16 with error
-// feedback.
+// The 10 Gbit/s preset, with everything the wire can do at once: sealed (TLS) by three threads a
+// node, fp16 with error feedback.
 TEST(netns_cluster, sealed_fp16_with_error_feedback_reaches_the_target_at_10_gbit) {
   network_namespaces spaces;
   REQUIRE_NAMESPACES(spaces);
@@ -183,7 +185,7 @@ TEST(netns_cluster, sealed_fp16_with_error_feedback_reaches_the_target_at_10_gbi
   std::vector<std::string> settings{"--data.dataset=synthetic",    "--train.algorithm=sync",
                                     "--train.target-accuracy=0.9", "--train.epochs=10",
                                     "--cluster.min-nodes=3",       "--comm.compression=fp16",
-                                    "--comm.error-feedback=true"};
+                                    "--comm.error-feedback=true",  "--comm.seal-threads=3"};
   settings.insert(settings.end(), tls.begin(), tls.end());
   namespaced_cluster cluster(spaces, dir, settings, "10gbit");
   ASSERT_TRUE(cluster.ok());
@@ -195,7 +197,7 @@ TEST(netns_cluster, sealed_fp16_with_error_feedback_reaches_the_target_at_10_gbi
   const auto report = run.report();
   EXPECT_EQ(report["stop_reason"], "target-accuracy") << run.logs();
   EXPECT_EQ(report["rounds_aborted"], 0) << run.logs();
-  EXPECT_NE(a.output().find("3 nodes, fp16 on the wire with error feedback, sealed)"),
+  EXPECT_NE(a.output().find("3 nodes, fp16 on the wire with error feedback, sealed by 3 threads)"),
             std::string::npos)
       << run.logs();
 }
