@@ -523,8 +523,10 @@ struct plane_update {
 /// failing node tells the registry why it leaves (leave_atom); 10: hellos name the node's machine
 /// and welcomes count the workers on it; 11: the registry tells welcomed nodes that the
 /// coordinator stopped before the run (run_stopped_atom); 12: the coordinator's stop says whether
-/// a worker waits for the results of the rounds it answered ((stop_atom, bool)).
-constexpr std::uint32_t cluster_protocol_version = 12;
+/// a worker waits for the results of the rounds it answered ((stop_atom, bool)); 13: sealed
+/// data-plane messages travel in pieces of 128 KiB (comm/sealing.hpp), which a node of 12 cannot
+/// open.
+constexpr std::uint32_t cluster_protocol_version = 13;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

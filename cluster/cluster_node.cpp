@@ -9,7 +9,6 @@
 #include "actors/train_session.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/gloo_plane.hpp"
-#include "comm/task_pool.hpp"
 #include "herd/config.hpp"
 #include "kernels/machine.hpp"
 
@@ -364,8 +363,7 @@ private:
 
   // ", sealed by N threads": how this node's plane seals (comm.seal-threads, 0 = automatic).
   std::string sealed_by() const {
-    const int threads = config_.comm.seal_threads > 0 ? config_.comm.seal_threads
-                                                      : comm::task_pool::default_threads();
+    const int threads = comm::seal_threads_for(config_.comm.seal_threads);
     return ", sealed by " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   }
 

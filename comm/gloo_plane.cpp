@@ -161,9 +161,8 @@ gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>
                                         gloo_error_text(failure.what())));
   }
   if (options.seal_key)
-    sealer_ = std::make_unique<message_sealer>(
-        *options.seal_key, rank, size,
-        options.seal_threads > 0 ? options.seal_threads : task_pool::default_threads());
+    sealer_ = std::make_unique<message_sealer>(*options.seal_key, rank, size,
+                                               seal_threads_for(options.seal_threads));
   // No abort hook: an operation that passes its deadline ends alone, and the plane works on.
   watchdog_ = std::make_unique<watchdog>(where, nullptr, nullptr);
 }
@@ -404,6 +403,13 @@ void gloo_mesh::free_reaped() {
 } // namespace herd::comm::gloo_detail
 
 namespace herd::comm {
+
+int seal_threads_for(int seal_threads) {
+  if (seal_threads < 0)
+    throw std::invalid_argument("gloo plane: seal_threads is " + std::to_string(seal_threads) +
+                                "; 0 (automatic) or a number of threads");
+  return seal_threads > 0 ? seal_threads : task_pool::default_threads();
+}
 
 std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
                                             const std::shared_ptr<rendezvous_store>& store,

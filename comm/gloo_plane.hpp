@@ -33,13 +33,18 @@ struct gloo_plane_options {
   // peer, and that peer is lost to the plane. Without one, messages cross the wire in the clear.
   std::optional<plane_key> seal_key;
   // With a key: how many threads seal and open the pieces of one message (1: the operation's own
-  // thread alone; 0: half the cores, 1 to 4). The bytes on the wire are the same for any number.
+  // thread alone; 0: seal_threads_for(0)). The bytes on the wire are the same for any number.
   int seal_threads = 0;
   // Called once for each peer whose messages were refused (on the thread of the operation that
   // refused it), with why: for the node's log, since the operation's failure alone only aborts a
   // round. May be empty.
   std::function<void(int peer, const std::string& why)> on_refused;
 };
+
+/// The threads that seal a plane's messages for the setting `seal_threads` (comm.seal-threads):
+/// itself, or for 0 half the cores this process may run on, between 1 and 4. Throws
+/// std::invalid_argument for a negative setting.
+int seal_threads_for(int seal_threads);
 
 /// One process's rank in a full mesh of TCP connections (Gloo's tcp transport), built once; any
 /// subset of ranks (sorted, unique) then reduces (a ring, 1 MiB segments pipelined) or broadcasts

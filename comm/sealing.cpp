@@ -74,18 +74,21 @@ std::array<std::uint8_t, 12> nonce_of(std::uint64_t sequence) {
   return nonce;
 }
 
-// Where a piece belongs, as associated data: the message's slot, its index in that slot, and the
-// piece's number in the message.
+// Where a piece belongs, as associated data: the message's slot, its index in that slot, the
+// piece's number in the message and the message's length in bytes (so that a message cut short
+// at a piece's end, or a piece of a message of another length, does not open).
 struct place {
   std::uint64_t slot = 0;
   std::uint32_t index = 0;
   std::uint32_t piece = 0;
+  std::uint64_t bytes = 0;
 
-  std::array<std::uint8_t, 16> bytes() const {
-    std::array<std::uint8_t, 16> data{};
+  std::array<std::uint8_t, 24> associated() const {
+    std::array<std::uint8_t, 24> data{};
     put_le(data.data(), slot, 8);
     put_le(data.data() + 8, index, 4);
     put_le(data.data() + 12, piece, 4);
+    put_le(data.data() + 16, bytes, 8);
     return data;
   }
 };
@@ -97,7 +100,7 @@ bool gcm_pass(EVP_CIPHER_CTX* context, bool encrypting, const plane_key& key,
               std::uint64_t sequence, const place& where, const std::uint8_t* in, std::uint8_t* out,
               std::size_t bytes) {
   const auto nonce = nonce_of(sequence);
-  const auto associated = where.bytes();
+  const auto associated = where.associated();
   int length = 0;
   return EVP_CipherInit_ex(context, EVP_aes_256_gcm(), nullptr, key.data(), nonce.data(),
                            encrypting ? 1 : 0) == 1 &&
@@ -147,15 +150,41 @@ struct message_sealer::direction {
   std::uint64_t highest = 0;
   std::vector<std::uint64_t> seen;
 
-  // Accepts `sequence` once; "" or why not.
-  std::string accept(std::uint64_t sequence) {
+  // Accepts every number of `sequences` once, or none of them; "" or why not.
+  std::string accept_all(const std::vector<std::uint64_t>& sequences) {
     std::lock_guard<std::mutex> guard(mutex);
+    for (const std::uint64_t sequence : sequences)
+      if (std::string refused = check(sequence); !refused.empty())
+        return refused;
+    for (const std::uint64_t sequence : sequences)
+      mark(sequence);
+    return {};
+  }
+
+private:
+  std::uint64_t& bit(std::uint64_t n) {
     if (seen.empty())
       seen.assign(window / 64, 0);
-    auto bit = [this](std::uint64_t n) -> std::uint64_t& { return seen[(n % window) / 64]; };
-    auto mask = [](std::uint64_t n) { return std::uint64_t{1} << (n % 64); };
+    return seen[(n % window) / 64];
+  }
+  static std::uint64_t mask(std::uint64_t n) { return std::uint64_t{1} << (n % 64); }
+
+  // Why `sequence` cannot be accepted now, or "".
+  std::string check(std::uint64_t sequence) {
     if (sequence == 0)
       return "sequence number 0, which no sender uses";
+    if (sequence > highest)
+      return {};
+    if (highest - sequence >= window)
+      return "sequence number " + std::to_string(sequence) + " is older than the newest " +
+             std::to_string(window) + " (" + std::to_string(highest) + " came before)";
+    if ((bit(sequence) & mask(sequence)) != 0)
+      return "sequence number " + std::to_string(sequence) + " came before: a replay";
+    return {};
+  }
+
+  // Records `sequence` (checked) as seen, moving the window up to it when it is the newest.
+  void mark(std::uint64_t sequence) {
     if (sequence > highest) {
       if (sequence - highest >= window)
         std::fill(seen.begin(), seen.end(), 0);
@@ -163,16 +192,8 @@ struct message_sealer::direction {
         for (std::uint64_t n = highest + 1; n < sequence; ++n)
           bit(n) &= ~mask(n);
       highest = sequence;
-      bit(sequence) |= mask(sequence);
-      return {};
     }
-    if (highest - sequence >= window)
-      return "sequence number " + std::to_string(sequence) + " is older than the newest " +
-             std::to_string(window) + " (" + std::to_string(highest) + " came before)";
-    if ((bit(sequence) & mask(sequence)) != 0)
-      return "sequence number " + std::to_string(sequence) + " came before: a replay";
     bit(sequence) |= mask(sequence);
-    return {};
   }
 };
 
@@ -221,7 +242,7 @@ void message_sealer::seal(int peer, std::uint64_t slot, std::uint32_t index, con
     put_le(out, sequence, 8);
     auto context = make_context();
     int length = 0;
-    const place where{slot, index, static_cast<std::uint32_t>(piece)};
+    const place where{slot, index, static_cast<std::uint32_t>(piece), bytes};
     const bool ok =
         gcm_pass(context.get(), true, way.key, sequence, where, in, out + header_bytes, n) &&
         EVP_CipherFinal_ex(context.get(), out + header_bytes + n, &length) == 1 &&
@@ -248,7 +269,7 @@ std::string message_sealer::open(int peer, std::uint64_t slot, std::uint32_t ind
     std::array<std::uint8_t, tag_bytes> tag{};
     std::memcpy(tag.data(), in + header_bytes + n, tag_bytes);
     auto context = make_context();
-    const place where{slot, index, static_cast<std::uint32_t>(piece)};
+    const place where{slot, index, static_cast<std::uint32_t>(piece), bytes};
     if (!gcm_pass(context.get(), false, way.key, sequences[piece], where, in + header_bytes, out,
                   n))
       throw std::runtime_error(openssl_error("cannot open a data-plane message (AES-256-GCM)"));
@@ -267,10 +288,14 @@ std::string message_sealer::open(int peer, std::uint64_t slot, std::uint32_t ind
              (count > 1 ? ", piece " + std::to_string(piece) + " of " + std::to_string(count)
                         : std::string()) +
              "), or it was changed on the way";
-  for (const std::uint64_t sequence : sequences)
-    if (std::string rejected = way.accept(sequence); !rejected.empty())
-      return rejected;
-  return {};
+  // A sender numbers a message's pieces as one block: pieces of several messages do not open
+  // as one, even where each piece would.
+  for (std::size_t piece = 1; piece < count; ++piece)
+    if (sequences[piece] != sequences[0] + piece)
+      return "its pieces were not sealed as one message (piece " + std::to_string(piece) +
+             " has sequence number " + std::to_string(sequences[piece]) + ", not " +
+             std::to_string(sequences[0] + piece) + ")";
+  return way.accept_all(sequences);
 }
 
 } // namespace herd::comm

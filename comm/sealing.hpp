@@ -33,20 +33,23 @@ plane_key random_plane_key();
 /// The key of the direction a -> b is HKDF-SHA256 of the plane key with "from a to b": a message
 /// one peer sealed for another opens nowhere else. A piece's nonce is its sequence number in the
 /// direction, which the sender counts up from 1 and never repeats: no two pieces share a key and a
-/// nonce. The associated data is the message's slot, its index among that slot's messages (the
-/// order in which both ends post them) and the piece's number in the message, so a message or a
-/// piece moved to another place does not open.
+/// nonce; a message's pieces take consecutive numbers, and a message whose pieces' numbers are not
+/// consecutive is refused (pieces of two messages do not open as one). The associated data is the
+/// message's slot, its index among that slot's messages (the order in which both ends post them),
+/// the piece's number and the message's length, so a message or a piece moved to another place,
+/// or a message cut short, does not open.
 ///
-/// The receiver accepts each sequence number once (a window of the newest 65536 per direction:
-/// messages of concurrent operations arrive out of order), so a replayed piece is rejected even
-/// when its place comes round again. Thread-safe: operations on several threads seal and open.
+/// The receiver accepts each sequence number once (a window of the newest 2^19 per direction, 64
+/// GiB of pieces: messages of concurrent operations arrive out of order), a message's numbers all
+/// or none, so a replayed message or piece is rejected even when its place comes round again.
+/// Thread-safe: operations on several threads seal and open.
 class message_sealer {
 public:
   static constexpr std::size_t header_bytes = 8;
   static constexpr std::size_t tag_bytes = 16;
   static constexpr std::size_t overhead = header_bytes + tag_bytes; // per piece
   static constexpr std::size_t piece_bytes = std::size_t{128} * 1024;
-  static constexpr std::uint64_t window = std::uint64_t{1} << 16;
+  static constexpr std::uint64_t window = std::uint64_t{1} << 19;
 
   /// The pieces of a message of `bytes` plain bytes (at least one: an empty message is one tag).
   static constexpr std::size_t pieces(std::size_t bytes) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <sched.h>
 #include <stdexcept>
 #include <string>
 
@@ -73,11 +74,20 @@ task_pool::task_pool(int threads) {
   if (threads < 1)
     throw std::invalid_argument("task_pool: " + std::to_string(threads) +
                                 " threads; at least 1 is needed");
-  for (int i = 1; i < threads; ++i)
-    helpers_.emplace_back([this] { help(); });
+  try {
+    for (int i = 1; i < threads; ++i)
+      helpers_.emplace_back([this] { help(); });
+  } catch (...) { // no thread to be had: the ones started are stopped before this fails
+    stop();
+    throw;
+  }
 }
 
 task_pool::~task_pool() {
+  stop();
+}
+
+void task_pool::stop() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
@@ -85,10 +95,17 @@ task_pool::~task_pool() {
   wake_.notify_all();
   for (auto& helper : helpers_)
     helper.join();
+  helpers_.clear();
 }
 
+// The cores this process may run on (its affinity, as taskset or a container's cpuset set it),
+// not every core of the machine.
 int task_pool::default_threads() {
-  const auto cores = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  int cores = ::sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                  ? CPU_COUNT(&allowed)
+                  : static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(cores / 2, 1, 4);
 }
 

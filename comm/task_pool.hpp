@@ -16,10 +16,10 @@ namespace herd::comm {
 
 /// Runs `work(0) .. work(n - 1)` of a call on the calling thread and `threads - 1` helpers, and
 /// returns when all have run. Calls from several threads at once share the helpers: each call's
-/// pieces are claimed one at a time, by its own thread first, so a call never waits for pieces
-/// nobody has claimed. With one thread there are no helpers and a call runs its pieces in order.
-/// A helper without work polls for a new call for 50 us before it sleeps, and so does a caller
-/// waiting for its last pieces: handing pieces over must cost less than sealing them.
+/// pieces are claimed one at a time, by its own thread as well as the helpers, so a call never
+/// waits for pieces nobody has claimed. With one thread there are no helpers and a call runs its
+/// pieces in order. A helper without work polls for a new call for 50 us before it sleeps, and so
+/// does a caller waiting for its last pieces: handing pieces over must cost less than sealing them.
 class task_pool {
 public:
   /// Throws std::invalid_argument for fewer than 1 thread.
@@ -34,12 +34,14 @@ public:
   /// here once all have ended.
   void run(std::size_t n, const std::function<void(std::size_t)>& work);
 
-  /// The default for a process that seals its own traffic: half the cores, between 1 and 4.
+  /// The default for a process that seals its own traffic: half the cores it may run on,
+  /// between 1 and 4.
   static int default_threads();
 
 private:
   struct call;
   void help();
+  void stop(); // ends and joins the helpers
 
   std::mutex mutex_;
   std::condition_variable wake_;

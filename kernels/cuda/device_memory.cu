@@ -45,10 +45,11 @@ public:
       (void)cudaGetLastError(); // not sticky: the device works on
       std::size_t free = 0;
       std::size_t total = 0;
-      (void)cudaMemGetInfo(&free, &total);
+      const bool known = cudaMemGetInfo(&free, &total) == cudaSuccess;
+      (void)cudaGetLastError();
       throw std::runtime_error(
-          name_ + " is out of memory: " + mebibytes(bytes) + " asked for, " + mebibytes(free) +
-          " free of " + mebibytes(total) +
+          name_ + " is out of memory: " + mebibytes(bytes) + " asked for, " +
+          (known ? mebibytes(free) + " free of " + mebibytes(total) : "how much is free unknown") +
           ". A run on the GPU keeps each worker's model, gradient, optimizer state and the "
           "activations of train.batch-size samples on the device: fewer train.workers or a "
           "smaller train.batch-size need less");

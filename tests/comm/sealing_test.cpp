@@ -2,6 +2,9 @@
 // replayed, moved to another place, meant for another rank, too old).
 #include "comm/sealing.hpp"
 
+#include "comm/gloo_plane.hpp"
+#include "comm/task_pool.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <gmock/gmock.h>
@@ -111,7 +114,7 @@ TEST_F(two_ends, messages_out_of_order_within_the_window_open_and_older_ones_do_
   for (std::uint64_t n = 0; n < message_sealer::window; ++n)
     newest = sealed(3, static_cast<std::uint32_t>(n));
   EXPECT_EQ("", open(newest, 3, static_cast<std::uint32_t>(message_sealer::window - 1), opened));
-  EXPECT_THAT(open(held_back, 2, 0, opened), HasSubstr("older than the newest 65536"));
+  EXPECT_THAT(open(held_back, 2, 0, opened), HasSubstr("older than the newest 524288"));
 }
 
 TEST(message_sealer, a_message_opens_only_at_the_rank_it_was_sealed_for) {
@@ -211,6 +214,53 @@ TEST(message_sealer, a_piece_changed_or_moved_within_a_long_message_is_rejected_
   EXPECT_EQ(plain, opened);
   EXPECT_THAT(receiver.open(0, 6, 2, original.data(), long_payload, opened.data()),
               HasSubstr("a replay"));
+}
+
+// Two messages sealed for one place (an operation that failed after sealing, and its tag come
+// round again): a piece of one spliced into the other is refused, and so is a message opened as
+// shorter than it was sealed; neither refusal spends the genuine message's numbers.
+TEST(message_sealer, pieces_of_two_messages_or_a_message_cut_short_do_not_open) {
+  const auto plain = random_bytes(long_payload, 13);
+  message_sealer sender(fixed_key(1), 0, 2, 2);
+  message_sealer receiver(fixed_key(1), 1, 2, 2);
+  const auto first = sealed_long(sender, plain);
+  const auto second = sealed_long(sender, plain);
+  const std::size_t whole = message_sealer::piece_bytes + message_sealer::overhead;
+  auto spliced = second;
+  std::copy(first.begin() + static_cast<std::ptrdiff_t>(whole),
+            first.begin() + static_cast<std::ptrdiff_t>(2 * whole),
+            spliced.begin() + static_cast<std::ptrdiff_t>(whole));
+  std::vector<std::uint8_t> opened(long_payload);
+  EXPECT_THAT(receiver.open(0, 6, 2, spliced.data(), long_payload, opened.data()),
+              HasSubstr("its pieces were not sealed as one message (piece 1"));
+  const std::size_t shorter = 2 * message_sealer::piece_bytes; // ends where a piece ends
+  EXPECT_THAT(receiver.open(0, 6, 2, second.data(), shorter, opened.data()),
+              HasSubstr("does not authenticate"));
+  EXPECT_EQ("", receiver.open(0, 6, 2, second.data(), long_payload, opened.data()));
+  EXPECT_EQ(plain, opened);
+}
+
+// One piece exactly, and one byte more: the boundary of the piece count.
+TEST(message_sealer, a_message_one_byte_past_a_piece_takes_two) {
+  for (const std::size_t bytes : {message_sealer::piece_bytes, message_sealer::piece_bytes + 1}) {
+    const std::size_t pieces = bytes == message_sealer::piece_bytes ? 1 : 2;
+    EXPECT_EQ(pieces, message_sealer::pieces(bytes));
+    const auto plain = random_bytes(bytes, 14);
+    message_sealer sender(fixed_key(1), 0, 2, 2);
+    message_sealer receiver(fixed_key(1), 1, 2, 2);
+    std::vector<std::uint8_t> message(message_sealer::sealed_bytes(bytes));
+    EXPECT_EQ(bytes + pieces * message_sealer::overhead, message.size());
+    sender.seal(1, 3, 0, plain.data(), bytes, message.data());
+    std::vector<std::uint8_t> opened(bytes);
+    EXPECT_EQ("", receiver.open(0, 3, 0, message.data(), bytes, opened.data())) << bytes;
+    EXPECT_EQ(plain, opened) << bytes;
+  }
+}
+
+TEST(message_sealer, seal_threads_are_the_setting_or_the_automatic_number) {
+  EXPECT_EQ(3, seal_threads_for(3));
+  EXPECT_EQ(task_pool::default_threads(), seal_threads_for(0));
+  EXPECT_THROW(seal_threads_for(-1), std::invalid_argument);
 }
 
 TEST(message_sealer, a_long_message_is_never_sealed_or_opened_in_place) {
