@@ -57,23 +57,25 @@ job() {
   printf '[data]\ndataset = "synthetic"\n[model]\nhidden = [32]\n[train]\nworkers = 2\n'
   printf 'algorithm = "%s"\nepochs = %s\neval-every = 20\n' "$1" "$2"
 }
-long=$(request POST /jobs "$(job solo 400)")
+long=$(request POST /jobs "$(job solo 100000)") # runs until it is stopped below
 [[ $(status_of "$long") == 201 ]] || fail "the first job was refused: $long"
-short=$(request POST /jobs "$(job sync 3)")
+short=$(request POST /jobs "$(job sync 100)") # a few seconds: long enough to be seen running
 [[ $(status_of "$short") == 201 ]] || fail "the second job was refused: $short"
 long_id=$(field "$(body_of "$long")" id)
 short_id=$(field "$(body_of "$short")" id)
 
-# Both report metrics under their own job label while they run.
+# Both report metrics under their own job label while they run (a job's series leave /metrics
+# when it ends; each job counts once it has been seen).
+seen_long=no seen_short=no
 for _ in $(seq 300); do
   metrics=$(curl -sS --max-time 10 "$url/metrics")
-  if grep -q "job=\"job-$long_id\"" <<< "$metrics" && grep -q "job=\"job-$short_id\"" <<< "$metrics"; then
-    break
-  fi
+  grep -q "job=\"job-$long_id\"" <<< "$metrics" && seen_long=yes
+  grep -q "job=\"job-$short_id\"" <<< "$metrics" && seen_short=yes
+  [[ $seen_long == yes && $seen_short == yes ]] && break
   sleep 0.1
 done
-grep -q "job=\"job-$long_id\"" <<< "$metrics" || fail "/metrics does not name job-$long_id"
-grep -q "job=\"job-$short_id\"" <<< "$metrics" || fail "/metrics does not name job-$short_id"
+[[ $seen_long == yes ]] || fail "/metrics never named job-$long_id"
+[[ $seen_short == yes ]] || fail "/metrics never named job-$short_id"
 
 listed=$(request GET /jobs)
 [[ $(status_of "$listed") == 200 ]] || fail "GET /jobs: $listed"
