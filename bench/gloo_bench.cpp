@@ -6,7 +6,7 @@
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
 //              [--hostname=127.0.0.1] [--compression=none,fp16,bf16] [--encryption=off,on]
-//              [--seal-threads=1,4]
+//              [--seal-threads=1,4] [--seal-pipeline=on,off]
 //
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
@@ -25,7 +25,9 @@
 // time over this one's, same format, P and size (below 1: slower). --seal-threads runs the sealed
 // plane with each number of threads sealing a message's pieces (comm.seal-threads; the wire
 // column says "+gcmN"); without it, each rank takes the plane's automatic number (half the cores,
-// 1 to 4).
+// 1 to 4). --seal-pipeline=on,off runs each sealed plane twice: with its sends sealed and posted
+// by a thread of their own while the reduction goes on (on, the default), and sealed by the
+// reduction's own thread before each is posted (off; the wire column ends in "s", serial).
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
@@ -63,6 +65,7 @@ struct options {
   std::vector<std::string> compressions{"none"};
   std::vector<bool> encryptions{false};
   std::vector<int> seal_threads{0}; // 0: the plane's automatic number
+  std::vector<bool> seal_pipelines{true};
 };
 
 template <typename T>
@@ -76,7 +79,7 @@ std::vector<T> parse_list(const std::string& text) {
 void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
          "                  [--warmup=2] [--hostname=127.0.0.1] [--compression=none,fp16,bf16]\n"
-         "                  [--encryption=off,on] [--seal-threads=1,4]\n"
+         "                  [--encryption=off,on] [--seal-threads=1,4] [--seal-pipeline=on,off]\n"
          "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
@@ -113,6 +116,8 @@ options parse(int argc, char** argv) {
       }
     } else if (key == "--encryption") {
       parsed.encryptions = herd::bench::off_on_list("bench_gloo", key, value);
+    } else if (key == "--seal-pipeline") {
+      parsed.seal_pipelines = herd::bench::off_on_list("bench_gloo", key, value);
     } else if (key == "--seal-threads") {
       parsed.seal_threads = parse_list<int>(value);
       for (int threads : parsed.seal_threads)
@@ -203,7 +208,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
                                              const std::string& store_directory,
                                              herd::comm::wire_format compression,
                                              const std::optional<herd::comm::plane_key>& key,
-                                             int seal_threads) {
+                                             int seal_threads, bool seal_pipeline) {
   int channel[2];
   if (::pipe(channel) != 0) {
     std::perror("bench_gloo: pipe");
@@ -219,6 +224,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       plane_options.compression = compression;
       plane_options.seal_key = key;
       plane_options.seal_threads = seal_threads;
+      plane_options.pipeline_sealing = seal_pipeline;
       auto plane = herd::comm::make_gloo_plane(
           rank, processes, herd::comm::make_file_store(store_directory), plane_options);
       std::vector<herd::comm::weighted_input> everyone;
@@ -397,9 +403,9 @@ int main(int argc, char** argv) {
 
   std::printf("bench_gloo: %d repetitions (median) after %d warm-up, %u cores on this host\n",
               opts.repetitions, opts.warmup, std::thread::hardware_concurrency());
-  std::printf("%5s %9s %9s %10s %11s %11s %9s %10s %11s %13s %8s %9s\n", "procs", "wire", "size_MB",
-              "time_ms", "algbw_GB/s", "busbw_GB/s", "tcp_GB/s", "busbw/tcp", "duplex_GB/s",
-              "busbw/duplex", "vs_none", "vs_clear");
+  std::printf("%5s %11s %9s %10s %11s %11s %9s %10s %11s %13s %8s %9s\n", "procs", "wire",
+              "size_MB", "time_ms", "algbw_GB/s", "busbw_GB/s", "tcp_GB/s", "busbw/tcp",
+              "duplex_GB/s", "busbw/duplex", "vs_none", "vs_clear");
   const herd::comm::plane_key key = herd::comm::random_plane_key();
   for (int processes : opts.processes) {
     std::map<std::size_t, double> raw_tcp;
@@ -409,19 +415,22 @@ int main(int argc, char** argv) {
       duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
     }
     std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
-    // (format, sealed, threads): every format in the clear, and sealed by each number of threads.
-    std::vector<std::tuple<std::string, bool, int>> runs;
+    // (format, sealed, threads, pipelined): every format in the clear, and sealed by each number
+    // of threads, pipelined or not.
+    std::vector<std::tuple<std::string, bool, int, bool>> runs;
     for (const auto& format : opts.compressions)
       for (bool sealed : opts.encryptions)
         for (int threads : sealed ? opts.seal_threads : std::vector<int>{0})
-          runs.emplace_back(format, sealed, threads);
-    for (const auto& [format, sealed, threads] : runs) {
-      const std::string wire =
-          format + (sealed ? "+gcm" : "") + (threads > 0 ? std::to_string(threads) : "");
+          for (bool pipelined : sealed ? opts.seal_pipelines : std::vector<bool>{true})
+            runs.emplace_back(format, sealed, threads, pipelined);
+    for (const auto& [format, sealed, threads, pipelined] : runs) {
+      const std::string wire = format + (sealed ? "+gcm" : "") +
+                               (threads > 0 ? std::to_string(threads) : "") +
+                               (pipelined ? "" : "s");
       auto directory = store_root / (std::to_string(processes) + "-" + wire);
       times[wire] =
           time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(format),
-                         sealed ? std::optional(key) : std::nullopt, threads);
+                         sealed ? std::optional(key) : std::nullopt, threads, pipelined);
       for (double size_mb : opts.sizes_mb) {
         auto bytes = bytes_of(size_mb);
         double seconds = times[wire][bytes];
@@ -434,7 +443,7 @@ int main(int argc, char** argv) {
           const auto found = times.find(baseline);
           return found != times.end() ? found->second[bytes] / seconds : 0.0;
         };
-        std::printf("%5d %9s %9.3g %10.3f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
+        std::printf("%5d %11s %9.3g %10.3f %11.2f %11.2f %9.2f %10.2f %11.2f %13.2f %8.2f %9.2f\n",
                     processes, wire.c_str(), size_mb, seconds * 1e3, algbw, busbw, tcp, busbw / tcp,
                     duplex, busbw / duplex, over("none"), over(format));
         std::fflush(stdout);

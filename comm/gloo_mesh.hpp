@@ -36,13 +36,16 @@
 #pragma once
 
 #include "comm/gloo_plane.hpp"
+#include "comm/task_pool.hpp"
 #include "comm/watchdog.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -56,6 +59,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace herd::comm::gloo_detail {
@@ -133,6 +137,12 @@ struct partition {
     return before + segment;
   }
   std::size_t total_segments() const { return ordinal(parts, 0); }
+  std::size_t most_segments() const {
+    std::size_t most = 0;
+    for (int c = 0; c < parts; ++c)
+      most = std::max(most, segments(c));
+    return most;
+  }
 };
 
 // One message's memory: what it carries (`bytes` at `plain`) and where it travels from or into:
@@ -198,6 +208,9 @@ private:
   const milliseconds default_timeout_;
   const wire_format compression_;          // how reductions put their floats on the wire
   std::unique_ptr<message_sealer> sealer_; // seals every message; null: messages go in the clear
+  // With the sealer: seals and posts the sends of operations that pipeline them, in the order
+  // they were posted (operation::pipeline_sends).
+  std::unique_ptr<ordered_thread> sender_;
   const std::function<void(int, const std::string&)> on_refused_;
   const bool error_feedback_;
   std::mutex residual_mutex_;
@@ -226,6 +239,10 @@ public:
     int peer = -1;
     bool sending = false;
     bool pending = true; // posted and not seen complete
+    // A pipelined sealed send: with the plane's sender, not yet given to Gloo (and what sealing or
+    // posting it threw, for its wait).
+    bool queued = false;
+    std::exception_ptr post_error;
     // Where the message belongs (the sealer's associated data), and for a sealed receive where
     // it opens to.
     std::uint64_t slot = 0;
@@ -244,6 +261,19 @@ public:
   const std::string& description() const { return description_; }
   std::uint64_t tag() const { return tag_; }
 
+  // From now on, with a sealer, each send is sealed and posted by the plane's sender thread, in
+  // the order posted, while this thread goes on (opening and adding the next segment): for
+  // operations of several segments a chunk, where the two overlap. A send's wait waits for it
+  // to be posted first.
+  void pipeline_sends() { pipelined_ = plane_.sender_ != nullptr; }
+
+  // Blocks until the sender has posted every send handed to it: before the operation fails,
+  // is parked or ends, since the sender's jobs refer to its transfers.
+  void drain_sends() {
+    std::unique_lock<std::mutex> lock(transfers_mutex_);
+    posted_.wait(lock, [this] { return queued_ == 0; });
+  }
+
   // One message from or into memory the operation owns; returns its transfer. With the plane's
   // sealer, a send is sealed here, from `plain` into `message`.
   std::size_t post_send(int peer, std::uint64_t slot, const message_memory& memory) {
@@ -257,8 +287,10 @@ public:
   // passes or the peer's pair fails. A sealed receive is opened into its plain memory; one that
   // does not open throws peer_lost, and the plane takes the peer as lost.
   void wait(std::size_t index) {
-    wait_for(index);
     transfer& t = transfers_[index];
+    if (t.sending)
+      await_posted(t);
+    wait_for(index);
     if (t.sending || !plane_.sealer_)
       return;
     const std::string rejected = plane_.sealer_->open(t.peer, t.slot, t.index, t.memory.message,
@@ -325,9 +357,10 @@ public:
 private:
   std::size_t post(int peer, std::uint64_t slot, const message_memory& memory, bool sending) {
     const bool sealed = plane_.sealer_ != nullptr;
+    const bool handed_over = sealed && sending && pipelined_;
     // Both ends post a slot's messages in the same order: their count is the message's index.
     const std::uint32_t place = next_index_[{peer, slot, sending}]++;
-    if (sealed && sending)
+    if (sealed && sending && !handed_over)
       plane_.sealer_->seal(peer, slot, place, memory.plain, memory.bytes, memory.message);
     void* wire = sealed ? memory.message : memory.plain;
     const std::size_t bytes = sealed ? message_sealer::sealed_bytes(memory.bytes) : memory.bytes;
@@ -341,24 +374,63 @@ private:
       t.slot = slot;
       t.index = place;
       t.memory = memory;
+      t.queued = handed_over;
+      queued_ += handed_over ? 1 : 0;
       index = transfers_.size() - 1;
       // A transfer posted after the deadline (or a cancel) must not wait: nobody comes by again.
       if (timed_out_.load() || cancelled_.load())
         abort(transfers_.back());
     }
-    auto* buffer = transfers_[index].buffer.get();
+    transfer& t = transfers_[index]; // stays where it is while later transfers are added
+    if (handed_over)
+      plane_.sender_->give([this, &t] { seal_and_send(t); });
+    else
+      give_to_gloo(t);
+    return index;
+  }
+
+  // The transfer's message to Gloo, to send or to receive into.
+  void give_to_gloo(transfer& t) {
     try {
-      if (sending)
-        buffer->send(peer, slot, 0, bytes);
+      if (t.sending)
+        t.buffer->send(t.peer, t.slot, 0, t.buffer->size);
       else
-        buffer->recv(peer, slot, 0, bytes);
+        t.buffer->recv(t.peer, t.slot, 0, t.buffer->size);
     } catch (const gloo::Exception& failure) {
-      plane_.mark_lost(peer, gloo_error_text(failure.what()));
+      plane_.mark_lost(t.peer, gloo_error_text(failure.what()));
       throw comm_error(outcome::peer_lost,
-                       description_ + ": rank " + std::to_string(peer) +
+                       description_ + ": rank " + std::to_string(t.peer) +
                            " is unreachable: " + gloo_error_text(failure.what()));
     }
-    return index;
+  }
+
+  // On the plane's sender thread: a pipelined send sealed and given to Gloo. What fails is kept
+  // for the send's wait; a message never given to Gloo is not pending.
+  void seal_and_send(transfer& t) {
+    std::exception_ptr error;
+    bool given = false;
+    try {
+      plane_.sealer_->seal(t.peer, t.slot, t.index, t.memory.plain, t.memory.bytes,
+                           t.memory.message);
+      given = true;
+      give_to_gloo(t);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> guard(transfers_mutex_);
+    t.post_error = error;
+    t.pending = given;
+    t.queued = false;
+    --queued_;
+    posted_.notify_all();
+  }
+
+  // A send's wait, first: until the sender has posted it; rethrows what that threw.
+  void await_posted(transfer& t) {
+    std::unique_lock<std::mutex> lock(transfers_mutex_);
+    posted_.wait(lock, [&t] { return !t.queued; });
+    if (t.post_error)
+      std::rethrow_exception(std::exchange(t.post_error, nullptr));
   }
 
   // Blocks until transfer `index` completes (wait's first half).
@@ -415,6 +487,9 @@ private:
   std::mutex transfers_mutex_;
   std::deque<transfer> transfers_; // a deque: references stay valid while posting
   std::map<std::tuple<int, std::uint64_t, bool>, std::uint32_t> next_index_; // by peer, slot, send
+  bool pipelined_ = false;
+  std::size_t queued_ = 0;         // sends with the sender, under transfers_mutex_
+  std::condition_variable posted_; // a queued send was posted (or failed to be)
   std::atomic<bool> timed_out_{false};
   std::atomic<bool> cancelled_{false};
   std::string cancelled_why_; // under transfers_mutex_

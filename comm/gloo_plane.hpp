@@ -35,6 +35,11 @@ struct gloo_plane_options {
   // With a key: how many threads seal and open the pieces of one message (1: the operation's own
   // thread alone; 0: seal_threads_for(0)). The bytes on the wire are the same for any number.
   int seal_threads = 0;
+  // With a key: the sends of an operation whose chunks are several segments long are sealed and
+  // posted by a thread of the plane's own, in order, while the operation's thread opens and adds
+  // the next segment. false seals each send on the operation's thread before it is posted
+  // (bench_gloo's --seal-pipeline compares the two). The bytes on the wire are the same.
+  bool pipeline_sealing = true;
   // Called once for each peer whose messages were refused (on the thread of the operation that
   // refused it), with why: for the node's log, since the operation's failure alone only aborts a
   // round. May be empty.

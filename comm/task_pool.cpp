@@ -168,4 +168,44 @@ void task_pool::help() {
   }
 }
 
+ordered_thread::ordered_thread() : thread_([this] { serve(); }) {}
+
+ordered_thread::~ordered_thread() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void ordered_thread::give(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    jobs_.push_back(std::move(job));
+    queued_.store(jobs_.size());
+  }
+  wake_.notify_one();
+}
+
+void ordered_thread::serve() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (jobs_.empty() && !stopping_) {
+      lock.unlock();
+      spin_until([this] { return queued_.load() > 0; });
+      lock.lock();
+    }
+    wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty()) // and stopping: every job given has run
+      return;
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    queued_.store(jobs_.size());
+    lock.unlock();
+    job();
+    lock.lock();
+  }
+}
+
 } // namespace herd::comm

@@ -1,5 +1,6 @@
 // A few threads that share out the independent pieces of one call (the data plane's sealing and
-// opening of a message's pieces), with the calling thread taking part. No OpenSSL, no Gloo.
+// opening of a message's pieces), with the calling thread taking part; and one thread that runs
+// jobs in the order given (the sealing of sends posted in order). No OpenSSL, no Gloo.
 #pragma once
 
 #include <atomic>
@@ -49,6 +50,32 @@ private:
   std::atomic<std::size_t> queued_{0};      // calls_.size(), for helpers polling without the lock
   bool stopping_ = false;
   std::vector<std::thread> helpers_;
+};
+
+/// One thread that runs the jobs given to it one at a time, in the order they were given: a
+/// rank's sealed sends, which must reach Gloo in the order they were posted, sealed while the
+/// thread that posted them goes on. Like the pool's helpers it polls for 50 us before it sleeps.
+class ordered_thread {
+public:
+  ordered_thread();
+  /// Runs every job already given, then joins the thread.
+  ~ordered_thread();
+  ordered_thread(const ordered_thread&) = delete;
+  ordered_thread& operator=(const ordered_thread&) = delete;
+
+  /// `job` runs after every job given before it. It must not throw (a job that does ends the
+  /// process): its errors are its own to hand back.
+  void give(std::function<void()> job);
+
+private:
+  void serve();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  std::atomic<std::size_t> queued_{0}; // jobs_.size(), for the thread polling without the lock
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 } // namespace herd::comm

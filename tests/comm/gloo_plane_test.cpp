@@ -438,9 +438,8 @@ TEST(gloo_plane, a_part_outside_its_whole_buffer_is_refused) {
 // A rank whose messages are not sealed with the plane's key (it never got the key: an impostor
 // that took a peer's place, or bytes crafted by anyone else) is refused by name; what it sent
 // reaches no caller's buffer, and the ranks that hold the key go on reducing among themselves.
-TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
+void refused_and_the_others_go_on(std::size_t count) {
   const herd::comm::plane_key key = herd::comm::random_plane_key();
-  const std::size_t count = 1000;
   const std::vector<int> everyone{0, 1, 2};
   std::vector<status> results(3);
   std::vector<std::string> unchanged(3);
@@ -486,6 +485,15 @@ TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
     EXPECT_EQ(unchanged[r], "") << "rank " << r;
   EXPECT_EQ(then[0], "");
   EXPECT_EQ(then[1], "");
+}
+
+// With chunks of one segment, and of several, whose sends the sender thread seals and posts
+// while the refusal ends the operation.
+TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
+  for (const std::size_t count : {std::size_t{1000}, std::size_t{1600000}}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    refused_and_the_others_go_on(count);
+  }
 }
 
 // Error feedback: a value that fp16 always rounds the same way (1 + 2^-12 is a quarter of fp16's

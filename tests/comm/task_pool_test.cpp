@@ -1,5 +1,6 @@
 // The task pool that seals a message's pieces at once: how many threads run a call's pieces, that
-// every piece runs once, errors, and calls from several threads sharing the helpers.
+// every piece runs once, errors, and calls from several threads sharing the helpers; and the
+// ordered thread's order.
 #include "comm/task_pool.hpp"
 
 #include <atomic>
@@ -100,6 +101,65 @@ TEST(task_pool, needs_a_thread) {
   const int automatic = task_pool::default_threads();
   EXPECT_GE(automatic, 1);
   EXPECT_LE(automatic, 4);
+}
+
+// give() returns before its job runs (the first job waits for the giver to be past give), and the
+// jobs run in the order given, on one thread that is not the giver's.
+TEST(ordered_thread, runs_jobs_in_the_order_given_on_its_own_thread_while_the_giver_goes_on) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool given = false;
+  bool waited_out = false;
+  std::vector<int> order;
+  std::set<std::thread::id> threads;
+  {
+    ordered_thread line;
+    line.give([&] {
+      std::unique_lock<std::mutex> lock(mutex);
+      waited_out = !changed.wait_for(lock, std::chrono::seconds(10), [&] { return given; });
+    });
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      given = true;
+    }
+    changed.notify_all();
+    for (int job = 0; job < 100; ++job)
+      line.give([&, job] {
+        std::lock_guard<std::mutex> guard(mutex);
+        order.push_back(job);
+        threads.insert(std::this_thread::get_id());
+      });
+  } // the destructor runs every job given before it joins
+  EXPECT_FALSE(waited_out) << "the first job ran inside give()";
+  ASSERT_EQ(100u, order.size());
+  for (int job = 0; job < 100; ++job)
+    EXPECT_EQ(job, order[static_cast<std::size_t>(job)]);
+  EXPECT_EQ(1u, threads.size());
+  EXPECT_EQ(0u, threads.count(std::this_thread::get_id()));
+}
+
+// Givers on several threads: each one's jobs run in its own order, and every job runs once.
+TEST(ordered_thread, jobs_given_from_several_threads_keep_each_givers_order) {
+  std::vector<std::vector<int>> seen(4);
+  {
+    ordered_thread line;
+    std::vector<std::thread> givers;
+    for (std::size_t giver = 0; giver < seen.size(); ++giver)
+      givers.emplace_back([&, giver] {
+        for (int job = 0; job < 500; ++job) {
+          line.give([&, giver, job] { seen[giver].push_back(job); }); // one thread: no lock
+          if (job % 50 == 0)
+            std::this_thread::sleep_for(std::chrono::microseconds(200)); // lets the line sleep
+        }
+      });
+    for (auto& giver : givers)
+      giver.join();
+  }
+  for (std::size_t giver = 0; giver < seen.size(); ++giver) {
+    ASSERT_EQ(500u, seen[giver].size()) << "giver " << giver;
+    for (int job = 0; job < 500; ++job)
+      EXPECT_EQ(job, seen[giver][static_cast<std::size_t>(job)]) << "giver " << giver;
+  }
 }
 
 } // namespace
