@@ -38,6 +38,18 @@ bool spin_until(Ready&& ready) {
   return true;
 }
 
+// With `lock` held (as on return): until `stopping` or work is queued (`queued`, which the owner
+// stores under the lock), polling `queued` without the lock for `spin` first, then sleeping.
+void wait_for_work(std::unique_lock<std::mutex>& lock, std::condition_variable& wake,
+                   const std::atomic<std::size_t>& queued, const bool& stopping) {
+  if (queued.load() == 0 && !stopping) {
+    lock.unlock();
+    spin_until([&] { return queued.load() > 0; });
+    lock.lock();
+  }
+  wake.wait(lock, [&] { return stopping || queued.load() > 0; });
+}
+
 } // namespace
 
 struct task_pool::call {
@@ -146,12 +158,7 @@ void task_pool::run(std::size_t n, const std::function<void(std::size_t)>& work)
 void task_pool::help() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (calls_.empty() && !stopping_) {
-      lock.unlock();
-      spin_until([this] { return queued_.load() > 0; });
-      lock.lock();
-    }
-    wake_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
+    wait_for_work(lock, wake_, queued_, stopping_);
     if (stopping_)
       return;
     const std::shared_ptr<call> job = calls_.front();
@@ -191,12 +198,7 @@ void ordered_thread::give(std::function<void()> job) {
 void ordered_thread::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (jobs_.empty() && !stopping_) {
-      lock.unlock();
-      spin_until([this] { return queued_.load() > 0; });
-      lock.lock();
-    }
-    wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    wait_for_work(lock, wake_, queued_, stopping_);
     if (jobs_.empty()) // and stopping: every job given has run
       return;
     std::function<void()> job = std::move(jobs_.front());
