@@ -525,8 +525,9 @@ struct plane_update {
 /// coordinator stopped before the run (run_stopped_atom); 12: the coordinator's stop says whether
 /// a worker waits for the results of the rounds it answered ((stop_atom, bool)); 13: sealed
 /// data-plane messages travel in pieces of 128 KiB (comm/sealing.hpp), which a node of 12 cannot
-/// open.
-constexpr std::uint32_t cluster_protocol_version = 13;
+/// open; 14: nodes connect comm.connections lanes to each other (a node of 13 would connect one
+/// and leave its peers waiting for the others).
+constexpr std::uint32_t cluster_protocol_version = 14;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

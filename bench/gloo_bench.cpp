@@ -6,7 +6,7 @@
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
 //              [--hostname=127.0.0.1] [--compression=none,fp16,bf16] [--encryption=off,on]
-//              [--seal-threads=1,4] [--seal-pipeline=on,off]
+//              [--seal-threads=1,4] [--seal-pipeline=on,off] [--lanes=1,2,4]
 //
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
@@ -28,6 +28,9 @@
 // 1 to 4). --seal-pipeline=on,off runs each sealed plane twice: with its sends sealed and posted
 // by a thread of their own while the reduction goes on (on, the default), and sealed by the
 // reduction's own thread before each is posted (off; the wire column ends in "s", serial).
+// --lanes=1,2,4 runs each wire over that many connections between each pair of ranks
+// (comm.connections; the wire column says "xN" after the format), a reduction of 4 MiB or more
+// cut across them; vs_clear then compares with one lane in the clear.
 #include "comm/gloo_plane.hpp"
 
 #include <algorithm>
@@ -66,6 +69,16 @@ struct options {
   std::vector<bool> encryptions{false};
   std::vector<int> seal_threads{0}; // 0: the plane's automatic number
   std::vector<bool> seal_pipelines{true};
+  std::vector<int> lanes{1};
+};
+
+// How one run's plane is made.
+struct plane_setup {
+  herd::comm::wire_format compression = herd::comm::wire_format::fp32;
+  std::optional<herd::comm::plane_key> key;
+  int seal_threads = 0;
+  bool seal_pipeline = true;
+  int lanes = 1; // connections between each pair of ranks (comm.connections)
 };
 
 template <typename T>
@@ -80,6 +93,7 @@ void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
          "                  [--warmup=2] [--hostname=127.0.0.1] [--compression=none,fp16,bf16]\n"
          "                  [--encryption=off,on] [--seal-threads=1,4] [--seal-pipeline=on,off]\n"
+         "                  [--lanes=1,2,4]\n"
          "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
@@ -116,6 +130,14 @@ options parse(int argc, char** argv) {
       }
     } else if (key == "--encryption") {
       parsed.encryptions = herd::bench::off_on_list("bench_gloo", key, value);
+    } else if (key == "--lanes") {
+      parsed.lanes = parse_list<int>(value);
+      for (int lanes : parsed.lanes)
+        if (lanes < 1 || lanes > herd::comm::max_lanes) {
+          std::cerr << "bench_gloo: --lanes wants counts from 1 to " << herd::comm::max_lanes
+                    << ", got " << lanes << "\n";
+          std::exit(2);
+        }
     } else if (key == "--seal-pipeline") {
       parsed.seal_pipelines = herd::bench::off_on_list("bench_gloo", key, value);
     } else if (key == "--seal-threads") {
@@ -206,9 +228,7 @@ bool wait_all(const std::vector<pid_t>& children) {
 // Returns, per size in bytes, the median over repetitions of the slowest rank's time.
 std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
                                              const std::string& store_directory,
-                                             herd::comm::wire_format compression,
-                                             const std::optional<herd::comm::plane_key>& key,
-                                             int seal_threads, bool seal_pipeline) {
+                                             const plane_setup& setup) {
   int channel[2];
   if (::pipe(channel) != 0) {
     std::perror("bench_gloo: pipe");
@@ -220,11 +240,12 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       ::close(channel[0]);
       herd::comm::gloo_plane_options plane_options;
       plane_options.hostname = opts.hostname;
+      plane_options.compression = setup.compression;
+      plane_options.seal_key = setup.key;
+      plane_options.seal_threads = setup.seal_threads;
+      plane_options.pipeline_sealing = setup.seal_pipeline;
+      plane_options.lanes = setup.lanes;
       plane_options.prefix = "bench-" + std::to_string(processes);
-      plane_options.compression = compression;
-      plane_options.seal_key = key;
-      plane_options.seal_threads = seal_threads;
-      plane_options.pipeline_sealing = seal_pipeline;
       auto plane = herd::comm::make_gloo_plane(
           rank, processes, herd::comm::make_file_store(store_directory), plane_options);
       std::vector<herd::comm::weighted_input> everyone;
@@ -415,22 +436,24 @@ int main(int argc, char** argv) {
       duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
     }
     std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
-    // (format, sealed, threads, pipelined): every format in the clear, and sealed by each number
-    // of threads, pipelined or not.
-    std::vector<std::tuple<std::string, bool, int, bool>> runs;
+    // (format, sealed, threads, pipelined, lanes): every format in the clear, and sealed by each
+    // number of threads, pipelined or not, over each number of lanes.
+    std::vector<std::tuple<std::string, bool, int, bool, int>> runs;
     for (const auto& format : opts.compressions)
-      for (bool sealed : opts.encryptions)
-        for (int threads : sealed ? opts.seal_threads : std::vector<int>{0})
-          for (bool pipelined : sealed ? opts.seal_pipelines : std::vector<bool>{true})
-            runs.emplace_back(format, sealed, threads, pipelined);
-    for (const auto& [format, sealed, threads, pipelined] : runs) {
-      const std::string wire = format + (sealed ? "+gcm" : "") +
-                               (threads > 0 ? std::to_string(threads) : "") +
-                               (pipelined ? "" : "s");
+      for (int lanes : opts.lanes)
+        for (bool sealed : opts.encryptions)
+          for (int threads : sealed ? opts.seal_threads : std::vector<int>{0})
+            for (bool pipelined : sealed ? opts.seal_pipelines : std::vector<bool>{true})
+              runs.emplace_back(format, sealed, threads, pipelined, lanes);
+    for (const auto& [format, sealed, threads, pipelined, lanes] : runs) {
+      const std::string wire =
+          format + (lanes > 1 ? "x" + std::to_string(lanes) : "") + (sealed ? "+gcm" : "") +
+          (threads > 0 ? std::to_string(threads) : "") + (pipelined ? "" : "s");
       auto directory = store_root / (std::to_string(processes) + "-" + wire);
-      times[wire] =
-          time_allreduce(opts, processes, directory.string(), herd::comm::wire_format_of(format),
-                         sealed ? std::optional(key) : std::nullopt, threads, pipelined);
+      const plane_setup setup{herd::comm::wire_format_of(format),
+                              sealed ? std::optional(key) : std::nullopt, threads, pipelined,
+                              lanes};
+      times[wire] = time_allreduce(opts, processes, directory.string(), setup);
       for (double size_mb : opts.sizes_mb) {
         auto bytes = bytes_of(size_mb);
         double seconds = times[wire][bytes];

@@ -351,13 +351,18 @@ private:
       }
       return failed(std::string("the data plane did not connect: ") + bad.what());
     }
-    notify(options_, "data plane connected (" + hello_.data_host + ", " +
-                         std::to_string(welcome_.plane_nodes.size()) + " nodes" +
-                         (config_.comm.compression == "none"
-                              ? std::string()
-                              : ", " + config_.comm.compression + " on the wire" +
-                                    (config_.comm.error_feedback ? " with error feedback" : "")) +
-                         (welcome_.data_key.empty() ? ", in the clear" : sealed_by()) + ")");
+    notify(options_,
+           "data plane connected (" + hello_.data_host + ", " +
+               std::to_string(welcome_.plane_nodes.size()) + " nodes" +
+               (config_.comm.compression == "none"
+                    ? std::string()
+                    : ", " + config_.comm.compression + " on the wire" +
+                          (config_.comm.error_feedback ? " with error feedback" : "")) +
+               (welcome_.data_key.empty() ? ", in the clear" : sealed_by()) +
+               (config_.comm.connections == 1 ? std::string()
+                                              : ", " + std::to_string(config_.comm.connections) +
+                                                    " connections to each peer") +
+               ")");
     return true;
   }
 
@@ -411,6 +416,7 @@ private:
       plane_options.seal_key = sealing;
       plane_options.seal_threads = config_.comm.seal_threads;
     }
+    plane_options.lanes = config_.comm.connections;
     if (options_.adjust_plane)
       options_.adjust_plane(generation, plane_options);
     return comm::make_gloo_plane(rank, size, std::make_shared<registry_store>(system_, registry_),

@@ -229,6 +229,11 @@ private:
   std::atomic<bool> closing_{false};
 };
 
+/// A plane of options.lanes (2 or more) meshes (gloo_lanes.cpp).
+std::unique_ptr<gloo_plane> make_gloo_lanes(int rank, int size,
+                                            const std::shared_ptr<rendezvous_store>& store,
+                                            const gloo_plane_options& options);
+
 // The resources of one collective: its staging memory and one Gloo buffer per message, each
 // remembered with its peer so that a failure names the peer and a parked operation knows which
 // pair it waits on.

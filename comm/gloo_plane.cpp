@@ -420,6 +420,12 @@ int seal_threads_for(int seal_threads) {
 std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
                                             const std::shared_ptr<rendezvous_store>& store,
                                             const gloo_plane_options& options) {
+  if (options.lanes < 1 || options.lanes > max_lanes)
+    throw std::invalid_argument("gloo plane: lanes is " + std::to_string(options.lanes) +
+                                "; from 1 to " + std::to_string(max_lanes) +
+                                " connections between each pair of ranks");
+  if (options.lanes > 1)
+    return gloo_detail::make_gloo_lanes(rank, size, store, options);
   return std::make_unique<gloo_detail::gloo_mesh>(rank, size, store, options);
 }
 

@@ -40,11 +40,23 @@ struct gloo_plane_options {
   // the next segment. false seals each send on the operation's thread before it is posted
   // (bench_gloo's --seal-pipeline compares the two). The bytes on the wire are the same.
   bool pipeline_sealing = true;
+  // Connections between each pair of ranks (1 to 16), each lane a mesh of its own with its own
+  // network thread (Gloo's device) and, sealed, its own key (lane_key): a reduction or broadcast
+  // of at least two lanes' worth of floats (lane_floats each) is cut into that many contiguous
+  // parts, moved at once, one per lane on a thread of its own. A reduction so cut ends with the
+  // bits of one reduction of the whole (operation_options' parts). Every rank must use the same
+  // number. With sealing, each lane seals by seal_threads / lanes threads (at least 1).
+  int lanes = 1;
   // Called once for each peer whose messages were refused (on the thread of the operation that
   // refused it), with why: for the node's log, since the operation's failure alone only aborts a
   // round. May be empty.
   std::function<void(int peer, const std::string& why)> on_refused;
 };
+
+/// The fewest floats one lane of a plane of several moves in a cut operation (2 MiB): below
+/// that, one transfer per ring step does not keep a lane busy long enough to pay for its thread.
+constexpr std::size_t lane_floats = std::size_t{512} * 1024;
+constexpr int max_lanes = 16;
 
 /// The threads that seal a plane's messages for the setting `seal_threads` (comm.seal-threads):
 /// itself, or for 0 half the cores this process may run on, between 1 and 4. Throws
@@ -78,7 +90,7 @@ protected:
 /// Connects rank `rank` of `size` to every other rank through `store`; throws comm_error naming
 /// the rank(s) whose addresses are not in the store when the rendezvous does not complete:
 /// `timeout` when options.timeout passed, `failed` when it ended sooner (the store refused a read,
-/// or a connect failed).
+/// or a connect failed); std::invalid_argument for lanes outside 1 to max_lanes.
 /// Destroying the plane closes every connection (peers' operations that include this rank fail);
 /// no operation may be running on it then.
 std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,

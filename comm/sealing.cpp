@@ -35,10 +35,9 @@ std::uint64_t get_le64(const std::uint8_t* from) {
   return value;
 }
 
-// HKDF-SHA256 of the plane key, for the direction `sender` -> `receiver`.
-plane_key direction_key(const plane_key& key, int sender, int receiver) {
+// HKDF-SHA256 of the plane key with `info`.
+plane_key derive(const plane_key& key, const std::string& info) {
   static const char salt[] = "herd data plane, AES-256-GCM";
-  const std::string info = "from " + std::to_string(sender) + " to " + std::to_string(receiver);
   plane_key derived{};
   std::size_t length = derived.size();
   std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> context(
@@ -54,6 +53,11 @@ plane_key direction_key(const plane_key& key, int sender, int receiver) {
       EVP_PKEY_derive(context.get(), derived.data(), &length) <= 0 || length != derived.size())
     throw std::runtime_error(openssl_error("cannot derive the data plane's keys (HKDF-SHA256)"));
   return derived;
+}
+
+// The key of the direction `sender` -> `receiver`.
+plane_key direction_key(const plane_key& key, int sender, int receiver) {
+  return derive(key, "from " + std::to_string(sender) + " to " + std::to_string(receiver));
 }
 
 // One AES-256-GCM context per call: contexts are not shared between threads, and setting the key
@@ -134,6 +138,12 @@ void check_apart(const void* plain, const void* message, std::size_t bytes) {
 }
 
 } // namespace
+
+plane_key lane_key(const plane_key& key, int lane) {
+  if (lane < 0)
+    throw std::invalid_argument("lane_key: lane " + std::to_string(lane) + " is negative");
+  return lane == 0 ? key : derive(key, "lane " + std::to_string(lane));
+}
 
 plane_key random_plane_key() {
   plane_key key{};

@@ -24,6 +24,11 @@ using plane_key = std::array<std::uint8_t, 32>;
 /// 32 bytes from OpenSSL's random generator; throws std::runtime_error if it has none.
 plane_key random_plane_key();
 
+/// The key that lane `lane` of a plane of several connections per pair seals with (the plane's
+/// own for lane 0; for the others HKDF-SHA256 of it with "lane N"): each lane counts its own
+/// sequence numbers, so no two lanes may share a key.
+plane_key lane_key(const plane_key& key, int lane);
+
 /// Seals and opens the messages of one rank of a plane of `size` ranks.
 ///
 /// A message is cut into pieces of `piece_bytes` (the last one shorter), each sealed on its own as

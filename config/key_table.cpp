@@ -382,6 +382,11 @@ const std::vector<key_spec>& keys() {
         "with cluster.data-encryption: threads that seal and open the pieces of one data-plane "
         "message at once (0 = half the cores, 1 to 4)",
         [](auto& c) -> auto& { return c.comm.seal_threads; }));
+    k.push_back(make_key<int>(
+        "comm.connections", "integer",
+        "connections between each pair of nodes on the data plane, each with a network thread of "
+        "its own; a reduction of 4 MiB or more is cut across them and moved at once (1 to 16)",
+        [](auto& c) -> auto& { return c.comm.connections; }));
     k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",
         "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",

@@ -465,6 +465,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.comm.seal_threads >= 0 && config.comm.seal_threads <= 64,
                 "comm.seal-threads", config.comm.seal_threads,
                 "must be between 0 (automatic) and 64 threads");
+  check.require(config.comm.connections >= 1 && config.comm.connections <= 16, "comm.connections",
+                config.comm.connections,
+                "must be between 1 and 16 connections between each pair of nodes");
   check_simulate(check, config.simulate);
   // A configuration made in code may hold what no file can (a seed above 2^63 - 1, an infinite
   // rate): refused here, as the loader refuses it, so that its checkpoints' settings load again.

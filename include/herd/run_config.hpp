@@ -187,6 +187,7 @@ struct comm_section {
   std::string compression = "none"; // comm.compression: none, fp16 or bf16 on the gloo wire
   bool error_feedback = false; // comm.error-feedback: carry each rounding's residual to the next
   int seal_threads = 0; // comm.seal-threads: threads sealing one data-plane message (0: automatic)
+  int connections = 1;  // comm.connections: connections (lanes) between each pair of nodes, 1-16
 };
 
 /// [checkpoint]: where and how often `herd train` writes checkpoints it can resume from

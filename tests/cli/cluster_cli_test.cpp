@@ -698,17 +698,19 @@ TEST(cluster_cli, a_node_whose_certificate_another_ca_signed_cannot_join_and_the
 
 // With TLS the data plane is sealed by default (cluster.data-encryption = auto): the nodes say so
 // (and by how many threads), and a sync job across two nodes ends with the very result of the
-// same job in the clear.
+// same job in the clear. The sealed job runs over two connections between the nodes
+// (comm.connections), which they say too.
 TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_one_bit_for_bit) {
   temp_directory dir;
   ASSERT_TRUE(make_certificates(dir)) << "openssl could not make the test certificates";
-  auto job = [&](const std::string& encryption, const std::string& expected) {
+  auto job = [&](const std::string& encryption, int connections, const std::string& expected) {
     std::vector<std::string> args{"--data.dataset=synthetic",
                                   "--train.algorithm=sync",
                                   "--train.epochs=1",
                                   "--cluster.min-nodes=2",
                                   "--cluster.data-encryption=" + encryption,
-                                  "--comm.seal-threads=2"};
+                                  "--comm.seal-threads=2",
+                                  "--comm.connections=" + std::to_string(connections)};
     const auto coordinator_tls = tls(dir, "cluster-ca", "coordinator");
     args.insert(args.end(), coordinator_tls.begin(), coordinator_tls.end());
     cluster run(dir, args);
@@ -721,8 +723,8 @@ TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_
       EXPECT_NE(node->output().find("2 nodes, " + expected + ")"), std::string::npos) << run.logs();
     return run.report();
   };
-  const auto sealed = job("auto", "sealed by 2 threads");
-  const auto clear = job("off", "in the clear");
+  const auto sealed = job("auto", 2, "sealed by 2 threads, 2 connections to each peer");
+  const auto clear = job("off", 1, "in the clear");
   ASSERT_TRUE(sealed.contains("final_test_accuracy")) << sealed.dump();
   EXPECT_EQ(sealed["rounds_aborted"], 0);
   EXPECT_EQ(sealed["final_test_accuracy"], clear["final_test_accuracy"]);

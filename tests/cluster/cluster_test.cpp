@@ -876,10 +876,12 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   j.config.cluster.tls_cert = dir + "/member.pem";
   j.config.cluster.tls_key = dir + "/member.key";
   j.config.comm.seal_threads = 3;
+  j.config.comm.connections = 2; // and every plane over two connections per pair of nodes
   std::mutex keys_mutex;
   std::map<std::pair<std::uint32_t, std::size_t>, herd::comm::plane_key>
       keys; // by generation, node
   std::set<int> seal_threads;
+  std::set<int> lanes;
   auto metrics = std::make_shared<herd::monitoring::registry>();
   const auto run = run_three_nodes(
       j,
@@ -889,6 +891,7 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
         std::lock_guard<std::mutex> guard(keys_mutex);
         keys[{generation, node}] = *plane.seal_key;
         seal_threads.insert(plane.seal_threads);
+        lanes.insert(plane.lanes);
         if (generation == 0 && node == 1)
           for (auto& byte : *plane.seal_key)
             byte = static_cast<std::uint8_t>(byte ^ 0xff);
@@ -914,6 +917,7 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   }
   EXPECT_NE(keys.at({1, 0}), keys.at({0, 0})) << "the re-keyed generation kept the old key";
   EXPECT_EQ(seal_threads, std::set<int>{3}) << "comm.seal-threads did not reach every plane";
+  EXPECT_EQ(lanes, std::set<int>{2}) << "comm.connections did not reach every plane";
 }
 
 // A re-key that does not connect (node 2 cannot listen for generation 1) is tried again once

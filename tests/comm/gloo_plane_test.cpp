@@ -354,6 +354,35 @@ TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones)
 // another member, which is why a part says where it lies in the whole.
 class gloo_plane_parts : public testing::TestWithParam<herd::comm::wire_format> {};
 
+// Three rounds (error feedback carries between them) of `count` random floats of this rank's,
+// reduced among ranks 0, 1 and 2 weighted 0.5, 0.3 and 0.2, each round in parts starting at
+// `starts` (the last part first); with `as_parts` each part says where it lies in the whole. The
+// tag advances with every operation. Returns the last round's result.
+std::vector<float> reduce_three_rounds(gloo_plane& plane, int rank, std::size_t count,
+                                       const std::vector<std::size_t>& starts, bool as_parts,
+                                       std::uint64_t& tag) {
+  const std::vector<herd::comm::weighted_input> inputs{{0, 0.5f}, {1, 0.3f}, {2, 0.2f}};
+  std::vector<float> data;
+  for (std::size_t round = 0; round < 3; ++round) {
+    data = random_values(count, seed_of(round, rank));
+    std::size_t end = count;
+    for (std::size_t start : starts) {
+      herd::comm::operation_options options{tag++, generous_timeout};
+      if (as_parts) {
+        options.whole_count = count;
+        options.part_offset = start;
+      }
+      const auto result =
+          plane
+              .group_reduce(inputs, data.data() + start, data.data() + start, end - start, options)
+              ->wait(generous_timeout);
+      EXPECT_EQ(result.message(), "") << "rank " << rank << ", part at " << start;
+      end = start;
+    }
+  }
+  return data;
+}
+
 TEST_P(gloo_plane_parts, a_buffer_reduced_in_parts_ends_with_the_bits_of_one_reduction) {
   const auto format = GetParam();
   const bool feedback = format != herd::comm::wire_format::fp32;
@@ -361,41 +390,16 @@ TEST_P(gloo_plane_parts, a_buffer_reduced_in_parts_ends_with_the_bits_of_one_red
   // Where each part starts, the last part first; cuts inside chunks and segments, and a part
   // of one float.
   const std::vector<std::size_t> starts{500000, 499999, 123457, 0};
-  const std::vector<float> weights{0.5f, 0.3f, 0.2f};
-  const std::vector<int> ranks{0, 1, 2};
   enum class how { at_once, in_parts, in_parts_alone };
-  // Three rounds (error feedback carries between them); the tag advances with every operation.
-  auto reduce = [&](herd::comm::gloo_plane& plane, int rank, how way) {
-    std::vector<herd::comm::weighted_input> inputs;
-    for (int member : ranks)
-      inputs.push_back({member, weights[static_cast<std::size_t>(member)]});
-    std::vector<float> data;
-    std::uint64_t tag = 0;
-    for (std::size_t round = 0; round < 3; ++round) {
-      data = random_values(count, seed_of(round, rank));
-      std::size_t end = count;
-      for (std::size_t start : way == how::at_once ? std::vector<std::size_t>{0} : starts) {
-        herd::comm::operation_options options{tag++, generous_timeout};
-        if (way == how::in_parts) {
-          options.whole_count = count;
-          options.part_offset = start;
-        }
-        const auto result = plane
-                                .group_reduce(inputs, data.data() + start, data.data() + start,
-                                              end - start, options)
-                                ->wait(generous_timeout);
-        EXPECT_EQ(result.message(), "") << "rank " << rank << ", part at " << start;
-        end = start;
-      }
-    }
-    return data;
-  };
   auto run_with = [&](how way, std::optional<herd::comm::plane_key> key) {
-    std::vector<std::vector<float>> results(ranks.size());
+    std::vector<std::vector<float>> results(3);
     run_ranks(
         3,
         [&](int rank, std::unique_ptr<gloo_plane>& plane) {
-          results[static_cast<std::size_t>(rank)] = reduce(*plane, rank, way);
+          std::uint64_t tag = 0;
+          results[static_cast<std::size_t>(rank)] = reduce_three_rounds(
+              *plane, rank, count, way == how::at_once ? std::vector<std::size_t>{0} : starts,
+              way == how::in_parts, tag);
         },
         [&](int rank, gloo_plane_options& options) {
           wire_of(format, key)(rank, options);
@@ -409,6 +413,55 @@ TEST_P(gloo_plane_parts, a_buffer_reduced_in_parts_ends_with_the_bits_of_one_red
   const auto alone = run_with(how::in_parts_alone, std::nullopt);
   EXPECT_EQ(alone[0], alone[1]) << "members of one reduction ended apart";
   EXPECT_NE(alone[0], at_once[0]) << "parts reduced alone should sum in another order";
+}
+
+// Lanes (several connections per pair, gloo_plane_options::lanes) cut an operation into one
+// part per lane, moved at once: a reduction ends with the bits of one over a single connection,
+// over three rounds with error feedback, whether the buffer is reduced at once or itself in parts
+// that the lanes cut again, in the clear and sealed (each lane with a key of its own); and a
+// broadcast gives every member the root's floats.
+TEST_P(gloo_plane_parts, lanes_end_with_the_bits_of_one_connection) {
+  const auto format = GetParam();
+  const std::size_t count = 1600001; // three lanes' worth
+  auto run_with = [&](int lanes, std::vector<std::size_t> starts,
+                      std::optional<herd::comm::plane_key> key) {
+    std::vector<std::vector<float>> results(3);
+    run_ranks(
+        3,
+        [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+          std::uint64_t tag = 0;
+          auto data = reduce_three_rounds(*plane, rank, count, starts, starts.size() > 1, tag);
+          EXPECT_EQ(broadcast(*plane, data.data(), count, {0, 1, 2}, 2, tag++, generous_timeout)
+                        .message(),
+                    "");
+          results[static_cast<std::size_t>(rank)] = data;
+        },
+        [&](int rank, gloo_plane_options& options) {
+          wire_of(format, key)(rank, options);
+          options.error_feedback = format != herd::comm::wire_format::fp32;
+          options.lanes = lanes;
+        });
+    return results;
+  };
+  const auto one = run_with(1, {0}, std::nullopt);
+  EXPECT_EQ(one[0], one[2]);
+  EXPECT_EQ(run_with(3, {0}, std::nullopt), one);
+  // 1100001 floats at 500000 cut across two lanes, then 500000 on one.
+  EXPECT_EQ(run_with(3, {500000, 0}, std::nullopt), one);
+  EXPECT_EQ(run_with(2, {0}, herd::comm::random_plane_key()), one);
+}
+
+TEST(gloo_plane, lanes_are_from_1_to_16) {
+  for (int lanes : {0, 17}) {
+    auto options = options_with(generous_timeout);
+    options.lanes = lanes;
+    try {
+      make_gloo_plane(0, 1, herd::comm::make_memory_store(), options);
+      ADD_FAILURE() << lanes << " lanes were taken";
+    } catch (const std::invalid_argument& refused) {
+      EXPECT_THAT(refused.what(), HasSubstr("lanes is " + std::to_string(lanes)));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(formats, gloo_plane_parts,
@@ -438,7 +491,7 @@ TEST(gloo_plane, a_part_outside_its_whole_buffer_is_refused) {
 // A rank whose messages are not sealed with the plane's key (it never got the key: an impostor
 // that took a peer's place, or bytes crafted by anyone else) is refused by name; what it sent
 // reaches no caller's buffer, and the ranks that hold the key go on reducing among themselves.
-void refused_and_the_others_go_on(std::size_t count) {
+void refused_and_the_others_go_on(std::size_t count, int lanes) {
   const herd::comm::plane_key key = herd::comm::random_plane_key();
   const std::vector<int> everyone{0, 1, 2};
   std::vector<status> results(3);
@@ -465,6 +518,7 @@ void refused_and_the_others_go_on(std::size_t count) {
       },
       [&](int rank, gloo_plane_options& options) {
         options.seal_key = rank == 2 ? herd::comm::random_plane_key() : key;
+        options.lanes = lanes;
         options.on_refused = [&, rank](int peer, const std::string& why) {
           std::lock_guard<std::mutex> guard(refusals_mutex);
           refusals.push_back(std::to_string(rank) + ": " + std::to_string(peer));
@@ -488,11 +542,13 @@ void refused_and_the_others_go_on(std::size_t count) {
 }
 
 // With chunks of one segment, and of several, whose sends the sender thread seals and posts
-// while the refusal ends the operation.
+// while the refusal ends the operation; and over two lanes, each refusing the peer (each peer is
+// still told once), the failing lane ending the other.
 TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
-  for (const std::size_t count : {std::size_t{1000}, std::size_t{1600000}}) {
-    SCOPED_TRACE("count " + std::to_string(count));
-    refused_and_the_others_go_on(count);
+  for (const auto& [count, lanes] :
+       std::vector<std::pair<std::size_t, int>>{{1000, 1}, {1600000, 1}, {1600000, 2}}) {
+    SCOPED_TRACE("count " + std::to_string(count) + ", lanes " + std::to_string(lanes));
+    refused_and_the_others_go_on(count, lanes);
   }
 }
 

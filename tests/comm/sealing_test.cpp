@@ -273,5 +273,28 @@ TEST(message_sealer, a_long_message_is_never_sealed_or_opened_in_place) {
                std::invalid_argument);
 }
 
+// Lanes count their own sequence numbers, so each seals with a key of its own: lane 0 with the
+// plane's (a plane of one lane is unchanged), every other one with a key derived from it, the
+// same on every rank; a message sealed on one lane does not open on another.
+TEST(lane_key, each_lane_has_a_key_of_its_own_that_every_rank_derives_alike) {
+  const plane_key key = fixed_key(3);
+  EXPECT_EQ(lane_key(key, 0), key);
+  EXPECT_NE(lane_key(key, 1), key);
+  EXPECT_NE(lane_key(key, 1), lane_key(key, 2));
+  EXPECT_EQ(lane_key(key, 2), lane_key(fixed_key(3), 2));
+  EXPECT_THROW(lane_key(key, -1), std::invalid_argument);
+  message_sealer lane_1_sender(lane_key(key, 1), 0, 2);
+  message_sealer lane_0_receiver(key, 1, 2);
+  message_sealer lane_1_receiver(lane_key(key, 1), 1, 2);
+  const auto plain = random_bytes(payload, 9);
+  std::vector<std::uint8_t> message(payload + message_sealer::overhead);
+  std::vector<std::uint8_t> opened(payload);
+  lane_1_sender.seal(1, 4, 0, plain.data(), payload, message.data());
+  EXPECT_THAT(lane_0_receiver.open(0, 4, 0, message.data(), payload, opened.data()),
+              HasSubstr("does not authenticate"));
+  EXPECT_EQ(lane_1_receiver.open(0, 4, 0, message.data(), payload, opened.data()), "");
+  EXPECT_EQ(opened, plain);
+}
+
 } // namespace
 } // namespace herd::comm

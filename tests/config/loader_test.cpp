@@ -847,6 +847,15 @@ TEST_F(config_files, seal_threads_are_automatic_or_between_1_and_64) {
   EXPECT_THAT(first_error("", {"--comm.seal-threads=-1"}), HasSubstr("comm.seal-threads = -1"));
 }
 
+TEST_F(config_files, connections_are_between_1_and_16) {
+  EXPECT_EQ(1, load("", {}).comm.connections);
+  EXPECT_EQ(16, load("", {"--comm.connections=16"}).comm.connections);
+  EXPECT_THAT(first_error("", {"--comm.connections=0"}),
+              HasSubstr("comm.connections = 0 (command line): must be between 1 and 16 "
+                        "connections between each pair of nodes"));
+  EXPECT_THAT(first_error("", {"--comm.connections=17"}), HasSubstr("comm.connections = 17"));
+}
+
 // The data plane is sealed whenever TLS is on (auto), on demand with TLS, never without it.
 TEST_F(config_files, data_encryption_follows_tls_and_is_never_on_without_it) {
   const auto ca = write("ca.pem", "not checked here, only readable");
