@@ -63,13 +63,15 @@ public:
     if (parts == 1 || send == nullptr || out == nullptr || !part_error(count, options).empty())
       return lanes_[0]->group_reduce(inputs, send, out, count, options);
     const std::size_t whole = options.whole_count == 0 ? count : options.whole_count;
-    return ended_work(in_parts(count, parts, options.tag, [&](std::size_t lane, std::size_t begin,
-                                                              std::size_t n) {
-      operation_options part = options;
-      part.whole_count = whole;
-      part.part_offset = options.part_offset + begin;
-      return lanes_[lane]->group_reduce(inputs, send + begin, out + begin, n, part)->wait(never);
-    }));
+    return ended_work(
+        in_parts(count, parts, [&](std::size_t lane, std::size_t begin, std::size_t n) {
+          operation_options part = options;
+          part.whole_count = whole;
+          part.part_offset = options.part_offset + begin;
+          return lanes_[lane]
+              ->group_reduce(inputs, send + begin, out + begin, n, part)
+              ->wait(never);
+        }));
   }
 
   std::shared_ptr<work> broadcast(float* data, std::size_t count, const std::vector<int>& ranks,
@@ -77,8 +79,8 @@ public:
     const std::size_t parts = parts_for(count);
     if (parts == 1 || data == nullptr)
       return lanes_[0]->broadcast(data, count, ranks, root, options);
-    return ended_work(in_parts(
-        count, parts, options.tag, [&](std::size_t lane, std::size_t begin, std::size_t n) {
+    return ended_work(
+        in_parts(count, parts, [&](std::size_t lane, std::size_t begin, std::size_t n) {
           return lanes_[lane]->broadcast(data + begin, n, ranks, root, options)->wait(never);
         }));
   }
@@ -95,21 +97,19 @@ private:
   }
 
   // Runs `part(lane, begin, n)` for each of `parts` contiguous parts of `count` floats at once,
-  // part 0 on this thread. A part that fails cancels the others (their lanes would otherwise
-  // wait out the deadline for peers that gave up); the result is the first failure that is not
-  // such a cancel.
-  status in_parts(std::size_t count, std::size_t parts, std::uint64_t tag,
+  // part 0 on this thread. Each lane runs its part to the end, succeeded or failed on its own: a
+  // lane that cancelled its part when another failed would never send what its peers' parts
+  // wait for (their rings stop where this one stopped), and in a cluster the aggregator cancels
+  // a failed round on every node anyway (cancel() reaches every lane). The result is the most
+  // telling failure: what a lane saw (a refused or lost peer, a bad call) before a timeout,
+  // which is often its consequence (a ring whose peer stopped in another lane), before a cancel.
+  status in_parts(std::size_t count, std::size_t parts,
                   const std::function<status(std::size_t, std::size_t, std::size_t)>& part) {
     std::vector<status> results(parts);
     auto run = [&](std::size_t lane) {
       const std::size_t begin = count * lane / parts;
       const std::size_t end = count * (lane + 1) / parts;
       results[lane] = part(lane, begin, end - begin);
-      if (!results[lane].ok())
-        for (std::size_t other = 0; other < parts; ++other)
-          if (other != lane)
-            lanes_[other]->cancel(tag, "lane " + std::to_string(lane) +
-                                           " of the operation failed: " + results[lane].message());
     };
     std::vector<std::thread> threads;
     std::size_t threaded = 1; // parts 1 .. threaded - 1 have threads
@@ -125,13 +125,14 @@ private:
       run(lane);
     for (auto& thread : threads)
       thread.join();
+    auto rank = [](const status& failure) {
+      return failure.kind() == outcome::aborted ? 2 : failure.kind() == outcome::timeout ? 1 : 0;
+    };
+    const status* told = nullptr;
     for (const auto& result : results)
-      if (!result.ok() && result.kind() != outcome::aborted)
-        return result;
-    for (const auto& result : results)
-      if (!result.ok())
-        return result;
-    return {};
+      if (!result.ok() && (told == nullptr || rank(result) < rank(*told)))
+        told = &result;
+    return told != nullptr ? *told : status{};
   }
 
   std::vector<std::unique_ptr<gloo_mesh>> lanes_;

@@ -280,7 +280,8 @@ public:
   }
 
   // One message from or into memory the operation owns; returns its transfer. With the plane's
-  // sealer, a send is sealed here, from `plain` into `message`.
+  // sealer, a send is sealed from `plain` into `message`: here, or once pipeline_sends() was
+  // called, by the plane's sender.
   std::size_t post_send(int peer, std::uint64_t slot, const message_memory& memory) {
     return post(peer, slot, memory, true);
   }
@@ -387,10 +388,19 @@ private:
         abort(transfers_.back());
     }
     transfer& t = transfers_[index]; // stays where it is while later transfers are added
-    if (handed_over)
-      plane_.sender_->give([this, &t] { seal_and_send(t); });
-    else
+    if (!handed_over) {
       give_to_gloo(t);
+      return index;
+    }
+    try {
+      plane_.sender_->give([this, &t] { seal_and_send(t); });
+    } catch (...) { // never given to the sender (no memory): nothing waits for it
+      std::lock_guard<std::mutex> guard(transfers_mutex_);
+      t.queued = false;
+      t.pending = false;
+      --queued_;
+      throw;
+    }
     return index;
   }
 

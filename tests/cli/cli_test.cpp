@@ -29,6 +29,7 @@
 #include "support/background_process.hpp"
 #include "support/contract_keys.hpp"
 #include "support/npy_file.hpp"
+#include "support/read_file.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
 
@@ -1561,7 +1562,8 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
 }
 
 // scripts/bench-cluster runs both layouts of a job and prints their per-round medians and the
-// ratio; a run that fails ends it with status 1 and the failed run's log named.
+// ratio, the cluster once for each number of connections asked for (which its nodes then use);
+// a run that fails ends it with status 1 and the failed run's log named.
 TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) {
   const std::string script = std::string(HERD_SOURCE_DIR) + "/scripts/bench-cluster";
   std::vector<std::string> argv{script,
@@ -1570,13 +1572,15 @@ TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) 
                                 "--nodes=2",
                                 "--repetitions=1",
                                 "--algorithms=solo",
+                                "--connections=1,2",
                                 "--port=" + std::to_string(herd::testing::free_loopback_port()),
                                 "--",
                                 "--data.dataset=synthetic",
                                 "--train.epochs=1"};
   const auto measured = run_process(argv, 300s);
   ASSERT_EQ(measured.exit_code, 0) << measured.output;
-  EXPECT_THAT(measured.output, HasSubstr("run  2 of 2: solo     2 nodes x 1"));
+  EXPECT_THAT(measured.output, HasSubstr("run  2 of 3: solo     2 nodes x 1"));
+  EXPECT_THAT(measured.output, HasSubstr("run  3 of 3: solo     2 nodes x 1, 2 conn"));
   // Each layout's median round, and the cluster's over one process's.
   std::smatch one, two;
   const std::string row = " +([0-9.]+) +[0-9.]+ +([0-9.]+)x";
@@ -1586,12 +1590,25 @@ TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) 
       << measured.output;
   EXPECT_EQ(one[2].str(), "1.00");
   EXPECT_NEAR(std::stod(two[2].str()), std::stod(two[1].str()) / std::stod(one[1].str()), 0.01);
+  EXPECT_TRUE(std::regex_search(measured.output, std::regex("solo +2 nodes x 1, 2 conn" + row)))
+      << measured.output;
   EXPECT_THAT(measured.output, HasSubstr("goal: at most 1.5x one process's round"));
+  // The nodes of the second cluster connected twice to each other (its log names where
+  // local-cluster put the nodes' logs).
+  std::smatch logs, node_logs;
+  ASSERT_TRUE(std::regex_search(measured.output, logs, std::regex("logs and reports in (\\S+)")))
+      << measured.output;
+  const std::string second_cluster =
+      herd::testing::read_file(logs[1].str() + "/solo-cluster-2-1.log");
+  ASSERT_TRUE(std::regex_search(second_cluster, node_logs, std::regex("node logs in (\\S+)")))
+      << second_cluster;
+  EXPECT_THAT(herd::testing::read_file(node_logs[1].str() + "/node-0.log"),
+              HasSubstr("2 connections to each peer"));
 
   argv.push_back("--train.lr=-1");
   const auto failed = run_process(argv, 120s);
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
-  EXPECT_THAT(failed.output, testing::ContainsRegex("run 1 of 2 \\(solo, one process\\) failed "
+  EXPECT_THAT(failed.output, testing::ContainsRegex("run 1 of 3 \\(solo, one process\\) failed "
                                                     "with status 2; see .*solo-one-1.log"));
 }
 

@@ -542,8 +542,10 @@ void refused_and_the_others_go_on(std::size_t count, int lanes) {
 }
 
 // With chunks of one segment, and of several, whose sends the sender thread seals and posts
-// while the refusal ends the operation; and over two lanes, each refusing the peer (each peer is
-// still told once), the failing lane ending the other.
+// while the refusal ends the operation; and over two lanes. There rank 2's own chunk is empty in
+// lane 0, so it sends nothing there before it refuses rank 1 and stops: rank 0's lane 0 waits
+// out its deadline, its lane 1 refuses rank 2, and the refusal is what the operation reports
+// (told once, whichever lanes refused).
 TEST(gloo_plane, a_peer_without_the_plane_key_is_refused_and_the_others_go_on) {
   for (const auto& [count, lanes] :
        std::vector<std::pair<std::size_t, int>>{{1000, 1}, {1600000, 1}, {1600000, 2}}) {
