@@ -6,7 +6,8 @@
 //
 //   bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7] [--warmup=2]
 //              [--hostname=127.0.0.1] [--compression=none,fp16,bf16] [--encryption=off,on]
-//              [--seal-threads=1,4] [--seal-pipeline=on,off] [--lanes=1,2,4]
+//              [--seal-threads=1,4] [--seal-pipeline=on,off] [--open-pipeline=on,off]
+//              [--lanes=1,2,4]
 //
 // For every (P, size) it prints the median time of one allreduce over all P ranks (each repetition
 // timed from a barrier to the last rank's return), the algorithm bandwidth (bytes / time), the bus
@@ -28,6 +29,9 @@
 // 1 to 4). --seal-pipeline=on,off runs each sealed plane twice: with its sends sealed and posted
 // by a thread of their own while the reduction goes on (on, the default), and sealed by the
 // reduction's own thread before each is posted (off; the wire column ends in "s", serial).
+// --open-pipeline=on,off does the same for receives: each waited for and opened by a thread of
+// the operation's own while the reduction adds the segment before (on, the default), or opened
+// by the reduction's thread when it needs the segment (off; the wire column ends in "o").
 // --lanes=1,2,4 runs each wire over that many connections between each pair of ranks
 // (comm.connections; the wire column says "xN" after the format), a reduction of 4 MiB or more
 // cut across them; vs_clear then compares with one lane in the clear.
@@ -69,6 +73,7 @@ struct options {
   std::vector<bool> encryptions{false};
   std::vector<int> seal_threads{0}; // 0: the plane's automatic number
   std::vector<bool> seal_pipelines{true};
+  std::vector<bool> open_pipelines{true};
   std::vector<int> lanes{1};
 };
 
@@ -78,6 +83,7 @@ struct plane_setup {
   std::optional<herd::comm::plane_key> key;
   int seal_threads = 0;
   bool seal_pipeline = true;
+  bool open_pipeline = true;
   int lanes = 1; // connections between each pair of ranks (comm.connections)
 };
 
@@ -93,7 +99,7 @@ void usage(std::ostream& out) {
   out << "usage: bench_gloo [--processes=2,3,4] [--sizes-mb=1,4,16,64] [--repetitions=7]\n"
          "                  [--warmup=2] [--hostname=127.0.0.1] [--compression=none,fp16,bf16]\n"
          "                  [--encryption=off,on] [--seal-threads=1,4] [--seal-pipeline=on,off]\n"
-         "                  [--lanes=1,2,4]\n"
+         "                  [--open-pipeline=on,off] [--lanes=1,2,4]\n"
          "Times group_reduce among P forked processes on one host (median over repetitions)\n"
          "next to raw loopback TCP between two processes (one stream, and one each way at once),\n"
          "and prints algbw, busbw, busbw/TCP and busbw/duplex.\n";
@@ -140,6 +146,8 @@ options parse(int argc, char** argv) {
         }
     } else if (key == "--seal-pipeline") {
       parsed.seal_pipelines = herd::bench::off_on_list("bench_gloo", key, value);
+    } else if (key == "--open-pipeline") {
+      parsed.open_pipelines = herd::bench::off_on_list("bench_gloo", key, value);
     } else if (key == "--seal-threads") {
       parsed.seal_threads = parse_list<int>(value);
       for (int threads : parsed.seal_threads)
@@ -244,6 +252,7 @@ std::map<std::size_t, double> time_allreduce(const options& opts, int processes,
       plane_options.seal_key = setup.key;
       plane_options.seal_threads = setup.seal_threads;
       plane_options.pipeline_sealing = setup.seal_pipeline;
+      plane_options.pipeline_opening = setup.open_pipeline;
       plane_options.lanes = setup.lanes;
       plane_options.prefix = "bench-" + std::to_string(processes);
       auto plane = herd::comm::make_gloo_plane(
@@ -436,22 +445,27 @@ int main(int argc, char** argv) {
       duplex_tcp[bytes_of(size_mb)] = time_raw_tcp(opts, bytes_of(size_mb), true);
     }
     std::map<std::string, std::map<std::size_t, double>> times; // wire -> bytes -> seconds
-    // (format, sealed, threads, pipelined, lanes): every format in the clear, and sealed by each
-    // number of threads, pipelined or not, over each number of lanes.
-    std::vector<std::tuple<std::string, bool, int, bool, int>> runs;
+    // (format, sealed, threads, sends pipelined, opening pipelined, lanes): every format in the
+    // clear, and sealed by each number of threads, pipelined or not, over each number of lanes.
+    std::vector<std::tuple<std::string, bool, int, bool, bool, int>> runs;
+    const std::vector<bool> clear_pipeline{true};
     for (const auto& format : opts.compressions)
       for (int lanes : opts.lanes)
         for (bool sealed : opts.encryptions)
           for (int threads : sealed ? opts.seal_threads : std::vector<int>{0})
-            for (bool pipelined : sealed ? opts.seal_pipelines : std::vector<bool>{true})
-              runs.emplace_back(format, sealed, threads, pipelined, lanes);
-    for (const auto& [format, sealed, threads, pipelined, lanes] : runs) {
+            for (bool sends : sealed ? opts.seal_pipelines : clear_pipeline)
+              for (bool opening : sealed ? opts.open_pipelines : clear_pipeline)
+                runs.emplace_back(format, sealed, threads, sends, opening, lanes);
+    for (const auto& [format, sealed, threads, sends, opening, lanes] : runs) {
       const std::string wire =
           format + (lanes > 1 ? "x" + std::to_string(lanes) : "") + (sealed ? "+gcm" : "") +
-          (threads > 0 ? std::to_string(threads) : "") + (pipelined ? "" : "s");
+          (threads > 0 ? std::to_string(threads) : "") + (sends ? "" : "s") + (opening ? "" : "o");
       auto directory = store_root / (std::to_string(processes) + "-" + wire);
       const plane_setup setup{herd::comm::wire_format_of(format),
-                              sealed ? std::optional(key) : std::nullopt, threads, pipelined,
+                              sealed ? std::optional(key) : std::nullopt,
+                              threads,
+                              sends,
+                              opening,
                               lanes};
       times[wire] = time_allreduce(opts, processes, directory.string(), setup);
       for (double size_mb : opts.sizes_mb) {

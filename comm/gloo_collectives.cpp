@@ -216,7 +216,7 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
   };
   const std::uint64_t tag = op.tag();
   if (parts.most_segments() > 1)
-    op.pipeline_sends();
+    op.pipeline();
   // Steps 0..k-2 reduce-scatter, k-1..2k-3 allgather.
   auto slot = [tag](int step) { return slot_of(tag, operation_kind::allreduce, step); };
 
@@ -301,7 +301,7 @@ void gloo_mesh::chain_broadcast(operation& op, float* data, std::size_t count,
   const wire_view wire(wire_format::fp32, sealer_ != nullptr, staging, whole);
   const std::uint64_t slot = slot_of(op.tag(), operation_kind::broadcast, 0);
   if (whole.segments(0) > 1)
-    op.pipeline_sends();
+    op.pipeline();
   std::vector<std::size_t> sends;
   if (hop == 0) {
     for (std::size_t s = 0; s < whole.segments(0); ++s) {

@@ -209,8 +209,11 @@ private:
   const wire_format compression_;          // how reductions put their floats on the wire
   std::unique_ptr<message_sealer> sealer_; // seals every message; null: messages go in the clear
   // With the sealer: seals and posts the sends of operations that pipeline them, in the order
-  // they were posted (operation::pipeline_sends).
+  // they were posted (operation::pipeline).
   std::unique_ptr<ordered_thread> sender_;
+  // With the sealer: operations that pipeline have each receive opened, as it arrives, by a
+  // thread of their own (operation::pipeline).
+  bool pipeline_opening_ = false;
   const std::function<void(int, const std::string&)> on_refused_;
   const bool error_feedback_;
   std::mutex residual_mutex_;
@@ -244,10 +247,12 @@ public:
     int peer = -1;
     bool sending = false;
     bool pending = true; // posted and not seen complete
-    // A pipelined sealed send: with the plane's sender, not yet given to Gloo (and what sealing or
-    // posting it threw, for its wait).
+    // A pipelined sealed send: with the plane's sender, not yet given to Gloo; a pipelined sealed
+    // receive: with the operation's opener, not yet arrived and opened. And what sealing and
+    // posting, or waiting and opening, threw, for its wait.
     bool queued = false;
-    std::exception_ptr post_error;
+    bool opened_by_opener = false; // a pipelined receive: its wait waits for the opener
+    std::exception_ptr error;
     // Where the message belongs (the sealer's associated data), and for a sealed receive where
     // it opens to.
     std::uint64_t slot = 0;
@@ -269,18 +274,35 @@ public:
   // From now on, with a sealer, each send is sealed and posted by the plane's sender thread, in
   // the order posted, while this thread goes on (opening and adding the next segment): for
   // operations of several segments a chunk, where the two overlap. A send's wait waits for it
-  // to be posted first.
-  void pipeline_sends() { pipelined_ = plane_.sender_ != nullptr; }
+  // to be posted first. With the plane's pipeline_opening, each receive posted from now on is
+  // also waited for and opened by a thread of this operation's own, in the order posted, while
+  // this thread adds the segment before it; the receive's wait waits for the opener. The opener
+  // is the operation's own, not the plane's: it blocks in Gloo's wait for a message, and a thread
+  // shared by concurrent operations would make one's messages wait behind another's.
+  void pipeline() {
+    pipelined_ = plane_.sender_ != nullptr;
+    if (plane_.sealer_ && plane_.pipeline_opening_ && !opener_)
+      opener_ = std::make_unique<ordered_thread>();
+  }
 
-  // Blocks until the sender has posted every send handed to it: before the operation fails,
-  // is parked or ends, since the sender's jobs refer to its transfers.
-  void drain_sends() {
+  // Blocks until the sender has posted every send handed to it and the opener has ended every
+  // receive handed to it: before the operation fails, is parked or ends, since their jobs refer
+  // to its transfers. `failing`: the operation's thread gave up, so nobody will wait for the
+  // receives still with the opener: their waits are woken (a receive whose message never comes
+  // would hold the opener for good), and those not begun are skipped.
+  void drain(bool failing) {
     std::unique_lock<std::mutex> lock(transfers_mutex_);
+    if (failing) {
+      abandoned_ = true;
+      for (auto& t : transfers_)
+        if (t.queued && !t.sending)
+          abort(t);
+    }
     posted_.wait(lock, [this] { return queued_ == 0; });
   }
 
   // One message from or into memory the operation owns; returns its transfer. With the plane's
-  // sealer, a send is sealed from `plain` into `message`: here, or once pipeline_sends() was
+  // sealer, a send is sealed from `plain` into `message`: here, or once pipeline() was
   // called, by the plane's sender.
   std::size_t post_send(int peer, std::uint64_t slot, const message_memory& memory) {
     return post(peer, slot, memory, true);
@@ -294,20 +316,11 @@ public:
   // does not open throws peer_lost, and the plane takes the peer as lost.
   void wait(std::size_t index) {
     transfer& t = transfers_[index];
-    if (t.sending)
-      await_posted(t);
-    wait_for(index);
-    if (t.sending || !plane_.sealer_)
-      return;
-    const std::string rejected = plane_.sealer_->open(t.peer, t.slot, t.index, t.memory.message,
-                                                      t.memory.bytes, t.memory.plain);
-    if (rejected.empty())
-      return;
-    const std::string why = "a message from it was rejected: " + rejected;
-    if (plane_.mark_lost(t.peer, why) && plane_.on_refused_)
-      plane_.on_refused_(t.peer, why);
-    throw comm_error(outcome::peer_lost,
-                     description_ + ": rank " + std::to_string(t.peer) + " is refused: " + why);
+    if (t.sending || t.opened_by_opener)
+      return await_handed_over(t, t.sending);
+    wait_for(t);
+    if (plane_.sealer_)
+      open_arrived(t);
   }
 
   // The watchdog's expire hook, once the deadline has passed.
@@ -363,7 +376,7 @@ public:
 private:
   std::size_t post(int peer, std::uint64_t slot, const message_memory& memory, bool sending) {
     const bool sealed = plane_.sealer_ != nullptr;
-    const bool handed_over = sealed && sending && pipelined_;
+    const bool handed_over = sealed && (sending ? pipelined_ : opener_ != nullptr);
     // Both ends post a slot's messages in the same order: their count is the message's index.
     const std::uint32_t place = next_index_[{peer, slot, sending}]++;
     if (sealed && sending && !handed_over)
@@ -381,6 +394,7 @@ private:
       t.index = place;
       t.memory = memory;
       t.queued = handed_over;
+      t.opened_by_opener = handed_over && !sending;
       queued_ += handed_over ? 1 : 0;
       index = transfers_.size() - 1;
       // A transfer posted after the deadline (or a cancel) must not wait: nobody comes by again.
@@ -388,16 +402,21 @@ private:
         abort(transfers_.back());
     }
     transfer& t = transfers_[index]; // stays where it is while later transfers are added
-    if (!handed_over) {
-      give_to_gloo(t);
+    if (!handed_over || !sending)
+      give_to_gloo(t); // a receive is posted here, and its opener waits for it
+    if (!handed_over)
       return index;
-    }
     try {
-      plane_.sender_->give([this, &t] { seal_and_send(t); });
-    } catch (...) { // never given to the sender (no memory): nothing waits for it
+      if (sending)
+        plane_.sender_->give([this, &t] { seal_and_send(t); });
+      else
+        opener_->give([this, &t] { open_when_arrived(t); });
+    } catch (...) { // never given to the thread (no memory): nothing waits for it
       std::lock_guard<std::mutex> guard(transfers_mutex_);
       t.queued = false;
-      t.pending = false;
+      t.opened_by_opener = false;
+      if (sending)
+        t.pending = false; // a receive is with Gloo all the same
       --queued_;
       throw;
     }
@@ -432,25 +451,69 @@ private:
     } catch (...) {
       error = std::current_exception();
     }
-    std::lock_guard<std::mutex> guard(transfers_mutex_);
-    t.post_error = error;
     t.pending = given;
+    handed_back(t, error);
+  }
+
+  // On the operation's opener: a pipelined receive waited for and opened (unless the operation
+  // gave up on it: drain). What fails is kept for the receive's wait.
+  void open_when_arrived(transfer& t) {
+    std::exception_ptr error;
+    try {
+      bool skip = false;
+      {
+        std::lock_guard<std::mutex> guard(transfers_mutex_);
+        skip = abandoned_;
+      }
+      if (!skip) {
+        wait_for(t);
+        open_arrived(t);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    handed_back(t, error);
+  }
+
+  // A job of the sender or the opener has ended with `error` (null: it did its part).
+  void handed_back(transfer& t, std::exception_ptr error) {
+    std::lock_guard<std::mutex> guard(transfers_mutex_);
+    t.error = std::move(error);
     t.queued = false;
     --queued_;
     posted_.notify_all();
   }
 
-  // A send's wait, first: until the sender has posted it; rethrows what that threw.
-  void await_posted(transfer& t) {
-    std::unique_lock<std::mutex> lock(transfers_mutex_);
-    posted_.wait(lock, [&t] { return !t.queued; });
-    if (t.post_error)
-      std::rethrow_exception(std::exchange(t.post_error, nullptr));
+  // The wait of a transfer handed to the sender (`sending`) or the opener: until that thread has
+  // ended its part; rethrows what that threw. A send is then waited for here; a receive has
+  // arrived and is open.
+  void await_handed_over(transfer& t, bool sending) {
+    {
+      std::unique_lock<std::mutex> lock(transfers_mutex_);
+      posted_.wait(lock, [&t] { return !t.queued; });
+      if (t.error)
+        std::rethrow_exception(std::exchange(t.error, nullptr));
+    }
+    if (sending)
+      wait_for(t);
   }
 
-  // Blocks until transfer `index` completes (wait's first half).
-  void wait_for(std::size_t index) {
-    transfer& t = transfers_[index];
+  // A sealed receive that has arrived, opened into its plain memory; one that does not open
+  // throws peer_lost, and the plane takes the peer as lost.
+  void open_arrived(const transfer& t) {
+    const std::string rejected = plane_.sealer_->open(t.peer, t.slot, t.index, t.memory.message,
+                                                      t.memory.bytes, t.memory.plain);
+    if (rejected.empty())
+      return;
+    const std::string why = "a message from it was rejected: " + rejected;
+    if (plane_.mark_lost(t.peer, why) && plane_.on_refused_)
+      plane_.on_refused_(t.peer, why);
+    throw comm_error(outcome::peer_lost,
+                     description_ + ": rank " + std::to_string(t.peer) + " is refused: " + why);
+  }
+
+  // Blocks until transfer `t` completes (wait's first half).
+  void wait_for(transfer& t) {
     if (cancelled_.load())
       throw_cancelled();
     if (timed_out_.load())
@@ -503,11 +566,14 @@ private:
   std::deque<transfer> transfers_; // a deque: references stay valid while posting
   std::map<std::tuple<int, std::uint64_t, bool>, std::uint32_t> next_index_; // by peer, slot, send
   bool pipelined_ = false;
-  std::size_t queued_ = 0;         // sends with the sender, under transfers_mutex_
-  std::condition_variable posted_; // a queued send was posted (or failed to be)
+  std::size_t queued_ = 0; // transfers with the sender or the opener, under transfers_mutex_
+  std::condition_variable posted_; // a queued transfer's job has ended
+  bool abandoned_ = false;         // drain(true): the opener skips what it has not begun
   std::atomic<bool> timed_out_{false};
   std::atomic<bool> cancelled_{false};
   std::string cancelled_why_; // under transfers_mutex_
+  // Declared after the transfers, so destroyed before them: its jobs refer to them.
+  std::unique_ptr<ordered_thread> opener_;
 };
 
 // A failed operation whose transfers may still be queued in live pairs, and the thread that

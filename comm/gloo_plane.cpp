@@ -165,6 +165,7 @@ gloo_mesh::gloo_mesh(int rank, int size, const std::shared_ptr<rendezvous_store>
                                                seal_threads_for(options.seal_threads));
     if (options.pipeline_sealing)
       sender_ = std::make_unique<ordered_thread>();
+    pipeline_opening_ = options.pipeline_opening;
   }
   // No abort hook: an operation that passes its deadline ends alone, and the plane works on.
   watchdog_ = std::make_unique<watchdog>(where, nullptr, nullptr);
@@ -261,7 +262,7 @@ void gloo_mesh::run(std::string description, const operation_options& options,
   try {
     body(*op);
   } catch (const comm_error& failure) {
-    op->drain_sends();
+    op->drain(true);
     unlist();
     watchdog_->finish(*watched, failure.to_status()); // from here on `op` is not expired
     // A timeout often hides the real failure: a peer whose pair broke while this rank waited for
@@ -274,14 +275,14 @@ void gloo_mesh::run(std::string description, const operation_options& options,
                                              std::to_string(lost.begin()->first) +
                                              " failed: " + lost.begin()->second);
   } catch (const std::exception& failure) {
-    op->drain_sends();
+    op->drain(true);
     unlist();
     watchdog_->finish(*watched, {outcome::failed, failure.what()});
     op->probe_lost_peers();
     fail(std::move(op));
     throw;
   }
-  op->drain_sends(); // the body waited for every send: nothing is left with the sender
+  op->drain(false); // the body waited for every transfer: nothing is left with the threads
   unlist();
   watchdog_->finish(*watched, {});
   // Every transfer has completed: the buffers go first, then their memory back to the pool.

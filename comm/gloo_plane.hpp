@@ -40,6 +40,11 @@ struct gloo_plane_options {
   // the next segment. false seals each send on the operation's thread before it is posted
   // (bench_gloo's --seal-pipeline compares the two). The bytes on the wire are the same.
   bool pipeline_sealing = true;
+  // With a key: the receives of such an operation are each waited for and opened, as they arrive
+  // and in order, by a thread of the operation's own, while its thread adds the segment before.
+  // false opens each on the operation's thread once it waits for it (bench_gloo's
+  // --open-pipeline compares the two). The floats received are the same.
+  bool pipeline_opening = true;
   // Connections between each pair of ranks (1 to 16), each lane a mesh of its own with its own
   // network thread (Gloo's device) and, sealed, its own key (lane_key): a reduction or broadcast
   // of at least two lanes' worth of floats (lane_floats each) is cut into that many contiguous
@@ -47,7 +52,7 @@ struct gloo_plane_options {
   // bits of one reduction of the whole (operation_options' parts). Every rank must use the same
   // number. With sealing, each lane seals by seal_threads / lanes threads (at least 1).
   int lanes = 1;
-  // Called once for each peer whose messages were refused (on the thread of the operation that
+  // Called once for each peer whose messages were refused (on a thread of the operation that
   // refused it), with why: for the node's log, since the operation's failure alone only aborts a
   // round. May be empty.
   std::function<void(int peer, const std::string& why)> on_refused;

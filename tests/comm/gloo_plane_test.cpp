@@ -305,8 +305,10 @@ TEST(gloo_plane, a_16_bit_wire_rounds_what_it_sends) {
 }
 
 // Sealing changes what crosses the wire, never what arrives: sums and broadcasts over sealed
-// messages are the very floats of the clear ones, in every wire format, and whatever number of
-// threads each rank seals with.
+// messages are the very floats of the clear ones, in every wire format, whatever number of
+// threads each rank seals with, and whether receives are opened by a thread of the operation's
+// own as they arrive or by the operation's thread when it needs them (two segments a chunk
+// between two members, so that the two overlap).
 TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones) {
   const std::vector<std::vector<int>> groups{{0, 1}, {0, 1, 2}, {1, 2}, {0, 1, 2}};
   const std::vector<std::size_t> counts{1, 7, 600001};
@@ -341,9 +343,14 @@ TEST(gloo_plane, sealed_messages_give_the_same_floats_bit_for_bit_as_clear_ones)
     const prints clear = run_with(wire_of(format));
     const prints sealed = run_with(wire_of(format, key));
     const prints sealed_by_threads = run_with(wire_of(format, key, true));
+    const prints opened_when_needed = run_with([&](int rank, gloo_plane_options& options) {
+      wire_of(format, key)(rank, options);
+      options.pipeline_opening = false;
+    });
     EXPECT_EQ(clear.size(), 10u * counts.size()); // 2 + 3 + 2 + 3 members, every count
     EXPECT_EQ(clear, sealed) << herd::comm::name_of(format);
     EXPECT_EQ(clear, sealed_by_threads) << herd::comm::name_of(format);
+    EXPECT_EQ(clear, opened_when_needed) << herd::comm::name_of(format);
   }
 }
 
@@ -499,6 +506,13 @@ void refused_and_the_others_go_on(std::size_t count, int lanes) {
   std::vector<std::string> then(3);
   std::mutex refusals_mutex;
   std::vector<std::string> refusals; // "rank: peer"
+  // Over one lane rank 0 refuses rank 2 and ends at once: with a deadline longer than rank 1's,
+  // its operation ends before rank 1's, which waits its deadline out. (With chunks of several
+  // segments, its receives still expected from rank 2, which stopped, hold the thread that opens
+  // them until the operation wakes it.)
+  const bool at_once = lanes == 1;
+  std::atomic<bool> rank_1_ended{false};
+  std::atomic<bool> rank_0_ended_first{false};
   run_ranks(
       3,
       [&](int rank, std::unique_ptr<gloo_plane>& plane) {
@@ -507,7 +521,12 @@ void refused_and_the_others_go_on(std::size_t count, int lanes) {
         auto data =
             rank == 2 ? std::vector<float>(count, 1e30f) : random_values(count, seed_of(0, rank));
         const auto before = data;
-        results[r] = sum_in_place(*plane, data.data(), count, everyone, 1, 3s);
+        results[r] =
+            sum_in_place(*plane, data.data(), count, everyone, 1, rank == 0 && at_once ? 20s : 3s);
+        if (rank == 0)
+          rank_0_ended_first = !rank_1_ended.load();
+        if (rank == 1)
+          rank_1_ended = true;
         unchanged[r] = data == before ? "" : "the failed sum wrote into the caller's buffer";
         if (rank == 2)
           return;
@@ -532,6 +551,9 @@ void refused_and_the_others_go_on(std::size_t count, int lanes) {
   EXPECT_EQ(results[0].kind(), outcome::peer_lost);
   EXPECT_THAT(results[0].message(), HasSubstr("rank 2 is refused"));
   EXPECT_THAT(results[0].message(), HasSubstr("does not authenticate"));
+  if (at_once) {
+    EXPECT_TRUE(rank_0_ended_first.load()) << "the refusal waited for rank 0's deadline";
+  }
   // Rank 1 then waits for rank 0, which stopped; the impostor refuses rank 1's real messages.
   EXPECT_FALSE(results[1].ok());
   EXPECT_THAT(results[2].message(), HasSubstr("rank 1 is refused"));
@@ -773,37 +795,48 @@ TEST(gloo_plane, late_data_from_a_peer_never_reaches_a_buffer_whose_operation_ti
 // A node whose part of a round failed has the others' parts cancelled (the aggregator's
 // cancel_atom): rank 2 never joins tag 5, and instead of waiting out their 60 s deadline ranks 0
 // and 1 end at once, `aborted`, naming why, with their buffers untouched. A tag cancelled before
-// it starts never runs; the plane goes on with the next tag among all three.
-TEST(gloo_plane, a_cancelled_operation_ends_at_once_and_the_plane_goes_on) {
-  const std::size_t count = 300001;
+// it starts never runs; the plane goes on with the next tag among all three. In the clear, and
+// sealed with chunks of several segments, whose receives a thread of the operation's own waits
+// for and opens: the cancel wakes it too.
+void cancelled_and_the_plane_goes_on(std::size_t count, std::optional<herd::comm::plane_key> key) {
   const std::vector<int> everyone = {0, 1, 2};
   std::vector<gloo_plane*> planes(3, nullptr);
   meeting_point listed(3);
-  run_ranks(3, [&](int rank, std::unique_ptr<gloo_plane>& plane) {
-    planes[static_cast<std::size_t>(rank)] = plane.get();
-    listed.arrive_and_wait();
-    if (rank == 2) {
-      std::this_thread::sleep_for(100ms); // usually after the others started waiting for it
-      for (int member : {0, 1})
-        planes[static_cast<std::size_t>(member)]->cancel(5, "node 2 failed the round");
-    } else {
-      auto data = random_values(count, seed_of(0, rank));
-      const auto original = data;
-      const auto failure = sum_in_place(*plane, data.data(), count, everyone, 5, generous_timeout);
-      EXPECT_EQ(failure.kind(), outcome::aborted) << "rank " << rank << ": " << failure.message();
-      EXPECT_THAT(failure.message(), HasSubstr("tag 5"));
-      EXPECT_THAT(failure.message(), HasSubstr("cancelled: node 2 failed the round"));
-      EXPECT_EQ(data, original) << "rank " << rank << ": a cancelled operation changed data";
-      plane->cancel(6, "cancelled early");
-      const auto early = sum_in_place(*plane, data.data(), count, {0, 1}, 6, generous_timeout);
-      EXPECT_EQ(early.kind(), outcome::aborted) << "rank " << rank << ": " << early.message();
-      EXPECT_THAT(early.message(), HasSubstr("cancelled: cancelled early"));
-    }
-    auto again = random_values(count, seed_of(1, rank));
-    ASSERT_EQ(sum_in_place(*plane, again.data(), count, everyone, 7, generous_timeout).message(),
-              "");
-    EXPECT_EQ(check_sum(again, 1, everyone), "") << "rank " << rank;
-  });
+  run_ranks(
+      3,
+      [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+        planes[static_cast<std::size_t>(rank)] = plane.get();
+        listed.arrive_and_wait();
+        if (rank == 2) {
+          std::this_thread::sleep_for(100ms); // usually after the others started waiting for it
+          for (int member : {0, 1})
+            planes[static_cast<std::size_t>(member)]->cancel(5, "node 2 failed the round");
+        } else {
+          auto data = random_values(count, seed_of(0, rank));
+          const auto original = data;
+          const auto failure =
+              sum_in_place(*plane, data.data(), count, everyone, 5, generous_timeout);
+          EXPECT_EQ(failure.kind(), outcome::aborted)
+              << "rank " << rank << ": " << failure.message();
+          EXPECT_THAT(failure.message(), HasSubstr("tag 5"));
+          EXPECT_THAT(failure.message(), HasSubstr("cancelled: node 2 failed the round"));
+          EXPECT_EQ(data, original) << "rank " << rank << ": a cancelled operation changed data";
+          plane->cancel(6, "cancelled early");
+          const auto early = sum_in_place(*plane, data.data(), count, {0, 1}, 6, generous_timeout);
+          EXPECT_EQ(early.kind(), outcome::aborted) << "rank " << rank << ": " << early.message();
+          EXPECT_THAT(early.message(), HasSubstr("cancelled: cancelled early"));
+        }
+        auto again = random_values(count, seed_of(1, rank));
+        ASSERT_EQ(
+            sum_in_place(*plane, again.data(), count, everyone, 7, generous_timeout).message(), "");
+        EXPECT_EQ(check_sum(again, 1, everyone), "") << "rank " << rank;
+      },
+      wire_of(herd::comm::wire_format::fp32, key));
+}
+
+TEST(gloo_plane, a_cancelled_operation_ends_at_once_and_the_plane_goes_on) {
+  cancelled_and_the_plane_goes_on(300001, std::nullopt);
+  cancelled_and_the_plane_goes_on(1600001, herd::comm::random_plane_key());
 }
 
 TEST(gloo_plane, preconditions_name_both_operands) {
