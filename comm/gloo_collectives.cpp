@@ -99,18 +99,28 @@ public:
       copy_floats(to + at, staging_ + at, n);
   }
   // Staging's floats of a segment onto the wire, rounded. With a `residual` (error feedback, by
-  // element): it is added to the floats first, and then holds what this rounding lost.
-  void depart(int c, std::size_t s, float* residual = nullptr) const {
+  // element of the whole buffer): it is added to the floats first, and then holds what this
+  // rounding lost.
+  void depart(int c, std::size_t s, residual_blocks* residual = nullptr) const {
     if (!rounded())
       return;
     const std::size_t at = parts_.segment_begin(c, s);
     const std::size_t n = parts_.segment_size(c, s);
-    if (residual != nullptr)
-      add_into(staging_ + at, residual + at, 1.0f, n);
-    narrow(format_, staging_ + at, wire_ + at, n);
-    if (residual != nullptr) {
-      widen(format_, wire_ + at, residual + at, n);
-      keep_loss(staging_ + at, residual + at, format_ == wire_format::fp16 ? 65504.0f : FLT_MAX, n);
+    if (residual == nullptr)
+      return narrow(format_, staging_ + at, wire_ + at, n);
+    // Block by block of the residual (the floats are rounded one by one: the bits are those of
+    // the whole segment at once).
+    for (std::size_t done = 0; done < n;) {
+      const std::size_t element = parts_.offset + at + done;
+      const std::size_t piece = std::min(n - done, residual_blocks::floats_from(element));
+      float* lost = residual->at(element);
+      float* floats = staging_ + at + done;
+      std::uint16_t* wire = wire_ + at + done;
+      add_into(floats, lost, 1.0f, piece);
+      narrow(format_, floats, wire, piece);
+      widen(format_, wire, lost, piece);
+      keep_loss(floats, lost, format_ == wire_format::fp16 ? 65504.0f : FLT_MAX, piece);
+      done += piece;
     }
   }
 
@@ -210,9 +220,8 @@ void gloo_mesh::ring_allreduce(operation& op, const float* send, float weight, f
       return wire.depart(c, s);
     const std::size_t whole = parts.whole == 0 ? parts.count : parts.whole;
     std::lock_guard<std::mutex> guard(residual_mutex_);
-    if (residual_.size() != whole)
-      residual_.assign(whole, 0.0f);
-    wire.depart(c, s, residual_.data() + parts.offset);
+    residual_.use_for(whole);
+    wire.depart(c, s, &residual_);
   };
   const std::uint64_t tag = op.tag();
   if (parts.most_segments() > 1)

@@ -90,6 +90,13 @@ public:
       lane->cancel(tag, why);
   }
 
+  std::size_t feedback_floats() const override {
+    std::size_t held = 0;
+    for (const auto& lane : lanes_)
+      held += lane->feedback_floats();
+    return held;
+  }
+
 private:
   // The lanes an operation of `count` floats is cut across: each moves at least lane_floats.
   std::size_t parts_for(std::size_t count) const {

@@ -145,6 +145,45 @@ struct partition {
   }
 };
 
+// Error feedback's residual of one rank: by element of the buffer reduced (of a part's whole
+// buffer), what the rank's last rounding of that element lost. Held in blocks allocated, zeroed,
+// when a reduction first rounds an element of theirs, so that a plane of several lanes, each of
+// which reduces its own part of every buffer, holds about one buffer's worth among them rather
+// than one each. Not thread-safe: the mesh guards it.
+class residual_blocks {
+public:
+  static constexpr std::size_t block_floats = std::size_t{64} * 1024;
+
+  // Reductions of a buffer of `whole` floats from now on: another length than before starts
+  // from nothing.
+  void use_for(std::size_t whole) {
+    if (whole == whole_)
+      return;
+    whole_ = whole;
+    blocks_.clear();
+    blocks_.resize((whole + block_floats - 1) / block_floats);
+  }
+  // The residual of element `first` onward, up to the end of its block (floats_from(first)).
+  float* at(std::size_t first) {
+    auto& block = blocks_.at(first / block_floats);
+    if (!block)
+      block = std::make_unique<float[]>(block_floats); // zeroed
+    return block.get() + first % block_floats;
+  }
+  static std::size_t floats_from(std::size_t first) { return block_floats - first % block_floats; }
+  // The floats held now.
+  std::size_t held() const {
+    std::size_t blocks = 0;
+    for (const auto& block : blocks_)
+      blocks += block ? 1 : 0;
+    return blocks * block_floats;
+  }
+
+private:
+  std::size_t whole_ = 0;
+  std::vector<std::unique_ptr<float[]>> blocks_;
+};
+
 // One message's memory: what it carries (`bytes` at `plain`) and where it travels from or into:
 // `plain` itself, or, sealed, message_sealer::sealed_bytes(bytes) at `message`.
 struct message_memory {
@@ -170,6 +209,10 @@ public:
     return ended_work(guarded([&] { broadcast_from(root, data, count, ranks, options); }));
   }
   void cancel(std::uint64_t tag, const std::string& why) override;
+  std::size_t feedback_floats() const override {
+    std::lock_guard<std::mutex> guard(residual_mutex_);
+    return residual_.held();
+  }
 
 private:
   class operation;
@@ -216,8 +259,8 @@ private:
   bool pipeline_opening_ = false;
   const std::function<void(int, const std::string&)> on_refused_;
   const bool error_feedback_;
-  std::mutex residual_mutex_;
-  std::vector<float> residual_;        // by element: what this rank's last rounding of it lost
+  mutable std::mutex residual_mutex_;
+  residual_blocks residual_;
   std::unique_ptr<watchdog> watchdog_; // each operation's deadline: its expire hook wakes its waits
 
   std::mutex staging_mutex_;

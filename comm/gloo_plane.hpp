@@ -86,6 +86,10 @@ public:
   bool supports(operation op) const override { return op != operation::attach; }
   const kernels::memory& memory() const override { return kernels::host_memory(); }
 
+  /// The floats this rank keeps for error feedback now (4 bytes each): in blocks of the elements
+  /// its reductions have rounded, so about one buffer's worth whatever the number of lanes.
+  virtual std::size_t feedback_floats() const = 0;
+
 protected:
   gloo_plane(int rank, int size) : rank_(rank), size_(size) {}
   const int rank_;

@@ -458,6 +458,43 @@ TEST_P(gloo_plane_parts, lanes_end_with_the_bits_of_one_connection) {
   EXPECT_EQ(run_with(2, {0}, herd::comm::random_plane_key()), one);
 }
 
+// Error feedback keeps a residual for every element a rank rounds, and each lane rounds only its
+// own part: three lanes hold about one buffer's worth among them (whole blocks of it), not one
+// each; a plane that does not round holds none.
+TEST(gloo_plane, error_feedback_holds_about_one_buffer_whatever_the_lanes) {
+  const std::size_t count = 1600001; // three lanes' worth
+  for (const auto& [format, lanes] :
+       std::vector<std::pair<herd::comm::wire_format, int>>{{herd::comm::wire_format::fp16, 1},
+                                                            {herd::comm::wire_format::fp16, 3},
+                                                            {herd::comm::wire_format::fp32, 3}}) {
+    std::vector<std::size_t> held(3);
+    run_ranks(
+        3,
+        [&](int rank, std::unique_ptr<gloo_plane>& plane) {
+          auto data = random_values(count, seed_of(0, rank));
+          ASSERT_EQ(
+              sum_in_place(*plane, data.data(), count, {0, 1, 2}, 1, generous_timeout).message(),
+              "");
+          held[static_cast<std::size_t>(rank)] = plane->feedback_floats();
+        },
+        [&](int rank, gloo_plane_options& options) {
+          wire_of(format)(rank, options);
+          options.error_feedback = true;
+          options.lanes = lanes;
+        });
+    for (std::size_t rank = 0; rank < 3; ++rank) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + ", " + std::to_string(lanes) + " lanes, " +
+                   std::string(herd::comm::name_of(format)));
+      if (format == herd::comm::wire_format::fp32) {
+        EXPECT_EQ(held[rank], 0u);
+        continue;
+      }
+      EXPECT_GE(held[rank], count); // every element was rounded by every rank
+      EXPECT_LT(held[rank], count + count / 4);
+    }
+  }
+}
+
 TEST(gloo_plane, lanes_are_from_1_to_16) {
   for (int lanes : {0, 17}) {
     auto options = options_with(generous_timeout);
