@@ -366,9 +366,12 @@ private:
     return true;
   }
 
-  // ", sealed by N threads": how this node's plane seals (comm.seal-threads, 0 = automatic).
+  // ", sealed by N threads": how this node's plane seals (comm.seal-threads, 0 = automatic,
+  // divided among the connections to each peer, at least one each).
   std::string sealed_by() const {
-    const int threads = comm::seal_threads_for(config_.comm.seal_threads);
+    const int threads =
+        comm::lane_seal_threads(config_.comm.seal_threads, config_.comm.connections) *
+        config_.comm.connections;
     return ", sealed by " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   }
 

@@ -47,7 +47,7 @@ public:
                      std::to_string(lane);
       if (options.seal_key) {
         one.seal_key = lane_key(*options.seal_key, lane);
-        one.seal_threads = std::max(1, seal_threads_for(options.seal_threads) / options.lanes);
+        one.seal_threads = lane_seal_threads(options.seal_threads, options.lanes);
       }
       if (options.on_refused)
         one.on_refused = [told](int peer, const std::string& why) { told->refused(peer, why); };
@@ -95,6 +95,13 @@ public:
     for (const auto& lane : lanes_)
       held += lane->feedback_floats();
     return held;
+  }
+
+  int seal_threads() const override {
+    int threads = 0;
+    for (const auto& lane : lanes_)
+      threads += lane->seal_threads();
+    return threads;
   }
 
 private:

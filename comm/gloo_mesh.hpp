@@ -213,6 +213,7 @@ public:
     std::lock_guard<std::mutex> guard(residual_mutex_);
     return residual_.held();
   }
+  int seal_threads() const override { return sealer_ ? sealer_->threads() : 0; }
 
 private:
   class operation;

@@ -418,6 +418,10 @@ int seal_threads_for(int seal_threads) {
   return seal_threads > 0 ? seal_threads : task_pool::default_threads();
 }
 
+int lane_seal_threads(int seal_threads, int lanes) {
+  return std::max(1, seal_threads_for(seal_threads) / std::max(1, lanes));
+}
+
 std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
                                             const std::shared_ptr<rendezvous_store>& store,
                                             const gloo_plane_options& options) {

@@ -68,6 +68,10 @@ constexpr int max_lanes = 16;
 /// std::invalid_argument for a negative setting.
 int seal_threads_for(int seal_threads);
 
+/// The threads that seal each lane's messages in a plane of `lanes`: seal_threads_for's number
+/// divided among them, at least 1 each (so more in all than the setting when lanes outnumber it).
+int lane_seal_threads(int seal_threads, int lanes);
+
 /// One process's rank in a full mesh of TCP connections (Gloo's tcp transport), built once; any
 /// subset of ranks (sorted, unique) then reduces (a ring, 1 MiB segments pipelined) or broadcasts
 /// (a chain) through unbound buffers, in host memory. An operation runs on the calling thread and
@@ -89,6 +93,9 @@ public:
   /// The floats this rank keeps for error feedback now (4 bytes each): in blocks of the elements
   /// its reductions have rounded, so about one buffer's worth whatever the number of lanes.
   virtual std::size_t feedback_floats() const = 0;
+
+  /// The threads that seal and open this rank's messages, every lane's together (0 in the clear).
+  virtual int seal_threads() const = 0;
 
 protected:
   gloo_plane(int rank, int size) : rank_(rank), size_(size) {}

@@ -308,4 +308,8 @@ std::string message_sealer::open(int peer, std::uint64_t slot, std::uint32_t ind
   return way.accept_all(sequences);
 }
 
+int message_sealer::threads() const {
+  return pool_->threads();
+}
+
 } // namespace herd::comm

@@ -85,6 +85,9 @@ public:
   std::string open(int peer, std::uint64_t slot, std::uint32_t index, const void* message,
                    std::size_t bytes, void* plain);
 
+  /// The threads that seal and open (the constructor's `threads`).
+  int threads() const;
+
 private:
   struct direction;
   direction& toward(int peer);

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 #include "support/comm_outcome.hpp"
@@ -493,6 +494,24 @@ TEST(gloo_plane, error_feedback_holds_about_one_buffer_whatever_the_lanes) {
       EXPECT_LT(held[rank], count + count / 4);
     }
   }
+}
+
+// Sealing threads (comm.seal-threads) are divided among the lanes, at least one each; in the
+// clear there are none.
+TEST(gloo_plane, sealing_threads_are_divided_among_the_lanes) {
+  for (const auto& [threads, lanes, expected] :
+       std::vector<std::tuple<int, int, int>>{{3, 1, 3}, {4, 2, 4}, {4, 3, 3}, {4, 8, 8}}) {
+    auto options = options_with(generous_timeout);
+    options.seal_key = herd::comm::random_plane_key();
+    options.seal_threads = threads;
+    options.lanes = lanes;
+    const auto plane = make_gloo_plane(0, 1, herd::comm::make_memory_store(), options);
+    EXPECT_EQ(plane->seal_threads(), expected) << threads << " threads, " << lanes << " lanes";
+    EXPECT_EQ(herd::comm::lane_seal_threads(threads, lanes) * lanes, expected);
+  }
+  auto clear = options_with(generous_timeout);
+  clear.lanes = 2;
+  EXPECT_EQ(make_gloo_plane(0, 1, herd::comm::make_memory_store(), clear)->seal_threads(), 0);
 }
 
 TEST(gloo_plane, lanes_are_from_1_to_16) {
