@@ -699,7 +699,10 @@ TEST(cluster_cli, a_node_whose_certificate_another_ca_signed_cannot_join_and_the
 // With TLS the data plane is sealed by default (cluster.data-encryption = auto): the nodes say so
 // (and by how many threads), and a sync job across two nodes ends with the very result of the
 // same job in the clear. The sealed job runs over two connections between the nodes
-// (comm.connections), which they say too.
+// (comm.connections), which they say too. The model (1.2 M parameters) is large enough for
+// each reduction to be cut across both connections and for each connection's chunks to be two
+// segments long, so every part of the sealed path runs: the lanes, the sends sealed by the
+// plane's thread, the receives opened by the operation's.
 TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_one_bit_for_bit) {
   temp_directory dir;
   ASSERT_TRUE(make_certificates(dir)) << "openssl could not make the test certificates";
@@ -707,6 +710,7 @@ TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_
     std::vector<std::string> args{"--data.dataset=synthetic",
                                   "--train.algorithm=sync",
                                   "--train.epochs=1",
+                                  "--model.hidden=[1536]",
                                   "--cluster.min-nodes=2",
                                   "--cluster.data-encryption=" + encryption,
                                   "--comm.seal-threads=2",
