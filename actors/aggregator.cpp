@@ -108,13 +108,19 @@ private:
     state.outstanding = plan.members.size();
     state.started = clock_type::now();
     const std::uint64_t round = plan.round;
-    for (std::size_t position = 0; position < plan.members.size(); ++position) {
-      if (distributed() && lost_nodes_.count(node_of(plan.members[position])) > 0) {
-        answered(round, position, std::nullopt, "its node was lost");
-        continue;
-      }
-      // One timer for the round (below) rather than a timeout per request: each costs a
-      // registration with the actor clock.
+    if (distributed())
+      ask_nodes(plan);
+    else
+      ask_members(plan);
+    if (rounds_.count(round) != 0) // not finished already (every member on a lost node)
+      delayed_send(this, setup_.contribution_timeout, answer_timeout_atom::value, round);
+  }
+
+  // In one process: each member for its contribution. One timer for the round (begin()) rather
+  // than a timeout per request: each costs a registration with the actor clock.
+  void ask_members(const group_plan& plan) {
+    const std::uint64_t round = plan.round;
+    for (std::size_t position = 0; position < plan.members.size(); ++position)
       request(plan.member_handles[position], caf::infinite, contribute_atom::value, round,
               plan.step)
           .then(
@@ -125,9 +131,61 @@ private:
               [this, round, position](caf::error& failure) {
                 answered(round, position, std::nullopt, system().render(failure));
               });
+  }
+
+  // Across processes: one request per node of the round, to its node reducer, which asks its
+  // members (one message over the network per node, not per member).
+  void ask_nodes(const group_plan& plan) {
+    std::map<int, std::vector<std::size_t>> positions; // by node
+    for (std::size_t position = 0; position < plan.members.size(); ++position) {
+      const int node = node_of(plan.members[position]);
+      if (lost_nodes_.count(node) > 0)
+        answered(plan.round, position, std::nullopt, "its node was lost");
+      else if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
+               !setup_.node_reducers[static_cast<std::size_t>(node)])
+        answered(plan.round, position, std::nullopt, "its node has no reducer");
+      else
+        positions[node].push_back(position);
     }
-    if (rounds_.count(round) != 0) // not finished already (every member on a lost node)
-      delayed_send(this, setup_.contribution_timeout, answer_timeout_atom::value, round);
+    for (auto& [node, at] : positions) {
+      contribution_asks asks{plan.round, plan.step, {}};
+      for (std::size_t position : at)
+        asks.workers.push_back(plan.members[position]);
+      request(setup_.node_reducers[static_cast<std::size_t>(node)], caf::infinite, asks)
+          .then(
+              [this, round = plan.round, at](const contribution_answers& got) {
+                const auto timer = timed();
+                node_answered(round, at, got);
+              },
+              [this, round = plan.round, at, node = node](caf::error& failure) {
+                const std::string why = "node " + std::to_string(node) +
+                                        " lost or not answering: " + system().render(failure);
+                for (std::size_t position : at)
+                  answered(round, position, std::nullopt, why);
+              });
+    }
+  }
+
+  // A node reducer's answers for the members at `positions` of `round`.
+  void node_answered(std::uint64_t round, const std::vector<std::size_t>& positions,
+                     const contribution_answers& got) {
+    auto found = rounds_.find(round);
+    if (found == rounds_.end())
+      return;
+    const auto members = found->second.plan.members; // answered() may end the round
+    auto position_of = [&](std::int32_t worker) {
+      for (std::size_t position : positions)
+        if (members[position] == worker)
+          return std::optional<std::size_t>(position);
+      return std::optional<std::size_t>();
+    };
+    for (const auto& answer : got.answers)
+      if (const auto position = position_of(answer.worker))
+        answered(round, *position, answer, {});
+    for (std::size_t i = 0; i < got.failed.size(); ++i)
+      if (const auto position = position_of(got.failed[i]))
+        answered(round, *position, std::nullopt,
+                 i < got.reasons.size() ? got.reasons[i] : "no reason given");
   }
 
   void answered(std::uint64_t round, std::size_t position,

@@ -8,12 +8,14 @@
 // Messages it sends: (contribute_atom, round) requests and round_result to the members,
 // group_done to the coordinator.
 //
-// Across processes (node_reducers set) it reduces nothing itself: every node of the group gets a
-// reduce_order (its members' weighted sum, then the sum over the group's nodes through the data
-// plane), and once every node holds the result, (commit_atom, round, true) makes them deliver it.
-// If any node failed or was lost, every node is told (commit_atom, round, false): its members skip
-// the round (group_done.aborted), so no replica applies what another did not. The nodes still
-// reducing a round that failed on one are told (cancel_atom, round, why) at once.
+// Across processes (node_reducers set) it asks each node of the group for its members'
+// contributions at once (contribution_asks to its node reducer, which asks them) and reduces
+// nothing itself: every node of the group gets a reduce_order (its members' weighted sum, then the
+// sum over the group's nodes through the data plane), and once every node holds the result,
+// (commit_atom, round, true) makes them deliver it. If any node failed or was lost, every node is
+// told (commit_atom, round, false): its members skip the round (group_done.aborted), so no replica
+// applies what another did not. The nodes still reducing a round that failed on one are told
+// (cancel_atom, round, why) at once.
 //
 // Under async (parameter_server set) the reduced gradient goes to the parameter server as a
 // server_update; the members receive the parameters it writes into the same buffer.

@@ -60,6 +60,11 @@ caf::behavior coordinator_actor::make_behavior() {
         const auto timer = timed();
         on_step_ready(ready);
       },
+      [this](const step_batch& batch) { // across processes, a node's reports (its relay's)
+        const auto timer = timed();
+        for (const auto& ready : batch.reports)
+          on_step_ready(ready);
+      },
       [this](const group_done& report) {
         const auto timer = timed();
         on_group_done(report);

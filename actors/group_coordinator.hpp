@@ -6,6 +6,7 @@
 // Messages it answers:
 //   run_start                 the workers, aggregators and evaluator; starts the run
 //   step_ready                a worker finished a local step
+//   step_batch                across processes: the step_ready of a node's workers, in order
 //   group_done                an aggregator finished a round
 //   stop_atom                 stop early (Ctrl-C): finish in-flight rounds, stop workers, evaluate
 //   node_admission            a node joins the running job (handed to the join_hook; answers

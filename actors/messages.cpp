@@ -89,6 +89,9 @@ void add_error_category(caf::actor_system_config& config) {
 
 void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<step_ready>("herd.step_ready");
+  config.add_message_type<step_batch>("herd.step_batch");
+  config.add_message_type<contribution_asks>("herd.contribution_asks");
+  config.add_message_type<contribution_answers>("herd.contribution_answers");
   config.add_message_type<group_plan>("herd.group_plan");
   config.add_message_type<contribution>("herd.contribution");
   config.add_message_type<group_done>("herd.group_done");

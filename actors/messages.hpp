@@ -60,6 +60,9 @@ using drain_timeout_atom = caf::atom_constant<caf::atom("draintime")>;
 /// contribution_timeout to answer.
 using answer_timeout_atom = caf::atom_constant<caf::atom("answertime")>;
 using policy_time_atom = caf::atom_constant<caf::atom("policytime")>;
+/// (flush_atom): a worker whose step reports go through its node's relay, before it answers a
+/// stop: the relay answers once every report it holds is on its way to the coordinator.
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 
@@ -80,6 +83,17 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_ready& x) {
   return f(caf::meta::type_name("herd.step_ready"), x.worker, x.step, x.compute_seconds,
            x.wait_seconds, x.loss, x.samples, x.late);
+}
+
+/// Across processes: the step reports of a node's workers that reached its relay meanwhile, in
+/// the order they came (cluster/step_relay.hpp); the coordinator takes them one by one.
+struct step_batch {
+  std::vector<step_ready> reports;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_batch& x) {
+  return f(caf::meta::type_name("herd.step_batch"), x.reports);
 }
 
 // -- coordinator -> aggregator ------------------------------------------------------------------
@@ -119,6 +133,33 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, contribution& x) {
   return f(caf::meta::type_name("herd.contribution"), x.worker, x.round, x.step, x.kind, x.samples,
            x.version);
+}
+
+/// Across processes, aggregator -> node reducer: ask these workers of the node for their
+/// contributions to `round` ((contribute_atom, round, step) to each), one message per node
+/// rather than one per member.
+struct contribution_asks {
+  std::uint64_t round = 0;
+  std::uint64_t step = 0;
+  std::vector<std::int32_t> workers;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, contribution_asks& x) {
+  return f(caf::meta::type_name("herd.contribution_asks"), x.round, x.step, x.workers);
+}
+
+/// The node reducer's answer: every worker asked, either among `answers` or among `failed`
+/// (with why: not on this node, or its request failed).
+struct contribution_answers {
+  std::vector<contribution> answers;
+  std::vector<std::int32_t> failed;
+  std::vector<std::string> reasons; // by failed worker
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, contribution_answers& x) {
+  return f(caf::meta::type_name("herd.contribution_answers"), x.answers, x.failed, x.reasons);
 }
 
 /// A round's reduced buffer, shared by every member of the group (zero copy, in-process only).
@@ -526,8 +567,10 @@ struct plane_update {
 /// a worker waits for the results of the rounds it answered ((stop_atom, bool)); 13: sealed
 /// data-plane messages travel in pieces of 128 KiB (comm/sealing.hpp), which a node of 12 cannot
 /// open; 14: nodes connect comm.connections lanes to each other (a node of 13 would connect one
-/// and leave its peers waiting for the others).
-constexpr std::uint32_t cluster_protocol_version = 14;
+/// and leave its peers waiting for the others); 15: a node's workers report their steps through
+/// its relay in batches (step_batch), and aggregators ask a node's members for their
+/// contributions through its node reducer, once per node (contribution_asks).
+constexpr std::uint32_t cluster_protocol_version = 15;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

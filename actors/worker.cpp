@@ -25,6 +25,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "policy/send_buffer.hpp"
 
@@ -279,10 +280,21 @@ private:
   void deliver_stop() {
     if (!stop_promise_ || buffer_.computing() || (stop_settles_ && !results_in()))
       return;
+    if (setup_.relayed_reports && !relay_flushed_) { // its relay's reports go before the answer
+      if (!std::exchange(relay_flushing_, true))
+        request(coordinator_, caf::infinite, flush_atom::value)
+            .then([this] { relay_flushed(); }, [this](caf::error&) { relay_flushed(); });
+      return;
+    }
     // Last: once the answer is out the owner may destroy what the worker borrowed (its ops).
     report_unsent();
     stop_promise_->deliver(worker_stopped{setup_.index, buffer_.steps()});
     stop_promise_.reset();
+  }
+
+  void relay_flushed() {
+    relay_flushed_ = true;
+    deliver_stop();
   }
 
   // Every round answered and not applied yet has its result here (applied at once, or kept for a
@@ -363,7 +375,9 @@ private:
     if (buffer_.exchanges_models()) // the local optimizer step; its model is what goes out
       optimizer_.step(*apply_ops_, params_.data(), grads_.data());
     if (end.scale != 1.0f) { // late-gradients = scale: the late gradient, where the step wrote it
-      scale_in_place(step_wrote_buffer_ ? send_ : grads_, end.scale);
+      auto& late = step_wrote_buffer_ ? send_ : grads_;
+      const float* inputs[] = {late.data()};
+      apply_ops_->weighted_sum(late.data(), inputs, &end.scale, 1, late.size());
       if (setup_.probe)
         setup_.probe->gradient_scaled(setup_.index, buffer_.steps(), end.scale);
     }
@@ -379,11 +393,6 @@ private:
     send(coordinator_, ready);
     apply_ready_results(); // any that arrived while the step ran; may start the next step
     deliver_stop();
-  }
-
-  void scale_in_place(models::tensor& tensor, float factor) {
-    const float* inputs[] = {tensor.data()};
-    apply_ops_->weighted_sum(tensor.data(), inputs, &factor, 1, tensor.size());
   }
 
   // What buffer_ decided goes into the send buffer (on the actor's stream: settle() follows).
@@ -541,6 +550,7 @@ private:
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
   bool stop_settles_ = true; // the stop waits for the results of the rounds answered
+  bool relay_flushing_ = false, relay_flushed_ = false; // setup_.relayed_reports, at the stop
   std::vector<caf::typed_response_promise<worker_state>> exports_; // waiting for rounds to apply
   std::vector<caf::typed_response_promise<worker_checkpoint>> checkpoints_; // waiting for rest
   caf::strong_actor_ptr self_while_computing_;

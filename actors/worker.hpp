@@ -95,6 +95,9 @@ struct worker_setup {
                                        // global averages, taken as they are (wagma.sync-every)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
+  /// Across processes: the actor the worker reports to is its node's step relay
+  /// (cluster/step_relay.hpp), which it asks to flush before it answers a stop.
+  bool relayed_reports = false;
   /// Non-null: the worker goes on from this checkpointed state (checkpoint_state.hpp) instead of
   /// the initial parameters.
   std::shared_ptr<const worker_record> resume;

@@ -22,6 +22,7 @@
 #include "cluster/node_reducer.hpp"
 #include "cluster/registry_store.hpp"
 #include "cluster/remoting.hpp"
+#include "cluster/step_relay.hpp"
 #include "cluster/tcp_socket.hpp"
 
 namespace herd::cluster {
@@ -116,14 +117,15 @@ struct hosted {
   std::shared_ptr<comm::data_plane> plane;
   std::vector<caf::actor> workers;
   caf::actor reducer;
+  caf::actor relay; // the workers' step reports to the coordinator
 
   void stop() {
-    for (auto& worker : workers)
-      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
-    if (reducer)
-      caf::anon_send_exit(reducer, caf::exit_reason::user_shutdown);
+    workers.insert(workers.end(), {reducer, relay}); // the workers first
+    for (auto& actor : workers)
+      if (actor)
+        caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     workers.clear();
-    reducer = nullptr;
+    reducer = relay = nullptr;
   }
 };
 
@@ -358,21 +360,14 @@ private:
                     ? std::string()
                     : ", " + config_.comm.compression + " on the wire" +
                           (config_.comm.error_feedback ? " with error feedback" : "")) +
-               (welcome_.data_key.empty() ? ", in the clear" : sealed_by()) +
+               (welcome_.data_key.empty() ? ", in the clear"
+                                          : ", " + comm::sealing_text(config_.comm.seal_threads,
+                                                                      config_.comm.connections)) +
                (config_.comm.connections == 1 ? std::string()
                                               : ", " + std::to_string(config_.comm.connections) +
                                                     " connections to each peer") +
                ")");
     return true;
-  }
-
-  // ", sealed by N threads": how this node's plane seals (comm.seal-threads, 0 = automatic,
-  // divided among the connections to each peer, at least one each).
-  std::string sealed_by() const {
-    const int threads =
-        comm::lane_seal_threads(config_.comm.seal_threads, config_.comm.connections) *
-        config_.comm.connections;
-    return ", sealed by " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   }
 
   // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
@@ -433,13 +428,15 @@ private:
     auto imbalance =
         std::make_shared<const imbalance_model>(config_.imbalance, config_.train.workers);
     node_reducer_setup reduction;
+    parts_.relay = spawn_step_relay(system_, welcome_.coordinator);
     for (std::size_t i = 0; i < welcome_.workers.size(); ++i) {
       const std::int32_t index = welcome_.workers[i];
       auto setup = make_worker_setup(config_, index, model_, train, options_.ops, local, imbalance,
                                      options_.probe);
       if (!resumed_.empty())
         setup.resume = std::make_shared<const worker_record>(std::move(resumed_[i]));
-      parts_.workers.push_back(spawn_worker(system_, std::move(setup), welcome_.coordinator));
+      setup.relayed_reports = true;
+      parts_.workers.push_back(spawn_worker(system_, std::move(setup), parts_.relay));
       reduction.workers[index] = parts_.workers.back();
     }
     resumed_.clear();

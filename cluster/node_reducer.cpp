@@ -109,10 +109,58 @@ public:
         [this](checkpoint_atom, const part_request& request) -> caf::result<part_record> {
           return write_part_of(request);
         },
+        [this](const contribution_asks& asks) -> caf::result<contribution_answers> {
+          return gather(asks);
+        },
     };
   }
 
 private:
+  // Asks the local workers of `asks` for their contributions to its round, and answers once each
+  // has answered or failed.
+  caf::result<contribution_answers> gather(const contribution_asks& asks) {
+    struct gathering {
+      contribution_answers got;
+      std::size_t waiting = 0;
+      caf::typed_response_promise<contribution_answers> promise;
+    };
+    auto state = std::make_shared<gathering>();
+    state->promise = make_response_promise<contribution_answers>();
+    auto fail = [state](std::int32_t worker, std::string why) {
+      state->got.failed.push_back(worker);
+      state->got.reasons.push_back(std::move(why));
+    };
+    std::vector<std::pair<std::int32_t, caf::actor>> asked;
+    for (std::int32_t worker : asks.workers) {
+      const auto found = setup_.workers.find(worker);
+      if (found == setup_.workers.end())
+        fail(worker,
+             "worker " + std::to_string(worker) + " is not on node " + std::to_string(setup_.node));
+      else
+        asked.emplace_back(worker, found->second);
+    }
+    state->waiting = asked.size();
+    auto result = state->promise;
+    if (asked.empty())
+      state->promise.deliver(std::move(state->got));
+    auto one_done = [state] {
+      if (--state->waiting == 0)
+        state->promise.deliver(std::move(state->got));
+    };
+    for (const auto& [worker, actor] : asked)
+      request(actor, caf::infinite, contribute_atom::value, asks.round, asks.step)
+          .then(
+              [state, one_done](const contribution& answer) {
+                state->got.answers.push_back(answer);
+                one_done();
+              },
+              [this, fail, one_done, worker = worker](caf::error& failure) {
+                fail(worker, system().render(failure));
+                one_done();
+              });
+    return result;
+  }
+
   // The local workers answer once at rest (the coordinator holds the rounds back); the file is
   // on disk before the answer, so the coordinator's file that lists it commits a whole
   // checkpoint. Written on this actor's thread: no round runs meanwhile.

@@ -20,6 +20,9 @@
 //                                                 workers adopt the state received
 //   (checkpoint_atom, part_request) -> part_record  write the local workers' states (once they
 //                                                 are at rest) as this node's checkpoint part
+//   contribution_asks -> contribution_answers    ask these local workers for their
+//                                                 contributions to a round (the aggregator asks
+//                                                 once per node, not once per member)
 #pragma once
 
 #include "comm/buffer_pool.hpp"

@@ -422,6 +422,11 @@ int lane_seal_threads(int seal_threads, int lanes) {
   return std::max(1, seal_threads_for(seal_threads) / std::max(1, lanes));
 }
 
+std::string sealing_text(int seal_threads, int lanes) {
+  const int threads = lane_seal_threads(seal_threads, lanes) * lanes;
+  return "sealed by " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 std::unique_ptr<gloo_plane> make_gloo_plane(int rank, int size,
                                             const std::shared_ptr<rendezvous_store>& store,
                                             const gloo_plane_options& options) {

@@ -72,6 +72,10 @@ int seal_threads_for(int seal_threads);
 /// divided among them, at least 1 each (so more in all than the setting when lanes outnumber it).
 int lane_seal_threads(int seal_threads, int lanes);
 
+/// "sealed by N threads": how a plane of `lanes` seals for the setting `seal_threads`, every
+/// lane's threads together, in the words of a node's log.
+std::string sealing_text(int seal_threads, int lanes);
+
 /// One process's rank in a full mesh of TCP connections (Gloo's tcp transport), built once; any
 /// subset of ranks (sorted, unique) then reduces (a ring, 1 MiB segments pipelined) or broadcasts
 /// (a chain) through unbound buffers, in host memory. An operation runs on the calling thread and

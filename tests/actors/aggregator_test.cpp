@@ -5,6 +5,7 @@
 #include "actors/messages.hpp"
 
 #include <gtest/gtest.h>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -45,8 +46,30 @@ group_plan plan_of(std::uint64_t round, std::vector<std::int32_t> members,
   return plan;
 }
 
-caf::behavior idle_reducer() {
-  return {[](const reduce_order&) {}};
+// A node reducer's answer to the aggregator's contribution_asks: it asks each of `workers` (by
+// index) in turn, as the real one does, and answers with what they said.
+caf::result<contribution_answers> gather(caf::event_based_actor* self,
+                                         const std::vector<caf::actor>& workers,
+                                         const contribution_asks& asks) {
+  auto promise = self->make_response_promise<contribution_answers>();
+  auto got = std::make_shared<contribution_answers>();
+  auto waiting = std::make_shared<std::size_t>(asks.workers.size());
+  for (std::int32_t index : asks.workers)
+    self->request(workers.at(static_cast<std::size_t>(index)), caf::infinite,
+                  contribute_atom::value, asks.round, asks.step)
+        .then([=](const contribution& answer) mutable {
+          got->answers.push_back(answer);
+          if (--*waiting == 0)
+            promise.deliver(*got);
+        });
+  return promise;
+}
+
+caf::behavior idle_reducer(caf::event_based_actor* self, std::vector<caf::actor> workers) {
+  return {
+      [](const reduce_order&) {},
+      [self, workers](const contribution_asks& asks) { return gather(self, workers, asks); },
+  };
 }
 
 TEST(aggregator_across_nodes, members_of_a_lost_node_are_reported_unanswered_when_it_goes) {
@@ -54,9 +77,10 @@ TEST(aggregator_across_nodes, members_of_a_lost_node_are_reported_unanswered_whe
   add_message_types(config);
   caf::actor_system system{config};
   caf::scoped_actor coordinator{system};
-  auto first_reducer = system.spawn(idle_reducer);
-  auto second_reducer = system.spawn(idle_reducer);
   auto worker = system.spawn<mute_worker>();
+  const std::vector<caf::actor> workers{worker, worker}; // worker 1 on node 1
+  auto first_reducer = system.spawn(idle_reducer, workers);
+  auto second_reducer = system.spawn(idle_reducer, workers);
   aggregator_setup setup;
   setup.results = herd::comm::buffer_pool::create(4);
   setup.contribution_timeout = std::chrono::minutes(10); // only the node's loss can settle it
@@ -94,8 +118,10 @@ caf::behavior giving_worker(caf::event_based_actor* self, std::int32_t index,
 }
 
 // A node reducer that answers every order after 300 ms, saying its reduction took `seconds`.
-caf::behavior timed_reducer(caf::event_based_actor* self, std::int32_t node, double seconds) {
+caf::behavior timed_reducer(caf::event_based_actor* self, std::int32_t node, double seconds,
+                            std::vector<caf::actor> workers) {
   return {
+      [self, workers](const contribution_asks& asks) { return gather(self, workers, asks); },
       [self, node, seconds](const reduce_order& order) {
         auto promise = self->make_response_promise<reduce_done>();
         self->delayed_anon_send(self, std::chrono::milliseconds(300), caf::tick_atom::value,
@@ -119,10 +145,10 @@ TEST(aggregator_across_nodes, a_rounds_data_plane_time_is_the_shortest_a_node_me
   add_message_types(config);
   caf::actor_system system{config};
   caf::scoped_actor coordinator{system};
-  const std::vector<caf::actor> reducers{system.spawn(timed_reducer, 0, 2.0),   // waited
-                                         system.spawn(timed_reducer, 1, 0.05)}; // the ring
   const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
                                         system.spawn(giving_worker, 1, caf::actor(coordinator))};
+  const std::vector<caf::actor> reducers{system.spawn(timed_reducer, 0, 2.0, workers),   // waited
+                                         system.spawn(timed_reducer, 1, 0.05, workers)}; // the ring
   aggregator_setup setup;
   setup.results = herd::comm::buffer_pool::create(4);
   setup.worker_nodes = {0, 1};

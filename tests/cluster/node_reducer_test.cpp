@@ -11,8 +11,10 @@
 
 #include <chrono>
 #include <future>
-#include <optional>
 #include <gtest/gtest.h>
+#include <map>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "cluster/node_reducer.hpp"
@@ -95,6 +97,69 @@ TEST(node_reducer, an_order_it_refuses_tells_its_members_to_skip_the_round) {
     ASSERT_TRUE(skipped) << "the member was not told to skip the round";
     EXPECT_EQ(skipped->round, 3u);
     EXPECT_EQ(skipped->data, nullptr);
+    caf::anon_send_exit(reducer, caf::exit_reason::user_shutdown);
+  }
+  system.await_all_actors_done();
+}
+
+// The aggregator asks a node once for all its members' contributions to a round: the node
+// reducer asks each local worker and answers with every worker accounted for, the answers of
+// those that answered, and by name those it could not ask (not on this node) or whose request
+// failed (a worker gone).
+TEST(node_reducer, asked_for_its_members_contributions_it_answers_for_every_one) {
+  caf::actor_system_config config;
+  herd::actors::add_message_types(config);
+  caf::actor_system system{config};
+  {
+    using herd::actors::contribute_atom;
+    using herd::actors::contribution;
+    auto member = [](std::int32_t index) {
+      return [index](caf::event_based_actor*) -> caf::behavior {
+        return {[index](contribute_atom, std::uint64_t round, std::uint64_t step) {
+          contribution answer;
+          answer.worker = index;
+          answer.round = round;
+          answer.step = step;
+          answer.samples = 32;
+          return answer;
+        }};
+      };
+    };
+    herd::cluster::node_reducer_setup setup;
+    setup.node = 1;
+    setup.local = herd::comm::make_local_plane(herd::kernels::cpu_ops());
+    setup.results = herd::comm::buffer_pool::create(10);
+    setup.workers[2] = system.spawn(member(2));
+    setup.workers[5] = system.spawn(member(5));
+    auto gone = system.spawn(member(6));
+    caf::anon_send_exit(gone, caf::exit_reason::user_shutdown);
+    setup.workers[6] = gone;
+    auto reducer = herd::cluster::spawn_node_reducer(system, setup);
+    caf::scoped_actor aggregator{system};
+    std::optional<herd::actors::contribution_answers> got;
+    aggregator->request(reducer, 10s, herd::actors::contribution_asks{7, 3, {5, 2, 9, 6}})
+        .receive([&](const herd::actors::contribution_answers& answers) { got = answers; },
+                 [&](caf::error& failure) { ADD_FAILURE() << system.render(failure); });
+    ASSERT_TRUE(got);
+    std::map<std::int32_t, contribution> answered;
+    for (const auto& answer : got->answers)
+      answered[answer.worker] = answer;
+    ASSERT_EQ(answered.size(), 2u);
+    for (std::int32_t worker : {2, 5}) {
+      EXPECT_EQ(answered[worker].round, 7u) << worker;
+      EXPECT_EQ(answered[worker].step, 3u) << worker;
+      EXPECT_EQ(answered[worker].samples, 32u) << worker;
+    }
+    ASSERT_EQ(got->failed.size(), 2u);
+    ASSERT_EQ(got->reasons.size(), 2u);
+    std::map<std::int32_t, std::string> failed;
+    for (std::size_t i = 0; i < got->failed.size(); ++i)
+      failed[got->failed[i]] = got->reasons[i];
+    EXPECT_EQ(failed[9], "worker 9 is not on node 1");
+    EXPECT_FALSE(failed[6].empty()); // CAF's words for a request to an actor that is gone
+    EXPECT_EQ(failed.count(2) + failed.count(5), 0u);
+    for (auto& [index, worker] : setup.workers)
+      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(reducer, caf::exit_reason::user_shutdown);
   }
   system.await_all_actors_done();
