@@ -26,7 +26,8 @@
 //                                     once it is at rest: no step running, every round it answered
 //                                     applied, and no step due (the coordinator starts no round
 //                                     meanwhile) or stopped
-// Messages it sends: step_ready to the coordinator after every local step.
+// Messages it sends: step_ready to the coordinator after every local step (across processes to
+// its node's step relay, which it asks to flush, (flush_atom), before it answers a stop).
 //
 // What goes into the send buffer, what a contribution request gets and whether it waits, when
 // the next step may start and how a round's result changes the model are policy::send_buffer's
