@@ -283,6 +283,7 @@ private:
       report.kinds.push_back(answer.kind);
       report.steps.push_back(answer.step);
       report.versions.push_back(answer.version);
+      report.in_backward += answer.in_backward ? 1 : 0;
       if (answer.kind == freshness::none)
         continue;
       if (answer.kind == freshness::fresh)
@@ -319,10 +320,11 @@ private:
                          std::string("zeroing the result failed: ") + failure.what()};
       }
     } else {
-      report.result = setup_.plane
-                          ->group_reduce(inputs, nullptr, result->data(), result->size(),
-                                         {state.plan.round, setup_.contribution_timeout})
-                          ->wait(setup_.contribution_timeout);
+      comm::operation_options options{state.plan.round, setup_.contribution_timeout};
+      options.bucket_floats = setup_.bucket_floats;
+      report.result =
+          setup_.plane->group_reduce(inputs, nullptr, result->data(), result->size(), options)
+              ->wait(setup_.contribution_timeout);
     }
     const auto reduced = clock_type::now() - reduce_start;
     report.reduce_seconds = std::chrono::duration<double>(reduced).count();
@@ -337,10 +339,20 @@ private:
   void reduce_and_deliver(const round_state& state, const std::vector<comm::weighted_input>& inputs,
                           group_done& report) {
     const auto result = reduce(state, inputs, report);
-    if (!result)
+    const auto members = static_cast<std::uint32_t>(report.members.size());
+    if (!result) {
+      // A member's backward pass failed while the round read its gradient (gradient buckets):
+      // as when a node is lost across processes, the round is aborted, every member skips it,
+      // and the run goes on without the member (its actor has quit).
+      if (report.result.kind() == comm::outcome::peer_lost && report.in_backward > 0) {
+        report.aborted = true;
+        for (std::size_t position : answered_positions(state))
+          send(state.plan.member_handles[position],
+               round_result{state.plan.round, nullptr, members});
+      }
       return;
-    const round_result delivered{state.plan.round, result,
-                                 static_cast<std::uint32_t>(report.members.size())};
+    }
+    const round_result delivered{state.plan.round, result, members};
     for (std::size_t position : answered_positions(state))
       send(state.plan.member_handles[position], delivered);
   }

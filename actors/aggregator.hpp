@@ -50,6 +50,9 @@ struct aggregator_setup {
   std::uint32_t generation = 0;
   /// Non-null: the aggregator adds its handlers' time to it (control_costs.hpp).
   std::shared_ptr<control_costs> costs;
+  /// Gradient buckets (comm.bucket-mb, in floats; 0: none): in one process, a member's gradient
+  /// that backward still writes is reduced in buckets of this size as backward finishes them.
+  std::size_t bucket_floats = 0;
   /// Many processes: how long a node may take to reduce its part.
   std::chrono::milliseconds reduce_timeout{30000};
   /// Many processes: shared by every aggregator of the pool, it gives each reduction between

@@ -70,6 +70,7 @@ private:
   // -- the handlers ------------------------------------------------------------------------------
   void on_start(const run_start& start);
   void on_step_ready(const step_ready& ready);
+  bool count_step(const step_ready& ready);
   void on_group_done(const group_done& report);
   void on_stop() { begin_stop("interrupted"); }
   void on_admission(node_admission admission);

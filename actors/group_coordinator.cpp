@@ -180,19 +180,11 @@ void coordinator_actor::on_start(const run_start& start) {
 void coordinator_actor::on_step_ready(const step_ready& ready) {
   if (ready.worker < 0 || static_cast<std::size_t>(ready.worker) >= workers_.size())
     return;
-  counters_.step_finished(ready.worker, ready.step, ready.compute_seconds, ready.wait_seconds,
-                          ready.loss, ready.samples, ready.late);
-  if (setup_.metrics)
-    setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
-                                  ready.wait_seconds, ready.samples, ready.late);
-  if (!std::isfinite(ready.loss) && phases_.error().empty()) {
-    fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
-         std::to_string(ready.loss) + " at step " + std::to_string(ready.step) +
-         "; try a smaller " +
-         (setup_.config.train.algorithm == "async" ? "async.lr (the parameter server's rate)"
-                                                   : "train.lr"));
+  // An announced step (gradient buckets) arrives when announced and is counted when it ends.
+  if (ready.part != step_report::announcement && !count_step(ready))
     return;
-  }
+  if (ready.part == step_report::after_announcement)
+    return;
   // A late step's round has closed: it is no arrival for the policy.
   const auto index = static_cast<std::size_t>(ready.worker);
   if (!counters_.workers[index].live || ready.late || phases_.done())
@@ -208,6 +200,22 @@ void coordinator_actor::on_step_ready(const step_ready& ready) {
   }
   arrivals_[index] = {ready.step, elapsed()};
   hear(std::move(input));
+}
+
+// What a finished step measured; false if its loss says training diverged (the run fails).
+bool coordinator_actor::count_step(const step_ready& ready) {
+  counters_.step_finished(ready.worker, ready.step, ready.compute_seconds, ready.wait_seconds,
+                          ready.loss, ready.samples, ready.late);
+  if (setup_.metrics)
+    setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
+                                  ready.wait_seconds, ready.samples, ready.late);
+  if (std::isfinite(ready.loss) || !phases_.error().empty())
+    return true;
+  fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
+       std::to_string(ready.loss) + " at step " + std::to_string(ready.step) + "; try a smaller " +
+       (setup_.config.train.algorithm == "async" ? "async.lr (the parameter server's rate)"
+                                                 : "train.lr"));
+  return false;
 }
 
 // A round ended: applied, failed, or aborted (its members skipped it, their contributions lost
@@ -231,6 +239,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
   } else if (!failed) {
     consecutive_aborted_rounds_ = 0;
     samples_committed_ += report.samples;
+    counters_.rounds_in_backward += report.in_backward > 0 ? 1 : 0;
     counters_.round_finished(planned.kind, report.kinds, report.samples, report.reduce_seconds,
                              report.bytes);
     counters_.server_applied(report.server_staleness);

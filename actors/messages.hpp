@@ -69,6 +69,16 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 /// A worker finished a local step (docs/algorithms.md, "One round, end to end", step 1). A fresh
 /// result waits in its send buffer for the next round; a late one (a round asked for the worker's
 /// contribution while the step ran) has already missed its round, and is accumulated or discarded.
+/// What a step report stands for. With gradient buckets (sync, comm.bucket-mb) a worker announces
+/// its step as soon as backward has made part of the gradient final: the coordinator takes the
+/// announcement as the step's arrival, so that its round, and the round's reduction, begin while
+/// backward runs. The report at the step's end then only counts what the step measured.
+enum class step_report : std::uint8_t {
+  whole,              // the step ended: its arrival and its measurements
+  announcement,       // the step runs and its gradient is being made final: its arrival only
+  after_announcement, // the announced step ended: its measurements only
+};
+
 struct step_ready {
   std::int32_t worker = 0;
   std::uint64_t step = 0;       // the worker's step counter after this step
@@ -77,12 +87,13 @@ struct step_ready {
   double loss = 0.0;            // the batch's mean training loss
   std::uint32_t samples = 0;
   bool late = false;
+  step_report part = step_report::whole; // an announcement carries only worker, step, samples
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_ready& x) {
   return f(caf::meta::type_name("herd.step_ready"), x.worker, x.step, x.compute_seconds,
-           x.wait_seconds, x.loss, x.samples, x.late);
+           x.wait_seconds, x.loss, x.samples, x.late, x.part);
 }
 
 /// Across processes: the step reports of a node's workers that reached its relay meanwhile, in
@@ -127,12 +138,13 @@ struct contribution {
   freshness kind = freshness::fresh;
   std::uint32_t samples = 0; // samples behind the gradients contributed (fresh and accumulated)
   std::uint64_t version = 0; // rounds applied to the parameters the oldest of them was computed on
+  bool in_backward = false;  // an announced step's gradient: backward still writes it
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, contribution& x) {
   return f(caf::meta::type_name("herd.contribution"), x.worker, x.round, x.step, x.kind, x.samples,
-           x.version);
+           x.version, x.in_backward);
 }
 
 /// Across processes, aggregator -> node reducer: ask these workers of the node for their
@@ -193,13 +205,16 @@ struct group_done {
   /// async: the staleness of each gradient the parameter server applied (server versions since
   /// the parameters it was computed on), for each member that gave one; empty otherwise.
   std::vector<std::uint64_t> server_staleness;
+  /// Members whose gradient backward was still writing when they answered (gradient buckets):
+  /// the round's reduction overlapped their backward passes.
+  std::uint32_t in_backward = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_done& x) {
   return f(caf::meta::type_name("herd.group_done"), x.round, x.members, x.kinds, x.steps,
            x.versions, x.fresh, x.stale, x.samples, x.bytes, x.reduce_seconds, x.seconds, x.result,
-           x.aborted, x.unanswered, x.unanswered_reasons, x.server_staleness);
+           x.aborted, x.unanswered, x.unanswered_reasons, x.server_staleness, x.in_backward);
 }
 
 // -- aggregator -> parameter server (async; in-process only) --------------------------------------
@@ -569,8 +584,10 @@ struct plane_update {
 /// open; 14: nodes connect comm.connections lanes to each other (a node of 13 would connect one
 /// and leave its peers waiting for the others); 15: a node's workers report their steps through
 /// its relay in batches (step_batch), and aggregators ask a node's members for their
-/// contributions through its node reducer, once per node (contribution_asks).
-constexpr std::uint32_t cluster_protocol_version = 15;
+/// contributions through its node reducer, once per node (contribution_asks); 16: gradient
+/// buckets: workers announce steps whose backward runs (step_ready.part), and contributions say
+/// when backward still writes them (contribution.in_backward).
+constexpr std::uint32_t cluster_protocol_version = 16;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -129,6 +129,7 @@ run_summary summarize(run_summary run, const run_counters& counters,
                                          static_cast<double>(counters.server_updates);
   run.server_staleness_max = counters.server_staleness_max;
   run.aborted_rounds = counters.aborted_rounds;
+  run.rounds_in_backward = counters.rounds_in_backward;
   run.workers_joined = counters.workers_joined;
   run.fresh_contributions = counters.contributions[static_cast<std::size_t>(freshness::fresh)];
   run.stale_contributions = counters.contributions[static_cast<std::size_t>(freshness::stale)];

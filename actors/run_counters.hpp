@@ -60,6 +60,9 @@ struct run_counters {
   std::uint64_t server_staleness_sum = 0;
   std::uint64_t server_staleness_max = 0;
   std::uint64_t aborted_rounds = 0;
+  // Gradient buckets: rounds whose reduction began while a member's backward still ran. Not in
+  // checkpoints: counted since this process began or resumed the run.
+  std::uint64_t rounds_in_backward = 0;
   std::uint64_t workers_joined = 0;
   std::array<std::uint64_t, 3> contributions{}; // by freshness
   std::uint64_t samples_applied = 0;

@@ -39,6 +39,10 @@ kernels::sgd_hyper optimizer_of(const config::run_config& config);
 /// Samples that make one epoch over all shards (workers x whole batches per shard x batch size).
 std::size_t epoch_samples(const config::run_config& config, std::size_t training_samples);
 
+/// comm.bucket-mb in floats, a multiple of 1,024 (4 KiB), so that a bucket's sums are those of
+/// the whole buffer (the kernels' vector loops start where they would); 0 without buckets.
+std::size_t bucket_floats(const config::run_config& config);
+
 /// Aggregators in the pool: the gradient algorithms have one round in flight, preduce up to one
 /// group per two workers.
 int aggregator_count(const config::run_config& config);

@@ -12,6 +12,7 @@
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -187,7 +188,17 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   if (imbalance && imbalance->active())
     setup.imbalance = std::move(imbalance);
   setup.probe = std::move(probe);
+  // Only sync knows a step's round before the step ends: all live workers, this step.
+  setup.announce_steps = config.train.algorithm == "sync" && bucket_floats(config) > 0;
   return setup;
+}
+
+std::size_t bucket_floats(const config::run_config& config) {
+  if (config.comm.bucket_mb <= 0.0)
+    return 0;
+  const double floats = config.comm.bucket_mb * 1024.0 * 1024.0 / sizeof(float);
+  const auto blocks = static_cast<std::size_t>(std::llround(floats / 1024.0));
+  return std::max<std::size_t>(blocks, 1) * 1024;
 }
 
 std::size_t epoch_samples(const config::run_config& config, std::size_t training_samples) {

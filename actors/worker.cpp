@@ -16,7 +16,8 @@
 #include "actors/compute_thread.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
-#include "herd/config.hpp"
+#include "actors/worker_parts.hpp"
+#include "comm/gradient_marks.hpp"
 #include "kernels/check.hpp"
 #include "models/sampler.hpp"
 #include "models/sgd.hpp"
@@ -36,6 +37,7 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 using step_done_atom = caf::atom_constant<caf::atom("stepdone")>;
+using announce_atom = caf::atom_constant<caf::atom("announce")>;
 
 /// What the compute thread reports after a local step (local message, never serialized).
 struct step_outcome {
@@ -53,18 +55,6 @@ typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
 
 double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
-}
-
-// data.bucket-by-length: the lengths of the shard's texts and the run's shared batch order.
-models::length_buckets length_buckets_of(const worker_setup& setup) {
-  models::length_buckets buckets;
-  if (!setup.bucket_order_seed || !setup.train->ragged())
-    return buckets;
-  buckets.order_seed = *setup.bucket_order_seed;
-  buckets.lengths.reserve(setup.shard.size());
-  for (std::size_t sample : setup.shard)
-    buckets.lengths.push_back(setup.train->length(sample));
-  return buckets;
 }
 
 class worker_actor : public caf::event_based_actor {
@@ -98,6 +88,11 @@ public:
     // Last: nothing above may throw with the buffer attached.
     const auto attached = setup_.plane->attach(setup_.index, send_.data(), send_.size());
     HERD_CHECK(attached.ok(), "worker " << setup_.index << ": " << attached.message());
+    if (setup_.announce_steps && memory().host_accessible()) {
+      marks_ = std::make_shared<comm::gradient_marks>(send_.size());
+      const auto marked = setup_.plane->attach_marks(setup_.index, marks_);
+      HERD_CHECK(marked.ok(), "worker " << setup_.index << ": " << marked.message());
+    }
   }
 
   const char* name() const override { return "herd.worker"; }
@@ -116,6 +111,9 @@ public:
   caf::behavior make_behavior() override {
     return {
         [this](start_atom) { on_start(); },
+        [this](announce_atom, std::uint64_t step, std::uint32_t samples) {
+          on_announce(step, samples);
+        },
         [this](step_done_atom, const step_outcome& outcome) { on_step_done(outcome); },
         [this](contribute_atom, std::uint64_t round, std::uint64_t step) {
           return on_contribute(round, step);
@@ -153,6 +151,19 @@ private:
     }
   }
 
+  // Gradient buckets: the running step's round may begin now; its reduction waits for backward
+  // through the marks.
+  void on_announce(std::uint64_t step, std::uint32_t samples) {
+    if (!buffer_.computing() || buffer_.steps() + 1 != step || !buffer_.announce(samples))
+      return;
+    step_ready ready;
+    ready.worker = setup_.index;
+    ready.step = step;
+    ready.samples = samples;
+    ready.part = step_report::announcement;
+    send(coordinator_, ready);
+  }
+
   // Answered at once, or once the send buffer is released (policy::send_buffer::must_wait).
   caf::result<contribution> on_contribute(std::uint64_t round, std::uint64_t step) {
     if (auto loan = buffer_.on_request(round, step))
@@ -161,7 +172,8 @@ private:
   }
 
   contribution contribution_of(const policy::loan& loan) const {
-    return contribution{setup_.index, loan.round, loan.step, loan.kind, loan.samples, loan.version};
+    return contribution{setup_.index, loan.round,   loan.step,       loan.kind,
+                        loan.samples, loan.version, loan.in_backward};
   }
 
   void on_round_result(const round_result& result) {
@@ -321,15 +333,25 @@ private:
     // The job captures a weak handle: the compute thread must not keep the actor alive.
     caf::actor_addr self_address = address();
     const std::uint64_t step_number = buffer_.steps() + 1;
-    compute_->post([this, self_address, gradient, step_number] {
+    comm::gradient_marks* marks = step_wrote_buffer_ ? marks_.get() : nullptr;
+    if (marks)
+      marks->begin(); // no round reads the buffer now: it was empty and lent to none
+    compute_->post([this, self_address, gradient, step_number, marks] {
       step_outcome outcome;
       const auto start = clock_type::now();
       try {
         const auto& batch = sampler_.next();
         load_batch(batch);
         const kernels::ops& ops = *setup_.ops;
-        outcome.loss = setup_.model->loss_and_gradient(ops, params_.data(), batch_x_, batch_y_,
-                                                       gradient, *workspace_);
+        const auto samples = static_cast<std::uint32_t>(batch.size());
+        // An injected delay stands for a slower step: its gradient is final when the delay ends.
+        announcing_progress progress(marks, !setup_.imbalance,
+                                     [self_address, step_number, samples] {
+                                       caf::anon_send(caf::actor_cast<caf::actor>(self_address),
+                                                      announce_atom::value, step_number, samples);
+                                     });
+        outcome.loss = setup_.model->loss_and_gradient_with_progress(
+            ops, params_.data(), batch_x_, batch_y_, gradient, *workspace_, progress);
         ops.synchronize(); // the gradient is complete before the actor hears of it
         outcome.samples = static_cast<std::uint32_t>(batch.size());
         if (setup_.probe) {
@@ -343,8 +365,13 @@ private:
               setup_.imbalance->extra_seconds(setup_.index, step_number, seconds_since(start));
           delay_.wait(extra); // cut short by a stop; compute_seconds says how long it took
         }
+        if (marks)
+          marks->end();
       } catch (const std::exception& failure) {
         outcome.error = failure.what();
+        if (marks) // a round reading the gradient fails instead of waiting for the rest
+          marks->abandon("worker " + std::to_string(setup_.index) + "'s step " +
+                         std::to_string(step_number) + " failed: " + outcome.error);
       }
       outcome.compute_seconds = seconds_since(start);
       caf::anon_send(caf::actor_cast<caf::actor>(self_address), step_done_atom::value, outcome);
@@ -371,6 +398,7 @@ private:
       return;
     }
     idle_since_ = clock_type::now();
+    const bool announced = buffer_.announced();
     const auto end = buffer_.end_step(outcome.samples);
     if (buffer_.exchanges_models()) // the local optimizer step; its model is what goes out
       optimizer_.step(*apply_ops_, params_.data(), grads_.data());
@@ -390,6 +418,7 @@ private:
     ready.loss = outcome.loss;
     ready.samples = outcome.samples;
     ready.late = end.late;
+    ready.part = announced ? step_report::after_announcement : step_report::whole;
     send(coordinator_, ready);
     apply_ready_results(); // any that arrived while the step ran; may start the next step
     deliver_stop();
@@ -540,7 +569,8 @@ private:
   models::tensor staged_x_;           // compute thread only; the batch on the host, for a GPU
   std::vector<std::int32_t> batch_y_; // compute thread only
 
-  policy::send_buffer buffer_;     // what goes where, and when; send_ is the tensor it stands for
+  policy::send_buffer buffer_; // what goes where, and when; send_ is the tensor it stands for
+  std::shared_ptr<comm::gradient_marks> marks_; // announce_steps: backward's progress in send_
   bool step_wrote_buffer_ = false; // the running (or last) step computes into send_, not grads_
   bool started_ = false;
   bool stopping_ = false;
@@ -561,34 +591,6 @@ private:
 };
 
 } // namespace
-
-void worker_probe::gradient_computed(int, std::uint64_t, const float*, std::size_t) {}
-void worker_probe::gradient_scaled(int, std::uint64_t, float) {}
-void worker_probe::round_applied(int, std::uint64_t, const float*, const float*, std::size_t) {}
-void worker_probe::stopped(int, const float*, std::size_t) {}
-
-models::tensor starting_parameters(const models::model& model, std::uint64_t init_seed,
-                                   const std::shared_ptr<const std::vector<float>>& given) {
-  if (!given)
-    return model.initial_parameters(init_seed);
-  HERD_CHECK(given->size() == model.parameter_count(),
-             given->size() << " starting parameters for a model of " << model.parameter_count());
-  models::tensor parameters({model.parameter_count()});
-  std::copy(given->begin(), given->end(), parameters.data());
-  return parameters;
-}
-
-void check_initial_parameters(const models::model& model, const std::vector<float>& given,
-                              const std::string& key) {
-  if (given.empty() || given.size() == model.parameter_count())
-    return;
-  throw config::invalid_config(
-      {{key, key + ": " + std::to_string(given.size()) + " parameters, but the model \"" +
-                 model.name() + "\" (" + model.describe() + ") has " +
-                 std::to_string(model.parameter_count()) +
-                 "; give that many (a run's final parameters, or a checkpoint's, of the same "
-                 "model), or none for the model's own initialisation"}});
-}
 
 caf::actor spawn_worker(caf::actor_system& system, worker_setup setup,
                         const caf::actor& coordinator) {

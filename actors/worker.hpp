@@ -5,6 +5,8 @@
 //
 // Messages it answers:
 //   start_atom                        begin the first local step
+//   (announce_atom, step, samples)    from its compute thread: backward has begun to make the
+//                                     running step's gradient final (announce_steps)
 //   (contribute_atom, round, step) -> contribution   what its send buffer holds for that round,
 //                                     answered at once, even while a step runs (step: the local
 //                                     step the round averages, wagma; 0 otherwise;
@@ -27,7 +29,8 @@
 //                                     applied, and no step due (the coordinator starts no round
 //                                     meanwhile) or stopped
 // Messages it sends: step_ready to the coordinator after every local step (across processes to
-// its node's step relay, which it asks to flush, (flush_atom), before it answers a stop).
+// its node's step relay, which it asks to flush, (flush_atom), before it answers a stop), and with
+// announce_steps a step_ready announcing the step while backward runs.
 //
 // What goes into the send buffer, what a contribution request gets and whether it waits, when
 // the next step may start and how a round's result changes the model are policy::send_buffer's
@@ -96,6 +99,14 @@ struct worker_setup {
                                        // global averages, taken as they are (wagma.sync-every)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
+  /// Gradient buckets (sync, comm.bucket-mb): a step that writes its gradient straight into the
+  /// send buffer is announced (step_ready with step_report::announcement) once backward has made
+  /// part of it final, and the buffer's marks (comm::gradient_marks, attached to `plane`) follow
+  /// backward, so that the step's round reduces each part as soon as it is final. Only in host
+  /// memory (on a GPU, what backward has queued is not yet done). With injected imbalance the
+  /// marks say nothing is final until the step's delay ends (the delay stands for a slower step),
+  /// so only the round's messages overlap the step.
+  bool announce_steps = false;
   /// Across processes: the actor the worker reports to is its node's step relay
   /// (cluster/step_relay.hpp), which it asks to flush before it answers a stop.
   bool relayed_reports = false;

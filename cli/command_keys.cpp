@@ -62,8 +62,9 @@ const std::map<std::string, config::key_scope>& scopes() {
         "cluster.tls-ca",          "cluster.tls-cert",       "cluster.tls-key",
         "cluster.tls-check-names", "cluster.data-encryption"};
     std::map<std::string, config::key_scope> made;
-    made["train"] = scope(
-        with_algorithms({"train", "data", "model", "metrics", "imbalance", "checkpoint"}), {}, {});
+    made["train"] =
+        scope(with_algorithms({"train", "data", "model", "metrics", "imbalance", "checkpoint"}),
+              {"comm.bucket-mb"}, {});
     made["bench"] = scope(
         with_algorithms({"train", "data", "model"}), {"imbalance.seed"},
         {"train.algorithm", "train.eval-every"},

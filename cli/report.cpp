@@ -254,6 +254,10 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.aborted_rounds > 0)
     line("aborted rounds", std::to_string(s.aborted_rounds) +
                                " (a node was lost while they reduced; their members skipped them)");
+  if (s.rounds_in_backward > 0)
+    line("gradient buckets", std::to_string(s.rounds_in_backward) + " of " +
+                                 std::to_string(s.rounds) +
+                                 " rounds began before their members' steps ended");
   if (s.workers_joined > 0)
     line("workers joined", std::to_string(s.workers_joined) +
                                " (a node took over lost workers' slots during the run)");
@@ -343,6 +347,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
                                 {"staleness_mean", s.server_staleness_mean},
                                 {"staleness_max", s.server_staleness_max}};
   report["rounds_aborted"] = s.aborted_rounds;
+  report["rounds_in_backward"] = s.rounds_in_backward;
   report["workers_joined"] = s.workers_joined;
   report["contributions"] = {{"fresh", s.fresh_contributions},
                              {"stale", s.stale_contributions},

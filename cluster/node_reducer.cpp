@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "cluster/round_reduction.hpp"
 #include "cluster/thread_set.hpp"
 
 namespace herd::cluster {
@@ -24,45 +25,6 @@ using clock_type = std::chrono::steady_clock;
 using reduced_atom = caf::atom_constant<caf::atom("reduced")>;
 using prereduced_atom = caf::atom_constant<caf::atom("prereduced")>;
 using moved_atom = caf::atom_constant<caf::atom("moved")>;
-
-// A reduction's place in this node's issue order (sequence 0: none).
-struct issue_place {
-  std::uint32_t generation = 0;
-  std::uint64_t sequence = 0;
-};
-
-// Gives a place back when the reduction's thread leaves, whichever way it leaves.
-class place_holder {
-public:
-  place_holder(comm::issue_gate& gate, issue_place place) : gate_(gate), place_(place) {}
-  ~place_holder() { gate_.done(place_.generation, place_.sequence); }
-  place_holder(const place_holder&) = delete;
-  place_holder& operator=(const place_holder&) = delete;
-
-private:
-  comm::issue_gate& gate_;
-  issue_place place_;
-};
-
-// Issues `call` (one operation on `plane`) in its place. A plane that matches by tag takes it at
-// once: waiting would only serialise a blocking plane. A plane that matches in issue order gets
-// it once every earlier place of this node has been issued; "issued" is when the call returns
-// (such a plane returns once the operation is queued). A turn that never comes fails the
-// operation without issuing it.
-template <class Call>
-std::shared_ptr<comm::work> issue_in_order(comm::data_plane& plane, comm::issue_gate& gate,
-                                           issue_place place, std::chrono::milliseconds timeout,
-                                           Call call) {
-  if (place.sequence == 0 || !plane.matches_in_issue_order()) {
-    gate.done(place.generation, place.sequence);
-    return call();
-  }
-  if (auto turn = gate.wait_turn(place.generation, place.sequence, timeout); !turn.ok())
-    return comm::ended_work(std::move(turn));
-  auto issued = call();
-  gate.done(place.generation, place.sequence);
-  return issued;
-}
 
 class node_reducer_actor : public caf::event_based_actor {
 public:
@@ -276,43 +238,28 @@ private:
     held.plane = plane;
     held.result = setup_.results->acquire();
     held.promise = make_response_promise();
-    threads_.run([self = address(), local = setup_.local, plane = std::move(plane),
-                  result = held.result, inputs = held.order.inputs, weights = held.order.weights,
-                  ranks = std::move(ranks), round, timeout = setup_.data_timeout, gate = gate_,
+    round_reduction job;
+    job.round = round;
+    job.local = setup_.local;
+    job.plane = std::move(plane);
+    for (std::size_t i = 0; i < held.order.inputs.size(); ++i)
+      job.inputs.push_back({held.order.inputs[i], held.order.weights[i]});
+    job.ranks = std::move(ranks);
+    job.result = held.result->data();
+    job.count = held.result->size();
+    job.timeout = setup_.data_timeout;
+    job.bucket_floats = setup_.bucket_floats;
+    // `result` keeps the buffer job.result points into alive while the thread reduces into it.
+    threads_.run([self = address(), job = std::move(job), result = held.result, gate = gate_,
                   place = issue_place{held.order.generation, held.order.sequence}] {
       const auto start = clock_type::now();
-      // Every path gives the place back: issued, or never to be (a failed pre-reduction).
-      const place_holder holding{*gate, place};
-      const comm::operation_options options{round, timeout};
-      comm::status reduced;
-      try {
-        if (inputs.empty()) {
-          std::fill(result->data(), result->data() + result->size(), 0.0f);
-        } else {
-          std::vector<comm::weighted_input> weighted;
-          for (std::size_t i = 0; i < inputs.size(); ++i)
-            weighted.push_back({inputs[i], weights[i]});
-          reduced = local->group_reduce(weighted, nullptr, result->data(), result->size(), options)
-                        ->wait(timeout);
-        }
+      const auto reduced = reduce_round(job, *gate, place, [&] {
         if (auto reducer = caf::actor_cast<caf::actor>(self))
-          caf::anon_send(reducer, prereduced_atom::value, round);
-        if (reduced.ok() && plane) {
-          // The weights are in the pre-reduction: across the nodes the sum is plain, in place.
-          std::vector<comm::weighted_input> nodes;
-          for (int rank : ranks)
-            nodes.push_back({rank, 1.0f});
-          reduced = issue_in_order(*plane, *gate, place, timeout, [&] {
-                      return plane->group_reduce(nodes, result->data(), result->data(),
-                                                 result->size(), options);
-                    })->wait(timeout);
-        }
-      } catch (const std::exception& failure) {
-        reduced = {comm::outcome::failed, failure.what()};
-      }
+          caf::anon_send(reducer, prereduced_atom::value, job.round);
+      });
       const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
       if (auto reducer = caf::actor_cast<caf::actor>(self))
-        caf::anon_send(reducer, reduced_atom::value, round, reduced, seconds);
+        caf::anon_send(reducer, reduced_atom::value, job.round, reduced, seconds);
     });
     return held.promise;
   }
@@ -320,8 +267,16 @@ private:
   // Another node failed the round: its reduction here ends now (the thread then answers).
   void cancel(std::uint64_t round, const std::string& why) {
     auto found = held_.find(round);
-    if (found != held_.end() && found->second.plane && !found->second.reduced)
-      found->second.plane->cancel(round, why);
+    if (found == held_.end() || !found->second.plane || found->second.reduced)
+      return;
+    auto& plane = *found->second.plane;
+    const bool buckets = reduces_in_buckets(&plane, setup_.bucket_floats);
+    try {
+      for (std::uint64_t tag :
+           round_tags(round, setup_.results->count(), setup_.bucket_floats, buckets))
+        plane.cancel(tag, why);
+    } catch (const std::invalid_argument&) { // no tags: the reduction failed before it began
+    }
   }
 
   void prereduced(std::uint64_t round) {

@@ -4,7 +4,9 @@
 // nodes through the plane between processes, on a thread of its own so the actor stays
 // responsive. Both are comm::data_plane; it never asks which planes they are, only whether the
 // one between processes matches in issue order (NCCL): then the reductions reach it in the
-// sequence order their orders carry (comm/sequencer.hpp, the node's issue_gate).
+// sequence order their orders carry (comm/sequencer.hpp, the node's issue_gate), and if not, with
+// gradient buckets, whether it reduces bucket by bucket as backward finishes them
+// (round_reduction.hpp).
 // It holds the result until the aggregator commits the round, then hands it to its members.
 //
 // Messages it answers:
@@ -47,6 +49,7 @@ struct node_reducer_setup {
   std::vector<int> plane_nodes;            // the node index of each of the plane's ranks
   std::shared_ptr<comm::buffer_pool> results;
   std::chrono::milliseconds data_timeout{30000}; // one data-plane reduction, at most
+  std::size_t bucket_floats = 0; // gradient buckets (comm.bucket-mb): round_reduction.hpp
   std::map<int, caf::actor> workers;             // this process's workers, by index
   part_store parts;                              // where its checkpoint parts go
 };

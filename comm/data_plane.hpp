@@ -7,6 +7,7 @@
 #pragma once
 
 #include "comm/errors.hpp"
+#include "comm/gradient_marks.hpp"
 #include "herd/ops.hpp"
 
 #include <chrono>
@@ -67,6 +68,11 @@ struct operation_options {
   /// travels in. NCCL sums in an order of its own.
   std::size_t whole_count = 0;
   std::size_t part_offset = 0;
+  /// A plane reading buffers that a backward pass still writes (data_plane::attach_marks) reduces
+  /// them in buckets of this many floats, cut at multiples of it in the whole buffer, each as
+  /// soon as it is final (0: the part at once, once all of it is final). A bucket holds each
+  /// element's sum as the whole would: the same bits.
+  std::size_t bucket_floats = 0;
 };
 
 /// Why `options` cannot describe a part of a reduction of `count` floats ("" when it can).
@@ -95,6 +101,13 @@ public:
     return does_not_support("attach");
   }
   virtual status detach(int /*rank*/) { return does_not_support("detach"); }
+  /// `rank`'s attached buffer is written by backward passes that `marks` follows: while a pass
+  /// runs, a reduction reads each part of the buffer only once the marks say it is final, and the
+  /// parts in buckets (operation_options::bucket_floats) as they become final, from the end.
+  /// Until detach(). Only planes that attach buffers.
+  virtual status attach_marks(int /*rank*/, std::shared_ptr<const gradient_marks> /*marks*/) {
+    return does_not_support("attach_marks");
+  }
 
   /// out = sum over `inputs` of weight * (that rank's send buffer), `count` floats, among any
   /// subset of ranks. A plane that attaches buffers reads every input's in place, one call per

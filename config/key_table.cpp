@@ -387,6 +387,11 @@ const std::vector<key_spec>& keys() {
         "connections between each pair of nodes on the data plane, each with a network thread of "
         "its own; a reduction of 4 MiB or more is cut across them and moved at once (1 to 16)",
         [](auto& c) -> auto& { return c.comm.connections; }));
+    k.push_back(make_key<double>(
+        "comm.bucket-mb", "real",
+        "sync: reduce the gradient in buckets of this many MiB, each as soon as backward has "
+        "finished it, so that reducing overlaps backward (0 = after the step; 0.004 to 1024)",
+        [](auto& c) -> auto& { return c.comm.bucket_mb; }));
     k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",
         "herd train: write checkpoints to this directory, for --resume (\"\" = no checkpoints)",

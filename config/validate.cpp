@@ -468,6 +468,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.comm.connections >= 1 && config.comm.connections <= 16, "comm.connections",
                 config.comm.connections,
                 "must be between 1 and 16 connections between each pair of nodes");
+  check.require(config.comm.bucket_mb == 0.0 ||
+                    (config.comm.bucket_mb >= 0.004 && config.comm.bucket_mb <= 1024.0),
+                "comm.bucket-mb", config.comm.bucket_mb,
+                "must be 0 (no buckets) or between 0.004 (4 KiB) and 1024 MiB");
   check_simulate(check, config.simulate);
   // A configuration made in code may hold what no file can (a seed above 2^63 - 1, an infinite
   // rate): refused here, as the loader refuses it, so that its checkpoints' settings load again.

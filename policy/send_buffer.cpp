@@ -62,6 +62,12 @@ std::optional<loan> send_buffer::answer_waiting() {
 loan send_buffer::lend(std::uint64_t round, std::uint64_t step) {
   loan answer{round, freshness::none, 0, 0, steps_};
   member_of_.insert(round);
+  if (announced_ && !announced_lent_) { // the running step's gradient, as backward finishes it
+    announced_lent_ = true;
+    lent_to_.insert(round);
+    awaiting_round_ = round;
+    return {round, freshness::fresh, announced_samples_, step_version_, steps_ + 1, true};
+  }
   if (computing_)
     ++rounds_missed_; // the running step's result misses this round
   const bool blending = blends_late_models();
@@ -101,10 +107,25 @@ bool send_buffer::begin_step() {
   return computing_into_buffer_;
 }
 
+bool send_buffer::announce(std::uint32_t samples) {
+  if (!computing_into_buffer_ || exchanges_models() || takes_server_parameters())
+    return false;
+  announced_ = true;
+  announced_samples_ = samples;
+  return true;
+}
+
 send_buffer::step_end send_buffer::end_step(std::uint32_t samples) {
   computing_ = false;
   ++steps_;
   step_end end;
+  announced_ = false;
+  if (std::exchange(announced_lent_, false)) { // on time: its gradient went out as it was made
+    computing_into_buffer_ = false;
+    rounds_missed_ = 0;
+    fresh_outstanding_ = true; // until awaiting_round_ is applied
+    return end;
+  }
   end.late = !blends_late_models()
                  ? rounds_missed_ > 0
                  : std::any_of(late_rounds_.begin(), late_rounds_.end(),

@@ -50,6 +50,7 @@ struct loan {
   std::uint32_t samples = 0; // samples behind the gradients lent
   std::uint64_t version = 0; // rounds applied to the parameters the oldest of them was computed on
   std::uint64_t step = 0;    // the worker's step counter
+  bool in_backward = false;  // an announced step's gradient, which backward still writes
 };
 
 class send_buffer {
@@ -81,6 +82,15 @@ public:
   /// True: the step writes its gradient straight into the buffer (empty, not lent), else into
   /// the scratch buffer.
   bool begin_step();
+  /// Gradient buckets (sync): the running step, which writes its gradient straight into the
+  /// buffer, is announced with its batch's `samples` once backward has begun to make the gradient
+  /// final. The next round that asks before the step ends takes that gradient, fresh, while the
+  /// pass still writes it (the data plane reads each part once it is final,
+  /// comm::gradient_marks), and the step is not late. False, nothing announced: the step writes
+  /// into the scratch buffer, or the family exchanges models or takes the server's parameters.
+  bool announce(std::uint32_t samples);
+  /// The running step was announced (and its report must say so).
+  bool announced() const { return announced_; }
   struct step_end {
     bool late = false;
     buffer_write write = buffer_write::none; // a model: after the worker's own optimizer step
@@ -182,6 +192,10 @@ private:
   std::uint64_t global_every_ = 0;         // blending_every_model: steps of the global averages
   std::set<std::uint64_t> on_time_blends_; // blending_every_model: rounds answered on time (or
                                            // ahead) whose result is blended in at once
+  // announce(): only while a step runs, so never in a checkpoint (taken at rest) and not saved.
+  bool announced_ = false;
+  bool announced_lent_ = false; // a round took the announced step's gradient
+  std::uint32_t announced_samples_ = 0;
 };
 
 } // namespace herd::policy

@@ -188,6 +188,9 @@ struct comm_section {
   bool error_feedback = false; // comm.error-feedback: carry each rounding's residual to the next
   int seal_threads = 0; // comm.seal-threads: threads sealing one data-plane message (0: automatic)
   int connections = 1;  // comm.connections: connections (lanes) between each pair of nodes, 1-16
+  /// comm.bucket-mb: under sync, a step's round begins while its backward runs and reduces the
+  /// gradient in buckets of this many MiB as backward finishes them (0: after the step, at once).
+  double bucket_mb = 0.0;
 };
 
 /// [checkpoint]: where and how often `herd train` writes checkpoints it can resume from

@@ -110,7 +110,12 @@ struct run_summary {
   double server_staleness_mean = 0.0; // async: server versions between the parameters a gradient
   std::uint64_t server_staleness_max = 0; // was computed on and those it was applied to
   bool started = true; // false: it ended before its first step (a cluster that never formed)
-  std::uint64_t aborted_rounds = 0; // rounds skipped because a node was lost while reducing
+  /// Rounds every member skipped: a node was lost while they reduced, or (comm.bucket-mb) a
+  /// worker's backward pass failed while its round read the gradient.
+  std::uint64_t aborted_rounds = 0;
+  /// comm.bucket-mb: rounds whose reduction began while a member's backward pass still ran (since
+  /// the run began, or since it resumed from a checkpoint).
+  std::uint64_t rounds_in_backward = 0;
   std::uint64_t workers_joined = 0; // lost workers' slots taken over by a node joining the run
   std::uint64_t fresh_contributions = 0;
   std::uint64_t stale_contributions = 0; // accumulated late gradients

@@ -1,5 +1,6 @@
 // Whole runs of the actor system in one process: synchronous training is equivalent to one big
 // batch, replicas stay identical, and every stop condition ends the run with a truthful summary.
+#include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 #include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
@@ -11,8 +12,8 @@
 #include <thread>
 
 #include "support/delegating_ops.hpp"
-#include "support/failing_backward_ops.hpp"
 #include "support/emulated_stream_ops.hpp"
+#include "support/failing_backward_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 #include "support/session_config.hpp"
 
@@ -395,6 +396,94 @@ TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   const auto& finals = session.final_parameters();
   std::vector<const std::vector<float>*> survivors;
   for (const auto& params : finals)
+    if (!params.empty())
+      survivors.push_back(&params);
+  ASSERT_EQ(survivors.size(), 3u);
+  EXPECT_EQ(*survivors[0], *survivors[1]);
+  EXPECT_EQ(*survivors[0], *survivors[2]);
+}
+
+// Gradient buckets: backward made slow (each relu_backward sleeps), and on call `fail_on_call`
+// it throws after its sleep: the running step has been announced by then (the last layer's
+// gradient is final before relu's backward runs).
+class slow_backward_ops final : public herd::testing::delegating_ops {
+public:
+  explicit slow_backward_ops(std::chrono::milliseconds sleep, int fail_on_call = 0)
+      : sleep_(sleep), fail_on_call_(fail_on_call) {}
+  void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
+    std::this_thread::sleep_for(sleep_);
+    if (calls_.fetch_add(1) + 1 == fail_on_call_)
+      throw std::runtime_error("injected failure");
+    base().relu_backward(y, dy, dx, n);
+  }
+
+private:
+  std::chrono::milliseconds sleep_;
+  int fail_on_call_;
+  mutable std::atomic<int> calls_{0};
+};
+
+// comm.bucket-mb in floats: whole blocks of 1,024 floats (4 KiB), the nearest, at least one.
+TEST(train_session, a_bucket_is_a_whole_number_of_4_kib_blocks) {
+  auto config = small_config(4, 8);
+  EXPECT_EQ(herd::actors::bucket_floats(config), 0u);
+  for (const auto& [mib, floats] : std::vector<std::pair<double, std::size_t>>{
+           {0.004, 1024}, {0.1, 26 * 1024}, {1.0, 262144}, {25.0, 25 * 262144}}) {
+    config.comm.bucket_mb = mib;
+    EXPECT_EQ(herd::actors::bucket_floats(config), floats) << mib;
+  }
+}
+
+herd::config::run_config bucketed_config(double bucket_mb) {
+  auto config = small_config(4, 8);
+  config.model.hidden = {256, 128}; // 40,453 parameters: 40 buckets of 1,024 floats
+  config.comm.bucket_mb = bucket_mb;
+  return config;
+}
+
+// Under sync with comm.bucket-mb, rounds begin while their members' backward runs and reduce the
+// gradient bucket by bucket as it is finished, and the run ends with the bits it has without.
+TEST(train_session, sync_with_gradient_buckets_reduces_during_backward_and_trains_the_same_bits) {
+  const slow_backward_ops ops(std::chrono::milliseconds(2));
+  auto options = quick();
+  options.ops = &ops;
+  const auto data = synthetic(std::size_t{4} * 8 * 10);
+  std::vector<std::vector<float>> finals;
+  std::vector<std::uint64_t> in_backward;
+  for (const double bucket_mb : {0.0, 0.004}) {
+    train_session session(bucketed_config(bucket_mb), data, options);
+    const auto summary = session.run();
+    ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+    EXPECT_EQ(summary.rounds, 10u);
+    in_backward.push_back(summary.rounds_in_backward);
+    ASSERT_EQ(session.final_parameters().size(), 4u);
+    for (const auto& replica : session.final_parameters())
+      EXPECT_EQ(replica, session.final_parameters()[0]);
+    finals.push_back(session.final_parameters()[0]);
+  }
+  EXPECT_EQ(in_backward[0], 0u);
+  EXPECT_GT(in_backward[1], 0u);
+  EXPECT_EQ(finals[0], finals[1]);
+}
+
+// A worker whose backward fails while its round reads the gradient: the round is aborted (every
+// member skips it), and the run goes on without that worker, as without buckets.
+TEST(train_session, a_step_failing_while_its_round_reads_it_aborts_the_round_and_sync_goes_on) {
+  const slow_backward_ops ops(std::chrono::milliseconds(50), 10);
+  auto options = quick();
+  options.ops = &ops;
+  auto config = bucketed_config(0.004);
+  config.train.epochs = 2;
+  train_session session(config, synthetic(std::size_t{4} * 8 * 5), options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  EXPECT_EQ(summary.aborted_rounds, 1u);
+  int lost = 0;
+  for (const auto& worker : summary.per_worker)
+    lost += worker.live ? 0 : 1;
+  EXPECT_EQ(lost, 1);
+  std::vector<const std::vector<float>*> survivors;
+  for (const auto& params : session.final_parameters())
     if (!params.empty())
       survivors.push_back(&params);
   ASSERT_EQ(survivors.size(), 3u);

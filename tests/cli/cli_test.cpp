@@ -1,6 +1,9 @@
 // The `herd` executable end to end: help, bad input with exit code 2 and a message naming the
 // problem, a short run with its JSON report, and stop signals (SIGINT, SIGTERM, SIGHUP) before
 // and during a run.
+#include "herd/dataset.hpp"
+#include "models/npy.hpp"
+
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
@@ -24,8 +27,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "herd/dataset.hpp"
-#include "models/npy.hpp"
 #include "support/background_process.hpp"
 #include "support/contract_keys.hpp"
 #include "support/npy_file.hpp"
@@ -260,8 +261,8 @@ std::string repository_file(const std::string& path) {
 
 // Every line of every command's help, the command list's included, fits 80 columns.
 TEST_F(herd_cli, every_help_fits_80_columns) {
-  for (const char* command :
-       {"", "train", "coordinator", "node", "bench", "simulate", "evaluate", "predict", "devices"}) {
+  for (const char* command : {"", "train", "coordinator", "node", "bench", "simulate", "evaluate",
+                              "predict", "devices"}) {
     const auto help = std::string(command).empty() ? herd({"--help"}) : herd({command, "--help"});
     EXPECT_EQ(help.exit_code, 0) << command;
     std::istringstream lines(help.output);
@@ -384,9 +385,9 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   report["per_worker"][0]["step_histogram"][0]["upper_seconds"] = 0.060;
   std::ofstream(path("wide.json")) << report.dump();
   const auto steps_per_second = [&](const std::string& seed) {
-    auto seeded = herd({"simulate", "--algorithms=sync", "--simulate.workers=[2]",
-                        "--simulate.steps=50", "--step-trace", path("wide.json"),
-                        "--train.seed=" + seed, "--out", out});
+    auto seeded =
+        herd({"simulate", "--algorithms=sync", "--simulate.workers=[2]", "--simulate.steps=50",
+              "--step-trace", path("wide.json"), "--train.seed=" + seed, "--out", out});
     EXPECT_EQ(seeded.exit_code, 0) << seeded.output;
     std::ifstream file(out + "/results.json");
     return nlohmann::json::parse(file)["results"][0]["steps_per_second"].get<double>();
@@ -459,8 +460,7 @@ TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
   std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
   std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
                                                std::filesystem::perms::owner_write);
-  auto with_file =
-      herd({"coordinator", "--cluster.token-file=" + token_file, "--print-config"});
+  auto with_file = herd({"coordinator", "--cluster.token-file=" + token_file, "--print-config"});
   EXPECT_EQ(with_file.exit_code, 0) << with_file.output;
   EXPECT_THAT(with_file.output, HasSubstr("token-file = \"" + token_file + "\""));
   EXPECT_THAT(with_file.output, testing::Not(HasSubstr("0123456789abcdef")));
@@ -705,7 +705,8 @@ TEST_F(herd_cli, a_partial_run_reports_the_waiting_a_barrier_would_have_imposed)
   auto result = herd(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(unwrapped(result.output), HasSubstr("a synchronous barrier would have imposed"));
-  EXPECT_THAT(unwrapped(result.output), HasSubstr("imbalance persistent: worker 1 runs 30x slower"));
+  EXPECT_THAT(unwrapped(result.output),
+              HasSubstr("imbalance persistent: worker 1 runs 30x slower"));
   std::ifstream in(report_path);
   const auto report = nlohmann::json::parse(in);
   EXPECT_EQ(report["algorithm"], "solo");
@@ -814,11 +815,11 @@ TEST_F(herd_cli, an_interrupted_bench_writes_the_runs_it_finished) {
   // An earlier bench's plot there would not match these results: it goes.
   std::filesystem::create_directories(out);
   std::ofstream(out + "/accuracy-none.png") << "an earlier plot";
-  background_process bench(
-      {HERD_BINARY, "bench", "--data.dataset=synthetic", "--train.workers=2",
-       "--model.hidden=[16]", "--train.epochs=1000", "--train.max-seconds=1",
-       "--algorithms=sync,solo", "--scenarios=none", "--repeat=3", "--out", out},
-      path("bench.log"));
+  background_process bench({HERD_BINARY, "bench", "--data.dataset=synthetic", "--train.workers=2",
+                            "--model.hidden=[16]", "--train.epochs=1000", "--train.max-seconds=1",
+                            "--algorithms=sync,solo", "--scenarios=none", "--repeat=3", "--out",
+                            out},
+                           path("bench.log"));
   // The second run starts once the first has finished: interrupt that one.
   for (int wait = 0; wait < 600 && bench.output().find("[2/6]") == std::string::npos; ++wait)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -1040,8 +1041,7 @@ TEST_F(herd_cli, a_report_that_cannot_be_written_at_the_end_is_kept_elsewhere) {
   std::filesystem::create_directories(gone);
   auto herd = start_herd({"train", "--data.dataset=synthetic", "--train.epochs=100000",
                           "--model.hidden=[16]", "--train.max-seconds=3",
-                          "--train.eval-every=1000000", "--report",
-                          gone + "/r.json"},
+                          "--train.eval-every=1000000", "--report", gone + "/r.json"},
                          path("gone.log"));
   ASSERT_TRUE(wait_for_output(*herd, "epoch", 120s)) << herd->output();
   std::filesystem::remove_all(gone);
@@ -1049,8 +1049,7 @@ TEST_F(herd_cli, a_report_that_cannot_be_written_at_the_end_is_kept_elsewhere) {
   const auto output = herd->output();
   EXPECT_THAT(output, HasSubstr("--report " + gone + "/r.json"));
   std::smatch kept;
-  ASSERT_TRUE(std::regex_search(output, kept,
-                                std::regex("the report is saved in (\\S+) instead")))
+  ASSERT_TRUE(std::regex_search(output, kept, std::regex("the report is saved in (\\S+) instead")))
       << output;
   std::ifstream in(kept[1].str());
   ASSERT_TRUE(in.good()) << kept[1].str();
@@ -1258,9 +1257,9 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   EXPECT_THAT(damaged.output, HasSubstr(path("garbage.ckpt")));
   // A coordinator resumes only what a coordinator wrote: herd train's workers are in the file, and
   // no node holds a part of it.
-  const std::vector<std::string> coordinator{"coordinator", "--listen", "127.0.0.1:0",
-                                             "--data.dataset=synthetic", "--model.hidden=[32]",
-                                             "--resume"};
+  const std::vector<std::string> coordinator{"coordinator",         "--listen",
+                                             "127.0.0.1:0",         "--data.dataset=synthetic",
+                                             "--model.hidden=[32]", "--resume"};
   auto args = coordinator;
   args.push_back(checkpoints);
   auto one_process = herd(args);
@@ -1279,8 +1278,11 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
 // says so, rather than showing "epoch 2.50/1" and ending.
 TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
   const auto checkpoints = path("done");
-  const std::vector<std::string> run = {"train", "--data.dataset=synthetic", "--model.hidden=[8]",
-                                        "--train.workers=2", "--train.epochs=1",
+  const std::vector<std::string> run = {"train",
+                                        "--data.dataset=synthetic",
+                                        "--model.hidden=[8]",
+                                        "--train.workers=2",
+                                        "--train.epochs=1",
                                         "--checkpoint.dir=" + checkpoints};
   ASSERT_EQ(herd(run).exit_code, 0);
   auto again = run;
@@ -1292,9 +1294,13 @@ TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
                                         "run trains no further (raise train.epochs to go on)"));
   // Nor past train.max-seconds: a run stopped by its time limit, resumed with a smaller one, used
   // to train another quarter second (a check period) before it stopped.
-  std::vector<std::string> timed = {"train", "--data.dataset=synthetic", "--model.hidden=[8]",
-                                    "--train.workers=2", "--train.epochs=1000",
-                                    "--train.max-seconds=1", "--checkpoint.dir=" + path("timed")};
+  std::vector<std::string> timed = {"train",
+                                    "--data.dataset=synthetic",
+                                    "--model.hidden=[8]",
+                                    "--train.workers=2",
+                                    "--train.epochs=1000",
+                                    "--train.max-seconds=1",
+                                    "--checkpoint.dir=" + path("timed")};
   ASSERT_EQ(herd(timed).exit_code, 0);
   timed.back() = "--checkpoint.dir=" + path("timed-again");
   timed[5] = "--train.max-seconds=0.5";
@@ -1318,8 +1324,8 @@ TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
 // An epoch takes whole batches from equal shards: with many workers and few samples each it
 // leaves out much of the training set, and herd train says how much before it starts.
 TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
-  auto many = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]",
-                    "--train.workers=64", "--train.batch-size=64", "--train.epochs=1"});
+  auto many = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=64",
+                    "--train.batch-size=64", "--train.epochs=1"});
   ASSERT_EQ(many.exit_code, 0) << many.output;
   EXPECT_THAT(many.output,
               HasSubstr("note: an epoch takes 4096 of the 6000 training samples (68%): each of "
@@ -1335,9 +1341,8 @@ TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
 // exactly evaluate's accuracy; CSV (file or stdout) and .npy outputs hold the same values.
 TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
   const auto checkpoints = path("ckpt");
-  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
-                   "--train.workers=2", "--train.epochs=1", "--train.seed=5",
-                   "--checkpoint.dir=" + checkpoints});
+  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]", "--train.workers=2",
+                   "--train.epochs=1", "--train.seed=5", "--checkpoint.dir=" + checkpoints});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto evaluated = herd({"evaluate", "--checkpoint", checkpoints});
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
@@ -1438,10 +1443,9 @@ TEST_F(herd_cli, evaluate_scores_the_parameters_that_reached_the_target) {
   const auto checkpoints = path("ckpt");
   // Epochs to spare: the run stops at the first evaluation at 0.5 or above (round 20 or so), but
   // under a heavy load the evaluator answered only after three epochs' rounds had run.
-  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
-                   "--train.workers=2", "--train.epochs=30", "--train.target-accuracy=0.5",
-                   "--train.eval-every=10", "--checkpoint.dir=" + checkpoints, "--report",
-                   path("run.json")});
+  auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]", "--train.workers=2",
+                   "--train.epochs=30", "--train.target-accuracy=0.5", "--train.eval-every=10",
+                   "--checkpoint.dir=" + checkpoints, "--report", path("run.json")});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::ifstream report_file(path("run.json"));
   const auto report = nlohmann::json::parse(report_file);
@@ -1462,12 +1466,12 @@ TEST_F(herd_cli, evaluate_scores_the_parameters_that_reached_the_target) {
 // life) loses the run's end state: the summary and the report say so, and the exit status is 1.
 TEST_F(herd_cli, a_final_checkpoint_that_cannot_be_written_fails_the_run) {
   const auto checkpoints = path("gone");
-  auto herd_run = start_herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
-                              "--train.workers=2", "--train.eval-every=2000",
-                              "--train.epochs=100000", "--train.max-seconds=4",
-                              "--checkpoint.dir=" + checkpoints, "--checkpoint.every-seconds=0",
-                              "--report", path("run.json")},
-                             path("run.log"));
+  auto herd_run =
+      start_herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]", "--train.workers=2",
+                  "--train.eval-every=2000", "--train.epochs=100000", "--train.max-seconds=4",
+                  "--checkpoint.dir=" + checkpoints, "--checkpoint.every-seconds=0", "--report",
+                  path("run.json")},
+                 path("run.log"));
   ASSERT_TRUE(wait_for_output(*herd_run, "evaluation at round", 120s)) << herd_run->output();
   std::filesystem::remove_all(checkpoints);
   std::ofstream(checkpoints) << "not a directory";
@@ -1529,8 +1533,8 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   args.push_back("--train.epochs=1");
   auto fresh = herd(args);
   EXPECT_EQ(fresh.exit_code, 2) << fresh.output;
-  EXPECT_THAT(fresh.output, HasSubstr("checkpoint.dir = " + checkpoints +
-                                      " holds 2 checkpoints of another run"));
+  EXPECT_THAT(fresh.output,
+              HasSubstr("checkpoint.dir = " + checkpoints + " holds 2 checkpoints of another run"));
   EXPECT_THAT(fresh.output, HasSubstr("resume that run with --resume " + checkpoints));
   const auto elsewhere = path("elsewhere.ckpt");
   std::filesystem::copy_file(files[0], elsewhere);
@@ -1610,6 +1614,42 @@ TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) 
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
   EXPECT_THAT(failed.output, testing::ContainsRegex("run 1 of 3 \\(solo, one process\\) failed "
                                                     "with status 2; see .*solo-one-1.log"));
+}
+
+// With --bucket-mb each layout runs once per bucket size, the last column compares each with the
+// same layout without buckets, and the runs really use them (their reports count the rounds that
+// began while backward ran).
+TEST(bench_cluster, compares_gradient_bucket_sizes_within_each_layout) {
+  const std::string script = std::string(HERD_SOURCE_DIR) + "/scripts/bench-cluster";
+  const auto measured = run_process(
+      {script, "--binary", HERD_BINARY, "--nodes=2", "--repetitions=1", "--algorithms=sync",
+       "--bucket-mb=0,0.25", "--port=" + std::to_string(herd::testing::free_loopback_port()), "--",
+       "--data.dataset=synthetic", "--train.epochs=1", "--imbalance.kind=none",
+       "--model.hidden=[1024]"},
+      300s);
+  ASSERT_EQ(measured.exit_code, 0) << measured.output;
+  EXPECT_THAT(measured.output, HasSubstr("run  4 of 4: sync     2 nodes x 1, 0.25 MiB"));
+  const std::string row = " +([0-9.]+) +[0-9.]+ +[0-9.]+x +([0-9.]+)x";
+  std::smatch whole, bucketed;
+  ASSERT_TRUE(std::regex_search(measured.output, whole, std::regex("sync +2 nodes x 1" + row)))
+      << measured.output;
+  ASSERT_TRUE(
+      std::regex_search(measured.output, bucketed, std::regex("sync +2 nodes x 1, 0.25 MiB" + row)))
+      << measured.output;
+  EXPECT_EQ(whole[2].str(), "1.00");
+  const double ratio = std::stod(bucketed[1].str()) / std::stod(whole[1].str());
+  EXPECT_NEAR(std::stod(bucketed[2].str()), ratio, 0.01 + 0.005 * ratio); // of rounded times
+  std::smatch logs;
+  ASSERT_TRUE(std::regex_search(measured.output, logs, std::regex("logs and reports in (\\S+)")))
+      << measured.output;
+  for (const std::string run : {"sync-one-b0.25-1", "sync-cluster-1-b0.25-1"}) {
+    const auto report =
+        nlohmann::json::parse(herd::testing::read_file(logs[1].str() + "/" + run + ".json"));
+    EXPECT_GT(report["rounds_in_backward"], 0) << run;
+  }
+  const auto report =
+      nlohmann::json::parse(herd::testing::read_file(logs[1].str() + "/sync-one-1.json"));
+  EXPECT_EQ(report["rounds_in_backward"], 0);
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 // target across them; a node killed or frozen mid-run is detected and the run goes on; garbage
 // sent to the coordinator's port does not bring it down (netns_cluster_test: the same across
 // network namespaces). The accuracy tests need the dataset-fashion-mnist package.
+#include "actors/checkpoint_state.hpp"
+
 #include <arpa/inet.h>
 #include <csignal>
 #include <cstdio>
@@ -707,14 +709,11 @@ TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_
   temp_directory dir;
   ASSERT_TRUE(make_certificates(dir)) << "openssl could not make the test certificates";
   auto job = [&](const std::string& encryption, int connections, const std::string& expected) {
-    std::vector<std::string> args{"--data.dataset=synthetic",
-                                  "--train.algorithm=sync",
-                                  "--train.epochs=1",
-                                  "--model.hidden=[1536]",
-                                  "--cluster.min-nodes=2",
-                                  "--cluster.data-encryption=" + encryption,
-                                  "--comm.seal-threads=2",
-                                  "--comm.connections=" + std::to_string(connections)};
+    std::vector<std::string> args{
+        "--data.dataset=synthetic", "--train.algorithm=sync",
+        "--train.epochs=1",         "--model.hidden=[1536]",
+        "--cluster.min-nodes=2",    "--cluster.data-encryption=" + encryption,
+        "--comm.seal-threads=2",    "--comm.connections=" + std::to_string(connections)};
     const auto coordinator_tls = tls(dir, "cluster-ca", "coordinator");
     args.insert(args.end(), coordinator_tls.begin(), coordinator_tls.end());
     cluster run(dir, args);
@@ -734,6 +733,61 @@ TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_
   EXPECT_EQ(sealed["final_test_accuracy"], clear["final_test_accuracy"]);
   EXPECT_EQ(sealed["final_test_loss"], clear["final_test_loss"]);
   EXPECT_EQ(sealed["rounds"], clear["rounds"]);
+}
+
+// Gradient buckets across processes: three nodes of two workers (with two, a sum across the
+// nodes would have the same bits in any order), sync, a model of 1.2 M
+// parameters in buckets of 1 MiB (5 of them), no injected delays (which would hold every bucket
+// back until the step's end). Rounds begin while backward runs, each bucket
+// crosses between the nodes once both of a node's workers have finished it, and the job ends
+// with the result it has without buckets, to the bit.
+TEST(cluster_cli, sync_with_gradient_buckets_across_nodes_ends_with_the_result_it_has_without) {
+  temp_directory dir;
+  // The checkpoint the run ends with: every worker's parameters and velocity, from the nodes'
+  // parts (how many steps a worker began past the last round, and so its send buffer, varies
+  // from run to run).
+  using replica = std::pair<std::vector<float>, std::vector<float>>;
+  auto job = [&](const std::string& bucket_mb) {
+    const auto checkpoints = dir.file("checkpoints-" + bucket_mb);
+    cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=sync", "--train.epochs=1",
+                      "--train.batch-size=128", "--model.hidden=[1536]", "--cluster.min-nodes=3",
+                      "--imbalance.kind=none", "--comm.bucket-mb=" + bucket_mb,
+                      "--checkpoint.dir=" + checkpoints});
+    std::vector<background_process*> nodes;
+    for (int node = 0; node < 3; ++node)
+      nodes.push_back(&run.add_node(2));
+    EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();
+    for (auto* node : nodes)
+      EXPECT_EQ(node->wait(30s), 0) << run.logs();
+    std::vector<replica> replicas;
+    const auto saved = herd::checkpoint::list(checkpoints);
+    EXPECT_EQ(saved.size(), 1u) << run.logs();
+    if (saved.size() == 1) {
+      const auto stem = herd::checkpoint::stem_of(std::filesystem::path(saved[0]).filename());
+      for (int node = 0; node < 3; ++node) {
+        const auto file = checkpoints + "/" + herd::checkpoint::part_name(stem, node);
+        for (auto& worker :
+             herd::actors::decode_part(herd::checkpoint::read_file(file).payload, file))
+          replicas.emplace_back(std::move(worker.parameters), std::move(worker.velocity));
+      }
+    }
+    return std::make_pair(run.report(), replicas);
+  };
+  const auto [buckets, bucketed_parts] = job("1");
+  const auto [whole, whole_parts] = job("0");
+  ASSERT_TRUE(buckets.contains("final_test_accuracy")) << buckets.dump();
+  EXPECT_EQ(buckets["rounds_aborted"], 0);
+  EXPECT_GT(buckets["rounds_in_backward"], 0) << buckets.dump();
+  EXPECT_EQ(whole["rounds_in_backward"], 0);
+  EXPECT_EQ(buckets["rounds"], whole["rounds"]);
+  ASSERT_EQ(bucketed_parts.size(), 6u);
+  ASSERT_EQ(whole_parts.size(), 6u);
+  for (std::size_t worker = 0; worker < 6; ++worker) {
+    EXPECT_TRUE(bucketed_parts[worker].first == whole_parts[worker].first) << worker;
+    EXPECT_TRUE(bucketed_parts[worker].second == whole_parts[worker].second) << worker;
+  }
+  EXPECT_TRUE(bucketed_parts[0].first == bucketed_parts[5].first); // replicas, and trained
+  EXPECT_FALSE(bucketed_parts[0].second == std::vector<float>(bucketed_parts[0].second.size()));
 }
 
 TEST(cluster_cli, tls_settings_that_cannot_work_are_bad_input_naming_the_key) {

@@ -856,6 +856,17 @@ TEST_F(config_files, connections_are_between_1_and_16) {
   EXPECT_THAT(first_error("", {"--comm.connections=17"}), HasSubstr("comm.connections = 17"));
 }
 
+TEST_F(config_files, gradient_buckets_are_off_or_between_4_kib_and_1024_mib) {
+  EXPECT_EQ(0.0, load("", {}).comm.bucket_mb);
+  EXPECT_EQ(25.0, load("", {"--comm.bucket-mb=25"}).comm.bucket_mb);
+  EXPECT_EQ(0.004, load("", {"--comm.bucket-mb=0.004"}).comm.bucket_mb);
+  EXPECT_THAT(first_error("", {"--comm.bucket-mb=0.001"}),
+              HasSubstr("comm.bucket-mb = 0.001 (command line): must be 0 (no buckets) or "
+                        "between 0.004 (4 KiB) and 1024 MiB"));
+  EXPECT_THAT(first_error("", {"--comm.bucket-mb=-1"}), HasSubstr("comm.bucket-mb = -1"));
+  EXPECT_THAT(first_error("", {"--comm.bucket-mb=2048"}), HasSubstr("comm.bucket-mb = 2048"));
+}
+
 // The data plane is sealed whenever TLS is on (auto), on demand with TLS, never without it.
 TEST_F(config_files, data_encryption_follows_tls_and_is_never_on_without_it) {
   const auto ca = write("ca.pem", "not checked here, only readable");

@@ -28,7 +28,7 @@ constexpr auto blending = send_buffer_family::blending_models;
 constexpr auto blending_every = send_buffer_family::blending_every_model;
 constexpr auto serving = send_buffer_family::server_gradients;
 
-enum class event_kind { request, begin, end, result, apply, due, unsent };
+enum class event_kind { request, begin, announce, end, result, apply, due, unsent };
 
 struct event {
   event_kind kind;
@@ -43,6 +43,10 @@ event request(std::uint64_t round, std::uint64_t step = 0) {
 }
 event begin_step() {
   return {event_kind::begin};
+}
+/// Gradient buckets: backward has begun to make the running step's gradient final.
+event announce(std::uint32_t samples) {
+  return {event_kind::announce, 0, 0, samples};
 }
 event end_step(std::uint32_t samples) {
   return {event_kind::end, 0, 0, samples};
@@ -122,6 +126,8 @@ private:
     }
     case event_kind::begin:
       return buffer_.begin_step() ? "into the buffer" : "into scratch";
+    case event_kind::announce:
+      return buffer_.announce(happens.samples) ? "announced" : "not announced";
     case event_kind::end: {
       const auto end = buffer_.end_step(happens.samples);
       std::string said = end.late ? "late" : "fresh";
@@ -247,6 +253,69 @@ TEST(send_buffer, a_request_while_the_step_writes_into_the_buffer_gets_nothing_a
       {unsent(), "buffer"},
       {request(2), "stale, 32 samples, version 0"},
   });
+}
+
+// Gradient buckets (sync): the round of an announced step takes its gradient while backward
+// still writes it, as the step's own, fresh contribution: the step is on time, and its result is
+// applied once it ends.
+TEST(send_buffer, an_announced_step_goes_out_fresh_while_it_runs_and_is_not_late) {
+  script worker(accumulating);
+  worker.play({
+      {begin_step(), "into the buffer"},
+      {announce(32), "announced"},
+      {due(), "not due"},
+      {request(1), "fresh, 32 samples, version 0"},
+      {result(1), "nothing"},
+      {apply(), "nothing due"}, // the compute thread reads the parameters
+      {end_step(32), "fresh"},
+      {due(), "not due"}, // until its round is applied
+      {unsent(), "nothing"},
+      {apply(), "round 1 by optimizer step"},
+      {due(), "due"},
+      {begin_step(), "into the buffer"},
+      {announce(16), "announced"},
+      {request(2), "fresh, 16 samples, version 1"},
+      {request(3), "waits"}, // one round at a time, as ever
+      {end_step(16), "fresh"},
+      {result(2), "nothing; round 3 gets none"},
+  });
+}
+
+TEST(send_buffer, an_announced_contribution_names_the_running_step) {
+  send_buffer buffer(accumulating);
+  buffer.adopt(41, 41);
+  ASSERT_TRUE(buffer.begin_step());
+  ASSERT_TRUE(buffer.announce(8));
+  EXPECT_TRUE(buffer.announced());
+  const auto given = buffer.on_request(7, 0);
+  ASSERT_TRUE(given.has_value());
+  EXPECT_EQ(given->step, 42u); // the step it belongs to, not the 41 finished
+  EXPECT_EQ(given->version, 41u);
+  EXPECT_TRUE(given->in_backward);
+  EXPECT_FALSE(buffer.end_step(8).late);
+  EXPECT_FALSE(buffer.announced());
+  EXPECT_EQ(buffer.steps(), 42u);
+}
+
+// An announced step no round asked for ends as any step does; a step that writes into scratch,
+// and the families that exchange models or take the server's parameters, announce nothing.
+TEST(send_buffer, only_a_step_writing_into_an_empty_buffer_of_gradients_is_announced) {
+  script worker(accumulating);
+  worker.play({
+      {begin_step(), "into the buffer"},
+      {announce(32), "announced"},
+      {end_step(32), "fresh"},
+      {unsent(), "buffer"},
+      {request(1), "fresh, 32 samples, version 0"},
+      {begin_step(), "into scratch"}, // solo: round 1 still reads the buffer
+      {announce(16), "not announced"},
+      {request(2), "waits"},
+  });
+  for (const auto family : {averaging, blending, blending_every, serving}) {
+    send_buffer buffer(family);
+    buffer.begin_step();
+    EXPECT_FALSE(buffer.announce(8)) << static_cast<int>(family);
+  }
 }
 
 TEST(send_buffer, a_request_mid_step_lends_the_accumulated_late_gradient) {

@@ -21,6 +21,9 @@ public:
     return inner_->attach(rank, send_buffer, count);
   }
   comm::status detach(int rank) override { return inner_->detach(rank); }
+  comm::status attach_marks(int rank, std::shared_ptr<const comm::gradient_marks> marks) override {
+    return inner_->attach_marks(rank, std::move(marks));
+  }
   std::shared_ptr<comm::work> group_reduce(const std::vector<comm::weighted_input>& inputs,
                                            const float* send, float* out, std::size_t count,
                                            const comm::operation_options& options) override {
