@@ -46,6 +46,21 @@ std::string epoch_coverage_note(const config::run_config& config, std::size_t sa
          std::to_string(batch) + "; fewer workers or a smaller train.batch-size use more";
 }
 
+// comm.bucket-mb set where it changes nothing: said, not refused (one file may serve several
+// algorithms).
+std::string bucket_note(const config::run_config& config) {
+  if (config.comm.bucket_mb <= 0.0)
+    return {};
+  if (config.train.algorithm != "sync")
+    return "comm.bucket-mb changes nothing under train.algorithm = " + config.train.algorithm +
+           ": only sync rounds begin before their members' steps end (" + config.train.algorithm +
+           "'s form from finished steps and reduce what they hold)";
+  if (config.train.backend != "cpu")
+    return "comm.bucket-mb changes nothing for workers on a GPU: what backward has queued there "
+           "is not yet done, so their steps are not announced early";
+  return {};
+}
+
 } // namespace
 
 run_arguments parse_run_arguments(const std::vector<std::string>& args, const std::string& command,
@@ -131,6 +146,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     if (auto note = epoch_coverage_note(run.config, run.data->train.size()); !note.empty())
       std::cerr << "herd " << command << ": note: " << note << '\n';
   }
+  if (auto note = bucket_note(run.config); !note.empty())
+    std::cerr << "herd " << command << ": note: " << note << '\n';
   run.model = make_model_or_report(command, run.config, *run.data);
   if (!run.model)
     return bad_input();

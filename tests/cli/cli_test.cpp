@@ -1336,6 +1336,27 @@ TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
   EXPECT_THAT(few.output, Not(HasSubstr("an epoch takes"))); // 5952 of 6000
 }
 
+// comm.bucket-mb where it changes nothing (an algorithm other than sync) is said, not refused,
+// and where it works the summary counts the rounds that began before their members' steps ended.
+TEST_F(herd_cli, gradient_buckets_are_counted_under_sync_and_noted_where_they_change_nothing) {
+  auto solo = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
+                    "--train.epochs=1", "--train.algorithm=solo", "--comm.bucket-mb=1"});
+  ASSERT_EQ(solo.exit_code, 0) << solo.output;
+  EXPECT_THAT(solo.output,
+              HasSubstr("herd train: note: comm.bucket-mb changes nothing under train.algorithm = "
+                        "solo: only sync rounds begin before their members' steps end"));
+  EXPECT_THAT(solo.output, Not(HasSubstr("gradient buckets")));
+  auto sync = herd({"train", "--data.dataset=synthetic", "--model.hidden=[1024]",
+                    "--train.workers=2", "--train.epochs=1", "--train.algorithm=sync",
+                    "--imbalance.kind=none", "--comm.bucket-mb=1"});
+  ASSERT_EQ(sync.exit_code, 0) << sync.output;
+  EXPECT_THAT(sync.output, Not(HasSubstr("comm.bucket-mb changes nothing")));
+  EXPECT_TRUE(std::regex_search(
+      sync.output, std::regex("gradient buckets +[1-9][0-9]* of [0-9]+ rounds began before their "
+                              "members' steps ended")))
+      << sync.output;
+}
+
 // herd predict gives, for every sample of a .npy file, the probabilities whose argmax is what
 // herd evaluate scores: on the run's own test set written as .npy, the predicted classes reach
 // exactly evaluate's accuracy; CSV (file or stdout) and .npy outputs hold the same values.
