@@ -66,9 +66,6 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 
-/// A worker finished a local step (docs/algorithms.md, "One round, end to end", step 1). A fresh
-/// result waits in its send buffer for the next round; a late one (a round asked for the worker's
-/// contribution while the step ran) has already missed its round, and is accumulated or discarded.
 /// What a step report stands for. With gradient buckets (sync, comm.bucket-mb) a worker announces
 /// its step as soon as backward has made part of the gradient final: the coordinator takes the
 /// announcement as the step's arrival, so that its round, and the round's reduction, begin while
@@ -79,6 +76,9 @@ enum class step_report : std::uint8_t {
   after_announcement, // the announced step ended: its measurements only
 };
 
+/// A worker finished a local step (docs/algorithms.md, "One round, end to end", step 1). A fresh
+/// result waits in its send buffer for the next round; a late one (a round asked for the worker's
+/// contribution while the step ran) has already missed its round, and is accumulated or discarded.
 struct step_ready {
   std::int32_t worker = 0;
   std::uint64_t step = 0;       // the worker's step counter after this step
