@@ -66,7 +66,7 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 
-/// What a step report stands for. With gradient buckets (sync, comm.bucket-mb) a worker announces
+/// What a step report stands for. With gradient buckets (comm.bucket-mb) a worker announces
 /// its step as soon as backward has made part of the gradient final: the coordinator takes the
 /// announcement as the step's arrival, so that its round, and the round's reduction, begin while
 /// backward runs. The report at the step's end then only counts what the step measured.

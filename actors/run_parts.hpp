@@ -43,6 +43,11 @@ std::size_t epoch_samples(const config::run_config& config, std::size_t training
 /// the whole buffer (the kernels' vector loops start where they would); 0 without buckets.
 std::size_t bucket_floats(const config::run_config& config);
 
+/// Whether comm.bucket-mb takes effect, so that workers announce their steps while backward
+/// runs: buckets are set, and the algorithm's rounds reduce gradients (sync, solo, majority,
+/// quorum). The others exchange models or go through a parameter server.
+bool announces_steps(const config::run_config& config);
+
 /// Aggregators in the pool: the gradient algorithms have one round in flight, preduce up to one
 /// group per two workers.
 int aggregator_count(const config::run_config& config);

@@ -188,9 +188,16 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
   if (imbalance && imbalance->active())
     setup.imbalance = std::move(imbalance);
   setup.probe = std::move(probe);
-  // Only sync knows a step's round before the step ends: all live workers, this step.
-  setup.announce_steps = config.train.algorithm == "sync" && bucket_floats(config) > 0;
+  setup.announce_steps = announces_steps(config);
+  setup.announce_delayed_steps = config.train.algorithm == "sync";
   return setup;
+}
+
+bool announces_steps(const config::run_config& config) {
+  if (bucket_floats(config) == 0)
+    return false;
+  const auto& algorithm = config.train.algorithm;
+  return algorithm == "sync" || policy::partial_settings(config) != nullptr;
 }
 
 std::size_t bucket_floats(const config::run_config& config) {

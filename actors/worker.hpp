@@ -99,14 +99,19 @@ struct worker_setup {
                                        // global averages, taken as they are (wagma.sync-every)
   std::shared_ptr<const imbalance_model> imbalance; // null: no injected imbalance
   std::shared_ptr<worker_probe> probe;              // null: none
-  /// Gradient buckets (sync, comm.bucket-mb): a step that writes its gradient straight into the
-  /// send buffer is announced (step_ready with step_report::announcement) once backward has made
-  /// part of it final, and the buffer's marks (comm::gradient_marks, attached to `plane`) follow
-  /// backward, so that the step's round reduces each part as soon as it is final. Only in host
-  /// memory (on a GPU, what backward has queued is not yet done). With injected imbalance the
-  /// marks say nothing is final until the step's delay ends (the delay stands for a slower step),
-  /// so only the round's messages overlap the step.
+  /// Gradient buckets (comm.bucket-mb, the algorithms whose rounds reduce gradients): a step that
+  /// writes its gradient straight into the send buffer is announced (step_ready with
+  /// step_report::announcement) once backward has made part of it final, and the buffer's marks
+  /// (comm::gradient_marks, attached to `plane`) follow backward, so that the step's round
+  /// reduces each part as soon as it is final. Only in host memory (on a GPU, what backward has
+  /// queued is not yet done). A step the injected imbalance delays stands for a slower step: its
+  /// marks say nothing is final until the delay ends.
   bool announce_steps = false;
+  /// With announce_steps: a delayed step is announced early too (sync, whose round waits for
+  /// every live worker anyway, so the round's messages overlap the step). Otherwise it is only
+  /// reported when it ends: a partial algorithm's round, which does not wait for stragglers,
+  /// would wait out the delay of a step it took as announced.
+  bool announce_delayed_steps = false;
   /// Across processes: the actor the worker reports to is its node's step relay
   /// (cluster/step_relay.hpp), which it asks to flush before it answers a stop.
   bool relayed_reports = false;

@@ -258,7 +258,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.rounds_in_backward > 0)
     line("gradient buckets", std::to_string(s.rounds_in_backward) + " of " +
                                  std::to_string(s.rounds) +
-                                 " rounds began before their members' steps ended");
+                                 " rounds began while a member's backward still ran");
   if (s.workers_joined > 0)
     line("workers joined", std::to_string(s.workers_joined) +
                                " (a node took over lost workers' slots during the run)");

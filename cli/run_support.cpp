@@ -51,10 +51,11 @@ std::string epoch_coverage_note(const config::run_config& config, std::size_t sa
 std::string bucket_note(const config::run_config& config) {
   if (config.comm.bucket_mb <= 0.0)
     return {};
-  if (config.train.algorithm != "sync")
+  if (!actors::announces_steps(config))
     return "comm.bucket-mb changes nothing under train.algorithm = " + config.train.algorithm +
-           ": only sync rounds begin before their members' steps end (" + config.train.algorithm +
-           "'s form from finished steps and reduce what they hold)";
+           ": only the algorithms whose rounds reduce gradients (sync, solo, majority, quorum) "
+           "begin a round while backward runs (" +
+           config.train.algorithm + "'s exchange models or go through a parameter server)";
   if (config.train.backend != "cpu")
     return "comm.bucket-mb changes nothing for workers on a GPU: what backward has queued there "
            "is not yet done, so their steps are not announced early";

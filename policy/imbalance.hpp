@@ -31,6 +31,9 @@ public:
   ///   lognormal   (m - 1) * compute_seconds, m ~ LogNormal(0, sigma) drawn from (seed, worker,
   ///               step); a step cannot run faster than it did, so m < 1 gives 0.
   double extra_seconds(int worker, std::uint64_t step, double compute_seconds) const;
+  /// Whether that step is slowed at all: extra_seconds is positive for a positive compute time.
+  /// Known before the step runs (gradient buckets announce only steps that are not delayed).
+  bool slows(int worker, std::uint64_t step) const { return extra_seconds(worker, step, 1.0) > 0; }
 
   /// kind=random: the `k` workers delayed at `step`, ascending; the same on every worker. Empty
   /// for the other kinds. O(k log k), independent of the worker count.

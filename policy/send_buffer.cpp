@@ -108,7 +108,9 @@ bool send_buffer::begin_step() {
 }
 
 bool send_buffer::announce(std::uint32_t samples) {
-  if (!computing_into_buffer_ || exchanges_models() || takes_server_parameters())
+  // A round that asked while the step ran has made it late: it is no arrival now.
+  if (!computing_into_buffer_ || rounds_missed_ > 0 || exchanges_models() ||
+      takes_server_parameters())
     return false;
   announced_ = true;
   announced_samples_ = samples;

@@ -82,12 +82,13 @@ public:
   /// True: the step writes its gradient straight into the buffer (empty, not lent), else into
   /// the scratch buffer.
   bool begin_step();
-  /// Gradient buckets (sync): the running step, which writes its gradient straight into the
-  /// buffer, is announced with its batch's `samples` once backward has begun to make the gradient
-  /// final. The next round that asks before the step ends takes that gradient, fresh, while the
-  /// pass still writes it (the data plane reads each part once it is final,
-  /// comm::gradient_marks), and the step is not late. False, nothing announced: the step writes
-  /// into the scratch buffer, or the family exchanges models or takes the server's parameters.
+  /// Gradient buckets: the running step, which writes its gradient straight into the buffer, is
+  /// announced with its batch's `samples` once backward has begun to make the gradient final.
+  /// The next round that asks before the step ends takes that gradient, fresh, while the pass
+  /// still writes it (the data plane reads each part once it is final, comm::gradient_marks),
+  /// and the step is not late. False, nothing announced: the step writes into the scratch
+  /// buffer, a round already asked while it ran (a partial algorithm's: the step is late), or
+  /// the family exchanges models or takes the server's parameters.
   bool announce(std::uint32_t samples);
   /// The running step was announced (and its report must say so).
   bool announced() const { return announced_; }

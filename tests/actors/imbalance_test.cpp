@@ -188,6 +188,37 @@ TEST(imbalance, lognormal_is_never_negative_and_reproducible) {
   EXPECT_GT(differs_between_workers, 1400);
 }
 
+// slows() says before a step runs whether any time will be added to it: what gradient buckets
+// decide from (a delayed step of a partial algorithm is not announced early).
+TEST(imbalance, slows_says_ahead_of_the_step_whether_it_is_delayed_at_all) {
+  const std::vector<imbalance_section> kinds{imbalance_section{},       random_kind(2, 40.0),
+                                             random_kind(2, 0.0),       persistent_kind({1}, 3.0),
+                                             persistent_kind({1}, 1.0), lognormal_kind(0.5)};
+  for (const auto& kind : kinds) {
+    const imbalance_model model(kind, 5);
+    int slowed = 0;
+    for (std::uint64_t step = 1; step <= 200; ++step) {
+      for (int worker = 0; worker < 5; ++worker) {
+        const bool delayed = model.extra_seconds(worker, step, 0.003) > 0.0;
+        EXPECT_EQ(model.slows(worker, step), delayed)
+            << kind.kind << " worker " << worker << " step " << step;
+        slowed += delayed ? 1 : 0;
+      }
+    }
+    // Each kind slows what it says: none of the 1,000 steps, or 2 in 5, 1 in 5, about half.
+    const bool none = kind.kind == "none" || (kind.kind == "random" && kind.delay_ms == 0.0) ||
+                      (kind.kind == "persistent" && kind.factor == 1.0);
+    if (none)
+      EXPECT_EQ(slowed, 0) << kind.kind;
+    else if (kind.kind == "random")
+      EXPECT_EQ(slowed, 400);
+    else if (kind.kind == "persistent")
+      EXPECT_EQ(slowed, 200);
+    else
+      EXPECT_NEAR(slowed, 500, 80);
+  }
+}
+
 TEST(imbalance, lognormal_slows_half_the_steps_by_a_half_normal_log_factor) {
   // m = exp(sigma * z): m > 1 exactly when z > 0, and then log(m) is sigma times a half-normal,
   // whose mean is sigma * sqrt(2 / pi).

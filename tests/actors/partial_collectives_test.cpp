@@ -16,6 +16,7 @@
 
 #include "policy/butterfly.hpp"
 #include "support/recording_probe.hpp"
+#include "support/slow_backward_ops.hpp"
 
 namespace {
 
@@ -74,8 +75,10 @@ struct probed_run {
   std::vector<std::vector<float>> final_parameters;
 };
 
-probed_run run_probed(const job& j) {
+probed_run run_probed(const job& j, const herd::kernels::ops* ops = nullptr) {
   herd::actors::session_options options;
+  if (ops != nullptr)
+    options.ops = ops;
   options.progress_interval = std::chrono::milliseconds(20);
   const auto model = herd::actors::make_model(j.config, j.data->train);
   auto probe = std::make_shared<recording_probe>(j.config.train.workers, model->parameter_count());
@@ -198,6 +201,57 @@ TEST(partial_collectives, replicas_are_bit_identical_after_every_round_under_eve
           << label;
     }
   }
+}
+
+// With gradient buckets a worker announces its step once backward has made part of its gradient
+// final, and a round that asks it then reduces that gradient as backward finishes it. Every
+// gradient is still accounted for, and every replica goes through the same states.
+TEST(partial_collectives, with_gradient_buckets_rounds_read_running_backward_and_lose_nothing) {
+  const herd::testing::slow_backward_ops ops(std::chrono::milliseconds(1));
+  for (const char* algorithm : {"solo", "majority", "quorum"}) {
+    auto j = make_job(algorithm, 4, 30);
+    j.config.model.hidden = {64}; // 1,925 parameters: two buckets of 1,024 floats
+    j.config.comm.bucket_mb = 0.004;
+    // Every gradient goes out, late or not.
+    j.config.solo.late_gradients = j.config.majority.late_gradients = "accumulate";
+    j.config.quorum.late_gradients = "accumulate";
+    set_imbalance(j.config, "random");
+    const auto run = run_probed(j, &ops);
+    ASSERT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    ASSERT_TRUE(run.probe->all_stopped());
+    EXPECT_GT(run.summary.rounds_in_backward, 0u) << algorithm << ": no round read a running step";
+    EXPECT_GT(late_steps(run), 0u) << algorithm;
+    const auto kept = conservation_of(run, run.probe->computed());
+    EXPECT_LT(kept.gap, 1e-5 * kept.computed)
+        << algorithm << ": |applied * P + unsent - computed| = " << kept.gap << " of "
+        << kept.computed;
+    const auto& fingerprints = run.probe->fingerprints();
+    for (std::size_t w = 1; w < 4; ++w) {
+      EXPECT_EQ(run.probe->applied()[w], run.probe->applied()[0]) << algorithm << " worker " << w;
+      EXPECT_EQ(fingerprints[w], fingerprints[0]) << algorithm << " worker " << w;
+      EXPECT_EQ(run.final_parameters[w], run.final_parameters[0]) << algorithm << " worker " << w;
+    }
+  }
+}
+
+// A step the injected imbalance delays is not announced under a partial algorithm (only reported
+// when it ends): a round it started early would wait out its delay, and hold the fast worker,
+// whose fresh gradient that round took, for as long. With worker 0 thirty times slower, solo
+// with buckets still lets worker 1 step on.
+TEST(partial_collectives, with_gradient_buckets_solo_does_not_wait_for_a_delayed_step) {
+  const herd::testing::slow_backward_ops ops(std::chrono::milliseconds(1));
+  auto j = make_job("solo", 2, 40);
+  j.config.model.hidden = {64};
+  j.config.comm.bucket_mb = 0.004;
+  set_imbalance(j.config, "persistent"); // worker 0 alone
+  j.config.imbalance.factor = 30.0;
+  j.config.solo.sync_every = 0; // no full rounds, which wait for everyone
+  const auto run = run_probed(j, &ops);
+  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  const auto slow = run.summary.per_worker[0].steps;
+  const auto fast = run.summary.per_worker[1].steps;
+  EXPECT_GT(run.summary.rounds_in_backward, 0u);
+  EXPECT_GE(fast, 4 * slow) << "worker 1 made " << fast << " steps, worker 0 " << slow;
 }
 
 TEST(partial_collectives, majority_rounds_carry_at_least_half_fresh_gradients) {

@@ -16,6 +16,7 @@
 #include "support/failing_backward_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 #include "support/session_config.hpp"
+#include "support/slow_backward_ops.hpp"
 
 namespace {
 
@@ -403,26 +404,6 @@ TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   EXPECT_EQ(*survivors[0], *survivors[2]);
 }
 
-// Gradient buckets: backward made slow (each relu_backward sleeps), and on call `fail_on_call`
-// it throws after its sleep: the running step has been announced by then (the last layer's
-// gradient is final before relu's backward runs).
-class slow_backward_ops final : public herd::testing::delegating_ops {
-public:
-  explicit slow_backward_ops(std::chrono::milliseconds sleep, int fail_on_call = 0)
-      : sleep_(sleep), fail_on_call_(fail_on_call) {}
-  void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) const override {
-    std::this_thread::sleep_for(sleep_);
-    if (calls_.fetch_add(1) + 1 == fail_on_call_)
-      throw std::runtime_error("injected failure");
-    base().relu_backward(y, dy, dx, n);
-  }
-
-private:
-  std::chrono::milliseconds sleep_;
-  int fail_on_call_;
-  mutable std::atomic<int> calls_{0};
-};
-
 // comm.bucket-mb in floats: whole blocks of 1,024 floats (4 KiB), the nearest, at least one.
 TEST(train_session, a_bucket_is_a_whole_number_of_4_kib_blocks) {
   auto config = small_config(4, 8);
@@ -444,7 +425,7 @@ herd::config::run_config bucketed_config(double bucket_mb) {
 // Under sync with comm.bucket-mb, rounds begin while their members' backward runs and reduce the
 // gradient bucket by bucket as it is finished, and the run ends with the bits it has without.
 TEST(train_session, sync_with_gradient_buckets_reduces_during_backward_and_trains_the_same_bits) {
-  const slow_backward_ops ops(std::chrono::milliseconds(2));
+  const herd::testing::slow_backward_ops ops(std::chrono::milliseconds(2));
   auto options = quick();
   options.ops = &ops;
   const auto data = synthetic(std::size_t{4} * 8 * 10);
@@ -469,7 +450,7 @@ TEST(train_session, sync_with_gradient_buckets_reduces_during_backward_and_train
 // A worker whose backward fails while its round reads the gradient: the round is aborted (every
 // member skips it), and the run goes on without that worker, as without buckets.
 TEST(train_session, a_step_failing_while_its_round_reads_it_aborts_the_round_and_sync_goes_on) {
-  const slow_backward_ops ops(std::chrono::milliseconds(50), 10);
+  const herd::testing::slow_backward_ops ops(std::chrono::milliseconds(50), 10);
   auto options = quick();
   options.ops = &ops;
   auto config = bucketed_config(0.004);

@@ -1336,25 +1336,31 @@ TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
   EXPECT_THAT(few.output, Not(HasSubstr("an epoch takes"))); // 5952 of 6000
 }
 
-// comm.bucket-mb where it changes nothing (an algorithm other than sync) is said, not refused,
-// and where it works the summary counts the rounds that began before their members' steps ended.
-TEST_F(herd_cli, gradient_buckets_are_counted_under_sync_and_noted_where_they_change_nothing) {
-  auto solo = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
-                    "--train.epochs=1", "--train.algorithm=solo", "--comm.bucket-mb=1"});
-  ASSERT_EQ(solo.exit_code, 0) << solo.output;
-  EXPECT_THAT(solo.output,
+// comm.bucket-mb where it changes nothing (an algorithm that exchanges models) is said, not
+// refused, and where it works (sync, and the partial algorithms) the summary counts the rounds
+// that began while a member's backward still ran.
+TEST_F(herd_cli, gradient_buckets_are_counted_where_rounds_reduce_gradients_and_noted_elsewhere) {
+  auto preduce =
+      herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
+            "--train.epochs=1", "--train.algorithm=preduce", "--comm.bucket-mb=1"});
+  ASSERT_EQ(preduce.exit_code, 0) << preduce.output;
+  EXPECT_THAT(preduce.output,
               HasSubstr("herd train: note: comm.bucket-mb changes nothing under train.algorithm = "
-                        "solo: only sync rounds begin before their members' steps end"));
-  EXPECT_THAT(solo.output, Not(HasSubstr("gradient buckets")));
-  auto sync = herd({"train", "--data.dataset=synthetic", "--model.hidden=[1024]",
-                    "--train.workers=2", "--train.epochs=1", "--train.algorithm=sync",
-                    "--imbalance.kind=none", "--comm.bucket-mb=1"});
-  ASSERT_EQ(sync.exit_code, 0) << sync.output;
-  EXPECT_THAT(sync.output, Not(HasSubstr("comm.bucket-mb changes nothing")));
-  EXPECT_TRUE(std::regex_search(
-      sync.output, std::regex("gradient buckets +[1-9][0-9]* of [0-9]+ rounds began before their "
-                              "members' steps ended")))
-      << sync.output;
+                        "preduce: only the algorithms whose rounds reduce gradients (sync, solo, "
+                        "majority, quorum) begin a round while backward runs"));
+  EXPECT_THAT(preduce.output, Not(HasSubstr("gradient buckets")));
+  for (const char* algorithm : {"sync", "solo"}) {
+    auto run =
+        herd({"train", "--data.dataset=synthetic", "--model.hidden=[1024]", "--train.workers=2",
+              "--train.epochs=1", std::string("--train.algorithm=") + algorithm,
+              "--imbalance.kind=none", "--comm.bucket-mb=1"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_THAT(run.output, Not(HasSubstr("comm.bucket-mb changes nothing")));
+    EXPECT_TRUE(std::regex_search(
+        run.output, std::regex("gradient buckets +[1-9][0-9]* of [0-9]+ rounds began while a "
+                               "member's backward still ran")))
+        << algorithm << ": " << run.output;
+  }
 }
 
 // herd predict gives, for every sample of a .npy file, the probabilities whose argmax is what

@@ -30,6 +30,7 @@
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
 #include "support/recording_probe.hpp"
+#include "support/slow_backward_ops.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
 
@@ -114,7 +115,8 @@ bool eventually(Done done, std::chrono::seconds timeout) {
 
 // A coordinator and one node per entry of `node_workers`, each node on a thread of its own.
 cluster_run run_cluster(job j, const std::vector<int>& node_workers,
-                        std::shared_ptr<herd::actors::worker_probe> probe = nullptr) {
+                        std::shared_ptr<herd::actors::worker_probe> probe = nullptr,
+                        const herd::kernels::ops* ops = nullptr) {
   j.config.cluster.min_nodes = static_cast<int>(node_workers.size());
   cluster_options options;
   options.listen_host = "127.0.0.1";
@@ -125,7 +127,10 @@ cluster_run run_cluster(job j, const std::vector<int>& node_workers,
   std::vector<std::thread> nodes;
   for (std::size_t i = 0; i < node_workers.size(); ++i)
     nodes.emplace_back([&, i] {
-      run.nodes[i] = herd::cluster::run_node(node_for(j, session.port(), node_workers[i], probe));
+      auto node = node_for(j, session.port(), node_workers[i], probe);
+      if (ops != nullptr)
+        node.ops = ops;
+      run.nodes[i] = herd::cluster::run_node(std::move(node));
     });
   auto summary = session.wait_for(std::chrono::minutes(3));
   for (auto& node : nodes)
@@ -188,25 +193,39 @@ TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
   }
 }
 
+// With gradient buckets (two of 1,024 floats, backward slowed so that rounds surely read it)
+// rounds take gradients backward is still finishing, on both nodes, and pre-reduce and send them
+// bucket by bucket: still nothing is lost, and the replicas stay one.
 TEST(cluster_runs, every_gradient_is_accounted_for_across_nodes) {
-  auto j = make_job("solo", 4, 30);
-  j.config.solo.late_gradients = "accumulate"; // every gradient applied or held, none dropped
-  auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
-  const auto run = run_cluster(j, {1, 2, 1}, probe);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
-  ASSERT_TRUE(probe->all_stopped());
-  const auto count = probe->computed()[0].size();
-  std::vector<double> computed(count, 0.0), difference(count, 0.0);
-  for (std::size_t w = 0; w < 4; ++w)
-    for (std::size_t i = 0; i < count; ++i) {
-      computed[i] += probe->computed()[w][i];
-      difference[i] -= probe->computed()[w][i] - probe->unsent()[w][i];
-    }
-  // Every round's result is sum / P, and every worker applied every round.
-  for (std::size_t i = 0; i < count; ++i)
-    difference[i] += 4.0 * probe->applied()[0][i];
-  EXPECT_LT(norm(difference), 1e-5 * norm(computed))
-      << "|applied * P + unsent - computed| = " << norm(difference) << " of " << norm(computed);
+  const herd::testing::slow_backward_ops slow_ops(std::chrono::milliseconds(1));
+  for (const double bucket_mb : {0.0, 0.004}) {
+    const std::string label = "comm.bucket-mb = " + std::to_string(bucket_mb);
+    auto j = make_job("solo", 4, 30);
+    j.config.solo.late_gradients = "accumulate"; // every gradient applied or held, none dropped
+    j.config.comm.bucket_mb = bucket_mb;
+    if (bucket_mb > 0)
+      j.config.model.hidden = {64};
+    auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
+    const auto run = run_cluster(j, {1, 2, 1}, probe, bucket_mb > 0 ? &slow_ops : nullptr);
+    ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+    ASSERT_TRUE(probe->all_stopped());
+    EXPECT_EQ(run.summary.rounds_in_backward > 0, bucket_mb > 0) << label;
+    const auto count = probe->computed()[0].size();
+    std::vector<double> computed(count, 0.0), difference(count, 0.0);
+    for (std::size_t w = 0; w < 4; ++w)
+      for (std::size_t i = 0; i < count; ++i) {
+        computed[i] += probe->computed()[w][i];
+        difference[i] -= probe->computed()[w][i] - probe->unsent()[w][i];
+      }
+    // Every round's result is sum / P, and every worker applied every round.
+    for (std::size_t i = 0; i < count; ++i)
+      difference[i] += 4.0 * probe->applied()[0][i];
+    EXPECT_LT(norm(difference), 1e-5 * norm(computed))
+        << label << ": |applied * P + unsent - computed| = " << norm(difference) << " of "
+        << norm(computed);
+    for (std::size_t w = 1; w < 4; ++w)
+      EXPECT_EQ(probe->fingerprints()[w], probe->fingerprints()[0]) << label << " worker " << w;
+  }
 }
 
 TEST(cluster_runs, the_model_averaging_algorithms_run_unchanged_across_nodes) {

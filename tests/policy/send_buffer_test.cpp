@@ -318,6 +318,23 @@ TEST(send_buffer, only_a_step_writing_into_an_empty_buffer_of_gradients_is_annou
   }
 }
 
+// solo, majority, quorum: a round may ask while a step runs, before backward has made any of
+// its gradient final. The step is then late, so its announcement would be a false arrival: it
+// is refused, and the step ends late, its gradient left for the next round.
+TEST(send_buffer, a_step_a_round_asked_for_before_its_announcement_is_not_announced) {
+  script worker(accumulating);
+  worker.play({
+      {begin_step(), "into the buffer"},
+      {request(1), "none"},
+      {announce(32), "not announced"},
+      {end_step(32), "late"},
+      {unsent(), "buffer"},
+      {result(1), "nothing"},
+      {apply(), "round 1 by optimizer step"},
+      {request(2), "stale, 32 samples, version 0"},
+  });
+}
+
 TEST(send_buffer, a_request_mid_step_lends_the_accumulated_late_gradient) {
   script worker(accumulating);
   worker.play({
