@@ -1624,6 +1624,7 @@ TEST(bench_cluster, prints_both_layouts_and_their_ratio_and_names_a_failed_run) 
   EXPECT_TRUE(std::regex_search(measured.output, std::regex("solo +2 nodes x 1, 2 conn" + row)))
       << measured.output;
   EXPECT_THAT(measured.output, HasSubstr("goal: at most 1.5x one process's round"));
+  EXPECT_THAT(measured.output, HasSubstr("rounds other than sync's are not the same rounds"));
   // The nodes of the second cluster connected twice to each other (its log names where
   // local-cluster put the nodes' logs).
   std::smatch logs, node_logs;
@@ -1677,6 +1678,15 @@ TEST(bench_cluster, compares_gradient_bucket_sizes_within_each_layout) {
   const auto report =
       nlohmann::json::parse(herd::testing::read_file(logs[1].str() + "/sync-one-1.json"));
   EXPECT_EQ(report["rounds_in_backward"], 0);
+  // Each row ends with the run's seconds and final test accuracy (medians of one run: its own).
+  std::smatch ending;
+  ASSERT_TRUE(
+      std::regex_search(measured.output, ending,
+                        std::regex("sync +one process +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+x "
+                                   "+([0-9.]+) +([0-9.]+)\\n")))
+      << measured.output;
+  EXPECT_NEAR(std::stod(ending[1].str()), report["wall_seconds"].get<double>(), 0.051);
+  EXPECT_NEAR(std::stod(ending[2].str()), report["final_test_accuracy"].get<double>(), 0.00006);
 }
 
 } // namespace
