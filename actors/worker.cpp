@@ -344,15 +344,11 @@ private:
         load_batch(batch);
         const kernels::ops& ops = *setup_.ops;
         const auto samples = static_cast<std::uint32_t>(batch.size());
-        // An injected delay stands for a slower step: its gradient is final when the delay ends.
-        const bool delayed = setup_.imbalance && setup_.imbalance->slows(setup_.index, step_number);
-        std::function<void()> announce;
-        if (!delayed || setup_.announce_delayed_steps)
-          announce = [self_address, step_number, samples] {
-            caf::anon_send(caf::actor_cast<caf::actor>(self_address), announce_atom::value,
-                           step_number, samples);
-          };
-        announcing_progress progress(marks, !delayed, std::move(announce));
+        announcing_progress progress(setup_, step_number, marks,
+                                     [self_address, step_number, samples] {
+                                       caf::anon_send(caf::actor_cast<caf::actor>(self_address),
+                                                      announce_atom::value, step_number, samples);
+                                     });
         outcome.loss = setup_.model->loss_and_gradient_with_progress(
             ops, params_.data(), batch_x_, batch_y_, gradient, *workspace_, progress);
         ops.synchronize(); // the gradient is complete before the actor hears of it

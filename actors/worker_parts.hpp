@@ -16,13 +16,17 @@ namespace herd::actors {
 models::length_buckets length_buckets_of(const worker_setup& setup);
 
 /// The compute thread's side of gradient buckets: the first part of the gradient made final
-/// announces the step (to the actor, which decides), and with `live` backward's progress goes to
-/// the send buffer's marks as it comes (else the step sets them when it ends). With no marks
-/// (the step does not write into the send buffer, or no buckets), it does nothing.
+/// announces the step (to the actor, which decides), and backward's progress goes to the send
+/// buffer's marks as it comes. An injected delay stands for a slower step: a step of worker
+/// `setup.index` that the imbalance delays leaves its marks to the step's end (after the delay),
+/// and is announced only where setup.announce_delayed_steps. With no marks (the step does not
+/// write into the send buffer, or no buckets), it does nothing.
 class announcing_progress final : public models::gradient_progress {
 public:
-  announcing_progress(comm::gradient_marks* marks, bool live, std::function<void()> announce)
-      : marks_(marks), live_(live), announce_(std::move(announce)) {}
+  announcing_progress(const worker_setup& setup, std::uint64_t step, comm::gradient_marks* marks,
+                      std::function<void()> announce)
+      : marks_(marks), live_(!setup.imbalance || !setup.imbalance->slows(setup.index, step)),
+        announce_(live_ || setup.announce_delayed_steps ? std::move(announce) : nullptr) {}
 
   void final_from(std::size_t begin) override {
     if (marks_ == nullptr)
