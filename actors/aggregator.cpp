@@ -321,7 +321,7 @@ private:
       }
     } else {
       comm::operation_options options{state.plan.round, setup_.contribution_timeout};
-      options.bucket_floats = setup_.bucket_floats;
+      options.buckets = setup_.buckets;
       report.result =
           setup_.plane->group_reduce(inputs, nullptr, result->data(), result->size(), options)
               ->wait(setup_.contribution_timeout);

@@ -21,6 +21,7 @@
 // server_update; the members receive the parameters it writes into the same buffer.
 #pragma once
 
+#include "comm/bucket_layout.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
 #include "comm/sequencer.hpp"
@@ -50,9 +51,9 @@ struct aggregator_setup {
   std::uint32_t generation = 0;
   /// Non-null: the aggregator adds its handlers' time to it (control_costs.hpp).
   std::shared_ptr<control_costs> costs;
-  /// Gradient buckets (comm.bucket-mb, in floats; 0: none): in one process, a member's gradient
-  /// that backward still writes is reduced in buckets of this size as backward finishes them.
-  std::size_t bucket_floats = 0;
+  /// Gradient buckets (comm.bucket-mb; none: no buckets): in one process, a member's gradient
+  /// that backward still writes is reduced in these buckets as backward finishes them.
+  comm::bucket_layout buckets;
   /// Many processes: how long a node may take to reduce its part.
   std::chrono::milliseconds reduce_timeout{30000};
   /// Many processes: shared by every aggregator of the pool, it gives each reduction between

@@ -539,7 +539,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     }
     aggregator_setup aggregation;
     aggregation.costs = costs;
-    aggregation.bucket_floats = bucket_floats(config);
+    aggregation.buckets = gradient_buckets(config, *plan->model);
     aggregation.parameter_server = parts.run.parameter_server;
     aggregation.plane = plan->plane;
     aggregation.results =

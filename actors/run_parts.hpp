@@ -4,6 +4,7 @@
 
 #include "actors/imbalance.hpp"
 #include "actors/worker.hpp"
+#include "comm/bucket_layout.hpp"
 #include "herd/metrics.hpp"
 #include "herd/run_config.hpp"
 #include "herd/run_summary.hpp"
@@ -42,6 +43,11 @@ std::size_t epoch_samples(const config::run_config& config, std::size_t training
 /// comm.bucket-mb in floats, a multiple of 1,024 (4 KiB), so that a bucket's sums are those of
 /// the whole buffer (the kernels' vector loops start where they would); 0 without buckets.
 std::size_t bucket_floats(const config::run_config& config);
+
+/// The buckets the run's reductions cut `model`'s gradient into (none without comm.bucket-mb):
+/// bucket_floats(config) floats at least, cut where the model's backward makes a layer final
+/// (comm::bucket_layout::for_backward). Every process of a run computes the same.
+comm::bucket_layout gradient_buckets(const config::run_config& config, const models::model& model);
 
 /// Whether comm.bucket-mb takes effect, so that workers announce their steps while backward
 /// runs: buckets are set, and the algorithm's rounds reduce gradients (sync, solo, majority,

@@ -208,6 +208,14 @@ std::size_t bucket_floats(const config::run_config& config) {
   return std::max<std::size_t>(blocks, 1) * 1024;
 }
 
+comm::bucket_layout gradient_buckets(const config::run_config& config, const models::model& model) {
+  const std::size_t floats = bucket_floats(config);
+  if (floats == 0)
+    return {};
+  return comm::bucket_layout::for_backward(model.parameter_count(), floats,
+                                           model.gradient_final_points());
+}
+
 std::size_t epoch_samples(const config::run_config& config, std::size_t training_samples) {
   const auto workers = static_cast<std::size_t>(config.train.workers);
   const auto batch = static_cast<std::size_t>(config.train.batch_size);

@@ -62,6 +62,31 @@ std::string bucket_note(const config::run_config& config) {
   return {};
 }
 
+// Where comm.bucket-mb cuts the model's gradient, said at the start: the cuts follow the model's
+// layers, so the setting alone does not tell how much of the gradient can be reduced early.
+std::string bucket_layout_note(const config::run_config& config, const models::model& model) {
+  if (!actors::announces_steps(config) || config.train.backend != "cpu")
+    return {};
+  const auto buckets = actors::gradient_buckets(config, model);
+  std::ostringstream note;
+  note << "comm.bucket-mb = " << config.comm.bucket_mb << " cuts the gradient of "
+       << buckets.count() << " floats where the model's layers begin into ";
+  if (buckets.size() == 1) {
+    note << "1 bucket: the layers that backward finishes before the first hold fewer floats "
+            "than that, so a round's reduction waits for the whole backward pass (a smaller "
+            "comm.bucket-mb may cut it)";
+    return note.str();
+  }
+  note << buckets.size() << " buckets, reduced from its end as backward finishes them:";
+  for (std::size_t end = buckets.count(); end > 0;) {
+    const std::size_t begin = buckets.begin_before(end);
+    note << (end == buckets.count() ? " " : ", ") << end - begin;
+    end = begin;
+  }
+  note << " floats";
+  return note.str();
+}
+
 } // namespace
 
 run_arguments parse_run_arguments(const std::vector<std::string>& args, const std::string& command,
@@ -152,6 +177,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   run.model = make_model_or_report(command, run.config, *run.data);
   if (!run.model)
     return bad_input();
+  if (auto note = bucket_layout_note(run.config, *run.model); !note.empty())
+    std::cerr << "herd " << command << ": note: " << note << '\n';
   // Before the session: a port in use is bad input, found before any training.
   if (run.config.metrics.port != 0)
     run.metrics = std::make_shared<monitoring::registry>();

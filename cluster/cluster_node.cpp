@@ -428,7 +428,7 @@ private:
     auto imbalance =
         std::make_shared<const imbalance_model>(config_.imbalance, config_.train.workers);
     node_reducer_setup reduction;
-    reduction.bucket_floats = bucket_floats(config_);
+    reduction.buckets = gradient_buckets(config_, *model_);
     parts_.relay = spawn_step_relay(system_, welcome_.coordinator);
     for (std::size_t i = 0; i < welcome_.workers.size(); ++i) {
       const std::int32_t index = welcome_.workers[i];

@@ -248,7 +248,7 @@ private:
     job.result = held.result->data();
     job.count = held.result->size();
     job.timeout = setup_.data_timeout;
-    job.bucket_floats = setup_.bucket_floats;
+    job.buckets = setup_.buckets;
     // `result` keeps the buffer job.result points into alive while the thread reduces into it.
     threads_.run([self = address(), job = std::move(job), result = held.result, gate = gate_,
                   place = issue_place{held.order.generation, held.order.sequence}] {
@@ -270,10 +270,9 @@ private:
     if (found == held_.end() || !found->second.plane || found->second.reduced)
       return;
     auto& plane = *found->second.plane;
-    const bool buckets = reduces_in_buckets(&plane, setup_.bucket_floats);
+    const bool bucket_by_bucket = reduces_in_buckets(&plane, setup_.buckets);
     try {
-      for (std::uint64_t tag :
-           round_tags(round, setup_.results->count(), setup_.bucket_floats, buckets))
+      for (std::uint64_t tag : round_tags(round, setup_.buckets, bucket_by_bucket))
         plane.cancel(tag, why);
     } catch (const std::invalid_argument&) { // no tags: the reduction failed before it began
     }

@@ -27,6 +27,7 @@
 //                                                 once per node, not once per member)
 #pragma once
 
+#include "comm/bucket_layout.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
 
@@ -49,7 +50,7 @@ struct node_reducer_setup {
   std::vector<int> plane_nodes;            // the node index of each of the plane's ranks
   std::shared_ptr<comm::buffer_pool> results;
   std::chrono::milliseconds data_timeout{30000}; // one data-plane reduction, at most
-  std::size_t bucket_floats = 0; // gradient buckets (comm.bucket-mb): round_reduction.hpp
+  comm::bucket_layout buckets; // gradient buckets (comm.bucket-mb): round_reduction.hpp
   std::map<int, caf::actor> workers;             // this process's workers, by index
   part_store parts;                              // where its checkpoint parts go
 };

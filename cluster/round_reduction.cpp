@@ -66,12 +66,12 @@ comm::status prereduce(const round_reduction& job, std::size_t begin, std::size_
 comm::status reduce_at_once(const round_reduction& job, comm::issue_gate& gate, issue_place place,
                             const std::function<void()>& prereduced) {
   comm::operation_options options{job.round, job.timeout};
-  options.bucket_floats = job.bucket_floats; // alone: the local plane overlaps backward itself
+  options.buckets = job.buckets; // alone: the local plane overlaps backward itself
   auto reduced = prereduce(job, 0, job.count, options);
   prereduced();
   if (!reduced.ok() || !job.plane)
     return reduced;
-  options.bucket_floats = 0;
+  options.buckets = {};
   return issue_in_order(*job.plane, gate, place, job.timeout,
                         [&] {
                           return job.plane->group_reduce(plain(job.ranks), job.result, job.result,
@@ -85,12 +85,12 @@ comm::status reduce_at_once(const round_reduction& job, comm::issue_gate& gate, 
 comm::status reduce_bucket_by_bucket(const round_reduction& job, comm::issue_gate& gate,
                                      issue_place place, const std::function<void()>& prereduced) {
   gate.done(place.generation, place.sequence); // a plane that matches by tag needs no order
-  const auto tags = round_tags(job.round, job.count, job.bucket_floats, true);
+  const auto tags = round_tags(job.round, job.buckets, true);
   const auto nodes = plain(job.ranks);
   comm::status reduced;
   std::size_t end = job.count;
   for (std::size_t bucket = 0; end > 0; ++bucket) {
-    const std::size_t begin = (end - 1) / job.bucket_floats * job.bucket_floats;
+    const std::size_t begin = job.buckets.begin_before(end);
     comm::operation_options options{tags[bucket], job.timeout};
     reduced = prereduce(job, begin, end, options);
     if (begin == 0 || !reduced.ok())
@@ -111,16 +111,15 @@ comm::status reduce_bucket_by_bucket(const round_reduction& job, comm::issue_gat
 
 } // namespace
 
-bool reduces_in_buckets(const comm::data_plane* plane, std::size_t bucket_floats) {
-  return bucket_floats > 0 && plane != nullptr && !plane->matches_in_issue_order();
+bool reduces_in_buckets(const comm::data_plane* plane, const comm::bucket_layout& buckets) {
+  return !buckets.empty() && plane != nullptr && !plane->matches_in_issue_order();
 }
 
-std::vector<std::uint64_t> round_tags(std::uint64_t round, std::size_t count,
-                                      std::size_t bucket_floats, bool buckets) {
-  if (!buckets || bucket_floats == 0)
+std::vector<std::uint64_t> round_tags(std::uint64_t round, const comm::bucket_layout& buckets,
+                                      bool bucket_by_bucket) {
+  if (!bucket_by_bucket || buckets.empty())
     return {round};
-  const std::uint64_t per_round =
-      std::max<std::size_t>(1, (count + bucket_floats - 1) / bucket_floats);
+  const std::uint64_t per_round = buckets.size();
   constexpr std::uint64_t first_transfer_tag = std::uint64_t{1} << 47;
   if (round >= first_transfer_tag / per_round)
     throw std::invalid_argument("round " + std::to_string(round) + " of " +
@@ -144,9 +143,14 @@ comm::status reduce_round(const round_reduction& job, comm::issue_gate& gate, is
   };
   comm::status reduced;
   try {
-    reduced = reduces_in_buckets(job.plane.get(), job.bucket_floats)
-                  ? reduce_bucket_by_bucket(job, gate, place, tell)
-                  : reduce_at_once(job, gate, place, tell);
+    comm::operation_options whole;
+    whole.buckets = job.buckets;
+    if (auto unfit = comm::part_error(job.count, whole); !unfit.empty())
+      reduced = {comm::outcome::invalid_argument, std::move(unfit)};
+    else
+      reduced = reduces_in_buckets(job.plane.get(), job.buckets)
+                    ? reduce_bucket_by_bucket(job, gate, place, tell)
+                    : reduce_at_once(job, gate, place, tell);
   } catch (const std::exception& failure) {
     reduced = {comm::outcome::failed, failure.what()};
   }

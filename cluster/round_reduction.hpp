@@ -35,7 +35,7 @@ struct round_reduction {
   float* result = nullptr;                  // `count` floats
   std::size_t count = 0;
   std::chrono::milliseconds timeout{30000}; // each operation's
-  std::size_t bucket_floats = 0;            // 0: no buckets
+  comm::bucket_layout buckets;              // none: no buckets
 };
 
 /// Runs `job`. Calls `prereduced` exactly once, as soon as this node's send buffers are no longer
@@ -45,12 +45,12 @@ comm::status reduce_round(const round_reduction& job, comm::issue_gate& gate, is
                           const std::function<void()>& prereduced);
 
 /// Whether a reduction across the nodes on `plane` goes bucket by bucket.
-bool reduces_in_buckets(const comm::data_plane* plane, std::size_t bucket_floats);
+bool reduces_in_buckets(const comm::data_plane* plane, const comm::bucket_layout& buckets);
 
-/// The data-plane tags of the operations of a round of `count` floats, in the order they are
-/// issued: the round number alone, or with buckets one per bucket (round x buckets + bucket,
-/// below the tags of state transfers, 2^47). Throws std::invalid_argument past that.
-std::vector<std::uint64_t> round_tags(std::uint64_t round, std::size_t count,
-                                      std::size_t bucket_floats, bool buckets);
+/// The data-plane tags of the operations of a round, in the order they are issued: the round
+/// number alone, or bucket by bucket one per bucket of `buckets` (round x buckets + bucket, below
+/// the tags of state transfers, 2^47). Throws std::invalid_argument past that.
+std::vector<std::uint64_t> round_tags(std::uint64_t round, const comm::bucket_layout& buckets,
+                                      bool bucket_by_bucket);
 
 } // namespace herd::cluster

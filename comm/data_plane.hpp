@@ -6,6 +6,7 @@
 // separate processes, nccl_plane.hpp). No CAF: the actors decide who reduces with whom.
 #pragma once
 
+#include "comm/bucket_layout.hpp"
 #include "comm/errors.hpp"
 #include "comm/gradient_marks.hpp"
 #include "herd/ops.hpp"
@@ -69,10 +70,10 @@ struct operation_options {
   std::size_t whole_count = 0;
   std::size_t part_offset = 0;
   /// A plane reading buffers that a backward pass still writes (data_plane::attach_marks) reduces
-  /// them in buckets of this many floats, cut at multiples of it in the whole buffer, each as
-  /// soon as it is final (0: the part at once, once all of it is final). A bucket holds each
-  /// element's sum as the whole would: the same bits.
-  std::size_t bucket_floats = 0;
+  /// them in these buckets of the whole buffer, each as soon as it is final (none: the part at
+  /// once, once all of it is final). A bucket holds each element's sum as the whole would: the
+  /// same bits.
+  bucket_layout buckets{};
 };
 
 /// Why `options` cannot describe a part of a reduction of `count` floats ("" when it can).
@@ -103,7 +104,7 @@ public:
   virtual status detach(int /*rank*/) { return does_not_support("detach"); }
   /// `rank`'s attached buffer is written by backward passes that `marks` follows: while a pass
   /// runs, a reduction reads each part of the buffer only once the marks say it is final, and the
-  /// parts in buckets (operation_options::bucket_floats) as they become final, from the end.
+  /// parts in buckets (operation_options::buckets) as they become final, from the end.
   /// Until detach(). Only planes that attach buffers.
   virtual status attach_marks(int /*rank*/, std::shared_ptr<const gradient_marks> /*marks*/) {
     return does_not_support("attach_marks");

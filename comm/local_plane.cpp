@@ -118,8 +118,9 @@ private:
 
   // Some inputs are still being written by backward, which finishes them from the end: the part
   // is reduced bucket by bucket from its end, each once every input has it final. Buckets are cut
-  // at multiples of bucket_floats in the whole buffer, and each element's sum is the one a single
-  // pass computes (the kernel sums an element's inputs in one order, wherever it starts).
+  // where options.buckets says in the whole buffer (on the kernels' block boundaries), and each
+  // element's sum is the one a single pass computes (the kernel sums an element's inputs in one
+  // order, wherever it starts).
   status reduce_in_buckets(const std::vector<const float*>& sources,
                            const std::vector<float>& weights,
                            const std::vector<std::pair<int, const gradient_marks*>>& writing,
@@ -127,9 +128,8 @@ private:
     const auto wait = options.timeout.count() > 0 ? options.timeout : std::chrono::minutes(5);
     const auto deadline = gradient_marks::clock_type::now() + wait;
     const std::size_t first = options.part_offset;
-    const std::size_t bucket = options.bucket_floats;
     for (std::size_t end = first + count; end > first;) {
-      const std::size_t begin = bucket == 0 ? first : std::max(first, (end - 1) / bucket * bucket);
+      const std::size_t begin = std::max(first, options.buckets.begin_before(end));
       for (const auto& [rank, marks] : writing)
         if (auto final_now = marks->wait_final_from(begin, deadline); !final_now.ok())
           return {final_now.kind(), "rank " + std::to_string(rank) + ": " + final_now.message()};

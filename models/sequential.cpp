@@ -259,6 +259,14 @@ float sequential::loss_and_gradient_with_progress(const kernels::ops& ops, const
   return batch_loss;
 }
 
+std::vector<std::size_t> sequential::gradient_final_points() const {
+  std::vector<std::size_t> points;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i]->parameter_count() > 0 && offsets_[i] > 0)
+      points.push_back(offsets_[i]);
+  return points;
+}
+
 void sequential::probabilities(const kernels::ops& ops, const float* params, const tensor& x,
                                tensor& probs, model_workspace& any) const {
   // The loss needs labels; any valid ones do, and the probabilities do not depend on them.

@@ -119,6 +119,13 @@ public:
                                                 float* grads, model_workspace& work,
                                                 gradient_progress& progress) const;
 
+  /// The offsets, other than 0, that loss_and_gradient_with_progress() passes to final_from()
+  /// before the pass ends (in any order): gradient buckets (comm.bucket-mb) are cut there, so
+  /// that a bucket is final as soon as the layers it holds are. By default none: the default
+  /// pass reports only the end. A model that reports other offsets lists them here, or its
+  /// gradient is reduced in one bucket once the pass ends.
+  virtual std::vector<std::size_t> gradient_final_points() const { return {}; }
+
   /// Forward only, as in evaluation: the batch's mean loss.
   virtual float loss(const kernels::ops& ops, const float* params, const tensor& x,
                      const std::vector<std::int32_t>& labels, model_workspace& work) const = 0;

@@ -40,6 +40,8 @@ public:
                                         const tensor& x, const std::vector<std::int32_t>& labels,
                                         float* grads, model_workspace& work,
                                         gradient_progress& progress) const override;
+  /// Where each layer with parameters after the first begins.
+  std::vector<std::size_t> gradient_final_points() const override;
   float loss(const kernels::ops& ops, const float* params, const tensor& x,
              const std::vector<std::int32_t>& labels, model_workspace& work) const override;
   void probabilities(const kernels::ops& ops, const float* params, const tensor& x, tensor& probs,

@@ -210,7 +210,7 @@ TEST(partial_collectives, with_gradient_buckets_rounds_read_running_backward_and
   const herd::testing::slow_backward_ops ops(std::chrono::milliseconds(1));
   for (const char* algorithm : {"solo", "majority", "quorum"}) {
     auto j = make_job(algorithm, 4, 30);
-    j.config.model.hidden = {64}; // 1,925 parameters: two buckets of 1,024 floats
+    j.config.model.hidden = {64, 64}; // 6,085 parameters: two buckets, cut at 2,048 floats
     j.config.comm.bucket_mb = 0.004;
     // Every gradient goes out, late or not.
     j.config.solo.late_gradients = j.config.majority.late_gradients = "accumulate";

@@ -417,9 +417,27 @@ TEST(train_session, a_bucket_is_a_whole_number_of_4_kib_blocks) {
 
 herd::config::run_config bucketed_config(double bucket_mb) {
   auto config = small_config(4, 8);
-  config.model.hidden = {256, 128}; // 40,453 parameters: 40 buckets of 1,024 floats
+  config.model.hidden = {256, 128}; // 39,941 parameters, layers from 0, 6,400 and 39,296
   config.comm.bucket_mb = bucket_mb;
   return config;
+}
+
+// The run cuts the model's gradient where its layers begin (rounded up to whole 4 KiB blocks),
+// each bucket at least comm.bucket-mb: with 1,024 floats, the two last layers (final once the
+// 256-to-128 layer's backward has run: the last layer's 645 floats are too few for a bucket of
+// their own) and the first.
+TEST(train_session, gradient_buckets_are_cut_where_the_models_layers_begin) {
+  const auto data = synthetic(64);
+  const auto model = herd::actors::make_model(bucketed_config(0.004), data->train);
+  ASSERT_EQ(model->parameter_count(), 39941u);
+  const auto buckets = herd::actors::gradient_buckets(bucketed_config(0.004), *model);
+  EXPECT_EQ(buckets.count(), 39941u);
+  EXPECT_EQ(buckets.cuts(), std::vector<std::size_t>{7168});
+  // 0.1 MiB (26,624 floats): the same cut; 0.2 MiB (52,224) is more than the whole: one bucket.
+  EXPECT_EQ(herd::actors::gradient_buckets(bucketed_config(0.1), *model).cuts(),
+            std::vector<std::size_t>{7168});
+  EXPECT_EQ(herd::actors::gradient_buckets(bucketed_config(0.2), *model).size(), 1u);
+  EXPECT_TRUE(herd::actors::gradient_buckets(bucketed_config(0.0), *model).empty());
 }
 
 // Under sync with comm.bucket-mb, rounds begin while their members' backward runs and reduce the

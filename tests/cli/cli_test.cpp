@@ -1337,8 +1337,8 @@ TEST_F(herd_cli, an_epoch_that_leaves_out_much_of_the_data_is_noted) {
 }
 
 // comm.bucket-mb where it changes nothing (an algorithm that exchanges models) is said, not
-// refused, and where it works (sync, and the partial algorithms) the summary counts the rounds
-// that began while a member's backward still ran.
+// refused; where it works (sync, and the partial algorithms) the start says where the gradient is
+// cut, and the summary counts the rounds that began while a member's backward still ran.
 TEST_F(herd_cli, gradient_buckets_are_counted_where_rounds_reduce_gradients_and_noted_elsewhere) {
   auto preduce =
       herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
@@ -1349,13 +1349,28 @@ TEST_F(herd_cli, gradient_buckets_are_counted_where_rounds_reduce_gradients_and_
                         "preduce: only the algorithms whose rounds reduce gradients (sync, solo, "
                         "majority, quorum) begin a round while backward runs"));
   EXPECT_THAT(preduce.output, Not(HasSubstr("gradient buckets")));
-  for (const char* algorithm : {"sync", "solo"}) {
-    auto run =
-        herd({"train", "--data.dataset=synthetic", "--model.hidden=[1024]", "--train.workers=2",
-              "--train.epochs=1", std::string("--train.algorithm=") + algorithm,
-              "--imbalance.kind=none", "--comm.bucket-mb=1"});
+  EXPECT_THAT(preduce.output, Not(HasSubstr("cuts the gradient")));
+  // sync: 784-64-64-10 (55,050 floats) in buckets of 4 KiB, cut where the second layer's first
+  // whole block begins (51,200); solo: 784-1024-10, whose last layer's 10,250 floats are fewer
+  // than 1 MiB.
+  const std::map<std::string, std::pair<std::string, std::string>> runs = {
+      {"sync",
+       {"--model.hidden=[64,64]",
+        "herd train: note: comm.bucket-mb = 0.004 cuts the gradient of 55050 floats where the "
+        "model's layers begin into 2 buckets, reduced from its end as backward finishes them: "
+        "3850, 51200 floats"}},
+      {"solo",
+       {"--model.hidden=[1024]",
+        "herd train: note: comm.bucket-mb = 1 cuts the gradient of 814090 floats where the "
+        "model's layers begin into 1 bucket: the layers that backward finishes before the first "
+        "hold fewer floats than that"}}};
+  for (const auto& [algorithm, expected] : runs) {
+    auto run = herd({"train", "--data.dataset=synthetic", expected.first, "--train.workers=2",
+                     "--train.epochs=1", "--train.algorithm=" + algorithm, "--imbalance.kind=none",
+                     algorithm == "sync" ? "--comm.bucket-mb=0.004" : "--comm.bucket-mb=1"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_THAT(run.output, Not(HasSubstr("comm.bucket-mb changes nothing")));
+    EXPECT_THAT(run.output, HasSubstr(expected.second)) << algorithm;
     EXPECT_TRUE(std::regex_search(
         run.output, std::regex("gradient buckets +[1-9][0-9]* of [0-9]+ rounds began while a "
                                "member's backward still ran")))

@@ -736,9 +736,10 @@ TEST(cluster_cli, with_tls_the_data_plane_is_sealed_and_the_result_is_the_clear_
 }
 
 // Gradient buckets across processes: three nodes of two workers (with two, a sum across the
-// nodes would have the same bits in any order), sync, a model of 1.2 M
-// parameters in buckets of 1 MiB (5 of them), no injected delays (which would hold every bucket
-// back until the step's end). Rounds begin while backward runs, each bucket
+// nodes would have the same bits in any order), sync, a model of 1.46 M parameters in buckets
+// of 0.25 MiB (three of them, cut where the second and third layers begin: at 803,840 and
+// 1,329,152 floats), no injected delays (which would hold every bucket back until the step's
+// end). Rounds begin while backward runs, each bucket
 // crosses between the nodes once both of a node's workers have finished it, and the job ends
 // with the result it has without buckets, to the bit.
 TEST(cluster_cli, sync_with_gradient_buckets_across_nodes_ends_with_the_result_it_has_without) {
@@ -750,9 +751,9 @@ TEST(cluster_cli, sync_with_gradient_buckets_across_nodes_ends_with_the_result_i
   auto job = [&](const std::string& bucket_mb) {
     const auto checkpoints = dir.file("checkpoints-" + bucket_mb);
     cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=sync", "--train.epochs=1",
-                      "--train.batch-size=128", "--model.hidden=[1536]", "--cluster.min-nodes=3",
-                      "--imbalance.kind=none", "--comm.bucket-mb=" + bucket_mb,
-                      "--checkpoint.dir=" + checkpoints});
+                      "--train.batch-size=128", "--model.hidden=[1024,512,256]",
+                      "--cluster.min-nodes=3", "--imbalance.kind=none",
+                      "--comm.bucket-mb=" + bucket_mb, "--checkpoint.dir=" + checkpoints});
     std::vector<background_process*> nodes;
     for (int node = 0; node < 3; ++node)
       nodes.push_back(&run.add_node(2));
@@ -773,7 +774,7 @@ TEST(cluster_cli, sync_with_gradient_buckets_across_nodes_ends_with_the_result_i
     }
     return std::make_pair(run.report(), replicas);
   };
-  const auto [buckets, bucketed_parts] = job("1");
+  const auto [buckets, bucketed_parts] = job("0.25");
   const auto [whole, whole_parts] = job("0");
   ASSERT_TRUE(buckets.contains("final_test_accuracy")) << buckets.dump();
   EXPECT_EQ(buckets["rounds_aborted"], 0);

@@ -1,8 +1,9 @@
 // herd coordinator and herd node across network namespaces, each process at its own address on
 // a bridge, links limited with tbf: every algorithm reaches its target; a partition that heals
 // loses the node and brings it back; a node cut off for good is lost and the job goes on; a node
-// from a fresh namespace takes a lost node's place. Skipped where namespaces cannot be made
-// (root with CAP_SYS_ADMIN and iproute2 are needed).
+// from a fresh namespace takes a lost node's place; scripts/bench-cluster measures such a
+// cluster. Skipped where namespaces cannot be made (root with CAP_SYS_ADMIN and iproute2 are
+// needed).
 #include <algorithm>
 #include <csignal>
 #include <gtest/gtest.h>
@@ -15,6 +16,8 @@
 
 #include "support/cluster_processes.hpp"
 #include "support/network_namespaces.hpp"
+#include "support/read_file.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
 
@@ -325,6 +328,29 @@ TEST_F(netns_partition, a_node_from_a_fresh_namespace_takes_the_lost_nodes_place
   const auto report = run.report();
   ASSERT_FALSE(report.is_null()) << run.logs();
   EXPECT_EQ(report["workers_joined"], 1) << run.logs();
+}
+
+// scripts/bench-cluster --netns: the cluster layout runs as hosts in namespaces of their own on
+// links of the given rate (scripts/local-cluster --netns), and its row names the rate.
+TEST(netns_cluster, bench_cluster_measures_a_cluster_of_namespaced_hosts) {
+  network_namespaces spaces; // only to learn whether namespaces can be made here
+  REQUIRE_NAMESPACES(spaces);
+  const auto measured = herd::testing::run_process(
+      {std::string(HERD_SOURCE_DIR) + "/scripts/bench-cluster", "--binary", HERD_BINARY,
+       "--nodes=2", "--repetitions=1", "--algorithms=sync", "--netns=100mbit", "--",
+       "--data.dataset=synthetic", "--train.epochs=1", "--imbalance.kind=none"},
+      300s);
+  ASSERT_EQ(measured.exit_code, 0) << measured.output;
+  EXPECT_NE(measured.output.find("run  2 of 2: sync     2 nodes x 1 at 100mbit"), std::string::npos)
+      << measured.output;
+  const auto logs = measured.output.find("logs and reports in ");
+  ASSERT_NE(logs, std::string::npos) << measured.output;
+  const auto dir = measured.output.substr(logs + 20, measured.output.find('\n', logs) - logs - 20);
+  const auto cluster_log = herd::testing::read_file(dir + "/sync-cluster-1-1.log");
+  EXPECT_NE(cluster_log.find("links of 100mbit"), std::string::npos) << cluster_log;
+  const auto report =
+      nlohmann::json::parse(herd::testing::read_file(dir + "/sync-cluster-1-1.json"));
+  EXPECT_EQ(report["workers"], 2);
 }
 
 } // namespace

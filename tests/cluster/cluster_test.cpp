@@ -193,7 +193,8 @@ TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
   }
 }
 
-// With gradient buckets (two of 1,024 floats, backward slowed so that rounds surely read it)
+// With gradient buckets (two, cut at 2,048 floats of 6,085 where the second layer begins;
+// backward slowed so that rounds surely read it)
 // rounds take gradients backward is still finishing, on both nodes, and pre-reduce and send them
 // bucket by bucket: still nothing is lost, and the replicas stay one.
 TEST(cluster_runs, every_gradient_is_accounted_for_across_nodes) {
@@ -204,7 +205,7 @@ TEST(cluster_runs, every_gradient_is_accounted_for_across_nodes) {
     j.config.solo.late_gradients = "accumulate"; // every gradient applied or held, none dropped
     j.config.comm.bucket_mb = bucket_mb;
     if (bucket_mb > 0)
-      j.config.model.hidden = {64};
+      j.config.model.hidden = {64, 64};
     auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
     const auto run = run_cluster(j, {1, 2, 1}, probe, bucket_mb > 0 ? &slow_ops : nullptr);
     ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;

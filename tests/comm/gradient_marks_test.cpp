@@ -109,8 +109,8 @@ private:
 
 // Two buffers written by passes that finish them from the end, 1,000 floats at a time: the
 // reduction sums the last bucket before the passes have finished the rest (each pass waits for
-// that sum before it goes on), cuts its buckets at multiples of 1,024 floats, and ends with the
-// bits of a reduction of the finished buffers.
+// that sum before it goes on), cuts its buckets where the layout says, and ends with the bits of
+// a reduction of the finished buffers.
 TEST(local_plane, reduces_buffers_still_being_written_bucket_by_bucket_as_they_become_final) {
   const recording_ops ops;
   auto plane = herd::comm::make_local_plane(ops);
@@ -141,7 +141,7 @@ TEST(local_plane, reduces_buffers_still_being_written_bucket_by_bucket_as_they_b
     });
   herd::comm::operation_options options;
   options.timeout = 20s;
-  options.bucket_floats = 1024;
+  options.buckets = herd::comm::bucket_layout(n, {1024, 2048, 3072, 4096});
   std::vector<float> out(n);
   const auto reduced =
       plane->group_reduce({{0, 0.25f}, {1, 0.75f}}, nullptr, out.data(), n, options)->wait(0ms);
@@ -171,7 +171,7 @@ TEST(local_plane, a_pass_that_fails_fails_the_reduction_waiting_for_it) {
   marks->final_from(40);
   marks->abandon("the step threw");
   herd::comm::operation_options options;
-  options.bucket_floats = 32;
+  options.buckets = herd::comm::bucket_layout(send.size(), {32, 64, 96});
   std::vector<float> out(send.size());
   const auto failed =
       plane->group_reduce({{7, 1.0f}}, nullptr, out.data(), out.size(), options)->wait(0ms);

@@ -62,6 +62,13 @@ TEST(local_plane, a_part_reads_the_attached_buffers_from_its_offset) {
   EXPECT_EQ(refused.kind(), herd::comm::outcome::invalid_argument);
   EXPECT_THAT(refused.message(),
               testing::HasSubstr("a part of 301 floats at 702 does not fit in a buffer of 1001"));
+
+  // Buckets cut for another buffer would read floats the marks do not follow.
+  part.part_offset = 700;
+  part.buckets = herd::comm::bucket_layout(1000, {512});
+  const auto other = plane->group_reduce(inputs, nullptr, out.data(), out.size(), part)->wait(0ms);
+  EXPECT_EQ(other.message(), "gradient buckets of a buffer of 1000 floats for a reduction of a "
+                             "buffer of 1001");
 }
 
 TEST(local_plane, reads_in_place_so_later_writes_show_in_the_next_reduction) {

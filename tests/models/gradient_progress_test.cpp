@@ -105,6 +105,9 @@ TEST_P(every_preset, reports_final_parts_in_backward_order_and_changes_no_bit) {
     layers_with_parameters += layer->parameter_count() > 0 ? 1 : 0;
   EXPECT_EQ(progress.starts.size(), layers_with_parameters);
   EXPECT_GT(progress.starts.front(), 0u) << "nothing was final before the pass ended";
+  // The model lists the points it reports before the end: gradient buckets are cut there.
+  EXPECT_EQ(model.gradient_final_points(),
+            std::vector<std::size_t>(progress.starts.rbegin() + 1, progress.starts.rend()));
   for (std::size_t r = 0; r < progress.starts.size(); ++r) {
     const std::size_t begin = progress.starts[r];
     EXPECT_EQ(
@@ -155,6 +158,7 @@ TEST(gradient_progress, a_model_without_its_own_reports_calls_the_whole_gradient
             0.5f);
   ASSERT_EQ(progress.starts, std::vector<std::size_t>{0});
   EXPECT_EQ(progress.seen[0], (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_TRUE(model.gradient_final_points().empty());
 }
 
 } // namespace
