@@ -389,8 +389,9 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.comm.connections; }));
     k.push_back(make_key<double>(
         "comm.bucket-mb", "real",
-        "sync: reduce the gradient in buckets of this many MiB, each as soon as backward has "
-        "finished it, so that reducing overlaps backward (0 = after the step; 0.004 to 1024)",
+        "sync, solo, majority, quorum: reduce the gradient in buckets of at least this many MiB, "
+        "cut where the model's layers begin, each as soon as backward has finished it, so that "
+        "reducing overlaps backward (0 = after the step; 0.004 to 1024)",
         [](auto& c) -> auto& { return c.comm.bucket_mb; }));
     k.push_back(make_key<std::string>(
         "checkpoint.dir", "string",

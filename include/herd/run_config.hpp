@@ -188,8 +188,9 @@ struct comm_section {
   bool error_feedback = false; // comm.error-feedback: carry each rounding's residual to the next
   int seal_threads = 0; // comm.seal-threads: threads sealing one data-plane message (0: automatic)
   int connections = 1;  // comm.connections: connections (lanes) between each pair of nodes, 1-16
-  /// comm.bucket-mb: under sync, a step's round begins while its backward runs and reduces the
-  /// gradient in buckets of this many MiB as backward finishes them (0: after the step, at once).
+  /// comm.bucket-mb: under sync, solo, majority and quorum, a step's round may begin while its
+  /// backward runs and reduce the gradient in buckets of at least this many MiB, cut where the
+  /// model's layers begin, as backward finishes them (0: after the step, at once).
   double bucket_mb = 0.0;
 };
 
