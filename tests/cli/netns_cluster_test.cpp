@@ -343,6 +343,8 @@ TEST(netns_cluster, bench_cluster_measures_a_cluster_of_namespaced_hosts) {
   ASSERT_EQ(measured.exit_code, 0) << measured.output;
   EXPECT_NE(measured.output.find("run  2 of 2: sync     2 nodes x 1 at 100mbit"), std::string::npos)
       << measured.output;
+  EXPECT_NE(measured.output.find("the cluster's links are limited to 100mbit"), std::string::npos)
+      << measured.output;
   const auto logs = measured.output.find("logs and reports in ");
   ASSERT_NE(logs, std::string::npos) << measured.output;
   const auto dir = measured.output.substr(logs + 20, measured.output.find('\n', logs) - logs - 20);
