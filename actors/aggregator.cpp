@@ -329,7 +329,7 @@ private:
     const auto reduced = clock_type::now() - reduce_start;
     report.reduce_seconds = std::chrono::duration<double>(reduced).count();
     if (setup_.costs)
-      setup_.costs->reduction_nanoseconds.fetch_add(setup_.costs->now() - costs_start,
+      setup_.costs->reduction_nanoseconds.fetch_add(setup_.costs->nested_since(costs_start),
                                                     std::memory_order_relaxed);
     report.bytes = (inputs.size() + 1) * result->size() * sizeof(float);
     // A failed reduction leaves garbage: nobody gets it, and the coordinator ends the run.
