@@ -8,6 +8,7 @@ namespace herd::actors {
 policy::group_outcome outcome_of(const group_done& report) {
   policy::group_outcome outcome;
   outcome.members.assign(report.members.begin(), report.members.end());
+  outcome.contributions.reserve(report.members.size());
   for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i)
     outcome.contributions.push_back(
         {report.members[i], report.kinds[i], i < report.steps.size() ? report.steps[i] : 0});
@@ -73,6 +74,9 @@ round_record_of(const group_done& report, const policy::group_decision& planned,
   round.reduce_seconds = report.reduce_seconds;
   round.reduce_bytes = report.bytes;
   round.samples = report.samples;
+  // Once, not nine times over as 256 members push back one by one.
+  round.staleness_rounds.reserve(report.members.size());
+  round.fresh_arrival_seconds.reserve(report.members.size());
   for (std::size_t i = 0; i < report.members.size() && i < report.kinds.size(); ++i) {
     if (report.kinds[i] != freshness::none)
       if (auto staleness = staleness_of(report, i, planned))

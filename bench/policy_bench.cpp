@@ -1,13 +1,22 @@
 // bench_policies: what the group coordinator's decisions cost per arrival as P grows, without
 // actors. Each grouping policy is driven through whole steps of P arrivals, every round it starts
 // finished at once with every member fresh; the wait ledger, which every run keeps beside its
-// policy, gets each arrival's two reports. Prints nanoseconds per arrival at each P (the median
-// of the repetitions) and the ratio to the smallest P: about 1 when the work per arrival does not
-// grow with P; a ratio that grows like P means a step of P workers costs P^2.
+// policy, gets each arrival's two reports; `bookkeeping` is the rest of what the coordinator does
+// with a step report: the run's counters (with their wait ledger) and the Prometheus metrics.
+// Prints nanoseconds per arrival at each P (the median of the repetitions) and the ratio to the
+// smallest P: about 1 when the work per arrival does not grow with P; a ratio that grows like P
+// means a step of P workers costs P^2.
 //
-//   bench_policies [--workers=16,256,4096] [--steps=20] [--repetitions=5]
-//                  [--policies=sync,solo,majority,preduce,wagma,ledger]
+// In a run, the workers' computation between two steps evicts the coordinator's per-worker state
+// from the caches; --evict-mb=M streams through M MiB between steps (untimed) to do the same, so
+// that what is measured is the cache misses as much as the instructions.
+//
+//   bench_policies [--workers=16,256,4096] [--steps=20] [--repetitions=5] [--evict-mb=0]
+//                  [--policies=sync,solo,majority,preduce,wagma,ledger,bookkeeping]
+#include "actors/run_counters.hpp"
 #include "herd/config.hpp"
+#include "herd/metrics.hpp"
+#include "monitoring/training_metrics.hpp"
 #include "monitoring/wait_ledger.hpp"
 
 #include <algorithm>
@@ -31,7 +40,9 @@ struct options {
   std::vector<int> workers{16, 256, 4096};
   int steps = 20;
   int repetitions = 5;
-  std::vector<std::string> policies{"sync", "solo", "majority", "preduce", "wagma", "ledger"};
+  int evict_mb = 0;
+  std::vector<std::string> policies{"sync",  "solo",   "majority",   "preduce",
+                                    "wagma", "ledger", "bookkeeping"};
 };
 
 options parse(int argc, char** argv) {
@@ -46,17 +57,40 @@ options parse(int argc, char** argv) {
       parsed.repetitions = bench::int_flag("bench_policies", key, value);
     } else if (key == "--policies") {
       parsed.policies = bench::list_flag(value);
+    } else if (key == "--evict-mb") {
+      parsed.evict_mb = bench::int_flag("bench_policies", key, value);
     } else {
       std::cerr << "usage: bench_policies [--workers=16,256,4096] [--steps=20] [--repetitions=5] "
-                   "[--policies=sync,solo,majority,preduce,wagma,ledger]\n";
+                   "[--evict-mb=0] [--policies=sync,solo,majority,preduce,wagma,ledger,"
+                   "bookkeeping]\n";
       std::exit(2);
     }
   }
   return parsed;
 }
 
+// The time of the steps' arrivals only: between two steps it writes `evict_mb` MiB (untimed), as
+// the workers' computation would, so that the next step finds its state out of the caches.
+class step_clock {
+public:
+  explicit step_clock(int evict_mb) : evicting_(static_cast<std::size_t>(evict_mb) << 20) {}
+  template <class Arrivals>
+  void step(Arrivals arrivals) {
+    for (std::size_t at = 0; at < evicting_.size(); at += 64)
+      ++evicting_[at];
+    const auto start = clock_type::now();
+    arrivals();
+    seconds_ += std::chrono::duration<double>(clock_type::now() - start).count();
+  }
+  double seconds() const { return seconds_; }
+
+private:
+  std::vector<unsigned char> evicting_;
+  double seconds_ = 0.0;
+};
+
 // Seconds for `steps` steps of `workers` arrivals through the policy of `algorithm`.
-double drive_policy(const std::string& algorithm, int workers, int steps) {
+double drive_policy(const std::string& algorithm, int workers, int steps, step_clock clock) {
   config::run_config config;
   config.train.algorithm = algorithm;
   config.train.workers = workers;
@@ -79,27 +113,53 @@ double drive_policy(const std::string& algorithm, int workers, int steps) {
   std::iota(live.begin(), live.end(), 0);
   finish(grouping->set_live_workers(live));
   double now = 0.0;
-  const auto start = clock_type::now();
   for (int s = 1; s <= steps; ++s)
-    for (int worker = 0; worker < workers; ++worker) {
-      step[static_cast<std::size_t>(worker)] = static_cast<std::uint64_t>(s);
-      now += 1e-6;
-      finish(grouping->on_ready({worker, static_cast<std::uint64_t>(s), now, 1e-3}));
-    }
-  return std::chrono::duration<double>(clock_type::now() - start).count();
+    clock.step([&] {
+      for (int worker = 0; worker < workers; ++worker) {
+        step[static_cast<std::size_t>(worker)] = static_cast<std::uint64_t>(s);
+        now += 1e-6;
+        finish(grouping->on_ready({worker, static_cast<std::uint64_t>(s), now, 1e-3}));
+      }
+    });
+  return clock.seconds();
 }
 
 // The same for the wait ledger: each arrival reports its step and the wait before it.
-double drive_ledger(int workers, int steps) {
+double drive_ledger(int workers, int steps, step_clock clock) {
   monitoring::wait_ledger ledger(workers);
-  const auto start = clock_type::now();
   for (int s = 1; s <= steps; ++s)
-    for (int worker = 0; worker < workers; ++worker) {
-      ledger.step_finished(worker, static_cast<std::uint64_t>(s), 1e-3);
-      if (s > 1)
-        ledger.waited_after(worker, static_cast<std::uint64_t>(s - 1), 0.0);
-    }
-  return std::chrono::duration<double>(clock_type::now() - start).count();
+    clock.step([&] {
+      for (int worker = 0; worker < workers; ++worker) {
+        ledger.step_finished(worker, static_cast<std::uint64_t>(s), 1e-3);
+        if (s > 1)
+          ledger.waited_after(worker, static_cast<std::uint64_t>(s - 1), 0.0);
+      }
+    });
+  return clock.seconds();
+}
+
+// The same for the rest of a step report's bookkeeping in the coordinator (count_step): the
+// run's counters, their wait ledger included, and the metrics.
+double drive_bookkeeping(int workers, int steps, step_clock clock) {
+  actors::run_counters counters(workers, 60000);
+  counters.workers.resize(static_cast<std::size_t>(workers));
+  monitoring::training_metrics::identity who;
+  who.workers = workers;
+  monitoring::training_metrics metrics(std::make_shared<monitoring::registry>(), who);
+  double now = 0.0;
+  for (int s = 1; s <= steps; ++s)
+    clock.step([&] {
+      for (int worker = 0; worker < workers; ++worker) {
+        const auto step = static_cast<std::uint64_t>(s);
+        // Times that vary, so that the histograms' buckets do too.
+        const double compute = 1e-3 * (1.0 + 0.01 * ((worker * 7 + s) % 50));
+        const double wait = 1e-4 * ((worker + s * 3) % 40);
+        now += 1e-6;
+        counters.step_finished(worker, step, compute, wait, 0.5, 8, false);
+        metrics.step_finished(worker, step, now, compute, wait, 8, false);
+      }
+    });
+  return clock.seconds();
 }
 
 double median(std::vector<double> values) {
@@ -113,23 +173,27 @@ double median(std::vector<double> values) {
 int main(int argc, char** argv) {
   auto opts = parse(argc, argv);
   std::sort(opts.workers.begin(), opts.workers.end());
-  if (opts.workers.empty() || opts.workers.front() < 1 || opts.steps < 2 || opts.repetitions < 1) {
+  if (opts.workers.empty() || opts.workers.front() < 1 || opts.steps < 2 || opts.repetitions < 1 ||
+      opts.evict_mb < 0) {
     std::cerr << "bench_policies: --workers must be positive, --steps at least 2, "
-                 "--repetitions at least 1\n";
+                 "--repetitions at least 1, --evict-mb at least 0\n";
     return 2;
   }
-  std::printf("bench_policies: %d steps of P arrivals, median of %d; ns per arrival, and its "
-              "ratio to P = %d (1: constant per arrival)\n",
-              opts.steps, opts.repetitions, opts.workers.front());
-  std::printf("%-9s %6s %14s %8s\n", "policy", "P", "ns/arrival", "ratio");
+  std::printf("bench_policies: %d steps of P arrivals, median of %d, %d MiB written between "
+              "steps; ns per arrival, and its ratio to P = %d (1: constant per arrival)\n",
+              opts.steps, opts.repetitions, opts.evict_mb, opts.workers.front());
+  std::printf("%-11s %6s %14s %8s\n", "policy", "P", "ns/arrival", "ratio");
   for (const auto& name : opts.policies) {
     double baseline = 0.0;
     for (int workers : opts.workers) {
       std::vector<double> runs;
       try {
-        for (int r = 0; r < opts.repetitions; ++r)
-          runs.push_back(name == "ledger" ? drive_ledger(workers, opts.steps)
-                                          : drive_policy(name, workers, opts.steps));
+        for (int r = 0; r < opts.repetitions; ++r) {
+          const step_clock clock(opts.evict_mb);
+          runs.push_back(name == "ledger"        ? drive_ledger(workers, opts.steps, clock)
+                         : name == "bookkeeping" ? drive_bookkeeping(workers, opts.steps, clock)
+                                                 : drive_policy(name, workers, opts.steps, clock));
+        }
       } catch (const std::exception& failure) {
         std::cerr << "bench_policies: " << name << ": " << failure.what() << "\n";
         return 2;
@@ -138,7 +202,7 @@ int main(int argc, char** argv) {
           1e9 * median(runs) / (static_cast<double>(workers) * static_cast<double>(opts.steps));
       if (baseline == 0.0)
         baseline = per_arrival;
-      std::printf("%-9s %6d %14.1f %8.2f\n", name.c_str(), workers, per_arrival,
+      std::printf("%-11s %6d %14.1f %8.2f\n", name.c_str(), workers, per_arrival,
                   per_arrival / baseline);
       std::fflush(stdout);
     }
