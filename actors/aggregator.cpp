@@ -4,6 +4,7 @@
 #include "actors/control_costs.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
+#include "actors/round_report.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -24,6 +25,11 @@ public:
       : caf::event_based_actor(config), setup_(std::move(setup)),
         coordinator_(std::move(coordinator)) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
+    // A member's answer is a plain message: an error in its place comes here, not to a request.
+    set_error_handler([this](caf::error& failure) {
+      member_failed(caf::actor_cast<caf::actor_addr>(current_sender()),
+                    "failed: " + system().render(failure));
+    });
     for (const auto& reducer : setup_.node_reducers)
       watch(reducer);
   }
@@ -41,6 +47,10 @@ public:
           const auto timer = timed();
           begin(plan);
         },
+        [this](const contribution& answer) {
+          const auto timer = timed();
+          member_answered(answer);
+        },
         [this](const cluster_topology& topology) { update(topology); },
         [this](answer_timeout_atom, std::uint64_t round) {
           const auto timer = timed();
@@ -54,6 +64,7 @@ private:
     group_plan plan;
     std::vector<std::optional<contribution>> answers; // by member position
     std::vector<bool> settled;                        // answered or given up, by position
+    std::vector<std::int32_t> position_of;            // by worker index; -1: not a member
     std::size_t outstanding = 0;
     clock_type::time_point started;
     struct {
@@ -105,6 +116,12 @@ private:
     state.plan = plan;
     state.answers.assign(plan.members.size(), std::nullopt);
     state.settled.assign(plan.members.size(), false);
+    for (std::size_t position = 0; position < plan.members.size(); ++position) {
+      const auto worker = static_cast<std::size_t>(std::max(0, plan.members[position]));
+      if (worker >= state.position_of.size())
+        state.position_of.resize(worker + 1, -1);
+      state.position_of[worker] = static_cast<std::int32_t>(position);
+    }
     state.outstanding = plan.members.size();
     state.started = clock_type::now();
     const std::uint64_t round = plan.round;
@@ -116,21 +133,53 @@ private:
       delayed_send(this, setup_.contribution_timeout, answer_timeout_atom::value, round);
   }
 
-  // In one process: each member for its contribution. One timer for the round (begin()) rather
-  // than a timeout per request: each costs a registration with the actor clock.
+  // In one process: each member for its contribution, as a plain message, which the member
+  // answers with one (member_answered): no response handler per member to allocate, register and
+  // look up, a third of this handler's time at 256 members. What a request would report, a
+  // member that is gone, its monitor does (member_failed). One timer for the round (begin())
+  // rather than a timeout per member: each costs a registration with the actor clock.
   void ask_members(const group_plan& plan) {
-    const std::uint64_t round = plan.round;
-    for (std::size_t position = 0; position < plan.members.size(); ++position)
-      request(plan.member_handles[position], caf::infinite, contribute_atom::value, round,
-              plan.step)
-          .then(
-              [this, round, position](const contribution& answer) {
-                const auto timer = timed();
-                answered(round, position, answer, {});
-              },
-              [this, round, position](caf::error& failure) {
-                answered(round, position, std::nullopt, system().render(failure));
-              });
+    for (std::size_t position = 0; position < plan.members.size(); ++position) {
+      const auto& member = plan.member_handles[position];
+      const auto worker = static_cast<std::size_t>(std::max(0, plan.members[position]));
+      if (worker >= member_addresses_.size())
+        member_addresses_.resize(worker + 1);
+      if (member && member_addresses_[worker] != member.address()) {
+        member_addresses_[worker] = member.address(); // a worker that took its index's place
+        monitor(member);                              // a member already gone is reported at once
+      }
+      send(member, contribute_atom::value, plan.round, plan.step);
+    }
+  }
+
+  void member_answered(const contribution& answer) {
+    const auto found = rounds_.find(answer.round);
+    if (found == rounds_.end())
+      return; // given up (timed out) and finished without it
+    const auto& positions = found->second.position_of;
+    const auto worker = static_cast<std::size_t>(answer.worker);
+    if (answer.worker >= 0 && worker < positions.size() && positions[worker] >= 0)
+      answered(answer.round, static_cast<std::size_t>(positions[worker]), answer, {});
+  }
+
+  // In one process: the member at `source` stopped or answered with an error; every round that
+  // still waits for it goes on without it.
+  void member_failed(const caf::actor_addr& source, const std::string& what) {
+    const auto known = std::find(member_addresses_.begin(), member_addresses_.end(), source);
+    if (!source || known == member_addresses_.end())
+      return;
+    const auto worker = static_cast<std::size_t>(known - member_addresses_.begin());
+    std::vector<std::uint64_t> rounds;
+    for (const auto& [round, state] : rounds_)
+      rounds.push_back(round);
+    for (std::uint64_t round : rounds) {
+      const auto found = rounds_.find(round); // answered() may have finished an earlier one
+      if (found == rounds_.end() || worker >= found->second.position_of.size() ||
+          found->second.position_of[worker] < 0)
+        continue;
+      answered(round, static_cast<std::size_t>(found->second.position_of[worker]), std::nullopt,
+               "worker " + std::to_string(worker) + " " + what);
+    }
   }
 
   // Across processes: one request per node of the round, to its node reducer, which asks its
@@ -238,7 +287,7 @@ private:
     }
     // No exception may escape: it would kill the actor with the round unreported.
     try {
-      const auto inputs = weigh(state, state.report);
+      const auto inputs = weigh_answers(state.plan, state.answers, state.report);
       // Across processes even a round with nothing to reduce goes through the nodes: a result
       // buffer cannot travel to another process, and every member needs one.
       if (distributed()) {
@@ -263,46 +312,6 @@ private:
         std::chrono::duration<double>(clock_type::now() - found->second.started).count();
     send(coordinator_, std::move(report));
     rounds_.erase(found);
-  }
-
-  // Members that answered take part, with the plan's weights renormalised over them (uniform:
-  // the mean under sync, sum / P under the partial algorithms, where a member with nothing
-  // still counts). Fills the report's per-member columns; returns the weighted inputs.
-  std::vector<comm::weighted_input> weigh(const round_state& state, group_done& report) const {
-    std::vector<bool> answered(state.answers.size());
-    for (std::size_t position = 0; position < state.answers.size(); ++position)
-      answered[position] = state.answers[position].has_value();
-    const auto weights =
-        policy::member_weights(state.plan.weights, state.plan.member_weights, answered);
-    std::vector<comm::weighted_input> inputs;
-    for (std::size_t position = 0; position < state.answers.size(); ++position) {
-      if (!answered[position])
-        continue;
-      const auto& answer = *state.answers[position];
-      report.members.push_back(answer.worker);
-      report.kinds.push_back(answer.kind);
-      report.steps.push_back(answer.step);
-      report.versions.push_back(answer.version);
-      report.in_backward += answer.in_backward ? 1 : 0;
-      if (answer.kind == freshness::none)
-        continue;
-      if (answer.kind == freshness::fresh)
-        ++report.fresh;
-      else
-        ++report.stale;
-      report.samples += answer.samples;
-      inputs.push_back({answer.worker, weights[position]});
-    }
-    return inputs;
-  }
-
-  // Answering members in plan order, for delivery.
-  std::vector<std::size_t> answered_positions(const round_state& state) const {
-    std::vector<std::size_t> positions;
-    for (std::size_t position = 0; position < state.answers.size(); ++position)
-      if (state.answers[position])
-        positions.push_back(position);
-    return positions;
   }
 
   // The members' weighted sum into a result buffer; null if the reduction failed (the report
@@ -346,14 +355,14 @@ private:
       // and the run goes on without the member (its actor has quit).
       if (report.result.kind() == comm::outcome::peer_lost && report.in_backward > 0) {
         report.aborted = true;
-        for (std::size_t position : answered_positions(state))
+        for (std::size_t position : answered_positions(state.answers))
           send(state.plan.member_handles[position],
                round_result{state.plan.round, nullptr, members});
       }
       return;
     }
     const round_result delivered{state.plan.round, result, members};
-    for (std::size_t position : answered_positions(state))
+    for (std::size_t position : answered_positions(state.answers))
       send(state.plan.member_handles[position], delivered);
   }
 
@@ -362,7 +371,7 @@ private:
   // it into the same buffer: that is the round's result. A member with nothing to give gets the
   // parameters as they are. The round is reported once the server answered.
   void apply_at_server(round_state& state, const std::vector<comm::weighted_input>& inputs) {
-    const auto positions = answered_positions(state);
+    const auto positions = answered_positions(state.answers);
     HERD_CHECK(positions.size() <= 1,
                "an async round with " << positions.size() << " answering members");
     const std::uint64_t round = state.plan.round;
@@ -405,7 +414,7 @@ private:
   void order_reductions(round_state& state, const std::vector<comm::weighted_input>& inputs) {
     std::map<int, reduce_order> orders; // by node
     const auto members = static_cast<std::uint32_t>(state.report.members.size());
-    for (std::size_t position : answered_positions(state)) {
+    for (std::size_t position : answered_positions(state.answers)) {
       const std::int32_t worker = state.plan.members[position];
       auto& order = orders[node_of(worker)];
       order.deliver_to.push_back(worker);
@@ -509,6 +518,10 @@ private:
 
   // A node is gone: its members will not answer and its part of a reduction will not come.
   void on_down(const caf::down_msg& down) {
+    if (!distributed()) {
+      member_failed(down.source, "stopped: " + system().render(down.reason));
+      return;
+    }
     int node = -1;
     for (std::size_t i = 0; i < setup_.node_reducers.size(); ++i)
       if (setup_.node_reducers[i].address() == down.source)
@@ -565,6 +578,7 @@ private:
   std::map<std::uint64_t, round_state> rounds_;
   std::set<int> lost_nodes_;
   std::set<caf::actor_addr> watched_; // node reducers monitored
+  std::vector<caf::actor_addr> member_addresses_; // in one process: each worker's, monitored
 };
 
 } // namespace

@@ -5,8 +5,9 @@
 // Messages it answers:
 //   group_plan        run this round (docs/algorithms.md, "One round, end to end", steps 3, 4)
 //   cluster_topology  across processes: a node joined; rounds from now on use this plane
-// Messages it sends: (contribute_atom, round) requests and round_result to the members,
-// group_done to the coordinator.
+// Messages it sends: (contribute_atom, round, step) to the members (in one process a plain
+// message, answered by one: a contribution), round_result to the members, group_done to the
+// coordinator.
 //
 // Across processes (node_reducers set) it asks each node of the group for its members'
 // contributions at once (contribution_asks to its node reducer, which asks them) and reduces

@@ -5,6 +5,44 @@
 
 namespace herd::actors {
 
+std::vector<comm::weighted_input>
+weigh_answers(const group_plan& plan, const std::vector<std::optional<contribution>>& answers,
+              group_done& report) {
+  std::vector<bool> answered(answers.size());
+  for (std::size_t position = 0; position < answers.size(); ++position)
+    answered[position] = answers[position].has_value();
+  const auto weights = policy::member_weights(plan.weights, plan.member_weights, answered);
+  std::vector<comm::weighted_input> inputs;
+  for (std::size_t position = 0; position < answers.size(); ++position) {
+    if (!answered[position])
+      continue;
+    const auto& answer = *answers[position];
+    report.members.push_back(answer.worker);
+    report.kinds.push_back(answer.kind);
+    report.steps.push_back(answer.step);
+    report.versions.push_back(answer.version);
+    report.in_backward += answer.in_backward ? 1 : 0;
+    if (answer.kind == freshness::none)
+      continue;
+    if (answer.kind == freshness::fresh)
+      ++report.fresh;
+    else
+      ++report.stale;
+    report.samples += answer.samples;
+    inputs.push_back({answer.worker, weights[position]});
+  }
+  return inputs;
+}
+
+std::vector<std::size_t>
+answered_positions(const std::vector<std::optional<contribution>>& answers) {
+  std::vector<std::size_t> positions;
+  for (std::size_t position = 0; position < answers.size(); ++position)
+    if (answers[position])
+      positions.push_back(position);
+  return positions;
+}
+
 policy::group_outcome outcome_of(const group_done& report) {
   policy::group_outcome outcome;
   outcome.members.assign(report.members.begin(), report.members.end());

@@ -3,8 +3,10 @@
 #pragma once
 
 #include "actors/messages.hpp"
+#include "comm/data_plane.hpp"
 #include "monitoring/training_metrics.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +21,18 @@ struct fresh_arrival {
   std::uint64_t step = 0;
   double at_seconds = 0.0;
 };
+
+/// The aggregator's weighting of a round in one process: the members that answered (`answers`,
+/// by position in `plan`) take part, with the plan's weights renormalised over them (uniform: the
+/// mean under sync, sum / P under the partial algorithms, where a member with nothing still
+/// counts). Fills the report's per-member columns; returns the weighted inputs.
+std::vector<comm::weighted_input>
+weigh_answers(const group_plan& plan, const std::vector<std::optional<contribution>>& answers,
+              group_done& report);
+
+/// The positions of the members that answered, in plan order (for delivery).
+std::vector<std::size_t>
+answered_positions(const std::vector<std::optional<contribution>>& answers);
 
 /// Which members answered the round and what each gave, for the policy.
 policy::group_outcome outcome_of(const group_done& report);

@@ -1,12 +1,15 @@
 // The aggregator, with the test playing coordinator, node reducers and workers: across processes,
 // a round whose members all live on a node that is lost is settled by that loss alone; in one
-// process, a reduction the data plane fails is reported in the plane's words and delivers nothing.
+// process, a reduction the data plane fails is reported in the plane's words and delivers nothing,
+// and a member that stops is left out as soon as it is gone.
 #include "actors/aggregator.hpp"
 #include "actors/messages.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "support/delegating_plane.hpp"
@@ -212,6 +215,66 @@ TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is
   EXPECT_EQ(report->unanswered, std::vector<std::int32_t>{1});
   ASSERT_EQ(report->unanswered_reasons.size(), 1u);
   EXPECT_EQ(report->unanswered_reasons[0], "no contribution within 300 ms");
+  EXPECT_EQ(delivered, 2) << "both members that answered get the result";
+  for (const auto& actor : workers)
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+}
+
+// In one process a member is asked with a plain message, not a request: when it stops before it
+// answers (or was gone before it was asked), its monitor settles it at once, long before the
+// contribution timeout, and the round goes on with the others.
+TEST(aggregator_in_one_process, a_member_that_stops_is_left_out_at_once) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  caf::scoped_actor coordinator{system};
+  std::shared_ptr<herd::comm::data_plane> local =
+      herd::comm::make_local_plane(herd::kernels::cpu_ops());
+  std::vector<std::vector<float>> sends(4, std::vector<float>(4, 1.0f));
+  for (int worker = 0; worker < 4; ++worker)
+    ASSERT_TRUE(local->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
+  aggregator_setup setup;
+  setup.plane = local;
+  setup.results = herd::comm::buffer_pool::create(4);
+  setup.contribution_timeout = std::chrono::seconds(60);
+  const auto gone = system.spawn<mute_worker>();
+  coordinator->send_exit(gone, caf::exit_reason::user_shutdown);
+  coordinator->wait_for(gone);
+  const auto stopping = system.spawn<mute_worker>();
+  const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
+                                        stopping, gone,
+                                        system.spawn(giving_worker, 3, caf::actor(coordinator))};
+  auto aggregator = spawn_aggregator(system, setup, coordinator);
+
+  const auto sent = std::chrono::steady_clock::now();
+  coordinator->send(aggregator, plan_of(9, {0, 1, 2, 3}, workers, round_kind::partial));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // asked, and silent
+  coordinator->send_exit(stopping, caf::exit_reason::user_shutdown);
+  std::optional<group_done> report;
+  int delivered = 0;
+  coordinator->receive_while([&] { return !report || delivered < 2; })(
+      [&](const group_done& done) { report = done; }, [&](const round_result&) { ++delivered; },
+      caf::after(std::chrono::seconds(30)) >>
+          [&] {
+            report = group_done{};
+            delivered = 2;
+          });
+  ASSERT_TRUE(report);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(30))
+      << "waited for the contribution timeout";
+  EXPECT_EQ(report->round, 9u);
+  EXPECT_TRUE(report->result.ok()) << report->result.message();
+  EXPECT_EQ(report->members, (std::vector<std::int32_t>{0, 3}));
+  auto unanswered = report->unanswered;
+  std::sort(unanswered.begin(), unanswered.end());
+  EXPECT_EQ(unanswered, (std::vector<std::int32_t>{1, 2}));
+  ASSERT_EQ(report->unanswered_reasons.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(report->unanswered_reasons[i].rfind(
+                  "worker " + std::to_string(report->unanswered[i]) + " stopped: ", 0),
+              0u)
+        << report->unanswered_reasons[i];
   EXPECT_EQ(delivered, 2) << "both members that answered get the result";
   for (const auto& actor : workers)
     coordinator->send_exit(actor, caf::exit_reason::user_shutdown);

@@ -3,6 +3,7 @@
 #include "actors/round_report.hpp"
 
 #include <gtest/gtest.h>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,36 @@ group_done three_members() {
   report.reduce_seconds = 0.5;
   report.bytes = 4096;
   return report;
+}
+
+// The aggregator's side: four planned members, one silent, one with nothing to give. The three
+// that answered are the round's members; the two with gradients are its inputs, each weighted
+// 1/3 (uniform: renormalised over those that answered, the one with nothing included).
+TEST(round_report, the_answers_weigh_over_the_members_that_answered) {
+  herd::actors::group_plan plan;
+  plan.members = {4, 5, 6, 7};
+  plan.weights = herd::policy::weighting::uniform;
+  using answer = herd::actors::contribution;
+  const std::vector<std::optional<answer>> answers{answer{4, 3, 11, freshness::fresh, 32, 3, false},
+                                                   std::nullopt,
+                                                   answer{6, 3, 9, freshness::stale, 16, 1, true},
+                                                   answer{7, 3, 0, freshness::none, 0, 0, false}};
+  group_done report;
+  const auto inputs = herd::actors::weigh_answers(plan, answers, report);
+  EXPECT_EQ(report.members, (std::vector<std::int32_t>{4, 6, 7}));
+  EXPECT_EQ(report.kinds,
+            (std::vector<freshness>{freshness::fresh, freshness::stale, freshness::none}));
+  EXPECT_EQ(report.steps, (std::vector<std::uint64_t>{11, 9, 0}));
+  EXPECT_EQ(report.fresh, 1u);
+  EXPECT_EQ(report.stale, 1u);
+  EXPECT_EQ(report.samples, 48u);
+  EXPECT_EQ(report.in_backward, 1u);
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].rank, 4);
+  EXPECT_EQ(inputs[1].rank, 6);
+  EXPECT_FLOAT_EQ(inputs[0].weight, 1.0f / 3.0f);
+  EXPECT_FLOAT_EQ(inputs[1].weight, 1.0f / 3.0f);
+  EXPECT_EQ(herd::actors::answered_positions(answers), (std::vector<std::size_t>{0, 2, 3}));
 }
 
 TEST(round_report, the_policy_hears_who_answered_and_what_each_gave) {
