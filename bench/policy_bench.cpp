@@ -7,15 +7,19 @@
 // smallest P: about 1 when the work per arrival does not grow with P; a ratio that grows like P
 // means a step of P workers costs P^2.
 //
+// `scores` is different: what the straggler scores cost the coordinator at each progress tick (four
+// a second), P workers with 256, 1024 or 4096 steps each in the window; milliseconds per tick.
+//
 // In a run, the workers' computation between two steps evicts the coordinator's per-worker state
 // from the caches; --evict-mb=M streams through M MiB between steps (untimed) to do the same, so
 // that what is measured is the cache misses as much as the instructions.
 //
 //   bench_policies [--workers=16,256,4096] [--steps=20] [--repetitions=5] [--evict-mb=0]
-//                  [--policies=sync,solo,majority,preduce,wagma,ledger,bookkeeping]
+//                  [--policies=sync,solo,majority,preduce,wagma,ledger,bookkeeping,scores]
 #include "actors/run_counters.hpp"
 #include "herd/config.hpp"
 #include "herd/metrics.hpp"
+#include "monitoring/straggler_stats.hpp"
 #include "monitoring/training_metrics.hpp"
 #include "monitoring/wait_ledger.hpp"
 
@@ -41,8 +45,8 @@ struct options {
   int steps = 20;
   int repetitions = 5;
   int evict_mb = 0;
-  std::vector<std::string> policies{"sync",  "solo",   "majority",   "preduce",
-                                    "wagma", "ledger", "bookkeeping"};
+  std::vector<std::string> policies{"sync",  "solo",   "majority",    "preduce",
+                                    "wagma", "ledger", "bookkeeping", "scores"};
 };
 
 options parse(int argc, char** argv) {
@@ -62,7 +66,7 @@ options parse(int argc, char** argv) {
     } else {
       std::cerr << "usage: bench_policies [--workers=16,256,4096] [--steps=20] [--repetitions=5] "
                    "[--evict-mb=0] [--policies=sync,solo,majority,preduce,wagma,ledger,"
-                   "bookkeeping]\n";
+                   "bookkeeping,scores]\n";
       std::exit(2);
     }
   }
@@ -162,6 +166,22 @@ double drive_bookkeeping(int workers, int steps, step_clock clock) {
   return clock.seconds();
 }
 
+// Seconds for one computation of the straggler scores of `workers` workers with `steps` steps each
+// in the window.
+double score_once(int workers, int steps) {
+  monitoring::straggler_stats stats(workers, 1e9);
+  double now = 0.0;
+  for (int s = 0; s < steps; ++s)
+    for (int worker = 0; worker < workers; ++worker) {
+      now += 1e-6;
+      stats.step_finished(worker, now, 1e-3 * (1.0 + 0.01 * ((worker * 7 + s) % 50)));
+    }
+  const auto start = clock_type::now();
+  const auto scores = stats.compute(now);
+  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return scores.imbalance_ratio ? seconds : -1.0;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const auto n = values.size();
@@ -184,6 +204,8 @@ int main(int argc, char** argv) {
               opts.steps, opts.repetitions, opts.evict_mb, opts.workers.front());
   std::printf("%-11s %6s %14s %8s\n", "policy", "P", "ns/arrival", "ratio");
   for (const auto& name : opts.policies) {
+    if (name == "scores")
+      continue; // below, in a table of its own
     double baseline = 0.0;
     for (int workers : opts.workers) {
       std::vector<double> runs;
@@ -206,6 +228,19 @@ int main(int argc, char** argv) {
                   per_arrival / baseline);
       std::fflush(stdout);
     }
+  }
+  if (std::find(opts.policies.begin(), opts.policies.end(), "scores") != opts.policies.end()) {
+    std::printf("scores: the straggler scores at one progress tick, median of %d\n",
+                opts.repetitions);
+    std::printf("%-11s %6s %14s %8s\n", "policy", "P", "steps/worker", "ms/tick");
+    for (int workers : opts.workers)
+      for (int steps : {256, 1024, 4096}) {
+        std::vector<double> runs;
+        for (int r = 0; r < opts.repetitions; ++r)
+          runs.push_back(score_once(workers, steps));
+        std::printf("%-11s %6d %14d %8.2f\n", "scores", workers, steps, 1e3 * median(runs));
+        std::fflush(stdout);
+      }
   }
   return 0;
 }

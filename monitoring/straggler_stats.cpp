@@ -4,13 +4,19 @@
 #include "kernels/check.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace herd::monitoring {
 
 namespace {
 
-// Bounds memory for a very fast worker in a long window.
-constexpr std::size_t max_samples_per_worker = 4096;
+// A worker's typical time is over its last 1024 steps at most (in the window), whose middle half
+// is still 512 steps: where half of a worker's steps are delayed, the share of delayed ones among
+// 1024 varies by 1.6% (one standard deviation), which moves its typical time by about 5% (steps
+// of 0.9 and 6.4 ms). The scores of 256 workers with full windows then take about 5 ms to
+// compute at every progress tick (four a second, in the coordinator); 4096 steps each, which a
+// worker with 1 ms steps has after 4 s, took 60 ms.
+constexpr std::size_t max_samples_per_worker = 1024;
 
 // A step still running counts once it has taken this many times the worker's typical step, and
 // at least this long: a hang, not a step the host was slow to schedule (which the middle half
@@ -22,16 +28,28 @@ constexpr double hang_seconds = 1.0;
 // much of its rank [i, i + 1) lies in [n/4, 3n/4]: a quarter of outlying steps at either end
 // leaves it alone, as a median would; unlike a median, it does not jump from one mode to the
 // other where half of a worker's steps are delayed (random imbalance with k = P / 2).
-double interquartile_mean(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const double n = static_cast<double>(values.size());
+double interquartile_mean(std::vector<double>& values) {
+  const std::size_t count = values.size();
+  const double n = static_cast<double>(count);
   const double from = n / 4.0;
   const double to = 3.0 * n / 4.0;
-  double sum = 0.0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double rank = static_cast<double>(i);
-    const double weight = std::max(0.0, std::min(rank + 1.0, to) - std::max(rank, from));
-    sum += weight * values[i];
+  // Only the ranks in [first, last] have a weight, and only the two ends can have less than 1:
+  // those two are put in place, and the ones between, in any order, are summed with weight 1.
+  const auto first = static_cast<std::size_t>(from);
+  const auto last = std::min(count - 1, static_cast<std::size_t>(std::ceil(to)) - 1);
+  const auto at = [&values](std::size_t rank) { return values.begin() + static_cast<long>(rank); };
+  std::nth_element(values.begin(), at(first), values.end());
+  if (last > first)
+    std::nth_element(at(first + 1), at(last), values.end());
+  auto weight = [from, to](std::size_t rank) {
+    const double r = static_cast<double>(rank);
+    return std::max(0.0, std::min(r + 1.0, to) - std::max(r, from));
+  };
+  double sum = weight(first) * values[first];
+  if (last > first) {
+    sum += weight(last) * values[last];
+    for (std::size_t rank = first + 1; rank < last; ++rank)
+      sum += values[rank];
   }
   return sum / (to - from);
 }
@@ -108,13 +126,14 @@ void straggler_stats::forget_before(worker_state& state, double now_seconds) con
 
 std::optional<double> straggler_stats::recent_typical(int worker, double now_seconds) const {
   const auto& state = workers_.at(static_cast<std::size_t>(worker));
-  std::vector<double> times;
+  auto& times = scratch_; // one buffer for every worker and every tick
+  times.clear();
   for (const auto& step : state.recent)
     if (step.at >= now_seconds - window_seconds_)
       times.push_back(step.seconds);
   if (times.empty())
     return std::nullopt;
-  return interquartile_mean(std::move(times));
+  return interquartile_mean(times);
 }
 
 // The median of `sorted` without its element at `skip`: the rank r of the others is sorted[r]

@@ -34,8 +34,9 @@ public:
   void worker_joined(int worker);
 
   /// The typical step time of `worker` over the window ending at `now_seconds`: the mean of the
-  /// middle half of its step times. Empty when it finished no step in the window (it may be hung
-  /// or very slow: then its last known typical time is kept, see compute()).
+  /// middle half of its step times there (its last 1024 at most). Empty when it finished no step
+  /// in the window (it may be hung or very slow: then its last known typical time is kept, see
+  /// compute()).
   std::optional<double> recent_typical(int worker, double now_seconds) const;
 
   struct snapshot {
@@ -76,6 +77,9 @@ private:
 
   double window_seconds_;
   std::vector<worker_state> workers_;
+  // recent_typical()'s step times, kept between calls (so even the const calls are for the one
+  // thread that feeds it).
+  mutable std::vector<double> scratch_;
 };
 
 } // namespace herd::monitoring

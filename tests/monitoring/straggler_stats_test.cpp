@@ -1,12 +1,14 @@
 // Straggler scores on scripted step times: the slow worker stands out (against the other workers,
 // so also when it is one of two, or of a slow half), the score follows a worker that becomes slow
-// and recovers, and lost workers stop counting.
+// and recovers, and lost workers stop counting. A worker's typical time is the mean of the middle
+// half of its recent steps, its last 1024 at most.
 #include "monitoring/straggler_stats.hpp"
 
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <optional>
 #include <random>
+#include <vector>
 
 namespace {
 
@@ -206,6 +208,49 @@ TEST(straggler_stats, half_delayed_steps_on_every_worker_name_no_straggler) {
     EXPECT_GT(*now.score[worker], 0.8) << "worker " << worker;
     EXPECT_LT(*now.score[worker], 1.25) << "worker " << worker;
   }
+}
+
+// The typical time is the interquartile mean: each step time weighted by how much of its rank
+// [r, r + 1) among n lies in [n/4, 3n/4]. Against that definition, computed here by sorting, for
+// every count from 1 to 60 steps of random times.
+TEST(straggler_stats, the_typical_time_is_the_mean_of_the_middle_half_by_rank) {
+  std::mt19937 draw(11);
+  std::uniform_real_distribution<double> seconds(0.001, 0.01);
+  for (int count = 1; count <= 60; ++count) {
+    straggler_stats stats(1, 1000.0);
+    std::vector<double> times;
+    double at = 0.0;
+    for (int step = 0; step < count; ++step) {
+      times.push_back(seconds(draw));
+      at += times.back();
+      stats.step_finished(0, at, times.back());
+    }
+    std::sort(times.begin(), times.end());
+    const double n = count, from = n / 4.0, to = 3.0 * n / 4.0;
+    double sum = 0.0;
+    for (int rank = 0; rank < count; ++rank)
+      sum += std::max(0.0, std::min(rank + 1.0, to) - std::max(rank + 0.0, from)) *
+             times[static_cast<std::size_t>(rank)];
+    const auto typical = stats.recent_typical(0, at);
+    ASSERT_TRUE(typical.has_value());
+    EXPECT_NEAR(*typical, sum / (to - from), 1e-12) << count << " steps";
+  }
+}
+
+// However long the window, a worker's typical time is over its last 1024 steps: 2000 steps of
+// 1 ms and then 1100 of 3 ms, all in the window, make it 3 ms (over all 3100 steps it would be
+// about 1.4 ms).
+TEST(straggler_stats, the_typical_time_is_over_the_last_1024_steps_at_most) {
+  straggler_stats stats(1, 1000.0);
+  double at = 0.0;
+  for (int step = 0; step < 3100; ++step) {
+    const double seconds = step < 2000 ? 0.001 : 0.003;
+    at += seconds;
+    stats.step_finished(0, at, seconds);
+  }
+  const auto typical = stats.recent_typical(0, at);
+  ASSERT_TRUE(typical.has_value());
+  EXPECT_NEAR(*typical, 0.003, 1e-12);
 }
 
 TEST(straggler_stats, a_fifth_of_slow_steps_does_not_move_a_workers_score) {
