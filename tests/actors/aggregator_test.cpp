@@ -173,6 +173,41 @@ TEST(aggregator_across_nodes, a_rounds_data_plane_time_is_the_shortest_a_node_me
   coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
 }
 
+// Ends the test's actors.
+void stop_all(caf::scoped_actor& coordinator, const std::vector<caf::actor>& workers,
+              const caf::actor& aggregator) {
+  for (const auto& actor : workers)
+    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+}
+
+// A local plane with `count` workers' send buffers (4 floats each) attached.
+struct attached_plane {
+  explicit attached_plane(int count)
+      : plane(herd::comm::make_local_plane(herd::kernels::cpu_ops())),
+        sends(static_cast<std::size_t>(count), std::vector<float>(4, 1.0f)) {
+    for (int worker = 0; worker < count; ++worker)
+      EXPECT_TRUE(plane->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
+  }
+  std::shared_ptr<herd::comm::data_plane> plane;
+  std::vector<std::vector<float>> sends;
+};
+
+// What the test's coordinator hears of a round: its report, and the results that reached its
+// giving workers once `results` did (an empty report after 30 s).
+struct heard_round {
+  group_done report;
+  int delivered = 0;
+};
+heard_round hear_round(caf::scoped_actor& coordinator, int results) {
+  std::optional<group_done> report;
+  int delivered = 0;
+  coordinator->receive_while([&] { return !report || delivered < results; })(
+      [&](const group_done& done) { report = done; }, [&](const round_result&) { ++delivered; },
+      caf::after(std::chrono::seconds(30)) >> [&] { report = group_done{}; });
+  return {*report, delivered};
+}
+
 // A member that never answers is given up after contribution_timeout (one timer for the round);
 // the members that answered are reduced and get the result.
 TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is_left_out) {
@@ -180,13 +215,9 @@ TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is
   add_message_types(config);
   caf::actor_system system{config};
   caf::scoped_actor coordinator{system};
-  std::shared_ptr<herd::comm::data_plane> local =
-      herd::comm::make_local_plane(herd::kernels::cpu_ops());
-  std::vector<std::vector<float>> sends(3, std::vector<float>(4, 1.0f));
-  for (int worker = 0; worker < 3; ++worker)
-    ASSERT_TRUE(local->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
+  const attached_plane local(3);
   aggregator_setup setup;
-  setup.plane = local;
+  setup.plane = local.plane;
   setup.results = herd::comm::buffer_pool::create(4);
   setup.contribution_timeout = std::chrono::milliseconds(300);
   const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
@@ -197,28 +228,17 @@ TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is
   const auto plan = plan_of(5, {0, 1, 2}, workers, round_kind::partial);
   const auto sent = std::chrono::steady_clock::now();
   coordinator->send(aggregator, plan);
-  std::optional<group_done> report;
-  int delivered = 0;
-  coordinator->receive_while([&] { return !report || delivered < 2; })(
-      [&](const group_done& done) { report = done; }, [&](const round_result&) { ++delivered; },
-      caf::after(std::chrono::seconds(30)) >>
-          [&] {
-            report = group_done{};
-            delivered = 2;
-          });
-  ASSERT_TRUE(report);
+  const auto [report, delivered] = hear_round(coordinator, 2);
   EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(300))
       << "given up before its timeout";
-  EXPECT_EQ(report->round, 5u);
-  EXPECT_TRUE(report->result.ok()) << report->result.message();
-  EXPECT_EQ(report->members, (std::vector<std::int32_t>{0, 2}));
-  EXPECT_EQ(report->unanswered, std::vector<std::int32_t>{1});
-  ASSERT_EQ(report->unanswered_reasons.size(), 1u);
-  EXPECT_EQ(report->unanswered_reasons[0], "no contribution within 300 ms");
+  EXPECT_EQ(report.round, 5u);
+  EXPECT_TRUE(report.result.ok()) << report.result.message();
+  EXPECT_EQ(report.members, (std::vector<std::int32_t>{0, 2}));
+  EXPECT_EQ(report.unanswered, std::vector<std::int32_t>{1});
+  ASSERT_EQ(report.unanswered_reasons.size(), 1u);
+  EXPECT_EQ(report.unanswered_reasons[0], "no contribution within 300 ms");
   EXPECT_EQ(delivered, 2) << "both members that answered get the result";
-  for (const auto& actor : workers)
-    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
-  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+  stop_all(coordinator, workers, aggregator);
 }
 
 // In one process a member is asked with a plain message, not a request: when it stops before it
@@ -229,13 +249,9 @@ TEST(aggregator_in_one_process, a_member_that_stops_is_left_out_at_once) {
   add_message_types(config);
   caf::actor_system system{config};
   caf::scoped_actor coordinator{system};
-  std::shared_ptr<herd::comm::data_plane> local =
-      herd::comm::make_local_plane(herd::kernels::cpu_ops());
-  std::vector<std::vector<float>> sends(4, std::vector<float>(4, 1.0f));
-  for (int worker = 0; worker < 4; ++worker)
-    ASSERT_TRUE(local->attach(worker, sends[static_cast<std::size_t>(worker)].data(), 4).ok());
+  const attached_plane local(4);
   aggregator_setup setup;
-  setup.plane = local;
+  setup.plane = local.plane;
   setup.results = herd::comm::buffer_pool::create(4);
   setup.contribution_timeout = std::chrono::seconds(60);
   const auto gone = system.spawn<mute_worker>();
@@ -251,34 +267,23 @@ TEST(aggregator_in_one_process, a_member_that_stops_is_left_out_at_once) {
   coordinator->send(aggregator, plan_of(9, {0, 1, 2, 3}, workers, round_kind::partial));
   std::this_thread::sleep_for(std::chrono::milliseconds(100)); // asked, and silent
   coordinator->send_exit(stopping, caf::exit_reason::user_shutdown);
-  std::optional<group_done> report;
-  int delivered = 0;
-  coordinator->receive_while([&] { return !report || delivered < 2; })(
-      [&](const group_done& done) { report = done; }, [&](const round_result&) { ++delivered; },
-      caf::after(std::chrono::seconds(30)) >>
-          [&] {
-            report = group_done{};
-            delivered = 2;
-          });
-  ASSERT_TRUE(report);
+  const auto [report, delivered] = hear_round(coordinator, 2);
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(30))
       << "waited for the contribution timeout";
-  EXPECT_EQ(report->round, 9u);
-  EXPECT_TRUE(report->result.ok()) << report->result.message();
-  EXPECT_EQ(report->members, (std::vector<std::int32_t>{0, 3}));
-  auto unanswered = report->unanswered;
+  EXPECT_EQ(report.round, 9u);
+  EXPECT_TRUE(report.result.ok()) << report.result.message();
+  EXPECT_EQ(report.members, (std::vector<std::int32_t>{0, 3}));
+  auto unanswered = report.unanswered;
   std::sort(unanswered.begin(), unanswered.end());
   EXPECT_EQ(unanswered, (std::vector<std::int32_t>{1, 2}));
-  ASSERT_EQ(report->unanswered_reasons.size(), 2u);
+  ASSERT_EQ(report.unanswered_reasons.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i)
-    EXPECT_EQ(report->unanswered_reasons[i].rfind(
-                  "worker " + std::to_string(report->unanswered[i]) + " stopped: ", 0),
+    EXPECT_EQ(report.unanswered_reasons[i].rfind(
+                  "worker " + std::to_string(report.unanswered[i]) + " stopped: ", 0),
               0u)
-        << report->unanswered_reasons[i];
+        << report.unanswered_reasons[i];
   EXPECT_EQ(delivered, 2) << "both members that answered get the result";
-  for (const auto& actor : workers)
-    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
-  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+  stop_all(coordinator, workers, aggregator);
 }
 
 // A round none of whose members answered has nothing to reduce and no one to give a result to:
@@ -304,9 +309,7 @@ TEST(aggregator_in_one_process, a_round_no_member_answered_is_aborted) {
   EXPECT_FALSE(report->result.ok());
   EXPECT_EQ(report->result.message(), "no member answered");
   EXPECT_EQ(report->unanswered, (std::vector<std::int32_t>{0, 1}));
-  for (const auto& actor : workers)
-    coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
-  coordinator->send_exit(aggregator, caf::exit_reason::user_shutdown);
+  stop_all(coordinator, workers, aggregator);
 }
 
 TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_delivers_nothing) {
