@@ -92,8 +92,8 @@ private:
 };
 
 /// Adds the time from its construction to its destruction (on costs->clock, less the clock's own
-/// cost), and one message, to costs->*into (when costs is not null). One at each entry point of an actor (a handler, a
-/// response callback), never nested.
+/// cost), and one message, to costs->*into (when costs is not null). One at each entry point of an
+/// actor (a handler, a response callback), never nested.
 class handler_timer {
 public:
   handler_timer(control_costs* costs, control_costs::counter control_costs::*into)

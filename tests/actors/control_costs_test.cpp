@@ -70,8 +70,9 @@ per_handler least_of_five(control_costs::clock_kind clock, Handler handler) {
 }
 
 TEST(control_costs, the_clocks_own_readings_are_left_out) {
-  for (const auto clock : {control_costs::clock_kind::wall, control_costs::clock_kind::thread_cpu}) {
-    SCOPED_TRACE(clock == control_costs::clock_kind::wall ? "wall" : "thread cpu");
+  using clock_kind = control_costs::clock_kind;
+  for (const auto clock : {clock_kind::wall, clock_kind::thread_cpu}) {
+    SCOPED_TRACE(clock == clock_kind::wall ? "wall" : "thread cpu");
     // Uncorrected, an empty handler would count the whole overhead. Corrected, what is left is
     // the readings' spread above their median: a small part of it.
     const auto empty = least_of_five(clock, [](control_costs& costs) {
