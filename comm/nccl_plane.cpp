@@ -1,7 +1,9 @@
 // The nccl data plane (see nccl_plane.hpp): one non-blocking NCCL communicator, group reductions
 // by grouped ncclSend/ncclRecv (or ncclAllReduce for all ranks) followed by the device weighted
 // sum, and a watchdog (comm/watchdog.hpp) that aborts the communicator on an error or a deadline.
-// Host code only (the weighted sum is kernels/cuda's kernel), so g++ compiles it.
+// This file: the communicator's lifetime, the watchdog's callbacks and the checks of a call; the
+// reductions themselves are in nccl_reductions.cpp. Host code only (the kernels are
+// kernels/cuda's), so g++ compiles it.
 //
 // How NCCL's non-blocking mode is used (nccl.h and NCCL's src/init.cc and src/group.cc, 2.28):
 // * With config.blocking = 0, ncclCommInitRankConfig, ncclGroupEnd, ncclAllReduce and
@@ -22,22 +24,16 @@
 // * ncclCommDestroy without ncclCommFinalize synchronises with the host's other ranks
 //   (commDestroySync's intra-node barrier), blocking; ncclCommFinalize does that work in the
 //   background. So the destructor finalises under the deadline, then destroys.
-#include "comm/nccl_plane.hpp"
-
-#include "comm/nccl_check.hpp"
-#include "comm/nccl_device.hpp"
-#include "comm/watchdog.hpp"
-#include "kernels/cuda/cuda_ops.hpp"
+#include "comm/nccl_communicator.hpp"
+#include "kernels/cuda/wire_kernels.hpp"
 
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <optional>
 #include <thread>
-#include <utility>
-#include <vector>
 
 namespace herd::comm {
+
+namespace nccl_detail {
 
 namespace {
 
@@ -45,10 +41,6 @@ using kernels::cuda::device_scope;
 using kernels::cuda::quiet_device_scope;
 using nccl_device::device_buffer_problem;
 using nccl_device::make_current;
-using nccl_device::owned_pool;
-using nccl_device::owned_stream;
-using nccl_device::reduction_event;
-using nccl_device::scratch_block;
 
 using std::chrono::milliseconds;
 
@@ -61,13 +53,6 @@ static_assert(sizeof(ncclUniqueId) == nccl_unique_id::size_bytes,
 // threads and waits for its kernels to notice the abort flag) and the stream's draining.
 constexpr milliseconds abort_allowance = std::chrono::seconds(60);
 
-// How often group_reduce asks NCCL whether posted work is queued yet.
-constexpr auto settle_poll = std::chrono::microseconds(20);
-
-// Scratch slices start at multiples of 64 floats (256 bytes), so every slice is aligned for the
-// weighted-sum kernel's vector loads whatever the count.
-constexpr std::size_t slice_alignment_floats = 64;
-
 std::string describe(const std::vector<int>& ranks) {
   std::string text = "[";
   for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -75,69 +60,7 @@ std::string describe(const std::vector<int>& ranks) {
   return text + "]";
 }
 
-class nccl_communicator final : public nccl_plane {
-public:
-  nccl_communicator(int rank, int size, const nccl_unique_id& id, nccl_plane_options options);
-  ~nccl_communicator() override;
-
-  void* stream() const override { return stream_.get(); }
-  bool aborted() const override { return watchdog_->aborted(); }
-  std::string abort_reason() const override { return watchdog_->abort_message(); }
-  const kernels::memory& memory() const override {
-    return kernels::cuda::device_memory(options_.device);
-  }
-  std::shared_ptr<work> group_reduce(const std::vector<weighted_input>& inputs, const float* send,
-                                     float* out, std::size_t count,
-                                     const operation_options& options) override;
-
-private:
-  void initialise(const nccl_unique_id& id);
-  void finalise();
-  std::string check_call(const std::vector<weighted_input>& inputs, const float* send,
-                         const float* out, std::size_t count) const;
-  bool run_allreduce(const std::vector<weighted_input>& inputs, const float* send, float* out,
-                     std::size_t count, const watched_operation& operation,
-                     reduction_event& finished);
-  bool run_exchange(const std::vector<weighted_input>& inputs, const float* send, float* out,
-                    std::size_t count, const watched_operation& operation,
-                    reduction_event& finished);
-  ncclResult_t post_exchange(const float* send, float* scratch, std::size_t stride,
-                             std::size_t count, const std::vector<int>& peers);
-  bool settle(ncclResult_t state, const watched_operation& operation);
-  // Keeps the scratch of a reduction that the abort ended until the plane goes: settle returns
-  // once the abort has taken the communicator, while NCCL's background job may still queue
-  // kernels that use the block until the abort has joined it. (After an abort every later call
-  // fails at once, so nothing is kept for long.) Holding calls_mutex_.
-  void abandon(std::unique_ptr<scratch_block> block) { abandoned_.push_back(std::move(block)); }
-
-  // Runs `call` (NCCL calls on comm_) holding nccl_mutex_; nothing when the communicator is gone.
-  template <class Call>
-  std::optional<ncclResult_t> post(Call&& call) {
-    const std::lock_guard<std::mutex> lock(nccl_mutex_);
-    if (comm_ == nullptr)
-      return std::nullopt;
-    return call();
-  }
-
-  // The watchdog's callbacks.
-  bool communicator_ready();
-  std::string async_error();
-  std::string abort_communicator();
-  std::string drain_stream();
-
-  const nccl_plane_options options_;
-  const std::string subject_;
-  owned_stream stream_;
-  owned_pool pool_;
-  std::unique_ptr<kernels::ops> ops_; // the weighted sum, on stream_
-
-  std::mutex calls_mutex_; // one group_reduce (or the destructor) at a time
-  std::vector<std::unique_ptr<scratch_block>> abandoned_; // see abandon(); under calls_mutex_
-  std::mutex nccl_mutex_;  // comm_ and every NCCL call on it
-  ncclComm_t comm_ = nullptr;
-
-  std::unique_ptr<watchdog> watchdog_; // last: its callbacks use everything above
-};
+} // namespace
 
 nccl_communicator::nccl_communicator(int rank, int size, const nccl_unique_id& id,
                                      nccl_plane_options options)
@@ -176,6 +99,8 @@ nccl_communicator::nccl_communicator(int rank, int size, const nccl_unique_id& i
     // Loaded now, not at the first reduction, where loading could wait for a stalled stream
     // (measured on an H200: group_reduce then returned only once the stream moved on).
     kernels::cuda::load_weighted_sum_kernels(options_.device);
+    if (rounded())
+      kernels::cuda::load_wire_kernels(options_.device);
   } catch (const std::exception& failure) {
     throw comm_error(outcome::failed, subject_ + ": cannot use CUDA device " +
                                           std::to_string(options_.device) + ": " + failure.what());
@@ -358,7 +283,10 @@ std::shared_ptr<work> nccl_communicator::group_reduce(const std::vector<weighted
   } catch (const std::exception& failure) {
     return ended_work({outcome::failed, subject_ + ": group_reduce: " + failure.what()});
   }
-  if (auto problem = check_call(inputs, send, out, count); !problem.empty())
+  auto problem = check_call(inputs, send, out, count);
+  if (problem.empty())
+    problem = part_error(count, options);
+  if (!problem.empty())
     return ended_work({outcome::invalid_argument, subject_ + ": group_reduce: " + problem});
   std::vector<int> members;
   members.reserve(inputs.size());
@@ -378,7 +306,9 @@ std::shared_ptr<work> nccl_communicator::group_reduce(const std::vector<weighted
     const bool all_reduce = inputs.size() == static_cast<std::size_t>(size_) &&
                             options_.full_group == full_group_algorithm::allreduce;
     if (all_reduce)
-      run_allreduce(inputs, send, out, count, *operation, *finished);
+      run_allreduce(inputs, send, out, count, options, *operation, *finished);
+    else if (rounded())
+      run_rounded_exchange(inputs, send, out, count, options, *operation, *finished);
     else
       run_exchange(inputs, send, out, count, *operation, *finished);
   } catch (const std::exception& failure) {
@@ -388,114 +318,7 @@ std::shared_ptr<work> nccl_communicator::group_reduce(const std::vector<weighted
   return operation;
 }
 
-// All ranks: own weight times own buffer into scratch, then ncclAllReduce(sum) into out. `out`
-// may be `send`: the scaling has read it before the allreduce writes it (stream order).
-bool nccl_communicator::run_allreduce(const std::vector<weighted_input>& inputs, const float* send,
-                                      float* out, std::size_t count,
-                                      const watched_operation& operation,
-                                      reduction_event& finished) {
-  float own_weight = 0.0f;
-  for (const auto& input : inputs)
-    if (input.rank == rank_)
-      own_weight = input.weight;
-  auto scaled = std::make_unique<scratch_block>(pool_.get(), stream_.get(), count);
-  const float* sources[] = {send};
-  ops_->weighted_sum(scaled->data(), sources, &own_weight, 1, count);
-  const auto started = post([&] {
-    return HERD_NCCL_START(
-        ncclAllReduce(scaled->data(), out, count, ncclFloat32, ncclSum, comm_, stream_.get()),
-        comm_);
-  });
-  if (!started || !settle(*started, operation)) {
-    abandon(std::move(scaled));
-    return false;
-  }
-  finished.record(stream_.get());
-  return true;
-}
-
-// A subset: receive every other member's buffer into scratch while sending ours to each of them
-// (one group, so all transfers progress together), then one weighted sum over the k buffers in the
-// order of `inputs`.
-bool nccl_communicator::run_exchange(const std::vector<weighted_input>& inputs, const float* send,
-                                     float* out, std::size_t count,
-                                     const watched_operation& operation,
-                                     reduction_event& finished) {
-  std::vector<int> peers;
-  std::size_t own_position = 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].rank == rank_)
-      own_position = i;
-    else
-      peers.push_back(inputs[i].rank);
-  }
-  const std::size_t stride =
-      (count + slice_alignment_floats - 1) / slice_alignment_floats * slice_alignment_floats;
-  // In place, the kernel may write over inputs[0] only: elsewhere the sum goes to scratch first.
-  const bool sum_aside = out == send && own_position != 0;
-  auto scratch = std::make_unique<scratch_block>(pool_.get(), stream_.get(),
-                                                 peers.size() * stride + (sum_aside ? count : 0));
-  if (!peers.empty()) {
-    const auto started =
-        post([&] { return post_exchange(send, scratch->data(), stride, count, peers); });
-    if (!started || !settle(*started, operation)) {
-      abandon(std::move(scratch));
-      return false;
-    }
-  }
-  std::vector<const float*> sources;
-  std::vector<float> weights;
-  std::size_t next_peer = 0;
-  for (const auto& input : inputs) {
-    sources.push_back(input.rank == rank_ ? send : scratch->data() + stride * next_peer++);
-    weights.push_back(input.weight);
-  }
-  float* sum = sum_aside ? scratch->data() + peers.size() * stride : out;
-  ops_->weighted_sum(sum, sources.data(), weights.data(), static_cast<int>(inputs.size()), count);
-  if (sum_aside)
-    HERD_CUDA_CHECK(
-        cudaMemcpyAsync(out, sum, count * sizeof(float), cudaMemcpyDeviceToDevice, stream_.get()));
-  finished.record(stream_.get());
-  return true;
-}
-
-// Holding nccl_mutex_: one send to and one receive from every peer, fused in one group.
-ncclResult_t nccl_communicator::post_exchange(const float* send, float* scratch, std::size_t stride,
-                                              std::size_t count, const std::vector<int>& peers) {
-  HERD_NCCL_CHECK(ncclGroupStart(), comm_);
-  try {
-    for (std::size_t j = 0; j < peers.size(); ++j) {
-      HERD_NCCL_START(ncclSend(send, count, ncclFloat32, peers[j], comm_, stream_.get()), comm_);
-      HERD_NCCL_START(
-          ncclRecv(scratch + stride * j, count, ncclFloat32, peers[j], comm_, stream_.get()),
-          comm_);
-    }
-  } catch (...) {
-    (void)ncclGroupEnd(); // the group is this thread's: close it before the abort
-    throw;
-  }
-  return HERD_NCCL_START(ncclGroupEnd(), comm_);
-}
-
-// Waits until the communicator says the posted work is queued on the stream (ncclSuccess). False
-// when the watchdog ended the operation meanwhile (its deadline, or an error: the communicator is
-// gone); throws when NCCL reports an error first.
-bool nccl_communicator::settle(ncclResult_t state, const watched_operation& operation) {
-  while (state == ncclInProgress) {
-    if (operation.is_completed())
-      return false;
-    std::this_thread::sleep_for(settle_poll);
-    const std::lock_guard<std::mutex> lock(nccl_mutex_);
-    if (comm_ == nullptr)
-      return false;
-    HERD_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state), comm_);
-  }
-  if (state != ncclSuccess)
-    throw std::runtime_error("NCCL reported " + detail::nccl_words(state, nullptr));
-  return true;
-}
-
-} // namespace
+} // namespace nccl_detail
 
 nccl_unique_id make_nccl_unique_id() {
   ncclUniqueId raw{};
@@ -520,7 +343,7 @@ std::string nccl_description() {
 
 std::unique_ptr<nccl_plane> make_nccl_plane(int rank, int size, const nccl_unique_id& id,
                                             nccl_plane_options options) {
-  return std::make_unique<nccl_communicator>(rank, size, id, options);
+  return std::make_unique<nccl_detail::nccl_communicator>(rank, size, id, options);
 }
 
 } // namespace herd::comm

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "comm/data_plane.hpp"
+#include "comm/wire_format.hpp"
 
 #include <array>
 #include <chrono>
@@ -58,6 +59,12 @@ struct nccl_plane_options {
   full_group_algorithm full_group = full_group_algorithm::allreduce;
   /// How often the watchdog polls a running reduction (and so the latency of its completion).
   std::chrono::milliseconds poll_interval{1};
+  /// How a reduction's values cross the wire (comm.compression): fp32 as they are; fp16 or bf16
+  /// rounded once by their sender, which halves the bytes (see group_reduce below).
+  wire_format compression = wire_format::fp32;
+  /// With fp16 or bf16: what each rounding of this rank's values took is added to that element
+  /// before its next rounding (comm.error-feedback); ignored with fp32.
+  bool error_feedback = false;
 };
 
 /// One process's rank of an NCCL communicator of `size` ranks (ncclCommInitRankConfig with
@@ -70,12 +77,22 @@ struct nccl_plane_options {
 /// ranks with `allreduce` scale the own buffer, then run ncclAllReduce(sum).
 ///
 /// Results: a bad call (a rank outside the communicator, a duplicate, this rank missing, a host
-/// pointer, out overlapping send other than in place) fails alone, `invalid_argument`. A failure
-/// in NCCL or CUDA, an asynchronous NCCL error, or a reduction (or the initialisation) past its
-/// deadline makes the watchdog abort the communicator (ncclCommAbort): the overdue reduction ends
-/// `timeout`, every other in flight and every later call `aborted`, all with one message, e.g.
+/// pointer, out overlapping send other than in place, a part outside its whole buffer) fails
+/// alone, `invalid_argument`. A failure in NCCL or CUDA, an asynchronous NCCL error, or a
+/// reduction (or the initialisation) past its deadline makes the watchdog abort the communicator
+/// (ncclCommAbort): the overdue reduction ends `timeout`, every other in flight and every later
+/// call `aborted`, all with one message, e.g.
 ///   "nccl rank 0 of 4 (device 0): group reduction among ranks [0, 2] (1000 floats) did not finish
 ///    within 30000 ms; the communicator was aborted".
+///
+/// A 16-bit wire (options.compression): each member rounds its weighted values (plus its
+/// residual, with error feedback) once, on the device, to the bits the CPU's rounding gives
+/// (comm/wire_format.hpp). A subset then exchanges the rounded values and every member adds
+/// them, widened, in the order of `inputs`: all members get the same bits. All ranks with
+/// `allreduce` run ncclAllReduce on the 16-bit values, in which NCCL rounds each partial sum to
+/// the format again, and widen the result; with fp16 a partial sum past 65504 becomes infinite
+/// there. Error feedback keeps one residual per element of the whole buffer (a part's elements
+/// by operation_options::part_offset); only this rank's own rounding feeds it, not NCCL's.
 ///
 /// Streams and order: the caller has finished writing `send` before the call (or ordered its
 /// writes before it on stream()); the reduction runs on stream(), so work queued there afterwards

@@ -10,13 +10,16 @@
 // cannot be used in a child forked after the parent touched it). Scenarios that could hang also run
 // there, so that the test can bound them and report a hang as a failure.
 #include "comm/nccl_plane.hpp"
+#include "comm/wire_format.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #ifdef HERD_TEST_WITH_NCCL
@@ -58,6 +62,7 @@ using herd::comm::nccl_plane_options;
 using herd::comm::nccl_unique_id;
 using herd::comm::outcome;
 using herd::comm::weighted_input;
+using herd::comm::wire_format;
 using namespace std::chrono_literals;
 
 // ---- shared by the tests and the rank program ---------------------------------------------------
@@ -104,10 +109,11 @@ std::vector<float> contribution(std::size_t count, std::size_t step, int rank) {
 }
 
 // "" when `got` is sum_i weight_i * contribution(count, step, rank_i), computed in double, within
-// a relative error of 1e-5 of sum_i |weight_i * x_i| (so cancellation cannot hide an error);
+// `relative` times sum_i |weight_i * x_i| (so cancellation cannot hide an error) plus `absolute`;
 // otherwise the first element that is not, in words.
 std::string check_weighted_sum(const std::vector<float>& got, std::size_t step,
-                               const std::vector<weighted_input>& inputs) {
+                               const std::vector<weighted_input>& inputs, double relative,
+                               double absolute) {
   std::vector<double> sum(got.size(), 0.0);
   std::vector<double> magnitude(got.size(), 0.0);
   for (const auto& input : inputs) {
@@ -119,7 +125,7 @@ std::string check_weighted_sum(const std::vector<float>& got, std::size_t step,
     }
   }
   for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - sum[i]) <= 1e-5 * magnitude[i]))
+    if (!(std::abs(got[i] - sum[i]) <= relative * magnitude[i] + absolute))
       return "element " + std::to_string(i) + " of " + std::to_string(got.size()) + " is " +
              std::to_string(got[i]) + ", the double-precision weighted sum is " +
              std::to_string(sum[i]);
@@ -211,8 +217,21 @@ private:
   std::size_t size_ = 0;
 };
 
+// How far a reduction on `format` may be from the exact weighted sum of `ranks` members, relative
+// to the sum of magnitudes: fp32 sums with float rounding; a 16-bit wire rounds each member's
+// values once and, in NCCL's allreduce, every partial sum once more (a unit roundoff each, or
+// half of fp16's smallest step among its subnormals, 2^-24).
+std::pair<double, double> tolerance(wire_format format, std::size_t ranks) {
+  if (format == wire_format::fp32)
+    return {1e-5, 0.0};
+  const double roundings = static_cast<double>(ranks + 1);
+  const double unit = format == wire_format::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  return {unit * roundings, std::ldexp(1.0, -24) * roundings};
+}
+
 // Runs one reduction step on `plane` with this rank's contribution; "" or the problem in words.
-std::string run_step(nccl_plane& plane, const reduction_step& step, std::size_t step_index) {
+std::string run_step(nccl_plane& plane, const reduction_step& step, std::size_t step_index,
+                     wire_format format = wire_format::fp32) {
   const auto own = contribution(step.count, step_index, plane.rank());
   gpu_floats send(own);
   gpu_floats separate_out(std::vector<float>(step.count, std::nanf("")));
@@ -225,7 +244,8 @@ std::string run_step(nccl_plane& plane, const reduction_step& step, std::size_t 
   if (!result.ok())
     return "step " + std::to_string(step_index) + " failed: " + result.message();
   const auto got = step.in_place ? send.download() : separate_out.download();
-  auto problem = check_weighted_sum(got, step_index, step.inputs);
+  const auto [relative, absolute] = tolerance(format, step.inputs.size());
+  auto problem = check_weighted_sum(got, step_index, step.inputs, relative, absolute);
   if (!problem.empty())
     return "step " + std::to_string(step_index) + " among " + describe(step.inputs) + " (" +
            std::to_string(step.count) + " floats" + (step.in_place ? ", in place" : "") +
@@ -241,7 +261,7 @@ std::string run_step(nccl_plane& plane, const reduction_step& step, std::size_t 
 
 // ---- comm_nccl_plane_rank: one rank of a multi-process test -------------------------------------
 //
-//   comm_nccl_plane_rank reduce <rank> <size> <hex id> <allreduce|exchange>
+//   comm_nccl_plane_rank reduce <rank> <size> <hex id> <allreduce|exchange> [none|fp16|bf16]
 //   comm_nccl_plane_rank peer_never_calls <rank> <hex id> <directory>
 //   comm_nccl_plane_rank init_without_peer
 //   comm_nccl_plane_rank stalled_stream
@@ -260,18 +280,20 @@ int fail(const std::string& why) {
   return 1;
 }
 
-int reduce(int rank, int size, const nccl_unique_id& id, full_group_algorithm algorithm) {
+int reduce(int rank, int size, const nccl_unique_id& id, full_group_algorithm algorithm,
+           wire_format format) {
   nccl_plane_options options;
   options.device = rank;
   options.timeout = std::chrono::seconds(60);
   options.full_group = algorithm;
+  options.compression = format;
   auto plane = make_nccl_plane(rank, size, id, options);
   const auto steps = schedule(size);
   int done = 0;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (!has_member(steps[i], rank))
       continue;
-    if (auto problem = run_step(*plane, steps[i], i); !problem.empty())
+    if (auto problem = run_step(*plane, steps[i], i, format); !problem.empty())
       return fail("rank " + std::to_string(rank) + ": " + problem);
     ++done;
   }
@@ -432,10 +454,11 @@ int stalled_stream() {
 int run(const std::vector<std::string>& args) {
 #ifdef HERD_TEST_WITH_NCCL
   const std::string scenario = args.empty() ? "" : args[0];
-  if (scenario == "reduce" && args.size() == 5)
+  if (scenario == "reduce" && (args.size() == 5 || args.size() == 6))
     return reduce(std::stoi(args[1]), std::stoi(args[2]), from_hex(args[3]),
                   args[4] == "exchange" ? full_group_algorithm::exchange
-                                        : full_group_algorithm::allreduce);
+                                        : full_group_algorithm::allreduce,
+                  args.size() == 6 ? herd::comm::wire_format_of(args[5]) : wire_format::fp32);
   if (scenario == "peer_never_calls" && args.size() == 4)
     return peer_never_calls(std::stoi(args[1]), from_hex(args[2]), args[3]);
   if (scenario == "init_without_peer" && args.size() == 1)
@@ -633,6 +656,158 @@ TEST_P(one_rank_communicator, bad_calls_fail_alone_and_the_communicator_keeps_wo
   EXPECT_EQ(run_step(*plane, reduction_step{{{0, 2.0f}}, 100, false}, 0), "");
 }
 
+// ---- a 16-bit wire, one GPU ------------------------------------------------------------------
+
+// Values a 16-bit wire must get right: random ones of magnitudes from 2^-30 to 2^20 (past fp16's
+// range), halfway cases of both formats, fp16's largest and just past it, subnormals, infinities.
+std::vector<float> awkward_values(std::size_t count) {
+  auto values = herd::testing::random_values(count, 2718u);
+  for (std::size_t i = 0; i < count; ++i)
+    values[i] = std::ldexp(values[i], static_cast<int>(i % 51) - 30);
+  const std::vector<float> edges{1.0f + std::ldexp(1.0f, -8),
+                                 1.0f + std::ldexp(1.0f, -11),
+                                 1.0f + 3 * std::ldexp(1.0f, -11),
+                                 65504.0f,
+                                 65519.0f,
+                                 -65520.0f,
+                                 1e30f,
+                                 std::ldexp(1.0f, -20),
+                                 -std::ldexp(1.0f, -130),
+                                 INFINITY,
+                                 -INFINITY,
+                                 FLT_MAX};
+  std::copy(edges.begin(), edges.end(), values.begin());
+  return values;
+}
+
+// The CPU's rounding of weight * values (plus `residual`, then updated, when given), element by
+// element as the Gloo plane does it: what the device must give, bit for bit.
+std::vector<float> rounded_on_the_cpu(wire_format format, const std::vector<float>& values,
+                                      float weight, std::vector<float>* residual) {
+  const float largest = format == wire_format::fp16 ? 65504.0f : FLT_MAX;
+  std::vector<float> rounded(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    float x = weight * values[i];
+    if (residual != nullptr)
+      x += (*residual)[i];
+    std::uint16_t bits = 0;
+    herd::comm::narrow_portable(format, &x, &bits, 1);
+    herd::comm::widen_portable(format, &bits, &rounded[i], 1);
+    if (residual != nullptr) {
+      const float lost = x - rounded[i];
+      (*residual)[i] = std::fabs(x) <= largest && std::isfinite(lost) ? lost : 0.0f;
+    }
+  }
+  return rounded;
+}
+
+// "" when `got` has `expected`'s bits (any NaN matching any NaN); else the first difference.
+std::string same_bits(const std::vector<float>& got, const std::vector<float>& expected) {
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const bool both_nan = std::isnan(got[i]) && std::isnan(expected[i]);
+    if (!both_nan && std::memcmp(&got[i], &expected[i], sizeof(float)) != 0)
+      return "element " + std::to_string(i) + " is " + std::to_string(got[i]) + " (" +
+             std::to_string(std::ldexp(got[i], 30)) + " * 2^-30), the CPU's rounding " +
+             std::to_string(expected[i]);
+  }
+  return {};
+}
+
+nccl_plane_options on_the_wire(nccl_plane_options options, wire_format format, bool feedback) {
+  options.compression = format;
+  options.error_feedback = feedback;
+  return options;
+}
+
+// One rank on a 16-bit wire: the group's sum is the rank's own values rounded, so the device's
+// rounding (and NCCL's 16-bit allreduce, and the exchange's widening) must give the CPU's bits.
+TEST_P(one_rank_communicator, a_16_bit_wire_rounds_every_value_as_the_cpu_does) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  for (auto format : {wire_format::fp16, wire_format::bf16}) {
+    SCOPED_TRACE(std::string(herd::comm::name_of(format)));
+    auto plane =
+        make_nccl_plane(0, 1, make_nccl_unique_id(), on_the_wire(options(), format, false));
+    // Weight 1 keeps the halfway cases halfway; 0.7 shows the weight is applied before rounding.
+    for (float weight : {1.0f, 0.7f}) {
+      const std::size_t count = 4099;
+      const auto values = awkward_values(count);
+      gpu_floats send(values);
+      gpu_floats out(std::vector<float>(count, std::nanf("")));
+      auto work = plane->group_reduce({{0, weight}}, send.data(), out.data(), count, {});
+      ASSERT_EQ(work->wait(2min).message(), "");
+      const auto expected = rounded_on_the_cpu(format, values, weight, nullptr);
+      EXPECT_EQ(same_bits(out.download(), expected), "") << "weight " << weight;
+    }
+  }
+}
+
+// Error feedback on the device carries what the CPU carries, round after round, also when the
+// buffer is reduced in two parts (each part's elements keep their own residual); and it keeps a
+// value the format always rounds down from drifting: 64 rounds of 1 + 2^-12 (fp16) or 1 + 2^-9
+// (bf16), each rounded to 1 alone, sum to within half a unit of the exact total with it.
+TEST_P(one_rank_communicator, error_feedback_on_a_16_bit_wire_carries_what_the_cpu_carries) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  for (auto format : {wire_format::fp16, wire_format::bf16}) {
+    SCOPED_TRACE(std::string(herd::comm::name_of(format)));
+    auto plane = make_nccl_plane(0, 1, make_nccl_unique_id(), on_the_wire(options(), format, true));
+    const std::size_t count = 4099;
+    const std::size_t cut = 1000;
+    std::vector<float> residual(count, 0.0f);
+    for (std::size_t round = 0; round < 3; ++round) {
+      const auto values = contribution(count, round, 0);
+      const auto expected = rounded_on_the_cpu(format, values, 0.5f, &residual);
+      gpu_floats send(values);
+      if (round < 2) { // in place, whole
+        auto work = plane->group_reduce({{0, 0.5f}}, send.data(), send.data(), count, {});
+        ASSERT_EQ(work->wait(2min).message(), "");
+      } else { // in two parts
+        for (auto [offset, size] : {std::pair{cut, count - cut}, std::pair{std::size_t{0}, cut}}) {
+          herd::comm::operation_options part;
+          part.whole_count = count;
+          part.part_offset = offset;
+          auto work = plane->group_reduce({{0, 0.5f}}, send.data() + offset, send.data() + offset,
+                                          size, part);
+          ASSERT_EQ(work->wait(2min).message(), "");
+        }
+      }
+      EXPECT_EQ(same_bits(send.download(), expected), "") << "round " << round;
+    }
+    const float value = 1.0f + std::ldexp(1.0f, format == wire_format::fp16 ? -12 : -9);
+    const double unit = std::ldexp(1.0, format == wire_format::fp16 ? -10 : -7);
+    for (bool feedback : {true, false}) {
+      auto drifting =
+          make_nccl_plane(0, 1, make_nccl_unique_id(), on_the_wire(options(), format, feedback));
+      double total = 0.0;
+      for (int round = 0; round < 64; ++round) {
+        gpu_floats send(std::vector<float>{value});
+        auto work = drifting->group_reduce({{0, 1.0f}}, send.data(), send.data(), 1, {});
+        ASSERT_EQ(work->wait(2min).message(), "");
+        total += send.download()[0];
+      }
+      const double drift = std::abs(total - 64.0 * value);
+      if (feedback)
+        EXPECT_LE(drift, unit / 2) << "with error feedback";
+      else
+        EXPECT_GE(drift, 8 * unit) << "without error feedback: the test would not see a drift";
+    }
+  }
+}
+
+TEST_P(one_rank_communicator, a_part_outside_its_whole_buffer_fails_alone) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  auto plane =
+      make_nccl_plane(0, 1, make_nccl_unique_id(), on_the_wire(options(), wire_format::bf16, true));
+  gpu_floats send(contribution(100, 0, 0));
+  herd::comm::operation_options part;
+  part.whole_count = 120;
+  part.part_offset = 40;
+  auto work = plane->group_reduce({{0, 1.0f}}, send.data(), send.data(), 100, part);
+  EXPECT_EQ(work->wait(0ms).kind(), outcome::invalid_argument);
+  EXPECT_THAT(work->wait(0ms).message(),
+              HasSubstr("a part of 100 floats at 40 does not fit in a buffer of 120"));
+  EXPECT_FALSE(plane->aborted()) << plane->abort_reason();
+}
+
 INSTANTIATE_TEST_SUITE_P(algorithms, one_rank_communicator,
                          testing::Values(full_group_algorithm::allreduce,
                                          full_group_algorithm::exchange),
@@ -786,16 +961,33 @@ int usable_ranks() {
 
 class ranks_on_separate_gpus : public testing::TestWithParam<full_group_algorithm> {};
 
-TEST_P(ranks_on_separate_gpus, reduce_every_group_of_the_schedule_correctly) {
-  SKIP_WITHOUT_TWO_DEVICES();
+// Every rank of a `size`-rank communicator running the schedule through `algorithm`.
+std::vector<std::vector<std::string>> schedule_ranks(full_group_algorithm algorithm,
+                                                     const char* compression) {
   const int size = usable_ranks();
   const auto id = make_nccl_unique_id(); // the bootstrap root lives here while the ranks run
   std::vector<std::vector<std::string>> ranks;
   ranks.reserve(static_cast<std::size_t>(size));
   for (int rank = 0; rank < size; ++rank)
     ranks.push_back({"reduce", std::to_string(rank), std::to_string(size), to_hex(id),
-                     algorithm_name(GetParam())});
-  expect_all_passed(run_ranks(ranks, std::chrono::seconds(300)));
+                     algorithm_name(algorithm), compression});
+  return ranks;
+}
+
+TEST_P(ranks_on_separate_gpus, reduce_every_group_of_the_schedule_correctly) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  expect_all_passed(run_ranks(schedule_ranks(GetParam(), "none"), std::chrono::seconds(300)));
+}
+
+// The same on a 16-bit wire: within each format's rounding of the exact sum (the one-rank tests
+// check the rounding's bits; this checks NCCL's transfers and sums of 16-bit values).
+TEST_P(ranks_on_separate_gpus, reduce_every_group_of_the_schedule_on_a_16_bit_wire) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  for (const char* compression : {"bf16", "fp16"}) {
+    SCOPED_TRACE(compression);
+    expect_all_passed(
+        run_ranks(schedule_ranks(GetParam(), compression), std::chrono::seconds(300)));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(algorithms, ranks_on_separate_gpus,
