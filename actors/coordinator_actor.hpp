@@ -14,6 +14,7 @@
 #include "actors/round_report.hpp"
 #include "actors/run_counters.hpp"
 #include "actors/run_phases.hpp"
+#include "actors/step_book.hpp"
 
 #include <caf/event_based_actor.hpp>
 
@@ -71,6 +72,9 @@ private:
   void on_start(const run_start& start);
   void on_step_ready(const step_ready& ready);
   bool count_step(const step_ready& ready);
+  /// The counters (and metrics) with every finished step so far booked: what reads them per step
+  /// (progress, checkpoints, the summary, a worker's loss or arrival) takes them from here.
+  run_counters& booked_counters();
   void on_group_done(const group_done& report);
   void on_stop() { begin_stop("interrupted"); }
   void on_admission(node_admission admission);
@@ -129,7 +133,8 @@ private:
   // -- state -------------------------------------------------------------------------------------
   coordinator_setup setup_;
   std::unique_ptr<policy::grouping_policy> policy_;
-  run_counters counters_;
+  run_counters counters_; // per-step fields only through booked_counters()
+  step_book steps_;       // finished steps waiting to be booked into counters_ and the metrics
   run_phases phases_;
   evaluation_schedule evaluations_;
   std::unique_ptr<join_hook> joins_;

@@ -227,7 +227,7 @@ void coordinator_actor::write_checkpoint(const worker_records& records,
   state->settings = setup_.checkpoints->settings;
   auto& record = state->coordinator;
   record.elapsed_seconds = final ? wall_seconds_ : elapsed();
-  record.counters = counters_;
+  record.counters = booked_counters();
   record.evaluations = evaluations_;
   record.policy_state = policy_->save_state();
   record.unstarted = checkpoints_.unstarted();
@@ -276,7 +276,8 @@ bool coordinator_actor::final_checkpoint_wanted() {
     notice("no final checkpoint: " + unfit);
     return false;
   }
-  const auto newest = checkpoints_.newest_holding(counters_, evaluations_.evaluations().size());
+  const auto newest =
+      checkpoints_.newest_holding(booked_counters(), evaluations_.evaluations().size());
   if (newest.empty())
     return true;
   report_checkpoints(); // its own notice first

@@ -22,7 +22,7 @@ coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setu
     : caf::event_based_actor(config), setup_(std::move(setup)),
       policy_(policy::make_policy(setup_.config)),
       counters_(setup_.config.train.workers, setup_.samples_per_epoch),
-      phases_(setup_.config.train.max_seconds),
+      steps_(counters_, setup_.metrics.get()), phases_(setup_.config.train.max_seconds),
       evaluations_(evaluation_schedule::settings{
           static_cast<std::uint64_t>(setup_.config.train.eval_every),
           setup_.config.train.target_accuracy,
@@ -92,7 +92,7 @@ void coordinator_actor::lose_worker(int index, const std::string& why) {
 void coordinator_actor::drop_worker(int index, const std::string& why, bool say_so) {
   if (!counters_.workers[static_cast<std::size_t>(index)].live || phases_.done())
     return;
-  counters_.worker_lost(index);
+  booked_counters().worker_lost(index); // its last steps count before its loss
   if (setup_.metrics)
     setup_.metrics->worker_lost(index);
   if (say_so)
@@ -116,7 +116,7 @@ void coordinator_actor::drop_worker(int index, const std::string& why, bool say_
 
 void coordinator_actor::admit_worker(int index, const caf::actor& handle, const std::string& node) {
   workers_[static_cast<std::size_t>(index)] = handle; // monitored since the admission
-  counters_.worker_joined(index);
+  booked_counters().worker_joined(index); // the slot's earlier worker's steps stay its own
   if (setup_.metrics)
     setup_.metrics->worker_joined(index, node);
   send(handle, start_atom::value);
@@ -202,13 +202,19 @@ void coordinator_actor::on_step_ready(const step_ready& ready) {
   hear(std::move(input));
 }
 
-// What a finished step measured; false if its loss says training diverged (the run fails).
+// What a finished step measured, kept for the next booking (step_book.hpp); false if its loss
+// says training diverged (the run fails).
 bool coordinator_actor::count_step(const step_ready& ready) {
-  counters_.step_finished(ready.worker, ready.step, ready.compute_seconds, ready.wait_seconds,
-                          ready.loss, ready.samples, ready.late);
-  if (setup_.metrics)
-    setup_.metrics->step_finished(ready.worker, ready.step, elapsed(), ready.compute_seconds,
-                                  ready.wait_seconds, ready.samples, ready.late);
+  finished_step step;
+  step.worker = ready.worker;
+  step.step = ready.step;
+  step.at_seconds = elapsed();
+  step.compute_seconds = ready.compute_seconds;
+  step.wait_seconds = ready.wait_seconds;
+  step.loss = ready.loss;
+  step.samples = ready.samples;
+  step.late = ready.late;
+  steps_.keep(step);
   if (std::isfinite(ready.loss) || !phases_.error().empty())
     return true;
   fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
@@ -304,9 +310,18 @@ void coordinator_actor::on_rekey(const plane_rekey& step) {
          comm::status{comm::outcome::unsupported, "this run has no data plane to re-key"});
 }
 
+run_counters& coordinator_actor::booked_counters() {
+  steps_.book();
+  return counters_;
+}
+
 void coordinator_actor::on_tick() {
   if (phases_.done())
     return;
+  {
+    const auto timer = timed(); // booking the steps is the step reports' work, done later
+    steps_.book();
+  }
   if (setup_.metrics) {
     setup_.metrics->train_loss(counters_.recent_loss());
     setup_.metrics->refresh(elapsed());
@@ -388,6 +403,8 @@ std::vector<group_decision> coordinator_actor::tell_policy(const policy_input& i
 void coordinator_actor::hear(policy_input input) {
   if (checkpoints_.holding())
     checkpoints_.keep(std::move(input));
+  else if (!holding())
+    start_rounds(tell_policy(input)); // the common case: no closure to allocate per report
   else
     consult([this, input = std::move(input)] { return tell_policy(input); });
 }
@@ -535,7 +552,7 @@ void coordinator_actor::stop_workers() {
 void coordinator_actor::report_progress() {
   if (setup_.observer == nullptr)
     return;
-  auto now = progress_of(counters_, elapsed(), evaluations_.latest_accuracy());
+  auto now = progress_of(booked_counters(), elapsed(), evaluations_.latest_accuracy());
   if (setup_.metrics)
     if (const auto slowest = setup_.metrics->straggler())
       now.straggler = straggler_report{slowest->worker, slowest->score};
@@ -560,7 +577,7 @@ void coordinator_actor::finish() {
   // Before the summary goes out: once it has, the job's name is free for another job.
   close_metrics();
   if (setup_.on_finished)
-    setup_.on_finished(summarize(std::move(run), counters_, evaluations_, wall_seconds_));
+    setup_.on_finished(summarize(std::move(run), booked_counters(), evaluations_, wall_seconds_));
 }
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup) {
   return system.spawn<coordinator_actor>(std::move(setup));
