@@ -43,9 +43,9 @@ public:
 
   caf::behavior make_behavior() override {
     return {
-        [this](const group_plan& plan) {
+        [this](group_plan& plan) { // taken, not copied: the coordinator sent it to us alone
           const auto timer = timed();
-          begin(plan);
+          begin(std::move(plan));
         },
         [this](const contribution& answer) {
           const auto timer = timed();
@@ -111,9 +111,10 @@ private:
                : -1;
   }
 
-  void begin(const group_plan& plan) {
-    auto& state = rounds_[plan.round];
-    state.plan = plan;
+  void begin(group_plan given) {
+    auto& state = rounds_[given.round];
+    state.plan = std::move(given);
+    const group_plan& plan = state.plan;
     state.answers.assign(plan.members.size(), std::nullopt);
     state.settled.assign(plan.members.size(), false);
     for (std::size_t position = 0; position < plan.members.size(); ++position) {
@@ -126,7 +127,7 @@ private:
     state.started = clock_type::now();
     const std::uint64_t round = plan.round;
     if (distributed())
-      ask_nodes(plan);
+      ask_nodes(round, plan.step, plan.members); // a copy: it may end the round, plan with it
     else
       ask_members(plan);
     if (rounds_.count(round) != 0) // not finished already (every member on a lost node)
@@ -184,29 +185,29 @@ private:
 
   // Across processes: one request per node of the round, to its node reducer, which asks its
   // members (one message over the network per node, not per member).
-  void ask_nodes(const group_plan& plan) {
+  void ask_nodes(std::uint64_t round, std::uint64_t step, std::vector<std::int32_t> members) {
     std::map<int, std::vector<std::size_t>> positions; // by node
-    for (std::size_t position = 0; position < plan.members.size(); ++position) {
-      const int node = node_of(plan.members[position]);
+    for (std::size_t position = 0; position < members.size(); ++position) {
+      const int node = node_of(members[position]);
       if (lost_nodes_.count(node) > 0)
-        answered(plan.round, position, std::nullopt, "its node was lost");
+        answered(round, position, std::nullopt, "its node was lost");
       else if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
                !setup_.node_reducers[static_cast<std::size_t>(node)])
-        answered(plan.round, position, std::nullopt, "its node has no reducer");
+        answered(round, position, std::nullopt, "its node has no reducer");
       else
         positions[node].push_back(position);
     }
     for (auto& [node, at] : positions) {
-      contribution_asks asks{plan.round, plan.step, {}};
+      contribution_asks asks{round, step, {}};
       for (std::size_t position : at)
-        asks.workers.push_back(plan.members[position]);
+        asks.workers.push_back(members[position]);
       request(setup_.node_reducers[static_cast<std::size_t>(node)], caf::infinite, asks)
           .then(
-              [this, round = plan.round, at](const contribution_answers& got) {
+              [this, round, at](const contribution_answers& got) {
                 const auto timer = timed();
                 node_answered(round, at, got);
               },
-              [this, round = plan.round, at, node = node](caf::error& failure) {
+              [this, round, at, node = node](caf::error& failure) {
                 const std::string why = "node " + std::to_string(node) +
                                         " lost or not answering: " + system().render(failure);
                 for (std::size_t position : at)

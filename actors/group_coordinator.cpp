@@ -443,6 +443,10 @@ void coordinator_actor::start_rounds(const std::vector<group_decision>& decision
       if (setup_.metrics)
         setup_.metrics->isolation_intervention();
     }
+    // Reserved: growing them one member at a time asked glibc for ever larger blocks, and its
+    // first block past 1 KiB consolidated every freed message first (perf, 256 workers).
+    plan.members.reserve(decision.members.size());
+    plan.member_handles.reserve(decision.members.size());
     for (int member : decision.members) {
       plan.members.push_back(member);
       plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)]);
