@@ -29,6 +29,7 @@
 #include <deque>
 #include <iostream>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -142,8 +143,9 @@ double drive_ledger(int workers, int steps, step_clock clock) {
   return clock.seconds();
 }
 
-// The same for the rest of a step report's bookkeeping in the coordinator (count_step): the
-// run's counters, their wait ledger included, and the metrics.
+// The same for the rest of a step report's bookkeeping in the coordinator: the run's counters,
+// their wait ledger included, and the metrics, as its step book (actors/step_book.hpp) does it
+// for each kept report when it books them.
 double drive_bookkeeping(int workers, int steps, step_clock clock) {
   actors::run_counters counters(workers, 60000);
   counters.workers.resize(static_cast<std::size_t>(workers));
@@ -179,7 +181,11 @@ double score_once(int workers, int steps) {
   const auto start = clock_type::now();
   const auto scores = stats.compute(now);
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  return scores.imbalance_ratio ? seconds : -1.0;
+  // Read, so the computation is not optimised away; every worker has steps, so there is one.
+  if (!scores.imbalance_ratio)
+    throw std::logic_error("no imbalance ratio from " + std::to_string(workers) + " workers of " +
+                           std::to_string(steps) + " steps");
+  return seconds;
 }
 
 double median(std::vector<double> values) {
