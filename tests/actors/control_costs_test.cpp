@@ -3,9 +3,11 @@
 // clock's own readings count on neither.
 #include "actors/control_costs.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <gtest/gtest.h>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -80,6 +82,32 @@ TEST(control_costs, the_clocks_own_readings_are_left_out) {
     });
     EXPECT_LT(empty.counted, 0.5 * empty.overhead) << "overhead " << empty.overhead << " ns";
   }
+}
+
+// A handler's first reading of the CPU clock comes after the workers' computation has evicted
+// the caches, and such a reading is cold: its part after the sample, inside the interval, is
+// several times the warm calibration (this VM: an empty interval measured 4.3-4.7 us against 1.3-
+// 1.5 us warm). A second reading starts the interval warm. So an empty handler right after 32 MiB
+// were written counts a small part of the overhead (the median of 51 tries, the least of three
+// such medians on a loaded machine).
+TEST(control_costs, a_cold_first_reading_stays_out_of_a_handler) {
+  control_costs costs(control_costs::clock_kind::thread_cpu);
+  std::vector<unsigned char> evicting(32u << 20);
+  double least_median = 1e9;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<double> counted;
+    for (int attempt = 0; attempt < 51; ++attempt) {
+      for (std::size_t i = 0; i < evicting.size(); i += 64)
+        evicting[i] = static_cast<unsigned char>(attempt + i);
+      const auto before = costs.coordinator.nanoseconds.load();
+      { handler_timer timer(&costs, &control_costs::coordinator); }
+      counted.push_back(static_cast<double>(costs.coordinator.nanoseconds.load() - before));
+    }
+    std::nth_element(counted.begin(), counted.begin() + 25, counted.end());
+    least_median = std::min(least_median, counted[25]);
+  }
+  EXPECT_LT(least_median, 0.5 * static_cast<double>(costs.clock_overhead_nanoseconds))
+      << "overhead " << costs.clock_overhead_nanoseconds << " ns";
 }
 
 TEST(control_costs, a_nested_interval_takes_its_readings_with_it) {
