@@ -86,10 +86,10 @@ TEST(control_costs, the_clocks_own_readings_are_left_out) {
 
 // A handler's first reading of the CPU clock comes after the workers' computation has evicted
 // the caches, and such a reading is cold: its part after the sample, inside the interval, is
-// several times the warm calibration (this VM: an empty interval measured 4.3-4.7 us against 1.3-
-// 1.5 us warm). A second reading starts the interval warm. So an empty handler right after 32 MiB
-// were written counts a small part of the overhead (the median of 51 tries, the least of three
-// such medians on a loaded machine).
+// several times the warm calibration (on this VM, with 64 MiB written first, an empty interval
+// measured 4.3-4.7 us against 1.3-1.5 us warm). A second reading starts the interval warm. So an
+// empty handler right after 32 MiB were written counts a small part of the overhead (the median
+// of 51 tries, the least of three such medians on a loaded machine).
 TEST(control_costs, a_cold_first_reading_stays_out_of_a_handler) {
   control_costs costs(control_costs::clock_kind::thread_cpu);
   std::vector<unsigned char> evicting(32u << 20);
