@@ -61,14 +61,40 @@ void serialize(Archive& archive, evaluation_point& x) {
 
 template <class Archive>
 void serialize(Archive& archive, worker_counters& x) {
-  archive(x.live, x.steps, x.late_steps, x.samples, x.step_seconds, x.wait_seconds);
+  archive(x.steps, x.late_steps, x.samples, x.step_seconds, x.wait_seconds);
+}
+
+// The counters' fields after the workers' (save and load share them).
+template <class Archive, class Counters>
+void archive_run_totals(Archive& archive, Counters& x) {
+  archive(x.steps, x.rounds, x.full_sync_rounds, x.partial_rounds, x.isolation_interventions,
+          x.aborted_rounds, x.workers_joined, x.contributions, x.samples_applied, x.reduce_seconds,
+          x.reduce_bytes, x.recent_losses, x.ledger);
+}
+
+// The workers as a vector of (live, counters) records, as they were when liveness was a field of
+// worker_counters: checkpoints written before and after read alike.
+template <class Archive>
+void save(Archive& archive, const run_counters& x) {
+  archive(x.samples_per_epoch);
+  archive(cereal::make_size_tag(static_cast<cereal::size_type>(x.workers.size())));
+  for (std::size_t i = 0; i < x.workers.size(); ++i)
+    archive(x.live[i] != 0, x.workers[i]);
+  archive_run_totals(archive, x);
 }
 
 template <class Archive>
-void serialize(Archive& archive, run_counters& x) {
-  archive(x.samples_per_epoch, x.workers, x.steps, x.rounds, x.full_sync_rounds, x.partial_rounds,
-          x.isolation_interventions, x.aborted_rounds, x.workers_joined, x.contributions,
-          x.samples_applied, x.reduce_seconds, x.reduce_bytes, x.recent_losses, x.ledger);
+void load(Archive& archive, run_counters& x) {
+  archive(x.samples_per_epoch);
+  cereal::size_type count = 0;
+  archive(cereal::make_size_tag(count));
+  x.set_workers(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < x.workers.size(); ++i) {
+    bool live = true;
+    archive(live, x.workers[i]);
+    x.live[i] = live ? 1 : 0;
+  }
+  archive_run_totals(archive, x);
 }
 
 template <class Archive>

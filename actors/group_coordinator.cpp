@@ -90,7 +90,7 @@ void coordinator_actor::lose_worker(int index, const std::string& why) {
 }
 
 void coordinator_actor::drop_worker(int index, const std::string& why, bool say_so) {
-  if (!counters_.workers[static_cast<std::size_t>(index)].live || phases_.done())
+  if (!counters_.is_live(index) || phases_.done())
     return;
   booked_counters().worker_lost(index); // its last steps count before its loss
   if (setup_.metrics)
@@ -149,7 +149,7 @@ void coordinator_actor::on_start(const run_start& start) {
   workers_ = start.workers;
   for (const auto& worker : workers_)
     monitor(worker);
-  counters_.workers.resize(workers_.size());
+  counters_.set_workers(workers_.size());
   arrivals_.resize(workers_.size());
   aggregators_ = start.aggregators;
   for (const auto& aggregator : aggregators_)
@@ -187,7 +187,7 @@ void coordinator_actor::on_step_ready(const step_ready& ready) {
     return;
   // A late step's round has closed: it is no arrival for the policy.
   const auto index = static_cast<std::size_t>(ready.worker);
-  if (!counters_.workers[index].live || ready.late || phases_.done())
+  if (!counters_.is_live(ready.worker) || ready.late || phases_.done())
     return;
   policy_input input;
   input.arrival.worker = ready.worker;

@@ -51,23 +51,28 @@ void run_counters::round_finished(policy::round_kind kind,
   reduce_bytes += bytes;
 }
 
+void run_counters::set_workers(std::size_t count) {
+  workers.resize(count);
+  live.resize(count, 1);
+}
+
 void run_counters::worker_lost(int worker) {
-  workers[static_cast<std::size_t>(worker)].live = false;
+  live[static_cast<std::size_t>(worker)] = 0;
   ledger.worker_lost(worker);
 }
 
 void run_counters::worker_joined(int worker) {
-  workers[static_cast<std::size_t>(worker)].live = true;
+  live[static_cast<std::size_t>(worker)] = 1;
   ledger.worker_joined(worker);
   ++workers_joined;
 }
 
 std::vector<int> run_counters::live_workers() const {
-  std::vector<int> live;
-  for (std::size_t i = 0; i < workers.size(); ++i)
-    if (workers[i].live)
-      live.push_back(static_cast<int>(i));
-  return live;
+  std::vector<int> live_ones;
+  for (std::size_t i = 0; i < live.size(); ++i)
+    if (live[i] != 0)
+      live_ones.push_back(static_cast<int>(i));
+  return live_ones;
 }
 
 double run_counters::epochs() const {
@@ -174,7 +179,7 @@ run_summary summarize(run_summary run, const run_counters& counters,
     for (const auto& bar : counted.step_seconds.histogram())
       worker.step_histogram.push_back({bar.lower_seconds, bar.upper_seconds, bar.count});
     worker.wait_seconds_per_step = summary_of(counted.wait_seconds);
-    worker.live = counted.live;
+    worker.live = counters.live[i] != 0;
     run.per_worker.push_back(worker);
   }
   run.evaluations = evaluations.evaluations();

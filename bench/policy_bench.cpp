@@ -148,7 +148,7 @@ double drive_ledger(int workers, int steps, step_clock clock) {
 // for each kept report when it books them.
 double drive_bookkeeping(int workers, int steps, step_clock clock) {
   actors::run_counters counters(workers, 60000);
-  counters.workers.resize(static_cast<std::size_t>(workers));
+  counters.set_workers(static_cast<std::size_t>(workers));
   monitoring::training_metrics::identity who;
   who.workers = workers;
   monitoring::training_metrics metrics(std::make_shared<monitoring::registry>(), who);

@@ -507,6 +507,34 @@ TEST(checkpoint, the_newest_checkpoint_stands_in_for_a_final_one_only_while_it_h
   EXPECT_FALSE(reports.front().error.empty());
 }
 
+// The counters keep each worker's liveness apart from its counters; a checkpoint holds both, and
+// a lost worker comes back lost.
+TEST(checkpoint, the_counters_come_back_with_each_workers_liveness_and_steps) {
+  herd::actors::run_checkpoint state;
+  auto& counters = state.coordinator.counters;
+  counters = herd::actors::run_counters(3, 64);
+  counters.set_workers(3);
+  for (int worker = 0; worker < 3; ++worker)
+    for (std::uint64_t step = 1; step <= static_cast<std::uint64_t>(worker) + 2; ++step)
+      counters.step_finished(worker, step, 0.01 * step, 0.001, 1.0, 8, false);
+  counters.worker_lost(1);
+  const auto back = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt");
+  const auto& restored = back.coordinator.counters;
+  ASSERT_EQ(restored.workers.size(), 3u);
+  ASSERT_EQ(restored.live.size(), 3u);
+  EXPECT_TRUE(restored.is_live(0));
+  EXPECT_FALSE(restored.is_live(1));
+  EXPECT_TRUE(restored.is_live(2));
+  EXPECT_EQ(restored.live_workers(), (std::vector<int>{0, 2}));
+  for (std::size_t worker = 0; worker < 3; ++worker) {
+    EXPECT_EQ(restored.workers[worker].steps, worker + 2) << worker;
+    EXPECT_DOUBLE_EQ(restored.workers[worker].step_seconds.total(),
+                     counters.workers[worker].step_seconds.total())
+        << worker;
+  }
+  EXPECT_EQ(restored.steps, counters.steps);
+}
+
 // Checkpoint files are written by the writer's thread; the session reports each one.
 TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);

@@ -32,7 +32,7 @@ evaluation_schedule no_evaluations() {
 
 run_counters two_workers(std::size_t samples_per_epoch = 64) {
   run_counters counters(2, samples_per_epoch);
-  counters.workers.resize(2);
+  counters.set_workers(2);
   return counters;
 }
 

@@ -29,7 +29,7 @@ training_metrics::identity three_workers() {
 
 // A run's books: the counters, and the metrics on a registry of their own.
 struct books {
-  books() : counters(workers, 64) { counters.workers.resize(workers); }
+  books() : counters(workers, 64) { counters.set_workers(workers); }
   run_counters counters;
   std::shared_ptr<herd::monitoring::registry> registry =
       std::make_shared<herd::monitoring::registry>();
