@@ -135,6 +135,7 @@ private:
   std::unique_ptr<policy::grouping_policy> policy_;
   run_counters counters_; // per-step fields only through booked_counters()
   step_book steps_;       // finished steps waiting to be booked into counters_ and the metrics
+  std::vector<step_ready> inbox_reports_; // the last take from setup_.inbox (its memory reused)
   run_phases phases_;
   evaluation_schedule evaluations_;
   std::unique_ptr<join_hook> joins_;

@@ -2,6 +2,7 @@
 // summary. Evaluations and checkpoints are in coordinator_snapshots.cpp.
 #include "actors/coordinator_actor.hpp"
 #include "actors/imbalance.hpp"
+#include "actors/step_inbox.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
@@ -63,6 +64,12 @@ caf::behavior coordinator_actor::make_behavior() {
       [this](const step_batch& batch) { // across processes, a node's reports (its relay's)
         const auto timer = timed();
         for (const auto& ready : batch.reports)
+          on_step_ready(ready);
+      },
+      [this](inbox_atom) { // in this process, the reports its workers posted
+        const auto timer = timed();
+        setup_.inbox->take(inbox_reports_);
+        for (const auto& ready : inbox_reports_)
           on_step_ready(ready);
       },
       [this](const group_done& report) {

@@ -44,6 +44,7 @@ namespace herd::actors {
 struct node_admission;
 struct plane_rekey;
 struct control_costs;
+class step_inbox;
 struct checkpoint_options;
 struct run_checkpoint;
 
@@ -125,6 +126,10 @@ struct coordinator_setup {
   std::shared_ptr<const run_checkpoint> resume;
   /// Non-null: the coordinator adds its handlers' time to it and reads it into the summary.
   std::shared_ptr<control_costs> costs;
+  /// Non-null: the workers of this process post their step reports here (step_inbox.hpp) and
+  /// wake the coordinator with (inbox_atom) when it was empty; their worker_setup::inbox is the
+  /// same. Step reports sent as messages (a node's step relay, tests) are handled either way.
+  std::shared_ptr<step_inbox> inbox;
 };
 
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup);

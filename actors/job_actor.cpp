@@ -13,6 +13,7 @@
 #include "actors/run_counters.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/run_so_far.hpp"
+#include "actors/step_inbox.hpp"
 #include "actors/worker.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/data_plane.hpp"
@@ -514,6 +515,8 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
         options.control_costs_in_cpu_time ? control_costs::clock_kind::thread_cpu
                                           : control_costs::clock_kind::wall);
     coordination.costs = costs;
+    const auto inbox = std::make_shared<step_inbox>(); // the workers' reports, posted
+    coordination.inbox = inbox;
     // The coordinator keeps the observer (its raw pointer above) alive through this function.
     coordination.on_finished = [observer](run_summary summary) {
       observer->tell(run_ended{std::make_shared<const run_summary>(std::move(summary))});
@@ -563,6 +566,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
                                      options.probe);
       setup.apply_ops = plan->compute.apply[slot];
       setup.initial_parameters = initial;
+      setup.inbox = inbox;
       if (options.resume)
         setup.resume = std::shared_ptr<const worker_record>(options.resume,
                                                             &options.resume->workers[slot]);

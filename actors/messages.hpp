@@ -63,6 +63,9 @@ using policy_time_atom = caf::atom_constant<caf::atom("policytime")>;
 /// (flush_atom): a worker whose step reports go through its node's relay, before it answers a
 /// stop: the relay answers once every report it holds is on its way to the coordinator.
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+/// (inbox_atom): in one process, step reports wait in the coordinator's step inbox
+/// (step_inbox.hpp); sent by the worker whose report found it empty.
+using inbox_atom = caf::atom_constant<caf::atom("inbox")>;
 
 // -- worker -> coordinator ----------------------------------------------------------------------
 

@@ -28,8 +28,9 @@
 //                                     once it is at rest: no step running, every round it answered
 //                                     applied, and no step due (the coordinator starts no round
 //                                     meanwhile) or stopped
-// Messages it sends: step_ready to the coordinator after every local step (across processes to
-// its node's step relay, which it asks to flush, (flush_atom), before it answers a stop), and with
+// Messages it sends: step_ready to the coordinator after every local step (in the coordinator's
+// process posted into its step inbox instead, worker_setup::inbox; across processes to its node's
+// step relay, which it asks to flush, (flush_atom), before it answers a stop), and with
 // announce_steps a step_ready announcing the step while backward runs.
 //
 // What goes into the send buffer, what a contribution request gets and whether it waits, when
@@ -61,6 +62,7 @@
 namespace herd::actors {
 
 struct worker_record;
+class step_inbox;
 
 struct worker_setup {
   int index = 0;
@@ -115,6 +117,9 @@ struct worker_setup {
   /// Across processes: the actor the worker reports to is its node's step relay
   /// (cluster/step_relay.hpp), which it asks to flush before it answers a stop.
   bool relayed_reports = false;
+  /// In the coordinator's process: the worker posts its step reports into the coordinator's
+  /// inbox (coordinator_setup::inbox, step_inbox.hpp) instead of sending one message each.
+  std::shared_ptr<step_inbox> inbox;
   /// Non-null: the worker goes on from this checkpointed state (checkpoint_state.hpp) instead of
   /// the initial parameters.
   std::shared_ptr<const worker_record> resume;

@@ -1,6 +1,7 @@
 // 256 worker actors in one process under every algorithm (label slow): the run goes on with every
 // worker, and the control plane handles a bounded number of messages per round: the coordinator
-// one per step and one per round, an aggregator one per round and one per member it asked, so
+// one per round and at most one per step (the workers post their step reports into its inbox,
+// and it is woken once per batch), an aggregator one per round and one per member it asked, so
 // its work per round grows linearly with the members, not with P. bench_scale measures the time.
 #include "actors/train_session.hpp"
 #include "herd/dataset.hpp"
@@ -43,10 +44,13 @@ TEST_P(at_scale, two_hundred_fifty_six_workers_keep_the_control_plane_linear) {
       summary.fresh_contributions + summary.stale_contributions + summary.empty_contributions;
   // An aggregator handles a round's plan and each answer of a member it asked.
   EXPECT_EQ(control.aggregator_messages, summary.rounds + contributions);
-  // The coordinator handles each step's report (a few may come after the stop) and each round's.
-  EXPECT_GE(control.coordinator_messages, summary.steps + summary.rounds);
+  // The coordinator handles each round's report, and a message per batch of step reports its
+  // workers posted (a few may come after the stop): where 256 workers share 2 cores, batches of
+  // more than one, so fewer messages than steps.
+  EXPECT_GE(control.coordinator_messages, summary.rounds);
   EXPECT_LE(control.coordinator_messages,
             summary.steps + summary.rounds + static_cast<std::uint64_t>(workers));
+  EXPECT_LT(control.coordinator_messages, summary.steps);
   EXPECT_GT(control.coordinator_seconds, 0.0);
   EXPECT_GT(control.aggregator_seconds, 0.0);
 }
