@@ -1,6 +1,7 @@
 // The aggregator actor; see aggregator.hpp.
 #include "actors/aggregator.hpp"
 
+#include "actors/aggregator_rounds.hpp"
 #include "actors/control_costs.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
@@ -60,30 +61,6 @@ public:
   }
 
 private:
-  struct round_state {
-    group_plan plan;
-    std::vector<std::optional<contribution>> answers; // by member position
-    std::vector<bool> settled;                        // answered or given up, by position
-    std::vector<std::int32_t> position_of;            // by worker index; -1: not a member
-    std::size_t outstanding = 0;
-    clock_type::time_point started;
-    struct {
-      std::vector<std::int32_t> unanswered;
-      std::vector<std::string> reasons;
-    } plan_failures;
-    // Across processes, once the contributions are in: the report so far, the nodes still
-    // reducing, the members that get the result, and the first node's failure.
-    group_done report;
-    std::set<int> reducing_nodes;
-    std::vector<int> group_nodes;
-    comm::status reduce_failure;
-    clock_type::time_point reduce_started;
-    // The shortest time a node took from its order to the end of the reduction: the node whose
-    // order came last waited for no peer's, so this is the data plane's time, not the orders'
-    // way there (a coordinator paused while sending them made every other node wait).
-    std::optional<double> node_seconds;
-  };
-
   bool distributed() const { return !setup_.node_reducers.empty(); }
 
   // What times one of its handlers (into setup_.costs; nowhere when it is null).
@@ -112,7 +89,7 @@ private:
   }
 
   void begin(group_plan given) {
-    auto& state = rounds_[given.round];
+    auto& state = rounds_.open(given.round);
     state.plan = std::move(given);
     const group_plan& plan = state.plan;
     state.answers.assign(plan.members.size(), std::nullopt);
@@ -130,7 +107,7 @@ private:
       ask_nodes(round, plan.step, plan.members); // a copy: it may end the round, plan with it
     else
       ask_members(plan);
-    if (rounds_.count(round) != 0) // not finished already (every member on a lost node)
+    if (rounds_.holds(round)) // not finished already (every member on a lost node)
       delayed_send(this, setup_.contribution_timeout, answer_timeout_atom::value, round);
   }
 
@@ -171,7 +148,7 @@ private:
       return;
     const auto worker = static_cast<std::size_t>(known - member_addresses_.begin());
     std::vector<std::uint64_t> rounds;
-    for (const auto& [round, state] : rounds_)
+    for (const auto& [round, state] : rounds_.in_flight())
       rounds.push_back(round);
     for (std::uint64_t round : rounds) {
       const auto found = rounds_.find(round); // answered() may have finished an earlier one
@@ -269,12 +246,12 @@ private:
       if (waiting[position])
         continue;
       answered(round, position, std::nullopt, why);
-      if (rounds_.count(round) == 0)
+      if (!rounds_.holds(round))
         return; // that was the last one: the round is finished
     }
   }
 
-  void contributions_in(std::map<std::uint64_t, round_state>::iterator found) {
+  void contributions_in(aggregator_rounds::map::iterator found) {
     auto& state = found->second;
     state.report.round = state.plan.round;
     state.report.unanswered = state.plan_failures.unanswered;
@@ -307,17 +284,17 @@ private:
     finish(found);
   }
 
-  void finish(std::map<std::uint64_t, round_state>::iterator found) {
+  void finish(aggregator_rounds::map::iterator found) {
     auto& report = found->second.report;
     report.seconds =
         std::chrono::duration<double>(clock_type::now() - found->second.started).count();
     send(coordinator_, std::move(report));
-    rounds_.erase(found);
+    rounds_.close(found);
   }
 
   // The members' weighted sum into a result buffer; null if the reduction failed (the report
   // says why).
-  comm::shared_buffer reduce(const round_state& state,
+  comm::shared_buffer reduce(const aggregator_round& state,
                              const std::vector<comm::weighted_input>& inputs, group_done& report) {
     auto result = setup_.results->acquire();
     const auto reduce_start = clock_type::now();
@@ -346,8 +323,8 @@ private:
     return report.result.ok() ? result : nullptr;
   }
 
-  void reduce_and_deliver(const round_state& state, const std::vector<comm::weighted_input>& inputs,
-                          group_done& report) {
+  void reduce_and_deliver(const aggregator_round& state,
+                          const std::vector<comm::weighted_input>& inputs, group_done& report) {
     const auto result = reduce(state, inputs, report);
     const auto members = static_cast<std::uint32_t>(report.members.size());
     if (!result) {
@@ -371,7 +348,7 @@ private:
   // bit for bit), goes to the parameter server, which applies it and writes its parameters after
   // it into the same buffer: that is the round's result. A member with nothing to give gets the
   // parameters as they are. The round is reported once the server answered.
-  void apply_at_server(round_state& state, const std::vector<comm::weighted_input>& inputs) {
+  void apply_at_server(aggregator_round& state, const std::vector<comm::weighted_input>& inputs) {
     const auto positions = answered_positions(state.answers);
     HERD_CHECK(positions.size() <= 1,
                "an async round with " << positions.size() << " answering members");
@@ -412,7 +389,7 @@ private:
 
   // -- across processes -------------------------------------------------------------------------
 
-  void order_reductions(round_state& state, const std::vector<comm::weighted_input>& inputs) {
+  void order_reductions(aggregator_round& state, const std::vector<comm::weighted_input>& inputs) {
     std::map<int, reduce_order> orders; // by node
     const auto members = static_cast<std::uint32_t>(state.report.members.size());
     for (std::size_t position : answered_positions(state.answers)) {
@@ -499,7 +476,7 @@ private:
 
   // Every node of the group delivers the result, or (one failed) every node tells its members to
   // skip the round.
-  void commit(std::map<std::uint64_t, round_state>::iterator found) {
+  void commit(aggregator_rounds::map::iterator found) {
     auto& state = found->second;
     const bool deliver = state.reduce_failure.ok();
     for (int node : state.group_nodes)
@@ -532,7 +509,7 @@ private:
     const std::string why =
         "node " + std::to_string(node) + " lost: " + system().render(down.reason);
     std::vector<std::uint64_t> rounds;
-    for (const auto& [round, state] : rounds_)
+    for (const auto& [round, state] : rounds_.in_flight())
       rounds.push_back(round);
     for (std::uint64_t round : rounds) {
       auto found = rounds_.find(round);
@@ -568,7 +545,8 @@ private:
   // The round is lost: the nodes still reducing it would wait in the data plane for the one that
   // failed or was lost until their deadline; they end their part now (a lost node's reducer
   // hears nothing).
-  void cancel_reductions(std::uint64_t round, const round_state& state, const std::string& why) {
+  void cancel_reductions(std::uint64_t round, const aggregator_round& state,
+                         const std::string& why) {
     for (int node : state.reducing_nodes)
       if (lost_nodes_.count(node) == 0)
         send(setup_.node_reducers[static_cast<std::size_t>(node)], cancel_atom::value, round, why);
@@ -576,7 +554,7 @@ private:
 
   aggregator_setup setup_;
   caf::actor coordinator_;
-  std::map<std::uint64_t, round_state> rounds_;
+  aggregator_rounds rounds_;
   std::set<int> lost_nodes_;
   std::set<caf::actor_addr> watched_; // node reducers monitored
   std::vector<caf::actor_addr> member_addresses_; // in one process: each worker's, monitored

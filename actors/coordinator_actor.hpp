@@ -136,6 +136,7 @@ private:
   run_counters counters_; // per-step fields only through booked_counters()
   step_book steps_;       // finished steps waiting to be booked into counters_ and the metrics
   std::vector<step_ready> inbox_reports_; // the last take from setup_.inbox (its memory reused)
+  monitoring::training_metrics::round_record round_record_; // the last round's metrics (reused)
   run_phases phases_;
   evaluation_schedule evaluations_;
   std::unique_ptr<join_hook> joins_;

@@ -12,7 +12,13 @@ weigh_answers(const group_plan& plan, const std::vector<std::optional<contributi
   for (std::size_t position = 0; position < answers.size(); ++position)
     answered[position] = answers[position].has_value();
   const auto weights = policy::member_weights(plan.weights, plan.member_weights, answered);
+  // Each column once, not nine times over as 256 members push back one by one.
   std::vector<comm::weighted_input> inputs;
+  inputs.reserve(answers.size());
+  report.members.reserve(answers.size());
+  report.kinds.reserve(answers.size());
+  report.steps.reserve(answers.size());
+  report.versions.reserve(answers.size());
   for (std::size_t position = 0; position < answers.size(); ++position) {
     if (!answered[position])
       continue;
@@ -37,6 +43,7 @@ weigh_answers(const group_plan& plan, const std::vector<std::optional<contributi
 std::vector<std::size_t>
 answered_positions(const std::vector<std::optional<contribution>>& answers) {
   std::vector<std::size_t> positions;
+  positions.reserve(answers.size());
   for (std::size_t position = 0; position < answers.size(); ++position)
     if (answers[position])
       positions.push_back(position);
@@ -100,11 +107,10 @@ std::optional<std::string> missing_members_notice(const group_done& report,
   return text;
 }
 
-monitoring::training_metrics::round_record
-round_record_of(const group_done& report, const policy::group_decision& planned,
-                const std::vector<fresh_arrival>& arrivals, double now_seconds) {
-  monitoring::training_metrics::round_record round;
-  round.answered = report.members;
+void fill_round_record(monitoring::training_metrics::round_record& round, const group_done& report,
+                       const policy::group_decision& planned,
+                       const std::vector<fresh_arrival>& arrivals, double now_seconds) {
+  round.answered.assign(report.members.begin(), report.members.end());
   round.finished_seconds = now_seconds;
   round.full_sync = planned.kind == round_kind::full_sync;
   round.members = report.members.size();
@@ -112,6 +118,9 @@ round_record_of(const group_done& report, const policy::group_decision& planned,
   round.reduce_seconds = report.reduce_seconds;
   round.reduce_bytes = report.bytes;
   round.samples = report.samples;
+  round.fresh = round.stale = round.none = 0;
+  round.staleness_rounds.clear();
+  round.fresh_arrival_seconds.clear();
   // Once, not nine times over as 256 members push back one by one.
   round.staleness_rounds.reserve(report.members.size());
   round.fresh_arrival_seconds.reserve(report.members.size());
@@ -129,7 +138,6 @@ round_record_of(const group_done& report, const policy::group_decision& planned,
       ++(report.kinds[i] == freshness::stale ? round.stale : round.none);
     }
   }
-  return round;
 }
 
 } // namespace herd::actors

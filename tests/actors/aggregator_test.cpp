@@ -3,6 +3,7 @@
 // process, a reduction the data plane fails is reported in the plane's words and delivers nothing,
 // and a member that stops is left out as soon as it is gone.
 #include "actors/aggregator.hpp"
+#include "actors/aggregator_rounds.hpp"
 #include "actors/messages.hpp"
 
 #include <algorithm>
@@ -349,6 +350,53 @@ TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_deli
   EXPECT_FALSE(delivered) << "a member got the result of a reduction that failed";
   for (const auto& actor : {aggregator, workers[0], workers[1]})
     coordinator->send_exit(actor, caf::exit_reason::user_shutdown);
+}
+
+// A finished round's state serves the next round: it starts as a new one would, every answer,
+// position, failure and report of the old round gone, with the old round's memory.
+TEST(aggregator_rounds, a_reopened_round_starts_fresh_with_the_finished_ones_memory) {
+  aggregator_rounds rounds;
+  auto& first = rounds.open(7);
+  first.plan.round = 7;
+  first.plan.members = {0, 3, 5};
+  first.answers.assign(3, std::nullopt);
+  first.answers[1] = contribution{3, 7, 0, freshness::fresh, 8, 6, false};
+  first.settled.assign(3, true);
+  first.position_of = {0, -1, -1, 1, -1, 2};
+  first.outstanding = 1;
+  first.plan_failures.unanswered = {5};
+  first.plan_failures.reasons = {"timed out"};
+  first.report.members = {0, 3};
+  first.reducing_nodes = {1};
+  first.reduce_failure = {herd::comm::outcome::peer_lost, "node 1 was lost"};
+  first.node_seconds = 0.25;
+  const auto* answers_memory = first.answers.data();
+  EXPECT_TRUE(rounds.holds(7));
+  rounds.close(rounds.find(7));
+  EXPECT_FALSE(rounds.holds(7));
+
+  auto& second = rounds.open(8);
+  EXPECT_TRUE(rounds.holds(8));
+  EXPECT_EQ(rounds.in_flight().size(), 1u);
+  EXPECT_TRUE(second.plan.members.empty());
+  EXPECT_TRUE(second.answers.empty());
+  EXPECT_TRUE(second.settled.empty());
+  EXPECT_EQ(second.position_of, (std::vector<std::int32_t>(6, -1)))
+      << "a worker of the old round is no member of the new one";
+  EXPECT_EQ(second.outstanding, 0u);
+  EXPECT_TRUE(second.plan_failures.unanswered.empty());
+  EXPECT_TRUE(second.plan_failures.reasons.empty());
+  EXPECT_TRUE(second.report.members.empty());
+  EXPECT_TRUE(second.reducing_nodes.empty());
+  EXPECT_TRUE(second.reduce_failure.ok());
+  EXPECT_FALSE(second.node_seconds.has_value());
+  second.answers.assign(3, std::nullopt);
+  EXPECT_EQ(second.answers.data(), answers_memory) << "the old round's memory, not new";
+
+  auto& third = rounds.open(9); // nothing finished meanwhile: a state of its own
+  EXPECT_EQ(rounds.in_flight().size(), 2u);
+  EXPECT_TRUE(third.answers.empty());
+  EXPECT_TRUE(third.position_of.empty());
 }
 
 } // namespace

@@ -11,6 +11,7 @@ namespace {
 
 using herd::actors::fresh_arrival;
 using herd::actors::group_done;
+using herd::monitoring::training_metrics;
 using herd::policy::freshness;
 using herd::policy::group_decision;
 using herd::policy::round_kind;
@@ -101,7 +102,8 @@ TEST(round_report, the_metrics_count_each_kind_and_the_fresh_arrivals_that_came)
   planned.kind = round_kind::partial;
   std::vector<fresh_arrival> arrivals(4);
   arrivals[0] = {12, 3.25}; // worker 0's fresh step 12 arrived at 3.25 s
-  const auto round = round_record_of(three_members(), planned, arrivals, 4.0);
+  training_metrics::round_record round;
+  fill_round_record(round, three_members(), planned, arrivals, 4.0);
   EXPECT_FALSE(round.full_sync);
   EXPECT_EQ(round.answered, three_members().members); // the result went to them at 4.0 s
   EXPECT_EQ(round.finished_seconds, 4.0);
@@ -120,9 +122,45 @@ TEST(round_report, a_fresh_arrival_still_on_its_way_has_no_arrival_time) {
   arrivals[0] = {11, 2.0}; // the coordinator has heard of step 11 only
   group_decision planned;
   planned.kind = round_kind::full_sync;
-  const auto round = round_record_of(three_members(), planned, arrivals, 2.5);
+  training_metrics::round_record round;
+  fill_round_record(round, three_members(), planned, arrivals, 2.5);
   EXPECT_TRUE(round.full_sync);
   EXPECT_TRUE(round.fresh_arrival_seconds.empty());
+}
+
+// The coordinator fills one record for every round: what a round leaves in it is gone after the
+// next one's.
+TEST(round_report, a_record_filled_again_holds_only_the_newer_round) {
+  group_decision planned;
+  planned.kind = round_kind::partial;
+  std::vector<fresh_arrival> arrivals(6);
+  arrivals[0] = {12, 3.25};
+  training_metrics::round_record round;
+  fill_round_record(round, three_members(), planned, arrivals, 4.0);
+  group_done smaller;
+  smaller.round = 9;
+  smaller.members = {5};
+  smaller.kinds = {freshness::stale};
+  smaller.steps = {2};
+  smaller.versions = {8};
+  smaller.stale = 1;
+  smaller.unanswered = {1};
+  planned.kind = round_kind::full_sync;
+  fill_round_record(round, smaller, planned, arrivals, 5.0);
+  training_metrics::round_record fresh_record;
+  fill_round_record(fresh_record, smaller, planned, arrivals, 5.0);
+  EXPECT_TRUE(round.full_sync);
+  EXPECT_EQ(round.answered, std::vector<std::int32_t>{5});
+  EXPECT_EQ(round.members, 1u);
+  EXPECT_EQ(round.missing, 1u);
+  EXPECT_EQ(round.fresh, 0u);
+  EXPECT_EQ(round.stale, 1u);
+  EXPECT_EQ(round.none, 0u);
+  EXPECT_EQ(round.staleness_rounds, fresh_record.staleness_rounds);
+  EXPECT_EQ(round.staleness_rounds, (std::vector<std::uint64_t>{1}));
+  EXPECT_TRUE(round.fresh_arrival_seconds.empty());
+  EXPECT_EQ(round.reduce_bytes, 0u);
+  EXPECT_EQ(round.finished_seconds, 5.0);
 }
 
 // A gradient round without some members: counted in the metrics and told in a notice that says
@@ -136,7 +174,9 @@ TEST(round_report, a_round_without_some_members_is_counted_and_says_its_divisor)
   planned.members = {0, 1, 2, 3, 5};
   planned.weights = herd::policy::weighting::uniform;
   const std::vector<fresh_arrival> arrivals(6);
-  EXPECT_EQ(round_record_of(report, planned, arrivals, 1.0).missing, 2u);
+  training_metrics::round_record round;
+  fill_round_record(round, report, planned, arrivals, 1.0);
+  EXPECT_EQ(round.missing, 2u);
   EXPECT_EQ(missing_members_notice(report, planned),
             "round 10 completed without 2 of 5 members (workers 1, 5): divided by the 3 that "
             "answered");
@@ -145,7 +185,8 @@ TEST(round_report, a_round_without_some_members_is_counted_and_says_its_divisor)
             "round 10 completed without 2 of 5 members (workers 1, 5): divided by all 5, the "
             "missing adding zero (missing-members = zero)");
   const auto everyone = three_members();
-  EXPECT_EQ(round_record_of(everyone, planned, arrivals, 1.0).missing, 0u);
+  fill_round_record(round, everyone, planned, arrivals, 1.0);
+  EXPECT_EQ(round.missing, 0u);
   EXPECT_FALSE(missing_members_notice(everyone, planned));
 }
 
