@@ -67,6 +67,8 @@ caf::behavior coordinator_actor::make_behavior() {
           on_step_ready(ready);
       },
       [this](inbox_atom) { // in this process, the reports its workers posted
+        if (!setup_.inbox)
+          return; // not from a worker of this process: there is no inbox
         const auto timer = timed();
         setup_.inbox->take(inbox_reports_);
         for (const auto& ready : inbox_reports_)
