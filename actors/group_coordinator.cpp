@@ -260,10 +260,9 @@ void coordinator_actor::on_group_done(const group_done& report) {
     counters_.server_applied(report.server_staleness);
     if (const auto missing = missing_members_notice(report, planned))
       notice(*missing); // the round's divisor is not the one planned, or says so
-    if (setup_.metrics) {
-      fill_round_record(round_record_, report, planned, arrivals_, elapsed());
-      setup_.metrics->round_finished(round_record_);
-    }
+    if (setup_.metrics)
+      setup_.metrics->round_finished(
+          fill_round_record(round_record_, report, planned, arrivals_, elapsed()));
   }
   // After the round is counted: losing the last worker can end the run (and send the summary)
   // right here.

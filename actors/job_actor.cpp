@@ -498,8 +498,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
       if (*part)
         caf::anon_send_exit(*part, caf::exit_reason::user_shutdown);
   };
-  // Every part holds the plan until its cleanup: the ops and the data plane it borrows from the
-  // plan outlive it even when the job actor is gone first.
+  // Every part holds the plan until its cleanup: what it borrows outlives the job actor.
   auto hold_plan = [&plan](const caf::actor& part) {
     part->attach_functor([plan] {});
     return part;

@@ -107,9 +107,10 @@ std::optional<std::string> missing_members_notice(const group_done& report,
   return text;
 }
 
-void fill_round_record(monitoring::training_metrics::round_record& round, const group_done& report,
-                       const policy::group_decision& planned,
-                       const std::vector<fresh_arrival>& arrivals, double now_seconds) {
+const monitoring::training_metrics::round_record&
+fill_round_record(monitoring::training_metrics::round_record& round, const group_done& report,
+                  const policy::group_decision& planned, const std::vector<fresh_arrival>& arrivals,
+                  double now_seconds) {
   round.answered.assign(report.members.begin(), report.members.end());
   round.finished_seconds = now_seconds;
   round.full_sync = planned.kind == round_kind::full_sync;
@@ -138,6 +139,7 @@ void fill_round_record(monitoring::training_metrics::round_record& round, const 
       ++(report.kinds[i] == freshness::stale ? round.stale : round.none);
     }
   }
+  return round;
 }
 
 } // namespace herd::actors

@@ -51,10 +51,12 @@ std::optional<std::string> missing_members_notice(const group_done& report,
 
 /// The round's metrics into `round`, the round finished at `now_seconds`: every field replaced, the
 /// vectors' memory reused (the coordinator fills one record for all its rounds, which saves it
-/// three allocations of up to 2 KiB a round at 256 workers). `arrivals` (by worker) give when
-/// each fresh contributor arrived, where that arrival has reached the coordinator yet.
-void fill_round_record(monitoring::training_metrics::round_record& round, const group_done& report,
-                       const policy::group_decision& planned,
-                       const std::vector<fresh_arrival>& arrivals, double now_seconds);
+/// three allocations of up to 2 KiB a round at 256 workers); returns `round`. `arrivals` (by
+/// worker) give when each fresh contributor arrived, where that arrival has reached the
+/// coordinator yet.
+const monitoring::training_metrics::round_record&
+fill_round_record(monitoring::training_metrics::round_record& round, const group_done& report,
+                  const policy::group_decision& planned, const std::vector<fresh_arrival>& arrivals,
+                  double now_seconds);
 
 } // namespace herd::actors

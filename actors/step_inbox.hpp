@@ -50,4 +50,15 @@ private:
   std::vector<step_ready> reports_;
 };
 
+/// A worker's step report: posted into `inbox` where there is one (the worker shares the
+/// coordinator's process), waking `coordinator` if it was empty; otherwise sent to `coordinator`
+/// (across processes, the node's step relay).
+inline void report_step(caf::event_based_actor* self, const caf::actor& coordinator,
+                        step_inbox* inbox, const step_ready& ready) {
+  if (inbox != nullptr)
+    inbox->post(ready, [&] { self->send(coordinator, inbox_atom::value); });
+  else
+    self->send(coordinator, ready);
+}
+
 } // namespace herd::actors

@@ -162,16 +162,7 @@ private:
     ready.step = step;
     ready.samples = samples;
     ready.part = step_report::announcement;
-    report(ready);
-  }
-
-  // A step report: into the coordinator's inbox in its process (waking it if the inbox was
-  // empty), otherwise a message to the coordinator or the node's relay.
-  void report(const step_ready& ready) {
-    if (setup_.inbox)
-      setup_.inbox->post(ready, [this] { send(coordinator_, inbox_atom::value); });
-    else
-      send(coordinator_, ready);
+    report_step(this, coordinator_, setup_.inbox.get(), ready);
   }
 
   // Answered at once, or once the send buffer is released (policy::send_buffer::must_wait).
@@ -428,7 +419,7 @@ private:
     ready.samples = outcome.samples;
     ready.late = end.late;
     ready.part = announced ? step_report::after_announcement : step_report::whole;
-    report(ready);
+    report_step(this, coordinator_, setup_.inbox.get(), ready);
     apply_ready_results(); // any that arrived while the step ran; may start the next step
     deliver_stop();
   }
