@@ -6,6 +6,7 @@
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
 #include "actors/round_report.hpp"
+#include "actors/scheduling.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -117,6 +118,7 @@ private:
   // member that is gone, its monitor does (member_failed). One timer for the round (begin())
   // rather than a timeout per member: each costs a registration with the actor clock.
   void ask_members(const group_plan& plan) {
+    const send_batch batch; // one wake of the other scheduler threads for all members
     for (std::size_t position = 0; position < plan.members.size(); ++position) {
       const auto& member = plan.member_handles[position];
       const auto worker = static_cast<std::size_t>(std::max(0, plan.members[position]));
@@ -340,6 +342,7 @@ private:
       return;
     }
     const round_result delivered{state.plan.round, result, members};
+    const send_batch batch;
     for (std::size_t position : answered_positions(state.answers))
       send(state.plan.member_handles[position], delivered);
   }

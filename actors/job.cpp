@@ -1,17 +1,19 @@
 // The public job API (herd/job.hpp, herd/job_actor.hpp): the facade, spawn_job in the caller's
 // actor system, job::start in one of its own, and the registration of Herd's messages.
 #include "herd/job.hpp"
-#include "herd/config.hpp"
-#include "herd/job_actor.hpp"
 
 #include "actors/job_actor.hpp"
 #include "actors/messages.hpp"
-#include "checkpoint/format.hpp"
+#include "actors/scheduling.hpp"
+#include "herd/config.hpp"
+#include "herd/job_actor.hpp"
 
 #include <caf/logger.hpp>
 
 #include <algorithm>
 #include <thread>
+
+#include "checkpoint/format.hpp"
 
 namespace herd {
 
@@ -124,11 +126,9 @@ std::unique_ptr<job> job::start(config::run_config config,
   auto plan = actors::prepare_job(std::move(config), std::move(data), std::move(setup));
   auto own = std::make_unique<own_system>();
   add_message_types(own->config);
-  // As train_session's: 'sharing' keeps control-path latency low on few cores; the scheduler
+  // As train_session's: work sharing keeps control-path latency low on few cores; the scheduler
   // only runs message handlers, the compute happens on the workers' own threads.
-  own->config.set("scheduler.policy", caf::atom("sharing"));
-  own->config.set("scheduler.max-threads",
-                  std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
+  actors::use_herd_scheduler(own->config);
   own->system = std::make_unique<caf::actor_system>(own->config);
   auto handle = actors::launch_job(*own->system, std::move(plan));
   own->actor = handle.actor;

@@ -4,6 +4,7 @@
 #include "actors/job_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
+#include "actors/scheduling.hpp"
 #include "actors/worker.hpp"
 #include "herd/config.hpp"
 #include "herd/sequential.hpp"
@@ -336,12 +337,11 @@ train_session::train_session(config::run_config config,
   impl_->shared = shared_state_of(*impl_->plan);
 
   herd::add_message_types(impl_->system_config);
-  // 'sharing' keeps control-path latency low on few cores (under CAF 0.17's default, 'stealing',
-  // idle scheduler threads sleep, and a blocking request takes about three times as long); the
-  // scheduler only runs message handlers, the compute happens on the workers' own threads.
-  impl_->system_config.set("scheduler.policy", caf::atom("sharing"));
-  impl_->system_config.set("scheduler.max-threads",
-                           std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
+  // Work sharing keeps control-path latency low on few cores (under CAF 0.17's default, work
+  // stealing, idle scheduler threads sleep, and a blocking request takes about three times as
+  // long); the scheduler only runs message handlers, the compute happens on the workers' own
+  // threads (actors/scheduling.hpp).
+  use_herd_scheduler(impl_->system_config);
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
 }
 

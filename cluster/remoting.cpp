@@ -2,7 +2,7 @@
 #include "cluster/remoting.hpp"
 
 #include "actors/messages.hpp"
-#include "cluster/basp_check.hpp"
+#include "actors/scheduling.hpp"
 
 #include <caf/io/all.hpp>
 #include <caf/io/basp_broker.hpp>
@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <thread>
 #include <utility>
+
+#include "cluster/basp_check.hpp"
 
 namespace herd::cluster {
 
@@ -148,9 +150,7 @@ void configure_remoting(caf::actor_system_config& system_config,
                         const config::cluster_section& cluster) {
   add_message_types(system_config);
   system_config.load<caf::io::middleman>();
-  system_config.set("scheduler.policy", caf::atom("sharing"));
-  system_config.set("scheduler.max-threads",
-                    std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8));
+  actors::use_herd_scheduler(system_config);
   // Both settings on every process, or a healthy idle peer looks dead.
   system_config.set("middleman.heartbeat-interval",
                     caf::timespan{std::chrono::milliseconds(cluster.heartbeat_ms)});
