@@ -38,6 +38,10 @@ void add_message_types(caf::actor_system_config& config) {
   actors::add_message_types(config);
 }
 
+void use_herd_scheduler(caf::actor_system_config& config, std::size_t threads) {
+  actors::use_herd_scheduler(config, threads);
+}
+
 namespace {
 
 actors::job_setup setup_from(const config::run_config& config,

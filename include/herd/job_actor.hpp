@@ -25,6 +25,16 @@ namespace herd {
 /// replaces one your own code registered for that category before.
 void add_message_types(caf::actor_system_config& config);
 
+/// Optional: makes the actor system built from `config` run on the scheduler of Herd's own
+/// systems (`herd train`, job::start, the cluster's processes) rather than the one that
+/// "scheduler.policy" names, with `threads` scheduler threads (0: one per core, from 2 to 8).
+/// It is CAF's work sharing, except that a handler sending to many actors (an aggregator's
+/// members) wakes the sleeping scheduler threads once at the end of its sends, not once per
+/// message: at 256 workers the aggregator then takes a quarter to a third less CPU per round. A
+/// job runs on any CAF scheduler; on another one it simply does not save those wakes. Call it
+/// before the actor_system is constructed; it applies to every actor of the system.
+void use_herd_scheduler(caf::actor_system_config& config, std::size_t threads = 0);
+
 // -- what a service sends a job actor (atoms: at most 10 characters in CAF 0.17) ----------------
 
 /// (status_atom) -> job_status: where the job stands.

@@ -1,16 +1,14 @@
 // Jobs in an actor system the caller owns (herd/job_actor.hpp) and the facade for code that does
 // not speak CAF (herd/job.hpp): several jobs at once, events as messages, status and stop, metrics
 // kept apart by name, and nothing process-wide changed unless asked.
+#include "actors/scheduling.hpp"
+#include "herd/config.hpp"
 #include "herd/job.hpp"
 #include "herd/job_actor.hpp"
-
-#include "herd/config.hpp"
 #include "herd/ops.hpp"
 #include "herd/saved_model.hpp"
 #include "herd/sequential.hpp"
-#include "checkpoint/format.hpp"
 #include "models/sampler.hpp"
-#include "support/temp_directory.hpp"
 
 #include <caf/all.hpp>
 
@@ -22,7 +20,9 @@
 #include <sstream>
 #include <thread>
 
+#include "checkpoint/format.hpp"
 #include "support/session_config.hpp"
+#include "support/temp_directory.hpp"
 
 namespace {
 
@@ -280,6 +280,21 @@ TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
   // Once alpha has ended its name is free again.
   auto again = spawn(short_run(), alpha_options, data);
   ASSERT_TRUE(again.facade->wait_for(120s));
+}
+
+// A service's system on Herd's scheduler (herd::use_herd_scheduler) runs a job to its end, and
+// the scheduler is Herd's: it counts the sleeping threads it woke.
+TEST(job_actor, a_system_on_herds_scheduler_runs_a_job_to_its_end) {
+  caf::actor_system_config config;
+  herd::add_message_types(config);
+  herd::use_herd_scheduler(config, 2);
+  caf::actor_system system{config};
+  const auto job = herd::spawn_job(system, short_run(), synthetic(960), quick("on_herds"));
+  const auto summary = job.facade->wait_for(120s);
+  ASSERT_TRUE(summary.has_value()) << "the job did not end within 120 s";
+  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(summary->rounds, 60u);
+  EXPECT_GT(herd::actors::scheduler_wakes(system), 0u);
 }
 
 TEST(job_actor, a_system_without_herds_message_types_is_refused_clearly) {
