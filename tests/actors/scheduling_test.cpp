@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <memory>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -44,6 +45,13 @@ struct herd_system {
     ASSERT_TRUE(comes_true([&] { return scheduler_sleeping(*system) == threads; }))
         << scheduler_sleeping(*system) << " of " << threads << " scheduler threads sleep";
   }
+  // `count` idle actors that count the messages they handle in `handled`.
+  std::vector<caf::actor> spawn_counting(int count, const counter& handled) {
+    std::vector<caf::actor> spawned;
+    for (int i = 0; i < count; ++i)
+      spawned.push_back(system->spawn(counting, handled));
+    return spawned;
+  }
   std::size_t threads;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
@@ -65,13 +73,11 @@ TEST(herd_scheduler, wakes_one_sleeping_thread_for_a_message_from_outside) {
 }
 
 // An actor's handler sends to 64 idle actors inside a batch: no scheduler thread is woken while
-// it sends, at most the one other thread when the batch ends, and every message is handled.
+// it sends, the one other thread once when the batch ends, and every message is handled.
 TEST(herd_scheduler, a_batch_in_a_handler_wakes_the_other_thread_once_at_its_end) {
   herd_system made(2);
   auto handled = std::make_shared<std::atomic<int>>(0);
-  std::vector<caf::actor> members;
-  for (int i = 0; i < 64; ++i)
-    members.push_back(made.system->spawn(counting, handled));
+  const auto members = made.spawn_counting(64, handled);
   made.settle();
   caf::actor_system& system = *made.system;
   std::promise<std::pair<std::uint64_t, std::uint64_t>> wakes; // during the batch, at its end
@@ -102,9 +108,7 @@ TEST(herd_scheduler, a_batch_in_a_handler_wakes_the_other_thread_once_at_its_end
 TEST(herd_scheduler, nested_batches_outside_the_scheduler_wake_when_the_outermost_ends) {
   herd_system made(3);
   auto handled = std::make_shared<std::atomic<int>>(0);
-  std::vector<caf::actor> members;
-  for (int i = 0; i < 16; ++i)
-    members.push_back(made.system->spawn(counting, handled));
+  const auto members = made.spawn_counting(16, handled);
   made.settle();
   const auto before = scheduler_wakes(*made.system);
   {
