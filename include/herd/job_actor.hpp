@@ -30,7 +30,7 @@ void add_message_types(caf::actor_system_config& config);
 /// "scheduler.policy" names, with `threads` scheduler threads (0: one per core, from 2 to 8).
 /// It is CAF's work sharing, except that a handler sending to many actors (an aggregator's
 /// members) wakes the sleeping scheduler threads once at the end of its sends, not once per
-/// message: at 256 workers the aggregator then takes a quarter to a third less CPU per round. A
+/// message: at 256 workers the aggregator then takes a quarter to nearly half less CPU per round. A
 /// job runs on any CAF scheduler; on another one it simply does not save those wakes. Call it
 /// before the actor_system is constructed; it applies to every actor of the system.
 void use_herd_scheduler(caf::actor_system_config& config, std::size_t threads = 0);
