@@ -6,16 +6,16 @@
 // in an INI file (workers="abc", or lr=1 for a real-valued option) is dropped without any error,
 // and unknown keys are accepted silently. So the file is parsed with CAF's parser into raw
 // settings and every key is converted and checked here, with messages a user can act on.
-#include "herd/config.hpp"
-
 #include "config/front_end.hpp"
 #include "config/key_table.hpp"
+#include "herd/config.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/config_value.hpp>
 #include <caf/settings.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -138,9 +138,63 @@ void assign_settings(const caf::settings& settings, const std::string& prefix,
   }
 }
 
+// What a `key = value` line CAF's parser stopped at most likely meant, for the mistakes that other
+// INI dialects allow: a comment after #, a string without quotes, yes or no for a boolean, a list
+// without brackets, a word for a number. Empty when the line sets no known key or none fits.
+std::string line_hint(const checked_text& checked, int line) {
+  std::string key;
+  for (const auto& [name, at] : checked.key_lines)
+    if (at == line)
+      key = name;
+  const key_spec* spec = key.empty() ? nullptr : find_key(key);
+  std::istringstream lines(checked.text);
+  std::string text;
+  for (int i = 0; i < line && std::getline(lines, text); ++i) {
+  }
+  const auto equals = text.find('=');
+  if (spec == nullptr || equals == std::string::npos)
+    return {};
+  // The value up to a comment: a ; or # outside double quotes.
+  std::string value;
+  char comment = 0;
+  bool quoted = false;
+  for (std::size_t i = equals + 1; i < text.size() && comment == 0; ++i) {
+    const char c = text[i];
+    if (c == '"')
+      quoted = !quoted;
+    if (!quoted && (c == ';' || c == '#'))
+      comment = c;
+    else
+      value += c;
+  }
+  const auto first = value.find_first_not_of(" \t");
+  value = first == std::string::npos
+              ? ""
+              : value.substr(first, value.find_last_not_of(" \t") - first + 1);
+  const std::string name = key.substr(key.find('.') + 1);
+  const std::string as_set = key + " = " + value + ": ";
+  if (comment == '#')
+    return key + ": comments start with ; (not #): " + name + " = " + value + " ; ...";
+  if (value.empty() || value.front() == '"' || value.front() == '[' || value.front() == '{')
+    return {};
+  const bool word = std::isalpha(static_cast<unsigned char>(value.front())) != 0;
+  if (spec->type == "boolean")
+    return as_set + "expected true or false";
+  if (spec->type == "string")
+    return as_set + "strings are written in double quotes: " + name + " = \"" + value + "\"";
+  if (spec->type.find("list") != std::string::npos && value.find(',') != std::string::npos)
+    return as_set + "lists are written in brackets: " + name + " = [" + value + "]";
+  if (word && (spec->type == "integer" || spec->type == "real"))
+    return as_set + "expected " + (spec->type == "integer" ? "an integer" : "a number");
+  return {};
+}
+
 // `lines`: the text's lines. CAF names an unexpected line end as the first column of the next
 // line; it is said here as the end of the line it ends (past the last line, that is the last).
-std::string describe_parser_error(const caf::error& error, std::size_t lines) {
+// With a hint for the line it names (line_hint), the hint replaces the general reminder.
+std::string describe_parser_error(const caf::error& error, const checked_text& checked) {
+  const auto lines =
+      static_cast<std::size_t>(std::count(checked.text.begin(), checked.text.end(), '\n'));
   // CAF renders e.g. parser_error(unexpected_character, ({"column" = 8, "line" = 7})): keep the
   // reason in words and the position.
   const std::string text = caf::to_string(error);
@@ -162,11 +216,17 @@ std::string describe_parser_error(const caf::error& error, std::size_t lines) {
   const std::string column = number_after("column");
   std::string where =
       line.empty() ? "" : "line " + line + (column.empty() ? "" : ", column " + column) + ": ";
-  if (!line.empty() && std::stoul(line) > 1 &&
-      ((reason == "unexpected newline" && column == "1") || (lines > 0 && std::stoul(line) > lines)))
-    where = "line " + std::to_string(std::stoul(line) - 1) + ", at its end: ";
-  return where + "syntax error (" + reason +
-         "); files use INI syntax: [section] headers, key = value, strings in double quotes";
+  int named = line.empty() ? 0 : static_cast<int>(std::stoul(line));
+  if (named > 1 && ((reason == "unexpected newline" && column == "1") ||
+                    static_cast<std::size_t>(named) > lines)) {
+    --named;
+    where = "line " + std::to_string(named) + ", at its end: ";
+  }
+  const std::string hint = line_hint(checked, named);
+  return where + "syntax error (" + reason + "); " +
+         (hint.empty() ? "files use INI syntax: [section] headers, key = value, strings in "
+                         "double quotes"
+                       : hint);
 }
 
 // The settings of one INI text (a file's, or the coordinator's): the front end's checks, CAF's
@@ -180,9 +240,7 @@ void read_settings(const std::string& text, const std::string& origin, load_stat
   std::istringstream in(checked.text);
   auto settings = caf::actor_system_config::parse_config(in);
   if (!settings) {
-    const auto lines = static_cast<std::size_t>(
-        std::count(checked.text.begin(), checked.text.end(), '\n'));
-    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error(), lines)});
+    state.errors.push_back({"", origin + ": " + describe_parser_error(settings.error(), checked)});
     return;
   }
   for (const auto& [key, line] : checked.key_lines)

@@ -235,6 +235,35 @@ TEST_F(front_end, a_value_cut_by_its_line_end_is_named_at_its_line) {
               HasSubstr(hash + ": line 2: a line that starts with #: comments here start with ;"));
 }
 
+// What other INI dialects allow and CAF's parser stops at is named with the key and what to write
+// instead; a line none of them fits keeps the general reminder.
+TEST_F(front_end, a_syntax_error_of_another_ini_dialect_says_what_to_write_instead) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"[train]\nworkers = 4\nalgorithm = solo\n",
+       "line 3, column 14: syntax error (unexpected character); train.algorithm = solo: strings "
+       "are written in double quotes: algorithm = \"solo\""},
+      {"[train]\nworkers = 4 # four\n",
+       "train.workers: comments start with ; (not #): workers = 4 ; ..."},
+      {"[train]\nalgorithm = \"a#b\" # x\n",
+       "train.algorithm: comments start with ; (not #): algorithm = \"a#b\" ; ..."},
+      {"[data]\nbucket-by-length = yes\n", "data.bucket-by-length = yes: expected true or false"},
+      {"[model]\nhidden = 256, 128\n",
+       "model.hidden = 256, 128: lists are written in brackets: hidden = [256, 128]"},
+      {"[train]\nworkers = four\n", "train.workers = four: expected an integer"},
+      {"[train]\nlr = fast\n", "train.lr = fast: expected a number"},
+      // CAF names the next line; the hint is for the line it ends.
+      {"[train]\nworkers = tr\nepochs = 1\n",
+       "line 2, at its end: syntax error (unexpected newline); train.workers = tr: expected an "
+       "integer"}};
+  for (const auto& [text, expected] : cases) {
+    SCOPED_TRACE(text);
+    const auto file = write("dialect.ini", text);
+    EXPECT_THAT(errors_of(file, {}), HasSubstr(expected));
+  }
+  const auto unknown = write("unknown.ini", "[train]\nspeed = fast\n");
+  EXPECT_THAT(errors_of(unknown, {}), HasSubstr("files use INI syntax"));
+}
+
 // CAF reads 010 as octal (8), 0x10 as hex: a zero-padded seed gave another run. Refused, in a file
 // and on the command line; a zero, decimals, exponents, paths and strings with such digits pass.
 TEST_F(front_end, numbers_with_a_leading_zero_are_refused_not_read_in_another_base) {
