@@ -95,31 +95,24 @@ int run_coordinator(const std::vector<std::string>& args) {
   // the worker count wait until then: meanwhile they are made against the most there may be.
   if (!parsed.print_config) // which shows the settings as given, with a word on the workers
     parsed.command_overrides.push_back("--train.workers=" + std::to_string(max_workers));
-  auto preparation = prepare_run("coordinator", parsed);
-  if (!preparation.run)
-    return preparation.exit_status;
-  auto& prepared = preparation.run;
-  try {
-    if (auto warning = resolve_cluster_token(prepared->config.cluster); !warning.empty())
+  // The listen address against the token, before the dataset loads (and under --print-config).
+  auto preparation = prepare_run("coordinator", parsed, [&listen](config::run_config& settings) {
+    if (auto warning = resolve_cluster_token(settings.cluster); !warning.empty())
       std::cerr << "herd coordinator: warning: " << warning << '\n';
-    if (auto problem = listen_problem(listen.host, prepared->config.cluster); !problem.empty())
+    if (auto problem = listen_problem(listen.host, settings.cluster); !problem.empty())
       throw std::invalid_argument(problem);
-    const int metrics_port = prepared->config.metrics.port;
+    const int metrics_port = settings.metrics.port;
     if (metrics_port != 0 && metrics_port == listen.port)
       throw std::invalid_argument("metrics.port = " + std::to_string(metrics_port) +
                                   " is --listen's port too: the metrics endpoint and the nodes' "
                                   "gate need a port each");
-  } catch (const std::invalid_argument& bad) {
-    std::cerr << "herd coordinator: " << bad.what() << '\n';
-    return exit_bad_input;
-  }
+  });
+  if (!preparation.run)
+    return preparation.exit_status;
+  auto& prepared = preparation.run;
   const auto& config = prepared->config;
   const auto resume = parsed.options.find("--resume");
   const std::string resume_path = resume == parsed.options.end() ? "" : resume->second;
-  if (auto problem = checkpoint_dir_problem(config, resume_path); !problem.empty()) {
-    std::cerr << "herd coordinator: " << problem << '\n';
-    return exit_bad_input;
-  }
   progress_printer printer(std::cout, progress_options_for(config));
   cluster::cluster_options options;
   if (!resume_path.empty()) {

@@ -144,6 +144,12 @@ void progress_printer::on_evaluation(const actors::evaluation_point& point) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (options_.interactive)
     return; // the live line shows the latest accuracy
+  const auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  if (last_evaluation_ && last_evaluation_->round == point.round &&
+      same(last_evaluation_->test_accuracy, point.test_accuracy) &&
+      same(last_evaluation_->test_loss, point.test_loss))
+    return;
+  last_evaluation_ = point;
   const double at = stamp(point.elapsed_seconds);
   out_ << log_stamp(at) << "evaluation at round " << point.round << " (epoch "
        << fixed(point.epoch, 2);

@@ -113,14 +113,20 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
       parsed.overrides.push_back(arg);
     } else {
       std::string message = "unknown argument '" + arg + "'";
-      message += "; settings are written --section.key=value (see herd " + command + " --help)";
+      std::error_code unknown;
+      if (!arg.empty() && arg.front() != '-' && std::filesystem::is_regular_file(arg, unknown))
+        message +=
+            "; a file of settings is given with --config: herd " + command + " --config " + arg;
+      else
+        message += "; settings are written --section.key=value (see herd " + command + " --help)";
       throw std::invalid_argument(message);
     }
   }
   return parsed;
 }
 
-run_preparation prepare_run(const std::string& command, const run_arguments& parsed) {
+run_preparation prepare_run(const std::string& command, const run_arguments& parsed,
+                            const settings_check& check) {
   const auto bad_input = [] { return run_preparation{std::nullopt, exit_bad_input}; };
   const auto interrupted = [] { return run_preparation{std::nullopt, exit_interrupted}; };
   prepared_run run;
@@ -130,6 +136,12 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
                                   parsed.command_overrides, &origins);
     if (!parsed.report_file.empty())
       check_report_path(parsed.report_file, parsed.config_file);
+    if (check) {
+      auto checked = run.config; // --print-config shows the settings as they were given
+      check(checked);
+      if (!parsed.print_config)
+        run.config = std::move(checked);
+    }
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
     return bad_input();
@@ -150,6 +162,13 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     shown.cluster.token.clear();
     std::cout << config::to_ini(shown, keys_of(command));
     return run_preparation{std::nullopt, exit_ok};
+  }
+  const auto resume = parsed.options.find("--resume");
+  if (auto problem = checkpoint_dir_problem(
+          run.config, resume == parsed.options.end() ? std::string() : resume->second);
+      !problem.empty()) { // not under --print-config: the check makes the directory
+    std::cerr << "herd " << command << ": " << problem << '\n';
+    return bad_input();
   }
   if (interrupted_before_run(command))
     return interrupted();
@@ -214,8 +233,9 @@ open_metrics_endpoint(const config::run_config& config,
         config.metrics.bind, config.metrics.port,
         [registry] { return monitoring::expose(*registry); });
   } catch (const std::exception& failure) {
-    throw std::invalid_argument("metrics.port = " + std::to_string(config.metrics.port) + ": " +
-                                failure.what());
+    // Either key may be at fault (a port in use, an address that does not resolve): both named.
+    throw std::invalid_argument("metrics.bind = \"" + config.metrics.bind + "\", metrics.port = " +
+                                std::to_string(config.metrics.port) + ": " + failure.what());
   }
 }
 

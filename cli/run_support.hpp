@@ -55,12 +55,21 @@ struct run_preparation {
   int exit_status = 0; // without a run: 2 bad input, 130 a stop signal (stop_signals.hpp) came
 };
 
+/// What a command checks of its settings beyond the keys' own rules (the coordinator: its listen
+/// address against the cluster token); throws std::invalid_argument naming what is wrong. It may
+/// complete the settings it is given (a token read from its file).
+using settings_check = std::function<void(config::run_config&)>;
+
 /// Loads the settings (refusing a setting on the command line that `command` does not use, and
-/// naming once those of the file it ignores; command_keys.hpp), checks the report path, loads the
-/// dataset, builds the model (a layer that does not fit the data's shape is bad input) and opens
-/// the metrics endpoint. On bad input prints "herd <command>: ..." and gives exit status 2; when a
-/// stop signal arrives meanwhile, says so and gives 130 (checked between those steps).
-run_preparation prepare_run(const std::string& command, const run_arguments& parsed);
+/// naming once those of the file it ignores; command_keys.hpp), checks the report path and runs
+/// `check` (--print-config too: it refuses what a run would), then, unless --print-config, checks
+/// checkpoint.dir against --resume, loads the dataset, builds the model (a layer that does not fit
+/// the data's shape is bad input) and opens the metrics endpoint. So every mistake in the settings
+/// themselves is found before the dataset loads. On bad input prints "herd <command>: ..." and
+/// gives exit status 2; when a stop signal arrives meanwhile, says so and gives 130 (checked
+/// between those steps).
+run_preparation prepare_run(const std::string& command, const run_arguments& parsed,
+                            const settings_check& check = {});
 
 /// Throws std::invalid_argument naming the path when a report could not be written there (no
 /// such directory, none that takes new files, an existing target that is not a regular file), or

@@ -93,10 +93,6 @@ int run_train(const std::vector<std::string>& args) {
   options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   const auto resume = parsed.options.find("--resume");
   const std::string resume_path = resume == parsed.options.end() ? "" : resume->second;
-  if (auto problem = checkpoint_dir_problem(config, resume_path); !problem.empty()) {
-    std::cerr << "herd train: " << problem << '\n';
-    return exit_bad_input;
-  }
   if (!resume_path.empty()) {
     try {
       auto loaded = actors::load_checkpoint(config, *data, resume_path);

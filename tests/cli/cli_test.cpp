@@ -493,7 +493,9 @@ TEST_F(herd_cli, a_setting_the_command_does_not_use_is_refused_and_a_file_one_na
               HasSubstr("shared.ini sets what herd train does not use, ignored here: "
                         "simulate.steps (herd simulate), cluster.min-nodes (herd coordinator)"));
   EXPECT_THAT(train.output, HasSubstr("workers = 2"));
-  auto coordinator = herd({"coordinator", "--config", path("shared.ini"), "--print-config"});
+  // On loopback: the default, 0.0.0.0, needs a cluster token, which --print-config checks too.
+  auto coordinator = herd({"coordinator", "--listen", "127.0.0.1:7070", "--config",
+                           path("shared.ini"), "--print-config"});
   EXPECT_EQ(coordinator.exit_code, 0) << coordinator.output;
   EXPECT_THAT(coordinator.output, HasSubstr("ignored here: train.workers (herd bench"));
   EXPECT_THAT(coordinator.output, HasSubstr("min-nodes = 3"));
@@ -506,6 +508,14 @@ TEST_F(herd_cli, unknown_command_and_argument_exit_2) {
   auto argument = herd({"train", "--frobnicate"});
   EXPECT_EQ(argument.exit_code, 2);
   EXPECT_THAT(argument.output, HasSubstr("unknown argument '--frobnicate'"));
+  EXPECT_THAT(argument.output, HasSubstr("settings are written --section.key=value"));
+  // A file given without --config is pointed to it.
+  const std::string file = std::string(HERD_SOURCE_DIR) + "/config/quickstart.ini";
+  auto positional = herd({"train", file});
+  EXPECT_EQ(positional.exit_code, 2);
+  EXPECT_THAT(positional.output, HasSubstr("a file of settings is given with --config: herd "
+                                           "train --config " +
+                                           file));
   // An option given twice is refused: the last one would silently win.
   auto twice = herd({"train", "--config", "a.ini", "-c", "b.ini"});
   EXPECT_EQ(twice.exit_code, 2);
@@ -959,6 +969,12 @@ TEST_F(herd_cli, a_metrics_port_in_use_is_refused_before_training) {
   EXPECT_THAT(result.output, HasSubstr("metrics.port = " + port));
   EXPECT_THAT(result.output, HasSubstr("cannot serve metrics on 127.0.0.1:" + port));
   EXPECT_THAT(result.output, testing::Not(HasSubstr("Herd run summary")));
+  auto unbindable = synthetic_run;
+  unbindable.insert(unbindable.end(), {"--metrics.port=9", "--metrics.bind=no-such-host.invalid"});
+  auto bind_result = herd(unbindable);
+  EXPECT_EQ(bind_result.exit_code, 2) << bind_result.output;
+  EXPECT_THAT(bind_result.output, HasSubstr("metrics.bind = \"no-such-host.invalid\""));
+  EXPECT_THAT(bind_result.output, HasSubstr("does not resolve"));
   auto window = herd({"train", "--metrics.window-seconds=0"});
   EXPECT_EQ(window.exit_code, 2);
   EXPECT_THAT(window.output, HasSubstr("metrics.window-seconds = 0"));

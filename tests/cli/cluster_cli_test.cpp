@@ -547,6 +547,15 @@ TEST(cluster_cli, a_coordinator_reachable_from_the_network_needs_a_token) {
   EXPECT_NE(open_door.output.find("cluster.token is not set"), std::string::npos)
       << open_door.output;
   EXPECT_NE(open_door.output.find("--cluster.token-file"), std::string::npos) << open_door.output;
+  // Found before the dataset loads (a dataset that is not there is never reached), and by
+  // --print-config as by a run.
+  const auto before_data = run({"--data.dataset=fashion-mnist", "--data.path=" + dir.file("none")});
+  EXPECT_EQ(before_data.exit_code, 2) << before_data.output;
+  EXPECT_NE(before_data.output.find("cluster.token is not set"), std::string::npos)
+      << before_data.output;
+  const auto printed = run({"--print-config"});
+  EXPECT_EQ(printed.exit_code, 2) << printed.output;
+  EXPECT_NE(printed.output.find("cluster.token is not set"), std::string::npos) << printed.output;
   const auto short_token = run({"--cluster.token=guessable"});
   EXPECT_EQ(short_token.exit_code, 2) << short_token.output;
   EXPECT_NE(short_token.output.find("cluster.token has 9 characters"), std::string::npos)

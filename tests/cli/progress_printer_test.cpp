@@ -3,6 +3,7 @@
 // lines whose stamps never go back in time.
 #include "cli/progress_printer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -176,6 +177,26 @@ TEST(progress_printer, piped_lines_are_stamped_in_time_order) {
   ASSERT_EQ(stamps.size(), 3u) << out.str();
   EXPECT_TRUE(std::is_sorted(stamps.begin(), stamps.end())) << out.str();
   EXPECT_NE(out.str().find("parameters of 0.2s"), std::string::npos) << out.str();
+}
+
+// A run stopped right after an evaluation evaluates the same parameters again at its end: one
+// line, not the same line twice. A later evaluation of the same round that differs is printed.
+TEST(progress_printer, the_same_evaluation_twice_is_printed_once) {
+  std::ostringstream out;
+  progress_printer printer(out, options_of(3, 0, 80, false));
+  evaluation_point point;
+  point.round = 700;
+  point.elapsed_seconds = 1.7;
+  point.test_accuracy = 0.8443;
+  point.test_loss = 0.4493;
+  printer.on_evaluation(point);
+  printer.on_evaluation(point);
+  auto other = point;
+  other.test_accuracy = 0.8450;
+  printer.on_evaluation(other);
+  const std::string printed = out.str();
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 2) << printed;
+  EXPECT_NE(out.str().find("test accuracy 0.8450"), std::string::npos) << out.str();
 }
 
 } // namespace
