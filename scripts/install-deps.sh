@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Herd needs that are not installed yet (apt-get; root or sudo).
 # Idempotent: when everything is present it changes nothing and needs no network.
+#
+#   scripts/install-deps.sh            what building, running and testing Herd needs (CI, test.sh)
+#   scripts/install-deps.sh --minimal  what building Herd and training on Fashion-MNIST needs
+#                                      (the quick start, a cluster's machines): not what only the
+#                                      tests run (a Prometheus server, which Debian would start as
+#                                      a service on port 9090, openssl, iproute2, curl), nor the
+#                                      optional data (fortunes) and tools (gnuplot, python3)
 set -euo pipefail
+
+minimal=0
+case "${1:-}" in
+  "") ;;
+  --minimal) minimal=1 ;;
+  --help | -h) sed -n 2,10p "$0" | cut -c3-; exit 0 ;;
+  *) echo "install-deps: unknown argument '$1' (usage: scripts/install-deps.sh [--minimal])" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -11,18 +26,22 @@ packages=(
   zlib1g-dev              # gzip IDX files
   nlohmann-json3-dev      # the JSON report
   libcereal-dev           # checkpoints' archives (header-only, CMake target cereal::cereal)
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev  # the default build has the tests and benchmarks
+  libcpp-httplib-dev      # the tests' HTTP client and examples/job_service's server (pkg-config cpp-httplib)
+  libssl-dev              # control-plane TLS in the gate (OpenSSL)
   dataset-fashion-mnist   # the data of the quick start
+)
+extras=(
   fortunes fortunes-de fortunes-it fortunes-es fortunes-pl fortunes-cs fortunes-ru  # data.dataset = fortunes (docs/text.md)
   gnuplot-nox             # herd bench plots accuracy against wall time
   python3                 # scripts/plot-step-times reads a report's JSON
-  libcpp-httplib-dev      # the tests' HTTP client and examples/job_service's server (pkg-config cpp-httplib)
   curl                    # the job service example's test talks to it as a user would
   prometheus              # promtool and a real server for the metrics tests
-  libssl-dev              # control-plane TLS in the gate (OpenSSL)
   openssl                 # the cluster tests make a CA and certificates for control-plane TLS
   iproute2                # the cluster tests join network namespaces with veth (ip netns)
 )
+
+((minimal)) || packages+=("${extras[@]}")
 
 missing=()
 for package in "${packages[@]}"; do
