@@ -42,6 +42,14 @@ void use_herd_scheduler(caf::actor_system_config& config, std::size_t threads) {
   actors::use_herd_scheduler(config, threads);
 }
 
+void actors::require_message_types(caf::actor_system& system) {
+  if (!system.types().make_value("herd.run_start"))
+    throw std::logic_error(
+        "herd::spawn_job: this actor system was made without Herd's message types; call "
+        "herd::add_message_types(config) on its actor_system_config before constructing the "
+        "actor_system");
+}
+
 namespace {
 
 actors::job_setup setup_from(const config::run_config& config,
@@ -100,6 +108,7 @@ void resume_from(const std::string& path, const config::run_config& config,
 
 job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data, job_options options) {
+  actors::require_message_types(system); // before anything of the job exists (its metrics)
   const std::string resume_path = options.resume_from;
   auto setup = setup_from(config, data, std::move(options));
   check_checkpoint_dir(config, resume_path);
@@ -166,7 +175,7 @@ job::~job() {
   if (!wait_for(std::chrono::milliseconds(0))) {
     stop();
     if (!wait_for(std::chrono::seconds(60)))
-      caf::anon_send_exit(own_->actor, caf::exit_reason::user_shutdown);
+      abort();
   }
   own_->actor = nullptr;
   own_->system->await_all_actors_done();
@@ -177,18 +186,32 @@ job_status job::status() const {
   return state_->status;
 }
 
-void job::stop() {
+namespace {
+
+// The job actor of a job that is to stop, if it still runs; status() says stopping from now on,
+// as the job actor will once it hears of it.
+caf::actor stopping(job::shared_state& state) {
   caf::actor_addr address;
   {
-    std::lock_guard<std::mutex> guard(state_->mutex);
-    address = state_->actor;
-    // As the job actor will say once it hears the stop: status() right after stop() says it.
-    auto& state = state_->status.state;
-    if (state == job_state::starting || state == job_state::running)
-      state = job_state::stopping;
+    std::lock_guard<std::mutex> guard(state.mutex);
+    address = state.actor;
+    auto& now = state.status.state;
+    if (now == job_state::starting || now == job_state::running)
+      now = job_state::stopping;
   }
-  if (auto actor = caf::actor_cast<caf::actor>(address))
+  return caf::actor_cast<caf::actor>(address);
+}
+
+} // namespace
+
+void job::stop() {
+  if (auto actor = stopping(*state_))
     caf::anon_send(actor, stop_job_atom::value);
+}
+
+void job::abort() {
+  if (auto actor = stopping(*state_))
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
 }
 
 actors::run_summary job::wait() {

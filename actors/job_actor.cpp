@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <set>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace herd::actors {
 
@@ -364,15 +366,17 @@ private:
       if (summary.final_test_accuracy)
         status.test_accuracy = summary.final_test_accuracy;
       shared_->summary = summary;
-      shared_->worker_parameters = std::move(worker_parameters_);
-      shared_->server_parameters = std::move(server_parameters_);
+      auto replicas = std::exchange(worker_parameters_, {});
+      auto server = std::exchange(server_parameters_, {});
+      if (setup_.keep_replicas)
+        std::tie(shared_->worker_parameters, shared_->server_parameters) =
+            std::forward_as_tuple(std::move(replicas), std::move(server));
       shared_->final_parameters = final_parameters;
       shared_->results_in = true;
       final_status = status;
     }
-    // The run's actors have exited (or are told to): the job lets go of its name, which is free
-    // for the next job once the coordinator has too, after the run's series left the registry.
-    // The plan itself may live a little longer, in their cleanup.
+    // The run's actors have exited (or are told to): the job lets go of its name, free for the
+    // next job once the coordinator has too (the plan may live a little longer, in their cleanup).
     plan_->claims.clear();
     if (!shared_->abandoned.load() && call("on_finished", setup_.on_finished, *summary_)) {
       // The summary on_finished was given cannot say it threw; the one wait() returns does,
@@ -582,11 +586,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
 } // namespace
 
 job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan) {
-  if (!system.types().make_value("herd.run_start"))
-    throw std::logic_error(
-        "herd::spawn_job: this actor system was made without Herd's message types; call "
-        "herd::add_message_types(config) on its actor_system_config before constructing the "
-        "actor_system");
+  require_message_types(system);
   if (!plan || plan->launched)
     throw std::logic_error("herd::actors::launch_job: a prepared job is launched once");
   plan->launched = true;

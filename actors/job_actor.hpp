@@ -70,6 +70,11 @@ struct job_setup {
   std::string initial_parameters_key = "session_options.initial_parameters";
   std::string resume_key = "session_options.resume";
   std::string model_key = "session_options.model"; // the caller's own model (session.model)
+  /// Whether the facades keep every replica's final parameters (shared_state::worker_parameters,
+  /// server_parameters): train_session's callers read them; a job's facade, which a service may
+  /// keep long after the job ended, keeps only the trained model. The job actor lets go of them
+  /// either way (a service's caf::actor handle keeps the actor's object alive).
+  bool keep_replicas = false;
 };
 
 /// A run checked and made ready to spawn: its model, where it computes, its data plane, its
@@ -85,9 +90,13 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
 /// Samples that make one epoch over all shards of a prepared run.
 std::size_t samples_per_epoch(const job_plan& plan);
 
+/// Throws std::logic_error, saying what to call, when `system` was made without
+/// herd::add_message_types.
+void require_message_types(caf::actor_system& system);
+
 /// Spawns the prepared run in `system` and starts it. `plan` is used up (launch it once). Throws
-/// std::logic_error when `system` was made without herd::add_message_types; the actors of a
-/// spawn that fails halfway are shut down before the exception leaves.
+/// as require_message_types does; the actors of a spawn that fails halfway are shut down before
+/// the exception leaves.
 job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan);
 
 /// What the run's facades will read (train_session reads the per-worker parameters there).

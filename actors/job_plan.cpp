@@ -141,6 +141,9 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
                   "\"'s initial_parameters() gives " + std::to_string(size) +
                   " floats, but its parameter_count() is " +
                   std::to_string(options.model->parameter_count()) + "; they must agree"}});
+    // A workspace is made by every worker as it is spawned; one that cannot be made throws here
+    // instead, before any part of the job exists.
+    (void)options.model->make_workspace();
     plan->model = options.model;
   } else {
     plan->model = make_model(plan->config, plan->data->train);

@@ -25,6 +25,16 @@ find_library(CAF_IO_LIBRARY caf_io)
 if(NOT CAF_INCLUDE_DIR OR NOT CAF_CORE_LIBRARY)
   message(FATAL_ERROR "CAF 0.17 not found: run scripts/install-deps.sh (apt-get install libcaf-dev)")
 endif()
+# Herd is built against CAF 0.17 (Debian 12's libcaf-dev): its actor API (herd/job_actor.hpp) does
+# not compile against another version, and libherd carries CAF 0.17's symbols, which a second CAF
+# in the same process would clash with.
+file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" herd_caf_version_line
+     REGEX "^#define CAF_VERSION [0-9]+")
+string(REGEX REPLACE "^#define CAF_VERSION ([0-9]+).*" "\\1" herd_caf_version "${herd_caf_version_line}")
+if(NOT herd_caf_version MATCHES "^17[0-9][0-9]$")
+  message(FATAL_ERROR "CAF at ${CAF_INCLUDE_DIR} is version ${herd_caf_version} (CAF_VERSION in "
+                      "caf/config.hpp); Herd needs CAF 0.17 (1700-1799, Debian 12's libcaf-dev)")
+endif()
 if(NOT TARGET CAF::core)
   add_library(CAF::core UNKNOWN IMPORTED)
   set_target_properties(CAF::core PROPERTIES

@@ -13,8 +13,8 @@ include(CMakePackageConfigHelpers)
 get_property(herd_libraries GLOBAL PROPERTY HERD_LIBRARIES)
 
 # libherd.so: every folder's static library whole (their objects, built with -fPIC), so that a
-# consumer links one library whose only public dependency is the standard library (the public
-# headers include nothing else). The folders' dependencies (CAF, OpenBLAS, zlib, Gloo, OpenSSL,
+# consumer links one library whose only public dependencies are the standard library and CAF's
+# core (herd/job_actor.hpp; the other public headers include nothing else). The folders' dependencies (CAF, OpenBLAS, zlib, Gloo, OpenSSL,
 # CUDA) come through linking the folder libraries privately: their objects are all in already, so
 # the archives add nothing but those dependencies. (Not $<LINK_LIBRARY:WHOLE_ARCHIVE,...>: the
 # folder libraries reach the link again through each other's link interfaces, and each repetition

@@ -17,6 +17,15 @@ bucket_boundaries seconds_buckets() {
 training_metrics::training_metrics(std::shared_ptr<registry> shared, identity who)
     : registry_(std::move(shared)), who_(std::move(who)),
       stragglers_(who_.workers, who_.window_seconds) {
+  try {
+    add_series();
+  } catch (...) { // a family of the same name and another type or labels: none of ours stay
+    close();
+    throw;
+  }
+}
+
+void training_metrics::add_series() {
   auto& metrics = *registry_;
   const labels job{{"job", who_.job}};
   step_seconds_family_ = &kept(

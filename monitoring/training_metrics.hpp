@@ -29,7 +29,8 @@ public:
   };
 
   /// Registers every family in `metrics` (kept alive as long as this object) and sets every
-  /// worker up.
+  /// worker up. Throws std::invalid_argument when `metrics` holds a family of one of Herd's names
+  /// with another type or labels, and then leaves none of this job's series there.
   training_metrics(std::shared_ptr<registry> metrics, identity who);
 
   /// A worker finished its step number `step` (1-based) at `now_seconds` after `compute_seconds`;
@@ -98,6 +99,8 @@ public:
 
 private:
   struct per_worker;
+  // The job's families and series, each noted by kept() as it is added.
+  void add_series();
   per_worker series_for(int worker, const std::string& node);
   // Notes `family` as one whose series of this job close() removes.
   template <class Family>

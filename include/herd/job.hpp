@@ -83,7 +83,8 @@ struct job_options {
 enum class job_state {
   starting, // spawned, its run's actors not started yet (a moment)
   running,  // training
-  stopping, // asked to stop: in-flight rounds finish, the final evaluation runs
+  stopping, // asked to stop (in-flight rounds finish, the final evaluation runs), or ended by
+            // itself and gathering its results (the final parameters: a few moments)
   finished, // ended: epochs done, target reached, max-seconds, or stopped
   failed,   // ended with an error (job_status::error says which)
 };
@@ -110,8 +111,9 @@ struct job_status {
   std::string error; // why, when failed
 };
 
-/// A running or ended job. Every member function may be called from any thread at any time
-/// (none of them from the job's own callbacks, except status() and stop()).
+/// A running or ended job. Every member function may be called from any thread at any time; from
+/// the job's own callbacks, every one but wait() (the job cannot end while its callback waits)
+/// and a wait_for() longer than a moment (the job waits as long).
 class job {
 public:
   /// Starts a job in an actor system of its own (made here, with its own scheduler threads, and
@@ -124,19 +126,21 @@ public:
   /// job_options.initial_parameters); a null `data` is config::invalid_config (key data), and
   /// so is a checkpoint.dir that cannot be written or holds another run's checkpoints (key
   /// checkpoint.dir), as is a model whose initial_parameters() does not give parameter_count()
-  /// floats (key job_options.model). What the model's own initial_parameters() or
-  /// make_workspace() throw passes through as it is.
+  /// floats (key job_options.model); options.metrics holding one of Herd's metric names with
+  /// another type or labels is std::invalid_argument. What the model's own initial_parameters()
+  /// or make_workspace() throw passes through as it is (both are called once here, before
+  /// anything starts).
   static std::unique_ptr<job> start(config::run_config config,
                                     std::shared_ptr<const models::train_test_split> data,
                                     job_options options = {});
 
-  /// A job start() made is stopped (as stop()) if it is still running, and waited for up to 60 s,
-  /// before its actor system shuts down; that shutdown waits for the workers' steps under way,
-  /// so a step of the model's that never returns holds the destructor for as long. Destroyed from
-  /// one of its own callbacks (on_finished dropping it from a service's table), it returns at once:
-  /// the job is stopped, and a thread of its own shuts its actor system down once it has ended. The
-  /// facade of a spawned job (herd::spawn_job) leaves the job alone: it runs on in the caller's
-  /// system.
+  /// A job start() made is stopped (as stop()) if it is still running, and waited for up to 60 s
+  /// (then aborted, as abort()), before its actor system shuts down; that shutdown waits for the
+  /// workers' steps under way, so a step of the model's that never returns holds the destructor for
+  /// as long. Destroyed from one of its own callbacks (on_finished dropping it from a service's
+  /// table), it returns at once: the job is stopped, and a thread of its own shuts its actor system
+  /// down once it has ended. The facade of a spawned job (herd::spawn_job) leaves the job alone: it
+  /// runs on in the caller's system.
   ~job();
   job(const job&) = delete;
   job& operator=(const job&) = delete;
@@ -148,6 +152,13 @@ public:
   /// evaluation runs, then the job ends (stop_reason "interrupted"). Returns at once, status()
   /// saying stopping; nothing happens to a job that has ended. Never throws.
   void stop();
+
+  /// Ends the job at once, as an exit message to its actor does: its actors are told to exit, the
+  /// rounds in flight are dropped and no final evaluation runs (stop_reason "interrupted", the
+  /// summary's counters as last heard, final_parameters() empty). For a service with a
+  /// deadline: stop(), wait_for(what it can spare), then abort(). Returns at once; nothing
+  /// happens to a job that has ended. Never throws.
+  void abort();
 
   /// Blocks until the job has ended and returns its summary. A failed run is a summary too
   /// (stop_reason "error", error saying why): wait() does not throw.

@@ -94,7 +94,9 @@ struct job_handle {
 /// Throws, before anything is spawned: std::logic_error when `system` was made without
 /// herd::add_message_types; config::invalid_config as job::start (each problem naming its key,
 /// a metrics name that a running job holds in the same registry among them);
-/// checkpoint::checkpoint_error for an unusable options.resume_from.
+/// checkpoint::checkpoint_error for an unusable options.resume_from; what job::start throws
+/// besides (a metric name clash, what the model's initial_parameters() or make_workspace()
+/// throw). No series of the job stays in options.metrics then.
 job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data,
                      job_options options = {});

@@ -111,7 +111,8 @@ void check_metric_labels(const std::string& family_name, metric_type type,
 } // namespace detail
 
 /// All metrics of one name, one per label set. add() returns the same metric for the same labels;
-/// references stay valid for the registry's lifetime, so hot paths keep them.
+/// references stay valid until the metric is removed (remove(), remove_where(); a Herd job removes
+/// its own series, those labelled job = its name, when it ends), so hot paths keep them.
 template <class Metric>
 class family final : public family_base {
 public:

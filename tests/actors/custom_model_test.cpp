@@ -3,16 +3,21 @@
 // source, under sync and under a partial algorithm, used by every part of the run (workers,
 // evaluator, checkpoints), and refused by name when it does not fit the data.
 #include "actors/train_session.hpp"
-#include "checkpoint/format.hpp"
 #include "herd/config.hpp"
 #include "herd/dataset_sources.hpp"
 #include "herd/job.hpp"
+#include "herd/job_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
 
 #include <atomic>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <thread>
 
+#include "checkpoint/format.hpp"
 #include "examples/custom_model/two_layer_network.hpp"
 #include "support/gradient_check.hpp"
 #include "support/session_config.hpp"
@@ -198,6 +203,28 @@ TEST(custom_model, a_job_that_fails_to_start_calls_no_callback) {
   EXPECT_THROW(herd::job::start(config_for("sync"), clusters(960), options), std::exception);
   std::this_thread::sleep_for(std::chrono::milliseconds(200)); // a late callback would come now
   EXPECT_EQ(finished.load(), 0);
+}
+
+// Through spawn_job in a service's system nothing of such a job is spawned (the workspace is made
+// once before): the system runs as many actors after the refusal as before, and the job's name is
+// free for a retry at once.
+TEST(custom_model, a_model_whose_workspace_throws_is_refused_before_anything_is_spawned) {
+  caf::actor_system_config config;
+  herd::add_message_types(config);
+  caf::actor_system system{config};
+  const auto before = system.registry().running();
+  auto network = std::make_shared<counted_network>(8);
+  network->fail_workspace = true;
+  herd::job_options options;
+  options.model = network;
+  options.name = "retried";
+  options.metrics = std::make_shared<herd::monitoring::registry>();
+  EXPECT_THROW(herd::spawn_job(system, config_for("sync"), clusters(960), options),
+               std::runtime_error);
+  EXPECT_EQ(system.registry().running(), before);
+  network->fail_workspace = false;
+  const auto retried = herd::spawn_job(system, config_for("sync"), clusters(960), options);
+  caf::anon_send_exit(retried.actor, caf::exit_reason::user_shutdown);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // Jobs in an actor system the caller owns (herd/job_actor.hpp) and the facade for code that does
 // not speak CAF (herd/job.hpp): several jobs at once, events as messages, status and stop, metrics
 // kept apart by name, and nothing process-wide changed unless asked.
+#include "actors/job_actor.hpp"
 #include "actors/scheduling.hpp"
 #include "herd/config.hpp"
 #include "herd/job.hpp"
@@ -284,6 +285,20 @@ TEST_F(caller_system, two_jobs_in_one_registry_carry_their_own_job_labels) {
 
 // A service's system on Herd's scheduler (herd::use_herd_scheduler) runs a job to its end, and
 // the scheduler is Herd's: it counts the sleeping threads it woke.
+// A service may keep a finished job's facade for long: it holds the trained model, not a copy of
+// every replica's parameters (train_session keeps those: its callers compare the replicas).
+TEST_F(caller_system, a_finished_jobs_facade_keeps_the_trained_model_not_every_replica) {
+  auto plan = herd::actors::prepare_job(short_run(), synthetic(960), herd::actors::job_setup{});
+  const auto shared = herd::actors::shared_state_of(*plan);
+  const auto handle = herd::actors::launch_job(system_, std::move(plan));
+  spawned_.push_back(handle.actor);
+  const auto summary = handle.facade->wait_for(60s);
+  ASSERT_TRUE(summary) << "the job did not end";
+  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(handle.facade->final_parameters().size(), handle.facade->model()->parameter_count());
+  EXPECT_TRUE(shared->worker_parameters.empty());
+}
+
 TEST(job_actor, a_system_on_herds_scheduler_runs_a_job_to_its_end) {
   caf::actor_system_config config;
   herd::add_message_types(config);
@@ -297,17 +312,23 @@ TEST(job_actor, a_system_on_herds_scheduler_runs_a_job_to_its_end) {
   EXPECT_GT(herd::actors::scheduler_wakes(system), 0u);
 }
 
+// ... before anything of the job exists: its series in the service's registry would show workers
+// up forever.
 TEST(job_actor, a_system_without_herds_message_types_is_refused_clearly) {
   caf::actor_system_config config;
   caf::actor_system system{config};
+  auto options = quick("refused");
+  options.metrics = std::make_shared<herd::monitoring::registry>();
   try {
-    const auto accepted = herd::spawn_job(system, short_run(), synthetic(960), quick());
+    const auto accepted = herd::spawn_job(system, short_run(), synthetic(960), options);
     caf::anon_send_exit(accepted.actor, caf::exit_reason::user_shutdown);
     ADD_FAILURE() << "spawn_job accepted a system without Herd's message types";
   } catch (const std::logic_error& refused) {
     EXPECT_NE(std::string(refused.what()).find("herd::add_message_types"), std::string::npos)
         << refused.what();
   }
+  const auto text = herd::monitoring::expose(*options.metrics);
+  EXPECT_EQ(text.find("refused"), std::string::npos) << text;
 }
 
 TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
@@ -416,6 +437,24 @@ TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_the
 }
 
 // A callback that throws stops the job, and both status() and the summary say it failed and why.
+// abort() ends a job at once, as an exit message does: no final evaluation, interrupted.
+TEST(job_facade, abort_ends_the_job_at_once_without_a_final_evaluation) {
+  const auto job = herd::job::start(long_run(), synthetic(960), quick("aborted"));
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (job->status().rounds == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_GT(job->status().rounds, 0u) << "the job made no progress";
+  job->abort();
+  EXPECT_NE(job->status().state, herd::job_state::running);
+  const auto summary = job->wait_for(60s);
+  ASSERT_TRUE(summary) << "the job did not end within 60 s of abort()";
+  EXPECT_EQ(summary->stop_reason, "interrupted") << summary->error;
+  EXPECT_FALSE(summary->final_test_accuracy);
+  EXPECT_EQ(job->status().state, herd::job_state::finished);
+  EXPECT_TRUE(job->final_parameters().empty());
+  job->abort(); // an ended job: nothing happens
+}
+
 TEST(job_facade, a_callback_that_throws_fails_the_job_in_its_status_and_its_summary) {
   auto options = quick();
   options.on_progress = [](const herd::actors::progress&) { throw std::runtime_error("boom"); };

@@ -194,4 +194,16 @@ TEST(training_metrics, closing_removes_the_jobs_series_and_only_them) {
   EXPECT_FALSE(ended.straggler());
 }
 
+// A service's registry that already holds one of Herd's names as another type refuses the job,
+// and the series registered before the clash leave with it: a worker up forever would alert.
+TEST(training_metrics, a_name_clash_in_a_shared_registry_leaves_none_of_the_jobs_series) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  registry->add_histogram("herd_train_loss", "the service's own")
+      .add({{"job", "service"}}, herd::monitoring::bucket_boundaries{1.0});
+  EXPECT_THROW(training_metrics(registry, two_workers()), std::invalid_argument);
+  const auto text = herd::monitoring::expose(*registry);
+  EXPECT_EQ(text.find(R"(job="test")"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr(R"(herd_train_loss_count{job="service"} 0)"));
+}
+
 } // namespace
