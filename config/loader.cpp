@@ -218,7 +218,7 @@ std::string describe_parser_error(const caf::error& error, const checked_text& c
       line.empty() ? "" : "line " + line + (column.empty() ? "" : ", column " + column) + ": ";
   int named = line.empty() ? 0 : static_cast<int>(std::stoul(line));
   if (named > 1 && ((reason == "unexpected newline" && column == "1") ||
-                    static_cast<std::size_t>(named) > lines)) {
+                    (lines > 0 && static_cast<std::size_t>(named) > lines))) {
     --named;
     where = "line " + std::to_string(named) + ", at its end: ";
   }
