@@ -57,8 +57,8 @@ void training_metrics::add_series() {
       &kept(metrics.add_histogram("herd_round_arrival_skew_seconds",
                                   "Last minus first fresh arrival among a round's contributors"))
            .add({{"job", who_.job}, {"algorithm", who_.algorithm}}, seconds_buckets());
-  imbalance_ratio_ =
-      &kept(metrics.add_gauge("herd_imbalance_ratio", "The highest straggler score")).add(job);
+  imbalance_family_ =
+      &kept(metrics.add_gauge("herd_imbalance_ratio", "The highest straggler score"));
   auto& contributions = kept(metrics.add_counter(
       "herd_contributions_total", "Contributions to finished rounds by kind: fresh, stale, none"));
   fresh_ = &contributions.add({{"job", who_.job}, {"kind", "fresh"}});
@@ -106,12 +106,16 @@ void training_metrics::add_series() {
   reduce_bytes_ = &kept(metrics.add_counter("herd_reduce_bytes_total",
                                             "Bytes the data plane read and wrote for reductions"))
                        .add(job);
-  train_loss_ =
-      &kept(metrics.add_gauge("herd_train_loss", "Mean training loss of recent local steps"))
-           .add(job);
-  test_accuracy_ =
-      &kept(metrics.add_gauge("herd_test_accuracy", "Test accuracy of the latest evaluation"))
-           .add(job);
+  train_loss_family_ =
+      &kept(metrics.add_gauge("herd_train_loss", "Mean training loss of recent local steps"));
+  test_accuracy_family_ =
+      &kept(metrics.add_gauge("herd_test_accuracy", "Test accuracy of the latest evaluation"));
+}
+
+gauge& training_metrics::first_set(family<gauge>& family, gauge*& series) {
+  if (series == nullptr)
+    series = &family.add({{"job", who_.job}});
+  return *series;
 }
 
 void training_metrics::step_finished(int worker, std::uint64_t step, double now_seconds,
@@ -125,6 +129,7 @@ void training_metrics::step_finished(int worker, std::uint64_t step, double now_
     record.wait_seconds->observe(idle_seconds);
   record.samples->increment(samples);
   record.steps = std::max(record.steps, step);
+  stepped_ = true;
   stragglers_.step_finished(worker, now_seconds, compute_seconds, late);
 }
 
@@ -226,15 +231,15 @@ void training_metrics::close() {
 }
 
 void training_metrics::train_loss(double loss) {
-  if (closed_)
+  if (closed_ || !stepped_) // before any step the recent loss is no loss
     return;
-  train_loss_->set(loss);
+  first_set(*train_loss_family_, train_loss_).set(loss);
 }
 
 void training_metrics::test_accuracy(double accuracy) {
   if (closed_)
     return;
-  test_accuracy_->set(accuracy);
+  first_set(*test_accuracy_family_, test_accuracy_).set(accuracy);
 }
 
 void training_metrics::refresh(double now_seconds) {
@@ -257,7 +262,7 @@ void training_metrics::refresh(double now_seconds) {
       straggler_ = slowest_worker{static_cast<int>(i), *scores.score[i]};
   }
   if (scores.imbalance_ratio)
-    imbalance_ratio_->set(*scores.imbalance_ratio);
+    first_set(*imbalance_family_, imbalance_ratio_).set(*scores.imbalance_ratio);
 }
 
 } // namespace herd::monitoring

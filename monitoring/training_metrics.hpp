@@ -77,6 +77,8 @@ public:
   /// A lost worker's slot is live again: a node named `node` joined the running job in its
   /// place. Its series carry `node` from now on; those under the node it left end.
   void worker_joined(int worker, const std::string& node);
+  /// The job's recent training loss; ignored before the first step_finished (no loss yet). This,
+  /// the test accuracy and the imbalance ratio have no series until their first value.
   void train_loss(double loss);
   void test_accuracy(double accuracy);
 
@@ -101,6 +103,8 @@ private:
   struct per_worker;
   // The job's families and series, each noted by kept() as it is added.
   void add_series();
+  // `series` of `family` for this job, added the first time.
+  gauge& first_set(family<gauge>& family, gauge*& series);
   per_worker series_for(int worker, const std::string& node);
   // Notes `family` as one whose series of this job close() removes.
   template <class Family>
@@ -135,6 +139,11 @@ private:
   family<counter>* samples_family_ = nullptr;
   family<gauge>* up_family_ = nullptr;
   histogram* arrival_skew_ = nullptr;
+  // Added at their first value (first_set): before it a dashboard shows no data, not a 0 that
+  // reads as a perfect loss, an accuracy of 0 or a ratio under the balanced 1.
+  family<gauge>* imbalance_family_ = nullptr;
+  family<gauge>* train_loss_family_ = nullptr;
+  family<gauge>* test_accuracy_family_ = nullptr;
   gauge* imbalance_ratio_ = nullptr;
   counter* fresh_ = nullptr;
   counter* stale_ = nullptr;
@@ -152,6 +161,7 @@ private:
   counter* samples_applied_ = nullptr;
   gauge* train_loss_ = nullptr;
   gauge* test_accuracy_ = nullptr;
+  bool stepped_ = false; // a step was booked: the coordinator's recent loss is one
 };
 
 } // namespace herd::monitoring

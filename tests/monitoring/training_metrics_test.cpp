@@ -194,6 +194,25 @@ TEST(training_metrics, closing_removes_the_jobs_series_and_only_them) {
   EXPECT_FALSE(ended.straggler());
 }
 
+// Loss, accuracy and the imbalance ratio have no series before their first value: a dashboard
+// shows no data rather than a perfect loss of 0, an accuracy of 0 or a ratio under the balanced 1.
+TEST(training_metrics, loss_accuracy_and_imbalance_appear_with_their_first_value) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  metrics.train_loss(0.0); // the coordinator's recent loss before any step
+  metrics.refresh(0.5);    // no worker has a typical step time yet
+  auto text = herd::monitoring::expose(*registry);
+  for (const char* name : {"herd_train_loss{", "herd_test_accuracy{", "herd_imbalance_ratio{"})
+    EXPECT_EQ(text.find(name), std::string::npos) << name << " in\n" << text;
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="0"} 1)"));
+  metrics.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
+  metrics.train_loss(2.25);
+  metrics.test_accuracy(0.125);
+  text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_train_loss{job="test"} 2.25)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_test_accuracy{job="test"} 0.125)"));
+}
+
 // A service's registry that already holds one of Herd's names as another type refuses the job,
 // and the series registered before the clash leave with it: a worker up forever would alert.
 TEST(training_metrics, a_name_clash_in_a_shared_registry_leaves_none_of_the_jobs_series) {
