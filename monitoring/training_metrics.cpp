@@ -112,6 +112,14 @@ void training_metrics::add_series() {
       &kept(metrics.add_gauge("herd_test_accuracy", "Test accuracy of the latest evaluation"));
 }
 
+gauge& training_metrics::score_of(int worker) {
+  auto& record = workers_.at(static_cast<std::size_t>(worker));
+  if (record.straggler_score == nullptr)
+    record.straggler_score = &score_family_->add(
+        {{"job", who_.job}, {"node", record.node}, {"worker", std::to_string(worker)}});
+  return *record.straggler_score;
+}
+
 gauge& training_metrics::first_set(family<gauge>& family, gauge*& series) {
   if (series == nullptr)
     series = &family.add({{"job", who_.job}});
@@ -183,7 +191,8 @@ void training_metrics::worker_lost(int worker) {
   record.live = false;
   record.up->set(0.0);
   record.lag_steps->set(0.0);
-  record.straggler_score->set(0.0);
+  if (record.straggler_score != nullptr)
+    record.straggler_score->set(0.0);
   stragglers_.worker_lost(worker);
 }
 
@@ -193,7 +202,8 @@ training_metrics::per_worker training_metrics::series_for(int worker, const std:
   record.step_seconds = &step_seconds_family_->add(mine, seconds_buckets());
   record.wait_seconds = &wait_seconds_family_->add(mine, seconds_buckets());
   record.lag_steps = &lag_family_->add(mine);
-  record.straggler_score = &score_family_->add(mine);
+  // The score's series comes with its first value (score_of): until then it would read 0, under
+  // the 1 of a typical worker.
   record.samples = &samples_family_->add(mine);
   record.up = &up_family_->add(mine);
   record.up->set(1.0);
@@ -257,7 +267,7 @@ void training_metrics::refresh(double now_seconds) {
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     if (!workers_[i].live || !scores.score[i])
       continue;
-    workers_[i].straggler_score->set(*scores.score[i]);
+    score_of(static_cast<int>(i)).set(*scores.score[i]);
     if (!straggler_ || *scores.score[i] > straggler_->score)
       straggler_ = slowest_worker{static_cast<int>(i), *scores.score[i]};
   }

@@ -105,6 +105,8 @@ private:
   void add_series();
   // `series` of `family` for this job, added the first time.
   gauge& first_set(family<gauge>& family, gauge*& series);
+  // `worker`'s straggler score, added the first time.
+  gauge& score_of(int worker);
   per_worker series_for(int worker, const std::string& node);
   // Notes `family` as one whose series of this job close() removes.
   template <class Family>

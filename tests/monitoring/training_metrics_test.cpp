@@ -194,15 +194,17 @@ TEST(training_metrics, closing_removes_the_jobs_series_and_only_them) {
   EXPECT_FALSE(ended.straggler());
 }
 
-// Loss, accuracy and the imbalance ratio have no series before their first value: a dashboard
-// shows no data rather than a perfect loss of 0, an accuracy of 0 or a ratio under the balanced 1.
-TEST(training_metrics, loss_accuracy_and_imbalance_appear_with_their_first_value) {
+// Loss, accuracy, the imbalance ratio and the workers' scores have no series before their first
+// value: a dashboard shows no data rather than a perfect loss of 0, an accuracy of 0 or a ratio
+// under the balanced 1.
+TEST(training_metrics, loss_accuracy_imbalance_and_scores_appear_with_their_first_value) {
   auto registry = std::make_shared<herd::monitoring::registry>();
   training_metrics metrics(registry, two_workers());
   metrics.train_loss(0.0); // the coordinator's recent loss before any step
   metrics.refresh(0.5);    // no worker has a typical step time yet
   auto text = herd::monitoring::expose(*registry);
-  for (const char* name : {"herd_train_loss{", "herd_test_accuracy{", "herd_imbalance_ratio{"})
+  for (const char* name : {"herd_train_loss{", "herd_test_accuracy{", "herd_imbalance_ratio{",
+                           "herd_worker_straggler_score{"})
     EXPECT_EQ(text.find(name), std::string::npos) << name << " in\n" << text;
   EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="0"} 1)"));
   metrics.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
