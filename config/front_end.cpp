@@ -245,9 +245,7 @@ private:
     const auto levels = 1 + static_cast<int>(std::count(header.begin(), header.end(), '.'));
     if (levels > max_config_nesting)
       return too_deep(levels);
-    const auto first = header.find_first_not_of(" \t");
-    const auto last = header.find_last_not_of(" \t");
-    section_ = first == std::string::npos ? "" : header.substr(first, last - first + 1);
+    section_ = trim_blanks(header);
     if (section_ == "global") // CAF's name for the keys before the first header
       section_.clear();
     if (end == std::string::npos || text_[end] == '\n')
@@ -297,10 +295,7 @@ private:
   // The value after an '=' at text_[from] when it is one word up to the line's end or comment.
   std::string bare_word_after(std::size_t from) const {
     const auto line_end = std::min(text_.find_first_of("\n;", from), text_.size());
-    std::string value = text_.substr(from, line_end - from);
-    const auto first = value.find_first_not_of(" \t");
-    const auto last = value.find_last_not_of(" \t");
-    value = first == std::string::npos ? "" : value.substr(first, last - first + 1);
+    const std::string value = trim_blanks(text_.substr(from, line_end - from));
     return value.find_first_of(" \t\"'<[{,") == std::string::npos ? value : std::string();
   }
 
@@ -361,6 +356,13 @@ std::string too_large(std::uint64_t bytes) {
 }
 
 } // namespace
+
+std::string trim_blanks(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos)
+    return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
 
 std::string file_kind(mode_t mode) {
   if (S_ISDIR(mode))
@@ -512,9 +514,7 @@ std::string check_value(const std::string& value, std::size_t known_keys) {
   std::vector<std::string> elements;
   std::istringstream in(list);
   for (std::string element; std::getline(in, element, ',');) {
-    const auto first = element.find_first_not_of(" \t");
-    const auto last = element.find_last_not_of(" \t");
-    element = first == std::string::npos ? "" : element.substr(first, last - first + 1);
+    element = trim_blanks(element);
     const std::size_t digit = !element.empty() && (element[0] == '-' || element[0] == '+') ? 1 : 0;
     if (element.size() <= digit || std::isdigit(static_cast<unsigned char>(element[digit])) == 0 ||
         element.find_first_not_of("0123456789abcdefABCDEFxXoO.+-", digit) != std::string::npos)

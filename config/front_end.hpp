@@ -22,6 +22,9 @@ namespace herd::config {
 /// pipe)", "a character device", ...), from its st_mode. The data loaders say it too.
 std::string file_kind(mode_t mode);
 
+/// `text` without the spaces and tabs at its two ends (INI's blanks; a line's end is not one).
+std::string trim_blanks(const std::string& text);
+
 /// The text of the configuration file at `path`, or why it cannot be read. Anything but a regular
 /// file (a FIFO, a directory, a device) is refused without being read, and no more than
 /// max_config_bytes are read.

@@ -167,10 +167,7 @@ std::string line_hint(const checked_text& checked, int line) {
     else
       value += c;
   }
-  const auto first = value.find_first_not_of(" \t");
-  value = first == std::string::npos
-              ? ""
-              : value.substr(first, value.find_last_not_of(" \t") - first + 1);
+  value = trim_blanks(value);
   const std::string name = key.substr(key.find('.') + 1);
   const std::string as_set = key + " = " + value + ": ";
   if (comment == '#')
