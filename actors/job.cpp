@@ -11,6 +11,8 @@
 #include <caf/logger.hpp>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "checkpoint/format.hpp"
@@ -51,6 +53,22 @@ void actors::require_message_types(caf::actor_system& system) {
 }
 
 namespace {
+
+// The threads that shut down the systems of jobs destroyed from their own callbacks (~job), for
+// job::await_detached_shutdowns. Never destroyed: such a thread may outlive main()'s statics.
+struct detached_shutdowns {
+  std::mutex mutex;
+  std::condition_variable done;
+  std::size_t count = 0;
+
+  static detached_shutdowns& instance() {
+    static auto* const shutdowns = new detached_shutdowns;
+    return *shutdowns;
+  }
+};
+
+// More scheduler threads than this for one job's handlers is a mistake, not a setting.
+constexpr std::size_t max_scheduler_threads = 256;
 
 actors::job_setup setup_from(const config::run_config& config,
                              const std::shared_ptr<const models::train_test_split>& data,
@@ -109,6 +127,12 @@ void resume_from(const std::string& path, const config::run_config& config,
 job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data, job_options options) {
   actors::require_message_types(system); // before anything of the job exists (its metrics)
+  if (options.scheduler_threads != 0)
+    throw config::invalid_config({config::config_error{
+        "job_options.scheduler_threads",
+        "job_options.scheduler_threads = " + std::to_string(options.scheduler_threads) +
+            ": a spawned job runs on your actor system's scheduler; size that one "
+            "(scheduler.max-threads, or herd::use_herd_scheduler(config, threads))"}});
   const std::string resume_path = options.resume_from;
   auto setup = setup_from(config, data, std::move(options));
   check_checkpoint_dir(config, resume_path);
@@ -132,6 +156,13 @@ std::unique_ptr<job> job::start(config::run_config config,
                                 std::shared_ptr<const models::train_test_split> data,
                                 job_options options) {
   const std::string resume_path = options.resume_from;
+  const std::size_t scheduler_threads = options.scheduler_threads;
+  if (scheduler_threads > max_scheduler_threads)
+    throw config::invalid_config({config::config_error{
+        "job_options.scheduler_threads",
+        "job_options.scheduler_threads = " + std::to_string(scheduler_threads) + ": at most " +
+            std::to_string(max_scheduler_threads) +
+            " (they only run message handlers; 0 = one per core, from 2 to 8)"}});
   auto setup = setup_from(config, data, std::move(options));
   check_checkpoint_dir(config, resume_path);
   resume_from(resume_path, config, *data, setup);
@@ -141,7 +172,7 @@ std::unique_ptr<job> job::start(config::run_config config,
   add_message_types(own->config);
   // As train_session's: work sharing keeps control-path latency low on few cores; the scheduler
   // only runs message handlers, the compute happens on the workers' own threads.
-  actors::use_herd_scheduler(own->config);
+  actors::use_herd_scheduler(own->config, scheduler_threads);
   own->system = std::make_unique<caf::actor_system>(own->config);
   auto handle = actors::launch_job(*own->system, std::move(plan));
   own->actor = handle.actor;
@@ -162,13 +193,24 @@ job::~job() {
     // in on_finished): the job waits for the callback, and its actor system cannot be shut down
     // from one of its own threads. A thread of its own does that once the job has ended.
     stop();
-    std::thread([own = std::move(own_), state = state_] {
+    auto& pending = detached_shutdowns::instance();
+    {
+      std::lock_guard<std::mutex> guard(pending.mutex);
+      ++pending.count;
+    }
+    std::thread([own = std::move(own_), state = state_, &pending]() mutable {
       {
         std::unique_lock<std::mutex> lock(state->mutex);
         state->ended_signal.wait(lock, [&state] { return state->ended; });
       }
       own->actor = nullptr;
       own->system->await_all_actors_done();
+      // The system and the callbacks (what they capture) go before the count says so.
+      own.reset();
+      state.reset();
+      std::lock_guard<std::mutex> guard(pending.mutex);
+      --pending.count;
+      pending.done.notify_all();
     }).detach();
     return;
   }
@@ -179,6 +221,12 @@ job::~job() {
   }
   own_->actor = nullptr;
   own_->system->await_all_actors_done();
+}
+
+bool job::await_detached_shutdowns(std::chrono::milliseconds timeout) {
+  auto& pending = detached_shutdowns::instance();
+  std::unique_lock<std::mutex> lock(pending.mutex);
+  return pending.done.wait_for(lock, timeout, [&pending] { return pending.count == 0; });
 }
 
 job_status job::status() const {

@@ -78,6 +78,12 @@ struct job_options {
   /// How often on_progress (and progress events) come, and how fresh status()'s counters are;
   /// must be positive (invalid_config).
   std::chrono::milliseconds progress_interval{250};
+
+  /// job::start only: the scheduler threads of the job's own actor system (they run message
+  /// handlers; each worker computes on a thread of its own besides). 0: one per core, from 2 to
+  /// 8. At most 256 (invalid_config, key job_options.scheduler_threads); refused by spawn_job,
+  /// whose job runs on your system's scheduler.
+  std::size_t scheduler_threads = 0;
 };
 
 enum class job_state {
@@ -142,6 +148,13 @@ public:
   /// down once it has ended. The facade of a spawned job (herd::spawn_job) leaves the job alone: it
   /// runs on in the caller's system.
   ~job();
+
+  /// Waits up to `timeout` for the threads that shut down the systems of jobs destroyed from their
+  /// own callbacks (above) to finish that: true once none is left (at once when there was none).
+  /// For a service before it returns from main(), so that no such shutdown still runs while the
+  /// process's static objects are destroyed. Never throws.
+  static bool await_detached_shutdowns(std::chrono::milliseconds timeout);
+
   job(const job&) = delete;
   job& operator=(const job&) = delete;
 

@@ -312,6 +312,43 @@ TEST(job_actor, a_system_on_herds_scheduler_runs_a_job_to_its_end) {
   EXPECT_GT(herd::actors::scheduler_wakes(system), 0u);
 }
 
+// A spawned job runs on the caller's scheduler: a thread count for it is a mistake, said so.
+TEST_F(caller_system, a_scheduler_thread_count_is_refused_naming_whose_scheduler_to_size) {
+  auto options = quick("sized");
+  options.scheduler_threads = 2;
+  try {
+    spawn(short_run(), options, synthetic(960));
+    FAIL() << "spawn_job accepted job_options.scheduler_threads";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u) << refused.what();
+    EXPECT_EQ(refused.errors().front().key, "job_options.scheduler_threads");
+    EXPECT_NE(std::string(refused.what()).find("use_herd_scheduler"), std::string::npos)
+        << refused.what();
+  }
+}
+
+// A facade job's own system has the scheduler threads it is given: two jobs one after the other,
+// alike but for that count, differ in the process's threads by exactly the difference.
+TEST(job_facade, scheduler_threads_size_its_own_systems_scheduler) {
+  auto threads_while_running = [](std::size_t scheduler_threads) {
+    auto options = quick("sized");
+    options.scheduler_threads = scheduler_threads;
+    auto job = herd::job::start(long_run(), synthetic(960), options);
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (job->status().rounds == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    EXPECT_GT(job->status().rounds, 0u) << "the job made no progress";
+    const std::size_t threads = threads_of_this_process();
+    job->abort();
+    EXPECT_TRUE(job->wait_for(60s)) << "the job did not end within 60 s of abort()";
+    job.reset(); // its system and every thread of it gone before the next one
+    return threads;
+  };
+  const std::size_t one = threads_while_running(1);
+  const std::size_t six = threads_while_running(6);
+  EXPECT_EQ(six - one, 5u) << one << " threads with 1 scheduler thread, " << six << " with 6";
+}
+
 // ... before anything of the job exists: its series in the service's registry would show workers
 // up forever.
 TEST(job_actor, a_system_without_herds_message_types_is_refused_clearly) {
@@ -592,7 +629,10 @@ TEST(job_facade, a_job_destroyed_from_its_own_on_finished_goes_without_hanging) 
   // Its actor system goes too, on a thread of its own. That thread used to wait, in the system's
   // destructor, for the thread that started the job to let go of the system's logger (made its
   // current one when the system was made), which happened only when it made another system.
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  EXPECT_TRUE(herd::job::await_detached_shutdowns(30s))
+      << "the dropped job's actor system was not shut down within 30 s";
+  // After its last statement the thread itself takes a moment to end.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (threads_of_this_process() > threads_before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(10ms);
   EXPECT_LE(threads_of_this_process(), threads_before)
@@ -698,6 +738,11 @@ TEST(job_facade, options_no_job_can_use_are_refused_naming_them) {
               0u)
         << interval.count();
   }
+
+  auto crowded = quick();
+  crowded.scheduler_threads = 257;
+  const auto threads = key_of_refusal(synthetic(960), crowded);
+  EXPECT_EQ(threads.rfind("job_options.scheduler_threads | ", 0), 0u) << threads;
 
   auto without_test = std::make_shared<herd::models::train_test_split>(*synthetic(960));
   without_test->test = herd::models::dataset{};
