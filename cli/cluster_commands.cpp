@@ -169,7 +169,7 @@ int run_coordinator(const std::vector<std::string>& args) {
                                 [&session] { session->request_stop(); },
                                 [&session] { return session->started(); }},
                                printer, effective, parsed.report_file);
-  return status;
+  return serve_final_metrics("coordinator", *prepared, status);
 }
 
 int run_node_command(const std::vector<std::string>& args) {

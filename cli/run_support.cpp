@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <sys/stat.h>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 #include "checkpoint/format.hpp"
@@ -199,8 +200,14 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   if (auto note = bucket_layout_note(run.config, *run.model); !note.empty())
     std::cerr << "herd " << command << ": note: " << note << '\n';
   // Before the session: a port in use is bad input, found before any training.
-  if (run.config.metrics.port != 0)
+  if (run.config.metrics.port != 0) {
     run.metrics = std::make_shared<monitoring::registry>();
+    run.run_finished =
+        &run.metrics
+             ->add_gauge("herd_run_finished", "1 once the process's run has ended without failing: "
+                                              "it exits as asked, not by a crash")
+             .add({{"job", run.config.metrics.job}});
+  }
   try {
     run.endpoint = open_metrics_endpoint(run.config, run.metrics);
   } catch (const std::invalid_argument& bad) {
@@ -291,6 +298,25 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
   if (!summary->final_checkpoint_error.empty())
     return exit_run_failed;
   return exit_ok;
+}
+
+int serve_final_metrics(const std::string& command, const prepared_run& run, int status) {
+  if (!run.endpoint)
+    return status;
+  run_has_ended();
+  // A failed run stays unfinished: its process going away is worth a page.
+  if (status == exit_ok || status == exit_interrupted)
+    run.run_finished->set(1.0);
+  const double linger = run.config.metrics.linger_seconds;
+  if (linger <= 0.0 || stopped_after_run())
+    return status;
+  // One line within 80 columns; a stop signal (Ctrl-C) ends the wait, as a user would try.
+  std::cout << "herd " << command << ": serving the final metrics " << linger
+            << " s more (metrics.linger-seconds)" << std::endl;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(linger);
+  while (std::chrono::steady_clock::now() < deadline && !stopped_after_run())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return status;
 }
 
 std::string checkpoint_dir_problem(const config::run_config& config,

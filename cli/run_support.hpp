@@ -46,6 +46,9 @@ struct prepared_run {
   double load_seconds = 0.0;
   std::shared_ptr<monitoring::registry> metrics; // null when metrics.port is 0
   std::unique_ptr<monitoring::metrics_endpoint> endpoint;
+  /// herd_run_finished{job}: 0 while the run goes on, 1 once it has ended without failing (the
+  /// process is about to exit as asked); null when metrics.port is 0.
+  monitoring::gauge* run_finished = nullptr;
 };
 
 /// prepare_run()'s answer: the run's inputs or, without them, the exit status to end with (the
@@ -111,5 +114,11 @@ struct run_handle {
 /// prints only why, with no report.
 int await_run(const std::string& command, const run_handle& run, progress_printer& printer,
               const config::run_config& config, const std::string& report_file);
+
+/// After await_run() gave `status`: with a metrics endpoint, sets herd_run_finished to 1 unless
+/// the run failed (status 0 or 130), says so, and serves the final metrics for
+/// metrics.linger-seconds, so that Prometheus scrapes the run's end before the process goes (a
+/// stop signal ends the wait). Returns `status`.
+int serve_final_metrics(const std::string& command, const prepared_run& run, int status);
 
 } // namespace herd::cli

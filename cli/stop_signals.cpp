@@ -16,8 +16,14 @@ constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
 std::atomic<bool> stop_flag{false};
 std::atomic<int> first_signal{0};
+std::atomic<bool> run_ended{false};
+std::atomic<bool> stop_after_run{false};
 
 extern "C" void on_stop_signal(int signal) {
+  if (run_ended.load()) { // nothing left to abort: the signal only ends the final wait
+    stop_after_run.store(true);
+    return;
+  }
   const int saved_errno = errno;
   int none = 0;
   first_signal.compare_exchange_strong(none, signal);
@@ -55,6 +61,14 @@ void install_stop_signals() {
       continue;
     sigaction(signal, &action, nullptr);
   }
+}
+
+void run_has_ended() {
+  run_ended.store(true);
+}
+
+bool stopped_after_run() {
+  return stop_after_run.load();
 }
 
 bool stop_signalled() {

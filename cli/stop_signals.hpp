@@ -2,7 +2,7 @@
 // installs the handlers before it reads an argument; they only set a flag. Before the run starts
 // the commands check the flag between their steps and end with exit status 130 without training;
 // once the run is going, await_run() (or the node's leave poll) turns it into a stop request. A
-// second signal ends the process at once.
+// second signal ends the process at once, unless the run has ended (run_has_ended()).
 #pragma once
 
 #include <atomic>
@@ -22,6 +22,14 @@ const std::atomic<bool>& stop_signal_flag();
 
 /// "SIGINT", "SIGTERM" or "SIGHUP": the first stop signal that arrived; "a signal" before any.
 std::string stop_signal_name();
+
+/// The run has ended and its summary, report and final checkpoint are written: from here on a
+/// stop signal, first or second, only sets the flag stopped_after_run() reads (the process
+/// serves its final metrics a while longer, and a signal ends that wait).
+void run_has_ended();
+
+/// True once a stop signal arrived after run_has_ended().
+bool stopped_after_run();
 
 /// For the steps before a run starts: when a stop signal has arrived, prints one line,
 /// "herd <command>: interrupted by SIGINT before the run started; nothing was trained", and

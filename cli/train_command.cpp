@@ -126,12 +126,13 @@ int run_train(const std::vector<std::string>& args) {
   if (interrupted_before_run("train"))
     return exit_interrupted;
   session->start();
-  return await_run(
+  const int status = await_run(
       "train",
       {[&session](std::chrono::milliseconds timeout) { return session->wait_for(timeout); },
        [&session] { session->request_stop(); },
        {}},
       printer, config, parsed.report_file);
+  return serve_final_metrics("train", *prepared, status);
 }
 
 } // namespace

@@ -198,6 +198,10 @@ const std::vector<key_spec>& keys() {
         "metrics.window-seconds", "real",
         "recent window of step times behind the straggler score and imbalance ratio",
         [](auto& c) -> auto& { return c.metrics.window_seconds; }));
+    k.push_back(make_key<double>(
+        "metrics.linger-seconds", "real",
+        "serve the final metrics this long after the run ends (0 = exit at once)",
+        [](auto& c) -> auto& { return c.metrics.linger_seconds; }));
     // Keys of one section must stay together: to_ini() writes a header whenever the section
     // changes.
     add_partial_keys(k, "solo", &run_config::solo);

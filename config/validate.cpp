@@ -423,6 +423,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.metrics.window_seconds >= 1.0 && config.metrics.window_seconds <= 3600.0,
                 "metrics.window-seconds", config.metrics.window_seconds,
                 "must lie between 1 and 3600 seconds");
+  check.require(config.metrics.linger_seconds >= 0.0 && config.metrics.linger_seconds <= 3600.0,
+                "metrics.linger-seconds", config.metrics.linger_seconds,
+                "must lie between 0 and 3600 seconds");
   check_partial(check, "solo", config.solo);
   check_partial(check, "majority", config.majority);
   check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",

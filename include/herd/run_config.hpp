@@ -60,6 +60,8 @@ struct metrics_section {
   std::string bind = "127.0.0.1"; // metrics.bind: the address it listens on
   std::string job = "herd";       // metrics.job: the `job` label of every metric
   double window_seconds = 30.0;   // metrics.window-seconds: recent window of the straggler score
+  double linger_seconds = 10.0;   // metrics.linger-seconds: `herd train` and `herd coordinator`
+                                  // serve the final metrics this long after the run ends
 };
 
 /// Settings of one partial-collective algorithm (sections [solo], [majority], [quorum]);
