@@ -122,7 +122,8 @@ bool isolation_guard::intervention_due() const {
     return false;
   const std::size_t every = period();
   const std::size_t left = every > groups_since_connected_ ? every - groups_since_connected_ : 0;
-  return left <= components_ - 1;
+  // A group of g members from g components makes g - 1 merges.
+  return left <= min_connecting_groups(components_, static_cast<std::size_t>(group_size_));
 }
 
 bool isolation_guard::same_component(int a, int b) const {
@@ -304,8 +305,12 @@ std::vector<group_decision> preduce_policy::form_groups() {
       decisions.push_back(make_group(std::move(everyone), round_kind::full_sync));
       continue;
     }
+    const bool window_passed = now_ - queue_.front().since >= settings_.wait_window_seconds;
     if (guard_.intervention_due()) {
       if (auto positions = guarded_group()) {
+        // As an ordinary group: `size` members, or as many as came within the wait window.
+        if (queue_.size() < size && !window_passed)
+          break;
         guard_waiting_since_.reset();
         ++interventions_;
         decisions.push_back(make_group(std::move(*positions), round_kind::partial));
@@ -322,7 +327,6 @@ std::vector<group_decision> preduce_policy::form_groups() {
         break;
       guard_waiting_since_.reset(); // waited long enough: an ordinary group this time
     }
-    const bool window_passed = now_ - queue_.front().since >= settings_.wait_window_seconds;
     const bool alone = live_.size() == 1;
     if (queue_.size() < size && !(window_passed && queue_.size() >= 2) && !alone)
       break;

@@ -63,7 +63,8 @@ public:
   bool record_group(const std::vector<int>& members);
 
   /// True when the next group must join components: the groups left in this period are no more
-  /// than the merges still needed (components - 1; a group of two merges at most one).
+  /// than the groups the merges still needed take, min_connecting_groups(components, group_size)
+  /// (a group of g members merges at most g - 1 components).
   bool intervention_due() const;
 
   template <class Archive>
@@ -105,7 +106,8 @@ preduce_settings preduce_settings_of(const config::preduce_section& section);
 /// in flight at once; a worker is in at most one (its next arrival can reach the coordinator
 /// before its group's completion: it is held until then, and queued in arrival order). When the
 /// isolation guard says so, the group is built across components: the oldest queued worker, then
-/// the oldest queued worker of each other component, then the rest in queue order; if no other
+/// the oldest queued worker of each other component, then the rest in queue order, once
+/// `group_size` workers are queued or the wait window has passed, as for any group; if no other
 /// component has a queued worker, the group waits for one at most `connect_wait_seconds`, then
 /// forms as usual. Every `sync_every` groups a global average of all live workers follows, once
 /// they all are queued (no partial group forms meanwhile). A group's decision carries its members'

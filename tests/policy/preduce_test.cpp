@@ -442,6 +442,48 @@ TEST(preduce_isolation, the_guard_connects_every_worker_within_connect_every_gro
   }
 }
 
+// 64 workers, 8 of them 5x faster, groups of 8, the automatic guard (a period of 36 groups): the
+// same eight slow workers arrive together every time, so only the guard connects them. The guard
+// once counted one merge per group whatever its size: due from the period's start, it built every
+// group, at two members (a mean of 2.3), and still left everyone unconnected for 62 groups. Now
+// it steps in late enough to leave groups of about 8 (6.6 here: the wait window cuts some short),
+// in a few groups, and everyone is connected within the period or a few groups after it (the
+// queued workers may span fewer components than a group could merge).
+TEST(preduce_isolation, the_automatic_guard_keeps_large_groups_large) {
+  preduce_settings settings = plain_settings(8, 0.5);
+  settings.connect_every = -1;
+  settings.connect_wait_seconds = 10.0;
+  const auto step = [](int worker) { return worker < 8 ? 1.0 : 5.0; };
+  scripted_cluster cluster(settings, 64, step);
+  cluster.run_until(600);
+  ASSERT_FALSE(HasFatalFailure());
+  const std::size_t period = isolation_guard::automatic_connect_every(64, 8);
+  EXPECT_EQ(period, 36u) << "max(16, 4 * ceil(63 / 7))";
+  components connected(iota(64));
+  std::size_t members = 0;
+  std::size_t since_connected = 0;
+  std::size_t connections = 0;
+  for (std::size_t i = 0; i < cluster.log().size(); ++i) {
+    const auto& group = cluster.log()[i].members;
+    members += group.size();
+    connected.merge(group);
+    since_connected += 1;
+    if (connected.count() == 1) {
+      connections += 1;
+      since_connected = 0;
+      connected.reset();
+    } else {
+      ASSERT_LE(since_connected, period + period / 4)
+          << "group " << i << ": " << since_connected << " groups without full connectivity";
+    }
+  }
+  const double mean = static_cast<double>(members) / static_cast<double>(cluster.log().size());
+  EXPECT_GE(mean, 6.0) << "mean group size with groups of 8";
+  EXPECT_GE(connections, 600u / (period + period / 4));
+  EXPECT_GT(cluster.policy().interventions(), 0u) << "the same groups form again without it";
+  EXPECT_LT(cluster.policy().interventions(), cluster.log().size() / 10);
+}
+
 // Four workers, connect_every 4: once workers 0 and 1 have paired twice (components {0,1}, {2},
 // {3}), the two groups left in the period must make the two merges still needed.
 preduce_settings guarded_settings() {
@@ -485,6 +527,30 @@ TEST(preduce_isolation, a_guarded_group_takes_the_oldest_worker_of_another_compo
   EXPECT_TRUE(third[0].intervention);
   EXPECT_EQ(policy.interventions(), 2u);
   EXPECT_EQ(policy.queued(), 0u);
+}
+
+// Six workers in groups of 4, connect_every 2: two groups must connect them (ceil(5 / 3)), so
+// the guard is due from the start; its group still waits for 4 workers (or the wait window), as
+// any group does, rather than forming as soon as two components are queued.
+TEST(preduce_isolation, a_guarded_group_waits_for_a_full_group_like_any_other) {
+  preduce_settings settings = plain_settings(4, 10.0);
+  settings.connect_every = 2;
+  preduce_policy policy(settings);
+  policy.set_live_workers(iota(6));
+  EXPECT_TRUE(policy.on_ready(ready(0, 1, 0.1)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(1, 1, 0.2)).empty()) << "two components, but not 4 workers";
+  EXPECT_TRUE(policy.on_ready(ready(2, 1, 0.3)).empty());
+  const auto group = policy.on_ready(ready(3, 1, 0.4));
+  ASSERT_EQ(group.size(), 1u);
+  EXPECT_EQ(sorted(group[0].members), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(group[0].intervention);
+  // With the wait window passed, the guard takes what is queued.
+  EXPECT_TRUE(policy.on_ready(ready(4, 1, 1.0)).empty());
+  EXPECT_TRUE(policy.on_ready(ready(5, 1, 1.1)).empty());
+  const auto late = policy.on_time(11.0);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(sorted(late[0].members), (std::vector<int>{4, 5}));
+  EXPECT_TRUE(late[0].intervention);
 }
 
 TEST(preduce_isolation, a_guarded_group_forms_as_usual_after_connect_wait) {
