@@ -126,6 +126,35 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
   return parsed;
 }
 
+namespace {
+
+// `herd train --resume PATH` without checkpoint.dir set: the resumed run saves its checkpoints
+// where it resumes from (PATH, or the directory of a file); a run that went on saving nothing would
+// lose what it trains, with only a "changed since the checkpoint" line to say so. A checkpoint.dir
+// set to "" on purpose stays; a PATH that does not exist is left to the resume's own refusal. Says
+// what it did, or nothing.
+std::string resume_saves_where_it_resumes(config::run_config& config, const run_arguments& parsed,
+                                          const config::value_origins& origins) {
+  const auto resume = parsed.options.find("--resume");
+  if (resume == parsed.options.end() || config.checkpoint.enabled() ||
+      origins.count("checkpoint.dir") != 0)
+    return {};
+  std::error_code failed;
+  const std::filesystem::path path(resume->second);
+  std::filesystem::path directory;
+  if (std::filesystem::is_directory(path, failed))
+    directory = path;
+  else if (std::filesystem::is_regular_file(path, failed))
+    directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  else
+    return {};
+  config.checkpoint.dir = directory.string();
+  return "checkpoint.dir = \"" + config.checkpoint.dir +
+         "\", where --resume found the checkpoint: the run saves there too";
+}
+
+} // namespace
+
 run_preparation prepare_run(const std::string& command, const run_arguments& parsed,
                             const settings_check& check) {
   const auto bad_input = [] { return run_preparation{std::nullopt, exit_bad_input}; };
@@ -150,6 +179,11 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     std::cerr << "herd " << command << ": " << bad.what() << '\n';
     return bad_input();
   }
+  // herd train only: a coordinator's checkpoint.dir is the nodes' too, on machines of their own.
+  if (auto note = command == "train" ? resume_saves_where_it_resumes(run.config, parsed, origins)
+                                     : std::string();
+      !note.empty())
+    std::cerr << "herd " << command << ": note: " << note << '\n';
   if (parsed.print_config) { // the settings as they would run (secrets left out), nothing loaded
     if (command == "coordinator")
       std::cout << "; herd coordinator: train.workers is the sum of the nodes' --workers once\n"
@@ -268,6 +302,9 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
     return summary->stop_reason == "interrupted" ? exit_interrupted : exit_run_failed;
   }
   print_summary(std::cout, *summary);
+  if (!config.checkpoint.enabled()) // the final checkpoint line says where it is otherwise
+    std::cout
+        << "\nmodel not saved: set checkpoint.dir to keep it (for herd predict and --resume)\n";
   if (!report_file.empty()) {
     const auto report = report_json(*summary, config, keys_of(command));
     try {

@@ -1292,6 +1292,56 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
 
 // Resumed from a checkpoint that has trained train.epochs already, a run evaluates and ends: it
 // says so, rather than showing "epoch 2.50/1" and ending.
+// A run without checkpoint.dir says its model is not saved; one resumed without it saves where
+// it resumed from (it used to train on and save nothing), unless checkpoint.dir is set, to ""
+// too, and a file given to --resume saves beside it.
+TEST_F(herd_cli, a_resumed_run_saves_where_it_resumed_from_unless_told_otherwise) {
+  const auto checkpoints = path("kept");
+  const std::vector<std::string> run = {"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                                        "--train.workers=2", "--train.epochs=1"};
+  auto first = run;
+  first.push_back("--checkpoint.dir=" + checkpoints);
+  const auto trained = herd(first);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_THAT(trained.output, Not(HasSubstr("model not saved")));
+  const auto count = [&checkpoints] {
+    return std::distance(std::filesystem::directory_iterator(checkpoints),
+                         std::filesystem::directory_iterator());
+  };
+  ASSERT_EQ(count(), 1);
+
+  auto resumed = run;
+  resumed.back() = "--train.epochs=2";
+  resumed.insert(resumed.end(), {"--resume", checkpoints});
+  const auto going_on = herd(resumed);
+  EXPECT_EQ(going_on.exit_code, 0) << going_on.output;
+  EXPECT_THAT(going_on.output, HasSubstr("note: checkpoint.dir = \"" + checkpoints +
+                                         "\", where --resume found the checkpoint"));
+  EXPECT_THAT(going_on.output, Not(HasSubstr("model not saved")));
+  EXPECT_EQ(count(), 2) << going_on.output;
+
+  const auto newest = [&checkpoints] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+      names.push_back(entry.path().string());
+    return *std::max_element(names.begin(), names.end());
+  };
+  resumed[4] = "--train.epochs=3";
+  resumed.back() = newest();
+  const auto from_file = herd(resumed);
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.output;
+  EXPECT_EQ(count(), 3) << from_file.output;
+
+  resumed[4] = "--train.epochs=4";
+  resumed.back() = newest();
+  resumed.push_back("--checkpoint.dir=");
+  const auto unsaved = herd(resumed);
+  EXPECT_EQ(unsaved.exit_code, 0) << unsaved.output;
+  EXPECT_THAT(unsaved.output, Not(HasSubstr("where --resume found")));
+  EXPECT_THAT(unsaved.output, HasSubstr("model not saved: set checkpoint.dir to keep it"));
+  EXPECT_EQ(count(), 3) << unsaved.output;
+}
+
 TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
   const auto checkpoints = path("done");
   const std::vector<std::string> run = {"train",
