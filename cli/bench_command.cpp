@@ -375,7 +375,7 @@ std::string bench_help() {
          "  random      each step a quarter of the workers, chosen by a shared seeded generator,\n"
          "              are delayed by --random-delay-ms\n"
          "  persistent  workers 0 .. P/4-1 run 3x slower\n"
-         "  lognormal   every step time multiplied by LogNormal(0, 0.5) noise\n\n"
+         "  lognormal   every step time multiplied by max(1, LogNormal(0, 0.5))\n\n"
          "Every run trains train.epochs epochs (it does not stop at the target), so final\n"
          "accuracies compare at equal epochs. Ctrl-C (SIGTERM, SIGHUP) stops the run under way\n"
          "and writes the table, results.csv and results.json of the runs that finished, without\n"

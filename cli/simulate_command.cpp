@@ -109,7 +109,7 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
       << std::setw(12) << "steps/s" << std::setw(11) << "applied/s" << std::setw(9) << "vs sync"
       << std::setw(8) << "idle" << std::setw(11) << "waited/bar" << std::setw(9) << "group"
       << std::setw(16) << "staleness" << std::setw(10) << "rounds/s" << std::setw(8) << "late"
-      << std::setw(9) << "sim s" << '\n';
+      << std::setw(9) << "host s" << '\n';
   for (const auto& c : cells) {
     const auto& r = c.result;
     const auto base = sync.find(r.workers);
@@ -136,7 +136,7 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
          "time between steps over P x the simulated time; waited/bar: idle time over what a\n"
          "barrier would have imposed on the same steps; group: mean members per round;\n"
          "staleness: mean (max), in rounds (rd, gradients) or steps (st, models); late: steps\n"
-         "whose round closed without them; sim s: what simulating the cell took here.\n";
+         "whose round closed without them; host s: what simulating the cell took here.\n";
 }
 
 nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,

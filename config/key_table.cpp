@@ -278,7 +278,8 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.imbalance.factor; }));
     k.push_back(make_key<double>(
         "imbalance.sigma", "real",
-        "lognormal: sigma of the LogNormal(0, sigma) multiplier of every step time",
+        "lognormal: sigma of the LogNormal(0, sigma) multiplier of every step time (below 1 "
+        "counts as 1)",
         [](auto& c) -> auto& { return c.imbalance.sigma; }));
     k.push_back(make_key<std::vector<int>>(
         "simulate.workers", "integer list",
