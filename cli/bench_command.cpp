@@ -317,6 +317,8 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<ben
     all.push_back({{"scenario", run.scenario},
                    {"algorithm", run.algorithm},
                    {"repetition", run.repetition},
+                   {"train_seed", run.train_seed},
+                   {"imbalance_seed", run.imbalance_seed},
                    {"imbalance", run.summary.imbalance},
                    {"seconds_to_target", optional(run.summary.time_to_target_seconds)},
                    {"final_accuracy", optional(run.summary.final_test_accuracy)},
@@ -361,7 +363,9 @@ std::string bench_help() {
          "                           allowed: "
       << join(known_scenarios)
       << ")\n"
-         "  --repeat N               runs per cell; the table shows medians (default 1)\n"
+         "  --repeat N               runs per cell (default 1); the table shows medians;\n"
+         "                           repetition r runs with train.seed + r and\n"
+         "                           imbalance.seed + r\n"
          "  --out DIR                output directory (default bench-results)\n"
          "  --random-delay-ms MS     the random scenario's delay (default: four undelayed step\n"
          "                           times: sync's wall time per step per worker, measured\n"
@@ -500,11 +504,19 @@ int run_bench(const std::vector<std::string>& raw) {
         config.train.algorithm = algorithm;
         config.imbalance =
             scenario_imbalance(scenario, job.train.workers, delay_ms.value_or(0.0), job.imbalance);
+        // Each repetition its own initialisation, batch order and delays (all algorithms of one
+        // repetition the same), so that repetitions measure the spread of results, not timing
+        // noise alone: with one seed, sync's repetitions ended identical.
+        const auto step = static_cast<std::uint64_t>(repetition);
+        config.train.seed = job.train.seed + step;
+        config.imbalance.seed = job.imbalance.seed + step;
         std::cout << "[" << runs.size() + 1 << "/" << total << "] " << scenario << " / "
                   << algorithm << " ..." << std::flush;
         if (stop_signalled())
           return interrupted_bench(runs, args, job, delay_ms);
-        bench_run result{scenario, algorithm, repetition, run_one(config, data, args.snapshot_ms)};
+        bench_run result{scenario,          algorithm,
+                         repetition,        run_one(config, data, args.snapshot_ms),
+                         config.train.seed, config.imbalance.seed};
         if (result.summary.stop_reason == "interrupted") {
           std::cout << " interrupted" << std::endl;
           return interrupted_bench(runs, args, job, delay_ms);

@@ -5,6 +5,7 @@
 
 #include "herd/run_summary.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -18,6 +19,8 @@ struct bench_run {
   std::string algorithm;
   int repetition = 0;
   actors::run_summary summary;
+  std::uint64_t train_seed = 0;     // train.seed of the run: the job's plus the repetition
+  std::uint64_t imbalance_seed = 0; // imbalance.seed of the run, likewise
 };
 
 /// The median of `values`; none when there are none.

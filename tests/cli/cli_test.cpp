@@ -884,8 +884,12 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
   const auto results = nlohmann::json::parse(json);
   ASSERT_EQ(results["runs"].size(), 8u);
   EXPECT_GT(results["random_delay_ms"].get<double>(), 0.0);
-  for (const auto& run : results["runs"])
+  for (const auto& run : results["runs"]) {
     EXPECT_FALSE(run["accuracy_over_time"].empty()) << run["algorithm"];
+    // Each repetition its own seeds, train.seed and imbalance.seed (both 1 here) plus r.
+    EXPECT_EQ(run["train_seed"].get<int>(), 1 + run["repetition"].get<int>()) << run;
+    EXPECT_EQ(run["imbalance_seed"].get<int>(), 1 + run["repetition"].get<int>()) << run;
+  }
   EXPECT_EQ(results["table"][0]["speedup_vs_sync"].get<double>(), 1.0);
   // The plotted curves against the runs' own reports: every point on a run's own clock (within
   // its wall time), the median, least and greatest of the repetitions begun by then, those that
