@@ -107,8 +107,22 @@ void check_partial(checker& check, const std::string& section, const partial_sec
                 "unknown mode; allowed: " + join(known_missing_member_modes()));
 }
 
-// An explicit connect-every is checked against train.workers only when both are valid themselves.
-void check_preduce(checker& check, const preduce_section& preduce, int workers) {
+// The job size an algorithm's settings must fit, and how a message names it: train.workers for a
+// run; for herd simulate's sweep (which never runs train.workers), the size of the sweep that is
+// hardest for the setting. 0 when that size is itself refused.
+struct job_size {
+  int workers = 0;
+  std::string name; // "train.workers = 4", "simulate.workers' P = 8"
+};
+
+job_size sized(int workers, bool swept) {
+  return {workers,
+          (swept ? "simulate.workers' P = " : "train.workers = ") + std::to_string(workers)};
+}
+
+// An explicit connect-every is checked against the job's size only when both are valid.
+void check_preduce(checker& check, const preduce_section& preduce, const job_size& job) {
+  const int workers = job.workers;
   check.require(preduce.group_size >= 2 && preduce.group_size <= 4096, "preduce.group-size",
                 preduce.group_size, "must be between 2 and 4096 workers");
   check.require(preduce.wait_window_ms >= 0.0 && preduce.wait_window_ms <= 600000.0,
@@ -120,12 +134,12 @@ void check_preduce(checker& check, const preduce_section& preduce, int workers) 
   check.require(preduce.connect_every >= -1 && preduce.connect_every <= 1000000,
                 "preduce.connect-every", preduce.connect_every,
                 "must be between 1 and 1000000 groups, -1 (automatic) or 0 (guard off)");
-  if (preduce.connect_every > 0 && preduce.group_size >= 2 && workers >= 1 && workers <= 1024) {
+  if (preduce.connect_every > 0 && preduce.group_size >= 2 && workers >= 1) {
     const std::size_t needed = min_connecting_groups(static_cast<std::size_t>(workers),
                                                      static_cast<std::size_t>(preduce.group_size));
     check.require(static_cast<std::size_t>(preduce.connect_every) >= needed,
                   "preduce.connect-every", preduce.connect_every,
-                  "cannot be met: connecting train.workers = " + std::to_string(workers) +
+                  "cannot be met: connecting " + job.name +
                       " workers in groups of preduce.group-size = " +
                       std::to_string(preduce.group_size) + " takes at least " +
                       std::to_string(needed) + " groups (ceil((P - 1) / (g - 1))); set at least " +
@@ -138,8 +152,9 @@ void check_preduce(checker& check, const preduce_section& preduce, int workers) 
                 preduce.sync_every, "must be between 0 (never) and 1000000 groups");
 }
 
-// The group size is checked against train.workers only when that is valid itself.
-void check_wagma(checker& check, const wagma_section& wagma, int workers) {
+// The group size is checked against the job's size only when that is valid itself.
+void check_wagma(checker& check, const wagma_section& wagma, const job_size& job) {
+  const int workers = job.workers;
   const bool power_of_two =
       wagma.group_size > 0 && (wagma.group_size & (wagma.group_size - 1)) == 0;
   check.require(wagma.group_size == 0 || (power_of_two && wagma.group_size <= 4096),
@@ -148,10 +163,10 @@ void check_wagma(checker& check, const wagma_section& wagma, int workers) {
   int padded = 1;
   while (padded < workers)
     padded *= 2;
-  if (workers >= 1 && workers <= 1024 && power_of_two)
+  if (workers >= 1 && power_of_two)
     check.require(wagma.group_size <= padded, "wagma.group-size", wagma.group_size,
-                  "exceeds train.workers = " + std::to_string(workers) +
-                      " rounded up to a power of two (" + std::to_string(padded) + ")");
+                  "exceeds " + job.name + " rounded up to a power of two (" +
+                      std::to_string(padded) + ")");
   check.require(wagma.sync_every >= 0 && wagma.sync_every <= 1000000, "wagma.sync-every",
                 wagma.sync_every, "must be between 0 (never) and 1000000 steps");
   check.require(contains(known_wagma_blends(), wagma.blend), "wagma.blend", quoted(wagma.blend),
@@ -431,8 +446,21 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",
                 config.quorum.fraction, "must lie in (0, 1]");
   check_partial(check, "quorum", config.quorum);
-  check_preduce(check, config.preduce, train.workers);
-  check_wagma(check, config.wagma, train.workers);
+  // herd simulate's sweep: preduce's period against its largest P (the most groups to connect),
+  // wagma's group against its smallest (the fewest workers to group).
+  const auto& swept = config.simulate.workers;
+  const bool sweep_valid = !swept.empty() && std::all_of(swept.begin(), swept.end(), [](int size) {
+    return size >= 1 && size <= 65536;
+  });
+  const bool run_valid = train.workers >= 1 && train.workers <= 1024;
+  check_preduce(check, config.preduce,
+                swept.empty()
+                    ? sized(run_valid ? train.workers : 0, false)
+                    : sized(sweep_valid ? *std::max_element(swept.begin(), swept.end()) : 0, true));
+  check_wagma(check, config.wagma,
+              swept.empty()
+                  ? sized(run_valid ? train.workers : 0, false)
+                  : sized(sweep_valid ? *std::min_element(swept.begin(), swept.end()) : 0, true));
   check_local_sgd(check, config.local_sgd);
   check.require(std::isfinite(config.async.lr) && config.async.lr >= 0.0 && config.async.lr <= 100.0,
                 "async.lr", config.async.lr,

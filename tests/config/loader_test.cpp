@@ -692,6 +692,20 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.workers=256", "--preduce.group-size=4",
                                "--preduce.connect-every=84"}),
               HasSubstr("takes at least 85 groups"));
+  // herd simulate's sweep never runs train.workers: wagma's group must fit its smallest P,
+  // preduce's period connect its largest.
+  EXPECT_EQ(load("", {"--simulate.workers=[64,128]", "--wagma.group-size=16"}).wagma.group_size,
+            16);
+  EXPECT_THAT(
+      first_error("", {"--simulate.workers=[8,64]", "--wagma.group-size=16", "--train.workers=64"}),
+      HasSubstr("wagma.group-size = 16 (command line): exceeds simulate.workers' P = 8 "
+                "rounded up to a power of two (8)"));
+  EXPECT_THAT(first_error("", {"--simulate.workers=[4,64]", "--preduce.connect-every=20"}),
+              HasSubstr("cannot be met: connecting simulate.workers' P = 64 workers"));
+  EXPECT_EQ(
+      load("", {"--simulate.workers=[4,16]", "--preduce.connect-every=20", "--train.workers=64"})
+          .preduce.connect_every,
+      20);
   for (const char* every : {"31", "0", "-1"})
     EXPECT_EQ(load("", {"--train.workers=32", std::string("--preduce.connect-every=") + every})
                   .preduce.connect_every,
