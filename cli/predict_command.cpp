@@ -77,6 +77,19 @@ models::tensor token_rows(const std::string& path, const models::npy_samples& sa
   return rows;
 }
 
+// Whether samples of `given` are samples of `wanted` value for value: the same shape, also without
+// leading 1s (a grey image without its channel), or either one flat (flat samples are read in the
+// model's order; a flat model reads whatever order it was trained on).
+bool same_layout(models::shape given, models::shape wanted) {
+  const auto squeeze = [](models::shape& dims) {
+    while (dims.size() > 1 && dims.front() == 1)
+      dims.erase(dims.begin());
+  };
+  squeeze(given);
+  squeeze(wanted);
+  return given.size() == 1 || wanted.size() == 1 || given == wanted;
+}
+
 // The samples of `path`, made into what the model was trained on: the shape it takes, and the
 // training data's normalisation. Throws data_error naming the file.
 models::tensor model_inputs(const std::string& path, const checkpoint_model& loaded) {
@@ -99,6 +112,20 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
     throw models::data_error(path + " holds samples of " + models::shape_text(given) +
                              " but the checkpoint's model takes " + models::shape_text(wanted) +
                              " (" + std::to_string(models::elements(wanted)) + " values each)");
+  if (!same_layout(given, wanted)) {
+    // Channels last (PIL, Keras, OpenCV) against the model's channels first: the commonest case.
+    const bool channels_last = given.size() == 3 && wanted.size() == 3 &&
+                               given == models::shape{wanted[1], wanted[2], wanted[0]};
+    throw models::data_error(
+        path + " holds samples of " + models::shape_text(given) +
+        " but the checkpoint's model takes " + models::shape_text(wanted) +
+        ": as many values in another layout, which the model would read wrongly" +
+        (channels_last ? " (channels last; transpose them to channels first, in numpy "
+                         "x.transpose(0, 3, 1, 2))"
+                       : "") +
+        "; flat samples (n x " + std::to_string(models::elements(wanted)) +
+        ") are read in the model's order");
+  }
   const auto norm = loaded.data->train.input_normalisation;
   // The run's values were bytes scaled to [0, 1]: floats far above 1 are unscaled pixels, which
   // the model would take for something else and answer wrongly without a word.
@@ -184,8 +211,10 @@ std::string predict_help() {
   out << "usage: herd predict --checkpoint PATH --input FILE.npy [--output FILE.csv|FILE.npy]\n"
          "                    [--last] [--data.key=value ...]\n\n"
          "Gives the class probabilities of new samples under the model a checkpoint holds. The\n"
-         "input is a .npy array of n samples of the model's input shape (n x 784, n x 28 x 28,\n"
-         "...): float32, float64, or uint8 (scaled to [0, 1]). Samples are prepared as the run's\n"
+         "input is a .npy array of n samples of the model's input shape (n x 1 x 28 x 28, also\n"
+         "without the 1, or flat: n x 784; channels first, as C x H x W: another layout of as\n"
+         "many values is refused): float32, float64, or uint8 (scaled to [0, 1]). Samples are\n"
+         "prepared as the run's\n"
          "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255; floats above 1.5\n"
          "are refused as unscaled pixels) normalised with\n"
          "the training set's mean and deviation; .npy datasets' values are used as they are. For\n"

@@ -1524,6 +1524,22 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
   EXPECT_EQ(narrow.exit_code, 2);
   EXPECT_THAT(narrow.output, HasSubstr(path("narrow.npy") + " holds samples of 7"));
   EXPECT_THAT(narrow.output, HasSubstr("takes 1x28x28"));
+  // As many values in another layout: refused, channels last with the transpose that fixes it;
+  // a grey image without its channel is the same layout.
+  herd::testing::write_npy(path("nhwc.npy"), "<f4", {5, 28, 28, 1}, std::vector<float>(3920, 0.5f));
+  auto nhwc = herd({"predict", "--checkpoint", checkpoints, "--input", path("nhwc.npy")});
+  EXPECT_EQ(nhwc.exit_code, 2) << nhwc.output;
+  EXPECT_THAT(nhwc.output, HasSubstr("holds samples of 28x28x1 but the checkpoint's model takes "
+                                     "1x28x28: as many values in another layout"));
+  EXPECT_THAT(nhwc.output, HasSubstr("x.transpose(0, 3, 1, 2)"));
+  herd::testing::write_npy(path("wide.npy"), "<f4", {5, 14, 56}, std::vector<float>(3920, 0.5f));
+  auto wide = herd({"predict", "--checkpoint", checkpoints, "--input", path("wide.npy")});
+  EXPECT_EQ(wide.exit_code, 2) << wide.output;
+  EXPECT_THAT(wide.output, HasSubstr("as many values in another layout"));
+  EXPECT_THAT(wide.output, Not(HasSubstr("transpose")));
+  herd::testing::write_npy(path("grey.npy"), "<f4", {5, 28, 28}, std::vector<float>(3920, 0.5f));
+  auto grey = herd({"predict", "--checkpoint", checkpoints, "--input", path("grey.npy")});
+  EXPECT_EQ(grey.exit_code, 0) << grey.output;
   auto no_input = herd({"predict", "--checkpoint", checkpoints});
   EXPECT_EQ(no_input.exit_code, 2);
   EXPECT_THAT(no_input.output, HasSubstr("--input FILE.npy is required"));
