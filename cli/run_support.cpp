@@ -47,6 +47,35 @@ std::string epoch_coverage_note(const config::run_config& config, std::size_t sa
          std::to_string(batch) + "; fewer workers or a smaller train.batch-size use more";
 }
 
+// The model has a class for every label from 0 to the largest; a class no training sample has is
+// most often labels counted from 1 (R, MATLAB, many CSV files): a note names it.
+std::string missing_classes_note(const models::dataset& train) {
+  if (train.classes <= 0 || train.labels.empty())
+    return {};
+  std::vector<std::size_t> count(static_cast<std::size_t>(train.classes), 0);
+  for (const auto label : train.labels)
+    if (label >= 0 && label < train.classes)
+      ++count[static_cast<std::size_t>(label)];
+  std::vector<int> missing;
+  for (int c = 0; c < train.classes; ++c)
+    if (count[static_cast<std::size_t>(c)] == 0)
+      missing.push_back(c);
+  if (missing.empty())
+    return {};
+  std::string listed;
+  for (std::size_t i = 0; i < missing.size() && i < 5; ++i)
+    listed += (i ? ", " : "") + std::to_string(missing[i]);
+  if (missing.size() > 5)
+    listed += " and " + std::to_string(missing.size() - 5) + " more";
+  std::string note = std::string(missing.size() == 1 ? "class " : "classes ") + listed +
+                     (missing.size() == 1 ? " has" : " have") + " no training sample; the model " +
+                     "has a class for every label from 0 to the largest (" +
+                     std::to_string(train.classes - 1) + ")";
+  if (missing.front() == 0 && (missing.size() == 1 || missing[1] != 1))
+    note += ": labels that start at 1 are 1-based; subtract 1 from them";
+  return note;
+}
+
 // comm.bucket-mb set where it changes nothing: said, not refused (one file may serve several
 // algorithms).
 std::string bucket_note(const config::run_config& config) {
@@ -226,6 +255,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     if (auto note = epoch_coverage_note(run.config, run.data->train.size()); !note.empty())
       std::cerr << "herd " << command << ": note: " << note << '\n';
   }
+  if (auto note = missing_classes_note(run.data->train); !note.empty())
+    std::cerr << "herd " << command << ": note: " << note << '\n';
   if (auto note = bucket_note(run.config); !note.empty())
     std::cerr << "herd " << command << ": note: " << note << '\n';
   run.model = make_model_or_report(command, run.config, *run.data);

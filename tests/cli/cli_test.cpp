@@ -567,7 +567,8 @@ TEST_F(herd_cli, corrupt_idx_file_exits_2_naming_the_file) {
 
 // The user's own data: .npy files written here, two classes of 8 features apart by sign.
 std::vector<std::string> write_npy_dataset(const herd::testing::temp_directory& dir,
-                                           std::uint64_t train_labels = 400) {
+                                           std::uint64_t train_labels = 400,
+                                           std::int64_t first_label = 0) {
   auto write_split = [&](const std::string& name, std::uint64_t n, std::uint64_t labels) {
     std::vector<float> features(n * 8);
     std::vector<std::int64_t> classes(labels);
@@ -576,7 +577,7 @@ std::vector<std::string> write_npy_dataset(const herd::testing::temp_directory& 
         features[i * 8 + j] =
             (i % 2 ? 1.0f : -1.0f) + 0.1f * static_cast<float>((i * 7 + j * 3) % 5);
     for (std::uint64_t i = 0; i < labels; ++i)
-      classes[i] = static_cast<std::int64_t>(i % 2);
+      classes[i] = first_label + static_cast<std::int64_t>(i % 2);
     herd::testing::write_npy(dir.file(name + "_x.npy"), "<f4", {n, 8}, features);
     herd::testing::write_npy(dir.file(name + "_y.npy"), "<i8", {labels}, classes);
   };
@@ -600,6 +601,19 @@ TEST_F(herd_cli, trains_on_npy_files) {
   std::ifstream in(report_path);
   const auto report = nlohmann::json::parse(in);
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.9) << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("no training sample")));
+
+  // Labels 1 and 2: a model of 3 classes, whose class 0 nothing trains; a note says why.
+  std::vector<std::string> one_based{"train", "--train.workers=2", "--model.hidden=[16]",
+                                     "--train.epochs=1", "--train.batch-size=16"};
+  for (const auto& arg : write_npy_dataset(dir_, 400, 1))
+    one_based.push_back(arg);
+  auto counted_from_one = herd(one_based);
+  ASSERT_EQ(counted_from_one.exit_code, 0) << counted_from_one.output;
+  EXPECT_THAT(counted_from_one.output,
+              HasSubstr("note: class 0 has no training sample; the model has a class for every "
+                        "label from 0 to the largest (2): labels that start at 1 are 1-based; "
+                        "subtract 1 from them"));
 }
 
 // Token rows of the user's own: herd evaluate reads the test set, and checks its rows as training
