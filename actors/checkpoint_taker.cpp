@@ -96,6 +96,11 @@ std::vector<checkpoint_report> checkpoint_taker::reports() {
   return reports;
 }
 
+void checkpoint_taker::resumed(const run_counters& counters, std::size_t evaluations) {
+  newest_mark_ = mark_of(counters, evaluations);
+  newest_path_ = "the checkpoint it resumed from";
+}
+
 std::string checkpoint_taker::newest_holding(const run_counters& counters,
                                              std::size_t evaluations) {
   if (!enabled() || !newest_mark_ || *newest_mark_ != mark_of(counters, evaluations))

@@ -88,6 +88,10 @@ public:
   /// repeat it, and take one of the kept slots) and was written; else empty. Waits for the writer
   /// when they agree.
   std::string newest_holding(const run_counters& counters, std::size_t evaluations);
+  /// The run resumed from a checkpoint that holds `counters` and `evaluations`: until the run
+  /// changes them, that checkpoint is the newest that holds its state (a run resumed with nothing
+  /// left to train writes no copy of it).
+  void resumed(const run_counters& counters, std::size_t evaluations);
 
 private:
   enum class phase { idle, draining, collecting };

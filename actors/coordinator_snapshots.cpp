@@ -38,6 +38,7 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
   next_aggregator_ = record.next_aggregator;
   samples_committed_ = record.samples_committed;
   consecutive_aborted_rounds_ = record.consecutive_aborted_rounds;
+  checkpoints_.resumed(booked_counters(), evaluations_.evaluations().size());
   start_rounds(record.unstarted);
   for (const auto& input : record.unheard)
     start_rounds(tell_policy(input));

@@ -1376,6 +1376,12 @@ TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_THAT(resumed.output, HasSubstr("the checkpoint is at epoch 1, and train.epochs = 1: the "
                                         "run trains no further (raise train.epochs to go on)"));
+  // Nor does it write a copy of the checkpoint it resumed from, which would push an older one
+  // out of checkpoint.keep.
+  EXPECT_THAT(resumed.output, HasSubstr("no final checkpoint: the newest, the checkpoint it "
+                                        "resumed from, holds this state"));
+  EXPECT_FALSE(std::filesystem::exists(path("again")) && !std::filesystem::is_empty(path("again")))
+      << resumed.output;
   // Nor past train.max-seconds: a run stopped by its time limit, resumed with a smaller one, used
   // to train another quarter second (a check period) before it stopped.
   std::vector<std::string> timed = {"train",
