@@ -139,6 +139,29 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
          "whose round closed without them; host s: what simulating the cell took here.\n";
 }
 
+// The imbalance every cell shares, with its settings (a cell caps imbalance.k and the slow
+// workers at its own P): "random (imbalance.k = 2, delay-ms = 320)".
+std::string imbalance_text(const config::imbalance_section& imbalance) {
+  std::ostringstream text;
+  text << imbalance.kind;
+  if (imbalance.kind == "random")
+    text << " (imbalance.k = " << imbalance.k << ", delay-ms = " << imbalance.delay_ms << ")";
+  else if (imbalance.kind == "persistent") {
+    text << " (imbalance.workers = [";
+    for (std::size_t i = 0; i < imbalance.workers.size(); ++i)
+      text << (i ? ", " : "") << imbalance.workers[i];
+    text << "], factor = " << imbalance.factor << ")";
+  } else if (imbalance.kind == "lognormal")
+    text << " (imbalance.sigma = " << imbalance.sigma << ")";
+  return text.str();
+}
+
+// simulate.alpha-us or bandwidth-gbs replace the preset's link: the preset's name no longer says
+// what ran.
+bool link_overridden(const config::simulate_section& simulate) {
+  return simulate.alpha_us > 0.0 || simulate.bandwidth_gbs > 0.0;
+}
+
 nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,
                        const sim::settings& how, const std::string& step_trace) {
   nlohmann::json out;
@@ -148,7 +171,9 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
       {"simulated_seconds", how.duration_seconds},
       {"message_seconds", how.message_seconds},
       {"aggregators", how.aggregators},
-      {"network", job.simulate.network},
+      {"network", link_overridden(job.simulate) ? "custom" : job.simulate.network},
+      {"network_preset", job.simulate.network},
+      {"imbalance", imbalance_text(job.imbalance)},
       {"alpha_seconds", how.ring.alpha_seconds},
       {"bytes_per_second", how.ring.bytes_per_second},
       {"model_bytes", how.ring.bytes}};
@@ -338,11 +363,11 @@ int run_simulate(const std::vector<std::string>& raw) {
   else
     scenario << "steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
              << " step times";
-  const bool link_set = job.simulate.alpha_us > 0.0 || job.simulate.bandwidth_gbs > 0.0;
-  scenario << "; imbalance " << job.imbalance.kind << "; network " << job.simulate.network
-           << (link_set ? " with simulate.alpha-us/bandwidth-gbs:" : "") << " (alpha "
-           << how.ring.alpha_seconds * 1e6 << " us, " << how.ring.bytes_per_second / 1e9
-           << " GB/s), model " << job.simulate.model_mb << " MB";
+  const bool link_set = link_overridden(job.simulate);
+  scenario << "; imbalance " << imbalance_text(job.imbalance) << "; network "
+           << job.simulate.network << (link_set ? " with simulate.alpha-us/bandwidth-gbs:" : "")
+           << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
+           << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb << " MB";
   std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
   for (int size : sizes)
     std::cout << ' ' << size;

@@ -192,7 +192,7 @@ std::string imbalance_model::describe() const {
            (one ? " runs " : " run ") + compact(s.factor) + "x slower";
   }
   if (is_kind(s, "lognormal"))
-    return "lognormal: step times x LogNormal(0, " + compact(s.sigma) + ")";
+    return "lognormal: step times x max(1, LogNormal(0, " + compact(s.sigma) + "))";
   return "none";
 }
 

@@ -258,7 +258,7 @@ TEST(imbalance, describe_names_the_kind_and_its_settings_compactly) {
   EXPECT_EQ(imbalance_model(persistent_kind({3}, 1.5), 4).describe(),
             "persistent: worker 3 runs 1.5x slower");
   EXPECT_EQ(imbalance_model(lognormal_kind(0.5), 4).describe(),
-            "lognormal: step times x LogNormal(0, 0.5)");
+            "lognormal: step times x max(1, LogNormal(0, 0.5))");
 }
 
 TEST(imbalance, rejects_settings_that_cannot_be_applied) {

@@ -333,11 +333,19 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
 TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   const auto out = path("simulated");
   auto run = herd({"simulate", "--algorithms=sync,solo,wagma", "--simulate.workers=[2,16]",
-                   "--simulate.steps=20", "--imbalance.kind=random", "--out", out});
+                   "--simulate.steps=20", "--imbalance.kind=random", "--imbalance.k=2",
+                   "--simulate.network=25gbe", "--simulate.alpha-us=5", "--out", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("steps/s"));
+  // What ran, not only the names: the imbalance's settings; a preset whose link was replaced.
+  EXPECT_THAT(run.output, HasSubstr("imbalance random (imbalance.k = 2, delay-ms = 10)"));
   std::ifstream in(out + "/results.json");
-  const auto results = nlohmann::json::parse(in)["results"];
+  const auto written = nlohmann::json::parse(in);
+  EXPECT_EQ(written["settings"]["network"], "custom");
+  EXPECT_EQ(written["settings"]["network_preset"], "25gbe");
+  EXPECT_DOUBLE_EQ(written["settings"]["alpha_seconds"].get<double>(), 5e-6);
+  EXPECT_EQ(written["settings"]["imbalance"], "random (imbalance.k = 2, delay-ms = 10)");
+  const auto& results = written["results"];
   ASSERT_EQ(results.size(), 6u);
   EXPECT_EQ(results[0]["algorithm"], "sync");
   EXPECT_EQ(results[5]["algorithm"], "wagma");
