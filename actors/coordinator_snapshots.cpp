@@ -97,7 +97,13 @@ void coordinator_actor::after_periodic_evaluation(std::function<void()> then) {
 void coordinator_actor::take_snapshot() {
   request_snapshot(
       [this](const evaluation_point& point, parameters_ptr parameters) {
-        evaluations_.keep({point, std::move(parameters)});
+        if (evaluations_.keep({point, std::move(parameters)})) {
+          std::ostringstream every;
+          every << evaluations_.snapshot_interval_seconds() * 1e3;
+          notice("snapshots kept for the accuracy curve thinned to fit in memory (every "
+                 "second one dropped): one every " +
+                 every.str() + " ms from now on");
+        }
       },
       [this](const std::string& why) { notice("snapshot failed: " + why); });
 }

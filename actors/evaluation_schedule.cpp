@@ -15,8 +15,31 @@ bool evaluation_schedule::start_periodic(std::uint64_t rounds) {
 bool evaluation_schedule::snapshot_due(double elapsed_seconds) {
   if (!deferred() || elapsed_seconds < next_snapshot_seconds_)
     return false;
-  next_snapshot_seconds_ = elapsed_seconds + settings_.snapshot_interval_seconds;
+  next_snapshot_seconds_ = elapsed_seconds + snapshot_interval_seconds_;
   return true;
+}
+
+bool evaluation_schedule::keep(kept_snapshot snapshot) {
+  const auto bytes_of = [](const kept_snapshot& kept) {
+    return kept.parameters ? kept.parameters->size() * sizeof(float) : 0;
+  };
+  kept_bytes_ += bytes_of(snapshot);
+  kept_.push_back(std::move(snapshot));
+  bool thinned = false;
+  while (kept_bytes_ > settings_.max_kept_bytes && kept_.size() >= 2) {
+    // Every second one goes, the first stays: the curve keeps its start and an even spacing.
+    std::vector<kept_snapshot> halved;
+    kept_bytes_ = 0;
+    for (std::size_t i = 0; i < kept_.size(); i += 2) {
+      kept_bytes_ += bytes_of(kept_[i]);
+      halved.push_back(std::move(kept_[i]));
+    }
+    kept_ = std::move(halved);
+    next_snapshot_seconds_ += snapshot_interval_seconds_; // the next one as far on as the new gap
+    snapshot_interval_seconds_ *= 2.0;
+    thinned = true;
+  }
+  return thinned;
 }
 
 std::vector<int> evaluation_schedule::sources(const std::vector<int>& live_workers) const {

@@ -25,6 +25,10 @@ public:
     double target_accuracy = 0.0;           // train.target-accuracy; 0: none
     double snapshot_interval_seconds = 0.0; // > 0: snapshots now, evaluations after training
     bool mean_of_replicas = false;          // the replicas differ between global averages
+    /// The kept snapshots' parameters stay within this many bytes: past it every second one is
+    /// dropped and the interval doubles (a long run's curve gets coarser, not the machine's
+    /// memory exhausted: a 1.7 MB model every 100 ms is 1 GB a minute).
+    std::size_t max_kept_bytes = std::size_t{512} << 20;
   };
 
   using parameters_ptr = std::shared_ptr<const std::vector<float>>;
@@ -35,7 +39,8 @@ public:
     parameters_ptr parameters;
   };
 
-  explicit evaluation_schedule(settings chosen) : settings_(chosen) {}
+  explicit evaluation_schedule(settings chosen)
+      : settings_(chosen), snapshot_interval_seconds_(chosen.snapshot_interval_seconds) {}
 
   bool deferred() const { return settings_.snapshot_interval_seconds > 0.0; }
 
@@ -54,9 +59,15 @@ public:
   /// the same states), or every live one, to average (model averaging).
   std::vector<int> sources(const std::vector<int>& live_workers) const;
 
-  void keep(kept_snapshot snapshot) { kept_.push_back(std::move(snapshot)); }
+  /// Keeps a snapshot for later; true when that thinned the kept ones (settings::max_kept_bytes).
+  bool keep(kept_snapshot snapshot);
   const std::vector<kept_snapshot>& kept() const { return kept_; }
-  void drop_kept() { kept_.clear(); }
+  void drop_kept() {
+    kept_.clear();
+    kept_bytes_ = 0;
+  }
+  /// The interval between snapshots now: the setting's, doubled at each thinning.
+  double snapshot_interval_seconds() const { return snapshot_interval_seconds_; }
 
   /// Records an evaluation of `parameters`; true when it is the first to reach the target
   /// accuracy, and then those parameters are kept (target_parameters()).
@@ -101,7 +112,9 @@ private:
   settings settings_;
   bool periodic_outstanding_ = false;
   double next_snapshot_seconds_ = 0.0;
+  double snapshot_interval_seconds_;
   std::vector<kept_snapshot> kept_;
+  std::size_t kept_bytes_ = 0;
   std::vector<evaluation_point> evaluations_;
   std::optional<double> time_to_target_;
   std::optional<evaluation_point> target_point_;

@@ -5,13 +5,13 @@
 // stopped (train_session's snapshot_interval); the time to the target is the wall time of the
 // first snapshot at or above it.
 #include "cli/bench_command.hpp"
-#include "cli/stop_signals.hpp"
 
 #include "actors/train_session.hpp"
 #include "cli/bench_plots.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
+#include "cli/stop_signals.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
@@ -23,9 +23,12 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace herd::cli {
 
@@ -130,10 +133,28 @@ config::imbalance_section scenario_imbalance(const std::string& scenario, int wo
   return imbalance;
 }
 
+// A run's notices ("snapshots ... thinned", "worker 2 lost"), kept to print after its line.
+class notice_keeper final : public actors::run_observer {
+public:
+  void on_notice(std::string_view text) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    notices_.emplace_back(text);
+  }
+  std::vector<std::string> take() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return std::exchange(notices_, {});
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<std::string> notices_;
+};
+
 actors::run_summary run_one(const config::run_config& config,
                             const std::shared_ptr<const models::train_test_split>& data,
-                            int snapshot_ms) {
+                            int snapshot_ms, notice_keeper* notices = nullptr) {
   actors::session_options options;
+  options.observer = notices;
   // Snapshots are taken at progress ticks: two ticks per snapshot interval keep them on time.
   options.progress_interval = std::chrono::milliseconds(std::clamp(snapshot_ms / 2, 5, 100));
   options.snapshot_interval = std::chrono::milliseconds(snapshot_ms);
@@ -371,7 +392,9 @@ std::string bench_help() {
          "                           times: sync's wall time per step per worker, measured\n"
          "                           without imbalance)\n"
          "  --snapshot-ms MS         parameter snapshots for the accuracy curve (default 100);\n"
-         "                           they are evaluated after each run, not during it\n"
+         "                           they are evaluated after each run, not during it; past\n"
+         "                           512 MB of them every second one goes and the interval\n"
+         "                           doubles\n"
          "  --help, -h               show this help\n"
          "  --version                show the version\n\n"
          "Scenarios (P workers, a quarter of them = max(1, P/4)):\n"
@@ -514,8 +537,9 @@ int run_bench(const std::vector<std::string>& raw) {
                   << algorithm << " ..." << std::flush;
         if (stop_signalled())
           return interrupted_bench(runs, args, job, delay_ms);
+        notice_keeper notices;
         bench_run result{scenario,          algorithm,
-                         repetition,        run_one(config, data, args.snapshot_ms),
+                         repetition,        run_one(config, data, args.snapshot_ms, &notices),
                          config.train.seed, config.imbalance.seed};
         if (result.summary.stop_reason == "interrupted") {
           std::cout << " interrupted" << std::endl;
@@ -530,6 +554,8 @@ int run_bench(const std::vector<std::string>& raw) {
                   << ", final accuracy " << format(s.final_test_accuracy, 4) << ", "
                   << std::setprecision(0) << s.samples_per_second << " samples/s" << std::endl;
         std::cout.unsetf(std::ios::fixed);
+        for (const auto& notice : notices.take())
+          std::cout << "  " << notice << std::endl;
         if (!s.error.empty()) {
           std::cerr << "herd bench: " << scenario << " / " << algorithm << " failed: " << s.error
                     << '\n';

@@ -92,6 +92,37 @@ TEST(evaluation_schedule, kept_snapshots_wait_in_order_until_dropped) {
   EXPECT_TRUE(schedule.kept().empty());
 }
 
+// Kept snapshots stay within max_kept_bytes: past it every second one goes (the first stays)
+// and the interval doubles, so that a long run's curve gets coarser instead of filling memory.
+TEST(evaluation_schedule, kept_snapshots_are_thinned_to_stay_within_their_budget) {
+  auto chosen = every(1);
+  chosen.snapshot_interval_seconds = 1.0;
+  chosen.max_kept_bytes = 4 * 3 * sizeof(float); // four snapshots of 3 floats
+  evaluation_schedule schedule(chosen);
+  double at = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(schedule.snapshot_due(at));
+    EXPECT_FALSE(schedule.keep(
+        {point_at(at, 0.0), std::make_shared<const std::vector<float>>(3, static_cast<float>(i))}));
+    at += 1.0;
+  }
+  ASSERT_TRUE(schedule.snapshot_due(at));
+  EXPECT_TRUE(
+      schedule.keep({point_at(at, 0.0), std::make_shared<const std::vector<float>>(3, 4.0f)}))
+      << "the fifth is over the budget";
+  ASSERT_EQ(schedule.kept().size(), 3u);
+  EXPECT_EQ(schedule.kept()[0].point.elapsed_seconds, 0.0);
+  EXPECT_EQ(schedule.kept()[1].point.elapsed_seconds, 2.0);
+  EXPECT_EQ(schedule.kept()[2].point.elapsed_seconds, 4.0);
+  EXPECT_EQ(schedule.snapshot_interval_seconds(), 2.0);
+  EXPECT_FALSE(schedule.snapshot_due(5.0)) << "the next one two seconds on";
+  EXPECT_TRUE(schedule.snapshot_due(6.0));
+  schedule.drop_kept();
+  EXPECT_FALSE(
+      schedule.keep({point_at(6.0, 0.0), std::make_shared<const std::vector<float>>(3, 0.0f)}))
+      << "dropping the kept ones frees their budget";
+}
+
 TEST(evaluation_schedule, one_replica_shows_the_model_under_gradient_exchange) {
   evaluation_schedule schedule(every(1));
   EXPECT_EQ(schedule.sources({2, 3, 5}), (std::vector<int>{2}));
