@@ -77,17 +77,6 @@ bool wait_until_catching(int pid, int signal, std::chrono::milliseconds timeout)
   return false;
 }
 
-bool wait_for_output(const background_process& process, const std::string& text,
-                     std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (process.output().find(text) == std::string::npos) {
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 // The hidden files a report's writer makes beside it (".report.json.XXXXXX"); none may remain.
 std::vector<std::string> temporary_files_in(const std::filesystem::path& directory) {
   std::vector<std::string> names;
@@ -1085,7 +1074,7 @@ TEST_F(herd_cli, a_report_that_cannot_be_written_at_the_end_is_kept_elsewhere) {
                           "--model.hidden=[16]", "--train.max-seconds=3",
                           "--train.eval-every=1000000", "--report", gone + "/r.json"},
                          path("gone.log"));
-  ASSERT_TRUE(wait_for_output(*herd, "epoch", 120s)) << herd->output();
+  ASSERT_TRUE(herd->wait_for_output("epoch", 120s)) << herd->output();
   std::filesystem::remove_all(gone);
   EXPECT_EQ(herd->wait(120s), std::optional<int>(1)) << herd->output();
   const auto output = herd->output();
@@ -1105,7 +1094,7 @@ TEST_F(herd_cli, ctrl_c_stops_cleanly_with_a_summary_and_report) {
                           "--model.hidden=[32]", "--report", report_path},
                          path("interrupted.log"));
   // Once the run is going: a Ctrl-C before it starts ends herd without a run (tested below).
-  ASSERT_TRUE(wait_for_output(*herd, "evaluation at round", 120s)) << herd->output();
+  ASSERT_TRUE(herd->wait_for_output("evaluation at round", 120s)) << herd->output();
   ::kill(herd->pid(), SIGINT);
   EXPECT_EQ(herd->wait(120s), std::optional<int>(130))
       << "SIGINT killed herd instead of stopping it\n"
@@ -1156,7 +1145,7 @@ TEST_F(herd_cli, sighup_mid_run_stops_with_a_summary_and_report) {
   auto herd = start_herd({"train", "--data.dataset=synthetic", "--train.epochs=100000",
                           "--model.hidden=[32]", "--report", report_path},
                          path("hangup.log"));
-  ASSERT_TRUE(wait_for_output(*herd, "evaluation at round", 120s)) << herd->output();
+  ASSERT_TRUE(herd->wait_for_output("evaluation at round", 120s)) << herd->output();
   ::kill(herd->pid(), SIGHUP);
   EXPECT_EQ(herd->wait(120s), std::optional<int>(130)) << herd->output();
   const auto output = herd->output();
@@ -1180,7 +1169,7 @@ TEST_F(herd_cli, sigterm_during_a_long_injected_delay_stops_promptly_with_a_summ
                           "--model.hidden=[32]", "--train.epochs=100000", "--imbalance.kind=random",
                           "--imbalance.delay-ms=60000", "--report", report_path},
                          path("terminated.log"));
-  ASSERT_TRUE(wait_for_output(*herd, "] epoch ", 120s)) << herd->output(); // the run is going
+  ASSERT_TRUE(herd->wait_for_output("] epoch ", 120s)) << herd->output(); // the run is going
   std::this_thread::sleep_for(200ms); // well into the first delay
   const auto signalled = std::chrono::steady_clock::now();
   ::kill(herd->pid(), SIGTERM);
@@ -1628,7 +1617,7 @@ TEST_F(herd_cli, a_final_checkpoint_that_cannot_be_written_fails_the_run) {
                   "--checkpoint.dir=" + checkpoints, "--checkpoint.every-seconds=0", "--report",
                   path("run.json")},
                  path("run.log"));
-  ASSERT_TRUE(wait_for_output(*herd_run, "evaluation at round", 120s)) << herd_run->output();
+  ASSERT_TRUE(herd_run->wait_for_output("evaluation at round", 120s)) << herd_run->output();
   std::filesystem::remove_all(checkpoints);
   std::ofstream(checkpoints) << "not a directory";
   ASSERT_EQ(herd_run->wait(120s), std::optional<int>(1)) << herd_run->output();
@@ -1653,7 +1642,7 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   auto args = run;
   args.push_back("--train.epochs=100000");
   auto herd_run = start_herd(args, path("first.log"));
-  ASSERT_TRUE(wait_for_output(*herd_run, "evaluation at round", 120s)) << herd_run->output();
+  ASSERT_TRUE(herd_run->wait_for_output("evaluation at round", 120s)) << herd_run->output();
   ::kill(herd_run->pid(), SIGINT);
   ASSERT_EQ(herd_run->wait(120s), std::optional<int>(130)) << herd_run->output();
   EXPECT_THAT(herd_run->output(), HasSubstr("herd: final checkpoint " + checkpoints + "/herd-"));

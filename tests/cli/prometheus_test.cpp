@@ -71,15 +71,15 @@ std::string status_of(const nlohmann::json& answer) {
                                                        : "none";
 }
 
-bool wait_for_output(const background_process& process, const std::string& text,
-                     std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (process.output().find(text) == std::string::npos) {
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(50ms);
+// The first answer of a starting herd's endpoint: up to 30 s for it to start serving (under a
+// heavy load its start took more than 10 s).
+auto first_scrape(httplib::Client& endpoint) {
+  auto scrape = endpoint.Get("/metrics");
+  for (int attempt = 0; attempt < 300 && !scrape; ++attempt) {
+    std::this_thread::sleep_for(100ms);
+    scrape = endpoint.Get("/metrics");
   }
-  return true;
+  return scrape;
 }
 
 // A file's text with every run of white space as one space (a YAML rule folded over lines).
@@ -115,12 +115,7 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   httplib::Client endpoint("127.0.0.1", herd_port);
   endpoint.set_connection_timeout(2);
   endpoint.set_read_timeout(5);
-  auto scrape = endpoint.Get("/metrics");
-  // Up to 30 s for herd to start serving (under a heavy load its start took more than 10 s).
-  for (int attempt = 0; attempt < 300 && !scrape; ++attempt) {
-    std::this_thread::sleep_for(100ms);
-    scrape = endpoint.Get("/metrics");
-  }
+  auto scrape = first_scrape(endpoint);
   ASSERT_TRUE(scrape) << herd.output();
   ASSERT_EQ(scrape->status, 200);
   EXPECT_NE(scrape->get_header_value("Content-Type").find("version=0.0.4"), std::string::npos);
@@ -225,7 +220,7 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   // Stopped, the run says it ended (herd_run_finished) while its endpoint lingers, and once the
   // process is gone, HerdProcessDown's expression, as the rules file has it, pages for nothing.
   ::kill(herd.pid(), SIGINT);
-  ASSERT_TRUE(wait_for_output(herd, "serving the final metrics", 30s)) << herd.output();
+  ASSERT_TRUE(herd.wait_for_output("serving the final metrics", 30s)) << herd.output();
   EXPECT_NE(herd.output().find("Herd run summary"), std::string::npos) << herd.output();
   std::this_thread::sleep_for(3s); // a few scrapes of the finished run
   const auto finished = query(server, R"(herd_run_finished{job="herd-e2e"})");
@@ -264,15 +259,11 @@ TEST(prometheus, a_finished_run_says_so_while_its_endpoint_lingers) {
                           dir.file("herd.log"));
   httplib::Client endpoint("127.0.0.1", port);
   endpoint.set_connection_timeout(2);
-  auto scrape = endpoint.Get("/metrics");
-  for (int attempt = 0; attempt < 300 && !scrape; ++attempt) {
-    std::this_thread::sleep_for(100ms);
-    scrape = endpoint.Get("/metrics");
-  }
+  auto scrape = first_scrape(endpoint);
   ASSERT_TRUE(scrape) << herd.output();
   EXPECT_NE(scrape->body.find("herd_run_finished{job=\"herd-linger\"} 0"), std::string::npos)
       << scrape->body;
-  ASSERT_TRUE(wait_for_output(herd, "serving the final metrics 60 s more", 60s)) << herd.output();
+  ASSERT_TRUE(herd.wait_for_output("serving the final metrics 60 s more", 60s)) << herd.output();
   scrape = endpoint.Get("/metrics");
   ASSERT_TRUE(scrape) << herd.output();
   EXPECT_NE(scrape->body.find("herd_run_finished{job=\"herd-linger\"} 1"), std::string::npos)

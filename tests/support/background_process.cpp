@@ -36,6 +36,17 @@ background_process::background_process(const std::vector<std::string>& argv, std
   ::close(log);
 }
 
+bool background_process::wait_for_output(const std::string& text,
+                                         std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (output().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 background_process::~background_process() {
   stop(SIGTERM, std::chrono::seconds(10));
 }

@@ -27,6 +27,8 @@ public:
   bool running();
   int pid() const { return pid_; }
   std::string output() const;
+  /// Waits until the output holds `text`; false when `timeout` passed first.
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout) const;
 
 private:
   int pid_ = -1;
