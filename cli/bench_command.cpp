@@ -538,9 +538,9 @@ int run_bench(const std::vector<std::string>& raw) {
         if (stop_signalled())
           return interrupted_bench(runs, args, job, delay_ms);
         notice_keeper notices;
-        bench_run result{scenario,          algorithm,
-                         repetition,        run_one(config, data, args.snapshot_ms, &notices),
-                         config.train.seed, config.imbalance.seed};
+        auto summary = run_one(config, data, args.snapshot_ms, &notices);
+        bench_run result{scenario,           algorithm,         repetition,
+                         std::move(summary), config.train.seed, config.imbalance.seed};
         if (result.summary.stop_reason == "interrupted") {
           std::cout << " interrupted" << std::endl;
           return interrupted_bench(runs, args, job, delay_ms);
