@@ -328,6 +328,10 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   EXPECT_THAT(run.output, HasSubstr("steps/s"));
   // What ran, not only the names: the imbalance's settings; a preset whose link was replaced.
   EXPECT_THAT(run.output, HasSubstr("imbalance random (imbalance.k = 2, delay-ms = 10)"));
+  // 20 step times hold few rounds of sync: said, with what to change.
+  EXPECT_THAT(run.output,
+              testing::ContainsRegex("note: sync at P = 2 finished [0-9]+ rounds: its "
+                                     "applied/s undercounts the round the end cut off"));
   std::ifstream in(out + "/results.json");
   const auto written = nlohmann::json::parse(in);
   EXPECT_EQ(written["settings"]["network"], "custom");
