@@ -108,7 +108,10 @@ const std::vector<key_spec>& keys() {
         "train.seed", "integer", "seed of initialisation, sharding and shuffling",
         [](auto& c) -> auto& { return c.train.seed; }));
     k.push_back(make_key<int>(
-        "train.eval-every", "integer", "rounds between two test-set evaluations",
+        "train.eval-every", "integer",
+        "rounds between two test-set evaluations (a round is a group under preduce and wagma, "
+        "a worker's step under async and local-sgd: compare algorithms by herd bench's "
+        "snapshots)",
         [](auto& c) -> auto& { return c.train.eval_every; }));
     k.push_back(make_key<int>(
         "train.blas-threads", "integer",

@@ -208,7 +208,12 @@ std::string unknown_layer(const std::string& kind) {
       return {};
     known += (known.empty() ? "" : ", ") + form;
   }
-  return "unknown layer \"" + kind + "\"; the layers are: " + known;
+  // A last softmax is what most frameworks' models end with; here the loss applies it.
+  const std::string hint =
+      kind == "softmax" || kind == "log_softmax" || kind == "log-softmax"
+          ? " (the loss applies softmax itself: end the model with dense CLASSES)"
+          : "";
+  return "unknown layer \"" + kind + "\"" + hint + "; the layers are: " + known;
 }
 
 } // namespace herd::models

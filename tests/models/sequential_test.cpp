@@ -133,6 +133,9 @@ TEST(sequential, malformed_layers_are_refused_naming_the_layer) {
                   "unknown layer \"lstm\"; the layers are: dense N, relu, flatten, conv FILTERS K "
                   "[stride S] [pad P], maxpool K [stride S], dropout P, embedding VOCAB DIM, "
                   "conv1d-max FILTERS W [W ...]");
+  EXPECT_CONTAINS(build_error(layers("flatten, dense 10, softmax"), {784}, 10),
+                  "unknown layer \"softmax\" (the loss applies softmax itself: end the model with "
+                  "dense CLASSES)");
   EXPECT_CONTAINS(build_error(layers("dense"), {784}, 10), "lacks arguments; write dense N");
   EXPECT_CONTAINS(build_error(layers("dense 10 wide"), {784}, 10),
                   "\"wide\" is not an argument of dense");
