@@ -10,6 +10,7 @@
 #include "herd/config.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
+#include "herd/saved_model.hpp"
 #include "monitoring/metrics_endpoint.hpp"
 
 #include <chrono>
@@ -31,7 +32,7 @@ int run_train(const std::vector<std::string>& args);
 
 std::string train_help() {
   std::ostringstream out;
-  out << "usage: herd train [--config FILE] [--report FILE] [--resume PATH] "
+  out << "usage: herd train [--config FILE] [--report FILE] [--resume PATH | --init-from PATH] "
          "[--section.key=value ...]\n\n"
          "Trains the configured model ([model], docs/models.md) with N worker actors in\n"
          "this process and prints a summary.\n\n"
@@ -45,6 +46,11 @@ std::string train_help() {
          "  --resume PATH           go on from a checkpoint: a file, or the newest in a\n"
          "                          directory (docs/checkpoints.md); the model, algorithm,\n"
          "                          workers, batch size and seed must be the checkpoint's\n"
+         "  --init-from PATH        start a new run from a checkpoint's parameters (those\n"
+         "                          that reached its target where it stopped there, else its\n"
+         "                          last): only the model must be the checkpoint's; any\n"
+         "                          algorithm, workers, batch size or learning rate; the\n"
+         "                          momentum starts at zero and the run at round 0\n"
          "  --help, -h              show this help\n"
          "  --version               show the version\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
@@ -70,7 +76,11 @@ namespace {
 int run_train(const std::vector<std::string>& args) {
   run_arguments parsed;
   try {
-    parsed = parse_run_arguments(args, "train", {"--resume"});
+    parsed = parse_run_arguments(args, "train", {"--resume", "--init-from"});
+    if (parsed.options.count("--resume") != 0 && parsed.options.count("--init-from") != 0)
+      throw std::invalid_argument("--resume and --init-from exclude each other: --resume goes on "
+                                  "with a run's whole state, --init-from starts a new run from "
+                                  "its parameters");
   } catch (const std::invalid_argument& bad) {
     std::cerr << "herd train: " << bad.what() << '\n';
     return exit_bad_input;
@@ -100,6 +110,21 @@ int run_train(const std::vector<std::string>& args) {
       options.resume = std::move(loaded.state);
     } catch (const checkpoint::checkpoint_error& unusable) {
       std::cerr << "herd train: cannot resume from " << unusable.what() << '\n';
+      if (unusable.problem().rfind("was written by a run of another shape", 0) == 0)
+        std::cerr << "herd train: to start a new run from its parameters instead (another "
+                     "algorithm, worker count or batch size), use --init-from "
+                  << resume_path << '\n';
+      return exit_bad_input;
+    }
+  }
+  if (const auto init = parsed.options.find("--init-from"); init != parsed.options.end()) {
+    try {
+      auto saved = checkpoint::read_model(init->second, *prepared->model);
+      std::cout << "herd train: starting from " << saved.file << ": " << saved.parameters_origin
+                << "; momentum from zero, round 0" << std::endl;
+      options.initial_parameters = std::move(saved.parameters);
+    } catch (const checkpoint::checkpoint_error& unusable) {
+      std::cerr << "herd train: --init-from " << unusable.what() << '\n';
       return exit_bad_input;
     }
   }

@@ -1361,6 +1361,57 @@ TEST_F(herd_cli, a_resumed_run_saves_where_it_resumed_from_unless_told_otherwise
   EXPECT_EQ(count(), 3) << unsaved.output;
 }
 
+// --init-from: a new run (another algorithm and worker count) from a checkpoint's parameters.
+// With a learning rate too small to move them, it ends where the checkpoint's run did; without
+// --init-from, near chance.
+TEST_F(herd_cli, init_from_starts_a_new_run_from_a_checkpoints_parameters) {
+  const auto checkpoints = path("trained");
+  const auto accuracy_of = [this](const std::string& name) {
+    std::ifstream in(path(name));
+    return nlohmann::json::parse(in)["final_test_accuracy"].get<double>();
+  };
+  auto trained = herd({"train", "--data.dataset=synthetic", "--model.hidden=[16]",
+                       "--train.workers=2", "--train.epochs=2", "--checkpoint.dir=" + checkpoints,
+                       "--report", path("trained.json")});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const double reached = accuracy_of("trained.json");
+  ASSERT_GT(reached, 0.5) << trained.output;
+
+  const std::vector<std::string> still = {"train",
+                                          "--data.dataset=synthetic",
+                                          "--model.hidden=[16]",
+                                          "--train.workers=4",
+                                          "--train.algorithm=solo",
+                                          "--train.epochs=1",
+                                          "--train.lr=1e-9"};
+  auto from_it = still;
+  from_it.insert(from_it.end(), {"--report", path("from.json"), "--init-from", checkpoints});
+  auto started = herd(from_it);
+  ASSERT_EQ(started.exit_code, 0) << started.output;
+  EXPECT_THAT(started.output, HasSubstr("herd train: starting from " + checkpoints + "/"));
+  EXPECT_THAT(started.output, HasSubstr("momentum from zero, round 0"));
+  EXPECT_NEAR(accuracy_of("from.json"), reached, 0.02) << started.output;
+  auto fresh = still;
+  fresh.insert(fresh.end(), {"--report", path("fresh.json")});
+  ASSERT_EQ(herd(fresh).exit_code, 0);
+  EXPECT_LT(accuracy_of("fresh.json"), 0.5);
+
+  // Refused: with --resume; a checkpoint of another model; and a resume of another shape points
+  // to --init-from.
+  auto both = herd({"train", "--data.dataset=synthetic", "--model.hidden=[16]", "--resume",
+                    checkpoints, "--init-from", checkpoints});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("--resume and --init-from exclude each other"));
+  auto other_model = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                           "--train.epochs=1", "--init-from", checkpoints});
+  EXPECT_EQ(other_model.exit_code, 2) << other_model.output;
+  EXPECT_THAT(other_model.output, HasSubstr("herd train: --init-from " + checkpoints + "/"));
+  auto reshaped = herd({"train", "--data.dataset=synthetic", "--model.hidden=[16]",
+                        "--train.workers=4", "--train.epochs=3", "--resume", checkpoints});
+  EXPECT_EQ(reshaped.exit_code, 2) << reshaped.output;
+  EXPECT_THAT(reshaped.output, HasSubstr("use --init-from " + checkpoints));
+}
+
 TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
   const auto checkpoints = path("done");
   const std::vector<std::string> run = {"train",
