@@ -119,6 +119,11 @@ void serialize(Archive& archive, policy_input& x) {
 }
 
 template <class Archive>
+void serialize(Archive& archive, model_inputs& x) {
+  archive(x.sample_shape, x.classes, x.mean, x.stddev);
+}
+
+template <class Archive>
 void serialize(Archive& archive, coordinator_record& x) {
   archive(x.elapsed_seconds, x.counters, x.evaluations, x.policy_state, x.unstarted, x.unheard,
           x.next_round, x.next_aggregator, x.samples_committed, x.consecutive_aborted_rounds);
@@ -173,11 +178,13 @@ std::string encode_payload(const run_checkpoint& state) {
     part(archive, "coordinator", x.coordinator, at);
     part(archive, "workers", x.workers, at);
     part(archive, "parts", x.parts, at);
+    part(archive, "inputs", x.inputs, at);
   }
   return out.str();
 }
 
-run_checkpoint decode_payload(const std::string& payload, const std::string& file) {
+run_checkpoint decode_payload(const std::string& payload, const std::string& file,
+                              std::uint32_t version) {
   run_checkpoint state;
   std::string at;
   try {
@@ -187,6 +194,8 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
     part(archive, "coordinator", state.coordinator, at);
     part(archive, "workers", state.workers, at);
     part(archive, "parts", state.parts, at);
+    if (version >= 6)
+      part(archive, "inputs", state.inputs, at);
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the parts");
   } catch (const cereal::Exception& failure) {
@@ -197,6 +206,30 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
                                                  "' claims more memory than there is");
   }
   return state;
+}
+
+run_checkpoint read_run_checkpoint(const std::string& file) {
+  const auto loaded = checkpoint::read_file(file);
+  return decode_payload(loaded.payload, file, loaded.head.version);
+}
+
+model_inputs inputs_of(const models::dataset& training) {
+  model_inputs inputs;
+  for (const auto extent : training.input_shape())
+    inputs.sample_shape.push_back(extent);
+  inputs.classes = training.classes;
+  inputs.mean = training.input_normalisation.mean;
+  inputs.stddev = training.input_normalisation.stddev;
+  return inputs;
+}
+
+models::dataset shaped_like(const model_inputs& inputs) {
+  models::dataset shape;
+  shape.sample_shape.assign(inputs.sample_shape.begin(), inputs.sample_shape.end());
+  shape.classes = inputs.classes;
+  shape.input_normalisation = {inputs.mean, inputs.stddev};
+  shape.name = "the checkpoint's model inputs";
+  return shape;
 }
 
 std::string encode_part(const std::vector<worker_record>& workers) {
@@ -300,7 +333,7 @@ namespace {
 run_checkpoint checked_payload(const std::string& file, const checkpoint::loaded& loaded,
                                const checkpoint::structure& now, std::size_t parameter_count) {
   check_shape(file, loaded.head.shape, now);
-  auto state = decode_payload(loaded.payload, file);
+  auto state = decode_payload(loaded.payload, file, loaded.head.version);
   if (state.across_processes()) {
     if (!state.workers.empty())
       throw checkpoint::checkpoint_error(file, "payload: holds workers and parts both");

@@ -13,6 +13,7 @@
 #include "actors/checkpoint_part.hpp"
 #include "actors/evaluation_schedule.hpp"
 #include "actors/run_counters.hpp"
+#include "herd/dataset.hpp"
 #include "herd/model.hpp"
 #include "herd/run_config.hpp"
 #include "models/sampler.hpp"
@@ -70,11 +71,32 @@ struct coordinator_record {
   std::uint64_t consecutive_aborted_rounds = 0;
 };
 
+/// What serving the run's model takes besides its parameters, from its training set: one
+/// sample's shape, the classes it scores, and what was done to the source's values (new samples
+/// get the same). With them `herd predict` rebuilds the model without the run's data. A
+/// checkpoint of format version 5 has none (known() is false).
+struct model_inputs {
+  std::vector<std::uint64_t> sample_shape; // models::dataset::input_shape()
+  std::int32_t classes = 0;
+  float mean = 0.0f; // models::normalisation
+  float stddev = 1.0f;
+
+  bool known() const { return !sample_shape.empty(); }
+};
+
+/// The model inputs of a run trained on `training`.
+model_inputs inputs_of(const models::dataset& training);
+
+/// A dataset without samples that has `inputs`' shape, classes and normalisation: what building
+/// the model (models::build_model) and preparing new samples read of a training set.
+models::dataset shaped_like(const model_inputs& inputs);
+
 struct run_checkpoint {
   std::string settings; // the run's configuration as config::to_ini writes it
   coordinator_record coordinator;
   std::vector<worker_record> workers; // by index; empty in a cluster's checkpoint
   std::vector<part_record> parts;     // a cluster's: where its nodes wrote the workers' states
+  model_inputs inputs;                // since format version 6
 
   /// A cluster's checkpoint (herd coordinator): the workers' states are in its nodes' parts.
   bool across_processes() const { return !parts.empty(); }
@@ -89,7 +111,13 @@ checkpoint::structure structure_of(const config::run_config& config, const model
 std::string encode_payload(const run_checkpoint& state);
 
 /// Throws checkpoint::checkpoint_error naming `file` and the field that could not be read.
-run_checkpoint decode_payload(const std::string& payload, const std::string& file);
+/// `version` is the file's format version: a version-5 payload ends before `inputs`.
+run_checkpoint decode_payload(const std::string& payload, const std::string& file,
+                              std::uint32_t version = checkpoint::format_version);
+
+/// Reads and decodes the checkpoint `file`, unchecked against any run (its settings, say).
+/// Throws checkpoint::checkpoint_error naming the file and the problem.
+run_checkpoint read_run_checkpoint(const std::string& file);
 
 /// A node part's payload (its workers' records, in order) and back; decode_part throws
 /// checkpoint::checkpoint_error naming `file`.

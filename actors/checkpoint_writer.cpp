@@ -15,15 +15,16 @@ using clock_type = std::chrono::steady_clock;
 
 std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_config& config,
                                                            const models::model& model,
-                                                           std::size_t training_samples) {
+                                                           const models::dataset& training) {
   auto checkpoints = std::make_shared<checkpoint_options>();
   const auto& settings = config.checkpoint;
   checkpoints->directory = settings.dir;
   checkpoints->every_seconds = settings.every_seconds;
   checkpoints->every_rounds = static_cast<std::uint64_t>(settings.every_rounds);
   checkpoints->keep = static_cast<std::size_t>(settings.keep);
-  checkpoints->shape = structure_of(config, model, training_samples);
+  checkpoints->shape = structure_of(config, model, training.size());
   checkpoints->settings = config::to_ini(config::without_secrets(config));
+  checkpoints->inputs = inputs_of(training);
   checkpoints->herd_version = herd_version();
   return checkpoints;
 }

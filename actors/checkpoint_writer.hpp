@@ -43,15 +43,16 @@ struct checkpoint_options {
   std::size_t keep = 3;
   checkpoint::structure shape;
   std::string settings; // config::to_ini of the run, secrets blanked
+  model_inputs inputs;  // of its training set
   std::string herd_version;
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;
 };
 
-/// The options of a run of `config` (checkpoint.dir set) with `model` over `training_samples`.
+/// The options of a run of `config` (checkpoint.dir set) training `model` on `training`.
 std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_config& config,
                                                            const models::model& model,
-                                                           std::size_t training_samples);
+                                                           const models::dataset& training);
 
 /// The version of Herd that writes checkpoints (their headers name it).
 const char* herd_version();

@@ -226,7 +226,7 @@ coordinator_setup job_plan::coordination(run_observer* observer) const {
   coordination.close_metrics_at_end = true;
   coordination.claims.assign(claims.begin(), claims.end());
   if (config.checkpoint.enabled()) {
-    auto checkpoints = checkpoint_options_for(config, *model, data->train.size());
+    auto checkpoints = checkpoint_options_for(config, *model, data->train);
     checkpoints->on_written = setup.session.on_checkpoint;
     coordination.checkpoints = std::move(checkpoints);
   }

@@ -25,7 +25,22 @@ config::run_config settings_of(const actors::run_checkpoint& state, const std::s
 
 config::run_config saved_settings(const std::string& path) {
   const auto file = resolve(path);
-  return settings_of(actors::decode_payload(read_file(file).payload, file), file);
+  return settings_of(actors::read_run_checkpoint(file), file);
+}
+
+model_inputs saved_inputs(const std::string& path) {
+  const auto file = resolve(path);
+  const auto state = actors::read_run_checkpoint(file);
+  if (!state.inputs.known())
+    throw checkpoint_error(file, "written by Herd " + read_file(file).head.herd_version +
+                                     " (format version 5), which does not record its model's "
+                                     "inputs; its run's dataset has them");
+  const auto shape = actors::shaped_like(state.inputs);
+  model_inputs inputs;
+  inputs.sample_shape = shape.input_shape();
+  inputs.classes = static_cast<std::size_t>(shape.classes);
+  inputs.normalisation = shape.input_normalisation;
+  return inputs;
 }
 
 saved_model read_model(const std::string& path, const models::model& model, bool last) {

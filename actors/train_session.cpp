@@ -289,8 +289,7 @@ namespace {
 // in a setting. Nothing when the file's settings cannot be read.
 std::string differing_settings(const std::string& file, const config::run_config& now) {
   try {
-    const auto lines =
-        changed_settings(decode_payload(checkpoint::read_file(file).payload, file).settings, now);
+    const auto lines = changed_settings(read_run_checkpoint(file).settings, now);
     std::string text;
     for (const auto& line : lines)
       text += (text.empty() ? "; the settings that differ: " : "; ") + line;

@@ -220,11 +220,11 @@ loaded decode(std::string_view bytes, const std::string& file) {
   } catch (const std::exception& failure) {
     throw checkpoint_error(file, std::string("header: cannot be read (") + failure.what() + ")");
   }
-  if (out.head.version != format_version)
-    throw checkpoint_error(file, "header: format version " + std::to_string(out.head.version) +
-                                     " (written by Herd " + out.head.herd_version +
-                                     "); this Herd reads version " +
-                                     std::to_string(format_version));
+  if (out.head.version < oldest_read_version || out.head.version > format_version)
+    throw checkpoint_error(
+        file, "header: format version " + std::to_string(out.head.version) + " (written by Herd " +
+                  out.head.herd_version + "); this Herd reads versions " +
+                  std::to_string(oldest_read_version) + " to " + std::to_string(format_version));
   const std::uint64_t payload_size = bytes.size() - at;
   if (payload_size != out.head.payload_bytes)
     throw checkpoint_error(

@@ -20,13 +20,20 @@
 
 namespace herd::checkpoint {
 
-/// Bumped whenever the header or a payload changes shape; a file of another version is refused.
+/// Bumped whenever the header or a payload changes shape; files of versions this one cannot read
+/// are refused by number.
 /// Version 2: the model is its description (models::model::describe()), not the MLP's sizes.
 /// Version 3: the evaluations keep the target's evaluation and the parameters that reached it.
 /// Version 4: a worker's send buffer counts the rounds its running step missed (late-gradients =
 /// scale weighs a late gradient by them), not only whether it missed one.
 /// Version 5: a run's payload lists the parts its nodes wrote (a cluster's checkpoint).
-inline constexpr std::uint32_t format_version = 5;
+/// Version 6: a run's payload ends with what serving its model needs besides the parameters (the
+/// input shape, the classes, the inputs' normalisation), so `herd predict` loads no data.
+inline constexpr std::uint32_t format_version = 6;
+
+/// The oldest version still read: version 6 only appended a part to version 5's payload, so a
+/// version-5 file is read as one without it (its readers take those facts from the dataset).
+inline constexpr std::uint32_t oldest_read_version = 5;
 
 /// FNV-1a, 64 bits, over `bytes` (continuing from `hash`).
 std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
@@ -73,8 +80,9 @@ struct loaded {
 };
 
 /// Checks and splits the bytes of a file; `file` names it in errors. Throws checkpoint_error:
-/// not a checkpoint (magic), a header that cannot be read or whose hash is wrong, another format
-/// version, a payload shorter or longer than the header says, or a payload hash mismatch.
+/// not a checkpoint (magic), a header that cannot be read or whose hash is wrong, a format version
+/// outside [oldest_read_version, format_version], a payload shorter or longer than the header says,
+/// or a payload hash mismatch.
 loaded decode(std::string_view bytes, const std::string& file);
 
 /// Reads and decodes `path`. Throws checkpoint_error (also when it cannot be read).

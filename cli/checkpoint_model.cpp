@@ -2,21 +2,141 @@
 #include "cli/checkpoint_model.hpp"
 
 #include "actors/train_session.hpp"
-#include "checkpoint/format.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "herd/data.hpp"
+#include "herd/sequential.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+
+#include "checkpoint/format.hpp"
 #include "policy/policy.hpp"
 
-#include <iostream>
-
 namespace herd::cli {
+
+namespace {
+
+// A data error about a path the checkpoint's settings gave (not this command line) says so, and
+// which key to give: a relative path is as the run was given it, relative to where it ran.
+std::string with_path_origin(const std::string& problem, const config::run_config& config,
+                             const std::vector<std::string>& given) {
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"data.train-features", &config.data.train_features},
+      {"data.train-labels", &config.data.train_labels},
+      {"data.test-features", &config.data.test_features},
+      {"data.test-labels", &config.data.test_labels}};
+  for (const auto& [key, value] : paths) {
+    const std::string option = std::string("--") + key + "=";
+    const bool on_command_line = std::any_of(
+        given.begin(), given.end(), [&](const auto& arg) { return arg.rfind(option, 0) == 0; });
+    if (!value->empty() && !on_command_line && problem.rfind(*value, 0) == 0)
+      return problem + " (" + key + " = \"" + *value +
+             "\" is the checkpoint's setting, as its run was given it; give " + option +
+             "PATH for where the file is now)";
+  }
+  return problem;
+}
+
+// The run's test set made into what the model reads, and checked: token rows as wide as the
+// model's sequences (a .npy file may be narrower or wider than the training file), dense samples
+// of the model's layout, labels among its classes. Throws config::invalid_config naming the key.
+std::shared_ptr<const models::dataset> fitted_test_set(std::shared_ptr<const models::dataset> test,
+                                                       const models::model& model,
+                                                       const config::run_config& config,
+                                                       const std::string& command) {
+  const bool files = config.data.dataset == "npy";
+  const auto* layers = dynamic_cast<const models::sequential*>(&model);
+  if (layers != nullptr && layers->takes_tokens() && !test->ragged() &&
+      test->features() != models::elements(model.input_shape())) {
+    auto fitted = std::make_shared<models::dataset>(*test);
+    std::size_t cut = 0;
+    fitted->images = model_token_rows(test->images, *layers, cut);
+    fitted->sample_shape.clear();
+    if (cut > 0)
+      std::cerr << "herd " << command << ": "
+                << cut_note(cut, files ? config.data.test_features : test->name,
+                            fitted->images.cols())
+                << '\n';
+    test = std::move(fitted);
+  }
+  const std::string key = files ? "data.test-features" : "data.dataset";
+  const std::string name = files ? config.data.test_features : "the dataset " + test->name;
+  if (const auto problem = layout_problem(test->input_shape(), model.input_shape());
+      !problem.empty())
+    throw config::invalid_config({{key, key + ": " + name + " holds samples of " + problem}});
+  if (test->classes > 0 && static_cast<std::size_t>(test->classes) > model.classes()) {
+    const std::string labels_key = files ? "data.test-labels" : "data.dataset";
+    throw config::invalid_config(
+        {{labels_key, labels_key + ": " + (files ? config.data.test_labels : name) +
+                          " holds labels up to " + std::to_string(test->classes - 1) +
+                          ", but the checkpoint's model scores classes 0 to " +
+                          std::to_string(model.classes() - 1)}});
+  }
+  return test;
+}
+
+} // namespace
+
+std::string layout_problem(const models::shape& given, const models::shape& wanted) {
+  if (models::elements(given) != models::elements(wanted))
+    return models::shape_text(given) + " but the checkpoint's model takes " +
+           models::shape_text(wanted) + " (" + std::to_string(models::elements(wanted)) +
+           " values each)";
+  // Leading 1s say nothing (a grey image without its channel); flat samples are read in the
+  // model's order, and a flat model reads whatever order it was trained on.
+  const auto squeezed = [](models::shape dims) {
+    while (dims.size() > 1 && dims.front() == 1)
+      dims.erase(dims.begin());
+    return dims;
+  };
+  const auto given_dims = squeezed(given);
+  const auto wanted_dims = squeezed(wanted);
+  if (given_dims.size() == 1 || wanted_dims.size() == 1 || given_dims == wanted_dims)
+    return {};
+  // Channels last (PIL, Keras, OpenCV) against the model's channels first: the commonest case.
+  const bool channels_last = given.size() == 3 && wanted.size() == 3 &&
+                             given == models::shape{wanted[1], wanted[2], wanted[0]};
+  return models::shape_text(given) + " but the checkpoint's model takes " +
+         models::shape_text(wanted) +
+         ": as many values in another layout, which the model would read wrongly" +
+         (channels_last ? " (channels last; transpose them to channels first, in numpy "
+                          "x.transpose(0, 3, 1, 2))"
+                        : "") +
+         "; flat samples (n x " + std::to_string(models::elements(wanted)) +
+         ") are read in the model's order";
+}
+
+std::string cut_note(std::size_t cut, const std::string& source, std::size_t width) {
+  return std::to_string(cut) + " sample(s) of " + source + " longer than the model's " +
+         std::to_string(width) + " tokens: cut to their first " + std::to_string(width) +
+         ", all the model reads";
+}
+
+models::tensor model_token_rows(const models::tensor& given, const models::sequential& model,
+                                std::size_t& cut) {
+  const std::size_t width = models::elements(model.input_shape());
+  models::tensor rows({given.rows(), width});
+  cut = 0;
+  for (std::size_t r = 0; r < given.rows(); ++r) {
+    const float* in = given.row(r);
+    const auto length = static_cast<std::size_t>(
+        std::find_if(in, in + given.cols(), [](float v) { return v < 0; }) - in);
+    cut += length > width ? 1 : 0;
+    const std::size_t kept = std::min(given.cols(), width);
+    std::copy(in, in + kept, rows.row(r));
+    std::fill(rows.row(r) + kept, rows.row(r) + width, -1.0f);
+  }
+  return rows;
+}
 
 std::optional<checkpoint_model> load_checkpoint_model(const std::string& command,
                                                       const checkpoint_choice& choice) {
   checkpoint_model loaded;
   try {
     loaded.file = checkpoint::resolve(choice.path);
-    loaded.state = actors::decode_payload(checkpoint::read_file(loaded.file).payload, loaded.file);
+    loaded.state = actors::read_run_checkpoint(loaded.file);
     const std::string origin = loaded.file + " (the settings it was taken with)";
     loaded.config = config::from_ini(loaded.state.settings, origin, choice.settings);
     // data.* settings say where the run's dataset is now; another dataset is prepared otherwise
@@ -37,19 +157,41 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     std::cerr << "herd " << command << ": " << bad.what() << '\n';
     return std::nullopt;
   }
-  loaded.data = load_data_or_report(command, loaded.config);
-  if (!loaded.data)
-    return std::nullopt;
+  // What the model is built from: the checkpoint's account of its inputs, or for a checkpoint of
+  // format version 5, which has none, the run's training set.
+  actors::model_inputs inputs = loaded.state.inputs;
   try {
-    loaded.model = actors::make_model(loaded.config, loaded.data->train);
-    // herd evaluate reads the test set: its token rows are checked as a run's are.
-    actors::check_token_input(*loaded.model, loaded.data->test, false, loaded.config,
-                              loaded.config.model.layers.empty() ? "model.preset" : "model.layers");
-    // The same checks as a resume: the structure the file names and the tensors' sizes.
-    loaded.state = actors::load_for_resume(
-        loaded.file,
-        actors::structure_of(loaded.config, *loaded.model, loaded.data->train.size()),
-        loaded.model->parameter_count());
+    const auto note = [](const std::string& text) { std::cerr << "herd: " << text << '\n'; };
+    if (inputs.known()) {
+      if (choice.test_set)
+        loaded.test = models::load_test_dataset(loaded.config, note);
+    } else {
+      const auto data = models::load_dataset(loaded.config, note);
+      inputs = actors::inputs_of(data->train);
+      if (choice.test_set)
+        loaded.test = {data, &data->test};
+    }
+  } catch (const models::data_error& bad) {
+    std::cerr << "herd " << command << ": "
+              << with_path_origin(bad.what(), loaded.config, choice.settings) << '\n';
+    return std::nullopt;
+  } catch (const config::invalid_config& invalid) {
+    print_config_errors(command, invalid);
+    return std::nullopt;
+  }
+  const auto shape = actors::shaped_like(inputs);
+  loaded.input_normalisation = shape.input_normalisation;
+  try {
+    loaded.model = actors::make_model(loaded.config, shape);
+    if (loaded.test) {
+      loaded.test = fitted_test_set(loaded.test, *loaded.model, loaded.config, command);
+      // Its token rows are checked as a run's are.
+      actors::check_token_input(*loaded.model, *loaded.test, false, loaded.config,
+                                loaded.config.model.layers.empty() ? "model.preset"
+                                                                   : "model.layers");
+    }
+    // The model's description and every tensor's size, against the file.
+    loaded.state = actors::load_for_model(loaded.file, *loaded.model);
     const bool mean = policy::make_policy(loaded.config)->exchanges_models();
     auto chosen = actors::parameters_to_serve(loaded.state, loaded.file, choice.last, mean);
     loaded.parameters = std::move(chosen.values);
@@ -68,8 +210,9 @@ std::optional<checkpoint_model>
 start_checkpoint_command(const std::string& command, const std::vector<std::string>& args,
                          const std::function<std::string()>& help,
                          const std::function<bool(argument_reader&)>& own_option,
-                         const std::function<void()>& check_own, int& status) {
+                         const std::function<void()>& check_own, bool test_set, int& status) {
   checkpoint_choice choice;
+  choice.test_set = test_set;
   bool help_asked = false;
   const std::string see = " (see herd " + command + " --help)";
   try {

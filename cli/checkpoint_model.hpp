@@ -8,6 +8,7 @@
 #include "herd/dataset.hpp"
 #include "herd/model.hpp"
 #include "herd/run_config.hpp"
+#include "herd/sequential.hpp"
 
 #include <functional>
 #include <memory>
@@ -21,7 +22,10 @@ struct checkpoint_model {
   std::string file; // the checkpoint file (a directory's newest)
   actors::run_checkpoint state;
   config::run_config config; // the checkpoint's settings, with the command line's on top
-  std::shared_ptr<const models::train_test_split> data;
+  /// The run's test set, where the command asked for it (herd evaluate); else null.
+  std::shared_ptr<const models::dataset> test;
+  /// What was done to the training data's values: new samples (herd predict) get the same.
+  models::normalisation input_normalisation;
   std::shared_ptr<const models::model> model;
   std::vector<float> parameters;
   /// Which parameters, in words: "the parameters that reached the target (test accuracy 0.8538
@@ -34,13 +38,31 @@ struct checkpoint_choice {
   std::string path;                  // --checkpoint: a file or a directory
   bool last = false;                 // --last: the workers' last parameters, even after a target
   std::vector<std::string> settings; // --data.key=value
+  bool test_set = false;             // load the run's test set (herd evaluate)
 };
 
-/// Reads `choice.path`, its settings (with choice.settings on top), the dataset and the model, and
-/// checks them as a resume would. Problems are said on stderr as "herd <command>: ..."; nullopt
-/// then (exit status 2).
+/// Reads `choice.path`, its settings (with choice.settings on top) and the model, and checks them
+/// against each other (the model's description and its tensors' sizes). The model is rebuilt
+/// from what the checkpoint says of its inputs, so no training data are read; a checkpoint of
+/// format version 5 does not say, and the run's dataset is loaded for it. With choice.test_set the
+/// test set is loaded too (of a .npy dataset only its test files). Problems are said on stderr as
+/// "herd <command>: ..."; nullopt then (exit status 2).
 std::optional<checkpoint_model> load_checkpoint_model(const std::string& command,
                                                       const checkpoint_choice& choice);
+
+/// Why samples of shape `given` are not samples of `wanted`, a model's input shape, value for
+/// value ("4x4x3 but the checkpoint's model takes 3x4x4: as many values in another layout ...");
+/// empty when they are: the same shape, also without leading 1s, or either one flat (flat samples
+/// are read in the model's order).
+std::string layout_problem(const models::shape& given, const models::shape& wanted);
+
+/// Rows of token ids made as wide as the sequences `model` takes: a shorter row is padded with -1,
+/// a longer one cut to its first tokens (`cut` counts the rows that lost a token).
+models::tensor model_token_rows(const models::tensor& given, const models::sequential& model,
+                                std::size_t& cut);
+
+/// "3 sample(s) of FILE longer than the model's 12 tokens: cut to their first 12, ...".
+std::string cut_note(std::size_t cut, const std::string& source, std::size_t width);
 
 /// The help lines of --checkpoint and --last.
 std::string checkpoint_options_help();
@@ -48,12 +70,13 @@ std::string checkpoint_options_help();
 /// The start of `herd <command>` (evaluate, predict): reads --checkpoint, --last, --help and the
 /// settings from `args`, offering every other argument to `own_option` (true: it took the current
 /// one); then `check_own` (std::invalid_argument for what is wrong with the command's own
-/// options), the settings against the command's keys, and the model. Returns the model, or
-/// nullopt with `status` set: 0 after the help was shown, 2 after bad input was said on stderr.
+/// options), the settings against the command's keys, and the model (with the test set when
+/// `test_set`). Returns the model, or nullopt with `status` set: 0 after the help was shown, 2
+/// after bad input was said on stderr.
 std::optional<checkpoint_model>
 start_checkpoint_command(const std::string& command, const std::vector<std::string>& args,
                          const std::function<std::string()>& help,
                          const std::function<bool(argument_reader&)>& own_option,
-                         const std::function<void()>& check_own, int& status);
+                         const std::function<void()>& check_own, bool test_set, int& status);
 
 } // namespace herd::cli

@@ -4,11 +4,15 @@
 #include "cli/checkpoint_model.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "herd/ops.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,49 +20,174 @@ namespace herd::cli {
 
 namespace {
 
-// The samples of `data` whose label is `label`.
-models::dataset of_class(const models::dataset& data, std::int32_t label) {
-  std::vector<std::size_t> rows;
-  for (std::size_t i = 0; i < data.size(); ++i)
-    if (data.labels[i] == label)
-      rows.push_back(i);
-  return models::subset(data, rows);
+// The most classes whose confusion matrix is printed; more go to the --report file only.
+constexpr int printed_confusion_classes = 10;
+
+struct evaluate_options {
+  std::string report; // --report FILE.json; "": none
+};
+
+// What the model makes of each test sample, counted: confusion[true][predicted].
+struct class_counts {
+  std::vector<std::vector<std::size_t>> confusion;
+
+  std::size_t samples(std::size_t label) const {
+    return std::accumulate(confusion[label].begin(), confusion[label].end(), std::size_t{0});
+  }
+  std::size_t predicted_as(std::size_t label) const {
+    std::size_t total = 0;
+    for (const auto& row : confusion)
+      total += row[label];
+    return total;
+  }
+  // Of its samples, the share predicted right (its accuracy, or recall); -1 without samples.
+  double recall(std::size_t label) const {
+    const auto n = samples(label);
+    return n == 0 ? -1.0 : static_cast<double>(confusion[label][label]) / static_cast<double>(n);
+  }
+  // Of the samples predicted as it, the share that are; -1 when none was.
+  double precision(std::size_t label) const {
+    const auto n = predicted_as(label);
+    return n == 0 ? -1.0 : static_cast<double>(confusion[label][label]) / static_cast<double>(n);
+  }
+};
+
+// Predicts every sample of `test` (the class of highest probability, as evaluation scores it) in
+// batches, token texts padded per batch as training pads them.
+class_counts count_classes(const models::model& model, const float* parameters,
+                           const models::dataset& test, std::size_t batch) {
+  const std::size_t classes = model.classes();
+  class_counts counts;
+  counts.confusion.assign(classes, std::vector<std::size_t>(classes, 0));
+  const auto& ops = kernels::cpu_ops();
+  auto work = model.make_workspace();
+  std::vector<std::size_t> indices(batch);
+  models::tensor x;
+  models::tensor probs;
+  for (std::size_t first = 0; first < test.size(); first += batch) {
+    const std::size_t rows = std::min(batch, test.size() - first);
+    std::iota(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(rows), first);
+    models::gather_rows(test, indices.data(), rows, x);
+    model.probabilities(ops, parameters, x, probs, *work);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* p = probs.row(r);
+      const auto predicted = static_cast<std::size_t>(std::max_element(p, p + classes) - p);
+      ++counts.confusion[static_cast<std::size_t>(test.labels[first + r])][predicted];
+    }
+  }
+  return counts;
+}
+
+// "0.8750", or "-" for a share of nothing.
+std::string share(double value) {
+  if (value < 0)
+    return "-";
+  char text[16];
+  std::snprintf(text, sizeof text, "%.4f", value);
+  return text;
+}
+
+// The test set in words: the files of a .npy dataset, else the dataset's name.
+std::string test_set_words(const checkpoint_model& loaded) {
+  const auto& data = loaded.config.data;
+  return data.dataset == "npy" ? data.test_features + ", " + data.test_labels : loaded.test->name;
+}
+
+void print_confusion(const class_counts& counts) {
+  const std::size_t classes = counts.confusion.size();
+  std::size_t largest = classes - 1;
+  for (const auto& row : counts.confusion)
+    largest = std::max(largest, *std::max_element(row.begin(), row.end()));
+  const int width = std::max(4, static_cast<int>(std::to_string(largest).size()) + 1);
+  std::printf("  confusion       rows: the true class, columns: the predicted one\n%16s", "");
+  for (std::size_t c = 0; c < classes; ++c)
+    std::printf("%*zu", width, c);
+  std::printf("\n");
+  for (std::size_t t = 0; t < classes; ++t) {
+    std::printf("  %14zu", t);
+    for (std::size_t c = 0; c < classes; ++c)
+      std::printf("%*zu", width, counts.confusion[t][c]);
+    std::printf("\n");
+  }
+}
+
+std::string report_json(const checkpoint_model& loaded, const models::evaluation& whole,
+                        const class_counts& counts) {
+  const auto& counters = loaded.state.coordinator.counters;
+  nlohmann::json per_class = nlohmann::json::array();
+  const auto number_or_null = [](double value) {
+    return value < 0 ? nlohmann::json(nullptr) : nlohmann::json(value);
+  };
+  for (std::size_t c = 0; c < counts.confusion.size(); ++c)
+    per_class.push_back({{"class", c},
+                         {"samples", counts.samples(c)},
+                         {"predicted", counts.predicted_as(c)},
+                         {"accuracy", number_or_null(counts.recall(c))},
+                         {"precision", number_or_null(counts.precision(c))}});
+  const nlohmann::json report = {{"checkpoint", loaded.file},
+                                 {"round", counters.rounds},
+                                 {"epoch", counters.epochs()},
+                                 {"algorithm", loaded.config.train.algorithm},
+                                 {"parameters", loaded.parameters_origin},
+                                 {"model", loaded.model->describe()},
+                                 {"test_set", test_set_words(loaded)},
+                                 {"samples", whole.samples},
+                                 {"test_accuracy", whole.accuracy()},
+                                 {"test_loss", whole.mean_loss},
+                                 {"classes", per_class},
+                                 {"confusion", counts.confusion}};
+  return report.dump(2) + "\n";
 }
 
 int run_evaluate(const std::vector<std::string>& args) {
+  evaluate_options options;
   int status = exit_ok;
   const auto loaded = start_checkpoint_command(
-      "evaluate", args, evaluate_help, [](argument_reader&) { return false; }, [] {}, status);
+      "evaluate", args, evaluate_help,
+      [&options](argument_reader& reader) {
+        if (!reader.is("--report"))
+          return false;
+        options.report = reader.value("--report", " (a .json file)");
+        return true;
+      },
+      [&options] {
+        if (!options.report.empty())
+          check_writable(options.report);
+      },
+      true, status);
   if (!loaded)
     return status;
   const auto& ops = kernels::cpu_ops();
   const auto& model = *loaded->model;
-  const auto& test = loaded->data->test;
+  const auto& test = *loaded->test;
   const float* parameters = loaded->parameters.data();
   auto work = model.make_workspace();
   const std::size_t batch = 1000;
   const auto whole = model.evaluate(ops, parameters, test, batch, *work);
+  const auto counts = count_classes(model, parameters, test, batch);
   const auto& counters = loaded->state.coordinator.counters;
-  std::printf("herd evaluate: %s (round %llu, epoch %.2f of a %s run with %zu workers)\n"
+  std::printf("herd evaluate: %s (round %llu, epoch %.2f of a %s run with %d workers)\n"
               "  parameters      %s\n"
               "  model           %s\n"
               "  test set        %s, %zu samples\n"
               "  test accuracy   %.4f\n"
               "  test loss       %.4f\n"
-              "  per class       accuracy  samples\n",
+              "  per class       accuracy  precision  samples\n",
               loaded->file.c_str(), static_cast<unsigned long long>(counters.rounds),
               counters.epochs(), loaded->config.train.algorithm.c_str(),
-              loaded->state.workers.size(), loaded->parameters_origin.c_str(),
-              model.describe().c_str(), test.name.c_str(), whole.samples, whole.accuracy(),
-              whole.mean_loss);
-  for (int label = 0; label < test.classes; ++label) {
-    const auto subset = of_class(test, label);
-    if (subset.size() == 0) {
-      std::printf("  %14d         -        0\n", label);
-      continue;
-    }
-    const auto per_class = model.evaluate(ops, parameters, subset, batch, *work);
-    std::printf("  %14d    %.4f  %7zu\n", label, per_class.accuracy(), per_class.samples);
+              loaded->config.train.workers, loaded->parameters_origin.c_str(),
+              model.describe().c_str(), test_set_words(*loaded).c_str(), whole.samples,
+              whole.accuracy(), whole.mean_loss);
+  for (std::size_t c = 0; c < counts.confusion.size(); ++c)
+    std::printf("  %14zu  %8s  %9s  %7zu\n", c, share(counts.recall(c)).c_str(),
+                share(counts.precision(c)).c_str(), counts.samples(c));
+  if (counts.confusion.size() <= static_cast<std::size_t>(printed_confusion_classes))
+    print_confusion(counts);
+  else
+    std::printf("  confusion       %zu classes: in the --report file\n", counts.confusion.size());
+  if (!options.report.empty()) {
+    write_file_atomically(options.report, report_json(*loaded, whole, counts));
+    std::cerr << "herd evaluate: wrote " << options.report << '\n';
   }
   return exit_ok;
 }
@@ -67,12 +196,19 @@ int run_evaluate(const std::vector<std::string>& args) {
 
 std::string evaluate_help() {
   std::ostringstream out;
-  out << "usage: herd evaluate --checkpoint PATH [--last] [--data.key=value ...]\n\n"
-         "Evaluates the model a checkpoint holds on its run's test set: test accuracy and loss,\n"
-         "and the accuracy of each class. The model and the dataset are those of the run the\n"
-         "checkpoint was taken in; the data settings below point to where the dataset is now.\n\n"
+  out << "usage: herd evaluate --checkpoint PATH [--last] [--report FILE.json]\n"
+         "                     [--data.key=value ...]\n\n"
+         "Evaluates the model a checkpoint holds on its run's test set: test accuracy and loss;\n"
+         "for each class its accuracy (of its samples, the share predicted right) and precision\n"
+         "(of the samples predicted as it, the share that are); and the confusion matrix (up to\n"
+         "10 classes; all of it in the report). The model and the dataset are those of the run\n"
+         "the checkpoint was taken in; the data settings below point to where the test set is\n"
+         "now, or to another labelled set of the same kind (data.test-features and\n"
+         "data.test-labels of a .npy dataset: only those two files are read).\n\n"
       << checkpoint_options_help()
-      << "  --help, -h         show this help\n"
+      << "  --report FILE      also write the results as JSON: overall, per class, and the\n"
+         "                     confusion matrix (rows: true classes, columns: predicted)\n"
+         "  --help, -h         show this help\n"
          "  --version          show the version\n\n"
          "Settings (on the command line as --section.key=value; they replace the\n"
          "checkpoint's):\n"

@@ -50,44 +50,17 @@ void check(const predict_options& options) {
 }
 
 // Rows of token ids for a model that takes tokens, checked as the run's were
-// (models::check_token_rows) and made as wide as the model's sequences: a shorter row is padded,
-// and a longer one cut to its first tokens, as training cuts texts at data.max-length (`cut` counts
-// them). Throws data_error naming the file, the sample and the place.
+// (models::check_token_rows) and made as wide as the model's sequences (model_token_rows: `cut`
+// counts the rows cut). Throws data_error naming the file, the sample and the place.
 models::tensor token_rows(const std::string& path, const models::npy_samples& samples,
                           const models::sequential& model, std::size_t& cut) {
   if (samples.bytes)
     throw models::data_error(path + " holds uint8 values, which herd scales as pixels and which "
                                     "cannot hold the padding -1; write the token ids as float32");
-  const auto& given = samples.values;
-  const std::size_t width = models::elements(model.input_shape());
-  models::tensor rows({given.rows(), width});
-  cut = 0;
-  for (std::size_t r = 0; r < given.rows(); ++r) {
-    const float* in = given.row(r);
-    const std::size_t length =
-        static_cast<std::size_t>(std::find_if(in, in + given.cols(), [](float v) { return v < 0; }) -
-                                 in);
-    cut += length > width ? 1 : 0;
-    const std::size_t kept = std::min(given.cols(), width);
-    std::copy(in, in + kept, rows.row(r));
-    std::fill(rows.row(r) + kept, rows.row(r) + width, -1.0f);
-  }
+  auto rows = model_token_rows(samples.values, model, cut);
   // What the model reads, as training checks texts up to data.max-length: a cut part is not.
   models::check_token_rows(rows, model.vocabulary(), path);
   return rows;
-}
-
-// Whether samples of `given` are samples of `wanted` value for value: the same shape, also without
-// leading 1s (a grey image without its channel), or either one flat (flat samples are read in the
-// model's order; a flat model reads whatever order it was trained on).
-bool same_layout(models::shape given, models::shape wanted) {
-  const auto squeeze = [](models::shape& dims) {
-    while (dims.size() > 1 && dims.front() == 1)
-      dims.erase(dims.begin());
-  };
-  squeeze(given);
-  squeeze(wanted);
-  return given.size() == 1 || wanted.size() == 1 || given == wanted;
 }
 
 // The samples of `path`, made into what the model was trained on: the shape it takes, and the
@@ -99,34 +72,15 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
     std::size_t cut = 0;
     auto rows = token_rows(path, samples, *layers, cut);
     if (cut > 0)
-      std::cerr << "herd predict: " << cut << " sample(s) of " << path << " longer than the "
-                << "model's " << rows.cols() << " tokens (data.max-length for texts): cut to "
-                << "their first " << rows.cols() << ", as in training\n";
+      std::cerr << "herd predict: " << cut_note(cut, path, rows.cols()) << '\n';
     return rows;
   }
-  const auto& wanted = loaded.model->input_shape();
   const auto given = samples.sample_shape.empty()
                          ? models::shape{samples.values.cols()}
                          : models::shape(samples.sample_shape.begin(), samples.sample_shape.end());
-  if (models::elements(given) != models::elements(wanted))
-    throw models::data_error(path + " holds samples of " + models::shape_text(given) +
-                             " but the checkpoint's model takes " + models::shape_text(wanted) +
-                             " (" + std::to_string(models::elements(wanted)) + " values each)");
-  if (!same_layout(given, wanted)) {
-    // Channels last (PIL, Keras, OpenCV) against the model's channels first: the commonest case.
-    const bool channels_last = given.size() == 3 && wanted.size() == 3 &&
-                               given == models::shape{wanted[1], wanted[2], wanted[0]};
-    throw models::data_error(
-        path + " holds samples of " + models::shape_text(given) +
-        " but the checkpoint's model takes " + models::shape_text(wanted) +
-        ": as many values in another layout, which the model would read wrongly" +
-        (channels_last ? " (channels last; transpose them to channels first, in numpy "
-                         "x.transpose(0, 3, 1, 2))"
-                       : "") +
-        "; flat samples (n x " + std::to_string(models::elements(wanted)) +
-        ") are read in the model's order");
-  }
-  const auto norm = loaded.data->train.input_normalisation;
+  if (const auto problem = layout_problem(given, loaded.model->input_shape()); !problem.empty())
+    throw models::data_error(path + " holds samples of " + problem);
+  const auto norm = loaded.input_normalisation;
   // The run's values were bytes scaled to [0, 1]: floats far above 1 are unscaled pixels, which
   // the model would take for something else and answer wrongly without a word.
   constexpr float highest_scaled = 1.5f;
@@ -169,7 +123,7 @@ int run_predict(const std::vector<std::string>& args) {
   const auto loaded = start_checkpoint_command(
       "predict", args, predict_help,
       [&parsed](argument_reader& reader) { return read_option(reader, parsed); },
-      [&parsed] { check(parsed); }, status);
+      [&parsed] { check(parsed); }, false, status);
   if (!loaded)
     return status;
   models::tensor inputs;
@@ -218,9 +172,11 @@ std::string predict_help() {
          "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255; floats above 1.5\n"
          "are refused as unscaled pixels) normalised with\n"
          "the training set's mean and deviation; .npy datasets' values are used as they are. For\n"
-         "a model of texts (textcnn), each row is a text's token ids (its bytes, 0 to 255, as\n"
-         "floats) padded at the end with -1; a text longer than data.max-length is cut to it, as\n"
-         "in training. The run's dataset is loaded to rebuild the model and its preparation.\n\n"
+         "a model of texts, each row is a text's token ids as floats (textcnn's are its bytes, 0\n"
+         "to 255; an embedding layer of V ids takes 0 to V - 1) padded at the end with -1; a row\n"
+         "is padded or cut to the model's sequence length. The checkpoint says what the model\n"
+         "takes and how its inputs were prepared, so no training data are read (a checkpoint\n"
+         "written by Herd before format version 6 does not, and the run's dataset is loaded).\n\n"
       << checkpoint_options_help()
       << "  --input FILE.npy   the samples\n"
          "  --output FILE      write the probabilities to FILE: .csv (a header, one row per\n"

@@ -39,7 +39,7 @@ coordinator_setup coordinator_setup_for(const registry_context& context, const m
   coordination.progress_interval = context.options.progress_interval;
   coordination.joins = node_joins(config);
   if (config.checkpoint.enabled())
-    coordination.checkpoints = checkpoint_options_for(config, model, context.data->train.size());
+    coordination.checkpoints = checkpoint_options_for(config, model, context.data->train);
   coordination.resume = context.resume;
   if (context.options.metrics)
     coordination.metrics = make_training_metrics(config, context.options.metrics,

@@ -77,4 +77,14 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
   throw config::invalid_config(std::move(unknown));
 }
 
+std::shared_ptr<const dataset> load_test_dataset(const config::run_config& config,
+                                                 const data_notes& notes) {
+  const auto& data = config.data;
+  if (data.dataset == "npy")
+    return std::make_shared<const dataset>(
+        load_npy_test_set(data.test_features, data.test_labels, data.max_bytes));
+  auto split = load_dataset(config, notes);
+  return {split, &split->test}; // shares the split's ownership: no copy of the samples
+}
+
 } // namespace herd::models

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <initializer_list>
 #include <limits>
 #include <new>
 #include <sys/stat.h>
@@ -475,6 +476,32 @@ dataset read_dataset(const checked_file& features, const checked_file& labels,
   return result;
 }
 
+// Refuses files whose loaded values would take more than `max_bytes` together (0:
+// default_max_data_bytes()), naming the file that crosses the limit; before any value is read.
+void check_loaded_bytes(std::initializer_list<const checked_file*> files, std::uint64_t max_bytes) {
+  const bool default_limit = max_bytes == 0;
+  if (default_limit)
+    max_bytes = default_max_data_bytes();
+  std::uint64_t total = 0;
+  for (const checked_file* file : files) {
+    // values <= file bytes, so this product cannot overflow.
+    const std::uint64_t bytes = file->header.values * npy_loaded_bytes_per_value;
+    total += bytes;
+    if (total > max_bytes)
+      throw data_error(file->path + ": " + shape_string(file->header.shape) + " values take " +
+                       std::to_string(bytes) + " bytes of memory once loaded" +
+                       (total > bytes ? " (" + std::to_string(total) + " with the files before it)"
+                                      : std::string()) +
+                       ", more than data.max-bytes = " + std::to_string(max_bytes) +
+                       (default_limit ? " (half the physical memory)" : "") +
+                       "; raise data.max-bytes if the file is right");
+  }
+}
+
+int largest_label(const dataset& set) {
+  return set.labels.empty() ? 0 : *std::max_element(set.labels.begin(), set.labels.end());
+}
+
 std::vector<std::uint64_t> sample_shape_of(const npy_header& header) {
   return {header.shape.begin() + 1, header.shape.end()};
 }
@@ -560,33 +587,25 @@ train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_byte
                      sample(train_features.header) + "; train and test samples must match");
   }
 
-  const bool default_limit = max_bytes == 0;
-  if (default_limit)
-    max_bytes = default_max_data_bytes();
-  std::uint64_t total = 0;
-  for (const checked_file* file : {&train_features, &train_labels, &test_features, &test_labels}) {
-    // values <= file bytes, so this product cannot overflow.
-    const std::uint64_t bytes = file->header.values * npy_loaded_bytes_per_value;
-    total += bytes;
-    if (total > max_bytes)
-      throw data_error(file->path + ": " + shape_string(file->header.shape) + " values take " +
-                       std::to_string(bytes) + " bytes of memory once loaded" +
-                       (total > bytes ? " (" + std::to_string(total) + " with the files before it)"
-                                      : std::string()) +
-                       ", more than data.max-bytes = " + std::to_string(max_bytes) +
-                       (default_limit ? " (half the physical memory)" : "") +
-                       "; raise data.max-bytes if the file is right");
-  }
+  check_loaded_bytes({&train_features, &train_labels, &test_features, &test_labels}, max_bytes);
 
   train_test_split split;
   split.train = read_dataset(train_features, train_labels, "npy/train");
   split.test = read_dataset(test_features, test_labels, "npy/test");
-  const auto largest = [](const dataset& set) {
-    return set.labels.empty() ? 0 : *std::max_element(set.labels.begin(), set.labels.end());
-  };
-  const int classes = std::max(largest(split.train), largest(split.test)) + 1;
+  const int classes = std::max(largest_label(split.train), largest_label(split.test)) + 1;
   split.train.classes = split.test.classes = classes;
   return split;
+}
+
+dataset load_npy_test_set(const std::string& features, const std::string& labels,
+                          std::uint64_t max_bytes) {
+  const checked_file test_features = check_features(features);
+  const checked_file test_labels = check_labels(labels);
+  check_pair(test_features, test_labels);
+  check_loaded_bytes({&test_features, &test_labels}, max_bytes);
+  dataset test = read_dataset(test_features, test_labels, "npy/test");
+  test.classes = largest_label(test) + 1;
+  return test;
 }
 
 } // namespace herd::models

@@ -62,6 +62,12 @@ inline constexpr std::uint64_t npy_loaded_bytes_per_value = 4;
 /// before any values are read. Throws data_error naming the file (both, for a mismatch).
 train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes = 0);
 
+/// The test set alone, by load_npy_dataset's rules for one pair of files: what `herd evaluate`
+/// reads, where the training files may be elsewhere or gone. Its classes are its largest label
+/// plus one.
+dataset load_npy_test_set(const std::string& features, const std::string& labels,
+                          std::uint64_t max_bytes = 0);
+
 /// The samples of one features file (the rules of load_npy_dataset's features), without labels:
 /// what `herd predict` reads.
 struct npy_samples {

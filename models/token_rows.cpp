@@ -57,7 +57,8 @@ void check_token_rows(const tensor& rows, std::size_t vocabulary, const std::str
 
 void check_token_rows(const dataset& data, std::size_t vocabulary, const std::string& source) {
   if (!data.ragged()) {
-    check_token_rows(data.images, vocabulary, source);
+    if (data.size() > 0) // a set without samples may have no tensor at all
+      check_token_rows(data.images, vocabulary, source);
     return;
   }
   if (vocabulary == 0)

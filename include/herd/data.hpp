@@ -36,4 +36,11 @@ using data_notes = std::function<void(const std::string& note)>;
 std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
                                                      const data_notes& notes = {});
 
+/// The test set of load_dataset(config) alone, to evaluate a trained model: of data.dataset = npy
+/// only data.test-features and data.test-labels are read (the training files may be elsewhere or
+/// gone), and its classes are its own largest label plus one; the other datasets (packaged or
+/// generated) are loaded whole and their test set kept. Throws as load_dataset does.
+std::shared_ptr<const dataset> load_test_dataset(const config::run_config& config,
+                                                 const data_notes& notes = {});
+
 } // namespace herd::models

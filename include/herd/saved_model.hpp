@@ -3,15 +3,17 @@
 // (job_options::initial_parameters). What `herd evaluate` and `herd predict` read.
 //
 //   auto settings = herd::checkpoint::saved_settings("ckpt");   // a file, or a directory
-//   auto data = herd::models::load_dataset(settings);           // or your own data
+//   auto inputs = herd::checkpoint::saved_inputs("ckpt");       // no training data needed
 //   auto model = herd::models::build_model({settings.model.preset, settings.model.layers,
 //                                           settings.model.hidden},
-//                                          data->train.input_shape(), data->train.classes);
+//                                          inputs.sample_shape, inputs.classes);
 //   auto saved = herd::checkpoint::read_model("ckpt", *model);
+//   // samples prepared as the training data were: inputs.normalisation.apply(value)
 //   auto probabilities = herd::models::predict(*model, saved.parameters, samples, count);
 #pragma once
 
 #include "herd/checkpoint_error.hpp"
+#include "herd/dataset.hpp"
 #include "herd/model.hpp"
 #include "herd/run_config.hpp"
 
@@ -25,6 +27,22 @@ namespace herd::checkpoint {
 /// Throws checkpoint_error naming the file and the problem: none there, not a checkpoint, damaged,
 /// or settings this version of Herd does not read.
 config::run_config saved_settings(const std::string& path);
+
+/// What a checkpoint's model takes, as its run's training set had it: what building the model
+/// (models::build_model) and preparing new samples need besides the settings.
+struct model_inputs {
+  std::vector<std::size_t> sample_shape; // one sample's shape (dataset::input_shape())
+  std::size_t classes = 0;               // the classes the model scores
+  /// What was done to the source's values (Fashion-MNIST: pixels / 255, then this); give new
+  /// samples the same. The identity for .npy and synthetic data.
+  models::normalisation normalisation;
+};
+
+/// What the checkpoint at `path` (a file, or a directory: its newest) says its model takes.
+/// Throws checkpoint_error naming the file and the problem: what saved_settings() throws for, or
+/// a checkpoint of format version 5, which does not say (load its run's dataset:
+/// models::load_dataset(saved_settings(path))).
+model_inputs saved_inputs(const std::string& path);
 
 struct saved_model {
   std::string file;          // the checkpoint read (a directory's newest)

@@ -671,7 +671,10 @@ TEST(job_facade, a_checkpoint_directory_a_running_job_writes_to_is_refused) {
 // settings it was taken with, the model they build, and the parameters the run ended with.
 TEST(job_facade, a_checkpoints_model_is_read_back_for_serving) {
   herd::testing::temp_directory dir;
-  const auto data = synthetic(960);
+  // A normalisation of its own (data prepared as pixels are), which the checkpoint must keep.
+  auto prepared = std::make_shared<herd::models::train_test_split>(*synthetic(960));
+  prepared->train.input_normalisation = prepared->test.input_normalisation = {0.25f, 2.0f};
+  const std::shared_ptr<const herd::models::train_test_split> data = prepared;
   const auto config = checkpointed_run(dir);
   const auto trained = herd::job::start(config, data, quick());
   const auto summary = trained->wait();
@@ -679,9 +682,15 @@ TEST(job_facade, a_checkpoints_model_is_read_back_for_serving) {
 
   const auto settings = herd::checkpoint::saved_settings(config.checkpoint.dir);
   EXPECT_EQ(herd::config::to_ini(settings), herd::config::to_ini(config));
+  // The checkpoint says what the model takes: the data are not needed to rebuild it.
+  const auto inputs = herd::checkpoint::saved_inputs(config.checkpoint.dir);
+  EXPECT_EQ(inputs.sample_shape, data->train.input_shape());
+  EXPECT_EQ(inputs.classes, static_cast<std::size_t>(data->train.classes));
+  EXPECT_EQ(inputs.normalisation.mean, data->train.input_normalisation.mean);
+  EXPECT_EQ(inputs.normalisation.stddev, data->train.input_normalisation.stddev);
   const auto model = herd::models::build_model(
-      {settings.model.preset, settings.model.layers, settings.model.hidden},
-      data->train.input_shape(), static_cast<std::size_t>(data->train.classes));
+      {settings.model.preset, settings.model.layers, settings.model.hidden}, inputs.sample_shape,
+      inputs.classes);
   const auto saved = herd::checkpoint::read_model(config.checkpoint.dir, *model);
   EXPECT_EQ(saved.file, herd::checkpoint::list(config.checkpoint.dir).back());
   EXPECT_EQ(saved.rounds, summary.rounds);

@@ -93,12 +93,25 @@ TEST(CheckpointFormat, AForeignFileIsNotACheckpoint) {
   EXPECT_NE(problem_of("[train]\nworkers = 4\n").find("not a Herd checkpoint"), std::string::npos);
 }
 
-TEST(CheckpointFormat, AnotherFormatVersionIsRefusedByNumber) {
-  auto head = sample_header();
-  head.version = format_version + 1;
-  const auto problem = problem_of(encode(head, "abc"));
-  EXPECT_NE(problem.find("format version " + std::to_string(format_version + 1)), std::string::npos)
-      << problem;
+// A newer file, and one older than the oldest version read, are refused by number; the versions
+// between are read, with the header saying which.
+TEST(CheckpointFormat, VersionsOutsideTheReadRangeAreRefusedByNumber) {
+  for (const std::uint32_t version : {format_version + 1, oldest_read_version - 1}) {
+    auto head = sample_header();
+    head.version = version;
+    const auto problem = problem_of(encode(head, "abc"));
+    EXPECT_NE(problem.find("format version " + std::to_string(version)), std::string::npos)
+        << problem;
+    EXPECT_NE(problem.find("reads versions " + std::to_string(oldest_read_version) + " to " +
+                           std::to_string(format_version)),
+              std::string::npos)
+        << problem;
+  }
+  for (std::uint32_t version = oldest_read_version; version <= format_version; ++version) {
+    auto head = sample_header();
+    head.version = version;
+    EXPECT_EQ(decode(encode(head, "abc"), "x.ckpt").head.version, version);
+  }
 }
 
 TEST(CheckpointFormat, DifferencesNameEveryStructuralKey) {

@@ -621,15 +621,16 @@ TEST_F(herd_cli, trains_on_npy_files) {
 // does (a bad one failed inside a kernel with exit 1); herd predict checks what the model reads of
 // a row, not the part it cuts off (as training cuts texts at data.max-length).
 TEST_F(herd_cli, evaluate_and_predict_check_token_rows_as_training_does) {
-  auto tokens = [&](const std::string& name, std::uint64_t n) {
-    std::vector<float> rows(n * 6, -1.0f);
+  // Rows of 3 to 5 tokens, padded to `width`.
+  auto tokens = [&](const std::string& name, std::uint64_t n, std::uint64_t width = 6) {
+    std::vector<float> rows(n * width, -1.0f);
     std::vector<std::int64_t> labels(n);
     for (std::uint64_t i = 0; i < n; ++i) {
       labels[i] = static_cast<std::int64_t>(i % 2);
       for (std::uint64_t t = 0; t < 3 + i % 3; ++t)
-        rows[i * 6 + t] = static_cast<float>((i % 2) * 5 + (i + t) % 5);
+        rows[i * width + t] = static_cast<float>((i % 2) * 5 + (i + t) % 5);
     }
-    herd::testing::write_npy(path(name + "_x.npy"), "<f4", {n, 6}, rows);
+    herd::testing::write_npy(path(name + "_x.npy"), "<f4", {n, width}, rows);
     herd::testing::write_npy(path(name + "_y.npy"), "<i8", {n}, labels);
   };
   tokens("train", 64);
@@ -641,6 +642,17 @@ TEST_F(herd_cli, evaluate_and_predict_check_token_rows_as_training_does) {
        "--model.layers=embedding 10 4, conv1d-max 4 2, relu, dense 2", "--train.workers=2",
        "--train.batch-size=8", "--train.epochs=1", "--checkpoint.dir=" + path("ckpt")});
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The same texts in a narrower file are padded to the model's 6: the same results.
+  tokens("narrow", 16, 5);
+  const auto whole = herd({"evaluate", "--checkpoint", path("ckpt")});
+  const auto narrow = herd(
+      {"evaluate", "--checkpoint", path("ckpt"), "--data.test-features=" + path("narrow_x.npy")});
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.output;
+  const auto results = [](const std::string& output) {
+    return output.substr(output.find("  test accuracy"));
+  };
+  EXPECT_EQ(results(narrow.output), results(whole.output));
   std::vector<float> bad(16 * 6, 1.0f);
   bad[3 * 6 + 2] = 3.5f;
   herd::testing::write_npy(path("bad_x.npy"), "<f4", {16, 6}, bad);
@@ -1263,8 +1275,8 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   EXPECT_THAT(evaluated.output, HasSubstr(std::string("  test accuracy   ") + accuracy + "\n"));
   EXPECT_THAT(evaluated.output, HasSubstr("of a sync run with 2 workers"));
   EXPECT_THAT(evaluated.output, HasSubstr("flatten, dense 32, relu, dense 10"));
-  // One row per class of the synthetic problem: its label, accuracy and samples.
-  const std::regex class_row(R"( +[0-9] +[01]\.[0-9]{4} +[0-9]+)");
+  // One row per class of the synthetic problem: its label, accuracy, precision and samples.
+  const std::regex class_row(R"( +[0-9] +[01]\.[0-9]{4} +([01]\.[0-9]{4}|-) +[0-9]+)");
   std::istringstream lines(evaluated.output);
   int rows = 0;
   for (std::string line; std::getline(lines, line);)

@@ -70,8 +70,9 @@ void expect_predict_takes_token_rows(const std::filesystem::path& scratch) {
   // A text longer than data.max-length is cut to it, as training cuts it.
   const auto long_text = predict(std::vector<float>(4100, 97.0f), 4100);
   EXPECT_EQ(long_text.exit_code, 0) << long_text.output;
-  EXPECT_NE(long_text.output.find("1 sample(s) of " + input + " longer than the model's 4096 "
-                                  "tokens (data.max-length for texts): cut to their first 4096"),
+  EXPECT_NE(long_text.output.find("1 sample(s) of " + input +
+                                  " longer than the model's 4096 "
+                                  "tokens: cut to their first 4096"),
             std::string::npos)
       << long_text.output;
 }

@@ -1,0 +1,236 @@
+// Serving a checkpoint where its run's data are not: herd predict reads no training data, herd
+// evaluate only the test files of a .npy dataset (and reports per class, with the confusion
+// matrix), and a checkpoint written by the previous format version is still read.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/npy_file.hpp"
+#include "support/read_file.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_directory.hpp"
+
+namespace {
+
+using testing::HasSubstr;
+using testing::Not;
+
+// Written by Herd at format version 5, with its data and what that version printed for it.
+const std::string v5_dir = std::string(HERD_SOURCE_DIR) + "/tests/data/checkpoint-v5/";
+
+herd::testing::process_result herd(std::vector<std::string> args) {
+  args.insert(args.begin(), HERD_BINARY);
+  return herd::testing::run_process(args, std::chrono::seconds(120));
+}
+
+class serving : public testing::Test {
+protected:
+  std::string path(const std::string& name) const { return dir_.file(name); }
+
+  // n samples of 4 floats around three seeded centres, labels cycling 0, 1, 2.
+  void write_clusters(const std::string& stem, std::size_t n, std::uint32_t seed) const {
+    std::mt19937 random(seed);
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    const float centres[3][4] = {{3, 0, 0, 0}, {0, 3, 0, 0}, {0, 0, 3, 0}};
+    std::vector<float> x;
+    std::vector<std::int32_t> y;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto c = static_cast<std::int32_t>(i % 3);
+      for (const float centre : centres[c])
+        x.push_back(centre + noise(random));
+      y.push_back(c);
+    }
+    herd::testing::write_npy(path(stem + "_x.npy"), "<f4", {n, 4}, x);
+    herd::testing::write_npy(path(stem + "_y.npy"), "<i4", {n}, y);
+  }
+
+  std::vector<std::string> npy_settings() const {
+    return {"--data.dataset=npy", "--data.train-features=" + path("train_x.npy"),
+            "--data.train-labels=" + path("train_y.npy"),
+            "--data.test-features=" + path("test_x.npy"),
+            "--data.test-labels=" + path("test_y.npy")};
+  }
+
+  herd::testing::temp_directory dir_;
+};
+
+// Trained on .npy files that are then deleted, the checkpoint still predicts (the same
+// probabilities to the digit) and evaluates on its test files alone; a test file it cannot use is
+// refused naming the key, and a path the checkpoint's settings gave says so.
+TEST_F(serving, predict_needs_no_training_data_and_evaluate_only_the_test_files) {
+  write_clusters("train", 120, 1);
+  write_clusters("test", 60, 2);
+  auto args = npy_settings();
+  args.insert(args.begin(), "train");
+  for (const char* setting : {"--model.hidden=8", "--train.workers=2", "--train.batch-size=10",
+                              "--train.epochs=3", "--train.lr=0.1"})
+    args.push_back(setting);
+  args.push_back("--checkpoint.dir=" + path("ckpt"));
+  const auto trained = herd(args);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const std::vector<std::string> predict{"predict", "--checkpoint", path("ckpt"), "--input",
+                                         path("test_x.npy")};
+  const auto before = herd(predict);
+  ASSERT_EQ(before.exit_code, 0) << before.output;
+  const auto evaluated_before = herd({"evaluate", "--checkpoint", path("ckpt")});
+  ASSERT_EQ(evaluated_before.exit_code, 0) << evaluated_before.output;
+
+  std::filesystem::remove(path("train_x.npy"));
+  std::filesystem::remove(path("train_y.npy"));
+  const auto after = herd(predict);
+  ASSERT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_EQ(after.output, before.output);
+  const auto evaluated = herd({"evaluate", "--checkpoint", path("ckpt")});
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  EXPECT_EQ(evaluated.output, evaluated_before.output);
+  EXPECT_THAT(evaluated.output,
+              HasSubstr("test set        " + path("test_x.npy") + ", " + path("test_y.npy")));
+
+  // Another labelled file of the same kind: the first 30 test samples.
+  write_clusters("part", 30, 2);
+  const auto part =
+      herd({"evaluate", "--checkpoint", path("ckpt"), "--data.test-features=" + path("part_x.npy"),
+            "--data.test-labels=" + path("part_y.npy")});
+  ASSERT_EQ(part.exit_code, 0) << part.output;
+  EXPECT_THAT(part.output, HasSubstr(", 30 samples\n"));
+
+  // Samples of another width, and a label the model does not score, name the key and the file.
+  herd::testing::write_npy(path("wide_x.npy"), "<f4", {2, 5}, std::vector<float>(10, 0.5f));
+  herd::testing::write_npy(path("two_y.npy"), "<i4", {2}, std::vector<std::int32_t>{0, 1});
+  const auto wide =
+      herd({"evaluate", "--checkpoint", path("ckpt"), "--data.test-features=" + path("wide_x.npy"),
+            "--data.test-labels=" + path("two_y.npy")});
+  EXPECT_EQ(wide.exit_code, 2) << wide.output;
+  EXPECT_THAT(wide.output, HasSubstr("data.test-features: " + path("wide_x.npy") +
+                                     " holds samples of 5 but the checkpoint's model takes 4"));
+  herd::testing::write_npy(path("narrow_x.npy"), "<f4", {2, 4}, std::vector<float>(8, 0.5f));
+  herd::testing::write_npy(path("four_y.npy"), "<i4", {2}, std::vector<std::int32_t>{0, 3});
+  const auto beyond = herd({"evaluate", "--checkpoint", path("ckpt"),
+                            "--data.test-features=" + path("narrow_x.npy"),
+                            "--data.test-labels=" + path("four_y.npy")});
+  EXPECT_EQ(beyond.exit_code, 2) << beyond.output;
+  EXPECT_THAT(beyond.output, HasSubstr("data.test-labels: " + path("four_y.npy") +
+                                       " holds labels up to 3, but the checkpoint's model "
+                                       "scores classes 0 to 2"));
+
+  std::filesystem::remove(path("test_y.npy"));
+  const auto gone = herd({"evaluate", "--checkpoint", path("ckpt")});
+  EXPECT_EQ(gone.exit_code, 2) << gone.output;
+  EXPECT_THAT(gone.output, HasSubstr(path("test_y.npy") + ": no such file (data.test-labels = \"" +
+                                     path("test_y.npy") + "\" is the checkpoint's setting"));
+  EXPECT_THAT(gone.output, HasSubstr("give --data.test-labels=PATH"));
+  // Given on the command line, the path is the user's own: no word about the checkpoint.
+  const auto given =
+      herd({"evaluate", "--checkpoint", path("ckpt"), "--data.test-labels=" + path("absent.npy")});
+  EXPECT_EQ(given.exit_code, 2) << given.output;
+  EXPECT_THAT(given.output, Not(HasSubstr("checkpoint's setting")));
+}
+
+// herd evaluate's per-class numbers and confusion matrix agree with its overall accuracy and with
+// each other, in the text and the --report file alike.
+TEST_F(serving, evaluate_reports_per_class_precision_and_the_confusion_matrix) {
+  const auto evaluated = herd({"evaluate", "--checkpoint", v5_dir + "model.ckpt", "--report",
+                               path("e.json"), "--data.test-features=" + v5_dir + "test_x.npy",
+                               "--data.test-labels=" + v5_dir + "test_y.npy",
+                               "--data.train-features=" + v5_dir + "train_x.npy",
+                               "--data.train-labels=" + v5_dir + "train_y.npy"});
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  const auto report = nlohmann::json::parse(herd::testing::read_file(path("e.json")));
+  const auto confusion = report["confusion"].get<std::vector<std::vector<std::size_t>>>();
+  ASSERT_EQ(confusion.size(), 3u);
+  std::size_t right = 0;
+  std::size_t total = 0;
+  for (std::size_t t = 0; t < 3; ++t) {
+    const auto& row = report["classes"][t];
+    std::size_t samples = 0;
+    std::size_t predicted = 0;
+    for (std::size_t c = 0; c < 3; ++c) {
+      samples += confusion[t][c];
+      predicted += confusion[c][t];
+    }
+    EXPECT_EQ(samples, 10u) << "the fixture's labels cycle through 3 classes over 30 samples";
+    EXPECT_EQ(row["samples"].get<std::size_t>(), samples);
+    EXPECT_EQ(row["predicted"].get<std::size_t>(), predicted);
+    EXPECT_DOUBLE_EQ(row["accuracy"].get<double>(), double(confusion[t][t]) / double(samples));
+    EXPECT_DOUBLE_EQ(row["precision"].get<double>(), double(confusion[t][t]) / double(predicted));
+    right += confusion[t][t];
+    total += samples;
+  }
+  EXPECT_EQ(total, 30u);
+  EXPECT_DOUBLE_EQ(report["test_accuracy"].get<double>(), double(right) / double(total));
+  // The text holds the same matrix, a row per true class.
+  for (std::size_t t = 0; t < 3; ++t) {
+    std::string row = "  " + std::string(13, ' ') + std::to_string(t);
+    for (std::size_t c = 0; c < 3; ++c) {
+      const auto count = std::to_string(confusion[t][c]);
+      row += std::string(4 - count.size(), ' ') + count;
+    }
+    EXPECT_THAT(evaluated.output, HasSubstr(row + "\n")) << row;
+  }
+  EXPECT_EQ(herd({"evaluate", "--checkpoint", v5_dir + "model.ckpt", "--report",
+                  path("no-such-dir/e.json")})
+                .exit_code,
+            2);
+}
+
+// A checkpoint of format version 5 says nothing of its inputs: herd evaluate and predict load the
+// run's data for them and answer what that version answered; herd train resumes from it.
+TEST_F(serving, a_checkpoint_of_format_version_5_is_still_read) {
+  const std::vector<std::string> data{"--data.train-features=" + v5_dir + "train_x.npy",
+                                      "--data.train-labels=" + v5_dir + "train_y.npy",
+                                      "--data.test-features=" + v5_dir + "test_x.npy",
+                                      "--data.test-labels=" + v5_dir + "test_y.npy"};
+  auto args = data;
+  args.insert(args.begin(), {"evaluate", "--checkpoint", v5_dir + "model.ckpt"});
+  const auto evaluated = herd(args);
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  // What version 5's herd evaluate printed (tests/data/checkpoint-v5/README.md).
+  EXPECT_THAT(evaluated.output, HasSubstr("  test accuracy   0.8000\n  test loss       0.5629\n"));
+  for (const char* row :
+       {"               0    0.7000", "               1    0.9000", "               2    0.8000"})
+    EXPECT_THAT(evaluated.output, HasSubstr(row));
+
+  args = data;
+  args.insert(args.begin(), {"predict", "--checkpoint", v5_dir + "model.ckpt", "--input",
+                             v5_dir + "test_x.npy", "--output", path("p.csv")});
+  const auto predicted = herd(args);
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  EXPECT_EQ(herd::testing::read_file(path("p.csv")),
+            herd::testing::read_file(v5_dir + "predictions.csv"));
+
+  // Its training set is what says the model's inputs: without it, the key is named.
+  args = data;
+  args[0] = "--data.train-features=" + path("absent.npy");
+  args.insert(args.begin(),
+              {"predict", "--checkpoint", v5_dir + "model.ckpt", "--input", v5_dir + "test_x.npy"});
+  const auto without = herd(args);
+  EXPECT_EQ(without.exit_code, 2) << without.output;
+  EXPECT_THAT(without.output, HasSubstr(path("absent.npy") + ": no such file"));
+
+  // Resumed (from a copy: the run writes beside it), it goes on from round 12 and writes the
+  // current format.
+  std::filesystem::create_directory(path("ckpt"));
+  std::filesystem::copy_file(v5_dir + "model.ckpt",
+                             path("ckpt/herd-001796515969083-000000000012.ckpt"));
+  args = data;
+  args.insert(args.begin(), {"train", "--data.dataset=npy", "--model.hidden=8", "--train.workers=2",
+                             "--train.batch-size=10", "--train.epochs=6", "--train.lr=0.1",
+                             "--resume", path("ckpt")});
+  const auto resumed = herd(args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("(round 12, epoch 4)"));
+  EXPECT_THAT(resumed.output, HasSubstr("evaluation at round 18 (epoch 6.00)"));
+  std::filesystem::remove(path("ckpt/herd-001796515969083-000000000012.ckpt"));
+  const auto newer = herd({"predict", "--checkpoint", path("ckpt"), "--input",
+                           v5_dir + "test_x.npy"}); // no data settings: format 6 needs none
+  EXPECT_EQ(newer.exit_code, 0) << newer.output;
+}
+
+} // namespace
