@@ -2,12 +2,24 @@
 #include "actors/evaluation_schedule.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace herd::actors {
 
-bool evaluation_schedule::start_periodic(std::uint64_t rounds) {
-  if (deferred() || periodic_outstanding_ || rounds % settings_.every_rounds != 0)
+bool evaluation_schedule::start_periodic(std::uint64_t rounds, double epochs) {
+  if (deferred() || periodic_outstanding_)
     return false;
+  if (settings_.every_epochs > 0.0) {
+    // The tolerance keeps an exact multiple (samples / samples per epoch) from falling short.
+    const auto marks =
+        static_cast<std::uint64_t>(std::floor(epochs / settings_.every_epochs + 1e-9));
+    const bool due = epoch_marks_ && marks > *epoch_marks_;
+    epoch_marks_ = marks;
+    if (!due)
+      return false;
+  } else if (rounds % settings_.every_rounds != 0) {
+    return false;
+  }
   periodic_outstanding_ = true;
   return true;
 }
@@ -61,6 +73,7 @@ bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr p
 
 void evaluation_schedule::resume_from(const evaluation_schedule& saved) {
   next_snapshot_seconds_ = saved.next_snapshot_seconds_;
+  epoch_marks_.reset();
   evaluations_ = saved.evaluations_;
   time_to_target_.reset();
   target_point_.reset();

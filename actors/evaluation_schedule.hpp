@@ -22,6 +22,7 @@ class evaluation_schedule {
 public:
   struct settings {
     std::uint64_t every_rounds = 1;         // train.eval-every
+    double every_epochs = 0.0;              // train.eval-every-epochs; > 0: instead of rounds
     double target_accuracy = 0.0;           // train.target-accuracy; 0: none
     double snapshot_interval_seconds = 0.0; // > 0: snapshots now, evaluations after training
     bool mean_of_replicas = false;          // the replicas differ between global averages
@@ -44,9 +45,11 @@ public:
 
   bool deferred() const { return settings_.snapshot_interval_seconds > 0.0; }
 
-  /// `rounds` rounds have finished: whether to evaluate now. True marks one outstanding until
-  /// periodic_ended().
-  bool start_periodic(std::uint64_t rounds);
+  /// `rounds` rounds have finished, `epochs` epochs of training so far: whether to evaluate now.
+  /// Every every_rounds rounds (one that comes due while an evaluation runs is skipped), or with
+  /// every_epochs once the epochs pass each multiple of it (one that passes while an evaluation
+  /// runs comes when it has ended). True marks one outstanding until periodic_ended().
+  bool start_periodic(std::uint64_t rounds, double epochs);
   void periodic_ended() { periodic_outstanding_ = false; }
   /// A periodic evaluation is under way (start_periodic() said so, periodic_ended() not yet).
   bool periodic_outstanding() const { return periodic_outstanding_; }
@@ -111,6 +114,9 @@ public:
 private:
   settings settings_;
   bool periodic_outstanding_ = false;
+  /// With every_epochs: the multiples of it evaluated so far; unknown after a resume until the
+  /// first round (its epochs are the start, not a multiple passed).
+  std::optional<std::uint64_t> epoch_marks_ = 0;
   double next_snapshot_seconds_ = 0.0;
   double snapshot_interval_seconds_;
   std::vector<kept_snapshot> kept_;

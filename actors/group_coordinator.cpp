@@ -26,7 +26,7 @@ coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setu
       steps_(counters_, setup_.metrics.get()), phases_(setup_.config.train.max_seconds),
       evaluations_(evaluation_schedule::settings{
           static_cast<std::uint64_t>(setup_.config.train.eval_every),
-          setup_.config.train.target_accuracy,
+          setup_.config.train.eval_every_epochs, setup_.config.train.target_accuracy,
           std::chrono::duration<double>(setup_.snapshot_interval).count(),
           policy_->exchanges_models()}),
       checkpoints_(setup_.checkpoints) {
@@ -264,8 +264,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
       setup_.metrics->round_finished(
           fill_round_record(round_record_, report, planned, arrivals_, elapsed()));
   }
-  // After the round is counted: losing the last worker can end the run (and send the summary)
-  // right here.
+  // After the round is counted: losing the last worker can end the run (and the summary) here.
   for (std::size_t i = 0; i < report.unanswered.size(); ++i)
     lose_worker(report.unanswered[i],
                 "did not answer " + prefix + ": " + report.unanswered_reasons[i]);
@@ -290,7 +289,8 @@ void coordinator_actor::on_group_done(const group_done& report) {
         (counters_.epochs() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty())))
       begin_stop("epochs");
     // Not when the run just ended: the final evaluation measures these parameters anyway.
-    if (!report.aborted && phases_.running() && evaluations_.start_periodic(counters_.rounds))
+    if (!report.aborted && phases_.running() &&
+        evaluations_.start_periodic(counters_.rounds, counters_.epochs()))
       evaluate_periodically();
   }
   rounds_changed();

@@ -67,7 +67,7 @@ const std::map<std::string, config::key_scope>& scopes() {
               {"comm.bucket-mb"}, {});
     made["bench"] = scope(
         with_algorithms({"train", "data", "model"}), {"imbalance.seed"},
-        {"train.algorithm", "train.eval-every"},
+        {"train.algorithm", "train.eval-every", "train.eval-every-epochs"},
         {{"train.epochs", "passes over the training set in every run (runs do not stop at the "
                           "target, so accuracies compare at equal epochs)"},
          {"train.target-accuracy",

@@ -113,6 +113,11 @@ const std::vector<key_spec>& keys() {
         "a worker's step under async and local-sgd: compare algorithms by herd bench's "
         "snapshots)",
         [](auto& c) -> auto& { return c.train.eval_every; }));
+    k.push_back(make_key<double>(
+        "train.eval-every-epochs", "real",
+        "epochs of training between two test-set evaluations, the same for every algorithm "
+        "(0 = count rounds: train.eval-every)",
+        [](auto& c) -> auto& { return c.train.eval_every_epochs; }));
     k.push_back(make_key<int>(
         "train.blas-threads", "integer",
         "OpenBLAS threads per GEMM (0 = usable cores for one worker, 1 for several)",

@@ -22,6 +22,7 @@ struct train_section {
   double max_seconds = 0.0;       // train.max-seconds: 0 = no limit
   std::uint64_t seed = 1;         // train.seed
   int eval_every = 100;           // train.eval-every: rounds between test evaluations
+  double eval_every_epochs = 0.0; // train.eval-every-epochs: > 0, epochs between them instead
   int blas_threads = 0;           // train.blas-threads: 0 = one per worker thread
   std::string backend = "cpu";    // train.backend: where workers compute: cpu | cuda
   int device = 0;                 // train.device: the CUDA device of every worker (backend cuda)

@@ -40,7 +40,7 @@ TEST(evaluation_schedule, evaluates_every_eval_every_rounds) {
   EXPECT_FALSE(schedule.deferred());
   std::vector<std::uint64_t> due;
   for (std::uint64_t rounds = 1; rounds <= 10; ++rounds)
-    if (schedule.start_periodic(rounds)) {
+    if (schedule.start_periodic(rounds, 0.0)) {
       due.push_back(rounds);
       schedule.periodic_ended();
     }
@@ -49,11 +49,52 @@ TEST(evaluation_schedule, evaluates_every_eval_every_rounds) {
 
 TEST(evaluation_schedule, a_round_due_while_an_evaluation_runs_is_skipped) {
   evaluation_schedule schedule(every(2));
-  EXPECT_TRUE(schedule.start_periodic(2));
-  EXPECT_FALSE(schedule.start_periodic(4)); // the one of round 2 is still out
+  EXPECT_TRUE(schedule.start_periodic(2, 0.0));
+  EXPECT_FALSE(schedule.start_periodic(4, 0.0)); // the one of round 2 is still out
   schedule.periodic_ended();
-  EXPECT_FALSE(schedule.start_periodic(5));
-  EXPECT_TRUE(schedule.start_periodic(6));
+  EXPECT_FALSE(schedule.start_periodic(5, 0.0));
+  EXPECT_TRUE(schedule.start_periodic(6, 0.0));
+}
+
+// train.eval-every-epochs: at each multiple of the setting the epochs pass (exactly reaching one
+// counts), whatever the rounds; train.eval-every is not used then.
+TEST(evaluation_schedule, evaluates_each_time_the_epochs_pass_a_multiple_of_eval_every_epochs) {
+  auto chosen = every(1);
+  chosen.every_epochs = 0.5;
+  evaluation_schedule schedule(chosen);
+  std::vector<double> due;
+  for (int round = 1; round <= 12; ++round) {
+    const double epochs = round * 0.2; // 0.2 epochs a round: 1.0 lands on a multiple exactly
+    if (schedule.start_periodic(static_cast<std::uint64_t>(round), epochs)) {
+      due.push_back(epochs);
+      schedule.periodic_ended();
+    }
+  }
+  ASSERT_EQ(due.size(), 4u);
+  EXPECT_DOUBLE_EQ(due[0], 0.6);
+  EXPECT_DOUBLE_EQ(due[1], 1.0);
+  EXPECT_DOUBLE_EQ(due[2], 1.6);
+  EXPECT_DOUBLE_EQ(due[3], 2.0);
+}
+
+// A multiple passed while an evaluation runs is evaluated once it has ended, not skipped; after a
+// resume the first round's epochs are where the run starts, not a multiple it passed.
+TEST(evaluation_schedule, a_multiple_passed_during_an_evaluation_comes_after_it) {
+  auto chosen = every(1);
+  chosen.every_epochs = 1.0;
+  evaluation_schedule schedule(chosen);
+  EXPECT_TRUE(schedule.start_periodic(1, 1.1));
+  EXPECT_FALSE(schedule.start_periodic(2, 2.1)); // the evaluation at 1.1 is still out
+  schedule.periodic_ended();
+  EXPECT_TRUE(schedule.start_periodic(3, 2.3));
+  schedule.periodic_ended();
+  EXPECT_FALSE(schedule.start_periodic(4, 2.9));
+
+  evaluation_schedule resumed(chosen);
+  resumed.resume_from(schedule);
+  EXPECT_FALSE(resumed.start_periodic(5, 4.2));
+  EXPECT_FALSE(resumed.start_periodic(6, 4.9));
+  EXPECT_TRUE(resumed.start_periodic(7, 5.0));
 }
 
 TEST(evaluation_schedule, a_snapshot_interval_takes_snapshots_instead_of_evaluating) {
@@ -62,7 +103,7 @@ TEST(evaluation_schedule, a_snapshot_interval_takes_snapshots_instead_of_evaluat
   evaluation_schedule schedule(chosen);
   EXPECT_TRUE(schedule.deferred());
   for (std::uint64_t rounds = 1; rounds <= 4; ++rounds)
-    EXPECT_FALSE(schedule.start_periodic(rounds));
+    EXPECT_FALSE(schedule.start_periodic(rounds, 0.0));
   EXPECT_TRUE(schedule.snapshot_due(0.25)); // the first progress tick
   EXPECT_FALSE(schedule.snapshot_due(1.0));
   EXPECT_FALSE(schedule.snapshot_due(2.0));

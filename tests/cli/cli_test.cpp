@@ -1649,6 +1649,28 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
   EXPECT_EQ(bytes_of(path("samples.npy")), samples_before);
 }
 
+// train.eval-every-epochs evaluates at the same epochs whatever rounds mean to the algorithm:
+// sync's rounds take every worker, solo's one, so train.eval-every would differ by 4 times.
+TEST_F(herd_cli, eval_every_epochs_evaluates_at_the_same_epochs_under_every_algorithm) {
+  const std::regex evaluation("evaluation at round [0-9]+ \\(epoch ([0-9.]+)\\)");
+  for (const char* algorithm : {"sync", "solo"}) {
+    const auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[16]",
+                           "--train.workers=4", "--train.epochs=3", "--train.eval-every-epochs=1",
+                           std::string("--train.algorithm=") + algorithm});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::vector<double> epochs;
+    for (std::sregex_iterator at(run.output.begin(), run.output.end(), evaluation), end; at != end;
+         ++at)
+      epochs.push_back(std::stod((*at)[1]));
+    // Two as the epochs pass 1 and 2, and the final one at 3 (solo's rounds overshoot a little).
+    ASSERT_EQ(epochs.size(), 3u) << algorithm << "\n" << run.output;
+    for (std::size_t i = 0; i < epochs.size(); ++i) {
+      EXPECT_GE(epochs[i], static_cast<double>(i + 1)) << algorithm;
+      EXPECT_LT(epochs[i], static_cast<double>(i + 1) + 0.1) << algorithm;
+    }
+  }
+}
+
 // A run that stops at its target keeps the parameters that reached it: evaluate scores those by
 // default (the accuracy that stopped the run), and the workers' last ones with --last.
 TEST_F(herd_cli, evaluate_scores_the_parameters_that_reached_the_target) {
