@@ -108,6 +108,7 @@ const std::map<std::string, config::key_scope>& scopes() {
                                             "checkpoint's run read them from its own)"}});
     made["evaluate"].default_note = "the checkpoint's";
     made["predict"] = made["evaluate"];
+    made["export"] = made["evaluate"];
     return made;
   }();
   return all;

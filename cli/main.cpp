@@ -4,6 +4,7 @@
 #include "cli/command_support.hpp"
 #include "cli/devices_command.hpp"
 #include "cli/evaluate_command.hpp"
+#include "cli/export_command.hpp"
 #include "cli/predict_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/stop_signals.hpp"
@@ -30,14 +31,15 @@ const char* usage =
     "  evaluate     test accuracy of a checkpoint's model, per class (herd evaluate --help)\n"
     "  predict      class probabilities of new samples under a checkpoint's model\n"
     "               (herd predict --help)\n"
+    "  export       a checkpoint's model as .npy tensors and JSON (herd export --help)\n"
     "  devices      what this machine offers and this build can use: CPUs, BLAS, GPUs\n"
     "  version      show the version (also --version, after any command)\n\n"
     "options:\n"
     "  --help, -h      show this help\n"
     "  --version       show the version\n";
 
-const std::vector<std::string> commands{"train",    "coordinator", "node",    "bench",  "simulate",
-                                        "evaluate", "predict",     "devices", "version"};
+const std::vector<std::string> commands{"train",    "coordinator", "node",   "bench",   "simulate",
+                                        "evaluate", "predict",     "export", "devices", "version"};
 
 // "herd: unknown command 'trian'; did you mean train?" for a near miss.
 std::string unknown_command(const std::string& command) {
@@ -110,6 +112,8 @@ int main(int argc, char** argv) {
     return herd::cli::evaluate_command(args);
   if (command == "predict")
     return herd::cli::predict_command(args);
+  if (command == "export")
+    return herd::cli::export_command(args);
   std::cerr << unknown_command(command) << herd::cli::fit_help(usage);
   return herd::cli::exit_bad_input;
 }

@@ -53,6 +53,14 @@ std::size_t conv2d::parameter_count() const {
   return static_cast<std::size_t>(filters_) * window_.column_rows() + filters_;
 }
 
+std::vector<parameter_tensor> conv2d::parameter_tensors() const {
+  const auto size = [](int extent) { return static_cast<std::size_t>(extent); };
+  return {
+      {"weight",
+       {size(filters_), size(window_.channels), size(window_.kernel_h), size(window_.kernel_w)}},
+      {"bias", {size(filters_)}}};
+}
+
 void conv2d::initialise(float* params, std::mt19937_64& rng) const {
   const std::size_t fan_in = window_.column_rows();
   const std::size_t weights = static_cast<std::size_t>(filters_) * fan_in;

@@ -18,6 +18,8 @@ public:
 
   std::string describe() const override;
   std::size_t parameter_count() const override;
+  /// weight {filters, channels, kernel_h, kernel_w}, bias {filters}: PyTorch's nn.Conv2d layout.
+  std::vector<parameter_tensor> parameter_tensors() const override;
   /// He initialisation over the window's fan-in: W ~ N(0, 2 / column_rows), b = 0.
   void initialise(float* params, std::mt19937_64& rng) const override;
   /// One image's column matrix and its gradient, and a row of ones (the bias as a GEMM); forward

@@ -3,6 +3,7 @@
 // chunk into the float features and int32 labels a dataset holds.
 #include "models/npy.hpp"
 
+#include "herd/model.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -546,11 +547,13 @@ npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes) {
   return samples;
 }
 
-std::string npy_bytes(const tensor& values) {
-  HERD_CHECK_EQ(values.rank(), 2u);
-  HERD_CHECK(values.where().host_accessible(), "npy_bytes of a tensor in device memory");
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                     std::to_string(values.rows()) + ", " + std::to_string(values.cols()) + "), }";
+std::string npy_bytes(const float* values, const std::vector<std::size_t>& dims) {
+  std::string extents;
+  for (const std::size_t extent : dims)
+    extents += std::to_string(extent) + ", ";
+  if (dims.size() > 1)
+    extents.resize(extents.size() - 2); // (n,) for one dimension, (a, b) for more
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + extents + "), }";
   // Magic (6), version (2), header length (2), then the dict padded with spaces and ended by a
   // newline so that the values start at a multiple of 64 bytes, as np.save writes it.
   const std::size_t unpadded = 10 + dict.size() + 1;
@@ -562,14 +565,21 @@ std::string npy_bytes(const tensor& values) {
   bytes += static_cast<char>(dict.size() & 0xff);
   bytes += static_cast<char>(dict.size() >> 8);
   bytes += dict;
-  bytes.reserve(bytes.size() + values.size() * 4);
-  for (std::size_t i = 0; i < values.size(); ++i) {
+  const std::size_t count = elements(dims);
+  bytes.reserve(bytes.size() + count * 4);
+  for (std::size_t i = 0; i < count; ++i) {
     std::uint32_t bits = 0;
-    std::memcpy(&bits, values.data() + i, 4);
+    std::memcpy(&bits, values + i, 4);
     for (int shift = 0; shift < 32; shift += 8)
       bytes += static_cast<char>((bits >> shift) & 0xff);
   }
   return bytes;
+}
+
+std::string npy_bytes(const tensor& values) {
+  HERD_CHECK_EQ(values.rank(), 2u);
+  HERD_CHECK(values.where().host_accessible(), "npy_bytes of a tensor in device memory");
+  return npy_bytes(values.data(), {values.rows(), values.cols()});
 }
 
 train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes) {

@@ -85,6 +85,9 @@ npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes = 
 /// np.save writes it.
 std::string npy_bytes(const tensor& values);
 
+/// The same for `values` of any shape `dims` (at least one dimension), row-major, in host memory.
+std::string npy_bytes(const float* values, const std::vector<std::size_t>& dims);
+
 /// The most classes a labels file may imply (largest label + 1): the output layer has one unit
 /// per class, so a stray huge label would otherwise ask for a huge model.
 inline constexpr std::int64_t npy_max_classes = 65536;

@@ -118,6 +118,14 @@ std::size_t conv1d_max::parameter_count() const {
   return weight_offset(widths_.size()) + filters_ * widths_.size();
 }
 
+std::vector<parameter_tensor> conv1d_max::parameter_tensors() const {
+  std::vector<parameter_tensor> tensors;
+  for (const std::size_t width : widths_)
+    tensors.push_back({"weight.w" + std::to_string(width), {filters_, width, channels_}});
+  tensors.push_back({"bias", {widths_.size(), filters_}});
+  return tensors;
+}
+
 void conv1d_max::initialise(float* params, std::mt19937_64& rng) const {
   for (std::size_t i = 0; i < widths_.size(); ++i) {
     const std::size_t fan_in = widths_[i] * channels_;

@@ -25,6 +25,10 @@ public:
 
   std::string describe() const override;
   std::size_t parameter_count() const override { return vocab_ * dim_; }
+  /// weight {vocab, dim}: PyTorch's nn.Embedding layout.
+  std::vector<parameter_tensor> parameter_tensors() const override {
+    return {{"weight", {vocab_, dim_}}};
+  }
   /// N(0, 1), as PyTorch's nn.Embedding: the convolution after it is He-initialised for inputs of
   /// unit variance.
   void initialise(float* params, std::mt19937_64& rng) const override;
@@ -64,6 +68,9 @@ public:
 
   std::string describe() const override;
   std::size_t parameter_count() const override;
+  /// Per width w, "weight.w<w>" {filters, w, C} (window step-major: PyTorch's nn.Conv1d holds
+  /// {filters, C, w}), then "bias" {widths, filters}.
+  std::vector<parameter_tensor> parameter_tensors() const override;
   /// He initialisation over each width's fan-in, w x C; zero biases.
   void initialise(float* params, std::mt19937_64& rng) const override;
   /// T x C (1 <= T <= L) to filters x widths.

@@ -45,6 +45,12 @@ struct pass {
   const sequence_batch* sequences = nullptr;
 };
 
+/// One tensor of a layer's parameter slice: its name and its shape, row-major.
+struct parameter_tensor {
+  std::string name; // "weight", "bias"
+  shape dims;
+};
+
 /// Scratch space a layer asks for, for a batch of a given size.
 struct scratch_need {
   std::size_t floats = 0;
@@ -71,6 +77,10 @@ public:
 
   /// Floats of this layer's slice of the parameter buffer (0: none).
   virtual std::size_t parameter_count() const { return 0; }
+  /// The tensors its slice holds, in order, their elements adding up to parameter_count() (what
+  /// `herd export` writes). Empty for a layer without parameters, or one that does not say (its
+  /// slice is then exported flat).
+  virtual std::vector<parameter_tensor> parameter_tensors() const { return {}; }
   /// Writes the initial values of this layer's slice, drawing from `rng` (the model's, shared by
   /// its layers in order).
   virtual void initialise(float* /*params*/, std::mt19937_64& /*rng*/) const {}
@@ -143,6 +153,10 @@ public:
   std::size_t outputs() const { return output_shape().front(); }
   std::string describe() const override;
   std::size_t parameter_count() const override { return inputs() * outputs() + outputs(); }
+  /// weight {outputs, inputs}, bias {outputs}: PyTorch's nn.Linear layout.
+  std::vector<parameter_tensor> parameter_tensors() const override {
+    return {{"weight", {outputs(), inputs()}}, {"bias", {outputs()}}};
+  }
   /// He initialisation (for the ReLUs that follow): W ~ N(0, 2 / inputs), b = 0.
   void initialise(float* params, std::mt19937_64& rng) const override;
   void forward(const pass& p, const float* params, const tensor& x, tensor& y,

@@ -114,7 +114,7 @@ TEST_F(herd_cli, help_lists_commands_and_every_contract_key) {
   EXPECT_THAT(top.output, HasSubstr("train"));
   EXPECT_THAT(top.output, HasSubstr("bench"));
   EXPECT_THAT(top.output, HasSubstr("simulate"));
-  for (const char* command : {"evaluate", "predict"}) {
+  for (const char* command : {"evaluate", "predict", "export"}) {
     EXPECT_THAT(top.output, HasSubstr(std::string("  ") + command + " "));
     auto help = herd({command, "--help"});
     EXPECT_EQ(help.exit_code, 0) << command;
@@ -173,6 +173,7 @@ TEST_F(herd_cli, every_command_and_herd_version_show_the_version) {
         {"devices", "--version"},
         {"evaluate", "--version"},
         {"predict", "--version"},
+        {"export", "--version"},
         {"train", "--config", "/nonexistent", "--version"}}) {
     auto shown = herd(args);
     EXPECT_EQ(shown.exit_code, 0) << args.front() << ": " << shown.output;
@@ -251,7 +252,7 @@ std::string repository_file(const std::string& path) {
 // Every line of every command's help, the command list's included, fits 80 columns.
 TEST_F(herd_cli, every_help_fits_80_columns) {
   for (const char* command : {"", "train", "coordinator", "node", "bench", "simulate", "evaluate",
-                              "predict", "devices"}) {
+                              "predict", "export", "devices"}) {
     const auto help = std::string(command).empty() ? herd({"--help"}) : herd({command, "--help"});
     EXPECT_EQ(help.exit_code, 0) << command;
     std::istringstream lines(help.output);

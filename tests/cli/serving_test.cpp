@@ -2,13 +2,17 @@
 // evaluate only the test files of a .npy dataset (and reports per class, with the confusion
 // matrix), and a checkpoint written by the previous format version is still read.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -178,6 +182,166 @@ TEST_F(serving, evaluate_reports_per_class_precision_and_the_confusion_matrix) {
                   path("no-such-dir/e.json")})
                 .exit_code,
             2);
+}
+
+// A float32 .npy file as herd export writes it: its shape and values.
+struct npy_array {
+  std::vector<std::size_t> shape;
+  std::vector<float> values;
+};
+
+npy_array read_npy(const std::string& file) {
+  const auto bytes = herd::testing::read_file(file);
+  const auto length = static_cast<std::size_t>(static_cast<unsigned char>(bytes[8])) |
+                      static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+  const std::string header = bytes.substr(10, length);
+  EXPECT_NE(header.find("'descr': '<f4'"), std::string::npos) << file << ": " << header;
+  npy_array array;
+  const auto open = header.find("'shape': (") + 10;
+  std::istringstream dims(header.substr(open, header.find(')', open) - open));
+  for (std::string dim; std::getline(dims, dim, ',');)
+    if (dim.find_first_not_of(' ') != std::string::npos)
+      array.shape.push_back(std::stoul(dim));
+  array.values.resize((bytes.size() - 10 - length) / 4);
+  std::memcpy(array.values.data(), bytes.data() + 10 + length, array.values.size() * 4);
+  return array;
+}
+
+// The values of a float32 .npy file, whatever its shape.
+std::vector<float> read_npy_floats(const std::string& file) {
+  return read_npy(file).values;
+}
+
+// The tensors herd export wrote, by file name, each checked against model.json's shape.
+std::map<std::string, npy_array> exported(const std::string& directory, nlohmann::json& model) {
+  model = nlohmann::json::parse(herd::testing::read_file(directory + "/model.json"));
+  std::map<std::string, npy_array> tensors;
+  for (const auto& layer : model["layers"])
+    for (const auto& tensor : layer["tensors"]) {
+      auto array = read_npy(directory + "/" + tensor["file"].get<std::string>());
+      EXPECT_EQ(array.shape, tensor["shape"].get<std::vector<std::size_t>>());
+      std::size_t count = 1;
+      for (const auto extent : array.shape)
+        count *= extent;
+      EXPECT_EQ(array.values.size(), count) << tensor;
+      tensors[tensor["file"].get<std::string>()] = std::move(array);
+    }
+  return tensors;
+}
+
+// y = x W^T + b, W {out, in}.
+std::vector<float> dense(const std::vector<float>& x, const npy_array& w, const npy_array& b) {
+  std::vector<float> y(w.shape[0]);
+  for (std::size_t o = 0; o < w.shape[0]; ++o) {
+    double sum = b.values[o];
+    for (std::size_t i = 0; i < w.shape[1]; ++i)
+      sum += static_cast<double>(w.values[o * w.shape[1] + i]) * x[i];
+    y[o] = static_cast<float>(sum);
+  }
+  return y;
+}
+
+std::vector<float> relu(std::vector<float> x) {
+  for (auto& v : x)
+    v = std::max(v, 0.0f);
+  return x;
+}
+
+std::vector<float> softmax(const std::vector<float>& scores) {
+  const float top = *std::max_element(scores.begin(), scores.end());
+  std::vector<float> p(scores.size());
+  double total = 0;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    total += p[i] = std::exp(scores[i] - top);
+  for (auto& v : p)
+    v = static_cast<float>(v / total);
+  return p;
+}
+
+// The exported tensors, put through the layers by hand in the layouts herd export documents,
+// give the probabilities herd predict gives: an MLP (the format-5 checkpoint), and a CNN whose
+// convolution weights are {filters, channels, kernel_h, kernel_w}.
+TEST_F(serving, exported_tensors_compute_what_herd_predict_gives) {
+  const auto mlp = herd({"export", "--checkpoint", v5_dir + "model.ckpt", "--out", path("mlp"),
+                         "--data.train-features=" + v5_dir + "train_x.npy",
+                         "--data.train-labels=" + v5_dir + "train_y.npy",
+                         "--data.test-features=" + v5_dir + "test_x.npy",
+                         "--data.test-labels=" + v5_dir + "test_y.npy"});
+  ASSERT_EQ(mlp.exit_code, 0) << mlp.output;
+  nlohmann::json model;
+  auto tensors = exported(path("mlp"), model);
+  EXPECT_EQ(model["model"], "4: flatten, dense 8, relu, dense 3");
+  EXPECT_EQ(model["classes"], 3);
+  ASSERT_EQ(tensors.size(), 4u);
+  const auto samples = read_npy_floats(v5_dir + "test_x.npy");
+  std::istringstream csv(herd::testing::read_file(v5_dir + "predictions.csv"));
+  std::string line;
+  std::getline(csv, line); // the header
+  for (std::size_t n = 0; std::getline(csv, line); ++n) {
+    const std::vector<float> x(samples.begin() + 4 * n, samples.begin() + 4 * n + 4);
+    const auto p =
+        softmax(dense(relu(dense(x, tensors["02-dense-weight.npy"], tensors["02-dense-bias.npy"])),
+                      tensors["04-dense-weight.npy"], tensors["04-dense-bias.npy"]));
+    std::istringstream row(line);
+    for (std::size_t c = 0; c < 3; ++c) {
+      std::string value;
+      std::getline(row, value, ',');
+      EXPECT_NEAR(p[c], std::stof(value), 1e-5) << "sample " << n << ", class " << c;
+    }
+  }
+
+  // A CNN on 1x6x6 images: conv 2 3x3 pad 1, relu, maxpool 2x2, flatten, dense 3.
+  std::mt19937 random(3);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> images(48 * 36);
+  std::vector<std::int32_t> labels(48);
+  for (std::size_t i = 0; i < 48; ++i) {
+    labels[i] = static_cast<std::int32_t>(i % 3);
+    for (std::size_t v = 0; v < 36; ++v)
+      images[i * 36 + v] = noise(random) + (v % 3 == i % 3 ? 2.0f : 0.0f);
+  }
+  herd::testing::write_npy(path("img_x.npy"), "<f4", {48, 1, 6, 6}, images);
+  herd::testing::write_npy(path("img_y.npy"), "<i4", {48}, labels);
+  const auto trained = herd(
+      {"train", "--data.dataset=npy", "--data.train-features=" + path("img_x.npy"),
+       "--data.train-labels=" + path("img_y.npy"), "--data.test-features=" + path("img_x.npy"),
+       "--data.test-labels=" + path("img_y.npy"),
+       "--model.layers=conv 2 3x3 pad 1, relu, maxpool 2x2, flatten, dense 3", "--train.workers=1",
+       "--train.batch-size=8", "--train.epochs=2", "--checkpoint.dir=" + path("cnn-ckpt")});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const auto cnn = herd({"export", "--checkpoint", path("cnn-ckpt"), "--out", path("cnn")});
+  ASSERT_EQ(cnn.exit_code, 0) << cnn.output;
+  const auto predicted = herd({"predict", "--checkpoint", path("cnn-ckpt"), "--input",
+                               path("img_x.npy"), "--output", path("p.npy")});
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  const auto probabilities = read_npy(path("p.npy"));
+  tensors = exported(path("cnn"), model);
+  const auto& w = tensors["01-conv-weight.npy"];
+  const auto& b = tensors["01-conv-bias.npy"];
+  ASSERT_EQ(w.shape, (std::vector<std::size_t>{2, 1, 3, 3}));
+  for (std::size_t n = 0; n < 48; ++n) {
+    const float* image = images.data() + n * 36;
+    std::vector<float> pooled(2 * 3 * 3, -1e30f); // {filters, 3, 3}, then flat in that order
+    for (std::size_t f = 0; f < 2; ++f)
+      for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 6; ++x) {
+          double sum = b.values[f];
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+              const int at_y = y + i - 1;
+              const int at_x = x + j - 1;
+              if (at_y >= 0 && at_y < 6 && at_x >= 0 && at_x < 6)
+                sum += static_cast<double>(w.values[f * 9 + static_cast<std::size_t>(i * 3 + j)]) *
+                       image[at_y * 6 + at_x];
+            }
+          auto& cell = pooled[f * 9 + static_cast<std::size_t>((y / 2) * 3 + x / 2)];
+          cell = std::max(cell, std::max(static_cast<float>(sum), 0.0f));
+        }
+    const auto p =
+        softmax(dense(pooled, tensors["05-dense-weight.npy"], tensors["05-dense-bias.npy"]));
+    for (std::size_t c = 0; c < 3; ++c)
+      EXPECT_NEAR(p[c], probabilities.values[n * 3 + c], 1e-5) << "image " << n << ", class " << c;
+  }
 }
 
 // A checkpoint of format version 5 says nothing of its inputs: herd evaluate and predict load the

@@ -5,8 +5,8 @@
 #include "herd/ops.hpp"
 #include "herd/sequential.hpp"
 
-#include <gtest/gtest.h>
 #include <cmath>
+#include <gtest/gtest.h>
 #include <string>
 #include <vector>
 
@@ -108,6 +108,34 @@ TEST(sequential, the_mlp_preset_is_flatten_then_dense_and_relu_layers) {
       build_model(layers("flatten, dense 256, relu, dense 128, relu, dense 10"), {1, 28, 28}, 10);
   EXPECT_EQ(written->name(), "sequential");
   EXPECT_EQ(written->describe(), model->describe());
+}
+
+// Each layer's tensors (what herd export writes) cover its slice exactly, in every layer kind
+// with parameters; their shapes are the documented ones.
+TEST(sequential, every_layers_parameter_tensors_cover_its_slice) {
+  const auto texts = build_model(layers("embedding 20 4, conv1d-max 3 2 3, relu, dense 2"), {9}, 2);
+  const auto images =
+      build_model(layers("conv 4 3x3 pad 1, relu, maxpool 2x2, flatten, dense 5"), {2, 6, 6}, 5);
+  for (const auto* built : {texts.get(), images.get()}) {
+    const auto& model = dynamic_cast<const herd::models::sequential&>(*built);
+    for (const auto& layer : model.layers()) {
+      std::size_t covered = 0;
+      for (const auto& tensor : layer->parameter_tensors())
+        covered += herd::models::elements(tensor.dims);
+      EXPECT_EQ(covered, layer->parameter_count()) << layer->describe();
+    }
+  }
+  const auto& text_layers = dynamic_cast<const herd::models::sequential&>(*texts).layers();
+  EXPECT_EQ(text_layers[0]->parameter_tensors()[0].dims, (shape{20, 4}));
+  const auto conv1d = text_layers[1]->parameter_tensors();
+  ASSERT_EQ(conv1d.size(), 3u);
+  EXPECT_EQ(conv1d[0].name, "weight.w2");
+  EXPECT_EQ(conv1d[0].dims, (shape{3, 2, 4}));
+  EXPECT_EQ(conv1d[1].dims, (shape{3, 3, 4}));
+  EXPECT_EQ(conv1d[2].dims, (shape{2, 3}));
+  const auto& image_layers = dynamic_cast<const herd::models::sequential&>(*images).layers();
+  EXPECT_EQ(image_layers[0]->parameter_tensors()[0].dims, (shape{4, 2, 3, 3}));
+  EXPECT_EQ(image_layers[4]->parameter_tensors()[0].dims, (shape{5, 36}));
 }
 
 TEST(sequential, the_grammar_reads_kinds_and_arguments_separated_by_commas_and_spaces) {
@@ -241,8 +269,7 @@ TEST(sequential, probabilities_are_the_forward_pass_that_loss_and_evaluate_use) 
   EXPECT_LT(correct, data.size());
   // The interface's default evaluate() (what a hand-written model gets) agrees with the
   // sequential model's own, over batches that do not divide the dataset.
-  const auto by_default =
-      model->herd::models::model::evaluate(ops, params.data(), data, 10, *work);
+  const auto by_default = model->herd::models::model::evaluate(ops, params.data(), data, 10, *work);
   EXPECT_EQ(by_default.correct, evaluated.correct);
   EXPECT_EQ(by_default.samples, data.size());
   EXPECT_NEAR(by_default.mean_loss, evaluated.mean_loss, 1e-4);
