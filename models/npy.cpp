@@ -359,13 +359,14 @@ struct checked_file {
   npy_header header;
 };
 
+// The largest whole number below which every whole number is a float32 (2^24).
+constexpr std::int64_t float_exact_integer = std::int64_t{1} << 24;
+
 checked_file check_features(const std::string& path) {
   checked_file result{path, read_npy_header(path)};
+  // Every dtype Herd reads will do: integers are whole-number features, token ids above all
+  // (tokenizers give int64).
   const auto& header = result.header;
-  if (header.dtype != npy_dtype::float32 && header.dtype != npy_dtype::float64 &&
-      header.dtype != npy_dtype::uint8)
-    throw data_error(path + ": features of dtype " + npy_dtype_name(header.dtype) +
-                     " (expected float32 '<f4', float64 '<f8' or uint8 '|u1')");
   if (header.shape.size() < 2)
     throw data_error(path +
                      ": features must have at least 2 dimensions (n x d, n x h x w or "
@@ -428,8 +429,20 @@ npy_samples read_samples(const checked_file& features) {
           case npy_dtype::float32:
             value = load_little_endian<float>(bytes + 4 * i);
             break;
-          default:
+          case npy_dtype::float64:
             value = static_cast<float>(load_little_endian<double>(bytes + 8 * i));
+            break;
+          default: { // int32, int64: whole numbers, exact in a float32 up to 2^24
+            const std::int64_t whole = dtype == npy_dtype::int32
+                                           ? load_little_endian<std::int32_t>(bytes + 4 * i)
+                                           : load_little_endian<std::int64_t>(bytes + 8 * i);
+            if (whole > float_exact_integer || whole < -float_exact_integer)
+              file.fail("value " + std::to_string(whole) + " at flat index " +
+                        std::to_string(first + i) +
+                        " is beyond 16777216 (2^24), past which a float32 does not hold whole "
+                        "numbers exactly");
+            value = static_cast<float>(whole);
+          }
           }
           if (!std::isfinite(value))
             file.fail("value " + std::to_string(value) + " at flat index " +

@@ -53,7 +53,8 @@ struct npy_files {
 /// small chunks as they are read, so nothing else grows with the file.
 inline constexpr std::uint64_t npy_loaded_bytes_per_value = 4;
 
-/// Loads a training and a test set from .npy files. Features: float32, float64 or uint8 (scaled
+/// Loads a training and a test set from .npy files. Features: float32, float64, int32 or int64
+/// (whole numbers within +-2^24, which float32 holds exactly), or uint8 (scaled
 /// to [0, 1]), rank at least 2: n x d (flat samples), n x h x w (sample shape 1 x h x w) or
 /// n x c x h x w (c x h x w); every value finite. Labels: int32, int64 or uint8, rank 1, as many
 /// as the features' n, every label in [0, npy_max_classes). classes is the largest label over both
@@ -76,8 +77,8 @@ struct npy_samples {
   bool bytes = false;                   // the file held uint8 (so values were scaled)
 };
 
-/// Reads a features file (float32, float64 or uint8; rank at least 2; finite), refusing one whose
-/// loaded values would take more than `max_bytes` (0 = default_max_data_bytes()). Throws
+/// Reads a features file (any dtype load_npy_dataset takes; rank at least 2; finite), refusing one
+/// whose loaded values would take more than `max_bytes` (0 = default_max_data_bytes()). Throws
 /// data_error naming the file and the problem.
 npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes = 0);
 

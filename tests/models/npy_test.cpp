@@ -137,11 +137,30 @@ TEST_F(npy_test, reads_format_versions_2_and_3) {
   }
 }
 
+// Integer features (token ids as tokenizers give them) load as the same floats; a whole number a
+// float32 cannot hold exactly is refused by place.
+TEST_F(npy_test, integer_features_load_as_whole_floats_within_2_to_the_24) {
+  npy_files files = valid_files();
+  const std::vector<std::int64_t> ids{3, -1, 16777216, 0, 7, 2, 1, 1, 1, 1, 1, 1,
+                                      5, 4,  3,        2, 1, 0, 9, 9, 9, 9, 9, 9};
+  write_npy<std::int64_t>(files.train_features, "<i8", {4, 6}, ids);
+  write_npy<std::int32_t>(files.test_features, "<i4", {2, 6}, std::vector<std::int32_t>(12, -4));
+  const auto split = load_npy_dataset(files);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(split.train.images.data()[i], static_cast<float>(ids[i])) << i;
+  EXPECT_EQ(split.test.images.data()[11], -4.0f);
+  auto beyond = ids;
+  beyond[13] = -16777217;
+  write_npy<std::int64_t>(files.train_features, "<i8", {4, 6}, beyond);
+  EXPECT_THAT(load_error(files),
+              AllOf(HasSubstr(files.train_features),
+                    HasSubstr("value -16777217 at flat index 13 is beyond 16777216")));
+}
+
 TEST_F(npy_test, refuses_a_wrong_dtype_naming_the_file) {
   npy_files files = valid_files();
-  write_npy<std::int32_t>(files.train_features, "<i4", {4, 6}, std::vector<std::int32_t>(24, 1));
-  EXPECT_THAT(load_error(files),
-              AllOf(HasSubstr(files.train_features), HasSubstr("features of dtype '<i4'")));
+  write_npy<std::int16_t>(files.train_features, "<i2", {4, 6}, std::vector<std::int16_t>(24, 1));
+  EXPECT_THAT(load_error(files), AllOf(HasSubstr(files.train_features), HasSubstr("'<i2'")));
   files = valid_files();
   write_npy<float>(files.test_labels, "<f4", {2}, {0.0f, 1.0f});
   EXPECT_THAT(load_error(files),
