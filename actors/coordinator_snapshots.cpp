@@ -22,7 +22,7 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
   const auto& record = saved.coordinator;
   counters_ = record.counters;
   counters_.samples_per_epoch = setup_.samples_per_epoch;
-  evaluations_.resume_from(record.evaluations);
+  evaluations_.resume_from(record.evaluations, counters_.epochs());
   if (const auto& reached = evaluations_.target_point()) {
     std::ostringstream text;
     text << "train.target-accuracy " << setup_.config.train.target_accuracy

@@ -10,13 +10,10 @@ bool evaluation_schedule::start_periodic(std::uint64_t rounds, double epochs) {
   if (deferred() || periodic_outstanding_)
     return false;
   if (settings_.every_epochs > 0.0) {
-    // The tolerance keeps an exact multiple (samples / samples per epoch) from falling short.
-    const auto marks =
-        static_cast<std::uint64_t>(std::floor(epochs / settings_.every_epochs + 1e-9));
-    const bool due = epoch_marks_ && marks > *epoch_marks_;
-    epoch_marks_ = marks;
-    if (!due)
+    const auto marks = marks_at(epochs);
+    if (marks <= epoch_marks_)
       return false;
+    epoch_marks_ = marks;
   } else if (rounds % settings_.every_rounds != 0) {
     return false;
   }
@@ -71,9 +68,16 @@ bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr p
   return true;
 }
 
-void evaluation_schedule::resume_from(const evaluation_schedule& saved) {
+std::uint64_t evaluation_schedule::marks_at(double epochs) const {
+  // The tolerance keeps an exact multiple (samples / samples per epoch) from falling short.
+  return settings_.every_epochs > 0.0
+             ? static_cast<std::uint64_t>(std::floor(epochs / settings_.every_epochs + 1e-9))
+             : 0;
+}
+
+void evaluation_schedule::resume_from(const evaluation_schedule& saved, double epochs) {
   next_snapshot_seconds_ = saved.next_snapshot_seconds_;
-  epoch_marks_.reset();
+  epoch_marks_ = marks_at(epochs);
   evaluations_ = saved.evaluations_;
   time_to_target_.reset();
   target_point_.reset();

@@ -94,7 +94,9 @@ public:
   /// parameters; these settings). The target in force may not be the checkpoint's: the first
   /// evaluation so far that reached this one counts, and the parameters the checkpoint kept
   /// only when they are that evaluation's.
-  void resume_from(const evaluation_schedule& saved);
+  /// `epochs`: the epochs of training the checkpoint holds (train.eval-every-epochs counts the
+  /// multiples passed after them).
+  void resume_from(const evaluation_schedule& saved, double epochs);
 
   /// What a run resumed from a checkpoint goes on with: the evaluations so far, when the target
   /// was reached and the parameters that reached it (not the settings, kept snapshots or an
@@ -114,9 +116,10 @@ public:
 private:
   settings settings_;
   bool periodic_outstanding_ = false;
-  /// With every_epochs: the multiples of it evaluated so far; unknown after a resume until the
-  /// first round (its epochs are the start, not a multiple passed).
-  std::optional<std::uint64_t> epoch_marks_ = 0;
+  /// With every_epochs: the multiples of it passed when the last evaluation started (or the run
+  /// resumed).
+  std::uint64_t epoch_marks_ = 0;
+  std::uint64_t marks_at(double epochs) const;
   double next_snapshot_seconds_ = 0.0;
   double snapshot_interval_seconds_;
   std::vector<kept_snapshot> kept_;

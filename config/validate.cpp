@@ -376,9 +376,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "must not be negative (0 = no limit)");
   check.require(train.eval_every >= 1, "train.eval-every", train.eval_every,
                 "must be at least 1 round");
-  check.require(std::isfinite(train.eval_every_epochs) && train.eval_every_epochs >= 0.0,
+  check.require(train.eval_every_epochs == 0.0 ||
+                    (std::isfinite(train.eval_every_epochs) && train.eval_every_epochs >= 0.001),
                 "train.eval-every-epochs", train.eval_every_epochs,
-                "must not be negative (0 = count rounds: train.eval-every)");
+                "must be 0 (count rounds: train.eval-every) or at least 0.001 epochs");
   check.require(train.blas_threads >= 0 && train.blas_threads <= 256, "train.blas-threads",
                 train.blas_threads, "must be between 0 (automatic) and 256");
   check.require(contains(known_backends(), train.backend), "train.backend",

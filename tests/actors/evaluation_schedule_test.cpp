@@ -78,7 +78,7 @@ TEST(evaluation_schedule, evaluates_each_time_the_epochs_pass_a_multiple_of_eval
 }
 
 // A multiple passed while an evaluation runs is evaluated once it has ended, not skipped; after a
-// resume the first round's epochs are where the run starts, not a multiple it passed.
+// resume the multiples count from the checkpoint's epochs, so the first round may pass one.
 TEST(evaluation_schedule, a_multiple_passed_during_an_evaluation_comes_after_it) {
   auto chosen = every(1);
   chosen.every_epochs = 1.0;
@@ -91,10 +91,12 @@ TEST(evaluation_schedule, a_multiple_passed_during_an_evaluation_comes_after_it)
   EXPECT_FALSE(schedule.start_periodic(4, 2.9));
 
   evaluation_schedule resumed(chosen);
-  resumed.resume_from(schedule);
-  EXPECT_FALSE(resumed.start_periodic(5, 4.2));
-  EXPECT_FALSE(resumed.start_periodic(6, 4.9));
-  EXPECT_TRUE(resumed.start_periodic(7, 5.0));
+  resumed.resume_from(schedule, 4.2);
+  EXPECT_FALSE(resumed.start_periodic(5, 4.6));
+  EXPECT_TRUE(resumed.start_periodic(6, 5.0));
+  evaluation_schedule crossing(chosen);
+  crossing.resume_from(schedule, 4.98); // the first round after it passes 5
+  EXPECT_TRUE(crossing.start_periodic(5, 5.02));
 }
 
 TEST(evaluation_schedule, a_snapshot_interval_takes_snapshots_instead_of_evaluating) {
@@ -220,13 +222,13 @@ TEST(evaluation_schedule, a_resumed_run_counts_its_own_target_over_the_evaluatio
   EXPECT_TRUE(before.record(point_at(2.0, 0.85), kept));
 
   evaluation_schedule same(every(1, 0.8));
-  same.resume_from(before);
+  same.resume_from(before, 0.0);
   EXPECT_EQ(same.time_to_target(), 2.0);
   EXPECT_EQ(same.target_parameters(), kept);
   EXPECT_EQ(same.evaluations().size(), 2u);
 
   evaluation_schedule raised(every(1, 0.9));
-  raised.resume_from(before);
+  raised.resume_from(before, 0.0);
   EXPECT_FALSE(raised.time_to_target());
   EXPECT_FALSE(raised.target_point());
   EXPECT_FALSE(raised.target_parameters());
@@ -235,12 +237,12 @@ TEST(evaluation_schedule, a_resumed_run_counts_its_own_target_over_the_evaluatio
   EXPECT_EQ(raised.time_to_target(), 4.0);
 
   evaluation_schedule lowered(every(1, 0.6));
-  lowered.resume_from(before);
+  lowered.resume_from(before, 0.0);
   EXPECT_EQ(lowered.time_to_target(), 1.0);
   EXPECT_FALSE(lowered.target_parameters()) << "kept for another evaluation";
 
   evaluation_schedule none(every(1));
-  none.resume_from(before);
+  none.resume_from(before, 0.0);
   EXPECT_FALSE(none.time_to_target());
 }
 
