@@ -14,6 +14,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -168,6 +169,89 @@ checkpoint::structure structure_of(const config::run_config& config, const model
   return shape;
 }
 
+namespace {
+
+// Under the algorithms whose replicas go through the same states (sync, solo, majority, quorum)
+// every worker's parameters and momentum are the same bytes: each distinct tensor is written
+// once, and these say, per worker, whose written tensor its own is equal to (-1: its own is
+// written). Version 6 and later.
+struct replica_copies {
+  std::vector<std::int32_t> parameters_of;
+  std::vector<std::int32_t> velocity_of;
+};
+
+template <class Archive>
+void serialize(Archive& archive, replica_copies& x) {
+  archive(x.parameters_of, x.velocity_of);
+}
+
+using tensor_of = const std::vector<float>& (*)(const worker_record&);
+const std::vector<float>& parameters_of(const worker_record& x) {
+  return x.parameters;
+}
+const std::vector<float>& velocity_of(const worker_record& x) {
+  return x.velocity;
+}
+
+// For each worker, the first earlier one whose written tensor equals its own bit for bit (a
+// -0.0 is not a 0.0), or -1.
+std::vector<std::int32_t> copies_of(const std::vector<worker_record>& workers, tensor_of field) {
+  std::vector<std::int32_t> of(workers.size(), -1);
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    const auto& mine = field(workers[i]);
+    for (std::size_t j = 0; j < i && !mine.empty(); ++j)
+      if (of[j] < 0 && field(workers[j]).size() == mine.size() &&
+          std::memcmp(field(workers[j]).data(), mine.data(), mine.size() * sizeof(float)) == 0) {
+        of[i] = static_cast<std::int32_t>(j);
+        break;
+      }
+  }
+  return of;
+}
+
+// A worker's record as written: its copied tensors empty.
+struct written_record {
+  const worker_record* record;
+  bool without_parameters;
+  bool without_velocity;
+};
+
+template <class Archive>
+void save(Archive& archive, const written_record& written) {
+  static const std::vector<float> none;
+  auto& x = const_cast<worker_record&>(*written.record); // the archive only reads it
+  archive(x.index, written.without_parameters ? none : x.parameters,
+          written.without_velocity ? none : x.velocity, x.send, x.optimizer_steps, x.sampler,
+          x.buffer, x.pending);
+}
+
+// Fills the tensors `copies` says are copies from the workers they name; throws checkpoint_error
+// naming `file` for a reference to anything but an earlier worker whose tensor was written.
+void restore_copies(std::vector<worker_record>& workers, const replica_copies& copies,
+                    const std::string& file) {
+  const auto fill = [&](const std::vector<std::int32_t>& of,
+                        std::vector<float> worker_record::*field, const char* what) {
+    if (of.size() != workers.size())
+      throw checkpoint::checkpoint_error(file, std::string("payload: the field 'copies' lists ") +
+                                                   std::to_string(of.size()) + " workers' " + what +
+                                                   " for " + std::to_string(workers.size()));
+    for (std::size_t i = 0; i < of.size(); ++i) {
+      if (of[i] < 0)
+        continue;
+      const auto source = static_cast<std::size_t>(of[i]);
+      if (source >= i || of[source] >= 0 || !(workers[i].*field).empty())
+        throw checkpoint::checkpoint_error(
+            file, "payload: the field 'copies' gives worker " + std::to_string(i) + "'s " + what +
+                      " as worker " + std::to_string(of[i]) + "'s, which are not written before");
+      workers[i].*field = workers[source].*field;
+    }
+  };
+  fill(copies.parameters_of, &worker_record::parameters, "parameters");
+  fill(copies.velocity_of, &worker_record::velocity, "momentum");
+}
+
+} // namespace
+
 std::string encode_payload(const run_checkpoint& state) {
   std::ostringstream out(std::ios::binary);
   {
@@ -176,9 +260,16 @@ std::string encode_payload(const run_checkpoint& state) {
     std::string at;
     part(archive, "settings", x.settings, at);
     part(archive, "coordinator", x.coordinator, at);
-    part(archive, "workers", x.workers, at);
+    replica_copies copies{copies_of(x.workers, parameters_of), copies_of(x.workers, velocity_of)};
+    at = "workers"; // laid out as a vector of records, whatever is copied
+    archive(cereal::make_size_tag(static_cast<cereal::size_type>(x.workers.size())));
+    for (std::size_t i = 0; i < x.workers.size(); ++i)
+      archive(
+          written_record{&x.workers[i], copies.parameters_of[i] >= 0, copies.velocity_of[i] >= 0});
     part(archive, "parts", x.parts, at);
     part(archive, "inputs", x.inputs, at);
+    part(archive, "input bytes", x.inputs.scaled_bytes, at);
+    part(archive, "copies", copies, at);
   }
   return out.str();
 }
@@ -196,6 +287,12 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
     part(archive, "parts", state.parts, at);
     if (version >= 6)
       part(archive, "inputs", state.inputs, at);
+    if (version >= 7) {
+      part(archive, "input bytes", state.inputs.scaled_bytes, at);
+      replica_copies copies;
+      part(archive, "copies", copies, at);
+      restore_copies(state.workers, copies, file);
+    }
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the parts");
   } catch (const cereal::Exception& failure) {
@@ -220,6 +317,7 @@ model_inputs inputs_of(const models::dataset& training) {
   inputs.classes = training.classes;
   inputs.mean = training.input_normalisation.mean;
   inputs.stddev = training.input_normalisation.stddev;
+  inputs.scaled_bytes = training.input_normalisation.scaled_bytes;
   return inputs;
 }
 
@@ -227,7 +325,7 @@ models::dataset shaped_like(const model_inputs& inputs) {
   models::dataset shape;
   shape.sample_shape.assign(inputs.sample_shape.begin(), inputs.sample_shape.end());
   shape.classes = inputs.classes;
-  shape.input_normalisation = {inputs.mean, inputs.stddev};
+  shape.input_normalisation = {inputs.mean, inputs.stddev, inputs.scaled_bytes};
   shape.name = "the checkpoint's model inputs";
   return shape;
 }

@@ -80,6 +80,7 @@ struct model_inputs {
   std::int32_t classes = 0;
   float mean = 0.0f; // models::normalisation
   float stddev = 1.0f;
+  bool scaled_bytes = false; // since format version 7
 
   bool known() const { return !sample_shape.empty(); }
 };
@@ -111,7 +112,8 @@ checkpoint::structure structure_of(const config::run_config& config, const model
 std::string encode_payload(const run_checkpoint& state);
 
 /// Throws checkpoint::checkpoint_error naming `file` and the field that could not be read.
-/// `version` is the file's format version: a version-5 payload ends before `inputs`.
+/// `version` is the file's format version: a version-5 payload ends before `inputs`, a version-6
+/// one before the list of copies.
 run_checkpoint decode_payload(const std::string& payload, const std::string& file,
                               std::uint32_t version = checkpoint::format_version);
 

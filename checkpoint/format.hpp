@@ -29,10 +29,12 @@ namespace herd::checkpoint {
 /// Version 5: a run's payload lists the parts its nodes wrote (a cluster's checkpoint).
 /// Version 6: a run's payload ends with what serving its model needs besides the parameters (the
 /// input shape, the classes, the inputs' normalisation), so `herd predict` loads no data.
-inline constexpr std::uint32_t format_version = 6;
+/// Version 7: then which workers' parameters and momentum are copies of an earlier worker's,
+/// written once.
+inline constexpr std::uint32_t format_version = 7;
 
-/// The oldest version still read: version 6 only appended a part to version 5's payload, so a
-/// version-5 file is read as one without it (its readers take those facts from the dataset).
+/// The oldest version still read: versions 6 and 7 only appended parts to version 5's payload,
+/// so an older file is read as one without them (its readers take the inputs from the dataset).
 inline constexpr std::uint32_t oldest_read_version = 5;
 
 /// FNV-1a, 64 bits, over `bytes` (continuing from `hash`).

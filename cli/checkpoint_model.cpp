@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <utility>
 
 #include "checkpoint/format.hpp"
@@ -44,6 +45,7 @@ std::string with_path_origin(const std::string& problem, const config::run_confi
 // of the model's layout, labels among its classes. Throws config::invalid_config naming the key.
 std::shared_ptr<const models::dataset> fitted_test_set(std::shared_ptr<const models::dataset> test,
                                                        const models::model& model,
+                                                       const models::normalisation& normalisation,
                                                        const config::run_config& config,
                                                        const std::string& command) {
   const bool files = config.data.dataset == "npy";
@@ -63,6 +65,9 @@ std::shared_ptr<const models::dataset> fitted_test_set(std::shared_ptr<const mod
   }
   const std::string key = files ? "data.test-features" : "data.dataset";
   const std::string name = files ? config.data.test_features : "the dataset " + test->name;
+  if (!test->ragged())
+    if (const auto problem = unscaled_problem(test->images, normalisation); !problem.empty())
+      throw config::invalid_config({{key, key + ": " + name + " holds " + problem}});
   if (const auto problem = layout_problem(test->input_shape(), model.input_shape());
       !problem.empty())
     throw config::invalid_config({{key, key + ": " + name + " holds samples of " + problem}});
@@ -106,6 +111,22 @@ std::string layout_problem(const models::shape& given, const models::shape& want
                         : "") +
          "; flat samples (n x " + std::to_string(models::elements(wanted)) +
          ") are read in the model's order";
+}
+
+std::string unscaled_problem(const models::tensor& values, const models::normalisation& norm) {
+  // Normalised Fashion-MNIST reaches about 2.0 (white); unscaled bytes go to 255.
+  constexpr float highest_scaled = 1.5f;
+  if ((!norm.scaled_bytes && norm.identity()) || values.empty())
+    return {};
+  const float largest = *std::max_element(values.data(), values.data() + values.size());
+  if (largest <= highest_scaled)
+    return {};
+  std::ostringstream text;
+  text << "values up to " << largest
+       << ", but the model takes values scaled to [0, 1] (byte / 255), as its training data "
+          "were: give raw bytes as uint8 (herd scales them), or floats divided by 255, not "
+          "normalised (herd does that)";
+  return text.str();
 }
 
 std::string cut_note(std::size_t cut, const std::string& source, std::size_t width) {
@@ -184,7 +205,8 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   try {
     loaded.model = actors::make_model(loaded.config, shape);
     if (loaded.test) {
-      loaded.test = fitted_test_set(loaded.test, *loaded.model, loaded.config, command);
+      loaded.test = fitted_test_set(loaded.test, *loaded.model, loaded.input_normalisation,
+                                    loaded.config, command);
       // Its token rows are checked as a run's are.
       actors::check_token_input(*loaded.model, *loaded.test, false, loaded.config,
                                 loaded.config.model.layers.empty() ? "model.preset"

@@ -61,6 +61,11 @@ std::string layout_problem(const models::shape& given, const models::shape& want
 models::tensor model_token_rows(const models::tensor& given, const models::sequential& model,
                                 std::size_t& cut);
 
+/// Why `values` are not what a model whose training values were bytes divided by 255 (Fashion-
+/// MNIST, a .npy file of uint8) takes: "values up to 243, but the model takes ..." when they go far
+/// above 1 (unscaled bytes, which it would answer wrongly without a word); empty otherwise.
+std::string unscaled_problem(const models::tensor& values, const models::normalisation& norm);
+
 /// "3 sample(s) of FILE longer than the model's 12 tokens: cut to their first 12, ...".
 std::string cut_note(std::size_t cut, const std::string& source, std::size_t width);
 

@@ -166,7 +166,7 @@ int run_evaluate(const std::vector<std::string>& args) {
   const auto whole = model.evaluate(ops, parameters, test, batch, *work);
   const auto counts = count_classes(model, parameters, test, batch);
   const auto& counters = loaded->state.coordinator.counters;
-  std::printf("herd evaluate: %s (round %llu, epoch %.2f of a %s run with %d workers)\n"
+  std::printf("herd evaluate: %s (round %llu, epoch %.2f of a %s run with %d worker%s)\n"
               "  parameters      %s\n"
               "  model           %s\n"
               "  test set        %s, %zu samples\n"
@@ -175,16 +175,18 @@ int run_evaluate(const std::vector<std::string>& args) {
               "  per class       accuracy  precision  samples\n",
               loaded->file.c_str(), static_cast<unsigned long long>(counters.rounds),
               counters.epochs(), loaded->config.train.algorithm.c_str(),
-              loaded->config.train.workers, loaded->parameters_origin.c_str(),
-              model.describe().c_str(), test_set_words(*loaded).c_str(), whole.samples,
-              whole.accuracy(), whole.mean_loss);
+              loaded->config.train.workers, loaded->config.train.workers == 1 ? "" : "s",
+              loaded->parameters_origin.c_str(), model.describe().c_str(),
+              test_set_words(*loaded).c_str(), whole.samples, whole.accuracy(), whole.mean_loss);
   for (std::size_t c = 0; c < counts.confusion.size(); ++c)
     std::printf("  %14zu  %8s  %9s  %7zu\n", c, share(counts.recall(c)).c_str(),
                 share(counts.precision(c)).c_str(), counts.samples(c));
   if (counts.confusion.size() <= static_cast<std::size_t>(printed_confusion_classes))
     print_confusion(counts);
   else
-    std::printf("  confusion       %zu classes: in the --report file\n", counts.confusion.size());
+    std::printf("  confusion       %zu classes: %s\n", counts.confusion.size(),
+                options.report.empty() ? "give --report FILE.json for the matrix"
+                                       : "in the --report file");
   if (!options.report.empty()) {
     write_file_atomically(options.report, report_json(*loaded, whole, counts));
     std::cerr << "herd evaluate: wrote " << options.report << '\n';
@@ -206,12 +208,13 @@ std::string evaluate_help() {
          "now, or to another labelled set of the same kind (data.test-features and\n"
          "data.test-labels of a .npy dataset: only those two files are read).\n\n"
       << checkpoint_options_help()
-      << "  --report FILE      also write the results as JSON: overall, per class, and the\n"
+      << "  --report FILE.json  also write the results as JSON: overall, per class, and the\n"
          "                     confusion matrix (rows: true classes, columns: predicted)\n"
          "  --help, -h         show this help\n"
          "  --version          show the version\n\n"
          "Settings (on the command line as --section.key=value; they replace the\n"
-         "checkpoint's):\n"
+         "checkpoint's; of a .npy dataset only data.test-features and data.test-labels are\n"
+         "read, unless the checkpoint was written before format version 6):\n"
       << config::describe_keys(keys_of("evaluate"))
       << "\nExit status: 0 done, 2 bad input (a missing or damaged checkpoint, a dataset\n"
          "that is not there or does not fit the model).\n";

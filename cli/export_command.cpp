@@ -58,6 +58,18 @@ nlohmann::json write_tensors(const checkpoint_model& loaded, const std::string& 
   return layers;
 }
 
+// How new inputs are prepared, in words, for model.json.
+std::string preparation_words(const checkpoint_model& loaded) {
+  const auto* layers = dynamic_cast<const models::sequential*>(loaded.model.get());
+  if (layers != nullptr && layers->takes_tokens())
+    return "token ids as they are (no normalisation), each row padded at its end with -1; "
+           "conv1d-max windows are centred in its widest one, zero-padded by half of it on "
+           "both sides, and its max runs over each row's own length (docs/models.md)";
+  return loaded.input_normalisation.scaled_bytes
+             ? "bytes divided by 255, then x' = (x - mean) / stddev"
+             : "the values as given: x' = (x - mean) / stddev";
+}
+
 int run_export(const std::vector<std::string>& args) {
   std::string directory;
   int status = exit_ok;
@@ -72,15 +84,20 @@ int run_export(const std::vector<std::string>& args) {
       [&directory] {
         if (directory.empty())
           throw std::invalid_argument("--out DIR is required (see herd export --help)");
-        prepare_output_directory(directory, {"model.json"});
       },
       false, status);
   if (!loaded)
     return status;
+  try { // made once the checkpoint proved readable
+    prepare_output_directory(directory, {"model.json"});
+  } catch (const std::exception& bad) {
+    std::cerr << "herd export: " << bad.what() << '\n';
+    return exit_bad_input;
+  }
   const auto& counters = loaded->state.coordinator.counters;
   const auto& norm = loaded->input_normalisation;
   const auto* layers = dynamic_cast<const models::sequential*>(loaded->model.get());
-  const nlohmann::json description = {
+  nlohmann::json description = {
       {"checkpoint", loaded->file},
       {"round", counters.rounds},
       {"epoch", counters.epochs()},
@@ -92,12 +109,18 @@ int run_export(const std::vector<std::string>& args) {
       {"input_normalisation",
        {{"mean", norm.mean},
         {"stddev", norm.stddev},
-        {"applies_to", loaded->config.data.dataset == "fashion-mnist"
-                           ? "pixels scaled to [0, 1] (pixel / 255): x' = (x - mean) / stddev"
-                           : "the values as given: x' = (x - mean) / stddev"}}},
+        {"scaled_bytes", norm.scaled_bytes},
+        {"applies_to", preparation_words(*loaded)}}},
       {"output", "scores (logits), one per class; softmax gives the probabilities"},
-      {"layers", write_tensors(*loaded, directory)}};
-  write_file_atomically(directory + "/model.json", description.dump(2) + "\n");
+      {"layers", nullptr}};
+  try {
+    description["layers"] = write_tensors(*loaded, directory);
+    // Last: a directory with model.json holds a whole export.
+    write_file_atomically(directory + "/model.json", description.dump(2) + "\n");
+  } catch (const std::runtime_error& unwritten) { // the path and the system's reason
+    std::cerr << "herd export: " << unwritten.what() << '\n';
+    return exit_bad_input;
+  }
   std::cerr << "herd export: " << loaded->file << ", " << loaded->parameters_origin << ": "
             << loaded->model->parameter_count() << " parameters to " << directory
             << " (model.json and a .npy file per tensor)\n";
@@ -120,7 +143,7 @@ std::string export_help() {
          "probabilities. The parameters are those herd predict uses.\n\n"
       << checkpoint_options_help()
       << "  --out DIR          the directory to write (made if missing; files of the same\n"
-         "                     names are replaced)\n"
+         "                     names are replaced; model.json is written last)\n"
          "  --help, -h         show this help\n"
          "  --version          show the version\n\n"
          "Settings (on the command line as --section.key=value; they replace the\n"

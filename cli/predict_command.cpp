@@ -81,19 +81,8 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
   if (const auto problem = layout_problem(given, loaded.model->input_shape()); !problem.empty())
     throw models::data_error(path + " holds samples of " + problem);
   const auto norm = loaded.input_normalisation;
-  // The run's values were bytes scaled to [0, 1]: floats far above 1 are unscaled pixels, which
-  // the model would take for something else and answer wrongly without a word.
-  constexpr float highest_scaled = 1.5f;
-  const float* begin = samples.values.data();
-  const float* end = begin + samples.values.size();
-  if (!norm.identity() && begin != end && *std::max_element(begin, end) > highest_scaled) {
-    std::ostringstream largest;
-    largest << *std::max_element(begin, end);
-    throw models::data_error(path + " holds values up to " + largest.str() +
-                             ", but the model takes pixels scaled to [0, 1] (pixel / 255), which "
-                             "herd normalises itself: give raw pixels as uint8 (herd scales "
-                             "them), or as floats divided by 255, not normalised");
-  }
+  if (const auto problem = unscaled_problem(samples.values, norm); !problem.empty())
+    throw models::data_error(path + " holds " + problem);
   if (!norm.identity())
     for (std::size_t i = 0; i < samples.values.size(); ++i)
       samples.values[i] = norm.apply(samples.values[i]);
@@ -186,7 +175,7 @@ std::string predict_help() {
          "  --help, -h         show this help\n"
          "  --version          show the version\n\n"
          "Settings (on the command line as --section.key=value; they replace the\n"
-         "checkpoint's):\n"
+         "checkpoint's; only a checkpoint written before format version 6 reads its data):\n"
       << config::describe_keys(keys_of("predict"))
       << "\nExit status: 0 done, 2 bad input (a missing or damaged checkpoint or input file,\n"
          "samples of another shape than the model takes).\n";

@@ -147,7 +147,7 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<std::string>(
         "data.train-features", "string",
         "with data.dataset = npy: the .npy file of the training features (n x d, n x h x w or "
-        "n x c x h x w; float32, float64 or uint8)",
+        "n x c x h x w; float32, float64, int32, int64 or uint8)",
         [](auto& c) -> auto& { return c.data.train_features; }));
     k.push_back(make_key<std::string>(
         "data.train-labels", "string",

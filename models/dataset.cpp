@@ -181,6 +181,7 @@ dataset make_dataset(const idx_array& images, const idx_array& labels, int class
   result.classes = classes;
   result.name = name;
   result.input_normalisation = norm;
+  result.input_normalisation.scaled_bytes = true; // IDX images are bytes
   result.labels.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint8_t label = labels.values[i];

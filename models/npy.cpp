@@ -251,8 +251,8 @@ private:
       fail("big-endian dtype '" + descr + "'; save it little-endian, e.g. a.astype('<" +
            descr.substr(1) + "')");
     fail("unsupported dtype '" + descr +
-         "' (supported: features '<f4' float32, '<f8' float64 or '|u1' uint8; labels '<i4' "
-         "int32, '<i8' int64 or '|u1' uint8)");
+         "' (supported: features '<f4' float32, '<f8' float64, '<i4' int32, '<i8' int64 or "
+         "'|u1' uint8; labels '<i4' int32, '<i8' int64 or '|u1' uint8)");
   }
 
   const npy_file& file_;
@@ -402,6 +402,7 @@ npy_samples read_samples(const checked_file& features) {
   const auto count = static_cast<std::size_t>(shape[0]);
   const auto width = static_cast<std::size_t>(features.header.values / shape[0]);
   npy_samples result;
+  result.bytes = features.header.dtype == npy_dtype::uint8;
   if (shape.size() == 3)
     result.sample_shape = {1, static_cast<std::size_t>(shape[1]),
                            static_cast<std::size_t>(shape[2])};
@@ -461,6 +462,7 @@ dataset read_dataset(const checked_file& features, const checked_file& labels,
   result.name = name;
   result.images = std::move(samples.values);
   result.sample_shape = std::move(samples.sample_shape);
+  result.input_normalisation.scaled_bytes = samples.bytes;
   try {
     result.labels.resize(result.images.rows());
   } catch (const std::bad_alloc&) {
@@ -555,9 +557,7 @@ npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes) {
                      std::to_string(max_bytes) +
                      (default_limit ? " (half the physical memory)" : "") +
                      "; split the file into smaller ones");
-  auto samples = read_samples(features);
-  samples.bytes = features.header.dtype == npy_dtype::uint8;
-  return samples;
+  return read_samples(features);
 }
 
 std::string npy_bytes(const float* values, const std::vector<std::size_t>& dims) {

@@ -19,6 +19,9 @@ inline constexpr const char* default_fashion_mnist_dir = "/usr/share/datasets/fa
 struct normalisation {
   float mean = 0.0f;
   float stddev = 1.0f;
+  /// The source's values were bytes, divided by 255 before the rest (Fashion-MNIST's pixels, a
+  /// .npy file of uint8): new inputs must come as bytes or as byte / 255 too.
+  bool scaled_bytes = false;
   /// A value already scaled to [0, 1] (x / 255), normalised.
   float apply(float scaled) const { return (scaled - mean) / stddev; }
   bool identity() const { return mean == 0.0f && stddev == 1.0f; }

@@ -6,6 +6,7 @@
 #include "actors/train_session.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -533,6 +534,79 @@ TEST(checkpoint, the_counters_come_back_with_each_workers_liveness_and_steps) {
         << worker;
   }
   EXPECT_EQ(restored.steps, counters.steps);
+}
+
+// Replicas that went through the same states (sync) hold the same parameters and momentum: each
+// distinct tensor is written once, and every worker gets its own back bit for bit, also when only
+// some are equal, or equal but for the sign of a zero.
+TEST(checkpoint, equal_replicas_are_written_once_and_come_back_whole) {
+  const std::size_t count = 1000;
+  const auto state_of = [&](const std::vector<std::vector<float>>& parameters) {
+    herd::actors::run_checkpoint state;
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      herd::actors::worker_record record;
+      record.index = static_cast<std::int32_t>(i);
+      record.parameters = parameters[i];
+      record.velocity = std::vector<float>(count, 0.5f); // equal in every worker
+      record.send = std::vector<float>(count, static_cast<float>(i));
+      state.workers.push_back(std::move(record));
+    }
+    return state;
+  };
+  std::vector<float> a(count);
+  for (std::size_t i = 0; i < count; ++i)
+    a[i] = 0.001f * static_cast<float>(i);
+  auto b = a;
+  b[count / 2] = -1.0f;
+  auto negative_zero = a;
+  negative_zero[0] = -0.0f; // a[0] is +0.0: equal as numbers, not as bits
+  const auto distinct = state_of({a, b, negative_zero, b});
+  const auto equal = state_of({a, a, a, a});
+  const auto distinct_bytes = herd::actors::encode_payload(distinct);
+  const auto equal_bytes = herd::actors::encode_payload(equal);
+  // The distinct state writes three parameter tensors (its fourth equals its second), the equal
+  // one a single one; both write the momentum once.
+  EXPECT_EQ(distinct_bytes.size() - equal_bytes.size(), 2 * count * sizeof(float));
+  for (const auto* state : {&distinct, &equal}) {
+    const auto back = herd::actors::decode_payload(herd::actors::encode_payload(*state), "x.ckpt");
+    ASSERT_EQ(back.workers.size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) {
+      const auto& want = state->workers[i];
+      const auto& got = back.workers[i];
+      ASSERT_EQ(got.parameters.size(), count) << i;
+      EXPECT_EQ(std::memcmp(got.parameters.data(), want.parameters.data(), count * 4), 0) << i;
+      EXPECT_EQ(got.velocity, want.velocity) << i;
+      EXPECT_EQ(got.send, want.send) << i;
+    }
+  }
+}
+
+// Files of older format versions are read as payloads without the parts added since: version 6
+// ends before the inputs' byte flag and the list of copies, version 5 before the inputs.
+TEST(checkpoint, payloads_of_versions_5_and_6_are_read_without_the_later_parts) {
+  herd::actors::run_checkpoint state;
+  state.settings = "[train]\nworkers = 4\n";
+  state.inputs.sample_shape = {1, 28, 28};
+  state.inputs.classes = 10;
+  state.inputs.mean = 0.25f;
+  state.inputs.stddev = 0.5f;
+  state.inputs.scaled_bytes = true;
+  const auto v7 = herd::actors::encode_payload(state);
+  const auto back = herd::actors::decode_payload(v7, "x.ckpt", 7);
+  EXPECT_EQ(back.inputs.sample_shape, state.inputs.sample_shape);
+  EXPECT_TRUE(back.inputs.scaled_bytes);
+  // Without workers the list of copies is two empty vectors (8-byte size tags); the flag a byte.
+  const auto v6 = v7.substr(0, v7.size() - 1 - 2 * 8);
+  const auto six = herd::actors::decode_payload(v6, "x.ckpt", 6);
+  EXPECT_EQ(six.inputs.sample_shape, state.inputs.sample_shape);
+  EXPECT_EQ(six.inputs.mean, 0.25f);
+  EXPECT_FALSE(six.inputs.scaled_bytes);
+  EXPECT_THROW(herd::actors::decode_payload(v6, "x.ckpt", 7), herd::checkpoint::checkpoint_error);
+  EXPECT_THROW(herd::actors::decode_payload(v7, "x.ckpt", 6), herd::checkpoint::checkpoint_error);
+  const auto five =
+      herd::actors::decode_payload(v6.substr(0, v6.size() - (8 + 3 * 8) - 4 - 2 * 4), "x.ckpt", 5);
+  EXPECT_FALSE(five.inputs.known());
+  EXPECT_EQ(five.settings, state.settings);
 }
 
 // Checkpoint files are written by the writer's thread; the session reports each one.

@@ -137,6 +137,47 @@ TEST_F(serving, predict_needs_no_training_data_and_evaluate_only_the_test_files)
   EXPECT_THAT(given.output, Not(HasSubstr("checkpoint's setting")));
 }
 
+// A model trained on uint8 values (divided by 255) records it: its export says so, and herd
+// predict and evaluate refuse floats far above 1 (bytes not divided), which it would answer
+// wrongly without a word; the same samples as uint8 are taken.
+TEST_F(serving, a_model_trained_on_bytes_takes_bytes_or_byte_over_255) {
+  std::vector<std::uint8_t> bytes(60 * 4);
+  std::vector<float> unscaled(bytes.size());
+  std::vector<std::int32_t> labels(60);
+  for (std::size_t i = 0; i < 60; ++i) {
+    labels[i] = static_cast<std::int32_t>(i % 3);
+    for (std::size_t v = 0; v < 4; ++v) {
+      bytes[i * 4 + v] = static_cast<std::uint8_t>((v == i % 3 ? 200 : 20) + (i * 7 + v) % 40);
+      unscaled[i * 4 + v] = bytes[i * 4 + v];
+    }
+  }
+  herd::testing::write_npy(path("b_x.npy"), "|u1", {60, 4}, bytes);
+  herd::testing::write_npy(path("f_x.npy"), "<f4", {60, 4}, unscaled);
+  herd::testing::write_npy(path("b_y.npy"), "<i4", {60}, labels);
+  const auto trained =
+      herd({"train", "--data.dataset=npy", "--data.train-features=" + path("b_x.npy"),
+            "--data.train-labels=" + path("b_y.npy"), "--data.test-features=" + path("b_x.npy"),
+            "--data.test-labels=" + path("b_y.npy"), "--model.hidden=8", "--train.workers=1",
+            "--train.epochs=2", "--checkpoint.dir=" + path("ckpt")});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const auto exported = herd({"export", "--checkpoint", path("ckpt"), "--out", path("ex")});
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const auto model = nlohmann::json::parse(herd::testing::read_file(path("ex/model.json")));
+  EXPECT_EQ(model["input_normalisation"]["scaled_bytes"], true);
+  EXPECT_THAT(model["input_normalisation"]["applies_to"].get<std::string>(),
+              HasSubstr("bytes divided by 255"));
+  EXPECT_EQ(herd({"predict", "--checkpoint", path("ckpt"), "--input", path("b_x.npy")}).exit_code,
+            0);
+  const auto floats = herd({"predict", "--checkpoint", path("ckpt"), "--input", path("f_x.npy")});
+  EXPECT_EQ(floats.exit_code, 2) << floats.output;
+  EXPECT_THAT(floats.output, HasSubstr(path("f_x.npy") + " holds values up to 2"));
+  const auto evaluated =
+      herd({"evaluate", "--checkpoint", path("ckpt"), "--data.test-features=" + path("f_x.npy")});
+  EXPECT_EQ(evaluated.exit_code, 2) << evaluated.output;
+  EXPECT_THAT(evaluated.output,
+              HasSubstr("data.test-features: " + path("f_x.npy") + " holds values up to 2"));
+}
+
 // herd evaluate's per-class numbers and confusion matrix agree with its overall accuracy and with
 // each other, in the text and the --report file alike.
 TEST_F(serving, evaluate_reports_per_class_precision_and_the_confusion_matrix) {

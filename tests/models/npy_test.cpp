@@ -169,7 +169,8 @@ TEST_F(npy_test, refuses_a_wrong_dtype_naming_the_file) {
   write_npy<std::int16_t>(files.train_labels, "<i2", {4}, {0, 1, 2, 1});
   EXPECT_THAT(load_error(files),
               AllOf(HasSubstr(files.train_labels), HasSubstr("unsupported dtype '<i2'"),
-                    HasSubstr("features '<f4' float32, '<f8' float64 or '|u1' uint8; labels")));
+                    HasSubstr("features '<f4' float32, '<f8' float64, '<i4' int32, '<i8' int64 or "
+                              "'|u1' uint8; labels")));
   write_npy<float>(files.train_labels, ">f4", {4}, {0, 1, 2, 1});
   EXPECT_THAT(load_error(files), AllOf(HasSubstr(files.train_labels), HasSubstr("big-endian")));
 }
