@@ -1651,12 +1651,15 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
 }
 
 // train.eval-every-epochs evaluates at the same epochs whatever rounds mean to the algorithm:
-// sync's rounds take every worker, solo's one, so train.eval-every would differ by 4 times.
+// sync's rounds take every worker, solo's one, so train.eval-every would differ by 4 times. Every
+// step takes 2 ms, so that an epoch outlasts an evaluation even on a loaded machine (an
+// evaluation that outlasts the epochs comes late, as documented).
 TEST_F(herd_cli, eval_every_epochs_evaluates_at_the_same_epochs_under_every_algorithm) {
   const std::regex evaluation("evaluation at round [0-9]+ \\(epoch ([0-9.]+)\\)");
   for (const char* algorithm : {"sync", "solo"}) {
     const auto run = herd({"train", "--data.dataset=synthetic", "--model.hidden=[16]",
                            "--train.workers=4", "--train.epochs=3", "--train.eval-every-epochs=1",
+                           "--imbalance.kind=random", "--imbalance.k=4", "--imbalance.delay-ms=2",
                            std::string("--train.algorithm=") + algorithm});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     std::vector<double> epochs;
