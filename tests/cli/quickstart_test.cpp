@@ -148,8 +148,8 @@ TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unsc
   };
   EXPECT_EQ(csv(from_bytes.output), csv(from_scaled.output));
   EXPECT_EQ(from_unscaled.exit_code, 2) << from_unscaled.output;
-  EXPECT_NE(from_unscaled.output.find("holds values up to 255, but the model takes pixels scaled "
-                                      "to [0, 1] (pixel / 255)"),
+  EXPECT_NE(from_unscaled.output.find("holds values up to 255, but the model takes values scaled "
+                                      "to [0, 1] (byte / 255)"),
             std::string::npos)
       << from_unscaled.output;
 }
