@@ -341,7 +341,7 @@ private:
       }
       return;
     }
-    const round_result delivered{state.plan.round, result, members};
+    const round_result delivered{state.plan.round, result, members, state.plan.lr_scale};
     const send_batch batch;
     for (std::size_t position : answered_positions(state.answers))
       send(state.plan.member_handles[position], delivered);
@@ -366,10 +366,12 @@ private:
       return;
     }
     const auto member = state.plan.member_handles[positions.front()];
-    server_update update{round, state.plan.members[positions.front()], result, !inputs.empty()};
+    server_update update{round, state.plan.members[positions.front()], result, !inputs.empty(),
+                         state.plan.lr_scale};
     request(setup_.parameter_server, setup_.contribution_timeout, std::move(update))
         .then(
-            [this, round, result, member](const server_applied& applied) {
+            [this, round, result, member,
+             lr_scale = state.plan.lr_scale](const server_applied& applied) {
               auto found = rounds_.find(round);
               if (found == rounds_.end())
                 return;
@@ -377,7 +379,7 @@ private:
               if (applied.applied)
                 report.server_staleness.push_back(applied.staleness);
               report.bytes += 2 * result->size() * sizeof(float); // the step and the copy out
-              send(member, round_result{round, result, 1});
+              send(member, round_result{round, result, 1, lr_scale});
               finish(found);
             },
             [this, round](caf::error& failure) {
@@ -425,6 +427,7 @@ private:
       order.nodes = state.group_nodes;
       order.generation = setup_.generation;
       order.members = members;
+      order.lr_scale = state.plan.lr_scale;
       if (!tickets.sequences.empty()) {
         order.ticket = tickets.ticket;
         order.sequence = tickets.sequences[position];

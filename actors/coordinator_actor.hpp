@@ -15,6 +15,7 @@
 #include "actors/run_counters.hpp"
 #include "actors/run_phases.hpp"
 #include "actors/step_book.hpp"
+#include "models/lr_schedule.hpp"
 
 #include <caf/event_based_actor.hpp>
 
@@ -95,6 +96,13 @@ private:
   void hear(policy_input input);
   std::uint64_t sample_budget() const;
   void start_rounds(const std::vector<group_decision>& decisions);
+  // train.lr-schedule's factor at the epochs committed so far (applied, and expected from the
+  // rounds in flight): what the next round carries, and a worker that starts now.
+  float lr_scale() const {
+    const auto per_epoch = static_cast<double>(counters_.samples_per_epoch);
+    return lr_schedule_.factor(per_epoch > 0.0 ? static_cast<double>(samples_committed_) / per_epoch
+                                               : 0.0);
+  }
   void schedule_policy_time();
   void lose_aggregator(std::size_t index, const std::string& why);
 
@@ -132,6 +140,7 @@ private:
 
   // -- state -------------------------------------------------------------------------------------
   coordinator_setup setup_;
+  models::lr_schedule lr_schedule_{models::lr_schedule::of(setup_.config.train)};
   std::unique_ptr<policy::grouping_policy> policy_;
   run_counters counters_; // per-step fields only through booked_counters()
   step_book steps_;       // finished steps waiting to be booked into counters_ and the metrics

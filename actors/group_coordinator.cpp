@@ -128,7 +128,7 @@ void coordinator_actor::admit_worker(int index, const caf::actor& handle, const 
   booked_counters().worker_joined(index); // the slot's earlier worker's steps stay its own
   if (setup_.metrics)
     setup_.metrics->worker_joined(index, node);
-  send(handle, start_atom::value);
+  send(handle, start_atom::value, lr_scale());
 }
 
 void coordinator_actor::resume_rounds(bool workers_admitted) {
@@ -183,7 +183,7 @@ void coordinator_actor::on_start(const run_start& start) {
     carry_out(phases_.time_passed(elapsed())); // resumed past train.max-seconds: nor here
   if (phases_.running())
     for (const auto& worker : workers_)
-      send(worker, start_atom::value);
+      send(worker, start_atom::value, lr_scale());
 }
 
 void coordinator_actor::on_step_ready(const step_ready& ready) {
@@ -435,14 +435,14 @@ void coordinator_actor::start_rounds(const std::vector<group_decision>& decision
     if (samples_committed_ >= sample_budget()) {
       checkpoints_.keep_unstarted(decision); // a resumed run with more epochs starts it
       // Its members now wait for the stop. The policy counts this round as in flight and never
-      // hears of it again; that is safe only because the run stops here: a round is skipped
-      // only once the applied samples reach the budget, and the stop follows in
-      // on_group_done().
+      // hears of it again; safe only because the run stops here: a round is skipped only once
+      // the applied samples reach the budget, and the stop follows in on_group_done().
       budget_spent_ = true;
       continue;
     }
-    samples_committed_ += expected_samples;
     group_plan plan;
+    plan.lr_scale = lr_scale(); // at the epochs before this round's samples
+    samples_committed_ += expected_samples;
     plan.round = next_round_++;
     plan.kind = decision.kind;
     plan.weights = decision.weights;

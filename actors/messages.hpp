@@ -121,12 +121,16 @@ struct group_plan {
   weighting weights = weighting::uniform;
   std::vector<float> member_weights; // weighting::given: one per member, same order
   std::uint64_t step = 0;            // wagma: the local step whose models this round averages
+  /// train.lr-schedule's factor at the run's epochs when the round began: whoever applies the
+  /// round's result with an optimizer step (its members, the parameter server) steps at
+  /// train.lr (async.lr) times it, and a model-averaging member takes it for its next local steps.
+  float lr_scale = 1.0f;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
   return f(caf::meta::type_name("herd.group_plan"), x.round, x.members, x.member_handles, x.kind,
-           x.weights, x.member_weights, x.step);
+           x.weights, x.member_weights, x.step, x.lr_scale);
 }
 
 // -- aggregator <-> worker ----------------------------------------------------------------------
@@ -184,6 +188,8 @@ struct round_result {
   std::uint64_t round = 0;
   comm::shared_buffer data;
   std::uint32_t members = 0;
+  float lr_scale = 1.0f; // group_plan::lr_scale; NaN: unknown (a result a checkpoint held), so
+                         // the worker's factor stays as it is
 };
 
 // -- aggregator -> coordinator ------------------------------------------------------------------
@@ -230,6 +236,7 @@ struct server_update {
   std::int32_t worker = 0;
   comm::shared_buffer buffer;
   bool apply = true;
+  float lr_scale = 1.0f; // group_plan::lr_scale: the server steps at async.lr times it
 };
 
 struct server_applied {
@@ -410,12 +417,13 @@ struct reduce_order {
   // node's sequence number in `generation`, which the node issues in order. 0: not sequenced.
   std::uint64_t ticket = 0;
   std::uint64_t sequence = 0;
+  float lr_scale = 1.0f; // group_plan::lr_scale, for round_result
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_order& x) {
   return f(caf::meta::type_name("herd.reduce_order"), x.round, x.inputs, x.weights, x.deliver_to,
-           x.nodes, x.generation, x.members, x.ticket, x.sequence);
+           x.nodes, x.generation, x.members, x.ticket, x.sequence, x.lr_scale);
 }
 
 /// A node's answer to reduce_order.
@@ -589,8 +597,9 @@ struct plane_update {
 /// its relay in batches (step_batch), and aggregators ask a node's members for their
 /// contributions through its node reducer, once per node (contribution_asks); 16: gradient
 /// buckets: workers announce steps whose backward runs (step_ready.part), and contributions say
-/// when backward still writes them (contribution.in_backward).
-constexpr std::uint32_t cluster_protocol_version = 16;
+/// when backward still writes them (contribution.in_backward); 17: rounds and a worker's start
+/// carry the learning-rate schedule's factor (reduce_order.lr_scale, (start_atom, float)).
+constexpr std::uint32_t cluster_protocol_version = 17;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

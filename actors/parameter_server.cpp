@@ -17,12 +17,14 @@ parameter_store::parameter_store(const models::model& model, std::uint64_t init_
       optimizer_(model.parameter_count(), optimizer, ops.memory()),
       handed_out_(static_cast<std::size_t>(std::max(workers, 0)), 0) {}
 
-parameter_store::update parameter_store::apply(int worker, const float* gradient, float* out) {
+parameter_store::update parameter_store::apply(int worker, const float* gradient, float* out,
+                                               float lr_scale) {
   HERD_CHECK(worker >= 0 && static_cast<std::size_t>(worker) < handed_out_.size(),
              "a gradient from worker " << worker << " of " << handed_out_.size());
   auto& taken = handed_out_[static_cast<std::size_t>(worker)];
   update applied;
   applied.staleness = version_ - taken;
+  optimizer_.scale_learning_rate(lr_scale);
   optimizer_.step(*ops_, parameters_.data(), gradient);
   applied.version = ++version_;
   ops_->copy(out, parameters_.data(), parameters_.size());
@@ -76,7 +78,8 @@ private:
     try {
       server_applied answer;
       if (update.apply) {
-        const auto applied = store_.apply(update.worker, update.buffer->data(), update.buffer->data());
+        const auto applied = store_.apply(update.worker, update.buffer->data(),
+                                          update.buffer->data(), update.lr_scale);
         answer = {applied.version, applied.staleness, true};
       } else {
         store_.hand_out(update.worker, update.buffer->data());

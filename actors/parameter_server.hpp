@@ -40,9 +40,10 @@ public:
                                  // parameters its gradient was computed on
   };
 
-  /// One optimizer step with `gradient` from `worker`, then the parameters after it into `out`
-  /// (which may be `gradient` itself: it is read before it is written).
-  update apply(int worker, const float* gradient, float* out);
+  /// One optimizer step with `gradient` from `worker` at the server's learning rate times
+  /// `lr_scale` (train.lr-schedule's factor), then the parameters after it into `out` (which may
+  /// be `gradient` itself: it is read before it is written).
+  update apply(int worker, const float* gradient, float* out, float lr_scale);
   /// The parameters into `out`, applying nothing (a round whose member had nothing to give); the
   /// worker has them as of now.
   void hand_out(int worker, float* out);

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <utility>
@@ -52,10 +53,6 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("herd.step_outcome"), x.loss, x.compute_seconds, x.samples,
            x.error);
-}
-
-double seconds_since(clock_type::time_point start) {
-  return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
 class worker_actor : public caf::event_based_actor {
@@ -111,7 +108,7 @@ public:
 
   caf::behavior make_behavior() override {
     return {
-        [this](start_atom) { on_start(); },
+        [this](start_atom, float lr_scale) { on_start(lr_scale); },
         [this](announce_atom, std::uint64_t step, std::uint32_t samples) {
           on_announce(step, samples);
         },
@@ -144,9 +141,10 @@ private:
     return copy;
   }
 
-  void on_start() {
+  void on_start(float lr_scale) {
     if (!started_ && !stopping_) {
       started_ = true;
+      optimizer_.scale_learning_rate(lr_scale);
       idle_since_ = clock_type::now(); // a resumed worker's first wait counts from here
       begin_step_when_due();
     }
@@ -265,7 +263,7 @@ private:
         HERD_CHECK(pending.data.empty() || pending.data.size() == count,
                    "worker " << setup_.index << ": a checkpointed round result of "
                              << pending.data.size() << " floats");
-        round_result result{pending.round, nullptr, pending.members};
+        round_result result{pending.round, nullptr, pending.members, std::nanf("")}; // factor kept
         if (!pending.data.empty()) {
           result.data = pool->acquire();
           apply_ops_->upload(result.data->data(), pending.data.data(), count * sizeof(float));
@@ -449,6 +447,8 @@ private:
         break;
       if (found->second.data) {
         const float* data = found->second.data->data();
+        if (!std::isnan(found->second.lr_scale)) // and for the local steps after
+          optimizer_.scale_learning_rate(found->second.lr_scale);
         if (next->use == policy::result_use::blend_model)
           blend(data, found->second.members);
         else if (next->use == policy::result_use::replace_model)

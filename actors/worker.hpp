@@ -4,7 +4,9 @@
 // a joining peer's state (out) cross to the host.
 //
 // Messages it answers:
-//   start_atom                        begin the first local step
+//   (start_atom, lr_scale)            begin the first local step; local optimizer steps run at
+//                                     train.lr times lr_scale until a round's result brings its
+//                                     own factor (group_plan::lr_scale)
 //   (announce_atom, step, samples)    from its compute thread: backward has begun to make the
 //                                     running step's gradient final (announce_steps)
 //   (contribute_atom, round, step) -> contribution   what its send buffer holds for that round,

@@ -1,15 +1,21 @@
-// Pieces of a worker outside its actor (worker.cpp): what its sampler draws from, and how its
-// compute thread tells gradient buckets about backward's progress.
+// Pieces of a worker outside its actor (worker.cpp): what its sampler draws from, how its
+// compute thread tells gradient buckets about backward's progress, and how it times steps.
 #pragma once
 
 #include "actors/worker.hpp"
 #include "comm/gradient_marks.hpp"
 #include "models/sampler.hpp"
 
+#include <chrono>
 #include <functional>
 #include <utility>
 
 namespace herd::actors {
+
+/// Seconds from `start` until now on the steady clock.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 /// data.bucket-by-length: the lengths of the shard's texts and the run's shared batch order
 /// (none unless the setup asks for it and the data are texts).

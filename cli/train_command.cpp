@@ -73,6 +73,19 @@ int train_command(const std::vector<std::string>& args) {
 
 namespace {
 
+// "lr 0.05", and the schedule's shape: "lr 0.1 cosine to 0.001, warmup 1 epochs".
+std::string describe_learning_rate(const config::train_section& train) {
+  std::ostringstream out;
+  out << "lr " << train.lr;
+  if (train.lr_schedule == "cosine")
+    out << " cosine to " << train.lr_min;
+  else if (train.lr_schedule == "step")
+    out << " x" << train.lr_decay << " every " << train.lr_decay_epochs << " epochs";
+  if (train.lr_warmup_epochs > 0.0)
+    out << ", warmup " << train.lr_warmup_epochs << " epochs";
+  return out.str();
+}
+
 int run_train(const std::vector<std::string>& args) {
   run_arguments parsed;
   try {
@@ -138,10 +151,11 @@ int run_train(const std::vector<std::string>& args) {
 
   std::ostringstream header;
   header << "herd train: " << config.train.algorithm << ", " << config.train.workers
-         << " workers x batch " << config.train.batch_size << ", lr " << config.train.lr << ", "
-         << describe_model(*prepared->model) << ", " << data->train.name << " ("
-         << data->train.size() << " train / " << data->test.size() << " test, loaded in "
-         << std::fixed << std::setprecision(1) << prepared->load_seconds << " s)";
+         << " workers x batch " << config.train.batch_size << ", "
+         << describe_learning_rate(config.train) << ", " << describe_model(*prepared->model) << ", "
+         << data->train.name << " (" << data->train.size() << " train / " << data->test.size()
+         << " test, loaded in " << std::fixed << std::setprecision(1) << prepared->load_seconds
+         << " s)";
   std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
     std::cout << "herd train: Prometheus metrics at http://" << prepared->endpoint->bind_address()

@@ -316,7 +316,7 @@ private:
       return;
     }
     const round_result result{round, deliver && held.reduced ? held.result : nullptr,
-                              held.order.members};
+                              held.order.members, held.order.lr_scale};
     for (std::int32_t worker : held.order.deliver_to) {
       auto handle = setup_.workers.find(worker);
       if (handle != setup_.workers.end())

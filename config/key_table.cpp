@@ -89,6 +89,24 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.train.batch_size; }));
     k.push_back(make_key<double>(
         "train.lr", "real", "learning rate", [](auto& c) -> auto& { return c.train.lr; }));
+    k.push_back(make_key<std::string>(
+        "train.lr-schedule", "string",
+        "how the learning rate changes with the epochs: constant, cosine (down to train.lr-min "
+        "at train.epochs) or step (times train.lr-decay every train.lr-decay-epochs)",
+        [](auto& c) -> auto& { return c.train.lr_schedule; }));
+    k.push_back(make_key<double>(
+        "train.lr-warmup-epochs", "real",
+        "epochs over which the learning rate rises linearly from a tenth of its value (0 = none)",
+        [](auto& c) -> auto& { return c.train.lr_warmup_epochs; }));
+    k.push_back(make_key<double>(
+        "train.lr-min", "real", "cosine: the learning rate at train.epochs",
+        [](auto& c) -> auto& { return c.train.lr_min; }));
+    k.push_back(make_key<double>(
+        "train.lr-decay", "real", "step: what the learning rate is multiplied by every period",
+        [](auto& c) -> auto& { return c.train.lr_decay; }));
+    k.push_back(make_key<double>(
+        "train.lr-decay-epochs", "real", "step: epochs between two decays",
+        [](auto& c) -> auto& { return c.train.lr_decay_epochs; }));
     k.push_back(make_key<double>(
         "train.momentum", "real", "SGD momentum in [0, 1)",
         [](auto& c) -> auto& { return c.train.momentum; }));

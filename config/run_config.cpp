@@ -12,6 +12,11 @@ const std::vector<std::string>& known_algorithms() {
   return names;
 }
 
+const std::vector<std::string>& known_lr_schedules() {
+  static const std::vector<std::string> names{"constant", "cosine", "step"};
+  return names;
+}
+
 const std::vector<std::string>& known_backends() {
   static const std::vector<std::string> names{"cpu", "cuda"};
   return names;

@@ -8,7 +8,8 @@
 namespace herd::models {
 
 sgd::sgd(std::size_t parameter_count, const kernels::sgd_hyper& hyper, const kernels::memory& where)
-    : hyper_(hyper), velocity_(std::vector<std::size_t>{parameter_count}, where) {
+    : hyper_(hyper), base_rate_(hyper.learning_rate),
+      velocity_(std::vector<std::size_t>{parameter_count}, where) {
   HERD_CHECK_GE(hyper.learning_rate, 0.0f);
   HERD_CHECK(hyper.momentum >= 0.0f && hyper.momentum < 1.0f,
              "momentum must lie in [0, 1), got " << hyper.momentum);

@@ -19,6 +19,9 @@ public:
   void step(const kernels::ops& ops, float* params, const float* grads);
 
   const kernels::sgd_hyper& hyper() const { return hyper_; }
+  /// The next steps' rate: the learning rate it was made with times `scale` (train.lr-schedule's
+  /// factor: the same float product on every replica that is given the same factor).
+  void scale_learning_rate(float scale) { hyper_.learning_rate = base_rate_ * scale; }
   const tensor& velocity() const { return velocity_; }
   /// Takes over another optimizer's velocity (velocity().size() floats, in host memory): a worker
   /// joining a running job continues where a live peer is.
@@ -29,6 +32,7 @@ public:
 
 private:
   kernels::sgd_hyper hyper_;
+  float base_rate_ = 0.0f; // the learning rate it was made with
   tensor velocity_;
   std::size_t steps_ = 0;
 };

@@ -15,15 +15,20 @@ struct train_section {
   int workers = 4;                // train.workers
   int batch_size = 32;            // train.batch-size: per worker
   double lr = 0.05;               // train.lr
-  double momentum = 0.9;          // train.momentum
-  double weight_decay = 0.0;      // train.weight-decay
-  int epochs = 3;                 // train.epochs
-  double target_accuracy = 0.0;   // train.target-accuracy: 0 = no target
-  double max_seconds = 0.0;       // train.max-seconds: 0 = no limit
-  std::uint64_t seed = 1;         // train.seed
-  int eval_every = 100;           // train.eval-every: rounds between test evaluations
-  double eval_every_epochs = 0.0; // train.eval-every-epochs: > 0, epochs between them instead
-  int blas_threads = 0;           // train.blas-threads: 0 = one per worker thread
+  std::string lr_schedule = "constant"; // train.lr-schedule: constant | cosine | step
+  double lr_warmup_epochs = 0.0;        // train.lr-warmup-epochs: a linear ramp to train.lr
+  double lr_min = 0.0;                  // train.lr-min: cosine's rate at train.epochs
+  double lr_decay = 0.1;                // train.lr-decay: step's multiplier every period
+  double lr_decay_epochs = 0.0;         // train.lr-decay-epochs: step's period
+  double momentum = 0.9;                // train.momentum
+  double weight_decay = 0.0;            // train.weight-decay
+  int epochs = 3;                       // train.epochs
+  double target_accuracy = 0.0;         // train.target-accuracy: 0 = no target
+  double max_seconds = 0.0;             // train.max-seconds: 0 = no limit
+  std::uint64_t seed = 1;               // train.seed
+  int eval_every = 100;                 // train.eval-every: rounds between test evaluations
+  double eval_every_epochs = 0.0;       // train.eval-every-epochs: > 0, epochs between them instead
+  int blas_threads = 0;                 // train.blas-threads: 0 = one per worker thread
   std::string backend = "cpu";    // train.backend: where workers compute: cpu | cuda
   int device = 0;                 // train.device: the CUDA device of every worker (backend cuda)
 };
@@ -252,6 +257,9 @@ const std::vector<std::string>& known_wagma_blends();
 
 /// The values comm.compression accepts: none, fp16, bf16.
 const std::vector<std::string>& known_compressions();
+
+/// The learning-rate schedules train.lr-schedule names: constant, cosine, step.
+const std::vector<std::string>& known_lr_schedules();
 
 /// Where workers compute (train.backend): cpu, cuda.
 const std::vector<std::string>& known_backends();

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <sstream>
@@ -81,15 +82,14 @@ void expect_bitwise_equal(const std::vector<std::vector<float>>& a,
 }
 
 // Under sync the local plane sums the members in rank order: a run of 2 epochs and one of 1 epoch,
-// stopped (its final checkpoint) and resumed for the second, end with the same bits. With
-// `layers`, of a model of its own.
-void expect_second_epoch_resumed_bit_for_bit(const std::string& layers = {}) {
+// stopped (its final checkpoint) and resumed for the second, end with the same bits. `adjust`
+// changes the runs' settings; the final parameters go to `parameters` where given.
+void expect_second_epoch_resumed_bit_for_bit(
+    const std::function<void(run_config&)>& adjust = [](run_config&) {},
+    std::vector<std::vector<float>>* parameters = nullptr) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
   auto two_epochs = sync_config();
-  if (!layers.empty()) {
-    two_epochs.model.hidden = herd::config::model_section{}.hidden;
-    two_epochs.model.layers = layers;
-  }
+  adjust(two_epochs);
   const auto straight = run(two_epochs, data);
   ASSERT_EQ(straight.summary.stop_reason, "epochs") << straight.summary.error;
   ASSERT_EQ(straight.summary.rounds, 40u);
@@ -113,6 +113,8 @@ void expect_second_epoch_resumed_bit_for_bit(const std::string& layers = {}) {
   EXPECT_EQ(resumed.summary.steps, straight.summary.steps);
   EXPECT_DOUBLE_EQ(resumed.summary.epochs, straight.summary.epochs);
   expect_bitwise_equal(resumed.parameters, straight.parameters);
+  if (parameters != nullptr)
+    *parameters = straight.parameters;
 }
 
 TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bit) {
@@ -122,7 +124,27 @@ TEST(checkpoint, sync_resumed_for_the_second_epoch_matches_two_epochs_bit_for_bi
 // Dropout's masks are drawn from the count of a replica's passes: a resumed worker draws on from
 // its steps, not from the first epoch's masks again.
 TEST(checkpoint, sync_resumed_with_dropout_matches_bit_for_bit) {
-  expect_second_epoch_resumed_bit_for_bit("dense 16, relu, dropout 0.3, dense 5");
+  expect_second_epoch_resumed_bit_for_bit([](run_config& config) {
+    config.model.hidden = herd::config::model_section{}.hidden;
+    config.model.layers = "dense 16, relu, dropout 0.3, dense 5";
+  });
+}
+
+// The resumed coordinator begins its rounds at the epochs the checkpoint counted, so every round
+// takes the schedule's factor the uninterrupted run gave it (a schedule whose shape does not
+// depend on train.epochs, which the two runs set differently); the schedule changed the run.
+TEST(checkpoint, sync_resumed_under_a_learning_rate_schedule_matches_bit_for_bit) {
+  std::vector<std::vector<float>> scheduled;
+  expect_second_epoch_resumed_bit_for_bit(
+      [](run_config& config) {
+        config.train.lr_schedule = "step";
+        config.train.lr_decay = 0.5;
+        config.train.lr_decay_epochs = 0.3;
+        config.train.lr_warmup_epochs = 0.5;
+      },
+      &scheduled);
+  ASSERT_FALSE(scheduled.empty());
+  EXPECT_NE(scheduled, run(sync_config(), synthetic(std::size_t{4} * 8 * 20)).parameters);
 }
 
 // Periodic checkpoints are taken while the run goes on (rounds paused, not stopped): resuming from

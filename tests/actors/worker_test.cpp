@@ -129,7 +129,7 @@ TEST_F(worker_actor_test, answers_messages_while_its_step_runs) {
   gated_ops ops;
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, setup(ops), coordinator);
-  coordinator->send(worker, start_atom::value);
+  coordinator->send(worker, start_atom::value, 1.0f);
   ops.wait_until_entered(); // the step is now blocked inside its backward pass
   const auto parameters = snapshot(coordinator, worker);
   EXPECT_EQ(parameters.size(), model_->parameter_count());
@@ -157,7 +157,7 @@ TEST_F(worker_actor_test, a_late_gradient_goes_with_the_next_contribution_as_sta
   gated_ops ops;
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, setup(ops), coordinator);
-  coordinator->send(worker, start_atom::value);
+  coordinator->send(worker, start_atom::value, 1.0f);
   ops.wait_until_entered();
   auto ask = [&](std::uint64_t round) {
     contribution answer;
@@ -192,7 +192,7 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
   worker_config.probe = probe;
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, worker_config, coordinator);
-  coordinator->send(worker, start_atom::value);
+  coordinator->send(worker, start_atom::value, 1.0f);
   ops.wait_until_entered();
   coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0})
       .receive([](const contribution& reply) { EXPECT_EQ(reply.kind, freshness::none); },
@@ -219,7 +219,7 @@ TEST_F(worker_actor_test, a_stop_that_overtakes_a_rounds_result_is_answered_once
     worker_config.probe = probe;
     caf::scoped_actor coordinator{system_};
     auto worker = spawn_worker(system_, worker_config, coordinator);
-    coordinator->send(worker, start_atom::value);
+    coordinator->send(worker, start_atom::value, 1.0f);
     coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
                                                        [] { ADD_FAILURE() << "no step_ready"; });
     coordinator->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0})
@@ -288,7 +288,7 @@ void worker_actor_test::adopt_and_go_through_the_same_states(const placement& wh
         .receive([](const contribution&) {},
                  [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   };
-  coordinator->send(peer, start_atom::value);
+  coordinator->send(peer, start_atom::value, 1.0f);
   coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
                                                      [] { ADD_FAILURE() << "no step_ready"; });
   contribute(peer, 0);
@@ -401,7 +401,7 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, worker_config, coordinator);
   const auto initial = snapshot(coordinator, worker);
-  coordinator->send(worker, start_atom::value);
+  coordinator->send(worker, start_atom::value, 1.0f);
   ops.wait_until_entered();
   coordinator
       ->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{0},
@@ -459,7 +459,7 @@ TEST_F(worker_actor_test,
   worker_config.blend_late_models = true;
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, worker_config, coordinator);
-  coordinator->send(worker, start_atom::value);
+  coordinator->send(worker, start_atom::value, 1.0f);
   ops.wait_until_entered();
   coordinator
       ->request(worker, std::chrono::seconds(10), contribute_atom::value, std::uint64_t{1},
@@ -500,7 +500,7 @@ TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arr
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, setup(herd::kernels::cpu_ops()), coordinator);
   const auto initial = snapshot(coordinator, worker);
-  coordinator->send(worker, start_atom::value);
+  coordinator->send(worker, start_atom::value, 1.0f);
   coordinator->receive([](const step_ready&) {}, caf::after(std::chrono::seconds(10)) >>
                                                      [] { ADD_FAILURE() << "no step_ready"; });
   // The test is the aggregator: the worker takes part in rounds 5 (fresh) and 6 (nothing new).

@@ -102,6 +102,42 @@ TEST(node_reducer, an_order_it_refuses_tells_its_members_to_skip_the_round) {
   system.await_all_actors_done();
 }
 
+// A committed round reaches the node's members with the learning-rate factor its order carried
+// (train.lr-schedule), which they step at.
+TEST(node_reducer, a_committed_result_carries_the_orders_learning_rate_factor) {
+  caf::actor_system_config config;
+  herd::actors::add_message_types(config);
+  caf::actor_system system{config};
+  {
+    caf::scoped_actor worker{system};
+    herd::cluster::node_reducer_setup setup;
+    setup.node = 0;
+    setup.local = herd::comm::make_local_plane(herd::kernels::cpu_ops());
+    setup.results = herd::comm::buffer_pool::create(10);
+    setup.workers[4] = caf::actor_cast<caf::actor>(worker);
+    auto reducer = herd::cluster::spawn_node_reducer(system, std::move(setup));
+    herd::actors::reduce_order order;
+    order.round = 5;
+    order.nodes = {0}; // the group is this node, with no inputs: a zero result
+    order.deliver_to = {4};
+    order.members = 1;
+    order.lr_scale = 0.375f;
+    std::optional<herd::actors::round_result> delivered;
+    worker->request(reducer, 10s, order)
+        .receive([](const herd::actors::reduce_done& done) { EXPECT_TRUE(done.result.ok()); },
+                 [](caf::error&) { ADD_FAILURE() << "the order failed"; });
+    worker->send(reducer, herd::actors::commit_atom::value, std::uint64_t{5}, true);
+    worker->receive([&](const herd::actors::round_result& result) { delivered = result; },
+                    caf::after(10s) >> [] { ADD_FAILURE() << "no result"; });
+    ASSERT_TRUE(delivered);
+    EXPECT_EQ(delivered->round, 5u);
+    EXPECT_NE(delivered->data, nullptr);
+    EXPECT_EQ(delivered->lr_scale, 0.375f);
+    caf::anon_send_exit(reducer, caf::exit_reason::user_shutdown);
+  }
+  system.await_all_actors_done();
+}
+
 // The aggregator asks a node once for all its members' contributions to a round: the node
 // reducer asks each local worker and answers with every worker accounted for, the answers of
 // those that answered, and by name those it could not ask (not on this node) or whose request

@@ -147,6 +147,37 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
 }
 
+TEST_F(config_files, a_schedules_keys_are_checked_and_refused_under_another_schedule) {
+  const auto cosine = load(
+      "", {"--train.lr-schedule=cosine", "--train.lr-min=0.001", "--train.lr-warmup-epochs=0.5"});
+  EXPECT_EQ(cosine.train.lr_schedule, "cosine");
+  EXPECT_EQ(cosine.train.lr_min, 0.001);
+  EXPECT_EQ(cosine.train.lr_warmup_epochs, 0.5);
+  const auto step =
+      load("", {"--train.lr-schedule=step", "--train.lr-decay=0.5", "--train.lr-decay-epochs=1.5"});
+  EXPECT_EQ(step.train.lr_decay, 0.5);
+  EXPECT_EQ(step.train.lr_decay_epochs, 1.5);
+  EXPECT_THAT(first_error("", {"--train.lr-schedule=linear"}),
+              HasSubstr("train.lr-schedule = \"linear\" (command line): unknown schedule; "
+                        "allowed: constant, cosine, step"));
+  EXPECT_THAT(first_error("", {"--train.lr-min=0.01"}),
+              HasSubstr("train.lr-min = 0.01 (command line): only train.lr-schedule = cosine "
+                        "uses it"));
+  EXPECT_THAT(first_error("", {"--train.lr-schedule=cosine", "--train.lr-min=0.5"}),
+              HasSubstr("train.lr-min = 0.5 (command line): must lie in [0, train.lr]"));
+  EXPECT_THAT(first_error("", {"--train.lr-schedule=step"}),
+              HasSubstr("train.lr-decay-epochs = 0: train.lr-schedule = step needs a period "
+                        "of at least 0.001 epochs"));
+  EXPECT_THAT(first_error("", {"--train.lr-decay-epochs=2"}),
+              HasSubstr("only train.lr-schedule = step uses it"));
+  EXPECT_THAT(first_error("", {"--train.lr-schedule=step", "--train.lr-decay-epochs=1",
+                               "--train.lr-decay=1"}),
+              HasSubstr("train.lr-decay = 1 (command line): must lie in (0, 1)"));
+  EXPECT_THAT(first_error("", {"--train.lr-warmup-epochs=3"}),
+              HasSubstr("train.lr-warmup-epochs = 3 (command line): must lie in [0, "
+                        "train.epochs)"));
+}
+
 TEST_F(config_files, bucketing_by_length_is_a_boolean_for_texts_only) {
   EXPECT_FALSE(herd::config::load("", {}).data.bucket_by_length);
   const auto file = write("text.ini", "[data]\ndataset = \"fortunes\"\nbucket-by-length = true\n");
