@@ -376,7 +376,9 @@ void check_fits(const std::string& file, const worker_record& worker, std::int32
                 std::size_t parameter_count) {
   const bool fits =
       worker.index == index && worker.parameters.size() == parameter_count &&
-      worker.velocity.size() == parameter_count && worker.send.size() == parameter_count &&
+      (worker.velocity.size() == parameter_count || // SGD's velocity or AdamW's two moments
+       worker.velocity.size() == 2 * parameter_count) &&
+      worker.send.size() == parameter_count &&
       std::all_of(worker.pending.begin(), worker.pending.end(),
                   [parameter_count](const pending_result& result) {
                     return result.data.empty() || result.data.size() == parameter_count;
@@ -507,6 +509,21 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
       lines.push_back(key + ": " + old->second + " in the checkpoint, " + value + " now");
   }
   return lines;
+}
+
+void check_same_optimizer(const std::string& file, const run_checkpoint& state,
+                          const config::run_config& now) {
+  const auto saved = ini_values(state.settings);
+  const auto key = saved.find("train.optimizer");
+  // Written before train.optimizer existed: SGD's. A string is written quoted.
+  std::string before = key == saved.end() ? "sgd" : key->second;
+  if (before.size() >= 2 && before.front() == '"' && before.back() == '"')
+    before = before.substr(1, before.size() - 2);
+  if (before != now.train.optimizer)
+    throw checkpoint::checkpoint_error(
+        file, "was written by a run of another optimizer, whose state its workers hold: "
+              "train.optimizer: the checkpoint has " +
+                  before + ", this run " + now.train.optimizer);
 }
 
 std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_replicas) {

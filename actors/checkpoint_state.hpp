@@ -162,6 +162,11 @@ serving_parameters parameters_to_serve(const run_checkpoint& state, const std::s
 /// (the others went through the same states). Empty when it holds no worker.
 std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_replicas);
 
+/// Refuses (checkpoint::checkpoint_error naming `file`) a checkpoint whose run used another
+/// train.optimizer than `now`: its workers hold that optimizer's state.
+void check_same_optimizer(const std::string& file, const run_checkpoint& state,
+                          const config::run_config& now);
+
 /// The settings that differ between the checkpoint's run and this one, one line each
 /// ("train.lr: 0.05 in the checkpoint, 0.02 now"); the structural keys are checked elsewhere.
 std::vector<std::string> changed_settings(const std::string& saved_ini,

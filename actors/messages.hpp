@@ -490,28 +490,34 @@ typename Inspector::result_type inspect(Inspector& f, state_transfer& x) {
 }
 
 /// A worker's whole state in one buffer (in-process only: a worker and its node reducer): a header
-/// of its step counter and rounds applied (each a uint64 in two floats' bits), its parameters, then
-/// its optimizer's velocity. What a worker joining a running job adopts.
+/// of its step counter, rounds applied and optimizer steps (each a uint64 in two floats' bits), its
+/// parameters, then its optimizer's state (models::optimizer::state()). What a worker joining a
+/// running job adopts.
 struct worker_state {
   std::shared_ptr<std::vector<float>> data; // host memory, wherever the worker computes
 
-  static constexpr std::size_t header_floats = 4;
+  static constexpr std::size_t header_floats = 6;
 
-  /// The buffer's length for a model of `count` parameters.
-  static std::size_t floats_for(std::size_t count) { return header_floats + 2 * count; }
+  /// The buffer's length for a model of `count` parameters and `state` floats of optimizer state.
+  static std::size_t floats_for(std::size_t count, std::size_t state) {
+    return header_floats + count + state;
+  }
 
-  /// A state for `count` parameters with the header filled in; the caller copies the rest.
-  static worker_state make(std::size_t count, std::uint64_t step, std::uint64_t rounds_applied) {
-    std::vector<float> floats(floats_for(count));
+  /// A state of that size with the header filled in; the caller copies the rest.
+  static worker_state make(std::size_t count, std::size_t state, std::uint64_t step,
+                           std::uint64_t rounds_applied, std::uint64_t optimizer_steps) {
+    std::vector<float> floats(floats_for(count, state));
     std::memcpy(&floats[0], &step, sizeof step);
     std::memcpy(&floats[2], &rounds_applied, sizeof rounds_applied);
+    std::memcpy(&floats[4], &optimizer_steps, sizeof optimizer_steps);
     return worker_state{std::make_shared<std::vector<float>>(std::move(floats))};
   }
 
   std::uint64_t step() const { return header(0); }
   std::uint64_t rounds_applied() const { return header(1); }
+  std::uint64_t optimizer_steps() const { return header(2); }
   float* parameters() const { return data->data() + header_floats; }
-  float* velocity(std::size_t count) const { return parameters() + count; }
+  float* optimizer_state(std::size_t count) const { return parameters() + count; }
 
 private:
   std::uint64_t header(std::size_t index) const {

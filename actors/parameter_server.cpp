@@ -10,8 +10,8 @@
 namespace herd::actors {
 
 parameter_store::parameter_store(const models::model& model, std::uint64_t init_seed,
-                                 const kernels::sgd_hyper& optimizer, const kernels::ops& ops,
-                                 int workers,
+                                 const models::optimizer_settings& optimizer,
+                                 const kernels::ops& ops, int workers,
                                  const std::shared_ptr<const std::vector<float>>& initial)
     : ops_(&ops), parameters_(starting_parameters(model, init_seed, initial), ops.memory()),
       optimizer_(model.parameter_count(), optimizer, ops.memory()),

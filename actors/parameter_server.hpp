@@ -13,7 +13,7 @@
 #include "herd/model.hpp"
 #include "herd/ops.hpp"
 #include "herd/tensor.hpp"
-#include "models/sgd.hpp"
+#include "models/optimizer.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -31,7 +31,7 @@ public:
   /// rate, momentum and weight decay), its velocity the server's alone. Everything lives in
   /// ops.memory().
   parameter_store(const models::model& model, std::uint64_t init_seed,
-                  const kernels::sgd_hyper& optimizer, const kernels::ops& ops, int workers,
+                  const models::optimizer_settings& optimizer, const kernels::ops& ops, int workers,
                   const std::shared_ptr<const std::vector<float>>& initial = nullptr);
 
   struct update {
@@ -56,7 +56,7 @@ public:
 private:
   const kernels::ops* ops_;
   models::tensor parameters_;
-  models::sgd optimizer_;
+  models::optimizer optimizer_;
   std::uint64_t version_ = 0;
   std::vector<std::uint64_t> handed_out_; // by worker: the version it last took (0: the initial)
 };
@@ -65,7 +65,7 @@ struct parameter_server_setup {
   std::shared_ptr<const models::model> model;
   std::uint64_t init_seed = 1;
   std::shared_ptr<const std::vector<float>> initial_parameters; // null: from init_seed
-  kernels::sgd_hyper optimizer;
+  models::optimizer_settings optimizer;
   const kernels::ops* ops = nullptr; // borrowed; its memory must be the round results' pool's
   int workers = 1;
 };

@@ -35,7 +35,7 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
 
 /// The optimizer the run's settings give (train.lr, momentum, weight-decay): every worker's, and
 /// under async the parameter server's.
-kernels::sgd_hyper optimizer_of(const config::run_config& config);
+models::optimizer_settings optimizer_of(const config::run_config& config);
 
 /// Samples that make one epoch over all shards (workers x whole batches per shard x batch size).
 std::size_t epoch_samples(const config::run_config& config, std::size_t training_samples);

@@ -152,11 +152,16 @@ void check_memory(const config::run_config& config, const models::model& model, 
   }
 }
 
-kernels::sgd_hyper optimizer_of(const config::run_config& config) {
-  kernels::sgd_hyper optimizer;
+models::optimizer_settings optimizer_of(const config::run_config& config) {
+  models::optimizer_settings optimizer;
   optimizer.learning_rate = static_cast<float>(config.train.lr);
   optimizer.momentum = static_cast<float>(config.train.momentum);
   optimizer.weight_decay = static_cast<float>(config.train.weight_decay);
+  optimizer.kind = config.train.optimizer == "adamw" ? models::optimizer_kind::adamw
+                                                     : models::optimizer_kind::sgd;
+  optimizer.beta1 = static_cast<float>(config.train.adam_beta1);
+  optimizer.beta2 = static_cast<float>(config.train.adam_beta2);
+  optimizer.eps = static_cast<float>(config.train.adam_eps);
   return optimizer;
 }
 
@@ -317,6 +322,7 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
     throw checkpoint::checkpoint_error(loaded.file,
                                        refused.problem() + differing_settings(loaded.file, config));
   }
+  check_same_optimizer(loaded.file, *loaded.state, config);
   if (loaded.state->across_processes())
     throw checkpoint::checkpoint_error(loaded.file,
                                        "is a cluster's checkpoint: resume it with herd coordinator "

@@ -20,8 +20,8 @@
 #include "actors/worker_parts.hpp"
 #include "comm/gradient_marks.hpp"
 #include "kernels/check.hpp"
+#include "models/optimizer.hpp"
 #include "models/sampler.hpp"
-#include "models/sgd.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -224,7 +224,7 @@ private:
     const std::size_t count = params_.size();
     record->index = setup_.index;
     record->parameters = on_host(params_.data(), count);
-    record->velocity = on_host(optimizer_.velocity().data(), count);
+    record->velocity = on_host(optimizer_.state().data(), optimizer_.state().size());
     record->send = on_host(send_.data(), count);
     record->optimizer_steps = optimizer_.steps();
     record->sampler = sampler_.where(); // the compute thread is idle: no step runs
@@ -243,15 +243,15 @@ private:
   // Constructor only: the state a checkpoint saved (deliver_checkpoints()).
   void restore(const worker_record& record) {
     const std::size_t count = params_.size();
-    HERD_CHECK(record.parameters.size() == count && record.velocity.size() == count &&
-                   record.send.size() == count,
+    HERD_CHECK(record.parameters.size() == count && record.send.size() == count &&
+                   record.velocity.size() == optimizer_.state().size(),
                "worker " << setup_.index << ": a checkpointed state of " << record.parameters.size()
                          << " parameters for a model of " << count);
     HERD_CHECK(record.buffer.family() == buffer_.family(),
                "worker " << setup_.index << ": a checkpoint of another algorithm's worker");
     apply_ops_->upload(params_.data(), record.parameters.data(), count * sizeof(float));
     apply_ops_->upload(send_.data(), record.send.data(), count * sizeof(float));
-    optimizer_.restore_velocity(record.velocity.data());
+    optimizer_.restore_state(record.velocity.data());
     optimizer_.restore_steps(record.optimizer_steps);
     sampler_.seek(record.sampler);
     buffer_ = record.buffer;
@@ -475,12 +475,7 @@ private:
   // The state a worker joining the running job adopts: taken once every round this worker
   // contributed to is applied, so it is the state after a known number of rounds.
   worker_state export_state() const {
-    const std::size_t count = params_.size();
-    auto state = worker_state::make(count, buffer_.steps(), buffer_.rounds_applied());
-    apply_ops_->download(state.parameters(), params_.data(), count * sizeof(float));
-    apply_ops_->download(state.velocity(count), optimizer_.velocity().data(),
-                         count * sizeof(float));
-    return state;
+    return state_of(*apply_ops_, params_, optimizer_, buffer_.steps(), buffer_.rounds_applied());
   }
 
   void deliver_exports() {
@@ -499,12 +494,14 @@ private:
     if (started_)
       return make_error(herd_errc::join_refused,
                         "worker " + std::to_string(setup_.index) + " has started already");
-    if (!state.data || state.data->size() != worker_state::floats_for(count))
+    if (!state.data ||
+        state.data->size() != worker_state::floats_for(count, optimizer_.state().size()))
       return make_error(herd_errc::join_refused,
                         "a model state of " + std::to_string(state.data ? state.data->size() : 0) +
                             " floats for a model of " + std::to_string(count) + " parameters");
     apply_ops_->upload(params_.data(), state.parameters(), count * sizeof(float));
-    optimizer_.restore_velocity(state.velocity(count));
+    optimizer_.restore_state(state.optimizer_state(count));
+    optimizer_.restore_steps(state.optimizer_steps());
     buffer_.adopt(state.step(), state.rounds_applied());
     idle_since_ = clock_type::now(); // its first step's wait: until the coordinator counts it live
     if (buffer_.exchanges_models())
@@ -562,7 +559,7 @@ private:
   models::tensor params_;
   models::tensor grads_; // a finished gradient waiting to be added into the send buffer
   models::tensor send_;  // what the data plane reads: attached to it
-  models::sgd optimizer_;
+  models::optimizer optimizer_;
   models::batch_sampler sampler_;                      // compute thread only
   std::unique_ptr<models::model_workspace> workspace_; // compute thread only
   models::tensor batch_x_;                             // compute thread only; in memory()

@@ -49,6 +49,7 @@
 #include "herd/dataset.hpp"
 #include "herd/model.hpp"
 #include "herd/ops.hpp"
+#include "models/optimizer.hpp"
 
 #include <caf/fwd.hpp>
 
@@ -72,7 +73,7 @@ struct worker_setup {
   std::shared_ptr<const models::dataset> train;
   std::vector<std::size_t> shard; // this worker's sample indices
   std::size_t batch_size = 32;
-  kernels::sgd_hyper optimizer;
+  models::optimizer_settings optimizer;
   std::uint64_t init_seed = 1; // the same for every worker: identical replicas
   /// Non-null: the parameters every replica starts from (session_options::initial_parameters),
   /// in place of model->initial_parameters(init_seed).

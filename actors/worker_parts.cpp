@@ -1,13 +1,26 @@
 // Pieces of a worker outside its actor: its starting parameters and their check, its sampler's
-// text lengths, and a probe's defaults (see worker.hpp, worker_parts.hpp, worker_probe.hpp).
+// text lengths, the state a joining worker adopts, and a probe's defaults (see worker.hpp,
+// worker_parts.hpp, worker_probe.hpp).
 #include "actors/worker_parts.hpp"
 
+#include "actors/messages.hpp"
 #include "herd/config.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
 
 namespace herd::actors {
+
+worker_state state_of(const kernels::ops& ops, const models::tensor& params,
+                      const models::optimizer& optimizer, std::uint64_t steps,
+                      std::uint64_t rounds_applied) {
+  const std::size_t count = params.size();
+  const auto& held = optimizer.state();
+  auto state = worker_state::make(count, held.size(), steps, rounds_applied, optimizer.steps());
+  ops.download(state.parameters(), params.data(), count * sizeof(float));
+  ops.download(state.optimizer_state(count), held.data(), held.size() * sizeof(float));
+  return state;
+}
 
 models::length_buckets length_buckets_of(const worker_setup& setup) {
   models::length_buckets buckets;

@@ -12,10 +12,18 @@
 
 namespace herd::actors {
 
+struct worker_state;
+
 /// Seconds from `start` until now on the steady clock.
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+/// What a worker joining the running job adopts: the worker's step counter and rounds applied,
+/// `params` and `optimizer`'s state and steps, downloaded through `ops` (the actor's).
+worker_state state_of(const kernels::ops& ops, const models::tensor& params,
+                      const models::optimizer& optimizer, std::uint64_t steps,
+                      std::uint64_t rounds_applied);
 
 /// data.bucket-by-length: the lengths of the shard's texts and the run's shared batch order
 /// (none unless the setup asks for it and the data are texts).

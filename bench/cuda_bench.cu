@@ -15,7 +15,7 @@
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "models/sampler.hpp"
-#include "models/sgd.hpp"
+#include "models/optimizer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -93,7 +93,7 @@ double median_step_seconds(const herd::kernels::ops& ops, const herd::models::mo
   const auto& where = ops.memory();
   tensor params(model.initial_parameters(1), where);
   tensor grads(std::vector<std::size_t>{model.parameter_count()}, where);
-  herd::models::sgd optimizer(model.parameter_count(), {0.01f, 0.9f, 0.0f}, where);
+  herd::models::optimizer optimizer(model.parameter_count(), {0.01f, 0.9f, 0.0f}, where);
   std::vector<std::size_t> rows(batch);
   for (std::size_t i = 0; i < batch; ++i)
     rows[i] = i % data.size();

@@ -9,8 +9,8 @@
 // epoch is long on two cores).
 #include "actors/train_session.hpp"
 #include "herd/config.hpp"
+#include "models/optimizer.hpp"
 #include "models/sampler.hpp"
-#include "models/sgd.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -100,9 +100,10 @@ double plain_throughput(const options& opts, const models::dataset& train, int b
   const models::model& model = *built;
   auto params = model.initial_parameters(config.train.seed);
   models::tensor grads({model.parameter_count()});
-  models::sgd optimizer(model.parameter_count(), {static_cast<float>(config.train.lr),
-                                                  static_cast<float>(config.train.momentum),
-                                                  static_cast<float>(config.train.weight_decay)});
+  models::optimizer optimizer(model.parameter_count(),
+                              {static_cast<float>(config.train.lr),
+                               static_cast<float>(config.train.momentum),
+                               static_cast<float>(config.train.weight_decay)});
   models::batch_sampler sampler(actors::worker_shard(config, train.size(), 0),
                                 static_cast<std::size_t>(batch), 1);
   models::tensor x;

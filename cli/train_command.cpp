@@ -73,9 +73,12 @@ int train_command(const std::vector<std::string>& args) {
 
 namespace {
 
-// "lr 0.05", and the schedule's shape: "lr 0.1 cosine to 0.001, warmup 1 epochs".
+// "lr 0.05", the optimizer unless SGD, and the schedule's shape: "adamw lr 0.001 cosine to 0,
+// warmup 1 epochs".
 std::string describe_learning_rate(const config::train_section& train) {
   std::ostringstream out;
+  if (train.optimizer != "sgd")
+    out << train.optimizer << ' ';
   out << "lr " << train.lr;
   if (train.lr_schedule == "cosine")
     out << " cosine to " << train.lr_min;

@@ -86,10 +86,9 @@ caf::actor connect(caf::actor_system& system, const node_options& options, gate_
   return registry;
 }
 
-// Where a node's data planes report a refused peer: the registry, for as long as the node's part
-// of the job lasts (a plane may outlive it, and then reports nothing), as sent by the node's
-// control actor, so that the registry knows which process reports. Called from a reduction's
-// thread.
+// Where a node's data planes report a refused peer: the registry, while the node's part of the job
+// lasts (a plane may outlive it, and then reports nothing), as sent by the node's control actor,
+// so that the registry knows which process reports. Called from a reduction's thread.
 class refusal_route {
 public:
   refusal_route(caf::actor registry, caf::actor node)
@@ -129,8 +128,7 @@ struct hosted {
   }
 };
 
-// This node's request to join; it names the address its data plane listens on, and the checkpoint
-// parts it holds in `parts_dir`.
+// This node's request to join: the address its data plane listens on, its parts in `parts_dir`.
 node_hello hello_of(const node_options& options, const std::string& parts_dir) {
   node_hello hello;
   if (!parts_dir.empty())
@@ -429,6 +427,8 @@ private:
         std::make_shared<const imbalance_model>(config_.imbalance, config_.train.workers);
     node_reducer_setup reduction;
     reduction.buckets = gradient_buckets(config_, *model_);
+    reduction.optimizer_state =
+        models::optimizer::state_floats(optimizer_of(config_).kind, model_->parameter_count());
     parts_.relay = spawn_step_relay(system_, welcome_.coordinator);
     for (std::size_t i = 0; i < welcome_.workers.size(); ++i) {
       const std::int32_t index = welcome_.workers[i];

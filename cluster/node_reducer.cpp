@@ -364,7 +364,8 @@ private:
     pending.promise = make_response_promise<reduce_done>();
     auto promise = transfers_.emplace(order.tag, std::move(pending)).first->second.promise;
     if (!sending) {
-      broadcast(order.tag, worker_state::make(setup_.results->count(), 0, 0));
+      broadcast(order.tag,
+                worker_state::make(setup_.results->count(), setup_.optimizer_state, 0, 0, 0));
       return promise;
     }
     auto source = setup_.workers.find(order.source);

@@ -49,10 +49,11 @@ struct node_reducer_setup {
   std::uint32_t generation = 0;            // the plane's
   std::vector<int> plane_nodes;            // the node index of each of the plane's ranks
   std::shared_ptr<comm::buffer_pool> results;
+  std::size_t optimizer_state = 0; // floats of a worker's optimizer state (a transfer's size)
   std::chrono::milliseconds data_timeout{30000}; // one data-plane reduction, at most
-  comm::bucket_layout buckets; // gradient buckets (comm.bucket-mb): round_reduction.hpp
-  std::map<int, caf::actor> workers;             // this process's workers, by index
-  part_store parts;                              // where its checkpoint parts go
+  comm::bucket_layout buckets;       // gradient buckets (comm.bucket-mb): round_reduction.hpp
+  std::map<int, caf::actor> workers; // this process's workers, by index
+  part_store parts;                  // where its checkpoint parts go
 };
 
 caf::actor spawn_node_reducer(caf::actor_system& system, node_reducer_setup setup);

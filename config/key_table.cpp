@@ -107,12 +107,28 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<double>(
         "train.lr-decay-epochs", "real", "step: epochs between two decays",
         [](auto& c) -> auto& { return c.train.lr_decay_epochs; }));
+    k.push_back(make_key<std::string>(
+        "train.optimizer", "string",
+        "sgd (with momentum) or adamw (Adam with decoupled weight decay); each worker keeps its "
+        "own optimizer state",
+        [](auto& c) -> auto& { return c.train.optimizer; }));
     k.push_back(make_key<double>(
         "train.momentum", "real", "SGD momentum in [0, 1)",
         [](auto& c) -> auto& { return c.train.momentum; }));
     k.push_back(make_key<double>(
-        "train.weight-decay", "real", "L2 weight decay",
+        "train.weight-decay", "real",
+        "weight decay: sgd adds it times the weights to the gradient (L2), adamw shrinks the "
+        "weights by lr times it every step (decoupled)",
         [](auto& c) -> auto& { return c.train.weight_decay; }));
+    k.push_back(make_key<double>(
+        "train.adam-beta1", "real", "adamw: the first moment's decay in [0, 1)",
+        [](auto& c) -> auto& { return c.train.adam_beta1; }));
+    k.push_back(make_key<double>(
+        "train.adam-beta2", "real", "adamw: the second moment's decay in [0, 1)",
+        [](auto& c) -> auto& { return c.train.adam_beta2; }));
+    k.push_back(make_key<double>(
+        "train.adam-eps", "real", "adamw: added to the second moment's root (> 0)",
+        [](auto& c) -> auto& { return c.train.adam_eps; }));
     k.push_back(make_key<int>(
         "train.epochs", "integer", "passes over the training set",
         [](auto& c) -> auto& { return c.train.epochs; }));

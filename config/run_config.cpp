@@ -12,6 +12,11 @@ const std::vector<std::string>& known_algorithms() {
   return names;
 }
 
+const std::vector<std::string>& known_optimizers() {
+  static const std::vector<std::string> names{"sgd", "adamw"};
+  return names;
+}
+
 const std::vector<std::string>& known_lr_schedules() {
   static const std::vector<std::string> names{"constant", "cosine", "step"};
   return names;

@@ -1,11 +1,12 @@
 // Semantic checks of a run_config: ranges and known names, each failure a sentence that names the
 // key, the value and what is allowed.
+#include "config/checker.hpp"
 #include "config/ini_limits.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <sstream>
@@ -19,37 +20,9 @@ namespace herd::config {
 
 namespace {
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i ? ", " : "") + names[i];
-  return out;
-}
-
-class checker {
-public:
-  explicit checker(const value_origins& origins) : origins_(origins) {}
-
-  template <class T>
-  void require(bool ok, const std::string& key, const T& value, const std::string& allowed) {
-    if (ok)
-      return;
-    std::ostringstream shown;
-    shown << value;
-    std::ostringstream message;
-    message << key << " = " << abbreviate(shown.str());
-    if (auto origin = origins_.find(key); origin != origins_.end())
-      message << " (" << origin->second << ")";
-    message << ": " << allowed;
-    errors_.push_back({key, message.str()});
-  }
-
-  std::vector<config_error> take() { return std::move(errors_); }
-
-private:
-  const value_origins& origins_;
-  std::vector<config_error> errors_;
-};
+using validation::checker;
+using validation::contains;
+using validation::join;
 
 // Free-form strings have bounds too: a path longer than PATH_MAX names no file, and a metrics
 // label or address of a megabyte would be repeated in every scrape.
@@ -77,10 +50,6 @@ std::string readable_file_problem(const std::string& file) {
     return std::strerror(errno);
   ::close(fd);
   return {};
-}
-
-bool contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::string quoted(const std::string& text) {
@@ -176,44 +145,6 @@ void check_wagma(checker& check, const wagma_section& wagma, const job_size& job
 void check_local_sgd(checker& check, const local_sgd_section& local_sgd) {
   check.require(local_sgd.period >= 1 && local_sgd.period <= 1000000, "local-sgd.period",
                 local_sgd.period, "must be between 1 (every step) and 1000000 steps");
-}
-
-// A schedule's own keys are refused under a schedule that does not use them unless they are at
-// their defaults (which --print-config and checkpoints write out): a value set for nothing is more
-// likely a forgotten train.lr-schedule than a wish.
-void check_lr_schedule(checker& check, const train_section& train) {
-  check.require(contains(known_lr_schedules(), train.lr_schedule), "train.lr-schedule",
-                '"' + train.lr_schedule + '"',
-                "unknown schedule; allowed: " + join(known_lr_schedules()));
-  const std::string epochs = std::to_string(train.epochs);
-  check.require(std::isfinite(train.lr_warmup_epochs) && train.lr_warmup_epochs >= 0.0 &&
-                    (train.lr_warmup_epochs < static_cast<double>(train.epochs) ||
-                     train.epochs < 1), // train.epochs's own check says what is wrong
-                "train.lr-warmup-epochs", train.lr_warmup_epochs,
-                "must lie in [0, train.epochs) (0 = no warmup; train.epochs is " + epochs + ")");
-  const train_section defaults;
-  // Whether `schedule` is the run's; refuses `key` (`value`) set for another schedule.
-  const auto used_by = [&](const std::string& key, const char* schedule, double value,
-                           double default_value) {
-    const bool unused = train.lr_schedule != schedule;
-    check.require(!unused || value == default_value, key, value,
-                  "only train.lr-schedule = " + std::string(schedule) + " uses it");
-    return !unused;
-  };
-  if (used_by("train.lr-min", "cosine", train.lr_min, defaults.lr_min)) {
-    std::ostringstream bound;
-    bound << "must lie in [0, train.lr] (train.lr is " << train.lr << ")";
-    check.require(std::isfinite(train.lr_min) && train.lr_min >= 0.0 &&
-                      (train.lr_min <= train.lr || !(train.lr > 0.0)),
-                  "train.lr-min", train.lr_min, bound.str());
-  }
-  if (used_by("train.lr-decay", "step", train.lr_decay, defaults.lr_decay))
-    check.require(std::isfinite(train.lr_decay) && train.lr_decay > 0.0 && train.lr_decay < 1.0,
-                  "train.lr-decay", train.lr_decay, "must lie in (0, 1)");
-  if (used_by("train.lr-decay-epochs", "step", train.lr_decay_epochs, defaults.lr_decay_epochs))
-    check.require(std::isfinite(train.lr_decay_epochs) && train.lr_decay_epochs >= 0.001,
-                  "train.lr-decay-epochs", train.lr_decay_epochs,
-                  "train.lr-schedule = step needs a period of at least 0.001 epochs");
 }
 
 // checkpoint.dir is checked where it is used (herd train makes it, and says when it cannot).
@@ -402,9 +333,8 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "must be between 1 and 1024");
   check.require(train.batch_size >= 1, "train.batch-size", train.batch_size, "must be at least 1");
   check.require(train.lr > 0.0, "train.lr", train.lr, "the learning rate must be positive");
-  check_lr_schedule(check, train);
-  check.require(train.momentum >= 0.0 && train.momentum < 1.0, "train.momentum", train.momentum,
-                "must lie in [0, 1)");
+  validation::check_lr_schedule(check, train);
+  validation::check_optimizer(check, train);
   check.require(train.weight_decay >= 0.0, "train.weight-decay", train.weight_decay,
                 "must not be negative");
   check.require(train.epochs >= 1, "train.epochs", train.epochs, "must be at least 1");

@@ -1,6 +1,7 @@
 // The argument checks of kernels::ops (ops.hpp's contract), shared by every implementation so
 // that reference, cpu and cuda refuse the same calls with the same words. Host-side only: they
 // look at sizes and pointers, never at the data (labels are checked where they can be read).
+// Also the host-side arithmetic every implementation shares (AdamW's bias corrections).
 // Plain C++, included by .cu files too.
 #pragma once
 
@@ -77,6 +78,33 @@ inline void sgd_step(const float* params, const float* grads, const float* veloc
   HERD_CHECK_GE(hyper.learning_rate, 0.0f);
   HERD_CHECK_GE(hyper.momentum, 0.0f);
   HERD_CHECK_GE(hyper.weight_decay, 0.0f);
+}
+
+inline void adam_step(const float* params, const float* grads, const float* moments, std::size_t n,
+                      const adam_hyper& hyper, std::uint64_t step) {
+  HERD_CHECK_GT(n, 0u);
+  HERD_CHECK(params != nullptr && grads != nullptr && moments != nullptr,
+             "adam_step needs params, grads and moments");
+  HERD_CHECK_GE(hyper.learning_rate, 0.0f);
+  HERD_CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f && hyper.beta2 >= 0.0f && hyper.beta2 < 1.0f,
+             "adam_step's betas must lie in [0, 1), got " << hyper.beta1 << " and " << hyper.beta2);
+  HERD_CHECK_GT(hyper.eps, 0.0f);
+  HERD_CHECK_GE(hyper.weight_decay, 0.0f);
+  HERD_CHECK_GE(step, 1u);
+}
+
+/// The step size and the second moment's correction of AdamW's step `step`, in double:
+/// lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t).
+struct adam_corrections {
+  double step_size;
+  double second_scale;
+};
+
+inline adam_corrections adam_corrections_of(const adam_hyper& hyper, std::uint64_t step) {
+  const auto t = static_cast<double>(step);
+  return {static_cast<double>(hyper.learning_rate) /
+              (1.0 - std::pow(static_cast<double>(hyper.beta1), t)),
+          1.0 / std::sqrt(1.0 - std::pow(static_cast<double>(hyper.beta2), t))};
 }
 
 inline void weighted_sum(const float* out, const float* const* inputs, const float* weights, int k,

@@ -37,7 +37,8 @@ float lr_schedule::factor(double epochs) const {
     const double m = settings_.min_factor;
     value = m + (1.0 - m) * 0.5 * (1.0 + std::cos(pi * done));
   } else if (settings_.kind == "step" && settings_.decay_epochs > 0.0) {
-    value = std::pow(settings_.decay, std::floor(std::max(0.0, e - warmup) / settings_.decay_epochs));
+    value =
+        std::pow(settings_.decay, std::floor(std::max(0.0, e - warmup) / settings_.decay_epochs));
   }
   return static_cast<float>(ramp * value);
 }

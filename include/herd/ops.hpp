@@ -30,6 +30,19 @@ struct sgd_hyper {
   float weight_decay = 0.0f;
 };
 
+/// AdamW (Loshchilov and Hutter's decoupled weight decay), PyTorch's torch.optim.AdamW semantics,
+/// at step t >= 1 (counting this one), with m and v the first and second moments:
+///   param *= 1 - lr * weight_decay;  m = beta1 * m + (1 - beta1) * grad;
+///   v = beta2 * v + (1 - beta2) * grad^2;
+///   param -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps).
+struct adam_hyper {
+  float learning_rate = 0.0f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+};
+
 /// The windows of a 2-D convolution or pooling over NCHW images: `channels` planes of height x
 /// width, a kernel_h x kernel_w window moved by stride_h / stride_w over each plane padded with
 /// pad_h / pad_w zeros on every side. Output sizes round down, as in PyTorch: a window that would
@@ -173,6 +186,11 @@ public:
   /// One SGD step over n parameters; see sgd_hyper.
   virtual void sgd_step(float* params, const float* grads, float* velocity, std::size_t n,
                         const sgd_hyper& hyper) const = 0;
+
+  /// One AdamW step over n parameters, the `step`-th (>= 1); see adam_hyper. `moments` holds 2n
+  /// floats: m, then v.
+  virtual void adam_step(float* params, const float* grads, float* moments, std::size_t n,
+                         const adam_hyper& hyper, std::uint64_t step) const = 0;
 
   /// out = sum_{i<k} weights[i] * inputs[i], elementwise over n floats. k >= 1. out may alias
   /// inputs[0] (and only inputs[0]). The reduction every algorithm uses.

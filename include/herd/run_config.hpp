@@ -20,8 +20,12 @@ struct train_section {
   double lr_min = 0.0;                  // train.lr-min: cosine's rate at train.epochs
   double lr_decay = 0.1;                // train.lr-decay: step's multiplier every period
   double lr_decay_epochs = 0.0;         // train.lr-decay-epochs: step's period
-  double momentum = 0.9;                // train.momentum
-  double weight_decay = 0.0;            // train.weight-decay
+  std::string optimizer = "sgd";        // train.optimizer: sgd | adamw
+  double momentum = 0.9;                // train.momentum (sgd)
+  double weight_decay = 0.0;            // train.weight-decay: sgd's L2, adamw's decoupled decay
+  double adam_beta1 = 0.9;              // train.adam-beta1
+  double adam_beta2 = 0.999;            // train.adam-beta2
+  double adam_eps = 1e-8;               // train.adam-eps
   int epochs = 3;                       // train.epochs
   double target_accuracy = 0.0;         // train.target-accuracy: 0 = no target
   double max_seconds = 0.0;             // train.max-seconds: 0 = no limit
@@ -257,6 +261,9 @@ const std::vector<std::string>& known_wagma_blends();
 
 /// The values comm.compression accepts: none, fp16, bf16.
 const std::vector<std::string>& known_compressions();
+
+/// The optimizers train.optimizer names: sgd, adamw.
+const std::vector<std::string>& known_optimizers();
 
 /// The learning-rate schedules train.lr-schedule names: constant, cosine, step.
 const std::vector<std::string>& known_lr_schedules();

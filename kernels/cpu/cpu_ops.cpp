@@ -3,6 +3,7 @@
 // (kernels/cpu/vectorised.hpp). The layer kernels are in cpu_layer_ops.cpp.
 #include "herd/ops.hpp"
 #include "kernels/check.hpp"
+#include "kernels/cpu/adamw_loop.hpp"
 #include "kernels/cpu/cpu_layer_ops.hpp"
 #include "kernels/cpu/vectorised.hpp"
 #include "kernels/preconditions.hpp"
@@ -234,6 +235,16 @@ public:
     preconditions::sgd_step(params, grads, velocity, n, hyper);
     sgd_with_momentum(params, grads, velocity, n, hyper.learning_rate, hyper.momentum,
                       hyper.weight_decay);
+  }
+
+  void adam_step(float* params, const float* grads, float* moments, std::size_t n,
+                 const adam_hyper& hyper, std::uint64_t step) const override {
+    preconditions::adam_step(params, grads, moments, n, hyper, step);
+    const auto corrections = preconditions::adam_corrections_of(hyper, step);
+    adamw_loop(params, grads, moments, moments + n, n,
+               1.0f - hyper.learning_rate * hyper.weight_decay, hyper.beta1, hyper.beta2, hyper.eps,
+               static_cast<float>(corrections.step_size),
+               static_cast<float>(corrections.second_scale));
   }
 
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,

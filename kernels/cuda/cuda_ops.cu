@@ -210,6 +210,25 @@ __global__ void sgd_step_kernel(float* params, const float* grads, float* veloci
   }
 }
 
+// AdamW as the reference computes it, in double; the bias corrections come from the host.
+__global__ void adam_step_kernel(float* params, const float* grads, float* m, float* v,
+                                 std::size_t n, adam_hyper hyper, double step_size,
+                                 double second_scale) {
+  const double beta1 = hyper.beta1, beta2 = hyper.beta2;
+  const double decay =
+      1.0 - static_cast<double>(hyper.learning_rate) * static_cast<double>(hyper.weight_decay);
+  for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
+    const double gradient = grads[i];
+    const double first = beta1 * static_cast<double>(m[i]) + (1.0 - beta1) * gradient;
+    const double second = beta2 * static_cast<double>(v[i]) + (1.0 - beta2) * gradient * gradient;
+    m[i] = static_cast<float>(first);
+    v[i] = static_cast<float>(second);
+    params[i] = static_cast<float>(static_cast<double>(params[i]) * decay -
+                                   step_size * first /
+                                       (sqrt(second) * second_scale + static_cast<double>(hyper.eps)));
+  }
+}
+
 // out = (accumulate ? out : 0) + sum_j weights[j] * inputs[j]. The loop over j is unrolled with
 // constant indices so the by-value pointers stay in parameter space (a dynamic index would copy
 // the struct to local memory). out may alias inputs[0]: each element is read before it is written,
@@ -452,6 +471,17 @@ public:
     const device_scope scope(device_);
     sgd_step_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(params, grads, velocity, n,
                                                                       hyper);
+    HERD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void adam_step(float* params, const float* grads, float* moments, std::size_t n,
+                 const adam_hyper& hyper, std::uint64_t step) const override {
+    preconditions::adam_step(params, grads, moments, n, hyper, step);
+    const auto corrections = preconditions::adam_corrections_of(hyper, step);
+    const device_scope scope(device_);
+    adam_step_kernel<<<blocks_for(n), threads_per_block, 0, stream_>>>(
+        params, grads, moments, moments + n, n, hyper, corrections.step_size,
+        corrections.second_scale);
     HERD_CUDA_CHECK(cudaGetLastError());
   }
 

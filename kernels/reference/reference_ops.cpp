@@ -144,6 +144,26 @@ public:
     }
   }
 
+  void adam_step(float* params, const float* grads, float* moments, std::size_t n,
+                 const adam_hyper& hyper, std::uint64_t step) const override {
+    preconditions::adam_step(params, grads, moments, n, hyper, step);
+    const auto corrections = preconditions::adam_corrections_of(hyper, step);
+    const double lr = hyper.learning_rate, beta1 = hyper.beta1, beta2 = hyper.beta2;
+    float* m = moments;
+    float* v = moments + n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double gradient = grads[i];
+      const double first = beta1 * m[i] + (1.0 - beta1) * gradient;
+      const double second = beta2 * v[i] + (1.0 - beta2) * gradient * gradient;
+      m[i] = static_cast<float>(first);
+      v[i] = static_cast<float>(second);
+      const double decayed = params[i] * (1.0 - lr * static_cast<double>(hyper.weight_decay));
+      params[i] = static_cast<float>(
+          decayed - corrections.step_size * first /
+                        (std::sqrt(second) * corrections.second_scale + hyper.eps));
+    }
+  }
+
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                     std::size_t n) const override {
     preconditions::weighted_sum(out, inputs, weights, k, n);

@@ -147,6 +147,36 @@ TEST(checkpoint, sync_resumed_under_a_learning_rate_schedule_matches_bit_for_bit
   EXPECT_NE(scheduled, run(sync_config(), synthetic(std::size_t{4} * 8 * 20)).parameters);
 }
 
+// AdamW's moments and its step count (the bias corrections) come back with each worker.
+TEST(checkpoint, sync_resumed_under_adamw_matches_bit_for_bit) {
+  expect_second_epoch_resumed_bit_for_bit([](run_config& config) {
+    config.train.optimizer = "adamw";
+    config.train.lr = 0.005;
+    config.train.weight_decay = 0.01;
+  });
+}
+
+// The workers hold their optimizer's state: a run of the other optimizer cannot go on from it.
+TEST(checkpoint, resuming_under_another_optimizer_is_refused_naming_it) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto first = sync_config();
+  first.checkpoint.dir = dir.file("ckpt");
+  const auto done = run(first, data);
+  ASSERT_EQ(done.summary.stop_reason, "epochs") << done.summary.error;
+  auto other = first;
+  other.train.optimizer = "adamw";
+  try {
+    herd::actors::load_checkpoint(other, *data, first.checkpoint.dir);
+    ADD_FAILURE() << "a checkpoint of SGD's workers resumed under adamw";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_NE(
+        std::string(refused.what()).find("train.optimizer: the checkpoint has sgd, this run adamw"),
+        std::string::npos)
+        << refused.what();
+  }
+}
+
 // Periodic checkpoints are taken while the run goes on (rounds paused, not stopped): resuming from
 // one in the middle of an epoch ends where the uninterrupted run ends, and taking them changed
 // nothing in the run that took them.

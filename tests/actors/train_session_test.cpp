@@ -4,8 +4,8 @@
 #include "actors/train_session.hpp"
 #include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
+#include "models/optimizer.hpp"
 #include "models/sampler.hpp"
-#include "models/sgd.hpp"
 
 #include <atomic>
 #include <gtest/gtest.h>
@@ -65,10 +65,10 @@ void expect_sync_equals_one_big_batch(const herd::actors::session_options& optio
   const auto built = herd::actors::make_model(config, data->train);
   const herd::models::model& model = *built;
   auto params = model.initial_parameters(config.train.seed);
-  herd::models::sgd optimizer(model.parameter_count(),
-                              {static_cast<float>(config.train.lr),
-                               static_cast<float>(config.train.momentum),
-                               static_cast<float>(config.train.weight_decay)});
+  herd::models::optimizer optimizer(model.parameter_count(),
+                                    {static_cast<float>(config.train.lr),
+                                     static_cast<float>(config.train.momentum),
+                                     static_cast<float>(config.train.weight_decay)});
   std::vector<herd::models::batch_sampler> samplers;
   samplers.reserve(workers);
   for (int w = 0; w < workers; ++w)

@@ -4,7 +4,7 @@
 #include "actors/messages.hpp"
 #include "actors/worker.hpp"
 #include "herd/sequential.hpp"
-#include "models/sgd.hpp"
+#include "models/optimizer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -122,7 +122,7 @@ protected:
           herd::models::make_synthetic_dataset(64, 12, 3, 1));
   std::shared_ptr<herd::comm::data_plane> plane_ =
       herd::comm::make_local_plane(herd::kernels::cpu_ops());
-  herd::kernels::sgd_hyper hyper_{0.1f, 0.9f, 0.01f};
+  herd::models::optimizer_settings hyper_{0.1f, 0.9f, 0.01f};
 };
 
 TEST_F(worker_actor_test, answers_messages_while_its_step_runs) {
@@ -297,7 +297,10 @@ void worker_actor_test::adopt_and_go_through_the_same_states(const placement& wh
   ASSERT_TRUE(taken);
   EXPECT_EQ(taken->step(), 1u);
   EXPECT_EQ(taken->rounds_applied(), 1u);
-  ASSERT_EQ(taken->data->size(), worker_state::floats_for(count));
+  ASSERT_EQ(
+      taken->data->size(),
+      worker_state::floats_for(count, herd::models::optimizer::state_floats(hyper_.kind, count)));
+  EXPECT_EQ(taken->optimizer_steps(), 1u);
 
   bool adopted = false;
   coordinator->request(joining, std::chrono::seconds(10), adopt_atom::value, *taken)
@@ -317,9 +320,11 @@ void worker_actor_test::adopt_and_go_through_the_same_states(const placement& wh
   const auto joining_after = export_state(joining);
   ASSERT_TRUE(peer_after && joining_after);
   // (The peer has run its next step meanwhile; the joining worker has not started.)
-  EXPECT_TRUE(std::equal(peer_after->parameters(), peer_after->velocity(count) + count,
+  EXPECT_TRUE(std::equal(peer_after->parameters(),
+                         peer_after->data->data() + peer_after->data->size(),
                          joining_after->parameters()))
-      << "parameters and velocity equal bit for bit after the next round";
+      << "parameters and optimizer state equal bit for bit after the next round";
+  EXPECT_EQ(peer_after->optimizer_steps(), joining_after->optimizer_steps());
   EXPECT_EQ(peer_after->rounds_applied(), 2u);
   EXPECT_EQ(joining_after->rounds_applied(), 2u);
 
@@ -337,6 +342,14 @@ void worker_actor_test::adopt_and_go_through_the_same_states(const placement& wh
 }
 
 TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_state_goes_through_the_same_states) {
+  const auto& ops = herd::kernels::cpu_ops();
+  adopt_and_go_through_the_same_states({&ops, &ops, &ops, &ops, &herd::kernels::host_memory()});
+}
+
+// AdamW's state is twice the parameters, and its step count sets the bias corrections: the
+// joining worker takes both.
+TEST_F(worker_actor_test, a_worker_that_adopts_a_peers_adamw_state_goes_through_the_same_states) {
+  hyper_ = {0.01f, 0.0f, 0.01f, herd::models::optimizer_kind::adamw};
   const auto& ops = herd::kernels::cpu_ops();
   adopt_and_go_through_the_same_states({&ops, &ops, &ops, &ops, &herd::kernels::host_memory()});
 }
@@ -431,7 +444,7 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
   const auto& blended = *applied;
 
   std::vector<float> fresh = initial;
-  herd::models::sgd optimizer(fresh.size(), hyper_);
+  herd::models::optimizer optimizer(fresh.size(), hyper_);
   optimizer.step(herd::kernels::cpu_ops(), fresh.data(), probe->gradient(1).data());
   ASSERT_EQ(blended.size(), fresh.size());
   double worst = 0.0;
@@ -532,11 +545,11 @@ TEST_F(worker_actor_test, applies_results_in_round_order_whatever_order_they_arr
   const auto after = snapshot(coordinator, worker);
 
   std::vector<float> expected = initial;
-  herd::models::sgd optimizer(expected.size(), hyper_);
+  herd::models::optimizer optimizer(expected.size(), hyper_);
   optimizer.step(herd::kernels::cpu_ops(), expected.data(), results[0]->data());
   optimizer.step(herd::kernels::cpu_ops(), expected.data(), results[1]->data());
   std::vector<float> wrong_order = initial;
-  herd::models::sgd other(expected.size(), hyper_);
+  herd::models::optimizer other(expected.size(), hyper_);
   other.step(herd::kernels::cpu_ops(), wrong_order.data(), results[1]->data());
   other.step(herd::kernels::cpu_ops(), wrong_order.data(), results[0]->data());
   ASSERT_EQ(after.size(), expected.size());

@@ -178,6 +178,27 @@ TEST_F(config_files, a_schedules_keys_are_checked_and_refused_under_another_sche
                         "train.epochs)"));
 }
 
+TEST_F(config_files, an_optimizers_keys_are_checked_and_refused_under_the_other) {
+  const auto adamw = load("", {"--train.optimizer=adamw", "--train.adam-beta2=0.98",
+                               "--train.adam-eps=1e-6", "--train.lr=0.001"});
+  EXPECT_EQ(adamw.train.optimizer, "adamw");
+  EXPECT_EQ(adamw.train.adam_beta2, 0.98);
+  EXPECT_EQ(adamw.train.adam_eps, 1e-6);
+  EXPECT_THAT(first_error("", {"--train.optimizer=adam"}),
+              HasSubstr("train.optimizer = \"adam\" (command line): unknown optimizer; allowed: "
+                        "sgd, adamw"));
+  EXPECT_THAT(first_error("", {"--train.optimizer=adamw", "--train.momentum=0.95"}),
+              HasSubstr("train.momentum = 0.95 (command line): only train.optimizer = sgd uses "
+                        "it (adamw's is train.adam-beta1)"));
+  EXPECT_THAT(first_error("", {"--train.adam-beta1=0.8"}),
+              HasSubstr("train.adam-beta1 = 0.8 (command line): only train.optimizer = adamw "
+                        "uses it"));
+  EXPECT_THAT(first_error("", {"--train.optimizer=adamw", "--train.adam-beta2=1"}),
+              HasSubstr("train.adam-beta2 = 1 (command line): must lie in [0, 1)"));
+  EXPECT_THAT(first_error("", {"--train.optimizer=adamw", "--train.adam-eps=0"}),
+              HasSubstr("train.adam-eps = 0 (command line): must lie in (0, 1]"));
+}
+
 TEST_F(config_files, bucketing_by_length_is_a_boolean_for_texts_only) {
   EXPECT_FALSE(herd::config::load("", {}).data.bucket_by_length);
   const auto file = write("text.ini", "[data]\ndataset = \"fortunes\"\nbucket-by-length = true\n");

@@ -22,6 +22,7 @@
 
 namespace {
 
+using herd::kernels::adam_hyper;
 using herd::kernels::ops;
 using herd::kernels::reference_ops;
 using herd::kernels::sgd_hyper;
@@ -379,6 +380,27 @@ TEST(cuda_ops, sgd_step_matches_reference) {
       EXPECT_TRUE(all_close(dparams.download(), params, elementwise_tolerance));
       EXPECT_TRUE(all_close(dvelocity.download(), velocity, elementwise_tolerance));
     }
+}
+
+TEST(cuda_ops, adam_step_matches_reference) {
+  HERD_SKIP_WITHOUT_CUDA_DEVICE();
+  const auto gpu = make_cuda_ops();
+  const adam_hyper hyper{0.01f, 0.9f, 0.999f, 1e-8f, 1e-2f};
+  for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{4099}}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<float> params = random_floats(n, 810);
+    const std::vector<float> grads = random_floats(n, 811);
+    std::vector<float> moments(2 * n, 0.0f);
+    device_buffer<float> dparams(params);
+    device_buffer<float> dgrads(grads);
+    device_buffer<float> dmoments(moments);
+    for (std::uint64_t step = 1; step <= 3; ++step) {
+      reference_ops().adam_step(params.data(), grads.data(), moments.data(), n, hyper, step);
+      gpu->adam_step(dparams.data(), dgrads.data(), dmoments.data(), n, hyper, step);
+    }
+    EXPECT_TRUE(all_close(dparams.download(), params, elementwise_tolerance));
+    EXPECT_TRUE(all_close(dmoments.download(), moments, elementwise_tolerance));
+  }
 }
 
 TEST(cuda_ops, weighted_sum_matches_reference_aliased_and_misaligned) {

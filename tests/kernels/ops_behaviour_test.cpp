@@ -143,6 +143,30 @@ TEST_P(ops_behaviour, sgd_step_with_momentum_follows_pytorch_over_two_steps) {
   EXPECT_TRUE(test_support::all_close(params.to_host(), {0.922151f, -2.043192f}, 1e-6f));
 }
 
+// torch.optim.AdamW(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01) over the same two
+// gradients, computed by hand (in double) from its update rule.
+TEST_P(ops_behaviour, adam_step_follows_pytorchs_adamw_over_two_steps) {
+  const adam_hyper hyper{0.1f, 0.9f, 0.999f, 1e-8f, 0.01f};
+  auto params = floats({1.0f, -2.0f});
+  auto moments = floats({0.0f, 0.0f, 0.0f, 0.0f}); // m, then v
+  auto first_grads = floats({0.5f, 0.1f});
+  auto second_grads = floats({-0.2f, 0.3f});
+
+  // Step 1: p *= 1 - 0.001; m = 0.1 g; v = 0.001 g^2; the corrected m / sqrt(v) is sign(g), so
+  // p -= 0.1 * sign(g).
+  tested().adam_step(params.get(), first_grads.get(), moments.get(), 2, hyper, 1);
+  EXPECT_TRUE(
+      test_support::all_close(moments.to_host(), {0.05f, 0.01f, 0.00025f, 0.00001f}, 1e-6f));
+  EXPECT_TRUE(test_support::all_close(params.to_host(), {0.899f, -2.098f}, 1e-6f));
+
+  // Step 2: m = (0.025, 0.039), v = (0.00028975, 0.00009999), corrections 1 / 0.19 and
+  // 1 / sqrt(0.001999).
+  tested().adam_step(params.get(), second_grads.get(), moments.get(), 2, hyper, 2);
+  EXPECT_TRUE(test_support::all_close(moments.to_host(), {0.025f, 0.039f, 0.00028975f, 0.00009999f},
+                                      1e-6f));
+  EXPECT_TRUE(test_support::all_close(params.to_host(), {0.8635404f, -2.1876801f}, 1e-6f));
+}
+
 TEST_P(ops_behaviour, sgd_step_without_momentum_leaves_the_gradient_in_velocity) {
   const sgd_hyper hyper{0.5f, 0.0f, 0.1f};
   auto params = floats({2.0f, -4.0f});

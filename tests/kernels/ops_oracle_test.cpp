@@ -283,6 +283,28 @@ TEST_P(ops_matches_reference, sgd_step_with_momentum_and_weight_decay) {
   }
 }
 
+TEST_P(ops_matches_reference, adam_step_over_three_steps) {
+  const adam_hyper hyper{0.01f, 0.9f, 0.999f, 1e-8f, 1e-2f};
+  std::uint32_t seed = 950;
+  for (const std::size_t n : odd_lengths) {
+    auto params = random_floats(n, seed++);
+    auto moments = random_floats(2 * n, seed++);
+    for (std::size_t i = n; i < 2 * n; ++i) // second moments are never negative
+      moments[i] = std::fabs(moments[i]);
+    kernel_buffer<float> params_buffer(memory(), params);
+    kernel_buffer<float> moments_buffer(memory(), moments);
+    for (std::uint64_t step = 1; step <= 3; ++step) {
+      const auto grads = random_floats(n, seed++);
+      kernel_buffer<float> grads_buffer(memory(), grads);
+      tested().adam_step(params_buffer.get(), grads_buffer.get(), moments_buffer.get(), n, hyper,
+                         step);
+      oracle().adam_step(params.data(), grads.data(), moments.data(), n, hyper, step);
+    }
+    EXPECT_TRUE(all_close(params_buffer.to_host(), params, elementwise_tolerance)) << "n = " << n;
+    EXPECT_TRUE(all_close(moments_buffer.to_host(), moments, elementwise_tolerance)) << "n = " << n;
+  }
+}
+
 // Runs weighted_sum on k random inputs of n floats, into a separate out or into inputs[0].
 ::testing::AssertionResult weighted_sum_agrees(const implementation& tested, int k, std::size_t n,
                                                bool into_first_input, std::uint32_t seed) {

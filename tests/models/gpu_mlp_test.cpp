@@ -5,8 +5,8 @@
 #include "herd/sequential.hpp"
 #include "herd/tensor.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
+#include "models/optimizer.hpp"
 #include "models/sampler.hpp"
-#include "models/sgd.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -55,8 +55,8 @@ void expect_the_device_matches_the_cpu(const herd::models::model& model,
   EXPECT_LT(herd::models::relative_difference(gradient.data(), cpu_grads.data(), gradient.size()),
             1e-4);
 
-  herd::models::sgd cpu_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f});
-  herd::models::sgd gpu_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f}, device);
+  herd::models::optimizer cpu_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f});
+  herd::models::optimizer gpu_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f}, device);
   tensor stepped = host_params;
   cpu_optimizer.step(cpu, stepped.data(), cpu_grads.data());
   gpu_optimizer.step(*gpu, params.data(), gpu_grads.data());

@@ -6,8 +6,8 @@
 #include "herd/ops.hpp"
 #include "herd/sequential.hpp"
 #include "herd/tensor.hpp"
+#include "models/optimizer.hpp"
 #include "models/sampler.hpp"
-#include "models/sgd.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -137,13 +137,13 @@ TEST(tensor_memory, the_mlp_computes_the_same_in_a_separate_memory) {
   EXPECT_EQ(grads.to_host(), host_grads.to_host());
   EXPECT_EQ(elsewhere.counts.uploads - uploads, 1u); // the labels
 
-  herd::models::sgd host_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f});
-  herd::models::sgd optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f}, elsewhere);
+  herd::models::optimizer host_optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f});
+  herd::models::optimizer optimizer(model.parameter_count(), {0.1f, 0.9f, 1e-4f}, elsewhere);
   tensor stepped_host = host_params;
   host_optimizer.step(here, stepped_host.data(), host_grads.data());
   optimizer.step(there, params.data(), grads.data());
   EXPECT_EQ(params.to_host(), stepped_host.to_host());
-  EXPECT_EQ(optimizer.velocity().to_host(), host_optimizer.velocity().to_host());
+  EXPECT_EQ(optimizer.state().to_host(), host_optimizer.state().to_host());
   // An optimizer whose velocity lives elsewhere refuses ops of another memory.
   EXPECT_THROW(optimizer.step(here, stepped_host.data(), host_grads.data()), std::invalid_argument);
 

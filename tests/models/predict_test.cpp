@@ -1,15 +1,13 @@
 // Predictions from a model and any parameters: the class probabilities whose argmax evaluation
 // scores, for parameters the caller holds, and size checks that name both sizes.
+#include "herd/predict.hpp"
 #include "herd/sequential.hpp"
-#include "models/sgd.hpp"
+#include "models/optimizer.hpp"
 
 #include <algorithm>
-#include <limits>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "herd/predict.hpp"
+#include <limits>
 
 namespace {
 
@@ -31,7 +29,7 @@ std::vector<float> trained(const herd::models::model& model, const herd::models:
                            int steps) {
   const auto& ops = herd::kernels::cpu_ops();
   auto params = model.initial_parameters(3);
-  herd::models::sgd optimizer(model.parameter_count(), {0.1f, 0.9f, 0.0f});
+  herd::models::optimizer optimizer(model.parameter_count(), {0.1f, 0.9f, 0.0f});
   herd::models::tensor grads({model.parameter_count()});
   const auto work = model.make_workspace();
   for (int step = 0; step < steps; ++step) {

@@ -5,8 +5,8 @@
 #include "herd/dataset.hpp"
 #include "herd/ops.hpp"
 #include "herd/sequential.hpp"
+#include "models/optimizer.hpp"
 #include "models/sequence_layers.hpp"
-#include "models/sgd.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -400,7 +400,7 @@ TEST(sequence_layers, the_textcnn_preset_learns_which_trigram_a_sequence_holds) 
   const auto model = build_model(choice, train.input_shape(), 3);
   tensor params = model->initial_parameters(73);
   tensor grads({model->parameter_count()});
-  herd::models::sgd optimizer(model->parameter_count(), {0.01f, 0.9f, 0.0f});
+  herd::models::optimizer optimizer(model->parameter_count(), {0.01f, 0.9f, 0.0f});
   const auto work = model->make_workspace();
   const auto before = model->evaluate(ops, params.data(), test, 100, *work);
   const auto start = std::chrono::steady_clock::now();

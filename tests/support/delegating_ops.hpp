@@ -42,6 +42,10 @@ public:
                 const kernels::sgd_hyper& hyper) const override {
     base().sgd_step(params, grads, velocity, n, hyper);
   }
+  void adam_step(float* params, const float* grads, float* moments, std::size_t n,
+                 const kernels::adam_hyper& hyper, std::uint64_t step) const override {
+    base().adam_step(params, grads, moments, n, hyper, step);
+  }
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                     std::size_t n) const override {
     base().weighted_sum(out, inputs, weights, k, n);

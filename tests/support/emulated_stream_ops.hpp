@@ -63,6 +63,10 @@ public:
                 const kernels::sgd_hyper& hyper) const override {
     enqueue([=] { cpu().sgd_step(params, grads, velocity, n, hyper); });
   }
+  void adam_step(float* params, const float* grads, float* moments, std::size_t n,
+                 const kernels::adam_hyper& hyper, std::uint64_t step) const override {
+    enqueue([=] { cpu().adam_step(params, grads, moments, n, hyper, step); });
+  }
   // The inputs and weights arrays describe the call and are read before it returns.
   void weighted_sum(float* out, const float* const* inputs, const float* weights, int k,
                     std::size_t n) const override {
