@@ -3,6 +3,7 @@
 #include "actors/checkpoint_state.hpp"
 
 #include "herd/config.hpp"
+#include "models/optimizer.hpp"
 
 #include <algorithm>
 #include <cereal/archives/binary.hpp>
@@ -524,6 +525,14 @@ void check_same_optimizer(const std::string& file, const run_checkpoint& state,
         file, "was written by a run of another optimizer, whose state its workers hold: "
               "train.optimizer: the checkpoint has " +
                   before + ", this run " + now.train.optimizer);
+  // Its settings name the optimizer; its workers' states must be of its size too.
+  const auto kind = models::optimizer_kind_of(now.train.optimizer);
+  for (const auto& worker : state.workers)
+    if (worker.velocity.size() != models::optimizer::state_floats(kind, worker.parameters.size()))
+      throw checkpoint::checkpoint_error(
+          file, "payload: worker " + std::to_string(worker.index) + "'s optimizer state holds " +
+                    std::to_string(worker.velocity.size()) + " floats, not " + before + "'s for " +
+                    std::to_string(worker.parameters.size()) + " parameters");
 }
 
 std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_replicas) {

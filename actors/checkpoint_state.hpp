@@ -41,7 +41,7 @@ struct pending_result {
 struct worker_record {
   std::int32_t index = 0;
   std::vector<float> parameters;
-  std::vector<float> velocity; // the optimizer's momentum
+  std::vector<float> velocity; // the optimizer's state: SGD's velocity, or AdamW's m then v
   std::vector<float> send;     // its send buffer: a finished step's result waiting for a round
   std::uint64_t optimizer_steps = 0;
   models::batch_sampler::position sampler;
@@ -163,7 +163,8 @@ serving_parameters parameters_to_serve(const run_checkpoint& state, const std::s
 std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_replicas);
 
 /// Refuses (checkpoint::checkpoint_error naming `file`) a checkpoint whose run used another
-/// train.optimizer than `now`: its workers hold that optimizer's state.
+/// train.optimizer than `now` (its workers hold that optimizer's state), or whose workers' states
+/// are not of that optimizer's size.
 void check_same_optimizer(const std::string& file, const run_checkpoint& state,
                           const config::run_config& now);
 

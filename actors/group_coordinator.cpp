@@ -211,8 +211,7 @@ void coordinator_actor::on_step_ready(const step_ready& ready) {
   hear(std::move(input));
 }
 
-// What a finished step measured, kept for the next booking (step_book.hpp); false if its loss
-// says training diverged (the run fails).
+// What a finished step measured, kept for booking (step_book.hpp); false if training diverged.
 bool coordinator_actor::count_step(const step_ready& ready) {
   finished_step step;
   step.worker = ready.worker;
@@ -334,6 +333,7 @@ void coordinator_actor::on_tick() {
   }
   if (setup_.metrics) {
     setup_.metrics->train_loss(counters_.recent_loss());
+    setup_.metrics->learning_rate(setup_.config.train.lr * lr_scale());
     setup_.metrics->refresh(elapsed());
   }
   report_progress(); // after the refresh: it names the straggler the refresh found

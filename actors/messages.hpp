@@ -604,8 +604,9 @@ struct plane_update {
 /// contributions through its node reducer, once per node (contribution_asks); 16: gradient
 /// buckets: workers announce steps whose backward runs (step_ready.part), and contributions say
 /// when backward still writes them (contribution.in_backward); 17: rounds and a worker's start
-/// carry the learning-rate schedule's factor (reduce_order.lr_scale, (start_atom, float)).
-constexpr std::uint32_t cluster_protocol_version = 17;
+/// carry the learning-rate schedule's factor (reduce_order.lr_scale, (start_atom, float)); 18: a
+/// transferred worker_state carries its optimizer's steps and a state of its optimizer's size.
+constexpr std::uint32_t cluster_protocol_version = 18;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

@@ -27,8 +27,8 @@ namespace herd::actors {
 class parameter_store {
 public:
   /// The parameters start as every worker's do (starting_parameters: `initial` where set, else
-  /// model.initial_parameters(init_seed)), and the optimizer is the workers' (the same learning
-  /// rate, momentum and weight decay), its velocity the server's alone. Everything lives in
+  /// model.initial_parameters(init_seed)), and the optimizer is the workers' (the same kind and
+  /// settings, its learning rate the server's), its state the server's alone. Everything lives in
   /// ops.memory().
   parameter_store(const models::model& model, std::uint64_t init_seed,
                   const models::optimizer_settings& optimizer, const kernels::ops& ops, int workers,

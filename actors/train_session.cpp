@@ -128,12 +128,13 @@ std::string index_list(const std::vector<std::int32_t>& indices) {
   return text;
 }
 
-// Each worker holds parameters, gradients and momentum, and the aggregators' result buffers come
-// on top.
+// Each worker holds parameters, gradients, its send buffer's share and its optimizer's state (one
+// float a parameter for SGD, two for AdamW), and the aggregators' result buffers come on top.
 void check_memory(const config::run_config& config, const models::model& model, int local_workers,
                   const std::string& own_model_key) {
   const auto parameters = static_cast<double>(model.parameter_count());
-  const double bytes = parameters * sizeof(float) * (3.0 * local_workers + 4.0);
+  const double per_worker = config.train.optimizer == "adamw" ? 4.0 : 3.0;
+  const double bytes = parameters * sizeof(float) * (per_worker * local_workers + 4.0);
   const auto memory = kernels::this_process_memory();
   const auto available = static_cast<double>(memory.usable());
   if (available > 0.0 && bytes > 0.8 * available) {
@@ -157,8 +158,7 @@ models::optimizer_settings optimizer_of(const config::run_config& config) {
   optimizer.learning_rate = static_cast<float>(config.train.lr);
   optimizer.momentum = static_cast<float>(config.train.momentum);
   optimizer.weight_decay = static_cast<float>(config.train.weight_decay);
-  optimizer.kind = config.train.optimizer == "adamw" ? models::optimizer_kind::adamw
-                                                     : models::optimizer_kind::sgd;
+  optimizer.kind = models::optimizer_kind_of(config.train.optimizer);
   optimizer.beta1 = static_cast<float>(config.train.adam_beta1);
   optimizer.beta2 = static_cast<float>(config.train.adam_beta2);
   optimizer.eps = static_cast<float>(config.train.adam_eps);

@@ -246,7 +246,8 @@ private:
     HERD_CHECK(record.parameters.size() == count && record.send.size() == count &&
                    record.velocity.size() == optimizer_.state().size(),
                "worker " << setup_.index << ": a checkpointed state of " << record.parameters.size()
-                         << " parameters for a model of " << count);
+                         << " parameters and " << record.velocity.size()
+                         << " floats of optimizer state for a model of " << count);
     HERD_CHECK(record.buffer.family() == buffer_.family(),
                "worker " << setup_.index << ": a checkpoint of another algorithm's worker");
     apply_ops_->upload(params_.data(), record.parameters.data(), count * sizeof(float));

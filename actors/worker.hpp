@@ -16,9 +16,9 @@
 //   round_result                      a round's reduced buffer; applied strictly in round order
 //                                     (no buffer: the round was aborted, and is skipped)
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters
-//   export_atom                    -> worker_state   its whole state (parameters, velocity, step,
-//                                     rounds applied), once every round it contributed to is
-//                                     applied; in-process only (its node reducer)
+//   export_atom                    -> worker_state   its whole state (parameters, optimizer state
+//                                     and steps, step, rounds applied), once every round it
+//                                     contributed to is applied; in-process only (its node reducer)
 //   (adopt_atom, worker_state)     -> bool   before its first step: continue from that state (a
 //                                     node joining the running job takes a live peer's)
 //   (stop_atom, settle)            -> worker_stopped once no step is running and, with settle,

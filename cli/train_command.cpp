@@ -50,7 +50,7 @@ std::string train_help() {
          "                          that reached its target where it stopped there, else its\n"
          "                          last): only the model must be the checkpoint's; any\n"
          "                          algorithm, workers, batch size or learning rate; the\n"
-         "                          momentum starts at zero and the run at round 0\n"
+         "                          optimizer's state starts at zero and the run at round 0\n"
          "  --help, -h              show this help\n"
          "  --version               show the version\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
@@ -137,7 +137,7 @@ int run_train(const std::vector<std::string>& args) {
     try {
       auto saved = checkpoint::read_model(init->second, *prepared->model);
       std::cout << "herd train: starting from " << saved.file << ": " << saved.parameters_origin
-                << "; momentum from zero, round 0" << std::endl;
+                << "; optimizer state from zero, round 0" << std::endl;
       options.initial_parameters = std::move(saved.parameters);
     } catch (const checkpoint::checkpoint_error& unusable) {
       std::cerr << "herd train: --init-from " << unusable.what() << '\n';

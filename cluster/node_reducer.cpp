@@ -360,6 +360,8 @@ private:
       return refusal(order.tag, "this node takes no part in the transfer");
     if (transfers_.count(order.tag) > 0)
       return refusal(order.tag, "transfer already ordered on this node");
+    if (!sending && setup_.optimizer_state == 0) // a state of its size is received
+      return refusal(order.tag, "this node's reducer was not told its optimizer's state size");
     pending.order = order;
     pending.promise = make_response_promise<reduce_done>();
     auto promise = transfers_.emplace(order.tag, std::move(pending)).first->second.promise;

@@ -127,7 +127,7 @@ const std::vector<key_spec>& keys() {
         "train.adam-beta2", "real", "adamw: the second moment's decay in [0, 1)",
         [](auto& c) -> auto& { return c.train.adam_beta2; }));
     k.push_back(make_key<double>(
-        "train.adam-eps", "real", "adamw: added to the second moment's root (> 0)",
+        "train.adam-eps", "real", "adamw: added to the second moment's root, in [1e-30, 1]",
         [](auto& c) -> auto& { return c.train.adam_eps; }));
     k.push_back(make_key<int>(
         "train.epochs", "integer", "passes over the training set",

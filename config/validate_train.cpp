@@ -22,13 +22,14 @@ void check_optimizer(checker& check, const train_section& train) {
         std::tuple{"train.adam-beta2", train.adam_beta2, defaults.adam_beta2}}) {
     check.require(adamw || value == default_value, key, value,
                   "only train.optimizer = adamw uses it");
-    check.require(std::isfinite(value) && value >= 0.0 && value < 1.0, key, value,
-                  "must lie in [0, 1)");
+    // As the float the optimizer computes with: 0.99999999 is 1 there.
+    check.require(std::isfinite(value) && value >= 0.0 && static_cast<float>(value) < 1.0f, key,
+                  value, "must lie in [0, 1) as a float (below 0.99999994)");
   }
   check.require(adamw || train.adam_eps == defaults.adam_eps, "train.adam-eps", train.adam_eps,
                 "only train.optimizer = adamw uses it");
-  check.require(std::isfinite(train.adam_eps) && train.adam_eps > 0.0 && train.adam_eps <= 1.0,
-                "train.adam-eps", train.adam_eps, "must lie in (0, 1]");
+  check.require(std::isfinite(train.adam_eps) && train.adam_eps >= 1e-30 && train.adam_eps <= 1.0,
+                "train.adam-eps", train.adam_eps, "must lie in [1e-30, 1]");
 }
 
 // A schedule's own keys are refused under a schedule that does not use them unless they are at

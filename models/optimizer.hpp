@@ -8,10 +8,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace herd::models {
 
 enum class optimizer_kind : std::uint8_t { sgd, adamw };
+
+/// The kind train.optimizer names ("sgd", "adamw"; validated before).
+inline optimizer_kind optimizer_kind_of(const std::string& name) {
+  return name == "adamw" ? optimizer_kind::adamw : optimizer_kind::sgd;
+}
 
 /// train.optimizer and its settings ({lr, momentum, weight decay} is SGD's).
 struct optimizer_settings {

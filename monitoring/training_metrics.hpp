@@ -81,6 +81,8 @@ public:
   /// the test accuracy and the imbalance ratio have no series until their first value.
   void train_loss(double loss);
   void test_accuracy(double accuracy);
+  /// The learning rate the latest round was given (train.lr times the schedule's factor).
+  void learning_rate(double rate);
 
   /// Recomputes the straggler scores, the imbalance ratio and the lags at `now_seconds`.
   void refresh(double now_seconds);
@@ -146,6 +148,7 @@ private:
   family<gauge>* imbalance_family_ = nullptr;
   family<gauge>* train_loss_family_ = nullptr;
   family<gauge>* test_accuracy_family_ = nullptr;
+  family<gauge>* learning_rate_family_ = nullptr;
   gauge* imbalance_ratio_ = nullptr;
   counter* fresh_ = nullptr;
   counter* stale_ = nullptr;
@@ -163,6 +166,7 @@ private:
   counter* samples_applied_ = nullptr;
   gauge* train_loss_ = nullptr;
   gauge* test_accuracy_ = nullptr;
+  gauge* learning_rate_ = nullptr;
   bool stepped_ = false; // a step was booked: the coordinator's recent loss is one
 };
 

@@ -147,13 +147,24 @@ TEST(checkpoint, sync_resumed_under_a_learning_rate_schedule_matches_bit_for_bit
   EXPECT_NE(scheduled, run(sync_config(), synthetic(std::size_t{4} * 8 * 20)).parameters);
 }
 
-// AdamW's moments and its step count (the bias corrections) come back with each worker.
+// AdamW's moments and its step count (the bias corrections) come back with each worker; the runs
+// did use AdamW (twice the parameters of state).
 TEST(checkpoint, sync_resumed_under_adamw_matches_bit_for_bit) {
-  expect_second_epoch_resumed_bit_for_bit([](run_config& config) {
+  const auto adamw = [](run_config& config) {
     config.train.optimizer = "adamw";
     config.train.lr = 0.005;
     config.train.weight_decay = 0.01;
-  });
+  };
+  expect_second_epoch_resumed_bit_for_bit(adamw);
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  adamw(config);
+  config.checkpoint.dir = dir.file("ckpt");
+  ASSERT_EQ(run(config, data).summary.stop_reason, "epochs");
+  const auto state = load(config, *data, config.checkpoint.dir);
+  ASSERT_FALSE(state->workers.empty());
+  EXPECT_EQ(state->workers[0].velocity.size(), 2 * state->workers[0].parameters.size());
 }
 
 // The workers hold their optimizer's state: a run of the other optimizer cannot go on from it.

@@ -1402,7 +1402,7 @@ TEST_F(herd_cli, init_from_starts_a_new_run_from_a_checkpoints_parameters) {
   auto started = herd(from_it);
   ASSERT_EQ(started.exit_code, 0) << started.output;
   EXPECT_THAT(started.output, HasSubstr("herd train: starting from " + checkpoints + "/"));
-  EXPECT_THAT(started.output, HasSubstr("momentum from zero, round 0"));
+  EXPECT_THAT(started.output, HasSubstr("optimizer state from zero, round 0"));
   EXPECT_NEAR(accuracy_of("from.json"), reached, 0.02) << started.output;
   auto fresh = still;
   fresh.insert(fresh.end(), {"--report", path("fresh.json")});

@@ -194,9 +194,11 @@ TEST_F(config_files, an_optimizers_keys_are_checked_and_refused_under_the_other)
               HasSubstr("train.adam-beta1 = 0.8 (command line): only train.optimizer = adamw "
                         "uses it"));
   EXPECT_THAT(first_error("", {"--train.optimizer=adamw", "--train.adam-beta2=1"}),
-              HasSubstr("train.adam-beta2 = 1 (command line): must lie in [0, 1)"));
+              HasSubstr("train.adam-beta2 = 1 (command line): must lie in [0, 1) as a float"));
+  EXPECT_THAT(first_error("", {"--train.optimizer=adamw", "--train.adam-beta2=0.99999999"}),
+              HasSubstr("(command line): must lie in [0, 1) as a float (below 0.99999994)"));
   EXPECT_THAT(first_error("", {"--train.optimizer=adamw", "--train.adam-eps=0"}),
-              HasSubstr("train.adam-eps = 0 (command line): must lie in (0, 1]"));
+              HasSubstr("train.adam-eps = 0 (command line): must lie in [1e-30, 1]"));
 }
 
 TEST_F(config_files, bucketing_by_length_is_a_boolean_for_texts_only) {

@@ -390,7 +390,9 @@ TEST(cuda_ops, adam_step_matches_reference) {
     SCOPED_TRACE("n " + std::to_string(n));
     std::vector<float> params = random_floats(n, 810);
     const std::vector<float> grads = random_floats(n, 811);
-    std::vector<float> moments(2 * n, 0.0f);
+    std::vector<float> moments = random_floats(2 * n, 812);
+    for (std::size_t i = n; i < 2 * n; ++i) // second moments are never negative
+      moments[i] = std::fabs(moments[i]);
     device_buffer<float> dparams(params);
     device_buffer<float> dgrads(grads);
     device_buffer<float> dmoments(moments);

@@ -45,6 +45,7 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   metrics.round_finished(round);
   metrics.train_loss(0.75);
   metrics.test_accuracy(0.5);
+  metrics.learning_rate(0.0125);
   // Worker 1, a step behind, has been in its second step for 0.01 s: less than its typical 0.03.
   metrics.refresh(0.11);
   const std::string text = herd::monitoring::expose(*registry);
@@ -74,6 +75,7 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   EXPECT_THAT(text, HasSubstr(R"(herd_reduce_bytes_total{job="test"} 8192)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_train_loss{job="test"} 0.75)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_test_accuracy{job="test"} 0.5)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_learning_rate{job="test"} 0.0125)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 1)"));
   metrics.worker_lost(1);
   EXPECT_THAT(herd::monitoring::expose(*registry),
@@ -204,7 +206,7 @@ TEST(training_metrics, loss_accuracy_imbalance_and_scores_appear_with_their_firs
   metrics.refresh(0.5);    // no worker has a typical step time yet
   auto text = herd::monitoring::expose(*registry);
   for (const char* name : {"herd_train_loss{", "herd_test_accuracy{", "herd_imbalance_ratio{",
-                           "herd_worker_straggler_score{"})
+                           "herd_worker_straggler_score{", "herd_learning_rate{"})
     EXPECT_EQ(text.find(name), std::string::npos) << name << " in\n" << text;
   EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="0"} 1)"));
   metrics.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
