@@ -1,7 +1,8 @@
 // bench_kernels: what the kernel layer costs over its baselines. GEMM GFLOP/s of cpu_ops().gemm
 // against a bare cblas_sgemm, weighted_sum GB/s against memcpy moving the same bytes, and a
 // convolution's forward + backward through cpu_ops() (im2col + gemm, gemm + col2im) against a plain
-// im2col / col2im loop with cblas_sgemm written here, at the shapes of a small Fashion-MNIST CNN.
+// im2col / col2im loop with cblas_sgemm written here, at the shapes of a small Fashion-MNIST CNN,
+// and an AdamW step against an SGD step over the same parameters.
 //
 // Usage: bench_kernels [--quick] [--blas_threads=N] [Google Benchmark flags]
 // Prints Google Benchmark's table (aggregates over repetitions), then ratios of the medians of this
@@ -12,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -300,6 +302,47 @@ void convolution_through_plain_loops(benchmark::State& state, const convolution_
   count_images(state, c);
 }
 
+// ---- optimizer steps ----------------------------------------------------------------------------
+
+// AdamW's step against SGD's over the same parameters and gradients, each through cpu_ops(): what
+// train.optimizer = adamw costs a worker per step. The state's values stay finite over any number
+// of steps (a learning rate of 1e-6; the gradients are the arena's ones).
+struct optimizer_case {
+  std::size_t floats;
+  std::string name() const { return "n" + std::to_string(floats); }
+};
+
+constexpr std::size_t largest_optimizer_case = large_floats / 4;
+
+std::vector<optimizer_case> optimizer_cases() {
+  return {{mlp_parameter_count}, {largest_optimizer_case}};
+}
+
+// Parameters, gradients, and two floats of state for each: written once, before any timing.
+std::vector<float>& optimizer_arena() {
+  static std::vector<float> arena(4 * largest_optimizer_case, 1.0f);
+  return arena;
+}
+
+void optimizer_benchmark(benchmark::State& state, const optimizer_case& c, bool adamw) {
+  float* arena = optimizer_arena().data();
+  float* params = arena;
+  const float* grads = arena + c.floats;
+  float* optimizer_state = arena + 2 * c.floats;
+  const auto& kernels = cpu_ops();
+  std::uint64_t step = 0;
+  for (auto _ : state) {
+    if (adamw)
+      kernels.adam_step(params, grads, optimizer_state, c.floats,
+                        {1e-6f, 0.9f, 0.999f, 1e-8f, 0.0f}, ++step);
+    else
+      kernels.sgd_step(params, grads, optimizer_state, c.floats, {1e-6f, 0.9f, 0.0f});
+    benchmark::ClobberMemory();
+  }
+  state.counters["params/s"] = benchmark::Counter(static_cast<double>(c.floats),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // ---- the ratio table ----------------------------------------------------------------------------
 
 // Google Benchmark's console table, plus a copy of every median (or, with one repetition, of the
@@ -371,6 +414,13 @@ void print_ratios(const median_collector& results) {
   std::printf(
       "\nA convolution step per image: im2col, GEMM (forward); im2col, GEMM for dW, GEMM and "
       "col2im for dx.\n");
+  std::printf("\n%-28s %14s %14s %7s\n", "optimizer step", "adamw Mparam/s", "sgd Mparam/s",
+              "ratio");
+  for (const optimizer_case& c : optimizer_cases()) {
+    const double adamw = results.median("optimizer/adamw/" + c.name(), "params/s") * 1e-6;
+    const double sgd = results.median("optimizer/sgd/" + c.name(), "params/s") * 1e-6;
+    std::printf("%-28s %14.1f %14.1f %7.3f\n", c.name().c_str(), adamw, sgd, ratio(adamw, sgd));
+  }
 }
 
 // Real time, not CPU time: OpenBLAS computes in threads of its own, which the CPU time of the
@@ -397,6 +447,14 @@ void register_benchmarks() {
                                  weighted_sum_benchmark, c, true)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("memcpy/" + c.name()).c_str(), memcpy_benchmark, c)
+        ->UseRealTime();
+  }
+  for (const optimizer_case& c : optimizer_cases()) {
+    benchmark::RegisterBenchmark(("optimizer/adamw/" + c.name()).c_str(), optimizer_benchmark, c,
+                                 true)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("optimizer/sgd/" + c.name()).c_str(), optimizer_benchmark, c,
+                                 false)
         ->UseRealTime();
   }
 }
@@ -448,6 +506,7 @@ int main(int argc, char** argv) {
   // Every buffer is allocated and written here, before the first benchmark starts its clock.
   shared_gemm_operands();
   reduction_arena();
+  optimizer_arena();
   register_benchmarks();
   median_collector results;
   benchmark::RunSpecifiedBenchmarks(&results);

@@ -3,6 +3,7 @@
 
 #include "cli/report.hpp"
 #include "herd/run_config.hpp"
+#include "models/lr_schedule.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -62,6 +63,11 @@ progress_options progress_options_for(const config::run_config& config) {
   options.epochs = config.train.epochs;
   options.max_seconds = config.train.max_seconds;
   options.columns = standard_output_columns;
+  const auto schedule = models::lr_schedule::of(config.train);
+  if (!schedule.constant())
+    options.learning_rate = [schedule, lr = config.train.lr](double epochs) {
+      return lr * static_cast<double>(schedule.factor(epochs));
+    };
   return options;
 }
 
@@ -153,6 +159,11 @@ void progress_printer::on_evaluation(const actors::evaluation_point& point) {
   const double at = stamp(point.elapsed_seconds);
   out_ << log_stamp(at) << "evaluation at round " << point.round << " (epoch "
        << fixed(point.epoch, 2);
+  if (options_.learning_rate) {
+    std::ostringstream rate; // 3 significant digits, whatever the stream's format
+    rate << std::setprecision(3) << options_.learning_rate(point.epoch);
+    out_ << ", lr " << rate.str();
+  }
   if (at > point.elapsed_seconds + 0.05)
     out_ << ", parameters of " << fixed(point.elapsed_seconds, 1) << "s";
   if (std::isnan(point.test_accuracy))

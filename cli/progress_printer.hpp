@@ -28,6 +28,9 @@ struct progress_options {
   /// The terminal's width in columns now (asked at every redraw, so a resize is followed).
   std::function<int()> columns;
   double log_interval_seconds = 10.0;
+  /// The learning rate at so many epochs (train.lr-schedule), shown beside each evaluation; null
+  /// when it is constant.
+  std::function<double(double)> learning_rate;
   /// Now, for the stamps of notices between progress events (a test gives its own).
   std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
 };

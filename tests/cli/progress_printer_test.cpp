@@ -2,6 +2,7 @@
 // column (so it never wraps and redraws in place), an ETA from the stopping rule in force, and log
 // lines whose stamps never go back in time.
 #include "cli/progress_printer.hpp"
+#include "herd/run_config.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -181,6 +182,33 @@ TEST(progress_printer, piped_lines_are_stamped_in_time_order) {
 
 // A run stopped right after an evaluation evaluates the same parameters again at its end: one
 // line, not the same line twice. A later evaluation of the same round that differs is printed.
+// A schedule's rate at the evaluated epochs stands beside each evaluation; a constant one does not.
+TEST(progress_printer, an_evaluation_shows_the_scheduled_learning_rate_at_its_epochs) {
+  herd::config::run_config config;
+  config.train.lr = 0.1;
+  config.train.epochs = 4;
+  evaluation_point point;
+  point.round = 300;
+  point.epoch = 2.0;
+  point.elapsed_seconds = 1.5;
+  point.test_accuracy = 0.8;
+  point.test_loss = 0.5;
+  std::ostringstream constant_out;
+  auto constant = herd::cli::progress_options_for(config);
+  constant.interactive = false;
+  progress_printer(constant_out, constant).on_evaluation(point);
+  EXPECT_EQ(constant_out.str().find(", lr "), std::string::npos) << constant_out.str();
+
+  config.train.lr_schedule = "cosine"; // halfway through 4 epochs: half of 0.1
+  std::ostringstream cosine_out;
+  auto cosine = herd::cli::progress_options_for(config);
+  cosine.interactive = false;
+  progress_printer(cosine_out, cosine).on_evaluation(point);
+  EXPECT_NE(cosine_out.str().find("evaluation at round 300 (epoch 2.00, lr 0.05): test accuracy"),
+            std::string::npos)
+      << cosine_out.str();
+}
+
 TEST(progress_printer, the_same_evaluation_twice_is_printed_once) {
   std::ostringstream out;
   progress_printer printer(out, options_of(3, 0, 80, false));
