@@ -1,5 +1,6 @@
 // Pieces of a worker outside its actor (worker.cpp): what its sampler draws from, how its
-// compute thread tells gradient buckets about backward's progress, and how it times steps.
+// compute thread tells gradient buckets about backward's progress, how it times steps, and the
+// state a worker joining the running job adopts from it.
 #pragma once
 
 #include "actors/worker.hpp"

@@ -29,16 +29,14 @@ void optimizer::step(const kernels::ops& ops, float* params, const float* grads)
                                                    << state_.where().name()
                                                    << " memory stepped by ops computing in "
                                                    << ops.memory().name() << " memory");
-  const std::size_t count =
-      settings_.kind == optimizer_kind::adamw ? state_.size() / 2 : state_.size();
   if (settings_.kind == optimizer_kind::adamw) {
     const kernels::adam_hyper hyper{settings_.learning_rate, settings_.beta1, settings_.beta2,
                                     settings_.eps, settings_.weight_decay};
-    ops.adam_step(params, grads, state_.data(), count, hyper, steps_ + 1);
+    ops.adam_step(params, grads, state_.data(), state_.size() / 2, hyper, steps_ + 1);
   } else {
     const kernels::sgd_hyper hyper{settings_.learning_rate, settings_.momentum,
                                    settings_.weight_decay};
-    ops.sgd_step(params, grads, state_.data(), count, hyper);
+    ops.sgd_step(params, grads, state_.data(), state_.size(), hyper);
   }
   ++steps_;
 }
