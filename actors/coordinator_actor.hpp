@@ -113,6 +113,7 @@ private:
   void take_snapshot();
   void evaluate_kept(std::size_t index);
   void evaluate_final();
+  void test_kept(parameters_ptr final_parameters);
   void record_evaluation(const evaluation_point& point, parameters_ptr parameters);
 
   // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------

@@ -136,13 +136,35 @@ void coordinator_actor::evaluate_final() {
       // clock, not after the kept snapshots' evaluations.
       point->elapsed_seconds = std::min(point->elapsed_seconds, wall_seconds_);
       evaluations_.set_final(*point);
-      record_evaluation(*point, std::move(parameters));
+      record_evaluation(*point, parameters);
     } else {
       // No stand-in from an earlier evaluation: the summary says the final one is missing.
       notice("final evaluation failed: " + failure);
     }
-    carry_out(phases_.final_evaluation_ended(point ? "" : "final evaluation failed: " + failure));
+    if (point && setup_.validation_samples > 0)
+      test_kept(std::move(parameters));
+    else
+      carry_out(phases_.final_evaluation_ended(point ? "" : "final evaluation failed: " + failure));
   });
+}
+
+// With a validation set, the test set is measured once: on the parameters the run ends with.
+void coordinator_actor::test_kept(parameters_ptr final_parameters) {
+  const bool at_target = phases_.stop_reason() == "target-accuracy";
+  request_evaluation(
+      *this, evaluator_, *evaluations_.kept_point(at_target),
+      evaluations_.kept_parameters(at_target, std::move(final_parameters)),
+      [this](std::optional<evaluation_point> tested, parameters_ptr, const std::string& failure) {
+        if (tested && setup_.metrics)
+          setup_.metrics->test_accuracy(tested->test_accuracy);
+        if (tested)
+          evaluations_.set_tested(*tested);
+        const auto failed = tested ? "" : "test of the final parameters failed: " + failure;
+        if (!tested)
+          notice(failed);
+        carry_out(phases_.final_evaluation_ended(failed));
+      },
+      measured_set::test);
 }
 
 void coordinator_actor::record_evaluation(const evaluation_point& point,
@@ -150,7 +172,9 @@ void coordinator_actor::record_evaluation(const evaluation_point& point,
   if (phases_.done())
     return;
   const bool target_reached = evaluations_.record(point, std::move(parameters));
-  if (setup_.metrics)
+  if (setup_.metrics && setup_.validation_samples > 0)
+    setup_.metrics->validation_accuracy(point.test_accuracy);
+  else if (setup_.metrics)
     setup_.metrics->test_accuracy(point.test_accuracy);
   if (setup_.observer != nullptr)
     setup_.observer->on_evaluation(point);

@@ -41,18 +41,25 @@ void request_snapshot(caf::event_based_actor& self, const std::vector<caf::actor
 }
 
 void request_evaluation(caf::event_based_actor& self, const caf::actor& evaluator,
-                        evaluation_point point, parameters_ptr parameters, evaluated on_result) {
-  self.request(evaluator, evaluation_timeout, evaluate_atom::value,
-               parameter_snapshot{-1, 0, parameters})
-      .then(
-          [point, parameters, on_result](const evaluation_result& result) mutable {
-            point.test_accuracy = result.test_accuracy;
-            point.test_loss = result.test_loss;
-            on_result(point, parameters, std::string{});
-          },
-          [&self, on_result](caf::error& failure) {
-            on_result(std::nullopt, nullptr, self.system().render(failure));
-          });
+                        evaluation_point point, parameters_ptr parameters, evaluated on_result,
+                        measured_set set) {
+  auto answered = [&self, point, parameters, on_result](auto&& response) {
+    response.then(
+        [point, parameters, on_result](const evaluation_result& result) mutable {
+          point.test_accuracy = result.test_accuracy;
+          point.test_loss = result.test_loss;
+          on_result(point, parameters, std::string{});
+        },
+        [&self, on_result](caf::error& failure) {
+          on_result(std::nullopt, nullptr, self.system().render(failure));
+        });
+  };
+  const parameter_snapshot snapshot{-1, 0, parameters};
+  if (set == measured_set::test)
+    answered(self.request(evaluator, evaluation_timeout, evaluate_atom::value, test_set_atom::value,
+                          snapshot));
+  else
+    answered(self.request(evaluator, evaluation_timeout, evaluate_atom::value, snapshot));
 }
 
 } // namespace herd::actors

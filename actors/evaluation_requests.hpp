@@ -29,8 +29,13 @@ using evaluated =
 void request_snapshot(caf::event_based_actor& self, const std::vector<caf::actor>& sources,
                       const evaluation_point& point, snapshot_taken then, snapshot_failed failed);
 
-/// Has `evaluator` test `parameters`, taken at `point`.
+/// Which samples an evaluation measures: the run's evaluation set (its validation set where it
+/// has one, else its test set), or the test set.
+enum class measured_set { evaluation, test };
+
+/// Has `evaluator` measure `parameters`, taken at `point`, on `set`.
 void request_evaluation(caf::event_based_actor& self, const caf::actor& evaluator,
-                        evaluation_point point, parameters_ptr parameters, evaluated on_result);
+                        evaluation_point point, parameters_ptr parameters, evaluated on_result,
+                        measured_set set = measured_set::evaluation);
 
 } // namespace herd::actors

@@ -89,6 +89,20 @@ public:
   /// too.
   const parameters_ptr& target_parameters() const { return target_parameters_; }
   const std::optional<evaluation_point>& final_point() const { return final_; }
+  /// The evaluation of the parameters the run ends with: the target's where it stopped there
+  /// (`stopped_at_target`) and reached it, else the final one.
+  const std::optional<evaluation_point>& kept_point(bool stopped_at_target) const {
+    return stopped_at_target && target_point_ ? target_point_ : final_;
+  }
+  /// Those parameters: the target's (kept with its evaluation), else `final_parameters`.
+  parameters_ptr kept_parameters(bool stopped_at_target, parameters_ptr final_parameters) const {
+    return stopped_at_target && target_point_ && target_parameters_ ? target_parameters_
+                                                                    : final_parameters;
+  }
+  /// With a validation set: the test set's measurement of the parameters the run ends with,
+  /// taken once, after the final evaluation.
+  void set_tested(const evaluation_point& point) { tested_ = point; }
+  const std::optional<evaluation_point>& tested_point() const { return tested_; }
 
   /// Goes on from a checkpoint's schedule (its evaluations and the target's evaluation and
   /// parameters; these settings). The target in force may not be the checkpoint's: the first
@@ -129,6 +143,7 @@ private:
   std::optional<evaluation_point> target_point_;
   parameters_ptr target_parameters_;
   std::optional<evaluation_point> final_;
+  std::optional<evaluation_point> tested_;
 };
 
 /// The mean of the parameters of the replicas asked for a snapshot, as their answers come.

@@ -92,6 +92,10 @@ struct coordinator_setup {
   std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   /// Samples that make one epoch over all shards (workers x batches per epoch x batch size).
   std::size_t samples_per_epoch = 0;
+  /// The evaluator's evaluations measure a validation set of this many samples; the test set is
+  /// then measured once, after the final evaluation, on the parameters the run ends with. 0: the
+  /// evaluations measure the test set.
+  std::size_t validation_samples = 0;
   /// Receives progress and evaluations on the coordinator's thread; may be null.
   run_observer* observer = nullptr;
   /// Called once, on the coordinator's thread, with the summary when the run has ended.

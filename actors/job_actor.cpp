@@ -554,11 +554,8 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
       parts.run.aggregators.push_back(
           hold_plan(spawn_aggregator(system, aggregation, parts.coordinator)));
 
-    evaluator_setup evaluation;
-    evaluation.model = plan->model;
-    evaluation.test = std::shared_ptr<const models::dataset>(plan->data, &plan->data->test);
-    evaluation.ops = plan->compute.evaluate;
-    parts.run.evaluator = hold_plan(spawn_evaluator(system, evaluation));
+    parts.run.evaluator = hold_plan(
+        spawn_evaluator(system, evaluator_of(plan->model, plan->data, *plan->compute.evaluate)));
 
     const auto train_data = std::shared_ptr<const models::dataset>(plan->data, &plan->data->train);
     auto imbalance = std::make_shared<const imbalance_model>(config.imbalance, train.workers);

@@ -107,6 +107,13 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
                                       job_setup setup) {
   if (auto errors = config::validate_run(config); !errors.empty())
     throw config::invalid_config(std::move(errors));
+  // A split given without the validation set data.validation-fraction asks for (load_dataset
+  // holds it out; dataset_from_memory does not): held out here, from a copy, as load_dataset would.
+  if (config.data.validation_fraction > 0.0 && data->validation.size() == 0) {
+    auto held = std::make_shared<models::train_test_split>(*data);
+    models::hold_out_validation(*held, config.data.validation_fraction, config.train.seed);
+    data = std::move(held);
+  }
   for (const auto* set : {&data->train, &data->test})
     if (set->size() == 0)
       throw config::invalid_config({config::config_error{
@@ -155,6 +162,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   if (embedded)
     check_token_input(*plan->model, plan->data->train, true, plan->config, model_key);
   check_token_input(*plan->model, plan->data->test, false, plan->config, model_key);
+  if (plan->data->validation.size() > 0) // held out of the training features
+    check_token_input(*plan->model, plan->data->validation, true, plan->config, model_key);
   const auto& initial_key = plan->setup.initial_parameters_key;
   check_initial_parameters(*plan->model, options.initial_parameters, initial_key);
   if (options.resume && !options.initial_parameters.empty())
@@ -219,6 +228,7 @@ coordinator_setup job_plan::coordination(run_observer* observer) const {
   coordination.data_plane = std::string(plane->name());
   coordination.compute = compute.description;
   coordination.samples_per_epoch = samples_per_epoch;
+  coordination.validation_samples = data->validation.size();
   coordination.observer = observer;
   coordination.progress_interval = setup.session.progress_interval;
   coordination.snapshot_interval = setup.session.snapshot_interval;

@@ -38,6 +38,9 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using contribute_atom = caf::atom_constant<caf::atom("contrib")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;
+/// (evaluate_atom, test_set_atom, parameter_snapshot): the test set, also where the evaluations
+/// measure a validation set.
+using test_set_atom = caf::atom_constant<caf::atom("testset")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using store_set_atom = caf::atom_constant<caf::atom("storeset")>;

@@ -145,15 +145,23 @@ run_summary summarize(run_summary run, const run_counters& counters,
   run.time_to_target_seconds = evaluations.time_to_target();
   // A run that stopped at its target keeps the parameters that reached it; the rounds in flight
   // then changed the workers' parameters after that evaluation.
-  const auto& target = evaluations.target_point();
+  const bool stopped_at_target = run.stop_reason == "target-accuracy";
+  const bool at_target = stopped_at_target && evaluations.target_point().has_value();
   const auto& last = evaluations.final_point();
-  const bool at_target = run.stop_reason == "target-accuracy" && target.has_value();
-  const auto& kept = at_target ? target : last;
+  const auto& kept = evaluations.kept_point(stopped_at_target);
   // A NaN loss is of parameters that are not numbers (a diverged run): their "accuracy" is the
   // share of one class, not a measurement.
-  if (kept && !std::isnan(kept->test_loss)) {
-    run.final_test_accuracy = kept->test_accuracy;
-    run.final_test_loss = kept->test_loss;
+  const auto measured = [](const std::optional<evaluation_point>& point) {
+    return point && !std::isnan(point->test_loss);
+  };
+  const bool validating = run.validation_samples > 0;
+  if (measured(kept)) {
+    (validating ? run.final_validation_accuracy : run.final_test_accuracy) = kept->test_accuracy;
+    (validating ? run.final_validation_loss : run.final_test_loss) = kept->test_loss;
+  }
+  if (const auto& tested = evaluations.tested_point(); validating && measured(tested)) {
+    run.final_test_accuracy = tested->test_accuracy;
+    run.final_test_loss = tested->test_loss;
   }
   if (at_target && last)
     run.after_stop_test_accuracy = last->test_accuracy;

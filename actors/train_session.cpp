@@ -85,7 +85,9 @@ void check_model_fits(const models::model& model, const models::train_test_split
     const std::string count = std::to_string(models::elements(shape)) + " floats";
     return shape.size() > 1 ? models::shape_text(shape) + " = " + count : count;
   };
-  for (const models::dataset* set : {&data.train, &data.test}) {
+  for (const models::dataset* set : {&data.train, &data.test, &data.validation}) {
+    if (set->size() == 0 && set == &data.validation)
+      continue;
     if (set->features() != inputs)
       throw config::invalid_config(
           {{key, key + ": " + who + " takes samples of " + size_of(model.input_shape()) +

@@ -163,8 +163,8 @@ std::vector<std::string> differences(const structure& saved, const structure& no
   differ("model (from [model] and the data's shape)", saved.model, now.model);
   differ("train.algorithm", saved.algorithm, now.algorithm);
   differ("train.workers", std::to_string(saved.workers), std::to_string(now.workers));
-  differ("training samples", std::to_string(saved.training_samples),
-         std::to_string(now.training_samples));
+  differ("training samples (the data, less data.validation-fraction's share)",
+         std::to_string(saved.training_samples), std::to_string(now.training_samples));
   differ("train.batch-size", std::to_string(saved.batch_size), std::to_string(now.batch_size));
   differ("train.seed", std::to_string(saved.seed), std::to_string(now.seed));
   return out;

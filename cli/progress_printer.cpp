@@ -63,6 +63,7 @@ progress_options progress_options_for(const config::run_config& config) {
   options.epochs = config.train.epochs;
   options.max_seconds = config.train.max_seconds;
   options.columns = standard_output_columns;
+  options.validation = config.data.validation_fraction > 0.0;
   const auto schedule = models::lr_schedule::of(config.train);
   if (!schedule.constant())
     options.learning_rate = [schedule, lr = config.train.lr](double epochs) {
@@ -100,9 +101,9 @@ std::string progress_printer::status(const actors::progress& now, int columns) c
       {"round " + std::to_string(now.rounds), 4},
       {"(" + std::to_string(now.steps) + " steps)", 6},
       {"loss " + fixed(now.train_loss, 4), 2},
-      {"test acc " + (now.test_accuracy && !std::isnan(*now.test_accuracy)
-                          ? fixed(*now.test_accuracy, 4)
-                          : std::string("  -   ")),
+      {(options_.validation ? "val acc " : "test acc ") +
+           (now.test_accuracy && !std::isnan(*now.test_accuracy) ? fixed(*now.test_accuracy, 4)
+                                                                 : std::string("  -   ")),
        1},
       {fixed(now.samples_per_second, 0) + " samples/s", 5},
       {clock_text(now.elapsed_seconds), 3},
@@ -166,10 +167,11 @@ void progress_printer::on_evaluation(const actors::evaluation_point& point) {
   }
   if (at > point.elapsed_seconds + 0.05)
     out_ << ", parameters of " << fixed(point.elapsed_seconds, 1) << "s";
+  const char* set = options_.validation ? "validation" : "test";
   if (std::isnan(point.test_accuracy))
-    out_ << "): test accuracy none (the parameters are not numbers)" << std::endl;
+    out_ << "): " << set << " accuracy none (the parameters are not numbers)" << std::endl;
   else
-    out_ << "): test accuracy " << fixed(point.test_accuracy, 4) << ", test loss "
+    out_ << "): " << set << " accuracy " << fixed(point.test_accuracy, 4) << ", " << set << " loss "
          << fixed(point.test_loss, 4) << std::endl;
 }
 

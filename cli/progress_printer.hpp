@@ -31,6 +31,9 @@ struct progress_options {
   /// The learning rate at so many epochs (train.lr-schedule), shown beside each evaluation; null
   /// when it is constant.
   std::function<double(double)> learning_rate;
+  /// The evaluations measure a validation set (data.validation-fraction): "val acc" on the live
+  /// line and "validation accuracy" in the log, not "test".
+  bool validation = false;
   /// Now, for the stamps of notices between progress events (a test gives its own).
   std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
 };

@@ -277,13 +277,27 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                       (computed > s.samples ? "; " + std::to_string(computed) + " computed" : ""));
   // Stopped at the target: the run keeps the parameters that reached it; the rounds then in
   // flight moved the workers' on, which is shown too where it differs.
-  const bool both = s.final_test_accuracy && s.after_stop_test_accuracy &&
-                    fixed(*s.after_stop_test_accuracy, 4) != fixed(*s.final_test_accuracy, 4);
-  line("test accuracy", s.final_test_accuracy
-                            ? fixed(*s.final_test_accuracy, 4) + " (loss " +
-                                  fixed(s.final_test_loss.value_or(0.0), 4) + ")" +
-                                  (both ? ", those that reached the target" : "")
-                            : unmeasured_accuracy(s));
+  // With a validation set, the evaluations (the target, the stop) measured it, and the test set
+  // was measured once, on the parameters the run kept.
+  const bool validating = s.validation_samples > 0;
+  const auto& chosen = validating ? s.final_validation_accuracy : s.final_test_accuracy;
+  const bool both = chosen && s.after_stop_test_accuracy &&
+                    fixed(*s.after_stop_test_accuracy, 4) != fixed(*chosen, 4);
+  const auto measured = [](const std::optional<double>& accuracy,
+                           const std::optional<double>& loss) {
+    return fixed(*accuracy, 4) + " (loss " + fixed(loss.value_or(0.0), 4) + ")";
+  };
+  const std::string kept = both ? ", those that reached the target" : "";
+  if (validating)
+    line("validation acc", chosen ? measured(chosen, s.final_validation_loss) + " on " +
+                                        std::to_string(s.validation_samples) + " held-out samples" +
+                                        kept
+                                  : unmeasured_accuracy(s));
+  line("test accuracy",
+       s.final_test_accuracy ? measured(s.final_test_accuracy, s.final_test_loss) +
+                                   (validating ? ", measured once, at the end" : kept)
+       : validating ? "not measured (" + (s.error.empty() ? "its evaluation failed" : s.error) + ")"
+                    : unmeasured_accuracy(s));
   if (both)
     line("after the stop",
          fixed(*s.after_stop_test_accuracy, 4) + " (the workers' after the rounds then in flight)");
@@ -367,6 +381,10 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["time_to_target_seconds"] = optional_number(s.time_to_target_seconds);
   report["final_test_accuracy"] = optional_number(s.final_test_accuracy);
   report["final_test_loss"] = optional_number(s.final_test_loss);
+  report["evaluated_on"] = s.validation_samples > 0 ? "validation" : "test";
+  report["validation_samples"] = s.validation_samples;
+  report["final_validation_accuracy"] = optional_number(s.final_validation_accuracy);
+  report["final_validation_loss"] = optional_number(s.final_validation_loss);
   report["after_stop_test_accuracy"] = optional_number(s.after_stop_test_accuracy);
   report["final_train_loss"] = s.final_train_loss;
   report["samples_per_second"] = s.samples_per_second;

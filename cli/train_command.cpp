@@ -156,9 +156,12 @@ int run_train(const std::vector<std::string>& args) {
   header << "herd train: " << config.train.algorithm << ", " << config.train.workers
          << " workers x batch " << config.train.batch_size << ", "
          << describe_learning_rate(config.train) << ", " << describe_model(*prepared->model) << ", "
-         << data->train.name << " (" << data->train.size() << " train / " << data->test.size()
-         << " test, loaded in " << std::fixed << std::setprecision(1) << prepared->load_seconds
-         << " s)";
+         << data->train.name << " (" << data->train.size() << " train / "
+         << (data->validation.size() > 0
+                 ? std::to_string(data->validation.size()) + " validation / "
+                 : "")
+         << data->test.size() << " test, loaded in " << std::fixed << std::setprecision(1)
+         << prepared->load_seconds << " s)";
   std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
     std::cout << "herd train: Prometheus metrics at http://" << prepared->endpoint->bind_address()

@@ -35,6 +35,7 @@ coordinator_setup coordinator_setup_for(const registry_context& context, const m
   coordination.config = config;
   coordination.data_plane = "gloo";
   coordination.samples_per_epoch = epoch_samples(config, context.data->train.size());
+  coordination.validation_samples = context.data->validation.size();
   coordination.observer = context.options.observer;
   coordination.progress_interval = context.options.progress_interval;
   coordination.joins = node_joins(config);
@@ -66,11 +67,7 @@ aggregator_setup aggregator_setup_for(const registry_context& context, const mod
 
 evaluator_setup evaluator_setup_for(const registry_context& context,
                                     std::shared_ptr<const models::model> model) {
-  evaluator_setup evaluation;
-  evaluation.model = std::move(model);
-  evaluation.test = std::shared_ptr<const models::dataset>(context.data, &context.data->test);
-  evaluation.ops = &kernels::cpu_ops();
-  return evaluation;
+  return evaluator_of(std::move(model), context.data, kernels::cpu_ops());
 }
 
 } // namespace herd::cluster

@@ -133,7 +133,10 @@ const std::vector<key_spec>& keys() {
         "train.epochs", "integer", "passes over the training set",
         [](auto& c) -> auto& { return c.train.epochs; }));
     k.push_back(make_key<double>(
-        "train.target-accuracy", "real", "stop once test accuracy reaches this (0 = no target)",
+        "train.target-accuracy", "real",
+        "stop once test accuracy (validation accuracy with data.validation-fraction) reaches this "
+        "(0 = no "
+        "target)",
         [](auto& c) -> auto& { return c.train.target_accuracy; }));
     k.push_back(make_key<double>(
         "train.max-seconds", "real", "stop after this much wall time (0 = no limit)",
@@ -214,6 +217,12 @@ const std::vector<key_spec>& keys() {
         "with data.dataset = fortunes: each step, every worker draws texts of similar length "
         "(less padding, less imbalance)",
         [](auto& c) -> auto& { return c.data.bucket_by_length; }));
+    k.push_back(make_key<double>(
+        "data.validation-fraction", "real",
+        "the share of the training set held out (seeded by train.seed, the same share of every "
+        "class) to evaluate on while training: the periodic evaluations, train.target-accuracy; "
+        "the test set is then measured once, at the end (0 = none: they measure the test set)",
+        [](auto& c) -> auto& { return c.data.validation_fraction; }));
     k.push_back(make_key<std::string>(
         "model.preset", "string", "the model when model.layers is empty: mlp, cnn or textcnn",
         [](auto& c) -> auto& { return c.model.preset; }));

@@ -387,6 +387,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "data.bucket-by-length", "true",
                 "needs samples of different lengths: data.dataset = \"fortunes\" (data.dataset is " +
                     quoted(config.data.dataset) + ")");
+  check.require(config.data.validation_fraction >= 0.0 && config.data.validation_fraction <= 0.5,
+                "data.validation-fraction", config.data.validation_fraction,
+                "must be between 0 (no validation set) and 0.5");
   const auto& hidden = config.model.hidden;
   check.require(hidden.size() <= max_hidden_layers, "model.hidden",
                 std::to_string(hidden.size()) + " layers",

@@ -4,6 +4,7 @@
 
 #include "kernels/check.hpp"
 #include "kernels/machine.hpp"
+#include "models/sampler.hpp"
 
 #include <algorithm>
 #include <array>
@@ -15,6 +16,8 @@
 #include <new>
 #include <numeric>
 #include <random>
+#include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 namespace herd::models {
@@ -389,6 +392,36 @@ dataset subset(const dataset& data, const std::vector<std::size_t>& rows) {
   for (std::size_t r = 0; r < rows.size(); ++r)
     std::memcpy(result.images.row(r), data.images.row(rows[r]), features * sizeof(float));
   return result;
+}
+
+void hold_out_validation(train_test_split& split, double fraction, std::uint64_t seed) {
+  std::ostringstream share;
+  share << fraction;
+  if (!(fraction > 0.0 && fraction < 1.0))
+    throw std::invalid_argument("hold_out_validation: a fraction of " + share.str() +
+                                " of the training set; it must lie between 0 and 1");
+  if (split.validation.size() != 0)
+    throw std::invalid_argument("hold_out_validation: the split already has a validation set");
+  auto& train = split.train;
+  // Its own stream: the validation set must not be the samples a shard or a shuffle seeded with
+  // train.seed comes to first.
+  constexpr std::uint64_t validation_stream = 0x76616c6964617465; // "validate"
+  const auto held =
+      stratified_test_choice(train.labels, train.classes, fraction, seed ^ validation_stream);
+  std::vector<std::size_t> kept_rows;
+  std::vector<std::size_t> held_rows;
+  for (std::size_t row = 0; row < held.size(); ++row)
+    (held[row] ? held_rows : kept_rows).push_back(row);
+  const std::string where = "data.validation-fraction = " + share.str() + " of the " +
+                            std::to_string(train.size()) + " training samples" +
+                            (train.name.empty() ? "" : " of " + train.name);
+  if (held_rows.empty())
+    throw data_error(where + " holds out no sample (each class's share rounds to 0); raise it");
+  if (kept_rows.empty())
+    throw data_error(where + " holds out every sample, leaving none to train on; lower it");
+  split.validation = subset(train, held_rows);
+  split.validation.name = train.name.empty() ? "validation" : train.name + "/validation";
+  train = subset(train, kept_rows);
 }
 
 } // namespace herd::models

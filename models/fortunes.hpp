@@ -44,18 +44,6 @@ struct fortune_corpus {
 fortune_corpus deduplicate(const std::vector<std::string>& languages,
                            const std::vector<std::vector<std::string>>& texts_per_language);
 
-/// For each sample, whether it goes to the test set: in every class, round(n * test_fraction)
-/// samples chosen by a shuffle seeded with (seed, class), so each language has the same share in
-/// both sets and the split depends on the seed alone.
-std::vector<bool> stratified_test_choice(const std::vector<std::int32_t>& labels, int classes,
-                                         double test_fraction, std::uint64_t seed);
-
-/// For each sample, whether it is among `count` (at most all) samples chosen as
-/// stratified_test_choice chooses, each class's share of `count` rounded so that the shares add
-/// up to `count` exactly (data.max-texts).
-std::vector<bool> stratified_subset(const std::vector<std::int32_t>& labels, int classes,
-                                    std::size_t count, std::uint64_t seed);
-
 /// The fortune files a package installs, from dpkg's file list `<dpkg_dir>/info/<package>.list`:
 /// regular files (not symbolic links, which would count a file twice) under /usr/share/games
 /// that are not strfile indices (.dat) nor the empty or linked .u8 companions, sorted by path.

@@ -27,10 +27,9 @@ std::string fortunes_note(const fortune_data& loaded, std::uint64_t max_length) 
          " texts longer than data.max-length = " + std::to_string(max_length) + " truncated";
 }
 
-} // namespace
-
-std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
-                                                     const data_notes& notes) {
+// The split data.dataset names, as its files or generator give it.
+std::shared_ptr<train_test_split> load_split(const config::run_config& config,
+                                             const data_notes& notes) {
   const auto& data = config.data;
   if (data.dataset == "synthetic") {
     // Same shape as Fashion-MNIST, a tenth of its size: for smoke tests without the package.
@@ -77,13 +76,29 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
   throw config::invalid_config(std::move(unknown));
 }
 
+} // namespace
+
+std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
+                                                     const data_notes& notes) {
+  auto split = load_split(config, notes);
+  if (const double fraction = config.data.validation_fraction; fraction > 0.0) {
+    hold_out_validation(*split, fraction, config.train.seed);
+    if (notes)
+      notes("validation: " + std::to_string(split->validation.size()) +
+            " samples held out of the training set (data.validation-fraction), " +
+            std::to_string(split->train.size()) + " left to train on; the test set's " +
+            std::to_string(split->test.size()) + " are measured once, at the end");
+  }
+  return split;
+}
+
 std::shared_ptr<const dataset> load_test_dataset(const config::run_config& config,
                                                  const data_notes& notes) {
   const auto& data = config.data;
   if (data.dataset == "npy")
     return std::make_shared<const dataset>(
         load_npy_test_set(data.test_features, data.test_labels, data.max_bytes));
-  auto split = load_dataset(config, notes);
+  auto split = load_split(config, notes); // what the validation set would hold stays in training
   return {split, &split->test}; // shares the split's ownership: no copy of the samples
 }
 

@@ -5,6 +5,7 @@
 #include "kernels/check.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -128,6 +129,68 @@ void gather_batch(const dataset& data, const std::vector<std::size_t>& indices, 
     y[row] = data.labels[sample];
   }
   gather_rows(data, indices.data(), indices.size(), x);
+}
+
+namespace {
+
+// Each sample's index, by class.
+std::vector<std::vector<std::size_t>> members_by_class(const std::vector<std::int32_t>& labels,
+                                                       int classes) {
+  std::vector<std::vector<std::size_t>> members(static_cast<std::size_t>(classes));
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    members.at(static_cast<std::size_t>(labels[i])).push_back(i);
+  return members;
+}
+
+// Marks count(c, n_c) samples of each class c, chosen by a shuffle seeded with (seed, c).
+template <typename Count>
+std::vector<bool> choose_per_class(std::vector<std::vector<std::size_t>> members,
+                                   std::size_t samples, std::uint64_t seed, Count count) {
+  std::vector<bool> chosen(samples, false);
+  for (std::size_t label = 0; label < members.size(); ++label) {
+    auto& indices = members[label];
+    seeded_shuffle(indices, seed * 0x9E3779B97F4A7C15ull + label + 1);
+    const std::size_t take = std::min(count(label, indices.size()), indices.size());
+    for (std::size_t i = 0; i < take; ++i)
+      chosen[indices[i]] = true;
+  }
+  return chosen;
+}
+
+} // namespace
+
+std::vector<bool> stratified_test_choice(const std::vector<std::int32_t>& labels, int classes,
+                                         double test_fraction, std::uint64_t seed) {
+  HERD_CHECK(test_fraction >= 0.0 && test_fraction <= 1.0, "a test fraction of " << test_fraction);
+  return choose_per_class(members_by_class(labels, classes), labels.size(), seed,
+                          [test_fraction](std::size_t, std::size_t n) {
+                            return static_cast<std::size_t>(
+                                std::llround(static_cast<double>(n) * test_fraction));
+                          });
+}
+
+std::vector<bool> stratified_subset(const std::vector<std::int32_t>& labels, int classes,
+                                    std::size_t count, std::uint64_t seed) {
+  auto members = members_by_class(labels, classes);
+  count = std::min(count, labels.size());
+  // Largest remainder: each class's share rounded down, then one more for the classes whose
+  // shares lost the most, so the counts add up to `count` exactly.
+  std::vector<std::size_t> take(members.size());
+  std::vector<std::pair<double, std::size_t>> remainders;
+  std::size_t taken = 0;
+  for (std::size_t label = 0; label < members.size(); ++label) {
+    const double share = static_cast<double>(members[label].size()) * static_cast<double>(count) /
+                         static_cast<double>(std::max<std::size_t>(labels.size(), 1));
+    take[label] = static_cast<std::size_t>(share);
+    taken += take[label];
+    remainders.emplace_back(share - static_cast<double>(take[label]), label);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; taken < count && i < remainders.size(); ++i, ++taken)
+    ++take[remainders[i].second];
+  return choose_per_class(std::move(members), labels.size(), seed,
+                          [&take](std::size_t label, std::size_t) { return take[label]; });
 }
 
 } // namespace herd::models

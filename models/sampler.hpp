@@ -79,4 +79,16 @@ void gather_batch(const dataset& data, const std::vector<std::size_t>& indices, 
 /// standard library (std::shuffle's is not specified).
 void seeded_shuffle(std::vector<std::size_t>& values, std::uint64_t seed);
 
+/// For each sample, whether it is held out (the fortunes' test set, a validation set): in every
+/// class, round(n * test_fraction) samples chosen by a shuffle seeded with (seed, class), so each
+/// class has the same share in both parts and the choice depends on the seed alone.
+std::vector<bool> stratified_test_choice(const std::vector<std::int32_t>& labels, int classes,
+                                         double test_fraction, std::uint64_t seed);
+
+/// For each sample, whether it is among `count` (at most all) samples chosen as
+/// stratified_test_choice chooses, each class's share of `count` rounded so that the shares add
+/// up to `count` exactly (data.max-texts).
+std::vector<bool> stratified_subset(const std::vector<std::int32_t>& labels, int classes,
+                                    std::size_t count, std::uint64_t seed);
+
 } // namespace herd::models

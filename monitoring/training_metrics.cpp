@@ -110,6 +110,9 @@ void training_metrics::add_series() {
       &kept(metrics.add_gauge("herd_train_loss", "Mean training loss of recent local steps"));
   test_accuracy_family_ =
       &kept(metrics.add_gauge("herd_test_accuracy", "Test accuracy of the latest evaluation"));
+  validation_accuracy_family_ = &kept(metrics.add_gauge(
+      "herd_validation_accuracy", "Validation accuracy of the latest evaluation (with a "
+                                  "validation set, which the evaluations then measure)"));
   learning_rate_family_ = &kept(
       metrics.add_gauge("herd_learning_rate",
                         "Learning rate of the latest round: train.lr times its schedule's factor"));
@@ -253,6 +256,12 @@ void training_metrics::test_accuracy(double accuracy) {
   if (closed_)
     return;
   first_set(*test_accuracy_family_, test_accuracy_).set(accuracy);
+}
+
+void training_metrics::validation_accuracy(double accuracy) {
+  if (closed_)
+    return;
+  first_set(*validation_accuracy_family_, validation_accuracy_).set(accuracy);
 }
 
 void training_metrics::learning_rate(double rate) {

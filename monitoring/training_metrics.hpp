@@ -81,6 +81,9 @@ public:
   /// the test accuracy and the imbalance ratio have no series until their first value.
   void train_loss(double loss);
   void test_accuracy(double accuracy);
+  /// With a validation set (data.validation-fraction) the evaluations while training measure it,
+  /// and the test accuracy is set once, at the end.
+  void validation_accuracy(double accuracy);
   /// The learning rate the latest round was given (train.lr times the schedule's factor).
   void learning_rate(double rate);
 
@@ -148,6 +151,7 @@ private:
   family<gauge>* imbalance_family_ = nullptr;
   family<gauge>* train_loss_family_ = nullptr;
   family<gauge>* test_accuracy_family_ = nullptr;
+  family<gauge>* validation_accuracy_family_ = nullptr;
   family<gauge>* learning_rate_family_ = nullptr;
   gauge* imbalance_ratio_ = nullptr;
   counter* fresh_ = nullptr;
@@ -166,6 +170,7 @@ private:
   counter* samples_applied_ = nullptr;
   gauge* train_loss_ = nullptr;
   gauge* test_accuracy_ = nullptr;
+  gauge* validation_accuracy_ = nullptr;
   gauge* learning_rate_ = nullptr;
   bool stepped_ = false; // a step was booked: the coordinator's recent loss is one
 };

@@ -28,6 +28,8 @@ using data_notes = std::function<void(const std::string& note)>;
 ///   (load_npy_dataset), within data.max-bytes;
 /// - fortunes: Debian's fortunes packages, prepared once and cached in data.cache-dir
 ///   (load_fortunes), texts capped at data.max-length bytes and data.max-texts texts; one note.
+/// With data.validation-fraction > 0 that share of the training set is held out as the split's
+/// validation set (hold_out_validation, seeded from train.seed), with a note saying how many.
 ///
 /// Throws data_error naming the file (or directory) and the problem, and the key that names it
 /// where the key is what to change (a missing Fashion-MNIST directory: "set data.path"); and

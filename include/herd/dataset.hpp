@@ -75,7 +75,20 @@ dataset subset(const dataset& data, const std::vector<std::size_t>& rows);
 struct train_test_split {
   dataset train;
   dataset test;
+  /// Samples held out of the training set to choose by (data.validation-fraction,
+  /// hold_out_validation): where it is not empty, a job's evaluations measure it (the periodic
+  /// ones, train.target-accuracy, the parameters a target stop keeps) and the test set is measured
+  /// once, at the end. Empty: the evaluations measure the test set.
+  dataset validation;
 };
+
+/// Moves `fraction` (in (0, 1)) of `split.train` into `split.validation`: of every class, that
+/// share of its samples rounded to the nearest whole number, at least one where the class has two
+/// or more, chosen at random from `seed`. Both keep the training set's order. The same split,
+/// fraction and seed always hold out the same samples. Throws std::invalid_argument for a fraction
+/// outside (0, 1) or a split that already has a validation set, and data_error where the training
+/// set would be left without samples or the validation set would get none.
+void hold_out_validation(train_test_split& split, double fraction, std::uint64_t seed);
 
 /// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array.
 normalisation pixel_statistics(const idx_array& images);

@@ -110,7 +110,9 @@ struct job_status {
   double epochs_done = 0.0;
   double epochs_total = 0.0; // train.epochs
   double elapsed_seconds = 0.0;
-  std::optional<double> test_accuracy; // the latest evaluation's, if any
+  /// The latest evaluation's, if any: of the validation set where the job holds one
+  /// (data.validation-fraction), until the end brings the test set's (run_summary).
+  std::optional<double> test_accuracy;
   /// The slowest worker now, by its straggler score (its median step time over the median of all
   /// workers' medians over metrics.window-seconds); unknown until workers have stepped.
   std::optional<actors::straggler_report> straggler;

@@ -54,6 +54,8 @@ struct data_section {
   std::uint64_t max_texts = 0;     // data.max-texts: a stratified subset of the texts (0 = all)
   bool bucket_by_length = false;   // data.bucket-by-length: batches of similar lengths, the same
                                    // length rank for every worker at each step
+  double validation_fraction = 0.0; // data.validation-fraction: the share of the training set held
+                                    // out to evaluate on (0 = none: evaluations use the test set)
 };
 
 /// [model]: what Herd trains (docs/models.md). model.layers, when set, defines the model;

@@ -23,17 +23,19 @@ struct progress {
   std::uint64_t steps = 0;             // local steps of all workers
   std::uint64_t samples = 0;           // samples whose gradients were applied
   double train_loss = 0.0;             // mean loss of recent steps
-  std::optional<double> test_accuracy; // latest evaluation, if any
+  std::optional<double> test_accuracy; // latest evaluation (of the evaluation set), if any
   double samples_per_second = 0.0;
   int live_workers = 0;
   std::optional<straggler_report> straggler; // unknown until workers have stepped
 };
 
+/// An evaluation while training. Its accuracy and loss are of the run's evaluation set: the
+/// validation set where the run has one (run_summary::validation_samples), else the test set.
 struct evaluation_point {
   std::uint64_t round = 0;
   double elapsed_seconds = 0.0; // when the evaluated parameters were taken
   double epoch = 0.0;
-  double test_accuracy = 0.0;
+  double test_accuracy = 0.0; // of the evaluation set (above)
   double test_loss = 0.0;
 };
 
@@ -123,15 +125,23 @@ struct run_summary {
   std::uint64_t samples = 0;
   double epochs = 0.0;
   double wall_seconds = 0.0;
+  /// Samples held out of the training set that every evaluation while training measured
+  /// (data.validation-fraction, or a train_test_split given with a validation set); 0: they
+  /// measured the test set. With a validation set, train.target-accuracy and the evaluations'
+  /// accuracies are the validation set's, and the test set is measured once, at the end.
+  std::uint64_t validation_samples = 0;
   double target_accuracy = 0.0; // 0 = none was set
   std::optional<double> time_to_target_seconds;
-  /// The accuracy of the parameters the run ends with: those that reached train.target-accuracy
-  /// when it stopped there, else the last. None when that evaluation failed, or gave a NaN loss
-  /// (parameters that are not numbers: a diverged run).
+  /// The test accuracy of the parameters the run ends with: those that reached
+  /// train.target-accuracy when it stopped there, else the last. None when that evaluation failed,
+  /// or gave a NaN loss (parameters that are not numbers: a diverged run).
   std::optional<double> final_test_accuracy;
   std::optional<double> final_test_loss;
-  /// Stopped at the target: the accuracy of the parameters after the rounds that were in flight
-  /// then (the workers' last parameters), which may differ from final_test_accuracy.
+  /// With a validation set: the same parameters' validation accuracy and loss (as above).
+  std::optional<double> final_validation_accuracy;
+  std::optional<double> final_validation_loss;
+  /// Stopped at the target: the accuracy on the evaluation set of the parameters after the rounds
+  /// that were in flight then (the workers' last parameters), which may differ from the kept ones.
   std::optional<double> after_stop_test_accuracy;
   double final_train_loss = 0.0;
   double samples_per_second = 0.0;

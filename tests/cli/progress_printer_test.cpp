@@ -209,6 +209,31 @@ TEST(progress_printer, an_evaluation_shows_the_scheduled_learning_rate_at_its_ep
       << cosine_out.str();
 }
 
+TEST(progress_printer, with_a_validation_set_the_evaluations_are_named_for_it) {
+  herd::config::run_config config;
+  config.data.validation_fraction = 0.1;
+  evaluation_point point;
+  point.round = 30;
+  point.epoch = 1.0;
+  point.test_accuracy = 0.8;
+  point.test_loss = 0.5;
+  auto logged = herd::cli::progress_options_for(config);
+  logged.interactive = false;
+  std::ostringstream log;
+  progress_printer(log, logged).on_evaluation(point);
+  EXPECT_NE(log.str().find("): validation accuracy 0.8000, validation loss 0.5000"),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(log.str().find("test"), std::string::npos) << log.str();
+  auto live = options_of(10, 0, 120, true);
+  live.validation = true;
+  const auto line = progress_printer(log, live).status(a_busy_run(), 120);
+  EXPECT_NE(line.find("val acc 0.8765"), std::string::npos) << line;
+  live.validation = false;
+  EXPECT_NE(progress_printer(log, live).status(a_busy_run(), 120).find("test acc 0.8765"),
+            std::string::npos);
+}
+
 TEST(progress_printer, the_same_evaluation_twice_is_printed_once) {
   std::ostringstream out;
   progress_printer printer(out, options_of(3, 0, 80, false));

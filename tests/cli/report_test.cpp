@@ -287,6 +287,48 @@ TEST(summary, a_run_stopped_at_its_target_shows_both_accuracies_where_they_diffe
   EXPECT_EQ(report["after_stop_test_accuracy"], 0.85381);
 }
 
+// With a validation set the summary shows what the run chose by (validation) and what it scored
+// on the test set, measured once; the report says which set the evaluations measured.
+TEST(summary, a_run_with_a_validation_set_shows_both_and_which_the_target_read) {
+  herd::actors::run_summary summary;
+  summary.stop_reason = "target-accuracy";
+  summary.validation_samples = 6000;
+  summary.final_validation_accuracy = 0.8812;
+  summary.final_validation_loss = 0.33;
+  summary.final_test_accuracy = 0.8741;
+  summary.final_test_loss = 0.36;
+  summary.after_stop_test_accuracy = 0.8790;
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  EXPECT_THAT(out.str(), HasSubstr("validation acc    0.8812 (loss 0.3300) on 6000 held-out "
+                                   "samples, those that\n" +
+                                   std::string(20, ' ') + "reached the target\n"));
+  EXPECT_THAT(out.str(),
+              HasSubstr("test accuracy     0.8741 (loss 0.3600), measured once, at the end\n"));
+  EXPECT_THAT(out.str(), HasSubstr("after the stop    0.8790"));
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), 80u) << line;
+  const auto report =
+      nlohmann::json::parse(herd::cli::report_json(summary, herd::config::run_config{}));
+  EXPECT_EQ(report["evaluated_on"], "validation");
+  EXPECT_EQ(report["validation_samples"], 6000);
+  EXPECT_EQ(report["final_validation_accuracy"], 0.8812);
+  EXPECT_EQ(report["final_test_accuracy"], 0.8741);
+  // The test set's measurement failed: said so, not mistaken for the validation set's.
+  summary.final_test_accuracy.reset();
+  std::ostringstream failed;
+  herd::cli::print_summary(failed, summary);
+  EXPECT_THAT(failed.str(), HasSubstr("test accuracy     not measured (its evaluation failed)"));
+  EXPECT_EQ(nlohmann::json::parse(
+                herd::cli::report_json(summary, herd::config::run_config{}))["final_test_accuracy"],
+            nullptr);
+  summary.validation_samples = 0;
+  EXPECT_EQ(nlohmann::json::parse(
+                herd::cli::report_json(summary, herd::config::run_config{}))["evaluated_on"],
+            "test");
+}
+
 // A run that failed has no final accuracy; its summary says why, and what the last evaluation
 // measured (every worker lost after five evaluations left the line empty-handed).
 TEST(summary, a_failed_run_shows_its_last_evaluation_in_place_of_a_final_one) {

@@ -178,6 +178,16 @@ TEST_F(config_files, a_schedules_keys_are_checked_and_refused_under_another_sche
                         "train.epochs)"));
 }
 
+TEST_F(config_files, a_validation_fraction_is_a_share_up_to_a_half) {
+  EXPECT_EQ(load("", {"--data.validation-fraction=0.1"}).data.validation_fraction, 0.1);
+  EXPECT_EQ(load("[data]\nvalidation-fraction = 0.5\n", {}).data.validation_fraction, 0.5);
+  EXPECT_THAT(first_error("", {"--data.validation-fraction=0.6"}),
+              HasSubstr("data.validation-fraction = 0.6 (command line): must be between 0 (no "
+                        "validation set) and 0.5"));
+  EXPECT_THAT(first_error("", {"--data.validation-fraction=-0.1"}),
+              HasSubstr("data.validation-fraction = -0.1 (command line): must be between 0"));
+}
+
 TEST_F(config_files, an_optimizers_keys_are_checked_and_refused_under_the_other) {
   const auto adamw = load("", {"--train.optimizer=adamw", "--train.adam-beta2=0.98",
                                "--train.adam-eps=1e-6", "--train.lr=0.001"});

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -492,6 +493,78 @@ TEST(make_synthetic_dataset, rejects_empty_shapes) {
   EXPECT_THROW(make_synthetic_dataset(0, 4, 2, 1), std::invalid_argument);
   EXPECT_THROW(make_synthetic_dataset(10, 0, 2, 1), std::invalid_argument);
   EXPECT_THROW(make_synthetic_dataset(10, 4, 0, 1), std::invalid_argument);
+}
+
+// -- hold_out_validation -------------------------------------------------------------------------
+
+// Each sample's label and first feature, which tell the synthetic samples apart.
+std::multiset<std::pair<std::int32_t, float>> samples_of(const dataset& data) {
+  std::multiset<std::pair<std::int32_t, float>> samples;
+  for (std::size_t i = 0; i < data.size(); ++i)
+    samples.emplace(data.labels[i], data.images.row(i)[0]);
+  return samples;
+}
+
+std::vector<std::size_t> class_counts(const dataset& data) {
+  std::vector<std::size_t> counts(static_cast<std::size_t>(data.classes));
+  for (auto label : data.labels)
+    ++counts[static_cast<std::size_t>(label)];
+  return counts;
+}
+
+TEST(hold_out_validation, moves_each_classs_share_and_keeps_every_sample_once) {
+  auto split = make_synthetic_split(1000, 50, 6, 4, 3); // 250 of each class
+  const auto before = samples_of(split.train);
+  const auto test_before = samples_of(split.test);
+  hold_out_validation(split, 0.1, 7);
+  EXPECT_EQ(class_counts(split.validation), (std::vector<std::size_t>{25, 25, 25, 25}));
+  EXPECT_EQ(class_counts(split.train), (std::vector<std::size_t>{225, 225, 225, 225}));
+  auto together = samples_of(split.train);
+  const auto held = samples_of(split.validation);
+  together.insert(held.begin(), held.end());
+  EXPECT_EQ(together, before);                    // nothing lost, nothing twice
+  EXPECT_EQ(samples_of(split.test), test_before); // the test set is not touched
+  EXPECT_EQ(split.validation.input_shape(), split.train.input_shape());
+  EXPECT_EQ(split.validation.classes, 4);
+  // Drawn at random, not the first samples of each class.
+  const auto original = make_synthetic_split(1000, 50, 6, 4, 3).train;
+  std::vector<std::size_t> firsts;
+  std::vector<std::size_t> taken(4);
+  for (std::size_t row = 0; row < original.size(); ++row)
+    if (taken[static_cast<std::size_t>(original.labels[row])]++ < 25)
+      firsts.push_back(row);
+  EXPECT_NE(held, samples_of(subset(original, firsts)));
+}
+
+TEST(hold_out_validation, the_same_seed_holds_out_the_same_samples_another_seed_others) {
+  const auto split = make_synthetic_split(400, 20, 5, 4, 2);
+  auto a = split;
+  auto b = split;
+  auto c = split;
+  hold_out_validation(a, 0.2, 11);
+  hold_out_validation(b, 0.2, 11);
+  hold_out_validation(c, 0.2, 12);
+  EXPECT_EQ(a.validation.images.to_host(), b.validation.images.to_host());
+  EXPECT_EQ(a.train.images.to_host(), b.train.images.to_host());
+  EXPECT_NE(a.validation.images.to_host(), c.validation.images.to_host());
+}
+
+TEST(hold_out_validation, refuses_a_share_that_leaves_either_part_empty) {
+  auto tiny = make_synthetic_split(4, 4, 3, 4, 1); // one sample of each class
+  EXPECT_THAT(herd::testing::message_of<data_error>([&] { hold_out_validation(tiny, 0.2, 1); }),
+              AllOf(HasSubstr("data.validation-fraction = 0.2 of the 4 training samples"),
+                    HasSubstr("holds out no sample"), HasSubstr("raise it")));
+  EXPECT_EQ(tiny.train.size(), 4u); // left as it was
+  EXPECT_THAT(herd::testing::message_of<data_error>([&] { hold_out_validation(tiny, 0.9, 1); }),
+              AllOf(HasSubstr("holds out every sample"), HasSubstr("lower it")));
+  EXPECT_THAT(
+      herd::testing::message_of<std::invalid_argument>([&] { hold_out_validation(tiny, 1.0, 1); }),
+      HasSubstr("between 0 and 1"));
+  auto split = make_synthetic_split(40, 4, 3, 4, 1);
+  hold_out_validation(split, 0.5, 1);
+  EXPECT_THAT(
+      herd::testing::message_of<std::invalid_argument>([&] { hold_out_validation(split, 0.5, 1); }),
+      HasSubstr("already has a validation set"));
 }
 
 } // namespace

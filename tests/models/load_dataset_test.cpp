@@ -44,6 +44,25 @@ TEST(load_dataset, synthetic_is_fashion_mnist_shaped_and_drawn_from_train_seed) 
   EXPECT_NE(load_dataset(config)->train.images[17], split->train.images[17]);
 }
 
+TEST(load_dataset, a_validation_fraction_holds_out_that_share_of_the_training_set) {
+  run_config config;
+  config.data.dataset = "synthetic";
+  config.data.validation_fraction = 0.1;
+  std::vector<std::string> notes;
+  const auto split = load_dataset(config, [&](const std::string& note) { notes.push_back(note); });
+  EXPECT_EQ(split->train.size(), 5400u);
+  EXPECT_EQ(split->validation.size(), 600u);
+  EXPECT_EQ(split->test.size(), 1000u);
+  EXPECT_EQ(split->validation.input_shape(), (std::vector<std::size_t>{1, 28, 28}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], AllOf(HasSubstr("600 samples held out of the training set"),
+                              HasSubstr("5400 left to train on")));
+  // Without it, none; and the test set alone (herd evaluate) is the same either way.
+  EXPECT_EQ(herd::models::load_test_dataset(config)->size(), 1000u);
+  config.data.validation_fraction = 0.0;
+  EXPECT_EQ(load_dataset(config)->validation.size(), 0u);
+}
+
 TEST(load_dataset, npy_reads_the_four_files_the_keys_name) {
   temp_directory dir;
   run_config config;

@@ -205,8 +205,9 @@ TEST(training_metrics, loss_accuracy_imbalance_and_scores_appear_with_their_firs
   metrics.train_loss(0.0); // the coordinator's recent loss before any step
   metrics.refresh(0.5);    // no worker has a typical step time yet
   auto text = herd::monitoring::expose(*registry);
-  for (const char* name : {"herd_train_loss{", "herd_test_accuracy{", "herd_imbalance_ratio{",
-                           "herd_worker_straggler_score{", "herd_learning_rate{"})
+  for (const char* name :
+       {"herd_train_loss{", "herd_test_accuracy{", "herd_imbalance_ratio{",
+        "herd_worker_straggler_score{", "herd_learning_rate{", "herd_validation_accuracy{"})
     EXPECT_EQ(text.find(name), std::string::npos) << name << " in\n" << text;
   EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="0"} 1)"));
   metrics.step_finished(0, 1, 0.1, 0.010, 0.0, 32);
@@ -215,6 +216,10 @@ TEST(training_metrics, loss_accuracy_imbalance_and_scores_appear_with_their_firs
   text = herd::monitoring::expose(*registry);
   EXPECT_THAT(text, HasSubstr(R"(herd_train_loss{job="test"} 2.25)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_test_accuracy{job="test"} 0.125)"));
+  EXPECT_EQ(text.find("herd_validation_accuracy{"), std::string::npos);
+  metrics.validation_accuracy(0.25);
+  EXPECT_THAT(herd::monitoring::expose(*registry),
+              HasSubstr(R"(herd_validation_accuracy{job="test"} 0.25)"));
 }
 
 // A service's registry that already holds one of Herd's names as another type refuses the job,
