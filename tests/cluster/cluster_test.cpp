@@ -242,6 +242,55 @@ TEST(cluster_runs, the_model_averaging_algorithms_run_unchanged_across_nodes) {
   }
 }
 
+// The optimizer's state and the schedule's factor cross processes: sync under AdamW and a step
+// schedule across two nodes ends where the same run in one process does (the ring sums in
+// another order, so near it), far from where that run ends under a constant rate or under SGD.
+TEST(cluster_runs, adamw_under_a_step_schedule_ends_where_one_process_does) {
+  auto j = make_job("sync", 4, 24);
+  auto& train = j.config.train;
+  train.epochs = 2;
+  train.optimizer = "adamw";
+  train.momentum = run_config{}.train.momentum; // SGD's; adamw has its betas
+  train.lr = 0.01;
+  train.lr_schedule = "step";
+  train.lr_decay = 0.1;
+  train.lr_decay_epochs = 1;
+  const auto in_one_process = [&j](const run_config& config) {
+    herd::actors::session_options options;
+    options.progress_interval = std::chrono::milliseconds(20);
+    herd::actors::train_session session(config, j.data, options);
+    const auto summary = session.run();
+    EXPECT_EQ(summary.stop_reason, "epochs") << summary.error;
+    return session.final_parameters().at(0);
+  };
+  const auto local = in_one_process(j.config);
+  auto constant = j.config;
+  constant.train.lr_schedule = "constant";
+  constant.train.lr_decay = run_config{}.train.lr_decay;
+  constant.train.lr_decay_epochs = run_config{}.train.lr_decay_epochs;
+  auto sgd = j.config;
+  sgd.train.optimizer = "sgd";
+  sgd.train.momentum = 0.9;
+
+  auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
+  const auto run = run_cluster(j, {2, 2}, probe);
+  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  const auto& across = probe->last_applied()[3]; // a worker of the second node
+  ASSERT_EQ(across.size(), local.size());
+  const auto distance = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      sum += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    return std::sqrt(sum);
+  };
+  const double apart = distance(across, local);
+  for (const auto& [name, other] :
+       {std::pair{"a constant rate", in_one_process(constant)}, {"sgd", in_one_process(sgd)}})
+    EXPECT_LT(apart, 0.05 * distance(other, local))
+        << "across processes " << apart << " from one process; " << name << " ends "
+        << distance(other, local) << " from it";
+}
+
 TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key) {
   auto j = make_job("solo", 4, 10);
   j.config.imbalance.kind = "persistent";
