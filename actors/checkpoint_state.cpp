@@ -474,7 +474,7 @@ run_checkpoint load_for_model(const std::string& file, const models::model& mode
 }
 
 serving_parameters parameters_to_serve(const run_checkpoint& state, const std::string& file,
-                                       bool last, bool mean_of_replicas) {
+                                       bool last, bool mean_of_replicas, bool validation) {
   serving_parameters chosen;
   const auto& target = state.coordinator.evaluations.target_parameters();
   char origin[160];
@@ -482,8 +482,9 @@ serving_parameters parameters_to_serve(const run_checkpoint& state, const std::s
     const auto& point = *state.coordinator.evaluations.target_point();
     chosen.values = *target;
     std::snprintf(origin, sizeof origin,
-                  "the parameters that reached the target (test accuracy %.4f at round %llu)",
-                  point.test_accuracy, static_cast<unsigned long long>(point.round));
+                  "the parameters that reached the target (%s accuracy %.4f at round %llu)",
+                  validation ? "validation" : "test", point.test_accuracy,
+                  static_cast<unsigned long long>(point.round));
   } else {
     if (state.across_processes())
       throw checkpoint::checkpoint_error(

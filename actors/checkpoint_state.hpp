@@ -153,9 +153,10 @@ struct serving_parameters {
 
 /// Those that reached the run's target where it stopped there, unless `last`; else
 /// model_parameters(). Throws checkpoint::checkpoint_error naming `file` when those are a
-/// cluster's workers' (in the nodes' parts, not in this file).
+/// cluster's workers' (in the nodes' parts, not in this file). `validation`: the run's
+/// evaluations measured a validation set (data.validation-fraction), as the origin says.
 serving_parameters parameters_to_serve(const run_checkpoint& state, const std::string& file,
-                                       bool last, bool mean_of_replicas);
+                                       bool last, bool mean_of_replicas, bool validation = false);
 
 /// The model a checkpoint holds: the mean of every replica's parameters when `mean_of_replicas`
 /// (model averaging, whose replicas differ between global averages), else the first replica's

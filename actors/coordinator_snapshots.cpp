@@ -26,9 +26,10 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
   if (const auto& reached = evaluations_.target_point()) {
     std::ostringstream text;
     text << "train.target-accuracy " << setup_.config.train.target_accuracy
-         << " was reached before the checkpoint (test accuracy " << std::fixed
-         << std::setprecision(4) << reached->test_accuracy << " at round " << reached->round
-         << ", " << std::setprecision(1) << reached->elapsed_seconds
+         << " was reached before the checkpoint ("
+         << (setup_.validation_samples > 0 ? "validation" : "test") << " accuracy " << std::fixed
+         << std::setprecision(4) << reached->test_accuracy << " at round " << reached->round << ", "
+         << std::setprecision(1) << reached->elapsed_seconds
          << " s): it does not stop this run again";
     notice(text.str());
   }

@@ -50,7 +50,8 @@ saved_model read_model(const std::string& path, const models::model& model, bool
   saved.config = settings_of(state, saved.file);
   saved.rounds = state.coordinator.counters.rounds;
   const bool mean = policy::make_policy(saved.config)->exchanges_models();
-  auto chosen = actors::parameters_to_serve(state, saved.file, last, mean);
+  auto chosen = actors::parameters_to_serve(state, saved.file, last, mean,
+                                            saved.config.data.validation_fraction > 0.0);
   saved.parameters = std::move(chosen.values);
   saved.parameters_origin = std::move(chosen.origin);
   return saved;

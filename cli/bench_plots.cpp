@@ -146,12 +146,16 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
                                     const std::vector<std::string>& scenarios,
                                     const std::vector<std::string>& algorithms, int repeat,
                                     double target) {
+  // The curves are the evaluations': of the validation set where the runs hold one.
+  const std::string measured =
+      !runs.empty() && runs.front().summary.validation_samples > 0 ? "validation" : "test";
   std::ostringstream script;
-  script << "# herd bench wrote this: test accuracy against each run's own wall time (the median\n"
+  script << "# herd bench wrote this: " << measured
+         << " accuracy against each run's own wall time (the median\n"
             "# over the repetitions, the band from least to greatest), and the speedup over sync.\n"
             "set terminal pngcairo size 900,560\n"
-            "set xlabel 'wall time of the run (s)'\nset ylabel 'test accuracy'\n"
-            "set key bottom right\nset grid\n";
+            "set xlabel 'wall time of the run (s)'\nset ylabel '"
+         << measured << " accuracy'\nset key bottom right\nset grid\n";
   const std::string band = repeat > 1 ? " (median, band: min to max of " + std::to_string(repeat) +
                                             " runs; a finished run stays at its final accuracy)"
                                       : "";

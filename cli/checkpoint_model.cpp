@@ -215,7 +215,8 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     // The model's description and every tensor's size, against the file.
     loaded.state = actors::load_for_model(loaded.file, *loaded.model);
     const bool mean = policy::make_policy(loaded.config)->exchanges_models();
-    auto chosen = actors::parameters_to_serve(loaded.state, loaded.file, choice.last, mean);
+    auto chosen = actors::parameters_to_serve(loaded.state, loaded.file, choice.last, mean,
+                                              loaded.config.data.validation_fraction > 0.0);
     loaded.parameters = std::move(chosen.values);
     loaded.parameters_origin = std::move(chosen.origin);
   } catch (const config::invalid_config& invalid) {

@@ -217,6 +217,15 @@ const std::vector<key_spec>& keys() {
         "with data.dataset = fortunes: each step, every worker draws texts of similar length "
         "(less padding, less imbalance)",
         [](auto& c) -> auto& { return c.data.bucket_by_length; }));
+    k.push_back(make_key<std::string>(
+        "data.validation-features", "string",
+        "with data.dataset = npy: the .npy file of a validation set's features (optional; with "
+        "data.validation-labels), which the evaluations then measure",
+        [](auto& c) -> auto& { return c.data.validation_features; }));
+    k.push_back(make_key<std::string>(
+        "data.validation-labels", "string",
+        "with data.dataset = npy: the .npy file of the validation set's labels",
+        [](auto& c) -> auto& { return c.data.validation_labels; }));
     k.push_back(make_key<double>(
         "data.validation-fraction", "real",
         "the share of the training set held out (seeded by train.seed, the same share of every "

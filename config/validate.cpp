@@ -147,6 +147,26 @@ void check_local_sgd(checker& check, const local_sgd_section& local_sgd) {
                 local_sgd.period, "must be between 1 (every step) and 1000000 steps");
 }
 
+// A validation set of its own: a pair of .npy files, in place of data.validation-fraction's share.
+void check_validation_files(checker& check, const data_section& data) {
+  for (const auto& [key, value] : {std::pair{"data.validation-features", &data.validation_features},
+                                   std::pair{"data.validation-labels", &data.validation_labels}}) {
+    if (value->empty())
+      continue;
+    check.require(data.dataset == "npy", key, quoted(*value),
+                  "used only with data.dataset = npy, not " + quoted(data.dataset) +
+                      "; data.validation-fraction holds a share of any training set out");
+    check.require(value->size() <= max_path_bytes, key, quoted(*value), too_long_path);
+    check.require(data.validation_fraction == 0.0, key, quoted(*value),
+                  "set together with data.validation-fraction; set one of the two");
+  }
+  const bool features = !data.validation_features.empty();
+  if (features != !data.validation_labels.empty())
+    check.require(false, features ? "data.validation-labels" : "data.validation-features", "\"\"",
+                  std::string("must name the .npy file of the validation ") +
+                      (features ? "labels" : "features") + " too (both files, or neither)");
+}
+
 // checkpoint.dir is checked where it is used (herd train makes it, and says when it cannot).
 void check_checkpoint(checker& check, const checkpoint_section& checkpoint) {
   check.require(checkpoint.dir.size() <= max_path_bytes, "checkpoint.dir", quoted(checkpoint.dir),
@@ -390,6 +410,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.data.validation_fraction >= 0.0 && config.data.validation_fraction <= 0.5,
                 "data.validation-fraction", config.data.validation_fraction,
                 "must be between 0 (no validation set) and 0.5");
+  check_validation_files(check, config.data);
   const auto& hidden = config.model.hidden;
   check.require(hidden.size() <= max_hidden_layers, "model.hidden",
                 std::to_string(hidden.size()) + " layers",

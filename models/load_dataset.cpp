@@ -60,9 +60,10 @@ std::shared_ptr<train_test_split> load_split(const config::run_config& config,
     return std::make_shared<train_test_split>(std::move(loaded.split));
   }
   if (data.dataset == "npy")
-    return std::make_shared<train_test_split>(load_npy_dataset(
-        {data.train_features, data.train_labels, data.test_features, data.test_labels},
-        data.max_bytes));
+    return std::make_shared<train_test_split>(
+        load_npy_dataset({data.train_features, data.train_labels, data.test_features,
+                          data.test_labels, data.validation_features, data.validation_labels},
+                         data.max_bytes));
   if (data.dataset == "fashion-mnist")
     return std::make_shared<train_test_split>(load_fashion_mnist(data.path, data.max_bytes));
   // validate() refuses any other name; a run_config built in code may not have been through it.

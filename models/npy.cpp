@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
-#include <initializer_list>
 #include <limits>
 #include <new>
 #include <sys/stat.h>
@@ -493,7 +492,7 @@ dataset read_dataset(const checked_file& features, const checked_file& labels,
 
 // Refuses files whose loaded values would take more than `max_bytes` together (0:
 // default_max_data_bytes()), naming the file that crosses the limit; before any value is read.
-void check_loaded_bytes(std::initializer_list<const checked_file*> files, std::uint64_t max_bytes) {
+void check_loaded_bytes(const std::vector<const checked_file*>& files, std::uint64_t max_bytes) {
   const bool default_limit = max_bytes == 0;
   if (default_limit)
     max_bytes = default_max_data_bytes();
@@ -561,26 +560,45 @@ npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes) {
 
 train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes) {
   // Every header first: a bad test file is reported before minutes go into the training set.
-  const checked_file train_features = check_features(files.train_features);
-  const checked_file train_labels = check_labels(files.train_labels);
-  const checked_file test_features = check_features(files.test_features);
-  const checked_file test_labels = check_labels(files.test_labels);
-  check_pair(train_features, train_labels);
-  check_pair(test_features, test_labels);
-  if (sample_shape_of(train_features.header) != sample_shape_of(test_features.header)) {
-    auto sample = [](const npy_header& header) { return shape_string(sample_shape_of(header)); };
-    throw data_error(test_features.path + " holds samples of " + sample(test_features.header) +
-                     " but " + train_features.path + " holds samples of " +
-                     sample(train_features.header) + "; train and test samples must match");
+  struct set_files {
+    checked_file features;
+    checked_file labels;
+    std::string name; // "train", "test", "validation"
+    dataset train_test_split::*set;
+  };
+  std::vector<set_files> sets;
+  sets.push_back({check_features(files.train_features), check_labels(files.train_labels), "train",
+                  &train_test_split::train});
+  sets.push_back({check_features(files.test_features), check_labels(files.test_labels), "test",
+                  &train_test_split::test});
+  if (!files.validation_features.empty())
+    sets.push_back({check_features(files.validation_features),
+                    check_labels(files.validation_labels), "validation",
+                    &train_test_split::validation});
+  const auto& train = sets.front().features;
+  std::vector<const checked_file*> all;
+  for (const auto& files_of : sets) {
+    check_pair(files_of.features, files_of.labels);
+    const auto& features = files_of.features;
+    if (sample_shape_of(features.header) != sample_shape_of(train.header)) {
+      auto sample = [](const npy_header& header) { return shape_string(sample_shape_of(header)); };
+      throw data_error(features.path + " holds samples of " + sample(features.header) + " but " +
+                       train.path + " holds samples of " + sample(train.header) + "; train and " +
+                       files_of.name + " samples must match");
+    }
+    all.insert(all.end(), {&files_of.features, &files_of.labels});
   }
-
-  check_loaded_bytes({&train_features, &train_labels, &test_features, &test_labels}, max_bytes);
+  check_loaded_bytes(all, max_bytes);
 
   train_test_split split;
-  split.train = read_dataset(train_features, train_labels, "npy/train");
-  split.test = read_dataset(test_features, test_labels, "npy/test");
-  const int classes = std::max(largest_label(split.train), largest_label(split.test)) + 1;
-  split.train.classes = split.test.classes = classes;
+  int largest = 0;
+  for (const auto& files_of : sets) {
+    auto& set = split.*files_of.set;
+    set = read_dataset(files_of.features, files_of.labels, "npy/" + files_of.name);
+    largest = std::max(largest, largest_label(set));
+  }
+  for (dataset* set : {&split.train, &split.test, &split.validation})
+    set->classes = largest + 1;
   return split;
 }
 

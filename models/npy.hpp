@@ -41,12 +41,14 @@ struct npy_header {
 /// a file that is not a regular file (refused before anything is read from it).
 npy_header read_npy_header(const std::string& path);
 
-/// The four .npy files of data.dataset = npy.
+/// The .npy files of data.dataset = npy: four, and a validation pair where one is given.
 struct npy_files {
   std::string train_features;
   std::string train_labels;
   std::string test_features;
   std::string test_labels;
+  std::string validation_features; // empty: no validation set
+  std::string validation_labels;
 };
 
 /// Memory one loaded value takes: a float32 feature or an int32 label. Values are converted in
@@ -57,10 +59,11 @@ inline constexpr std::uint64_t npy_loaded_bytes_per_value = 4;
 /// (whole numbers within +-2^24, which float32 holds exactly), or uint8 (scaled
 /// to [0, 1]), rank at least 2: n x d (flat samples), n x h x w (sample shape 1 x h x w) or
 /// n x c x h x w (c x h x w); every value finite. Labels: int32, int64 or uint8, rank 1, as many
-/// as the features' n, every label in [0, npy_max_classes). classes is the largest label over both
-/// sets plus one. Train and test samples must have the same shape. All four headers are checked,
-/// and the memory the loaded dataset takes against `max_bytes` (0 = default_max_data_bytes()),
-/// before any values are read. Throws data_error naming the file (both, for a mismatch).
+/// as the features' n, every label in [0, npy_max_classes). classes is the largest label over all
+/// sets plus one. Train, test (and validation) samples must have the same shape. Every header is
+/// checked, and the memory the loaded dataset takes against `max_bytes` (0 =
+/// default_max_data_bytes()), before any values are read. Throws data_error naming the file (both,
+/// for a mismatch).
 train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_bytes = 0);
 
 /// The test set alone, by load_npy_dataset's rules for one pair of files: what `herd evaluate`

@@ -48,6 +48,9 @@ struct data_section {
   std::string train_labels;   // data.train-labels
   std::string test_features;  // data.test-features
   std::string test_labels;    // data.test-labels
+  // Optional: a validation set of its own (instead of data.validation-fraction's share).
+  std::string validation_features; // data.validation-features
+  std::string validation_labels;   // data.validation-labels
   // data.dataset = fortunes (docs/text.md).
   std::uint64_t max_length = 4096; // data.max-length: longest text a batch row holds, in bytes
   std::string cache_dir;           // data.cache-dir: "" = $XDG_CACHE_HOME/herd or ~/.cache/herd

@@ -6,6 +6,7 @@
 #include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 #include "herd/ops.hpp"
+#include "herd/saved_model.hpp"
 
 #include <algorithm>
 #include <gtest/gtest.h>
@@ -145,6 +146,13 @@ TEST(validation_runs, a_target_stop_keeps_the_parameters_chosen_on_validation_an
   EXPECT_DOUBLE_EQ(*summary.final_validation_accuracy, validation.accuracy());
   EXPECT_DOUBLE_EQ(*summary.final_test_loss, test.mean_loss);
   EXPECT_DOUBLE_EQ(*summary.final_test_accuracy, test.accuracy());
+  // herd evaluate, predict and export serve them, saying on which set they reached the target.
+  const auto saved = herd::checkpoint::read_model(config.checkpoint.dir,
+                                                  *herd::actors::make_model(config, data->train));
+  EXPECT_EQ(saved.parameters, *kept.target_parameters());
+  EXPECT_NE(saved.parameters_origin.find("reached the target (validation accuracy "),
+            std::string::npos)
+      << saved.parameters_origin;
 }
 
 } // namespace

@@ -63,6 +63,18 @@ TEST(bench_plots, a_finished_repetition_holds_its_final_accuracy_in_the_curve) {
   EXPECT_THAT(curve, HasSubstr("\n10 0.8 0.7 0.9 2\n")) << curve;
 }
 
+// The curves are of the set the evaluations measured, and the axis says which.
+TEST(bench_plots, the_accuracy_axis_names_the_set_the_evaluations_measured) {
+  temp_directory dir;
+  auto runs = runs_where_solo_never_reached_the_target();
+  herd::cli::plot_bench(dir.path(), runs, scenarios, algorithms, 2, 0.9);
+  EXPECT_THAT(read_file(dir.file("plot.gp")), HasSubstr("set ylabel 'test accuracy'"));
+  for (auto& made : runs)
+    made.summary.validation_samples = 6000;
+  herd::cli::plot_bench(dir.path(), runs, scenarios, algorithms, 2, 0.9);
+  EXPECT_THAT(read_file(dir.file("plot.gp")), HasSubstr("set ylabel 'validation accuracy'"));
+}
+
 TEST(bench_plots, an_algorithm_that_never_reached_the_target_is_named_not_drawn) {
   temp_directory dir;
   herd::cli::plot_bench(dir.path(), runs_where_solo_never_reached_the_target(), scenarios,

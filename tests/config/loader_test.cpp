@@ -180,12 +180,43 @@ TEST_F(config_files, a_schedules_keys_are_checked_and_refused_under_another_sche
 
 TEST_F(config_files, a_validation_fraction_is_a_share_up_to_a_half) {
   EXPECT_EQ(load("", {"--data.validation-fraction=0.1"}).data.validation_fraction, 0.1);
-  EXPECT_EQ(load("[data]\nvalidation-fraction = 0.5\n", {}).data.validation_fraction, 0.5);
+  EXPECT_EQ(
+      load(write("val.ini", "[data]\nvalidation-fraction = 0.5\n"), {}).data.validation_fraction,
+      0.5);
   EXPECT_THAT(first_error("", {"--data.validation-fraction=0.6"}),
               HasSubstr("data.validation-fraction = 0.6 (command line): must be between 0 (no "
                         "validation set) and 0.5"));
   EXPECT_THAT(first_error("", {"--data.validation-fraction=-0.1"}),
               HasSubstr("data.validation-fraction = -0.1 (command line): must be between 0"));
+}
+
+TEST_F(config_files, validation_files_come_in_pairs_with_npy_and_without_a_fraction) {
+  const std::vector<std::string> npy{"--data.dataset=npy", "--data.train-features=a.npy",
+                                     "--data.train-labels=b.npy", "--data.test-features=c.npy",
+                                     "--data.test-labels=d.npy"};
+  auto with = [&npy](std::vector<std::string> more) {
+    more.insert(more.begin(), npy.begin(), npy.end());
+    return more;
+  };
+  const auto both =
+      load("", with({"--data.validation-features=v.npy", "--data.validation-labels=w.npy"}));
+  EXPECT_EQ(both.data.validation_features, "v.npy");
+  EXPECT_EQ(both.data.validation_labels, "w.npy");
+  EXPECT_THAT(first_error("", with({"--data.validation-features=v.npy"})),
+              HasSubstr("data.validation-labels = \"\": must name the .npy file of the "
+                        "validation labels too (both files, or neither)"));
+  EXPECT_THAT(first_error("", with({"--data.validation-labels=w.npy"})),
+              HasSubstr("data.validation-features = \"\": must name the .npy file of the "
+                        "validation features too"));
+  EXPECT_THAT(
+      first_error("", with({"--data.validation-features=v.npy", "--data.validation-labels=w.npy",
+                            "--data.validation-fraction=0.1"})),
+      HasSubstr("data.validation-features = \"v.npy\" (command line): set together with "
+                "data.validation-fraction; set one of the two"));
+  EXPECT_THAT(
+      first_error("", {"--data.validation-features=v.npy", "--data.validation-labels=w.npy"}),
+      HasSubstr("data.validation-features = \"v.npy\" (command line): used only with "
+                "data.dataset = npy, not \"fashion-mnist\""));
 }
 
 TEST_F(config_files, an_optimizers_keys_are_checked_and_refused_under_the_other) {

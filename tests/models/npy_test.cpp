@@ -29,8 +29,8 @@ protected:
 
   // Valid files for a small problem: 4 training samples of 2 x 3 floats, 2 test samples.
   npy_files valid_files() {
-    npy_files files{path("train_x.npy"), path("train_y.npy"), path("test_x.npy"),
-                    path("test_y.npy")};
+    npy_files files{
+        path("train_x.npy"), path("train_y.npy"), path("test_x.npy"), path("test_y.npy"), "", ""};
     write_npy<float>(files.train_features, "<f4", {4, 6}, std::vector<float>(24, 0.5f));
     write_npy<std::int32_t>(files.train_labels, "<i4", {4}, {0, 1, 2, 1});
     write_npy<float>(files.test_features, "<f4", {2, 6}, std::vector<float>(12, 0.25f));
@@ -59,6 +59,30 @@ protected:
 
   herd::testing::temp_directory dir_;
 };
+
+TEST_F(npy_test, a_validation_pair_is_read_as_the_validation_set_and_checked_like_the_others) {
+  npy_files files = valid_files();
+  files.validation_features = path("val_x.npy");
+  files.validation_labels = path("val_y.npy");
+  write_npy<float>(files.validation_features, "<f4", {3, 6}, std::vector<float>(18, 0.75f));
+  write_npy<std::int32_t>(files.validation_labels, "<i4", {3}, {4, 0, 1}); // class 4: only here
+  auto split = load_npy_dataset(files);
+  ASSERT_EQ(split.validation.size(), 3u);
+  EXPECT_EQ(split.validation.labels, (std::vector<std::int32_t>{4, 0, 1}));
+  EXPECT_EQ(split.validation.images.data()[17], 0.75f);
+  EXPECT_EQ(split.validation.name, "npy/validation");
+  EXPECT_EQ(split.train.classes, 5);
+  EXPECT_EQ(split.validation.classes, 5);
+  EXPECT_EQ(split.train.size(), 4u); // the training set stays whole
+
+  write_npy<float>(files.validation_features, "<f4", {3, 5}, std::vector<float>(15, 0.75f));
+  EXPECT_THAT(load_error(files), AllOf(HasSubstr("val_x.npy holds samples of 5 but"),
+                                       HasSubstr("train and validation samples must match")));
+  write_npy<float>(files.validation_features, "<f4", {2, 6}, std::vector<float>(12, 0.75f));
+  EXPECT_THAT(load_error(files), AllOf(HasSubstr("val_x.npy"), HasSubstr("val_y.npy")));
+  // Counted against the memory limit with the others: 24 + 4 + 12 + 2 + 12 floats and labels.
+  EXPECT_THAT(load_error(files, 4 * 40), HasSubstr("val_x.npy"));
+}
 
 TEST_F(npy_test, reads_every_feature_dtype) {
   npy_files files = valid_files();
