@@ -186,6 +186,17 @@ void serialize(Archive& archive, replica_copies& x) {
   archive(x.parameters_of, x.velocity_of);
 }
 
+// The best evaluation and its parameters (train.patience): none, or both. Version 8 and later.
+struct best_evaluation {
+  std::optional<evaluation_point> point;
+  std::vector<float> parameters;
+};
+
+template <class Archive>
+void serialize(Archive& archive, best_evaluation& x) {
+  archive(x.point, x.parameters);
+}
+
 using tensor_of = const std::vector<float>& (*)(const worker_record&);
 const std::vector<float>& parameters_of(const worker_record& x) {
   return x.parameters;
@@ -271,6 +282,13 @@ std::string encode_payload(const run_checkpoint& state) {
     part(archive, "inputs", x.inputs, at);
     part(archive, "input bytes", x.inputs.scaled_bytes, at);
     part(archive, "copies", copies, at);
+    const auto& evaluations = x.coordinator.evaluations;
+    best_evaluation best;
+    if (evaluations.best_point() && evaluations.best_parameters()) {
+      best.point = evaluations.best_point();
+      best.parameters = *evaluations.best_parameters();
+    }
+    part(archive, "best", best, at);
   }
   return out.str();
 }
@@ -293,6 +311,13 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
       replica_copies copies;
       part(archive, "copies", copies, at);
       restore_copies(state.workers, copies, file);
+    }
+    if (version >= 8) {
+      best_evaluation best;
+      part(archive, "best", best, at);
+      if (best.point && !best.parameters.empty())
+        state.coordinator.evaluations.restore_best(
+            *best.point, std::make_shared<const std::vector<float>>(std::move(best.parameters)));
     }
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the parts");
@@ -447,12 +472,14 @@ run_checkpoint checked_payload(const std::string& file, const checkpoint::loaded
     for (std::size_t i = 0; i < state.workers.size(); ++i)
       check_fits(file, state.workers[i], static_cast<std::int32_t>(i), parameter_count);
   }
-  const auto& target = state.coordinator.evaluations.target_parameters();
-  if (target != nullptr && target->size() != parameter_count)
-    throw checkpoint::checkpoint_error(
-        file, "payload: the parameters that reached the target hold " +
-                  std::to_string(target->size()) + " values for a model of " +
-                  std::to_string(parameter_count) + " parameters");
+  const auto& evaluations = state.coordinator.evaluations;
+  for (const auto& [kept, what] :
+       {std::pair{evaluations.target_parameters(), "the parameters that reached the target"},
+        std::pair{evaluations.best_parameters(), "the best evaluation's parameters"}})
+    if (kept != nullptr && kept->size() != parameter_count)
+      throw checkpoint::checkpoint_error(
+          file, std::string("payload: ") + what + " hold " + std::to_string(kept->size()) +
+                    " values for a model of " + std::to_string(parameter_count) + " parameters");
   return state;
 }
 
@@ -476,13 +503,15 @@ run_checkpoint load_for_model(const std::string& file, const models::model& mode
 serving_parameters parameters_to_serve(const run_checkpoint& state, const std::string& file,
                                        bool last, bool mean_of_replicas, bool validation) {
   serving_parameters chosen;
-  const auto& target = state.coordinator.evaluations.target_parameters();
+  const auto& evaluations = state.coordinator.evaluations;
+  const auto& target = evaluations.target_parameters();
+  const auto& best = evaluations.best_parameters(); // train.patience
   char origin[160];
-  if (!last && target != nullptr) {
-    const auto& point = *state.coordinator.evaluations.target_point();
-    chosen.values = *target;
-    std::snprintf(origin, sizeof origin,
-                  "the parameters that reached the target (%s accuracy %.4f at round %llu)",
+  if (!last && (target != nullptr || best != nullptr)) {
+    const auto& point = target ? *evaluations.target_point() : *evaluations.best_point();
+    chosen.values = target ? *target : *best;
+    std::snprintf(origin, sizeof origin, "the parameters %s (%s accuracy %.4f at round %llu)",
+                  target ? "that reached the target" : "of the best evaluation",
                   validation ? "validation" : "test", point.test_accuracy,
                   static_cast<unsigned long long>(point.round));
   } else {

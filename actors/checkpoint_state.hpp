@@ -151,10 +151,11 @@ struct serving_parameters {
                       // 900)" or "the workers' last parameters (round 912)"
 };
 
-/// Those that reached the run's target where it stopped there, unless `last`; else
-/// model_parameters(). Throws checkpoint::checkpoint_error naming `file` when those are a
-/// cluster's workers' (in the nodes' parts, not in this file). `validation`: the run's
-/// evaluations measured a validation set (data.validation-fraction), as the origin says.
+/// Those that reached the run's target where it stopped there, else (train.patience) those of
+/// its best evaluation, unless `last`; else model_parameters(). Throws checkpoint::checkpoint_error
+/// naming `file` when those are a cluster's workers' (in the nodes' parts, not in this file).
+/// `validation`: the run's evaluations measured a validation set (data.validation-fraction), as the
+/// origin says.
 serving_parameters parameters_to_serve(const run_checkpoint& state, const std::string& file,
                                        bool last, bool mean_of_replicas, bool validation = false);
 

@@ -151,10 +151,10 @@ void coordinator_actor::evaluate_final() {
 
 // With a validation set, the test set is measured once: on the parameters the run ends with.
 void coordinator_actor::test_kept(parameters_ptr final_parameters) {
-  const bool at_target = phases_.stop_reason() == "target-accuracy";
+  const auto& stop_reason = phases_.stop_reason();
   request_evaluation(
-      *this, evaluator_, *evaluations_.kept_point(at_target),
-      evaluations_.kept_parameters(at_target, std::move(final_parameters)),
+      *this, evaluator_, *evaluations_.kept_point(stop_reason),
+      evaluations_.kept_parameters(stop_reason, std::move(final_parameters)),
       [this](std::optional<evaluation_point> tested, parameters_ptr, const std::string& failure) {
         if (tested && setup_.metrics)
           setup_.metrics->test_accuracy(tested->test_accuracy);
@@ -181,6 +181,8 @@ void coordinator_actor::record_evaluation(const evaluation_point& point,
     setup_.observer->on_evaluation(point);
   if (target_reached)
     begin_stop("target-accuracy");
+  else if (evaluations_.plateaued())
+    begin_stop("plateau");
 }
 
 // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------

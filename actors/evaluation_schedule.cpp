@@ -1,6 +1,8 @@
 // When a run evaluates what; see evaluation_schedule.hpp.
 #include "actors/evaluation_schedule.hpp"
 
+#include "herd/run_config.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -57,8 +59,52 @@ std::vector<int> evaluation_schedule::sources(const std::vector<int>& live_worke
   return {live_workers.front()};
 }
 
+evaluation_schedule::settings evaluation_schedule::settings::of(const config::run_config& config,
+                                                                double snapshot_interval_seconds,
+                                                                bool mean_of_replicas) {
+  settings chosen;
+  chosen.every_rounds = static_cast<std::uint64_t>(config.train.eval_every);
+  chosen.every_epochs = config.train.eval_every_epochs;
+  chosen.target_accuracy = config.train.target_accuracy;
+  chosen.snapshot_interval_seconds = snapshot_interval_seconds;
+  chosen.mean_of_replicas = mean_of_replicas;
+  chosen.patience = config.train.patience;
+  return chosen;
+}
+
+bool evaluation_schedule::track_best(const evaluation_point& point, parameters_ptr parameters) {
+  if (settings_.patience == 0)
+    return false;
+  // NaN is never the best; an equal accuracy is no improvement.
+  if (!std::isnan(point.test_accuracy) &&
+      (!best_point_ || point.test_accuracy > best_point_->test_accuracy)) {
+    best_point_ = point;
+    best_parameters_ = std::move(parameters);
+    since_best_ = 0;
+    return true;
+  }
+  ++since_best_;
+  return false;
+}
+
+const std::optional<evaluation_point>&
+evaluation_schedule::kept_point(const std::string& stop_reason) const {
+  if (stop_reason == "target-accuracy" && target_point_)
+    return target_point_;
+  return keeps_best() ? best_point_ : final_;
+}
+
+evaluation_schedule::parameters_ptr
+evaluation_schedule::kept_parameters(const std::string& stop_reason,
+                                     parameters_ptr final_parameters) const {
+  if (stop_reason == "target-accuracy" && target_point_)
+    return target_parameters_ ? target_parameters_ : final_parameters;
+  return keeps_best() ? best_parameters_ : final_parameters;
+}
+
 bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr parameters) {
   evaluations_.push_back(point);
+  track_best(point, parameters);
   const double target = settings_.target_accuracy;
   if (target <= 0.0 || !(point.test_accuracy >= target) || time_to_target_) // NaN: none
     return false;
@@ -82,6 +128,18 @@ void evaluation_schedule::resume_from(const evaluation_schedule& saved, double e
   time_to_target_.reset();
   target_point_.reset();
   target_parameters_.reset();
+  // The best so far, from the evaluations; its parameters where the checkpoint kept the same one's.
+  best_point_.reset();
+  best_parameters_.reset();
+  since_best_ = 0;
+  for (const auto& point : evaluations_)
+    track_best(point, nullptr);
+  const auto same = [](const std::optional<evaluation_point>& a,
+                       const std::optional<evaluation_point>& b) {
+    return a && b && a->round == b->round && a->elapsed_seconds == b->elapsed_seconds;
+  };
+  if (same(best_point_, saved.best_point_))
+    best_parameters_ = saved.best_parameters_;
   const double target = settings_.target_accuracy;
   if (target <= 0.0)
     return;
@@ -93,8 +151,7 @@ void evaluation_schedule::resume_from(const evaluation_schedule& saved, double e
     return;
   time_to_target_ = reached->elapsed_seconds;
   target_point_ = *reached;
-  if (saved.target_point_ && saved.target_point_->round == reached->round &&
-      saved.target_point_->elapsed_seconds == reached->elapsed_seconds)
+  if (same(saved.target_point_, *reached))
     target_parameters_ = saved.target_parameters_;
 }
 

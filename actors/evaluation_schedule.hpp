@@ -4,7 +4,8 @@
 // While training, every train.eval-every rounds (one evaluation at a time: a round that comes due
 // while one runs is skipped). With a snapshot interval instead, a snapshot is taken that often and
 // every one is evaluated after the workers stopped (for benchmarks: evaluating competes with
-// training for cores). At the end always, on the final parameters.
+// training for cores). At the end always, on the final parameters. With train.patience it keeps
+// the best evaluation's parameters, and says when that many evaluations in a row did not beat it.
 #pragma once
 
 #include "herd/run_summary.hpp"
@@ -15,6 +16,10 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace herd::config {
+struct run_config;
+} // namespace herd::config
 
 namespace herd::actors {
 
@@ -30,6 +35,13 @@ public:
     /// dropped and the interval doubles (a long run's curve gets coarser, not the machine's
     /// memory exhausted: a 1.7 MB model every 100 ms is 1 GB a minute).
     std::size_t max_kept_bytes = std::size_t{512} << 20;
+    /// train.patience: evaluations in a row without a higher accuracy than the best before the
+    /// run stops ("plateau"); the run then keeps the best one's parameters. 0: none.
+    std::uint64_t patience = 0;
+
+    /// `config`'s train.eval-every, eval-every-epochs, target-accuracy and patience.
+    static settings of(const config::run_config& config, double snapshot_interval_seconds,
+                       bool mean_of_replicas);
   };
 
   using parameters_ptr = std::shared_ptr<const std::vector<float>>;
@@ -77,6 +89,10 @@ public:
   bool record(const evaluation_point& point, parameters_ptr parameters = nullptr);
   /// The evaluation of the final parameters (recorded with record() too).
   void set_final(const evaluation_point& point) { final_ = point; }
+  /// With patience: the last `patience` evaluations recorded did not beat the best before them.
+  bool plateaued() const {
+    return settings_.patience > 0 && best_point_ && since_best_ >= settings_.patience;
+  }
 
   const std::vector<evaluation_point>& evaluations() const { return evaluations_; }
   std::optional<double> latest_accuracy() const;
@@ -90,14 +106,20 @@ public:
   const parameters_ptr& target_parameters() const { return target_parameters_; }
   const std::optional<evaluation_point>& final_point() const { return final_; }
   /// The evaluation of the parameters the run ends with: the target's where it stopped there
-  /// (`stopped_at_target`) and reached it, else the final one.
-  const std::optional<evaluation_point>& kept_point(bool stopped_at_target) const {
-    return stopped_at_target && target_point_ ? target_point_ : final_;
-  }
-  /// Those parameters: the target's (kept with its evaluation), else `final_parameters`.
-  parameters_ptr kept_parameters(bool stopped_at_target, parameters_ptr final_parameters) const {
-    return stopped_at_target && target_point_ && target_parameters_ ? target_parameters_
-                                                                    : final_parameters;
+  /// (`stop_reason`) and reached it, else with patience the best one, else the final one.
+  const std::optional<evaluation_point>& kept_point(const std::string& stop_reason) const;
+  /// Those parameters: the target's or the best one's (kept with their evaluations), else
+  /// `final_parameters`.
+  parameters_ptr kept_parameters(const std::string& stop_reason,
+                                 parameters_ptr final_parameters) const;
+  /// With patience: the evaluation of the highest accuracy so far (the first of equals), and its
+  /// parameters where they were recorded.
+  const std::optional<evaluation_point>& best_point() const { return best_point_; }
+  const parameters_ptr& best_parameters() const { return best_parameters_; }
+  /// A checkpoint's best evaluation and parameters, kept apart from the rest of the schedule.
+  void restore_best(const evaluation_point& point, parameters_ptr parameters) {
+    best_point_ = point;
+    best_parameters_ = std::move(parameters);
   }
   /// With a validation set: the test set's measurement of the parameters the run ends with,
   /// taken once, after the final evaluation.
@@ -144,6 +166,12 @@ private:
   parameters_ptr target_parameters_;
   std::optional<evaluation_point> final_;
   std::optional<evaluation_point> tested_;
+  std::optional<evaluation_point> best_point_;
+  parameters_ptr best_parameters_;
+  std::uint64_t since_best_ = 0; // evaluations recorded after the best one
+  /// Whether `point` beats the best so far: then it is the best, with `parameters`.
+  bool track_best(const evaluation_point& point, parameters_ptr parameters);
+  bool keeps_best() const { return settings_.patience > 0 && best_point_ && best_parameters_; }
 };
 
 /// The mean of the parameters of the replicas asked for a snapshot, as their answers come.

@@ -24,11 +24,9 @@ coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setu
       policy_(policy::make_policy(setup_.config)),
       counters_(setup_.config.train.workers, setup_.samples_per_epoch),
       steps_(counters_, setup_.metrics.get()), phases_(setup_.config.train.max_seconds),
-      evaluations_(evaluation_schedule::settings{
-          static_cast<std::uint64_t>(setup_.config.train.eval_every),
-          setup_.config.train.eval_every_epochs, setup_.config.train.target_accuracy,
-          std::chrono::duration<double>(setup_.snapshot_interval).count(),
-          policy_->exchanges_models()}),
+      evaluations_(evaluation_schedule::settings::of(
+          setup_.config, std::chrono::duration<double>(setup_.snapshot_interval).count(),
+          policy_->exchanges_models())),
       checkpoints_(setup_.checkpoints) {
   if (setup_.joins)
     joins_ = setup_.joins(*this);

@@ -143,12 +143,11 @@ run_summary summarize(run_summary run, const run_counters& counters,
   run.epochs = counters.epochs();
   run.wall_seconds = wall_seconds;
   run.time_to_target_seconds = evaluations.time_to_target();
-  // A run that stopped at its target keeps the parameters that reached it; the rounds in flight
-  // then changed the workers' parameters after that evaluation.
-  const bool stopped_at_target = run.stop_reason == "target-accuracy";
-  const bool at_target = stopped_at_target && evaluations.target_point().has_value();
+  // A run that stopped at its target keeps the parameters that reached it (the rounds in flight
+  // then changed the workers' parameters after that evaluation); with train.patience a run keeps
+  // its best evaluation's.
   const auto& last = evaluations.final_point();
-  const auto& kept = evaluations.kept_point(stopped_at_target);
+  const auto& kept = evaluations.kept_point(run.stop_reason);
   // A NaN loss is of parameters that are not numbers (a diverged run): their "accuracy" is the
   // share of one class, not a measurement.
   const auto measured = [](const std::optional<evaluation_point>& point) {
@@ -163,7 +162,7 @@ run_summary summarize(run_summary run, const run_counters& counters,
     run.final_test_accuracy = tested->test_accuracy;
     run.final_test_loss = tested->test_loss;
   }
-  if (at_target && last)
+  if (last && &kept != &last) // a target's or (train.patience) the best evaluation's
     run.after_stop_test_accuracy = last->test_accuracy;
   run.final_train_loss = counters.recent_loss();
   run.samples_per_second =

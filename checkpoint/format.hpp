@@ -31,9 +31,10 @@ namespace herd::checkpoint {
 /// input shape, the classes, the inputs' normalisation), so `herd predict` loads no data.
 /// Version 7: then which workers' parameters and momentum are copies of an earlier worker's,
 /// written once.
-inline constexpr std::uint32_t format_version = 7;
+/// Version 8: then the best evaluation and its parameters (train.patience keeps them).
+inline constexpr std::uint32_t format_version = 8;
 
-/// The oldest version still read: versions 6 and 7 only appended parts to version 5's payload,
+/// The oldest version still read: versions 6 to 8 only appended parts to version 5's payload,
 /// so an older file is read as one without them (its readers take the inputs from the dataset).
 inline constexpr std::uint32_t oldest_read_version = 5;
 

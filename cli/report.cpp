@@ -276,7 +276,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                       " samples/s)" +
                       (computed > s.samples ? "; " + std::to_string(computed) + " computed" : ""));
   // Stopped at the target: the run keeps the parameters that reached it; the rounds then in
-  // flight moved the workers' on, which is shown too where it differs.
+  // flight moved the workers' on, which is shown too where it differs. With train.patience it
+  // keeps its best evaluation's, and shows the workers' last where they differ.
   // With a validation set, the evaluations (the target, the stop) measured it, and the test set
   // was measured once, on the parameters the run kept.
   const bool validating = s.validation_samples > 0;
@@ -287,7 +288,10 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                            const std::optional<double>& loss) {
     return fixed(*accuracy, 4) + " (loss " + fixed(loss.value_or(0.0), 4) + ")";
   };
-  const std::string kept = both ? ", those that reached the target" : "";
+  const bool at_target = s.stop_reason == "target-accuracy";
+  const std::string kept = !both       ? ""
+                           : at_target ? ", those that reached the target"
+                                       : ", the best evaluation's";
   if (validating)
     line("validation acc", chosen ? measured(chosen, s.final_validation_loss) + " on " +
                                         std::to_string(s.validation_samples) + " held-out samples" +
@@ -298,9 +302,11 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                                    (validating ? ", measured once, at the end" : kept)
        : validating ? "not measured (" + (s.error.empty() ? "its evaluation failed" : s.error) + ")"
                     : unmeasured_accuracy(s));
-  if (both)
+  if (both && at_target)
     line("after the stop",
          fixed(*s.after_stop_test_accuracy, 4) + " (the workers' after the rounds then in flight)");
+  else if (both)
+    line("last evaluation", fixed(*s.after_stop_test_accuracy, 4) + " (the workers' last)");
   line("train loss", fixed(s.final_train_loss, 4) + " (mean of recent steps)");
   line("data plane",
        fixed(s.reduce_seconds, 2) + " s reducing, " +

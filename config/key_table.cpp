@@ -135,9 +135,13 @@ const std::vector<key_spec>& keys() {
     k.push_back(make_key<double>(
         "train.target-accuracy", "real",
         "stop once test accuracy (validation accuracy with data.validation-fraction) reaches this "
-        "(0 = no "
-        "target)",
+        "(0 = no target)",
         [](auto& c) -> auto& { return c.train.target_accuracy; }));
+    k.push_back(make_key<std::uint64_t>(
+        "train.patience", "integer",
+        "stop once this many evaluations in a row have not beaten the best accuracy so far, and "
+        "keep the best evaluation's parameters (0 = never)",
+        [](auto& c) -> auto& { return c.train.patience; }));
     k.push_back(make_key<double>(
         "train.max-seconds", "real", "stop after this much wall time (0 = no limit)",
         [](auto& c) -> auto& { return c.train.max_seconds; }));

@@ -361,6 +361,8 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(train.target_accuracy >= 0.0 && train.target_accuracy <= 1.0,
                 "train.target-accuracy", train.target_accuracy,
                 "must lie in [0, 1] (0 = no target)");
+  check.require(train.patience <= 1000000, "train.patience", train.patience,
+                "must be at most 1000000 evaluations (0 = never stop for a plateau)");
   check.require(train.max_seconds >= 0.0, "train.max-seconds", train.max_seconds,
                 "must not be negative (0 = no limit)");
   check.require(train.eval_every >= 1, "train.eval-every", train.eval_every,

@@ -28,6 +28,8 @@ struct train_section {
   double adam_eps = 1e-8;               // train.adam-eps
   int epochs = 3;                       // train.epochs
   double target_accuracy = 0.0;         // train.target-accuracy: 0 = no target
+  std::uint64_t patience = 0; // train.patience: evaluations without a better accuracy before the
+                              // run stops, keeping the best one's parameters; 0 = never
   double max_seconds = 0.0;             // train.max-seconds: 0 = no limit
   std::uint64_t seed = 1;               // train.seed
   int eval_every = 100;                 // train.eval-every: rounds between test evaluations

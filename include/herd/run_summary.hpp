@@ -96,7 +96,7 @@ struct run_summary {
   std::string data_plane; // what moved tensors: "local", "gloo"
   std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   std::string imbalance = "none";
-  std::string stop_reason; // epochs, target-accuracy, max-seconds, interrupted, error
+  std::string stop_reason; // epochs, target-accuracy, plateau, max-seconds, interrupted, error
   // What went wrong: why the run failed when stop_reason == "error"; otherwise what failed at
   // its end without failing it (the final evaluation, a callback of job_options), or empty.
   std::string error;
@@ -140,8 +140,9 @@ struct run_summary {
   /// With a validation set: the same parameters' validation accuracy and loss (as above).
   std::optional<double> final_validation_accuracy;
   std::optional<double> final_validation_loss;
-  /// Stopped at the target: the accuracy on the evaluation set of the parameters after the rounds
-  /// that were in flight then (the workers' last parameters), which may differ from the kept ones.
+  /// Where the run kept other parameters than the workers' last (stopped at the target, or the
+  /// best evaluation's with train.patience): the accuracy on the evaluation set of the workers'
+  /// last (after the rounds in flight at a stop), which may differ from the kept ones.
   std::optional<double> after_stop_test_accuracy;
   double final_train_loss = 0.0;
   double samples_per_second = 0.0;

@@ -50,14 +50,16 @@ struct saved_model {
   std::uint64_t rounds = 0;  // rounds its run had finished
   std::vector<float> parameters;
   /// Which parameters, in words: "the parameters that reached the target (test accuracy 0.8538
-  /// at round 900)" or "the workers' last parameters (round 912)".
+  /// at round 900)", "the parameters of the best evaluation (validation accuracy 0.8712 at round
+  /// 1400)" or "the workers' last parameters (round 912)".
   std::string parameters_origin;
 };
 
 /// Reads the checkpoint at `path` for `model`, which must describe itself as the checkpoint's
 /// model did (the model its settings build, or the same object of your own class the run
 /// trained). The parameters are those that reached the run's target accuracy where the run
-/// stopped there, unless `last`; otherwise the workers' last ones (under model averaging,
+/// stopped there, else those of its best evaluation where it ran with train.patience, unless
+/// `last`; otherwise the workers' last ones (under model averaging,
 /// preduce, wagma and local-sgd, the mean of the replicas). Throws checkpoint_error naming the
 /// file and the problem: what saved_settings() throws for, a checkpoint of another model (both
 /// descriptions named), tensors of another size, or a cluster's checkpoint asked for its

@@ -334,9 +334,8 @@ TEST(checkpoint, a_run_stopped_at_its_target_keeps_the_parameters_that_reached_i
   const auto model = herd::actors::make_model(config, data->train);
   ASSERT_EQ(evaluations.target_parameters()->size(), model->parameter_count());
   const auto work = model->make_workspace();
-  const auto scored = model->evaluate(herd::kernels::cpu_ops(),
-                                      evaluations.target_parameters()->data(), data->test, 100,
-                                      *work);
+  const auto scored = model->evaluate(
+      herd::kernels::cpu_ops(), evaluations.target_parameters()->data(), data->test, 100, *work);
   EXPECT_NEAR(scored.accuracy(), evaluations.target_point()->test_accuracy, 1e-12);
   EXPECT_GE(scored.accuracy(), 0.6);
 }
@@ -646,7 +645,7 @@ TEST(checkpoint, equal_replicas_are_written_once_and_come_back_whole) {
 
 // Files of older format versions are read as payloads without the parts added since: version 6
 // ends before the inputs' byte flag and the list of copies, version 5 before the inputs.
-TEST(checkpoint, payloads_of_versions_5_and_6_are_read_without_the_later_parts) {
+TEST(checkpoint, payloads_of_versions_5_to_7_are_read_without_the_later_parts) {
   herd::actors::run_checkpoint state;
   state.settings = "[train]\nworkers = 4\n";
   state.inputs.sample_shape = {1, 28, 28};
@@ -654,7 +653,11 @@ TEST(checkpoint, payloads_of_versions_5_and_6_are_read_without_the_later_parts) 
   state.inputs.mean = 0.25f;
   state.inputs.stddev = 0.5f;
   state.inputs.scaled_bytes = true;
-  const auto v7 = herd::actors::encode_payload(state);
+  const auto v8 = herd::actors::encode_payload(state);
+  EXPECT_FALSE(herd::actors::decode_payload(v8, "x.ckpt", 8).coordinator.evaluations.best_point());
+  // No best evaluation: an empty optional (a byte) and no parameters (an 8-byte size tag).
+  const auto v7 = v8.substr(0, v8.size() - 1 - 8);
+  EXPECT_THROW(herd::actors::decode_payload(v7, "x.ckpt", 8), herd::checkpoint::checkpoint_error);
   const auto back = herd::actors::decode_payload(v7, "x.ckpt", 7);
   EXPECT_EQ(back.inputs.sample_shape, state.inputs.sample_shape);
   EXPECT_TRUE(back.inputs.scaled_bytes);
@@ -670,6 +673,19 @@ TEST(checkpoint, payloads_of_versions_5_and_6_are_read_without_the_later_parts) 
       herd::actors::decode_payload(v6.substr(0, v6.size() - (8 + 3 * 8) - 4 - 2 * 4), "x.ckpt", 5);
   EXPECT_FALSE(five.inputs.known());
   EXPECT_EQ(five.settings, state.settings);
+
+  // Version 8: the best evaluation and its parameters (train.patience).
+  herd::actors::evaluation_point best;
+  best.round = 40;
+  best.test_accuracy = 0.875;
+  state.coordinator.evaluations.restore_best(
+      best, std::make_shared<const std::vector<float>>(std::vector<float>{1.5f, -2.0f}));
+  const auto eight = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt", 8);
+  const auto& restored = eight.coordinator.evaluations;
+  ASSERT_TRUE(restored.best_point() && restored.best_parameters());
+  EXPECT_EQ(restored.best_point()->round, 40u);
+  EXPECT_EQ(restored.best_point()->test_accuracy, 0.875);
+  EXPECT_EQ(*restored.best_parameters(), (std::vector<float>{1.5f, -2.0f}));
 }
 
 // Checkpoint files are written by the writer's thread; the session reports each one.

@@ -2,6 +2,7 @@
 // found; replica_mean: the model of the run under model averaging. No actor system.
 #include "actors/evaluation_schedule.hpp"
 
+#include <cmath>
 #include <gtest/gtest.h>
 #include <memory>
 #include <random>
@@ -244,6 +245,88 @@ TEST(evaluation_schedule, a_resumed_run_counts_its_own_target_over_the_evaluatio
   evaluation_schedule none(every(1));
   none.resume_from(before, 0.0);
   EXPECT_FALSE(none.time_to_target());
+}
+
+evaluation_schedule::settings patient(std::uint64_t patience) {
+  auto chosen = every(1);
+  chosen.patience = patience;
+  return chosen;
+}
+
+std::shared_ptr<const std::vector<float>> parameters_of(float value) {
+  return std::make_shared<const std::vector<float>>(std::vector<float>{value});
+}
+
+// train.patience: the run stops once that many evaluations in a row did not beat the best (an
+// equal accuracy does not, nor does NaN), and it keeps the best one's parameters wherever it
+// stops, unless it stopped at its target.
+TEST(evaluation_schedule, patience_stops_after_evaluations_that_do_not_beat_the_best_and_keeps_it) {
+  evaluation_schedule schedule(patient(2));
+  schedule.record(point_at(1.0, 0.5), parameters_of(1));
+  schedule.record(point_at(2.0, 0.7), parameters_of(2));
+  schedule.record(point_at(3.0, 0.7), parameters_of(3)); // equal: no better
+  EXPECT_FALSE(schedule.plateaued());
+  schedule.record(point_at(4.0, std::nan("")), parameters_of(4));
+  EXPECT_TRUE(schedule.plateaued());
+  ASSERT_TRUE(schedule.best_point());
+  EXPECT_EQ(schedule.best_point()->elapsed_seconds, 2.0);
+  schedule.set_final(point_at(5.0, 0.6));
+  schedule.record(point_at(5.0, 0.6), parameters_of(5));
+  for (const char* reason : {"plateau", "epochs", "max-seconds"}) {
+    EXPECT_EQ(schedule.kept_point(reason)->elapsed_seconds, 2.0) << reason;
+    EXPECT_EQ(schedule.kept_parameters(reason, parameters_of(9))->front(), 2.0f) << reason;
+  }
+  // A better evaluation starts the count again.
+  schedule.record(point_at(6.0, 0.8), parameters_of(6));
+  EXPECT_FALSE(schedule.plateaued());
+  EXPECT_EQ(schedule.kept_parameters("plateau", nullptr)->front(), 6.0f);
+
+  // Without patience: never a plateau, and the final parameters are kept.
+  evaluation_schedule impatient(every(1));
+  for (double accuracy : {0.7, 0.6, 0.5, 0.4})
+    impatient.record(point_at(accuracy, accuracy), parameters_of(1));
+  EXPECT_FALSE(impatient.plateaued());
+  EXPECT_FALSE(impatient.best_point());
+  impatient.set_final(point_at(9.0, 0.4));
+  EXPECT_EQ(impatient.kept_point("epochs")->elapsed_seconds, 9.0);
+  EXPECT_EQ(impatient.kept_parameters("epochs", parameters_of(9))->front(), 9.0f);
+}
+
+TEST(evaluation_schedule, a_target_stop_keeps_the_targets_parameters_over_the_best) {
+  auto settings = patient(5);
+  settings.target_accuracy = 0.8;
+  evaluation_schedule schedule(settings);
+  EXPECT_TRUE(schedule.record(point_at(1.0, 0.85), parameters_of(1)));
+  schedule.set_final(point_at(2.0, 0.9));
+  schedule.record(point_at(2.0, 0.9), parameters_of(2)); // the best, after the stop
+  EXPECT_EQ(schedule.kept_parameters("target-accuracy", nullptr)->front(), 1.0f);
+  EXPECT_EQ(schedule.kept_point("target-accuracy")->elapsed_seconds, 1.0);
+}
+
+// Resumed, the best and the count since it come from the evaluations so far; the checkpoint's
+// parameters go on only with the evaluation that took them.
+TEST(evaluation_schedule, a_resumed_run_counts_its_patience_from_the_evaluations_so_far) {
+  evaluation_schedule before(patient(3));
+  before.record(point_at(1.0, 0.7), parameters_of(1));
+  before.record(point_at(2.0, 0.6), parameters_of(2));
+  before.record(point_at(3.0, 0.65), parameters_of(3));
+  evaluation_schedule resumed(patient(3));
+  resumed.resume_from(before, 0.0);
+  EXPECT_EQ(resumed.best_parameters()->front(), 1.0f);
+  EXPECT_FALSE(resumed.plateaued());
+  resumed.record(point_at(4.0, 0.69), parameters_of(4));
+  EXPECT_TRUE(resumed.plateaued()); // the third in a row below 0.7
+
+  evaluation_schedule shorter(patient(2));
+  shorter.resume_from(before, 0.0);
+  EXPECT_TRUE(shorter.plateaued());
+
+  evaluation_schedule from_moved(patient(3));
+  auto saved = before;
+  saved.restore_best(point_at(2.0, 0.6), parameters_of(2)); // not the best of the evaluations
+  from_moved.resume_from(saved, 0.0);
+  EXPECT_EQ(from_moved.best_point()->elapsed_seconds, 1.0);
+  EXPECT_FALSE(from_moved.best_parameters());
 }
 
 TEST(replica_mean, is_the_element_wise_mean_of_the_replicas) {

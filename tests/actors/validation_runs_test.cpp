@@ -155,4 +155,44 @@ TEST(validation_runs, a_target_stop_keeps_the_parameters_chosen_on_validation_an
       << saved.parameters_origin;
 }
 
+// train.patience: a run whose accuracy no longer rises stops, and keeps (in its summary, its final
+// checkpoint and what is served from it) the best evaluation's parameters, not the workers' last.
+// The synthetic clusters are soon told apart as well as they can be: the validation accuracy
+// stops rising while training goes on moving the parameters.
+TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the_best) {
+  herd::testing::temp_directory dir;
+  auto config = herd::testing::small_session_config(2, 8);
+  config.train.epochs = 200;
+  config.train.eval_every = 3;
+  config.train.patience = 3;
+  config.data.validation_fraction = 0.25;
+  config.checkpoint.dir = dir.file("ckpt");
+  config.checkpoint.every_seconds = 0;
+  auto held = std::make_shared<train_test_split>(*synthetic(2 * 30 * 8));
+  herd::models::hold_out_validation(*held, 0.25, config.train.seed);
+  const std::shared_ptr<const train_test_split> data = held;
+
+  herd::actors::train_session session(config, data, herd::testing::quick_session_options());
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "plateau") << summary.error;
+  EXPECT_LT(summary.epochs, 50.0);
+  ASSERT_GE(summary.evaluations.size(), 4u);
+
+  const auto state = herd::actors::load_checkpoint(config, *data, config.checkpoint.dir).state;
+  const auto& evaluations = state->coordinator.evaluations;
+  ASSERT_TRUE(evaluations.best_point() && evaluations.best_parameters());
+  const auto& best = *evaluations.best_parameters();
+  EXPECT_NE(best, session.final_parameters().at(0)) << "the run stopped where its best was";
+  EXPECT_DOUBLE_EQ(*summary.final_validation_accuracy, evaluations.best_point()->test_accuracy);
+  EXPECT_DOUBLE_EQ(*summary.final_validation_loss, evaluations.best_point()->test_loss);
+  const auto test = scored(config, *data, best, data->test);
+  EXPECT_DOUBLE_EQ(*summary.final_test_loss, test.mean_loss);
+  const auto saved = herd::checkpoint::read_model(config.checkpoint.dir,
+                                                  *herd::actors::make_model(config, data->train));
+  EXPECT_EQ(saved.parameters, best);
+  EXPECT_NE(saved.parameters_origin.find("of the best evaluation (validation accuracy "),
+            std::string::npos)
+      << saved.parameters_origin;
+}
+
 } // namespace

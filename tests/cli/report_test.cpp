@@ -329,6 +329,22 @@ TEST(summary, a_run_with_a_validation_set_shows_both_and_which_the_target_read) 
             "test");
 }
 
+// With train.patience the run keeps its best evaluation's parameters; the summary says so, and
+// shows the workers' last where they differ.
+TEST(summary, a_run_that_kept_its_best_evaluation_says_so_beside_the_last) {
+  herd::actors::run_summary summary;
+  summary.stop_reason = "plateau";
+  summary.final_test_accuracy = 0.8712;
+  summary.final_test_loss = 0.38;
+  summary.after_stop_test_accuracy = 0.8650;
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  EXPECT_THAT(out.str(), HasSubstr("stopped by        plateau"));
+  EXPECT_THAT(out.str(), HasSubstr("0.8712 (loss 0.3800), the best evaluation's\n"));
+  EXPECT_THAT(out.str(), HasSubstr("last evaluation   0.8650 (the workers' last)\n"));
+  EXPECT_THAT(out.str(), testing::Not(HasSubstr("after the stop")));
+}
+
 // A run that failed has no final accuracy; its summary says why, and what the last evaluation
 // measured (every worker lost after five evaluations left the line empty-handed).
 TEST(summary, a_failed_run_shows_its_last_evaluation_in_place_of_a_final_one) {

@@ -190,6 +190,13 @@ TEST_F(config_files, a_validation_fraction_is_a_share_up_to_a_half) {
               HasSubstr("data.validation-fraction = -0.1 (command line): must be between 0"));
 }
 
+TEST_F(config_files, patience_counts_evaluations_up_to_a_million) {
+  EXPECT_EQ(load("", {"--train.patience=5"}).train.patience, 5u);
+  EXPECT_THAT(first_error("", {"--train.patience=1000001"}),
+              HasSubstr("train.patience = 1000001 (command line): must be at most 1000000"));
+  EXPECT_THAT(first_error("", {"--train.patience=-1"}), HasSubstr("train.patience = -1"));
+}
+
 TEST_F(config_files, validation_files_come_in_pairs_with_npy_and_without_a_fraction) {
   const std::vector<std::string> npy{"--data.dataset=npy", "--data.train-features=a.npy",
                                      "--data.train-labels=b.npy", "--data.test-features=c.npy",
