@@ -113,8 +113,9 @@ private:
   void take_snapshot();
   void evaluate_kept(std::size_t index);
   void evaluate_final();
-  void test_kept(parameters_ptr final_parameters);
-  void record_evaluation(const evaluation_point& point, parameters_ptr parameters);
+  void test_kept(parameters_ptr final_parameters, std::string earlier_failure);
+  void record_evaluation(const evaluation_point& point, parameters_ptr parameters,
+                         bool final = false);
 
   // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
   void resume_from(const run_checkpoint& saved);

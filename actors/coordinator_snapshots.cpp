@@ -137,42 +137,48 @@ void coordinator_actor::evaluate_final() {
       // clock, not after the kept snapshots' evaluations.
       point->elapsed_seconds = std::min(point->elapsed_seconds, wall_seconds_);
       evaluations_.set_final(*point);
-      record_evaluation(*point, parameters);
+      record_evaluation(*point, parameters, true);
     } else {
       // No stand-in from an earlier evaluation: the summary says the final one is missing.
       notice("final evaluation failed: " + failure);
     }
-    if (point && setup_.validation_samples > 0)
-      test_kept(std::move(parameters));
+    const std::string failed = point ? "" : "final evaluation failed: " + failure;
+    // The parameters a target or the best kept are known without the final evaluation.
+    const auto& stop_reason = phases_.stop_reason();
+    if (setup_.validation_samples > 0 && evaluations_.kept_point(stop_reason) &&
+        evaluations_.kept_parameters(stop_reason, parameters))
+      test_kept(std::move(parameters), failed);
     else
-      carry_out(phases_.final_evaluation_ended(point ? "" : "final evaluation failed: " + failure));
+      carry_out(phases_.final_evaluation_ended(failed));
   });
 }
 
 // With a validation set, the test set is measured once: on the parameters the run ends with.
-void coordinator_actor::test_kept(parameters_ptr final_parameters) {
+void coordinator_actor::test_kept(parameters_ptr final_parameters, std::string earlier_failure) {
   const auto& stop_reason = phases_.stop_reason();
   request_evaluation(
       *this, evaluator_, *evaluations_.kept_point(stop_reason),
       evaluations_.kept_parameters(stop_reason, std::move(final_parameters)),
-      [this](std::optional<evaluation_point> tested, parameters_ptr, const std::string& failure) {
+      [this, earlier_failure](std::optional<evaluation_point> tested, parameters_ptr,
+                              const std::string& failure) {
         if (tested && setup_.metrics)
           setup_.metrics->test_accuracy(tested->test_accuracy);
         if (tested)
           evaluations_.set_tested(*tested);
-        const auto failed = tested ? "" : "test of the final parameters failed: " + failure;
-        if (!tested)
-          notice(failed);
-        carry_out(phases_.final_evaluation_ended(failed));
+        else
+          notice("test of the kept parameters failed: " + failure);
+        carry_out(phases_.final_evaluation_ended(
+            !earlier_failure.empty() || tested ? earlier_failure
+                                               : "test of the kept parameters failed: " + failure));
       },
       measured_set::test);
 }
 
-void coordinator_actor::record_evaluation(const evaluation_point& point,
-                                          parameters_ptr parameters) {
+void coordinator_actor::record_evaluation(const evaluation_point& point, parameters_ptr parameters,
+                                          bool final) {
   if (phases_.done())
     return;
-  const bool target_reached = evaluations_.record(point, std::move(parameters));
+  const bool target_reached = evaluations_.record(point, std::move(parameters), final);
   if (setup_.metrics && setup_.validation_samples > 0)
     setup_.metrics->validation_accuracy(point.test_accuracy);
   else if (setup_.metrics)

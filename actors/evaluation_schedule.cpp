@@ -102,9 +102,11 @@ evaluation_schedule::kept_parameters(const std::string& stop_reason,
   return keeps_best() ? best_parameters_ : final_parameters;
 }
 
-bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr parameters) {
+bool evaluation_schedule::record(const evaluation_point& point, parameters_ptr parameters,
+                                 bool final) {
   evaluations_.push_back(point);
-  track_best(point, parameters);
+  if (!final)
+    track_best(point, parameters);
   const double target = settings_.target_accuracy;
   if (target <= 0.0 || !(point.test_accuracy >= target) || time_to_target_) // NaN: none
     return false;

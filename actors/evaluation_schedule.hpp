@@ -85,8 +85,11 @@ public:
   double snapshot_interval_seconds() const { return snapshot_interval_seconds_; }
 
   /// Records an evaluation of `parameters`; true when it is the first to reach the target
-  /// accuracy, and then those parameters are kept (target_parameters()).
-  bool record(const evaluation_point& point, parameters_ptr parameters = nullptr);
+  /// accuracy, and then those parameters are kept (target_parameters()). `final`: the evaluation
+  /// of the final parameters, which the patience's best does not count (the run's final
+  /// checkpoint, written before it, could not serve them as the best).
+  bool record(const evaluation_point& point, parameters_ptr parameters = nullptr,
+              bool final = false);
   /// The evaluation of the final parameters (recorded with record() too).
   void set_final(const evaluation_point& point) { final_ = point; }
   /// With patience: the last `patience` evaluations recorded did not beat the best before them.
@@ -112,8 +115,8 @@ public:
   /// `final_parameters`.
   parameters_ptr kept_parameters(const std::string& stop_reason,
                                  parameters_ptr final_parameters) const;
-  /// With patience: the evaluation of the highest accuracy so far (the first of equals), and its
-  /// parameters where they were recorded.
+  /// With patience: the evaluation of the highest accuracy so far (the first of equals; the final
+  /// evaluation aside), and its parameters where they were recorded.
   const std::optional<evaluation_point>& best_point() const { return best_point_; }
   const parameters_ptr& best_parameters() const { return best_parameters_; }
   /// A checkpoint's best evaluation and parameters, kept apart from the rest of the schedule.

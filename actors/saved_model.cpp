@@ -51,7 +51,7 @@ saved_model read_model(const std::string& path, const models::model& model, bool
   saved.rounds = state.coordinator.counters.rounds;
   const bool mean = policy::make_policy(saved.config)->exchanges_models();
   auto chosen = actors::parameters_to_serve(state, saved.file, last, mean,
-                                            saved.config.data.validation_fraction > 0.0);
+                                            saved.config.data.has_validation_set());
   saved.parameters = std::move(chosen.values);
   saved.parameters_origin = std::move(chosen.origin);
   return saved;

@@ -216,7 +216,7 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     loaded.state = actors::load_for_model(loaded.file, *loaded.model);
     const bool mean = policy::make_policy(loaded.config)->exchanges_models();
     auto chosen = actors::parameters_to_serve(loaded.state, loaded.file, choice.last, mean,
-                                              loaded.config.data.validation_fraction > 0.0);
+                                              loaded.config.data.has_validation_set());
     loaded.parameters = std::move(chosen.values);
     loaded.parameters_origin = std::move(chosen.origin);
   } catch (const config::invalid_config& invalid) {

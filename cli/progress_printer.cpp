@@ -63,7 +63,7 @@ progress_options progress_options_for(const config::run_config& config) {
   options.epochs = config.train.epochs;
   options.max_seconds = config.train.max_seconds;
   options.columns = standard_output_columns;
-  options.validation = config.data.validation_fraction > 0.0;
+  options.validation = config.data.has_validation_set();
   const auto schedule = models::lr_schedule::of(config.train);
   if (!schedule.constant())
     options.learning_rate = [schedule, lr = config.train.lr](double epochs) {

@@ -83,11 +83,12 @@ struct train_test_split {
 };
 
 /// Moves `fraction` (in (0, 1)) of `split.train` into `split.validation`: of every class, that
-/// share of its samples rounded to the nearest whole number, at least one where the class has two
-/// or more, chosen at random from `seed`. Both keep the training set's order. The same split,
-/// fraction and seed always hold out the same samples. Throws std::invalid_argument for a fraction
-/// outside (0, 1) or a split that already has a validation set, and data_error where the training
-/// set would be left without samples or the validation set would get none.
+/// share of its samples rounded to the nearest whole number (a class of one sample goes whole to
+/// the validation set at 0.5, and stays whole below), chosen at random from `seed`. Both keep the
+/// training set's order. The same split, fraction and seed always hold out the same samples. Throws
+/// std::invalid_argument for a fraction outside (0, 1) or a split that already has a validation
+/// set, and data_error where the training set would be left without samples or the validation set
+/// would get none.
 void hold_out_validation(train_test_split& split, double fraction, std::uint64_t seed);
 
 /// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array.

@@ -61,6 +61,11 @@ struct data_section {
                                    // length rank for every worker at each step
   double validation_fraction = 0.0; // data.validation-fraction: the share of the training set held
                                     // out to evaluate on (0 = none: evaluations use the test set)
+
+  /// Whether the evaluations measure a validation set: a share held out, or files of its own.
+  bool has_validation_set() const {
+    return validation_fraction > 0.0 || !validation_features.empty();
+  }
 };
 
 /// [model]: what Herd trains (docs/models.md). model.layers, when set, defines the model;

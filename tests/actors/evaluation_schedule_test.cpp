@@ -280,6 +280,12 @@ TEST(evaluation_schedule, patience_stops_after_evaluations_that_do_not_beat_the_
   schedule.record(point_at(6.0, 0.8), parameters_of(6));
   EXPECT_FALSE(schedule.plateaued());
   EXPECT_EQ(schedule.kept_parameters("plateau", nullptr)->front(), 6.0f);
+  // The final evaluation does not count: the final checkpoint, written before it, holds the best
+  // so far, and what the run keeps is what the checkpoint serves.
+  schedule.set_final(point_at(7.0, 0.9));
+  schedule.record(point_at(7.0, 0.9), parameters_of(7), true);
+  EXPECT_EQ(schedule.best_point()->elapsed_seconds, 6.0);
+  EXPECT_EQ(schedule.kept_parameters("epochs", parameters_of(7))->front(), 6.0f);
 
   // Without patience: never a plateau, and the final parameters are kept.
   evaluation_schedule impatient(every(1));

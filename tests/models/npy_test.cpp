@@ -80,8 +80,11 @@ TEST_F(npy_test, a_validation_pair_is_read_as_the_validation_set_and_checked_lik
                                        HasSubstr("train and validation samples must match")));
   write_npy<float>(files.validation_features, "<f4", {2, 6}, std::vector<float>(12, 0.75f));
   EXPECT_THAT(load_error(files), AllOf(HasSubstr("val_x.npy"), HasSubstr("val_y.npy")));
-  // Counted against the memory limit with the others: 24 + 4 + 12 + 2 + 12 floats and labels.
-  EXPECT_THAT(load_error(files, 4 * 40), HasSubstr("val_x.npy"));
+  // Counted against the memory limit after the others: 24 + 4 + 12 + 2 values, then 18 + 3.
+  write_npy<float>(files.validation_features, "<f4", {3, 6}, std::vector<float>(18, 0.75f));
+  EXPECT_EQ(load_error(files, 4 * 63), "");
+  EXPECT_THAT(load_error(files, 4 * 50),
+              AllOf(HasSubstr("val_x.npy"), HasSubstr("with the files before it")));
 }
 
 TEST_F(npy_test, reads_every_feature_dtype) {
