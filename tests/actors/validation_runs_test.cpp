@@ -26,6 +26,15 @@ std::shared_ptr<const train_test_split> synthetic(std::size_t train_samples) {
       herd::models::make_synthetic_split(train_samples, 300, 24, 5, 5));
 }
 
+// `data` with the validation set `config`'s data.validation-fraction holds out, as a split given
+// with its own.
+std::shared_ptr<const train_test_split>
+with_validation_set(const std::shared_ptr<const train_test_split>& data, const run_config& config) {
+  auto held = std::make_shared<train_test_split>(*data);
+  herd::models::hold_out_validation(*held, config.data.validation_fraction, config.train.seed);
+  return held;
+}
+
 // What `parameters` score on `samples`, measured as the evaluator measures (batches of 1000).
 herd::models::evaluation scored(const run_config& config, const train_test_split& data,
                                 const std::vector<float>& parameters,
@@ -126,9 +135,7 @@ TEST(validation_runs, a_target_stop_keeps_the_parameters_chosen_on_validation_an
   config.data.validation_fraction = 0.2;
   config.checkpoint.dir = dir.file("ckpt");
   config.checkpoint.every_seconds = 0;
-  auto held = std::make_shared<train_test_split>(*synthetic(4 * 8 * 40));
-  herd::models::hold_out_validation(*held, 0.2, config.train.seed); // given with its own
-  const std::shared_ptr<const train_test_split> data = held;
+  const auto data = with_validation_set(synthetic(4 * 8 * 40), config); // given with its own
 
   herd::actors::train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
@@ -168,9 +175,7 @@ TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the
   config.data.validation_fraction = 0.25;
   config.checkpoint.dir = dir.file("ckpt");
   config.checkpoint.every_seconds = 0;
-  auto held = std::make_shared<train_test_split>(*synthetic(2 * 30 * 8));
-  herd::models::hold_out_validation(*held, 0.25, config.train.seed);
-  const std::shared_ptr<const train_test_split> data = held;
+  const auto data = with_validation_set(synthetic(2 * 30 * 8), config); // given with its own
 
   herd::actors::train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
