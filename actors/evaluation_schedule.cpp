@@ -140,8 +140,12 @@ void evaluation_schedule::resume_from(const evaluation_schedule& saved, double e
                        const std::optional<evaluation_point>& b) {
     return a && b && a->round == b->round && a->elapsed_seconds == b->elapsed_seconds;
   };
-  if (same(best_point_, saved.best_point_))
+  if (same(best_point_, saved.best_point_)) {
     best_parameters_ = saved.best_parameters_;
+  } else { // without its parameters that best could not be kept: the patience starts afresh
+    best_point_.reset();
+    since_best_ = 0;
+  }
   const double target = settings_.target_accuracy;
   if (target <= 0.0)
     return;

@@ -133,7 +133,8 @@ struct run_summary {
   double target_accuracy = 0.0; // 0 = none was set
   std::optional<double> time_to_target_seconds;
   /// The test accuracy of the parameters the run ends with: those that reached
-  /// train.target-accuracy when it stopped there, else the last. None when that evaluation failed,
+  /// train.target-accuracy when it stopped there, else with train.patience those of the best
+  /// evaluation while training, else the last. None when that evaluation failed,
   /// or gave a NaN loss (parameters that are not numbers: a diverged run).
   std::optional<double> final_test_accuracy;
   std::optional<double> final_test_loss;

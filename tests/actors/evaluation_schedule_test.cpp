@@ -310,7 +310,8 @@ TEST(evaluation_schedule, a_target_stop_keeps_the_targets_parameters_over_the_be
 }
 
 // Resumed, the best and the count since it come from the evaluations so far; the checkpoint's
-// parameters go on only with the evaluation that took them.
+// parameters go on only with the evaluation that took them, and without them (a checkpoint of
+// format 7, or of a run without patience) the patience starts afresh.
 TEST(evaluation_schedule, a_resumed_run_counts_its_patience_from_the_evaluations_so_far) {
   evaluation_schedule before(patient(3));
   before.record(point_at(1.0, 0.7), parameters_of(1));
@@ -331,8 +332,10 @@ TEST(evaluation_schedule, a_resumed_run_counts_its_patience_from_the_evaluations
   auto saved = before;
   saved.restore_best(point_at(2.0, 0.6), parameters_of(2)); // not the best of the evaluations
   from_moved.resume_from(saved, 0.0);
-  EXPECT_EQ(from_moved.best_point()->elapsed_seconds, 1.0);
-  EXPECT_FALSE(from_moved.best_parameters());
+  EXPECT_FALSE(from_moved.best_point());
+  from_moved.record(point_at(4.0, 0.5), parameters_of(4));
+  EXPECT_EQ(from_moved.kept_parameters("plateau", nullptr)->front(), 4.0f);
+  EXPECT_FALSE(from_moved.plateaued());
 }
 
 TEST(replica_mean, is_the_element_wise_mean_of_the_replicas) {
