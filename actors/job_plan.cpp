@@ -160,10 +160,12 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
                                 : plan->config.model.layers.empty() ? "model.preset"
                                                                     : "model.layers";
   if (embedded)
-    check_token_input(*plan->model, plan->data->train, true, plan->config, model_key);
-  check_token_input(*plan->model, plan->data->test, false, plan->config, model_key);
+    check_token_input(*plan->model, plan->data->train, data_role::training, plan->config,
+                      model_key);
+  check_token_input(*plan->model, plan->data->test, data_role::test, plan->config, model_key);
   if (plan->data->validation.size() > 0) // held out of the training features
-    check_token_input(*plan->model, plan->data->validation, true, plan->config, model_key);
+    check_token_input(*plan->model, plan->data->validation, data_role::validation, plan->config,
+                      model_key);
   const auto& initial_key = plan->setup.initial_parameters_key;
   check_initial_parameters(*plan->model, options.initial_parameters, initial_key);
   if (options.resume && !options.initial_parameters.empty())

@@ -71,7 +71,7 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
                    "starts with an embedding layer: model.preset = \"textcnn\", or "
                    "model.layers = \"embedding 256 32, ...\" (docs/models.md)"}});
   }
-  check_token_input(*built, data, true, config,
+  check_token_input(*built, data, data_role::training, config,
                     choice.layers.empty() ? "model.preset" : "model.layers");
   return built;
 }
@@ -105,20 +105,25 @@ void check_model_fits(const models::model& model, const models::train_test_split
     throw config::invalid_config({{key, key + ": " + who + " has no parameters to train"}});
 }
 
-void check_token_input(const models::model& model, const models::dataset& set, bool training,
+void check_token_input(const models::model& model, const models::dataset& set, data_role role,
                        const config::run_config& config, const std::string& model_key) {
   const auto* layers = dynamic_cast<const models::sequential*>(&model);
   if (layers == nullptr || !layers->takes_tokens())
     return;
-  const bool files = config.data.dataset == "npy";
-  const auto& path = training ? config.data.train_features : config.data.test_features;
+  const auto& data = config.data;
+  const bool files = data.dataset == "npy";
+  // A validation set of its own files, or one held out of the training features.
+  const bool own_validation = role == data_role::validation && !data.validation_features.empty();
+  const auto& [key_of_file, path] =
+      role == data_role::test ? std::pair{"data.test-features", &data.test_features}
+      : own_validation        ? std::pair{"data.validation-features", &data.validation_features}
+                              : std::pair{"data.train-features", &data.train_features};
   try {
-    models::check_token_rows(set, layers->vocabulary(), files ? path : set.name);
+    models::check_token_rows(set, layers->vocabulary(), files ? *path : set.name);
   } catch (const models::data_error& bad) {
     const std::string key = set.ragged() ? model_key
-                            : !files     ? "data.dataset"
-                            : training   ? "data.train-features"
-                                         : "data.test-features";
+                            : !files     ? std::string("data.dataset")
+                                         : std::string(key_of_file);
     throw config::invalid_config({{key, key + ": " + bad.what()}});
   }
 }

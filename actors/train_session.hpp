@@ -161,13 +161,17 @@ std::shared_ptr<const models::model> make_model(const config::run_config& config
 void check_model_fits(const models::model& model, const models::train_test_split& data,
                       const std::string& key);
 
-/// For a sequential model that takes tokens: every sample of `set` (the training set, or the
-/// test set) is a token sequence it can read (models::check_token_rows), checked once before the
-/// run rather than failing a worker at the batch that holds a bad value. make_model() checks the
-/// training set it is given. Throws config::invalid_config naming the file (data.train-features,
-/// data.test-features) or, for texts whose bytes the model's vocabulary does not cover,
-/// `model_key`.
-void check_token_input(const models::model& model, const models::dataset& set, bool training,
+/// Which of a split's sets a check is given, for the key its message names.
+enum class data_role { training, test, validation };
+
+/// For a sequential model that takes tokens: every sample of `set` (the split's set `role`) is a
+/// token sequence it can read (models::check_token_rows), checked once before the run rather than
+/// failing a worker at the batch that holds a bad value. make_model() checks the training set it
+/// is given. Throws config::invalid_config naming the file the set came from
+/// (data.train-features, data.test-features, data.validation-features; a validation set held
+/// out of the training features names those) or, for texts whose bytes the model's vocabulary
+/// does not cover, `model_key`.
+void check_token_input(const models::model& model, const models::dataset& set, data_role role,
                        const config::run_config& config, const std::string& model_key);
 
 } // namespace herd::actors

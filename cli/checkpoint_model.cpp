@@ -208,7 +208,7 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
       loaded.test = fitted_test_set(loaded.test, *loaded.model, loaded.input_normalisation,
                                     loaded.config, command);
       // Its token rows are checked as a run's are.
-      actors::check_token_input(*loaded.model, *loaded.test, false, loaded.config,
+      actors::check_token_input(*loaded.model, *loaded.test, actors::data_role::test, loaded.config,
                                 loaded.config.model.layers.empty() ? "model.preset"
                                                                    : "model.layers");
     }

@@ -104,8 +104,11 @@ std::shared_ptr<const models::model> make_model_or_report(const std::string& nam
                                                           const models::train_test_split& data) {
   try {
     auto model = actors::make_model(config, data.train);
-    actors::check_token_input(*model, data.test, false, config,
-                              config.model.layers.empty() ? "model.preset" : "model.layers");
+    const char* model_key = config.model.layers.empty() ? "model.preset" : "model.layers";
+    actors::check_token_input(*model, data.test, actors::data_role::test, config, model_key);
+    if (data.validation.size() > 0)
+      actors::check_token_input(*model, data.validation, actors::data_role::validation, config,
+                                model_key);
     return model;
   } catch (const config::invalid_config& invalid) {
     print_config_errors(name, invalid);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <tuple>
 
 namespace {
 
@@ -114,6 +115,32 @@ TEST(model_config, token_rows_are_checked_before_the_run_naming_the_file_sample_
     const auto refused = refusal(config, bad);
     EXPECT_EQ(refused.key, "data.train-features") << refused.message;
     EXPECT_THAT(refused.message, HasSubstr(message));
+  }
+  // The test set and a validation set are named by the files they came from; a validation set
+  // held out of the training features (data.validation-fraction) is those features.
+  auto bad = rows;
+  bad.images.data()[1] = 3.5f;
+  const auto model = make_model(config, rows);
+  auto refused_as = [&](herd::actors::data_role role, const herd::config::run_config& settings) {
+    try {
+      herd::actors::check_token_input(*model, bad, role, settings, "model.layers");
+    } catch (const invalid_config& refused) {
+      return refused.errors().front();
+    }
+    ADD_FAILURE() << "a bad token was accepted";
+    return herd::config::config_error{};
+  };
+  auto own_validation = config;
+  own_validation.data.validation_features = "v.npy";
+  for (const auto& [role, settings, key, file] : std::vector<
+           std::tuple<herd::actors::data_role, herd::config::run_config, std::string, std::string>>{
+           {herd::actors::data_role::test, config, "data.test-features", "t.npy"},
+           {herd::actors::data_role::validation, own_validation, "data.validation-features",
+            "v.npy"},
+           {herd::actors::data_role::validation, config, "data.train-features", "tokens.npy"}}) {
+    const auto refused = refused_as(role, settings);
+    EXPECT_EQ(refused.key, key);
+    EXPECT_THAT(refused.message, HasSubstr(key + ": " + file + ": sample 0, position 1"));
   }
   // Texts are bytes: a vocabulary that does not cover them is the model's to fix.
   const auto texts = herd::models::make_text_dataset({"ab", "zz"}, {0, 1}, 2, 8, "texts/train");

@@ -305,6 +305,43 @@ TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key
   }
 }
 
+// The coordinator evaluates, so a node needs the training files only: validation files of the
+// run's own are not read there (a node's machine need not hold them).
+TEST(cluster_runs, a_node_loads_the_training_data_without_the_validation_files) {
+  auto j = make_job("sync", 2, 10);
+  // The node's load_data below stands in for the files: only the settings it is given count.
+  j.config.data.dataset = "npy";
+  j.config.data.train_features = "train_x.npy";
+  j.config.data.train_labels = "train_y.npy";
+  j.config.data.test_features = "test_x.npy";
+  j.config.data.test_labels = "test_y.npy";
+  j.config.data.validation_features = "/only/on/the/coordinator/validation_x.npy";
+  j.config.data.validation_labels = "/only/on/the/coordinator/validation_y.npy";
+  j.config.data.validation_fraction = 0.0;
+  j.config.cluster.min_nodes = 1;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  cluster_session session(j.config, j.data, options);
+  auto node = node_for(j, session.port(), 2, nullptr);
+  std::optional<run_config> given;
+  node.load_data = [&given, data = j.data](const run_config& config) {
+    given = config;
+    return data;
+  };
+  node_outcome outcome; // the node's run ends once the session has (in wait_for)
+  std::thread running([&] { outcome = herd::cluster::run_node(node); });
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  running.join();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_TRUE(outcome.ok) << outcome.error;
+  ASSERT_TRUE(given.has_value());
+  EXPECT_EQ(given->data.validation_features, "");
+  EXPECT_EQ(given->data.validation_labels, "");
+  EXPECT_EQ(given->data.train_features, "train_x.npy"); // the rest is the coordinator's
+  EXPECT_EQ(given->data.test_features, "test_x.npy");
+}
+
 TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_reason) {
   auto j = make_job("solo", 2, 400);
   j.config.imbalance.delay_ms = 20.0; // a run long enough for the late node to find it running
