@@ -98,8 +98,10 @@ struct coordinator_setup {
   std::size_t validation_samples = 0;
   /// Receives progress and evaluations on the coordinator's thread; may be null.
   run_observer* observer = nullptr;
-  /// Called once, on the coordinator's thread, with the summary when the run has ended.
-  std::function<void(run_summary)> on_finished;
+  /// Called once, on the coordinator's thread, with the summary when the run has ended, and the
+  /// parameters the run keeps where they are not the workers' last (those that reached
+  /// train.target-accuracy, or with train.patience the best evaluation's; else null).
+  std::function<void(run_summary, std::shared_ptr<const std::vector<float>> kept)> on_finished;
   /// Progress reports, and the checks of train.max-seconds, come this often.
   std::chrono::milliseconds progress_interval{250};
   /// When stopping: how long in-flight rounds may take to finish, and how long each worker may

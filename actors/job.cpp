@@ -287,6 +287,11 @@ std::vector<float> job::final_parameters() const {
   return state_->results_in ? state_->final_parameters : std::vector<float>{};
 }
 
+std::vector<float> job::kept_parameters() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  return state_->results_in ? state_->kept_parameters : std::vector<float>{};
+}
+
 std::shared_ptr<const models::model> job::model() const {
   return state_->model;
 }

@@ -41,6 +41,8 @@ struct job_parts {
 /// The coordinator's summary (coordinator_setup::on_finished) -> the job actor.
 struct run_ended {
   std::shared_ptr<const run_summary> summary;
+  /// The parameters the run keeps where they are not the workers' last; else null.
+  std::shared_ptr<const std::vector<float>> kept;
 };
 
 /// The job actor's own timer: the run's actors had this long to exit after the run ended.
@@ -230,6 +232,7 @@ private:
 
   void on_run_ended(const run_ended& ended) {
     summary_ = ended.summary;
+    kept_parameters_ = ended.kept;
     update([](job_status& status) { status.state = job_state::stopping; });
     become(ending());
     collect_final_parameters();
@@ -371,6 +374,7 @@ private:
       if (setup_.keep_replicas)
         std::tie(shared_->worker_parameters, shared_->server_parameters) =
             std::forward_as_tuple(std::move(replicas), std::move(server));
+      shared_->kept_parameters = kept_parameters_ ? *kept_parameters_ : final_parameters;
       shared_->final_parameters = final_parameters;
       shared_->results_in = true;
       final_status = status;
@@ -481,6 +485,7 @@ private:
   std::string callback_error_;
   run_so_far so_far_;
   std::shared_ptr<const run_summary> summary_;
+  std::shared_ptr<const std::vector<float>> kept_parameters_; // null: the workers' last
   std::size_t awaiting_ = 0; // final parameters not yet answered
   std::vector<std::vector<float>> worker_parameters_;
   std::vector<float> server_parameters_;
@@ -521,8 +526,10 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     const auto inbox = std::make_shared<step_inbox>(); // the workers' reports, posted
     coordination.inbox = inbox;
     // The coordinator keeps the observer (its raw pointer above) alive through this function.
-    coordination.on_finished = [observer](run_summary summary) {
-      observer->tell(run_ended{std::make_shared<const run_summary>(std::move(summary))});
+    coordination.on_finished = [observer](run_summary summary,
+                                          std::shared_ptr<const std::vector<float>> kept) {
+      observer->tell(
+          run_ended{std::make_shared<const run_summary>(std::move(summary)), std::move(kept)});
     };
     parts.coordinator = hold_plan(spawn_group_coordinator(system, std::move(coordination)));
 

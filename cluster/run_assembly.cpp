@@ -45,7 +45,9 @@ coordinator_setup coordinator_setup_for(const registry_context& context, const m
   if (context.options.metrics)
     coordination.metrics = make_training_metrics(config, context.options.metrics,
                                                  context.options.node_name, worker_hosts);
-  coordination.on_finished = [result = context.result](run_summary summary) {
+  // A cluster serves its kept parameters from the final checkpoint, as herd train does.
+  coordination.on_finished = [result = context.result](run_summary summary,
+                                                       std::shared_ptr<const std::vector<float>>) {
     result->deliver(std::move(summary));
   };
   return coordination;

@@ -38,11 +38,11 @@ struct job_options {
   std::function<void(const actors::evaluation_point&)> on_evaluation;
   /// A notable event in words ("worker 2 lost: ...").
   std::function<void(const std::string&)> on_notice;
-  /// Once, when the job has ended (however it ended), with its summary; final_parameters() and
-  /// summary() are set before it is called (and status() says finished or failed), and wait()
-  /// returns only after it returned. If it throws, the run is not failed, but the summary wait()
-  /// returns names the exception in its error (status() does not; after an earlier callback
-  /// failed the job, that first failure is the one reported).
+  /// Once, when the job has ended (however it ended), with its summary; final_parameters(),
+  /// kept_parameters() and summary() are set before it is called (and status() says finished or
+  /// failed), and wait() returns only after it returned. If it throws, the run is not failed, but
+  /// the summary wait() returns names the exception in its error (status() does not; after an
+  /// earlier callback failed the job, that first failure is the one reported).
   std::function<void(const actors::run_summary&)> on_finished;
 
   /// Non-null: the job's metrics (docs/metrics.md) are kept in this registry with the label
@@ -189,6 +189,12 @@ public:
   /// averaging left them different). Empty until the job has ended, and when no worker's
   /// parameters could be collected.
   std::vector<float> final_parameters() const;
+
+  /// The parameters the run keeps, those the summary's final_test_accuracy measured: where it
+  /// stopped at train.target-accuracy the parameters that reached it, else with train.patience
+  /// those of the best evaluation while training (as the final checkpoint serves them), else
+  /// final_parameters(). Empty until the job has ended, and where those are.
+  std::vector<float> kept_parameters() const;
 
   /// The model the job trains (options.model, or the one [model] asked for).
   std::shared_ptr<const models::model> model() const;

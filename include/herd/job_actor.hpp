@@ -79,7 +79,7 @@ struct job_finished {
 };
 
 /// A spawned job: the actor to message, and a facade over the same job for code that does not
-/// speak CAF (status(), stop(), wait(), summary(), final_parameters()).
+/// speak CAF (status(), stop(), wait(), summary(), final_parameters(), kept_parameters()).
 struct job_handle {
   caf::actor actor;
   std::shared_ptr<job> facade;

@@ -23,7 +23,7 @@ TEST(group_coordinator, an_inbox_wake_without_an_inbox_changes_nothing) {
   setup.config = herd::testing::small_session_config(2, 8);
   setup.samples_per_epoch = 64;
   std::promise<run_summary> finished;
-  setup.on_finished = [&finished](run_summary summary) {
+  setup.on_finished = [&finished](run_summary summary, std::shared_ptr<const std::vector<float>>) {
     finished.set_value(std::move(summary));
   };
   auto summary = finished.get_future();

@@ -5,6 +5,7 @@
 #include "actors/checkpoint_state.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
+#include "herd/job.hpp"
 #include "herd/ops.hpp"
 #include "herd/saved_model.hpp"
 
@@ -198,6 +199,37 @@ TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the
   EXPECT_NE(saved.parameters_origin.find("of the best evaluation (validation accuracy "),
             std::string::npos)
       << saved.parameters_origin;
+}
+
+// A service gets the parameters the run keeps from the job itself: after a patience stop, the best
+// evaluation's (those the test set measured), while final_parameters() stay the workers' last.
+TEST(validation_runs, a_job_hands_out_the_parameters_it_keeps) {
+  auto config = herd::testing::small_session_config(2, 8);
+  config.train.epochs = 200;
+  config.train.eval_every = 3;
+  config.train.patience = 3;
+  config.data.validation_fraction = 0.25;
+  const auto data = with_validation_set(synthetic(2 * 30 * 8), config);
+  herd::job_options options;
+  options.progress_interval = std::chrono::milliseconds(20);
+  const auto job = herd::job::start(config, data, options);
+  EXPECT_TRUE(job->kept_parameters().empty()); // not before the end
+  const auto summary = job->wait();
+  ASSERT_EQ(summary.stop_reason, "plateau") << summary.error;
+  const auto kept = job->kept_parameters();
+  ASSERT_EQ(kept.size(), job->model()->parameter_count());
+  EXPECT_NE(kept, job->final_parameters());
+  EXPECT_DOUBLE_EQ(scored(config, *data, kept, data->test).mean_loss, *summary.final_test_loss);
+  EXPECT_DOUBLE_EQ(scored(config, *data, kept, data->validation).mean_loss,
+                   *summary.final_validation_loss);
+
+  // Where the run keeps the workers' last, the two are the same.
+  config.train.patience = 0;
+  config.train.epochs = 2;
+  const auto plain = herd::job::start(config, data, options);
+  ASSERT_EQ(plain->wait().stop_reason, "epochs");
+  EXPECT_FALSE(plain->final_parameters().empty());
+  EXPECT_EQ(plain->kept_parameters(), plain->final_parameters());
 }
 
 } // namespace
