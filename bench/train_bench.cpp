@@ -4,9 +4,11 @@
 //
 //   bench_train [--repetitions=3] [--epochs=1] [--workers=4] [--batches=32,128]
 //               [--data=fashion-mnist|synthetic] [--path=/usr/share/datasets/fashion-mnist]
-//               [--model=mlp|cnn] [--samples=N]
+//               [--model=mlp|cnn] [--samples=N] [--optimizer=sgd|adamw]
 // --model chooses model.preset; --samples trains on the first N training samples only (the CNN's
-// epoch is long on two cores).
+// epoch is long on two cores); --optimizer chooses train.optimizer for every run, the plain loop's
+// included.
+#include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 #include "herd/config.hpp"
 #include "models/optimizer.hpp"
@@ -37,6 +39,7 @@ struct options {
   std::string path = models::default_fashion_mnist_dir;
   std::string model = "mlp";
   std::size_t samples = 0; // 0: all
+  std::string optimizer = "sgd";
 };
 
 options parse(int argc, char** argv) {
@@ -57,12 +60,14 @@ options parse(int argc, char** argv) {
       parsed.model = value;
     else if (key == "--samples")
       parsed.samples = std::stoul(value);
+    else if (key == "--optimizer" && (value == "sgd" || value == "adamw"))
+      parsed.optimizer = value;
     else if (key == "--batches") {
       parsed.batches = herd::bench::int_list("bench_train", key, value);
     } else {
       std::cerr << "usage: bench_train [--repetitions=N] [--epochs=N] [--workers=P] "
                    "[--batches=b1,b2] [--data=fashion-mnist|synthetic] [--path=DIR] "
-                   "[--model=mlp|cnn] [--samples=N]\n";
+                   "[--model=mlp|cnn] [--samples=N] [--optimizer=sgd|adamw]\n";
       std::exit(2);
     }
   }
@@ -77,6 +82,7 @@ config::run_config base_config(const options& opts, int workers, int batch) {
   config.train.eval_every = 1 << 30; // no evaluation while timing (the final one is not timed)
   config.train.seed = 1;
   config.model.preset = opts.model;
+  config.train.optimizer = opts.optimizer;
   return config;
 }
 
@@ -92,7 +98,7 @@ double herd_throughput(const options& opts,
   return summary.samples_per_second;
 }
 
-// Samples per second of a plain loop: one replica, forward/backward/SGD, no actors.
+// Samples per second of a plain loop: one replica, forward/backward/optimizer step, no actors.
 double plain_throughput(const options& opts, const models::dataset& train, int batch) {
   const auto config = base_config(opts, 1, batch);
   kernels::set_blas_threads(0);
@@ -100,10 +106,7 @@ double plain_throughput(const options& opts, const models::dataset& train, int b
   const models::model& model = *built;
   auto params = model.initial_parameters(config.train.seed);
   models::tensor grads({model.parameter_count()});
-  models::optimizer optimizer(model.parameter_count(),
-                              {static_cast<float>(config.train.lr),
-                               static_cast<float>(config.train.momentum),
-                               static_cast<float>(config.train.weight_decay)});
+  models::optimizer optimizer(model.parameter_count(), actors::optimizer_of(config));
   models::batch_sampler sampler(actors::worker_shard(config, train.size(), 0),
                                 static_cast<std::size_t>(batch), 1);
   models::tensor x;
@@ -146,10 +149,10 @@ int main(int argc, char** argv) {
       data = std::move(fewer);
     }
     const auto model = actors::make_model(base_config(opts, 1, 1), data->train);
-    std::printf("bench_train: %s (%s) on %s, %zu training samples, %d epoch(s) per run, "
+    std::printf("bench_train: %s (%s) on %s, %zu training samples, %s, %d epoch(s) per run, "
                 "%d repetitions, medians in samples/s\n\n",
                 opts.model.c_str(), model->describe().c_str(), data->train.name.c_str(),
-                data->train.size(), opts.epochs, opts.repetitions);
+                data->train.size(), opts.optimizer.c_str(), opts.epochs, opts.repetitions);
   } catch (const std::exception& failure) {
     std::cerr << "bench_train: " << failure.what() << '\n';
     return 2;
