@@ -85,7 +85,8 @@ std::string describe_learning_rate(const config::train_section& train) {
   else if (train.lr_schedule == "step")
     out << " x" << train.lr_decay << " every " << train.lr_decay_epochs << " epochs";
   if (train.lr_warmup_epochs > 0.0)
-    out << ", warmup " << train.lr_warmup_epochs << " epochs";
+    out << ", warmup " << train.lr_warmup_epochs << " epochs from lr "
+        << train.lr * train.lr_warmup_start;
   return out.str();
 }
 

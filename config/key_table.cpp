@@ -96,8 +96,13 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.train.lr_schedule; }));
     k.push_back(make_key<double>(
         "train.lr-warmup-epochs", "real",
-        "epochs over which the learning rate rises linearly from a tenth of its value (0 = none)",
+        "epochs over which the learning rate rises linearly from train.lr-warmup-start times "
+        "its value (0 = none)",
         [](auto& c) -> auto& { return c.train.lr_warmup_epochs; }));
+    k.push_back(make_key<double>(
+        "train.lr-warmup-start", "real",
+        "the factor of the learning rate a warmup starts from, in [0, 1]",
+        [](auto& c) -> auto& { return c.train.lr_warmup_start; }));
     k.push_back(make_key<double>(
         "train.lr-min", "real", "cosine: the learning rate at train.epochs",
         [](auto& c) -> auto& { return c.train.lr_min; }));

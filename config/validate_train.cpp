@@ -46,6 +46,12 @@ void check_lr_schedule(checker& check, const train_section& train) {
                 "train.lr-warmup-epochs", train.lr_warmup_epochs,
                 "must lie in [0, train.epochs) (0 = no warmup; train.epochs is " + epochs + ")");
   const train_section defaults;
+  check.require(train.lr_warmup_epochs > 0.0 || train.lr_warmup_start == defaults.lr_warmup_start,
+                "train.lr-warmup-start", train.lr_warmup_start,
+                "only a warmup uses it: set train.lr-warmup-epochs too");
+  check.require(std::isfinite(train.lr_warmup_start) && train.lr_warmup_start >= 0.0 &&
+                    train.lr_warmup_start <= 1.0,
+                "train.lr-warmup-start", train.lr_warmup_start, "must lie in [0, 1]");
   // Whether `schedule` is the run's; refuses `key` (`value`) set for another schedule.
   const auto used_by = [&](const std::string& key, const char* schedule, double value,
                            double default_value) {

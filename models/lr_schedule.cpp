@@ -7,7 +7,6 @@
 namespace herd::models {
 
 namespace {
-constexpr double warmup_start = 0.1; // the factor a warmup starts from
 constexpr double pi = 3.14159265358979323846;
 } // namespace
 
@@ -17,6 +16,7 @@ lr_schedule lr_schedule::of(const config::train_section& train) {
   settings made;
   made.kind = train.lr_schedule;
   made.warmup_epochs = train.lr_warmup_epochs;
+  made.warmup_start = train.lr_warmup_start;
   made.min_factor = train.lr > 0.0 ? train.lr_min / train.lr : 0.0;
   made.decay = train.lr_decay;
   made.decay_epochs = train.lr_decay_epochs;
@@ -29,7 +29,7 @@ float lr_schedule::factor(double epochs) const {
   const double warmup = settings_.warmup_epochs;
   double ramp = 1.0;
   if (warmup > 0.0 && e < warmup)
-    ramp = warmup_start + (1.0 - warmup_start) * e / warmup;
+    ramp = settings_.warmup_start + (1.0 - settings_.warmup_start) * e / warmup;
   double value = 1.0;
   if (settings_.kind == "cosine") {
     const double span = settings_.total_epochs - warmup;

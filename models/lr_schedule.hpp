@@ -14,7 +14,8 @@ class lr_schedule {
 public:
   struct settings {
     std::string kind = "constant"; // constant | cosine | step
-    double warmup_epochs = 0.0;    // from 0.1 x to 1 x, linearly, over these first epochs
+    double warmup_epochs = 0.0;    // from warmup_start x to 1 x, linearly, over these epochs
+    double warmup_start = 0.1;     // the factor at epoch 0 of a warmup
     double min_factor = 0.0;       // cosine: the factor at total_epochs (train.lr-min / train.lr)
     double decay = 0.1;            // step: the factor's multiplier at every period
     double decay_epochs = 0.0;     // step: the period

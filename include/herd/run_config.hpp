@@ -17,6 +17,7 @@ struct train_section {
   double lr = 0.05;               // train.lr
   std::string lr_schedule = "constant"; // train.lr-schedule: constant | cosine | step
   double lr_warmup_epochs = 0.0;        // train.lr-warmup-epochs: a linear ramp to train.lr
+  double lr_warmup_start = 0.1;         // train.lr-warmup-start: the ramp's first factor
   double lr_min = 0.0;                  // train.lr-min: cosine's rate at train.epochs
   double lr_decay = 0.1;                // train.lr-decay: step's multiplier every period
   double lr_decay_epochs = 0.0;         // train.lr-decay-epochs: step's period

@@ -176,6 +176,14 @@ TEST_F(config_files, a_schedules_keys_are_checked_and_refused_under_another_sche
   EXPECT_THAT(first_error("", {"--train.lr-warmup-epochs=3"}),
               HasSubstr("train.lr-warmup-epochs = 3 (command line): must lie in [0, "
                         "train.epochs)"));
+  EXPECT_EQ(
+      load("", {"--train.lr-warmup-epochs=1", "--train.lr-warmup-start=0"}).train.lr_warmup_start,
+      0.0);
+  EXPECT_THAT(first_error("", {"--train.lr-warmup-start=0.5"}),
+              HasSubstr("train.lr-warmup-start = 0.5 (command line): only a warmup uses it: set "
+                        "train.lr-warmup-epochs too"));
+  EXPECT_THAT(first_error("", {"--train.lr-warmup-epochs=1", "--train.lr-warmup-start=1.5"}),
+              HasSubstr("train.lr-warmup-start = 1.5 (command line): must lie in [0, 1]"));
 }
 
 TEST_F(config_files, a_validation_fraction_is_a_share_up_to_a_half) {

@@ -68,6 +68,26 @@ TEST(lr_schedule, warmup_ramps_from_a_tenth_and_cosine_starts_at_its_end) {
   EXPECT_EQ(step_warm.factor(5.0), 0.5f);
 }
 
+TEST(lr_schedule, a_warmup_starts_from_the_factor_it_is_given) {
+  auto settings = lr_schedule::settings{};
+  settings.kind = "constant";
+  settings.warmup_epochs = 2.0;
+  settings.warmup_start = 0.0;
+  const lr_schedule from_zero(settings);
+  EXPECT_EQ(from_zero.factor(0.0), 0.0f);
+  EXPECT_FLOAT_EQ(from_zero.factor(0.5), 0.25f);
+  EXPECT_EQ(from_zero.factor(2.0), 1.0f);
+  settings.warmup_start = 0.5;
+  const lr_schedule from_half(settings);
+  EXPECT_FLOAT_EQ(from_half.factor(0.0), 0.5f);
+  EXPECT_FLOAT_EQ(from_half.factor(1.0), 0.75f);
+  herd::config::train_section train;
+  train.lr_warmup_epochs = 1.0;
+  train.lr_warmup_start = 0.25;
+  EXPECT_FLOAT_EQ(lr_schedule::of(train).factor(0.0), 0.25f);
+  EXPECT_FLOAT_EQ(lr_schedule::of(train).factor(0.5), 0.625f);
+}
+
 TEST(lr_schedule, of_a_train_section_takes_its_keys) {
   herd::config::train_section train;
   train.lr = 0.2;
