@@ -132,14 +132,26 @@ void check_memory_budget(const std::array<std::string, 4>& paths,
 
 } // namespace
 
-normalisation pixel_statistics(const idx_array& images) {
+normalisation pixel_statistics(const idx_array& images, const std::vector<bool>* excluded) {
   check_consistent(images, "the image array");
+  const std::size_t count_of_images = images.dims.empty() ? 0 : images.dims[0];
+  if (excluded != nullptr && excluded->size() != count_of_images)
+    throw std::invalid_argument("pixel_statistics: " + std::to_string(excluded->size()) +
+                                " flags for " + std::to_string(count_of_images) + " images");
   // A histogram of the 256 byte values makes the sums exact and the pass one cheap load per
   // pixel; mean and variance then come from 256 terms in double precision.
   std::array<std::uint64_t, 256> histogram{};
-  for (std::uint8_t value : images.values)
-    ++histogram[value];
-  const auto count = static_cast<double>(images.values.size());
+  const std::size_t per_image = count_of_images == 0 ? 0 : images.values.size() / count_of_images;
+  std::uint64_t counted = 0;
+  for (std::size_t image = 0; image < count_of_images; ++image) {
+    if (excluded != nullptr && (*excluded)[image])
+      continue;
+    const auto* first = images.values.data() + image * per_image;
+    for (const auto* value = first; value != first + per_image; ++value)
+      ++histogram[*value];
+    counted += per_image;
+  }
+  const auto count = static_cast<double>(counted);
   double sum = 0.0;
   for (std::size_t value = 0; value < histogram.size(); ++value)
     sum += static_cast<double>(histogram[value]) * (static_cast<double>(value) / 255.0);
@@ -219,6 +231,11 @@ std::uint64_t default_max_data_bytes() {
 }
 
 train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_bytes) {
+  return load_fashion_mnist(dir, max_bytes, 0.0, 0);
+}
+
+train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_bytes,
+                                    double validation_fraction, std::uint64_t seed) {
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error))
     fashion_mnist_not_found(dir, "there is no such directory");
@@ -256,16 +273,28 @@ train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_by
     const idx_array test_images = read_idx(test_images_path, headers[2].values);
     check_fashion_mnist_images(test_images.dims, test_images_path);
 
-    // Both sets are normalised with the training set's statistics, as a model trained on one is
-    // evaluated on the other.
-    const normalisation norm = pixel_statistics(train_images);
+    // Every set is normalised with the statistics of the images trained on, as a model trained on
+    // them is evaluated on the others; the validation set's own images take no part in them.
+    const idx_array train_labels = read_idx(train_labels_path, headers[1].values);
+    const bool labels_known =
+        std::all_of(train_labels.values.begin(), train_labels.values.end(), [](std::uint8_t label) {
+          return label < fashion_mnist_classes;
+        }); // else make_dataset says which is not
+    std::vector<bool> held;
+    if (validation_fraction > 0.0 && validation_fraction < 1.0 && labels_known &&
+        train_labels.values.size() == train_images.dims[0])
+      held = validation_choice(
+          std::vector<std::int32_t>(train_labels.values.begin(), train_labels.values.end()),
+          fashion_mnist_classes, validation_fraction, seed);
+    const normalisation norm = pixel_statistics(train_images, held.empty() ? nullptr : &held);
     train_test_split split;
-    split.train = make_dataset(train_images, read_idx(train_labels_path, headers[1].values),
-                               fashion_mnist_classes, norm, "fashion-mnist/train",
-                               train_images_path, train_labels_path);
+    split.train = make_dataset(train_images, train_labels, fashion_mnist_classes, norm,
+                               "fashion-mnist/train", train_images_path, train_labels_path);
     split.test = make_dataset(test_images, read_idx(test_labels_path, headers[3].values),
                               fashion_mnist_classes, norm, "fashion-mnist/test", test_images_path,
                               test_labels_path);
+    if (validation_fraction > 0.0) // the samples `held` chose
+      hold_out_validation(split, validation_fraction, seed);
     return split;
   } catch (const std::bad_alloc&) {
     throw data_error("Fashion-MNIST in " + dir +
@@ -394,6 +423,14 @@ dataset subset(const dataset& data, const std::vector<std::size_t>& rows) {
   return result;
 }
 
+std::vector<bool> validation_choice(const std::vector<std::int32_t>& labels, int classes,
+                                    double fraction, std::uint64_t seed) {
+  // Its own stream: the validation set must not be the samples a shard or a shuffle seeded with
+  // train.seed comes to first.
+  constexpr std::uint64_t validation_stream = 0x76616c6964617465; // "validate"
+  return stratified_test_choice(labels, classes, fraction, seed ^ validation_stream);
+}
+
 void hold_out_validation(train_test_split& split, double fraction, std::uint64_t seed) {
   std::ostringstream share;
   share << fraction;
@@ -403,11 +440,7 @@ void hold_out_validation(train_test_split& split, double fraction, std::uint64_t
   if (split.validation.size() != 0)
     throw std::invalid_argument("hold_out_validation: the split already has a validation set");
   auto& train = split.train;
-  // Its own stream: the validation set must not be the samples a shard or a shuffle seeded with
-  // train.seed comes to first.
-  constexpr std::uint64_t validation_stream = 0x76616c6964617465; // "validate"
-  const auto held =
-      stratified_test_choice(train.labels, train.classes, fraction, seed ^ validation_stream);
+  const auto held = validation_choice(train.labels, train.classes, fraction, seed);
   std::vector<std::size_t> kept_rows;
   std::vector<std::size_t> held_rows;
   for (std::size_t row = 0; row < held.size(); ++row)

@@ -64,8 +64,9 @@ std::shared_ptr<train_test_split> load_split(const config::run_config& config,
         load_npy_dataset({data.train_features, data.train_labels, data.test_features,
                           data.test_labels, data.validation_features, data.validation_labels},
                          data.max_bytes));
-  if (data.dataset == "fashion-mnist")
-    return std::make_shared<train_test_split>(load_fashion_mnist(data.path, data.max_bytes));
+  if (data.dataset == "fashion-mnist") // normalised without the validation set's pixels
+    return std::make_shared<train_test_split>(
+        load_fashion_mnist(data.path, data.max_bytes, data.validation_fraction, config.train.seed));
   // validate() refuses any other name; a run_config built in code may not have been through it.
   std::vector<config::config_error> unknown;
   for (auto& error : config::validate(config))
@@ -83,7 +84,8 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
                                                      const data_notes& notes) {
   auto split = load_split(config, notes);
   if (const double fraction = config.data.validation_fraction; fraction > 0.0) {
-    hold_out_validation(*split, fraction, config.train.seed);
+    if (split->validation.size() == 0) // else held out as it was loaded
+      hold_out_validation(*split, fraction, config.train.seed);
     if (notes)
       notes("validation: " + std::to_string(split->validation.size()) +
             " samples held out of the training set (data.validation-fraction), " +
@@ -99,7 +101,8 @@ std::shared_ptr<const dataset> load_test_dataset(const config::run_config& confi
   if (data.dataset == "npy")
     return std::make_shared<const dataset>(
         load_npy_test_set(data.test_features, data.test_labels, data.max_bytes));
-  auto split = load_split(config, notes); // what the validation set would hold stays in training
+  // Fashion-MNIST's test set is normalised as the run's was: without its validation set's pixels.
+  auto split = load_split(config, notes);
   return {split, &split->test}; // shares the split's ownership: no copy of the samples
 }
 

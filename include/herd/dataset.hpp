@@ -91,8 +91,15 @@ struct train_test_split {
 /// would get none.
 void hold_out_validation(train_test_split& split, double fraction, std::uint64_t seed);
 
-/// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array.
-normalisation pixel_statistics(const idx_array& images);
+/// The samples hold_out_validation holds out of a training set with these labels (of `classes`
+/// classes): true for each one it moves to the validation set.
+std::vector<bool> validation_choice(const std::vector<std::int32_t>& labels, int classes,
+                                    double fraction, std::uint64_t seed);
+
+/// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array; with
+/// `excluded` (one flag per image, else std::invalid_argument), of the images not flagged only.
+normalisation pixel_statistics(const idx_array& images,
+                               const std::vector<bool>* excluded = nullptr);
 
 /// Builds a dataset from an image array (n x rows x cols, or n x features) and a label array (n),
 /// checking that they match: same n, labels below `classes`. Images of n x rows x cols have the
@@ -120,6 +127,13 @@ std::uint64_t default_max_data_bytes();
 /// crosses it, its declared size and the limit.
 train_test_split load_fashion_mnist(const std::string& dir = default_fashion_mnist_dir,
                                     std::uint64_t max_bytes = 0);
+
+/// As above, then holds out a validation set as hold_out_validation(split, validation_fraction,
+/// seed) does (the same samples; no validation set for a fraction of 0). The pixel statistics
+/// every set is normalised with are those of the images left to train on: nothing of the
+/// validation set shapes the inputs. Throws as both do.
+train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_bytes,
+                                    double validation_fraction, std::uint64_t seed);
 
 /// A learnable synthetic classification problem: `classes` Gaussian clusters in `features`
 /// dimensions with seeded centres, `n` samples with labels cycling through the classes.

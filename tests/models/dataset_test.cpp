@@ -287,6 +287,58 @@ TEST(load_fashion_mnist, normalises_both_sets_with_train_statistics) {
         << i;
 }
 
+// A validation set held out as the files are loaded takes no part in the pixel statistics: every
+// set is normalised with those of the images left to train on.
+TEST(load_fashion_mnist, a_validation_set_takes_no_part_in_the_normalisation) {
+  temp_directory dir;
+  fashion_files spec;
+  spec.train_images = file_form::raw;
+  write_fashion_files(dir, spec);
+  const auto images = read_idx(dir.file("train-images-idx3-ubyte"));
+  const auto labels = read_idx(dir.file("train-labels-idx1-ubyte"));
+  const auto held = validation_choice(
+      std::vector<std::int32_t>(labels.values.begin(), labels.values.end()), 10, 0.2, 5);
+  const auto kept_statistics = pixel_statistics(images, &held);
+  const auto whole_statistics = pixel_statistics(images);
+  ASSERT_NE(kept_statistics.mean, whole_statistics.mean);
+
+  const auto split = load_fashion_mnist(dir.path().string(), 0, 0.2, 5);
+  EXPECT_EQ(split.validation.size(), 10u); // round(6 x 0.2) of each class
+  EXPECT_EQ(split.train.size(), 50u);
+  for (const dataset* set : {&split.train, &split.validation, &split.test}) {
+    EXPECT_EQ(set->input_normalisation.mean, kept_statistics.mean) << set->name;
+    EXPECT_EQ(set->input_normalisation.stddev, kept_statistics.stddev) << set->name;
+  }
+  // The samples held out are those hold_out_validation chooses, their pixels normalised so.
+  const std::size_t pixels = 28 * 28;
+  std::size_t first_held = 0;
+  while (!held[first_held])
+    ++first_held;
+  for (std::size_t i = 0; i < pixels; ++i)
+    ASSERT_EQ(split.validation.images[i],
+              kept_statistics.apply(images.values[first_held * pixels + i] / 255.0f))
+        << i;
+  auto whole = load_fashion_mnist(dir.path().string());
+  EXPECT_EQ(whole.train.input_normalisation.mean, whole_statistics.mean);
+  hold_out_validation(whole, 0.2, 5);
+  EXPECT_EQ(whole.validation.labels, split.validation.labels);
+  EXPECT_EQ(whole.train.labels, split.train.labels);
+  // A fraction of 0 holds nothing out and is the plain load.
+  const auto none = load_fashion_mnist(dir.path().string(), 0, 0.0, 5);
+  EXPECT_EQ(none.validation.size(), 0u);
+  EXPECT_EQ(none.train.input_normalisation.mean, whole_statistics.mean);
+}
+
+TEST(pixel_statistics, leave_out_the_images_flagged) {
+  const auto array = make_array({3, 2}, {0, 255, 51, 51, 255, 255});
+  const std::vector<bool> first_and_last{true, false, true};
+  const normalisation middle = pixel_statistics(array, &first_and_last);
+  EXPECT_NEAR(middle.mean, 0.2, 1e-6);
+  EXPECT_EQ(middle.stddev, 1.0f); // one value: no spread
+  const std::vector<bool> wrong_count{true};
+  EXPECT_THROW(pixel_statistics(array, &wrong_count), std::invalid_argument);
+}
+
 TEST(load_fashion_mnist, rejects_images_that_are_not_28_by_28) {
   temp_directory dir;
   fashion_files spec;

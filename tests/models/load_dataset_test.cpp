@@ -120,6 +120,19 @@ TEST(load_dataset, fashion_mnist_is_read_from_data_path) {
   EXPECT_EQ(split->test.size(), test_count);
   EXPECT_EQ(split->train.labels[13], 3);
   EXPECT_EQ(split->train.name, "fashion-mnist/train");
+
+  // data.validation-fraction: the held-out images take no part in the normalisation, and the
+  // test set herd evaluate reads (load_test_dataset) is normalised as the run's was.
+  config.data.validation_fraction = 0.5;
+  config.train.seed = 3;
+  const auto held = load_dataset(config);
+  const auto expected = herd::models::load_fashion_mnist(config.data.path, 0, 0.5, 3);
+  EXPECT_EQ(held->validation.size(), 10u);
+  EXPECT_EQ(held->train.input_normalisation.mean, expected.train.input_normalisation.mean);
+  EXPECT_NE(held->train.input_normalisation.mean, split->train.input_normalisation.mean);
+  EXPECT_EQ(held->validation.labels, expected.validation.labels);
+  EXPECT_EQ(herd::models::load_test_dataset(config)->input_normalisation.mean,
+            expected.test.input_normalisation.mean);
 }
 
 TEST(load_dataset, a_fashion_mnist_path_without_the_files_is_named_with_its_key) {
