@@ -542,14 +542,51 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
   return lines;
 }
 
+namespace {
+
+// A setting of a checkpoint's run, unquoted; `absent` where the checkpoint's version predates it.
+std::string saved_value(const std::map<std::string, std::string>& saved, const std::string& key,
+                        const std::string& absent) {
+  const auto found = saved.find(key);
+  std::string value = found == saved.end() ? absent : found->second;
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+    value = value.substr(1, value.size() - 2);
+  return value;
+}
+
+} // namespace
+
+void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
+                               const config::run_config& now) {
+  const auto saved = ini_values(state.settings);
+  double fraction = 0.0;
+  try {
+    fraction = std::stod(saved_value(saved, "data.validation-fraction", "0"));
+  } catch (const std::exception&) { // the settings were checked when the checkpoint was read
+  }
+  const bool had = fraction > 0.0 || !saved_value(saved, "data.validation-features", "").empty();
+  const bool has = now.data.has_validation_set();
+  if (had == has)
+    return;
+  const std::string key = now.data.validation_features.empty() ? "data.validation-fraction"
+                                                               : "data.validation-features";
+  throw checkpoint::checkpoint_error(
+      file, had ? "was written by a run whose evaluations measured a validation set, and this "
+                  "run's would measure the test set: its best evaluation and its target would "
+                  "compare accuracies of two sets; set the validation keys as its run did "
+                  "(data.validation-features, data.validation-fraction)"
+                : "was written by a run whose evaluations measured the test set, and this run's "
+                  "would measure a validation set (" +
+                      key +
+                      "): its best evaluation and its "
+                      "target would compare accuracies of two sets; resume without " +
+                      key + ", or start a new run from its parameters (herd train --init-from)");
+}
+
 void check_same_optimizer(const std::string& file, const run_checkpoint& state,
                           const config::run_config& now) {
-  const auto saved = ini_values(state.settings);
-  const auto key = saved.find("train.optimizer");
-  // Written before train.optimizer existed: SGD's. A string is written quoted.
-  std::string before = key == saved.end() ? "sgd" : key->second;
-  if (before.size() >= 2 && before.front() == '"' && before.back() == '"')
-    before = before.substr(1, before.size() - 2);
+  // Written before train.optimizer existed: SGD's.
+  const std::string before = saved_value(ini_values(state.settings), "train.optimizer", "sgd");
   if (before != now.train.optimizer)
     throw checkpoint::checkpoint_error(
         file, "was written by a run of another optimizer, whose state its workers hold: "

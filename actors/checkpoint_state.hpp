@@ -170,6 +170,13 @@ std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_re
 void check_same_optimizer(const std::string& file, const run_checkpoint& state,
                           const config::run_config& now);
 
+/// Refuses (checkpoint::checkpoint_error naming `file` and the key) a checkpoint whose run's
+/// evaluations measured another set than `now`'s would: a validation set (data.validation-*)
+/// against the test set, either way, so that its best evaluation and target are not compared
+/// with accuracies of another set.
+void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
+                               const config::run_config& now);
+
 /// The settings that differ between the checkpoint's run and this one, one line each
 /// ("train.lr: 0.05 in the checkpoint, 0.02 now"); the structural keys are checked elsewhere.
 std::vector<std::string> changed_settings(const std::string& saved_ini,

@@ -188,6 +188,56 @@ TEST(checkpoint, resuming_under_another_optimizer_is_refused_naming_it) {
   }
 }
 
+// A run's best evaluation and its target were measured on one set: a run that would evaluate on
+// another (validation files added or dropped) cannot go on from them.
+TEST(checkpoint, resuming_with_another_evaluation_set_is_refused_naming_the_key) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto first = sync_config();
+  first.checkpoint.dir = dir.file("ckpt");
+  // Files named, the samples given: the settings are what the check reads.
+  first.data.dataset = "npy";
+  first.data.train_features = "x.npy";
+  first.data.train_labels = "y.npy";
+  first.data.test_features = "t_x.npy";
+  first.data.test_labels = "t_y.npy";
+  ASSERT_EQ(run(first, data).summary.stop_reason, "epochs");
+  const auto refusal = [&](const run_config& now) -> std::string {
+    try {
+      herd::actors::load_checkpoint(now, *data, first.checkpoint.dir);
+    } catch (const herd::checkpoint::checkpoint_error& refused) {
+      return refused.what();
+    }
+    return "(resumed)";
+  };
+  auto with_files = first;
+  with_files.data.validation_features = "v_x.npy";
+  with_files.data.validation_labels = "v_y.npy";
+  EXPECT_NE(refusal(with_files)
+                .find("whose evaluations measured the test set, and this run's "
+                      "would measure a validation set (data.validation-features)"),
+            std::string::npos)
+      << refusal(with_files);
+  EXPECT_EQ(refusal(first), "(resumed)");
+
+  // The other way: a checkpoint of a run with validation files, resumed without them.
+  temp_directory other_dir;
+  auto validated = with_files;
+  validated.checkpoint.dir = other_dir.file("ckpt");
+  ASSERT_EQ(run(validated, data).summary.stop_reason, "epochs");
+  auto without = validated;
+  without.data.validation_features.clear();
+  without.data.validation_labels.clear();
+  try {
+    herd::actors::load_checkpoint(without, *data, validated.checkpoint.dir);
+    ADD_FAILURE() << "a run that measured a validation set resumed on the test set";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_NE(std::string(refused.what()).find("whose evaluations measured a validation set"),
+              std::string::npos)
+        << refused.what();
+  }
+}
+
 // Periodic checkpoints are taken while the run goes on (rounds paused, not stopped): resuming from
 // one in the middle of an epoch ends where the uninterrupted run ends, and taking them changed
 // nothing in the run that took them.
