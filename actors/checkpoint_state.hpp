@@ -173,7 +173,8 @@ void check_same_optimizer(const std::string& file, const run_checkpoint& state,
 /// Refuses (checkpoint::checkpoint_error naming `file` and the key) a checkpoint whose run's
 /// evaluations measured another set than `now`'s would: a validation set (data.validation-*)
 /// against the test set, either way, so that its best evaluation and target are not compared
-/// with accuracies of another set.
+/// with accuracies of another set. Read from the settings: a split handed to a job in code with a
+/// validation set of its own, and no validation key set, is not told apart from one without.
 void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
                                const config::run_config& now);
 

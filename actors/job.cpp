@@ -289,7 +289,9 @@ std::vector<float> job::final_parameters() const {
 
 std::vector<float> job::kept_parameters() const {
   std::lock_guard<std::mutex> guard(state_->mutex);
-  return state_->results_in ? state_->kept_parameters : std::vector<float>{};
+  if (!state_->results_in)
+    return {};
+  return state_->kept_parameters.empty() ? state_->final_parameters : state_->kept_parameters;
 }
 
 std::shared_ptr<const models::model> job::model() const {

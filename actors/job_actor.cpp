@@ -374,7 +374,8 @@ private:
       if (setup_.keep_replicas)
         std::tie(shared_->worker_parameters, shared_->server_parameters) =
             std::forward_as_tuple(std::move(replicas), std::move(server));
-      shared_->kept_parameters = kept_parameters_ ? *kept_parameters_ : final_parameters;
+      if (kept_parameters_) // else they are final_parameters
+        shared_->kept_parameters = *kept_parameters_;
       shared_->final_parameters = final_parameters;
       shared_->results_in = true;
       final_status = status;

@@ -40,7 +40,7 @@ struct job::shared_state {
   std::vector<std::vector<float>> worker_parameters; // by worker; empty for a lost one
   std::vector<float> server_parameters;              // async only
   std::vector<float> final_parameters;
-  std::vector<float> kept_parameters; // final_parameters where the run keeps the workers' last
+  std::vector<float> kept_parameters; // empty where the run keeps the workers' last
   bool results_in = false; // summary and final parameters set, before on_finished is called
   bool ended = false;      // after on_finished returned: wait() may return
   caf::actor_addr actor; // weak: the job actor does not keep itself alive through this

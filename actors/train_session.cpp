@@ -118,8 +118,13 @@ void check_token_input(const models::model& model, const models::dataset& set, d
       role == data_role::test ? std::pair{"data.test-features", &data.test_features}
       : own_validation        ? std::pair{"data.validation-features", &data.validation_features}
                               : std::pair{"data.train-features", &data.train_features};
+  // A set held out of the training file numbers its samples in itself, not in the file.
+  const bool held_out = role == data_role::validation && !own_validation;
+  const std::string where = !files     ? set.name
+                            : held_out ? "the validation set held out of " + *path
+                                       : *path;
   try {
-    models::check_token_rows(set, layers->vocabulary(), files ? *path : set.name);
+    models::check_token_rows(set, layers->vocabulary(), where);
   } catch (const models::data_error& bad) {
     const std::string key = set.ragged() ? model_key
                             : !files     ? std::string("data.dataset")

@@ -286,7 +286,9 @@ train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_by
       held = validation_choice(
           std::vector<std::int32_t>(train_labels.values.begin(), train_labels.values.end()),
           fashion_mnist_classes, validation_fraction, seed);
-    const normalisation norm = pixel_statistics(train_images, held.empty() ? nullptr : &held);
+    // Where every image would be held out, hold_out_validation says so below.
+    const bool some_kept = std::find(held.begin(), held.end(), false) != held.end();
+    const normalisation norm = pixel_statistics(train_images, some_kept ? &held : nullptr);
     train_test_split split;
     split.train = make_dataset(train_images, train_labels, fashion_mnist_classes, norm,
                                "fashion-mnist/train", train_images_path, train_labels_path);

@@ -224,7 +224,11 @@ TEST(checkpoint, resuming_with_another_evaluation_set_is_refused_naming_the_key)
   temp_directory other_dir;
   auto validated = with_files;
   validated.checkpoint.dir = other_dir.file("ckpt");
-  ASSERT_EQ(run(validated, data).summary.stop_reason, "epochs");
+  auto with_validation_set = std::make_shared<herd::models::train_test_split>(*data);
+  with_validation_set->validation = with_validation_set->test; // as the files would give it
+  const auto validated_run = run(validated, with_validation_set);
+  ASSERT_EQ(validated_run.summary.stop_reason, "epochs");
+  ASSERT_EQ(validated_run.summary.validation_samples, data->test.size());
   auto without = validated;
   without.data.validation_features.clear();
   without.data.validation_labels.clear();

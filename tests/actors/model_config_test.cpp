@@ -137,7 +137,8 @@ TEST(model_config, token_rows_are_checked_before_the_run_naming_the_file_sample_
            {herd::actors::data_role::test, config, "data.test-features", "t.npy"},
            {herd::actors::data_role::validation, own_validation, "data.validation-features",
             "v.npy"},
-           {herd::actors::data_role::validation, config, "data.train-features", "tokens.npy"}}) {
+           {herd::actors::data_role::validation, config, "data.train-features",
+            "the validation set held out of tokens.npy"}}) {
     const auto refused = refused_as(role, settings);
     EXPECT_EQ(refused.key, key);
     EXPECT_THAT(refused.message, HasSubstr(key + ": " + file + ": sample 0, position 1"));

@@ -213,7 +213,6 @@ TEST(validation_runs, a_job_hands_out_the_parameters_it_keeps) {
   herd::job_options options;
   options.progress_interval = std::chrono::milliseconds(20);
   const auto job = herd::job::start(config, data, options);
-  EXPECT_TRUE(job->kept_parameters().empty()); // not before the end
   const auto summary = job->wait();
   ASSERT_EQ(summary.stop_reason, "plateau") << summary.error;
   const auto kept = job->kept_parameters();

@@ -323,6 +323,13 @@ TEST(load_fashion_mnist, a_validation_set_takes_no_part_in_the_normalisation) {
   hold_out_validation(whole, 0.2, 5);
   EXPECT_EQ(whole.validation.labels, split.validation.labels);
   EXPECT_EQ(whole.train.labels, split.train.labels);
+  // A share that would hold every image out is refused as hold_out_validation refuses it.
+  temp_directory tiny;
+  fashion_files one_of_each;
+  one_of_each.train_count = 10;
+  write_fashion_files(tiny, one_of_each);
+  EXPECT_THAT(data_error_of([&] { load_fashion_mnist(tiny.path().string(), 0, 0.5, 5); }),
+              HasSubstr("holds out every sample"));
   // A fraction of 0 holds nothing out and is the plain load.
   const auto none = load_fashion_mnist(dir.path().string(), 0, 0.0, 5);
   EXPECT_EQ(none.validation.size(), 0u);
