@@ -589,11 +589,9 @@ void coordinator_actor::finish() {
     run.control = setup_.costs->summary();
   // Before the summary goes out: once it has, the job's name is free for another job.
   close_metrics();
-  if (setup_.on_finished) {
-    auto kept = evaluations_.kept_parameters(run.stop_reason, nullptr);
+  if (auto kept = evaluations_.kept_parameters(run.stop_reason, nullptr); setup_.on_finished)
     setup_.on_finished(summarize(std::move(run), booked_counters(), evaluations_, wall_seconds_),
                        std::move(kept));
-  }
 }
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup) {
   return system.spawn<coordinator_actor>(std::move(setup));

@@ -41,8 +41,7 @@ struct job_parts {
 /// The coordinator's summary (coordinator_setup::on_finished) -> the job actor.
 struct run_ended {
   std::shared_ptr<const run_summary> summary;
-  /// The parameters the run keeps where they are not the workers' last; else null.
-  std::shared_ptr<const std::vector<float>> kept;
+  std::shared_ptr<const std::vector<float>> kept; // null: the run keeps the workers' last
 };
 
 /// The job actor's own timer: the run's actors had this long to exit after the run ended.
@@ -374,8 +373,7 @@ private:
       if (setup_.keep_replicas)
         std::tie(shared_->worker_parameters, shared_->server_parameters) =
             std::forward_as_tuple(std::move(replicas), std::move(server));
-      if (kept_parameters_) // else they are final_parameters
-        shared_->kept_parameters = *kept_parameters_;
+      shared_->kept_parameters = kept_parameters_ ? *kept_parameters_ : std::vector<float>{};
       shared_->final_parameters = final_parameters;
       shared_->results_in = true;
       final_status = status;
@@ -527,10 +525,8 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
     const auto inbox = std::make_shared<step_inbox>(); // the workers' reports, posted
     coordination.inbox = inbox;
     // The coordinator keeps the observer (its raw pointer above) alive through this function.
-    coordination.on_finished = [observer](run_summary summary,
-                                          std::shared_ptr<const std::vector<float>> kept) {
-      observer->tell(
-          run_ended{std::make_shared<const run_summary>(std::move(summary)), std::move(kept)});
+    coordination.on_finished = [observer](run_summary summary, auto kept) {
+      observer->tell(run_ended{std::make_shared<const run_summary>(std::move(summary)), kept});
     };
     parts.coordinator = hold_plan(spawn_group_coordinator(system, std::move(coordination)));
 

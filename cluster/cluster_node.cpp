@@ -277,23 +277,19 @@ private:
     } catch (const std::exception& bad) {
       return failed(std::string("the coordinator's settings do not load here: ") + bad.what());
     }
-    // The coordinator evaluates; a node trains. So validation files of its own are not read
-    // here (a set held out of the training features still is: it is not trained on).
-    auto to_load = config_;
-    to_load.data.validation_features.clear();
-    to_load.data.validation_labels.clear();
+    auto to_load = config_; // only the coordinator evaluates: a node reads no validation files
+    to_load.data.validation_features = to_load.data.validation_labels = "";
     try {
       data_ = options_.load_data(to_load);
     } catch (const std::exception& bad) {
       return failed(std::string("cannot load the run's dataset on this node: ") + bad.what());
     }
-    const auto& where =
-        config_.data.dataset == "npy" ? config_.data.train_features : config_.data.path;
     if (data_->train.size() != welcome_.training_samples)
-      return failed("this node's training set (" + where + ") has " +
-                    std::to_string(data_->train.size()) + " samples, the coordinator's " +
-                    std::to_string(welcome_.training_samples) +
-                    "; every node needs the same dataset");
+      return failed(
+          "this node's training set (" +
+          (config_.data.dataset == "npy" ? config_.data.train_features : config_.data.path) +
+          ") has " + std::to_string(data_->train.size()) + " samples, the coordinator's " +
+          std::to_string(welcome_.training_samples) + "; every node needs the same dataset");
     try {
       model_ = make_model(config_, data_->train);
       check_memory(config_, *model_, options_.workers);

@@ -1,0 +1,110 @@
+// A checkpoint's settings against this run's: what changed, and the changes a resume refuses; see
+// checkpoint_state.hpp.
+#include "actors/checkpoint_state.hpp"
+
+#include "herd/config.hpp"
+#include "models/optimizer.hpp"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace herd::actors {
+
+namespace {
+
+// The settings of a to_ini() text, by "section.key", their values as written (strings quoted).
+std::map<std::string, std::string> ini_values(const std::string& ini) {
+  std::map<std::string, std::string> values;
+  std::istringstream lines(ini);
+  std::string line, section;
+  while (std::getline(lines, line)) {
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const auto equals = line.find(" = ");
+    if (equals != std::string::npos)
+      values[section + "." + line.substr(0, equals)] = line.substr(equals + 3);
+  }
+  return values;
+}
+
+} // namespace
+
+std::vector<std::string> changed_settings(const std::string& saved_ini,
+                                          const config::run_config& now) {
+  const auto before = ini_values(saved_ini);
+  const auto after = ini_values(config::to_ini(config::without_secrets(now)));
+  // A resumed cluster waits for the checkpoint's parts, not for cluster.min-nodes nodes.
+  const std::set<std::string> unused_by_a_resumed_run{"cluster.min-nodes"};
+  std::vector<std::string> lines;
+  for (const auto& [key, value] : after) {
+    const auto old = before.find(key);
+    if (old != before.end() && old->second != value && unused_by_a_resumed_run.count(key) == 0)
+      lines.push_back(key + ": " + old->second + " in the checkpoint, " + value + " now");
+  }
+  return lines;
+}
+
+namespace {
+
+// A setting of a checkpoint's run, unquoted; `absent` where the checkpoint's version predates it.
+std::string saved_value(const std::map<std::string, std::string>& saved, const std::string& key,
+                        const std::string& absent) {
+  const auto found = saved.find(key);
+  std::string value = found == saved.end() ? absent : found->second;
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+    value = value.substr(1, value.size() - 2);
+  return value;
+}
+
+} // namespace
+
+void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
+                               const config::run_config& now) {
+  const auto saved = ini_values(state.settings);
+  double fraction = 0.0;
+  try {
+    fraction = std::stod(saved_value(saved, "data.validation-fraction", "0"));
+  } catch (const std::exception&) { // the settings were checked when the checkpoint was read
+  }
+  const bool had = fraction > 0.0 || !saved_value(saved, "data.validation-features", "").empty();
+  const bool has = now.data.has_validation_set();
+  if (had == has)
+    return;
+  const std::string key = now.data.validation_features.empty() ? "data.validation-fraction"
+                                                               : "data.validation-features";
+  throw checkpoint::checkpoint_error(
+      file, had ? "was written by a run whose evaluations measured a validation set, and this "
+                  "run's would measure the test set: its best evaluation and its target would "
+                  "compare accuracies of two sets; set the validation keys as its run did "
+                  "(data.validation-features, data.validation-fraction)"
+                : "was written by a run whose evaluations measured the test set, and this run's "
+                  "would measure a validation set (" +
+                      key +
+                      "): its best evaluation and its "
+                      "target would compare accuracies of two sets; resume without " +
+                      key + ", or start a new run from its parameters (herd train --init-from)");
+}
+
+void check_same_optimizer(const std::string& file, const run_checkpoint& state,
+                          const config::run_config& now) {
+  // Written before train.optimizer existed: SGD's.
+  const std::string before = saved_value(ini_values(state.settings), "train.optimizer", "sgd");
+  if (before != now.train.optimizer)
+    throw checkpoint::checkpoint_error(
+        file, "was written by a run of another optimizer, whose state its workers hold: "
+              "train.optimizer: the checkpoint has " +
+                  before + ", this run " + now.train.optimizer);
+  // Its settings name the optimizer; its workers' states must be of its size too.
+  const auto kind = models::optimizer_kind_of(now.train.optimizer);
+  for (const auto& worker : state.workers)
+    if (worker.velocity.size() != models::optimizer::state_floats(kind, worker.parameters.size()))
+      throw checkpoint::checkpoint_error(
+          file, "payload: worker " + std::to_string(worker.index) + "'s optimizer state holds " +
+                    std::to_string(worker.velocity.size()) + " floats, not " + before + "'s for " +
+                    std::to_string(worker.parameters.size()) + " parameters");
+}
+
+} // namespace herd::actors
