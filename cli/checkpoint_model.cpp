@@ -49,6 +49,20 @@ std::shared_ptr<const models::dataset> fitted_test_set(std::shared_ptr<const mod
                                                        const config::run_config& config,
                                                        const std::string& command) {
   const bool files = config.data.dataset == "npy";
+  // Pixels are normalised as the run's were (the checkpoint's record), not with the statistics of
+  // the training file found now: another copy of the dataset, or a checkpoint written before the
+  // validation set was left out of them.
+  const auto& now = test->input_normalisation;
+  if (!test->ragged() && now.scaled_bytes && normalisation.scaled_bytes &&
+      (now.mean != normalisation.mean || now.stddev != normalisation.stddev)) {
+    std::ostringstream note;
+    note << "herd " << command << ": the test set is normalised with the run's pixel statistics "
+         << "(mean " << normalisation.mean << ", stddev " << normalisation.stddev
+         << "), not those of the training file now (mean " << now.mean << ", stddev " << now.stddev
+         << ")";
+    std::cerr << note.str() << '\n';
+    test = std::make_shared<const models::dataset>(models::renormalised(*test, normalisation));
+  }
   const auto* layers = dynamic_cast<const models::sequential*>(&model);
   if (layers != nullptr && layers->takes_tokens() && !test->ragged() &&
       test->features() != models::elements(model.input_shape())) {
@@ -65,7 +79,8 @@ std::shared_ptr<const models::dataset> fitted_test_set(std::shared_ptr<const mod
   }
   const std::string key = files ? "data.test-features" : "data.dataset";
   const std::string name = files ? config.data.test_features : "the dataset " + test->name;
-  if (!test->ragged())
+  // Values read as floats may be unscaled bytes; a set made from bytes is scaled and normalised.
+  if (!test->ragged() && !test->input_normalisation.scaled_bytes)
     if (const auto problem = unscaled_problem(test->images, normalisation); !problem.empty())
       throw config::invalid_config({{key, key + ": " + name + " holds " + problem}});
   if (const auto problem = layout_problem(test->input_shape(), model.input_shape());

@@ -169,6 +169,29 @@ normalisation pixel_statistics(const idx_array& images, const std::vector<bool>*
   return result;
 }
 
+dataset renormalised(const dataset& set, const normalisation& to) {
+  const normalisation& from = set.input_normalisation;
+  if (!from.scaled_bytes || set.ragged())
+    throw std::invalid_argument("renormalised: the set \"" + set.name +
+                                "\" was not made from bytes");
+  std::array<float, 256> table{};
+  for (std::size_t value = 0; value < table.size(); ++value)
+    table[value] = to.apply(static_cast<float>(value) / 255.0f);
+  dataset result = set;
+  result.input_normalisation = to;
+  result.input_normalisation.scaled_bytes = true;
+  float* values = result.images.data();
+  for (std::size_t i = 0; i < result.images.size(); ++i) {
+    const double byte = (static_cast<double>(values[i]) * from.stddev + from.mean) * 255.0;
+    const double nearest = std::round(byte);
+    if (!(nearest >= 0.0 && nearest <= 255.0 && std::abs(byte - nearest) < 0.01))
+      throw std::invalid_argument("renormalised: value " + std::to_string(values[i]) + " of \"" +
+                                  set.name + "\" is not a normalised byte");
+    values[i] = table[static_cast<std::size_t>(nearest)];
+  }
+  return result;
+}
+
 dataset make_dataset(const idx_array& images, const idx_array& labels, int classes,
                      const normalisation& norm, const std::string& name,
                      const std::string& images_path, const std::string& labels_path) {

@@ -96,6 +96,12 @@ void hold_out_validation(train_test_split& split, double fraction, std::uint64_t
 std::vector<bool> validation_choice(const std::vector<std::int32_t>& labels, int classes,
                                     double fraction, std::uint64_t seed);
 
+/// `set`, made from bytes (input_normalisation.scaled_bytes) with one normalisation, as it is
+/// with `to` instead: each value's byte is recovered and normalised anew, so the result is bit for
+/// bit what make_dataset would have made with `to`. Throws std::invalid_argument for a set not
+/// made from bytes, or one whose values are not the normalised bytes of its normalisation.
+dataset renormalised(const dataset& set, const normalisation& to);
+
 /// Mean and standard deviation of all pixels (scaled to [0, 1]) of an image array; with
 /// `excluded` (one flag per image, else std::invalid_argument), of the images not flagged only.
 normalisation pixel_statistics(const idx_array& images,

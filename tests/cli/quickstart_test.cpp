@@ -2,6 +2,7 @@
 // every step, reach 0.85 test accuracy within 3 epochs, and the report shows the waiting a barrier
 // would have imposed. Needs the dataset-fashion-mnist package (scripts/install-deps.sh).
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -152,6 +153,58 @@ TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unsc
                                       "to [0, 1] (byte / 255)"),
             std::string::npos)
       << from_unscaled.output;
+}
+
+} // namespace
+
+namespace {
+
+// herd evaluate on a Fashion-MNIST run's checkpoint measures what the run's final evaluation
+// measured, its test set normalised as the run's was, also where the training file it finds now
+// has other pixel statistics (another copy of the dataset).
+TEST(evaluate, a_fashion_mnist_checkpoint_scores_what_its_run_scored) {
+  REQUIRE_FASHION_MNIST();
+  const auto scratch =
+      std::filesystem::temp_directory_path() / ("herd-evaluate-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(scratch);
+  std::filesystem::create_directories(scratch / "moved");
+  const auto checkpoints = (scratch / "ckpt").string();
+  const auto report =
+      train_with_report({"--model.hidden=[16]", "--train.algorithm=sync", "--train.epochs=1",
+                         "--train.workers=2", "--checkpoint.dir=" + checkpoints},
+                        std::chrono::minutes(5));
+  ASSERT_FALSE(report.is_null());
+  char accuracy[32];
+  std::snprintf(accuracy, sizeof accuracy, "  test accuracy   %.4f\n",
+                report["final_test_accuracy"].get<double>());
+  const auto evaluated = herd::testing::run_process(
+      {HERD_BINARY, "evaluate", "--checkpoint", checkpoints}, std::chrono::minutes(2));
+  EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  EXPECT_NE(evaluated.output.find(accuracy), std::string::npos) << accuracy << evaluated.output;
+
+  // The same files, but a training file of brighter pixels: its statistics are not the run's.
+  const std::string installed = "/usr/share/datasets/fashion-mnist/";
+  for (const char* file :
+       {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+    std::filesystem::copy_file(installed + file, scratch / "moved" / file);
+  const auto brighter = herd::testing::run_process(
+      {"/bin/sh", "-c",
+       "gzip -dc " + installed + "train-images-idx3-ubyte.gz | head -c 16 > " +
+           (scratch / "moved" / "train-images-idx3-ubyte").string() + " && gzip -dc " + installed +
+           "train-images-idx3-ubyte.gz | tail -c +17 | tr '\\000' '\\100' >> " +
+           (scratch / "moved" / "train-images-idx3-ubyte").string()},
+      std::chrono::minutes(1));
+  ASSERT_EQ(brighter.exit_code, 0) << brighter.output;
+  const auto moved =
+      herd::testing::run_process({HERD_BINARY, "evaluate", "--checkpoint", checkpoints,
+                                  "--data.path=" + (scratch / "moved").string()},
+                                 std::chrono::minutes(2));
+  std::filesystem::remove_all(scratch);
+  EXPECT_EQ(moved.exit_code, 0) << moved.output;
+  EXPECT_NE(moved.output.find("the test set is normalised with the run's pixel statistics"),
+            std::string::npos)
+      << moved.output;
+  EXPECT_NE(moved.output.find(accuracy), std::string::npos) << accuracy << moved.output;
 }
 
 } // namespace

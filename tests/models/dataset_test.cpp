@@ -320,6 +320,18 @@ TEST(load_fashion_mnist, a_validation_set_takes_no_part_in_the_normalisation) {
         << i;
   auto whole = load_fashion_mnist(dir.path().string());
   EXPECT_EQ(whole.train.input_normalisation.mean, whole_statistics.mean);
+  // A set loaded with other statistics, renormalised to these (herd evaluate on a checkpoint that
+  // recorded them), is bit for bit the set loaded with them.
+  const auto test_as_run = renormalised(whole.test, split.test.input_normalisation);
+  EXPECT_EQ(test_as_run.images.to_host(), split.test.images.to_host());
+  EXPECT_EQ(test_as_run.input_normalisation.mean, kept_statistics.mean);
+  EXPECT_TRUE(test_as_run.input_normalisation.scaled_bytes);
+  auto not_bytes = whole.test;
+  not_bytes.input_normalisation.scaled_bytes = false;
+  EXPECT_THROW(renormalised(not_bytes, kept_statistics), std::invalid_argument);
+  auto not_normalised_bytes = whole.test;
+  not_normalised_bytes.images.data()[3] += 0.5f;
+  EXPECT_THROW(renormalised(not_normalised_bytes, kept_statistics), std::invalid_argument);
   hold_out_validation(whole, 0.2, 5);
   EXPECT_EQ(whole.validation.labels, split.validation.labels);
   EXPECT_EQ(whole.train.labels, split.train.labels);
