@@ -163,17 +163,22 @@ TEST(validation_runs, a_target_stop_keeps_the_parameters_chosen_on_validation_an
       << saved.parameters_origin;
 }
 
-// train.patience: a run whose accuracy no longer rises stops, and keeps (in its summary, its final
-// checkpoint and what is served from it) the best evaluation's parameters, not the workers' last.
-// The synthetic clusters are soon told apart as well as they can be: the validation accuracy
-// stops rising while training goes on moving the parameters.
-TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the_best) {
-  herd::testing::temp_directory dir;
+// A run whose validation accuracy soon stops rising (the synthetic clusters are told apart as well
+// as they can be while training goes on moving the parameters), with train.patience = 3.
+run_config plateauing_run() {
   auto config = herd::testing::small_session_config(2, 8);
   config.train.epochs = 200;
   config.train.eval_every = 3;
   config.train.patience = 3;
   config.data.validation_fraction = 0.25;
+  return config;
+}
+
+// train.patience: a run whose accuracy no longer rises stops, and keeps (in its summary, its final
+// checkpoint and what is served from it) the best evaluation's parameters, not the workers' last.
+TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the_best) {
+  herd::testing::temp_directory dir;
+  auto config = plateauing_run();
   config.checkpoint.dir = dir.file("ckpt");
   config.checkpoint.every_seconds = 0;
   const auto data = with_validation_set(synthetic(2 * 30 * 8), config); // given with its own
@@ -204,11 +209,7 @@ TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the
 // A service gets the parameters the run keeps from the job itself: after a patience stop, the best
 // evaluation's (those the test set measured), while final_parameters() stay the workers' last.
 TEST(validation_runs, a_job_hands_out_the_parameters_it_keeps) {
-  auto config = herd::testing::small_session_config(2, 8);
-  config.train.epochs = 200;
-  config.train.eval_every = 3;
-  config.train.patience = 3;
-  config.data.validation_fraction = 0.25;
+  auto config = plateauing_run();
   const auto data = with_validation_set(synthetic(2 * 30 * 8), config);
   herd::job_options options;
   options.progress_interval = std::chrono::milliseconds(20);

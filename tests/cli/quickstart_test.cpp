@@ -15,6 +15,7 @@
 
 #include "support/npy_file.hpp"
 #include "support/subprocess.hpp"
+#include "support/temp_directory.hpp"
 
 namespace {
 
@@ -106,10 +107,9 @@ namespace {
 // them for something else and answered wrongly without a word).
 TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unscaled) {
   REQUIRE_FASHION_MNIST();
-  const auto scratch =
-      std::filesystem::temp_directory_path() / ("herd-predict-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(scratch);
-  const auto checkpoints = (scratch / "ckpt").string();
+  const herd::testing::temp_directory dir;
+  const auto& scratch = dir.path();
+  const auto checkpoints = dir.file("ckpt");
   const auto trained = herd::testing::run_process(
       {HERD_BINARY, "train", "--model.hidden=[16]", "--train.epochs=1", "--train.max-seconds=3",
        "--checkpoint.dir=" + checkpoints},
@@ -135,7 +135,6 @@ TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unsc
   const auto from_bytes = predict("bytes.npy");
   const auto from_scaled = predict("scaled.npy");
   const auto from_unscaled = predict("unscaled.npy");
-  std::filesystem::remove_all(scratch);
   ASSERT_EQ(from_bytes.exit_code, 0) << from_bytes.output;
   ASSERT_EQ(from_scaled.exit_code, 0) << from_scaled.output;
   // The CSV on stdout, without the lines on stderr (which name the file, and differ).
@@ -164,11 +163,10 @@ namespace {
 // has other pixel statistics (another copy of the dataset).
 TEST(evaluate, a_fashion_mnist_checkpoint_scores_what_its_run_scored) {
   REQUIRE_FASHION_MNIST();
-  const auto scratch =
-      std::filesystem::temp_directory_path() / ("herd-evaluate-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(scratch);
+  const herd::testing::temp_directory dir;
+  const auto& scratch = dir.path();
   std::filesystem::create_directories(scratch / "moved");
-  const auto checkpoints = (scratch / "ckpt").string();
+  const auto checkpoints = dir.file("ckpt");
   const auto report =
       train_with_report({"--model.hidden=[16]", "--train.algorithm=sync", "--train.epochs=1",
                          "--train.workers=2", "--checkpoint.dir=" + checkpoints},
@@ -199,7 +197,6 @@ TEST(evaluate, a_fashion_mnist_checkpoint_scores_what_its_run_scored) {
       herd::testing::run_process({HERD_BINARY, "evaluate", "--checkpoint", checkpoints,
                                   "--data.path=" + (scratch / "moved").string()},
                                  std::chrono::minutes(2));
-  std::filesystem::remove_all(scratch);
   EXPECT_EQ(moved.exit_code, 0) << moved.output;
   EXPECT_NE(moved.output.find("the test set is normalised with the run's pixel statistics"),
             std::string::npos)
