@@ -1,7 +1,6 @@
 // A checkpoint's settings against this run's: what changed, and the changes a resume refuses; see
 // checkpoint_state.hpp.
 #include "actors/checkpoint_state.hpp"
-
 #include "herd/config.hpp"
 #include "models/optimizer.hpp"
 
@@ -30,6 +29,16 @@ std::map<std::string, std::string> ini_values(const std::string& ini) {
   return values;
 }
 
+// A setting of a checkpoint's run, unquoted; `absent` where the checkpoint's version predates it.
+std::string saved_value(const std::map<std::string, std::string>& saved, const std::string& key,
+                        const std::string& absent) {
+  const auto found = saved.find(key);
+  std::string value = found == saved.end() ? absent : found->second;
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+    value = value.substr(1, value.size() - 2);
+  return value;
+}
+
 } // namespace
 
 std::vector<std::string> changed_settings(const std::string& saved_ini,
@@ -47,20 +56,6 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
   return lines;
 }
 
-namespace {
-
-// A setting of a checkpoint's run, unquoted; `absent` where the checkpoint's version predates it.
-std::string saved_value(const std::map<std::string, std::string>& saved, const std::string& key,
-                        const std::string& absent) {
-  const auto found = saved.find(key);
-  std::string value = found == saved.end() ? absent : found->second;
-  if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-    value = value.substr(1, value.size() - 2);
-  return value;
-}
-
-} // namespace
-
 void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
                                const config::run_config& now) {
   const auto saved = ini_values(state.settings);
@@ -75,17 +70,21 @@ void check_same_evaluation_set(const std::string& file, const run_checkpoint& st
     return;
   const std::string key = now.data.validation_features.empty() ? "data.validation-fraction"
                                                                : "data.validation-features";
+  const std::string problem =
+      had ? "was written by a run whose evaluations measured a validation set, and this run's "
+            "would measure the test set"
+          : "was written by a run whose evaluations measured the test set, and this run's would "
+            "measure a validation set (" +
+                key + ")";
+  const std::string remedy = had ? "set the validation keys as its run did "
+                                   "(data.validation-features, data.validation-fraction)"
+                                 : "resume without " + key +
+                                       ", or start a new run from its parameters (herd train "
+                                       "--init-from)";
   throw checkpoint::checkpoint_error(
-      file, had ? "was written by a run whose evaluations measured a validation set, and this "
-                  "run's would measure the test set: its best evaluation and its target would "
-                  "compare accuracies of two sets; set the validation keys as its run did "
-                  "(data.validation-features, data.validation-fraction)"
-                : "was written by a run whose evaluations measured the test set, and this run's "
-                  "would measure a validation set (" +
-                      key +
-                      "): its best evaluation and its "
-                      "target would compare accuracies of two sets; resume without " +
-                      key + ", or start a new run from its parameters (herd train --init-from)");
+      file, problem +
+                ": its best evaluation and its target would compare accuracies of two sets; " +
+                remedy);
 }
 
 void check_same_optimizer(const std::string& file, const run_checkpoint& state,
