@@ -119,6 +119,7 @@ private:
 
   // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
   void resume_from(const run_checkpoint& saved);
+  bool begin_checkpoint_if_due();
   void maybe_checkpoint();
   void collect_when_ready();
   void after_periodic_evaluation(std::function<void()> then);

@@ -193,11 +193,17 @@ void coordinator_actor::record_evaluation(const evaluation_point& point, paramet
 
 // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
 
-void coordinator_actor::maybe_checkpoint() {
+// Holds the rounds from now on when a checkpoint is due; true when it began one.
+bool coordinator_actor::begin_checkpoint_if_due() {
   if (!phases_.running() || holding() || !checkpoints_.due(elapsed(), counters_.rounds))
-    return;
+    return false;
   checkpoints_.begin(elapsed(), counters_.rounds);
-  collect_when_ready();
+  return true;
+}
+
+void coordinator_actor::maybe_checkpoint() {
+  if (begin_checkpoint_if_due())
+    collect_when_ready();
 }
 
 // A periodic checkpoint is collected once no round is in flight and no evaluation is under way.

@@ -281,6 +281,9 @@ void coordinator_actor::on_group_done(const group_done& report) {
   if (!phases_.running())
     checkpoints_.keep(std::move(outcome)); // for the final checkpoint
   if (phases_.running()) {
+    // A checkpoint due now begins before the policy hears of this round: the rounds it would
+    // start wait for the checkpoint (kept unheard), which then holds this round, not the next.
+    begin_checkpoint_if_due();
     hear(std::move(outcome));
     if (!report.aborted &&
         (counters_.epochs() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty())))
@@ -290,8 +293,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
         evaluations_.start_periodic(counters_.rounds, counters_.epochs()))
       evaluate_periodically();
   }
-  rounds_changed();
-  maybe_checkpoint();
+  rounds_changed(); // collects a checkpoint begun above once the evaluation is recorded
 }
 
 void coordinator_actor::on_admission(node_admission admission) {
