@@ -4,6 +4,8 @@
 // (kernels/cuda, comm/nccl_device.cpp and nccl_plane.cpp, bench_cuda): it brings the CUDA headers.
 #pragma once
 
+#include "kernels/cuda/cublas_library.hpp"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <sstream>
@@ -27,8 +29,8 @@ namespace herd::detail {
                                             cublasStatus_t status) {
   std::ostringstream out;
   out << file << ':' << line << ": " << call << " failed with cuBLAS status "
-      << static_cast<int>(status) << ' ' << cublasGetStatusName(status) << " ("
-      << cublasGetStatusString(status) << ')';
+      << static_cast<int>(status) << ' ' << kernels::cuda::cublas().status_name(status) << " ("
+      << kernels::cuda::cublas().status_string(status) << ')';
   throw std::runtime_error(out.str());
 }
 

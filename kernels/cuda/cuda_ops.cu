@@ -4,6 +4,7 @@
 // cuda_ops.hpp for the contract.
 #include "kernels/check.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cublas_library.hpp"
 #include "kernels/cuda/cuda_layer_ops.cuh"
 #include "kernels/cuda/cuda_ops.hpp"
 #include "kernels/preconditions.hpp"
@@ -297,11 +298,12 @@ public:
       }
       HERD_CUDA_CHECK(
           cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device_));
-      HERD_CUBLAS_CHECK(cublasCreate(&blas_));
-      HERD_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+      cublas_ = &cublas(); // loaded now, by the first context
+      HERD_CUBLAS_CHECK(cublas_->create(&blas_));
+      HERD_CUBLAS_CHECK(cublas_->set_stream(blas_, stream_));
       // Plain FP32: no TF32 tensor cores and no emulation, so results match the CPU's to FP32
       // rounding (the tests hold GEMM to 1e-4 relative, which TF32 would miss).
-      HERD_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+      HERD_CUBLAS_CHECK(cublas_->set_math_mode(blas_, CUBLAS_DEFAULT_MATH));
       HERD_CUDA_CHECK(cudaMalloc(&scratch_, sizeof(reduction_scratch)));
     } catch (...) {
       release();
@@ -375,8 +377,8 @@ public:
     // Row-major C (m x n) is column-major C^T (n x m), and C^T = op(B)^T op(A)^T: so swap A and B
     // and m and n; each stored matrix read column-major is already its transpose, so the
     // transpose flags and leading dimensions carry over unchanged.
-    HERD_CUBLAS_CHECK(cublasSgemm(blas_, to_cublas(trans_b), to_cublas(trans_a), n, m, k, &alpha, b,
-                                  ldb, a, lda, &beta, c, ldc));
+    HERD_CUBLAS_CHECK(cublas_->sgemm(blas_, to_cublas(trans_b), to_cublas(trans_a), n, m, k, &alpha,
+                                     b, ldb, a, lda, &beta, c, ldc));
   }
 
   void gemm_batched(transpose trans_a, transpose trans_b, int m, int n, int k, float alpha,
@@ -387,7 +389,7 @@ public:
     HERD_CHECK_GT(batch, 0);
     const device_scope scope(device_);
     // As in gemm: A and B swap places (and so do their strides).
-    HERD_CUBLAS_CHECK(cublasSgemmStridedBatched(
+    HERD_CUBLAS_CHECK(cublas_->sgemm_strided_batched(
         blas_, to_cublas(trans_b), to_cublas(trans_a), n, m, k, &alpha, b, ldb,
         static_cast<long long>(stride_b), a, lda, static_cast<long long>(stride_a), &beta, c, ldc,
         static_cast<long long>(stride_c), batch));
@@ -552,7 +554,7 @@ private:
     if (scratch_ != nullptr)
       cudaFree(scratch_);
     if (blas_ != nullptr)
-      cublasDestroy(blas_);
+      cublas_->destroy(blas_);
     if (owns_stream_ && stream_ != nullptr)
       cudaStreamDestroy(stream_);
     scratch_ = nullptr;
@@ -565,6 +567,7 @@ private:
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
   int multiprocessors_ = 1;
+  const cublas_library* cublas_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   reduction_scratch* scratch_ = nullptr;
 };
