@@ -71,6 +71,11 @@ public:
   /// (empty: named when it is written).
   void write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
              std::string name = {});
+  /// The run has written its last checkpoint: another run may write to the directory now.
+  void release_directory() {
+    if (writer_ && writer_->options().lock)
+      writer_->options().lock->release();
+  }
   /// The directory checkpoints go to, and how many are kept.
   const checkpoint_options& options() const { return writer_->options(); }
   /// Stops holding; the kept inputs, in order, for the policy to hear now.

@@ -29,6 +29,14 @@ std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_con
   return checkpoints;
 }
 
+std::shared_ptr<checkpoint::directory_lock> lock_checkpoint_dir(const config::run_config& config) {
+  try {
+    return std::make_shared<checkpoint::directory_lock>(config.checkpoint.dir);
+  } catch (const std::runtime_error& held) {
+    throw config::invalid_config({config::config_error{"checkpoint.dir", held.what()}});
+  }
+}
+
 const char* herd_version() {
   return HERD_VERSION;
 }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/directory_lock.hpp"
 #include "checkpoint/format.hpp"
 
 namespace herd::actors {
@@ -47,12 +48,20 @@ struct checkpoint_options {
   std::string herd_version;
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;
+  /// The run's hold on `directory` (lock_checkpoint_dir()), until it has written its final
+  /// checkpoint (checkpoint_taker::release_directory()) or every copy of these options is gone.
+  std::shared_ptr<checkpoint::directory_lock> lock;
 };
 
-/// The options of a run of `config` (checkpoint.dir set) training `model` on `training`.
+/// The options of a run of `config` (checkpoint.dir set) training `model` on `training`; the
+/// caller adds the lock.
 std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_config& config,
                                                            const models::model& model,
                                                            const models::dataset& training);
+
+/// Holds `config`'s checkpoint.dir for one run; throws config::invalid_config (key
+/// checkpoint.dir) while another run, in this process or another, holds it.
+std::shared_ptr<checkpoint::directory_lock> lock_checkpoint_dir(const config::run_config& config);
 
 /// The version of Herd that writes checkpoints (their headers name it).
 const char* herd_version();

@@ -575,6 +575,7 @@ void coordinator_actor::report_progress() {
 
 void coordinator_actor::finish() {
   checkpoints_.flush(); // the final checkpoint is on disk before the run says it ended
+  checkpoints_.release_directory(); // a run resumed from it may start as soon as this one ends
   report_checkpoints();
   report_progress();
   run_summary run;

@@ -6,7 +6,6 @@
 #include "herd/config.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -189,17 +188,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
             "job_options.name = \"" + plan->name +
                 "\": a running job records its metrics under this name in the same registry; "
                 "give each job its own name (job_options.name, or metrics.job)"}));
-  if (plan->config.checkpoint.enabled()) {
-    const auto& dir = plan->config.checkpoint.dir;
-    std::error_code ignored;
-    const auto canonical = std::filesystem::weakly_canonical(dir, ignored);
-    plan->claims.push_back(std::make_shared<job_claim>(
-        nullptr, canonical.empty() ? dir : canonical.string(),
-        config::config_error{"checkpoint.dir",
-                             "checkpoint.dir = " + dir +
-                                 ": a running job in this process writes its checkpoints there, "
-                                 "and each would prune the other's; give each job its own"}));
-  }
+  if (plan->config.checkpoint.enabled())
+    plan->checkpoint_lock = lock_checkpoint_dir(plan->config); // in this process or another
   auto named = plan->config;
   named.metrics.job = plan->name;
   plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);
@@ -240,6 +230,7 @@ coordinator_setup job_plan::coordination(run_observer* observer) const {
   if (config.checkpoint.enabled()) {
     auto checkpoints = checkpoint_options_for(config, *model, data->train);
     checkpoints->on_written = setup.session.on_checkpoint;
+    checkpoints->lock = checkpoint_lock;
     coordination.checkpoints = std::move(checkpoints);
   }
   coordination.resume = setup.session.resume;

@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace herd::checkpoint {
+class directory_lock;
+} // namespace herd::checkpoint
+
 namespace herd::actors {
 
 // Where the workers compute and the local data plane reduces: the session's ops (CPU), or, with
@@ -37,7 +41,8 @@ struct compute_placement {
 
 // What a running job holds in its process that no other running job may: its name in a metrics
 // registry (two jobs under one name would add to the same series, and neither's numbers would be
-// its own), its checkpoint directory (each would prune the other's checkpoints).
+// its own). Its checkpoint directory it holds against other processes too (job_plan's
+// checkpoint_lock).
 class job_claim {
 public:
   /// Claims `name` within `scope` (a registry; null for the process); throws
@@ -66,9 +71,11 @@ public:
   std::shared_ptr<comm::data_plane> plane;
   std::shared_ptr<monitoring::training_metrics> metrics;
   /// Shared with the coordinator, which lets go once the run's series left the registry: the
-  /// name (and the checkpoint directory) are free when both have (a job ended by an exit message
-  /// completes before that).
+  /// name is free when both have (a job ended by an exit message completes before that).
   std::vector<std::shared_ptr<job_claim>> claims;
+  /// checkpoint.dir, held from here; the coordinator gives it up once its final checkpoint is
+  /// written.
+  std::shared_ptr<checkpoint::directory_lock> checkpoint_lock;
   std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
   bool launched = false;
 

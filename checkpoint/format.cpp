@@ -17,6 +17,8 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "checkpoint/directory_lock.hpp"
+
 namespace herd::checkpoint {
 
 template <class Archive>
@@ -303,6 +305,8 @@ std::string run_directory_problem(const std::string& directory, const std::strin
                                   const std::string& resume_option) {
   if (const auto problem = directory_problem(directory); !problem.empty())
     return "checkpoint.dir = " + directory + ": cannot write checkpoints there (" + problem + ")";
+  if (auto held = directory_lock::holder_problem(directory); !held.empty())
+    return held; // resuming from there too: that run is not over
   const auto existing = list(directory);
   if (existing.empty())
     return {};

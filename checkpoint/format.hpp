@@ -104,7 +104,8 @@ std::string directory_problem(const std::string& directory);
 
 /// Why a run may not write its checkpoints to `directory` ("checkpoint.dir = DIR: ..."), or ""
 /// when it may: the directory cannot be made or written (directory_problem()), or it holds
-/// checkpoints of another run, which this one would prune as it keeps its own. A run that
+/// checkpoints of another run, which this one would prune as it keeps its own, or a run writes
+/// its checkpoints there now (directory_lock.hpp; its own directory too). A run that
 /// resumes from a checkpoint in it may (`resume_path`: the checkpoint or directory it resumes
 /// from, empty for a new run). `resume_option` names where a resume is asked ("--resume",
 /// "job_options.resume_from"), for the advice.

@@ -39,8 +39,11 @@ coordinator_setup coordinator_setup_for(const registry_context& context, const m
   coordination.observer = context.options.observer;
   coordination.progress_interval = context.options.progress_interval;
   coordination.joins = node_joins(config);
-  if (config.checkpoint.enabled())
-    coordination.checkpoints = checkpoint_options_for(config, model, context.data->train);
+  if (config.checkpoint.enabled()) {
+    auto checkpoints = checkpoint_options_for(config, model, context.data->train);
+    checkpoints->lock = lock_checkpoint_dir(config);
+    coordination.checkpoints = std::move(checkpoints);
+  }
   coordination.resume = context.resume;
   if (context.options.metrics)
     coordination.metrics = make_training_metrics(config, context.options.metrics,

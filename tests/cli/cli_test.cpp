@@ -1723,6 +1723,35 @@ TEST_F(herd_cli, a_final_checkpoint_that_cannot_be_written_fails_the_run) {
   EXPECT_TRUE(report["error"].is_null());
 }
 
+// Two runs started into one empty checkpoint.dir deleted each other's checkpoints (each keeps its
+// newest checkpoint.keep, whichever run wrote them), final ones included: the second is refused
+// while the first runs, naming it, and the first's checkpoints are its own.
+TEST_F(herd_cli, a_second_run_into_the_checkpoint_dir_of_a_running_one_is_refused_naming_it) {
+  const auto checkpoints = path("shared");
+  const std::vector<std::string> run{"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                                     "--train.workers=2", "--checkpoint.dir=" + checkpoints};
+  auto args = run;
+  args.push_back("--train.epochs=100000");
+  auto first = start_herd(args, path("first.log"));
+  ASSERT_TRUE(first->wait_for_output("epoch", 120s)) << first->output();
+  auto other = run;
+  other.push_back("--train.seed=7");
+  const auto second = herd(other);
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_THAT(second.output,
+              HasSubstr("checkpoint.dir = " + checkpoints +
+                        ": a running job of another process (pid " + std::to_string(first->pid()) +
+                        ") writes its checkpoints there"));
+  ::kill(first->pid(), SIGINT);
+  ASSERT_EQ(first->wait(120s), std::optional<int>(130)) << first->output();
+  // Its final checkpoint is there, alone (the lock's file went with the run).
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+    names.push_back(entry.path().filename().string());
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].rfind("herd-", 0), 0u) << names[0];
+}
+
 TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   const auto checkpoints = path("ckpt");
   const std::vector<std::string> run{"train",
