@@ -4,6 +4,8 @@
 #include "actors/checkpoint_writer.hpp"
 #include "actors/run_parts.hpp"
 #include "herd/config.hpp"
+#include "herd/dataset_sources.hpp"
+#include "herd/sequential.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 
 #include <map>
@@ -119,6 +121,16 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
           "data", std::string{"data: the "} + (set == &data->train ? "training" : "test") + " set" +
                       (set->name.empty() ? "" : " \"" + set->name + "\"") +
                       " is empty; a run needs samples in both"}});
+  // The split's structs are public: one built by hand is checked as dataset_from_memory checks
+  // its input (labels of more samples than there are rows were read past the features' end).
+  for (const auto* set : {&data->train, &data->test, &data->validation}) {
+    try {
+      models::check_dataset(*set);
+    } catch (const std::invalid_argument& bad) {
+      throw config::invalid_config(
+          {config::config_error{"data", "data: " + std::string(bad.what())}});
+    }
+  }
   if (auto errors = config::validate_against_data(config, data->train.size()); !errors.empty())
     throw config::invalid_config(std::move(errors));
   auto plan = std::make_shared<job_plan>();
@@ -153,6 +165,11 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
     plan->model = options.model;
   } else {
     plan->model = make_model(plan->config, plan->data->train);
+    // Made to fit the training set: the test and validation sets must fit it too, or every
+    // evaluation fails (token texts of other widths are check_token_input's, below).
+    const auto* layers = dynamic_cast<const models::sequential*>(plan->model.get());
+    if (layers == nullptr || !layers->takes_tokens())
+      check_model_fits(*plan->model, *plan->data, "data");
   }
   // make_model() checked the training set's tokens.
   const std::string model_key = embedded                            ? plan->setup.model_key

@@ -76,7 +76,65 @@ dataset empty_dataset(std::size_t count, std::size_t elements,
   return data;
 }
 
+// Token texts: each one's span within the tokens, in order.
+void check_offsets(const dataset& data) {
+  const auto& name = data.name;
+  if (data.offsets.size() != data.size() + 1)
+    throw std::invalid_argument(name + ": " + std::to_string(data.offsets.size()) +
+                                " text offsets for " + std::to_string(data.size()) +
+                                " labels; expected one more offset than labels");
+  if (data.max_length == 0)
+    throw std::invalid_argument(name + ": max_length = 0; a text model reads at least one token");
+  if (data.offsets.front() != 0)
+    throw std::invalid_argument(name + ": the first text starts at token " +
+                                std::to_string(data.offsets.front()) + ", not 0");
+  for (std::size_t i = 0; i < data.size(); ++i)
+    if (data.offsets[i + 1] < data.offsets[i] || data.offsets[i + 1] > data.tokens.size())
+      throw std::invalid_argument(name + ": text " + std::to_string(i) + " ends at token " +
+                                  std::to_string(data.offsets[i + 1]) + ", outside [" +
+                                  std::to_string(data.offsets[i]) + ", " +
+                                  std::to_string(data.tokens.size()) + "]");
+}
+
+// Dense rows: one per label, each as wide as the sample shape says.
+void check_rows(const dataset& data) {
+  const auto& name = data.name;
+  if (data.images.rank() != 2)
+    throw std::invalid_argument(name + ": the features are a tensor of rank " +
+                                std::to_string(data.images.rank()) +
+                                "; a dataset holds them as rows (samples) x features");
+  if (data.images.rows() != data.size())
+    throw std::invalid_argument(name + ": " + std::to_string(data.images.rows()) +
+                                " rows of features for " + std::to_string(data.size()) +
+                                " labels; expected one row per label");
+  if (data.images.cols() == 0)
+    throw std::invalid_argument(name + ": the samples have no features");
+  if (!data.sample_shape.empty()) {
+    const std::size_t elements = checked_sample_elements(data.sample_shape, name);
+    if (elements != data.images.cols())
+      throw std::invalid_argument(name + ": the sample shape " + shape_words(data.sample_shape) +
+                                  " holds " + std::to_string(elements) +
+                                  " floats, but the rows have " +
+                                  std::to_string(data.images.cols()));
+  }
+}
+
 } // namespace
+
+void check_dataset(const dataset& data) {
+  if (data.size() == 0)
+    return;
+  check_classes(data.classes, data.name);
+  if (data.ragged())
+    check_offsets(data);
+  else
+    check_rows(data);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    check_label(data.labels[i], i, data.classes, data.name);
+    if (!data.ragged() && data.images.on_host())
+      check_finite(data.images.row(i), data.images.cols(), i, data.name);
+  }
+}
 
 dataset dataset_from_memory(const std::vector<float>& features,
                             const std::vector<std::int32_t>& labels,

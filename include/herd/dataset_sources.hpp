@@ -42,4 +42,12 @@ dataset dataset_from_source(std::size_t count, const std::vector<std::size_t>& s
                             int classes, const sample_source& fill,
                             const std::string& name = "callback", std::uint64_t max_bytes = 0);
 
+/// The checks dataset_from_memory() runs, on a dataset made any other way (dataset and
+/// train_test_split are plain structs): herd::job::start and spawn_job run them on every set of
+/// the split they are given. Throws std::invalid_argument, naming data.name and what is wrong:
+/// fewer than one class (of a set with samples), labels and feature rows (or token texts) of
+/// different counts, a row width other than sample_shape's, text offsets outside the tokens, a
+/// label outside [0, classes), a value that is NaN or infinite. An empty dataset passes.
+void check_dataset(const dataset& data);
+
 } // namespace herd::models

@@ -4,6 +4,7 @@
 #include "actors/job_actor.hpp"
 #include "actors/scheduling.hpp"
 #include "herd/config.hpp"
+#include "herd/dataset_sources.hpp"
 #include "herd/job.hpp"
 #include "herd/job_actor.hpp"
 #include "herd/ops.hpp"
@@ -14,8 +15,11 @@
 #include <caf/all.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <sstream>
@@ -28,6 +32,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using ::testing::HasSubstr;
 
 std::shared_ptr<const herd::models::train_test_split> synthetic(std::size_t train_samples) {
   return std::make_shared<herd::models::train_test_split>(
@@ -725,6 +730,45 @@ TEST(job_facade, a_null_dataset_is_refused_naming_it) {
     ASSERT_EQ(refused.errors().size(), 1u);
     EXPECT_EQ(refused.errors()[0].key, "data");
   }
+}
+
+// A split's structs are public: one built by hand is checked before anything runs, as
+// dataset_from_memory checks its input. Labels of more samples than there are rows were read past
+// the features' end; a label outside the classes lost a worker and the job still "finished"; a
+// test set the model built from [model] cannot read failed every evaluation of a whole run.
+TEST(job_facade, a_split_no_run_can_read_is_refused_naming_the_set_and_the_fault) {
+  const auto message_of_refusal =
+      [](const std::function<void(herd::models::train_test_split&)>& spoil) -> std::string {
+    auto data = std::make_shared<herd::models::train_test_split>(*synthetic(960));
+    data->train.name = "mine/train";
+    data->test.name = "mine/test";
+    spoil(*data);
+    try {
+      herd::job::start(short_run(), data, quick())->wait();
+    } catch (const herd::config::invalid_config& refused) {
+      EXPECT_EQ(refused.errors().size(), 1u);
+      EXPECT_EQ(refused.errors()[0].key, "data");
+      return refused.errors()[0].message;
+    }
+    return "(started)";
+  };
+  EXPECT_THAT(message_of_refusal([](auto& data) { data.train.labels.resize(1500, 1); }),
+              HasSubstr("data: mine/train: 960 rows of features for 1500 labels"));
+  EXPECT_THAT(message_of_refusal([](auto& data) { data.train.labels[5] = 42; }),
+              HasSubstr("data: mine/train: sample 5 has label 42, outside [0, 5)"));
+  EXPECT_THAT(message_of_refusal([](auto& data) { data.test.images.data()[30] = NAN; }),
+              HasSubstr("data: mine/test: sample 1, value 6 is NaN"));
+  EXPECT_THAT(message_of_refusal([](auto& data) {
+                data.test = herd::models::dataset_from_memory(std::vector<float>(200), {0, 1, 2, 3},
+                                                              {50}, 5, "mine/test");
+              }),
+              HasSubstr("but the dataset \"mine/test\" has samples of 50 floats"));
+  EXPECT_THAT(message_of_refusal([](auto& data) {
+                data.test.classes = 7;
+                data.test.labels[0] = 6;
+              }),
+              HasSubstr("scores 5 classes, but the dataset \"mine/test\" has 7"));
+  EXPECT_EQ(message_of_refusal([](auto&) {}), "(started)");
 }
 
 // What a job_options field holds that no job can use is refused before anything runs, naming the

@@ -181,5 +181,79 @@ TEST(dataset_from_source, lets_the_functions_own_exception_through) {
       std::runtime_error);
 }
 
+// check_dataset: a dataset made by hand (its struct is public) is held to what
+// dataset_from_memory makes; a well-formed one passes untouched.
+dataset well_formed() {
+  return dataset_from_memory(odd_values(12), {0, 1, 2, 1}, {3}, 3, "d");
+}
+
+TEST(check_dataset, passes_a_well_formed_dataset_and_an_empty_one) {
+  EXPECT_NO_THROW(check_dataset(well_formed()));
+  auto image = dataset_from_memory(std::vector<float>(8), {0, 1}, {1, 2, 2}, 2, "image");
+  EXPECT_NO_THROW(check_dataset(image));
+  EXPECT_NO_THROW(check_dataset(dataset{}));
+}
+
+TEST(check_dataset, refuses_labels_and_rows_of_different_counts) {
+  auto more_labels = well_formed();
+  more_labels.labels.push_back(0); // gather_rows read past the features' end for this sample
+  EXPECT_THAT(error_of([&] { check_dataset(more_labels); }),
+              HasSubstr("d: 4 rows of features for 5 labels; expected one row per label"));
+  auto fewer_labels = well_formed();
+  fewer_labels.labels.pop_back();
+  EXPECT_THAT(error_of([&] { check_dataset(fewer_labels); }),
+              HasSubstr("4 rows of features for 3"));
+  auto no_features = well_formed();
+  no_features.images = tensor();
+  EXPECT_THAT(error_of([&] { check_dataset(no_features); }),
+              HasSubstr("d: the features are a tensor of rank 0"));
+}
+
+TEST(check_dataset, refuses_a_sample_shape_other_than_the_rows_width) {
+  auto data = well_formed();
+  data.sample_shape = {1, 2, 2};
+  EXPECT_THAT(error_of([&] { check_dataset(data); }),
+              HasSubstr("d: the sample shape 1x2x2 holds 4 floats, but the rows have 3"));
+}
+
+TEST(check_dataset, refuses_no_classes_a_label_outside_them_and_a_value_that_is_not_finite) {
+  auto classless = well_formed();
+  classless.classes = 0;
+  EXPECT_THAT(error_of([&] { check_dataset(classless); }), HasSubstr("d: classes = 0"));
+  auto outside = well_formed();
+  outside.labels[3] = 3;
+  EXPECT_THAT(error_of([&] { check_dataset(outside); }),
+              AllOf(HasSubstr("d: sample 3 has label 3"), HasSubstr("outside [0, 3)")));
+  auto nan = well_formed();
+  nan.images.data()[7] = std::numeric_limits<float>::quiet_NaN(); // sample 2, value 1
+  EXPECT_THAT(error_of([&] { check_dataset(nan); }), HasSubstr("d: sample 2, value 1 is NaN"));
+}
+
+TEST(check_dataset, refuses_text_offsets_that_do_not_cover_the_tokens_in_order) {
+  dataset texts;
+  texts.name = "t";
+  texts.classes = 2;
+  texts.labels = {0, 1, 1};
+  texts.tokens = {'a', 'b', 'c', 'd', 'e'};
+  texts.offsets = {0, 2, 3, 5};
+  texts.max_length = 8;
+  EXPECT_NO_THROW(check_dataset(texts));
+  auto short_offsets = texts;
+  short_offsets.offsets.pop_back();
+  EXPECT_THAT(error_of([&] { check_dataset(short_offsets); }),
+              HasSubstr("t: 3 text offsets for 3 labels"));
+  auto past_end = texts;
+  past_end.offsets.back() = 6;
+  EXPECT_THAT(error_of([&] { check_dataset(past_end); }),
+              HasSubstr("t: text 2 ends at token 6, outside [3, 5]"));
+  auto backwards = texts;
+  backwards.offsets[2] = 1;
+  EXPECT_THAT(error_of([&] { check_dataset(backwards); }),
+              HasSubstr("t: text 1 ends at token 1, outside [2, 5]"));
+  auto no_length = texts;
+  no_length.max_length = 0;
+  EXPECT_THAT(error_of([&] { check_dataset(no_length); }), HasSubstr("t: max_length = 0"));
+}
+
 } // namespace
 } // namespace herd::models
