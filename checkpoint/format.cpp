@@ -245,6 +245,12 @@ loaded decode(std::string_view bytes, const std::string& file) {
   return out;
 }
 
+bool is_checkpoint_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string start(magic.size(), '\0');
+  return in.read(start.data(), static_cast<std::streamsize>(start.size())) && start == magic;
+}
+
 loaded read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)

@@ -88,6 +88,9 @@ struct loaded {
 /// or a payload hash mismatch.
 loaded decode(std::string_view bytes, const std::string& file);
 
+/// Whether `path` is a file that starts as a checkpoint does (its magic bytes), whole or not.
+bool is_checkpoint_file(const std::string& path);
+
 /// Reads and decodes `path`. Throws checkpoint_error (also when it cannot be read).
 loaded read_file(const std::string& path);
 

@@ -167,6 +167,18 @@ models::tensor model_token_rows(const models::tensor& given, const models::seque
   return rows;
 }
 
+// The value of the last --data.dataset=VALUE among `settings` (quotes taken off), or empty.
+std::string dataset_given(const std::vector<std::string>& settings) {
+  const std::string option = "--data.dataset=";
+  std::string value;
+  for (const auto& setting : settings)
+    if (setting.rfind(option, 0) == 0)
+      value = setting.substr(option.size());
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+    value = value.substr(1, value.size() - 2);
+  return value;
+}
+
 std::optional<checkpoint_model> load_checkpoint_model(const std::string& command,
                                                       const checkpoint_choice& choice) {
   checkpoint_model loaded;
@@ -174,18 +186,19 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     loaded.file = checkpoint::resolve(choice.path);
     loaded.state = actors::read_run_checkpoint(loaded.file);
     const std::string origin = loaded.file + " (the settings it was taken with)";
-    loaded.config = config::from_ini(loaded.state.settings, origin, choice.settings);
     // data.* settings say where the run's dataset is now; another dataset is prepared otherwise
     // (Fashion-MNIST normalised with its training set's mean, .npy values as they are), and the
-    // model would answer other inputs without a word.
-    if (const auto trained_on = config::from_ini(loaded.state.settings, origin).data.dataset;
-        trained_on != loaded.config.data.dataset)
+    // model would answer other inputs without a word. Checked first: merged, the settings of the
+    // other dataset are refused for what they lack (training files evaluate never reads).
+    const auto trained_on = config::from_ini(loaded.state.settings, origin).data.dataset;
+    if (const auto asked = dataset_given(choice.settings); !asked.empty() && asked != trained_on)
       throw config::invalid_config(
-          {{"data.dataset", "data.dataset = " + loaded.config.data.dataset +
+          {{"data.dataset", "data.dataset = " + asked +
                                 " (command line): the checkpoint's run trained on " + trained_on +
                                 ", whose samples are prepared otherwise; data.* settings may say "
                                 "where that dataset is now (data.path, data.train-features, ...), "
                                 "not name another"}});
+    loaded.config = config::from_ini(loaded.state.settings, origin, choice.settings);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
     return std::nullopt;

@@ -5,6 +5,7 @@
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
 #include "cli/report.hpp"
+#include "cli/run_support.hpp"
 #include "cli/train_command.hpp"
 #include "herd/ops.hpp"
 
@@ -152,7 +153,7 @@ int run_evaluate(const std::vector<std::string>& args) {
       },
       [&options] {
         if (!options.report.empty())
-          check_writable(options.report);
+          check_report_path(options.report, {});
       },
       true, status);
   if (!loaded)

@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
   // Before anything else: a Ctrl-C during argument parsing, configuration or loading must end a
   // training command with 130, not be lost (herd bench keeps the runs it finished).
   const std::string first = argc > 1 ? argv[1] : "";
-  if (first == "train" || first == "coordinator" || first == "node" || first == "bench")
+  if (first == "train" || first == "coordinator" || first == "node" || first == "bench") {
     herd::cli::install_stop_signals();
+    herd::cli::keep_running_when_output_closes();
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << herd::cli::fit_help(usage);

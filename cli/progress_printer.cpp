@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -100,12 +101,13 @@ std::string progress_printer::status(const actors::progress& now, int columns) c
       {"epoch " + fixed(now.epoch, 2) + "/" + std::to_string(static_cast<int>(options_.epochs)), 0},
       {"round " + std::to_string(now.rounds), 4},
       {"(" + std::to_string(now.steps) + " steps)", 6},
-      {"loss " + fixed(now.train_loss, 4), 2},
+      // Before the first step there is no loss or rate yet, not a zero one.
+      {"loss " + (now.steps > 0 ? fixed(now.train_loss, 4) : std::string("  -   ")), 2},
       {(options_.validation ? "val acc " : "test acc ") +
            (now.test_accuracy && !std::isnan(*now.test_accuracy) ? fixed(*now.test_accuracy, 4)
                                                                  : std::string("  -   ")),
        1},
-      {fixed(now.samples_per_second, 0) + " samples/s", 5},
+      {(now.steps > 0 ? fixed(now.samples_per_second, 0) : std::string("-")) + " samples/s", 5},
       {clock_text(now.elapsed_seconds), 3},
       {eta ? "ETA " + clock_text(*eta) : std::string("ETA  -  "), 1},
   };
@@ -135,6 +137,17 @@ double progress_printer::stamp(double seconds) {
   return last_stamp_;
 }
 
+// A closed pipe fails the write (the training commands ignore SIGPIPE: keep_running_when_
+// output_closes()) rather than ending the run without its report and final checkpoint.
+void progress_printer::note_if_closed() {
+  if (out_ || closed_noted_)
+    return;
+  closed_noted_ = true;
+  std::cerr << "herd: standard output was closed (its reader went away): the run goes on "
+               "without progress lines and writes its report and checkpoints as usual; Ctrl-C "
+               "stops it\n";
+}
+
 void progress_printer::on_progress(const actors::progress& now) {
   std::lock_guard<std::mutex> guard(mutex_);
   run_time_.emplace(now.elapsed_seconds, options_.clock());
@@ -145,6 +158,7 @@ void progress_printer::on_progress(const actors::progress& now) {
     last_log_seconds_ = now.elapsed_seconds;
     out_ << log_stamp(stamp(now.elapsed_seconds)) << status(now, 1 << 20) << std::endl;
   }
+  note_if_closed(); // every 250 ms: whatever wrote last (a notice, an evaluation) found it closed
 }
 
 void progress_printer::on_evaluation(const actors::evaluation_point& point) {

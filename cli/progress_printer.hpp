@@ -79,6 +79,9 @@ private:
   // from there. None before the first.
   std::optional<std::pair<double, std::chrono::steady_clock::time_point>> run_time_;
   bool line_open_ = false;
+  // The output's reader went away (herd train | head): said once, on standard error.
+  bool closed_noted_ = false;
+  void note_if_closed();
   // The last evaluation printed: a run stopped right after one evaluates the same parameters
   // again as its final evaluation, which would print the same line twice.
   std::optional<actors::evaluation_point> last_evaluation_;

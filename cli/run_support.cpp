@@ -283,11 +283,15 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
 }
 
 // A report that cannot be written should be known before the run, not after it; and a report
-// must never replace the run's own settings.
+// must never replace the run's own settings, nor a checkpoint (the one --resume, --init-from or
+// herd evaluate reads, a tab completion away).
 void check_report_path(const std::string& path, const std::string& config_file) {
   if (!config_file.empty() && same_file(path, config_file))
     throw std::invalid_argument("--report " + path + " is the --config file " + config_file +
                                 ": the report would replace it; name another file");
+  if (checkpoint::is_checkpoint_file(path))
+    throw std::invalid_argument("--report " + path +
+                                " is a checkpoint: the report would replace it; name another file");
   try {
     check_writable(path);
   } catch (const std::runtime_error& failure) {

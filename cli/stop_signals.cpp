@@ -63,6 +63,10 @@ void install_stop_signals() {
   }
 }
 
+void keep_running_when_output_closes() {
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
 void run_has_ended() {
   run_ended.store(true);
 }

@@ -14,6 +14,11 @@ namespace herd::cli {
 /// SIGHUP inherited as ignored (nohup) stays ignored.
 void install_stop_signals();
 
+/// SIGPIPE ignored, for the training commands: a reader of their output that goes away
+/// (`herd train | head`) fails the writes to it instead of ending the run without its summary,
+/// report and final checkpoint (the progress printer says so once, on standard error).
+void keep_running_when_output_closes();
+
 /// True once SIGINT, SIGTERM or SIGHUP arrived.
 bool stop_signalled();
 

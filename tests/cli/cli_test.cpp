@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <zlib.h>
@@ -1296,6 +1297,28 @@ TEST_F(herd_cli, evaluate_measures_a_checkpoints_model_overall_and_per_class) {
   EXPECT_EQ(other_data.exit_code, 2) << other_data.output;
   EXPECT_THAT(other_data.output, HasSubstr("data.dataset = fashion-mnist (command line): the "
                                            "checkpoint's run trained on synthetic"));
+  // That reason alone: merged first, the settings of .npy files were refused for the training
+  // files they lacked, which evaluate never reads.
+  auto npy = herd({"evaluate", "--checkpoint", checkpoints, "--data.dataset=npy",
+                   "--data.test-features=x.npy", "--data.test-labels=y.npy"});
+  EXPECT_EQ(npy.exit_code, 2) << npy.output;
+  EXPECT_THAT(npy.output, HasSubstr("data.dataset = npy (command line): the checkpoint's run "
+                                    "trained on synthetic"));
+  EXPECT_THAT(npy.output, Not(HasSubstr("must name the .npy file"))) << npy.output;
+  // A report never replaces a checkpoint (the one it reads, a tab completion away).
+  std::string newest;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+    newest = std::max(newest, entry.path().string());
+  const auto before = herd::testing::read_file(newest);
+  auto over = herd({"evaluate", "--checkpoint", newest, "--report", newest});
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_THAT(over.output,
+              HasSubstr("--report " + newest + " is a checkpoint: the report would replace it"));
+  auto resumed_over = herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]",
+                            "--train.workers=2", "--resume", newest, "--report", newest});
+  EXPECT_EQ(resumed_over.exit_code, 2) << resumed_over.output;
+  EXPECT_THAT(resumed_over.output, HasSubstr(" is a checkpoint: the report would replace it"));
+  EXPECT_EQ(herd::testing::read_file(newest), before) << "the checkpoint must not be touched";
   {
     std::ofstream garbage(path("garbage.ckpt"));
     garbage << "not a checkpoint";
@@ -1750,6 +1773,26 @@ TEST_F(herd_cli, a_second_run_into_the_checkpoint_dir_of_a_running_one_is_refuse
     names.push_back(entry.path().filename().string());
   ASSERT_EQ(names.size(), 1u);
   EXPECT_EQ(names[0].rfind("herd-", 0), 0u) << names[0];
+}
+
+// `herd train | head` ended the run by SIGPIPE at the first progress line after head left: exit
+// 141, no report, no final checkpoint. The run goes on, says so on standard error, and ends as
+// it would have.
+TEST_F(herd_cli, a_closed_output_pipe_does_not_end_the_run_without_its_report) {
+  const auto report = path("piped.json");
+  const auto errors = path("piped.err");
+  const std::string command = std::string("bash -c '") + HERD_BINARY +
+                              " train --data.dataset=synthetic --model.hidden=[8] "
+                              "--train.workers=2 --train.epochs=8 --train.eval-every=20 --report " +
+                              report + " 2> " + errors +
+                              " | head -c 1 > /dev/null; exit ${PIPESTATUS[0]}'";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << command;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << herd::testing::read_file(errors);
+  EXPECT_THAT(herd::testing::read_file(report), HasSubstr("\"stop_reason\": \"epochs\""));
+  EXPECT_THAT(herd::testing::read_file(errors),
+              HasSubstr("herd: standard output was closed (its reader went "
+                        "away): the run goes on"));
 }
 
 TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
