@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "checkpoint/format.hpp"
@@ -263,6 +264,11 @@ void job::abort() {
 }
 
 actors::run_summary job::wait() {
+  // The job's own thread waiting for the job hung for good (and its destructor with it).
+  if (state_->calling.load() == std::this_thread::get_id())
+    throw std::logic_error("herd::job::wait() called from one of the job's own callbacks: the job "
+                           "cannot end while its callback waits for it; use status() or "
+                           "summary() there, and wait() on another thread");
   for (;;)
     if (auto summary = wait_for(std::chrono::hours(1)))
       return *summary;

@@ -176,7 +176,8 @@ public:
   void abort();
 
   /// Blocks until the job has ended and returns its summary. A failed run is a summary too
-  /// (stop_reason "error", error saying why): wait() does not throw.
+  /// (stop_reason "error", error saying why): wait() does not throw for it. Called from one of
+  /// the job's own callbacks, which would wait forever, it throws std::logic_error.
   actors::run_summary wait();
   /// The summary, once the job has ended; nothing if `timeout` passed first. Never throws.
   std::optional<actors::run_summary> wait_for(std::chrono::milliseconds timeout);

@@ -48,7 +48,9 @@ struct evaluation {
   double mean_loss = 0.0;
   std::size_t correct = 0;
   std::size_t samples = 0;
-  double accuracy() const { return samples == 0 ? 0.0 : static_cast<double>(correct) / samples; }
+  double accuracy() const {
+    return samples == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(samples);
+  }
 };
 
 /// Scratch space of one replica's passes: activations and their gradients. Opaque to callers; a

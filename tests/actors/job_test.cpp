@@ -732,6 +732,44 @@ TEST(job_facade, a_null_dataset_is_refused_naming_it) {
   }
 }
 
+// A callback that waits for its own job waited forever (and the job's destructor with it): wait()
+// there throws instead, and the job runs to its end.
+TEST(job_facade, wait_called_from_the_jobs_own_callback_throws_instead_of_hanging) {
+  std::mutex mutex;
+  herd::job* self = nullptr;
+  std::string refusal;
+  auto options = quick("waits_on_itself");
+  options.on_progress = [&](const herd::actors::progress&) {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (self == nullptr || !refusal.empty())
+      return;
+    try {
+      self->wait();
+      refusal = "(wait returned)";
+    } catch (const std::logic_error& refused) {
+      refusal = refused.what();
+    }
+  };
+  const auto job = herd::job::start(long_run(), synthetic(960), options);
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    self = job.get();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (!refusal.empty() || std::chrono::steady_clock::now() > deadline)
+        break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  job->stop();
+  ASSERT_TRUE(job->wait_for(60s).has_value()) << "the job did not end after its callback waited";
+  std::lock_guard<std::mutex> guard(mutex);
+  EXPECT_THAT(refusal, HasSubstr("herd::job::wait() called from one of the job's own callbacks"));
+}
+
 // A split's structs are public: one built by hand is checked before anything runs, as
 // dataset_from_memory checks its input. Labels of more samples than there are rows were read past
 // the features' end; a label outside the classes lost a worker and the job still "finished"; a
