@@ -96,10 +96,13 @@ int run_coordinator(const std::vector<std::string>& args) {
   if (!parsed.print_config) // which shows the settings as given, with a word on the workers
     parsed.command_overrides.push_back("--train.workers=" + std::to_string(max_workers));
   // The listen address against the token, before the dataset loads (and under --print-config).
-  auto preparation = prepare_run("coordinator", parsed, [&listen](config::run_config& settings) {
+  const bool listen_given = parsed.options.count("--listen") > 0;
+  auto preparation = prepare_run("coordinator", parsed, [&](config::run_config& settings) {
     if (auto warning = resolve_cluster_token(settings.cluster); !warning.empty())
       std::cerr << "herd coordinator: warning: " << warning << '\n';
-    if (auto problem = listen_problem(listen.host, settings.cluster); !problem.empty())
+    if (auto problem = listen_problem(listen.host, settings.cluster,
+                                      listen_given ? std::string() : default_listen);
+        !problem.empty())
       throw std::invalid_argument(problem);
     const int metrics_port = settings.metrics.port;
     if (metrics_port != 0 && metrics_port == listen.port)

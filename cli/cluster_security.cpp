@@ -131,7 +131,8 @@ void check_data_host(const std::string& host) {
                                 "); name an address of this machine that the other nodes reach");
 }
 
-std::string listen_problem(const std::string& host, const config::cluster_section& cluster) {
+std::string listen_problem(const std::string& host, const config::cluster_section& cluster,
+                           const std::string& defaulted_to) {
   if (is_loopback_host(host))
     return {};
   const std::string how =
@@ -139,8 +140,11 @@ std::string listen_problem(const std::string& host, const config::cluster_sectio
       "/etc/herd/token) and pass --cluster.token-file=/etc/herd/token here and to every node, or "
       "listen on 127.0.0.1 for nodes on this machine";
   const std::string address = host.empty() ? "every address" : host;
+  const std::string subject =
+      defaulted_to.empty() ? "--listen " + address
+                           : "--listen was not given, and its default, " + defaulted_to + ",";
   if (cluster.token.empty())
-    return "--listen " + address +
+    return subject +
            " is reachable from other machines and cluster.token is not set: anyone who reaches "
            "the port could join the job and read its model. " +
            how;

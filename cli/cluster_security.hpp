@@ -28,7 +28,9 @@ void check_data_host(const std::string& host);
 
 /// Why the coordinator must not listen on `host` with these settings ("" when it may): a name
 /// that does not resolve, or an address other machines reach, without a token or with one short
-/// enough to guess.
-std::string listen_problem(const std::string& host, const config::cluster_section& cluster);
+/// enough to guess. `defaulted_to`: the address --listen was left at, when it was not given
+/// (the message then says so, rather than read as if the user had typed it).
+std::string listen_problem(const std::string& host, const config::cluster_section& cluster,
+                           const std::string& defaulted_to = {});
 
 } // namespace herd::cli

@@ -553,6 +553,14 @@ TEST(cluster_cli, a_coordinator_reachable_from_the_network_needs_a_token) {
   EXPECT_EQ(before_data.exit_code, 2) << before_data.output;
   EXPECT_NE(before_data.output.find("cluster.token is not set"), std::string::npos)
       << before_data.output;
+  // Left at its default, --listen is said to be that, not as if the user had typed it.
+  const auto defaulted =
+      herd::testing::run_process({HERD_BINARY, "coordinator", "--data.dataset=synthetic"}, 60s);
+  EXPECT_EQ(defaulted.exit_code, 2) << defaulted.output;
+  EXPECT_NE(defaulted.output.find("--listen was not given, and its default, 0.0.0.0:7070, is "
+                                  "reachable from other machines"),
+            std::string::npos)
+      << defaulted.output;
   const auto printed = run({"--print-config"});
   EXPECT_EQ(printed.exit_code, 2) << printed.output;
   EXPECT_NE(printed.output.find("cluster.token is not set"), std::string::npos) << printed.output;
