@@ -91,12 +91,15 @@ std::filesystem::path find_fashion_mnist_file(const std::filesystem::path& dir,
   return {};
 }
 
-[[noreturn]] void fashion_mnist_not_found(const std::string& dir, const std::string& problem) {
+[[noreturn]] void fashion_mnist_not_found(const std::string& dir, const std::string& problem,
+                                         const std::vector<std::string>& stems) {
+  std::string holding;
+  for (std::size_t i = 0; i < stems.size(); ++i)
+    holding += (i == 0 ? "" : i + 1 == stems.size() ? " and " : ", ") + stems[i] + "[.gz]";
   throw data_error("Fashion-MNIST not found in " + dir + ": " + problem +
                    "; install it with `apt-get install dataset-fashion-mnist` or set data.path "
-                   "to a directory holding train-images-idx3-ubyte[.gz], "
-                   "train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz] and "
-                   "t10k-labels-idx1-ubyte[.gz]");
+                   "to a directory holding " +
+                   holding);
 }
 
 void check_fashion_mnist_images(const std::vector<std::uint32_t>& dims, const std::string& path) {
@@ -107,10 +110,10 @@ void check_fashion_mnist_images(const std::vector<std::uint32_t>& dims, const st
                      dims_string(dims));
 }
 
-// The memory the four files would take once loaded, from their headers, against the limit: the
+// The memory the files would take once loaded, from their headers, against the limit: the
 // file whose values cross it is named. Nothing has been allocated for the values yet.
-void check_memory_budget(const std::array<std::string, 4>& paths,
-                         const std::array<idx_header, 4>& headers, std::uint64_t max_bytes,
+void check_memory_budget(const std::vector<std::string>& paths,
+                         const std::vector<idx_header>& headers, std::uint64_t max_bytes,
                          bool default_limit) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < paths.size(); ++i) {
@@ -253,52 +256,85 @@ std::uint64_t default_max_data_bytes() {
   return memory / 2;
 }
 
+namespace {
+
+// Fashion-MNIST's files `stems` (images and labels, in pairs) in `dir`: their paths, and their
+// headers, read and checked (28 x 28 images, the memory within data.max-bytes) before a byte of
+// their values is.
+struct idx_files {
+  std::vector<std::string> paths;
+  std::vector<idx_header> headers;
+};
+
+idx_files open_fashion_mnist(const std::string& dir, const std::vector<std::string>& stems,
+                             std::uint64_t max_bytes) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error))
+    fashion_mnist_not_found(dir, "there is no such directory", stems);
+  idx_files files;
+  std::string missing;
+  for (const auto& stem : stems) {
+    files.paths.push_back(find_fashion_mnist_file(dir, stem).string());
+    if (files.paths.back().empty())
+      missing += (missing.empty() ? "" : ", ") + stem + "[.gz]";
+  }
+  if (!missing.empty())
+    fashion_mnist_not_found(dir, "missing " + missing, stems);
+  for (std::size_t i = 0; i < files.paths.size(); ++i) {
+    files.headers.push_back(read_idx_header(files.paths[i]));
+    if (i % 2 == 0)
+      check_fashion_mnist_images(files.headers[i].dims, files.paths[i]);
+  }
+  check_memory_budget(files.paths, files.headers,
+                      max_bytes != 0 ? max_bytes : default_max_data_bytes(), max_bytes == 0);
+  return files;
+}
+
+// Each file may hold no more than its header said a moment ago.
+idx_array read_fashion_mnist(const idx_files& files, std::size_t index) {
+  auto array = read_idx(files.paths[index], files.headers[index].values);
+  if (index % 2 == 0)
+    check_fashion_mnist_images(array.dims, files.paths[index]);
+  return array;
+}
+
+[[noreturn]] void out_of_memory(const std::string& dir) {
+  throw data_error("Fashion-MNIST in " + dir +
+                   ": out of memory while loading it; free memory, or lower data.max-bytes to "
+                   "refuse such a dataset up front");
+}
+
+} // namespace
+
+dataset load_fashion_mnist_test(const std::string& dir, std::uint64_t max_bytes,
+                                const normalisation& norm) {
+  const auto files =
+      open_fashion_mnist(dir, {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, max_bytes);
+  try {
+    return make_dataset(read_fashion_mnist(files, 0), read_fashion_mnist(files, 1),
+                        fashion_mnist_classes, norm, "fashion-mnist/test", files.paths[0],
+                        files.paths[1]);
+  } catch (const std::bad_alloc&) {
+    out_of_memory(dir);
+  }
+}
+
 train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_bytes) {
   return load_fashion_mnist(dir, max_bytes, 0.0, 0);
 }
 
 train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_bytes,
                                     double validation_fraction, std::uint64_t seed) {
-  std::error_code error;
-  if (!std::filesystem::is_directory(dir, error))
-    fashion_mnist_not_found(dir, "there is no such directory");
-
-  const std::array<std::string, 4> stems{"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-  std::array<std::string, 4> paths;
-  std::string missing;
-  for (std::size_t i = 0; i < stems.size(); ++i) {
-    paths[i] = find_fashion_mnist_file(dir, stems[i]).string();
-    if (paths[i].empty())
-      missing += (missing.empty() ? "" : ", ") + stems[i] + "[.gz]";
-  }
-  if (!missing.empty())
-    fashion_mnist_not_found(dir, "missing " + missing);
-  const std::string& train_images_path = paths[0];
-  const std::string& train_labels_path = paths[1];
-  const std::string& test_images_path = paths[2];
-  const std::string& test_labels_path = paths[3];
-
-  // Every header first, so that a file declaring more than the machine should hold is refused
-  // before a byte of its values is read.
-  std::array<idx_header, 4> headers;
-  for (std::size_t i = 0; i < paths.size(); ++i)
-    headers[i] = read_idx_header(paths[i]);
-  check_fashion_mnist_images(headers[0].dims, train_images_path);
-  check_fashion_mnist_images(headers[2].dims, test_images_path);
-  check_memory_budget(paths, headers, max_bytes != 0 ? max_bytes : default_max_data_bytes(),
-                      max_bytes == 0);
-
+  const auto files = open_fashion_mnist(dir,
+                                        {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
+                                        max_bytes);
   try {
-    // Each file may hold no more than its header said a moment ago.
-    const idx_array train_images = read_idx(train_images_path, headers[0].values);
-    check_fashion_mnist_images(train_images.dims, train_images_path);
-    const idx_array test_images = read_idx(test_images_path, headers[2].values);
-    check_fashion_mnist_images(test_images.dims, test_images_path);
-
+    const idx_array train_images = read_fashion_mnist(files, 0);
+    const idx_array test_images = read_fashion_mnist(files, 2);
     // Every set is normalised with the statistics of the images trained on, as a model trained on
     // them is evaluated on the others; the validation set's own images take no part in them.
-    const idx_array train_labels = read_idx(train_labels_path, headers[1].values);
+    const idx_array train_labels = read_fashion_mnist(files, 1);
     const bool labels_known =
         std::all_of(train_labels.values.begin(), train_labels.values.end(), [](std::uint8_t label) {
           return label < fashion_mnist_classes;
@@ -314,17 +350,14 @@ train_test_split load_fashion_mnist(const std::string& dir, std::uint64_t max_by
     const normalisation norm = pixel_statistics(train_images, some_kept ? &held : nullptr);
     train_test_split split;
     split.train = make_dataset(train_images, train_labels, fashion_mnist_classes, norm,
-                               "fashion-mnist/train", train_images_path, train_labels_path);
-    split.test = make_dataset(test_images, read_idx(test_labels_path, headers[3].values),
-                              fashion_mnist_classes, norm, "fashion-mnist/test", test_images_path,
-                              test_labels_path);
+                               "fashion-mnist/train", files.paths[0], files.paths[1]);
+    split.test = make_dataset(test_images, read_fashion_mnist(files, 3), fashion_mnist_classes,
+                              norm, "fashion-mnist/test", files.paths[2], files.paths[3]);
     if (validation_fraction > 0.0) // the samples `held` chose
       hold_out_validation(split, validation_fraction, seed);
     return split;
   } catch (const std::bad_alloc&) {
-    throw data_error("Fashion-MNIST in " + dir +
-                     ": out of memory while loading it; free memory, or lower data.max-bytes to "
-                     "refuse such a dataset up front");
+    out_of_memory(dir);
   }
 }
 

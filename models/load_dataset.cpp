@@ -96,11 +96,15 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
 }
 
 std::shared_ptr<const dataset> load_test_dataset(const config::run_config& config,
-                                                 const data_notes& notes) {
+                                                 const data_notes& notes,
+                                                 const normalisation* recorded) {
   const auto& data = config.data;
   if (data.dataset == "npy")
     return std::make_shared<const dataset>(
         load_npy_test_set(data.test_features, data.test_labels, data.max_bytes));
+  if (data.dataset == "fashion-mnist" && recorded != nullptr && recorded->scaled_bytes)
+    return std::make_shared<const dataset>(
+        load_fashion_mnist_test(data.path, data.max_bytes, *recorded));
   // Fashion-MNIST's test set is normalised as the run's was: without its validation set's pixels.
   auto split = load_split(config, notes);
   return {split, &split->test}; // shares the split's ownership: no copy of the samples

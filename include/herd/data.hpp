@@ -40,9 +40,12 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
 
 /// The test set of load_dataset(config) alone, to evaluate a trained model: of data.dataset = npy
 /// only data.test-features and data.test-labels are read (the training files may be elsewhere or
-/// gone), and its classes are its own largest label plus one; the other datasets (packaged or
-/// generated) are loaded whole and their test set kept. Throws as load_dataset does.
+/// gone), and its classes are its own largest label plus one; of Fashion-MNIST, given the
+/// normalisation the run used (`recorded`, scaled_bytes set: a checkpoint's), only the test
+/// files, normalised with it; the other datasets (packaged or generated) are loaded whole and
+/// their test set kept. Throws as load_dataset does.
 std::shared_ptr<const dataset> load_test_dataset(const config::run_config& config,
-                                                 const data_notes& notes = {});
+                                                 const data_notes& notes = {},
+                                                 const normalisation* recorded = nullptr);
 
 } // namespace herd::models

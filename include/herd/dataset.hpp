@@ -134,6 +134,12 @@ std::uint64_t default_max_data_bytes();
 train_test_split load_fashion_mnist(const std::string& dir = default_fashion_mnist_dir,
                                     std::uint64_t max_bytes = 0);
 
+/// The test set alone (t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte), normalised with
+/// `norm` (a run's, which a checkpoint records): to evaluate a trained model, the training files
+/// need not be there. Checked and refused as above.
+dataset load_fashion_mnist_test(const std::string& dir, std::uint64_t max_bytes,
+                                const normalisation& norm);
+
 /// As above, then holds out a validation set as hold_out_validation(split, validation_fraction,
 /// seed) does (the same samples; no validation set for a fraction of 0). The pixel statistics
 /// every set is normalised with are those of the images left to train on: nothing of the

@@ -159,8 +159,7 @@ TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unsc
 namespace {
 
 // herd evaluate on a Fashion-MNIST run's checkpoint measures what the run's final evaluation
-// measured, its test set normalised as the run's was, also where the training file it finds now
-// has other pixel statistics (another copy of the dataset).
+// measured, its test set normalised as the run's was, also where only the test files are there.
 TEST(evaluate, a_fashion_mnist_checkpoint_scores_what_its_run_scored) {
   REQUIRE_FASHION_MNIST();
   const herd::testing::temp_directory dir;
@@ -180,27 +179,16 @@ TEST(evaluate, a_fashion_mnist_checkpoint_scores_what_its_run_scored) {
   EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
   EXPECT_NE(evaluated.output.find(accuracy), std::string::npos) << accuracy << evaluated.output;
 
-  // The same files, but a training file of brighter pixels: its statistics are not the run's.
+  // The test files alone: the checkpoint says how the run normalised its pixels, so the training
+  // files are not read (they were, for their statistics, and a missing one refused the evaluation).
   const std::string installed = "/usr/share/datasets/fashion-mnist/";
-  for (const char* file :
-       {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+  for (const char* file : {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
     std::filesystem::copy_file(installed + file, scratch / "moved" / file);
-  const auto brighter = herd::testing::run_process(
-      {"/bin/sh", "-c",
-       "gzip -dc " + installed + "train-images-idx3-ubyte.gz | head -c 16 > " +
-           (scratch / "moved" / "train-images-idx3-ubyte").string() + " && gzip -dc " + installed +
-           "train-images-idx3-ubyte.gz | tail -c +17 | tr '\\000' '\\100' >> " +
-           (scratch / "moved" / "train-images-idx3-ubyte").string()},
-      std::chrono::minutes(1));
-  ASSERT_EQ(brighter.exit_code, 0) << brighter.output;
   const auto moved =
       herd::testing::run_process({HERD_BINARY, "evaluate", "--checkpoint", checkpoints,
                                   "--data.path=" + (scratch / "moved").string()},
                                  std::chrono::minutes(2));
   EXPECT_EQ(moved.exit_code, 0) << moved.output;
-  EXPECT_NE(moved.output.find("the test set is normalised with the run's pixel statistics"),
-            std::string::npos)
-      << moved.output;
   EXPECT_NE(moved.output.find(accuracy), std::string::npos) << accuracy << moved.output;
 }
 
