@@ -306,8 +306,9 @@ start_checkpoint_command(const std::string& command, const std::vector<std::stri
 std::string checkpoint_options_help() {
   return "  --checkpoint PATH  a checkpoint file, or a directory (its newest checkpoint)\n"
          "  --last             use the workers' last parameters (under model averaging their\n"
-         "                     mean) even where the run stopped at its target accuracy; by\n"
-         "                     default such a run's parameters that reached it are used\n";
+         "                     mean); by default the run's kept ones: those that reached its\n"
+         "                     target where it stopped there, else with train.patience those\n"
+         "                     of its best evaluation\n";
 }
 
 } // namespace herd::cli

@@ -171,9 +171,11 @@ std::string resume_saves_where_it_resumes(config::run_config& config, const run_
   std::error_code failed;
   const std::filesystem::path path(resume->second);
   std::filesystem::path directory;
-  if (std::filesystem::is_directory(path, failed))
+  if (std::filesystem::is_directory(path, failed)) {
+    if (checkpoint::list(path.string()).empty())
+      return {}; // the resume says the directory holds none
     directory = path;
-  else if (std::filesystem::is_regular_file(path, failed))
+  } else if (std::filesystem::is_regular_file(path, failed))
     directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   else
     return {};

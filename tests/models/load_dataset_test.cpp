@@ -174,6 +174,24 @@ TEST(load_dataset, an_unknown_dataset_built_in_code_is_refused_as_validate_refus
   }
 }
 
+// An npy configuration built in code that names no files said ": no such file", naming neither.
+TEST(load_dataset, npy_files_left_unnamed_in_code_are_refused_naming_their_keys) {
+  run_config config;
+  config.data.dataset = "npy";
+  config.data.train_features = "x.npy";
+  try {
+    load_dataset(config);
+    FAIL() << "load_dataset loaded .npy files it was not given";
+  } catch (const herd::config::invalid_config& invalid) {
+    std::vector<std::string> keys;
+    for (const auto& error : invalid.errors())
+      keys.push_back(error.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"data.train-labels", "data.test-features",
+                                              "data.test-labels"}));
+    EXPECT_THAT(invalid.errors()[0].message, HasSubstr("data.train-labels = \"\""));
+  }
+}
+
 // The public header's functions for the caller's own data come with it.
 TEST(load_dataset, the_public_header_also_gives_datasets_from_memory) {
   const auto data = herd::models::dataset_from_memory({0.5f, 1.0f, 1.5f, 2.0f}, {0, 1}, {2}, 2);
