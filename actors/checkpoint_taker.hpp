@@ -71,8 +71,10 @@ public:
   /// (empty: named when it is written).
   void write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
              std::string name = {});
-  /// The run has written its last checkpoint: another run may write to the directory now.
-  void release_directory() {
+  /// The run has ended: its checkpoints are written (flush()), and another run may have the
+  /// directory now.
+  void close() {
+    flush();
     if (writer_ && writer_->options().lock)
       writer_->options().lock->release();
   }

@@ -49,7 +49,7 @@ struct checkpoint_options {
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;
   /// The run's hold on `directory` (lock_checkpoint_dir()), until it has written its final
-  /// checkpoint (checkpoint_taker::release_directory()) or every copy of these options is gone.
+  /// checkpoint (checkpoint_taker::close()) or every copy of these options is gone.
   std::shared_ptr<checkpoint::directory_lock> lock;
 };
 

@@ -281,9 +281,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
   if (!phases_.running())
     checkpoints_.keep(std::move(outcome)); // for the final checkpoint
   if (phases_.running()) {
-    // A checkpoint due now begins before the policy hears of this round: the rounds it would
-    // start wait for the checkpoint (kept unheard), which then holds this round, not the next.
-    begin_checkpoint_if_due();
+    begin_checkpoint_if_due(); // before the policy starts the next round: it holds this one
     hear(std::move(outcome));
     if (!report.aborted &&
         (counters_.epochs() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty())))
@@ -574,8 +572,7 @@ void coordinator_actor::report_progress() {
 }
 
 void coordinator_actor::finish() {
-  checkpoints_.flush(); // the final checkpoint is on disk before the run says it ended
-  checkpoints_.release_directory(); // a run resumed from it may start as soon as this one ends
+  checkpoints_.close(); // the final checkpoint on disk, the directory free for a resumed run
   report_checkpoints();
   report_progress();
   run_summary run;
