@@ -92,6 +92,30 @@ std::string bucket_note(const config::run_config& config) {
   return {};
 }
 
+// Settings given (in the file or on the command line) that another setting leaves unused: said,
+// not refused, as comm.bucket-mb is (one file may serve several runs; config/quickstart.ini sets
+// train.eval-every, and the docs add train.eval-every-epochs to it).
+std::vector<std::string> unused_settings_notes(const config::run_config& config,
+                                               const config::value_origins& origins) {
+  std::vector<std::string> notes;
+  const auto given = [&origins](const std::string& key) {
+    const auto found = origins.find(key);
+    return found == origins.end() ? std::string() : " (" + found->second + ")";
+  };
+  const auto& train = config.train;
+  if (const auto where = given("train.eval-every"); !where.empty() && train.eval_every_epochs > 0)
+    notes.push_back("train.eval-every = " + std::to_string(train.eval_every) + where +
+                    " is not used: train.eval-every-epochs sets when the evaluations come");
+  if (const auto where = given("train.device"); !where.empty() && train.backend != "cuda")
+    notes.push_back("train.device = " + std::to_string(train.device) + where +
+                    " is not used: it picks a GPU, and train.backend = " + train.backend);
+  if (const auto where = given("data.max-bytes");
+      !where.empty() && config.data.dataset == "synthetic")
+    notes.push_back("data.max-bytes" + where +
+                    " is not used: data.dataset = synthetic is generated, not read");
+  return notes;
+}
+
 // Where comm.bucket-mb cuts the model's gradient, said at the start: the cuts follow the model's
 // layers, so the setting alone does not tell how much of the gradient can be reduced early.
 std::string bucket_layout_note(const config::run_config& config, const models::model& model) {
@@ -215,6 +239,9 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
                                      : std::string();
       !note.empty())
     std::cerr << "herd " << command << ": note: " << note << '\n';
+  if (!parsed.print_config)
+    for (const auto& note : unused_settings_notes(run.config, origins))
+      std::cerr << "herd " << command << ": note: " << note << '\n';
   if (parsed.print_config) { // the settings as they would run (secrets left out), nothing loaded
     if (command == "coordinator")
       std::cout << "; herd coordinator: train.workers is the sum of the nodes' --workers once\n"

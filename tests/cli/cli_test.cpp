@@ -1241,6 +1241,27 @@ TEST_F(herd_cli, a_report_path_naming_the_config_file_is_refused_and_the_file_ke
   EXPECT_EQ(kept.str(), settings) << "the settings file must not be touched";
 }
 
+// Settings another setting leaves unused were accepted without a word; they are said (not
+// refused: one file serves several runs), naming where each was given.
+TEST_F(herd_cli, settings_another_one_leaves_unused_are_named_at_the_start) {
+  const auto result =
+      herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
+            "--train.epochs=1", "--train.eval-every=5", "--train.eval-every-epochs=1",
+            "--train.device=3", "--data.max-bytes=1000000000"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("note: train.eval-every = 5 (command line) is not used: "
+                                       "train.eval-every-epochs sets when the evaluations come"));
+  EXPECT_THAT(result.output, HasSubstr("note: train.device = 3 (command line) is not used: it "
+                                       "picks a GPU, and train.backend = cpu"));
+  EXPECT_THAT(result.output, HasSubstr("note: data.max-bytes (command line) is not used: "
+                                       "data.dataset = synthetic is generated"));
+  // Left at their defaults, nothing is said.
+  const auto plain = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]",
+                           "--train.workers=2", "--train.epochs=1", "--train.eval-every-epochs=1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_THAT(plain.output, Not(HasSubstr("is not used")));
+}
+
 TEST_F(herd_cli, a_report_path_under_proc_is_refused_before_training) {
   // /proc/self is a directory root may write to by its mode bits, yet no file can be made there:
   // before, this was found only after the run (which then failed with exit status 1).
