@@ -231,7 +231,7 @@ int run_node_command(const std::vector<std::string>& args) {
   if (interrupted_before_run("node"))
     return exit_interrupted;
   options.load_data = [](const config::run_config& config) {
-    auto data = load_data(config);
+    auto data = load_data(config, "node");
     if (stop_signalled()) // loading may take seconds; this node has not joined the run yet
       throw std::runtime_error("interrupted by " + stop_signal_name());
     return data;

@@ -3,6 +3,7 @@
 
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
+#include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "herd/data.hpp"
@@ -11,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <unistd.h>
 
 #include "cluster/cluster_session.hpp"
 
@@ -87,16 +89,18 @@ void print_config_errors(const std::string& name, const config::invalid_config& 
 std::shared_ptr<const models::train_test_split>
 load_data_or_report(const std::string& name, const config::run_config& config) {
   try {
-    return load_data(config);
+    return load_data(config, name);
   } catch (const models::data_error& bad) {
     std::cerr << "herd " << name << ": " << bad.what() << '\n';
     return nullptr;
   }
 }
 
-std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config) {
-  return models::load_dataset(
-      config, [](const std::string& note) { std::cerr << "herd: " << note << '\n'; });
+std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config,
+                                                          const std::string& command) {
+  return models::load_dataset(config, [&command](const std::string& note) {
+    std::cerr << for_terminal("herd " + command + ": " + note, STDERR_FILENO) << '\n';
+  });
 }
 
 std::shared_ptr<const models::model> make_model_or_report(const std::string& name,

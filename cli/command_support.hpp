@@ -113,9 +113,11 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
 std::shared_ptr<const models::train_test_split>
 load_data_or_report(const std::string& name, const config::run_config& config);
 
-/// The configured dataset (models::load_dataset), its notes printed as "herd: <note>" on stderr;
-/// throws models::data_error naming the file and the problem.
-std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config);
+/// The configured dataset (models::load_dataset), its notes printed as "herd <command>: <note>"
+/// on stderr (broken between words to fit a terminal); throws models::data_error naming the file
+/// and the problem.
+std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config,
+                                                          const std::string& command);
 
 /// "a,b,,c" -> {"a", "b", "c"}: an option's comma-separated list.
 std::vector<std::string> split_list(const std::string& text);

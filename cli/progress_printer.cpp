@@ -30,9 +30,10 @@ std::string clock_text(double seconds) {
   return text;
 }
 
-int standard_output_columns() {
+// The width of the terminal `descriptor` writes to, else $COLUMNS, else 80.
+int terminal_columns(int descriptor) {
   winsize size{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+  if (::ioctl(descriptor, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
     return size.ws_col;
   if (const char* columns = std::getenv("COLUMNS")) {
     const int parsed = std::atoi(columns);
@@ -50,12 +51,20 @@ std::string log_stamp(double seconds) {
 
 } // namespace
 
-std::string for_standard_output(const std::string& line) {
-  if (::isatty(STDOUT_FILENO) == 0)
+int standard_output_columns() {
+  return terminal_columns(STDOUT_FILENO);
+}
+
+std::string for_terminal(const std::string& line, int descriptor) {
+  if (::isatty(descriptor) == 0)
     return line;
-  const int columns = standard_output_columns();
+  const int columns = terminal_columns(descriptor);
   // Every line, the indented ones too, leaves the last column free.
   return columns > 20 ? wrap_words(line, static_cast<std::size_t>(columns - 3), 2) : line;
+}
+
+std::string for_standard_output(const std::string& line) {
+  return for_terminal(line, STDOUT_FILENO);
 }
 
 progress_options progress_options_for(const config::run_config& config) {

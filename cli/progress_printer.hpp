@@ -41,6 +41,8 @@ struct progress_options {
 /// `line` as standard output should show it: on a terminal, broken between words to fit its
 /// width, the further lines indented by two; elsewhere (a log, a pipe) as it is.
 std::string for_standard_output(const std::string& line);
+/// The same for whatever `descriptor` writes to (STDERR_FILENO for notes).
+std::string for_terminal(const std::string& line, int descriptor);
 
 /// Options for `config`'s run printing to standard output: interactive when it is a terminal,
 /// whose width comes from the terminal, else $COLUMNS, else 80.

@@ -1255,11 +1255,13 @@ TEST_F(herd_cli, settings_another_one_leaves_unused_are_named_at_the_start) {
                                        "picks a GPU, and train.backend = cpu"));
   EXPECT_THAT(result.output, HasSubstr("note: data.max-bytes (command line) is not used: "
                                        "data.dataset = synthetic is generated"));
-  // Left at their defaults, nothing is said.
-  const auto plain = herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]",
-                           "--train.workers=2", "--train.epochs=1", "--train.eval-every-epochs=1"});
+  // Left at their defaults, nothing is said. (The dataset's notes name the command too.)
+  const auto plain =
+      herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
+            "--train.epochs=1", "--train.eval-every-epochs=1", "--data.validation-fraction=0.1"});
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_THAT(plain.output, Not(HasSubstr("is not used")));
+  EXPECT_THAT(plain.output, HasSubstr("herd train: validation: 600 samples held out"));
 }
 
 TEST_F(herd_cli, a_report_path_under_proc_is_refused_before_training) {
