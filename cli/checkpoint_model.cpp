@@ -213,9 +213,10 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
     const auto note = [](const std::string& text) { std::cerr << "herd: " << text << '\n'; };
     if (inputs.known()) {
       // Fashion-MNIST's test files alone, normalised as the run's were (the checkpoint says how).
-      const models::normalisation recorded{inputs.mean, inputs.stddev, inputs.scaled_bytes};
-      if (choice.test_set)
+      if (choice.test_set) {
+        const auto recorded = actors::shaped_like(inputs).input_normalisation;
         loaded.test = models::load_test_dataset(loaded.config, note, &recorded);
+      }
     } else {
       const auto data = models::load_dataset(loaded.config, note);
       inputs = actors::inputs_of(data->train);

@@ -1,10 +1,11 @@
 // The dataset a configuration names; see herd/data.hpp.
-#include "herd/data.hpp"
-
 #include "herd/config.hpp"
+#include "herd/data.hpp"
 #include "models/fortunes.hpp"
 #include "models/npy.hpp"
 
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,13 +28,13 @@ std::string fortunes_note(const fortune_data& loaded, std::uint64_t max_length) 
          " texts longer than data.max-length = " + std::to_string(max_length) + " truncated";
 }
 
-// What validate() says of `config`'s `key` (a run_config built in code may not have been through
-// it): the key, the value and what is wrong, not the loader's bare "no such file".
-std::vector<config::config_error> errors_of_key(const config::run_config& config,
-                                                const std::string& key) {
+// What validate() says of `config`'s `keys` (a run_config built in code may not have been
+// through it): the key, the value and what is wrong, not the loader's bare "no such file".
+std::vector<config::config_error> errors_of_keys(const config::run_config& config,
+                                                 const std::set<std::string>& keys) {
   std::vector<config::config_error> found;
   for (auto& error : config::validate(config))
-    if (error.key == key || (key.back() == '.' && error.key.rfind(key, 0) == 0))
+    if (keys.count(error.key) != 0)
       found.push_back(std::move(error));
   return found;
 }
@@ -71,10 +72,12 @@ std::shared_ptr<train_test_split> load_split(const config::run_config& config,
     return std::make_shared<train_test_split>(std::move(loaded.split));
   }
   if (data.dataset == "npy") {
-    if (auto unnamed = errors_of_key(config, "data.");
-        !unnamed.empty() && (data.train_features.empty() || data.train_labels.empty() ||
-                             data.test_features.empty() || data.test_labels.empty()))
-      throw config::invalid_config(std::move(unnamed));
+    if (data.train_features.empty() || data.train_labels.empty() || data.test_features.empty() ||
+        data.test_labels.empty())
+      if (auto unnamed = errors_of_keys(config, {"data.train-features", "data.train-labels",
+                                                 "data.test-features", "data.test-labels"});
+          !unnamed.empty())
+        throw config::invalid_config(std::move(unnamed));
     return std::make_shared<train_test_split>(
         load_npy_dataset({data.train_features, data.train_labels, data.test_features,
                           data.test_labels, data.validation_features, data.validation_labels},
@@ -84,7 +87,7 @@ std::shared_ptr<train_test_split> load_split(const config::run_config& config,
     return std::make_shared<train_test_split>(
         load_fashion_mnist(data.path, data.max_bytes, data.validation_fraction, config.train.seed));
   // validate() refuses any other name; a run_config built in code may not have been through it.
-  auto unknown = errors_of_key(config, "data.dataset");
+  auto unknown = errors_of_keys(config, {"data.dataset"});
   if (unknown.empty()) // a name known_datasets() lists and this function does not load
     unknown.push_back({"data.dataset", "data.dataset = \"" + data.dataset +
                                            "\": no loader for this dataset in this build"});
