@@ -2,6 +2,7 @@
 #include "cluster/cluster_session.hpp"
 
 #include "actors/checkpoint_state.hpp"
+#include "actors/checkpoint_writer.hpp"
 #include "actors/messages.hpp"
 #include "actors/train_session.hpp"
 #include "herd/config.hpp"
@@ -100,6 +101,8 @@ cluster_session::cluster_session(config::run_config config,
   context.job = make_job_name();
   context.resume = context.options.resume;
   context.resume_file = context.options.resume_file;
+  if (context.config.checkpoint.enabled())
+    context.checkpoint_lock = lock_checkpoint_dir(context.config); // throws naming the holder
   configure_remoting(impl_->system_config, context.config.cluster);
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
   impl_->registry = spawn_registry(*impl_->system, impl_->context);

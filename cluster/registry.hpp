@@ -37,6 +37,10 @@ namespace herd::actors {
 struct run_checkpoint;
 } // namespace herd::actors
 
+namespace herd::checkpoint {
+class directory_lock;
+} // namespace herd::checkpoint
+
 namespace herd::cluster {
 
 /// What the registry builds the run from; shared with the session.
@@ -50,6 +54,10 @@ struct registry_context {
   /// forms once a node holding each of its parts joined, each with its part's workers.
   std::shared_ptr<const actors::run_checkpoint> resume;
   std::string resume_file;
+  /// The run's hold on checkpoint.dir, taken when the session starts (before any node joins, so
+  /// that a second coordinator into the same directory is refused at once) and handed to the
+  /// checkpoints once the run is assembled. Null without checkpoint.dir.
+  std::shared_ptr<checkpoint::directory_lock> checkpoint_lock;
   // Read by effective_config() from another thread once the run started.
   mutable std::mutex config_mutex;
   std::atomic<bool> started{false}; // every node ready, the run's actors spawned

@@ -41,7 +41,7 @@ coordinator_setup coordinator_setup_for(const registry_context& context, const m
   coordination.joins = node_joins(config);
   if (config.checkpoint.enabled()) {
     auto checkpoints = checkpoint_options_for(config, model, context.data->train);
-    checkpoints->lock = lock_checkpoint_dir(config);
+    checkpoints->lock = context.checkpoint_lock;
     coordination.checkpoints = std::move(checkpoints);
   }
   coordination.resume = context.resume;

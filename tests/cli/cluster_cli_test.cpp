@@ -624,6 +624,28 @@ TEST(cluster_cli, a_node_that_leaves_before_the_cluster_forms_is_not_counted) {
     EXPECT_EQ(run.node(i).wait(30s), 0) << run.logs();
 }
 
+// Two coordinators into one checkpoint.dir would delete each other's checkpoints. The second is
+// refused at its start, naming the first, even while the first still waits for its nodes (the
+// directory used to be held only once the run was assembled, after the nodes joined).
+TEST(cluster_cli, a_second_coordinator_into_the_checkpoint_dir_of_a_waiting_one_is_refused) {
+  temp_directory dir;
+  const auto checkpoints = dir.file("checkpoints");
+  cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=2",
+                    "--checkpoint.dir=" + checkpoints});
+  ASSERT_TRUE(run.coordinator_says("listening on", 60s)) << run.logs();
+  const auto second =
+      herd::testing::run_process({HERD_BINARY, "coordinator", "--data.dataset=synthetic",
+                                  "--listen", "127.0.0.1:0", "--checkpoint.dir=" + checkpoints},
+                                 60s);
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_NE(second.output.find("checkpoint.dir = " + checkpoints +
+                               ": a running job of another process (pid " +
+                               std::to_string(run.coordinator().pid()) + ")"),
+            std::string::npos)
+      << second.output;
+  run.coordinator().stop(SIGINT, 30s);
+}
+
 TEST(cluster_cli, a_node_waiting_for_the_cluster_leaves_when_the_coordinator_goes) {
   temp_directory dir;
   cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=2"});
