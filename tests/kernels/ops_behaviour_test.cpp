@@ -282,6 +282,22 @@ TEST_P(ops_behaviour, gemm_rejects_rows_stored_narrower_than_the_matrix) {
                std::invalid_argument);
 }
 
+// A failed check names its source file within the project ("kernels/cpu/cpu_ops.cpp:135: check
+// failed: ..."), not the directory the library was built in.
+TEST_P(ops_behaviour, a_failed_check_names_its_source_file_within_the_project) {
+  auto logits = floats({0.0f, 1.0f, 2.0f, 3.0f});
+  auto probs = floats(std::vector<float>(4, 0.0f));
+  auto too_large = labels({0, 2});
+  try {
+    tested().softmax_xent_forward(logits.get(), too_large.get(), 2, 2, probs.get());
+    ADD_FAILURE() << "a label outside the classes was accepted";
+  } catch (const std::invalid_argument& refused) {
+    const std::string message = refused.what();
+    EXPECT_EQ(message.rfind("kernels/", 0), 0u) << message;
+    EXPECT_NE(message.find(": check failed: "), std::string::npos) << message;
+  }
+}
+
 TEST_P(ops_behaviour, softmax_rejects_labels_outside_the_classes) {
   auto logits = floats({0.0f, 1.0f, 2.0f, 3.0f});
   auto probs = floats(std::vector<float>(4, 0.0f));
