@@ -151,7 +151,11 @@ struct job::own_system {
   caf::actor actor;
 };
 
-job::job(std::shared_ptr<shared_state> state) : state_(std::move(state)) {}
+job::job(std::shared_ptr<shared_state> state) : state_(std::move(state)) {
+  if (!state_)
+    throw std::invalid_argument("herd::job: made without a job's state; a job comes from "
+                                "herd::job::start or herd::spawn_job");
+}
 
 std::unique_ptr<job> job::start(config::run_config config,
                                 std::shared_ptr<const models::train_test_split> data,

@@ -74,10 +74,28 @@ std::string describe_exit(std::uint8_t code, caf::atom_value, const caf::message
   }
 }
 
+// CAF's own failures of a request, for the notices that say an evaluation, a snapshot or a round
+// failed: "system_error(request_receiver_down)" names an enum. The rest render as CAF renders them.
+std::string describe_sec(std::uint8_t code, caf::atom_value category, const caf::message& context) {
+  switch (static_cast<caf::sec>(code)) {
+  case caf::sec::request_receiver_down:
+    return "the actor asked had already ended (it failed or was stopped)";
+  case caf::sec::request_timeout:
+    return "no answer in time";
+  case caf::sec::unexpected_message:
+    return "the actor asked does not handle that message";
+  case caf::sec::no_route_to_receiving_node:
+    return "the process of the actor asked cannot be reached";
+  default:
+    return caf::actor_system_config::render_sec(code, category, context);
+  }
+}
+
 } // namespace
 
 void add_error_category(caf::actor_system_config& config) {
   config.add_error_category(caf::atom("exit"), describe_exit);
+  config.add_error_category(caf::atom("system"), describe_sec);
   config.add_error_category(error_category,
                             [](std::uint8_t code, caf::atom_value, const caf::message& context) {
                               // The context is a whole sentence; the code is for code.

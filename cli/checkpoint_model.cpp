@@ -210,7 +210,7 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   // format version 5, which has none, the run's training set.
   actors::model_inputs inputs = loaded.state.inputs;
   try {
-    const auto note = [](const std::string& text) { std::cerr << "herd: " << text << '\n'; };
+    const auto note = data_notes_of(command);
     if (inputs.known()) {
       // Fashion-MNIST's test files alone, normalised as the run's were (the checkpoint says how).
       if (choice.test_set) {

@@ -67,7 +67,7 @@ config::run_config load_for_command(const std::string& command, const std::strin
   config::value_origins found;
   auto loaded = config::load(file, all, &found);
   if (auto ignored = ignored_file_keys(command, file, found); !ignored.empty())
-    std::cerr << "herd " << command << ": note: " << ignored << '\n';
+    std::cerr << for_terminal("herd " + command + ": note: " + ignored, STDERR_FILENO) << '\n';
   // A command that trains checks against its own workers, not the job sizes a shared file's
   // [simulate] sweeps (which load() allowed for herd simulate).
   if (!keys_of(command).uses("simulate.workers"))
@@ -98,9 +98,13 @@ load_data_or_report(const std::string& name, const config::run_config& config) {
 
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config,
                                                           const std::string& command) {
-  return models::load_dataset(config, [&command](const std::string& note) {
+  return models::load_dataset(config, data_notes_of(command));
+}
+
+models::data_notes data_notes_of(const std::string& command) {
+  return [command](const std::string& note) {
     std::cerr << for_terminal("herd " + command + ": " + note, STDERR_FILENO) << '\n';
-  });
+  };
 }
 
 std::shared_ptr<const models::model> make_model_or_report(const std::string& name,
@@ -134,9 +138,12 @@ void refuse_repeats(const std::string& option, const std::vector<std::string>& i
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty())
-      items.push_back(item);
+  for (std::string item; std::getline(in, item, ',');) {
+    // "sync, solo", as a shell user may quote it: the spaces are not part of a name.
+    const auto first = item.find_first_not_of(" \t");
+    if (first != std::string::npos)
+      items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+  }
   return items;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "herd/config.hpp"
+#include "herd/data.hpp"
 #include "herd/dataset.hpp"
 #include "herd/model.hpp"
 #include "herd/run_config.hpp"
@@ -113,13 +114,16 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
 std::shared_ptr<const models::train_test_split>
 load_data_or_report(const std::string& name, const config::run_config& config);
 
-/// The configured dataset (models::load_dataset), its notes printed as "herd <command>: <note>"
-/// on stderr (broken between words to fit a terminal); throws models::data_error naming the file
-/// and the problem.
+/// Prints a dataset's notes as "herd <command>: <note>" on stderr, broken between words to fit a
+/// terminal.
+models::data_notes data_notes_of(const std::string& command);
+
+/// The configured dataset (models::load_dataset), its notes printed by data_notes_of(command);
+/// throws models::data_error naming the file and the problem.
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config,
                                                           const std::string& command);
 
-/// "a,b,,c" -> {"a", "b", "c"}: an option's comma-separated list.
+/// "a,b,,c" -> {"a", "b", "c"}, "a, b" -> {"a", "b"}: an option's comma-separated list.
 std::vector<std::string> split_list(const std::string& text);
 
 /// {"a", "b"} -> "a, b".

@@ -204,7 +204,7 @@ public:
   const std::string& name() const;
 
   struct shared_state; // between the job actor and its facades
-  /// For spawn_job; not for callers.
+  /// For spawn_job; not for callers: without a state (null) it throws std::invalid_argument.
   explicit job(std::shared_ptr<shared_state> state);
 
 private:

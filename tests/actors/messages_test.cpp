@@ -60,7 +60,7 @@ TEST(messages, a_failed_request_is_a_timeout_or_a_lost_peer) {
 
 // Why an actor ended reads as what happened, not as an enum: the notices that say a worker, a
 // node or the coordinator was lost render it. Herd's own errors read as their sentence.
-TEST(messages, exit_reasons_and_herd_errors_render_as_words) {
+TEST(messages, exit_reasons_request_failures_and_herd_errors_render_as_words) {
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system system{config};
@@ -70,6 +70,13 @@ TEST(messages, exit_reasons_and_herd_errors_render_as_words) {
       << unreachable;
   EXPECT_EQ(unreachable.find("exit_reason"), std::string::npos) << unreachable;
   EXPECT_EQ(system.render(caf::make_error(caf::exit_reason::user_shutdown)), "it was shut down");
+  // A request whose receiver had gone: a worker that failed, seen by an evaluation under way.
+  EXPECT_EQ(system.render(caf::make_error(caf::sec::request_receiver_down)),
+            "the actor asked had already ended (it failed or was stopped)");
+  EXPECT_EQ(system.render(caf::make_error(caf::sec::request_timeout)), "no answer in time");
+  // The others as CAF says them.
+  EXPECT_NE(system.render(caf::make_error(caf::sec::invalid_argument)).find("invalid_argument"),
+            std::string::npos);
   EXPECT_EQ(system.render(herd::actors::make_error(herd::actors::herd_errc::join_refused,
                                                    "stopped while waiting for nodes")),
             "stopped while waiting for nodes");
