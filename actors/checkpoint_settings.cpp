@@ -56,31 +56,53 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
   return lines;
 }
 
-void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
-                               const config::run_config& now) {
+namespace {
+
+// Whether the run of a checkpoint older than format version 9 had a validation set: its settings.
+bool had_validation_keys(const run_checkpoint& state) {
   const auto saved = ini_values(state.settings);
   double fraction = 0.0;
   try {
     fraction = std::stod(saved_value(saved, "data.validation-fraction", "0"));
   } catch (const std::exception&) { // the settings were checked when the checkpoint was read
   }
-  const bool had = fraction > 0.0 || !saved_value(saved, "data.validation-features", "").empty();
-  const bool has = now.data.has_validation_set();
-  if (had == has)
+  return fraction > 0.0 || !saved_value(saved, "data.validation-features", "").empty();
+}
+
+} // namespace
+
+void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
+                               const config::run_config& now,
+                               const models::train_test_split& data) {
+  const std::uint64_t has = data.validation.size();
+  const bool had =
+      state.validation_samples ? *state.validation_samples > 0 : had_validation_keys(state);
+  const bool same_size = !state.validation_samples || *state.validation_samples == has;
+  if (had == (has > 0) && same_size)
     return;
   const std::string key = now.data.validation_features.empty() ? "data.validation-fraction"
                                                                : "data.validation-features";
-  const std::string problem =
-      had ? "was written by a run whose evaluations measured a validation set, and this run's "
-            "would measure the test set"
-          : "was written by a run whose evaluations measured the test set, and this run's would "
-            "measure a validation set (" +
-                key + ")";
-  const std::string remedy = had ? "set the validation keys as its run did "
-                                   "(data.validation-features, data.validation-fraction)"
-                                 : "resume without " + key +
-                                       ", or start a new run from its parameters (herd train "
-                                       "--init-from)";
+  // Where this run's validation set comes from: a key, or the split the caller built.
+  const std::string source = now.data.has_validation_set() ? key : "the data's validation set";
+  std::string problem, remedy;
+  if (had && has > 0) {
+    problem = "was written by a run whose evaluations measured a validation set of " +
+              std::to_string(*state.validation_samples) + " samples, and this run's has " +
+              std::to_string(has) + " (" + source + ")";
+    remedy = "give it the validation set its run had, or start a new run from its parameters "
+             "(herd train --init-from)";
+  } else if (had) {
+    problem = "was written by a run whose evaluations measured a validation set, and this run's "
+              "would measure the test set";
+    remedy = "set the validation keys as its run did (data.validation-features, "
+             "data.validation-fraction)";
+  } else {
+    problem = "was written by a run whose evaluations measured the test set, and this run's would "
+              "measure a validation set (" +
+              source + ")";
+    remedy = "resume without " + source +
+             ", or start a new run from its parameters (herd train --init-from)";
+  }
   throw checkpoint::checkpoint_error(
       file, problem +
                 ": its best evaluation and its target would compare accuracies of two sets; " +

@@ -273,6 +273,8 @@ std::string encode_payload(const run_checkpoint& state) {
       best.parameters = *evaluations.best_parameters();
     }
     part(archive, "best", best, at);
+    std::uint64_t validation_samples = x.validation_samples.value_or(0);
+    part(archive, "validation samples", validation_samples, at);
   }
   return out.str();
 }
@@ -302,6 +304,11 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
       if (best.point && !best.parameters.empty())
         state.coordinator.evaluations.restore_best(
             *best.point, std::make_shared<const std::vector<float>>(std::move(best.parameters)));
+    }
+    if (version >= 9) {
+      std::uint64_t validation_samples = 0;
+      part(archive, "validation samples", validation_samples, at);
+      state.validation_samples = validation_samples;
     }
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the parts");

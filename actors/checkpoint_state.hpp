@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,9 @@ struct run_checkpoint {
   std::vector<worker_record> workers; // by index; empty in a cluster's checkpoint
   std::vector<part_record> parts;     // a cluster's: where its nodes wrote the workers' states
   model_inputs inputs;                // since format version 6
+  /// The size of the validation set the run's evaluations measured, 0 where they measured the
+  /// test set; since format version 9 (nothing in an older file).
+  std::optional<std::uint64_t> validation_samples;
 
   /// A cluster's checkpoint (herd coordinator): the workers' states are in its nodes' parts.
   bool across_processes() const { return !parts.empty(); }
@@ -113,7 +117,8 @@ std::string encode_payload(const run_checkpoint& state);
 
 /// Throws checkpoint::checkpoint_error naming `file` and the field that could not be read.
 /// `version` is the file's format version: a version-5 payload ends before `inputs`, a version-6
-/// one before the list of copies.
+/// one before the list of copies, a version-7 one before the best evaluation, a version-8 one
+/// before the validation set's size.
 run_checkpoint decode_payload(const std::string& payload, const std::string& file,
                               std::uint32_t version = checkpoint::format_version);
 
@@ -171,12 +176,13 @@ void check_same_optimizer(const std::string& file, const run_checkpoint& state,
                           const config::run_config& now);
 
 /// Refuses (checkpoint::checkpoint_error naming `file` and the key) a checkpoint whose run's
-/// evaluations measured another set than `now`'s would: a validation set (data.validation-*)
-/// against the test set, either way, so that its best evaluation and target are not compared
-/// with accuracies of another set. Read from the settings: a split handed to a job in code with a
-/// validation set of its own, and no validation key set, is not told apart from one without.
+/// evaluations measured another set than a run of `now` on `data` would: a validation set
+/// against the test set, either way, or validation sets of other sizes, so that its best
+/// evaluation and target are not compared with accuracies of another set. `data.validation` is
+/// this run's set, whether the settings named it or the split came with it. A checkpoint older
+/// than format version 9 records no size: its settings say whether it had a validation set.
 void check_same_evaluation_set(const std::string& file, const run_checkpoint& state,
-                               const config::run_config& now);
+                               const config::run_config& now, const models::train_test_split& data);
 
 /// The settings that differ between the checkpoint's run and this one, one line each
 /// ("train.lr: 0.05 in the checkpoint, 0.02 now"); the structural keys are checked elsewhere.

@@ -272,6 +272,7 @@ void coordinator_actor::write_checkpoint(const worker_records& records,
   auto state = std::make_shared<run_checkpoint>();
   state->settings = setup_.checkpoints->settings;
   state->inputs = setup_.checkpoints->inputs;
+  state->validation_samples = setup_.validation_samples;
   auto& record = state->coordinator;
   record.elapsed_seconds = final ? wall_seconds_ : elapsed();
   record.counters = booked_counters();

@@ -335,7 +335,7 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                        refused.problem() + differing_settings(loaded.file, config));
   }
   check_same_optimizer(loaded.file, *loaded.state, config);
-  check_same_evaluation_set(loaded.file, *loaded.state, config);
+  check_same_evaluation_set(loaded.file, *loaded.state, config, data);
   if (loaded.state->across_processes())
     throw checkpoint::checkpoint_error(loaded.file,
                                        "is a cluster's checkpoint: resume it with herd coordinator "

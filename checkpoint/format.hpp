@@ -32,9 +32,10 @@ namespace herd::checkpoint {
 /// Version 7: then which workers' parameters and momentum are copies of an earlier worker's,
 /// written once.
 /// Version 8: then the best evaluation and its parameters (train.patience keeps them).
-inline constexpr std::uint32_t format_version = 8;
+/// Version 9: then the number of validation samples the evaluations measured (0: the test set).
+inline constexpr std::uint32_t format_version = 9;
 
-/// The oldest version still read: versions 6 to 8 only appended parts to version 5's payload,
+/// The oldest version still read: versions 6 to 9 only appended parts to version 5's payload,
 /// so an older file is read as one without them (its readers take the inputs from the dataset).
 inline constexpr std::uint32_t oldest_read_version = 5;
 

@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 
 #include "checkpoint/format.hpp"
@@ -25,6 +27,7 @@ namespace {
 using herd::actors::train_session;
 using herd::config::run_config;
 using herd::testing::temp_directory;
+using ::testing::HasSubstr;
 
 constexpr int features = 24;
 constexpr int classes = 5;
@@ -189,22 +192,26 @@ TEST(checkpoint, resuming_under_another_optimizer_is_refused_naming_it) {
 }
 
 // A run's best evaluation and its target were measured on one set: a run that would evaluate on
-// another (validation files added or dropped) cannot go on from them.
+// another (validation files added or dropped, a split of the caller's with a validation set of its
+// own, a validation set of another size) cannot go on from them. The data given is what counts,
+// not only the keys that name it.
 TEST(checkpoint, resuming_with_another_evaluation_set_is_refused_naming_the_key) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
+  auto with_validation_set = std::make_shared<herd::models::train_test_split>(*data);
+  with_validation_set->validation = with_validation_set->test; // as the files would give it
   temp_directory dir;
   auto first = sync_config();
   first.checkpoint.dir = dir.file("ckpt");
-  // Files named, the samples given: the settings are what the check reads.
-  first.data.dataset = "npy";
+  first.data.dataset = "npy"; // files named, the samples given
   first.data.train_features = "x.npy";
   first.data.train_labels = "y.npy";
   first.data.test_features = "t_x.npy";
   first.data.test_labels = "t_y.npy";
   ASSERT_EQ(run(first, data).summary.stop_reason, "epochs");
-  const auto refusal = [&](const run_config& now) -> std::string {
+  const auto refusal = [](const run_config& now, const herd::models::train_test_split& given,
+                          const std::string& directory) -> std::string {
     try {
-      herd::actors::load_checkpoint(now, *data, first.checkpoint.dir);
+      herd::actors::load_checkpoint(now, given, directory);
     } catch (const herd::checkpoint::checkpoint_error& refused) {
       return refused.what();
     }
@@ -213,33 +220,36 @@ TEST(checkpoint, resuming_with_another_evaluation_set_is_refused_naming_the_key)
   auto with_files = first;
   with_files.data.validation_features = "v_x.npy";
   with_files.data.validation_labels = "v_y.npy";
-  EXPECT_NE(refusal(with_files)
-                .find("whose evaluations measured the test set, and this run's "
-                      "would measure a validation set (data.validation-features)"),
-            std::string::npos)
-      << refusal(with_files);
-  EXPECT_EQ(refusal(first), "(resumed)");
+  EXPECT_THAT(refusal(with_files, *with_validation_set, first.checkpoint.dir),
+              HasSubstr("whose evaluations measured the test set, and this run's would measure a "
+                        "validation set (data.validation-features)"));
+  // A caller's split with a validation set, and no key naming it.
+  EXPECT_THAT(refusal(first, *with_validation_set, first.checkpoint.dir),
+              HasSubstr("would measure a validation set (the data's validation set)"));
+  EXPECT_EQ(refusal(first, *data, first.checkpoint.dir), "(resumed)");
 
   // The other way: a checkpoint of a run with validation files, resumed without them.
   temp_directory other_dir;
   auto validated = with_files;
   validated.checkpoint.dir = other_dir.file("ckpt");
-  auto with_validation_set = std::make_shared<herd::models::train_test_split>(*data);
-  with_validation_set->validation = with_validation_set->test; // as the files would give it
   const auto validated_run = run(validated, with_validation_set);
   ASSERT_EQ(validated_run.summary.stop_reason, "epochs");
   ASSERT_EQ(validated_run.summary.validation_samples, data->test.size());
   auto without = validated;
   without.data.validation_features.clear();
   without.data.validation_labels.clear();
-  try {
-    herd::actors::load_checkpoint(without, *data, validated.checkpoint.dir);
-    ADD_FAILURE() << "a run that measured a validation set resumed on the test set";
-  } catch (const herd::checkpoint::checkpoint_error& refused) {
-    EXPECT_NE(std::string(refused.what()).find("whose evaluations measured a validation set"),
-              std::string::npos)
-        << refused.what();
-  }
+  EXPECT_THAT(refusal(without, *data, validated.checkpoint.dir),
+              HasSubstr("whose evaluations measured a validation set, and this run's would "
+                        "measure the test set"));
+  // The keys as they were, the set of another size (another file): refused, naming both sizes.
+  auto smaller = std::make_shared<herd::models::train_test_split>(*with_validation_set);
+  std::vector<std::size_t> first_rows(40);
+  std::iota(first_rows.begin(), first_rows.end(), std::size_t{0});
+  smaller->validation = herd::models::subset(smaller->validation, first_rows);
+  EXPECT_THAT(refusal(validated, *smaller, validated.checkpoint.dir),
+              HasSubstr("measured a validation set of " + std::to_string(data->test.size()) +
+                        " samples, and this run's has 40 (data.validation-features)"));
+  EXPECT_EQ(refusal(validated, *with_validation_set, validated.checkpoint.dir), "(resumed)");
 }
 
 // Periodic checkpoints are taken while the run goes on (rounds paused, not stopped): resuming from
@@ -697,9 +707,10 @@ TEST(checkpoint, equal_replicas_are_written_once_and_come_back_whole) {
   }
 }
 
-// Files of older format versions are read as payloads without the parts added since: version 6
-// ends before the inputs' byte flag and the list of copies, version 5 before the inputs.
-TEST(checkpoint, payloads_of_versions_5_to_7_are_read_without_the_later_parts) {
+// Files of older format versions are read as payloads without the parts added since: version 8
+// ends before the validation set's size, 7 before the best evaluation, 6 before the inputs' byte
+// flag and the list of copies, 5 before the inputs.
+TEST(checkpoint, payloads_of_versions_5_to_8_are_read_without_the_later_parts) {
   herd::actors::run_checkpoint state;
   state.settings = "[train]\nworkers = 4\n";
   state.inputs.sample_shape = {1, 28, 28};
@@ -707,7 +718,13 @@ TEST(checkpoint, payloads_of_versions_5_to_7_are_read_without_the_later_parts) {
   state.inputs.mean = 0.25f;
   state.inputs.stddev = 0.5f;
   state.inputs.scaled_bytes = true;
-  const auto v8 = herd::actors::encode_payload(state);
+  state.validation_samples = 1200;
+  const auto v9 = herd::actors::encode_payload(state);
+  EXPECT_EQ(herd::actors::decode_payload(v9, "x.ckpt", 9).validation_samples,
+            std::optional<std::uint64_t>(1200));
+  const auto v8 = v9.substr(0, v9.size() - 8); // the size, 8 bytes
+  EXPECT_THROW(herd::actors::decode_payload(v8, "x.ckpt", 9), herd::checkpoint::checkpoint_error);
+  EXPECT_FALSE(herd::actors::decode_payload(v8, "x.ckpt", 8).validation_samples);
   EXPECT_FALSE(herd::actors::decode_payload(v8, "x.ckpt", 8).coordinator.evaluations.best_point());
   // No best evaluation: an empty optional (a byte) and no parameters (an 8-byte size tag).
   const auto v7 = v8.substr(0, v8.size() - 1 - 8);
@@ -734,7 +751,7 @@ TEST(checkpoint, payloads_of_versions_5_to_7_are_read_without_the_later_parts) {
   best.test_accuracy = 0.875;
   state.coordinator.evaluations.restore_best(
       best, std::make_shared<const std::vector<float>>(std::vector<float>{1.5f, -2.0f}));
-  const auto eight = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt", 8);
+  const auto eight = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt", 9);
   const auto& restored = eight.coordinator.evaluations;
   ASSERT_TRUE(restored.best_point() && restored.best_parameters());
   EXPECT_EQ(restored.best_point()->round, 40u);
