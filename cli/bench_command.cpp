@@ -83,9 +83,10 @@ bench_arguments parse_arguments(const std::vector<std::string>& args) {
       const std::string text = reader.value("--random-delay-ms");
       char* end = nullptr;
       const double delay = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || !(delay >= 0.0 && delay <= 60000.0))
+      if (*end != '\0' || !(delay > 0.0 && delay <= 60000.0))
         throw std::invalid_argument("--random-delay-ms = " + text +
-                                    ": expected milliseconds in [0, 60000]");
+                                    ": expected milliseconds in (0, 60000] (0 would make the "
+                                    "random scenario the none one)");
       parsed.random_delay_ms = delay;
     } else if (reader.is_setting()) {
       parsed.overrides.push_back(arg);
@@ -472,8 +473,9 @@ int run_bench(const std::vector<std::string>& raw) {
   if (!model)
     return exit_bad_input;
   std::cout << "herd bench: " << job.train.workers << " workers x batch " << job.train.batch_size
-            << ", " << describe_model(*model) << ", " << job.train.epochs << " epochs of "
-            << data->train.name << ", target "
+            << ", " << describe_model(*model) << ", " << job.train.epochs
+            << (job.train.epochs == 1 ? " epoch of " : " epochs of ") << data->train.name
+            << ", target "
             << (job.train.target_accuracy > 0.0
                     ? format(job.train.target_accuracy, 2)
                     : std::string("none (set train.target-accuracy for the time to it and "
@@ -574,9 +576,12 @@ int run_bench(const std::vector<std::string>& raw) {
   }
 
   write_results(runs, args, job, delay_ms, false);
-  for (const auto& png : plot_bench(std::filesystem::path(args.out_dir), runs, args.scenarios,
-                                    args.algorithms, args.repeat, job.train.target_accuracy))
+  const auto plots = plot_bench(std::filesystem::path(args.out_dir), runs, args.scenarios,
+                                args.algorithms, args.repeat, job.train.target_accuracy);
+  for (const auto& png : plots.written)
     std::cout << "wrote " << png << '\n';
+  if (!plots.no_speedup.empty())
+    std::cout << "no speedup.png: " << plots.no_speedup << '\n';
   return exit_ok;
 }
 

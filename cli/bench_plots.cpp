@@ -141,11 +141,9 @@ std::string speedup_data(const std::vector<bench_run>& runs,
   return data.str();
 }
 
-std::vector<std::string> plot_bench(const std::filesystem::path& dir,
-                                    const std::vector<bench_run>& runs,
-                                    const std::vector<std::string>& scenarios,
-                                    const std::vector<std::string>& algorithms, int repeat,
-                                    double target) {
+bench_plots plot_bench(const std::filesystem::path& dir, const std::vector<bench_run>& runs,
+                       const std::vector<std::string>& scenarios,
+                       const std::vector<std::string>& algorithms, int repeat, double target) {
   // The curves are the evaluations': of the validation set where the runs hold one.
   const std::string measured =
       !runs.empty() && runs.front().summary.validation_samples > 0 ? "validation" : "test";
@@ -193,8 +191,6 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
     script << "\nunset arrow 1\n";
     pngs.push_back(png);
   }
-  write_file_atomically((dir / "speedup.dat").string(),
-                        speedup_data(runs, scenarios, algorithms, repeat));
   // gnuplot refuses a histogram column without one valid point: an algorithm that never reached
   // the target is named in the title instead of drawn.
   std::vector<std::size_t> drawn;
@@ -213,7 +209,18 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
     else
       never.push_back(algorithms[i]);
   }
+  bench_plots plots;
+  if (drawn.empty() && target > 0.0) {
+    const bool any_reached = std::any_of(runs.begin(), runs.end(), [](const bench_run& run) {
+      return run.summary.time_to_target_seconds.has_value();
+    });
+    plots.no_speedup = any_reached ? "sync never reached the target " + format_target(target) +
+                                         ", so there is no speedup over it to draw"
+                                   : "no run reached the target " + format_target(target);
+  }
   if (!drawn.empty()) {
+    write_file_atomically((dir / "speedup.dat").string(),
+                          speedup_data(runs, scenarios, algorithms, repeat));
     // What is missing goes on a line of its own: a long title is cut at the image's edge.
     std::string missing = never.empty() ? "" : "never reached it: " + join(never);
     if (!sync_never.empty())
@@ -236,12 +243,10 @@ std::vector<std::string> plot_bench(const std::filesystem::path& dir,
     pngs.push_back("speedup.png");
   }
   if (!run_gnuplot(dir.string(), script.str()))
-    return {};
-  std::vector<std::string> written;
-  written.reserve(pngs.size());
+    return plots;
   for (const auto& png : pngs)
-    written.push_back((dir / png).string());
-  return written;
+    plots.written.push_back((dir / png).string());
+  return plots;
 }
 
 } // namespace herd::cli

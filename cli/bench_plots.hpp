@@ -33,14 +33,18 @@ std::string speedup_data(const std::vector<bench_run>& runs,
                          const std::vector<std::string>& scenarios,
                          const std::vector<std::string>& algorithms, int repeat);
 
-/// Writes to `dir` the data files (each scenario's and algorithm's accuracy over time, the
-/// speedups), the gnuplot script, and, when gnuplot is installed, accuracy-<scenario>.png per
-/// scenario and speedup.png (the algorithms that reached the target in some scenario; the
-/// others are named in its title; not drawn when none did). Returns the PNG paths written.
-std::vector<std::string> plot_bench(const std::filesystem::path& dir,
-                                    const std::vector<bench_run>& runs,
-                                    const std::vector<std::string>& scenarios,
-                                    const std::vector<std::string>& algorithms, int repeat,
-                                    double target);
+struct bench_plots {
+  std::vector<std::string> written; // the PNG paths gnuplot wrote
+  /// With a target, why there is no speedup.png (no run reached it; sync never did); else empty.
+  std::string no_speedup;
+};
+
+/// Writes to `dir` the data files (each scenario's and algorithm's accuracy over time, and where
+/// a speedup can be drawn the speedups), the gnuplot script, and, when gnuplot is installed,
+/// accuracy-<scenario>.png per scenario and speedup.png (the algorithms that reached the target
+/// in some scenario; the others are named in its title; not drawn when none did).
+bench_plots plot_bench(const std::filesystem::path& dir, const std::vector<bench_run>& runs,
+                       const std::vector<std::string>& scenarios,
+                       const std::vector<std::string>& algorithms, int repeat, double target);
 
 } // namespace herd::cli

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace herd::cli {
 
@@ -167,16 +169,26 @@ void check_settings(const std::string& command, const std::vector<std::string>& 
 std::string ignored_file_keys(const std::string& command, const std::string& file,
                               const config::value_origins& origins) {
   const auto& keys = keys_of(command);
-  std::string listed;
-  for (const auto& key : config::key_names()) { // in --help's order
+  // Keys that the same commands use are named together, those commands once: a shared training
+  // file read by herd simulate names a dozen [train] keys, all of herd train's and bench's.
+  std::vector<std::pair<std::string, std::string>> groups; // (users, keys), in --help's order
+  for (const auto& key : config::key_names()) {
     const auto origin = origins.find(key);
     if (origin == origins.end() || origin->second == "command line" || keys.uses(key))
       continue;
     const auto users = commands_using(key);
-    listed += (listed.empty() ? "" : ", ") + key + (users.empty() ? "" : " (" + users + ")");
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&users](const auto& named) { return named.first == users; });
+    if (group == groups.end())
+      groups.emplace_back(users, key);
+    else
+      group->second += ", " + key;
   }
-  if (listed.empty())
+  if (groups.empty())
     return "";
+  std::string listed;
+  for (const auto& [users, named] : groups)
+    listed += (listed.empty() ? "" : ", ") + named + (users.empty() ? "" : " (" + users + ")");
   return file + " sets what herd " + command + " does not use, ignored here: " + listed;
 }
 

@@ -248,12 +248,18 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
                    "; the cluster forms\n";
     // The token itself is left out; the path of its file is no more secret than the TLS key's,
     // and kept, so that the printed settings run as they are.
+    // Its key is left out too: `token = ""` under that comment read as a token that was lost.
     auto shown = run.config;
-    if (!shown.cluster.token.empty())
+    auto scope = keys_of(command);
+    if (!shown.cluster.token.empty()) {
       std::cout << "; cluster.token is set and not shown: give it again, or use "
                    "cluster.token-file\n";
+      scope.uses = [uses = scope.uses](const std::string& key) {
+        return key != "cluster.token" && (!uses || uses(key));
+      };
+    }
     shown.cluster.token.clear();
-    std::cout << config::to_ini(shown, keys_of(command));
+    std::cout << config::to_ini(shown, scope);
     return run_preparation{std::nullopt, exit_ok};
   }
   const auto resume = parsed.options.find("--resume");

@@ -4,6 +4,7 @@
 
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
@@ -19,6 +20,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 #include "sim/simulation.hpp"
 
@@ -102,6 +104,28 @@ std::map<int, double> sync_pace(const std::vector<cell>& cells) {
   return pace;
 }
 
+// One note for every cell of fewer than 50 rounds, which lose much to the round the run's end cuts
+// off (its steps count, its samples do not): sync at large P holds a few dozen rounds in the
+// default 200 step times. Empty when there is none.
+std::string few_rounds_note(const std::vector<cell>& cells) {
+  constexpr std::uint64_t few_rounds = 50;
+  std::vector<std::string> named;
+  bool none_finished = false;
+  for (const auto& c : cells)
+    if (c.result.rounds < few_rounds) {
+      named.push_back(c.result.algorithm + " at P = " + std::to_string(c.result.workers) + " (" +
+                      std::to_string(c.result.rounds) + ")");
+      none_finished = none_finished || c.result.rounds == 0;
+    }
+  if (named.empty())
+    return "";
+  return std::string(named.size() == 1 ? "this cell" : std::to_string(named.size()) + " cells") +
+         " finished fewer than " + std::to_string(few_rounds) + " rounds: " + join(named) +
+         "; applied/s undercounts the round the end cut off" +
+         (none_finished ? " (none finished: no step was applied)" : "") +
+         "; raise simulate.steps for a steadier figure";
+}
+
 void print_table(std::ostream& out, const std::vector<cell>& cells) {
   const auto sync = sync_pace(cells);
   out << '\n'
@@ -134,7 +158,8 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
          "worth of samples that rounds took into the model per second (a late gradient that\n"
          "was discarded is not applied); vs sync: applied/s over sync's at the same P; idle:\n"
          "time between steps over P x the simulated time; waited/bar: idle time over what a\n"
-         "barrier would have imposed on the same steps; group: mean members per round;\n"
+         "barrier would have imposed on the same steps (sync's exceeds 1: its reductions and\n"
+         "messages are idle time too, not a barrier's); group: mean members per round;\n"
          "staleness: mean (max), in rounds (rd, gradients) or steps (st, models); late: steps\n"
          "whose round closed without them; host s: what simulating the cell took here.\n";
 }
@@ -160,6 +185,21 @@ std::string imbalance_text(const config::imbalance_section& imbalance) {
 // what ran.
 bool link_overridden(const config::simulate_section& simulate) {
   return simulate.alpha_us > 0.0 || simulate.bandwidth_gbs > 0.0;
+}
+
+// "25gbe (alpha 25 us, 3.125 GB/s)"; with the link set, "custom (alpha 5 us, 10 GB/s:
+// simulate.alpha-us and bandwidth-gbs)", naming the preset only where it still gives a value.
+std::string network_text(const config::simulate_section& simulate, const sim::ring_model& ring) {
+  std::ostringstream text;
+  const bool alpha = simulate.alpha_us > 0.0, bandwidth = simulate.bandwidth_gbs > 0.0;
+  text << (alpha || bandwidth ? "custom" : simulate.network) << " (alpha "
+       << ring.alpha_seconds * 1e6 << " us, " << ring.bytes_per_second / 1e9 << " GB/s";
+  if (alpha && bandwidth)
+    text << ": simulate.alpha-us and bandwidth-gbs";
+  else if (alpha || bandwidth)
+    text << ": simulate." << (alpha ? "alpha-us" : "bandwidth-gbs") << " over " << simulate.network;
+  text << ')';
+  return text.str();
 }
 
 nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,
@@ -231,7 +271,8 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
          << scenario
          << "\" noenhanced\n"
             "set xlabel 'workers (P)'\n"
-            "set ylabel 'steps applied per second, all workers'\nset logscale xy 2\n"
+            "set ylabel 'steps applied per second, all workers'\nset logscale x 2\n"
+            "set logscale y 10\nset format y '%.0s%c'\n" // 1k, 10k, 1M: not 1.04858x10^6
             "set key top left\nset grid\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\nplot ";
   for (std::size_t i = 0; i < algorithms.size(); ++i) {
     const std::string name = "throughput-" + algorithms[i] + ".dat";
@@ -257,6 +298,9 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
   const auto fail = [&path](const std::string& why) {
     return std::invalid_argument("--step-trace " + path + ": " + why);
   };
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) // it opens, and reading it throws
+    throw fail("is a directory; name the file a herd train --report wrote");
   std::ifstream in(path);
   if (!in)
     throw fail(std::string("cannot read it (") + std::strerror(errno) + ")");
@@ -265,20 +309,27 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
     in >> report;
   } catch (const nlohmann::json::exception& bad) {
     throw fail(std::string("not JSON: ") + bad.what());
+  } catch (const std::ios_base::failure& bad) {
+    throw fail(std::string("cannot read it (") + bad.what() + ")");
   }
   if (!report.is_object() || !report.contains("per_worker") || !report["per_worker"].is_array())
     throw fail("no per_worker list: not a report of herd train --report");
   std::vector<std::vector<actors::histogram_bar>> workers;
   try {
+    std::size_t index = 0; // in per_worker, which keeps workers without steps
     for (const auto& worker : report["per_worker"]) {
+      const std::string name = "worker " + std::to_string(index++);
       if (!worker.contains("step_histogram"))
-        throw fail("worker " + std::to_string(workers.size()) +
-                   " has no step_histogram (a report of Herd 0.2 or later has one)");
+        throw fail(name + " has no step_histogram (a report of Herd 0.2 or later has one)");
       std::vector<actors::histogram_bar> bars;
-      for (const auto& bar : worker["step_histogram"])
+      for (const auto& bar : worker["step_histogram"]) {
+        // get<std::uint64_t>() takes -5 as 2^64 - 5.
+        if (const auto& count = bar.at("count"); !count.is_number_unsigned())
+          throw fail(name + ": a bar's count " + count.dump() + " is not a whole number >= 0");
         bars.push_back({bar.at("lower_seconds").get<double>(),
                         bar.at("upper_seconds").get<double>(),
                         bar.at("count").get<std::uint64_t>()});
+      }
       if (!bars.empty()) // a worker lost before its first step has none
         workers.push_back(std::move(bars));
     }
@@ -342,6 +393,19 @@ int run_simulate(const std::vector<std::string>& raw) {
     return *ended;
   auto how = sim::settings_of(job.simulate);
   if (!args.step_trace.empty()) {
+    // The trace's mean takes simulate.step-ms's place: one given with it would go unused.
+    const bool step_ms_given =
+        std::any_of(args.overrides.begin(), args.overrides.end(), [](const std::string& setting) {
+          return setting.rfind("--simulate.step-ms=", 0) == 0;
+        });
+    if (step_ms_given) {
+      std::cerr << "herd simulate: --simulate.step-ms: the steps take the times of --step-trace "
+                   "(its mean is simulate.steps' unit); give one of the two\n";
+      return exit_bad_input;
+    }
+    if (job.simulate.step_ms != config::run_config{}.simulate.step_ms)
+      std::cerr << "herd simulate: note: " << args.config_file
+                << "'s simulate.step-ms is not used: the steps take the times of --step-trace\n";
     try {
       how.trace = load_step_trace(args.step_trace);
     } catch (const std::invalid_argument& bad) {
@@ -359,15 +423,12 @@ int run_simulate(const std::vector<std::string>& raw) {
   if (how.trace)
     scenario << "step times drawn from the " << how.trace->workers() << " worker(s) of "
              << args.step_trace << " (mean " << fixed(how.step_seconds * 1e3, 2) << " ms), "
-             << job.simulate.steps << " mean step times";
+             << job.simulate.steps << " mean step time" << (job.simulate.steps == 1 ? "" : "s");
   else
-    scenario << "steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps
-             << " step times";
-  const bool link_set = link_overridden(job.simulate);
+    scenario << "steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps << " step time"
+             << (job.simulate.steps == 1 ? "" : "s");
   scenario << "; imbalance " << imbalance_text(job.imbalance) << "; network "
-           << job.simulate.network << (link_set ? " with simulate.alpha-us/bandwidth-gbs:" : "")
-           << " (alpha " << how.ring.alpha_seconds * 1e6 << " us, "
-           << how.ring.bytes_per_second / 1e9 << " GB/s), model " << job.simulate.model_mb << " MB";
+           << network_text(job.simulate, how.ring) << ", model " << job.simulate.model_mb << " MB";
   std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
   for (int size : sizes)
     std::cout << ' ' << size;
@@ -394,12 +455,8 @@ int run_simulate(const std::vector<std::string>& raw) {
   print_table(std::cout, cells);
   // A cell of few rounds loses much to the one the run's end cuts off (its steps count, its
   // samples do not): sync at large P holds a few dozen rounds in the default 200 step times.
-  constexpr std::uint64_t few_rounds = 50;
-  for (const auto& c : cells)
-    if (c.result.rounds < few_rounds)
-      std::cout << "note: " << c.result.algorithm << " at P = " << c.result.workers << " finished "
-                << c.result.rounds << " rounds: its applied/s undercounts the round the end cut "
-                << "off; raise simulate.steps for a steadier figure\n";
+  if (auto note = few_rounds_note(cells); !note.empty())
+    std::cout << for_terminal("note: " + note, STDOUT_FILENO) << '\n';
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.json").string(),
                         to_json(cells, job, how, args.step_trace).dump(2) + "\n");

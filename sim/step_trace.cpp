@@ -2,6 +2,7 @@
 #include "sim/step_trace.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +19,16 @@ std::uint64_t mix(std::uint64_t value) {
   return value ^ (value >> 31);
 }
 
+// A step time of a trace is at most an hour, as simulate.step-ms is.
+constexpr double longest_step_seconds = 3600.0;
+
+// "0.001", "inf", "-nan": what a bar said, not std::to_string's "0.001000".
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text << seconds;
+  return text.str();
+}
+
 // A uniform double in [0, 1) from 53 bits of `bits`.
 double unit(std::uint64_t bits) {
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
@@ -29,15 +40,20 @@ step_trace::step_trace(std::vector<std::vector<actors::histogram_bar>> workers) 
   if (workers.empty())
     throw std::invalid_argument("the trace has no worker");
   double total_seconds = 0.0;
-  std::uint64_t total_steps = 0;
+  double total_steps = 0.0; // of every worker: a sum past 2^64 stays a number
   for (std::size_t w = 0; w < workers.size(); ++w) {
     worker_bars made;
     std::uint64_t steps = 0;
     for (const auto& bar : workers[w]) {
-      if (!(bar.lower_seconds >= 0.0) || !(bar.upper_seconds >= bar.lower_seconds))
-        throw std::invalid_argument("worker " + std::to_string(w) + ": a bar from " +
-                                    std::to_string(bar.lower_seconds) + " s to " +
-                                    std::to_string(bar.upper_seconds) + " s");
+      if (!(bar.lower_seconds >= 0.0) || !(bar.upper_seconds >= bar.lower_seconds) ||
+          !(bar.upper_seconds <= longest_step_seconds))
+        throw std::invalid_argument(
+            "worker " + std::to_string(w) + ": a bar from " + seconds_text(bar.lower_seconds) +
+            " s to " + seconds_text(bar.upper_seconds) +
+            " s (bars run from 0 s up, each upper bound at least its lower one, at most 3600 s)");
+      if (steps + bar.count < steps)
+        throw std::invalid_argument("worker " + std::to_string(w) +
+                                    ": its bars' counts add up past 2^64 steps");
       steps += bar.count;
       total_seconds += 0.5 * (bar.lower_seconds + bar.upper_seconds) * bar.count;
       made.cumulative.push_back(steps);
@@ -45,10 +61,12 @@ step_trace::step_trace(std::vector<std::vector<actors::histogram_bar>> workers) 
     if (steps == 0)
       throw std::invalid_argument("worker " + std::to_string(w) + " has no step");
     made.bars = std::move(workers[w]);
-    total_steps += steps;
+    total_steps += static_cast<double>(steps);
     workers_.push_back(std::move(made));
   }
-  mean_seconds_ = total_seconds / static_cast<double>(total_steps);
+  mean_seconds_ = total_seconds / total_steps;
+  if (!(mean_seconds_ > 0.0))
+    throw std::invalid_argument("its steps take no time on average: every counted bar is 0 s");
 }
 
 double step_trace::draw(int worker, std::uint64_t step, std::uint64_t seed) const {

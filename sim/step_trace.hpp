@@ -14,8 +14,9 @@ namespace herd::sim {
 class step_trace {
 public:
   /// One histogram per worker of the measured run, each with at least one step. Throws
-  /// std::invalid_argument when there is no worker, a worker has no step, or a bar is malformed
-  /// (negative or reversed bounds).
+  /// std::invalid_argument when there is no worker, a worker has no step, a bar is malformed
+  /// (negative, reversed, not finite or beyond an hour, as simulate.step-ms is bounded), the
+  /// counts add up past 2^64, or the steps take no time on average.
   explicit step_trace(std::vector<std::vector<actors::histogram_bar>> workers);
 
   /// The time of step `step` of simulated worker `worker`: a draw from measured worker

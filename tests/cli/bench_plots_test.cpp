@@ -3,6 +3,7 @@
 // refuses a histogram column without one valid point, and then drew no speedup plot at all).
 #include "cli/bench_plots.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -93,10 +94,21 @@ TEST(bench_plots, no_speedup_plot_when_no_run_reached_the_target) {
   temp_directory dir;
   const std::vector<bench_run> runs{run("sync", 0, std::nullopt, 0.8),
                                     run("solo", 0, std::nullopt, 0.8)};
-  herd::cli::plot_bench(dir.path(), runs, scenarios, {"sync", "solo"}, 1, 0.9);
+  const auto plots = herd::cli::plot_bench(dir.path(), runs, scenarios, {"sync", "solo"}, 1, 0.9);
   const auto script = read_file(dir.file("plot.gp"));
   EXPECT_THAT(script, Not(HasSubstr("speedup.png")));
   EXPECT_THAT(script, HasSubstr("accuracy-none.png"));
+  // Said, and no data file of NaNs beside it.
+  EXPECT_EQ(plots.no_speedup, "no run reached the target 0.90");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("speedup.dat")));
+  // Where only sync never did, that is the reason.
+  const std::vector<bench_run> others{run("sync", 0, std::nullopt, 0.8), run("solo", 0, 4.0, 0.95)};
+  EXPECT_EQ(
+      herd::cli::plot_bench(dir.path(), others, scenarios, {"sync", "solo"}, 1, 0.9).no_speedup,
+      "sync never reached the target 0.90, so there is no speedup over it to draw");
+  // Without a target there is nothing to say.
+  EXPECT_EQ(herd::cli::plot_bench(dir.path(), runs, scenarios, {"sync", "solo"}, 1, 0.0).no_speedup,
+            "");
 }
 
 TEST(bench_plots, a_scenario_where_sync_never_reached_the_target_is_named) {

@@ -331,9 +331,12 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   // What ran, not only the names: the imbalance's settings; a preset whose link was replaced.
   EXPECT_THAT(run.output, HasSubstr("imbalance random (imbalance.k = 2, delay-ms = 10)"));
   // 20 step times hold few rounds of sync: said, with what to change.
-  EXPECT_THAT(run.output,
-              testing::ContainsRegex("note: sync at P = 2 finished [0-9]+ rounds: its "
-                                     "applied/s undercounts the round the end cut off"));
+  EXPECT_THAT(run.output, testing::ContainsRegex("note: [0-9]+ cells? finished fewer than 50 "
+                                                 "rounds: sync at P = 2 \\([0-9]+\\)"));
+  EXPECT_THAT(run.output, HasSubstr("undercounts the round the end cut off"));
+  EXPECT_EQ(run.output.find("note:"), run.output.rfind("note:")) << "one note, not one a cell";
+  EXPECT_THAT(run.output, HasSubstr("network custom (alpha 5 us, 3.125 GB/s: simulate.alpha-us "
+                                    "over 25gbe)"));
   std::ifstream in(out + "/results.json");
   const auto written = nlohmann::json::parse(in);
   EXPECT_EQ(written["settings"]["network"], "custom");
@@ -406,6 +409,32 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   auto missing = herd({"simulate", "--step-trace", path("absent.json"), "--out", out});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr("absent.json: cannot read it"));
+  // A directory opens, and reading it threw a library's error (exit 1).
+  const std::string folder = dir_.path().string();
+  auto directory = herd({"simulate", "--step-trace", folder, "--out", out});
+  EXPECT_EQ(directory.exit_code, 2) << directory.output;
+  EXPECT_THAT(directory.output, HasSubstr("--step-trace " + folder + ": is a directory"));
+  // A negative count was read as 2^64 - 5 steps, and the run went on.
+  report["per_worker"][0]["step_histogram"][0]["count"] = -5;
+  std::ofstream(path("negative.json")) << report.dump();
+  auto negative = herd({"simulate", "--step-trace", path("negative.json"), "--out", out});
+  EXPECT_EQ(negative.exit_code, 2) << negative.output;
+  EXPECT_THAT(negative.output, HasSubstr("worker 0: a bar's count -5 is not a whole number >= 0"));
+  // Steps of no time reached an internal check that blamed simulate.step-ms.
+  nlohmann::json instant;
+  instant["per_worker"] = {
+      {{"step_histogram", {{{"lower_seconds", 0}, {"upper_seconds", 0}, {"count", 5}}}}}};
+  std::ofstream(path("instant.json")) << instant.dump();
+  auto no_time = herd({"simulate", "--step-trace", path("instant.json"), "--out", out});
+  EXPECT_EQ(no_time.exit_code, 2) << no_time.output;
+  EXPECT_THAT(no_time.output, HasSubstr("its steps take no time on average"));
+  EXPECT_THAT(no_time.output, Not(HasSubstr("check failed")));
+  // simulate.step-ms given beside a trace went unused without a word.
+  auto both = herd(
+      {"simulate", "--step-trace", path("report.json"), "--simulate.step-ms=500", "--out", out});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_THAT(both.output,
+              HasSubstr("--simulate.step-ms: the steps take the times of --step-trace"));
 }
 
 // The staleness keys' bad values exit 2 before anything runs, naming what is allowed (and for an
@@ -458,6 +487,7 @@ TEST_F(herd_cli, print_config_shows_the_effective_settings_and_runs_nothing) {
   EXPECT_THAT(coordinator.output, HasSubstr("train.workers is the sum of the nodes'"));
   EXPECT_THAT(coordinator.output, testing::Not(HasSubstr("workers = 4"))); // train.workers
   EXPECT_THAT(coordinator.output, HasSubstr("; cluster.token is set and not shown"));
+  EXPECT_THAT(coordinator.output, testing::Not(HasSubstr("\ntoken = "))) << "nor its key";
   // A token file's path is kept: the printed settings run as they are.
   const auto token_file = path("token");
   std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
@@ -825,6 +855,13 @@ TEST_F(herd_cli, bench_help_and_bad_arguments) {
   auto repeat = herd({"bench", "--repeat=0"});
   EXPECT_EQ(repeat.exit_code, 2);
   EXPECT_THAT(repeat.output, HasSubstr("--repeat"));
+  // A random scenario without a delay is the none one: refused, saying so.
+  auto no_delay = herd({"bench", "--random-delay-ms=0"});
+  EXPECT_EQ(no_delay.exit_code, 2);
+  EXPECT_THAT(no_delay.output, HasSubstr("(0 would make the random scenario the none one)"));
+  // Names in a list, spaced as a shell user may quote them.
+  auto spaced = herd({"bench", "--algorithms=sync, fast"});
+  EXPECT_THAT(spaced.output, HasSubstr("unknown algorithm 'fast'"));
   // An output that cannot be written is refused before the first run, naming --out.
   const auto blocked = path("blocked");
   std::filesystem::create_directories(blocked + "/results.csv");

@@ -91,6 +91,14 @@ TEST(command_keys, a_files_ignored_keys_are_named_in_one_line_in_help_order) {
   EXPECT_EQ(ignored_file_keys("train", "job.ini", origins),
             "job.ini sets what herd train does not use, ignored here: simulate.steps "
             "(herd simulate), cluster.min-nodes (herd coordinator)");
+  // Keys of the same commands are named together, the commands once.
+  EXPECT_EQ(ignored_file_keys("simulate", "job.ini",
+                              {{"train.lr", "in job.ini"},
+                               {"train.momentum", "in job.ini"},
+                               {"cluster.min-nodes", "in job.ini"}}),
+            "job.ini sets what herd simulate does not use, ignored here: train.lr, "
+            "train.momentum (herd bench, herd coordinator and herd train), cluster.min-nodes "
+            "(herd coordinator)");
   EXPECT_EQ(ignored_file_keys("coordinator", "job.ini",
                               {{"train.lr", "in job.ini"}, {"cluster.min-nodes", "in job.ini"}}),
             "");

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -56,3 +58,13 @@ TEST(fit_help, text_that_fits_comes_back_as_it_was) {
 }
 
 } // namespace
+
+// An option's list ("--algorithms=sync, solo", as a shell user may quote it): the spaces around a
+// name are not part of it, and empty items are dropped.
+TEST(split_list, items_are_trimmed_and_empty_ones_dropped) {
+  using herd::cli::split_list;
+  EXPECT_EQ(split_list("sync,solo"), (std::vector<std::string>{"sync", "solo"}));
+  EXPECT_EQ(split_list(" sync, solo ,"), (std::vector<std::string>{"sync", "solo"}));
+  EXPECT_EQ(split_list("a,,\tb\t, ,"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(split_list(" , ").empty());
+}

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <gtest/gtest.h>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -322,6 +325,16 @@ TEST(StepTrace, RefusesATraceWithoutWorkersStepsOrSaneBars) {
   EXPECT_THROW(step_trace({{{0.001, 0.002, 0}}}), std::invalid_argument);
   EXPECT_THROW(step_trace({{{0.002, 0.001, 5}}}), std::invalid_argument);
   EXPECT_THROW(step_trace({{{-0.001, 0.001, 5}}}), std::invalid_argument);
+  // Bounds no step has: not finite, beyond an hour; steps of no time; counts past 2^64.
+  const double infinity = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(step_trace({{{0.001, infinity, 5}}}), std::invalid_argument);
+  EXPECT_THROW(step_trace({{{0.001, std::nan(""), 5}}}), std::invalid_argument);
+  EXPECT_THROW(step_trace({{{1e300, 1e308, 5}}}), std::invalid_argument);
+  EXPECT_NO_THROW(step_trace({{{3599.0, 3600.0, 5}}}));
+  EXPECT_THROW(step_trace({{{0.0, 0.0, 5}}}), std::invalid_argument);
+  EXPECT_NO_THROW(step_trace({{{0.0, 0.0, 5}, {0.001, 0.002, 1}}}));
+  EXPECT_THROW(step_trace({{{0.001, 0.002, ~std::uint64_t{0}}, {0.001, 0.002, 2}}}),
+               std::invalid_argument);
 }
 
 TEST(Simulation, ATracedSlowWorkerSetsSyncsPaceAndNotSolos) {
