@@ -224,6 +224,15 @@ private:
     return why;
   }
 
+  // Why the coordinator is gone, if its connection closed (this actor monitors it since its
+  // hello): the reason, not the data plane's account of the rendezvous it cut short.
+  std::optional<std::string> coordinator_gone() {
+    std::optional<std::string> why;
+    self_->receive([&](caf::down_msg& down) { why = system_.render(down.reason); },
+                   caf::after(std::chrono::milliseconds(0)) >> [] {});
+    return why;
+  }
+
   // Empty once welcomed; otherwise why not.
   std::string await_welcome() {
     std::string failure;
@@ -347,9 +356,16 @@ private:
       parts_.plane =
           plane_of(welcome_.generation, welcome_.plane_nodes, welcome_.data_key, timeout);
     } catch (const std::exception& bad) {
+      if (leaving(options_)) // a stop signal ended the rendezvous
+        return failed("interrupted while the data plane connected");
       if (auto stopped = coordinator_stopped()) { // the run's end, not this node's failure
         notify(options_, never_started(*stopped));
         outcome_.ok = true;
+        return false;
+      }
+      if (auto gone = coordinator_gone()) { // as when it goes mid-run: the node may join again
+        failed("lost the coordinator while the data plane connected: " + *gone);
+        outcome_.lost_coordinator = true;
         return false;
       }
       return failed(std::string("the data plane did not connect: ") + bad.what());
@@ -418,8 +434,9 @@ private:
     plane_options.lanes = config_.comm.connections;
     if (options_.adjust_plane)
       options_.adjust_plane(generation, plane_options);
-    return comm::make_gloo_plane(rank, size, std::make_shared<registry_store>(system_, registry_),
-                                 plane_options);
+    auto store = std::make_shared<registry_store>(
+        system_, registry_, [&options = options_] { return leaving(options); });
+    return comm::make_gloo_plane(rank, size, std::move(store), plane_options);
   }
 
   // The workers and the node reducer; the registry hears that the node is ready.

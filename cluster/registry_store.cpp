@@ -6,6 +6,9 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
+#include <optional>
+
 namespace herd::cluster {
 
 using actors::store_get_atom;
@@ -18,17 +21,41 @@ void registry_store::set(const std::string& key, const std::vector<char>& value)
 }
 
 std::vector<char> registry_store::get(const std::string& key, std::chrono::milliseconds timeout) {
+  // A plain send, not a request, and a monitor: the answer comes as a message, and so does the
+  // coordinator's loss and a stop signal, at once. A request's receive waited out its whole
+  // timeout (cluster.join-timeout-s) for a coordinator that was gone.
   caf::scoped_actor self{system_};
-  std::vector<char> value;
-  std::string failure;
-  self->request(registry_, timeout, store_get_atom::value, key)
-      .receive([&](std::vector<char>& found) { value = std::move(found); },
-               [&](caf::error& error) { failure = system_.render(error); });
-  if (!failure.empty())
-    throw comm::comm_error(comm::outcome::timeout,
-                           "rendezvous key " + key + " not set by the other nodes (waited up to " +
-                               std::to_string(timeout.count()) + " ms): " + failure);
-  return value;
+  self->monitor(registry_);
+  self->send(registry_, store_get_atom::value, key);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::optional<std::vector<char>> value;
+  std::optional<comm::comm_error> failure;
+  const auto unset = [&key, timeout](const std::string& why) {
+    return comm::comm_error(comm::outcome::timeout,
+                            "rendezvous key " + key + " not set by the other nodes (waited up to " +
+                                std::to_string(timeout.count()) + " ms): " + why);
+  };
+  while (!value && !failure)
+    self->receive([&](std::vector<char>& found) { value = std::move(found); },
+                  [&](caf::error& error) { failure = unset(system_.render(error)); },
+                  [&](caf::down_msg& down) {
+                    failure =
+                        comm::comm_error(comm::outcome::peer_lost,
+                                         "lost the coordinator while waiting for rendezvous key " +
+                                             key + ": " + system_.render(down.reason));
+                  },
+                  caf::after(std::chrono::milliseconds(100)) >>
+                      [&] {
+                        if (stopping_ && stopping_())
+                          failure =
+                              comm::comm_error(comm::outcome::failed,
+                                               "stopped while waiting for rendezvous key " + key);
+                        else if (std::chrono::steady_clock::now() >= deadline)
+                          failure = unset("no answer in time");
+                      });
+  if (failure)
+    throw *failure;
+  return std::move(*value);
 }
 
 std::optional<std::vector<char>> registry_store::peek(const std::string& key) {

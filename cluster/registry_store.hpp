@@ -6,6 +6,8 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <functional>
+
 namespace herd::cluster {
 
 // Gloo calls this from the thread that builds the plane, so each call uses a short-lived scoped
@@ -13,10 +15,17 @@ namespace herd::cluster {
 // in its mailbox).
 class registry_store final : public comm::rendezvous_store {
 public:
-  registry_store(caf::actor_system& system, caf::actor registry)
-      : system_(system), registry_(std::move(registry)) {}
+  /// `stopping`, asked every 100 ms while a read waits, ends the wait when true (a stop signal);
+  /// may be empty.
+  registry_store(caf::actor_system& system, caf::actor registry,
+                 std::function<bool()> stopping = {})
+      : system_(system), registry_(std::move(registry)), stopping_(std::move(stopping)) {}
 
   void set(const std::string& key, const std::vector<char>& value) override;
+  /// The value once another node set it. Throws comm::comm_error: outcome::timeout after
+  /// `timeout`, or when the registry says the key will not be set; outcome::peer_lost at once
+  /// when the coordinator's process is gone (its connection closed); outcome::failed when
+  /// `stopping` said so.
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override;
   // One round trip, at most a few seconds: the registry answers at once.
   std::optional<std::vector<char>> peek(const std::string& key) override;
@@ -24,6 +33,7 @@ public:
 private:
   caf::actor_system& system_;
   caf::actor registry_;
+  std::function<bool()> stopping_;
 };
 
 } // namespace herd::cluster

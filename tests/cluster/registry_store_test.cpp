@@ -1,0 +1,117 @@
+// The node's side of the rendezvous (registry_store) against a stand-in registry in this process:
+// a read waiting for a key ends as soon as the registry is gone or a stop signal came, not when
+// its timeout (the rest of cluster.join-timeout-s, ten minutes by default) runs out.
+#include "actors/messages.hpp"
+#include "comm/errors.hpp"
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/registry_store.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using herd::actors::store_get_atom;
+using herd::comm::comm_error;
+using herd::comm::outcome;
+
+using bytes = std::vector<char>;
+
+// A registry that answers reads of "set" at once and keeps every other read waiting.
+caf::behavior waiting_registry(caf::event_based_actor* self,
+                               std::shared_ptr<std::vector<caf::response_promise>> waiting) {
+  return {[self, waiting](store_get_atom, const std::string& key) -> caf::result<bytes> {
+    if (key == "set")
+      return bytes{'o', 'k'};
+    waiting->push_back(self->make_response_promise());
+    return waiting->back();
+  }};
+}
+
+struct registry_store_test : ::testing::Test {
+  registry_store_test() : system(configured()) {
+    registry = system.spawn(waiting_registry, waiting);
+  }
+  ~registry_store_test() override { caf::anon_send_exit(registry, caf::exit_reason::kill); }
+
+  static caf::actor_system_config& configured() {
+    static caf::actor_system_config config;
+    static bool once = [] {
+      herd::actors::add_message_types(config);
+      return true;
+    }();
+    static_cast<void>(once);
+    return config;
+  }
+
+  // What get() threw, or outcome::done with no exception.
+  outcome outcome_of(herd::cluster::registry_store& store, std::chrono::milliseconds timeout,
+                     std::string* message = nullptr) {
+    try {
+      store.get("unset", timeout);
+    } catch (const comm_error& failure) {
+      if (message != nullptr)
+        *message = failure.what();
+      return failure.kind();
+    }
+    return outcome::done;
+  }
+
+  std::shared_ptr<std::vector<caf::response_promise>> waiting =
+      std::make_shared<std::vector<caf::response_promise>>();
+  caf::actor_system system;
+  caf::actor registry;
+};
+
+TEST_F(registry_store_test, a_key_that_is_set_is_read) {
+  herd::cluster::registry_store store(system, registry);
+  EXPECT_EQ(store.get("set", 5s), (bytes{'o', 'k'}));
+}
+
+TEST_F(registry_store_test, a_key_never_set_ends_the_read_at_its_timeout) {
+  herd::cluster::registry_store store(system, registry);
+  std::string message;
+  EXPECT_EQ(outcome_of(store, 300ms, &message), outcome::timeout);
+  EXPECT_NE(message.find("rendezvous key unset not set by the other nodes (waited up to 300 ms)"),
+            std::string::npos)
+      << message;
+}
+
+// The coordinator killed while a node's rendezvous waits: the read used to wait out its whole
+// timeout, and the node said nothing for ten minutes.
+TEST_F(registry_store_test, the_registry_gone_ends_the_read_at_once_as_a_lost_peer) {
+  herd::cluster::registry_store store(system, registry);
+  auto read = std::async(std::launch::async, [&] {
+    std::string message;
+    const auto kind = outcome_of(store, 60s, &message);
+    return std::make_pair(kind, message);
+  });
+  std::this_thread::sleep_for(200ms); // the read waits
+  caf::anon_send_exit(registry, caf::exit_reason::kill);
+  const auto [kind, message] = read.get();
+  EXPECT_EQ(kind, outcome::peer_lost) << message;
+  EXPECT_NE(message.find("lost the coordinator while waiting for rendezvous key unset"),
+            std::string::npos)
+      << message;
+}
+
+// systemctl stop while the data plane connects: one signal ends the wait.
+TEST_F(registry_store_test, a_stop_signal_ends_the_read) {
+  std::atomic<bool> stop{false};
+  herd::cluster::registry_store store(system, registry, [&stop] { return stop.load(); });
+  auto read = std::async(std::launch::async, [&] { return outcome_of(store, 60s); });
+  std::this_thread::sleep_for(200ms);
+  stop = true;
+  EXPECT_EQ(read.get(), outcome::failed);
+}
+
+} // namespace
