@@ -339,12 +339,16 @@ struct node_hello {
   std::vector<std::string> parts;
   // The machine it runs on (its kernel's boot id; "" unknown): nodes with the same share cores.
   std::string machine;
+  // Its cluster.heartbeat-ms and cluster.node-timeout-ms: the coordinator refuses a node whose
+  // heartbeats its own timeout would miss, and the other way round.
+  std::int32_t heartbeat_ms = 0;
+  std::int32_t node_timeout_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_hello& x) {
   return f(caf::meta::type_name("herd.node_hello"), x.protocol, x.name, x.workers, x.data_host,
-           x.parts, x.machine);
+           x.parts, x.machine, x.heartbeat_ms, x.node_timeout_ms);
 }
 
 template <class Inspector>
@@ -608,8 +612,9 @@ struct plane_update {
 /// buckets: workers announce steps whose backward runs (step_ready.part), and contributions say
 /// when backward still writes them (contribution.in_backward); 17: rounds and a worker's start
 /// carry the learning-rate schedule's factor (reduce_order.lr_scale, (start_atom, float)); 18: a
-/// transferred worker_state carries its optimizer's steps and a state of its optimizer's size.
-constexpr std::uint32_t cluster_protocol_version = 18;
+/// transferred worker_state carries its optimizer's steps and a state of its optimizer's size;
+/// 19: a node's hello carries its heartbeat and node timeout.
+constexpr std::uint32_t cluster_protocol_version = 19;
 
 /// Registers every message type above that can cross a process boundary. Call it on every
 /// actor_system_config that hosts Herd actors (CAF silently delivers an empty message for an

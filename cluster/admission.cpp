@@ -9,7 +9,8 @@
 
 namespace herd::cluster {
 
-std::optional<std::string> hello_refusal(const actors::node_hello& hello, registry_phase phase,
+std::optional<std::string> hello_refusal(const actors::node_hello& hello,
+                                         const config::cluster_section& mine, registry_phase phase,
                                          bool over, std::size_t nodes) {
   if (hello.protocol != actors::cluster_protocol_version)
     return "node " + hello.name + " speaks cluster protocol " + std::to_string(hello.protocol) +
@@ -18,6 +19,17 @@ std::optional<std::string> hello_refusal(const actors::node_hello& hello, regist
   if (hello.workers < 1 || hello.workers > 1024)
     return "node " + hello.name + " offers " + std::to_string(hello.workers) +
            " workers; it must be between 1 and 1024";
+  // Each side declares the other lost after its own node timeout without a heartbeat: one that
+  // waits less than twice the other's interval loses a healthy peer as the cluster forms.
+  if (mine.node_timeout_ms < 2 * hello.heartbeat_ms ||
+      hello.node_timeout_ms < 2 * mine.heartbeat_ms)
+    return "node " + hello.name + " sends heartbeats every " + std::to_string(hello.heartbeat_ms) +
+           " ms and counts a peer lost after " + std::to_string(hello.node_timeout_ms) +
+           " ms of silence, this coordinator every " + std::to_string(mine.heartbeat_ms) +
+           " ms and after " + std::to_string(mine.node_timeout_ms) +
+           " ms: each side's timeout must be at least twice the other's heartbeat, or a healthy "
+           "process is counted lost; give every process the same cluster.heartbeat-ms and "
+           "cluster.node-timeout-ms";
   if (over)
     return "the job is over";
   if (phase == registry_phase::connecting)

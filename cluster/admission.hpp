@@ -83,9 +83,11 @@ private:
   std::vector<std::int32_t> worker_nodes_;
 };
 
-/// Why `hello` is refused whatever the slots: another protocol, a worker count out of range, a job
-/// that is over, or a cluster of `nodes` that formed and is starting.
-std::optional<std::string> hello_refusal(const actors::node_hello& hello, registry_phase phase,
+/// Why `hello` is refused whatever the slots: another protocol, a worker count out of range,
+/// heartbeats that the node's or this coordinator's (`mine`) node timeout would miss, a job that
+/// is over, or a cluster of `nodes` that formed and is starting.
+std::optional<std::string> hello_refusal(const actors::node_hello& hello,
+                                         const config::cluster_section& mine, registry_phase phase,
                                          bool over, std::size_t nodes);
 
 /// Why `hello` cannot join the running job of `run_workers` workers, whose `free` slots are those

@@ -137,6 +137,8 @@ node_hello hello_of(const node_options& options, const std::string& parts_dir) {
   hello.name = options.name.empty() ? kernels::host_name() : options.name;
   hello.workers = options.workers;
   hello.machine = kernels::machine_id();
+  hello.heartbeat_ms = options.cluster.heartbeat_ms;
+  hello.node_timeout_ms = options.cluster.node_timeout_ms;
   hello.data_host = options.data_host.empty()
                         ? local_address_towards(options.coordinator_host, options.coordinator_port)
                         : options.data_host;

@@ -4,7 +4,7 @@
 namespace herd::cluster {
 
 caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
-  if (auto refusal = hello_refusal(hello, phase_, over_, nodes_.size()))
+  if (auto refusal = hello_refusal(hello, context_->config.cluster, phase_, over_, nodes_.size()))
     return refuse(hello, *refusal);
   if (phase_ == registry_phase::running)
     return on_hello_running(hello);

@@ -387,6 +387,8 @@ private:
       hello.name = "fuzz";
       hello.workers = 1 + static_cast<int>(below(4));
       hello.data_host = "127.0.0.1";
+      hello.heartbeat_ms = herd::config::cluster_section{}.heartbeat_ms; // admitted: the defaults
+      hello.node_timeout_ms = herd::config::cluster_section{}.node_timeout_ms;
       message = caf::make_message(hello);
       break;
     }

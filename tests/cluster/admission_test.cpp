@@ -14,11 +14,15 @@ using herd::cluster::registry_phase;
 using herd::cluster::slot_table;
 using slots = std::vector<std::int32_t>;
 
+const herd::config::cluster_section defaults; // the coordinator's, as the nodes'
+
 node_hello hello_of(int workers, const std::string& name = "n") {
   node_hello hello;
   hello.protocol = herd::actors::cluster_protocol_version;
   hello.name = name;
   hello.workers = workers;
+  hello.heartbeat_ms = defaults.heartbeat_ms;
+  hello.node_timeout_ms = defaults.node_timeout_ms;
   return hello;
 }
 
@@ -92,27 +96,60 @@ TEST(admission, a_resuming_coordinator_takes_each_node_for_the_part_it_holds) {
 TEST(admission, a_node_of_another_protocol_or_an_odd_worker_count_is_refused_by_name) {
   auto other = hello_of(1, "vm-b");
   other.protocol = herd::actors::cluster_protocol_version + 1;
-  const auto protocol = herd::cluster::hello_refusal(other, registry_phase::gathering, false, 0);
+  const auto protocol =
+      herd::cluster::hello_refusal(other, defaults, registry_phase::gathering, false, 0);
   ASSERT_TRUE(protocol);
   EXPECT_NE(protocol->find("node vm-b speaks cluster protocol"), std::string::npos) << *protocol;
   for (int workers : {0, -1, 1025}) {
-    const auto count =
-        herd::cluster::hello_refusal(hello_of(workers), registry_phase::gathering, false, 0);
+    const auto count = herd::cluster::hello_refusal(hello_of(workers), defaults,
+                                                    registry_phase::gathering, false, 0);
     ASSERT_TRUE(count) << workers;
     EXPECT_NE(count->find("must be between 1 and 1024"), std::string::npos) << *count;
   }
-  EXPECT_FALSE(herd::cluster::hello_refusal(hello_of(1024), registry_phase::gathering, false, 0));
+  EXPECT_FALSE(
+      herd::cluster::hello_refusal(hello_of(1024), defaults, registry_phase::gathering, false, 0));
+}
+
+// A node whose heartbeats the coordinator's timeout would miss (or the other way round) was
+// admitted, and counted lost, healthy, as the cluster formed: the whole job failed.
+TEST(admission, a_node_whose_heartbeats_a_timeout_would_miss_is_refused_naming_both) {
+  auto slow = hello_of(1, "vm-c");
+  slow.heartbeat_ms = 2000;
+  slow.node_timeout_ms = 8000;
+  herd::config::cluster_section mine;
+  mine.heartbeat_ms = 200;
+  mine.node_timeout_ms = 1500;
+  const auto refused =
+      herd::cluster::hello_refusal(slow, mine, registry_phase::gathering, false, 0);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(*refused, "node vm-c sends heartbeats every 2000 ms and counts a peer lost after 8000 "
+                      "ms of silence, this coordinator every 200 ms and after 1500 ms: each side's "
+                      "timeout must be at least twice the other's heartbeat, or a healthy process "
+                      "is counted lost; give every process the same cluster.heartbeat-ms and "
+                      "cluster.node-timeout-ms");
+  // The other way: the node's timeout misses the coordinator's heartbeats.
+  auto impatient = hello_of(1);
+  impatient.heartbeat_ms = 100;
+  impatient.node_timeout_ms = 300;
+  EXPECT_TRUE(
+      herd::cluster::hello_refusal(impatient, defaults, registry_phase::gathering, false, 0));
+  // Different values that each side's timeout covers are fine: exactly twice, too.
+  auto close = hello_of(1);
+  close.heartbeat_ms = 2000;
+  close.node_timeout_ms = 1000;
+  EXPECT_FALSE(herd::cluster::hello_refusal(close, defaults, registry_phase::gathering, false, 0));
 }
 
 TEST(admission, a_node_is_refused_while_the_cluster_starts_and_once_the_job_is_over) {
   const auto starting =
-      herd::cluster::hello_refusal(hello_of(1), registry_phase::connecting, false, 3);
+      herd::cluster::hello_refusal(hello_of(1), defaults, registry_phase::connecting, false, 3);
   ASSERT_TRUE(starting);
   EXPECT_EQ(*starting,
             "the cluster has formed with 3 nodes and is starting; try again once it runs");
-  EXPECT_EQ(herd::cluster::hello_refusal(hello_of(1), registry_phase::running, true, 3),
+  EXPECT_EQ(herd::cluster::hello_refusal(hello_of(1), defaults, registry_phase::running, true, 3),
             "the job is over");
-  EXPECT_FALSE(herd::cluster::hello_refusal(hello_of(1), registry_phase::running, false, 3));
+  EXPECT_FALSE(
+      herd::cluster::hello_refusal(hello_of(1), defaults, registry_phase::running, false, 3));
 }
 
 TEST(admission, a_running_job_takes_a_node_only_in_place_of_lost_workers) {
