@@ -13,12 +13,14 @@
 #include "herd/config.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include "checkpoint/format.hpp"
+#include "cluster/admission.hpp"
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
 #include "cluster/gate_link.hpp"
@@ -193,6 +195,10 @@ int run_node_command(const std::vector<std::string>& args) {
         options.data_host = reader.value("--data-host", " (this node's address)");
       } else if (reader.is("--name")) {
         options.name = reader.value("--name");
+        if (cluster::printable(options.name) != options.name)
+          throw std::invalid_argument("--name \"" + cluster::printable(options.name) +
+                                      "\": a control character would split the coordinator's "
+                                      "log lines; give a name of printable characters");
       } else if (reader.is("--checkpoint-dir")) {
         options.checkpoint_dir = reader.value("--checkpoint-dir", " (a directory)");
       } else if (reader.is_setting()) {
@@ -236,9 +242,12 @@ int run_node_command(const std::vector<std::string>& args) {
       throw std::runtime_error("interrupted by " + stop_signal_name());
     return data;
   };
-  // One write per line: a refused data-plane peer is told from a reduction's thread.
-  options.on_notice = [](const std::string& text) {
-    std::cout << ("herd node: " + text + "\n") << std::flush;
+  // One write per line: a refused data-plane peer is told from a reduction's thread. Stamped
+  // with the seconds since the node started, as the coordinator's lines are with its run's: a
+  // log outside journald says when the node lost the coordinator, and how long it waited.
+  options.on_notice = [started = std::chrono::steady_clock::now()](const std::string& text) {
+    const std::chrono::duration<double> since = std::chrono::steady_clock::now() - started;
+    std::cout << (log_stamp(since.count()) + "herd node: " + text + "\n") << std::flush;
   };
   std::cout << "herd node: " << options.workers << " worker(s), coordinator "
             << options.coordinator_host << ':' << options.coordinator_port << std::endl;

@@ -43,13 +43,13 @@ int terminal_columns(int descriptor) {
   return 80;
 }
 
+} // namespace
+
 std::string log_stamp(double seconds) {
   std::ostringstream text;
   text << '[' << std::fixed << std::setprecision(1) << std::setw(7) << seconds << "s] ";
   return text.str();
 }
-
-} // namespace
 
 int standard_output_columns() {
   return terminal_columns(STDOUT_FILENO);

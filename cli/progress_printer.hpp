@@ -44,6 +44,9 @@ std::string for_standard_output(const std::string& line);
 /// The same for whatever `descriptor` writes to (STDERR_FILENO for notes).
 std::string for_terminal(const std::string& line, int descriptor);
 
+/// "[   12.3s] ": what starts a log line `seconds` into the run (or the process).
+std::string log_stamp(double seconds);
+
 /// Options for `config`'s run printing to standard output: interactive when it is a terminal,
 /// whose width comes from the terminal, else $COLUMNS, else 80.
 progress_options progress_options_for(const config::run_config& config);

@@ -9,9 +9,33 @@
 
 namespace herd::cluster {
 
+std::string printable(const std::string& text) {
+  std::string shown;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      shown += c;
+    } else if (c == '\n') {
+      shown += "\\n";
+    } else if (c == '\t') {
+      shown += "\\t";
+    } else {
+      static const char digits[] = "0123456789abcdef";
+      shown += "\\x";
+      shown += digits[byte >> 4];
+      shown += digits[byte & 0xf];
+    }
+  }
+  return shown;
+}
+
 std::optional<std::string> hello_refusal(const actors::node_hello& hello,
                                          const config::cluster_section& mine, registry_phase phase,
                                          bool over, std::size_t nodes) {
+  if (printable(hello.name) != hello.name)
+    return "the node's name \"" + printable(hello.name) +
+           "\" holds a control character, which would split the log's lines; give it a name of "
+           "printable characters (herd node --name)";
   if (hello.protocol != actors::cluster_protocol_version)
     return "node " + hello.name + " speaks cluster protocol " + std::to_string(hello.protocol) +
            ", this coordinator " + std::to_string(actors::cluster_protocol_version) +
@@ -21,8 +45,9 @@ std::optional<std::string> hello_refusal(const actors::node_hello& hello,
            " workers; it must be between 1 and 1024";
   // Each side declares the other lost after its own node timeout without a heartbeat: one that
   // waits less than twice the other's interval loses a healthy peer as the cluster forms.
-  if (mine.node_timeout_ms < 2 * hello.heartbeat_ms ||
-      hello.node_timeout_ms < 2 * mine.heartbeat_ms)
+  const auto twice = [](std::int32_t ms) { return 2 * static_cast<std::int64_t>(ms); };
+  if (hello.heartbeat_ms <= 0 || mine.node_timeout_ms < twice(hello.heartbeat_ms) ||
+      hello.node_timeout_ms < twice(mine.heartbeat_ms))
     return "node " + hello.name + " sends heartbeats every " + std::to_string(hello.heartbeat_ms) +
            " ms and counts a peer lost after " + std::to_string(hello.node_timeout_ms) +
            " ms of silence, this coordinator every " + std::to_string(mine.heartbeat_ms) +

@@ -83,9 +83,13 @@ private:
   std::vector<std::int32_t> worker_nodes_;
 };
 
-/// Why `hello` is refused whatever the slots: another protocol, a worker count out of range,
-/// heartbeats that the node's or this coordinator's (`mine`) node timeout would miss, a job that
-/// is over, or a cluster of `nodes` that formed and is starting.
+/// `text` with its control characters written as escapes ("line\\nbreak", "\\x1b"): a node's name
+/// as a log line may hold it, which a newline would split (or forge another line with).
+std::string printable(const std::string& text);
+
+/// Why `hello` is refused whatever the slots: a name with a control character, another protocol, a
+/// worker count out of range, heartbeats that the node's or this coordinator's (`mine`) node
+/// timeout would miss, a job that is over, or a cluster of `nodes` that formed and is starting.
 std::optional<std::string> hello_refusal(const actors::node_hello& hello,
                                          const config::cluster_section& mine, registry_phase phase,
                                          bool over, std::size_t nodes);

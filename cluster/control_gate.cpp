@@ -1,6 +1,8 @@
 // The control plane's front door; see control_gate.hpp.
 #include "cluster/control_gate.hpp"
 
+#include "actors/cluster_protocol.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -8,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
@@ -21,11 +24,13 @@ namespace herd::cluster {
 
 namespace {
 
-// "HERDGATE", the protocol version (4 bytes, big-endian), the token's length (2 bytes) and the
-// token. The gate answers one byte: accepted or refused (then a line saying why). Version 2 runs
-// inside TLS when the cluster has a CA (version 1 ran before it).
+// "HERDGATE", the cluster protocol's version (4 bytes, big-endian), the token's length (2 bytes)
+// and the token. The gate answers one byte: accepted or refused (then a line saying why). It runs
+// inside TLS when the cluster has a CA. The version is the messages' (actors/cluster_protocol.hpp):
+// a node of another Herd is refused here, by name, rather than sending a hello CAF cannot read
+// (Herd 0.2 before protocol 20 sent a gate version of its own, 2).
 constexpr char magic[] = {'H', 'E', 'R', 'D', 'G', 'A', 'T', 'E'};
-constexpr std::uint32_t gate_version = 2;
+constexpr std::uint32_t gate_version = actors::cluster_protocol_version;
 constexpr char accepted = 'A';
 constexpr char refused = 'R';
 constexpr std::size_t max_token = 1024;
@@ -48,12 +53,19 @@ bool same_token(const std::string& presented, const std::string& token) {
          CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0;
 }
 
+// Whether the gate's stop pipe is readable: it is shutting down (the job is over).
+bool stopping(int stop_fd) {
+  pollfd stop{stop_fd, POLLIN, 0};
+  return ::poll(&stop, 1, 0) > 0;
+}
+
 // Reads and checks a connection's preamble; empty when admitted, else why not.
 std::string check_preamble(gate_link& link, const std::string& token,
                            gate_clock::time_point deadline, int stop_fd) {
   char head[sizeof magic + 6];
   if (!link.read_exactly(head, sizeof head, deadline, stop_fd))
-    return "no Herd preamble before the deadline";
+    return stopping(stop_fd) ? "the coordinator is shutting down: the job is over"
+                             : "no Herd preamble before the deadline";
   // A TLS record of type handshake (22), version 3.x: a ClientHello, from a node with TLS.
   constexpr unsigned char tls_handshake = 0x16;
   constexpr unsigned char tls_major = 0x03;
@@ -70,7 +82,7 @@ std::string check_preamble(gate_link& link, const std::string& token,
       (static_cast<std::size_t>(static_cast<unsigned char>(head[sizeof magic + 4])) << 8) |
       static_cast<unsigned char>(head[sizeof magic + 5]);
   if (version != gate_version)
-    return "gate protocol " + std::to_string(version) + ", this coordinator speaks " +
+    return "a node of cluster protocol " + std::to_string(version) + ", this coordinator speaks " +
            std::to_string(gate_version) + "; run the same Herd version everywhere";
   if (length > max_token)
     return "a token of " + std::to_string(length) + " bytes";
@@ -284,8 +296,9 @@ struct gate_listener::impl {
       notice(!alert ? "refused a connection from " + from + ": TLS handshake failed: " + why
              : untrusted
                  ? "the node at " + from + " ended the TLS handshake (" + why +
-                       "): it refused this coordinator's certificate; check the node's "
-                       "cluster.tls-ca, and its log"
+                       "): it refused this coordinator's certificate: another CA than the "
+                       "node's cluster.tls-ca signed it, or it does not name the address the "
+                       "node dialled (its log says which)"
                  : "the node at " + from + " ended the TLS handshake (" + why + "); see its log");
       link->drain_before_close(std::min(deadline, gate_clock::now() + std::chrono::seconds(1)),
                                threads.stop_fd());
@@ -385,13 +398,28 @@ struct gate_dialer::impl {
     if (settings.check_names)
       link->expect_peer_name(host);
     if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
-      const bool certificate = why.rfind("the peer's certificate", 0) == 0;
+      // The link says "the peer's"; here the peer is the coordinator, and the CA is a file.
+      const std::string peer = "the peer's certificate";
+      const bool certificate = why.rfind(peer, 0) == 0;
+      if (certificate)
+        why = "the coordinator's certificate" + why.substr(peer.size());
+      if (const auto at = why.find("(cluster.tls-ca)"); at != std::string::npos)
+        why.replace(at, 16, "(cluster.tls-ca = " + settings.tls.ca + ")");
+      const bool wrong_name = certificate && why.find(" is not for ") != std::string::npos;
+      if (why.find("wrong version number") != std::string::npos) // a server that speaks no TLS
+        return fail(gate_failure::tls,
+                    "the coordinator at " + host + ":" + std::to_string(port) +
+                        " answered in the clear: it does not use TLS (give it the same "
+                        "cluster.tls-* settings, or give none here)");
       return fail(gate_failure::tls,
                   "the TLS handshake with the coordinator failed: " + why +
-                      (certificate ? std::string()
-                                   : std::string(" (does the coordinator use TLS too, and did "
-                                                 "the cluster CA (cluster.tls-ca) sign both "
-                                                 "certificates?)")));
+                      (wrong_name ? "; dial an address or name the certificate names, or "
+                                    "reissue it with this one in its subjectAltName"
+                       : certificate
+                           ? std::string()
+                           : std::string(" (does the coordinator use TLS too, and did the "
+                                         "cluster CA (cluster.tls-ca) sign both "
+                                         "certificates?)")));
     }
     const auto hello = preamble(settings.token);
     char answer = 0;

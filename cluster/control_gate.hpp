@@ -5,8 +5,8 @@
 // coordinator's public port belongs to a gate_listener:
 //   1. TLS first, when the cluster has a CA (both ends show a certificate the CA signed, and by
 //      default each certificate must name the address its holder is reached at or comes from);
-//   2. then, inside it, Herd's preamble: a magic word, the gate protocol version and the cluster
-//      token, answered with one byte (accepted, or refused and a line saying why);
+//   2. then, inside it, Herd's preamble: a magic word, the cluster protocol's version and the
+//      cluster token, answered with one byte (accepted, or refused and a line saying why);
 //   3. then CAF takes the peer's socket (and, with TLS, the session on it) and reads it itself,
 //      through a checked scribe (remoting.hpp) that drops a peer whose framing breaks. No
 //      thread copies bytes between two sockets.

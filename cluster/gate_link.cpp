@@ -41,6 +41,26 @@ bool holds_a_ca_certificate(const std::string& path) {
   return found;
 }
 
+// Why `context`'s own certificate would fail a peer's check against the CA `context` trusts (the
+// same cluster CA on every process): signed by another CA, expired, not yet valid. Empty when it
+// passes.
+std::string own_certificate_problem(SSL_CTX* context) {
+  X509* own = SSL_CTX_get0_certificate(context);
+  STACK_OF(X509)* chain = nullptr;
+  SSL_CTX_get0_chain_certs(context, &chain);
+  X509_STORE_CTX* check = X509_STORE_CTX_new();
+  if (own == nullptr || check == nullptr ||
+      X509_STORE_CTX_init(check, SSL_CTX_get_cert_store(context), own, chain) != 1) {
+    X509_STORE_CTX_free(check);
+    return {}; // cannot tell here: the handshake still checks it
+  }
+  const bool verified = X509_verify_cert(check) == 1;
+  const int error = X509_STORE_CTX_get_error(check);
+  X509_STORE_CTX_free(check);
+  ERR_clear_error();
+  return verified ? std::string() : X509_verify_cert_error_string(error);
+}
+
 // OpenSSL writes to the socket with plain write(): to a peer that has gone, that raises SIGPIPE,
 // which ends the process. Nothing process-wide may change (Herd is a library too), so each TLS
 // call blocks SIGPIPE in its own thread and takes back a SIGPIPE it raised itself.
@@ -236,6 +256,14 @@ tls_context::tls_context(side role, const tls_files& files) : role_(role) {
     refuse("cluster.tls-key", files.key, "private key");
   if (SSL_CTX_check_private_key(context) != 1)
     refuse("cluster.tls-key", files.key, "private key");
+  // Every peer checks this certificate against the same cluster CA: one it fails would be found
+  // out only when the first peer connects (minutes later, on another machine).
+  if (auto problem = own_certificate_problem(context); !problem.empty())
+    fail("cluster.tls-cert", "cluster.tls-cert = " + files.cert +
+                                 " does not verify against cluster.tls-ca = " + files.ca + " (" +
+                                 problem +
+                                 "): every process's certificate must come from the cluster CA, "
+                                 "or its peers refuse it");
   // Both ends must show a certificate the cluster CA signed. Host names are not checked: the
   // cluster CA signs only the cluster's own processes.
   SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);

@@ -371,7 +371,8 @@ void registry_actor::notice(const std::string& text) {
 }
 
 caf::error registry_actor::refuse(const node_hello& hello, const std::string& why) {
-  notice("refused a node (" + hello.name + ", " + count_of(hello.workers, "worker") + "): " + why);
+  notice("refused a node (" + printable(hello.name) + ", " + count_of(hello.workers, "worker") +
+         "): " + why);
   return make_error(herd_errc::join_refused, why);
 }
 

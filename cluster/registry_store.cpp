@@ -53,6 +53,7 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
                         else if (std::chrono::steady_clock::now() >= deadline)
                           failure = unset("no answer in time");
                       });
+  self->demonitor(registry_); // the registry's proxy would keep one monitor per read
   if (failure)
     throw *failure;
   return std::move(*value);

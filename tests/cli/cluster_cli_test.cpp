@@ -505,6 +505,12 @@ TEST(cluster_cli, bad_addresses_are_bad_input_naming_the_option) {
       {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--workers", "zero"}, 30s);
   EXPECT_EQ(bad_workers.exit_code, 2);
   EXPECT_NE(bad_workers.output.find("--workers zero"), std::string::npos) << bad_workers.output;
+  // A newline in a name would split the coordinator's log lines.
+  const auto split_name = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--name", "vm\n3"}, 30s);
+  EXPECT_EQ(split_name.exit_code, 2);
+  EXPECT_NE(split_name.output.find("--name \"vm\\n3\": a control character"), std::string::npos)
+      << split_name.output;
   // A --data-host that is not this machine's is refused before the node joins anything.
   const auto elsewhere = herd::testing::run_process(
       {HERD_BINARY, "node", "--coordinator", "127.0.0.1:7070", "--data-host", "192.0.2.1"}, 30s);
@@ -695,7 +701,11 @@ bool make_certificates(const temp_directory& dir) {
   return make_certificate_authority(d, "cluster-ca") && make_certificate_authority(d, "other-ca") &&
          make_signed_certificate(d, "coordinator", "cluster-ca") &&
          make_signed_certificate(d, "member", "cluster-ca") &&
-         make_signed_certificate(d, "stranger", "other-ca");
+         make_signed_certificate(d, "stranger", "other-ca") &&
+         // Both CAs in one file: a stranger whose own certificate verifies, and that trusts the
+         // cluster's coordinator, which does not trust it.
+         std::system(("cat " + d + "/cluster-ca.pem " + d + "/other-ca.pem > " + d + "/both-ca.pem")
+                         .c_str()) == 0;
 }
 
 std::vector<std::string> tls(const temp_directory& dir, const std::string& ca,
@@ -713,10 +723,24 @@ TEST(cluster_cli, a_node_whose_certificate_another_ca_signed_cannot_join_and_the
   const auto coordinator_tls = tls(dir, "cluster-ca", "coordinator");
   args.insert(args.end(), coordinator_tls.begin(), coordinator_tls.end());
   cluster run(dir, args);
-  // Another CA's certificate (trusting that CA), then the cluster CA trusted but the stranger's
-  // certificate, then no TLS at all: none gets in.
+  // A certificate that its own cluster.tls-ca does not sign is refused at the start, before the
+  // node reaches anyone (it used to fail only in the handshake).
+  const auto unsigned_cert = herd::testing::run_process(
+      {HERD_BINARY, "node", "--coordinator", "127.0.0.1:" + std::to_string(run.port()),
+       "--cluster.tls-ca=" + dir.file("cluster-ca.pem"),
+       "--cluster.tls-cert=" + dir.file("stranger.pem"),
+       "--cluster.tls-key=" + dir.file("stranger.key")},
+      60s);
+  EXPECT_EQ(unsigned_cert.exit_code, 2) << unsigned_cert.output;
+  EXPECT_NE(unsigned_cert.output.find(
+                "cluster.tls-cert = " + dir.file("stranger.pem") +
+                " does not verify against cluster.tls-ca = " + dir.file("cluster-ca.pem")),
+            std::string::npos)
+      << unsigned_cert.output;
+  // Another CA's certificate (trusting that CA), then a stranger that trusts both CAs (the
+  // coordinator trusts only its own), then no TLS at all: none gets in.
   std::vector<std::vector<std::string>> strangers{
-      tls(dir, "other-ca", "stranger"), tls(dir, "cluster-ca", "stranger"), {}};
+      tls(dir, "other-ca", "stranger"), tls(dir, "both-ca", "stranger"), {}};
   for (std::size_t i = 0; i < strangers.size(); ++i) {
     auto extra = strangers[i];
     extra.push_back("--cluster.join-timeout-s=5");

@@ -117,7 +117,8 @@ std::string frame(unsigned char operation, const std::string& payload, std::uint
   return bytes + payload;
 }
 
-std::string preamble(const std::string& token, std::uint32_t version = 2) {
+std::string preamble(const std::string& token,
+                     std::uint32_t version = herd::actors::cluster_protocol_version) {
   std::string bytes = "HERDGATE";
   put_big_endian(bytes, version, 4);
   put_big_endian(bytes, token.size(), 2);

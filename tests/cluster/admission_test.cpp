@@ -140,6 +140,23 @@ TEST(admission, a_node_whose_heartbeats_a_timeout_would_miss_is_refused_naming_b
   EXPECT_FALSE(herd::cluster::hello_refusal(close, defaults, registry_phase::gathering, false, 0));
 }
 
+// A name is a log line's part on the coordinator: a newline in it split the line, and could forge
+// another. Refused, and shown escaped.
+TEST(admission, a_name_with_a_control_character_is_refused_and_shown_escaped) {
+  EXPECT_EQ(herd::cluster::printable("vm-3"), "vm-3");
+  EXPECT_EQ(herd::cluster::printable("line\nbreak\t\x1b"), "line\\nbreak\\t\\x1b");
+  const auto refused = herd::cluster::hello_refusal(hello_of(1, "a\nherd: node 9 joined"), defaults,
+                                                    registry_phase::gathering, false, 0);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(*refused, "the node's name \"a\\nherd: node 9 joined\" holds a control character, "
+                      "which would split the log's lines; give it a name of printable characters "
+                      "(herd node --name)");
+  EXPECT_EQ(refused->find('\n'), std::string::npos);
+  EXPECT_FALSE(herd::cluster::hello_refusal(hello_of(1, "n\xc3\xa4me"), defaults,
+                                            registry_phase::gathering, false, 0))
+      << "UTF-8 is printable";
+}
+
 TEST(admission, a_node_is_refused_while_the_cluster_starts_and_once_the_job_is_over) {
   const auto starting =
       herd::cluster::hello_refusal(hello_of(1), defaults, registry_phase::connecting, false, 3);

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <memory>
@@ -218,6 +219,24 @@ TEST(control_gate, another_protocol_is_closed_before_anything_reaches_behind) {
   EXPECT_NE(log.all().find("not a Herd node"), std::string::npos) << log.all();
 }
 
+// A node of another Herd is refused at the gate, by name: its hello, of another shape, would
+// otherwise reach a coordinator that cannot read it and drops it, leaving the node waiting out
+// cluster.join-timeout-s without a word. Herd before cluster protocol 20 sent gate version 2.
+TEST(control_gate, a_node_of_another_cluster_protocol_is_refused_naming_both_versions) {
+  behind_the_gate behind;
+  notices log;
+  gate_listener gate("127.0.0.1", 0, with_token("t"), behind.admit(), log.sink());
+  const int sock = connect_loopback(gate.port());
+  ASSERT_GE(sock, 0);
+  send_all(sock, preamble("t", 2));
+  const std::string answer = read_some(sock, 4096, 10s);
+  ::close(sock);
+  EXPECT_EQ(answer, "Ra node of cluster protocol 2, this coordinator speaks " +
+                        std::to_string(herd::actors::cluster_protocol_version) +
+                        "; run the same Herd version everywhere\n");
+  EXPECT_EQ(behind.admitted(), 0);
+}
+
 TEST(control_gate, a_dialer_names_a_coordinator_that_does_not_listen) {
   std::uint16_t closed_port = 0;
   {
@@ -407,6 +426,15 @@ TEST(control_gate_tls, unusable_files_are_refused_naming_the_key_and_the_problem
   EXPECT_EQ(refusal({ca, cert, made.dir.file("node.key")}),
             "cluster.tls-key | cluster.tls-key = " + made.dir.file("node.key") +
                 ": this key does not belong to the certificate cluster.tls-cert = " + cert);
+  // A certificate the CA did not sign: every peer would refuse it, minutes later, elsewhere.
+  const certificates other;
+  ASSERT_TRUE(other.made) << "openssl could not make the test certificates";
+  const auto stranger = other.dir.file("node.pem");
+  EXPECT_EQ(refusal({ca, stranger, other.dir.file("node.key")}),
+            "cluster.tls-cert | cluster.tls-cert = " + stranger +
+                " does not verify against cluster.tls-ca = " + ca +
+                " (unable to get local issuer certificate): every process's certificate must "
+                "come from the cluster CA, or its peers refuse it");
 }
 
 TEST(control_gate_tls, the_token_and_the_frames_travel_encrypted) {
@@ -491,7 +519,12 @@ TEST(control_gate_tls, a_tls_node_at_a_coordinator_without_tls_is_named_in_its_l
   notices log;
   gate_listener gate("127.0.0.1", 0, with_token(""), behind.admit(), log.sink());
   gate_dialer node("127.0.0.1", gate.port(), certs.settings("node", ""));
-  EXPECT_FALSE(node.open().why.empty());
+  // The node's side in words too, not OpenSSL's "wrong version number".
+  const auto why = node.open().why;
+  EXPECT_NE(why.find("the coordinator at 127.0.0.1:" + std::to_string(gate.port()) +
+                     " answered in the clear: it does not use TLS"),
+            std::string::npos)
+      << why;
   EXPECT_EQ(behind.admitted(), 0);
   EXPECT_NE(log.all().find("a TLS client (a node with cluster.tls-* set?), but this coordinator "
                            "does not use TLS"),
@@ -512,7 +545,9 @@ TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_i
   EXPECT_NE(attempt.why.find("TLS handshake with the coordinator failed"), std::string::npos)
       << attempt.why;
   // The node checked the coordinator's certificate against its own CA, and says so.
-  EXPECT_NE(attempt.why.find("failed verification against the cluster CA (cluster.tls-ca): "),
+  EXPECT_NE(attempt.why.find("the coordinator's certificate failed verification against the "
+                             "cluster CA (cluster.tls-ca = " +
+                             other.dir.file("ca.pem") + "): "),
             std::string::npos)
       << attempt.why;
   EXPECT_EQ(behind.admitted(), 0);
@@ -523,8 +558,8 @@ TEST(control_gate_tls, a_certificate_another_ca_signed_fails_the_handshake_and_i
     std::this_thread::sleep_for(10ms);
   EXPECT_NE(log.all().find("the node at 127.0.0.1 ended the TLS handshake"), std::string::npos)
       << log.all();
-  EXPECT_NE(log.all().find("it refused this coordinator's certificate; check the node's "
-                           "cluster.tls-ca"),
+  EXPECT_NE(log.all().find("it refused this coordinator's certificate: another CA than the "
+                           "node's cluster.tls-ca signed it, or it does not name the address"),
             std::string::npos)
       << log.all();
 }
@@ -540,8 +575,15 @@ TEST(control_gate_tls, a_node_certificate_the_coordinator_does_not_trust_is_a_tl
   behind_the_gate behind;
   notices log;
   gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", ""), behind.admit(), log.sink());
+  // It trusts the coordinator's CA besides its own (one that trusted only the coordinator's would
+  // not start: its own certificate would not verify).
+  const auto both = other.dir.file("both-ca.pem");
+  ASSERT_EQ(std::system(
+                ("cat " + certs.dir.file("ca.pem") + " " + other.dir.file("ca.pem") + " > " + both)
+                    .c_str()),
+            0);
   auto settings = other.settings("node", "");
-  settings.tls.ca = certs.dir.file("ca.pem"); // trusts the coordinator's CA
+  settings.tls.ca = both;
   gate_dialer stranger("127.0.0.1", gate.port(), settings);
   const gate_connection attempt = stranger.open();
   EXPECT_EQ(attempt.failure, gate_failure::tls) << attempt.why;
@@ -595,8 +637,9 @@ TEST(control_gate_tls, a_coordinator_whose_certificate_names_another_host_is_ref
   gate_dialer node("127.0.0.1", gate.port(), certs.settings("node", "t"));
   const gate_connection attempt = node.open();
   EXPECT_EQ(attempt.failure, gate_failure::tls);
-  EXPECT_NE(attempt.why.find("certificate is not for 127.0.0.1 (it names CN=elsewhere, "
-                             "IP:10.9.9.9)"),
+  EXPECT_NE(attempt.why.find("the coordinator's certificate is not for 127.0.0.1 (it names "
+                             "CN=elsewhere, IP:10.9.9.9); dial an address or name the certificate "
+                             "names, or reissue it"),
             std::string::npos)
       << attempt.why;
   EXPECT_EQ(behind.admitted(), 0);

@@ -41,7 +41,10 @@ struct registry_store_test : ::testing::Test {
   registry_store_test() : system(configured()) {
     registry = system.spawn(waiting_registry, waiting);
   }
-  ~registry_store_test() override { caf::anon_send_exit(registry, caf::exit_reason::kill); }
+  ~registry_store_test() override {
+    caf::anon_send_exit(registry, caf::exit_reason::kill);
+    registry = nullptr;
+  }
 
   static caf::actor_system_config& configured() {
     static caf::actor_system_config config;
@@ -66,9 +69,10 @@ struct registry_store_test : ::testing::Test {
     return outcome::done;
   }
 
+  // The system first: destroyed last, after the promises and the handle that refer to its actors.
+  caf::actor_system system;
   std::shared_ptr<std::vector<caf::response_promise>> waiting =
       std::make_shared<std::vector<caf::response_promise>>();
-  caf::actor_system system;
   caf::actor registry;
 };
 

@@ -2,6 +2,8 @@
 // hand: loopback sockets with deadlines, CAF 0.17's remoting frames (BASP) and the gate's preamble.
 #pragma once
 
+#include "actors/cluster_protocol.hpp"
+
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
@@ -98,9 +100,11 @@ inline constexpr unsigned char server_handshake = 0;
 inline constexpr unsigned char client_handshake = 1;
 inline constexpr unsigned char direct_message = 2;
 
-inline std::string preamble(const std::string& token) {
+// The preamble of a node of cluster protocol `version` (this Herd's by default).
+inline std::string preamble(const std::string& token,
+                            std::uint32_t version = herd::actors::cluster_protocol_version) {
   std::string bytes = "HERDGATE";
-  put_big_endian(bytes, 2, 4);
+  put_big_endian(bytes, version, 4);
   put_big_endian(bytes, token.size(), 2);
   return bytes + token;
 }
