@@ -262,7 +262,8 @@ std::string format(const std::optional<double>& value, int digits, const std::st
   return out.str();
 }
 
-void print_table(std::ostream& out, const std::vector<table_row>& rows, double target) {
+void print_table(std::ostream& out, const std::vector<table_row>& rows, double target,
+                 int snapshot_ms) {
   out << "\n"
       << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm" << std::right
       << std::setw(12) << (target > 0.0 ? "to " + format(target, 2) + " (s)" : "to target")
@@ -285,6 +286,15 @@ void print_table(std::ostream& out, const std::vector<table_row>& rows, double t
   if (std::any_of(rows.begin(), rows.end(), [](const table_row& row) { return row.cut_short; }))
     out << "* train.max-seconds stopped some of its runs before their epochs: its final accuracy\n"
            "  is not at equal epochs with the others' (results.json: runs[].stop_reason)\n";
+  // A time to the target is the first snapshot at or above it: within 20 snapshots of the
+  // start, one snapshot more or less moves a speedup by 5% or more.
+  const double coarse_seconds = 20.0 * snapshot_ms / 1000.0;
+  if (target > 0.0 && std::any_of(rows.begin(), rows.end(), [coarse_seconds](const auto& row) {
+        return row.seconds_to_target && *row.seconds_to_target < coarse_seconds;
+      }))
+    out << "times to the target are read from snapshots every " << snapshot_ms
+        << " ms (--snapshot-ms): those under " << format(coarse_seconds, 1)
+        << " s, and their speedups, are\ncoarse (one snapshot is 5% or more of them)\n";
 }
 
 std::string csv(const std::vector<table_row>& rows) {
@@ -425,7 +435,7 @@ void write_results(const std::vector<bench_run>& runs, const bench_arguments& ar
                    const config::run_config& job, const std::optional<double>& delay_ms,
                    bool interrupted) {
   const auto rows = make_table(runs, args);
-  print_table(std::cout, rows, job.train.target_accuracy);
+  print_table(std::cout, rows, job.train.target_accuracy, args.snapshot_ms);
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.csv").string(), csv(rows));
   write_file_atomically((dir / "results.json").string(),

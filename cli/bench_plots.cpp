@@ -214,9 +214,12 @@ bench_plots plot_bench(const std::filesystem::path& dir, const std::vector<bench
     const bool any_reached = std::any_of(runs.begin(), runs.end(), [](const bench_run& run) {
       return run.summary.time_to_target_seconds.has_value();
     });
-    plots.no_speedup = any_reached ? "sync never reached the target " + format_target(target) +
-                                         ", so there is no speedup over it to draw"
-                                   : "no run reached the target " + format_target(target);
+    const bool sync_ran =
+        std::find(algorithms.begin(), algorithms.end(), "sync") != algorithms.end();
+    plots.no_speedup = !sync_ran     ? "sync did not run (--algorithms), and speedups are over it"
+                       : any_reached ? "sync never reached the target " + format_target(target) +
+                                           ", so there is no speedup over it to draw"
+                                     : "no run reached the target " + format_target(target);
   }
   if (!drawn.empty()) {
     write_file_atomically((dir / "speedup.dat").string(),

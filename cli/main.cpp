@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   // Before anything else: a Ctrl-C during argument parsing, configuration or loading must end a
   // training command with 130, not be lost (herd bench keeps the runs it finished).
   const std::string first = argc > 1 ? argv[1] : "";
-  if (first == "train" || first == "coordinator" || first == "node" || first == "bench") {
+  if (first == "train" || first == "coordinator" || first == "node" || first == "bench" ||
+      first == "simulate") {
     herd::cli::install_stop_signals();
     herd::cli::keep_running_when_output_closes();
   }

@@ -6,6 +6,7 @@
 #include "cli/command_support.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
 
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
+#include <utility>
 
 #include "sim/simulation.hpp"
 
@@ -104,6 +106,31 @@ std::map<int, double> sync_pace(const std::vector<cell>& cells) {
   return pace;
 }
 
+// Which job sizes of the sweep take smaller groups than the settings ask (a group takes at most
+// P workers); empty when none does or the algorithm is not simulated.
+std::string capped_groups_note(const config::run_config& job, const std::vector<int>& sizes,
+                               const std::vector<std::string>& algorithms) {
+  const auto simulated = [&algorithms](const std::string& name) {
+    return std::find(algorithms.begin(), algorithms.end(), name) != algorithms.end();
+  };
+  std::vector<std::string> wagma, preduce;
+  for (int size : sizes) {
+    if (sim::for_workers(job, size).wagma.group_size < job.wagma.group_size)
+      wagma.push_back(std::to_string(size));
+    if (job.preduce.group_size > size)
+      preduce.push_back(std::to_string(size));
+  }
+  std::string note;
+  if (simulated("wagma") && !wagma.empty())
+    note = "wagma.group-size = " + std::to_string(job.wagma.group_size) +
+           " is capped at P rounded up to a power of two for P = " + join(wagma);
+  if (simulated("preduce") && !preduce.empty())
+    note += (note.empty() ? "" : "; ") + std::string("preduce.group-size = ") +
+            std::to_string(job.preduce.group_size) +
+            " takes all P workers for P = " + join(preduce);
+  return note;
+}
+
 // One note for every cell of fewer than 50 rounds, which lose much to the round the run's end cuts
 // off (its steps count, its samples do not): sync at large P holds a few dozen rounds in the
 // default 200 step times. Empty when there is none.
@@ -119,7 +146,7 @@ std::string few_rounds_note(const std::vector<cell>& cells) {
     }
   if (named.empty())
     return "";
-  return std::string(named.size() == 1 ? "this cell" : std::to_string(named.size()) + " cells") +
+  return std::to_string(named.size()) + (named.size() == 1 ? " cell" : " cells") +
          " finished fewer than " + std::to_string(few_rounds) + " rounds: " + join(named) +
          "; applied/s undercounts the round the end cut off" +
          (none_finished ? " (none finished: no step was applied)" : "") +
@@ -154,14 +181,16 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
         << fixed(r.rounds / r.seconds, 1) << std::setw(7) << fixed(late, 1) << '%' << std::setw(9)
         << fixed(c.wall_seconds, 2) << '\n';
   }
+  // Lines of at most 80 columns: the legend under a table read in a terminal.
   out << "\nsteps/s: local steps of all workers per simulated second; applied/s: the steps'\n"
-         "worth of samples that rounds took into the model per second (a late gradient that\n"
-         "was discarded is not applied); vs sync: applied/s over sync's at the same P; idle:\n"
-         "time between steps over P x the simulated time; waited/bar: idle time over what a\n"
-         "barrier would have imposed on the same steps (sync's exceeds 1: its reductions and\n"
-         "messages are idle time too, not a barrier's); group: mean members per round;\n"
-         "staleness: mean (max), in rounds (rd, gradients) or steps (st, models); late: steps\n"
-         "whose round closed without them; host s: what simulating the cell took here.\n";
+         "worth of samples that rounds took into the model per second (a late gradient\n"
+         "that was discarded is not applied); vs sync: applied/s over sync's at the same\n"
+         "P; idle: time between steps over P x the simulated time; waited/bar: idle time\n"
+         "over what a barrier would have imposed on the same steps (sync's exceeds 1: its\n"
+         "reductions and messages are idle time too, not a barrier's); group: mean\n"
+         "members per round; staleness: mean (max), in rounds (rd, gradients) or steps\n"
+         "(st, models); late: steps whose round closed without them; host s: what\n"
+         "simulating the cell took here.\n";
 }
 
 // The imbalance every cell shares, with its settings (a cell caps imbalance.k and the slow
@@ -203,8 +232,9 @@ std::string network_text(const config::simulate_section& simulate, const sim::ri
 }
 
 nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config& job,
-                       const sim::settings& how, const std::string& step_trace) {
+                       const sim::settings& how, const std::string& step_trace, bool interrupted) {
   nlohmann::json out;
+  out["interrupted"] = interrupted; // a stop signal ended the sweep: `results` has the cells done
   out["settings"] = {
       {"step_seconds", how.step_seconds},
       {"step_trace", step_trace.empty() ? nlohmann::json() : nlohmann::json(step_trace)},
@@ -372,10 +402,16 @@ std::string simulate_help() {
          "  --version                show the version\n\n"
          "--algorithms takes the place of train.algorithm; each algorithm runs with its own\n"
          "section's settings. A sweep uses one [imbalance] for every P: imbalance.k is\n"
-         "capped at P and the persistent kind's imbalance.workers keeps the indices below P.\n\n"
+         "capped at P and the persistent kind's imbalance.workers keeps the indices below P.\n"
+         "wagma.group-size must fit the largest P; a smaller P caps it (rounded up to a power\n"
+         "of two), as it caps preduce.group-size, and a note names the sizes capped.\n\n"
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
-      << config::describe_keys(keys_of("simulate")) << "\nExit status: 0 done, 2 bad input.\n";
+      << config::describe_keys(keys_of("simulate"))
+      << "\nOn a terminal a line says which cell runs. Ctrl-C (SIGTERM, SIGHUP) ends the cell "
+         "under\n"
+         "way and writes the table and results.json of those done, marked interrupted, without\n"
+         "a plot.\n\nExit status: 0 done, 2 bad input, 130 interrupted.\n";
   return out.str();
 }
 
@@ -392,13 +428,18 @@ int run_simulate(const std::vector<std::string>& raw) {
           "simulate", args, job, [&raw] { return parse_arguments(raw); }, simulate_help))
     return *ended;
   auto how = sim::settings_of(job.simulate);
+  const auto given = [&args](const std::string& key) {
+    return std::any_of(args.overrides.begin(), args.overrides.end(),
+                       [prefix = "--" + key + "="](const std::string& setting) {
+                         return setting.rfind(prefix, 0) == 0;
+                       });
+  };
+  if (args.step_trace.empty() && given("train.seed"))
+    std::cerr << "herd simulate: note: train.seed seeds the draws from a --step-trace only; the "
+                 "imbalance's draws take imbalance.seed\n";
   if (!args.step_trace.empty()) {
     // The trace's mean takes simulate.step-ms's place: one given with it would go unused.
-    const bool step_ms_given =
-        std::any_of(args.overrides.begin(), args.overrides.end(), [](const std::string& setting) {
-          return setting.rfind("--simulate.step-ms=", 0) == 0;
-        });
-    if (step_ms_given) {
+    if (given("simulate.step-ms")) {
       std::cerr << "herd simulate: --simulate.step-ms: the steps take the times of --step-trace "
                    "(its mean is simulate.steps' unit); give one of the two\n";
       return exit_bad_input;
@@ -434,23 +475,57 @@ int run_simulate(const std::vector<std::string>& raw) {
     std::cout << ' ' << size;
   std::cout << "; " << scenario.str() << std::endl;
 
+  if (auto note = capped_groups_note(job, sizes, args.algorithms); !note.empty())
+    std::cerr << for_terminal("herd simulate: note: " + note, STDERR_FILENO) << '\n';
+  // Ctrl-C ends the cell under way (checked every few thousand events) and keeps those done.
+  how.stopped = [] { return stop_signalled(); };
+  const std::size_t total = args.algorithms.size() * sizes.size();
+  // On a terminal, one line that says which cell runs (a large one takes minutes); none in a log.
+  // Cleared however the loop ends, an unexpected error's message included.
+  const bool show_progress = ::isatty(STDERR_FILENO) == 1;
+  struct progress_line {
+    bool shown;
+    void clear() {
+      if (std::exchange(shown, false))
+        std::cerr << "\r\x1b[K" << std::flush;
+    }
+    ~progress_line() { clear(); }
+  } line{show_progress};
+  const auto clear_progress = [&line] { line.clear(); };
   std::vector<cell> cells;
-  for (const auto& algorithm : args.algorithms) {
-    for (int size : sizes) {
-      auto config = sim::for_workers(job, size);
+  bool interrupted = false;
+  for (std::size_t a = 0; a < args.algorithms.size() && !interrupted; ++a) {
+    const auto& algorithm = args.algorithms[a];
+    for (std::size_t s = 0; s < sizes.size() && !interrupted; ++s) {
+      auto config = sim::for_workers(job, sizes[s]);
       config.train.algorithm = algorithm;
+      if (show_progress)
+        std::cerr << "\rsimulating " << algorithm << " at P = " << sizes[s] << " (cell "
+                  << cells.size() + 1 << " of " << total << ")\x1b[K" << std::flush;
       const auto start = std::chrono::steady_clock::now();
       try {
         cell c{sim::simulate(config, how), 0.0};
         c.wall_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         cells.push_back(std::move(c));
+      } catch (const sim::interrupted&) {
+        interrupted = true;
       } catch (const std::invalid_argument& misfit) {
-        std::cerr << "herd simulate: " << algorithm << " with " << size
+        clear_progress();
+        std::cerr << "herd simulate: " << algorithm << " with " << sizes[s]
                   << " workers: " << misfit.what() << '\n';
         return exit_bad_input;
       }
+      interrupted = interrupted || stop_signalled();
     }
+  }
+  clear_progress();
+  if (interrupted) {
+    std::cout << "herd simulate: interrupted by " << stop_signal_name() << " after " << cells.size()
+              << " of " << total << " cells"
+              << (cells.empty() ? "; nothing written" : "; no plot of a partial sweep") << '\n';
+    if (cells.empty())
+      return exit_interrupted;
   }
   print_table(std::cout, cells);
   // A cell of few rounds loses much to the one the run's end cuts off (its steps count, its
@@ -459,8 +534,20 @@ int run_simulate(const std::vector<std::string>& raw) {
     std::cout << for_terminal("note: " + note, STDOUT_FILENO) << '\n';
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.json").string(),
-                        to_json(cells, job, how, args.step_trace).dump(2) + "\n");
+                        to_json(cells, job, how, args.step_trace, interrupted).dump(2) + "\n");
   std::cout << "\nwrote " << (dir / "results.json").string() << '\n';
+  if (interrupted) { // an earlier sweep's plot beside these results would not be of them
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
+      const auto name = entry.path().filename().string();
+      const bool plotted =
+          name == "throughput.png" || name == "plot.gp" ||
+          (name.rfind("throughput-", 0) == 0 && entry.path().extension() == ".dat");
+      if (plotted && std::filesystem::remove(entry.path(), ignored))
+        std::cout << "removed " << entry.path().string() << " (an earlier sweep's plot)\n";
+    }
+    return exit_interrupted;
+  }
   if (plot(dir, cells, args.algorithms, scenario.str()))
     std::cout << "wrote " << (dir / "throughput.png").string() << '\n';
   return exit_ok;

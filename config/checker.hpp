@@ -25,8 +25,12 @@ public:
     shown << value;
     std::ostringstream message;
     message << key << " = " << abbreviate(shown.str());
+    // Where it came from; in settings that came from somewhere, a value nothing set is the
+    // default (a check between two keys may fail on the one the user did not touch).
     if (auto origin = origins_.find(key); origin != origins_.end())
       message << " (" << origin->second << ")";
+    else if (!origins_.empty())
+      message << " (the default)";
     message << ": " << allowed;
     errors_.push_back({key, message.str()});
   }

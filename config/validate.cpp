@@ -445,8 +445,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(config.quorum.fraction > 0.0 && config.quorum.fraction <= 1.0, "quorum.fraction",
                 config.quorum.fraction, "must lie in (0, 1]");
   check_partial(check, "quorum", config.quorum);
-  // herd simulate's sweep: preduce's period against its largest P (the most groups to connect),
-  // wagma's group against its smallest (the fewest workers to group).
+  // herd simulate's sweep: preduce's period and wagma's group against its largest P (the most
+  // groups to connect; a group that fits some P). A smaller P caps the group at its own size, as
+  // it caps preduce's (sim::for_workers), and herd simulate says so.
   const auto& swept = config.simulate.workers;
   const bool sweep_valid = !swept.empty() && std::all_of(swept.begin(), swept.end(), [](int size) {
     return size >= 1 && size <= 65536;
@@ -459,7 +460,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check_wagma(check, config.wagma,
               swept.empty()
                   ? sized(run_valid ? train.workers : 0, false)
-                  : sized(sweep_valid ? *std::min_element(swept.begin(), swept.end()) : 0, true));
+                  : sized(sweep_valid ? *std::max_element(swept.begin(), swept.end()) : 0, true));
   check_local_sgd(check, config.local_sgd);
   check.require(std::isfinite(config.async.lr) && config.async.lr >= 0.0 && config.async.lr <= 100.0,
                 "async.lr", config.async.lr,

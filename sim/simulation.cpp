@@ -23,6 +23,13 @@ namespace herd::sim {
 
 namespace {
 
+int padded_to_power_of_two(int workers) {
+  int padded = 1;
+  while (padded < workers)
+    padded *= 2;
+  return padded;
+}
+
 using policy::freshness;
 using policy::group_decision;
 
@@ -71,8 +78,9 @@ public:
     start_rounds(policy_->set_live_workers(live));
     for (int worker : live)
       after_message([this, worker] { begin_step_when_due(worker); });
-    while (clock_.run_next(how_.duration_seconds)) {
-    }
+    for (std::uint64_t events = 1; clock_.run_next(how_.duration_seconds); ++events)
+      if (events % 4096 == 0 && how_.stopped && how_.stopped())
+        throw interrupted();
     return finish();
   }
 
@@ -327,6 +335,9 @@ settings settings_of(const config::simulate_section& simulate) {
 
 config::run_config for_workers(config::run_config config, int workers) {
   config.train.workers = workers;
+  // The sweep's group fits its largest P; a smaller one takes groups of P rounded up to a power
+  // of two at most (preduce's policy takes at most P members by itself).
+  config.wagma.group_size = std::min(config.wagma.group_size, padded_to_power_of_two(workers));
   auto& imbalance = config.imbalance;
   imbalance.k = std::min(imbalance.k, workers);
   auto& slow = imbalance.workers;

@@ -16,7 +16,9 @@
 #include "herd/run_config.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "sim/network.hpp"
@@ -34,6 +36,13 @@ struct settings {
   double message_seconds = 0.0;  // one control-plane message
   double duration_seconds = 1.0; // simulated time
   int aggregators = 0;           // 0: rounds reduce independently; N: a pool of N, one round each
+  /// Asked every 4,096 events: true ends the run (simulate() throws interrupted). May be empty.
+  std::function<bool()> stopped;
+};
+
+/// A run that settings::stopped ended before its simulated time was up.
+struct interrupted : std::runtime_error {
+  interrupted() : std::runtime_error("the simulation was stopped") {}
 };
 
 /// The [simulate] section as settings (duration = simulate.steps undelayed steps).
@@ -69,11 +78,13 @@ struct result {
 
 /// Simulates `config`'s job: config.train.algorithm with config.train.workers workers, the
 /// algorithms' sections and [imbalance] (used as the workers use them). Throws
-/// std::invalid_argument when a setting does not fit the job (e.g. imbalance.k > workers).
+/// std::invalid_argument when a setting does not fit the job (e.g. imbalance.k > workers), and
+/// interrupted when how.stopped said so.
 result simulate(const config::run_config& config, const settings& how);
 
-/// `config` for a job of `workers` workers: train.workers set, imbalance.k capped at it and the
-/// persistent kind's slow workers limited to those below it, so one [imbalance] serves a sweep.
+/// `config` for a job of `workers` workers: train.workers set, imbalance.k capped at it, the
+/// persistent kind's slow workers limited to those below it and wagma.group-size capped at it
+/// rounded up to a power of two, so one configuration serves a sweep.
 config::run_config for_workers(config::run_config config, int workers);
 
 } // namespace herd::sim

@@ -65,7 +65,7 @@ run_config from_ini(const std::string& ini, const std::string& origin,
 /// Semantic checks of a filled-in configuration (ranges, known names). Empty when it is valid.
 /// A run_config built in code gets the messages its INI form would get from load() or from_ini(),
 /// less the "(in FILE, line N)" that `origins` adds: "train.workers = 0: must be between 1 and
-/// 1024".
+/// 1024". With `origins` not empty, a key it does not name is "(the default)".
 std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
 
 /// validate() for a run that trains: its checks against the worker count use train.workers even

@@ -362,6 +362,36 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   auto network = herd({"simulate", "--simulate.network=\"token-ring\"", "--out", out});
   EXPECT_EQ(network.exit_code, 2);
   EXPECT_THAT(network.output, HasSubstr("simulate.network = \"token-ring\""));
+  // Groups larger than a P of the sweep: both algorithms' capped at it, and said (wagma's group
+  // used to refuse the whole sweep, preduce's shrank without a word).
+  auto capped = herd({"simulate", "--algorithms=wagma,preduce", "--simulate.workers=[2,16]",
+                      "--simulate.steps=20", "--wagma.group-size=16", "--preduce.group-size=4",
+                      "--train.seed=3", "--out", out});
+  EXPECT_EQ(capped.exit_code, 0) << capped.output;
+  EXPECT_THAT(capped.output, HasSubstr("note: wagma.group-size = 16 is capped at P rounded up to "
+                                       "a power of two for P = 2; preduce.group-size = 4 takes "
+                                       "all P workers for P = 2"));
+  // A seed that seeds nothing here (no --step-trace) is said so.
+  EXPECT_THAT(capped.output,
+              HasSubstr("note: train.seed seeds the draws from a --step-trace only"));
+}
+
+// Ctrl-C in a sweep whose last cell would run for many minutes (65,536 workers, 20,000 step times)
+// ends that cell and keeps the ones done; it used to end the process and lose them all.
+TEST_F(herd_cli, an_interrupted_simulation_writes_the_cells_it_finished) {
+  const auto out = path("interrupted");
+  auto run = herd({"simulate", "--algorithms=sync", "--simulate.workers=[2,4,65536]",
+                   "--simulate.steps=20000", "--out", out},
+                  std::chrono::milliseconds(3000));
+  EXPECT_EQ(run.exit_code, 130) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("herd simulate: interrupted by SIGINT after 2 of 3 cells; no "
+                                    "plot of a partial sweep"));
+  std::ifstream in(out + "/results.json");
+  const auto results = nlohmann::json::parse(in);
+  EXPECT_EQ(results["interrupted"], true);
+  ASSERT_EQ(results["results"].size(), 2u);
+  EXPECT_EQ(results["results"][1]["workers"], 4);
+  EXPECT_FALSE(std::filesystem::exists(out + "/throughput.png"));
 }
 
 // herd simulate --step-trace: the workers replay a report's step-time histograms; a file that is
@@ -957,6 +987,15 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
     EXPECT_EQ(run["imbalance_seed"].get<int>(), 1 + run["repetition"].get<int>()) << run;
   }
   EXPECT_EQ(results["table"][0]["speedup_vs_sync"].get<double>(), 1.0);
+  // Times within 20 snapshots (0.4 s at 20 ms) are coarse, and the table says so under it.
+  bool coarse = false;
+  for (const auto& row : results["table"])
+    coarse = coarse ||
+             (row["seconds_to_target"].is_number() && row["seconds_to_target"].get<double>() < 0.4);
+  EXPECT_EQ(result.output.find("times to the target are read from snapshots every 20 ms "
+                               "(--snapshot-ms): those under 0.4 s") != std::string::npos,
+            coarse)
+      << result.output;
   // The plotted curves against the runs' own reports: every point on a run's own clock (within
   // its wall time), the median, least and greatest of the repetitions begun by then, those that
   // had ended at their final accuracy.

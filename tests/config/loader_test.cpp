@@ -166,7 +166,8 @@ TEST_F(config_files, a_schedules_keys_are_checked_and_refused_under_another_sche
   EXPECT_THAT(first_error("", {"--train.lr-schedule=cosine", "--train.lr-min=0.5"}),
               HasSubstr("train.lr-min = 0.5 (command line): must lie in [0, train.lr]"));
   EXPECT_THAT(first_error("", {"--train.lr-schedule=step"}),
-              HasSubstr("train.lr-decay-epochs = 0: train.lr-schedule = step needs a period "
+              HasSubstr("train.lr-decay-epochs = 0 (the default): train.lr-schedule = step needs a "
+                        "period "
                         "of at least 0.001 epochs"));
   EXPECT_THAT(first_error("", {"--train.lr-decay-epochs=2"}),
               HasSubstr("only train.lr-schedule = step uses it"));
@@ -217,12 +218,14 @@ TEST_F(config_files, validation_files_come_in_pairs_with_npy_and_without_a_fract
       load("", with({"--data.validation-features=v.npy", "--data.validation-labels=w.npy"}));
   EXPECT_EQ(both.data.validation_features, "v.npy");
   EXPECT_EQ(both.data.validation_labels, "w.npy");
-  EXPECT_THAT(first_error("", with({"--data.validation-features=v.npy"})),
-              HasSubstr("data.validation-labels = \"\": must name the .npy file of the "
-                        "validation labels too (both files, or neither)"));
-  EXPECT_THAT(first_error("", with({"--data.validation-labels=w.npy"})),
-              HasSubstr("data.validation-features = \"\": must name the .npy file of the "
-                        "validation features too"));
+  EXPECT_THAT(
+      first_error("", with({"--data.validation-features=v.npy"})),
+      HasSubstr("data.validation-labels = \"\" (the default): must name the .npy file of the "
+                "validation labels too (both files, or neither)"));
+  EXPECT_THAT(
+      first_error("", with({"--data.validation-labels=w.npy"})),
+      HasSubstr("data.validation-features = \"\" (the default): must name the .npy file of the "
+                "validation features too"));
   EXPECT_THAT(
       first_error("", with({"--data.validation-features=v.npy", "--data.validation-labels=w.npy",
                             "--data.validation-fraction=0.1"})),
@@ -802,14 +805,17 @@ TEST_F(config_files, bad_preduce_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.workers=256", "--preduce.group-size=4",
                                "--preduce.connect-every=84"}),
               HasSubstr("takes at least 85 groups"));
-  // herd simulate's sweep never runs train.workers: wagma's group must fit its smallest P,
-  // preduce's period connect its largest.
+  // herd simulate's sweep never runs train.workers: wagma's group must fit its largest P (a
+  // smaller one caps it, as preduce's), preduce's period connect its largest.
   EXPECT_EQ(load("", {"--simulate.workers=[64,128]", "--wagma.group-size=16"}).wagma.group_size,
             16);
+  EXPECT_EQ(load("", {"--simulate.workers=[8,64]", "--wagma.group-size=16", "--train.workers=64"})
+                .wagma.group_size,
+            16);
   EXPECT_THAT(
-      first_error("", {"--simulate.workers=[8,64]", "--wagma.group-size=16", "--train.workers=64"}),
-      HasSubstr("wagma.group-size = 16 (command line): exceeds simulate.workers' P = 8 "
-                "rounded up to a power of two (8)"));
+      first_error("", {"--simulate.workers=[8,16]", "--wagma.group-size=64", "--train.workers=64"}),
+      HasSubstr("wagma.group-size = 64 (command line): exceeds simulate.workers' P = 16 "
+                "rounded up to a power of two (16)"));
   EXPECT_THAT(first_error("", {"--simulate.workers=[4,64]", "--preduce.connect-every=20"}),
               HasSubstr("cannot be met: connecting simulate.workers' P = 64 workers"));
   EXPECT_EQ(
@@ -941,9 +947,13 @@ TEST_F(config_files, cluster_keys_have_defaults_parse_round_trip_and_name_bad_va
   EXPECT_THAT(first_error("", {"--cluster.heartbeat-ms=1000", "--cluster.node-timeout-ms=1500"}),
               HasSubstr("cluster.node-timeout-ms = 1500 (command line): must be at least twice "
                         "cluster.heartbeat-ms (1000)"));
+  // The key a user did not set is named as the default, not as if they had given it.
+  EXPECT_THAT(first_error("", {"--cluster.heartbeat-ms=3000"}),
+              HasSubstr("cluster.node-timeout-ms = 4000 (the default): must be at least twice "
+                        "cluster.heartbeat-ms (3000)"));
   EXPECT_THAT(first_error("", {"--cluster.tls-ca=" + ca}),
-              HasSubstr("cluster.tls-cert = \"\": control-plane TLS needs cluster.tls-ca, "
-                        "cluster.tls-cert and cluster.tls-key"));
+              HasSubstr("cluster.tls-cert = \"\" (the default): control-plane TLS needs "
+                        "cluster.tls-ca, cluster.tls-cert and cluster.tls-key"));
   EXPECT_THAT(first_error("", {"--cluster.tls-ca=" + dir_.file("missing.pem"),
                                "--cluster.tls-cert=" + ca, "--cluster.tls-key=" + ca}),
               HasSubstr("cluster.tls-ca = \"" + dir_.file("missing.pem") +

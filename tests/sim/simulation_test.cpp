@@ -258,6 +258,13 @@ TEST(Simulation, ForWorkersFitsTheImbalanceToTheJob) {
   EXPECT_EQ(small.train.workers, 4);
   EXPECT_EQ(small.imbalance.k, 4);
   EXPECT_EQ(small.imbalance.workers, (std::vector<int>{0}));
+  // wagma's group fits the sweep's largest P; a smaller P caps it at P rounded up to a power of
+  // two, and sqrt(P) (0) stays what it is.
+  config.wagma.group_size = 16;
+  EXPECT_EQ(herd::sim::for_workers(config, 6).wagma.group_size, 8);
+  EXPECT_EQ(herd::sim::for_workers(config, 64).wagma.group_size, 16);
+  config.wagma.group_size = 0;
+  EXPECT_EQ(herd::sim::for_workers(config, 6).wagma.group_size, 0);
 }
 
 // The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
