@@ -16,9 +16,9 @@
 
 #include <algorithm>
 #include <mutex>
-#include <thread>
 
 #include "cluster/control_gate.hpp"
+#include "cluster/node_dial.hpp"
 #include "cluster/node_reducer.hpp"
 #include "cluster/registry_store.hpp"
 #include "cluster/remoting.hpp"
@@ -40,50 +40,6 @@ constexpr std::chrono::milliseconds leave_poll{100};
 // account ("stopped while waiting for nodes (1 of 2 had joined)").
 std::string never_started(const std::string& how) {
   return "the coordinator was " + how + "; its run never started";
-}
-
-bool leaving(const node_options& options) {
-  return options.leave != nullptr && options.leave->load();
-}
-
-void notify(const node_options& options, const std::string& text) {
-  if (options.on_notice)
-    options.on_notice(text);
-}
-
-// Connects to the registry through the gate, retrying until the deadline: nodes may start
-// before the coordinator. A refusal or a failed TLS handshake ends the attempts at once: a wrong
-// token, version or certificate does not get better by waiting.
-caf::actor connect(caf::actor_system& system, const node_options& options, gate_dialer& gate,
-                   clock_type::time_point deadline, gate_connection& outcome) {
-  const auto handshake_timeout = std::chrono::milliseconds(options.cluster.node_timeout_ms);
-  auto registry = remote_through_gate(system, gate, outcome, handshake_timeout);
-  // Says why it waits, again whenever the reason changes (a coordinator that listens now but
-  // does not answer is another problem than one that is not there yet) and once a minute.
-  std::string said;
-  const auto started = clock_type::now();
-  auto last_said = started;
-  // Backs off from 250 ms to 2 s between attempts: a coordinator being restarted comes back
-  // within seconds, and a thousand nodes should not dial it four times a second meanwhile.
-  std::chrono::milliseconds pause{250};
-  while (!registry && clock_type::now() < deadline && !leaving(options) &&
-         outcome.failure == gate_failure::unreachable) {
-    const auto now = clock_type::now();
-    if (said.empty() || outcome.why != said || now - last_said >= std::chrono::minutes(1)) {
-      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - started).count();
-      notify(options, (said.empty() ? std::string("waiting")
-                                    : "still waiting after " + std::to_string(waited) + " s") +
-                          " for the coordinator at " + options.coordinator_host + ":" +
-                          std::to_string(options.coordinator_port) + " (" + outcome.why + ")");
-      said = outcome.why;
-      last_said = now;
-    }
-    std::this_thread::sleep_for(std::min<clock_type::duration>(
-        pause, std::max(deadline - clock_type::now(), clock_type::duration::zero())));
-    pause = std::min(pause * 2, std::chrono::milliseconds(2000));
-    registry = remote_through_gate(system, gate, outcome, handshake_timeout);
-  }
-  return registry;
 }
 
 // Where a node's data planes report a refused peer: the registry, while the node's part of the job
@@ -579,7 +535,7 @@ node_outcome run_node(const node_options& options) {
     configure_remoting(system_config, options.cluster);
     caf::actor_system system{system_config};
     gate_connection attempt;
-    auto registry = connect(system, options, gate, deadline, attempt);
+    auto registry = dial_coordinator(system, options, gate, deadline, attempt);
     if (!registry && leaving(options))
       return fail(outcome, "interrupted before it reached the coordinator");
     if (!registry) {

@@ -1,0 +1,32 @@
+// A node's way to its coordinator: through the gate (control_gate.hpp), retried with a back-off
+// until a deadline, saying why it waits; and the two helpers every part of the node uses, its
+// stop flag and its notices.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "cluster/cluster_node.hpp"
+#include "cluster/control_gate.hpp"
+
+namespace herd::cluster {
+
+using node_clock = std::chrono::steady_clock;
+
+/// Whether the node was asked to leave (options.leave: a stop signal).
+bool leaving(const node_options& options);
+
+/// Hands `text` to options.on_notice, if set.
+void notify(const node_options& options, const std::string& text);
+
+/// The coordinator's registry, connected through the gate, retrying until `deadline`: nodes may
+/// start before the coordinator. A refusal or a failed TLS handshake ends the attempts at once (a
+/// wrong token, version or certificate does not get better by waiting), as does leaving(). Null
+/// when it did not connect; `outcome` says why.
+caf::actor dial_coordinator(caf::actor_system& system, const node_options& options,
+                            gate_dialer& gate, node_clock::time_point deadline,
+                            gate_connection& outcome);
+
+} // namespace herd::cluster
