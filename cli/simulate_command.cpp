@@ -218,11 +218,12 @@ bool link_overridden(const config::simulate_section& simulate) {
 
 // "25gbe (alpha 25 us, 3.125 GB/s)"; with the link set, "custom (alpha 5 us, 10 GB/s:
 // simulate.alpha-us and bandwidth-gbs)", naming the preset only where it still gives a value.
-std::string network_text(const config::simulate_section& simulate, const sim::ring_model& ring) {
+std::string network_text(const config::simulate_section& simulate,
+                         const sim::reduction_model& model) {
   std::ostringstream text;
   const bool alpha = simulate.alpha_us > 0.0, bandwidth = simulate.bandwidth_gbs > 0.0;
   text << (alpha || bandwidth ? "custom" : simulate.network) << " (alpha "
-       << ring.alpha_seconds * 1e6 << " us, " << ring.bytes_per_second / 1e9 << " GB/s";
+       << model.alpha_seconds * 1e6 << " us, " << model.bytes_per_second / 1e9 << " GB/s";
   if (alpha && bandwidth)
     text << ": simulate.alpha-us and bandwidth-gbs";
   else if (alpha || bandwidth)
@@ -243,10 +244,11 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
       {"aggregators", how.aggregators},
       {"network", link_overridden(job.simulate) ? "custom" : job.simulate.network},
       {"network_preset", job.simulate.network},
+      {"collective", job.simulate.collective},
       {"imbalance", imbalance_text(job.imbalance)},
-      {"alpha_seconds", how.ring.alpha_seconds},
-      {"bytes_per_second", how.ring.bytes_per_second},
-      {"model_bytes", how.ring.bytes}};
+      {"alpha_seconds", how.reduction.alpha_seconds},
+      {"bytes_per_second", how.reduction.bytes_per_second},
+      {"model_bytes", how.reduction.bytes}};
   out["config"] = config::to_ini(config::without_secrets(job));
   out["results"] = nlohmann::json::array();
   for (const auto& c : cells) {
@@ -381,7 +383,8 @@ std::string simulate_help() {
   out << "usage: herd simulate [--config FILE] [options] [--section.key=value ...]\n\n"
          "Simulates the configured job on a virtual clock: the real grouping policies and the\n"
          "workers' send-buffer rules, with step times from simulate.step-ms and [imbalance] and\n"
-         "reductions from an alpha-beta ring (simulate.network). For each algorithm and each\n"
+         "reductions from an alpha-beta model of the data plane (simulate.network, a ring or\n"
+         "halving-doubling: simulate.collective). For each algorithm and each\n"
          "job size in simulate.workers it prints the steps finished and applied per second\n"
          "(a late gradient that was discarded is not applied), the speedup over sync in\n"
          "applied steps, idle time against a barrier's, group sizes, staleness and rounds,\n"
@@ -469,7 +472,8 @@ int run_simulate(const std::vector<std::string>& raw) {
     scenario << "steps of " << job.simulate.step_ms << " ms, " << job.simulate.steps << " step time"
              << (job.simulate.steps == 1 ? "" : "s");
   scenario << "; imbalance " << imbalance_text(job.imbalance) << "; network "
-           << network_text(job.simulate, how.ring) << ", model " << job.simulate.model_mb << " MB";
+           << network_text(job.simulate, how.reduction) << ", " << job.simulate.collective
+           << " reductions of " << job.simulate.model_mb << " MB";
   std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
   for (int size : sizes)
     std::cout << ' ' << size;

@@ -362,9 +362,16 @@ const std::vector<key_spec>& keys() {
         "simulate.network", "string",
         "herd simulate: the data plane's alpha and bandwidth: one-machine, 25gbe or nvlink",
         [](auto& c) -> auto& { return c.simulate.network; }));
+    k.push_back(make_key<std::string>(
+        "simulate.collective", "string",
+        "herd simulate: how a group reduces: ring (latency 2(k-1) alpha, as Herd's data planes "
+        "do) or halving-doubling (2 log2(k) alpha, as large clusters' collectives do); the same "
+        "bytes either way",
+        [](auto& c) -> auto& { return c.simulate.collective; }));
     k.push_back(make_key<double>(
         "simulate.alpha-us", "real",
-        "herd simulate: latency of one ring message, in microseconds (0 = the network's)",
+        "herd simulate: latency of one message of a reduction, in microseconds (0 = the "
+        "network's)",
         [](auto& c) -> auto& { return c.simulate.alpha_us; }));
     k.push_back(make_key<double>(
         "simulate.bandwidth-gbs", "real",

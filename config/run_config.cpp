@@ -64,6 +64,11 @@ const std::vector<std::string>& known_networks() {
   return names;
 }
 
+const std::vector<std::string>& known_collectives() {
+  static const std::vector<std::string> names{"ring", "halving-doubling"};
+  return names;
+}
+
 const std::vector<std::string>& known_model_presets() {
   static const std::vector<std::string> names{"mlp", "cnn", "textcnn"};
   return names;

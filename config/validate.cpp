@@ -309,6 +309,9 @@ void check_simulate(checker& check, const simulate_section& simulate) {
                 simulate.step_ms, "must lie in (0, 3600000] milliseconds");
   check.require(contains(known_networks(), simulate.network), "simulate.network",
                 quoted(simulate.network), "unknown network; allowed: " + join(known_networks()));
+  check.require(contains(known_collectives(), simulate.collective), "simulate.collective",
+                quoted(simulate.collective),
+                "unknown collective; allowed: " + join(known_collectives()));
   check.require(simulate.alpha_us >= 0.0 && simulate.alpha_us <= 1e6, "simulate.alpha-us",
                 simulate.alpha_us, "must lie in [0, 1000000] microseconds (0 = the network's)");
   check.require(simulate.bandwidth_gbs >= 0.0 && simulate.bandwidth_gbs <= 1e5,

@@ -3,13 +3,16 @@
 
 #include "kernels/check.hpp"
 
+#include <cmath>
+
 namespace herd::sim {
 
-double ring_model::reduce_seconds(std::size_t members) const {
+double reduction_model::reduce_seconds(std::size_t members) const {
   if (members <= 1)
     return 0.0;
   const double k = static_cast<double>(members);
-  const double latency = 2.0 * (k - 1.0) * alpha_seconds;
+  const double messages = halving_doubling ? std::ceil(std::log2(k)) : k - 1.0;
+  const double latency = 2.0 * messages * alpha_seconds;
   const double transfer =
       bytes_per_second > 0.0 ? 2.0 * (k - 1.0) / k * bytes / bytes_per_second : 0.0;
   return latency + transfer;
@@ -29,11 +32,12 @@ network_preset preset_of(const std::string& network) {
   return {};
 }
 
-ring_model ring_model_of(const config::simulate_section& simulate) {
+reduction_model reduction_model_of(const config::simulate_section& simulate) {
   const auto preset = preset_of(simulate.network);
   const double alpha_us = simulate.alpha_us > 0.0 ? simulate.alpha_us : preset.alpha_us;
   const double gbs = simulate.bandwidth_gbs > 0.0 ? simulate.bandwidth_gbs : preset.bandwidth_gbs;
-  return {alpha_us * 1e-6, gbs * 1e9, simulate.model_mb * 1e6};
+  return {alpha_us * 1e-6, gbs * 1e9, simulate.model_mb * 1e6,
+          simulate.collective == "halving-doubling"};
 }
 
 } // namespace herd::sim

@@ -1,6 +1,7 @@
 // The data plane as an alpha-beta model: a group of k members reduces n bytes with a ring
 // allreduce, 2(k-1) messages of latency alpha and 2(k-1)/k n bytes through each member's link
-// (reduce-scatter, then allgather). docs/simulation.md lists the presets.
+// (reduce-scatter, then allgather), or by recursive halving then doubling (Rabenseifner's),
+// 2 ceil(log2 k) messages for the same bytes. docs/simulation.md lists the presets.
 #pragma once
 
 #include "herd/run_config.hpp"
@@ -10,12 +11,14 @@
 
 namespace herd::sim {
 
-struct ring_model {
+struct reduction_model {
   double alpha_seconds = 0.0;    // one message's latency
   double bytes_per_second = 0.0; // one link's bandwidth; 0 = infinite
   double bytes = 0.0;            // what one round reduces (the model's size)
+  bool halving_doubling = false; // simulate.collective = halving-doubling; else a ring
 
-  /// 2(k-1) alpha + 2(k-1)/k n / beta; 0 for a group of one (nothing to exchange).
+  /// A ring's 2(k-1) alpha + 2(k-1)/k n / beta, or halving-doubling's 2 ceil(log2 k) alpha +
+  /// 2(k-1)/k n / beta; 0 for a group of one (nothing to exchange).
   double reduce_seconds(std::size_t members) const;
 };
 
@@ -29,8 +32,9 @@ struct network_preset {
 /// for another name.
 network_preset preset_of(const std::string& network);
 
-/// The ring of [simulate]: the network's preset, with simulate.alpha-us and
-/// simulate.bandwidth-gbs replacing its values where they are set (non-zero).
-ring_model ring_model_of(const config::simulate_section& simulate);
+/// The reductions of [simulate]: simulate.collective over the network's preset, with
+/// simulate.alpha-us and simulate.bandwidth-gbs replacing its values where they are set
+/// (non-zero).
+reduction_model reduction_model_of(const config::simulate_section& simulate);
 
 } // namespace herd::sim

@@ -234,7 +234,7 @@ private:
     std::size_t inputs = 0;
     for (const auto& answer : state.answers)
       inputs += answer->kind != freshness::none;
-    const double seconds = inputs > 0 ? how_.ring.reduce_seconds(inputs) : 0.0;
+    const double seconds = inputs > 0 ? how_.reduction.reduce_seconds(inputs) : 0.0;
     double start = now();
     if (how_.aggregators > 0) {
       auto& free_at = aggregator_free_[state.aggregator];
@@ -326,7 +326,7 @@ private:
 settings settings_of(const config::simulate_section& simulate) {
   settings how;
   how.step_seconds = simulate.step_ms * 1e-3;
-  how.ring = ring_model_of(simulate);
+  how.reduction = reduction_model_of(simulate);
   how.message_seconds = simulate.message_us * 1e-6;
   how.duration_seconds = simulate.steps * how.step_seconds;
   how.aggregators = simulate.aggregators;

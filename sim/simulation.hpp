@@ -32,7 +32,7 @@ struct settings {
   /// step_seconds; [imbalance] still adds its extra on top.
   std::shared_ptr<const step_trace> trace;
   std::uint64_t trace_seed = 1;
-  ring_model ring;               // a round's reduction
+  reduction_model reduction;     // a round's reduction
   double message_seconds = 0.0;  // one control-plane message
   double duration_seconds = 1.0; // simulated time
   int aggregators = 0;           // 0: rounds reduce independently; N: a pool of N, one round each

@@ -173,6 +173,7 @@ struct simulate_section {
                                        // train.workers
   double step_ms = 10.0;               // simulate.step-ms: a local step without imbalance
   std::string network = "one-machine"; // simulate.network: one-machine | 25gbe | nvlink
+  std::string collective = "ring";     // simulate.collective: ring | halving-doubling
   double alpha_us = 0.0;               // simulate.alpha-us: per-message latency; 0 = the network's
   double bandwidth_gbs = 0.0;          // simulate.bandwidth-gbs: GB/s per link; 0 = the network's
   double model_mb = 1.0;               // simulate.model-mb: bytes a round reduces, in MB (10^6)
@@ -289,6 +290,9 @@ const std::vector<std::string>& known_algorithms();
 
 /// The networks simulate.network names: one-machine, 25gbe, nvlink.
 const std::vector<std::string>& known_networks();
+
+/// The reductions simulate.collective names: ring, halving-doubling.
+const std::vector<std::string>& known_collectives();
 
 /// The presets model.preset names (those models::preset_names() builds).
 const std::vector<std::string>& known_model_presets();

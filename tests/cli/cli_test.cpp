@@ -362,6 +362,27 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   auto network = herd({"simulate", "--simulate.network=\"token-ring\"", "--out", out});
   EXPECT_EQ(network.exit_code, 2);
   EXPECT_THAT(network.output, HasSubstr("simulate.network = \"token-ring\""));
+  auto collective = herd({"simulate", "--simulate.collective=\"butterfly\"", "--out", out});
+  EXPECT_EQ(collective.exit_code, 2);
+  EXPECT_THAT(collective.output, HasSubstr("simulate.collective = \"butterfly\" (command line): "
+                                           "unknown collective; allowed: ring, halving-doubling"));
+  // Halving-doubling: a sync round over 1,024 workers pays 20 latencies, not 2,046; said in the
+  // header and results.json.
+  auto tree = herd({"simulate", "--algorithms=sync", "--simulate.workers=[1024]",
+                    "--simulate.steps=20", "--simulate.collective=halving-doubling",
+                    "--simulate.model-mb=0.000001", "--out", out});
+  ASSERT_EQ(tree.exit_code, 0) << tree.output;
+  EXPECT_THAT(tree.output, HasSubstr(", halving-doubling reductions of "));
+  std::ifstream tree_file(out + "/results.json");
+  const auto tree_results = nlohmann::json::parse(tree_file);
+  EXPECT_EQ(tree_results["settings"]["collective"], "halving-doubling");
+  // reduce_seconds counts the round the end cut off too: per finished round, a little over one
+  // reduction of 2 log2(1024) alphas of 5 us (100 us), far from a ring's 2 x 1023 (10.2 ms).
+  const auto& cell = tree_results["results"][0];
+  ASSERT_GT(cell["rounds"].get<double>(), 0.0);
+  const double per_round = cell["reduce_seconds"].get<double>() / cell["rounds"].get<double>();
+  EXPECT_GE(per_round, 100e-6 * 0.999);
+  EXPECT_LT(per_round, 1e-3);
   // Groups larger than a P of the sweep: both algorithms' capped at it, and said (wagma's group
   // used to refuse the whole sweep, preduce's shrank without a word).
   auto capped = herd({"simulate", "--algorithms=wagma,preduce", "--simulate.workers=[2,16]",

@@ -101,7 +101,8 @@ herd::sim::settings calibrated(int workers, const measured& calibration) {
   const double alpha = 5e-6;
   const double k = workers;
   const double transfer = calibration.reduce_per_round - 2 * (k - 1) * alpha;
-  how.ring = {alpha, transfer > 0 ? 2 * (k - 1) / k * model_bytes / transfer : 0.0, model_bytes};
+  how.reduction = {alpha, transfer > 0 ? 2 * (k - 1) / k * model_bytes / transfer : 0.0,
+                   model_bytes};
   const double period = workers / calibration.steps_per_second;
   how.message_seconds =
       std::max(0.0, (period - calibration.step_seconds - calibration.reduce_per_round) / 5);

@@ -20,8 +20,8 @@
 namespace {
 
 using herd::config::run_config;
+using herd::sim::reduction_model;
 using herd::sim::result;
-using herd::sim::ring_model;
 using herd::sim::settings;
 using herd::sim::simulate;
 
@@ -50,7 +50,7 @@ run_config one_slow(const std::string& algorithm, int workers, double factor) {
 }
 
 TEST(RingModel, FollowsTheAlphaBetaFormula) {
-  const ring_model ring{2e-6, 1e9, 4e6}; // 2 us, 1 GB/s, 4 MB
+  const reduction_model ring{2e-6, 1e9, 4e6}; // 2 us, 1 GB/s, 4 MB
   EXPECT_DOUBLE_EQ(ring.reduce_seconds(0), 0.0);
   EXPECT_DOUBLE_EQ(ring.reduce_seconds(1), 0.0); // nothing to exchange
   // 2(k-1) alpha + 2(k-1)/k n / beta
@@ -60,21 +60,35 @@ TEST(RingModel, FollowsTheAlphaBetaFormula) {
   EXPECT_NEAR(ring.reduce_seconds(1024) - 2 * 1023 * 2e-6, 2 * 4e6 / 1e9, 1e-5);
 }
 
+// simulate.collective = halving-doubling: the same bytes in 2 ceil(log2 k) messages, so that a
+// reduction over thousands of workers is not latency-bound as a ring's is.
+TEST(RingModel, HalvingDoublingPaysLogarithmicLatencyForTheSameBytes) {
+  const reduction_model tree{2e-6, 1e9, 4e6, true};
+  EXPECT_DOUBLE_EQ(tree.reduce_seconds(1), 0.0);
+  EXPECT_DOUBLE_EQ(tree.reduce_seconds(2), 2 * 1 * 2e-6 + 2.0 * 1 / 2 * 4e6 / 1e9);
+  EXPECT_DOUBLE_EQ(tree.reduce_seconds(1024), 2 * 10 * 2e-6 + 2.0 * 1023 / 1024 * 4e6 / 1e9);
+  EXPECT_DOUBLE_EQ(tree.reduce_seconds(1000), 2 * 10 * 2e-6 + 2.0 * 999 / 1000 * 4e6 / 1e9);
+  herd::config::simulate_section simulate;
+  EXPECT_FALSE(herd::sim::reduction_model_of(simulate).halving_doubling);
+  simulate.collective = "halving-doubling";
+  EXPECT_TRUE(herd::sim::reduction_model_of(simulate).halving_doubling);
+}
+
 TEST(RingModel, PresetsAndOverrides) {
   herd::config::simulate_section simulate;
   simulate.network = "25gbe";
   simulate.model_mb = 100.0;
-  auto ring = herd::sim::ring_model_of(simulate);
+  auto ring = herd::sim::reduction_model_of(simulate);
   EXPECT_DOUBLE_EQ(ring.alpha_seconds, 25e-6);
   EXPECT_DOUBLE_EQ(ring.bytes_per_second, 3.125e9); // 25 Gb/s
   EXPECT_DOUBLE_EQ(ring.bytes, 100e6);
   simulate.alpha_us = 7.0;
   simulate.bandwidth_gbs = 2.0;
-  ring = herd::sim::ring_model_of(simulate);
+  ring = herd::sim::reduction_model_of(simulate);
   EXPECT_DOUBLE_EQ(ring.alpha_seconds, 7e-6);
   EXPECT_DOUBLE_EQ(ring.bytes_per_second, 2e9);
   simulate.network = "infiniband";
-  EXPECT_THROW(herd::sim::ring_model_of(simulate), std::invalid_argument);
+  EXPECT_THROW(herd::sim::reduction_model_of(simulate), std::invalid_argument);
 }
 
 TEST(EventQueue, RunsInTimeOrderThenInTheOrderScheduled) {
@@ -134,7 +148,7 @@ TEST(Simulation, SyncWithoutImbalanceOrCostsRunsAtPOverTheStepTime) {
 // applied, so a step costs the step time, four messages and the reduction.
 TEST(Simulation, SyncWaitsForEachReductionBeforeTheNextStep) {
   auto how = free_network();
-  how.ring = {0.0, 1e9, 5e6}; // 2 workers: 2 (1/2) 5 MB / 1 GB/s = 5 ms
+  how.reduction = {0.0, 1e9, 5e6}; // 2 workers: 2 (1/2) 5 MB / 1 GB/s = 5 ms
   how.message_seconds = 0.0005;
   const auto r = simulate(job("sync", 2), how);
   // step_ready, plan, request, answer, then the result: 5 messages.
@@ -208,7 +222,7 @@ TEST(Simulation, PreduceFormsGroupsOfItsSizeFromTheReadyWorkers) {
 // One aggregator reduces one round at a time: preduce's concurrent groups queue behind it.
 TEST(Simulation, AnAggregatorPoolSerialisesReductions) {
   auto how = free_network();
-  how.ring = {0.0, 1e9, 10e6}; // groups of two: 10 ms each
+  how.reduction = {0.0, 1e9, 10e6}; // groups of two: 10 ms each
   const auto independent = simulate(job("preduce", 8), how);
   how.aggregators = 1;
   const auto pooled = simulate(job("preduce", 8), how);
@@ -222,7 +236,7 @@ TEST(Simulation, IsDeterministicForAFixedSeed) {
   config.imbalance.delay_ms = 25.0;
   config.imbalance.seed = 7;
   auto how = free_network();
-  how.ring = {5e-6, 1e10, 1e6};
+  how.reduction = {5e-6, 1e10, 1e6};
   how.message_seconds = 2e-5;
   const auto first = simulate(config, how);
   const auto second = simulate(config, how);
@@ -238,7 +252,7 @@ TEST(Simulation, IsDeterministicForAFixedSeed) {
 
 TEST(Simulation, FourThousandNinetySixWorkersFinish) {
   auto how = free_network(20);
-  how.ring = {5e-6, 1e10, 1e6};
+  how.reduction = {5e-6, 1e10, 1e6};
   how.message_seconds = 2e-5;
   for (const char* algorithm : {"sync", "solo", "preduce", "wagma"}) {
     auto config = herd::sim::for_workers(one_slow(algorithm, 2, 2.0), 4096);
