@@ -10,10 +10,13 @@
 #include <caf/io/all.hpp>
 
 #include <cstdio>
+#include <iomanip>
 #include <mutex>
 #include <random>
+#include <sstream>
 
 #include "cluster/control_gate.hpp"
+#include "cluster/pause_watch.hpp"
 #include "cluster/registry.hpp"
 #include "cluster/remoting.hpp"
 
@@ -42,12 +45,14 @@ struct cluster_session::impl {
   std::mutex server_mutex;                   // the gate's threads read `server`
   std::unique_ptr<connection_server> server; // hands CAF the connections the gate admits
   std::unique_ptr<gate_listener> gate;
+  std::unique_ptr<pause_watch> watch; // says when this process stood still past the node timeout
   bool shut_down = false;
 
   void shutdown() {
     if (shut_down || !system)
       return;
     shut_down = true;
+    watch.reset();
     if (registry) {
       {
         caf::scoped_actor self{*system};
@@ -124,6 +129,20 @@ cluster_session::cluster_session(config::run_config config,
     std::lock_guard<std::mutex> guard(impl_->server_mutex);
     impl_->server =
         std::make_unique<connection_server>(*impl_->system, impl_->registry, impl_->gate->port());
+    // Nodes count a silent coordinator lost after their timeout, and it counts them lost as it
+    // resumes: its log must say whose silence it was.
+    const auto timeout_ms = context.config.cluster.node_timeout_ms;
+    if (observer != nullptr)
+      impl_->watch = std::make_unique<pause_watch>(
+          std::chrono::milliseconds(timeout_ms), [observer, timeout_ms](double seconds) {
+            std::ostringstream text;
+            text << std::fixed << std::setprecision(1) << "this coordinator stood still for "
+                 << seconds << " s (stopped, paused or starved of CPU), past "
+                 << "cluster.node-timeout-ms = " << timeout_ms
+                 << ": the nodes it counts lost now were likely healthy; those with "
+                    "cluster.rejoin-s join again";
+            observer->on_notice(text.str());
+          });
   } catch (const std::exception& failure) {
     impl_->gate.reset();
     caf::anon_send_exit(impl_->registry, caf::exit_reason::user_shutdown);

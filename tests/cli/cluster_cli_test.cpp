@@ -652,6 +652,24 @@ TEST(cluster_cli, a_second_coordinator_into_the_checkpoint_dir_of_a_waiting_one_
   run.coordinator().stop(SIGINT, 30s);
 }
 
+// A coordinator stopped past the node timeout counts its healthy nodes lost as it resumes: its
+// log says that it was the one that stood still (it used to blame the nodes alone).
+TEST(cluster_cli, a_coordinator_that_stood_still_past_the_node_timeout_says_so) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=2",
+                    "--cluster.heartbeat-ms=200", "--cluster.node-timeout-ms=1000"});
+  ASSERT_TRUE(run.coordinator_says("listening on", 60s)) << run.logs();
+  ::kill(run.coordinator().pid(), SIGSTOP);
+  std::this_thread::sleep_for(2500ms);
+  ::kill(run.coordinator().pid(), SIGCONT);
+  EXPECT_TRUE(run.coordinator_says("this coordinator stood still for ", 30s)) << run.logs();
+  EXPECT_TRUE(run.coordinator_says("past cluster.node-timeout-ms = 1000: the nodes it counts lost "
+                                   "now were likely healthy",
+                                   5s))
+      << run.logs();
+  run.coordinator().stop(SIGINT, 30s);
+}
+
 TEST(cluster_cli, a_node_waiting_for_the_cluster_leaves_when_the_coordinator_goes) {
   temp_directory dir;
   cluster run(dir, {"--data.dataset=synthetic", "--cluster.min-nodes=2"});
