@@ -411,10 +411,9 @@ std::string simulate_help() {
          "Settings (in a file as [section] key = value; on the command line as\n"
          "--section.key=value, which overrides the file):\n"
       << config::describe_keys(keys_of("simulate"))
-      << "\nOn a terminal a line says which cell runs. Ctrl-C (SIGTERM, SIGHUP) ends the cell "
-         "under\n"
-         "way and writes the table and results.json of those done, marked interrupted, without\n"
-         "a plot.\n\nExit status: 0 done, 2 bad input, 130 interrupted.\n";
+      << "\nOn a terminal a line says which cell runs. Ctrl-C (SIGTERM, SIGHUP) ends the cell\n"
+         "under way and writes the table and results.json of those done, marked interrupted,\n"
+         "without a plot.\n\nExit status: 0 done, 2 bad input, 130 interrupted.\n";
   return out.str();
 }
 

@@ -7,7 +7,7 @@ pause_watch::pause_watch(std::chrono::milliseconds threshold,
                          std::function<void(double seconds)> on_pause,
                          std::chrono::milliseconds tick)
     : threshold_(threshold), tick_(tick), on_pause_(std::move(on_pause)),
-      thread_([this] { watch(); }) {}
+      started_(std::chrono::steady_clock::now()), thread_([this] { watch(); }) {}
 
 pause_watch::~pause_watch() {
   {
@@ -21,7 +21,7 @@ pause_watch::~pause_watch() {
 void pause_watch::watch() {
   using clock = std::chrono::steady_clock; // runs on while the process is stopped
   std::unique_lock<std::mutex> lock(mutex_);
-  auto last = clock::now();
+  auto last = started_;
   while (!stopping_) {
     woken_.wait_for(lock, tick_);
     const auto now = clock::now();

@@ -28,6 +28,9 @@ private:
   std::chrono::milliseconds threshold_;
   std::chrono::milliseconds tick_;
   std::function<void(double)> on_pause_;
+  // When it was made: a thread that starts late (a loaded machine), or a process stopped before
+  // the thread first ran, still measures from here.
+  std::chrono::steady_clock::time_point started_;
   std::mutex mutex_;
   std::condition_variable woken_;
   bool stopping_ = false;

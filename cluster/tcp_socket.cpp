@@ -91,6 +91,9 @@ int listen_on(const std::string& host, std::uint16_t port) {
     if (fd >= 0 &&
         (::bind(fd, address->ai_addr, address->ai_addrlen) != 0 || ::listen(fd, 64) != 0)) {
       failure = errno_text();
+      if (errno == EADDRINUSE)
+        failure += " (another process listens on this port: a coordinator still running? Stop "
+                   "it, or choose another port)";
       ::close(fd);
       fd = -1;
     }

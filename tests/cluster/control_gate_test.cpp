@@ -259,7 +259,10 @@ TEST(control_gate, a_listen_address_in_use_is_named) {
     gate_listener second("127.0.0.1", first.port(), with_token(""), behind.admit(), nullptr);
     FAIL() << "two gates listened on one port";
   } catch (const std::runtime_error& failure) {
-    EXPECT_NE(std::string(failure.what()).find("Address already in use"), std::string::npos)
+    EXPECT_NE(std::string(failure.what())
+                  .find("Address already in use (another process listens "
+                        "on this port: a coordinator still running?"),
+              std::string::npos)
         << failure.what();
   }
 }
