@@ -29,7 +29,8 @@ namespace herd::actors {
 /// carry the learning-rate schedule's factor (reduce_order.lr_scale, (start_atom, float)); 18: a
 /// transferred worker_state carries its optimizer's steps and a state of its optimizer's size;
 /// 19: a node's hello carries its heartbeat and node timeout; 20: the control gate's preamble
-/// carries this version (it carried a gate version, 2, of its own).
-constexpr std::uint32_t cluster_protocol_version = 20;
+/// carries this version (it carried a gate version, 2, of its own); 21: a node leaving the running
+/// job asks to depart (depart_atom) and closes its data plane once the rounds it is in have ended.
+constexpr std::uint32_t cluster_protocol_version = 21;
 
 } // namespace herd::actors

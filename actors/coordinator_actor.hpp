@@ -60,6 +60,7 @@ public:
   const std::vector<caf::actor>& aggregators() const override { return aggregators_; }
   void notice(const std::string& text) override;
   void lose_worker(int index, const std::string& why) override;
+  void retire_worker(int index, const std::string& why) override { drop_worker(index, why, false); }
   void admit_worker(int index, const caf::actor& handle, const std::string& node) override;
   void resume_rounds(bool workers_admitted) override;
 
@@ -80,6 +81,7 @@ private:
   void on_stop() { begin_stop("interrupted"); }
   void on_admission(node_admission admission);
   void on_rekey(const plane_rekey& step);
+  caf::result<bool> on_departure(const node_departure& departure);
   void on_tick();
   void on_drain_timeout();
   void on_policy_time(double deadline);

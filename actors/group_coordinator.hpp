@@ -12,6 +12,8 @@
 //   node_admission            a node joins the running job (handed to the join_hook; answers
 //                             (join_done_atom, node, error) to the sender)
 //   plane_rekey               the registry re-keys the data plane (handed to the join_hook)
+//   node_departure            a node leaves once the rounds in flight end (handed to the
+//                             join_hook; answers true, to the node the registry delegated)
 //   tick_atom                 its own timer: progress, train.max-seconds, deferred snapshots
 //   drain_timeout_atom        its own timer: rounds a stop waits for took stop_timeout
 //   (policy_time_atom, t)     its own timer: a policy deadline (preduce's wait window) is due
@@ -39,9 +41,14 @@ namespace herd::monitoring {
 class training_metrics;
 } // namespace herd::monitoring
 
+namespace herd::comm {
+class status;
+} // namespace herd::comm
+
 namespace herd::actors {
 
 struct node_admission;
+struct node_departure;
 struct plane_rekey;
 struct control_costs;
 class step_inbox;
@@ -61,6 +68,8 @@ public:
   virtual std::uint64_t rounds_finished() const = 0;
   virtual const std::vector<caf::actor>& aggregators() const = 0;
   virtual void lose_worker(int worker, const std::string& why) = 0;
+  /// As lose_worker(), without the notice: the caller's notice covers it.
+  virtual void retire_worker(int worker, const std::string& why) = 0;
   /// `handle` (monitored already) takes slot `worker`, live from now on; `node` names its host.
   virtual void admit_worker(int worker, const caf::actor& handle, const std::string& node) = 0;
   /// The join is over: the policy hears the inputs it was held from, after the new live set when
@@ -79,6 +88,10 @@ public:
   /// The registry re-keys the data plane (plane_rekey's stages); once it uses the new generation
   /// the coordinator answers `registry` (join_done_atom, -1, error).
   virtual void rekey(const plane_rekey& step, const caf::actor& registry) = 0;
+  /// A node leaves: once no round is in flight its workers are lost, and `done` hears the
+  /// outcome (at once, not ok, when it cannot wait: a join or re-key under way, the run ending).
+  virtual void depart(const node_departure& departure,
+                      std::function<void(const comm::status&)> done) = 0;
   virtual bool holding() const = 0;
   /// A round ended, or the run began to stop.
   virtual void rounds_changed() = 0;

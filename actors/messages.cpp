@@ -126,6 +126,7 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<reduce_done>("herd.reduce_done");
   config.add_message_type<cluster_topology>("herd.cluster_topology");
   config.add_message_type<node_admission>("herd.node_admission");
+  config.add_message_type<node_departure>("herd.node_departure");
   config.add_message_type<state_transfer>("herd.state_transfer");
   config.add_message_type<plane_rebuild>("herd.plane_rebuild");
   config.add_message_type<plane_refusal>("herd.plane_refusal");

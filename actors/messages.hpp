@@ -52,6 +52,10 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+/// (depart_atom, why): a node about to leave the running job (a stop signal) asks the registry to
+/// let it go once the rounds it is in have ended; the answer (bool) says it may close its data
+/// plane now (false: it could not wait, for a join under way, say).
+using depart_atom = caf::atom_constant<caf::atom("depart")>;
 /// (run_stopped_atom, why): the registry to a welcomed node still connecting its data plane when
 /// the coordinator is stopped before the run starts ("stopped while the nodes were connecting").
 using run_stopped_atom = caf::atom_constant<caf::atom("runstopped")>;
@@ -477,6 +481,21 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_admission& x) {
   return f(caf::meta::type_name("herd.node_admission"), x.node, x.name, x.workers, x.handles,
            x.topology);
+}
+
+/// A node leaves the running job (registry -> coordinator, one process; the node asked with
+/// depart_atom). The coordinator holds new rounds, lets those in flight end, counts the node's
+/// workers lost, and answers true (to the node: the registry delegates); false at once when it
+/// cannot wait (a join or re-key under way, the run ending).
+struct node_departure {
+  std::int32_t node = 0;
+  std::string name;
+  std::vector<std::int32_t> workers; // the slots it holds
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_departure& x) {
+  return f(caf::meta::type_name("herd.node_departure"), x.node, x.name, x.workers);
 }
 
 /// The coordinator's order to two node reducers: `source` (a live worker on node `from`) exports

@@ -326,6 +326,8 @@ private:
         outcome_.lost_coordinator = true;
         return false;
       }
+      if (auto why = store_ ? store_->refusal() : std::nullopt) // the cause first, then Gloo's
+        return failed("the data plane did not connect, because " + *why + " (" + bad.what() + ")");
       return failed(std::string("the data plane did not connect: ") + bad.what());
     }
     notify(options_,
@@ -392,9 +394,9 @@ private:
     plane_options.lanes = config_.comm.connections;
     if (options_.adjust_plane)
       options_.adjust_plane(generation, plane_options);
-    auto store = std::make_shared<registry_store>(
-        system_, registry_, [&options = options_] { return leaving(options); });
-    return comm::make_gloo_plane(rank, size, std::move(store), plane_options);
+    store_ = std::make_shared<registry_store>(system_, registry_,
+                                              [&options = options_] { return leaving(options); });
+    return comm::make_gloo_plane(rank, size, store_, plane_options);
   }
 
   // The workers and the node reducer; the registry hears that the node is ready.
@@ -429,6 +431,7 @@ private:
     reduction.plane_nodes.assign(welcome_.plane_nodes.begin(), welcome_.plane_nodes.end());
     reduction.results = comm::buffer_pool::create(model_->parameter_count());
     reduction.data_timeout = std::chrono::milliseconds(config_.cluster.data_timeout_ms);
+    reduction.notice = [&options = options_](const std::string& text) { notify(options, text); };
     parts_.reducer = spawn_node_reducer(system_, std::move(reduction));
     self_->send(registry_, node_ready{welcome_.node, parts_.workers, parts_.reducer,
                                       caf::actor_cast<caf::actor>(self_)});
@@ -476,10 +479,27 @@ private:
               outcome_.left = true;
             });
     if (outcome_.left)
-      notify(options_, "left the job before it was over; the coordinator counts this node's "
-                       "workers lost, and another node may join in their place");
+      notify(options_, std::string(depart() ? "left the job once the rounds it was in had ended"
+                                            : "left the job before it was over") +
+                           "; the coordinator counts this node's workers lost, and another node "
+                           "may join in their place");
     else if (outcome_.ok && !stopped_before_run_)
       notify(options_, "the job is over");
+  }
+
+  // Asks the coordinator to let this node go once the rounds it is in have ended (its workers
+  // leave the rounds, its reducer and data plane serve those in flight), so that no peer's
+  // reduction fails on its closed data plane. True if it did; waits at most as long as a round's
+  // reduction may take.
+  bool depart() {
+    bool released = false;
+    self_
+        ->request(registry_,
+                  std::chrono::milliseconds(config_.cluster.data_timeout_ms) +
+                      std::chrono::seconds(5),
+                  depart_atom::value, std::string("it left the job"))
+        .receive([&](bool answer) { released = answer; }, [](caf::error&) {});
+    return released;
   }
 
   caf::result<bool> rebuild_plane(const plane_rebuild& rebuild) {
@@ -514,6 +534,7 @@ private:
   std::shared_ptr<const models::model> model_;
   std::vector<worker_record> resumed_; // from the checkpoint part, in welcome_.workers' order
   std::shared_ptr<refusal_route> refusals_;
+  std::shared_ptr<registry_store> store_; // the last plane's rendezvous, which knows its refusal
 };
 
 } // namespace

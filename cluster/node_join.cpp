@@ -78,13 +78,36 @@ public:
     }
   }
 
-  bool holding() const override { return joining_.has_value() || rekey_.has_value(); }
+  // The node's workers stay in the rounds in flight (its reducer and data plane serve them until
+  // it hears `done`); no round starts meanwhile, and none after includes them.
+  void depart(const node_departure& departure,
+              std::function<void(const comm::status&)> done) override {
+    const auto label = "node " + std::to_string(departure.node) + " (" + departure.name + ")";
+    if (!coordinator_.running() || joining_ || rekey_ || departing_) {
+      done({comm::outcome::aborted,
+            !coordinator_.running() ? "the run is ending" : "a node is joining or leaving"});
+      return;
+    }
+    const auto in_flight = coordinator_.rounds_in_flight();
+    coordinator_.notice(label + " leaves the job: " +
+                        (in_flight == 0 ? std::string("rounds pause")
+                                        : "rounds pause while the " + std::to_string(in_flight) +
+                                              " in flight finish"));
+    departing_ = departure_state{departure, std::move(done)};
+    rounds_changed();
+  }
+
+  bool holding() const override {
+    return joining_.has_value() || rekey_.has_value() || departing_.has_value();
+  }
 
   // Once the rounds in flight have drained, a live worker's state is the state after every round
   // so far: the transfer starts. A re-keyed generation is used from then on.
   void rounds_changed() override {
     if (rekey_ && rekey_->topology && coordinator_.rounds_in_flight() == 0)
       use_rekeyed();
+    if (departing_ && coordinator_.rounds_in_flight() == 0)
+      let_go();
     if (!joining_ || joining_->transferring || coordinator_.rounds_in_flight() > 0)
       return;
     if (!coordinator_.running()) {
@@ -136,7 +159,23 @@ private:
     std::optional<cluster_topology> topology; // once every node has connected it
   };
 
+  struct departure_state {
+    node_departure departure;
+    std::function<void(const comm::status&)> done;
+  };
+
   static comm::status run_ending() { return {comm::outcome::aborted, "the run is ending"}; }
+
+  // No round is in flight: the departing node's workers are lost (the registry's notice of the
+  // node's loss names them), and it may close its data plane.
+  void let_go() {
+    const departure_state leaving = std::move(*departing_);
+    departing_.reset();
+    for (std::int32_t slot : leaving.departure.workers)
+      coordinator_.retire_worker(slot, "its node left the job");
+    leaving.done({});
+    coordinator_.resume_rounds(false);
+  }
 
   // Rounds from now on use the re-keyed generation (every round of the old one has ended, so each
   // node drops it at the first order that names the new one).
@@ -252,6 +291,7 @@ private:
   std::chrono::milliseconds transfer_timeout_;
   std::optional<join_state> joining_;
   std::optional<rekey_state> rekey_;
+  std::optional<departure_state> departing_;
   std::uint64_t transfers_ = 0;
 };
 

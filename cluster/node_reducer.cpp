@@ -5,9 +5,11 @@
 #include "actors/checkpoint_taker.hpp"
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
+#include "actors/run_parts.hpp"
 #include "comm/sequencer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 
@@ -452,6 +454,17 @@ private:
     auto found = transfers_.find(tag);
     if (found == transfers_.end())
       return;
+    const auto& ended = found->second;
+    if (result.ok() && ended.order.to == setup_.node && setup_.notice) {
+      char size[64];
+      std::snprintf(size, sizeof size, " (%.1f MB in %.2f s)",
+                    ended.state.data ? 4e-6 * static_cast<double>(ended.state.data->size()) : 0.0,
+                    ended.seconds);
+      setup_.notice(std::string(ended.order.targets.size() == 1 ? "worker " : "workers ") +
+                    index_list(ended.order.targets) + " took worker " +
+                    std::to_string(ended.order.source) + "'s model from node " +
+                    std::to_string(ended.order.from) + size);
+    }
     found->second.promise.deliver(reduce_done{tag, setup_.node, result, found->second.seconds});
     transfers_.erase(found);
   }

@@ -34,6 +34,7 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -54,6 +55,9 @@ struct node_reducer_setup {
   comm::bucket_layout buckets;       // gradient buckets (comm.bucket-mb): round_reduction.hpp
   std::map<int, caf::actor> workers; // this process's workers, by index
   part_store parts;                  // where its checkpoint parts go
+  /// Says what the node's log should show (its workers took a live model); may be empty. Called
+  /// on the reducer's thread.
+  std::function<void(const std::string&)> notice;
 };
 
 caf::actor spawn_node_reducer(caf::actor_system& system, node_reducer_setup setup);

@@ -87,10 +87,10 @@ caf::result<bytes> registry_actor::on_get(const std::string& key) {
     if (value != nullptr)
       promise.deliver(*value);
     else
+      // Only the reason: the store names the key, and a node leads its error with the reason.
       promise.deliver(make_error(herd_errc::join_refused,
-                                 "rendezvous key " + key + " will not be set: " +
-                                     (over_ ? "the run ended before it started" + over_why_
-                                            : "its data plane generation failed on another node")));
+                                 over_ ? "the run ended before it started" + over_why_
+                                       : "the data plane generation failed on another node"));
   });
   return promise;
 }
@@ -109,6 +109,21 @@ void registry_actor::on_leaving(const std::string& why) {
   for (auto& node : nodes_)
     if (node.live && node.link == speaker)
       node.farewell = why.size() <= longest ? why : why.substr(0, longest) + "...";
+}
+
+caf::result<bool> registry_actor::on_depart(const std::string& why) {
+  on_leaving(why);
+  const auto speaker = caf::actor_cast<caf::actor_addr>(current_sender());
+  const auto found = std::find_if(nodes_.begin(), nodes_.end(), [&](const node_entry& node) {
+    return node.live && node.link == speaker;
+  });
+  if (found == nodes_.end() || over_ || phase_ != registry_phase::running || !found->ready)
+    return false;
+  const auto index = static_cast<std::size_t>(found - nodes_.begin());
+  auto promise = make_response_promise();
+  promise.delegate(coordinator_, node_departure{static_cast<std::int32_t>(index), found->hello.name,
+                                                found->slots});
+  return promise;
 }
 
 void registry_actor::on_stop() {

@@ -71,6 +71,7 @@ public:
         [this](store_get_atom, const std::string& key) { return on_get(key); },
         [this](store_peek_atom, const std::string& key) { return on_peek(key); },
         [this](leave_atom, const std::string& why) { on_leaving(why); },
+        [this](depart_atom, const std::string& why) { return on_depart(why); },
         [this](stop_atom) { on_stop(); },
         [this](job_over_atom) { return on_job_over(); },
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
@@ -113,6 +114,10 @@ private:
   // A node about to leave says why (its data plane did not connect, say); its loss names that.
   // Only the node's own joining actor speaks for it, and a log line is all it can change.
   void on_leaving(const std::string& why);
+  // A node about to leave the running job: the coordinator lets it go once no round is in flight
+  // (answers the node true), so its data plane closes under no round. False at once where there
+  // is nothing to wait for.
+  caf::result<bool> on_depart(const std::string& why);
 
   void on_stop();
 

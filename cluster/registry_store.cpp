@@ -37,7 +37,12 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
   };
   while (!value && !failure)
     self->receive([&](std::vector<char>& found) { value = std::move(found); },
-                  [&](caf::error& error) { failure = unset(system_.render(error)); },
+                  [&](caf::error& error) {
+                    const auto why = system_.render(error);
+                    failure = unset("the coordinator says it will not be set: " + why);
+                    const std::lock_guard<std::mutex> lock(mutex_);
+                    refusal_ = why;
+                  },
                   [&](caf::down_msg& down) {
                     failure =
                         comm::comm_error(comm::outcome::peer_lost,
@@ -57,6 +62,11 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
   if (failure)
     throw *failure;
   return std::move(*value);
+}
+
+std::optional<std::string> registry_store::refusal() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return refusal_;
 }
 
 std::optional<std::vector<char>> registry_store::peek(const std::string& key) {

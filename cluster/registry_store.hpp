@@ -7,6 +7,9 @@
 #include <caf/fwd.hpp>
 
 #include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
 
 namespace herd::cluster {
 
@@ -29,11 +32,16 @@ public:
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override;
   // One round trip, at most a few seconds: the registry answers at once.
   std::optional<std::vector<char>> peek(const std::string& key) override;
+  /// Why the coordinator said a key will not be set (the run ended before it started, say), once
+  /// it said so: the cause of a failed rendezvous, which Gloo's account of it puts last.
+  std::optional<std::string> refusal() const;
 
 private:
   caf::actor_system& system_;
   caf::actor registry_;
   std::function<bool()> stopping_;
+  mutable std::mutex mutex_; // Gloo may read keys from more than one thread
+  std::optional<std::string> refusal_;
 };
 
 } // namespace herd::cluster

@@ -794,6 +794,8 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
       [&] { second = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
   auto leaving = node_for(j, session.port(), 1, probe);
   leaving.leave = &leave;
+  std::vector<std::string> parting; // the leaving node's own log
+  leaving.on_notice = [&parting](const std::string& text) { parting.push_back(text); };
   std::thread node2([&] { left = herd::cluster::run_node(leaving); });
   EXPECT_TRUE(eventually(
       [&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10 && probe->rounds(2) >= 10; },
@@ -807,6 +809,12 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
                          std::chrono::seconds(30)));
   EXPECT_TRUE(notices.containing("worker " + std::to_string(gone) + " lost").empty())
       << notices.containing("worker " + std::to_string(gone) + " lost").front();
+  // It left once the round it was in had ended: no peer's reduction failed on its data plane.
+  EXPECT_TRUE(notices.containing("aborted").empty()) << notices.containing("aborted").front();
+  EXPECT_EQ(notices.containing(" leaves the job: rounds pause").size(), 1u);
+  ASSERT_FALSE(parting.empty());
+  EXPECT_THAT(parting.back(), testing::StartsWith("left the job once the rounds it was in had "
+                                                  "ended"));
 
   auto unreachable = node_for(j, session.port(), 1, probe);
   unreachable.data_host = "192.0.2.1"; // TEST-NET-1: no address of this machine
@@ -831,8 +839,14 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
 
   const std::size_t before = probe->rounds(gone);
   node_outcome joined;
-  std::thread node3(
-      [&] { joined = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  auto joining = node_for(j, session.port(), 1, probe);
+  std::mutex said_mutex;
+  std::vector<std::string> said; // the joining node's own log
+  joining.on_notice = [&](const std::string& text) {
+    const std::lock_guard<std::mutex> lock(said_mutex);
+    said.push_back(text);
+  };
+  std::thread node3([&] { joined = herd::cluster::run_node(joining); });
   EXPECT_TRUE(
       eventually([&] { return probe->rounds(gone) >= before + 10; }, std::chrono::seconds(60)));
   session.request_stop();
@@ -844,6 +858,15 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   EXPECT_TRUE(summary->per_worker[static_cast<std::size_t>(gone)].live);
   EXPECT_TRUE(joined.ok) << joined.error;
   EXPECT_TRUE(joined.joined_running);
+  // Its log says that its worker took a live model, and whose.
+  EXPECT_EQ(std::count_if(said.begin(), said.end(),
+                          [&](const std::string& line) {
+                            return line.rfind("worker " + std::to_string(gone) + " took worker ",
+                                              0) == 0 &&
+                                   line.find("'s model from node ") != std::string::npos;
+                          }),
+            1)
+      << testing::PrintToString(said);
   EXPECT_TRUE(first.ok) << first.error;
   EXPECT_TRUE(second.ok) << second.error;
   EXPECT_EQ(notices.containing("could not join").size(), 2u) << [&] {
@@ -1087,6 +1110,11 @@ TEST(cluster_runs, a_node_that_cannot_connect_as_the_cluster_forms_ends_the_run_
     if (error.find("will not be set: the run ended before it started") == std::string::npos)
       continue;
     ++told;
+    // The cause leads, the data plane's account of the rendezvous follows.
+    EXPECT_THAT(error, testing::StartsWith("the data plane did not connect, because the run ended "
+                                           "before it started: node " +
+                                           bad + " (vm) was lost"))
+        << error;
     EXPECT_THAT(error, testing::HasSubstr("rendezvous failed after")) << error;
     EXPECT_THAT(error, testing::ContainsRegex("rank\\(s\\) \\{([0-9]+, )*" + bad +
                                               "(, [0-9]+)*\\} had not appeared in the store"));
