@@ -79,6 +79,10 @@ std::shared_ptr<const models::dataset> fitted_test_set(std::shared_ptr<const mod
   }
   const std::string key = files ? "data.test-features" : "data.dataset";
   const std::string name = files ? config.data.test_features : "the dataset " + test->name;
+  if (const auto note = bytes_note(!test->ragged() && test->input_normalisation.scaled_bytes, name,
+                                   normalisation);
+      !note.empty())
+    std::cerr << "herd " << command << ": " << note << '\n';
   // Values read as floats may be unscaled bytes; a set made from bytes is scaled and normalised.
   if (!test->ragged() && !test->input_normalisation.scaled_bytes)
     if (const auto problem = unscaled_problem(test->images, normalisation); !problem.empty())
@@ -142,6 +146,15 @@ std::string unscaled_problem(const models::tensor& values, const models::normali
           "were: give raw bytes as uint8 (herd scales them), or floats divided by 255, not "
           "normalised (herd does that)";
   return text.str();
+}
+
+std::string bytes_note(bool bytes, const std::string& source, const models::normalisation& norm) {
+  if (!bytes || norm.scaled_bytes)
+    return {};
+  return "note: " + source +
+         " holds uint8 values, which herd divides by 255, but the checkpoint's model was "
+         "trained on values that were not bytes: unless those were already scaled to [0, 1], "
+         "give these as float32, as they were";
 }
 
 std::string cut_note(std::size_t cut, const std::string& source, std::size_t width) {

@@ -66,6 +66,11 @@ models::tensor model_token_rows(const models::tensor& given, const models::seque
 /// above 1 (unscaled bytes, which it would answer wrongly without a word); empty otherwise.
 std::string unscaled_problem(const models::tensor& values, const models::normalisation& norm);
 
+/// Given `bytes` (uint8 values, which herd divides by 255) for a model whose training values were
+/// not bytes: a note that these may be scaled unlike them; empty otherwise. Only a note: training
+/// values of floats already in [0, 1] take bytes / 255 rightly.
+std::string bytes_note(bool bytes, const std::string& source, const models::normalisation& norm);
+
 /// "3 sample(s) of FILE longer than the model's 12 tokens: cut to their first 12, ...".
 std::string cut_note(std::size_t cut, const std::string& source, std::size_t width);
 

@@ -81,6 +81,8 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
   if (const auto problem = layout_problem(given, loaded.model->input_shape()); !problem.empty())
     throw models::data_error(path + " holds samples of " + problem);
   const auto norm = loaded.input_normalisation;
+  if (const auto note = bytes_note(samples.bytes, path, norm); !note.empty())
+    std::cerr << "herd predict: " << note << '\n';
   if (const auto problem = unscaled_problem(samples.values, norm); !problem.empty())
     throw models::data_error(path + " holds " + problem);
   if (!norm.identity())

@@ -353,7 +353,9 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 '"' + train.algorithm + '"',
                 "unknown algorithm; allowed: " + join(known_algorithms()));
   check.require(train.workers >= 1 && train.workers <= 1024, "train.workers", train.workers,
-                "must be between 1 and 1024");
+                train.workers > 1024 ? "must be between 1 and 1024 (herd simulate takes larger "
+                                       "jobs, up to 65536 workers, in simulate.workers)"
+                                     : "must be between 1 and 1024");
   check.require(train.batch_size >= 1, "train.batch-size", train.batch_size, "must be at least 1");
   check.require(train.lr > 0.0, "train.lr", train.lr, "the learning rate must be positive");
   validation::check_lr_schedule(check, train);

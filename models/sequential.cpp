@@ -410,6 +410,34 @@ std::vector<layer_spec> preset_layers(const std::string& name, const std::vector
                     "model.preset = \"" + name + "\": unknown preset; the presets are: " + known);
 }
 
+namespace {
+
+// A token model's sequences are as long as its batch's longest text, not the model's length
+// (`steps`): every layer from the embedding to the one that reduces the sequence (conv1d-max)
+// must take any length. Widths for the full length and for one step fewer tell which does not.
+void check_any_length(const std::vector<std::unique_ptr<layer>>& layers,
+                      const std::vector<layer_spec>& specs, std::size_t steps,
+                      const std::string& key) {
+  if (layers.empty() || !layers.front()->takes_tokens() || steps < 2)
+    return;
+  std::size_t full = steps;
+  std::size_t shorter = steps - 1;
+  for (std::size_t i = 0; i < layers.size() && full != shorter; ++i) {
+    const std::size_t next = layers[i]->output_elements(full);
+    try {
+      shorter = layers[i]->output_elements(shorter);
+    } catch (const std::invalid_argument&) {
+      throw model_error(key, key + ": " + position(i, specs.size(), specs[i]) + " takes " +
+                                 std::to_string(full) +
+                                 " values per sample, but the sequence before it is only as long "
+                                 "as the batch's longest text: reduce it first, with conv1d-max");
+    }
+    full = next;
+  }
+}
+
+} // namespace
+
 std::unique_ptr<sequential> build_sequential(const std::string& name,
                                              const std::vector<layer_spec>& specs,
                                              const shape& input, std::size_t classes,
@@ -433,6 +461,7 @@ std::unique_ptr<sequential> build_sequential(const std::string& name,
                                  " reads the data's token ids, so it must be the first layer");
     current = layers.back()->output_shape();
   }
+  check_any_length(layers, specs, elements(input), key);
   if (current != shape{classes})
     throw model_error(key, key + ": the last layer, " +
                                position(specs.size() - 1, specs.size(), specs.back()) + ", gives " +

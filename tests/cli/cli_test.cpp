@@ -1768,6 +1768,16 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
   herd::testing::write_npy(path("grey.npy"), "<f4", {5, 28, 28}, std::vector<float>(3920, 0.5f));
   auto grey = herd({"predict", "--checkpoint", checkpoints, "--input", path("grey.npy")});
   EXPECT_EQ(grey.exit_code, 0) << grey.output;
+  EXPECT_THAT(grey.output, Not(HasSubstr("uint8")));
+  // Bytes for a model trained on floats: divided by 255 as always, with a note that its training
+  // values were not bytes.
+  herd::testing::write_npy(path("bytes.npy"), "|u1", {5, 784}, std::vector<std::uint8_t>(3920, 9));
+  auto from_bytes = herd({"predict", "--checkpoint", checkpoints, "--input", path("bytes.npy")});
+  EXPECT_EQ(from_bytes.exit_code, 0) << from_bytes.output;
+  EXPECT_THAT(from_bytes.output,
+              HasSubstr(path("bytes.npy") + " holds uint8 values, which herd divides "
+                                            "by 255, but the checkpoint's model was "
+                                            "trained on values that were not bytes"));
   auto no_input = herd({"predict", "--checkpoint", checkpoints});
   EXPECT_EQ(no_input.exit_code, 2);
   EXPECT_THAT(no_input.output, HasSubstr("--input FILE.npy is required"));

@@ -137,6 +137,10 @@ TEST_F(config_files, malformed_override_is_an_error) {
 TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.workers=0"}),
               HasSubstr("train.workers = 0 (command line): must be between 1 and 1024"));
+  // Too many for a run: the key that simulates more is named.
+  EXPECT_THAT(first_error("", {"--train.workers=4096"}),
+              HasSubstr("train.workers = 4096 (command line): must be between 1 and 1024 (herd "
+                        "simulate takes larger jobs, up to 65536 workers, in simulate.workers)"));
   EXPECT_THAT(first_error("", {"--train.lr=-0.5"}),
               HasSubstr("train.lr = -0.5 (command line): the learning rate must be positive"));
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),

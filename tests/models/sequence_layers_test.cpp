@@ -347,6 +347,11 @@ TEST(sequence_layers, the_grammar_and_its_refusals_name_the_layer) {
                   "layer 3 of 5 (embedding 9 2) reads the data's token ids, so it must be the "
                   "first layer");
   EXPECT_CONTAINS(refusal("embedding 9 2, dense 2", {40}), "dense takes a flat input, not 40x2");
+  // Flattened, a sequence is as long as the batch's longest text: a dense layer cannot take it.
+  EXPECT_CONTAINS(refusal("embedding 9 2, flatten, relu, dense 2", {40}),
+                  "layer 4 of 4 (dense 2) takes 80 values per sample, but the sequence before it "
+                  "is only as long as the batch's longest text: reduce it first, with conv1d-max");
+  EXPECT_EQ(refusal("embedding 9 2, relu, conv1d-max 2 3, flatten, dense 2", {40}), "built");
 }
 
 TEST(sequence_layers, the_textcnn_preset_and_its_sizes) {
