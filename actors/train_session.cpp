@@ -140,29 +140,92 @@ std::string index_list(const std::vector<std::int32_t>& indices) {
   return text;
 }
 
+namespace {
+
+// What a workspace holds for a batch of `batch` samples at the model's widest input (its whole
+// length, for tokens): each layer's output and, `training`, its input gradient, its scratch (a
+// convolution's columns), and the scores; and the layer that gives the most values per sample.
+struct activation_bytes {
+  double bytes = 0.0;
+  std::size_t widest = 0; // index of the layer
+  std::size_t widest_values = 0;
+};
+
+activation_bytes activations_of(const models::sequential& model, std::size_t batch, bool training) {
+  activation_bytes need;
+  std::size_t width = models::elements(model.input_shape());
+  const auto& layers = model.layers();
+  double values = 2.0 * static_cast<double>(model.classes()); // probabilities, their gradient
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::size_t out = layers[i]->output_elements(width);
+    const auto scratch = layers[i]->scratch(batch, width);
+    values += static_cast<double>(training ? out + width : out) + // evaluating: no gradients
+              static_cast<double>(scratch.floats + scratch.ints) / static_cast<double>(batch);
+    if (out > need.widest_values) {
+      need.widest = i;
+      need.widest_values = out;
+    }
+    width = out;
+  }
+  need.bytes = values * static_cast<double>(batch) * sizeof(float);
+  return need;
+}
+
+} // namespace
+
 // Each worker holds parameters, gradients, its send buffer's share and its optimizer's state (one
 // float a parameter for SGD, two for AdamW), and the aggregators' result buffers come on top.
+// A layered model's workspaces come on top of those: one per worker, and the evaluator's.
 void check_memory(const config::run_config& config, const models::model& model, int local_workers,
-                  const std::string& own_model_key) {
+                  std::size_t evaluation_batch, const std::string& own_model_key) {
   const auto parameters = static_cast<double>(model.parameter_count());
   const double per_worker = config.train.optimizer == "adamw" ? 4.0 : 3.0;
-  const double bytes = parameters * sizeof(float) * (per_worker * local_workers + 4.0);
+  const double for_parameters = parameters * sizeof(float) * (per_worker * local_workers + 4.0);
+  activation_bytes working;
+  activation_bytes evaluating;
+  if (const auto* layers = dynamic_cast<const models::sequential*>(&model)) {
+    working = activations_of(*layers, static_cast<std::size_t>(config.train.batch_size), true);
+    if (evaluation_batch > 0 && layers->takes_tokens()) // by their positions, as evaluate() does
+      evaluation_batch = models::sequential::evaluation_rows(
+          evaluation_batch, models::elements(layers->input_shape()));
+    if (evaluation_batch > 0)
+      evaluating = activations_of(*layers, evaluation_batch, false);
+  }
+  const double for_activations = working.bytes * local_workers + evaluating.bytes;
+  const double bytes = for_parameters + for_activations;
   const auto memory = kernels::this_process_memory();
   const auto available = static_cast<double>(memory.usable());
-  if (available > 0.0 && bytes > 0.8 * available) {
-    const char* key = !own_model_key.empty()         ? own_model_key.c_str()
-                      : !config.model.layers.empty() ? "model.layers"
-                      : config.model.preset == "mlp" ? "model.hidden"
-                                                     : "model.preset";
-    char message[360];
+  if (available <= 0.0 || bytes <= 0.8 * available)
+    return;
+  const char* key = !own_model_key.empty()         ? own_model_key.c_str()
+                    : !config.model.layers.empty() ? "model.layers"
+                    : config.model.preset == "mlp" ? "model.hidden"
+                                                   : "model.preset";
+  const double gib = 1u << 30;
+  char message[640];
+  if (for_activations <= for_parameters) {
     std::snprintf(message, sizeof message,
-                  "%s: the model has %.3g parameters; %d workers need about %.1f GiB "
+                  "%s: the model has %.3g parameters; %d worker%s need about %.1f GiB "
                   "for parameters, gradients and momentum, more than 80%% of the %.1f GiB %s; "
                   "use smaller layers or fewer workers",
-                  key, parameters, local_workers, bytes / (1u << 30), available / (1u << 30),
+                  key, parameters, local_workers, local_workers == 1 ? "" : "s", bytes / gib,
+                  available / gib,
                   memory.limited() ? "its container's memory limit allows" : "of this machine");
-    throw config::invalid_config({{key, message}});
+  } else {
+    const auto& widest = dynamic_cast<const models::sequential&>(model).layers()[working.widest];
+    const std::string evaluator =
+        evaluation_batch > 0 ? " and an evaluator's of " + std::to_string(evaluation_batch) : "";
+    std::snprintf(message, sizeof message,
+                  "%s: %d worker%s with batches of %d%s need about %.1f GiB, %.1f of it for "
+                  "activations (layer %zu, %s, gives %zu values per sample), more than 80%% of "
+                  "the %.1f GiB %s; use smaller layers, a smaller train.batch-size or fewer "
+                  "workers",
+                  key, local_workers, local_workers == 1 ? "" : "s", config.train.batch_size,
+                  evaluator.c_str(), bytes / gib, for_activations / gib, working.widest + 1,
+                  widest->describe().c_str(), working.widest_values, available / gib,
+                  memory.limited() ? "its container's memory limit allows" : "of this machine");
   }
+  throw config::invalid_config({{key, message}});
 }
 
 models::optimizer_settings optimizer_of(const config::run_config& config) {

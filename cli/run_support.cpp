@@ -41,10 +41,12 @@ std::string epoch_coverage_note(const config::run_config& config, std::size_t sa
   if (used * 10 >= samples * 9)
     return {};
   return "an epoch takes " + std::to_string(used) + " of the " + std::to_string(samples) +
-         " training samples (" + std::to_string(used * 100 / samples) + "%): each of the " +
-         std::to_string(workers) + " workers' shards of " + std::to_string(shard) +
-         " samples gives " + std::to_string(shard / batch) + " whole batch(es) of " +
-         std::to_string(batch) + "; fewer workers or a smaller train.batch-size use more";
+         " training samples (" + std::to_string(used * 100 / samples) + "%): " +
+         (workers == 1 ? std::string("the 1 worker's shard of ")
+                       : "each of the " + std::to_string(workers) + " workers' shards of ") +
+         std::to_string(shard) + " samples gives " + std::to_string(shard / batch) +
+         " whole batch(es) of " + std::to_string(batch) +
+         "; fewer workers or a smaller train.batch-size use more";
 }
 
 // The model has a class for every label from 0 to the largest; a class no training sample has is

@@ -157,9 +157,10 @@ int run_train(const std::vector<std::string>& args) {
 
   std::ostringstream header;
   header << "herd train: " << config.train.algorithm << ", " << config.train.workers
-         << " workers x batch " << config.train.batch_size << ", "
-         << describe_learning_rate(config.train) << ", " << describe_model(*prepared->model) << ", "
-         << data->train.name << " (" << data->train.size() << " train / "
+         << (config.train.workers == 1 ? " worker" : " workers") << " x batch "
+         << config.train.batch_size << ", " << describe_learning_rate(config.train) << ", "
+         << describe_model(*prepared->model) << ", " << data->train.name << " ("
+         << data->train.size() << " train / "
          << (data->validation.size() > 0
                  ? std::to_string(data->validation.size()) + " validation / "
                  : "")

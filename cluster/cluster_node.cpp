@@ -259,7 +259,7 @@ private:
           std::to_string(welcome_.training_samples) + "; every node needs the same dataset");
     try {
       model_ = make_model(config_, data_->train);
-      check_memory(config_, *model_, options_.workers);
+      check_memory(config_, *model_, options_.workers, 0); // the coordinator evaluates
     } catch (const std::exception& unfit) {
       return failed(std::string("the coordinator's model does not fit here: ") + unfit.what());
     }

@@ -280,14 +280,14 @@ void sequential::probabilities(const kernels::ops& ops, const float* params, con
   ops.copy(probs.data(), work.probs.data(), probs.size());
 }
 
-namespace {
-
-// The most token positions (rows x padded length) one evaluation batch of token texts holds: as
-// many as a training batch of 32 texts at a 4,096-byte cap. The conv1d-max layer's activations
-// take about 500 floats per position, so this bounds an evaluation batch near 270 MB.
-constexpr std::size_t evaluation_tokens = std::size_t{32} * 4096;
-
-} // namespace
+std::size_t sequential::evaluation_rows(std::size_t batch_size, std::size_t longest) {
+  // The most token positions (rows x padded length) one evaluation batch of token texts holds.
+  // textcnn's conv1d-max activations take about 500 floats per position, so this bounds its
+  // evaluation batch near 270 MB.
+  constexpr std::size_t evaluation_tokens = std::size_t{32} * 4096;
+  return std::max<std::size_t>(
+      1, std::min(batch_size, evaluation_tokens / std::max<std::size_t>(1, longest)));
+}
 
 evaluation sequential::evaluate(const kernels::ops& ops, const float* params, const dataset& data,
                                 std::size_t batch_size, model_workspace& any) const {
@@ -317,9 +317,7 @@ evaluation sequential::evaluate(const kernels::ops& ops, const float* params, co
       // At most evaluation_tokens per batch: the activations grow with rows x the longest text,
       // and a batch of 1,000 of the longest texts would take gigabytes. The texts come shortest
       // first, so the last row of a candidate batch is its longest.
-      const std::size_t longest =
-          std::max<std::size_t>(1, std::min(data.length(order[first + rows - 1]), data.max_length));
-      rows = std::max<std::size_t>(1, std::min(rows, evaluation_tokens / longest));
+      rows = evaluation_rows(rows, std::min(data.length(order[first + rows - 1]), data.max_length));
     }
     if (data.ragged()) {
       labels.resize(rows);

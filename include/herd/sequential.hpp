@@ -57,6 +57,10 @@ public:
   /// kernels::largest_token); 0 otherwise.
   std::size_t vocabulary() const { return tokens_ ? layers_.front()->vocabulary() : 0; }
   const std::vector<std::unique_ptr<layer>>& layers() const { return layers_; }
+  /// Rows of one evaluation batch of token texts whose longest has `longest` steps, at most
+  /// `batch_size`: rows x padded length stay within a bound (a training batch of 32 texts at a
+  /// 4,096-byte cap), since a batch's activations grow with both.
+  static std::size_t evaluation_rows(std::size_t batch_size, std::size_t longest);
   /// Where layer i's slice starts in the parameter buffer.
   std::size_t parameter_offset(std::size_t layer) const { return offsets_.at(layer); }
 
