@@ -169,9 +169,12 @@ bool coordinator_actor::count_step(const step_ready& ready) {
   if (std::isfinite(ready.loss) || !phases_.error().empty())
     return true;
   fail("training diverged: worker " + std::to_string(ready.worker) + "'s loss is " +
-       std::to_string(ready.loss) + " at step " + std::to_string(ready.step) + "; try a smaller " +
+       (std::isnan(ready.loss) ? std::string("nan") : std::to_string(ready.loss)) + " at step " +
+       std::to_string(ready.step) + "; try a smaller " +
        (setup_.config.train.algorithm == "async" ? "async.lr (the parameter server's rate)"
-                                                 : "train.lr"));
+                                                 : "train.lr") +
+       ", and check that the features are scaled (values within a few units of 0, not raw "
+       "counts or sums)");
   return false;
 }
 

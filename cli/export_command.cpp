@@ -9,10 +9,13 @@
 #include "herd/sequential.hpp"
 #include "models/npy.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,6 +32,28 @@ std::string tensor_file(std::size_t layer, const std::string& description,
 }
 
 // Writes each layer's tensors beside the description, and returns the description.
+// Tensor files in `directory` named as an export names them (NN-layer-tensor.npy) that
+// `layers` (this export's) does not name: an earlier export's, which a loader that reads every
+// .npy file would take for this model's.
+std::vector<std::string> stale_tensor_files(const std::string& directory,
+                                            const nlohmann::json& layers) {
+  std::set<std::string> named;
+  for (const auto& layer : layers)
+    for (const auto& tensor : layer.at("tensors"))
+      named.insert(tensor.at("file").get<std::string>());
+  std::vector<std::string> stale;
+  std::error_code failed;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, failed)) {
+    const auto name = entry.path().filename().string();
+    if (name.size() > 7 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+        std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '-' &&
+        entry.path().extension() == ".npy" && named.count(name) == 0)
+      stale.push_back(name);
+  }
+  std::sort(stale.begin(), stale.end());
+  return stale;
+}
+
 nlohmann::json write_tensors(const checkpoint_model& loaded, const std::string& directory) {
   const auto& model = dynamic_cast<const models::sequential&>(*loaded.model);
   nlohmann::json layers = nlohmann::json::array();
@@ -124,6 +149,14 @@ int run_export(const std::vector<std::string>& args) {
   std::cerr << "herd export: " << loaded->file << ", " << loaded->parameters_origin << ": "
             << loaded->model->parameter_count() << " parameters to " << directory
             << " (model.json and a .npy file per tensor)\n";
+  if (const auto stale = stale_tensor_files(directory, description["layers"]); !stale.empty()) {
+    std::string names;
+    for (const auto& name : stale)
+      names += (names.empty() ? "" : ", ") + name;
+    std::cerr << "herd export: note: " << directory << " also holds " << stale.size()
+              << " tensor file(s) of an earlier export that model.json does not name (" << names
+              << "); remove them if a loader reads every .npy file there\n";
+  }
   return exit_ok;
 }
 

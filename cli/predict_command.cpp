@@ -56,7 +56,7 @@ models::tensor token_rows(const std::string& path, const models::npy_samples& sa
                           const models::sequential& model, std::size_t& cut) {
   if (samples.bytes)
     throw models::data_error(path + " holds uint8 values, which herd scales as pixels and which "
-                                    "cannot hold the padding -1; write the token ids as float32");
+                                    "cannot hold the padding -1; write the token ids as int32, int64 or float32");
   auto rows = model_token_rows(samples.values, model, cut);
   // What the model reads, as training checks texts up to data.max-length: a cut part is not.
   models::check_token_rows(rows, model.vocabulary(), path);
@@ -164,8 +164,9 @@ std::string predict_help() {
          "training data were: for Fashion-MNIST, values in [0, 1] (pixel / 255; floats above 1.5\n"
          "are refused as unscaled pixels) normalised with\n"
          "the training set's mean and deviation; .npy datasets' values are used as they are. For\n"
-         "a model of texts, each row is a text's token ids (textcnn's are its bytes, 0\n"
-         "to 255; an embedding layer of V ids takes 0 to V - 1) padded at the end with -1; a row\n"
+         "a model of texts, each row is a text's token ids (int32, int64 or float32; textcnn's\n"
+         "are its bytes, 0 to 255; an embedding layer of V ids takes 0 to V - 1) padded at the\n"
+         "end with -1; a row\n"
          "is padded or cut to the model's sequence length. The checkpoint says what the model\n"
          "takes and how its inputs were prepared, so no training data are read (a checkpoint\n"
          "written by Herd before format version 6 does not, and the run's dataset is loaded).\n\n"

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
@@ -71,6 +72,8 @@ std::vector<std::string> unbreakable_words(const std::string& line) {
 } // namespace
 
 std::string fixed(double value, int digits) {
+  if (std::isnan(value)) // not "-nan": a NaN's sign says nothing
+    return "nan";
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << value;
   return out.str();

@@ -82,10 +82,11 @@ std::size_t padding_argument(const layer_words& words) {
 float probability_argument(const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
+  // Checked as the float the layer keeps: 0.99999999 rounds to 1.
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0.0 ||
-      value >= 1.0)
+      static_cast<float>(value) >= 1.0f)
     throw std::invalid_argument("the probability of dropout must lie in [0, 1), not \"" + text +
-                                "\"");
+                                "\"" + (value < 1.0 && value >= 0.0 ? " (1 as a float)" : ""));
   return static_cast<float>(value);
 }
 

@@ -240,20 +240,25 @@ void check_pair(const checked_file& features, const checked_file& labels) {
                      std::to_string(labels.header.shape[0]) + " labels");
 }
 
+// One sample's shape in a features file: d for n x d, 1 x h x w for n x h x w (one channel), the
+// rest of the shape above that.
+std::vector<std::uint64_t> sample_shape_of(const npy_header& header) {
+  if (header.shape.size() == 3)
+    return {1, header.shape[1], header.shape[2]};
+  return {header.shape.begin() + 1, header.shape.end()};
+}
+
 // The samples of a checked features file: n x width floats, and one sample's shape (empty for
-// n x d, 1 x h x w for n x h x w, the rest of the shape above that).
+// n x d, as sample_shape_of() above that).
 npy_samples read_samples(const checked_file& features) {
   const auto& shape = features.header.shape;
   const auto count = static_cast<std::size_t>(shape[0]);
   const auto width = static_cast<std::size_t>(features.header.values / shape[0]);
   npy_samples result;
   result.bytes = features.header.dtype == npy_dtype::uint8;
-  if (shape.size() == 3)
-    result.sample_shape = {1, static_cast<std::size_t>(shape[1]),
-                           static_cast<std::size_t>(shape[2])};
-  else if (shape.size() > 3)
-    for (std::size_t i = 1; i < shape.size(); ++i)
-      result.sample_shape.push_back(static_cast<std::size_t>(shape[i]));
+  if (shape.size() >= 3)
+    for (auto extent : sample_shape_of(features.header))
+      result.sample_shape.push_back(static_cast<std::size_t>(extent));
   try {
     result.values = tensor({count, width});
   } catch (const std::bad_alloc&) {
@@ -361,10 +366,6 @@ void check_loaded_bytes(const std::vector<const checked_file*>& files, std::uint
 
 int largest_label(const dataset& set) {
   return set.labels.empty() ? 0 : *std::max_element(set.labels.begin(), set.labels.end());
-}
-
-std::vector<std::uint64_t> sample_shape_of(const npy_header& header) {
-  return {header.shape.begin() + 1, header.shape.end()};
 }
 
 } // namespace

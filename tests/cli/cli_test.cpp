@@ -1171,7 +1171,9 @@ TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
                       "--train.target-accuracy=0.5", "--report", report_path});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, HasSubstr("training diverged"));
-  EXPECT_THAT(result.output, HasSubstr("try a smaller train.lr"));
+  EXPECT_THAT(result.output, HasSubstr("try a smaller train.lr, and check that the features are "
+                                       "scaled"));
+  EXPECT_THAT(result.output, Not(HasSubstr("-nan")));
   // Parameters that are not numbers have no accuracy to report (an argmax over NaN scores would
   // give the share of one class).
   EXPECT_THAT(result.output, HasSubstr("none (the parameters are not numbers: the run diverged)"));

@@ -383,6 +383,15 @@ TEST_F(serving, exported_tensors_compute_what_herd_predict_gives) {
     for (std::size_t c = 0; c < 3; ++c)
       EXPECT_NEAR(p[c], probabilities.values[n * 3 + c], 1e-5) << "image " << n << ", class " << c;
   }
+  EXPECT_THAT(cnn.output, Not(HasSubstr("earlier export"))) << cnn.output;
+  // Over the MLP's export: its tensor files, which the new model.json does not name, are listed.
+  const auto over = herd({"export", "--checkpoint", path("cnn-ckpt"), "--out", path("mlp")});
+  ASSERT_EQ(over.exit_code, 0) << over.output;
+  EXPECT_THAT(over.output,
+              HasSubstr(path("mlp") +
+                        " also holds 4 tensor file(s) of an earlier export that "
+                        "model.json does not name (02-dense-bias.npy, "
+                        "02-dense-weight.npy, 04-dense-bias.npy, 04-dense-weight.npy)"));
 }
 
 // Two `herd predict` CSVs with the same header and rows, the same predicted classes, and

@@ -241,6 +241,9 @@ TEST(image_layers, windows_and_arguments_that_do_not_fit_are_refused) {
   EXPECT_NE(refusal("conv 4 3 dilation 2, flatten, dense 2", {1, 3, 3})
                 .find("\"dilation\" is not an argument of conv"),
             std::string::npos);
+  EXPECT_NE(refusal("flatten, dropout 0.99999999, dense 2", {4})
+                .find("must lie in [0, 1), not \"0.99999999\" (1 as a float)"),
+            std::string::npos);
   EXPECT_NE(refusal("flatten, dropout 1.5, dense 2", {4}).find("must lie in [0, 1)"),
             std::string::npos);
   EXPECT_EQ(refusal("conv 4 3, flatten, dense 2", {1, 3, 3}), "built"); // a 1x1 output fits

@@ -146,6 +146,12 @@ TEST_F(npy_test, c_order_shapes_of_two_three_and_four_dimensions) {
   write_npy<float>(files.train_features, "<f4", {2, 2, 3}, std::vector<float>(12, 0.0f));
   write_npy<float>(files.test_features, "<f4", {1, 2, 3}, std::vector<float>(6, 0.0f));
   EXPECT_EQ(load_npy_dataset(files).train.sample_shape, (std::vector<std::size_t>{1, 2, 3}));
+  // ... the same samples as n x 1 x h x w, in either file.
+  write_npy<float>(files.test_features, "<f4", {1, 1, 2, 3}, std::vector<float>(6, 0.0f));
+  EXPECT_EQ(load_npy_dataset(files).test.sample_shape, (std::vector<std::size_t>{1, 2, 3}));
+  write_npy<float>(files.test_features, "<f4", {1, 2, 2, 3}, std::vector<float>(12, 0.0f));
+  EXPECT_THAT(load_error(files), HasSubstr("test_x.npy holds samples of 2 x 2 x 3 but " +
+                                           files.train_features + " holds samples of 1 x 2 x 3"));
 
   // n x d: flat.
   split = load_npy_dataset(valid_files());
