@@ -366,13 +366,23 @@ namespace {
 
 // "; the settings that differ: data.dataset: ..." for a checkpoint of another shape: a shape's
 // difference ("training samples: the checkpoint has 6000, this run 60000") often has its cause
-// in a setting. Nothing when the file's settings cannot be read.
+// in a setting. Only settings that shape a run (structure_of: the model, the data, the
+// algorithm, workers, batch size and seed), not those a resume may change (train.epochs).
+// Nothing when the file's settings cannot be read.
 std::string differing_settings(const std::string& file, const config::run_config& now) {
+  const auto shapes_the_run = [](const std::string& line) {
+    for (const char* key : {"model.", "data.", "train.algorithm:", "train.workers:",
+                            "train.batch-size:", "train.seed:"})
+      if (line.rfind(key, 0) == 0)
+        return true;
+    return false;
+  };
   try {
     const auto lines = changed_settings(read_run_checkpoint(file).settings, now);
     std::string text;
     for (const auto& line : lines)
-      text += (text.empty() ? "; the settings that differ: " : "; ") + line;
+      if (shapes_the_run(line))
+        text += (text.empty() ? "; the settings that differ: " : "; ") + line;
     return text;
   } catch (const std::exception&) {
     return {};

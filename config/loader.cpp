@@ -249,8 +249,9 @@ void read_settings(const std::string& text, const std::string& origin, load_stat
 }
 
 caf::config_value parse_override_value(const std::string& text) {
-  if (text.empty()) // "--train.algorithm=": an empty string, not CAF's empty list
-    return caf::config_value{std::string{}};
+  // "--train.algorithm=" (or only blanks): a string, not CAF's empty list
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    return caf::config_value{text};
   // CAF 0.17's number parser can be one ulp off (0.0123456789 reads as 0.012345678899999999);
   // strtod is correctly rounded, so plain real numbers on the command line go through it.
   if (text.find_first_of(".eE") != std::string::npos) {

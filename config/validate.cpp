@@ -422,10 +422,19 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   check.require(hidden.size() <= max_hidden_layers, "model.hidden",
                 std::to_string(hidden.size()) + " layers",
                 "at most " + std::to_string(max_hidden_layers) + " hidden layers");
-  if (hidden.size() <= max_hidden_layers)
-    for (int size : hidden)
-      check.require(size >= 1 && size <= 65536, "model.hidden", size,
-                    "every hidden layer size must be between 1 and 65536");
+  if (hidden.size() <= max_hidden_layers) {
+    const auto bad = std::find_if(hidden.begin(), hidden.end(),
+                                  [](int size) { return size < 1 || size > 65536; });
+    if (bad != hidden.end()) {
+      std::string list;
+      for (int size : hidden)
+        list += (list.empty() ? "[" : ", ") + std::to_string(size);
+      check.require(false, "model.hidden", list + "]",
+                    "hidden layer " + std::to_string(bad - hidden.begin() + 1) + " has " +
+                        std::to_string(*bad) +
+                        " units; every hidden layer size must be between 1 and 65536");
+    }
+  }
   check_model(check, config.model);
   check.require(config.metrics.port >= 0 && config.metrics.port <= 65535, "metrics.port",
                 config.metrics.port, "must be a TCP port between 0 and 65535 (0 = off)");

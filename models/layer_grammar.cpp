@@ -197,6 +197,14 @@ std::unique_ptr<layer> make_layer(const layer_spec& spec, const shape& input) {
       throw std::invalid_argument("conv1d-max takes sequences of vectors ({L, C}, as embedding "
                                   "gives), not " +
                                   shape_text(input));
+    // A window wider than the longest sequence sees only zeros beyond it, at a cost that grows
+    // with its width.
+    for (std::size_t width : widths)
+      if (width > input[0])
+        throw std::invalid_argument(
+            "a width of " + std::to_string(width) + " is wider than the model's sequences of " +
+            std::to_string(input[0]) + " steps (data.max-length for texts); use at most " +
+            std::to_string(input[0]));
     return std::make_unique<conv1d_max>(input, filters, std::move(widths));
   }
   throw std::invalid_argument(unknown_layer(spec.kind));

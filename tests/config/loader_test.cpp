@@ -147,7 +147,8 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
               HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
                         "allowed: sync, solo, majority, quorum, preduce, wagma, async, local-sgd"));
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
-  EXPECT_THAT(first_error("", {"--model.hidden=[0]"}), HasSubstr("model.hidden = 0"));
+  EXPECT_THAT(first_error("", {"--model.hidden=[0]"}),
+              HasSubstr("model.hidden = [0] (command line): hidden layer 1 has 0 units"));
   EXPECT_THAT(first_error("", {"--data.dataset=cifar"}), HasSubstr("allowed: fashion-mnist"));
 }
 
@@ -402,6 +403,15 @@ TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
               HasSubstr("train.workers = 99999999999999999999 (command line): too large for an "
                         "integer"));
   EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
+  // A bad hidden layer size names its place in the list.
+  EXPECT_THAT(first_error("", {"--model.hidden=[256,0]"}),
+              HasSubstr("model.hidden = [256, 0] (command line): hidden layer 2 has 0 units; "
+                        "every hidden layer size must be between 1 and 65536"));
+  // Only blanks: a string of them, not an empty list ("model.layers = []: expected a string").
+  EXPECT_THAT(first_error("", {"--train.algorithm= "}),
+              HasSubstr("train.algorithm = \" \" (command line): unknown algorithm"));
+  EXPECT_THAT(first_error("", {"--train.workers= "}),
+              HasSubstr("train.workers = \" \" (command line): expected an integer"));
 }
 
 // Any name validate() accepts comes back from to_ini() through from_ini(): line breaks, tabs,

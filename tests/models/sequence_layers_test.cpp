@@ -352,6 +352,10 @@ TEST(sequence_layers, the_grammar_and_its_refusals_name_the_layer) {
                   "layer 4 of 4 (dense 2) takes 80 values per sample, but the sequence before it "
                   "is only as long as the batch's longest text: reduce it first, with conv1d-max");
   EXPECT_EQ(refusal("embedding 9 2, relu, conv1d-max 2 3, flatten, dense 2", {40}), "built");
+  EXPECT_CONTAINS(refusal("embedding 9 2, conv1d-max 2 3 41, dense 2", {40}),
+                  "layer 2 of 3 (conv1d-max 2 3 41) is given 40x2 by layer 1 of 3 (embedding 9 2): "
+                  "a width of 41 is wider than the model's sequences of 40 steps");
+  EXPECT_EQ(refusal("embedding 9 2, conv1d-max 2 3 40, dense 2", {40}), "built");
 }
 
 TEST(sequence_layers, the_textcnn_preset_and_its_sizes) {
