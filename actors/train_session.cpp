@@ -204,12 +204,25 @@ void check_memory(const config::run_config& config, const models::model& model, 
   const double gib = 1u << 30;
   char message[640];
   if (for_activations <= for_parameters) {
+    // The layer that holds the most of them (a dense layer after a wide flatten, as a rule).
+    std::string largest;
+    if (const auto* layers = dynamic_cast<const models::sequential*>(&model)) {
+      const auto& all = layers->layers();
+      const auto most = std::max_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
+        return a->parameter_count() < b->parameter_count();
+      });
+      char text[160];
+      std::snprintf(text, sizeof text, " (layer %zu, %s, holds %.3g)",
+                    static_cast<std::size_t>(most - all.begin()) + 1, (*most)->describe().c_str(),
+                    static_cast<double>((*most)->parameter_count()));
+      largest = text;
+    }
     std::snprintf(message, sizeof message,
-                  "%s: the model has %.3g parameters; %d worker%s need about %.1f GiB "
+                  "%s: the model has %.3g parameters%s; %d worker%s need about %.1f GiB "
                   "for parameters, gradients and momentum, more than 80%% of the %.1f GiB %s; "
                   "use smaller layers or fewer workers",
-                  key, parameters, local_workers, local_workers == 1 ? "" : "s", bytes / gib,
-                  available / gib,
+                  key, parameters, largest.c_str(), local_workers, local_workers == 1 ? "" : "s",
+                  bytes / gib, available / gib,
                   memory.limited() ? "its container's memory limit allows" : "of this machine");
   } else {
     const auto& widest = dynamic_cast<const models::sequential&>(model).layers()[working.widest];

@@ -108,11 +108,11 @@ std::string layout_problem(const models::shape& given, const models::shape& want
     return models::shape_text(given) + " but the checkpoint's model takes " +
            models::shape_text(wanted) + " (" + std::to_string(models::elements(wanted)) +
            " values each)";
-  // Leading 1s say nothing (a grey image without its channel); flat samples are read in the
-  // model's order, and a flat model reads whatever order it was trained on.
+  // Extents of 1 say nothing, wherever they are (a grey image without its channel, or with it
+  // last): dropping one leaves every value in its place. Flat samples are read in the model's
+  // order, and a flat model reads whatever order it was trained on.
   const auto squeezed = [](models::shape dims) {
-    while (dims.size() > 1 && dims.front() == 1)
-      dims.erase(dims.begin());
+    dims.erase(std::remove(dims.begin(), dims.end(), std::size_t{1}), dims.end());
     return dims;
   };
   const auto given_dims = squeezed(given);
@@ -137,11 +137,19 @@ std::string unscaled_problem(const models::tensor& values, const models::normali
   constexpr float highest_scaled = 1.5f;
   if ((!norm.scaled_bytes && norm.identity()) || values.empty())
     return {};
-  const float largest = *std::max_element(values.data(), values.data() + values.size());
-  if (largest <= highest_scaled)
-    return {};
+  const auto [smallest, largest] =
+      std::minmax_element(values.data(), values.data() + values.size());
   std::ostringstream text;
-  text << "values up to " << largest
+  if (*smallest < -0.01f) { // normalised already: herd would normalise them a second time
+    text << "values down to " << *smallest
+         << ", but the model takes values scaled to [0, 1] (byte / 255), as its training data "
+            "were before herd normalised them: give them before normalisation, as uint8 bytes "
+            "or floats divided by 255 (herd normalises them as it did in training)";
+    return text.str();
+  }
+  if (*largest <= highest_scaled)
+    return {};
+  text << "values up to " << *largest
        << ", but the model takes values scaled to [0, 1] (byte / 255), as its training data "
           "were: give raw bytes as uint8 (herd scales them), or floats divided by 255, not "
           "normalised (herd does that)";

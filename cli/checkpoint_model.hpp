@@ -52,8 +52,8 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
 
 /// Why samples of shape `given` are not samples of `wanted`, a model's input shape, value for
 /// value ("4x4x3 but the checkpoint's model takes 3x4x4: as many values in another layout ...");
-/// empty when they are: the same shape, also without leading 1s, or either one flat (flat samples
-/// are read in the model's order).
+/// empty when they are: the same shape, also without its extents of 1 (28x28x1 is 1x28x28), or
+/// either one flat (flat samples are read in the model's order).
 std::string layout_problem(const models::shape& given, const models::shape& wanted);
 
 /// Rows of token ids made as wide as the sequences `model` takes: a shorter row is padded with -1,
@@ -63,7 +63,8 @@ models::tensor model_token_rows(const models::tensor& given, const models::seque
 
 /// Why `values` are not what a model whose training values were bytes divided by 255 (Fashion-
 /// MNIST, a .npy file of uint8) takes: "values up to 243, but the model takes ..." when they go far
-/// above 1 (unscaled bytes, which it would answer wrongly without a word); empty otherwise.
+/// above 1 (unscaled bytes, which it would answer wrongly without a word), or "values down to
+/// -0.42 ..." below 0 (normalised already); empty otherwise.
 std::string unscaled_problem(const models::tensor& values, const models::normalisation& norm);
 
 /// Given `bytes` (uint8 values, which herd divides by 255) for a model whose training values were

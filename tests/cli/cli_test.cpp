@@ -1133,6 +1133,7 @@ TEST_F(herd_cli, a_model_too_large_for_memory_is_refused_before_allocating) {
   auto result = herd({"train", "--data.dataset=synthetic", "--model.hidden=65536,65536"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.output, HasSubstr("model.hidden: the model has"));
+  EXPECT_THAT(result.output, HasSubstr("parameters (layer 4, dense 65536, holds 4.3e+09)"));
   EXPECT_THAT(result.output, HasSubstr("GiB"));
   // Few parameters (about 330,000), but batches of 4096 give each 16384 x 28 x 28 values in the
   // first layer: some 200 GiB of activations, named with the layer that gives them.
@@ -1765,14 +1766,11 @@ TEST_F(herd_cli, predict_gives_the_probabilities_that_evaluate_scores) {
   EXPECT_EQ(narrow.exit_code, 2);
   EXPECT_THAT(narrow.output, HasSubstr(path("narrow.npy") + " holds samples of 7"));
   EXPECT_THAT(narrow.output, HasSubstr("takes 1x28x28"));
-  // As many values in another layout: refused, channels last with the transpose that fixes it;
-  // a grey image without its channel is the same layout.
+  // As many values in another layout: refused (layout_problem's own test has channels last);
+  // a grey image without its channel, or with it last, is the same layout.
   herd::testing::write_npy(path("nhwc.npy"), "<f4", {5, 28, 28, 1}, std::vector<float>(3920, 0.5f));
   auto nhwc = herd({"predict", "--checkpoint", checkpoints, "--input", path("nhwc.npy")});
-  EXPECT_EQ(nhwc.exit_code, 2) << nhwc.output;
-  EXPECT_THAT(nhwc.output, HasSubstr("holds samples of 28x28x1 but the checkpoint's model takes "
-                                     "1x28x28: as many values in another layout"));
-  EXPECT_THAT(nhwc.output, HasSubstr("x.transpose(0, 3, 1, 2)"));
+  EXPECT_EQ(nhwc.exit_code, 0) << nhwc.output;
   herd::testing::write_npy(path("wide.npy"), "<f4", {5, 14, 56}, std::vector<float>(3920, 0.5f));
   auto wide = herd({"predict", "--checkpoint", checkpoints, "--input", path("wide.npy")});
   EXPECT_EQ(wide.exit_code, 2) << wide.output;

@@ -125,13 +125,18 @@ TEST(cluster_cli, a_node_started_after_one_left_joins_in_its_place_and_the_run_r
   ASSERT_TRUE(start_three_nodes_and_train_a_while(run)) << run.logs();
   const auto slots = run.workers_of("node2");
   ASSERT_EQ(slots.size(), 1u) << run.logs();
-  // SIGTERM (a VM's preemption notice) makes a node leave the job: exit 0, its workers lost.
+  // SIGTERM (a VM's preemption notice) makes a node leave the job: exit 0, its workers lost,
+  // once the rounds it is in have ended (no round aborts on its closed data plane).
   ::kill(run.node(2).pid(), SIGTERM);
   EXPECT_EQ(run.node(2).wait(30s), 0) << run.logs();
-  EXPECT_NE(run.node(2).output().find("left the job before it was over"), std::string::npos)
+  EXPECT_NE(run.node(2).output().find("left the job once the rounds it was in had ended"),
+            std::string::npos)
       << run.logs();
-  // "lost: it left the job", or the connection's end when that reaches the coordinator first.
-  ASSERT_TRUE(run.coordinator_says("(node2) lost", 30s)) << run.logs();
+  ASSERT_TRUE(run.coordinator_says("(node2) lost: it left the job", 30s)) << run.logs();
+  EXPECT_NE(run.coordinator().output().find("(node2) leaves the job: rounds pause"),
+            std::string::npos)
+      << run.logs();
+  EXPECT_EQ(run.coordinator().output().find("aborted"), std::string::npos) << run.logs();
   run.add_node(1); // node3
   ASSERT_EQ(run.coordinator().wait(10min), 0) << run.logs();
   EXPECT_EQ(run.node(3).wait(30s), 0) << run.logs();
