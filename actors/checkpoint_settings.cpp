@@ -1,12 +1,15 @@
 // A checkpoint's settings against this run's: what changed, and the changes a resume refuses; see
 // checkpoint_state.hpp.
 #include "actors/checkpoint_state.hpp"
+#include "actors/run_parts.hpp"
 #include "herd/config.hpp"
 #include "models/optimizer.hpp"
 
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "policy/policy.hpp"
 
 namespace herd::actors {
 
@@ -126,6 +129,23 @@ void check_same_optimizer(const std::string& file, const run_checkpoint& state,
           file, "payload: worker " + std::to_string(worker.index) + "'s optimizer state holds " +
                     std::to_string(worker.velocity.size()) + " floats, not " + before + "'s for " +
                     std::to_string(worker.parameters.size()) + " parameters");
+}
+
+void check_policy_state(const std::string& file, const run_checkpoint& state,
+                        const config::run_config& now) {
+  const auto policy = policy::make_policy(now);
+  try {
+    policy->load_state(state.coordinator.policy_state);
+  } catch (const std::exception& bad) { // runtime_error, or a count past what a vector holds
+    throw checkpoint::checkpoint_error(file, std::string("payload: ") + bad.what());
+  }
+  const auto counted = policy->live_workers();
+  const auto live = state.coordinator.counters.live_workers();
+  if (counted != live)
+    throw checkpoint::checkpoint_error(
+        file, "payload: the " + now.train.algorithm + " policy state counts " +
+                  std::to_string(counted.size()) + " workers live, the coordinator's counters " +
+                  std::to_string(live.size()) + " (" + index_list(live) + ")");
 }
 
 } // namespace herd::actors

@@ -20,6 +20,8 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint/bounded_archive.hpp"
+
 namespace herd::policy {
 
 template <class Archive>
@@ -285,7 +287,7 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
   std::string at;
   try {
     std::istringstream in(payload, std::ios::binary);
-    cereal::BinaryInputArchive archive(in);
+    checkpoint::bounded_input_archive archive(in, payload.size());
     part(archive, "settings", state.settings, at);
     part(archive, "coordinator", state.coordinator, at);
     part(archive, "workers", state.workers, at);
@@ -315,6 +317,9 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
   } catch (const cereal::Exception& failure) {
     throw checkpoint::checkpoint_error(file, "payload: the field '" + at + "' cannot be read (" +
                                                  failure.what() + ")");
+  } catch (const std::length_error&) { // a count no container of its type holds
+    throw checkpoint::checkpoint_error(file, "payload: the field '" + at +
+                                                 "' claims more values than there can be");
   } catch (const std::bad_alloc&) {
     throw checkpoint::checkpoint_error(file, "payload: the field '" + at +
                                                  "' claims more memory than there is");
@@ -360,13 +365,16 @@ std::vector<worker_record> decode_part(const std::string& payload, const std::st
   std::vector<worker_record> workers;
   try {
     std::istringstream in(payload, std::ios::binary);
-    cereal::BinaryInputArchive archive(in);
+    checkpoint::bounded_input_archive archive(in, payload.size());
     archive(workers);
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the workers");
   } catch (const cereal::Exception& failure) {
     throw checkpoint::checkpoint_error(
         file, std::string("payload: the field 'workers' cannot be read (") + failure.what() + ")");
+  } catch (const std::length_error&) {
+    throw checkpoint::checkpoint_error(
+        file, "payload: the field 'workers' claims more values than there can be");
   } catch (const std::bad_alloc&) {
     throw checkpoint::checkpoint_error(
         file, "payload: the field 'workers' claims more memory than there is");

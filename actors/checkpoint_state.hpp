@@ -175,6 +175,13 @@ std::vector<float> model_parameters(const run_checkpoint& state, bool mean_of_re
 void check_same_optimizer(const std::string& file, const run_checkpoint& state,
                           const config::run_config& now);
 
+/// Refuses (checkpoint::checkpoint_error naming `file`) a checkpoint whose grouping policy's state
+/// a policy of `now` cannot take: unreadable, damaged (worker indices outside its tables), or
+/// counting other workers live than the coordinator's counters do. A crafted state reached the
+/// policy unchecked and crashed or stalled the resumed run.
+void check_policy_state(const std::string& file, const run_checkpoint& state,
+                        const config::run_config& now);
+
 /// Refuses (checkpoint::checkpoint_error naming `file` and the key) a checkpoint whose run's
 /// evaluations measured another set than a run of `now` on `data` would: a validation set
 /// against the test set, either way, or validation sets of other sizes, so that its best

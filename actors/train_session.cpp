@@ -421,6 +421,7 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                        refused.problem() + differing_settings(loaded.file, config));
   }
   check_same_optimizer(loaded.file, *loaded.state, config);
+  check_policy_state(loaded.file, *loaded.state, config);
   check_same_evaluation_set(loaded.file, *loaded.state, config, data);
   if (loaded.state->across_processes())
     throw checkpoint::checkpoint_error(loaded.file,

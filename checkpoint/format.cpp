@@ -17,6 +17,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "checkpoint/bounded_archive.hpp"
 #include "checkpoint/directory_lock.hpp"
 
 namespace herd::checkpoint {
@@ -217,7 +218,7 @@ loaded decode(std::string_view bytes, const std::string& file) {
   loaded out;
   try {
     std::istringstream stream(std::string(header_bytes), std::ios::binary);
-    cereal::BinaryInputArchive archive(stream);
+    bounded_input_archive archive(stream, header_bytes.size());
     archive(out.head);
   } catch (const std::exception& failure) {
     throw checkpoint_error(file, std::string("header: cannot be read (") + failure.what() + ")");

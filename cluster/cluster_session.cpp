@@ -210,6 +210,7 @@ loaded_cluster_checkpoint load_cluster_checkpoint(const config::run_config& conf
       actors::load_for_resume(loaded.file, actors::structure_of(shaped, *model, data.train.size()),
                               model->parameter_count()));
   actors::check_same_optimizer(loaded.file, *state, config);
+  actors::check_policy_state(loaded.file, *state, shaped);
   actors::check_same_evaluation_set(loaded.file, *state, config, data);
   if (!state->across_processes())
     throw checkpoint::checkpoint_error(loaded.file,

@@ -2,6 +2,7 @@
 #include "policy/async.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "policy/state_archive.hpp"
 
@@ -30,6 +31,8 @@ std::string async_policy::save_state() const {
 
 void async_policy::load_state(const std::string& state) {
   detail::load_fields(state, "async", live_);
+  detail::check_workers("async", "live workers", live_,
+                        static_cast<std::size_t>(std::numeric_limits<int>::max()));
 }
 
 } // namespace herd::policy

@@ -26,6 +26,7 @@ public:
   std::vector<group_decision> on_group_done(const group_outcome&) override { return {}; }
   std::string save_state() const override;
   void load_state(const std::string& state) override;
+  std::vector<int> live_workers() const override { return live_; }
 
 private:
   std::vector<int> live_; // ascending

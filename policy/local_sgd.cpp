@@ -77,6 +77,7 @@ std::string local_sgd_policy::save_state() const {
 
 void local_sgd_policy::load_state(const std::string& state) {
   detail::load_fields(state, "local-sgd", live_, fresh_step_, averaged_);
+  detail::check_workers("local-sgd", "live workers", live_, fresh_step_.size());
 }
 
 } // namespace herd::policy

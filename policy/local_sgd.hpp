@@ -29,6 +29,7 @@ public:
   std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
   std::string save_state() const override;
   void load_state(const std::string& state) override;
+  std::vector<int> live_workers() const override { return live_; }
 
   int period() const { return period_; }
   /// The last local step whose global average activated (0 before the first).

@@ -55,6 +55,8 @@ std::string quorum_policy::save_state() const {
 void quorum_policy::load_state(const std::string& state) {
   detail::load_fields(state, name_, live_, ready_step_, consumed_step_, in_flight_,
                       rounds_activated_);
+  detail::check_table(name_, "consumed steps", consumed_step_.size(), ready_step_.size());
+  detail::check_workers(name_, "live workers", live_, ready_step_.size());
   fresh_ = count_fresh();
 }
 

@@ -129,6 +129,9 @@ public:
   /// parameters after it as the round's result (async), instead of applying the result themselves.
   virtual bool applies_at_server() const { return false; }
 
+  /// The workers it counts live (ascending): those of set_live_workers(), or of a loaded state.
+  virtual std::vector<int> live_workers() const = 0;
+
   /// Everything the policy knows, as bytes, for checkpoints (docs/checkpoints.md).
   virtual std::string save_state() const = 0;
   /// Continues from save_state()'s bytes (a policy of the same kind and settings). Throws
@@ -157,6 +160,7 @@ public:
 
   std::string save_state() const override;
   void load_state(const std::string& state) override;
+  std::vector<int> live_workers() const override { return live_; }
 
   /// Fresh arrivals needed for the next round to activate.
   std::size_t threshold() const;

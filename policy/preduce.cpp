@@ -82,6 +82,32 @@ void isolation_guard::set_live_workers(const std::vector<int>& workers) {
   groups_since_connected_ = 0;
 }
 
+std::string isolation_guard::damage() const {
+  const std::size_t slots = parent_.size();
+  for (std::size_t i = 0; i < live_.size(); ++i)
+    if (live_[i] < 0 || static_cast<std::size_t>(live_[i]) >= slots ||
+        (i > 0 && live_[i - 1] >= live_[i]))
+      return "the guard's live workers do not fit its " + std::to_string(slots) + " slots";
+  // find() follows parents to a root (its own parent): every live worker's chain must get there
+  // within `slots` steps, through live slots only.
+  for (int worker : live_) {
+    int at = worker;
+    std::size_t steps = 0;
+    while (steps++ <= slots) {
+      const int parent = parent_[static_cast<std::size_t>(at)];
+      if (parent < 0 || static_cast<std::size_t>(parent) >= slots)
+        return "the guard's component of worker " + std::to_string(worker) +
+               " leads outside its slots";
+      if (parent == at)
+        break;
+      at = parent;
+    }
+    if (steps > slots + 1)
+      return "the guard's component of worker " + std::to_string(worker) + " has no root";
+  }
+  return {};
+}
+
 int isolation_guard::find(int worker) const {
   if (worker < 0 || static_cast<std::size_t>(worker) >= parent_.size() ||
       parent_[static_cast<std::size_t>(worker)] < 0)
@@ -400,6 +426,18 @@ std::string preduce_policy::save_state() const {
 void preduce_policy::load_state(const std::string& state) {
   detail::load_fields(state, "preduce", guard_, live_, queue_, version_, last_step_, in_group_,
                       early_, partial_groups_, interventions_, guard_waiting_since_, now_);
+  const std::size_t slots = last_step_.size();
+  detail::check_table("preduce", "model versions", version_.size(), slots);
+  detail::check_workers("preduce", "live workers", live_, slots);
+  detail::check_workers("preduce", "workers in a group", in_group_, slots);
+  std::vector<int> waiting;
+  for (const auto& queued : queue_)
+    waiting.push_back(queued.worker);
+  for (const auto& queued : early_)
+    waiting.push_back(queued.worker);
+  detail::check_workers("preduce", "queued workers", waiting, slots, false);
+  if (const auto problem = guard_.damage(); !problem.empty())
+    throw detail::damaged("preduce", problem);
 }
 
 } // namespace herd::policy

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -72,6 +73,10 @@ public:
     archive(connect_every_, group_size_, live_, parent_, components_, groups_since_connected_);
   }
 
+  /// Why a loaded guard cannot be one (worker indices outside its slots, a component without a
+  /// root, which find() would follow forever); empty when it can.
+  std::string damage() const;
+
   bool same_component(int a, int b) const;
   std::size_t components() const;
   std::size_t groups_since_connected() const { return groups_since_connected_; }
@@ -133,6 +138,7 @@ public:
   std::optional<double> next_deadline() const override;
   std::string save_state() const override;
   void load_state(const std::string& state) override;
+  std::vector<int> live_workers() const override { return live_; }
 
   /// Groups the isolation guard built across components.
   std::uint64_t interventions() const { return interventions_; }

@@ -121,7 +121,10 @@ std::string wagma_policy::save_state() const {
 }
 
 void wagma_policy::load_state(const std::string& state) {
+  const std::size_t workers = fresh_step_.size(); // the run's, from the constructor
   detail::load_fields(state, "wagma", live_, fresh_step_, activated_);
+  detail::check_table("wagma", "fresh steps", fresh_step_.size(), workers);
+  detail::check_workers("wagma", "live workers", live_, workers);
   forget_counts();
 }
 

@@ -40,6 +40,7 @@ public:
   std::vector<group_decision> on_group_done(const group_outcome& outcome) override;
   std::string save_state() const override;
   void load_state(const std::string& state) override;
+  std::vector<int> live_workers() const override { return live_; }
 
   const butterfly_schedule& schedule() const { return schedule_; }
   /// The last step whose round activated (0 before the first).

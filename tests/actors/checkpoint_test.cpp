@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "checkpoint/format.hpp"
+#include "policy/policy.hpp"
 #include "support/failing_backward_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 #include "support/session_config.hpp"
@@ -823,6 +824,41 @@ TEST(checkpoint, a_run_that_lost_a_worker_says_why_it_writes_no_final_checkpoint
   EXPECT_EQ(std::count(observer.seen.begin(), observer.seen.end(),
                        "no final checkpoint: 1 worker(s) lost: their states cannot be saved"),
             1);
+}
+
+} // namespace
+
+namespace {
+
+// A policy state that its own policy takes, but that counts other workers live than the
+// coordinator's counters, is refused with the checkpoint's name; so is one it cannot take.
+TEST(checkpoint, a_policy_state_that_does_not_match_the_counters_is_refused) {
+  auto config = sync_config();
+  config.train.algorithm = "solo";
+  config.train.workers = 2;
+  herd::actors::run_checkpoint state;
+  state.coordinator.counters.set_workers(2);
+  herd::policy::quorum_policy solo("solo", 0.0, 0);
+  solo.set_live_workers({0, 1});
+  state.coordinator.policy_state = solo.save_state();
+  EXPECT_NO_THROW(herd::actors::check_policy_state("x.ckpt", state, config));
+  solo.set_live_workers({0});
+  state.coordinator.policy_state = solo.save_state();
+  try {
+    herd::actors::check_policy_state("x.ckpt", state, config);
+    ADD_FAILURE() << "a policy state of other live workers was accepted";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_THAT(refused.what(), HasSubstr("x.ckpt"));
+    EXPECT_THAT(refused.what(), HasSubstr("payload: the solo policy state counts 1 workers live, "
+                                          "the coordinator's counters 2 (0, 1)"));
+  }
+  state.coordinator.policy_state = "not a state";
+  try {
+    herd::actors::check_policy_state("x.ckpt", state, config);
+    ADD_FAILURE() << "an unreadable policy state was accepted";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_THAT(refused.what(), HasSubstr("payload: the solo policy state cannot be read"));
+  }
 }
 
 } // namespace
