@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <sys/stat.h>
 #include <system_error>
@@ -246,21 +247,70 @@ loaded decode(std::string_view bytes, const std::string& file) {
   return out;
 }
 
+namespace {
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "something else";
+}
+
+} // namespace
+
+std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) {
+  file_descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0)
+    throw std::runtime_error(system_reason(errno));
+  struct stat status {};
+  if (::fstat(file.fd, &status) != 0)
+    throw std::runtime_error(system_reason(errno));
+  if (!S_ISREG(status.st_mode))
+    throw std::runtime_error("it is " + kind_of(status.st_mode) + ", not a regular file");
+  if (static_cast<std::uint64_t>(status.st_size) > max_bytes)
+    throw std::runtime_error("it holds " + std::to_string(status.st_size) + " bytes, more than " +
+                             std::to_string(max_bytes));
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(status.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(file.fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      throw std::runtime_error(system_reason(errno));
+    if (got == 0)
+      return bytes;
+    bytes.append(buffer, static_cast<std::size_t>(got));
+    if (bytes.size() > max_bytes) // it grew while read
+      throw std::runtime_error("it holds more than " + std::to_string(max_bytes) + " bytes");
+  }
+}
+
 bool is_checkpoint_file(const std::string& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode))
+    return false;
   std::ifstream in(path, std::ios::binary);
   std::string start(magic.size(), '\0');
   return in.read(start.data(), static_cast<std::streamsize>(start.size())) && start == magic;
 }
 
 loaded read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw checkpoint_error(path, "cannot be read: " + system_reason(errno));
-  std::ostringstream contents(std::ios::binary);
-  contents << in.rdbuf();
-  if (in.bad())
-    throw checkpoint_error(path, "cannot be read: " + system_reason(errno));
-  return decode(contents.str(), path);
+  try {
+    return decode(read_regular_file(path, std::numeric_limits<std::uint64_t>::max()), path);
+  } catch (const checkpoint_error&) {
+    throw;
+  } catch (const std::runtime_error& unread) {
+    throw checkpoint_error(path, std::string("cannot be read: ") + unread.what());
+  }
 }
 
 void write_atomically(const std::string& directory, const std::string& name,

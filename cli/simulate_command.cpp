@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <utility>
 
+#include "checkpoint/format.hpp"
 #include "sim/simulation.hpp"
 
 namespace herd::cli {
@@ -330,19 +331,20 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
   const auto fail = [&path](const std::string& why) {
     return std::invalid_argument("--step-trace " + path + ": " + why);
   };
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) // it opens, and reading it throws
-    throw fail("is a directory; name the file a herd train --report wrote");
-  std::ifstream in(path);
-  if (!in)
-    throw fail(std::string("cannot read it (") + std::strerror(errno) + ")");
+  // A report of even 1024 workers' histograms is a few MB; a FIFO or a device is refused unread.
+  constexpr std::uint64_t largest_report = std::uint64_t{256} << 20;
+  std::string text;
+  try {
+    text = checkpoint::read_regular_file(path, largest_report);
+  } catch (const std::runtime_error& unread) {
+    throw fail(std::string("cannot read it (") + unread.what() +
+               "); name the file a herd train --report wrote");
+  }
   nlohmann::json report;
   try {
-    in >> report;
+    report = nlohmann::json::parse(text); // the whole text: anything after the report is refused
   } catch (const nlohmann::json::exception& bad) {
     throw fail(std::string("not JSON: ") + bad.what());
-  } catch (const std::ios_base::failure& bad) {
-    throw fail(std::string("cannot read it (") + bad.what() + ")");
   }
   if (!report.is_object() || !report.contains("per_worker") || !report["per_worker"].is_array())
     throw fail("no per_worker list: not a report of herd train --report");

@@ -67,6 +67,11 @@ step_trace::step_trace(std::vector<std::vector<actors::histogram_bar>> workers) 
   mean_seconds_ = total_seconds / total_steps;
   if (!(mean_seconds_ > 0.0))
     throw std::invalid_argument("its steps take no time on average: every counted bar is 0 s");
+  // A mean of 1e-300 s simulated no round at all, and gnuplot failed on the empty plot.
+  if (mean_seconds_ < 1e-6)
+    throw std::invalid_argument("its steps take " + std::to_string(mean_seconds_ * 1e9) +
+                                " ns on average; a step of less than a microsecond is no step "
+                                "of training");
 }
 
 double step_trace::draw(int worker, std::uint64_t step, std::uint64_t seed) const {

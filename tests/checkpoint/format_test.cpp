@@ -4,6 +4,8 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
+#include <sys/stat.h>
+#include <utility>
 
 #include "checkpoint/format.hpp"
 #include "support/temp_directory.hpp"
@@ -208,6 +210,24 @@ TEST(CheckpointFiles, ResolveSaysWhatIsMissing) {
   }
   EXPECT_THROW(resolve(dir.file("absent")), checkpoint_error);
   EXPECT_THROW(read_file(dir.file("absent")), checkpoint_error);
+}
+
+// A FIFO waited for a writer forever, /dev/zero was read until memory ran out.
+TEST(CheckpointFiles, OnlyRegularFilesAreRead) {
+  herd::testing::temp_directory dir;
+  ASSERT_EQ(::mkfifo(dir.file("pipe").c_str(), 0600), 0);
+  for (const auto& [path, kind] :
+       {std::pair<std::string, std::string>{dir.file("pipe"), "a FIFO (named pipe)"},
+        {"/dev/zero", "a character device"},
+        {dir.path().string(), "a directory"}}) {
+    try {
+      read_file(path);
+      ADD_FAILURE() << path << " was read";
+    } catch (const checkpoint_error& error) {
+      EXPECT_EQ(error.problem(), "cannot be read: it is " + kind + ", not a regular file");
+    }
+  }
+  EXPECT_FALSE(is_checkpoint_file(dir.file("pipe")));
 }
 
 } // namespace

@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -460,11 +461,23 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   auto missing = herd({"simulate", "--step-trace", path("absent.json"), "--out", out});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr("absent.json: cannot read it"));
-  // A directory opens, and reading it threw a library's error (exit 1).
+  // A directory opens, and reading it threw a library's error (exit 1); a FIFO waited for a
+  // writer forever.
   const std::string folder = dir_.path().string();
   auto directory = herd({"simulate", "--step-trace", folder, "--out", out});
   EXPECT_EQ(directory.exit_code, 2) << directory.output;
-  EXPECT_THAT(directory.output, HasSubstr("--step-trace " + folder + ": is a directory"));
+  EXPECT_THAT(directory.output, HasSubstr("--step-trace " + folder +
+                                          ": cannot read it (it is a directory, not a regular "
+                                          "file); name the file a herd train --report wrote"));
+  ASSERT_EQ(::mkfifo(path("pipe").c_str(), 0600), 0);
+  auto pipe = herd({"simulate", "--step-trace", path("pipe"), "--out", out});
+  EXPECT_EQ(pipe.exit_code, 2) << pipe.output;
+  EXPECT_THAT(pipe.output, HasSubstr("it is a FIFO (named pipe), not a regular file"));
+  // Anything after the report's JSON is refused, not ignored.
+  std::ofstream(path("trailing.json")) << report.dump() << " garbage";
+  auto trailing = herd({"simulate", "--step-trace", path("trailing.json"), "--out", out});
+  EXPECT_EQ(trailing.exit_code, 2) << trailing.output;
+  EXPECT_THAT(trailing.output, HasSubstr("trailing.json: not JSON"));
   // A negative count was read as 2^64 - 5 steps, and the run went on.
   report["per_worker"][0]["step_histogram"][0]["count"] = -5;
   std::ofstream(path("negative.json")) << report.dump();
@@ -480,6 +493,13 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   EXPECT_EQ(no_time.exit_code, 2) << no_time.output;
   EXPECT_THAT(no_time.output, HasSubstr("its steps take no time on average"));
   EXPECT_THAT(no_time.output, Not(HasSubstr("check failed")));
+  // ... nor steps of a subnormal time, which simulated no round and plotted nothing.
+  instant["per_worker"][0]["step_histogram"][0]["upper_seconds"] = 5e-324;
+  instant["per_worker"][0]["step_histogram"][0]["lower_seconds"] = 5e-324;
+  std::ofstream(path("tiny.json")) << instant.dump();
+  auto tiny = herd({"simulate", "--step-trace", path("tiny.json"), "--out", out});
+  EXPECT_EQ(tiny.exit_code, 2) << tiny.output;
+  EXPECT_THAT(tiny.output, HasSubstr("a step of less than a microsecond is no step of training"));
   // simulate.step-ms given beside a trace went unused without a word.
   auto both = herd(
       {"simulate", "--step-trace", path("report.json"), "--simulate.step-ms=500", "--out", out});
