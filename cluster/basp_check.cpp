@@ -101,14 +101,31 @@ std::string invalid_because(const header_fields& h) {
 
 } // namespace
 
-basp_check::basp_check(sender from, std::uint32_t max_payload_bytes)
-    : from_(from), max_payload_(max_payload_bytes) {}
+bool payload_budget::take(std::uint64_t bytes) {
+  std::uint64_t used = used_.load();
+  do {
+    if (bytes > limit_ || used > limit_ - bytes)
+      return false;
+  } while (!used_.compare_exchange_weak(used, used + bytes));
+  return true;
+}
+
+basp_check::basp_check(sender from, std::uint32_t max_payload_bytes,
+                       std::shared_ptr<payload_budget> budget)
+    : from_(from), max_payload_(max_payload_bytes), budget_(std::move(budget)) {}
+
+basp_check::~basp_check() {
+  if (budget_)
+    budget_->give(payload_left_);
+}
 
 const std::string& basp_check::feed(const char* data, std::size_t size) {
   while (size > 0 && problem_.empty()) {
     if (payload_left_ > 0) {
       const auto skipped = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, size));
       payload_left_ -= skipped;
+      if (budget_)
+        budget_->give(skipped);
       data += skipped;
       size -= skipped;
       continue;
@@ -134,9 +151,16 @@ void basp_check::check_header() {
   if (why.empty() && frames_ == 0 && h.operation != first)
     why = std::string("the first message is a ") + operation_name(h.operation) + ", not a " +
           operation_name(first);
-  if (why.empty() && h.payload_len > max_payload_)
+  const bool handshake = h.operation == client_handshake || h.operation == server_handshake;
+  const std::uint32_t most =
+      handshake ? std::min(max_payload_, max_handshake_payload_bytes) : max_payload_;
+  if (why.empty() && h.payload_len > most)
     why = "a payload of " + std::to_string(h.payload_len) + " bytes (at most " +
-          std::to_string(max_payload_) + ")";
+          std::to_string(most) + (handshake ? " for a handshake)" : ")");
+  if (why.empty() && budget_ && !budget_->take(h.payload_len))
+    why = "a payload of " + std::to_string(h.payload_len) +
+          " bytes, while the peers' frames already announce " + std::to_string(budget_->used()) +
+          " bytes not yet sent (at most " + std::to_string(budget_->limit()) + " in all)";
   if (!why.empty()) {
     problem_ = prefix + why;
     return;

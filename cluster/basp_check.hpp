@@ -7,11 +7,32 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace herd::cluster {
+
+/// Payload bytes that frames of a process's peers have announced and not yet delivered: what
+/// CAF's middleman holds read buffers for. One frame's cap does not bound them: many connections
+/// that each announce a large frame and never send it would (24 of 256 MiB took a coordinator to
+/// 2.9 GB and std::bad_alloc). Shared by the checks of one process's peers; thread-safe.
+class payload_budget {
+public:
+  explicit payload_budget(std::uint64_t limit) : limit_(limit) {}
+  /// Counts `bytes` as announced, unless that would pass the limit (false then).
+  bool take(std::uint64_t bytes);
+  /// `bytes` announced before were delivered, or their connection went.
+  void give(std::uint64_t bytes) { used_.fetch_sub(bytes); }
+  std::uint64_t limit() const { return limit_; }
+  std::uint64_t used() const { return used_.load(); }
+
+private:
+  std::atomic<std::uint64_t> used_{0};
+  const std::uint64_t limit_;
+};
 
 class basp_check {
 public:
@@ -23,9 +44,21 @@ public:
   /// parameter snapshot for evaluation, a few MB for the shipped models.
   static constexpr std::uint32_t default_max_payload_bytes = 256u << 20;
 
+  /// The largest payload a handshake may announce: a handshake names a node, its application and
+  /// the published actor, some hundred bytes.
+  static constexpr std::uint32_t max_handshake_payload_bytes = 64u << 10;
+
   static constexpr std::size_t header_bytes = 32;
 
-  explicit basp_check(sender from, std::uint32_t max_payload_bytes = default_max_payload_bytes);
+  /// With a `budget`, a frame whose payload would take the announced bytes of all the streams
+  /// sharing it past its limit breaks the stream.
+  explicit basp_check(sender from, std::uint32_t max_payload_bytes = default_max_payload_bytes,
+                      std::shared_ptr<payload_budget> budget = nullptr);
+  ~basp_check();
+  basp_check(basp_check&& other) noexcept = default; // the budget moves with what it counts
+  basp_check& operator=(basp_check&&) = delete;
+  basp_check(const basp_check&) = delete;
+  basp_check& operator=(const basp_check&) = delete;
 
   /// Feeds the next `size` bytes of the stream. Returns "" while the stream is well formed, else
   /// why it is not (the same text from then on).
@@ -44,6 +77,7 @@ private:
   std::uint64_t payload_left_ = 0;
   std::uint64_t frames_ = 0;
   std::string problem_;
+  std::shared_ptr<payload_budget> budget_; // counts payload_left_; null once moved from
 };
 
 } // namespace herd::cluster

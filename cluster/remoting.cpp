@@ -3,6 +3,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/scheduling.hpp"
+#include "kernels/machine.hpp"
 
 #include <caf/io/all.hpp>
 #include <caf/io/basp_broker.hpp>
@@ -129,7 +130,7 @@ private:
 
 // The checked scribe CAF reads the peer's socket `fd` with (and the TLS session on it, if any).
 caf::io::scribe_ptr checked_scribe_for(caf::actor_system& system, int fd,
-                                       std::shared_ptr<gate_link> tls, basp_check::sender sender,
+                                       std::shared_ptr<gate_link> tls, basp_check check,
                                        std::function<void(const std::string&)> on_broken = nullptr,
                                        std::shared_ptr<void> hold = nullptr) {
   auto* backend = dynamic_cast<caf::io::network::default_multiplexer*>(
@@ -137,11 +138,10 @@ caf::io::scribe_ptr checked_scribe_for(caf::actor_system& system, int fd,
   if (backend == nullptr)
     throw std::logic_error("a checked scribe needs CAF's default multiplexer");
   if (tls)
-    return caf::make_counted<checked_scribe<tls_io>>(*backend, fd, basp_check(sender),
-                                                     std::move(on_broken), std::move(hold),
-                                                     std::move(tls));
-  return caf::make_counted<checked_scribe<caf::policy::tcp>>(
-      *backend, fd, basp_check(sender), std::move(on_broken), std::move(hold));
+    return caf::make_counted<checked_scribe<tls_io>>(
+        *backend, fd, std::move(check), std::move(on_broken), std::move(hold), std::move(tls));
+  return caf::make_counted<checked_scribe<caf::policy::tcp>>(*backend, fd, std::move(check),
+                                                             std::move(on_broken), std::move(hold));
 }
 
 } // namespace
@@ -173,6 +173,10 @@ struct connection_server::impl {
   std::uint16_t port = 0;
   std::mutex mutex;
   bool stopped = false;
+  // What all the nodes' frames may announce and not yet have sent: a quarter of this process's
+  // memory, at least 512 MiB (two of the largest frames, and room).
+  std::shared_ptr<payload_budget> budget = std::make_shared<payload_budget>(std::max<std::uint64_t>(
+      std::uint64_t{512} << 20, kernels::this_process_memory().usable() / 4));
 
   impl(caf::actor_system& sys, caf::actor actor, std::uint16_t number)
       : system(sys), broker(basp_broker_of(sys)), published(std::move(actor)), port(number) {}
@@ -190,9 +194,10 @@ bool connection_server::serve(admitted_connection connection) {
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (impl_->stopped)
     return false;
-  auto scribe = checked_scribe_for(impl_->system, connection.fd, std::move(connection.tls),
-                                   basp_check::sender::client, std::move(connection.on_broken),
-                                   std::move(connection.hold));
+  auto scribe = checked_scribe_for(
+      impl_->system, connection.fd, std::move(connection.tls),
+      basp_check(basp_check::sender::client, basp_check::default_max_payload_bytes, impl_->budget),
+      std::move(connection.on_broken), std::move(connection.hold));
   // The broker adds the scribe, (re)publishes the actor under `port` and sends the server
   // handshake that names it.
   caf::anon_send(impl_->broker, caf::publish_atom::value, std::move(scribe), impl_->port,
@@ -219,7 +224,7 @@ caf::actor remote_through_gate(caf::actor_system& system, gate_dialer& dialer,
   if (outcome.caf_fd < 0)
     return nullptr;
   auto scribe = checked_scribe_for(system, outcome.caf_fd, std::move(outcome.tls),
-                                   basp_check::sender::server);
+                                   basp_check(basp_check::sender::server));
   caf::actor registry;
   caf::scoped_actor self{system};
   self->request(basp_broker_of(system), timeout, caf::connect_atom::value, std::move(scribe),

@@ -1,6 +1,7 @@
 // The framing check of CAF's remoting protocol on its own: well-formed streams pass however they
 // are split, and each rule that protects CAF's middleman refuses the frame that breaks it.
 #include <gtest/gtest.h>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,10 +125,64 @@ TEST(basp_check, a_payload_beyond_the_limit_is_refused_before_it_arrives) {
   h.payload_len = 1001;
   const std::string head = encode(h, "");
   EXPECT_EQ(check.feed(head.data(), head.size()),
-            "frame 1: a payload of 1001 bytes (at most 1000)");
+            "frame 1: a payload of 1001 bytes (at most 1000 for a handshake)");
   basp_check at_limit(basp_check::sender::client, 1000);
   const std::string fits = frame(1, std::string(1000, 'p'));
   EXPECT_EQ(at_limit.feed(fits.data(), fits.size()), "");
+}
+
+// A handshake is some hundred bytes: one announcing more than 64 KiB is refused whatever the
+// limit of other frames.
+TEST(basp_check, a_handshake_announcing_more_than_64_kib_is_refused) {
+  basp_check check(basp_check::sender::client);
+  header h;
+  h.operation = 1;
+  h.payload_len = 256u << 20;
+  const std::string head = encode(h, "");
+  EXPECT_EQ(check.feed(head.data(), head.size()),
+            "frame 1: a payload of 268435456 bytes (at most 65536 for a handshake)");
+  // Past the handshake, a message may be as large as the limit.
+  basp_check later(basp_check::sender::client);
+  const std::string hello = frame(1, std::string(24, 'n'));
+  h.operation = 2;
+  h.source_actor = 4;
+  h.dest_actor = 1;
+  const std::string large = hello + encode(h, "");
+  EXPECT_EQ(later.feed(large.data(), large.size()), "");
+}
+
+// The streams sharing a budget may announce so many bytes not yet sent, in all: a frame past it
+// is refused, and bytes come back to it as they arrive or as a check goes.
+TEST(basp_check, streams_sharing_a_budget_announce_at_most_its_limit) {
+  auto budget = std::make_shared<herd::cluster::payload_budget>(2500);
+  const std::string hello = frame(1, std::string(24, 'n'));
+  header h;
+  h.operation = 2;
+  h.payload_len = 1000;
+  h.source_actor = 4;
+  h.dest_actor = 1;
+  const std::string announced = hello + encode(h, ""); // the payload never comes
+  basp_check first(basp_check::sender::client, basp_check::default_max_payload_bytes, budget);
+  basp_check second(basp_check::sender::client, basp_check::default_max_payload_bytes, budget);
+  EXPECT_EQ(first.feed(announced.data(), announced.size()), "");
+  EXPECT_EQ(second.feed(announced.data(), announced.size()), "");
+  EXPECT_EQ(budget->used(), 2000u); // the handshakes came whole; the two payloads of 1000 not
+  {
+    basp_check third(basp_check::sender::client, basp_check::default_max_payload_bytes, budget);
+    EXPECT_EQ(third.feed(announced.data(), announced.size()),
+              "frame 2: a payload of 1000 bytes, while the peers' frames already announce 2000 "
+              "bytes not yet sent (at most 2500 in all)");
+  }
+  // The first one's payload arrives: its bytes come back, and another stream may announce.
+  const std::string payload(1000, 'p');
+  EXPECT_EQ(first.feed(payload.data(), payload.size()), "");
+  EXPECT_EQ(budget->used(), 1000u);
+  {
+    basp_check fourth(basp_check::sender::client, basp_check::default_max_payload_bytes, budget);
+    EXPECT_EQ(fourth.feed(announced.data(), announced.size()), "");
+    EXPECT_EQ(budget->used(), 2000u);
+  } // its connection goes: what it announced comes back
+  EXPECT_EQ(budget->used(), 1000u);
 }
 
 TEST(basp_check, a_problem_stays_once_found) {
