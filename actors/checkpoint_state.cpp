@@ -396,9 +396,20 @@ void check_shape(const std::string& file, const checkpoint::structure& saved,
   throw checkpoint::checkpoint_error(file, text);
 }
 
-// Refuses a worker's record that is not worker `index`'s or whose tensors are of another size.
+// Refuses a worker's record that is not worker `index`'s, whose tensors are of another size, or
+// whose sampler stands past the last batch of its shard in a run of structure `now` (the worker
+// would seek there and fail an internal check).
 void check_fits(const std::string& file, const worker_record& worker, std::int32_t index,
-                std::size_t parameter_count) {
+                std::size_t parameter_count, const checkpoint::structure& now) {
+  const std::uint64_t shard =
+      now.workers > 0 ? now.training_samples / static_cast<std::uint64_t>(now.workers) : 0;
+  const auto batch = static_cast<std::uint64_t>(std::max(now.batch_size, 0));
+  const auto& at = worker.sampler;
+  if (batch > 0 && (at.offset > shard || shard - at.offset < batch))
+    throw checkpoint::checkpoint_error(
+        file, "payload: worker " + std::to_string(index) + "'s sampler stands at sample " +
+                  std::to_string(at.offset) + " of its shard of " + std::to_string(shard) +
+                  ", past its last batch of " + std::to_string(now.batch_size));
   const bool fits =
       worker.index == index && worker.parameters.size() == parameter_count &&
       (worker.velocity.size() == parameter_count || // SGD's velocity or AdamW's two moments
@@ -448,7 +459,7 @@ std::vector<worker_record> load_part(const std::string& file, const part_record&
                                                  " workers, the checkpoint " +
                                                  std::to_string(expected.workers.size()));
   for (std::size_t i = 0; i < workers.size(); ++i)
-    check_fits(file, workers[i], expected.workers[i], parameter_count);
+    check_fits(file, workers[i], expected.workers[i], parameter_count, now);
   return workers;
 }
 
@@ -469,7 +480,7 @@ run_checkpoint checked_payload(const std::string& file, const checkpoint::loaded
           file, "payload: the field 'workers' holds " + std::to_string(state.workers.size()) +
                     " workers for a run of " + std::to_string(now.workers));
     for (std::size_t i = 0; i < state.workers.size(); ++i)
-      check_fits(file, state.workers[i], static_cast<std::int32_t>(i), parameter_count);
+      check_fits(file, state.workers[i], static_cast<std::int32_t>(i), parameter_count, now);
   }
   const auto& evaluations = state.coordinator.evaluations;
   for (const auto& [kept, what] :

@@ -862,3 +862,32 @@ TEST(checkpoint, a_policy_state_that_does_not_match_the_counters_is_refused) {
 }
 
 } // namespace
+
+namespace {
+
+// A worker's sampler past the last batch of its shard failed an internal check in the worker
+// (exit 1, a source line); it is refused as the file is loaded, naming the worker.
+TEST(checkpoint, a_sampler_past_its_shard_is_refused_as_the_file_is_loaded) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.train.epochs = 1;
+  config.checkpoint.dir = dir.file("ckpt");
+  run(config, data);
+  const auto file = herd::checkpoint::resolve(config.checkpoint.dir);
+  const auto loaded = herd::checkpoint::read_file(file);
+  auto state = herd::actors::read_run_checkpoint(file);
+  state.workers[1].sampler.offset = 1000000;
+  const auto crafted = dir.file("crafted.ckpt");
+  std::ofstream(crafted, std::ios::binary)
+      << herd::checkpoint::encode(loaded.head, herd::actors::encode_payload(state));
+  try {
+    load(config, *data, crafted);
+    ADD_FAILURE() << "a sampler past its shard was accepted";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_THAT(refused.what(), HasSubstr("payload: worker 1's sampler stands at sample 1000000 "
+                                          "of its shard of 160, past its last batch of 8"));
+  }
+}
+
+} // namespace
