@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cluster/refusal_log.hpp"
 #include "cluster/tcp_socket.hpp"
 #include "cluster/thread_set.hpp"
 
@@ -175,6 +176,7 @@ struct gate_listener::impl {
   std::unique_ptr<tls_context> tls;
   admit_function admit;
   notice_function on_notice;
+  refusal_log refusals; // how many refusals from one address reach the log
   std::mutex pending_mutex;
   int pending = 0;
   std::map<std::string, int> pending_by_address;
@@ -205,6 +207,12 @@ struct gate_listener::impl {
   void notice(const std::string& text) const {
     if (on_notice)
       on_notice(text);
+  }
+
+  // A refused connection from `from`, logged unless that address has been refused often lately.
+  void refusal_notice(const std::string& from, const std::string& text) {
+    if (auto line = refusals.line(from, text, refusal_log::clock::now()); !line.empty())
+      notice(line);
   }
 
   void accept_loop() {
@@ -249,7 +257,7 @@ struct gate_listener::impl {
 
   void refuse(gate_link& link, const std::string& from, const std::string& why,
               gate_clock::time_point deadline) {
-    notice("refused a connection from " + from + ": " + why); // first: the log has it first
+    refusal_notice(from, "refused a connection from " + from + ": " + why); // before answering
     const std::string answer = std::string(1, refused) + why + "\n";
     link.write_all(answer.data(), answer.size(), deadline, threads.stop_fd());
     link.close_gracefully();
@@ -284,7 +292,7 @@ struct gate_listener::impl {
     try {
       link = std::make_unique<gate_link>(client, tls.get());
     } catch (const std::exception& failure) {
-      notice("refused a connection from " + from + ": " + failure.what());
+      refusal_notice(from, "refused a connection from " + from + ": " + failure.what());
       return;
     }
     if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
@@ -293,13 +301,15 @@ struct gate_listener::impl {
       const bool alert = why.find(" alert ") != std::string::npos;
       const bool untrusted = why.find("unknown ca") != std::string::npos ||
                              why.find("bad certificate") != std::string::npos;
-      notice(!alert ? "refused a connection from " + from + ": TLS handshake failed: " + why
-             : untrusted
-                 ? "the node at " + from + " ended the TLS handshake (" + why +
-                       "): it refused this coordinator's certificate: another CA than the "
-                       "node's cluster.tls-ca signed it, or it does not name the address the "
-                       "node dialled (its log says which)"
-                 : "the node at " + from + " ended the TLS handshake (" + why + "); see its log");
+      refusal_notice(
+          from,
+          !alert ? "refused a connection from " + from + ": TLS handshake failed: " + why
+          : untrusted
+              ? "the node at " + from + " ended the TLS handshake (" + why +
+                    "): it refused this coordinator's certificate: another CA than the "
+                    "node's cluster.tls-ca signed it, or it does not name the address the "
+                    "node dialled (its log says which)"
+              : "the node at " + from + " ended the TLS handshake (" + why + "); see its log");
       link->drain_before_close(std::min(deadline, gate_clock::now() + std::chrono::seconds(1)),
                                threads.stop_fd());
       return;

@@ -1,5 +1,6 @@
 // The framing check of CAF's remoting protocol on its own: well-formed streams pass however they
 // are split, and each rule that protects CAF's middleman refuses the frame that breaks it.
+#include <chrono>
 #include <gtest/gtest.h>
 #include <memory>
 #include <random>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "cluster/basp_check.hpp"
+#include "cluster/refusal_log.hpp"
 
 namespace {
 
@@ -193,6 +195,29 @@ TEST(basp_check, a_problem_stays_once_found) {
   const std::string good = frame(1, "node");
   EXPECT_EQ(check.feed(good.data(), good.size()), why);
   EXPECT_EQ(check.frames(), 0u);
+}
+
+} // namespace
+
+namespace {
+
+using herd::cluster::refusal_log;
+
+// A flood of refusals from one address logs a few lines per window, says when it stops logging
+// and, after the window, how many it left out; other addresses are logged all the while.
+TEST(refusal_log, an_address_refused_often_is_logged_a_few_times_per_window) {
+  refusal_log log(3, std::chrono::seconds(60));
+  const auto start = refusal_log::clock::now();
+  EXPECT_EQ(log.line("10.0.0.9", "refused a", start), "refused a");
+  EXPECT_EQ(log.line("10.0.0.9", "refused b", start), "refused b");
+  EXPECT_EQ(log.line("10.0.0.9", "refused c", start),
+            "refused c; further refusals from 10.0.0.9 are not logged for 60 s");
+  for (int i = 0; i < 40; ++i)
+    EXPECT_EQ(log.line("10.0.0.9", "refused d", start + std::chrono::seconds(i)), "");
+  EXPECT_EQ(log.line("10.0.0.7", "another node", start + std::chrono::seconds(30)), "another node");
+  EXPECT_EQ(log.line("10.0.0.9", "refused e", start + std::chrono::seconds(61)),
+            "(40 more refusal(s) from 10.0.0.9 were not logged) refused e");
+  EXPECT_EQ(log.line("10.0.0.9", "refused f", start + std::chrono::seconds(62)), "refused f");
 }
 
 } // namespace
