@@ -5,6 +5,7 @@
 #include "herd/config.hpp"
 #include "models/optimizer.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -139,8 +140,38 @@ void check_policy_state(const std::string& file, const run_checkpoint& state,
   } catch (const std::exception& bad) { // runtime_error, or a count past what a vector holds
     throw checkpoint::checkpoint_error(file, std::string("payload: ") + bad.what());
   }
+  // The coordinator's own records index its workers with what they hold, unchecked.
+  const auto& record = state.coordinator;
+  const auto workers = static_cast<std::size_t>(std::max(now.train.workers, 0));
+  const auto outside = [workers](int worker) {
+    return worker < 0 || static_cast<std::size_t>(worker) >= workers;
+  };
+  const auto refuse_index = [&](const std::string& where, int worker) {
+    throw checkpoint::checkpoint_error(file, "payload: " + where + " names worker " +
+                                                 std::to_string(worker) + " of a run of " +
+                                                 std::to_string(workers));
+  };
+  if (record.counters.live.size() != workers || record.counters.workers.size() != workers)
+    throw checkpoint::checkpoint_error(file, "payload: the coordinator's counters count " +
+                                                 std::to_string(record.counters.workers.size()) +
+                                                 " workers for a run of " +
+                                                 std::to_string(workers));
+  for (const auto& decision : record.unstarted)
+    for (int member : decision.members)
+      if (outside(member))
+        refuse_index("a round decided before the checkpoint", member);
+  for (const auto& input : record.unheard) {
+    if (input.is_arrival && outside(input.arrival.worker))
+      refuse_index("an arrival not yet heard", input.arrival.worker);
+    for (int member : input.outcome.members)
+      if (outside(member))
+        refuse_index("a round's outcome not yet heard", member);
+    for (const auto& given : input.outcome.contributions)
+      if (outside(given.worker))
+        refuse_index("a round's outcome not yet heard", given.worker);
+  }
   const auto counted = policy->live_workers();
-  const auto live = state.coordinator.counters.live_workers();
+  const auto live = record.counters.live_workers();
   if (counted != live)
     throw checkpoint::checkpoint_error(
         file, "payload: the " + now.train.algorithm + " policy state counts " +

@@ -177,8 +177,9 @@ void check_same_optimizer(const std::string& file, const run_checkpoint& state,
 
 /// Refuses (checkpoint::checkpoint_error naming `file`) a checkpoint whose grouping policy's state
 /// a policy of `now` cannot take: unreadable, damaged (worker indices outside its tables), or
-/// counting other workers live than the coordinator's counters do. A crafted state reached the
-/// policy unchecked and crashed or stalled the resumed run.
+/// counting other workers live than the coordinator's counters do; or whose coordinator records
+/// (counters, rounds decided, inputs not yet heard) name workers outside the run. A crafted state
+/// reached the policy and the coordinator unchecked and crashed or stalled the resumed run.
 void check_policy_state(const std::string& file, const run_checkpoint& state,
                         const config::run_config& now);
 

@@ -62,7 +62,7 @@ public:
   void lose_worker(int index, const std::string& why) override;
   void retire_worker(int index, const std::string& why) override { drop_worker(index, why, false); }
   void admit_worker(int index, const caf::actor& handle, const std::string& node) override;
-  void resume_rounds(bool workers_admitted) override;
+  void resume_rounds(bool live_changed) override;
 
 private:
   /// Seconds of training so far; a resumed run's time before this process included.

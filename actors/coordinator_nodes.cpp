@@ -50,12 +50,12 @@ void coordinator_actor::admit_worker(int index, const caf::actor& handle, const 
   send(handle, start_atom::value, lr_scale());
 }
 
-void coordinator_actor::resume_rounds(bool workers_admitted) {
+void coordinator_actor::resume_rounds(bool live_changed) {
   auto held = std::move(held_);
   held_.clear();
   if (!phases_.running())
     return;
-  if (workers_admitted)
+  if (live_changed)
     start_rounds(policy_->set_live_workers(live_workers()));
   for (auto& input : held)
     if (phases_.running())

@@ -72,9 +72,9 @@ public:
   virtual void retire_worker(int worker, const std::string& why) = 0;
   /// `handle` (monitored already) takes slot `worker`, live from now on; `node` names its host.
   virtual void admit_worker(int worker, const caf::actor& handle, const std::string& node) = 0;
-  /// The join is over: the policy hears the inputs it was held from, after the new live set when
-  /// workers were admitted.
-  virtual void resume_rounds(bool workers_admitted) = 0;
+  /// The join (or a departure) is over: the policy hears the inputs it was held from, after the
+  /// new live set when `live_changed` (workers admitted or retired).
+  virtual void resume_rounds(bool live_changed) = 0;
   virtual void notice(const std::string& text) = 0;
 };
 

@@ -190,8 +190,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
         initial_key, initial_key + ": set together with " + plan->setup.resume_key +
                          ", which restores the checkpoint's parameters; set one of the two"}});
   if (train.backend == "cpu")
-    check_memory(plan->config, *plan->model, train.workers, evaluator_setup{}.batch_size,
-                 embedded ? plan->setup.model_key : std::string{});
+    check_memory(plan->config, *plan->model, plan->data->train, train.workers,
+                 evaluator_setup{}.batch_size, embedded ? plan->setup.model_key : std::string{});
   plan->compute = compute_placement::make(plan->config, *options.ops, options.stream_ops);
   plan->samples_per_epoch = epoch_samples(plan->config, plan->data->train.size());
   plan->name = plan->setup.name.empty() ? plan->config.metrics.job : plan->setup.name;

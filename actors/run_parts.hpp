@@ -62,9 +62,11 @@ int aggregator_count(const config::run_config& config);
 /// where given: the caller's name for its own model) a model whose `local_workers` replicas
 /// cannot fit in this machine's memory, before anything is allocated: their parameters, gradients
 /// and optimizer states, and for a layered model the activations of their batches
-/// (train.batch-size) and of an evaluator's batches of `evaluation_batch` samples (0: none here).
-void check_memory(const config::run_config& config, const models::model& model, int local_workers,
-                  std::size_t evaluation_batch, const std::string& own_model_key = {});
+/// (train.batch-size; token texts as long as the longest of `train`) and of an evaluator's
+/// batches of `evaluation_batch` samples (0: none here).
+void check_memory(const config::run_config& config, const models::model& model,
+                  const models::dataset& train, int local_workers, std::size_t evaluation_batch,
+                  const std::string& own_model_key = {});
 
 /// The run's Prometheus metrics in `registry` (labels job = metrics.job, node = `node_name`, or
 /// this host's name when empty; a worker's node = worker_nodes[worker] where given).

@@ -151,9 +151,10 @@ struct activation_bytes {
   std::size_t widest_values = 0;
 };
 
-activation_bytes activations_of(const models::sequential& model, std::size_t batch, bool training) {
+activation_bytes activations_of(const models::sequential& model, std::size_t batch,
+                                std::size_t steps, bool training) {
   activation_bytes need;
-  std::size_t width = models::elements(model.input_shape());
+  std::size_t width = steps;
   const auto& layers = model.layers();
   double values = 2.0 * static_cast<double>(model.classes()); // probabilities, their gradient
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -176,20 +177,28 @@ activation_bytes activations_of(const models::sequential& model, std::size_t bat
 // Each worker holds parameters, gradients, its send buffer's share and its optimizer's state (one
 // float a parameter for SGD, two for AdamW), and the aggregators' result buffers come on top.
 // A layered model's workspaces come on top of those: one per worker, and the evaluator's.
-void check_memory(const config::run_config& config, const models::model& model, int local_workers,
-                  std::size_t evaluation_batch, const std::string& own_model_key) {
+void check_memory(const config::run_config& config, const models::model& model,
+                  const models::dataset& train, int local_workers, std::size_t evaluation_batch,
+                  const std::string& own_model_key) {
   const auto parameters = static_cast<double>(model.parameter_count());
   const double per_worker = config.train.optimizer == "adamw" ? 4.0 : 3.0;
   const double for_parameters = parameters * sizeof(float) * (per_worker * local_workers + 4.0);
   activation_bytes working;
   activation_bytes evaluating;
   if (const auto* layers = dynamic_cast<const models::sequential*>(&model)) {
-    working = activations_of(*layers, static_cast<std::size_t>(config.train.batch_size), true);
+    // A batch of texts is as long as its longest: at most the longest training text.
+    const std::size_t length = models::elements(layers->input_shape());
+    std::size_t longest = 0;
+    if (layers->takes_tokens() && train.ragged())
+      for (std::size_t i = 0; i < train.size() && longest < length; ++i)
+        longest = std::max(longest, train.length(i));
+    const std::size_t steps = longest > 0 ? std::min(longest, length) : length;
+    working =
+        activations_of(*layers, static_cast<std::size_t>(config.train.batch_size), steps, true);
     if (evaluation_batch > 0 && layers->takes_tokens()) // by their positions, as evaluate() does
-      evaluation_batch = models::sequential::evaluation_rows(
-          evaluation_batch, models::elements(layers->input_shape()));
+      evaluation_batch = models::sequential::evaluation_rows(evaluation_batch, length);
     if (evaluation_batch > 0)
-      evaluating = activations_of(*layers, evaluation_batch, false);
+      evaluating = activations_of(*layers, evaluation_batch, length, false);
   }
   const double for_activations = working.bytes * local_workers + evaluating.bytes;
   const double bytes = for_parameters + for_activations;

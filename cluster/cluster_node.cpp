@@ -259,7 +259,7 @@ private:
           std::to_string(welcome_.training_samples) + "; every node needs the same dataset");
     try {
       model_ = make_model(config_, data_->train);
-      check_memory(config_, *model_, options_.workers, 0); // the coordinator evaluates
+      check_memory(config_, *model_, data_->train, options_.workers, 0); // no evaluator here
     } catch (const std::exception& unfit) {
       return failed(std::string("the coordinator's model does not fit here: ") + unfit.what());
     }
@@ -489,14 +489,15 @@ private:
 
   // Asks the coordinator to let this node go once the rounds it is in have ended (its workers
   // leave the rounds, its reducer and data plane serve those in flight), so that no peer's
-  // reduction fails on its closed data plane. True if it did; waits at most as long as a round's
-  // reduction may take.
+  // reduction fails on its closed data plane. True if it did. Waits at most 10 s (rounds end in
+  // milliseconds as a rule): a preempted VM's notice gives some 30 s in all.
   bool depart() {
     bool released = false;
     self_
         ->request(registry_,
-                  std::chrono::milliseconds(config_.cluster.data_timeout_ms) +
-                      std::chrono::seconds(5),
+                  std::min<std::chrono::milliseconds>(
+                      std::chrono::milliseconds(config_.cluster.data_timeout_ms),
+                      std::chrono::seconds(10)),
                   depart_atom::value, std::string("it left the job"))
         .receive([&](bool answer) { released = answer; }, [](caf::error&) {});
     return released;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <utility>
 
 namespace herd::cluster {
 
@@ -73,7 +74,8 @@ public:
       default: // failed: the rounds go on through the generation in use
         if (rekey_) {
           rekey_.reset();
-          coordinator_.resume_rounds(false);
+          if (!holding())
+            resume();
         }
     }
   }
@@ -104,10 +106,10 @@ public:
   // Once the rounds in flight have drained, a live worker's state is the state after every round
   // so far: the transfer starts. A re-keyed generation is used from then on.
   void rounds_changed() override {
-    if (rekey_ && rekey_->topology && coordinator_.rounds_in_flight() == 0)
-      use_rekeyed();
     if (departing_ && coordinator_.rounds_in_flight() == 0)
       let_go();
+    if (rekey_ && rekey_->topology && coordinator_.rounds_in_flight() == 0)
+      use_rekeyed();
     if (!joining_ || joining_->transferring || coordinator_.rounds_in_flight() > 0)
       return;
     if (!coordinator_.running()) {
@@ -167,15 +169,23 @@ private:
   static comm::status run_ending() { return {comm::outcome::aborted, "the run is ending"}; }
 
   // No round is in flight: the departing node's workers are lost (the registry's notice of the
-  // node's loss names them), and it may close its data plane.
+  // node's loss names them), and it may close its data plane. All of them while the rounds are
+  // still held (a round decided after the first one's loss could take the others), and the
+  // policy hears the new live set before the inputs it was held from (one of them may be an
+  // arrival of a departed worker).
   void let_go() {
+    for (std::int32_t slot : departing_->departure.workers)
+      coordinator_.retire_worker(slot, "its node left the job");
     const departure_state leaving = std::move(*departing_);
     departing_.reset();
-    for (std::int32_t slot : leaving.departure.workers)
-      coordinator_.retire_worker(slot, "its node left the job");
     leaving.done({});
-    coordinator_.resume_rounds(false);
+    live_changed_ = true;
+    if (!holding()) // a re-key that began meanwhile holds them until its generation is in use
+      resume();
   }
+
+  // The policy hears what it was held from; first the live set, if a departure changed it.
+  void resume() { coordinator_.resume_rounds(std::exchange(live_changed_, false)); }
 
   // Rounds from now on use the re-keyed generation (every round of the old one has ended, so each
   // node drops it at the first order that names the new one).
@@ -192,7 +202,8 @@ private:
     coordinator_.notice("data plane re-keyed: rounds go on through generation " +
                         std::to_string(rekey.topology->generation));
     self.send(rekey.registry, join_done_atom::value, std::int32_t{-1}, comm::status{});
-    coordinator_.resume_rounds(false);
+    if (!holding()) // a departure under way resumes them when it has let its node go
+      resume();
   }
 
   // Why `admission` cannot start now (a result that is not ok), or done.
@@ -205,6 +216,8 @@ private:
       return run_ending();
     if (joining_)
       return refused("another node is joining");
+    if (departing_)
+      return refused("a node is leaving");
     if (admission.workers.size() != admission.handles.size() || admission.workers.empty())
       return refused("the admission names " + std::to_string(admission.workers.size()) +
                      " slots for " + std::to_string(admission.handles.size()) + " workers");
@@ -292,6 +305,7 @@ private:
   std::optional<join_state> joining_;
   std::optional<rekey_state> rekey_;
   std::optional<departure_state> departing_;
+  bool live_changed_ = false; // a departure retired workers; the next resume says so first
   std::uint64_t transfers_ = 0;
 };
 

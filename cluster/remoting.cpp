@@ -173,10 +173,11 @@ struct connection_server::impl {
   std::uint16_t port = 0;
   std::mutex mutex;
   bool stopped = false;
-  // What all the nodes' frames may announce and not yet have sent: a quarter of this process's
-  // memory, at least 512 MiB (two of the largest frames, and room).
-  std::shared_ptr<payload_budget> budget = std::make_shared<payload_budget>(std::max<std::uint64_t>(
-      std::uint64_t{512} << 20, kernels::this_process_memory().usable() / 4));
+  // What all the nodes' frames may announce and not yet have sent: half of this process's memory,
+  // at least 1 GiB (four of the largest frames). Snapshots for an evaluation come from every
+  // worker at once under model averaging: 12 nodes of a 100 MB model announce 1.2 GB together.
+  std::shared_ptr<payload_budget> budget = std::make_shared<payload_budget>(
+      std::max<std::uint64_t>(std::uint64_t{1} << 30, kernels::this_process_memory().usable() / 2));
 
   impl(caf::actor_system& sys, caf::actor actor, std::uint16_t number)
       : system(sys), broker(basp_broker_of(sys)), published(std::move(actor)), port(number) {}

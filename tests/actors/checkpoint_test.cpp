@@ -852,6 +852,20 @@ TEST(checkpoint, a_policy_state_that_does_not_match_the_counters_is_refused) {
     EXPECT_THAT(refused.what(), HasSubstr("payload: the solo policy state counts 1 workers live, "
                                           "the coordinator's counters 2 (0, 1)"));
   }
+  // The coordinator's own records name workers of the run only.
+  solo.set_live_workers({0, 1});
+  state.coordinator.policy_state = solo.save_state();
+  herd::policy::group_decision decided;
+  decided.members = {0, 7};
+  state.coordinator.unstarted.push_back(decided);
+  try {
+    herd::actors::check_policy_state("x.ckpt", state, config);
+    ADD_FAILURE() << "a round of a worker outside the run was accepted";
+  } catch (const herd::checkpoint::checkpoint_error& refused) {
+    EXPECT_THAT(refused.what(), HasSubstr("payload: a round decided before the checkpoint names "
+                                          "worker 7 of a run of 2"));
+  }
+  state.coordinator.unstarted.clear();
   state.coordinator.policy_state = "not a state";
   try {
     herd::actors::check_policy_state("x.ckpt", state, config);
