@@ -1,6 +1,8 @@
 // Checkpoint files; see format.hpp.
 #include "checkpoint/format.hpp"
 
+#include "kernels/file_kind.hpp"
+
 #include <algorithm>
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/string.hpp>
@@ -247,24 +249,6 @@ loaded decode(std::string_view bytes, const std::string& file) {
   return out;
 }
 
-namespace {
-
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISFIFO(mode))
-    return "a FIFO (named pipe)";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "something else";
-}
-
-} // namespace
-
 std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) {
   file_descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (file.fd < 0)
@@ -273,7 +257,8 @@ std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) 
   if (::fstat(file.fd, &status) != 0)
     throw std::runtime_error(system_reason(errno));
   if (!S_ISREG(status.st_mode))
-    throw std::runtime_error("it is " + kind_of(status.st_mode) + ", not a regular file");
+    throw std::runtime_error("it is " + kernels::file_kind(status.st_mode) +
+                             ", not a regular file");
   if (static_cast<std::uint64_t>(status.st_size) > max_bytes)
     throw std::runtime_error("it holds " + std::to_string(status.st_size) + " bytes, more than " +
                              std::to_string(max_bytes));

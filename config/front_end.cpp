@@ -2,6 +2,8 @@
 // it; see front_end.hpp.
 #include "config/front_end.hpp"
 
+#include "kernels/file_kind.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -364,20 +366,6 @@ std::string trim_blanks(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
-std::string file_kind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISFIFO(mode))
-    return "a FIFO (named pipe)";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j)
@@ -416,7 +404,8 @@ std::variant<std::string, config_error> read_config_file(const std::string& path
   if (S_ISDIR(status.st_mode))
     return fail("it is a directory");
   if (!S_ISREG(status.st_mode))
-    return fail("it is " + file_kind(status.st_mode) + ", not a regular file; name an INI file");
+    return fail("it is " + kernels::file_kind(status.st_mode) +
+                ", not a regular file; name an INI file");
   if (static_cast<std::uint64_t>(status.st_size) > max_config_bytes)
     return fail("it is " + too_large(static_cast<std::uint64_t>(status.st_size)));
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -18,10 +18,6 @@
 
 namespace herd::config {
 
-/// What a file that is not a regular file is, for messages ("a directory", "a FIFO (named
-/// pipe)", "a character device", ...), from its st_mode. The data loaders say it too.
-std::string file_kind(mode_t mode);
-
 /// `text` without the spaces and tabs at its two ends (INI's blanks; a line's end is not one).
 std::string trim_blanks(const std::string& text);
 

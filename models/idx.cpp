@@ -5,7 +5,7 @@
 // files are opened.
 #include "herd/idx.hpp"
 
-#include "config/front_end.hpp"
+#include "kernels/file_kind.hpp"
 
 #include <algorithm>
 #include <array>
@@ -149,7 +149,7 @@ private:
 
   void refuse_unless_regular(mode_t mode) const {
     if (!S_ISREG(mode))
-      fail("is " + config::file_kind(mode) +
+      fail("is " + kernels::file_kind(mode) +
            ", not a regular file; data.path must hold the IDX files");
   }
 
