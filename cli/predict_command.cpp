@@ -66,8 +66,16 @@ models::tensor token_rows(const std::string& path, const models::npy_samples& sa
 // The samples of `path`, made into what the model was trained on: the shape it takes, and the
 // training data's normalisation. Throws data_error naming the file.
 models::tensor model_inputs(const std::string& path, const checkpoint_model& loaded) {
-  auto samples = models::read_npy_samples(path, loaded.config.data.max_bytes);
   const auto* layers = dynamic_cast<const models::sequential*>(loaded.model.get());
+  if (layers == nullptr || !layers->takes_tokens()) { // the header says the shape: before reading
+    const auto header = models::read_npy_header(path);
+    if (header.shape.size() >= 2)
+      if (const auto problem = layout_problem({header.shape.begin() + 1, header.shape.end()},
+                                              loaded.model->input_shape());
+          !problem.empty())
+        throw models::data_error(path + " holds samples of " + problem);
+  }
+  auto samples = models::read_npy_samples(path, loaded.config.data.max_bytes);
   if (layers != nullptr && layers->takes_tokens()) {
     std::size_t cut = 0;
     auto rows = token_rows(path, samples, *layers, cut);

@@ -510,8 +510,10 @@ private:
       self_->send(parts_.reducer,
                   plane_update{rebuild.generation, rebuild.plane_nodes, std::move(plane)});
     } catch (const std::exception& bad) {
-      notify(options_, std::string("the data plane did not reconnect: ") + bad.what());
-      return make_error(herd_errc::join_refused, bad.what());
+      const auto why = store_ ? store_->refusal() : std::nullopt; // the coordinator's reason
+      const std::string text = why ? *why + " (" + bad.what() + ")" : std::string(bad.what());
+      notify(options_, "the data plane did not reconnect: " + text);
+      return make_error(herd_errc::join_refused, text);
     }
     notify(options_, "data plane reconnected (generation " + std::to_string(rebuild.generation) +
                          ", " + std::to_string(rebuild.plane_nodes.size()) + " nodes)");

@@ -55,11 +55,11 @@ private:
 
   static constexpr std::size_t max_addresses = 4096;
 
-  // Addresses whose window has passed with nothing left to say (many scanners, each once).
+  // Addresses whose window has passed (many scanners, each once): what they were not logged
+  // for is forgotten with them, which bounds the table by the addresses of one window.
   void forget_quiet(clock::time_point now) {
     for (auto it = addresses_.begin(); it != addresses_.end();)
-      it = now - it->second.start >= window_ && it->second.unlogged == 0 ? addresses_.erase(it)
-                                                                         : std::next(it);
+      it = now - it->second.start >= window_ ? addresses_.erase(it) : std::next(it);
   }
 
   std::size_t lines_;

@@ -39,7 +39,8 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
     self->receive([&](std::vector<char>& found) { value = std::move(found); },
                   [&](caf::error& error) {
                     const auto why = system_.render(error);
-                    failure = unset("the coordinator says it will not be set: " + why);
+                    // The reason is the node's to lead with (refusal()), not to repeat here.
+                    failure = unset("the coordinator says it will not be set");
                     const std::lock_guard<std::mutex> lock(mutex_);
                     refusal_ = why;
                   },
