@@ -479,28 +479,13 @@ private:
               outcome_.left = true;
             });
     if (outcome_.left)
-      notify(options_, std::string(depart() ? "left the job once the rounds it was in had ended"
-                                            : "left the job before it was over") +
+      notify(options_, std::string(depart(self_, registry_, config_.cluster)
+                                       ? "left the job once the rounds it was in had ended"
+                                       : "left the job before it was over") +
                            "; the coordinator counts this node's workers lost, and another node "
                            "may join in their place");
     else if (outcome_.ok && !stopped_before_run_)
       notify(options_, "the job is over");
-  }
-
-  // Asks the coordinator to let this node go once the rounds it is in have ended (its workers
-  // leave the rounds, its reducer and data plane serve those in flight), so that no peer's
-  // reduction fails on its closed data plane. True if it did. Waits at most 10 s (rounds end in
-  // milliseconds as a rule): a preempted VM's notice gives some 30 s in all.
-  bool depart() {
-    bool released = false;
-    self_
-        ->request(registry_,
-                  std::min<std::chrono::milliseconds>(
-                      std::chrono::milliseconds(config_.cluster.data_timeout_ms),
-                      std::chrono::seconds(10)),
-                  depart_atom::value, std::string("it left the job"))
-        .receive([&](bool answer) { released = answer; }, [](caf::error&) {});
-    return released;
   }
 
   caf::result<bool> rebuild_plane(const plane_rebuild& rebuild) {

@@ -1,6 +1,8 @@
 // A node's way to its coordinator; see node_dial.hpp.
 #include "cluster/node_dial.hpp"
 
+#include "actors/messages.hpp"
+
 #include <caf/io/all.hpp>
 
 #include <algorithm>
@@ -12,6 +14,17 @@ namespace herd::cluster {
 
 bool leaving(const node_options& options) {
   return options.leave != nullptr && options.leave->load();
+}
+
+bool depart(caf::scoped_actor& self, const caf::actor& registry,
+            const config::cluster_section& cluster) {
+  bool released = false;
+  self->request(registry,
+                std::min<std::chrono::milliseconds>(
+                    std::chrono::milliseconds(cluster.data_timeout_ms), std::chrono::seconds(10)),
+                actors::depart_atom::value, std::string("it left the job"))
+      .receive([&](bool answer) { released = answer; }, [](caf::error&) {});
+  return released;
 }
 
 void notify(const node_options& options, const std::string& text) {

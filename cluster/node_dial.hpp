@@ -29,4 +29,12 @@ caf::actor dial_coordinator(caf::actor_system& system, const node_options& optio
                             gate_dialer& gate, node_clock::time_point deadline,
                             gate_connection& outcome);
 
+/// Asks the coordinator (`registry`) to let this node go once the rounds it is in have ended
+/// (its workers leave the rounds, its reducer and data plane serve those in flight), so that no
+/// peer's reduction fails on its closed data plane. True if it did. Waits at most 10 s, or
+/// cluster.data-timeout-ms if shorter (rounds end in milliseconds as a rule): a preempted VM's
+/// notice gives some 30 s in all.
+bool depart(caf::scoped_actor& self, const caf::actor& registry,
+            const config::cluster_section& cluster);
+
 } // namespace herd::cluster
