@@ -142,9 +142,9 @@ std::string index_list(const std::vector<std::int32_t>& indices) {
 
 namespace {
 
-// What a workspace holds for a batch of `batch` samples at the model's widest input (its whole
-// length, for tokens): each layer's output and, `training`, its input gradient, its scratch (a
-// convolution's columns), and the scores; and the layer that gives the most values per sample.
+// What a workspace holds for a batch of `batch` samples whose input is `steps` wide (a token
+// model's: its batch's longest text): each layer's output and, `training`, its input gradient, its
+// scratch (a convolution's columns), and the scores; and the layer that gives the most values.
 struct activation_bytes {
   double bytes = 0.0;
   std::size_t widest = 0; // index of the layer
