@@ -30,7 +30,9 @@ namespace herd::actors {
 /// transferred worker_state carries its optimizer's steps and a state of its optimizer's size;
 /// 19: a node's hello carries its heartbeat and node timeout; 20: the control gate's preamble
 /// carries this version (it carried a gate version, 2, of its own); 21: a node leaving the running
-/// job asks to depart (depart_atom) and closes its data plane once the rounds it is in have ended.
-constexpr std::uint32_t cluster_protocol_version = 21;
+/// job asks to depart (depart_atom) and closes its data plane once the rounds it is in have ended;
+/// 22: the departure is a message each way ((depart_atom, bool) answers it), so that a leaving
+/// node still connects the plane of a join under way, which the registry lets end first.
+constexpr std::uint32_t cluster_protocol_version = 22;
 
 } // namespace herd::actors

@@ -53,8 +53,9 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using join_done_atom = caf::atom_constant<caf::atom("joindone")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// (depart_atom, why): a node about to leave the running job (a stop signal) asks the registry to
-/// let it go once the rounds it is in have ended; the answer (bool) says it may close its data
-/// plane now (false: it could not wait, for a join under way, say).
+/// let it go once the rounds it is in have ended. The registry answers with a message of its own,
+/// (depart_atom, bool), to the node's control actor: true once it may close its data plane (no
+/// round needs it), false where there was nothing to wait for.
 using depart_atom = caf::atom_constant<caf::atom("depart")>;
 /// (run_stopped_atom, why): the registry to a welcomed node still connecting its data plane when
 /// the coordinator is stopped before the run starts ("stopped while the nodes were connecting").
@@ -485,8 +486,8 @@ typename Inspector::result_type inspect(Inspector& f, node_admission& x) {
 
 /// A node leaves the running job (registry -> coordinator, one process; the node asked with
 /// depart_atom). The coordinator holds new rounds, lets those in flight end, counts the node's
-/// workers lost, and answers true (to the node: the registry delegates); false at once when it
-/// cannot wait (a join or re-key under way, the run ending).
+/// workers lost, and answers true (the registry tells the node); false at once when it cannot
+/// wait (the run ending; the registry lets no join or re-key run meanwhile).
 struct node_departure {
   std::int32_t node = 0;
   std::string name;

@@ -441,11 +441,21 @@ private:
   // running job, this node connects the data plane's next generation with it.
   void serve() {
     bool over = false;
+    // Once this node has asked to depart: until when it waits for the answer, which says whether
+    // the coordinator let it go. Meanwhile it connects a plane a join under way asks for (the
+    // registry lets it depart once that join has ended).
+    std::optional<clock_type::time_point> departing;
+    bool released = false;
     self_->receive_while([&] { return !over; })(
         [&](job_over_atom) {
           over = true;
           outcome_.ok = true;
+          outcome_.left = false; // it ended before the node could leave: nothing to leave
           return true;
+        },
+        [&](depart_atom, bool answer) {
+          over = true;
+          released = answer;
         },
         [&](const plane_rebuild& rebuild) -> caf::result<bool> { return rebuild_plane(rebuild); },
         [&](leave_atom, const std::string& why) {
@@ -460,6 +470,8 @@ private:
         },
         [&](caf::down_msg& down) {
           over = true;
+          if (departing)
+            return; // leaving anyway
           // The connection closed: either side may have gone (a node paused past the timeout is
           // dropped by the coordinator, and sees only that).
           failed("lost the coordinator: " +
@@ -472,16 +484,20 @@ private:
         },
         caf::after(leave_poll) >>
             [&] {
+              if (departing) {
+                over = clock_type::now() >= *departing;
+                return;
+              }
               if (!leaving(options_))
                 return;
-              over = true;
               outcome_.ok = true;
               outcome_.left = true;
+              self_->send(registry_, depart_atom::value, std::string("it left the job"));
+              departing = clock_type::now() + departure_wait(config_.cluster);
             });
-    if (outcome_.left)
-      notify(options_, std::string(depart(self_, registry_, config_.cluster)
-                                       ? "left the job once the rounds it was in had ended"
-                                       : "left the job before it was over") +
+    if (outcome_.left && outcome_.ok)
+      notify(options_, std::string(released ? "left the job once the rounds it was in had ended"
+                                            : "left the job before it was over") +
                            "; the coordinator counts this node's workers lost, and another node "
                            "may join in their place");
     else if (outcome_.ok && !stopped_before_run_)

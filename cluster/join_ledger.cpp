@@ -1,6 +1,8 @@
 // The bookkeeping of nodes joining the running job; see join_ledger.hpp.
 #include "cluster/join_ledger.hpp"
 
+#include <algorithm>
+
 namespace herd::cluster {
 
 void join_ledger::form(std::size_t nodes) {
@@ -10,13 +12,31 @@ void join_ledger::form(std::size_t nodes) {
 }
 
 std::optional<std::size_t> join_ledger::next(const std::function<bool(std::size_t)>& live) {
-  while (!joining_ && !rekeying_ && owed_.empty() && !waiting_.empty()) {
+  while (idle() && departures_.empty() && !waiting_.empty()) {
     const std::size_t node = waiting_.front();
     waiting_.pop_front();
     if (live(node))
       return node;
   }
   return std::nullopt;
+}
+
+std::optional<std::size_t>
+join_ledger::next_departure(const std::function<bool(std::size_t)>& live) {
+  while (idle() && !departures_.empty()) {
+    const std::size_t node = departures_.front();
+    departures_.pop_front();
+    if (live(node)) {
+      departing_ = node;
+      return node;
+    }
+  }
+  return std::nullopt;
+}
+
+bool join_ledger::leaving(std::size_t node) const {
+  return departing_ == node ||
+         std::find(departures_.begin(), departures_.end(), node) != departures_.end();
 }
 
 std::uint32_t join_ledger::begin(std::size_t node, const std::vector<std::size_t>& peers) {

@@ -16,15 +16,9 @@ bool leaving(const node_options& options) {
   return options.leave != nullptr && options.leave->load();
 }
 
-bool depart(caf::scoped_actor& self, const caf::actor& registry,
-            const config::cluster_section& cluster) {
-  bool released = false;
-  self->request(registry,
-                std::min<std::chrono::milliseconds>(
-                    std::chrono::milliseconds(cluster.data_timeout_ms), std::chrono::seconds(10)),
-                actors::depart_atom::value, std::string("it left the job"))
-      .receive([&](bool answer) { released = answer; }, [](caf::error&) {});
-  return released;
+std::chrono::milliseconds departure_wait(const config::cluster_section& cluster) {
+  return std::min<std::chrono::milliseconds>(std::chrono::milliseconds(cluster.data_timeout_ms),
+                                             std::chrono::seconds(10));
 }
 
 void notify(const node_options& options, const std::string& text) {

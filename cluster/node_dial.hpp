@@ -29,12 +29,10 @@ caf::actor dial_coordinator(caf::actor_system& system, const node_options& optio
                             gate_dialer& gate, node_clock::time_point deadline,
                             gate_connection& outcome);
 
-/// Asks the coordinator (`registry`) to let this node go once the rounds it is in have ended
-/// (its workers leave the rounds, its reducer and data plane serve those in flight), so that no
-/// peer's reduction fails on its closed data plane. True if it did. Waits at most 10 s, or
-/// cluster.data-timeout-ms if shorter (rounds end in milliseconds as a rule): a preempted VM's
-/// notice gives some 30 s in all.
-bool depart(caf::scoped_actor& self, const caf::actor& registry,
-            const config::cluster_section& cluster);
+/// How long a leaving node waits for the coordinator to let it go (depart_atom: its workers
+/// leave the rounds, its reducer and data plane serve those in flight, so that no peer's
+/// reduction fails on its closed data plane): 10 s, or cluster.data-timeout-ms if shorter. Rounds
+/// end in milliseconds as a rule, and a preempted VM's notice gives some 30 s in all.
+std::chrono::milliseconds departure_wait(const config::cluster_section& cluster);
 
 } // namespace herd::cluster

@@ -111,21 +111,6 @@ void registry_actor::on_leaving(const std::string& why) {
       node.farewell = why.size() <= longest ? why : why.substr(0, longest) + "...";
 }
 
-caf::result<bool> registry_actor::on_depart(const std::string& why) {
-  on_leaving(why);
-  const auto speaker = caf::actor_cast<caf::actor_addr>(current_sender());
-  const auto found = std::find_if(nodes_.begin(), nodes_.end(), [&](const node_entry& node) {
-    return node.live && node.link == speaker;
-  });
-  if (found == nodes_.end() || over_ || phase_ != registry_phase::running || !found->ready)
-    return false;
-  const auto index = static_cast<std::size_t>(found - nodes_.begin());
-  auto promise = make_response_promise();
-  promise.delegate(coordinator_, node_departure{static_cast<std::int32_t>(index), found->hello.name,
-                                                found->slots});
-  return promise;
-}
-
 void registry_actor::on_stop() {
   if (phase_ == registry_phase::running) {
     send(coordinator_, stop_atom::value);
@@ -167,7 +152,7 @@ void registry_actor::on_join_done(std::int32_t node, const comm::status& result)
   if (node < 0) { // a re-key: the coordinator uses its generation now, or the run is ending
     if (ledger_.rekeying()) {
       ledger_.end();
-      next_join();
+      next_turn();
     }
     return;
   }
@@ -178,7 +163,7 @@ void registry_actor::on_join_done(std::int32_t node, const comm::status& result)
     return;
   }
   ledger_.end();
-  next_join();
+  next_turn();
 }
 
 void registry_actor::on_down(const caf::down_msg& down) {

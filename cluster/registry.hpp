@@ -11,14 +11,16 @@
 //   (store_get_atom, key)         -> value         answered once the key is set
 //   (store_peek_atom, key)        -> (set, value)  answered at once
 //   (leave_atom, why)                              a node's joining actor: it is about to leave
+//   (depart_atom, why)                             a node leaves the running job: answered with
+//                                                  (depart_atom, bool) once its rounds have ended
 //   stop_atom                                      stop the run (or the wait for nodes)
 //   job_over_atom                 -> bool          tell the nodes; answered once they know
 //   (join_done_atom, node, error)                  the coordinator finished a node's join (node -1:
 //                                                  it uses the re-keyed data plane)
 //   plane_refusal                                  a node refused a peer's data-plane messages: the
 //                                                  data plane is re-keyed (a new generation)
-// Messages it sends: plane_rebuild and leave_atom to nodes, node_admission, plane_rekey and
-// run_start to the group coordinator.
+// Messages it sends: plane_rebuild, leave_atom and depart_atom to nodes, node_admission,
+// plane_rekey and run_start to the group coordinator.
 #pragma once
 
 #include "actors/run_parts.hpp"

@@ -71,7 +71,7 @@ public:
         [this](store_get_atom, const std::string& key) { return on_get(key); },
         [this](store_peek_atom, const std::string& key) { return on_peek(key); },
         [this](leave_atom, const std::string& why) { on_leaving(why); },
-        [this](depart_atom, const std::string& why) { return on_depart(why); },
+        [this](depart_atom, const std::string& why) { on_depart(why); },
         [this](stop_atom) { on_stop(); },
         [this](job_over_atom) { return on_job_over(); },
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
@@ -114,10 +114,6 @@ private:
   // A node about to leave says why (its data plane did not connect, say); its loss names that.
   // Only the node's own joining actor speaks for it, and a log line is all it can change.
   void on_leaving(const std::string& why);
-  // A node about to leave the running job: the coordinator lets it go once no round is in flight
-  // (answers the node true), so its data plane closes under no round. False at once where there
-  // is nothing to wait for.
-  caf::result<bool> on_depart(const std::string& why);
 
   void on_stop();
 
@@ -159,7 +155,8 @@ private:
   // new workers adopt a live worker's state through that plane, and counts them live.
 
   caf::result<node_welcome> on_hello_running(const node_hello& hello);
-  void next_join();
+  // Starts what may start now, in this order: a departure, a re-key, a join.
+  void next_turn();
   void begin_join(std::size_t index);
 
   // Every one of `peers` connects data plane `generation` and answers.
@@ -193,6 +190,18 @@ private:
   // follows once every node has answered for this one (a node lost meanwhile is not in the next);
   // otherwise the rounds go on through the generation in use.
   void rekey_failed(const std::string& why);
+
+  // -- a node leaving the running job ------------------------------------------------------------
+  //
+  // A node about to leave (a stop signal) asks to depart; the answer, (depart_atom, bool) sent to
+  // its control actor, says whether it may close its data plane now. It departs when no join or
+  // re-key is under way (either would wait for the node's answer to a plane it is closing): the
+  // coordinator holds new rounds, lets those in flight end and counts the node's workers lost,
+  // then answers true. No join or re-key starts meanwhile. False at once where there is nothing
+  // to wait for (the run is not running, or the node is not ready).
+  void on_depart(const std::string& why);
+  void begin_departure(std::size_t index);
+  void departed(std::size_t index, bool released);
 
   // -- helpers -----------------------------------------------------------------------------------
 

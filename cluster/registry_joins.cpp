@@ -17,18 +17,23 @@ caf::result<node_welcome> registry_actor::on_hello_running(const node_hello& hel
   notice(label(index) + " asks to join the running job in place of lost " +
          worker_list(nodes_.back().slots));
   ledger_.enqueue(index);
-  next_join();
+  next_turn();
   return promise;
 }
 
-void registry_actor::next_join() {
+void registry_actor::next_turn() {
   if (over_)
     return;
+  const auto live = [this](std::size_t node) { return nodes_[node].live; };
+  if (auto index = ledger_.next_departure(live)) {
+    begin_departure(*index);
+    return;
+  }
   if (ledger_.rekey_due()) {
     begin_rekey();
     return;
   }
-  if (auto index = ledger_.next([this](std::size_t node) { return nodes_[node].live; }))
+  if (auto index = ledger_.next(live))
     begin_join(*index);
 }
 
@@ -68,7 +73,7 @@ void registry_actor::rebuilt(std::uint32_t generation, std::size_t peer,
   else if (next == join_ledger::next_step::admit_join)
     admit_when_connected();
   else if (next == join_ledger::next_step::start_next)
-    next_join();
+    next_turn();
 }
 
 void registry_actor::admit_when_connected() {
@@ -105,7 +110,7 @@ void registry_actor::join_failed(const std::string& why) {
   if (node.control)
     send(node.control, leave_atom::value, why);
   ledger_.end();
-  next_join();
+  next_turn();
 }
 
 void registry_actor::on_refusal(const plane_refusal& refusal) {
@@ -122,7 +127,7 @@ void registry_actor::on_refusal(const plane_refusal& refusal) {
   notice(label(static_cast<std::size_t>(refusal.node)) + " refused data-plane messages from " +
          label(static_cast<std::size_t>(refusal.peer)) + " (generation " +
          std::to_string(refusal.generation) + "): " + refusal.why);
-  next_join(); // re-keys now, or once the join under way has ended
+  next_turn(); // re-keys now, or once the join under way has ended
 }
 
 void registry_actor::begin_rekey() {
@@ -151,7 +156,47 @@ void registry_actor::rekey_failed(const std::string& why) {
     ledger_.want_rekey(ledger_.generation());
   else
     send(coordinator_, plane_rekey{plane_rekey::failed, why, {}});
-  next_join();
+  next_turn();
+}
+
+void registry_actor::on_depart(const std::string& why) {
+  on_leaving(why);
+  const auto speaker = caf::actor_cast<caf::actor_addr>(current_sender());
+  const auto found = std::find_if(nodes_.begin(), nodes_.end(), [&](const node_entry& node) {
+    return node.live && node.link == speaker;
+  });
+  if (found == nodes_.end() || over_ || phase_ != registry_phase::running || !found->ready) {
+    if (auto asking = caf::actor_cast<caf::actor>(current_sender()))
+      send(asking, depart_atom::value, false);
+    return;
+  }
+  const auto index = static_cast<std::size_t>(found - nodes_.begin());
+  if (ledger_.leaving(index))
+    return; // asked again: the first ask is answered
+  ledger_.enqueue_departure(index);
+  if (ledger_.joining() || ledger_.rekeying())
+    notice(label(index) + " asks to leave the job; it leaves once the " +
+           (ledger_.joining() ? "join" : "re-key") + " under way has ended");
+  next_turn();
+}
+
+void registry_actor::begin_departure(std::size_t index) {
+  const auto& node = nodes_[index];
+  // The coordinator answers once the rounds in flight have ended; a round whose peer is lost
+  // fails within cluster.data-timeout-ms.
+  const auto timeout = std::chrono::milliseconds(context_->config.cluster.data_timeout_ms) +
+                       std::chrono::seconds(10);
+  request(coordinator_, timeout,
+          node_departure{static_cast<std::int32_t>(index), node.hello.name, node.slots})
+      .then([this, index](bool released) { departed(index, released); },
+            [this, index](caf::error&) { departed(index, false); });
+}
+
+void registry_actor::departed(std::size_t index, bool released) {
+  ledger_.end_departure();
+  if (nodes_[index].control)
+    send(nodes_[index].control, depart_atom::value, released);
+  next_turn();
 }
 
 } // namespace herd::cluster

@@ -814,6 +814,78 @@ TEST(cluster_runs, a_node_of_two_workers_leaves_without_an_aborted_round) {
   }
 }
 
+// A node asked to leave while another joins the running job: it connects the joining node's data
+// plane, then departs once the join has ended, and the joined node computes with the node that
+// stays. (The registry used to pass the departure on at once, the coordinator refused it while
+// the join was under way, and the node left without waiting for the rounds it was in.) The
+// joining node holds its join open for a second once it has the model, and asks the other node
+// to leave meanwhile.
+TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_ended) {
+  auto j = make_endless_job("sync", 3);
+  j.config.cluster.min_nodes = 3;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  notice_log notices;
+  options.observer = &notices;
+  cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
+  std::atomic<bool> leave_now{false}, leave_later{false};
+  node_outcome stays, first_out, second_out, joined;
+  std::thread staying(
+      [&] { stays = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+  auto first = node_for(j, session.port(), 1, probe);
+  first.leave = &leave_now;
+  std::thread leaving_first([&] { first_out = herd::cluster::run_node(first); });
+  auto second = node_for(j, session.port(), 1, probe);
+  second.leave = &leave_later;
+  std::vector<std::string> parting; // the second leaving node's own log
+  second.on_notice = [&parting](const std::string& text) { parting.push_back(text); };
+  std::thread leaving_second([&] { second_out = herd::cluster::run_node(second); });
+  ASSERT_TRUE(eventually(
+      [&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10 && probe->rounds(2) >= 10; },
+      std::chrono::seconds(60)));
+  leave_now = true;
+  leaving_first.join();
+  ASSERT_TRUE(first_out.left) << first_out.error;
+  const int gone = first_out.worker_indices.front();
+  auto joining = node_for(j, session.port(), 1, probe);
+  joining.on_notice = [&leave_later](const std::string& text) {
+    if (text.find("'s model from node") == std::string::npos)
+      return;
+    leave_later = true;
+    std::this_thread::sleep_for(std::chrono::seconds(1)); // before it tells the coordinator
+  };
+  const std::size_t before = probe->rounds(gone);
+  std::thread joiner([&] { joined = herd::cluster::run_node(joining); });
+  leaving_second.join();
+  EXPECT_TRUE(
+      eventually([&] { return probe->rounds(gone) >= before + 10; }, std::chrono::seconds(60)))
+      << "the joined worker computes with the node that stays";
+  session.request_stop();
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  staying.join();
+  joiner.join();
+  const auto all = [&] { return testing::PrintToString(notices.containing("")); };
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_TRUE(joined.ok) << joined.error << all();
+  EXPECT_TRUE(joined.joined_running);
+  EXPECT_EQ(summary->workers_joined, 1u) << all();
+  EXPECT_TRUE(stays.ok) << stays.error;
+  ASSERT_TRUE(second_out.ok) << second_out.error;
+  EXPECT_TRUE(second_out.left);
+  EXPECT_EQ(notices
+                .containing(" asks to leave the job; it leaves once the join under way has "
+                            "ended")
+                .size(),
+            1u)
+      << all();
+  ASSERT_FALSE(parting.empty());
+  EXPECT_THAT(parting.back(),
+              testing::StartsWith("left the job once the rounds it was in had ended"))
+      << all();
+  EXPECT_TRUE(notices.containing("aborted").empty()) << all();
+}
+
 // Joins that fail free the lost slots again, and the next node joins in their place: one whose
 // data plane cannot listen on its --data-host (it fails before any peer connects), then one that
 // crashes right after its data plane connected (every live node has that generation of the plane

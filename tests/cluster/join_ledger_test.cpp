@@ -1,7 +1,8 @@
 // The bookkeeping of nodes joining a running job, without an actor system: one join at a time,
 // each a new data-plane generation of the live nodes and the joining one, admitted once every peer
 // connected it, and no next join while a failed one's peers still owe their answer; a refused peer
-// re-keys the newest generation once, in a join's turn.
+// re-keys the newest generation once, in a join's turn; a node leaving the job departs when
+// nothing else is under way, before the joins and re-keys that wait.
 #include <gtest/gtest.h>
 #include <set>
 
@@ -177,6 +178,48 @@ TEST(join_ledger, a_re_key_waits_for_the_join_under_way_and_a_join_that_starts_f
   ledger.answered(next, 1, false);
   ledger.end();
   EXPECT_FALSE(ledger.rekey_due());
+}
+
+TEST(join_ledger, a_departure_waits_for_the_join_under_way_and_goes_before_the_next) {
+  join_ledger ledger;
+  ledger.form(3);
+  ledger.enqueue(3);
+  ASSERT_EQ(ledger.next(everyone_live), std::optional<std::size_t>(3));
+  const auto joined = ledger.begin(3, {0, 1, 2});
+  ledger.enqueue_departure(1);
+  EXPECT_TRUE(ledger.leaving(1));
+  EXPECT_FALSE(ledger.leaving(0));
+  EXPECT_FALSE(ledger.next_departure(everyone_live)) << "node 1 still connects the join's plane";
+  ledger.enqueue(4);
+  for (std::size_t peer : {0, 1, 2})
+    ledger.answered(joined, peer, false);
+  ASSERT_TRUE(ledger.admit());
+  EXPECT_FALSE(ledger.next_departure(everyone_live)) << "the admitted join is under way";
+  ledger.end();
+  EXPECT_FALSE(ledger.next(everyone_live)) << "node 4 joins before node 1 departs";
+  ASSERT_EQ(ledger.next_departure(everyone_live), std::optional<std::size_t>(1));
+  EXPECT_EQ(ledger.departing(), std::optional<std::size_t>(1));
+  EXPECT_TRUE(ledger.leaving(1));
+  EXPECT_FALSE(ledger.next(everyone_live)) << "a join while node 1 departs";
+  EXPECT_TRUE(ledger.want_rekey(joined));
+  EXPECT_FALSE(ledger.rekey_due()) << "a re-key while node 1 departs";
+  ledger.end_departure();
+  EXPECT_FALSE(ledger.leaving(1));
+  EXPECT_TRUE(ledger.rekey_due());
+  ledger.begin_rekey({0, 2, 3});
+  ledger.enqueue_departure(2);
+  EXPECT_FALSE(ledger.next_departure(everyone_live)) << "a departure while the re-key runs";
+}
+
+TEST(join_ledger, a_node_lost_while_waiting_to_depart_is_skipped) {
+  join_ledger ledger;
+  ledger.form(3);
+  ledger.enqueue_departure(1);
+  ledger.enqueue_departure(2);
+  ASSERT_EQ(ledger.next_departure([](std::size_t node) { return node != 1; }),
+            std::optional<std::size_t>(2));
+  ledger.end_departure();
+  EXPECT_FALSE(ledger.next_departure(everyone_live));
 }
 
 } // namespace
