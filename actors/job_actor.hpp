@@ -76,6 +76,10 @@ struct job_setup {
   /// keep long after the job ended, keeps only the trained model. The job actor lets go of them
   /// either way (a service's caf::actor handle keeps the actor's object alive).
   bool keep_replicas = false;
+  /// Whether the run's series stay in session.metrics once it has ended: a train_session's
+  /// caller serves the final values (herd train, for metrics.linger-seconds), and its process
+  /// ends soon after. A job's leave, since a service's registry outlives the job.
+  bool keep_metrics = false;
 };
 
 /// A run checked and made ready to spawn: its model, where it computes, its data plane, its

@@ -243,7 +243,7 @@ coordinator_setup job_plan::coordination(run_observer* observer) const {
   coordination.progress_interval = setup.session.progress_interval;
   coordination.snapshot_interval = setup.session.snapshot_interval;
   coordination.metrics = metrics;
-  coordination.close_metrics_at_end = true;
+  coordination.close_metrics_at_end = !setup.keep_metrics;
   coordination.claims.assign(claims.begin(), claims.end());
   if (config.checkpoint.enabled()) {
     auto checkpoints = checkpoint_options_for(config, *model, data->train);

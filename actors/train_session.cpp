@@ -445,6 +445,7 @@ train_session::train_session(config::run_config config,
     : impl_(std::make_unique<impl>()) {
   job_setup setup;
   setup.keep_replicas = true; // final_worker_parameters(), final_server_parameters()
+  setup.keep_metrics = true;  // for its caller to serve the final values
   setup.blas_threads = options.blas_threads;
   setup.session = std::move(options);
   impl_->plan = prepare_job(std::move(config), std::move(data), std::move(setup));

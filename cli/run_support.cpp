@@ -309,6 +309,13 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
              ->add_gauge("herd_run_finished", "1 once the process's run has ended without failing: "
                                               "it exits as asked, not by a crash")
              .add({{"job", run.config.metrics.job}});
+    // Which run at an address is the newest: HerdProcessDown reads the newest's end only.
+    run.metrics
+        ->add_gauge("herd_run_start_time_seconds",
+                    "Unix time at which the process started its run (set once)")
+        .add({{"job", run.config.metrics.job}})
+        .set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                 .count());
   }
   try {
     run.endpoint = open_metrics_endpoint(run.config, run.metrics);

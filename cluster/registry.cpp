@@ -353,7 +353,9 @@ void registry_actor::lose(node_entry& node) {
 }
 
 void registry_actor::count_nodes() {
-  if (!cluster_metrics_)
+  // Once the job is over the nodes leave: the count stays at the end's, since nodes under the
+  // required count read as nodes lost during the run.
+  if (!cluster_metrics_ || over_)
     return;
   const auto in_cluster = std::count_if(nodes_.begin(), nodes_.end(), [this](const auto& node) {
     return node.live && (phase_ != registry_phase::running || node.ready);

@@ -62,6 +62,7 @@ std::string substitute(std::string query) {
   query = std::regex_replace(query, std::regex(R"(\$__range)"), "30s");
   // Both jobs of the test: the training run's and the waiting coordinator's.
   query = std::regex_replace(query, std::regex(R"(\$\{?job\}?)"), "herd-e2e.*");
+  query = std::regex_replace(query, std::regex(R"(\$\{?instance\}?)"), ".*"); // All
   return query;
 }
 
@@ -89,6 +90,20 @@ std::string collapsed_text(const std::string& path) {
   for (std::string word; file >> word;)
     text += (text.empty() ? "" : " ") + word;
   return text;
+}
+
+// The expression of alert `name` in the rules file, its white space collapsed: the folded block
+// after its `expr: >-`, up to its `for:`.
+std::string alert_expression(const std::string& name) {
+  const auto rules =
+      collapsed_text(std::string(HERD_MONITORING_DIR) + "/prometheus/herd-alerts.yml");
+  const auto alert = rules.find("- alert: " + name + " ");
+  const std::string opening = "expr: >- ";
+  const auto begin = rules.find(opening, alert);
+  const auto end = rules.find(" for: ", begin);
+  if (alert == std::string::npos || begin == std::string::npos || end == std::string::npos)
+    return {};
+  return rules.substr(begin + opening.size(), end - begin - opening.size());
 }
 
 nlohmann::json query(httplib::Client& prometheus, const std::string& promql) {
@@ -231,12 +246,8 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
   EXPECT_EQ(herd.wait(5s), 130) << herd.output();
   EXPECT_EQ(herd.output().find("aborted by a second"), std::string::npos) << herd.output();
   const std::string target = "127.0.0.1:" + std::to_string(herd_port);
-  const std::string process_down =
-      "up{job=\"herd\"} == 0 unless on (instance) last_over_time(herd_run_finished[1d]) == 1";
-  EXPECT_NE(collapsed_text(std::string(HERD_MONITORING_DIR) + "/prometheus/herd-alerts.yml")
-                .find(process_down),
-            std::string::npos)
-      << "HerdProcessDown's expression changed: change it here too";
+  const std::string process_down = alert_expression("HerdProcessDown");
+  ASSERT_NE(process_down.find("up{job=\"herd\"} == 0"), std::string::npos) << process_down;
   std::this_thread::sleep_for(3s); // scrapes that fail
   const auto down = query(server, "up{instance=\"" + target + "\"} == 0");
   ASSERT_EQ(status_of(down), "success") << down;
@@ -255,7 +266,8 @@ TEST(prometheus, a_finished_run_says_so_while_its_endpoint_lingers) {
   background_process herd({HERD_BINARY, "train", "--data.dataset=synthetic", "--train.workers=2",
                            "--model.hidden=[16]", "--train.epochs=1000", "--train.max-seconds=4",
                            "--metrics.job=herd-linger", "--metrics.linger-seconds=60",
-                           "--metrics.port=" + std::to_string(port)},
+                           "--metrics.port=" + std::to_string(port), "--report",
+                           dir.file("report.json")},
                           dir.file("herd.log"));
   httplib::Client endpoint("127.0.0.1", port);
   endpoint.set_connection_timeout(2);
@@ -267,6 +279,17 @@ TEST(prometheus, a_finished_run_says_so_while_its_endpoint_lingers) {
   scrape = endpoint.Get("/metrics");
   ASSERT_TRUE(scrape) << herd.output();
   EXPECT_NE(scrape->body.find("herd_run_finished{job=\"herd-linger\"} 1"), std::string::npos)
+      << scrape->body;
+  // Every series is still there, at its final value: the last scrape sees the end of the run.
+  std::ifstream report_file(dir.file("report.json"));
+  const auto report = nlohmann::json::parse(report_file);
+  std::smatch applied;
+  ASSERT_TRUE(
+      std::regex_search(scrape->body, applied,
+                        std::regex(R"(herd_samples_applied_total\{job="herd-linger"\} (\S+))")))
+      << scrape->body;
+  EXPECT_EQ(std::stod(applied[1].str()), report["samples"].get<double>()) << scrape->body;
+  EXPECT_NE(scrape->body.find("herd_worker_up{job=\"herd-linger\""), std::string::npos)
       << scrape->body;
   EXPECT_TRUE(herd.running());
   ::kill(herd.pid(), SIGTERM);

@@ -1153,6 +1153,8 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   EXPECT_THAT(exposed, testing::HasSubstr(R"(herd_data_plane_rekeys_total{job="herd"} 1)"));
   EXPECT_THAT(exposed,
               testing::HasSubstr(R"(herd_rounds_aborted_total{algorithm="sync",job="herd"} 1)"));
+  // The nodes left once the job was over, not during it.
+  EXPECT_THAT(exposed, testing::HasSubstr(R"(herd_cluster_nodes{job="herd"} 3)"));
   // Every node sealed both generations with the coordinator's keys, and generation 1's is fresh.
   ASSERT_EQ(keys.size(), 6u) << "a generation was not sealed on some node";
   for (std::size_t i = 1; i < 3; ++i) {
