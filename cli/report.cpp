@@ -6,17 +6,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -42,9 +43,56 @@ double avoided_fraction(const actors::waiting_summary& w) {
   return w.barrier_seconds > 0.0 ? 1.0 - w.waited_seconds / w.barrier_seconds : 0.0;
 }
 
+// The worker whose median step is slowest, when that is at least straggler_ratio times the median
+// of the other live workers' medians: a machine slower all along, not a few slow steps (random
+// delays leave every median alike). None with fewer than two live workers.
+constexpr double straggler_ratio = 1.5;
+
+struct straggler_found {
+  const actors::worker_summary* worker = nullptr;
+  double others_median = 0.0; // seconds: the median of the other live workers' median steps
+  double ratio() const { return worker->step_seconds.median / others_median; }
+};
+
+std::optional<straggler_found> straggler_of(const actors::run_summary& s) {
+  std::vector<const actors::worker_summary*> live;
+  for (const auto& w : s.per_worker)
+    if (w.live && w.steps > 0)
+      live.push_back(&w);
+  if (live.size() < 2)
+    return std::nullopt;
+  const auto slowest = *std::max_element(live.begin(), live.end(), [](auto* a, auto* b) {
+    return a->step_seconds.median < b->step_seconds.median;
+  });
+  std::vector<double> others;
+  for (const auto* w : live)
+    if (w != slowest)
+      others.push_back(w->step_seconds.median);
+  std::sort(others.begin(), others.end());
+  const std::size_t middle = others.size() / 2;
+  const double median =
+      others.size() % 2 == 1 ? others[middle] : 0.5 * (others[middle - 1] + others[middle]);
+  if (median <= 0.0 || slowest->step_seconds.median < straggler_ratio * median)
+    return std::nullopt;
+  return straggler_found{slowest, median};
+}
+
+std::string straggler_line(const straggler_found& found) {
+  const auto& w = *found.worker;
+  std::string text = "worker " + std::to_string(w.worker) + ": median step " +
+                     fixed(found.ratio(), 2) + "x the others' (" +
+                     fixed(w.step_seconds.median * 1e3, 2) + " ms against " +
+                     fixed(found.others_median * 1e3, 2) + " ms)";
+  if (w.late_steps > 0)
+    text += "; " +
+            fixed(100.0 * static_cast<double>(w.late_steps) / static_cast<double>(w.steps), 0) +
+            "% of its steps were late";
+  return text;
+}
+
 std::string waiting_line(const actors::waiting_summary& w) {
   std::string text = fixed(w.waited_seconds, 2) +
-                     " s idle; a synchronous barrier would have imposed " +
+                     " s idle, all workers together; a synchronous barrier would have imposed " +
                      fixed(w.barrier_seconds, 2) + " s";
   // Under sync, or without imbalance, the real waiting (message latency, reductions) can exceed
   // a barrier's: a percentage "avoided" would then be noise.
@@ -270,6 +318,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                               std::to_string(s.stale_contributions) + " stale, " +
                               std::to_string(s.empty_contributions) + " empty; " +
                               std::to_string(late_steps(s)) + " late steps");
+  if (const auto straggler = straggler_of(s))
+    line("straggler", straggler_line(*straggler));
   line("waiting", waiting_line(s.waiting));
   // Workers compute more samples than are applied where late gradients are dropped.
   std::uint64_t computed = 0;
@@ -367,6 +417,11 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["rounds_full_sync"] = s.full_sync_rounds;
   report["rounds_partial"] = s.partial_rounds;
   report["isolation_interventions"] = s.isolation_interventions;
+  const auto straggler = straggler_of(s);
+  report["straggler"] = straggler ? nlohmann::json{{"worker", straggler->worker->worker},
+                                                   {"step_median_ratio", straggler->ratio()},
+                                                   {"late_steps", straggler->worker->late_steps}}
+                                  : nlohmann::json(nullptr);
   report["parameter_server"] = {{"updates", s.server_updates},
                                 {"staleness_mean", s.server_staleness_mean},
                                 {"staleness_max", s.server_staleness_max}};

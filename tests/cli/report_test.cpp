@@ -161,14 +161,52 @@ std::string summary_text(double waited, double barrier) {
 TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
   const auto above = summary_text(13.73, 8.71);
   const std::string under_the_label(20, ' ');
-  EXPECT_THAT(above, HasSubstr("13.73 s idle; a synchronous barrier would have imposed\n" +
-                               under_the_label + "8.71 s\n")); // the number with its unit
+  EXPECT_THAT(above, HasSubstr("13.73 s idle, all workers together; a synchronous barrier\n" +
+                               under_the_label + "would have imposed 8.71 s\n"));
   EXPECT_THAT(above, HasSubstr(under_the_label +
                                "(above a barrier's: reductions and messages add to it)\n"));
   EXPECT_THAT(above, testing::Not(HasSubstr("avoided")));
   const auto below = summary_text(2.78, 17.38);
   EXPECT_THAT(below, HasSubstr("(84% avoided)"));
   EXPECT_THAT(below, testing::Not(HasSubstr("above a barrier's")));
+}
+
+// A worker slower all along is named, with how much slower its median step is than the others'
+// median and how many of its steps were late; workers alike (random delays leave every median
+// alike) name nobody.
+TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
+  const auto run = [](std::vector<double> medians_ms) {
+    herd::actors::run_summary summary;
+    for (std::size_t i = 0; i < medians_ms.size(); ++i) {
+      herd::actors::worker_summary worker;
+      worker.worker = static_cast<int>(i);
+      worker.steps = 200;
+      worker.late_steps = i + 1 == medians_ms.size() ? 178 : 0;
+      worker.step_seconds.median = medians_ms[i] / 1e3;
+      summary.per_worker.push_back(worker);
+    }
+    return summary;
+  };
+  auto slow = run({1.0, 0.9, 1.2, 3.5});
+  std::ostringstream out;
+  herd::cli::print_summary(out, slow);
+  EXPECT_THAT(out.str(), HasSubstr("  straggler         worker 3: median step 3.50x the others' "
+                                   "(3.50 ms against\n                    1.00 ms); 89% of its "
+                                   "steps were late\n"));
+  const auto report = nlohmann::json::parse(herd::cli::report_json(slow, {}));
+  EXPECT_EQ(report["straggler"]["worker"], 3);
+  EXPECT_DOUBLE_EQ(report["straggler"]["step_median_ratio"].get<double>(), 3.5);
+  EXPECT_EQ(report["straggler"]["late_steps"], 178);
+  // Under 1.5 times the others' median: nobody. A lost worker is not compared.
+  auto alike = run({1.0, 0.9, 1.2, 1.45});
+  std::ostringstream calm;
+  herd::cli::print_summary(calm, alike);
+  EXPECT_THAT(calm.str(), testing::Not(HasSubstr("straggler")));
+  EXPECT_TRUE(nlohmann::json::parse(herd::cli::report_json(alike, {}))["straggler"].is_null());
+  slow.per_worker[3].live = false;
+  std::ostringstream without;
+  herd::cli::print_summary(without, slow);
+  EXPECT_THAT(without.str(), testing::Not(HasSubstr("straggler ")));
 }
 
 TEST(summary, wrap_words_breaks_between_words_and_keeps_a_number_with_its_unit) {
