@@ -159,9 +159,8 @@ int run_coordinator(const std::vector<std::string>& args) {
     header << config.cluster.min_nodes << " node(s)";
   std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
-    std::cout << "herd coordinator: Prometheus metrics at http://"
-              << prepared->endpoint->bind_address() << ':' << prepared->endpoint->port()
-              << "/metrics" << std::endl;
+    std::cout << "herd coordinator: Prometheus metrics at " << prepared->endpoint->url()
+              << std::endl;
   // The report names the workers the nodes brought, not the file's train.workers.
   auto effective = config;
   const int status = await_run("coordinator",

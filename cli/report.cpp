@@ -372,15 +372,23 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
     line("time to " + fixed(s.target_accuracy, 3),
          s.time_to_target_seconds ? fixed(*s.time_to_target_seconds, 1) + " s" : "not reached");
   out << "\n  worker  steps   late samples  step mean  step p90  waited  wait/step  barrier\n";
+  // Each column after the first is at least one space and a right-aligned value: a value wider
+  // than its column (a long run's counts) pushes the line on, never into its neighbour.
+  const auto column = [&out](int width, const auto& value) {
+    out << ' ' << std::setw(width - 1) << value;
+  };
   for (const auto& w : s.per_worker) {
     const std::string worker = std::to_string(w.worker) + (w.live ? "" : "*");
-    out << "  " << std::right << std::setw(6) << worker << std::setw(7) << w.steps << std::setw(7)
-        << w.late_steps << std::setw(8) << w.samples << std::setw(9)
-        << fixed(w.step_seconds.mean * 1e3, 2) << "ms" << std::setw(8)
-        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(7)
-        << fixed(w.waited_compared_seconds, 2) << "s" << std::setw(9)
-        << fixed(w.wait_seconds_per_step.mean * 1e3, 2) << "ms" << std::setw(8)
-        << fixed(w.barrier_wait_seconds, 2) << "s" << '\n';
+    out << "  " << std::right << std::setw(6) << worker;
+    column(7, w.steps);
+    column(7, w.late_steps);
+    column(8, w.samples);
+    column(11, fixed(w.step_seconds.mean * 1e3, 2) + "ms");
+    column(10, fixed(w.step_seconds.p90 * 1e3, 2) + "ms");
+    column(8, fixed(w.waited_compared_seconds, 2) + "s");
+    column(11, fixed(w.wait_seconds_per_step.mean * 1e3, 2) + "ms");
+    column(9, fixed(w.barrier_wait_seconds, 2) + "s");
+    out << '\n';
   }
   out << "  (waited: idle between steps; barrier: what a synchronous barrier would have\n"
          "   imposed; both over the "
@@ -388,12 +396,14 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (!std::all_of(s.per_worker.begin(), s.per_worker.end(), [](const auto& w) { return w.live; }))
     out << "  (*: a worker lost during the run)\n";
   out << "\n  worker   step median    step p90     step max   variation (cv)\n";
-  for (const auto& w : s.per_worker)
-    out << "  " << std::right << std::setw(6) << w.worker << std::setw(12)
-        << fixed(w.step_seconds.median * 1e3, 2) << "ms" << std::setw(10)
-        << fixed(w.step_seconds.p90 * 1e3, 2) << "ms" << std::setw(11)
-        << fixed(w.step_seconds.max * 1e3, 2) << "ms" << std::setw(17)
-        << fixed(w.step_seconds.cv, 2) << '\n';
+  for (const auto& w : s.per_worker) {
+    out << "  " << std::right << std::setw(6) << w.worker;
+    column(14, fixed(w.step_seconds.median * 1e3, 2) + "ms");
+    column(12, fixed(w.step_seconds.p90 * 1e3, 2) + "ms");
+    column(13, fixed(w.step_seconds.max * 1e3, 2) + "ms");
+    column(17, fixed(w.step_seconds.cv, 2));
+    out << '\n';
+  }
   out << "  (cv: the step times' standard deviation over their mean; steps of\n"
          "   variable-length inputs vary by themselves, injected delays add to it)\n";
 }

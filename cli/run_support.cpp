@@ -115,6 +115,10 @@ std::vector<std::string> unused_settings_notes(const config::run_config& config,
       !where.empty() && config.data.dataset == "synthetic")
     notes.push_back("data.max-bytes" + where +
                     " is not used: data.dataset = synthetic is generated, not read");
+  for (const char* key : {"metrics.bind", "metrics.linger-seconds"})
+    if (const auto where = given(key); !where.empty() && config.metrics.port == 0)
+      notes.push_back(std::string(key) + where +
+                      " is not used: metrics.port = 0 serves no metrics (give it a port)");
   return notes;
 }
 

@@ -168,8 +168,7 @@ int run_train(const std::vector<std::string>& args) {
          << prepared->load_seconds << " s)";
   std::cout << for_standard_output(header.str()) << std::endl;
   if (prepared->endpoint)
-    std::cout << "herd train: Prometheus metrics at http://" << prepared->endpoint->bind_address()
-              << ':' << prepared->endpoint->port() << "/metrics" << std::endl;
+    std::cout << "herd train: Prometheus metrics at " << prepared->endpoint->url() << std::endl;
 
   // The last moment a signal means "no run": from here on it stops the run (await_run).
   if (interrupted_before_run("train"))

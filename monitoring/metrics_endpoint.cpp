@@ -53,8 +53,20 @@ constexpr std::size_t linger_max_bytes = std::size_t{1} << 20;
 constexpr auto accept_pause = 100ms;
 constexpr std::size_t read_chunk_bytes = 4096;
 
+// "::1" -> "[::1]": an IPv6 address before ":port" or in a URL is bracketed.
+std::string host_part(const std::string& address) {
+  return address.find(':') != std::string::npos ? "[" + address + "]" : address;
+}
+
+// "[::1]" -> "::1": the bracketed form a user copies from a URL binds as the address it holds.
+std::string unbracketed(const std::string& address) {
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']')
+    return address.substr(1, address.size() - 2);
+  return address;
+}
+
 std::string endpoint_name(const std::string& address, int port) {
-  return address + ":" + std::to_string(port);
+  return host_part(address) + ":" + std::to_string(port);
 }
 
 /// Owns one descriptor; closes it when destroyed or reset.
@@ -542,9 +554,9 @@ metrics_endpoint::metrics_endpoint(const std::string& bind_address, int port,
     : impl_(std::make_unique<impl>()) {
   HERD_CHECK(static_cast<bool>(exposition),
              "metrics_endpoint needs a callback that returns the exposition text");
-  impl_->bind_address = bind_address;
+  impl_->bind_address = unbracketed(bind_address);
   impl_->limits = applied_limits(limits);
-  auto listener = listen_on(bind_address, port, impl_->port);
+  auto listener = listen_on(impl_->bind_address, port, impl_->port);
   file_descriptor wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.is_open())
     throw std::runtime_error("cannot serve metrics on " + endpoint_name(bind_address, port) +
@@ -576,6 +588,17 @@ int metrics_endpoint::port() const {
 
 const std::string& metrics_endpoint::bind_address() const {
   return impl_->bind_address;
+}
+
+std::string metrics_endpoint::url() const {
+  const auto& address = impl_->bind_address;
+  // Every address: this host's name reaches it from elsewhere, "0.0.0.0" does not.
+  std::string host = address;
+  if (address.empty() || address == "0.0.0.0" || address == "::") {
+    char name[256] = {};
+    host = ::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0' ? name : "localhost";
+  }
+  return "http://" + host_part(host) + ":" + std::to_string(impl_->port) + "/metrics";
 }
 
 const metrics_endpoint_limits& metrics_endpoint::limits() const {

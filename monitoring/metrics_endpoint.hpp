@@ -49,7 +49,11 @@ public:
 
   /// The port it listens on (the chosen one when constructed with 0).
   int port() const;
+  /// The address it listens on ("[::1]" given is "::1").
   const std::string& bind_address() const;
+  /// Where to scrape it: "http://127.0.0.1:9464/metrics", "http://[::1]:9464/metrics"; this
+  /// host's name where it listens on every address (0.0.0.0, ::).
+  std::string url() const;
 
   /// The limits it applies: those it was given, with max_connections lowered to fit the
   /// descriptor limit.

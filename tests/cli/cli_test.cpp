@@ -1378,8 +1378,10 @@ TEST_F(herd_cli, settings_another_one_leaves_unused_are_named_at_the_start) {
   const auto result =
       herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
             "--train.epochs=1", "--train.eval-every=5", "--train.eval-every-epochs=1",
-            "--train.device=3", "--data.max-bytes=1000000000"});
+            "--train.device=3", "--data.max-bytes=1000000000", "--metrics.bind=999.1.1.1"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("note: metrics.bind (command line) is not used: "
+                                       "metrics.port = 0 serves no metrics"));
   EXPECT_THAT(result.output, HasSubstr("note: train.eval-every = 5 (command line) is not used: "
                                        "train.eval-every-epochs sets when the evaluations come"));
   EXPECT_THAT(result.output, HasSubstr("note: train.device = 3 (command line) is not used: it "

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -207,6 +208,40 @@ TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
   std::ostringstream without;
   herd::cli::print_summary(without, slow);
   EXPECT_THAT(without.str(), testing::Not(HasSubstr("straggler ")));
+}
+
+// A long run's values wider than their columns (14 million samples, hours of waiting) push the
+// row on, never into each other: every value stays a word of its own.
+TEST(summary, values_wider_than_their_columns_stay_apart) {
+  herd::actors::run_summary summary;
+  herd::actors::worker_summary worker;
+  worker.worker = 7;
+  worker.steps = 43750000;
+  worker.late_steps = 1234567;
+  worker.samples = 14000000000;
+  worker.step_seconds = {123.45, 100.0, 234.5, 9999.5, 12.5};
+  worker.waited_compared_seconds = 123456.78;
+  worker.wait_seconds_per_step.mean = 12.345;
+  worker.barrier_wait_seconds = 234567.89;
+  summary.per_worker.push_back(worker);
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  std::istringstream lines(out.str());
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("       7 ", 0) == 0) {
+      std::istringstream words(line);
+      rows.emplace_back(std::istream_iterator<std::string>(words),
+                        std::istream_iterator<std::string>());
+    }
+  ASSERT_EQ(rows.size(), 2u) << out.str();
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"7", "43750000", "1234567", "14000000000", "123450.00ms",
+                                      "234500.00ms", "123456.78s", "12345.00ms", "234567.89s"}))
+      << out.str();
+  EXPECT_EQ(rows[1],
+            (std::vector<std::string>{"7", "100000.00ms", "234500.00ms", "9999500.00ms", "12.50"}))
+      << out.str();
 }
 
 TEST(summary, wrap_words_breaks_between_words_and_keeps_a_number_with_its_unit) {

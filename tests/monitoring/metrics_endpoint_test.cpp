@@ -242,6 +242,32 @@ TEST(metrics_endpoint, port_zero_picks_a_free_port) {
   EXPECT_EQ(response->body, "b 2\n");
 }
 
+// Where to scrape it, as the commands print it: an IPv6 address bracketed (given with brackets,
+// as copied from a URL, or without), and this host's name for every address, which "0.0.0.0"
+// is not from elsewhere.
+TEST(metrics_endpoint, its_url_brackets_an_ipv6_address_and_names_the_host_for_every_address) {
+  const auto text = [] { return std::string("a 1\n"); };
+  metrics_endpoint loop(loopback, 0, text);
+  EXPECT_EQ(loop.url(),
+            std::string("http://") + loopback + ":" + std::to_string(loop.port()) + "/metrics");
+  metrics_endpoint every("0.0.0.0", 0, text);
+  EXPECT_EQ(every.url().find("0.0.0.0"), std::string::npos) << every.url();
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  EXPECT_EQ(every.url(),
+            "http://" + std::string(host) + ":" + std::to_string(every.port()) + "/metrics");
+  for (const std::string given : {"::1", "[::1]"}) {
+    std::unique_ptr<metrics_endpoint> six;
+    try {
+      six = std::make_unique<metrics_endpoint>(given, 0, text);
+    } catch (const std::runtime_error& unavailable) {
+      GTEST_SKIP() << "no IPv6 loopback on this machine: " << unavailable.what();
+    }
+    EXPECT_EQ(six->bind_address(), "::1");
+    EXPECT_EQ(six->url(), "http://[::1]:" + std::to_string(six->port()) + "/metrics");
+  }
+}
+
 TEST(metrics_endpoint, binding_a_port_in_use_throws_naming_the_address) {
   metrics_endpoint holder(loopback, 0, [] { return std::string("a 1\n"); });
   const std::string expected = std::string(loopback) + ":" + std::to_string(holder.port());
