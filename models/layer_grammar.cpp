@@ -4,6 +4,7 @@
 #include "models/image_layers.hpp"
 #include "models/sequence_layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -114,6 +115,15 @@ kernels::window2d make_window(const std::string& kind, const shape& input,
   window.stride_h = static_cast<int>(stride.first);
   window.stride_w = static_cast<int>(stride.second);
   window.pad_h = window.pad_w = static_cast<int>(pad);
+  // A pad as large as the window adds outputs whose window holds padding alone.
+  if (pad > 0 && pad >= std::min(kernel.first, kernel.second))
+    throw std::invalid_argument(kind + ": pad " + std::to_string(pad) + " is not below the " +
+                                std::to_string(kernel.first) + "x" + std::to_string(kernel.second) +
+                                " window: outputs would see only padding (pad " +
+                                std::to_string(std::min(kernel.first, kernel.second) - 1) +
+                                " at most; " +
+                                std::to_string(std::min(kernel.first, kernel.second) / 2) +
+                                " keeps the size for odd windows)");
   if (kernel.first > input[1] + 2 * pad || kernel.second > input[2] + 2 * pad)
     throw std::invalid_argument(kind + ": its " + std::to_string(kernel.first) + "x" +
                                 std::to_string(kernel.second) + " window does not fit " +

@@ -247,6 +247,14 @@ TEST(image_layers, windows_and_arguments_that_do_not_fit_are_refused) {
   EXPECT_NE(refusal("flatten, dropout 1.5, dense 2", {4}).find("must lie in [0, 1)"),
             std::string::npos);
   EXPECT_EQ(refusal("conv 4 3, flatten, dense 2", {1, 3, 3}), "built"); // a 1x1 output fits
+  // A pad as large as the window: outputs of padding alone, and a huge one would take memory
+  // for them before any other check.
+  EXPECT_NE(refusal("conv 4 3 pad 100000, flatten, dense 2", {1, 28, 28})
+                .find("pad 100000 is not below the 3x3 window"),
+            std::string::npos);
+  EXPECT_NE(refusal("conv 4 3x5 pad 3, flatten, dense 2", {1, 28, 28}).find("pad 2 at most"),
+            std::string::npos);
+  EXPECT_EQ(refusal("conv 4 3x5 pad 2, flatten, dense 2", {1, 28, 28}), "built");
 }
 
 // Training with dropout draws a new mask every step (evaluation none), and a small CNN learns a
