@@ -256,6 +256,9 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   loaded.input_normalisation = shape.input_normalisation;
   try {
     loaded.model = actors::make_model(loaded.config, shape);
+    loaded.class_names = models::class_names(loaded.config);
+    if (loaded.class_names.size() != loaded.model->classes())
+      loaded.class_names.clear();
     if (loaded.test) {
       loaded.test = fitted_test_set(loaded.test, *loaded.model, loaded.input_normalisation,
                                     loaded.config, command);

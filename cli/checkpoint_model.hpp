@@ -31,6 +31,9 @@ struct checkpoint_model {
   /// Which parameters, in words: "the parameters that reached the target (test accuracy 0.8538
   /// at round 900)" or "the workers' last parameters (round 912)".
   std::string parameters_origin;
+  /// The classes' names by label (models::class_names), where the dataset has them and they
+  /// are as many as the model's classes; else empty.
+  std::vector<std::string> class_names;
 };
 
 /// The options both commands take.

@@ -94,7 +94,21 @@ std::string test_set_words(const checkpoint_model& loaded) {
   return data.dataset == "npy" ? data.test_features + ", " + data.test_labels : loaded.test->name;
 }
 
-void print_confusion(const class_counts& counts) {
+// Class `c` as a row's label in a column of 14: its number at the right ("             3"), or
+// where the classes have names its number and name from the left ("3 Dress       ", the numbers
+// aligned: " 3 Dress" among 10 or more classes).
+std::string class_label(std::size_t c, const std::vector<std::string>& names) {
+  std::string number = std::to_string(c);
+  if (names.empty())
+    return std::string(number.size() < 14 ? 14 - number.size() : 0, ' ') + number;
+  const auto digits = std::to_string(names.size() - 1).size();
+  number.insert(0, digits > number.size() ? digits - number.size() : 0, ' ');
+  std::string label = number + " " + names[c];
+  label.append(label.size() < 14 ? 14 - label.size() : 0, ' ');
+  return label;
+}
+
+void print_confusion(const class_counts& counts, const std::vector<std::string>& names) {
   const std::size_t classes = counts.confusion.size();
   std::size_t largest = classes - 1;
   for (const auto& row : counts.confusion)
@@ -105,7 +119,7 @@ void print_confusion(const class_counts& counts) {
     std::printf("%*zu", width, c);
   std::printf("\n");
   for (std::size_t t = 0; t < classes; ++t) {
-    std::printf("  %14zu", t);
+    std::printf("  %s", class_label(t, names).c_str());
     for (std::size_t c = 0; c < classes; ++c)
       std::printf("%*zu", width, counts.confusion[t][c]);
     std::printf("\n");
@@ -120,11 +134,14 @@ std::string report_json(const checkpoint_model& loaded, const models::evaluation
     return value < 0 ? nlohmann::json(nullptr) : nlohmann::json(value);
   };
   for (std::size_t c = 0; c < counts.confusion.size(); ++c)
-    per_class.push_back({{"class", c},
-                         {"samples", counts.samples(c)},
-                         {"predicted", counts.predicted_as(c)},
-                         {"accuracy", number_or_null(counts.recall(c))},
-                         {"precision", number_or_null(counts.precision(c))}});
+    per_class.push_back(
+        {{"class", c},
+         {"name", c < loaded.class_names.size() ? nlohmann::json(loaded.class_names[c])
+                                                : nlohmann::json(nullptr)},
+         {"samples", counts.samples(c)},
+         {"predicted", counts.predicted_as(c)},
+         {"accuracy", number_or_null(counts.recall(c))},
+         {"precision", number_or_null(counts.precision(c))}});
   const nlohmann::json report = {{"checkpoint", loaded.file},
                                  {"round", counters.rounds},
                                  {"epoch", counters.epochs()},
@@ -180,10 +197,11 @@ int run_evaluate(const std::vector<std::string>& args) {
               loaded->parameters_origin.c_str(), model.describe().c_str(),
               test_set_words(*loaded).c_str(), whole.samples, whole.accuracy(), whole.mean_loss);
   for (std::size_t c = 0; c < counts.confusion.size(); ++c)
-    std::printf("  %14zu  %8s  %9s  %7zu\n", c, share(counts.recall(c)).c_str(),
-                share(counts.precision(c)).c_str(), counts.samples(c));
+    std::printf("  %s  %8s  %9s  %7zu\n", class_label(c, loaded->class_names).c_str(),
+                share(counts.recall(c)).c_str(), share(counts.precision(c)).c_str(),
+                counts.samples(c));
   if (counts.confusion.size() <= static_cast<std::size_t>(printed_confusion_classes))
-    print_confusion(counts);
+    print_confusion(counts, loaded->class_names);
   else
     std::printf("  confusion       %zu classes: %s\n", counts.confusion.size(),
                 options.report.empty() ? "give --report FILE.json for the matrix"

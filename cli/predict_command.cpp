@@ -99,11 +99,13 @@ models::tensor model_inputs(const std::string& path, const checkpoint_model& loa
   return std::move(samples.values);
 }
 
-std::string csv(const models::tensor& probs) {
+// A header, then per sample the classes' probabilities and the predicted class; with the
+// classes' names (`names`, by label; empty: none), that class's name too.
+std::string csv(const models::tensor& probs, const std::vector<std::string>& names) {
   std::string text;
   for (std::size_t c = 0; c < probs.cols(); ++c)
     text += (c ? ",class_" : "class_") + std::to_string(c);
-  text += ",predicted\n";
+  text += names.empty() ? ",predicted\n" : ",predicted,predicted_name\n";
   char number[32];
   for (std::size_t r = 0; r < probs.rows(); ++r) {
     const float* row = probs.row(r);
@@ -111,7 +113,9 @@ std::string csv(const models::tensor& probs) {
       std::snprintf(number, sizeof number, c ? ",%.6g" : "%.6g", row[c]);
       text += number;
     }
-    text += "," + std::to_string(std::max_element(row, row + probs.cols()) - row) + "\n";
+    const auto predicted =
+        static_cast<std::size_t>(std::max_element(row, row + probs.cols()) - row);
+    text += "," + std::to_string(predicted) + (names.empty() ? "" : "," + names[predicted]) + "\n";
   }
   return text;
 }
@@ -148,11 +152,12 @@ int run_predict(const std::vector<std::string>& args) {
   std::cerr << "herd predict: " << inputs.rows() << " samples of " << parsed.input << " through "
             << loaded->file << ", " << loaded->parameters_origin << '\n';
   if (parsed.output.empty()) {
-    std::cout << csv(probs);
+    std::cout << csv(probs, loaded->class_names);
     return exit_ok;
   }
-  write_file_atomically(parsed.output,
-                        ends_with(parsed.output, ".npy") ? models::npy_bytes(probs) : csv(probs));
+  write_file_atomically(parsed.output, ends_with(parsed.output, ".npy")
+                                           ? models::npy_bytes(probs)
+                                           : csv(probs, loaded->class_names));
   std::cerr << "herd predict: wrote " << parsed.output << '\n';
   return exit_ok;
 }
@@ -182,7 +187,8 @@ std::string predict_help() {
       << checkpoint_options_help()
       << "  --input FILE.npy   the samples\n"
          "  --output FILE      write the probabilities to FILE: .csv (a header, one row per\n"
-         "                     sample: the classes' probabilities and the predicted class) or\n"
+         "                     sample: the classes' probabilities, the predicted class and,\n"
+         "                     for Fashion-MNIST and the fortunes, its name) or\n"
          "                     .npy (n x classes float32); without it, CSV on stdout\n"
          "  --help, -h         show this help\n"
          "  --version          show the version\n\n"

@@ -126,4 +126,15 @@ std::shared_ptr<const dataset> load_test_dataset(const config::run_config& confi
   return {split, &split->test}; // shares the split's ownership: no copy of the samples
 }
 
+std::vector<std::string> class_names(const config::run_config& config) {
+  if (config.data.dataset == "fashion-mnist") // the labels' meanings, as Zalando publishes them
+    return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+            "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  std::vector<std::string> names;
+  if (config.data.dataset == "fortunes") // labelled in the packages' order
+    for (const auto& package : fortune_packages())
+      names.push_back(package.language);
+  return names;
+}
+
 } // namespace herd::models

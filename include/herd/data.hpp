@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace herd::models {
 
@@ -47,5 +48,11 @@ std::shared_ptr<const train_test_split> load_dataset(const config::run_config& c
 std::shared_ptr<const dataset> load_test_dataset(const config::run_config& config,
                                                  const data_notes& notes = {},
                                                  const normalisation* recorded = nullptr);
+
+/// The names of the classes of the dataset `config.data` names, by label: Fashion-MNIST's
+/// garments ("T-shirt/top", "Trouser", ..., "Ankle boot"), the fortunes' languages ("en", "de",
+/// "it", "es", "pl", "cs", "ru"). Empty where the labels are only numbers (npy, synthetic).
+/// Reads no file.
+std::vector<std::string> class_names(const config::run_config& config);
 
 } // namespace herd::models

@@ -147,6 +147,21 @@ TEST(predict, fashion_mnist_pixels_are_taken_scaled_or_as_bytes_and_refused_unsc
     return kept;
   };
   EXPECT_EQ(csv(from_bytes.output), csv(from_scaled.output));
+  // Each row names its predicted garment, the one of its class number.
+  const std::vector<std::string> garments = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                             "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                             "Bag",         "Ankle boot"};
+  std::istringstream rows(csv(from_bytes.output));
+  std::string row;
+  ASSERT_TRUE(std::getline(rows, row));
+  EXPECT_EQ(row.substr(row.rfind(",class_9,") + 9), "predicted,predicted_name");
+  for (int sample = 0; sample < 3; ++sample) {
+    ASSERT_TRUE(std::getline(rows, row)) << from_bytes.output;
+    const auto name_at = row.rfind(',');
+    const auto number_at = row.rfind(',', name_at - 1);
+    const int predicted = std::stoi(row.substr(number_at + 1, name_at - number_at - 1));
+    EXPECT_EQ(row.substr(name_at + 1), garments.at(static_cast<std::size_t>(predicted))) << row;
+  }
   EXPECT_EQ(from_unscaled.exit_code, 2) << from_unscaled.output;
   EXPECT_NE(from_unscaled.output.find("holds values up to 255, but the model takes values scaled "
                                       "to [0, 1] (byte / 255)"),
@@ -178,6 +193,11 @@ TEST(evaluate, a_fashion_mnist_checkpoint_scores_what_its_run_scored) {
       {HERD_BINARY, "evaluate", "--checkpoint", checkpoints}, std::chrono::minutes(2));
   EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
   EXPECT_NE(evaluated.output.find(accuracy), std::string::npos) << accuracy << evaluated.output;
+  // The classes by number and name, in the per-class rows and the confusion matrix's.
+  EXPECT_NE(evaluated.output.find("\n  0 T-shirt/top     0."), std::string::npos)
+      << evaluated.output;
+  EXPECT_NE(evaluated.output.find("\n  9 Ankle boot      0."), std::string::npos)
+      << evaluated.output;
 
   // The test files alone: the checkpoint says how the run normalised its pixels, so the training
   // files are not read (they were, for their statistics, and a missing one refused the evaluation).

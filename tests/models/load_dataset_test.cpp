@@ -198,4 +198,23 @@ TEST(load_dataset, the_public_header_also_gives_datasets_from_memory) {
   EXPECT_EQ(data.size(), 2u);
 }
 
+// The names herd evaluate and herd predict print beside class numbers: Fashion-MNIST's garments
+// and the fortunes' languages in label order; none for numbered labels.
+TEST(class_names, name_the_labels_of_the_datasets_that_have_names) {
+  run_config config;
+  config.data.dataset = "fashion-mnist";
+  const auto garments = herd::models::class_names(config);
+  ASSERT_EQ(garments.size(), 10u);
+  EXPECT_EQ(garments.front(), "T-shirt/top");
+  EXPECT_EQ(garments[5], "Sandal");
+  EXPECT_EQ(garments.back(), "Ankle boot");
+  config.data.dataset = "fortunes";
+  EXPECT_EQ(herd::models::class_names(config),
+            (std::vector<std::string>{"en", "de", "it", "es", "pl", "cs", "ru"}));
+  for (const char* numbered : {"synthetic", "npy"}) {
+    config.data.dataset = numbered;
+    EXPECT_TRUE(herd::models::class_names(config).empty()) << numbered;
+  }
+}
+
 } // namespace
