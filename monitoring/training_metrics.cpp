@@ -115,7 +115,8 @@ void training_metrics::add_series() {
                                   "validation set, which the evaluations then measure)"));
   learning_rate_family_ = &kept(
       metrics.add_gauge("herd_learning_rate",
-                        "Learning rate of the latest round: train.lr times its schedule's factor"));
+                        "Learning rate a round begun now would get: train.lr times its schedule's "
+                        "factor at the run's epochs"));
 }
 
 gauge& training_metrics::score_of(int worker) {

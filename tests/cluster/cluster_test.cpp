@@ -101,6 +101,11 @@ node_options node_for(const job& j, std::uint16_t port, int workers,
   return options;
 }
 
+// Whether each of workers 0 to 2 has applied at least `rounds` rounds.
+bool three_workers_applied(const recording_probe& probe, std::size_t rounds) {
+  return probe.rounds(0) >= rounds && probe.rounds(1) >= rounds && probe.rounds(2) >= rounds;
+}
+
 // Waits (polling) until `done`; false after `timeout`.
 template <class Done>
 bool eventually(Done done, std::chrono::seconds timeout) {
@@ -621,9 +626,8 @@ join_run run_with_a_join(const std::string& algorithm,
   });
   // Which worker index the leaving node hosts is decided by join order: find it by its rounds
   // stopping. Every node hosts one worker; wait until all applied some rounds.
-  EXPECT_TRUE(eventually(
-      [&] { return probe->rounds(0) >= 20 && probe->rounds(1) >= 20 && probe->rounds(2) >= 20; },
-      std::chrono::seconds(60)));
+  EXPECT_TRUE(
+      eventually([&] { return three_workers_applied(*probe, 20); }, std::chrono::seconds(60)));
   leave = true;
   node2.join();
   const int gone = run.left.worker_indices.empty() ? -1 : run.left.worker_indices.front();
@@ -841,9 +845,8 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
   std::vector<std::string> parting; // the second leaving node's own log
   second.on_notice = [&parting](const std::string& text) { parting.push_back(text); };
   std::thread leaving_second([&] { second_out = herd::cluster::run_node(second); });
-  ASSERT_TRUE(eventually(
-      [&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10 && probe->rounds(2) >= 10; },
-      std::chrono::seconds(60)));
+  ASSERT_TRUE(
+      eventually([&] { return three_workers_applied(*probe, 10); }, std::chrono::seconds(60)));
   leave_now = true;
   leaving_first.join();
   ASSERT_TRUE(first_out.left) << first_out.error;
@@ -911,9 +914,8 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   std::vector<std::string> parting; // the leaving node's own log
   leaving.on_notice = [&parting](const std::string& text) { parting.push_back(text); };
   std::thread node2([&] { left = herd::cluster::run_node(leaving); });
-  EXPECT_TRUE(eventually(
-      [&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10 && probe->rounds(2) >= 10; },
-      std::chrono::seconds(60)));
+  EXPECT_TRUE(
+      eventually([&] { return three_workers_applied(*probe, 10); }, std::chrono::seconds(60)));
   leave = true;
   node2.join();
   ASSERT_TRUE(left.left) << left.error;
