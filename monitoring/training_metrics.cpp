@@ -42,6 +42,10 @@ void training_metrics::add_series() {
   samples_family_ = &kept(metrics.add_counter(
       "herd_samples_total",
       "Samples a worker has computed gradients on (late ones a round discarded included)"));
+  late_steps_family_ = &kept(metrics.add_counter(
+      "herd_worker_late_steps_total",
+      "Steps a worker finished after their round had closed (under late-gradients = discard, "
+      "computed for nothing)"));
   samples_applied_ = &kept(metrics.add_counter("herd_samples_applied_total",
                                                "Samples whose gradients (or models) finished "
                                                "rounds applied: the run's progress in epochs"))
@@ -143,6 +147,8 @@ void training_metrics::step_finished(int worker, std::uint64_t step, double now_
   if (step > 1) // the first step had nothing to wait for
     record.wait_seconds->observe(idle_seconds);
   record.samples->increment(samples);
+  if (late)
+    record.late_steps->increment();
   record.steps = std::max(record.steps, step);
   stepped_ = true;
   stragglers_.step_finished(worker, now_seconds, compute_seconds, late);
@@ -212,6 +218,7 @@ training_metrics::per_worker training_metrics::series_for(int worker, const std:
   // The score's series comes with its first value (score_of): until then it would read 0, under
   // the 1 of a typical worker.
   record.samples = &samples_family_->add(mine);
+  record.late_steps = &late_steps_family_->add(mine);
   record.up = &up_family_->add(mine);
   record.up->set(1.0);
   record.node = node;
@@ -233,6 +240,7 @@ void training_metrics::worker_joined(int worker, const std::string& node) {
     lag_family_->remove(old);
     score_family_->remove(old);
     samples_family_->remove(old);
+    late_steps_family_->remove(old);
     up_family_->remove(old);
   }
   stragglers_.worker_joined(worker);

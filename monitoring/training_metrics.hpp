@@ -126,6 +126,7 @@ private:
     gauge* lag_steps = nullptr;
     gauge* straggler_score = nullptr;
     counter* samples = nullptr;
+    counter* late_steps = nullptr;
     gauge* up = nullptr;
     std::string node; // the label its series carry
     std::uint64_t steps = 0;
@@ -144,6 +145,7 @@ private:
   family<gauge>* lag_family_ = nullptr;
   family<gauge>* score_family_ = nullptr;
   family<counter>* samples_family_ = nullptr;
+  family<counter>* late_steps_family_ = nullptr;
   family<gauge>* up_family_ = nullptr;
   histogram* arrival_skew_ = nullptr;
   // Added at their first value (first_set): before it a dashboard shows no data, not a 0 that

@@ -25,7 +25,7 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   training_metrics metrics(registry, two_workers());
   metrics.step_finished(0, 1, 0.05, 0.010, 0.0, 32);
   metrics.step_finished(1, 1, 0.1, 0.030, 0.0, 32);
-  metrics.step_finished(0, 2, 0.1, 0.010, 0.005, 32);
+  metrics.step_finished(0, 2, 0.1, 0.010, 0.005, 32, true); // after its round had closed
   training_metrics::round_record round;
   round.members = 2;
   round.fresh = 1;
@@ -50,6 +50,10 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   metrics.refresh(0.11);
   const std::string text = herd::monitoring::expose(*registry);
   EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_worker_late_steps_total{job="test",node="n1",worker="0"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(herd_worker_late_steps_total{job="test",node="n1",worker="1"} 0)"));
   // Computed (96 in all) is not applied: what the rounds took.
   EXPECT_THAT(text, HasSubstr(R"(herd_samples_applied_total{job="test"} 64)"));
   EXPECT_THAT(text,
