@@ -38,9 +38,17 @@ public:
 
   const char* name() const override { return "herd.aggregator"; }
 
+  // A round's answer timeout, a message to itself, keeps this object until it fires (30 s by
+  // default) after the run ended: what it refers to goes now, the rounds' members (the workers,
+  // and through them the job's data) and its buffers among them.
   void on_exit() override {
     coordinator_ = nullptr;
     setup_.node_reducers.clear();
+    setup_.parameter_server = nullptr;
+    rounds_ = aggregator_rounds{};
+    member_addresses_.clear();
+    setup_.results.reset();
+    setup_.plane.reset();
   }
 
   caf::behavior make_behavior() override {

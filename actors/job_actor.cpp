@@ -272,13 +272,23 @@ private:
   // sees, or a bug): the run's actors go with it, and the end is heard as any end is, so that
   // wait() never waits forever.
   void on_exit() override {
-    if (finished_)
-      return;
-    for (const auto& part : all_parts())
-      caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
-    if (!summary_)
-      summary_ = std::make_shared<const run_summary>(error_summary("the job actor was killed"));
-    complete();
+    if (!finished_) {
+      for (const auto& part : all_parts())
+        caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+      if (!summary_)
+        summary_ = std::make_shared<const run_summary>(error_summary("the job actor was killed"));
+      complete();
+    }
+    // The parts' timeout, a message to itself, keeps this object up to a minute after the job
+    // ended: what it refers to goes now (the run's actors, the evaluator's thread among them,
+    // and through the plan the job's data), not once the timeout has fired.
+    run_ = {};
+    coordinator_ = nullptr;
+    subscribers_.clear();
+    worker_parameters_.clear();
+    server_parameters_.clear();
+    kept_parameters_.reset();
+    plan_.reset(); // setup_ refers into it: no handler runs after this
   }
 
   void on_parts_timeout() {

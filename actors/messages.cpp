@@ -79,7 +79,7 @@ std::string describe_exit(std::uint8_t code, caf::atom_value, const caf::message
 std::string describe_sec(std::uint8_t code, caf::atom_value category, const caf::message& context) {
   switch (static_cast<caf::sec>(code)) {
   case caf::sec::request_receiver_down:
-    return "the actor asked had already ended (it failed or was stopped)";
+    return "the actor asked had already ended (finished, failed or stopped)";
   case caf::sec::request_timeout:
     return "no answer in time";
   case caf::sec::unexpected_message:

@@ -1,6 +1,7 @@
 // A checkpoint's model outside a run: the settings it was taken with and the parameters to
 // serve (models::predict, herd/predict.hpp) or to start another job from
-// (job_options::initial_parameters). What `herd evaluate` and `herd predict` read.
+// (job_options::initial_parameters). What `herd evaluate` and `herd predict` read. With
+// herd/sequential.hpp (build_model) and herd/predict.hpp besides this header:
 //
 //   auto settings = herd::checkpoint::saved_settings("ckpt");   // a file, or a directory
 //   auto inputs = herd::checkpoint::saved_inputs("ckpt");       // no training data needed

@@ -304,6 +304,35 @@ TEST_F(caller_system, a_finished_jobs_facade_keeps_the_trained_model_not_every_r
   EXPECT_TRUE(shared->worker_parameters.empty());
 }
 
+// A service runs job after job in its own system: an ended job whose handle is gone leaves
+// nothing behind, neither its data (the evaluator held the test set, so the whole split) nor a
+// thread (the evaluator's, a detached actor's, waits until nothing refers to the actor).
+TEST_F(caller_system, an_ended_job_leaves_neither_its_data_nor_a_thread_behind) {
+  const auto wait_until = [](const std::function<bool()>& done) {
+    for (int tries = 0; tries < 500 && !done(); ++tries)
+      std::this_thread::sleep_for(10ms);
+    return done();
+  };
+  std::size_t threads_before = 0;
+  for (int job = 0; job < 4; ++job) {
+    auto data = synthetic(960);
+    const std::weak_ptr<const herd::models::train_test_split> watched = data;
+    {
+      const auto handle = herd::spawn_job(system_, short_run(), std::move(data), quick());
+      const auto summary = handle.facade->wait_for(60s);
+      ASSERT_TRUE(summary) << "job " << job << " did not end";
+    }
+    EXPECT_TRUE(wait_until([&] { return watched.expired(); }))
+        << "job " << job << "'s dataset is still held, " << watched.use_count();
+    if (job == 0) // the scheduler's threads have started by now
+      threads_before = threads_of_this_process();
+    else
+      EXPECT_TRUE(wait_until([&] { return threads_of_this_process() <= threads_before; }))
+          << "after job " << job << ": " << threads_of_this_process() << " threads, "
+          << threads_before << " after the first";
+  }
+}
+
 TEST(job_actor, a_system_on_herds_scheduler_runs_a_job_to_its_end) {
   caf::actor_system_config config;
   herd::add_message_types(config);

@@ -72,7 +72,7 @@ TEST(messages, exit_reasons_request_failures_and_herd_errors_render_as_words) {
   EXPECT_EQ(system.render(caf::make_error(caf::exit_reason::user_shutdown)), "it was shut down");
   // A request whose receiver had gone: a worker that failed, seen by an evaluation under way.
   EXPECT_EQ(system.render(caf::make_error(caf::sec::request_receiver_down)),
-            "the actor asked had already ended (it failed or was stopped)");
+            "the actor asked had already ended (finished, failed or stopped)");
   EXPECT_EQ(system.render(caf::make_error(caf::sec::request_timeout)), "no answer in time");
   // The others as CAF says them.
   EXPECT_NE(system.render(caf::make_error(caf::sec::invalid_argument)).find("invalid_argument"),
