@@ -48,7 +48,9 @@ struct session_options {
   /// threads outnumber cores) but costs about 0.4 us a message. For benchmarks.
   bool control_costs_in_cpu_time = false;
   /// When set, the run's metrics (docs/metrics.md; labels job = metrics.job, node =
-  /// `node_name`) are kept in this registry; serve it with monitoring::metrics_endpoint.
+  /// `node_name`) are kept in this registry; serve it with monitoring::metrics_endpoint. They
+  /// stay there after the run, at their final values (herd train serves them a while); a later
+  /// session under the same name in the same registry continues them.
   std::shared_ptr<monitoring::registry> metrics;
   std::string node_name; // empty: this host's name
   /// Non-null: the run goes on from this checkpoint (load_checkpoint()) instead of starting.

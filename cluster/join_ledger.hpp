@@ -76,8 +76,9 @@ public:
   }
 
   /// `node` asks to leave the running job: it waits for its turn as a join does, before joins
-  /// and re-keys (it leaves within seconds or not at all). A node that left while a join
-  /// connected a generation would owe an answer for it that never comes.
+  /// (it leaves within seconds or not at all) and after a re-key that is due (a failed one's
+  /// retry holds the rounds, and the registry asks rekey_due() first). A node that left while a
+  /// join connected a generation would owe an answer for it that never comes.
   void enqueue_departure(std::size_t node) { departures_.push_back(node); }
   /// Takes the first departing node that is still `live` off its queue, once nothing is under
   /// way and nobody owes an answer; nothing otherwise. It departs until end_departure().

@@ -284,7 +284,7 @@ std::int32_t registry_actor::workers_on_machine_of(std::size_t index) const {
     return 0;
   std::size_t workers = 0;
   for (const auto& node : nodes_)
-    if (node.live && node.hello.machine == machine)
+    if (node.live && !node.departed && node.hello.machine == machine)
       workers += node.slots.size();
   return static_cast<std::int32_t>(workers);
 }

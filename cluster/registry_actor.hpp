@@ -94,6 +94,8 @@ private:
     caf::node_id process;  // the node's process, as CAF knows it
     bool answered = false; // its welcome (or refusal) was delivered
     bool live = true;
+    bool departed = false; // let go after asking to leave: no plane or slot counts it, though
+                           // it is live until its connection closes
     std::string turned_away;         // why its join failed
     std::string farewell;            // why it said it leaves, if it did
     std::optional<std::size_t> part; // resuming: the checkpoint part it holds
@@ -155,8 +157,12 @@ private:
   // new workers adopt a live worker's state through that plane, and counts them live.
 
   caf::result<node_welcome> on_hello_running(const node_hello& hello);
-  // Starts what may start now, in this order: a departure, a re-key, a join.
+  // Starts what may start now, in this order: a re-key (a failed one's retry holds the rounds,
+  // and the coordinator lets no node go meanwhile), a departure, a join.
   void next_turn();
+  // Whether `node` takes part in the next generation of the data plane: live, ready and not
+  // departed.
+  static bool in_plane(const node_entry& node) { return node.live && node.ready && !node.departed; }
   void begin_join(std::size_t index);
 
   // Every one of `peers` connects data plane `generation` and answers.

@@ -5,7 +5,8 @@
 namespace herd::cluster {
 
 caf::result<node_welcome> registry_actor::on_hello_running(const node_hello& hello) {
-  const auto free = slots_.free([this](std::size_t node) { return nodes_[node].live; });
+  const auto free =
+      slots_.free([this](std::size_t node) { return nodes_[node].live && !nodes_[node].departed; });
   if (auto refusal =
           running_join_refusal(hello, free, ledger_.busy(), context_->config.train.workers))
     return refuse(hello, *refusal);
@@ -24,13 +25,13 @@ caf::result<node_welcome> registry_actor::on_hello_running(const node_hello& hel
 void registry_actor::next_turn() {
   if (over_)
     return;
+  if (ledger_.rekey_due()) {
+    begin_rekey();
+    return;
+  }
   const auto live = [this](std::size_t node) { return nodes_[node].live; };
   if (auto index = ledger_.next_departure(live)) {
     begin_departure(*index);
-    return;
-  }
-  if (ledger_.rekey_due()) {
-    begin_rekey();
     return;
   }
   if (auto index = ledger_.next(live))
@@ -40,7 +41,7 @@ void registry_actor::next_turn() {
 void registry_actor::begin_join(std::size_t index) {
   std::vector<std::size_t> peers;
   for (std::size_t other = 0; other < nodes_.size(); ++other)
-    if (other != index && nodes_[other].live && nodes_[other].ready)
+    if (other != index && in_plane(nodes_[other]))
       peers.push_back(other);
   const auto generation = ledger_.begin(index, peers);
   welcome(index, true);
@@ -133,7 +134,7 @@ void registry_actor::on_refusal(const plane_refusal& refusal) {
 void registry_actor::begin_rekey() {
   std::vector<std::size_t> nodes;
   for (std::size_t index = 0; index < nodes_.size(); ++index)
-    if (nodes_[index].live && nodes_[index].ready)
+    if (in_plane(nodes_[index]))
       nodes.push_back(index);
   ++rekeys_;
   const auto generation = ledger_.begin_rekey(nodes);
@@ -194,6 +195,10 @@ void registry_actor::begin_departure(std::size_t index) {
 
 void registry_actor::departed(std::size_t index, bool released) {
   ledger_.end_departure();
+  // Its workers are retired and it closes its data plane: the next join or re-key (which may
+  // start at once) leaves it out, though its connection closes only later.
+  if (released)
+    nodes_[index].departed = true;
   if (nodes_[index].control)
     send(nodes_[index].control, depart_atom::value, released);
   next_turn();

@@ -559,7 +559,7 @@ metrics_endpoint::metrics_endpoint(const std::string& bind_address, int port,
   auto listener = listen_on(impl_->bind_address, port, impl_->port);
   file_descriptor wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.is_open())
-    throw std::runtime_error("cannot serve metrics on " + endpoint_name(bind_address, port) +
+    throw std::runtime_error("cannot serve metrics on " + endpoint_name(impl_->bind_address, port) +
                              ": eventfd failed: " + std::strerror(errno));
   impl_->serving = std::make_unique<server>(std::move(listener), std::move(wake),
                                             std::move(exposition), impl_->limits);

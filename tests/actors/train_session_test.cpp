@@ -8,6 +8,7 @@
 #include "models/sampler.hpp"
 
 #include <atomic>
+#include <deque>
 #include <gtest/gtest.h>
 #include <thread>
 
@@ -145,25 +146,28 @@ TEST(train_session, workers_on_emulated_gpu_streams_train_the_same) {
 // Workers on a GPU are evaluated there: the evaluator has a stream of its own, uploads each
 // snapshot and scores it with the device's kernels. (On the CPU, a CNN's final evaluation took
 // 7.5 s after a 2.8 s run on an H200.) Emulated, its accuracy is the CPU's on the same parameters.
+// Each stream counts into a counter of the test's: the run's ops go with its actors, before the
+// test reads the counts.
 class scoring_stream_ops final : public herd::testing::emulated_stream_ops {
 public:
-  using emulated_stream_ops::emulated_stream_ops;
+  scoring_stream_ops(const herd::testing::separate_memory& memory, std::atomic<int>& scored)
+      : emulated_stream_ops(memory), scored_(scored) {}
   std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
                             int columns) const override {
-    ++scored; // only evaluations count
+    ++scored_; // only evaluations count
     return emulated_stream_ops::count_correct(scores, labels, rows, columns);
   }
-  mutable std::atomic<int> scored{0};
+
+private:
+  std::atomic<int>& scored_;
 };
 
 TEST(train_session, workers_on_a_gpu_are_evaluated_on_it) {
   const herd::testing::separate_memory elsewhere;
-  std::vector<const scoring_stream_ops*> made;
+  std::deque<std::atomic<int>> scored; // by stream, in the order they were made
   auto options = quick();
   options.stream_ops = [&]() -> std::unique_ptr<herd::kernels::ops> {
-    auto ops = std::make_unique<scoring_stream_ops>(elsewhere);
-    made.push_back(ops.get());
-    return ops;
+    return std::make_unique<scoring_stream_ops>(elsewhere, scored.emplace_back(0));
   };
   auto config = small_config(4, 8);
   config.train.backend = "cuda";
@@ -173,8 +177,8 @@ TEST(train_session, workers_on_a_gpu_are_evaluated_on_it) {
   ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
   ASSERT_TRUE(summary.final_test_accuracy.has_value());
   int scoring = 0;
-  for (const auto* ops : made)
-    scoring += ops->scored > 0 ? 1 : 0;
+  for (const auto& count : scored)
+    scoring += count > 0 ? 1 : 0;
   EXPECT_EQ(scoring, 1); // one stream scores: the evaluator's
 
   const auto model = herd::actors::make_model(config, data->train);

@@ -822,8 +822,8 @@ TEST(cluster_runs, a_node_of_two_workers_leaves_without_an_aborted_round) {
 // plane, then departs once the join has ended, and the joined node computes with the node that
 // stays. (The registry used to pass the departure on at once, the coordinator refused it while
 // the join was under way, and the node left without waiting for the rounds it was in.) The
-// joining node holds its join open for a second once it has the model, and asks the other node
-// to leave meanwhile.
+// joining node holds its join open once it has the model, asks the other node to leave meanwhile
+// and waits until the registry has heard it ask.
 TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_ended) {
   auto j = make_endless_job("sync", 3);
   j.config.cluster.min_nodes = 3;
@@ -852,11 +852,14 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
   ASSERT_TRUE(first_out.left) << first_out.error;
   const int gone = first_out.worker_indices.front();
   auto joining = node_for(j, session.port(), 1, probe);
-  joining.on_notice = [&leave_later](const std::string& text) {
+  joining.on_notice = [&leave_later, &notices](const std::string& text) {
     if (text.find("'s model from node") == std::string::npos)
       return;
     leave_later = true;
-    std::this_thread::sleep_for(std::chrono::seconds(1)); // before it tells the coordinator
+    // Before it tells the coordinator: until the registry has heard the other node ask (10 s at
+    // most: the order that broke the join never says so).
+    eventually([&] { return !notices.containing(" asks to leave the job").empty(); },
+               std::chrono::seconds(10));
   };
   const std::size_t before = probe->rounds(gone);
   std::thread joiner([&] { joined = herd::cluster::run_node(joining); });
