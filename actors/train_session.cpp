@@ -390,8 +390,14 @@ namespace {
 // difference ("training samples: the checkpoint has 6000, this run 60000") often has its cause
 // in a setting. Only settings that shape a run (structure_of: the model, the data, the
 // algorithm, workers, batch size and seed), not those a resume may change (train.epochs).
-// Nothing when the file's settings cannot be read.
-std::string differing_settings(const std::string& file, const config::run_config& now) {
+// A setting the shape's own difference names already ("train.workers: the checkpoint has 4,
+// this run 2") is not said twice. Nothing when the file's settings cannot be read.
+std::string differing_settings(const std::string& file, const config::run_config& now,
+                               const std::string& shape_difference) {
+  const auto said = [&shape_difference](const std::string& line) {
+    return shape_difference.find(line.substr(0, line.find(':')) + ": the checkpoint has") !=
+           std::string::npos;
+  };
   const auto shapes_the_run = [](const std::string& line) {
     for (const char* key : {"model.", "data.", "train.algorithm:", "train.workers:",
                             "train.batch-size:", "train.seed:"})
@@ -403,7 +409,7 @@ std::string differing_settings(const std::string& file, const config::run_config
     const auto lines = changed_settings(read_run_checkpoint(file).settings, now);
     std::string text;
     for (const auto& line : lines)
-      if (shapes_the_run(line))
+      if (shapes_the_run(line) && !said(line))
         text += (text.empty() ? "; the settings that differ: " : "; ") + line;
     return text;
   } catch (const std::exception&) {
@@ -426,8 +432,9 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
   } catch (const checkpoint::checkpoint_error& refused) {
     if (refused.problem().rfind("was written by a run of another shape", 0) != 0)
       throw;
-    throw checkpoint::checkpoint_error(loaded.file,
-                                       refused.problem() + differing_settings(loaded.file, config));
+    throw checkpoint::checkpoint_error(
+        loaded.file,
+        refused.problem() + differing_settings(loaded.file, config, refused.problem()));
   }
   check_same_optimizer(loaded.file, *loaded.state, config);
   check_policy_state(loaded.file, *loaded.state, config);

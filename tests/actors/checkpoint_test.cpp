@@ -495,6 +495,9 @@ TEST(checkpoint, a_run_of_another_shape_is_refused_naming_what_differs) {
     EXPECT_NE(what.find("model.hidden: [16] in the checkpoint, [32] now"), std::string::npos)
         << what;
     EXPECT_EQ(what.find("train.epochs"), std::string::npos) << what;
+    // Those the shape's difference names already are not said twice.
+    EXPECT_EQ(what.find("train.workers: 4 in the checkpoint"), std::string::npos) << what;
+    EXPECT_EQ(what.find("train.algorithm: sync in the checkpoint"), std::string::npos) << what;
   }
   // Learning rate, epochs and target are not its shape: they may change, and are named.
   auto changed = config;
