@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "support/background_process.hpp"
@@ -294,6 +295,31 @@ TEST(prometheus, a_finished_run_says_so_while_its_endpoint_lingers) {
   EXPECT_TRUE(herd.running());
   ::kill(herd.pid(), SIGTERM);
   EXPECT_EQ(herd.wait(5s), 0) << herd.output(); // the run reached train.max-seconds
+}
+
+// The dashboard as Grafana lays it out: sections as rows in the order docs/metrics.md lists them,
+// every panel under one, no two panels on the same cell, every id once.
+TEST(prometheus, the_dashboards_sections_are_rows_and_its_panels_do_not_overlap) {
+  std::ifstream file(std::string(HERD_MONITORING_DIR) + "/grafana/herd-imbalance.json");
+  const auto dashboard = nlohmann::json::parse(file);
+  std::vector<std::string> rows;
+  std::set<int> ids;
+  std::set<std::pair<int, int>> cells;
+  for (const auto& panel : dashboard.at("panels")) {
+    const int id = panel.at("id");
+    EXPECT_TRUE(ids.insert(id).second) << "panel id " << id << " twice";
+    if (panel.at("type") == "row")
+      rows.push_back(panel.at("title"));
+    else
+      EXPECT_FALSE(rows.empty()) << "panel " << id << " comes before the first row";
+    const auto& at = panel.at("gridPos");
+    for (int x = at.at("x"); x < at.at("x").get<int>() + at.at("w").get<int>(); ++x)
+      for (int y = at.at("y"); y < at.at("y").get<int>() + at.at("h").get<int>(); ++y)
+        EXPECT_TRUE(cells.insert({x, y}).second)
+            << "panel " << id << " overlaps at " << x << "," << y;
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"Overview", "Stragglers", "Rounds", "Data plane",
+                                            "Progress", "Cluster"}));
 }
 
 TEST(prometheus, the_alert_rules_and_scrape_config_pass_promtool) {
