@@ -71,6 +71,17 @@ run_config sync_config() {
   return config;
 }
 
+// One epoch of the sync run, its checkpoints in `directory`: its settings, once it has ended.
+run_config
+one_checkpointed_epoch(const std::string& directory,
+                       const std::shared_ptr<const herd::models::train_test_split>& data) {
+  auto config = sync_config();
+  config.train.epochs = 1;
+  config.checkpoint.dir = directory;
+  run(config, data);
+  return config;
+}
+
 void expect_bitwise_equal(const std::vector<std::vector<float>>& a,
                           const std::vector<std::vector<float>>& b) {
   ASSERT_EQ(a.size(), b.size());
@@ -436,10 +447,7 @@ TEST(checkpoint, states_in_device_memory_cross_to_the_host_and_back) {
 TEST(checkpoint, a_damaged_or_truncated_file_is_refused_naming_the_file_and_the_problem) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
   temp_directory dir;
-  auto config = sync_config();
-  config.train.epochs = 1;
-  config.checkpoint.dir = dir.file("ckpt");
-  run(config, data);
+  const auto config = one_checkpointed_epoch(dir.file("ckpt"), data);
   const auto file = herd::checkpoint::resolve(config.checkpoint.dir);
   std::ostringstream file_bytes;
   file_bytes << std::ifstream(file, std::ios::binary).rdbuf();
@@ -467,10 +475,7 @@ TEST(checkpoint, a_damaged_or_truncated_file_is_refused_naming_the_file_and_the_
 TEST(checkpoint, a_run_of_another_shape_is_refused_naming_what_differs) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
   temp_directory dir;
-  auto config = sync_config();
-  config.train.epochs = 1;
-  config.checkpoint.dir = dir.file("ckpt");
-  run(config, data);
+  const auto config = one_checkpointed_epoch(dir.file("ckpt"), data);
   auto other = config;
   other.train.workers = 2;
   other.train.algorithm = "majority";
@@ -519,10 +524,7 @@ TEST(checkpoint, a_cluster_checkpoint_names_each_worker_in_one_part_whose_hash_i
   namespace ckpt = herd::checkpoint;
   const auto data = synthetic(std::size_t{4} * 8 * 20);
   temp_directory dir;
-  auto config = sync_config();
-  config.train.epochs = 1;
-  config.checkpoint.dir = dir.file("one-process");
-  run(config, data);
+  const auto config = one_checkpointed_epoch(dir.file("one-process"), data);
   const auto whole = ckpt::read_file(ckpt::resolve(config.checkpoint.dir));
   const auto state = herd::actors::decode_payload(whole.payload, "whole");
   const std::string parts_dir = dir.file("parts");
@@ -887,10 +889,7 @@ namespace {
 TEST(checkpoint, a_sampler_past_its_shard_is_refused_as_the_file_is_loaded) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
   temp_directory dir;
-  auto config = sync_config();
-  config.train.epochs = 1;
-  config.checkpoint.dir = dir.file("ckpt");
-  run(config, data);
+  const auto config = one_checkpointed_epoch(dir.file("ckpt"), data);
   const auto file = herd::checkpoint::resolve(config.checkpoint.dir);
   const auto loaded = herd::checkpoint::read_file(file);
   auto state = herd::actors::read_run_checkpoint(file);

@@ -150,13 +150,18 @@ TEST_F(report_file, a_report_path_naming_the_config_file_is_refused_by_any_name)
 
 namespace {
 
+// The summary as herd train prints it.
+std::string printed(const herd::actors::run_summary& summary) {
+  std::ostringstream out;
+  herd::cli::print_summary(out, summary);
+  return out.str();
+}
+
 std::string summary_text(double waited, double barrier) {
   herd::actors::run_summary summary;
   summary.waiting.waited_seconds = waited;
   summary.waiting.barrier_seconds = barrier;
-  std::ostringstream out;
-  herd::cli::print_summary(out, summary);
-  return out.str();
+  return printed(summary);
 }
 
 TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
@@ -189,25 +194,20 @@ TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
     return summary;
   };
   auto slow = run({1.0, 0.9, 1.2, 3.5});
-  std::ostringstream out;
-  herd::cli::print_summary(out, slow);
-  EXPECT_THAT(out.str(), HasSubstr("  straggler         worker 3: median step 3.50x the others' "
-                                   "(3.50 ms against\n                    1.00 ms); 89% of its "
-                                   "steps were late\n"));
+  EXPECT_THAT(printed(slow),
+              HasSubstr("  straggler         worker 3: median step 3.50x the others' "
+                        "(3.50 ms against\n                    1.00 ms); 89% of its "
+                        "steps were late\n"));
   const auto report = nlohmann::json::parse(herd::cli::report_json(slow, {}));
   EXPECT_EQ(report["straggler"]["worker"], 3);
   EXPECT_DOUBLE_EQ(report["straggler"]["step_median_ratio"].get<double>(), 3.5);
   EXPECT_EQ(report["straggler"]["late_steps"], 178);
   // Under 1.5 times the others' median: nobody. A lost worker is not compared.
-  auto alike = run({1.0, 0.9, 1.2, 1.45});
-  std::ostringstream calm;
-  herd::cli::print_summary(calm, alike);
-  EXPECT_THAT(calm.str(), testing::Not(HasSubstr("straggler")));
+  const auto alike = run({1.0, 0.9, 1.2, 1.45});
+  EXPECT_THAT(printed(alike), testing::Not(HasSubstr("straggler")));
   EXPECT_TRUE(nlohmann::json::parse(herd::cli::report_json(alike, {}))["straggler"].is_null());
   slow.per_worker[3].live = false;
-  std::ostringstream without;
-  herd::cli::print_summary(without, slow);
-  EXPECT_THAT(without.str(), testing::Not(HasSubstr("straggler ")));
+  EXPECT_THAT(printed(slow), testing::Not(HasSubstr("straggler ")));
 }
 
 // A long run's values wider than their columns (14 million samples, hours of waiting) push the
@@ -224,9 +224,8 @@ TEST(summary, values_wider_than_their_columns_stay_apart) {
   worker.wait_seconds_per_step.mean = 12.345;
   worker.barrier_wait_seconds = 234567.89;
   summary.per_worker.push_back(worker);
-  std::ostringstream out;
-  herd::cli::print_summary(out, summary);
-  std::istringstream lines(out.str());
+  const auto text = printed(summary);
+  std::istringstream lines(text);
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("       7 ", 0) == 0) {
@@ -234,14 +233,14 @@ TEST(summary, values_wider_than_their_columns_stay_apart) {
       rows.emplace_back(std::istream_iterator<std::string>(words),
                         std::istream_iterator<std::string>());
     }
-  ASSERT_EQ(rows.size(), 2u) << out.str();
+  ASSERT_EQ(rows.size(), 2u) << text;
   EXPECT_EQ(rows[0],
             (std::vector<std::string>{"7", "43750000", "1234567", "14000000000", "123450.00ms",
                                       "234500.00ms", "123456.78s", "12345.00ms", "234567.89s"}))
-      << out.str();
+      << text;
   EXPECT_EQ(rows[1],
             (std::vector<std::string>{"7", "100000.00ms", "234500.00ms", "9999500.00ms", "12.50"}))
-      << out.str();
+      << text;
 }
 
 TEST(summary, wrap_words_breaks_between_words_and_keeps_a_number_with_its_unit) {
