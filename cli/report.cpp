@@ -43,9 +43,10 @@ double avoided_fraction(const actors::waiting_summary& w) {
   return w.barrier_seconds > 0.0 ? 1.0 - w.waited_seconds / w.barrier_seconds : 0.0;
 }
 
-// The worker whose median step is slowest, when that is at least straggler_ratio times the median
-// of the other live workers' medians: a machine slower all along, not a few slow steps (random
-// delays leave every median alike). None with fewer than two live workers.
+// The workers slower all along: each whose median step is at least straggler_ratio times the
+// median of the other live workers' medians, slowest first. A machine slower all along, not a few
+// slow steps (random delays leave every median alike); several when several are slow, never a
+// majority. None with fewer than two live workers.
 constexpr double straggler_ratio = 1.5;
 
 struct straggler_found {
@@ -54,27 +55,32 @@ struct straggler_found {
   double ratio() const { return worker->step_seconds.median / others_median; }
 };
 
-std::optional<straggler_found> straggler_of(const actors::run_summary& s) {
+std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
   std::vector<const actors::worker_summary*> live;
   for (const auto& w : s.per_worker)
     if (w.live && w.steps > 0)
       live.push_back(&w);
   if (live.size() < 2)
-    return std::nullopt;
-  const auto slowest = *std::max_element(live.begin(), live.end(), [](auto* a, auto* b) {
+    return {};
+  std::stable_sort(live.begin(), live.end(), [](auto* a, auto* b) {
     return a->step_seconds.median < b->step_seconds.median;
   });
-  std::vector<double> others;
-  for (const auto* w : live)
-    if (w != slowest)
-      others.push_back(w->step_seconds.median);
-  std::sort(others.begin(), others.end());
-  const std::size_t middle = others.size() / 2;
-  const double median =
-      others.size() % 2 == 1 ? others[middle] : 0.5 * (others[middle - 1] + others[middle]);
-  if (median <= 0.0 || slowest->step_seconds.median < straggler_ratio * median)
-    return std::nullopt;
-  return straggler_found{slowest, median};
+  // The others of the worker at sorted position p are the sorted medians without p: their k-th
+  // is the k-th of all below p and the (k+1)-th from p on.
+  const std::size_t others = live.size() - 1;
+  const auto others_at = [&](std::size_t p, std::size_t k) {
+    return live[k < p ? k : k + 1]->step_seconds.median;
+  };
+  std::vector<straggler_found> found;
+  for (std::size_t p = live.size(); p-- > 0;) {
+    const std::size_t middle = others / 2;
+    const double median = others % 2 == 1 ? others_at(p, middle)
+                                          : 0.5 * (others_at(p, middle - 1) + others_at(p, middle));
+    if (median <= 0.0 || live[p]->step_seconds.median < straggler_ratio * median)
+      break; // the faster ones are further from their others' median still
+    found.push_back(straggler_found{live[p], median});
+  }
+  return found;
 }
 
 std::string straggler_line(const straggler_found& found) {
@@ -87,6 +93,16 @@ std::string straggler_line(const straggler_found& found) {
     text += "; " +
             fixed(100.0 * static_cast<double>(w.late_steps) / static_cast<double>(w.steps), 0) +
             "% of its steps were late";
+  return text;
+}
+
+// The summary names this many stragglers a line each, and the rest by number in one more.
+constexpr std::size_t shown_stragglers = 4;
+
+std::string unshown_stragglers(const std::vector<straggler_found>& stragglers) {
+  std::string text = "workers";
+  for (std::size_t i = shown_stragglers; i < stragglers.size(); ++i)
+    text += (i == shown_stragglers ? " " : ", ") + std::to_string(stragglers[i].worker->worker);
   return text;
 }
 
@@ -318,8 +334,13 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                               std::to_string(s.stale_contributions) + " stale, " +
                               std::to_string(s.empty_contributions) + " empty; " +
                               std::to_string(late_steps(s)) + " late steps");
-  if (const auto straggler = straggler_of(s))
-    line("straggler", straggler_line(*straggler));
+  const auto stragglers = stragglers_of(s);
+  for (std::size_t i = 0; i < std::min(stragglers.size(), shown_stragglers); ++i)
+    line("straggler", straggler_line(stragglers[i]));
+  if (stragglers.size() > shown_stragglers)
+    line("straggler", "and " + std::to_string(stragglers.size() - shown_stragglers) +
+                          " more at least " + fixed(straggler_ratio, 1) +
+                          "x the others' median step: " + unshown_stragglers(stragglers));
   line("waiting", waiting_line(s.waiting));
   // Workers compute more samples than are applied where late gradients are dropped.
   std::uint64_t computed = 0;
@@ -427,11 +448,13 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["rounds_full_sync"] = s.full_sync_rounds;
   report["rounds_partial"] = s.partial_rounds;
   report["isolation_interventions"] = s.isolation_interventions;
-  const auto straggler = straggler_of(s);
-  report["straggler"] = straggler ? nlohmann::json{{"worker", straggler->worker->worker},
-                                                   {"step_median_ratio", straggler->ratio()},
-                                                   {"late_steps", straggler->worker->late_steps}}
-                                  : nlohmann::json(nullptr);
+  auto stragglers = nlohmann::json::array();
+  for (const auto& found : stragglers_of(s))
+    stragglers.push_back({{"worker", found.worker->worker},
+                          {"step_median_ratio", found.ratio()},
+                          {"late_steps", found.worker->late_steps}});
+  report["straggler"] = stragglers.empty() ? nlohmann::json(nullptr) : stragglers.front();
+  report["stragglers"] = std::move(stragglers);
   report["parameter_server"] = {{"updates", s.server_updates},
                                 {"staleness_mean", s.server_staleness_mean},
                                 {"staleness_max", s.server_staleness_max}};

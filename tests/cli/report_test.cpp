@@ -210,6 +210,51 @@ TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
   EXPECT_THAT(printed(slow), testing::Not(HasSubstr("straggler ")));
 }
 
+// Two of eight slower all along (eager-SGD's setting in small) are both named, slowest first;
+// a majority is never named; past four, the rest are named by number in one line.
+TEST(summary, every_worker_slower_all_along_is_named_and_a_majority_never_is) {
+  const auto run = [](std::vector<double> medians_ms) {
+    herd::actors::run_summary summary;
+    for (std::size_t i = 0; i < medians_ms.size(); ++i) {
+      herd::actors::worker_summary worker;
+      worker.worker = static_cast<int>(i);
+      worker.steps = 100;
+      worker.step_seconds.median = medians_ms[i] / 1e3;
+      summary.per_worker.push_back(worker);
+    }
+    return summary;
+  };
+  const auto two = run({1.0, 3.0, 1.1, 0.9, 1.0, 4.0, 1.0, 1.2});
+  const auto text = printed(two);
+  EXPECT_THAT(text, HasSubstr("  straggler         worker 5: median step 4.00x"));
+  EXPECT_THAT(text, HasSubstr("  straggler         worker 1: median step 3.00x"));
+  EXPECT_LT(text.find("worker 5: median"), text.find("worker 1: median"));
+  const auto report = nlohmann::json::parse(herd::cli::report_json(two, {}));
+  ASSERT_EQ(report["stragglers"].size(), 2U);
+  EXPECT_EQ(report["stragglers"][0]["worker"], 5);
+  EXPECT_EQ(report["stragglers"][1]["worker"], 1);
+  EXPECT_EQ(report["straggler"], report["stragglers"][0]);
+  // Four of eight: each one's others are three slow and four fast, so all four are named.
+  EXPECT_EQ(nlohmann::json::parse(herd::cli::report_json(
+                run({3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 1.0}), {}))["stragglers"]
+                .size(),
+            4U);
+  // Five of eight slow: the slow ones are the typical ones, and nobody is named.
+  const auto most = run({3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 3.0});
+  EXPECT_THAT(printed(most), testing::Not(HasSubstr("straggler")));
+  EXPECT_TRUE(nlohmann::json::parse(herd::cli::report_json(most, {}))["stragglers"].empty());
+  // Six of sixteen: four lines, then the other two by number.
+  std::vector<double> sixteen(16, 1.0);
+  for (std::size_t i : {2U, 4U, 6U, 9U, 11U, 13U})
+    sixteen[i] = 2.0 + 0.1 * static_cast<double>(i);
+  const auto many = printed(run(sixteen));
+  EXPECT_THAT(many, HasSubstr("worker 13: median step 3.30x"));
+  EXPECT_THAT(many, HasSubstr("worker 6: median step 2.60x"));
+  EXPECT_THAT(many, testing::Not(HasSubstr("worker 4: median")));
+  EXPECT_THAT(many, HasSubstr("  straggler         and 2 more at least 1.5x the others' median "
+                              "step: workers\n                    4, 2\n"));
+}
+
 // A long run's values wider than their columns (14 million samples, hours of waiting) push the
 // row on, never into each other: every value stays a word of its own.
 TEST(summary, values_wider_than_their_columns_stay_apart) {
