@@ -32,7 +32,9 @@ namespace herd::actors {
 /// carries this version (it carried a gate version, 2, of its own); 21: a node leaving the running
 /// job asks to depart (depart_atom) and closes its data plane once the rounds it is in have ended;
 /// 22: the departure is a message each way ((depart_atom, bool) answers it), so that a leaving
-/// node still connects the plane of a join under way, which the registry lets end first.
-constexpr std::uint32_t cluster_protocol_version = 22;
+/// node still connects the plane of a join under way, which the registry lets end first; 23: the
+/// registry tells a leaving node that its departure waits for a join under way, and when it
+/// begins, so that the node waits for a join longer than its own bound.
+constexpr std::uint32_t cluster_protocol_version = 23;
 
 } // namespace herd::actors

@@ -55,7 +55,9 @@ using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// (depart_atom, why): a node about to leave the running job (a stop signal) asks the registry to
 /// let it go once the rounds it is in have ended. The registry answers with a message of its own,
 /// (depart_atom, bool), to the node's control actor: true once it may close its data plane (no
-/// round needs it), false where there was nothing to wait for.
+/// round needs it), false where there was nothing to wait for. Before that, (depart_atom,
+/// std::string under_way) tells the node its departure waits for a join or re-key under way, and
+/// (depart_atom) that its departure has begun.
 using depart_atom = caf::atom_constant<caf::atom("depart")>;
 /// (run_stopped_atom, why): the registry to a welcomed node still connecting its data plane when
 /// the coordinator is stopped before the run starts ("stopped while the nodes were connecting").

@@ -442,8 +442,9 @@ private:
   void serve() {
     bool over = false;
     // Once this node has asked to depart: until when it waits for the answer, which says whether
-    // the coordinator let it go. Meanwhile it connects a plane a join under way asks for (the
-    // registry lets it depart once that join has ended).
+    // the coordinator let it go. Meanwhile it connects a plane a join under way asks for: the
+    // registry lets it depart once that join has ended, and says so (it then waits for its turn
+    // without a bound of its own: the registry bounds every step of a join).
     std::optional<clock_type::time_point> departing;
     bool released = false;
     self_->receive_while([&] { return !over; })(
@@ -457,6 +458,12 @@ private:
           over = true;
           released = answer;
         },
+        [&](depart_atom, const std::string& under_way) { // queued behind a join or a re-key
+          departing = clock_type::time_point::max();
+          notify(options_, "leaves once the " + under_way +
+                               " under way has ended (a second stop signal leaves at once)");
+        },
+        [&](depart_atom) { departing = clock_type::now() + departure_wait(config_.cluster); },
         [&](const plane_rebuild& rebuild) -> caf::result<bool> { return rebuild_plane(rebuild); },
         [&](leave_atom, const std::string& why) {
           over = true;

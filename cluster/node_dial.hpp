@@ -31,7 +31,8 @@ caf::actor dial_coordinator(caf::actor_system& system, const node_options& optio
 
 /// How long a leaving node waits for the coordinator to let it go (depart_atom: its workers
 /// leave the rounds, its reducer and data plane serve those in flight, so that no peer's
-/// reduction fails on its closed data plane): 10 s, or cluster.data-timeout-ms if shorter. Rounds
+/// reduction fails on its closed data plane): 10 s, or cluster.data-timeout-ms if shorter, from the
+/// ask or, where the departure waited for a join under way, from the start of its turn. Rounds
 /// end in milliseconds as a rule, and a preempted VM's notice gives some 30 s in all.
 std::chrono::milliseconds departure_wait(const config::cluster_section& cluster);
 

@@ -175,14 +175,22 @@ void registry_actor::on_depart(const std::string& why) {
   if (ledger_.leaving(index))
     return; // asked again: the first ask is answered
   ledger_.enqueue_departure(index);
-  if (ledger_.joining() || ledger_.rekeying())
-    notice(label(index) + " asks to leave the job; it leaves once the " +
-           (ledger_.joining() ? "join" : "re-key") + " under way has ended");
+  if (ledger_.joining() || ledger_.rekeying()) {
+    const std::string under_way = ledger_.joining() ? "join" : "re-key";
+    notice(label(index) + " asks to leave the job; it leaves once the " + under_way +
+           " under way has ended");
+    // The node waits for its turn however long that takes: every step of a join or a re-key is
+    // bounded here, and a node that left first would break it.
+    if (found->control)
+      send(found->control, depart_atom::value, under_way);
+  }
   next_turn();
 }
 
 void registry_actor::begin_departure(std::size_t index) {
   const auto& node = nodes_[index];
+  if (node.control) // its turn: from now on it waits for its release as long as for a prompt one
+    send(node.control, depart_atom::value);
   // The coordinator answers once the rounds in flight have ended; a round whose peer is lost
   // fails within cluster.data-timeout-ms.
   const auto timeout = std::chrono::milliseconds(context_->config.cluster.data_timeout_ms) +

@@ -827,6 +827,9 @@ TEST(cluster_runs, a_node_of_two_workers_leaves_without_an_aborted_round) {
 TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_ended) {
   auto j = make_endless_job("sync", 3);
   j.config.cluster.min_nodes = 3;
+  // A leaving node gives the coordinator 2 s to let it go; the join below takes longer than that
+  // after the node asked, and well within its transfer's bound (2 x 2 s + 5 s).
+  j.config.cluster.data_timeout_ms = 2000;
   cluster_options options;
   options.listen_host = "127.0.0.1";
   notice_log notices;
@@ -860,6 +863,7 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
     // most: the order that broke the join never says so).
     eventually([&] { return !notices.containing(" asks to leave the job").empty(); },
                std::chrono::seconds(10));
+    std::this_thread::sleep_for(std::chrono::seconds(4)); // twice the leaving node's own wait
   };
   const std::size_t before = probe->rounds(gone);
   std::thread joiner([&] { joined = herd::cluster::run_node(joining); });
@@ -886,6 +890,8 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
             1u)
       << all();
   ASSERT_FALSE(parting.empty());
+  EXPECT_THAT(parting, testing::Contains("leaves once the join under way has ended (a second "
+                                         "stop signal leaves at once)"));
   EXPECT_THAT(parting.back(),
               testing::StartsWith("left the job once the rounds it was in had ended"))
       << all();
