@@ -43,16 +43,18 @@ double avoided_fraction(const actors::waiting_summary& w) {
   return w.barrier_seconds > 0.0 ? 1.0 - w.waited_seconds / w.barrier_seconds : 0.0;
 }
 
-// The workers slower all along: each whose median step is at least straggler_ratio times the
-// median of the other live workers' medians, slowest first. A machine slower all along, not a few
-// slow steps (random delays leave every median alike); several when several are slow, never a
-// majority. None with fewer than two live workers.
+// The workers slower all along: each whose mean step is at least straggler_ratio times the median
+// of the other live workers' means, slowest first. A machine slower all along, not a few slow
+// steps; several when several are slow, never a majority. None with fewer than two live workers.
+// The mean, not the median: delays that strike workers at random leave every mean alike, but
+// where they strike half the steps each worker's median falls on the delayed or the undelayed
+// steps by chance.
 constexpr double straggler_ratio = 1.5;
 
 struct straggler_found {
   const actors::worker_summary* worker = nullptr;
-  double others_median = 0.0; // seconds: the median of the other live workers' median steps
-  double ratio() const { return worker->step_seconds.median / others_median; }
+  double others_median = 0.0; // seconds: the median of the other live workers' mean steps
+  double ratio() const { return worker->step_seconds.mean / others_median; }
 };
 
 std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
@@ -62,21 +64,20 @@ std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
       live.push_back(&w);
   if (live.size() < 2)
     return {};
-  std::stable_sort(live.begin(), live.end(), [](auto* a, auto* b) {
-    return a->step_seconds.median < b->step_seconds.median;
-  });
-  // The others of the worker at sorted position p are the sorted medians without p: their k-th
+  std::stable_sort(live.begin(), live.end(),
+                   [](auto* a, auto* b) { return a->step_seconds.mean < b->step_seconds.mean; });
+  // The others of the worker at sorted position p are the sorted means without p: their k-th
   // is the k-th of all below p and the (k+1)-th from p on.
   const std::size_t others = live.size() - 1;
   const auto others_at = [&](std::size_t p, std::size_t k) {
-    return live[k < p ? k : k + 1]->step_seconds.median;
+    return live[k < p ? k : k + 1]->step_seconds.mean;
   };
   std::vector<straggler_found> found;
   for (std::size_t p = live.size(); p-- > 0;) {
     const std::size_t middle = others / 2;
     const double median = others % 2 == 1 ? others_at(p, middle)
                                           : 0.5 * (others_at(p, middle - 1) + others_at(p, middle));
-    if (median <= 0.0 || live[p]->step_seconds.median < straggler_ratio * median)
+    if (median <= 0.0 || live[p]->step_seconds.mean < straggler_ratio * median)
       break; // the faster ones are further from their others' median still
     found.push_back(straggler_found{live[p], median});
   }
@@ -85,9 +86,9 @@ std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
 
 std::string straggler_line(const straggler_found& found) {
   const auto& w = *found.worker;
-  std::string text = "worker " + std::to_string(w.worker) + ": median step " +
+  std::string text = "worker " + std::to_string(w.worker) + ": mean step " +
                      fixed(found.ratio(), 2) + "x the others' (" +
-                     fixed(w.step_seconds.median * 1e3, 2) + " ms against " +
+                     fixed(w.step_seconds.mean * 1e3, 2) + " ms against " +
                      fixed(found.others_median * 1e3, 2) + " ms)";
   if (w.late_steps > 0)
     text += "; " +
@@ -119,12 +120,22 @@ std::string waiting_line(const actors::waiting_summary& w) {
   return text;
 }
 
-// The words of `line`, a number and its unit ("8.71 s", "2.14 GB") kept together as one.
+// Whether `word` is a unit of one or two letters, maybe with punctuation after it ("ms);").
+bool is_unit(const std::string& word) {
+  std::size_t letters = 0;
+  while (letters < word.size() && std::isalpha(static_cast<unsigned char>(word[letters])))
+    ++letters;
+  return letters >= 1 && letters <= 2 &&
+         word.find_first_not_of(")];,.:", letters) == std::string::npos;
+}
+
+// The words of `line`, a number and its unit ("8.71 s", "2.14 GB", "1.00 ms);") kept together as
+// one.
 std::vector<std::string> unbreakable_words(const std::string& line) {
   std::vector<std::string> words;
   std::istringstream in(line);
   for (std::string word; in >> word;) {
-    const bool unit = word.size() <= 2 && std::isalpha(static_cast<unsigned char>(word[0]));
+    const bool unit = is_unit(word);
     if (unit && !words.empty() && std::isdigit(static_cast<unsigned char>(words.back().back())))
       words.back() += ' ' + word;
     else
@@ -340,7 +351,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (stragglers.size() > shown_stragglers)
     line("straggler", "and " + std::to_string(stragglers.size() - shown_stragglers) +
                           " more at least " + fixed(straggler_ratio, 1) +
-                          "x the others' median step: " + unshown_stragglers(stragglers));
+                          "x the others' mean step: " + unshown_stragglers(stragglers));
   line("waiting", waiting_line(s.waiting));
   // Workers compute more samples than are applied where late gradients are dropped.
   std::uint64_t computed = 0;
@@ -451,7 +462,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   auto stragglers = nlohmann::json::array();
   for (const auto& found : stragglers_of(s))
     stragglers.push_back({{"worker", found.worker->worker},
-                          {"step_median_ratio", found.ratio()},
+                          {"step_mean_ratio", found.ratio()},
                           {"late_steps", found.worker->late_steps}});
   report["straggler"] = stragglers.empty() ? nlohmann::json(nullptr) : stragglers.front();
   report["stragglers"] = std::move(stragglers);
