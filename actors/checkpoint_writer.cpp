@@ -106,7 +106,7 @@ checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
     head.epochs = state.coordinator.counters.epochs();
     const auto bytes = checkpoint::encode(head, encode_payload(state));
     const auto name = report.name.empty()
-                          ? checkpoint::file_name(head.written_unix_ms, report.rounds)
+                          ? checkpoint::next_file_name(options_.directory, report.rounds)
                           : report.name;
     checkpoint::write_atomically(options_.directory, name, bytes);
     checkpoint::prune(options_.directory, options_.keep);

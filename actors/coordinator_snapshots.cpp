@@ -219,7 +219,7 @@ void coordinator_actor::collect_when_ready() {
 void coordinator_actor::collect_checkpoint(std::function<void()> then) {
   const auto ticket = checkpoints_.ticket();
   const bool final = !phases_.running();
-  const auto name = checkpoint::file_name(checkpoint::unix_milliseconds(), counters_.rounds);
+  const auto name = checkpoint::next_file_name(checkpoints_.options().directory, counters_.rounds);
   auto failed = [this, ticket, final, then](const std::string& why) {
     if (final || ticket == checkpoints_.ticket())
       drop_checkpoint(why);

@@ -4,6 +4,7 @@
 #include "kernels/file_kind.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <system_error>
@@ -386,6 +388,35 @@ std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds) {
   std::snprintf(name, sizeof name, "herd-%015llu-%012llu.ckpt",
                 static_cast<unsigned long long>(unix_ms), static_cast<unsigned long long>(rounds));
   return name;
+}
+
+namespace {
+
+// The milliseconds a checkpoint's name counts ("herd-001764612345678-..."), if it has them.
+std::optional<std::uint64_t> named_milliseconds(const std::string& name) {
+  constexpr std::size_t digits = 15;
+  if (name.size() < prefix.size() + digits || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  std::uint64_t ms = 0;
+  for (std::size_t i = prefix.size(); i < prefix.size() + digits; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i])))
+      return std::nullopt;
+    ms = ms * 10 + static_cast<std::uint64_t>(name[i] - '0');
+  }
+  return ms;
+}
+
+} // namespace
+
+std::string next_file_name(const std::string& directory, std::uint64_t rounds) {
+  std::uint64_t ms = unix_milliseconds();
+  const auto names = names_in(directory, is_checkpoint_name);
+  for (auto newest = names.rbegin(); newest != names.rend(); ++newest)
+    if (const auto at = named_milliseconds(*newest)) {
+      ms = std::max(ms, *at + 1);
+      break;
+    }
+  return file_name(ms, rounds);
 }
 
 std::string stem_of(const std::string& file_name) {

@@ -166,6 +166,34 @@ TEST(CheckpointFiles, NamesSortInTheOrderTheyWereWritten) {
   EXPECT_LT(file_name(100, 1), file_name(100, 2));
 }
 
+// A checkpoint written after the clock was set back (an NTP step, a VM restored) still sorts
+// after those written before: it is the newest to resume from, and pruning keeps it.
+TEST(CheckpointFiles, ACheckpointWrittenAfterTheClockWentBackIsStillTheNewest) {
+  herd::testing::temp_directory dir;
+  const std::string where = dir.file("checkpoints");
+  const std::uint64_t hour_ahead = unix_milliseconds() + 3600 * 1000;
+  auto head = sample_header();
+  for (std::uint64_t rounds : {200u, 400u}) {
+    head.rounds = rounds;
+    write_atomically(where, file_name(hour_ahead + rounds, rounds),
+                     encode(head, random_payload(64, 5)));
+  }
+  const std::string foreign = where + "/herd-notanumber.ckpt"; // sorts last; counts no time
+  std::ofstream(foreign) << "not one of ours";
+  head.rounds = 600;
+  const auto name = next_file_name(where, 600);
+  EXPECT_EQ(name, file_name(hour_ahead + 401, 600));
+  std::filesystem::remove(foreign);
+  write_atomically(where, name, encode(head, random_payload(64, 5)));
+  prune(where, 2);
+  EXPECT_EQ(read_file(resolve(where)).head.rounds, 600u);
+  // Without a clock set back, a name counts the time now.
+  const auto before = unix_milliseconds();
+  const auto fresh = next_file_name(dir.file("empty"), 7);
+  EXPECT_GE(fresh, file_name(before, 7));
+  EXPECT_LE(fresh, file_name(unix_milliseconds(), 7));
+}
+
 // A cluster's nodes write parts next to (or apart from) the coordinator's files: each kind is
 // listed and pruned by its own rule, and a node never deletes a part another node is writing.
 TEST(CheckpointFiles, NodePartsAreListedAndPrunedApartFromCheckpoints) {
