@@ -136,6 +136,7 @@ private:
 
   // -- stopping (run_phases decides, these carry it out) ----------------------------------------
   void begin_stop(const std::string& reason);
+  void stop_when_time_is_up();
   void fail(const std::string& error);
   void rounds_changed();
   void carry_out(action next);

@@ -123,7 +123,7 @@ void coordinator_actor::on_start(const run_start& start) {
   if (in_flight_.empty() && samples_committed_ >= sample_budget())
     begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
   else
-    carry_out(phases_.time_passed(elapsed())); // resumed past train.max-seconds: nor here
+    stop_when_time_is_up(); // resumed past train.max-seconds: nor here
   if (phases_.running())
     for (const auto& worker : workers_)
       send(worker, start_atom::value, lr_scale());
@@ -264,7 +264,7 @@ void coordinator_actor::on_tick() {
     take_snapshot();
   report_checkpoints();
   maybe_checkpoint();
-  carry_out(phases_.time_passed(elapsed()));
+  stop_when_time_is_up();
   delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
 }
 
@@ -420,6 +420,13 @@ void coordinator_actor::begin_stop(const std::string& reason) {
   if (checkpoints_.holding() && phases_.running())
     checkpoints_.abandon(); // the final checkpoint takes its place; what it kept stays kept
   carry_out(phases_.stop(reason));
+}
+
+// At train.max-seconds, as any stop: a checkpoint waiting to be collected (begun by this tick, or
+// waiting for an evaluation) gives way to the final one, which would otherwise copy it.
+void coordinator_actor::stop_when_time_is_up() {
+  if (phases_.time_is_up(elapsed()))
+    begin_stop("max-seconds");
 }
 
 // Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.

@@ -15,9 +15,11 @@
 #include <mutex>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "checkpoint/format.hpp"
 #include "policy/policy.hpp"
+#include "support/delegating_ops.hpp"
 #include "support/failing_backward_ops.hpp"
 #include "support/separate_memory_ops.hpp"
 #include "support/session_config.hpp"
@@ -323,6 +325,56 @@ TEST(checkpoint, an_evaluation_under_way_is_recorded_before_the_checkpoint_is_ta
   ASSERT_GE(resumed.summary.evaluations.size(), 2u);
   EXPECT_EQ(resumed.summary.evaluations.front().round, 10u);
   EXPECT_GT(resumed.summary.evaluations.back().round, 10u);
+}
+
+// A run that train.max-seconds stops while a periodic checkpoint waits for an evaluation writes one
+// checkpoint of its last state, the final one: not the periodic one as well, which would take one
+// of checkpoint.keep's places with a copy and push an older one out.
+TEST(checkpoint, a_stop_while_a_periodic_checkpoint_waits_writes_one_final_checkpoint) {
+  struct final_notices final : herd::actors::run_observer {
+    std::mutex mutex;
+    std::vector<std::string> written;
+    void on_notice(std::string_view text) override {
+      std::lock_guard lock(mutex);
+      if (text.find("checkpoint /") != std::string::npos)
+        written.emplace_back(text);
+    }
+  };
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  auto config = sync_config(); // 40 rounds
+  config.train.eval_every = 20;
+  temp_directory dir;
+  config.checkpoint.dir = dir.file("ckpt");
+  config.checkpoint.every_seconds = 0;
+  config.checkpoint.every_rounds = 20;
+  config.checkpoint.keep = 2;
+  config.train.max_seconds = 2.0;
+  // The first evaluation (round 20, which the checkpoint due then waits for) lasts until
+  // train.max-seconds has passed: the stop comes while the periodic checkpoint waits.
+  struct slow_evaluation final : herd::testing::delegating_ops {
+    std::chrono::steady_clock::time_point until;
+    mutable std::once_flag once;
+    std::size_t count_correct(const float* scores, const std::int32_t* labels, int rows,
+                              int columns) const override {
+      std::call_once(once, [this] { std::this_thread::sleep_until(until); });
+      return delegating_ops::count_correct(scores, labels, rows, columns);
+    }
+  };
+  final_notices notices;
+  slow_evaluation ops;
+  ops.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  auto options = herd::testing::quick_session_options();
+  options.observer = &notices;
+  options.ops = &ops;
+  train_session session(config, data, options);
+  const auto summary = session.run();
+  ASSERT_EQ(summary.stop_reason, "max-seconds");
+  ASSERT_EQ(summary.rounds, 20u);
+  const auto files = herd::checkpoint::list(config.checkpoint.dir);
+  ASSERT_EQ(notices.written.size(), 1u) << testing::PrintToString(notices.written);
+  EXPECT_THAT(notices.written[0], HasSubstr("final checkpoint"));
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(load(config, *data, files[0])->coordinator.counters.rounds, 20u);
 }
 
 // The partial algorithms keep more state (stale gradients, queues, blends in flight): resumed
@@ -776,6 +828,7 @@ TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
   config.checkpoint.every_seconds = 0;
   config.checkpoint.every_rounds = 5;
   config.checkpoint.keep = 2;
+  config.train.max_seconds = 2.0;
   std::mutex mutex;
   std::vector<herd::actors::checkpoint_report> reports;
   auto options = herd::testing::quick_session_options();

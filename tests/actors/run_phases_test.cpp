@@ -120,7 +120,10 @@ TEST(run_phases, max_seconds_stops_the_run_once_that_much_time_passed) {
   EXPECT_EQ(phases.time_passed(0.0), action::none);
   EXPECT_EQ(phases.time_passed(1.999), action::none);
   EXPECT_TRUE(phases.running());
+  EXPECT_FALSE(phases.time_is_up(1.999));
+  EXPECT_TRUE(phases.time_is_up(2.0));
   EXPECT_EQ(phases.time_passed(2.0), action::drain);
+  EXPECT_FALSE(phases.time_is_up(3.0)); // stopping already
   EXPECT_EQ(phases.stop_reason(), "max-seconds");
   EXPECT_EQ(phases.time_passed(3.0), action::none);
 }
