@@ -105,6 +105,12 @@ checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
     head.rounds = report.rounds;
     head.epochs = state.coordinator.counters.epochs();
     const auto bytes = checkpoint::encode(head, encode_payload(state));
+    // A directory removed while the run wrote there is made again, and locked again: the next
+    // run into it must not take it for free (and then prune this one's checkpoints).
+    if (options_.lock && options_.lock->hold_again())
+      report.note = "checkpoint.dir = " + options_.directory +
+                    " had been removed during the run (its lock and checkpoints with it): made "
+                    "and locked again";
     const auto name = report.name.empty()
                           ? checkpoint::next_file_name(options_.directory, report.rounds)
                           : report.name;

@@ -26,6 +26,7 @@ struct checkpoint_report {
   std::string name;             // the file's name, given by the caller; empty: made when written
   std::string path;             // the file written
   std::string error;            // non-empty: it was not written, and why
+  std::string note;             // non-empty: something the run should hear about the write
   std::uint64_t rounds = 0;     // rounds finished when it was taken
   std::uint64_t bytes = 0;      // the file's size
   std::size_t parts = 0;        // across processes: the nodes' parts it lists
@@ -49,7 +50,8 @@ struct checkpoint_options {
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;
   /// The run's hold on `directory` (lock_checkpoint_dir()), until it has written its final
-  /// checkpoint (checkpoint_taker::close()) or every copy of these options is gone.
+  /// checkpoint (checkpoint_taker::close()) or every copy of these options is gone. Taken again
+  /// before a write where someone removed the directory meanwhile.
   std::shared_ptr<checkpoint::directory_lock> lock;
 };
 

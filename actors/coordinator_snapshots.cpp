@@ -336,6 +336,8 @@ bool coordinator_actor::final_checkpoint_wanted() {
 
 void coordinator_actor::report_checkpoints() {
   for (const auto& report : checkpoints_.reports()) {
+    if (!report.note.empty())
+      notice(report.note);
     if (!report.error.empty()) {
       notice((report.final ? "final checkpoint not written: " : "checkpoint not written: ") +
              report.error);

@@ -62,26 +62,28 @@ std::string cannot_lock(const std::string& directory, int error) {
 
 } // namespace
 
-directory_lock::directory_lock(const std::string& directory) : path_(lock_path(directory)) {
+directory_lock::directory_lock(const std::string& directory)
+    : directory_(directory), path_(lock_path(directory)) {
+  take();
+}
+
+void directory_lock::take() {
   std::error_code ignored; // open() below says what is wrong with the directory
-  std::filesystem::create_directories(directory, ignored);
+  std::filesystem::create_directories(directory_, ignored);
   for (;;) {
-    descriptor_ = open_lock(directory);
+    descriptor_ = open_lock(directory_);
     if (descriptor_ < 0)
-      throw std::runtime_error(cannot_lock(directory, errno));
+      throw std::runtime_error(cannot_lock(directory_, errno));
     if (const int error = try_lock(descriptor_); error != 0) {
       const auto problem =
-          error == EWOULDBLOCK ? held_by(directory, descriptor_) : cannot_lock(directory, error);
+          error == EWOULDBLOCK ? held_by(directory_, descriptor_) : cannot_lock(directory_, error);
       ::close(descriptor_);
       descriptor_ = -1;
       throw std::runtime_error(problem);
     }
     // The holder may have let go (removing the file) between our open and our lock: then this
     // lock is on a file no one else opens, and the directory's is another.
-    struct stat locked {};
-    struct stat named {};
-    if (::fstat(descriptor_, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 &&
-        locked.st_dev == named.st_dev && locked.st_ino == named.st_ino)
+    if (holds())
       break;
     ::close(descriptor_);
   }
@@ -90,6 +92,25 @@ directory_lock::directory_lock(const std::string& directory) : path_(lock_path(d
   const std::string holder = "pid " + std::to_string(::getpid()) + "\n";
   if (::ftruncate(descriptor_, 0) == 0)
     (void)!::pwrite(descriptor_, holder.data(), holder.size(), 0);
+}
+
+// Whether the file locked is the one the directory names.
+bool directory_lock::holds() const {
+  struct stat locked {};
+  struct stat named {};
+  return descriptor_ >= 0 && ::fstat(descriptor_, &locked) == 0 &&
+         ::stat(path_.c_str(), &named) == 0 && locked.st_dev == named.st_dev &&
+         locked.st_ino == named.st_ino;
+}
+
+bool directory_lock::hold_again() {
+  if (holds())
+    return false;
+  if (descriptor_ >= 0) // not unlinked: the path may name another run's lock file by now
+    ::close(descriptor_);
+  descriptor_ = -1;
+  take();
+  return true;
 }
 
 void directory_lock::release() noexcept {

@@ -25,12 +25,22 @@ public:
   /// idempotent.
   void release() noexcept;
 
+  /// Takes the lock again where its file is no longer the one held (someone removed the
+  /// directory, or the lock file, while the run wrote there): true when it did, false while the
+  /// lock is still held. Throws as the constructor does when another run holds the directory's
+  /// lock by now, or it cannot be taken.
+  bool hold_again();
+
   /// Why a run may not write checkpoints to `directory` now: "checkpoint.dir = DIR: a running
   /// job of another process (pid N) writes its checkpoints there, ..." (or "in this process")
   /// while one holds its lock; empty when none does. Takes and gives back the lock to find out.
   static std::string holder_problem(const std::string& directory);
 
 private:
+  void take();
+  bool holds() const;
+
+  std::string directory_;
   std::string path_;
   int descriptor_ = -1;
 };

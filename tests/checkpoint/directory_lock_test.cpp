@@ -45,6 +45,36 @@ TEST(directory_lock, a_second_holder_in_this_process_is_refused_until_the_first_
   EXPECT_NO_THROW(directory_lock again(path));
 }
 
+// Someone removes the directory while a run writes there: the run makes it and locks it again
+// before its next write, so that a run started into it meanwhile is refused; where such a run
+// took it first, the lock is not taken from it, and the refusal names it.
+TEST(directory_lock, a_removed_directory_is_locked_again_unless_another_run_took_it) {
+  herd::testing::temp_directory dir;
+  const auto path = dir.file("ckpt");
+  directory_lock run(path);
+  EXPECT_FALSE(run.hold_again()) << "still held: nothing to do";
+  std::filesystem::remove_all(path);
+  EXPECT_EQ(directory_lock::holder_problem(path), "") << "nobody holds a removed directory";
+  std::filesystem::remove_all(path); // the question made it
+  EXPECT_TRUE(run.hold_again());
+  EXPECT_TRUE(std::filesystem::exists(path + "/.herd-lock"));
+  EXPECT_TRUE(contains(directory_lock::holder_problem(path), "a running job in this process"));
+  EXPECT_FALSE(run.hold_again());
+  // Removed again, and another run takes it before this one writes.
+  std::filesystem::remove_all(path);
+  directory_lock other(path);
+  try {
+    run.hold_again();
+    ADD_FAILURE() << "the lock was taken from the run that holds it";
+  } catch (const std::runtime_error& refused) {
+    EXPECT_TRUE(contains(refused.what(), "checkpoint.dir = " + path + ": a running job"))
+        << refused.what();
+  }
+  run.release(); // holds nothing: must not remove the other run's lock file
+  EXPECT_TRUE(std::filesystem::exists(path + "/.herd-lock"));
+  EXPECT_NE(directory_lock::holder_problem(path), "");
+}
+
 TEST(directory_lock, another_process_holding_it_is_named_and_its_end_frees_the_directory) {
   herd::testing::temp_directory dir;
   const auto path = dir.file("ckpt");
