@@ -34,7 +34,8 @@ namespace herd::actors {
 /// 22: the departure is a message each way ((depart_atom, bool) answers it), so that a leaving
 /// node still connects the plane of a join under way, which the registry lets end first; 23: the
 /// registry tells a leaving node that its departure waits for a join under way, and when it
-/// begins, so that the node waits for a join longer than its own bound.
-constexpr std::uint32_t cluster_protocol_version = 23;
+/// begins, so that the node waits for a join longer than its own bound; 24: the job's end says
+/// whether the run failed, and why ((job_over_atom, failure)), so that a node exits 1 with it.
+constexpr std::uint32_t cluster_protocol_version = 24;
 
 } // namespace herd::actors

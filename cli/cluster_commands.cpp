@@ -333,8 +333,8 @@ std::string node_help() {
          "loses the coordinator tries to join again for cluster.rejoin-s: the same job, or a\n"
          "coordinator restarted with --resume, which gives it its checkpoint part's workers.\n\n"
          "Exit status: 0 the job is over (or the node left it on Ctrl-C/SIGTERM/SIGHUP), 1 the\n"
-         "node failed, was turned away or lost the coordinator, 2 bad input, 130 interrupted\n"
-         "before it joined.\n";
+         "node failed, was turned away or lost the coordinator, or the job failed there (the\n"
+         "coordinator's reason is printed), 2 bad input, 130 interrupted before it joined.\n";
   return out.str();
 }
 

@@ -331,8 +331,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                                  std::to_string(s.server_staleness_max) + " at most");
   if (s.aborted_rounds > 0)
     line("aborted rounds", std::to_string(s.aborted_rounds) +
-                               " (a node or a worker was lost while they reduced; their members "
-                               "skipped them)");
+                               " (their reduction failed: a node or worker lost, or a peer "
+                               "unreachable; their members skipped them)");
   if (s.rounds_in_backward > 0)
     line("gradient buckets", std::to_string(s.rounds_in_backward) + " of " +
                                  std::to_string(s.rounds) +

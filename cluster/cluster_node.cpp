@@ -448,10 +448,13 @@ private:
     std::optional<clock_type::time_point> departing;
     bool released = false;
     self_->receive_while([&] { return !over; })(
-        [&](job_over_atom) {
+        [&](job_over_atom, const std::string& failure) {
           over = true;
-          outcome_.ok = true;
           outcome_.left = false; // it ended before the node could leave: nothing to leave
+          if (failure.empty())
+            outcome_.ok = true;
+          else
+            outcome_ = fail(outcome_, "the job failed on the coordinator: " + failure);
           return true;
         },
         [&](depart_atom, bool answer) {

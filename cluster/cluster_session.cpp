@@ -48,7 +48,8 @@ struct cluster_session::impl {
   std::unique_ptr<pause_watch> watch; // says when this process stood still past the node timeout
   bool shut_down = false;
 
-  void shutdown() {
+  // `failure`: why the run failed, which the nodes hear; empty where it ended well.
+  void shutdown(const std::string& failure) {
     if (shut_down || !system)
       return;
     shut_down = true;
@@ -56,7 +57,7 @@ struct cluster_session::impl {
     if (registry) {
       {
         caf::scoped_actor self{*system};
-        self->request(registry, std::chrono::seconds(5), job_over_atom::value)
+        self->request(registry, std::chrono::seconds(5), job_over_atom::value, failure)
             .receive([](bool) {}, [](caf::error&) {});
       }
       // Refusals and the job's end are on their way through the gate: let the nodes read them
@@ -160,7 +161,7 @@ cluster_session::~cluster_session() {
     request_stop();
     wait_for(std::chrono::seconds(60));
   }
-  impl_->shutdown();
+  impl_->shutdown("the coordinator ended before its run did");
 }
 
 std::uint16_t cluster_session::port() const {
@@ -180,8 +181,9 @@ std::optional<run_summary> cluster_session::wait_for(std::chrono::milliseconds t
   auto& result = *impl_->context->result;
   if (!result.wait_for(timeout))
     return std::nullopt;
-  impl_->shutdown();
-  return result.summary();
+  auto summary = result.summary();
+  impl_->shutdown(summary && summary->started ? summary->error : std::string());
+  return summary;
 }
 
 bool cluster_session::started() const {

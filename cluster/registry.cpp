@@ -35,7 +35,7 @@ caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
 void registry_actor::on_ready(const node_ready& ready) {
   if (over_) { // the run ended while this node was connecting: it has nothing to do
     if (ready.control)
-      request(ready.control, std::chrono::seconds(3), job_over_atom::value)
+      request(ready.control, std::chrono::seconds(3), job_over_atom::value, failure_)
           .then([](bool) {}, [](caf::error&) {});
     return;
   }
@@ -123,8 +123,9 @@ void registry_actor::on_stop() {
              "interrupted");
 }
 
-caf::result<bool> registry_actor::on_job_over() {
+caf::result<bool> registry_actor::on_job_over(const std::string& failure) {
   over_ = true;
+  failure_ = failure;
   std::vector<caf::actor> controls;
   for (auto& node : nodes_) {
     if (!node.answered && node.live) // waiting for its turn to join
@@ -142,7 +143,7 @@ caf::result<bool> registry_actor::on_job_over() {
       promise.deliver(true);
   };
   for (const auto& control : controls)
-    request(control, std::chrono::seconds(3), job_over_atom::value)
+    request(control, std::chrono::seconds(3), job_over_atom::value, failure_)
         .then([one_done](bool) mutable { one_done(); },
               [one_done](caf::error&) mutable { one_done(); });
   return promise;

@@ -73,7 +73,7 @@ public:
         [this](leave_atom, const std::string& why) { on_leaving(why); },
         [this](depart_atom, const std::string& why) { on_depart(why); },
         [this](stop_atom) { on_stop(); },
-        [this](job_over_atom) { return on_job_over(); },
+        [this](job_over_atom, const std::string& failure) { return on_job_over(failure); },
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
           on_join_done(node, result);
         },
@@ -121,7 +121,7 @@ private:
 
   // Answers once every live node acknowledged (or did not within a few seconds), so the
   // session closes the connections only after the nodes know.
-  caf::result<bool> on_job_over();
+  caf::result<bool> on_job_over(const std::string& failure);
 
   void on_join_done(std::int32_t node, const comm::status& result);
   void on_down(const caf::down_msg& down);
@@ -251,6 +251,7 @@ private:
   std::shared_ptr<registry_context> context_;
   registry_phase phase_ = registry_phase::gathering;
   bool over_ = false;    // refused, stopped, or over: no node joins any more
+  std::string failure_;  // once over: why the run failed, empty where it ended well
   std::string over_why_; // ": why", when the run ended before it started
   std::vector<node_entry> nodes_;
   slot_table slots_;

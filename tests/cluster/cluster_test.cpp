@@ -29,6 +29,7 @@
 
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
+#include "support/failing_backward_ops.hpp"
 #include "support/recording_probe.hpp"
 #include "support/slow_backward_ops.hpp"
 #include "support/temp_directory.hpp"
@@ -312,6 +313,20 @@ TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key
 
 // The coordinator evaluates, so a node needs the training files only: validation files of the
 // run's own are not read there (a node's machine need not hold them).
+// A run that fails on the coordinator fails on its nodes too: each still connected hears why and
+// ends failed (herd node exits 1), not "the job is over" as if it had ended well.
+TEST(cluster_runs, a_run_that_fails_fails_on_every_node_with_the_coordinators_reason) {
+  auto j = make_job("sync", 2, 10);
+  const herd::testing::failing_backward_ops every_step_after_the_third(3, true);
+  const auto run = run_cluster(j, {1, 1}, nullptr, &every_step_after_the_third);
+  ASSERT_EQ(run.summary.stop_reason, "error");
+  ASSERT_FALSE(run.summary.error.empty());
+  for (const auto& node : run.nodes) {
+    EXPECT_FALSE(node.ok);
+    EXPECT_EQ(node.error, "the job failed on the coordinator: " + run.summary.error);
+  }
+}
+
 TEST(cluster_runs, a_node_loads_the_training_data_without_the_validation_files) {
   auto j = make_job("sync", 2, 10);
   // The node's load_data below stands in for the files: only the settings it is given count.
