@@ -425,7 +425,8 @@ std::string bench_help() {
 }
 
 int bench_command(const std::vector<std::string>& args) {
-  return run_guarded("bench", [&args] { return run_bench(args); });
+  return run_guarded(
+      "bench", [&args] { return run_bench(args); }, standard_output::progress);
 }
 
 namespace {

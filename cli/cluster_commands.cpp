@@ -339,11 +339,13 @@ std::string node_help() {
 }
 
 int coordinator_command(const std::vector<std::string>& args) {
-  return run_guarded("coordinator", [&args] { return run_coordinator(args); });
+  return run_guarded(
+      "coordinator", [&args] { return run_coordinator(args); }, standard_output::progress);
 }
 
 int node_command(const std::vector<std::string>& args) {
-  return run_guarded("node", [&args] { return run_node_command(args); });
+  return run_guarded(
+      "node", [&args] { return run_node_command(args); }, standard_output::progress);
 }
 
 } // namespace herd::cli

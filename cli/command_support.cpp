@@ -9,6 +9,9 @@
 #include "herd/data.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -48,13 +51,27 @@ bool argument_reader::is_setting() const {
          dot < equals;
 }
 
-int run_guarded(const std::string& name, const std::function<int()>& command) {
+int run_guarded(const std::string& name, const std::function<int()>& command,
+                standard_output output) {
+  int status = exit_run_failed;
   try {
-    return command();
+    status = command();
   } catch (const std::exception& unexpected) {
     std::cerr << "herd " << name << ": error: " << unexpected.what() << '\n';
-    return exit_run_failed;
   }
+  return output == standard_output::result ? with_output_written(name, status) : status;
+}
+
+int with_output_written(const std::string& name, int status) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0)
+    return status;
+  const int error = errno;
+  std::cerr << "herd " << name << ": cannot write standard output"
+            << (error != 0 ? std::string(" (") + std::strerror(error) + ")" : std::string())
+            << ": what it printed is incomplete\n";
+  return status == exit_ok ? exit_run_failed : status;
 }
 
 config::run_config load_for_command(const std::string& command, const std::string& file,

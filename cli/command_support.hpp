@@ -45,9 +45,20 @@ private:
   std::map<std::string, std::string> given_; // option -> its value
 };
 
+/// What a command writes to standard output.
+enum class standard_output {
+  result,   // its result (a table, CSV, settings): a write that failed fails the command
+  progress, // progress and a summary of a run that goes on without them (a closed pipe)
+};
+
 /// Runs `command`; an exception that escapes it becomes "herd <name>: error: ..." on stderr and
-/// exit status 1, so that nothing ends in std::terminate.
-int run_guarded(const std::string& name, const std::function<int()>& command);
+/// exit status 1, so that nothing ends in std::terminate. Where standard output carries the
+/// result, a write to it that failed (a full disk) is said and makes the exit status 1.
+int run_guarded(const std::string& name, const std::function<int()>& command,
+                standard_output output = standard_output::result);
+
+/// `status`, or 1 where what went to standard output did not all reach it (said on stderr).
+int with_output_written(const std::string& name, int status);
 
 /// The settings `command` runs with: refuses a setting the command does not use
 /// (std::invalid_argument naming the commands that do), loads `file` and the settings, then

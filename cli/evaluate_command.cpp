@@ -235,8 +235,9 @@ std::string evaluate_help() {
          "checkpoint's; of a .npy dataset only data.test-features and data.test-labels are\n"
          "read, unless the checkpoint was written before format version 6):\n"
       << config::describe_keys(keys_of("evaluate"))
-      << "\nExit status: 0 done, 2 bad input (a missing or damaged checkpoint, a dataset\n"
-         "that is not there or does not fit the model).\n";
+      << "\nExit status: 0 done, 1 the output could not be written (a full disk), 2 bad\n"
+         "input (a missing or damaged checkpoint, a dataset that is not there or does not\n"
+         "fit the model).\n";
   return out.str();
 }
 

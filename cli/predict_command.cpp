@@ -195,8 +195,9 @@ std::string predict_help() {
          "Settings (on the command line as --section.key=value; they replace the\n"
          "checkpoint's; only a checkpoint written before format version 6 reads its data):\n"
       << config::describe_keys(keys_of("predict"))
-      << "\nExit status: 0 done, 2 bad input (a missing or damaged checkpoint or input file,\n"
-         "samples of another shape than the model takes).\n";
+      << "\nExit status: 0 done, 1 the output could not be written (a full disk), 2 bad\n"
+         "input (a missing or damaged checkpoint or input file, samples of another shape\n"
+         "than the model takes).\n";
   return out.str();
 }
 

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -152,9 +153,15 @@ void progress_printer::note_if_closed() {
   if (out_ || closed_noted_)
     return;
   closed_noted_ = true;
-  std::cerr << "herd: standard output was closed (its reader went away): the run goes on "
-               "without progress lines and writes its report and checkpoints as usual; Ctrl-C "
-               "stops it\n";
+  // The write that failed may have been another thread's, long ago: what standard output is
+  // tells why instead (a pipe whose reader left, or a file or device that took no more).
+  struct stat output {};
+  const bool pipe = ::fstat(STDOUT_FILENO, &output) == 0 &&
+                    (S_ISFIFO(output.st_mode) || S_ISSOCK(output.st_mode));
+  std::cerr << "herd: cannot write standard output ("
+            << (pipe ? "its reader went away" : "a write to it failed: its disk may be full")
+            << "): the run goes on without progress lines and writes its report and checkpoints "
+               "as usual; Ctrl-C stops it\n";
 }
 
 void progress_printer::on_progress(const actors::progress& now) {

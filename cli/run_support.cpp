@@ -266,7 +266,7 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     }
     shown.cluster.token.clear();
     std::cout << config::to_ini(shown, scope);
-    return run_preparation{std::nullopt, exit_ok};
+    return run_preparation{std::nullopt, with_output_written(command, exit_ok)};
   }
   const auto resume = parsed.options.find("--resume");
   if (auto problem = checkpoint_dir_problem(

@@ -415,7 +415,8 @@ std::string simulate_help() {
       << config::describe_keys(keys_of("simulate"))
       << "\nOn a terminal a line says which cell runs. Ctrl-C (SIGTERM, SIGHUP) ends the cell\n"
          "under way and writes the table and results.json of those done, marked interrupted,\n"
-         "without a plot.\n\nExit status: 0 done, 2 bad input, 130 interrupted.\n";
+         "without a plot.\n\nExit status: 0 done, 1 the output could not be written, 2 bad input, 130\n"
+         "interrupted.\n";
   return out.str();
 }
 

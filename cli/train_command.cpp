@@ -70,7 +70,8 @@ std::string train_help() {
 }
 
 int train_command(const std::vector<std::string>& args) {
-  return run_guarded("train", [&args] { return run_train(args); });
+  return run_guarded(
+      "train", [&args] { return run_train(args); }, standard_output::progress);
 }
 
 namespace {

@@ -1954,8 +1954,33 @@ TEST_F(herd_cli, a_closed_output_pipe_does_not_end_the_run_without_its_report) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << herd::testing::read_file(errors);
   EXPECT_THAT(herd::testing::read_file(report), HasSubstr("\"stop_reason\": \"epochs\""));
   EXPECT_THAT(herd::testing::read_file(errors),
-              HasSubstr("herd: standard output was closed (its reader went "
+              HasSubstr("herd: cannot write standard output (its reader went "
                         "away): the run goes on"));
+}
+
+// Standard output on a full disk (/dev/full): where it carries the result (settings printed for a
+// file, a prediction's CSV), the command says so and exits 1 rather than 0 with nothing written;
+// a run goes on without its progress lines and says why.
+TEST_F(herd_cli, a_result_that_cannot_be_written_to_standard_output_fails_the_command) {
+  if (!std::filesystem::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full here";
+  const auto errors = path("full.err");
+  const auto run = [&](const std::string& args) {
+    const std::string command = std::string(HERD_BINARY) + " " + args + " > /dev/full 2> " + errors;
+    const int status = std::system(command.c_str());
+    EXPECT_TRUE(WIFEXITED(status)) << command;
+    return WEXITSTATUS(status);
+  };
+  EXPECT_EQ(run("train --print-config"), 1);
+  EXPECT_THAT(herd::testing::read_file(errors),
+              HasSubstr("herd train: cannot write standard output (No space left on device): "
+                        "what it printed is incomplete"));
+  EXPECT_EQ(run("train --data.dataset=synthetic --model.hidden=[8] --train.workers=2 "
+                "--train.epochs=1"),
+            0);
+  EXPECT_THAT(herd::testing::read_file(errors),
+              HasSubstr("herd: cannot write standard output (a write to it failed: its disk "
+                        "may be full): the run goes on"));
 }
 
 TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
