@@ -237,7 +237,14 @@ caf::actor remote_through_gate(caf::actor_system& system, gate_dialer& dialer,
             else
               outcome.why = "the coordinator published no actor (is it a Herd coordinator?)";
           },
-          [&](caf::error& error) { outcome.why = system.render(error); });
+          [&](caf::error& error) {
+            outcome.why =
+                error == caf::sec::request_timeout || error == caf::sec::connection_timeout
+                    ? "the coordinator took the connection but did not finish the "
+                      "handshake within cluster.node-timeout-ms (" +
+                          std::to_string(timeout.count()) + " ms): it is starting up, or overloaded"
+                    : system.render(error);
+          });
   if (!registry && outcome.failure == gate_failure::none)
     outcome.failure = gate_failure::unreachable;
   return registry;
