@@ -65,8 +65,9 @@ void checkpoint_taker::write(std::shared_ptr<run_checkpoint> state, double elaps
   writer_->write(std::move(state), std::move(report));
 }
 
-std::vector<policy_input> checkpoint_taker::release() {
+std::vector<policy_input> checkpoint_taker::release(double elapsed) {
   phase_ = phase::idle;
+  last_at_ = std::max(last_at_, elapsed);
   return std::move(kept_);
 }
 

@@ -80,8 +80,10 @@ public:
   }
   /// The directory checkpoints go to, and how many are kept.
   const checkpoint_options& options() const { return writer_->options(); }
-  /// Stops holding; the kept inputs, in order, for the policy to hear now.
-  std::vector<policy_input> release();
+  /// Stops holding at `elapsed` seconds, from which checkpoint.every-seconds counts again
+  /// (training time: a long pause, waiting for an evaluation, does not make the next one due at
+  /// once); the kept inputs, in order, for the policy to hear now.
+  std::vector<policy_input> release(double elapsed);
   /// The run stopped while holding: the checkpoint under way is dropped (the final one follows);
   /// what was kept stays kept.
   void abandon();

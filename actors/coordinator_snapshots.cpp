@@ -292,7 +292,7 @@ void coordinator_actor::write_checkpoint(const worker_records& records,
 
 // The policy hears what it was held from, in order, and rounds start again.
 void coordinator_actor::release_checkpoint() {
-  for (auto& input : checkpoints_.release())
+  for (auto& input : checkpoints_.release(elapsed()))
     if (phases_.running())
       hear(std::move(input));
   schedule_policy_time();

@@ -480,7 +480,7 @@ const std::vector<key_spec>& keys() {
         [](auto& c) -> auto& { return c.checkpoint.dir; }));
     k.push_back(make_key<double>(
         "checkpoint.every-seconds", "real",
-        "a checkpoint at least this often, in seconds (0 = none by time)",
+        "a checkpoint after this many seconds of training since the last (0 = none by time)",
         [](auto& c) -> auto& { return c.checkpoint.every_seconds; }));
     k.push_back(make_key<int>(
         "checkpoint.every-rounds", "integer",

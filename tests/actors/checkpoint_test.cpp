@@ -694,6 +694,33 @@ TEST(checkpoint, the_newest_checkpoint_stands_in_for_a_final_one_only_while_it_h
   EXPECT_FALSE(reports.front().error.empty());
 }
 
+// checkpoint.every-seconds counts training time: from the end of the last checkpoint's pause (here
+// 4.6 s waiting for an evaluation), so that a long pause is not followed by another checkpoint at
+// once. checkpoint.every-rounds counts from the rounds the last one held.
+TEST(checkpoint, the_next_checkpoint_is_due_a_whole_interval_after_the_last_pause_ended) {
+  temp_directory dir;
+  auto options = std::make_shared<herd::actors::checkpoint_options>();
+  options->directory = dir.file("ckpt");
+  options->every_seconds = 5.0;
+  herd::actors::checkpoint_taker taker(options);
+  EXPECT_FALSE(taker.due(4.9, 0));
+  ASSERT_TRUE(taker.due(5.0, 0));
+  taker.begin(5.0, 100);
+  EXPECT_FALSE(taker.due(20.0, 100)) << "never while holding";
+  taker.release(9.6);
+  EXPECT_FALSE(taker.due(10.0, 101));
+  EXPECT_FALSE(taker.due(14.5, 200));
+  EXPECT_TRUE(taker.due(14.6, 200));
+  auto by_rounds = std::make_shared<herd::actors::checkpoint_options>();
+  by_rounds->directory = dir.file("rounds");
+  by_rounds->every_rounds = 50;
+  herd::actors::checkpoint_taker counting(by_rounds);
+  counting.begin(1.0, 50);
+  counting.release(30.0);
+  EXPECT_FALSE(counting.due(30.0, 99));
+  EXPECT_TRUE(counting.due(30.0, 100));
+}
+
 // The counters keep each worker's liveness apart from its counters; a checkpoint holds both, and
 // a lost worker comes back lost.
 TEST(checkpoint, the_counters_come_back_with_each_workers_liveness_and_steps) {
