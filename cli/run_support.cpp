@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -278,7 +279,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   if (interrupted_before_run(command))
     return interrupted();
   const auto load_start = std::chrono::steady_clock::now();
-  run.data = load_data_or_report(command, run.config);
+  // Read on a thread of its own, so that a stop signal meanwhile ends the command at once.
+  run_unless_stopped(command, [&] { run.data = load_data_or_report(command, run.config); });
   if (interrupted_before_run(command)) // loading may have taken seconds
     return interrupted();
   if (!run.data)

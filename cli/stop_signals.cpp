@@ -1,8 +1,13 @@
 // Stop signals for the training commands; see stop_signals.hpp.
 #include "cli/stop_signals.hpp"
 
+#include "cli/train_command.hpp"
+
 #include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <future>
 #include <iostream>
 #include <unistd.h>
 
@@ -102,6 +107,16 @@ bool interrupted_before_run(const std::string& command) {
   std::cerr << "herd " << command << ": interrupted by " << stop_signal_name()
             << " before the run started; nothing was trained\n";
   return true;
+}
+
+void run_unless_stopped(const std::string& command, const std::function<void()>& work) {
+  auto working = std::async(std::launch::async, work);
+  while (working.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+    if (interrupted_before_run(command)) {
+      std::cerr.flush();
+      std::_Exit(exit_interrupted); // the working thread cannot be stopped, and holds nothing
+    }
+  working.get();
 }
 
 } // namespace herd::cli

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 namespace herd::cli {
@@ -40,5 +41,11 @@ bool stopped_after_run();
 /// "herd <command>: interrupted by SIGINT before the run started; nothing was trained", and
 /// returns true (the command then ends with exit status 130).
 bool interrupted_before_run(const std::string& command);
+
+/// Runs `work` (before a run: reading a dataset, which may take minutes and cannot be cut short)
+/// on a thread of its own, and returns once it has; an exception it throws comes out here. A
+/// stop signal meanwhile ends the process at once with exit status 130, after
+/// interrupted_before_run()'s line: nothing is trained yet, and nothing is to be saved.
+void run_unless_stopped(const std::string& command, const std::function<void()>& work);
 
 } // namespace herd::cli
