@@ -90,6 +90,8 @@ private:
   void close_metrics();
   // lose_worker(), with a notice only when `say_so` (not when another notice covers the loss).
   void drop_worker(int index, const std::string& why, bool say_so);
+  // The name of worker `index`'s node (coordinator_setup::worker_hosts), or "" in one process.
+  std::string host_of(int index) const;
 
   // -- rounds ------------------------------------------------------------------------------------
   void consult(std::function<std::vector<group_decision>()> input);
@@ -165,6 +167,7 @@ private:
   // a checkpoint asks the nodes for parts. Empty in one process.
   std::vector<caf::actor> node_reducers_;
   std::vector<std::int32_t> worker_nodes_;
+  std::vector<worker_event> worker_events_; // workers lost and joined, for the summary
   std::optional<clock_type::time_point> started_at_;
   double wall_seconds_ = 0.0; // until the workers stopped
   std::uint64_t next_round_ = 0;

@@ -13,6 +13,11 @@ void coordinator_actor::notice(const std::string& text) {
     setup_.observer->on_notice(text);
 }
 
+std::string coordinator_actor::host_of(int index) const {
+  const auto slot = static_cast<std::size_t>(index);
+  return slot < setup_.worker_hosts.size() ? setup_.worker_hosts[slot] : std::string();
+}
+
 void coordinator_actor::lose_worker(int index, const std::string& why) {
   drop_worker(index, why, true);
 }
@@ -21,6 +26,7 @@ void coordinator_actor::drop_worker(int index, const std::string& why, bool say_
   if (!counters_.is_live(index) || phases_.done())
     return;
   booked_counters().worker_lost(index); // its last steps count before its loss
+  worker_events_.push_back({elapsed(), index, host_of(index), false, why});
   if (setup_.metrics)
     setup_.metrics->worker_lost(index);
   if (say_so)
@@ -45,6 +51,9 @@ void coordinator_actor::drop_worker(int index, const std::string& why, bool say_
 void coordinator_actor::admit_worker(int index, const caf::actor& handle, const std::string& node) {
   workers_[static_cast<std::size_t>(index)] = handle; // monitored since the admission
   booked_counters().worker_joined(index); // the slot's earlier worker's steps stay its own
+  if (static_cast<std::size_t>(index) < setup_.worker_hosts.size())
+    setup_.worker_hosts[static_cast<std::size_t>(index)] = node;
+  worker_events_.push_back({elapsed(), index, node, true, {}});
   if (setup_.metrics)
     setup_.metrics->worker_joined(index, node);
   send(handle, start_atom::value, lr_scale());

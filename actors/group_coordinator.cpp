@@ -521,9 +521,13 @@ void coordinator_actor::finish() {
     run.control = setup_.costs->summary();
   // Before the summary goes out: once it has, the job's name is free for another job.
   close_metrics();
-  if (auto kept = evaluations_.kept_parameters(run.stop_reason, nullptr); setup_.on_finished)
-    setup_.on_finished(summarize(std::move(run), booked_counters(), evaluations_, wall_seconds_),
-                       std::move(kept));
+  if (auto kept = evaluations_.kept_parameters(run.stop_reason, nullptr); setup_.on_finished) {
+    auto summary = summarize(std::move(run), booked_counters(), evaluations_, wall_seconds_);
+    for (auto& worker : summary.per_worker)
+      worker.node = host_of(worker.worker);
+    summary.worker_events = std::move(worker_events_);
+    setup_.on_finished(std::move(summary), std::move(kept));
+  }
 }
 caf::actor spawn_group_coordinator(caf::actor_system& system, coordinator_setup setup) {
   return system.spawn<coordinator_actor>(std::move(setup));

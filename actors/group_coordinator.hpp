@@ -126,6 +126,9 @@ struct coordinator_setup {
   /// progress report) and evaluate all of them after the workers stopped. The run cannot stop at
   /// train.target-accuracy then, but reports when it was reached. For benchmarks.
   std::chrono::milliseconds snapshot_interval{0};
+  /// Across processes: the name of each worker's node, which the summary and the workers' events
+  /// name; empty in one process.
+  std::vector<std::string> worker_hosts;
   /// Prometheus metrics, updated on the coordinator's thread; may be null (metrics off).
   std::shared_ptr<monitoring::training_metrics> metrics;
   /// The run's series leave the registry when it ends (a job's: its registry may be a service's,

@@ -86,7 +86,8 @@ std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
 
 std::string straggler_line(const straggler_found& found) {
   const auto& w = *found.worker;
-  std::string text = "worker " + std::to_string(w.worker) + ": mean step " +
+  std::string text = "worker " + std::to_string(w.worker) +
+                     (w.node.empty() ? std::string() : " (node " + w.node + ")") + ": mean step " +
                      fixed(found.ratio(), 2) + "x the others' (" +
                      fixed(w.step_seconds.mean * 1e3, 2) + " ms against " +
                      fixed(found.others_median * 1e3, 2) + " ms)";
@@ -95,6 +96,16 @@ std::string straggler_line(const straggler_found& found) {
             fixed(100.0 * static_cast<double>(w.late_steps) / static_cast<double>(w.steps), 0) +
             "% of its steps were late";
   return text;
+}
+
+// The summary lists this many of the workers' losses and joins, a line each.
+constexpr std::size_t shown_events = 8;
+
+// "31.2 s: worker 2 (node vm-c) lost: it left the job", "40.1 s: worker 2 joined (node vm-d)".
+std::string event_line(const actors::worker_event& e) {
+  const std::string node = e.node.empty() ? std::string() : " (node " + e.node + ")";
+  return fixed(e.seconds, 1) + " s: worker " + std::to_string(e.worker) +
+         (e.joined ? " joined" + node : node + " lost: " + e.why);
 }
 
 // The summary names this many stragglers a line each, and the rest by number in one more.
@@ -340,6 +351,11 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.workers_joined > 0)
     line("workers joined", std::to_string(s.workers_joined) +
                                " (a node took over lost workers' slots during the run)");
+  for (std::size_t i = 0; i < std::min(s.worker_events.size(), shown_events); ++i)
+    line(i == 0 ? "worker events" : "", event_line(s.worker_events[i]));
+  if (s.worker_events.size() > shown_events)
+    line("", "and " + std::to_string(s.worker_events.size() - shown_events) +
+                 " more (the report's worker_events lists them all)");
   if (s.stale_contributions + s.empty_contributions > 0 || late_steps(s) > 0)
     line("contributions", std::to_string(s.fresh_contributions) + " fresh, " +
                               std::to_string(s.stale_contributions) + " stale, " +
@@ -505,6 +521,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   auto& workers = report["per_worker"] = nlohmann::json::array();
   for (const auto& w : s.per_worker) {
     workers.push_back({{"worker", w.worker},
+                       {"node", w.node.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.node)},
                        {"live", w.live},
                        {"steps", w.steps},
                        {"late_steps", w.late_steps},
@@ -517,6 +534,13 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
                        {"step_histogram", histogram(w.step_histogram)},
                        {"wait_seconds_per_step", durations(w.wait_seconds_per_step)}});
   }
+  auto& events = report["worker_events"] = nlohmann::json::array();
+  for (const auto& e : s.worker_events)
+    events.push_back({{"seconds", e.seconds},
+                      {"worker", e.worker},
+                      {"node", e.node.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.node)},
+                      {"event", e.joined ? "joined" : "lost"},
+                      {"why", e.why}});
   auto& evaluations = report["evaluations"] = nlohmann::json::array();
   for (const auto& e : s.evaluations) {
     evaluations.push_back({{"round", e.round},

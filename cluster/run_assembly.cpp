@@ -45,6 +45,7 @@ coordinator_setup coordinator_setup_for(const registry_context& context, const m
     coordination.checkpoints = std::move(checkpoints);
   }
   coordination.resume = context.resume;
+  coordination.worker_hosts = worker_hosts;
   if (context.options.metrics)
     coordination.metrics = make_training_metrics(config, context.options.metrics,
                                                  context.options.node_name, worker_hosts);

@@ -56,6 +56,9 @@ struct histogram_bar {
 
 struct worker_summary {
   int worker = 0;
+  /// Across processes: the name of the node that hosts the worker at the end (herd node
+  /// --name); empty in one process.
+  std::string node;
   std::uint64_t steps = 0;
   std::uint64_t samples = 0;
   std::uint64_t late_steps = 0; // steps whose round closed before they finished
@@ -70,6 +73,15 @@ struct worker_summary {
   std::vector<histogram_bar> step_histogram;
   duration_summary wait_seconds_per_step;
   bool live = true;
+};
+
+/// A worker lost, or a node's worker that took a lost one's place (across processes).
+struct worker_event {
+  double seconds = 0.0; // since the run started
+  int worker = 0;
+  std::string node; // the node that hosted it (lost) or hosts it now (joined); empty in one process
+  bool joined = false; // false: lost
+  std::string why;     // why it was lost; empty for a join
 };
 
 /// Waiting that happened against waiting a synchronous barrier would have imposed on the same
@@ -152,6 +164,8 @@ struct run_summary {
   waiting_summary waiting;
   control_summary control;
   std::vector<worker_summary> per_worker;
+  /// Workers lost and joined during the run, in order.
+  std::vector<worker_event> worker_events;
   std::vector<evaluation_point> evaluations;
 };
 

@@ -208,6 +208,41 @@ TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
   EXPECT_THAT(printed(slow), testing::Not(HasSubstr("straggler ")));
 }
 
+// Across processes the summary and report name each worker's node, and list the workers lost and
+// joined: which node left or took over, when, and why.
+TEST(summary, workers_lost_and_joined_are_listed_with_their_nodes) {
+  herd::actors::run_summary summary;
+  for (int i = 0; i < 3; ++i) {
+    herd::actors::worker_summary worker;
+    worker.worker = i;
+    worker.steps = 100;
+    worker.step_seconds.mean = i == 1 ? 4e-3 : 1e-3;
+    worker.node = i == 2 ? "vm-d" : i == 1 ? "vm-b" : "vm-a";
+    summary.per_worker.push_back(worker);
+  }
+  summary.worker_events = {{31.24, 2, "vm-c", false, "its node was lost: vm-c left the job"},
+                           {40.08, 2, "vm-d", true, ""}};
+  const auto text = printed(summary);
+  EXPECT_THAT(text, HasSubstr("  worker events     31.2 s: worker 2 (node vm-c) lost: its node "
+                              "was lost: vm-c\n                    left the job\n"
+                              "                    40.1 s: worker 2 joined (node vm-d)\n"));
+  EXPECT_THAT(text, HasSubstr("  straggler         worker 1 (node vm-b): mean step 4.00x"));
+  const auto report = nlohmann::json::parse(herd::cli::report_json(summary, {}));
+  EXPECT_EQ(report["per_worker"][2]["node"], "vm-d");
+  ASSERT_EQ(report["worker_events"].size(), 2u);
+  EXPECT_EQ(report["worker_events"][0]["event"], "lost");
+  EXPECT_EQ(report["worker_events"][0]["node"], "vm-c");
+  EXPECT_EQ(report["worker_events"][1]["event"], "joined");
+  EXPECT_DOUBLE_EQ(report["worker_events"][1]["seconds"].get<double>(), 40.08);
+  // In one process there are no nodes: null, and no events where nothing was lost.
+  summary.per_worker[0].node.clear();
+  summary.worker_events.clear();
+  const auto alone = nlohmann::json::parse(herd::cli::report_json(summary, {}));
+  EXPECT_TRUE(alone["per_worker"][0]["node"].is_null());
+  EXPECT_TRUE(alone["worker_events"].empty());
+  EXPECT_THAT(printed(summary), testing::Not(HasSubstr("worker events")));
+}
+
 // Delays that strike one of two workers at random each step (1 ms, or 1 + 6 ms): each worker's
 // steps are half fast and half slow, so its median falls on either by chance (here 1.2 ms against
 // 6.5 ms), while the means are alike. Nobody is named.

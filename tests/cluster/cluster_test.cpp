@@ -637,6 +637,7 @@ join_run run_with_a_join(const std::string& algorithm,
   std::thread node2([&] {
     auto leaving = node_for(j, session.port(), 1, probe);
     leaving.leave = &leave;
+    leaving.name = "vm-leaving";
     run.left = herd::cluster::run_node(leaving);
   });
   // Which worker index the leaving node hosts is decided by join order: find it by its rounds
@@ -649,8 +650,11 @@ join_run run_with_a_join(const std::string& algorithm,
   if (gone >= 0) {
     run.rounds_before_leaving = probe->rounds(gone);
     run.steps_before_leaving = probe->steps(gone);
-    std::thread node3(
-        [&] { run.joined = herd::cluster::run_node(node_for(j, session.port(), 1, probe)); });
+    std::thread node3([&] {
+      auto joining = node_for(j, session.port(), 1, probe);
+      joining.name = "vm-joining";
+      run.joined = herd::cluster::run_node(joining);
+    });
     EXPECT_TRUE(eventually([&] { return probe->rounds(gone) >= run.rounds_before_leaving + 30; },
                            std::chrono::seconds(60)))
         << "the joined worker applied " << probe->rounds(gone) - run.rounds_before_leaving
@@ -688,6 +692,19 @@ TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_ta
     EXPECT_EQ(run.summary.workers_joined, 1u) << algorithm;
     ASSERT_EQ(run.summary.per_worker.size(), 3u) << algorithm;
     EXPECT_TRUE(run.summary.per_worker[static_cast<std::size_t>(slot)].live) << algorithm;
+    // The summary names the node each worker ends on, and says which left and which took over.
+    EXPECT_EQ(run.summary.per_worker[static_cast<std::size_t>(slot)].node, "vm-joining");
+    ASSERT_EQ(run.summary.worker_events.size(), 2u) << algorithm;
+    const auto& lost = run.summary.worker_events[0];
+    const auto& joined = run.summary.worker_events[1];
+    EXPECT_EQ(lost.worker, slot);
+    EXPECT_FALSE(lost.joined);
+    EXPECT_EQ(lost.node, "vm-leaving");
+    EXPECT_THAT(lost.why, testing::HasSubstr("left the job")) << lost.why;
+    EXPECT_EQ(joined.worker, slot);
+    EXPECT_TRUE(joined.joined);
+    EXPECT_EQ(joined.node, "vm-joining");
+    EXPECT_LE(lost.seconds, joined.seconds);
     // It computes again: it contributes, not only receives.
     EXPECT_GT(probe->steps(slot), run.steps_before_leaving + 10) << algorithm;
     EXPECT_GE(run.rounds_after_joining, 30u) << algorithm;
