@@ -99,7 +99,7 @@ std::vector<checkpoint_report> checkpoint_taker::reports() {
 
 void checkpoint_taker::resumed(const run_counters& counters, std::size_t evaluations) {
   newest_mark_ = mark_of(counters, evaluations);
-  newest_path_ = "the checkpoint it resumed from";
+  newest_path_ = resumed_from;
 }
 
 std::string checkpoint_taker::newest_holding(const run_counters& counters,

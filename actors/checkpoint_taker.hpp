@@ -101,6 +101,8 @@ public:
   /// changes them, that checkpoint is the newest that holds its state (a run resumed with nothing
   /// left to train writes no copy of it).
   void resumed(const run_counters& counters, std::size_t evaluations);
+  /// What newest_holding() names the checkpoint the run resumed from by (not a file name here).
+  static constexpr const char* resumed_from = "the checkpoint it resumed from";
 
 private:
   enum class phase { idle, draining, collecting };

@@ -109,8 +109,8 @@ checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
     // run into it must not take it for free (and then prune this one's checkpoints).
     if (options_.lock && options_.lock->hold_again())
       report.note = "checkpoint.dir = " + options_.directory +
-                    " had been removed during the run (its lock and checkpoints with it): made "
-                    "and locked again";
+                    " lost its lock during the run (the directory, or its .herd-lock file, was "
+                    "removed): locked again";
     const auto name = report.name.empty()
                           ? checkpoint::next_file_name(options_.directory, report.rounds)
                           : report.name;

@@ -179,6 +179,7 @@ private:
   bool budget_spent_ = false;           // a round was not started because of the epoch limit
   checkpoint_taker checkpoints_;
   std::string final_checkpoint_error_; // why the final checkpoint could not be written
+  std::string final_checkpoint_;       // the file that holds the state at the end
   double elapsed_offset_ = 0.0;        // a resumed run's training time before this process
   bool rounds_abandoned_ = false;      // the drain timed out
   // What waits for the periodic evaluation under way (the final checkpoint, which must count it).

@@ -329,6 +329,8 @@ bool coordinator_actor::final_checkpoint_wanted() {
   if (newest.empty())
     return true;
   report_checkpoints(); // its own notice first
+  if (newest != checkpoint_taker::resumed_from) // a file name
+    final_checkpoint_ = newest;
   notice("no final checkpoint: the newest, " + newest + ", holds this state (round " +
          std::to_string(counters_.rounds) + ")");
   return false;
@@ -357,6 +359,8 @@ void coordinator_actor::report_checkpoints() {
                   static_cast<unsigned long long>(report.rounds), size, report.pause_seconds * 1e3,
                   report.write_seconds * 1e3);
     notice((report.final ? "final checkpoint " : "checkpoint ") + report.path + text);
+    if (report.final)
+      final_checkpoint_ = report.path;
   }
 }
 } // namespace herd::actors

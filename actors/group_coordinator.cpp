@@ -516,6 +516,7 @@ void coordinator_actor::finish() {
   run.stop_reason = phases_.stop_reason();
   run.error = phases_.error();
   run.final_checkpoint_error = final_checkpoint_error_;
+  run.final_checkpoint = final_checkpoint_;
   run.validation_samples = setup_.validation_samples;
   if (setup_.costs)
     run.control = setup_.costs->summary();

@@ -39,10 +39,6 @@ bool run_phases::time_is_up(double elapsed_seconds) const {
   return max_seconds_ > 0.0 && elapsed_seconds >= max_seconds_ && phase_ == run_phase::running;
 }
 
-action run_phases::time_passed(double elapsed_seconds) {
-  return time_is_up(elapsed_seconds) ? stop("max-seconds") : action::none;
-}
-
 action run_phases::rounds_changed(std::size_t rounds_in_flight) {
   if (phase_ != run_phase::draining || rounds_in_flight > 0)
     return action::none;

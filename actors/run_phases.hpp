@@ -51,10 +51,9 @@ public:
   action stop(const std::string& reason);
   /// `error` ends the run like a stop, with reason "error", in any phase before done.
   action fail(const std::string& error);
-  /// Whether a running run's train.max-seconds has passed at `elapsed_seconds` since its start.
+  /// Whether a running run's train.max-seconds has passed at `elapsed_seconds` since its start
+  /// (the coordinator then stops it, as any stop, with "max-seconds").
   bool time_is_up(double elapsed_seconds) const;
-  /// `elapsed_seconds` since the start passed: stops at train.max-seconds.
-  action time_passed(double elapsed_seconds);
   /// The rounds in flight changed: draining ends once none is left.
   action rounds_changed(std::size_t rounds_in_flight);
   /// The stop timeout of draining passed: the coordinator abandons the rounds still in flight.

@@ -104,8 +104,9 @@ bool directory_lock::holds() const {
 }
 
 bool directory_lock::hold_again() {
-  if (holds())
-    return false;
+  struct stat named {};
+  if (holds() || (::stat(path_.c_str(), &named) != 0 && errno != ENOENT))
+    return false;       // held, or not known to be lost (a path that cannot be read now)
   if (descriptor_ >= 0) // not unlinked: the path may name another run's lock file by now
     ::close(descriptor_);
   descriptor_ = -1;
@@ -116,7 +117,8 @@ bool directory_lock::hold_again() {
 void directory_lock::release() noexcept {
   if (descriptor_ < 0)
     return;
-  ::unlink(path_.c_str()); // still held: whoever opened it before retries on a new file
+  if (holds()) // not where the directory was removed and another run locks a file of its own there
+    ::unlink(path_.c_str()); // still held: whoever opened it before retries on a new file
   ::close(descriptor_);    // closing the last descriptor of the open file releases the flock
   descriptor_ = -1;
 }

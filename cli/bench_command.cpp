@@ -56,7 +56,8 @@ int parse_positive(const std::string& name, const std::string& text) {
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || value < 1 || value > 1000000)
-    throw std::invalid_argument(name + " = " + text + ": expected a whole number >= 1");
+    throw std::invalid_argument(name + " = " + text +
+                                ": expected a whole number from 1 to 1000000");
   return static_cast<int>(value);
 }
 

@@ -305,7 +305,8 @@ start_checkpoint_command(const std::string& command, const std::vector<std::stri
       else if (reader.is_setting())
         choice.settings.push_back(arg);
       else if (!own_option(reader))
-        throw std::invalid_argument("unknown argument '" + arg + "'" + see);
+        throw std::invalid_argument("unknown argument '" + arg + "'" +
+                                    near_option(arg, options_of_help(help())) + see);
     }
     if (!help_asked) {
       if (choice.path.empty())

@@ -129,7 +129,7 @@ int run_coordinator(const std::vector<std::string>& args) {
       options.resume = std::move(loaded.state);
       options.resume_file = loaded.file;
     } catch (const checkpoint::checkpoint_error& unusable) {
-      std::cerr << "herd coordinator: cannot resume from " << unusable.what() << '\n';
+      say_resume_refused("coordinator", resume_path, unusable);
       return exit_bad_input;
     }
   }

@@ -6,6 +6,7 @@
 #include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
+#include "config/front_end.hpp"
 #include "herd/data.hpp"
 
 #include <algorithm>
@@ -60,6 +61,38 @@ int run_guarded(const std::string& name, const std::function<int()>& command,
     std::cerr << "herd " << name << ": error: " << unexpected.what() << '\n';
   }
   return output == standard_output::result ? with_output_written(name, status) : status;
+}
+
+std::string near_option(const std::string& arg, const std::vector<std::string>& options) {
+  if (arg.rfind("--", 0) != 0)
+    return {};
+  const std::string name = arg.substr(0, arg.find('='));
+  std::size_t best = 3; // near misses only
+  std::string closest;
+  for (const auto& option : options) {
+    const auto& shorter = name.size() < option.size() ? name : option;
+    const auto& longer = name.size() < option.size() ? option : name;
+    const bool prefix = shorter.size() >= 5 && longer.rfind(shorter, 0) == 0; // --out, --output
+    const auto distance = prefix ? 1 : config::edit_distance(name, option);
+    if (distance < best) {
+      best = distance;
+      closest = option;
+    }
+  }
+  return closest.empty() || closest == name ? std::string() : "; did you mean " + closest + "?";
+}
+
+std::vector<std::string> options_of_help(const std::string& help) {
+  std::vector<std::string> options;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    const auto start = line.find_first_not_of(' ');
+    if (start == std::string::npos || line.compare(start, 2, "--") != 0)
+      continue;
+    const auto end = line.find_first_of(" ,=", start);
+    options.push_back(line.substr(start, end == std::string::npos ? end : end - start));
+  }
+  return options;
 }
 
 int with_output_written(const std::string& name, int status) {

@@ -57,6 +57,13 @@ enum class standard_output {
 int run_guarded(const std::string& name, const std::function<int()>& command,
                 standard_output output = standard_output::result);
 
+/// "; did you mean --config?" where `arg` is a near miss of one of `options` (a typo, or the
+/// name another command gives the option: --out for --output); "" otherwise.
+std::string near_option(const std::string& arg, const std::vector<std::string>& options);
+
+/// The options a help text lists: every "--name" that begins one of its lines.
+std::vector<std::string> options_of_help(const std::string& help);
+
 /// `status`, or 1 where what went to standard output did not all reach it (said on stderr).
 int with_output_written(const std::string& name, int status);
 

@@ -227,8 +227,9 @@ std::string evaluate_help() {
          "now, or to another labelled set of the same kind (data.test-features and\n"
          "data.test-labels of a .npy dataset: only those two files are read).\n\n"
       << checkpoint_options_help()
-      << "  --report FILE.json  also write the results as JSON: overall, per class, and the\n"
-         "                     confusion matrix (rows: true classes, columns: predicted)\n"
+      << "  --report FILE      also write the results to FILE as JSON: overall, per class,\n"
+         "                     and the confusion matrix (rows: true classes, columns:\n"
+         "                     predicted)\n"
          "  --help, -h         show this help\n"
          "  --version          show the version\n\n"
          "Settings (on the command line as --section.key=value; they replace the\n"

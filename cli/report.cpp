@@ -72,11 +72,11 @@ std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
   const auto others_at = [&](std::size_t p, std::size_t k) {
     return live[k < p ? k : k + 1]->step_seconds.mean;
   };
+  // Of an even count of others, the upper of the two middle ones: their mean would let a
+  // majority pass (means 1, 3, 3 ms: each 3 ms worker is 1.5x the mean of 1 and 3).
   std::vector<straggler_found> found;
   for (std::size_t p = live.size(); p-- > 0;) {
-    const std::size_t middle = others / 2;
-    const double median = others % 2 == 1 ? others_at(p, middle)
-                                          : 0.5 * (others_at(p, middle - 1) + others_at(p, middle));
+    const double median = others_at(p, others / 2);
     if (median <= 0.0 || live[p]->step_seconds.mean < straggler_ratio * median)
       break; // the faster ones are further from their others' median still
     found.push_back(straggler_found{live[p], median});
@@ -112,7 +112,7 @@ std::string event_line(const actors::worker_event& e) {
 constexpr std::size_t shown_stragglers = 4;
 
 std::string unshown_stragglers(const std::vector<straggler_found>& stragglers) {
-  std::string text = "workers";
+  std::string text = stragglers.size() == shown_stragglers + 1 ? "worker" : "workers";
   for (std::size_t i = shown_stragglers; i < stragglers.size(); ++i)
     text += (i == shown_stragglers ? " " : ", ") + std::to_string(stragglers[i].worker->worker);
   return text;
@@ -322,8 +322,9 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
         << wrap_words(value, summary_columns - label_width, label_width) << '\n';
   };
   out << "\nHerd run summary\n";
-  line("algorithm", s.algorithm + " (" + std::to_string(s.workers) + " workers on " + s.compute +
-                        ", " + s.data_plane + " data plane, imbalance " + s.imbalance + ")");
+  line("algorithm", s.algorithm + " (" + std::to_string(s.workers) +
+                        (s.workers == 1 ? " worker on " : " workers on ") + s.compute + ", " +
+                        s.data_plane + " data plane, imbalance " + s.imbalance + ")");
   line("stopped by", s.stop_reason + " after " + fixed(s.epochs, 2) + " epochs" +
                          (s.error.empty() ? "" : " (" + s.error + ")"));
   if (!s.final_checkpoint_error.empty())
@@ -467,6 +468,8 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["imbalance"] = s.imbalance;
   report["stop_reason"] = s.stop_reason;
   report["error"] = s.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.error);
+  report["final_checkpoint"] =
+      s.final_checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.final_checkpoint);
   report["final_checkpoint_error"] = s.final_checkpoint_error.empty()
                                          ? nlohmann::json(nullptr)
                                          : nlohmann::json(s.final_checkpoint_error);

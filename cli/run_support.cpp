@@ -120,6 +120,35 @@ std::vector<std::string> unused_settings_notes(const config::run_config& config,
     if (const auto where = given(key); !where.empty() && config.metrics.port == 0)
       notes.push_back(std::string(key) + where +
                       " is not used: metrics.port = 0 serves no metrics (give it a port)");
+  // Each kind of imbalance reads its own keys: a delay given with kind none delays nothing. Only
+  // those given on the command line: a file's scenario, its kind turned off there for a baseline
+  // run, goes unsaid.
+  const auto& kind = config.imbalance.kind;
+  const auto typed = [&origins](const std::string& key) {
+    const auto found = origins.find(key);
+    return found != origins.end() && found->second == "command line" ? " (command line)"
+                                                                     : std::string();
+  };
+  const std::vector<std::pair<const char*, const char*>> imbalance_keys{
+      {"imbalance.k", "random"},
+      {"imbalance.delay-ms", "random"},
+      {"imbalance.workers", "persistent"},
+      {"imbalance.factor", "persistent"},
+      {"imbalance.sigma", "lognormal"}};
+  for (const auto& [key, reader] : imbalance_keys)
+    if (const auto where = typed(key); !where.empty() && kind != reader)
+      notes.push_back(std::string(key) + where + " is not used: only imbalance.kind = " + reader +
+                      " reads it, and this run's is " + kind);
+  for (const char* key : {"checkpoint.every-seconds", "checkpoint.every-rounds", "checkpoint.keep"})
+    if (const auto where = given(key); !where.empty() && !config.checkpoint.enabled())
+      notes.push_back(std::string(key) + where +
+                      " is not used: no checkpoint.dir is set, so no checkpoint is written");
+  for (const char* key : {"data.max-texts", "data.max-length"})
+    if (const auto where = given(key); !where.empty() && config.data.dataset != "fortunes")
+      notes.push_back(std::string(key) + where +
+                      " is not used: it is for data.dataset = "
+                      "fortunes, and this run's is " +
+                      config.data.dataset);
   return notes;
 }
 
@@ -174,6 +203,10 @@ run_arguments parse_run_arguments(const std::vector<std::string>& args, const st
       parsed.overrides.push_back(arg);
     } else {
       std::string message = "unknown argument '" + arg + "'";
+      auto options = own_options;
+      options.insert(options.end(), {"--config", "--report", "--print-config", "--help"});
+      if (const auto near = near_option(arg, options); !near.empty())
+        throw std::invalid_argument(message + near + " (see herd " + command + " --help)");
       std::error_code unknown;
       if (!arg.empty() && arg.front() != '-' && std::filesystem::is_regular_file(arg, unknown))
         message +=
@@ -446,6 +479,32 @@ std::string checkpoint_dir_problem(const config::run_config& config,
   if (!config.checkpoint.enabled())
     return {};
   return checkpoint::run_directory_problem(config.checkpoint.dir, resume_path, "--resume");
+}
+
+void say_resume_refused(const std::string& command, const std::string& resume_path,
+                        const checkpoint::checkpoint_error& unusable) {
+  std::cerr << "herd " << command << ": cannot resume from " << unusable.what() << '\n';
+  std::error_code error;
+  if (!std::filesystem::is_directory(resume_path, error))
+    return;
+  try {
+    checkpoint::read_file(unusable.file());
+    return; // it reads: not damaged, and an older one would be refused alike
+  } catch (const checkpoint::checkpoint_error&) {
+  }
+  const auto files = checkpoint::list(resume_path);
+  for (auto older = files.rbegin(); older != files.rend(); ++older) {
+    if (*older >= unusable.file())
+      continue;
+    try {
+      const auto intact = checkpoint::read_file(*older);
+      std::cerr << "herd " << command << ": the newest intact checkpoint there is " << *older
+                << " (round " << intact.head.rounds << "): remove the damaged one, or --resume "
+                << *older << '\n';
+      return;
+    } catch (const checkpoint::checkpoint_error&) {
+    }
+  }
 }
 
 void announce_resume(const std::string& command, const std::string& file,

@@ -5,6 +5,7 @@
 
 #include "actors/checkpoint_state.hpp"
 #include "cli/progress_printer.hpp"
+#include "herd/checkpoint_error.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
 #include "herd/model.hpp"
@@ -98,6 +99,11 @@ std::string checkpoint_dir_problem(const config::run_config& config,
 /// line when `config` leaves it nothing to train (train.epochs reached, or train.max-seconds).
 void announce_resume(const std::string& command, const std::string& file,
                      const actors::run_checkpoint& state, const config::run_config& config);
+
+/// Says why --resume `resume_path` is refused (`unusable`); where it named a directory whose
+/// newest checkpoint is damaged, also the newest intact one before it, to resume from instead.
+void say_resume_refused(const std::string& command, const std::string& resume_path,
+                        const checkpoint::checkpoint_error& unusable);
 
 struct run_handle {
   std::function<std::optional<actors::run_summary>(std::chrono::milliseconds)> wait_for;

@@ -343,16 +343,21 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
   nlohmann::json report;
   try {
     report = nlohmann::json::parse(text); // the whole text: anything after the report is refused
-  } catch (const nlohmann::json::exception& bad) {
-    throw fail(std::string("not JSON: ") + bad.what());
+  } catch (const nlohmann::json::parse_error& bad) {
+    throw fail("not JSON (unreadable at byte " + std::to_string(bad.byte) +
+               "); name the file a herd train --report wrote");
+  } catch (const nlohmann::json::exception&) { // a number beyond a double's range: 1e999
+    throw fail("JSON with a number that cannot be read (out of range); name the file a herd "
+               "train --report wrote");
   }
   if (!report.is_object() || !report.contains("per_worker") || !report["per_worker"].is_array())
     throw fail("no per_worker list: not a report of herd train --report");
   std::vector<std::vector<actors::histogram_bar>> workers;
+  std::string name; // the worker read now
   try {
     std::size_t index = 0; // in per_worker, which keeps workers without steps
     for (const auto& worker : report["per_worker"]) {
-      const std::string name = "worker " + std::to_string(index++);
+      name = "worker " + std::to_string(index++);
       if (!worker.contains("step_histogram"))
         throw fail(name + " has no step_histogram (a report of Herd 0.2 or later has one)");
       std::vector<actors::histogram_bar> bars;
@@ -368,8 +373,9 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
         workers.push_back(std::move(bars));
     }
     return std::make_shared<const sim::step_trace>(std::move(workers));
-  } catch (const nlohmann::json::exception& bad) {
-    throw fail(std::string("a step_histogram bar: ") + bad.what());
+  } catch (const nlohmann::json::exception&) {
+    throw fail(name + ": its step_histogram is not a list of bars {lower_seconds, "
+                      "upper_seconds, count} with numbers: not a report of herd train --report");
   } catch (const std::invalid_argument& bad) {
     const std::string why = bad.what();
     throw why.rfind("--step-trace", 0) == 0 ? bad : fail(why);

@@ -129,7 +129,7 @@ int run_train(const std::vector<std::string>& args) {
       announce_resume("train", loaded.file, *loaded.state, config);
       options.resume = std::move(loaded.state);
     } catch (const checkpoint::checkpoint_error& unusable) {
-      std::cerr << "herd train: cannot resume from " << unusable.what() << '\n';
+      say_resume_refused("train", resume_path, unusable);
       if (unusable.problem().rfind("was written by a run of another shape", 0) == 0)
         std::cerr << "herd train: to start a new run from its parameters instead (another "
                      "algorithm, worker count or batch size), use --init-from "

@@ -270,7 +270,12 @@ idx_files open_fashion_mnist(const std::string& dir, const std::vector<std::stri
                              std::uint64_t max_bytes) {
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error))
-    fashion_mnist_not_found(dir, "there is no such directory", stems);
+    fashion_mnist_not_found(dir,
+                            std::filesystem::exists(dir, error)
+                                ? "it is a file, not a directory (data.path names the directory "
+                                  "that holds the IDX files)"
+                                : "there is no such directory",
+                            stems);
   idx_files files;
   std::string missing;
   for (const auto& stem : stems) {

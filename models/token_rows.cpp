@@ -41,8 +41,8 @@ void check_token_rows(const tensor& rows, std::size_t vocabulary, const std::str
         const bool scaled_byte = value > 0.0f && value < 1.0f;
         throw data_error(place(source, r, t) + text.str() +
                          " is not a token id: " + id_rule(vocabulary) +
-                         (scaled_byte ? " (a uint8 file is scaled to [0, 1] as pixels: save "
-                                        "token ids as float32)"
+                         (scaled_byte ? " (if the file is uint8: its values were scaled to "
+                                        "[0, 1] as pixels; save token ids as float32)"
                                       : ""));
       }
       if (length != t)

@@ -180,7 +180,8 @@ std::string imbalance_model::describe() const {
   const auto& s = settings_;
   if (is_kind(s, "random"))
     return "random: " + std::to_string(s.k) + " of " + std::to_string(workers_) +
-           " workers delayed " + compact(s.delay_ms) + " ms per step";
+           (workers_ == 1 ? " worker" : " workers") + " delayed " + compact(s.delay_ms) +
+           " ms per step";
   if (is_kind(s, "persistent")) {
     std::string listed;
     for (std::size_t i = 0; i < s.workers.size(); ++i)

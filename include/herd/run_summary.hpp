@@ -115,6 +115,9 @@ struct run_summary {
   /// Why the checkpoint the run ended with could not be written ("" when it was, or none was
   /// due): the state at the end is lost, though the run itself did not fail.
   std::string final_checkpoint_error;
+  /// The checkpoint that holds the state the run ended with: the final one it wrote, or the newest
+  /// periodic one where that held this state already; "" where there is none.
+  std::string final_checkpoint;
   std::uint64_t steps = 0;
   std::uint64_t rounds = 0;
   std::uint64_t full_sync_rounds = 0; // rounds every live worker gave a fresh gradient to

@@ -362,7 +362,8 @@ TEST(checkpoint, a_stop_while_a_periodic_checkpoint_waits_writes_one_final_check
   };
   final_notices notices;
   slow_evaluation ops;
-  ops.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  // Past train.max-seconds (2 s of run time) however long the session takes to start.
+  ops.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(4000);
   auto options = herd::testing::quick_session_options();
   options.observer = &notices;
   options.ops = &ops;
@@ -375,6 +376,7 @@ TEST(checkpoint, a_stop_while_a_periodic_checkpoint_waits_writes_one_final_check
   EXPECT_THAT(notices.written[0], HasSubstr("final checkpoint"));
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(load(config, *data, files[0])->coordinator.counters.rounds, 20u);
+  EXPECT_EQ(summary.final_checkpoint, files[0]) << "the summary names the file it ended with";
 }
 
 // The partial algorithms keep more state (stale gradients, queues, blends in flight): resumed
@@ -855,7 +857,6 @@ TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
   config.checkpoint.every_seconds = 0;
   config.checkpoint.every_rounds = 5;
   config.checkpoint.keep = 2;
-  config.train.max_seconds = 2.0;
   std::mutex mutex;
   std::vector<herd::actors::checkpoint_report> reports;
   auto options = herd::testing::quick_session_options();

@@ -75,6 +75,19 @@ TEST(directory_lock, a_removed_directory_is_locked_again_unless_another_run_took
   EXPECT_NE(directory_lock::holder_problem(path), "");
 }
 
+// A run whose directory was removed, and taken by another run, ends without a write in between:
+// letting go of its lock must not remove the other run's lock file.
+TEST(directory_lock, letting_go_after_the_directory_was_taken_leaves_the_new_holders_lock) {
+  herd::testing::temp_directory dir;
+  const auto path = dir.file("ckpt");
+  directory_lock first(path);
+  std::filesystem::remove_all(path);
+  directory_lock second(path);
+  first.release();
+  EXPECT_TRUE(std::filesystem::exists(path + "/.herd-lock"));
+  EXPECT_TRUE(contains(directory_lock::holder_problem(path), "a running job in this process"));
+}
+
 TEST(directory_lock, another_process_holding_it_is_named_and_its_end_frees_the_directory) {
   herd::testing::temp_directory dir;
   const auto path = dir.file("ckpt");

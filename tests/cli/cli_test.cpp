@@ -477,7 +477,15 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   std::ofstream(path("trailing.json")) << report.dump() << " garbage";
   auto trailing = herd({"simulate", "--step-trace", path("trailing.json"), "--out", out});
   EXPECT_EQ(trailing.exit_code, 2) << trailing.output;
-  EXPECT_THAT(trailing.output, HasSubstr("trailing.json: not JSON"));
+  EXPECT_THAT(trailing.output, HasSubstr("trailing.json: not JSON (unreadable at byte"));
+  EXPECT_THAT(trailing.output, Not(HasSubstr("json.exception"))) << "the library's own words";
+  // Bars that are not bars: said in the report's terms, not the JSON library's.
+  std::ofstream(path("no-bars.json")) << R"({"per_worker": [{"step_histogram": "x"}]})";
+  auto no_bars = herd({"simulate", "--step-trace", path("no-bars.json"), "--out", out});
+  EXPECT_EQ(no_bars.exit_code, 2) << no_bars.output;
+  EXPECT_THAT(no_bars.output, HasSubstr("no-bars.json: worker 0: its step_histogram is not a list "
+                                        "of bars {lower_seconds, upper_seconds, count}"));
+  EXPECT_THAT(no_bars.output, Not(HasSubstr("json.exception")));
   // A negative count was read as 2^64 - 5 steps, and the run went on.
   report["per_worker"][0]["step_histogram"][0]["count"] = -5;
   std::ofstream(path("negative.json")) << report.dump();
@@ -1378,8 +1386,26 @@ TEST_F(herd_cli, settings_another_one_leaves_unused_are_named_at_the_start) {
   const auto result =
       herd({"train", "--data.dataset=synthetic", "--model.hidden=[8]", "--train.workers=2",
             "--train.epochs=1", "--train.eval-every=5", "--train.eval-every-epochs=1",
-            "--train.device=3", "--data.max-bytes=1000000000", "--metrics.bind=999.1.1.1"});
+            "--train.device=3", "--data.max-bytes=1000000000", "--metrics.bind=999.1.1.1",
+            "--imbalance.delay-ms=50", "--imbalance.factor=3", "--checkpoint.every-rounds=10",
+            "--data.max-texts=500"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("note: imbalance.delay-ms (command line) is not used: only "
+                                       "imbalance.kind = random reads it, and this run's is none"));
+  EXPECT_THAT(result.output, HasSubstr("note: imbalance.factor (command line) is not used: only "
+                                       "imbalance.kind = persistent reads it"));
+  EXPECT_THAT(result.output, HasSubstr("note: checkpoint.every-rounds (command line) is not used: "
+                                       "no checkpoint.dir is set"));
+  EXPECT_THAT(result.output, HasSubstr("note: data.max-texts (command line) is not used: it is for "
+                                       "data.dataset = fortunes, and this run's is synthetic"));
+  // A file's scenario turned off on the command line for a baseline run goes unsaid.
+  const auto scenario = path("scenario.ini");
+  std::ofstream(scenario) << "[imbalance]\nkind = \"random\"\nk = 1\ndelay-ms = 6\n";
+  const auto baseline =
+      herd({"train", "--config", scenario, "--data.dataset=synthetic", "--model.hidden=[8]",
+            "--train.workers=2", "--train.epochs=1", "--imbalance.kind=none"});
+  ASSERT_EQ(baseline.exit_code, 0) << baseline.output;
+  EXPECT_THAT(baseline.output, Not(HasSubstr("is not used")));
   EXPECT_THAT(result.output, HasSubstr("note: metrics.bind (command line) is not used: "
                                        "metrics.port = 0 serves no metrics"));
   EXPECT_THAT(result.output, HasSubstr("note: train.eval-every = 5 (command line) is not used: "
@@ -2061,6 +2087,15 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   EXPECT_EQ(truncated.exit_code, 2) << truncated.output;
   EXPECT_THAT(truncated.output,
               HasSubstr("herd train: cannot resume from " + newest + ": truncated"));
+  // ... and the newest intact one before it is named, to resume from instead.
+  std::string intact;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints))
+    if (entry.path().string() < newest)
+      intact = std::max(intact, entry.path().string());
+  ASSERT_FALSE(intact.empty());
+  EXPECT_THAT(truncated.output, HasSubstr("herd train: the newest intact checkpoint there is " +
+                                          intact + " (round "));
+  EXPECT_THAT(truncated.output, HasSubstr("remove the damaged one, or --resume " + intact));
 }
 
 // scripts/bench-cluster runs both layouts of a job and prints their per-round medians and the

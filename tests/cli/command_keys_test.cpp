@@ -2,6 +2,8 @@
 // command, refusals name the commands that use a key, a file's ignored keys are named in one line,
 // and each command's --help lists exactly its keys.
 #include "cli/command_keys.hpp"
+#include "cli/command_support.hpp"
+#include "cli/predict_command.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -120,6 +122,23 @@ TEST(command_keys, help_lists_exactly_the_keys_the_command_uses) {
   EXPECT_THAT(simulate, HasSubstr(" a local step's time"));
   EXPECT_THAT(simulate, testing::Not(HasSubstr("herd simulate:")));
   EXPECT_THAT(herd::config::describe_keys(), HasSubstr("herd simulate: a local step's time"));
+}
+
+// A mistyped option, or the name another command gives it (--out and --output), is answered
+// with the option meant; what is near nothing gets no guess.
+TEST(options, a_near_miss_of_an_option_is_answered_with_the_option_meant) {
+  using herd::cli::near_option;
+  const auto predict = herd::cli::options_of_help(herd::cli::predict_help());
+  EXPECT_THAT(predict, testing::IsSupersetOf({"--checkpoint", "--last", "--input", "--output",
+                                              "--help", "--version"}));
+  EXPECT_EQ(near_option("--out", predict), "; did you mean --output?");
+  EXPECT_EQ(near_option("--imput=x.npy", predict), "; did you mean --input?");
+  EXPECT_EQ(near_option("--output", {"--out", "--report"}), "; did you mean --out?");
+  EXPECT_EQ(near_option("--confg", {"--config", "--report", "--print-config"}),
+            "; did you mean --config?");
+  EXPECT_EQ(near_option("--verbose", predict), "");
+  EXPECT_EQ(near_option("--input", predict), "") << "not a miss";
+  EXPECT_EQ(near_option("input", predict), "") << "not an option";
 }
 
 } // namespace

@@ -289,6 +289,17 @@ TEST(summary, every_worker_slower_all_along_is_named_and_a_majority_never_is) {
                 run({3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 1.0}), {}))["stragglers"]
                 .size(),
             4U);
+  // An odd count of workers: the others are even in number, and their upper middle one counts
+  // (the mean of the two middle ones would let 2 of 3, and 3 of 5, pass as stragglers).
+  EXPECT_TRUE(nlohmann::json::parse(herd::cli::report_json(run({1.0, 3.0, 3.0}), {}))["stragglers"]
+                  .empty());
+  EXPECT_TRUE(nlohmann::json::parse(
+                  herd::cli::report_json(run({1.0, 1.0, 10.0, 10.0, 10.0}), {}))["stragglers"]
+                  .empty());
+  EXPECT_EQ(nlohmann::json::parse(
+                herd::cli::report_json(run({1.0, 1.0, 1.0, 10.0, 10.0}), {}))["stragglers"]
+                .size(),
+            2U);
   // Five of eight slow: the slow ones are the typical ones, and nobody is named.
   const auto most = run({3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 3.0});
   EXPECT_THAT(printed(most), testing::Not(HasSubstr("straggler")));

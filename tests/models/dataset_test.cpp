@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <iostream>
@@ -28,6 +29,7 @@ using test_files::write_gzip;
 using test_files::write_raw;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 idx_array make_array(std::vector<std::uint32_t> dims, std::vector<std::uint8_t> values) {
   idx_array array;
@@ -216,6 +218,17 @@ TEST(load_fashion_mnist, missing_directory_says_how_to_install_it) {
               AllOf(HasSubstr("Fashion-MNIST not found in " + missing),
                     HasSubstr("no such directory"),
                     HasSubstr("apt-get install dataset-fashion-mnist")));
+}
+
+// data.path naming a file (a config file given by mistake) is not "no such directory".
+TEST(load_fashion_mnist, a_file_for_the_directory_is_said_to_be_a_file) {
+  temp_directory dir;
+  const std::string file = dir.file("run.ini");
+  std::ofstream(file) << "[train]\n";
+  EXPECT_THAT(data_error_of([&] { load_fashion_mnist(file); }),
+              AllOf(HasSubstr("Fashion-MNIST not found in " + file),
+                    HasSubstr("it is a file, not a directory"),
+                    Not(HasSubstr("no such directory"))));
 }
 
 TEST(load_fashion_mnist, one_missing_file_is_named) {
