@@ -311,8 +311,6 @@ TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key
   }
 }
 
-// The coordinator evaluates, so a node needs the training files only: validation files of the
-// run's own are not read there (a node's machine need not hold them).
 // A run that fails on the coordinator fails on its nodes too: each still connected hears why and
 // ends failed (herd node exits 1), not "the job is over" as if it had ended well.
 TEST(cluster_runs, a_run_that_fails_fails_on_every_node_with_the_coordinators_reason) {
@@ -327,6 +325,8 @@ TEST(cluster_runs, a_run_that_fails_fails_on_every_node_with_the_coordinators_re
   }
 }
 
+// The coordinator evaluates, so a node needs the training files only: validation files of the
+// run's own are not read there (a node's machine need not hold them).
 TEST(cluster_runs, a_node_loads_the_training_data_without_the_validation_files) {
   auto j = make_job("sync", 2, 10);
   // The node's load_data below stands in for the files: only the settings it is given count.
