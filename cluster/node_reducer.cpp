@@ -191,6 +191,19 @@ private:
     return entry->second;
   }
 
+  // " (ranks of data plane generation 1: 0 = node 0, 1 = node 2, 2 = node 3)": the data plane's
+  // errors name ranks, which after a join or a loss are no longer the nodes' numbers.
+  std::string ranks_legend(std::uint32_t generation) const {
+    const auto entry = planes_.find(generation);
+    if (entry == planes_.end())
+      return {};
+    std::string legend = " (ranks of data plane generation " + std::to_string(generation) + ":";
+    for (std::size_t rank = 0; rank < entry->second.plane_nodes.size(); ++rank)
+      legend += (rank == 0 ? " " : ", ") + std::to_string(rank) + " = node " +
+                std::to_string(entry->second.plane_nodes[rank]);
+    return legend + ")";
+  }
+
   static int rank_of(const plane_entry& entry, std::int32_t node, std::uint32_t generation) {
     auto found = std::find(entry.plane_nodes.begin(), entry.plane_nodes.end(), node);
     if (found == entry.plane_nodes.end())
@@ -296,7 +309,12 @@ private:
     auto& held = found->second;
     held.prereduced = true; // also when the pre-reduction itself failed
     held.reduced = result.ok();
-    held.promise.deliver(reduce_done{round, setup_.node, result, seconds});
+    held.promise.deliver(reduce_done{
+        round, setup_.node,
+        result.ok()
+            ? result
+            : comm::status{result.kind(), result.message() + ranks_legend(held.order.generation)},
+        seconds});
     if (!result.ok())
       held.result = nullptr; // nobody gets garbage; the commit says skip
     if (held.committed)

@@ -1189,6 +1189,10 @@ TEST(cluster_runs, a_refused_data_plane_peer_is_reported_and_the_re_keyed_plane_
   // Under sync one round is in flight at a time: the first one is refused, and no round starts
   // until generation 1 is in use (without the pause, 2 to 4 rounds were aborted).
   EXPECT_EQ(run.summary->aborted_rounds, 1u) << run.all();
+  // The data plane names ranks; the abort says which node each rank is.
+  EXPECT_EQ(run.count("(ranks of data plane generation 0: 0 = node 0, 1 = node 1, 2 = node 2)"),
+            1u)
+      << run.all();
   EXPECT_EQ(run.count("refused data-plane messages from"), 1u) << run.all();
   EXPECT_EQ(run.count("data plane re-keyed: rounds go on through generation 1"), 1u) << run.all();
   // What an operator's dashboard and alert read.
