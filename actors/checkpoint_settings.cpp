@@ -6,6 +6,7 @@
 #include "models/optimizer.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -43,6 +44,33 @@ std::string saved_value(const std::map<std::string, std::string>& saved, const s
   return value;
 }
 
+// Whether `key` names a file or a directory.
+bool is_path_key(const std::string& key) {
+  const auto ends = [&key](const std::string& end) {
+    return key.size() > end.size() && key.compare(key.size() - end.size(), end.size(), end) == 0;
+  };
+  return key == "checkpoint.dir" || key == "data.path" || ends("-features") || ends("-labels") ||
+         ends("-file") || key.rfind("cluster.tls-", 0) == 0;
+}
+
+// Whether two written values of a path name one place ("ckpt" and "/srv/run/ckpt" from
+// /srv/run): a resume from a directory given another way changed nothing.
+bool same_place(const std::string& before, const std::string& after) {
+  const auto unquoted = [](std::string value) {
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+      value = value.substr(1, value.size() - 2);
+    return value;
+  };
+  const auto a = unquoted(before);
+  const auto b = unquoted(after);
+  if (a.empty() || b.empty())
+    return false;
+  std::error_code first, second;
+  const auto place_a = std::filesystem::weakly_canonical(a, first);
+  const auto place_b = std::filesystem::weakly_canonical(b, second);
+  return !first && !second && place_a == place_b;
+}
+
 } // namespace
 
 std::vector<std::string> changed_settings(const std::string& saved_ini,
@@ -54,7 +82,8 @@ std::vector<std::string> changed_settings(const std::string& saved_ini,
   std::vector<std::string> lines;
   for (const auto& [key, value] : after) {
     const auto old = before.find(key);
-    if (old != before.end() && old->second != value && unused_by_a_resumed_run.count(key) == 0)
+    if (old != before.end() && old->second != value && unused_by_a_resumed_run.count(key) == 0 &&
+        !(is_path_key(key) && same_place(old->second, value)))
       lines.push_back(key + ": " + old->second + " in the checkpoint, " + value + " now");
   }
   return lines;
