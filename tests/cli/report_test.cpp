@@ -157,6 +157,20 @@ std::string printed(const herd::actors::run_summary& summary) {
   return out.str();
 }
 
+// A run of workers 0, 1, ... whose mean steps are `means_ms`, `steps` steps each.
+herd::actors::run_summary with_step_means(const std::vector<double>& means_ms,
+                                          std::uint64_t steps = 100) {
+  herd::actors::run_summary summary;
+  for (std::size_t i = 0; i < means_ms.size(); ++i) {
+    herd::actors::worker_summary worker;
+    worker.worker = static_cast<int>(i);
+    worker.steps = steps;
+    worker.step_seconds.mean = means_ms[i] / 1e3;
+    summary.per_worker.push_back(worker);
+  }
+  return summary;
+}
+
 std::string summary_text(double waited, double barrier) {
   herd::actors::run_summary summary;
   summary.waiting.waited_seconds = waited;
@@ -180,16 +194,9 @@ TEST(summary, waiting_above_a_barriers_says_why_in_one_line) {
 // A worker slower all along is named, with how much slower its mean step is than the others'
 // median and how many of its steps were late; workers alike name nobody.
 TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
-  const auto run = [](std::vector<double> means_ms) {
-    herd::actors::run_summary summary;
-    for (std::size_t i = 0; i < means_ms.size(); ++i) {
-      herd::actors::worker_summary worker;
-      worker.worker = static_cast<int>(i);
-      worker.steps = 200;
-      worker.late_steps = i + 1 == means_ms.size() ? 178 : 0;
-      worker.step_seconds.mean = means_ms[i] / 1e3;
-      summary.per_worker.push_back(worker);
-    }
+  const auto run = [](const std::vector<double>& means_ms) {
+    auto summary = with_step_means(means_ms, 200);
+    summary.per_worker.back().late_steps = 178;
     return summary;
   };
   auto slow = run({1.0, 0.9, 1.2, 3.5});
@@ -211,15 +218,10 @@ TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
 // Across processes the summary and report name each worker's node, and list the workers lost and
 // joined: which node left or took over, when, and why.
 TEST(summary, workers_lost_and_joined_are_listed_with_their_nodes) {
-  herd::actors::run_summary summary;
-  for (int i = 0; i < 3; ++i) {
-    herd::actors::worker_summary worker;
-    worker.worker = i;
-    worker.steps = 100;
-    worker.step_seconds.mean = i == 1 ? 4e-3 : 1e-3;
-    worker.node = i == 2 ? "vm-d" : i == 1 ? "vm-b" : "vm-a";
-    summary.per_worker.push_back(worker);
-  }
+  auto summary = with_step_means({1.0, 4.0, 1.0});
+  summary.per_worker[0].node = "vm-a";
+  summary.per_worker[1].node = "vm-b";
+  summary.per_worker[2].node = "vm-d";
   summary.worker_events = {{31.24, 2, "vm-c", false, "its node was lost: vm-c left the job"},
                            {40.08, 2, "vm-d", true, ""}};
   const auto text = printed(summary);
@@ -263,17 +265,7 @@ TEST(summary, random_delays_on_half_the_steps_name_no_straggler) {
 // Two of eight slower all along (eager-SGD's setting in small) are both named, slowest first;
 // a majority is never named; past four, the rest are named by number in one line.
 TEST(summary, every_worker_slower_all_along_is_named_and_a_majority_never_is) {
-  const auto run = [](std::vector<double> means_ms) {
-    herd::actors::run_summary summary;
-    for (std::size_t i = 0; i < means_ms.size(); ++i) {
-      herd::actors::worker_summary worker;
-      worker.worker = static_cast<int>(i);
-      worker.steps = 100;
-      worker.step_seconds.mean = means_ms[i] / 1e3;
-      summary.per_worker.push_back(worker);
-    }
-    return summary;
-  };
+  const auto run = [](const std::vector<double>& means_ms) { return with_step_means(means_ms); };
   const auto two = run({1.0, 3.0, 1.1, 0.9, 1.0, 4.0, 1.0, 1.2});
   const auto text = printed(two);
   EXPECT_THAT(text, HasSubstr("  straggler         worker 5: mean step 4.00x"));
@@ -389,8 +381,14 @@ TEST(summary, every_line_fits_an_80_column_terminal) {
     worker.waited_compared_seconds = 999.99;
     worker.wait_seconds_per_step.mean = 0.01234;
     worker.barrier_wait_seconds = 1234.56;
+    worker.node = "gpu-worker-" + std::to_string(w) + ".us-east-1.compute.internal";
     summary.per_worker.push_back(worker);
   }
+  summary.per_worker[3].step_seconds.mean = 0.9; // a straggler, on a node of a long name
+  for (int e = 0; e < 10; ++e)                   // more events than the summary lists
+    summary.worker_events.push_back(
+        {12345.6 + e, e, "gpu-worker-" + std::to_string(e) + ".us-east-1.compute.internal",
+         e % 2 == 1, e % 2 == 1 ? "" : "its node was lost: the connection to it closed"});
   std::ostringstream out;
   herd::cli::print_summary(out, summary);
   std::istringstream lines(out.str());
@@ -406,6 +404,8 @@ TEST(summary, every_line_fits_an_80_column_terminal) {
   EXPECT_THAT(out.str(), HasSubstr("(*: a worker lost during the run)"));
   // The workers computed 16 x 3950592 samples, none of them applied.
   EXPECT_THAT(out.str(), HasSubstr("0 applied (0 samples/s); 63209472 computed"));
+  EXPECT_THAT(out.str(), HasSubstr("and 2 more (the report's worker_events lists them all)"));
+  EXPECT_THAT(out.str(), HasSubstr("worker 3 (node gpu-worker-3.us-east-1.compute.internal)"));
 }
 
 // The step-time distribution per worker: median, p90, max and the coefficient of variation in
