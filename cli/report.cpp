@@ -1,6 +1,7 @@
 // The run summary and the JSON report; see report.hpp.
 #include "cli/report.hpp"
 
+#include "cli/stragglers.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
@@ -43,61 +44,6 @@ double avoided_fraction(const actors::waiting_summary& w) {
   return w.barrier_seconds > 0.0 ? 1.0 - w.waited_seconds / w.barrier_seconds : 0.0;
 }
 
-// The workers slower all along: each whose mean step is at least straggler_ratio times the median
-// of the other live workers' means, slowest first. A machine slower all along, not a few slow
-// steps; several when several are slow, never a majority. None with fewer than two live workers.
-// The mean, not the median: delays that strike workers at random leave every mean alike, but
-// where they strike half the steps each worker's median falls on the delayed or the undelayed
-// steps by chance.
-constexpr double straggler_ratio = 1.5;
-
-struct straggler_found {
-  const actors::worker_summary* worker = nullptr;
-  double others_median = 0.0; // seconds: the median of the other live workers' mean steps
-  double ratio() const { return worker->step_seconds.mean / others_median; }
-};
-
-std::vector<straggler_found> stragglers_of(const actors::run_summary& s) {
-  std::vector<const actors::worker_summary*> live;
-  for (const auto& w : s.per_worker)
-    if (w.live && w.steps > 0)
-      live.push_back(&w);
-  if (live.size() < 2)
-    return {};
-  std::stable_sort(live.begin(), live.end(),
-                   [](auto* a, auto* b) { return a->step_seconds.mean < b->step_seconds.mean; });
-  // The others of the worker at sorted position p are the sorted means without p: their k-th
-  // is the k-th of all below p and the (k+1)-th from p on.
-  const std::size_t others = live.size() - 1;
-  const auto others_at = [&](std::size_t p, std::size_t k) {
-    return live[k < p ? k : k + 1]->step_seconds.mean;
-  };
-  // Of an even count of others, the upper of the two middle ones: their mean would let a
-  // majority pass (means 1, 3, 3 ms: each 3 ms worker is 1.5x the mean of 1 and 3).
-  std::vector<straggler_found> found;
-  for (std::size_t p = live.size(); p-- > 0;) {
-    const double median = others_at(p, others / 2);
-    if (median <= 0.0 || live[p]->step_seconds.mean < straggler_ratio * median)
-      break; // the faster ones are further from their others' median still
-    found.push_back(straggler_found{live[p], median});
-  }
-  return found;
-}
-
-std::string straggler_line(const straggler_found& found) {
-  const auto& w = *found.worker;
-  std::string text = "worker " + std::to_string(w.worker) +
-                     (w.node.empty() ? std::string() : " (node " + w.node + ")") + ": mean step " +
-                     fixed(found.ratio(), 2) + "x the others' (" +
-                     fixed(w.step_seconds.mean * 1e3, 2) + " ms against " +
-                     fixed(found.others_median * 1e3, 2) + " ms)";
-  if (w.late_steps > 0)
-    text += "; " +
-            fixed(100.0 * static_cast<double>(w.late_steps) / static_cast<double>(w.steps), 0) +
-            "% of its steps were late";
-  return text;
-}
-
 // The summary lists this many of the workers' losses and joins, a line each.
 constexpr std::size_t shown_events = 8;
 
@@ -106,16 +52,6 @@ std::string event_line(const actors::worker_event& e) {
   const std::string node = e.node.empty() ? std::string() : " (node " + e.node + ")";
   return fixed(e.seconds, 1) + " s: worker " + std::to_string(e.worker) +
          (e.joined ? " joined" + node : node + " lost: " + e.why);
-}
-
-// The summary names this many stragglers a line each, and the rest by number in one more.
-constexpr std::size_t shown_stragglers = 4;
-
-std::string unshown_stragglers(const std::vector<straggler_found>& stragglers) {
-  std::string text = stragglers.size() == shown_stragglers + 1 ? "worker" : "workers";
-  for (std::size_t i = shown_stragglers; i < stragglers.size(); ++i)
-    text += (i == shown_stragglers ? " " : ", ") + std::to_string(stragglers[i].worker->worker);
-  return text;
 }
 
 std::string waiting_line(const actors::waiting_summary& w) {
@@ -337,8 +273,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
     line("isolation guard", std::to_string(s.isolation_interventions) + " group(s) built across " +
                                 "disconnected workers");
   if (s.algorithm == "async")
-    line("parameter server", std::to_string(s.server_updates) +
-                                 " gradients applied; staleness " +
+    line("parameter server", std::to_string(s.server_updates) + " gradients applied; staleness " +
                                  fixed(s.server_staleness_mean, 2) + " versions on average, " +
                                  std::to_string(s.server_staleness_max) + " at most");
   if (s.aborted_rounds > 0)
@@ -362,13 +297,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                               std::to_string(s.stale_contributions) + " stale, " +
                               std::to_string(s.empty_contributions) + " empty; " +
                               std::to_string(late_steps(s)) + " late steps");
-  const auto stragglers = stragglers_of(s);
-  for (std::size_t i = 0; i < std::min(stragglers.size(), shown_stragglers); ++i)
-    line("straggler", straggler_line(stragglers[i]));
-  if (stragglers.size() > shown_stragglers)
-    line("straggler", "and " + std::to_string(stragglers.size() - shown_stragglers) +
-                          " more at least " + fixed(straggler_ratio, 1) +
-                          "x the others' mean step: " + unshown_stragglers(stragglers));
+  for (const auto& text : straggler_lines(s))
+    line("straggler", text);
   line("waiting", waiting_line(s.waiting));
   // Workers compute more samples than are applied where late gradients are dropped.
   std::uint64_t computed = 0;
