@@ -244,9 +244,13 @@ int run_node_command(const std::vector<std::string>& args) {
   // One write per line: a refused data-plane peer is told from a reduction's thread. Stamped
   // with the seconds since the node started, as the coordinator's lines are with its run's: a
   // log outside journald says when the node lost the coordinator, and how long it waited.
-  options.on_notice = [started = std::chrono::steady_clock::now()](const std::string& text) {
-    const std::chrono::duration<double> since = std::chrono::steady_clock::now() - started;
-    std::cout << (log_stamp(since.count()) + "herd node: " + text + "\n") << std::flush;
+  const auto started = std::chrono::steady_clock::now();
+  const auto stamp = [started] {
+    return log_stamp(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  };
+  options.on_notice = [stamp](const std::string& text) {
+    std::cout << (stamp() + "herd node: " + text + "\n") << std::flush;
   };
   std::cout << "herd node: " << options.workers << " worker(s), coordinator "
             << options.coordinator_host << ':' << options.coordinator_port << std::endl;
@@ -254,8 +258,8 @@ int run_node_command(const std::vector<std::string>& args) {
   // second one ends the process at once (main() installed the handlers).
   options.leave = &stop_signal_flag();
   const auto outcome = cluster::run_node(options);
-  if (!outcome.ok) {
-    std::cerr << "herd node: " << outcome.error << '\n';
+  if (!outcome.ok) { // stamped too: when a node failed is what its log is read for
+    std::cerr << stamp() << "herd node: " << outcome.error << '\n';
     return stop_signalled() ? exit_interrupted : exit_run_failed;
   }
   return exit_ok;

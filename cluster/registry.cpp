@@ -24,7 +24,7 @@ caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
   notice("node " + std::to_string(nodes_.size() - 1) + " (" + hello.name + ", " +
          count_of(hello.workers, "worker") + ") joined; " +
          (part ? "it holds part " + resume_parts()[*part].file + "; " : std::string()) +
-         nodes_of_min_nodes(nodes_.size()));
+         nodes_of_min_nodes(nodes_.size()) + name_clash(nodes_.size() - 1));
   auto promise = nodes_.back().welcome;
   if (resuming() ? nodes_.size() == resume_parts().size()
                  : cluster_complete(nodes_.size(), context_->config.cluster.min_nodes))
@@ -381,6 +381,18 @@ caf::error registry_actor::refuse(const node_hello& hello, const std::string& wh
 
 std::string registry_actor::label(std::size_t index) const {
   return "node " + std::to_string(index) + " (" + nodes_[index].hello.name + ")";
+}
+
+// Machines cloned from one image keep its host name, the default --name: the logs and the
+// metrics' node label would not tell them apart.
+std::string registry_actor::name_clash(std::size_t index) const {
+  for (std::size_t other = 0; other < nodes_.size(); ++other)
+    if (other != index && nodes_[other].live && !nodes_[other].departed &&
+        nodes_[other].hello.name == nodes_[index].hello.name)
+      return "; node " + std::to_string(other) + " is named " + nodes_[index].hello.name +
+             " too: give each node a name of its own (herd node --name), or the logs and the "
+             "metrics cannot tell them apart";
+  return {};
 }
 
 std::string registry_actor::plane_key(std::uint32_t generation) {

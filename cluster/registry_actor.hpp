@@ -233,6 +233,8 @@ private:
   caf::error refuse(const node_hello& hello, const std::string& why);
 
   std::string label(std::size_t index) const;
+  // "; node 0 is named vm too: ..." where another live node has node `index`'s name; "" else.
+  std::string name_clash(std::size_t index) const;
 
   // The key that seals the messages of data plane `generation`, drawn when first asked for; ""
   // when the data plane is not sealed (cluster.data-encryption). It reaches only the nodes of that

@@ -16,7 +16,7 @@ caf::result<node_welcome> registry_actor::on_hello_running(const node_hello& hel
   nodes_.push_back(std::move(entry));
   auto promise = nodes_.back().welcome;
   notice(label(index) + " asks to join the running job in place of lost " +
-         worker_list(nodes_.back().slots));
+         worker_list(nodes_.back().slots) + name_clash(index));
   ledger_.enqueue(index);
   next_turn();
   return promise;

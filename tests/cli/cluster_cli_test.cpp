@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -704,6 +705,11 @@ TEST(cluster_cli, a_node_without_the_cluster_token_is_refused_and_the_job_goes_o
   EXPECT_EQ(stranger.wait(60s), 1) << run.logs();
   EXPECT_NE(stranger.output().find("refused this node: wrong cluster.token"), std::string::npos)
       << run.logs();
+  // Its last line, the reason it ended, is stamped as its others are: when is what a log is read
+  // for.
+  EXPECT_TRUE(std::regex_search(
+      stranger.output(), std::regex(R"(\[ *[0-9]+\.[0-9]s\] herd node: the coordinator refused)")))
+      << stranger.output();
   auto& member = run.add_node(1, {"--cluster.token=blue-herd-42"});
   EXPECT_EQ(run.coordinator().wait(5min), 0) << run.logs();
   EXPECT_EQ(member.wait(30s), 0) << run.logs();

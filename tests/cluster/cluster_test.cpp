@@ -924,6 +924,14 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
   ASSERT_FALSE(parting.empty());
   EXPECT_THAT(parting, testing::Contains("leaves once the join under way has ended (a second "
                                          "stop signal leaves at once)"));
+  // Every node here has this machine's host name, the default --name: the logs could not tell
+  // them apart, and the coordinator says so (for the second node to join, and the joiner).
+  EXPECT_EQ(notices
+                .containing(" too: give each node a name of its own (herd node --name), or the "
+                            "logs and the metrics cannot tell them apart")
+                .size(),
+            3u)
+      << all();
   EXPECT_THAT(parting.back(),
               testing::StartsWith("left the job once the rounds it was in had ended"))
       << all();
