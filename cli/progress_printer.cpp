@@ -119,7 +119,10 @@ std::string progress_printer::status(const actors::progress& now, int columns) c
        1},
       {(now.steps > 0 ? fixed(now.samples_per_second, 0) : std::string("-")) + " samples/s", 5},
       {clock_text(now.elapsed_seconds), 3},
-      {eta ? "ETA " + clock_text(*eta) : std::string("ETA  -  "), 1},
+      {stopping_ ? std::string("stopping")
+       : eta     ? "ETA " + clock_text(*eta)
+                 : std::string("ETA  -  "),
+       1},
   };
   const auto width = static_cast<std::size_t>(std::max(1, columns - 1));
   for (int dropped_above = 7; dropped_above >= 0; --dropped_above) {
@@ -223,6 +226,11 @@ void progress_printer::on_notice(std::string_view text) {
     out_ << log_stamp(stamp(run_time_->first + since.count()));
   }
   out_ << line << std::endl;
+}
+
+void progress_printer::stopping() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  stopping_ = true;
 }
 
 void progress_printer::finish() {

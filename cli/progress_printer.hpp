@@ -62,6 +62,10 @@ public:
   /// Ends the live line so that what follows starts on a fresh line.
   void finish();
 
+  /// A stop was asked for (a stop signal): the live line says "stopping" where its ETA was,
+  /// which no longer holds.
+  void stopping();
+
   /// The live line for `now` in at most `columns - 1` characters (the last column stays free, so
   /// the cursor never wraps): the least important parts go first, then the line is cut.
   std::string status(const actors::progress& now, int columns) const;
@@ -84,6 +88,7 @@ private:
   // from there. None before the first.
   std::optional<std::pair<double, std::chrono::steady_clock::time_point>> run_time_;
   bool line_open_ = false;
+  bool stopping_ = false;
   // The output's reader went away (herd train | head): said once, on standard error.
   bool closed_noted_ = false;
   void note_if_closed();

@@ -410,6 +410,7 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
       if (!run.started || run.started())
         printer.on_notice("interrupted by " + stop_signal_name() +
                           ": stopping after the rounds in flight (" + again + " aborts)");
+      printer.stopping();
       run.request_stop();
     }
   }

@@ -154,6 +154,12 @@ TEST(progress_printer, the_eta_follows_the_stopping_rule_in_force) {
   now.epoch = 1.0;
   EXPECT_NE(by_epochs.status(now, 200).find("ETA 3:20"), std::string::npos)
       << by_epochs.status(now, 200);
+  // Once a stop was asked for, no time left is promised: the line that stays above the summary
+  // said "ETA 0:10" for an interrupted run.
+  by_epochs.stopping();
+  const auto stopping = by_epochs.status(now, 80);
+  EXPECT_NE(stopping.find("stopping"), std::string::npos) << stopping;
+  EXPECT_EQ(stopping.find("ETA"), std::string::npos) << stopping;
 }
 
 TEST(progress_printer, piped_lines_are_stamped_in_time_order) {
