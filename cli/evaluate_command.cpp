@@ -184,16 +184,20 @@ int run_evaluate(const std::vector<std::string>& args) {
   const auto whole = model.evaluate(ops, parameters, test, batch, *work);
   const auto counts = count_classes(model, parameters, test, batch);
   const auto& counters = loaded->state.coordinator.counters;
-  std::printf("herd evaluate: %s (round %llu, epoch %.2f of a %s run with %d worker%s)\n"
-              "  parameters      %s\n"
+  // The checkpoint's path makes the first line long: broken to a terminal's width.
+  std::cout << for_standard_output("herd evaluate: " + loaded->file + " (round " +
+                                   std::to_string(counters.rounds) + ", epoch " +
+                                   fixed(counters.epochs(), 2) + " of a " +
+                                   loaded->config.train.algorithm + " run with " +
+                                   std::to_string(loaded->config.train.workers) +
+                                   (loaded->config.train.workers == 1 ? " worker)" : " workers)"))
+            << std::endl;
+  std::printf("  parameters      %s\n"
               "  model           %s\n"
               "  test set        %s, %zu samples\n"
               "  test accuracy   %.4f\n"
               "  test loss       %.4f\n"
               "  per class       accuracy  precision  samples\n",
-              loaded->file.c_str(), static_cast<unsigned long long>(counters.rounds),
-              counters.epochs(), loaded->config.train.algorithm.c_str(),
-              loaded->config.train.workers, loaded->config.train.workers == 1 ? "" : "s",
               loaded->parameters_origin.c_str(), model.describe().c_str(),
               test_set_words(*loaded).c_str(), whole.samples, whole.accuracy(), whole.mean_loss);
   for (std::size_t c = 0; c < counts.confusion.size(); ++c)
