@@ -191,14 +191,6 @@ private:
     return why;
   }
 
-  // Why the coordinator turned this node away, if it has said so (its join failed).
-  std::optional<std::string> turned_away() {
-    std::optional<std::string> why;
-    self_->receive([&](leave_atom, std::string& text) { why = std::move(text); },
-                   caf::after(std::chrono::milliseconds(0)) >> [] {});
-    return why;
-  }
-
   // Empty once welcomed; otherwise why not.
   std::string await_welcome() {
     std::string failure;
@@ -334,11 +326,6 @@ private:
         outcome_.lost_coordinator = true;
         return false;
       }
-      if (auto why = turned_away()) // a join that failed: the coordinator's reason too
-        return failed(std::string("the data plane did not connect, and the coordinator turned "
-                                  "this node away: ") +
-                      *why + " (here: " + bad.what() + ")" +
-                      (welcome_.running ? "; start it again to try to join once more" : ""));
       if (auto why = store_ ? store_->refusal() : std::nullopt) // the cause first, then Gloo's
         return failed("the data plane did not connect, because " + *why + " (" + bad.what() + ")");
       return failed(std::string("the data plane did not connect: ") + bad.what());

@@ -76,29 +76,45 @@ void registry_actor::on_set(const std::string& key, const bytes& value) {
     notice("ignored a rendezvous key from a process that is not a welcomed node");
 }
 
+// Why a rendezvous read of `process` is refused: a node whose join failed hears why (it was
+// welcomed, and "for welcomed nodes only" read as if it had not been); `otherwise` else.
+std::string registry_actor::read_refusal(const caf::node_id& process,
+                                         const std::string& otherwise) const {
+  for (const auto& node : nodes_)
+    if (node.process == process && !node.turned_away.empty())
+      return "the coordinator turned this node away: " + node.turned_away +
+             "; start it again to try to join once more";
+  return otherwise;
+}
+
 caf::result<bytes> registry_actor::on_get(const std::string& key) {
-  if (!keys_.admits(sender_process()))
+  const auto process = sender_process();
+  if (!keys_.admits(process))
     return make_error(herd_errc::join_refused,
-                      "the data plane's rendezvous is for welcomed nodes only");
+                      read_refusal(process, "the data plane's rendezvous is for welcomed nodes "
+                                            "only"));
   if (const auto* value = keys_.find(key))
     return *value;
   auto promise = make_response_promise<bytes>();
-  keys_.wait(key, [this, promise, key](const bytes* value) mutable {
+  keys_.wait(key, [this, promise, key, process](const bytes* value) mutable {
     if (value != nullptr)
       promise.deliver(*value);
     else
       // Only the reason: the store names the key, and a node leads its error with the reason.
-      promise.deliver(make_error(herd_errc::join_refused,
-                                 over_ ? "the run ended before it started" + over_why_
-                                       : "the data plane generation failed on another node"));
+      promise.deliver(make_error(
+          herd_errc::join_refused,
+          over_ ? "the run ended before it started" + over_why_
+                : read_refusal(process, "the data plane generation failed on another node")));
   });
   return promise;
 }
 
 caf::result<bool, bytes> registry_actor::on_peek(const std::string& key) {
-  if (!keys_.admits(sender_process()))
+  const auto process = sender_process();
+  if (!keys_.admits(process))
     return make_error(herd_errc::join_refused,
-                      "the data plane's rendezvous is for welcomed nodes only");
+                      read_refusal(process, "the data plane's rendezvous is for welcomed nodes "
+                                            "only"));
   const auto* value = keys_.find(key);
   return {value != nullptr, value != nullptr ? *value : bytes{}};
 }

@@ -228,6 +228,7 @@ private:
   void count_nodes();
 
   caf::node_id sender_process();
+  std::string read_refusal(const caf::node_id& process, const std::string& otherwise) const;
   void notice(const std::string& text);
   // Refuses a node's hello, saying so in the coordinator's log too.
   caf::error refuse(const node_hello& hello, const std::string& why);

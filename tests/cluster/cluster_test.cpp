@@ -938,6 +938,55 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
   EXPECT_TRUE(notices.containing("aborted").empty()) << all();
 }
 
+// A join that fails on a peer's side (here the node that stays cannot connect the join's data
+// plane; on a real network, bytes from a stranger on its port did it): the joining node says the
+// coordinator's reason, not the rendezvous's "for welcomed nodes only", which read as if it had
+// never been welcomed.
+TEST(cluster_runs, a_node_turned_away_from_a_failed_join_says_the_coordinators_reason) {
+  auto j = make_endless_job("sync", 2);
+  j.config.cluster.min_nodes = 2;
+  j.config.cluster.data_timeout_ms = 5000;
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  notice_log notices;
+  options.observer = &notices;
+  cluster_session session(j.config, j.data, options);
+  auto probe = std::make_shared<recording_probe>(2, parameter_count(j));
+  std::atomic<bool> leave{false};
+  node_outcome stays, left;
+  std::thread staying([&] {
+    auto node = node_for(j, session.port(), 1, probe);
+    node.adjust_plane = [](std::uint32_t generation, herd::comm::gloo_plane_options& plane) {
+      if (generation == 1)
+        plane.hostname = "192.0.2.1"; // TEST-NET-1: no address of this machine
+    };
+    stays = herd::cluster::run_node(node);
+  });
+  std::thread leaving([&] {
+    auto node = node_for(j, session.port(), 1, probe);
+    node.leave = &leave;
+    left = herd::cluster::run_node(node);
+  });
+  ASSERT_TRUE(eventually([&] { return probe->rounds(0) >= 10 && probe->rounds(1) >= 10; },
+                         std::chrono::seconds(60)));
+  leave = true;
+  leaving.join();
+  ASSERT_TRUE(left.left) << left.error;
+  const auto joined = herd::cluster::run_node(node_for(j, session.port(), 1, probe));
+  session.request_stop();
+  session.wait_for(std::chrono::minutes(2));
+  staying.join();
+  const auto all = testing::PrintToString(notices.containing(""));
+  EXPECT_TRUE(stays.ok) << stays.error;
+  EXPECT_FALSE(joined.ok);
+  EXPECT_THAT(joined.error,
+              testing::HasSubstr("the data plane did not connect, because the coordinator turned "
+                                 "this node away: the data plane did not reconnect: node "))
+      << joined.error << all;
+  EXPECT_THAT(joined.error, testing::HasSubstr("start it again to try to join once more"));
+  EXPECT_THAT(joined.error, testing::Not(testing::HasSubstr("welcomed nodes only")));
+}
+
 // Joins that fail free the lost slots again, and the next node joins in their place: one whose
 // data plane cannot listen on its --data-host (it fails before any peer connects), then one that
 // crashes right after its data plane connected (every live node has that generation of the plane
