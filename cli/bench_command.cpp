@@ -10,8 +10,10 @@
 #include "cli/bench_plots.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/stop_signals.hpp"
+#include "cli/text_table.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
@@ -264,26 +266,27 @@ std::string format(const std::optional<double>& value, int digits, const std::st
 }
 
 void print_table(std::ostream& out, const std::vector<table_row>& rows, double target,
-                 int snapshot_ms) {
-  out << "\n"
-      << std::left << std::setw(12) << "scenario" << std::setw(11) << "algorithm" << std::right
-      << std::setw(12) << (target > 0.0 ? "to " + format(target, 2) + " (s)" : "to target")
-      << std::setw(11) << "final acc" << std::setw(11) << "vs sync" << std::setw(12) << "samples/s"
-      << std::setw(10) << "speedup" << std::setw(21) << "idle / barrier (s)" << '\n';
+                 int snapshot_ms, std::size_t columns) {
+  text_table table(2);
+  table.add_column("scenario", text_table::align::left);
+  table.add_column("algorithm", text_table::align::left);
+  table.add_column(target > 0.0 ? "to " + format(target, 2) + " (s)" : "to target");
+  for (const char* header : {"final acc", "vs sync", "samples/s", "speedup", "idle / barrier (s)"})
+    table.add_column(header);
   for (const auto& row : rows) {
     std::string to_target = format(row.seconds_to_target, 1);
     if (row.reached > 0 && row.reached < row.runs)
       to_target += " (" + std::to_string(row.reached) + "/" + std::to_string(row.runs) + ")";
-    out << std::left << std::setw(12) << row.scenario << std::setw(11) << row.algorithm
-        << std::right << std::setw(12) << to_target << std::setw(11)
-        << format(row.final_accuracy, 4) + (row.cut_short > 0 ? "*" : "") << std::setw(11)
-        << format(row.accuracy_vs_sync ? std::optional<double>(100.0 * *row.accuracy_vs_sync)
-                                       : std::nullopt,
-                  2, " pp", true)
-        << std::setw(12) << format(row.samples_per_second, 0) << std::setw(10)
-        << format(row.speedup, 2, "x") << std::setw(21)
-        << format(row.waited_seconds, 1) + " / " + format(row.barrier_seconds, 1) << '\n';
+    table.add_row(
+        {row.scenario, row.algorithm, to_target,
+         format(row.final_accuracy, 4) + (row.cut_short > 0 ? "*" : ""),
+         format(row.accuracy_vs_sync ? std::optional<double>(100.0 * *row.accuracy_vs_sync)
+                                     : std::nullopt,
+                2, " pp", true),
+         format(row.samples_per_second, 0), format(row.speedup, 2, "x"),
+         format(row.waited_seconds, 1) + " / " + format(row.barrier_seconds, 1)});
   }
+  out << "\n" << table.render(columns);
   if (std::any_of(rows.begin(), rows.end(), [](const table_row& row) { return row.cut_short; }))
     out << "* train.max-seconds stopped some of its runs before their epochs: its final accuracy\n"
            "  is not at equal epochs with the others' (results.json: runs[].stop_reason)\n";
@@ -437,7 +440,8 @@ void write_results(const std::vector<bench_run>& runs, const bench_arguments& ar
                    const config::run_config& job, const std::optional<double>& delay_ms,
                    bool interrupted) {
   const auto rows = make_table(runs, args);
-  print_table(std::cout, rows, job.train.target_accuracy, args.snapshot_ms);
+  print_table(std::cout, rows, job.train.target_accuracy, args.snapshot_ms,
+              static_cast<std::size_t>(standard_output_columns()));
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.csv").string(), csv(rows));
   write_file_atomically((dir / "results.json").string(),

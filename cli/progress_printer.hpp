@@ -44,6 +44,9 @@ std::string for_standard_output(const std::string& line);
 /// The same for whatever `descriptor` writes to (STDERR_FILENO for notes).
 std::string for_terminal(const std::string& line, int descriptor);
 
+/// The width of the terminal standard output writes to, else $COLUMNS, else 80.
+int standard_output_columns();
+
 /// "[   12.3s] ": what starts a log line `seconds` into the run (or the process).
 std::string log_stamp(double seconds);
 

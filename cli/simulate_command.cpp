@@ -7,6 +7,7 @@
 #include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/stop_signals.hpp"
+#include "cli/text_table.hpp"
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
 
@@ -154,14 +155,13 @@ std::string few_rounds_note(const std::vector<cell>& cells) {
          "; raise simulate.steps for a steadier figure";
 }
 
-void print_table(std::ostream& out, const std::vector<cell>& cells) {
+void print_table(std::ostream& out, const std::vector<cell>& cells, std::size_t columns) {
   const auto sync = sync_pace(cells);
-  out << '\n'
-      << std::left << std::setw(10) << "algorithm" << std::right << std::setw(7) << "P"
-      << std::setw(12) << "steps/s" << std::setw(11) << "applied/s" << std::setw(9) << "vs sync"
-      << std::setw(8) << "idle" << std::setw(11) << "waited/bar" << std::setw(9) << "group"
-      << std::setw(16) << "staleness" << std::setw(10) << "rounds/s" << std::setw(8) << "late"
-      << std::setw(9) << "host s" << '\n';
+  text_table table(2);
+  table.add_column("algorithm", text_table::align::left);
+  for (const char* header : {"P", "steps/s", "applied/s", "vs sync", "idle", "waited/bar", "group",
+                             "staleness", "rounds/s", "late", "host s"})
+    table.add_column(header);
   for (const auto& c : cells) {
     const auto& r = c.result;
     const auto base = sync.find(r.workers);
@@ -174,14 +174,12 @@ void print_table(std::ostream& out, const std::vector<cell>& cells) {
                                   std::to_string(r.max_staleness) + ") " +
                                   (r.staleness_unit == "steps" ? "st" : "rd");
     const double late = r.steps > 0 ? 100.0 * r.late_steps / r.steps : 0.0;
-    out << std::left << std::setw(10) << r.algorithm << std::right << std::setw(7) << r.workers
-        << std::setw(12) << fixed(r.steps_per_second, 1) << std::setw(11)
-        << fixed(r.applied_per_second, 1) << std::setw(9) << speedup << std::setw(7)
-        << fixed(100.0 * r.idle_fraction, 1) << '%' << std::setw(11) << waited << std::setw(9)
-        << fixed(r.mean_group_size, 1) << std::setw(16) << staleness << std::setw(10)
-        << fixed(r.rounds / r.seconds, 1) << std::setw(7) << fixed(late, 1) << '%' << std::setw(9)
-        << fixed(c.wall_seconds, 2) << '\n';
+    table.add_row({r.algorithm, std::to_string(r.workers), fixed(r.steps_per_second, 1),
+                   fixed(r.applied_per_second, 1), speedup, fixed(100.0 * r.idle_fraction, 1) + "%",
+                   waited, fixed(r.mean_group_size, 1), staleness, fixed(r.rounds / r.seconds, 1),
+                   fixed(late, 1) + "%", fixed(c.wall_seconds, 2)});
   }
+  out << '\n' << table.render(columns);
   // Lines of at most 80 columns: the legend under a table read in a terminal.
   out << "\nsteps/s: local steps of all workers per simulated second; applied/s: the steps'\n"
          "worth of samples that rounds took into the model per second (a late gradient\n"
@@ -482,10 +480,12 @@ int run_simulate(const std::vector<std::string>& raw) {
   scenario << "; imbalance " << imbalance_text(job.imbalance) << "; network "
            << network_text(job.simulate, how.reduction) << ", " << job.simulate.collective
            << " reductions of " << job.simulate.model_mb << " MB";
-  std::cout << "herd simulate: " << join(args.algorithms) << " at P =";
+  std::vector<std::string> size_names;
   for (int size : sizes)
-    std::cout << ' ' << size;
-  std::cout << "; " << scenario.str() << std::endl;
+    size_names.push_back(std::to_string(size));
+  std::cout << for_standard_output("herd simulate: " + join(args.algorithms) +
+                                   " at P = " + join(size_names) + "; " + scenario.str())
+            << std::endl;
 
   if (auto note = capped_groups_note(job, sizes, args.algorithms); !note.empty())
     std::cerr << for_terminal("herd simulate: note: " + note, STDERR_FILENO) << '\n';
@@ -539,7 +539,7 @@ int run_simulate(const std::vector<std::string>& raw) {
     if (cells.empty())
       return exit_interrupted;
   }
-  print_table(std::cout, cells);
+  print_table(std::cout, cells, static_cast<std::size_t>(standard_output_columns()));
   // A cell of few rounds loses much to the one the run's end cuts off (its steps count, its
   // samples do not): sync at large P holds a few dozen rounds in the default 200 step times.
   if (auto note = few_rounds_note(cells); !note.empty())

@@ -324,6 +324,7 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
 // herd simulate: the table, results.json with one row per algorithm and P, and its refusals.
 TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   const auto out = path("simulated");
+  ::unsetenv("COLUMNS"); // output to a pipe is then fitted to 80 columns
   auto run = herd({"simulate", "--algorithms=sync,solo,wagma", "--simulate.workers=[2,16]",
                    "--simulate.steps=20", "--imbalance.kind=random", "--imbalance.k=2",
                    "--simulate.network=25gbe", "--simulate.alpha-us=5", "--out", out});
@@ -338,6 +339,17 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   EXPECT_EQ(run.output.find("note:"), run.output.rfind("note:")) << "one note, not one a cell";
   EXPECT_THAT(run.output, HasSubstr("network custom (alpha 5 us, 3.125 GB/s: simulate.alpha-us "
                                     "over 25gbe)"));
+  // The table keeps to 80 columns: its twelve columns
+  // take two parts, each led by the algorithm and P.
+  std::istringstream lines(run.output);
+  int headers = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("algorithm ", 0) == 0 || line.rfind("sync ", 0) == 0 ||
+        line.rfind("solo ", 0) == 0 || line.rfind("wagma ", 0) == 0) {
+      EXPECT_LT(line.size(), 80u) << line;
+      headers += line.rfind("algorithm ", 0) == 0;
+    }
+  EXPECT_EQ(headers, 2) << run.output;
   std::ifstream in(out + "/results.json");
   const auto written = nlohmann::json::parse(in);
   EXPECT_EQ(written["settings"]["network"], "custom");
