@@ -128,6 +128,11 @@ void serialize(Archive& archive, model_inputs& x) {
 }
 
 template <class Archive>
+void serialize(Archive& archive, worker_event& x) {
+  archive(x.seconds, x.worker, x.node, x.joined, x.why);
+}
+
+template <class Archive>
 void serialize(Archive& archive, coordinator_record& x) {
   archive(x.elapsed_seconds, x.counters, x.evaluations, x.policy_state, x.unstarted, x.unheard,
           x.next_round, x.next_aggregator, x.samples_committed, x.consecutive_aborted_rounds);
@@ -277,6 +282,7 @@ std::string encode_payload(const run_checkpoint& state) {
     part(archive, "best", best, at);
     std::uint64_t validation_samples = x.validation_samples.value_or(0);
     part(archive, "validation samples", validation_samples, at);
+    part(archive, "worker events", x.coordinator.worker_events, at);
   }
   return out.str();
 }
@@ -312,6 +318,8 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
       part(archive, "validation samples", validation_samples, at);
       state.validation_samples = validation_samples;
     }
+    if (version >= 10)
+      part(archive, "worker events", state.coordinator.worker_events, at);
     if (in.peek() != std::char_traits<char>::eof())
       throw checkpoint::checkpoint_error(file, "payload: bytes left over after the parts");
   } catch (const cereal::Exception& failure) {

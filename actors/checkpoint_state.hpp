@@ -16,6 +16,7 @@
 #include "herd/dataset.hpp"
 #include "herd/model.hpp"
 #include "herd/run_config.hpp"
+#include "herd/run_summary.hpp"
 #include "models/sampler.hpp"
 
 #include <cstdint>
@@ -70,6 +71,7 @@ struct coordinator_record {
   std::uint64_t next_aggregator = 0;
   std::uint64_t samples_committed = 0;
   std::uint64_t consecutive_aborted_rounds = 0;
+  std::vector<worker_event> worker_events; // lost and joined so far; since format version 10
 };
 
 /// What serving the run's model takes besides its parameters, from its training set: one
@@ -118,7 +120,7 @@ std::string encode_payload(const run_checkpoint& state);
 /// Throws checkpoint::checkpoint_error naming `file` and the field that could not be read.
 /// `version` is the file's format version: a version-5 payload ends before `inputs`, a version-6
 /// one before the list of copies, a version-7 one before the best evaluation, a version-8 one
-/// before the validation set's size.
+/// before the validation set's size, a version-9 one before the worker events.
 run_checkpoint decode_payload(const std::string& payload, const std::string& file,
                               std::uint32_t version = checkpoint::format_version);
 

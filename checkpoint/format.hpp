@@ -33,9 +33,11 @@ namespace herd::checkpoint {
 /// written once.
 /// Version 8: then the best evaluation and its parameters (train.patience keeps them).
 /// Version 9: then the number of validation samples the evaluations measured (0: the test set).
-inline constexpr std::uint32_t format_version = 9;
+/// Version 10: then the workers lost and joined before the checkpoint (the summary's worker
+/// events).
+inline constexpr std::uint32_t format_version = 10;
 
-/// The oldest version still read: versions 6 to 9 only appended parts to version 5's payload,
+/// The oldest version still read: versions 6 to 10 only appended parts to version 5's payload,
 /// so an older file is read as one without them (its readers take the inputs from the dataset).
 inline constexpr std::uint32_t oldest_read_version = 5;
 

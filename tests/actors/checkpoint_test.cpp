@@ -802,10 +802,56 @@ TEST(checkpoint, equal_replicas_are_written_once_and_come_back_whole) {
   }
 }
 
-// Files of older format versions are read as payloads without the parts added since: version 8
-// ends before the validation set's size, 7 before the best evaluation, 6 before the inputs' byte
-// flag and the list of copies, 5 before the inputs.
-TEST(checkpoint, payloads_of_versions_5_to_8_are_read_without_the_later_parts) {
+// A checkpoint keeps the workers lost and joined before it, so that a resumed run's summary and
+// report still name them, with their times, nodes and reasons.
+TEST(checkpoint, the_workers_lost_and_joined_come_back_with_the_checkpoint) {
+  herd::actors::run_checkpoint state;
+  state.coordinator.worker_events = {{12.5, 2, "vm-b", false, "its node vm-b left"},
+                                     {31.25, 2, "vm-d", true, ""}};
+  const auto back = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt");
+  const auto& events = back.coordinator.worker_events;
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_DOUBLE_EQ(events[0].seconds, 12.5);
+  EXPECT_EQ(events[0].worker, 2);
+  EXPECT_EQ(events[0].node, "vm-b");
+  EXPECT_FALSE(events[0].joined);
+  EXPECT_EQ(events[0].why, "its node vm-b left");
+  EXPECT_DOUBLE_EQ(events[1].seconds, 31.25);
+  EXPECT_EQ(events[1].node, "vm-d");
+  EXPECT_TRUE(events[1].joined);
+}
+
+// A resumed run goes on with the worker events of the run before it (here one of a cluster's,
+// set in the checkpoint): its summary lists them first, and its own final checkpoint keeps them.
+TEST(checkpoint, a_resumed_run_keeps_the_worker_events_of_the_run_before_it) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  const auto first = one_checkpointed_epoch(dir.file("ckpt"), data);
+  auto second = sync_config();
+  second.checkpoint = first.checkpoint;
+  auto state =
+      std::make_shared<herd::actors::run_checkpoint>(*load(second, *data, first.checkpoint.dir));
+  state->coordinator.worker_events = {{0.5, 3, "vm-c", false, "its node vm-c left"},
+                                      {0.75, 3, "vm-d", true, ""}};
+  const auto resumed = run(second, data, state);
+  ASSERT_EQ(resumed.summary.stop_reason, "epochs") << resumed.summary.error;
+  const auto& events = resumed.summary.worker_events;
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].why, "its node vm-c left");
+  EXPECT_EQ(events[1].node, "vm-d");
+  const auto files = herd::checkpoint::list(second.checkpoint.dir);
+  ASSERT_EQ(files.size(), 2u);
+  const auto last = herd::actors::read_run_checkpoint(files.back());
+  ASSERT_EQ(last.coordinator.counters.rounds, 40u);
+  ASSERT_EQ(last.coordinator.worker_events.size(), 2u);
+  EXPECT_DOUBLE_EQ(last.coordinator.worker_events[1].seconds, 0.75);
+  EXPECT_TRUE(last.coordinator.worker_events[1].joined);
+}
+
+// Files of older format versions are read as payloads without the parts added since: version 9
+// ends before the worker events, 8 before the validation set's size, 7 before the best
+// evaluation, 6 before the inputs' byte flag and the list of copies, 5 before the inputs.
+TEST(checkpoint, payloads_of_versions_5_to_9_are_read_without_the_later_parts) {
   herd::actors::run_checkpoint state;
   state.settings = "[train]\nworkers = 4\n";
   state.inputs.sample_shape = {1, 28, 28};
@@ -814,7 +860,10 @@ TEST(checkpoint, payloads_of_versions_5_to_8_are_read_without_the_later_parts) {
   state.inputs.stddev = 0.5f;
   state.inputs.scaled_bytes = true;
   state.validation_samples = 1200;
-  const auto v9 = herd::actors::encode_payload(state);
+  const auto v10 = herd::actors::encode_payload(state);
+  const auto v9 = v10.substr(0, v10.size() - 8); // no worker events: an 8-byte size tag
+  EXPECT_THROW(herd::actors::decode_payload(v9, "x.ckpt", 10), herd::checkpoint::checkpoint_error);
+  EXPECT_TRUE(herd::actors::decode_payload(v9, "x.ckpt", 9).coordinator.worker_events.empty());
   EXPECT_EQ(herd::actors::decode_payload(v9, "x.ckpt", 9).validation_samples,
             std::optional<std::uint64_t>(1200));
   const auto v8 = v9.substr(0, v9.size() - 8); // the size, 8 bytes
@@ -846,7 +895,7 @@ TEST(checkpoint, payloads_of_versions_5_to_8_are_read_without_the_later_parts) {
   best.test_accuracy = 0.875;
   state.coordinator.evaluations.restore_best(
       best, std::make_shared<const std::vector<float>>(std::vector<float>{1.5f, -2.0f}));
-  const auto eight = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt", 9);
+  const auto eight = herd::actors::decode_payload(herd::actors::encode_payload(state), "x.ckpt");
   const auto& restored = eight.coordinator.evaluations;
   ASSERT_TRUE(restored.best_point() && restored.best_parameters());
   EXPECT_EQ(restored.best_point()->round, 40u);
