@@ -1,6 +1,7 @@
 // train.optimizer = adamw in whole runs: under sync every replica goes through the same states and
 // the run learns; one async worker is sync bit for bit (the parameter server steps with AdamW
 // too), and the runs differ from SGD's.
+#include "actors/run_parts.hpp"
 #include "actors/train_session.hpp"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,27 @@ probed_run run_probed(const job& j) {
   run.final_parameters = session.final_parameters();
   run.server_parameters = session.final_server_parameters();
   return run;
+}
+
+// Every optimizer key reaches the workers' optimizer settings (AdamW's defaults equal the
+// optimizer's own, so values other than the defaults are what shows it).
+TEST(optimizer_runs, the_optimizer_takes_every_key_from_the_settings) {
+  run_config config;
+  config.train.optimizer = "adamw";
+  config.train.lr = 0.003;
+  config.train.momentum = 0.8;
+  config.train.weight_decay = 0.01;
+  config.train.adam_beta1 = 0.5;
+  config.train.adam_beta2 = 0.9;
+  config.train.adam_eps = 1e-3;
+  const auto optimizer = herd::actors::optimizer_of(config);
+  EXPECT_EQ(optimizer.kind, herd::models::optimizer_kind_of("adamw"));
+  EXPECT_FLOAT_EQ(optimizer.learning_rate, 0.003f);
+  EXPECT_FLOAT_EQ(optimizer.momentum, 0.8f);
+  EXPECT_FLOAT_EQ(optimizer.weight_decay, 0.01f);
+  EXPECT_FLOAT_EQ(optimizer.beta1, 0.5f);
+  EXPECT_FLOAT_EQ(optimizer.beta2, 0.9f);
+  EXPECT_FLOAT_EQ(optimizer.eps, 1e-3f);
 }
 
 TEST(optimizer_runs, sync_replicas_under_adamw_go_through_the_same_states_and_learn) {

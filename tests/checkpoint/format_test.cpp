@@ -123,15 +123,25 @@ TEST(CheckpointFormat, DifferencesNameEveryStructuralKey) {
   now.workers = 8;
   now.algorithm = "wagma";
   now.model = "24: flatten, dense 32, relu, dense 5";
+  now.training_samples = 600;
+  now.batch_size = 16;
+  now.seed = 4;
   const auto found = differences(saved, now);
-  ASSERT_EQ(found.size(), 3u);
+  ASSERT_EQ(found.size(), 6u);
   EXPECT_NE(found[0].find("model (from [model] and the data's shape): the checkpoint has 24: "
                           "flatten, dense 16, relu, dense 5, this run 24: flatten, dense 32"),
             std::string::npos)
       << found[0];
   EXPECT_NE(found[1].find("train.algorithm: the checkpoint has sync, this run wagma"),
             std::string::npos);
-  EXPECT_NE(found[2].find("train.workers: the checkpoint has 4, this run 8"), std::string::npos);
+  EXPECT_EQ(found[2], "train.workers: the checkpoint has 4, this run 8");
+  EXPECT_EQ(found[3], "training samples (the data, less data.validation-fraction's share): the "
+                      "checkpoint has 640, this run 600");
+  EXPECT_EQ(found[4], "train.batch-size: the checkpoint has 8, this run 16");
+  EXPECT_EQ(found[5], "train.seed: the checkpoint has 3, this run 4");
+  auto seed_only = saved; // the fingerprint in the header covers every field
+  seed_only.seed = 4;
+  EXPECT_NE(saved.fingerprint(), seed_only.fingerprint());
   EXPECT_NE(saved.fingerprint(), now.fingerprint());
 }
 

@@ -2,6 +2,7 @@
 // failed write, paths that cannot take a report, a report that would replace the --config file.
 #include "cli/report.hpp"
 #include "cli/run_support.hpp"
+#include "cli/stragglers.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -260,6 +261,29 @@ TEST(summary, random_delays_on_half_the_steps_name_no_straggler) {
   }
   EXPECT_THAT(printed(summary), testing::Not(HasSubstr("straggler")));
   EXPECT_TRUE(nlohmann::json::parse(herd::cli::report_json(summary, {}))["stragglers"].empty());
+}
+
+// "At least 1.5 times": a mean step exactly 1.5x the others' median is a straggler's, one a hair
+// below is not (binary-exact means: 0.25 and 0.375 s); a worker that ran no step is no part of
+// the others' median.
+TEST(summary, a_straggler_is_at_least_one_and_a_half_times_the_others_median) {
+  auto exactly = with_step_means({250.0, 250.0, 375.0});
+  for (auto& w : exactly.per_worker)
+    w.step_seconds.mean = w.worker == 2 ? 0.375 : 0.25;
+  const auto found = herd::cli::stragglers_of(exactly);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].worker->worker, 2);
+  auto below = exactly;
+  below.per_worker[2].step_seconds.mean = 0.374;
+  EXPECT_TRUE(herd::cli::stragglers_of(below).empty());
+  auto idle = with_step_means({1.0, 2.0, 3.0}); // with a mean of 0 among them, 2 would pass
+  herd::actors::worker_summary never_stepped;
+  never_stepped.worker = 3;
+  idle.per_worker.push_back(never_stepped); // mean 0, no steps
+  const auto named = herd::cli::stragglers_of(idle);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].worker->worker, 2);
+  EXPECT_DOUBLE_EQ(named[0].others_median, 2e-3);
 }
 
 // Two of eight slower all along (eager-SGD's setting in small) are both named, slowest first;

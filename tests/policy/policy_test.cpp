@@ -9,6 +9,8 @@
 #include <string>
 
 #include "policy/policy.hpp"
+#include "policy/preduce.hpp"
+#include "policy/wagma.hpp"
 #include "support/arrivals.hpp"
 
 namespace {
@@ -370,6 +372,108 @@ TEST(policies, make_policy_follows_the_configured_algorithm_and_its_section) {
   EXPECT_EQ(herd::policy::partial_settings(config), nullptr);
   config.train.algorithm = "bogus";
   EXPECT_THROW(herd::policy::make_policy(config), std::invalid_argument);
+}
+
+// Each partial collective takes its threshold, its sync-every, its missing-members and its
+// late-gradients from its own section, never from a sibling's: the three sections differ in
+// every key here.
+TEST(policies, each_partial_algorithm_reads_only_its_own_section) {
+  using herd::policy::late_gradients;
+  using herd::policy::weighting;
+  herd::config::run_config config;
+  config.train.workers = 8;
+  config.solo.sync_every = 2;
+  config.solo.missing_members = "zero";
+  config.solo.late_gradients = "discard";
+  config.majority.sync_every = 3;
+  config.majority.missing_members = "renormalise";
+  config.majority.late_gradients = "scale";
+  config.quorum.fraction = 0.75;
+  config.quorum.sync_every = 5;
+  config.quorum.missing_members = "zero";
+  config.quorum.late_gradients = "accumulate";
+  struct expected {
+    const char* name;
+    const herd::config::partial_section* section;
+    std::size_t threshold;
+    int first_full_sync; // the round
+    weighting weights;
+    late_gradients late;
+  };
+  for (const auto& want :
+       {expected{"solo", &config.solo, 1, 2, weighting::uniform_planned, late_gradients::discard},
+        expected{"majority", &config.majority, 4, 3, weighting::uniform, late_gradients::scale},
+        expected{"quorum", &config.quorum, 6, 5, weighting::uniform_planned,
+                 late_gradients::accumulate}}) {
+    SCOPED_TRACE(want.name);
+    config.train.algorithm = want.name;
+    EXPECT_EQ(herd::policy::partial_settings(config), want.section);
+    EXPECT_EQ(herd::policy::late_gradients_of(config), want.late);
+    auto policy = herd::policy::make_policy(config);
+    policy->set_live_workers(iota(8));
+    EXPECT_EQ(dynamic_cast<quorum_policy&>(*policy).threshold(), want.threshold);
+    // Every worker is ready each round; the round activates at the threshold's arrival.
+    int first_full_sync = 0;
+    for (std::uint64_t round = 1; round <= 6 && first_full_sync == 0; ++round) {
+      std::vector<group_decision> decided;
+      for (int worker = 0; worker < 8; ++worker)
+        for (auto& decision : policy->on_ready(ready(worker, round)))
+          decided.push_back(std::move(decision));
+      ASSERT_EQ(decided.size(), 1u) << "round " << round;
+      EXPECT_EQ(decided[0].weights, want.weights);
+      if (decided[0].kind == round_kind::full_sync)
+        first_full_sync = static_cast<int>(round);
+      EXPECT_TRUE(
+          policy->on_group_done(outcome(decided[0], std::vector<std::uint64_t>(8, round))).empty());
+    }
+    EXPECT_EQ(first_full_sync, want.first_full_sync);
+  }
+}
+
+// Every key of [preduce] and [wagma] reaches the policy, the times converted to seconds.
+TEST(policies, preduce_and_wagma_take_every_key_of_their_sections) {
+  herd::config::run_config config;
+  config.train.workers = 8;
+  auto& preduce = config.preduce;
+  preduce.group_size = 5;
+  preduce.wait_window_ms = 30;
+  preduce.staleness_decay = 0.7;
+  preduce.connect_every = 9;
+  preduce.connect_wait_ms = 250;
+  preduce.sync_every = 4;
+  const auto settings = herd::policy::preduce_settings_of(preduce);
+  EXPECT_EQ(settings.group_size, 5);
+  EXPECT_DOUBLE_EQ(settings.wait_window_seconds, 0.030);
+  EXPECT_DOUBLE_EQ(settings.staleness_decay, 0.7);
+  EXPECT_EQ(settings.connect_every, 9);
+  EXPECT_DOUBLE_EQ(settings.connect_wait_seconds, 0.25);
+  EXPECT_EQ(settings.sync_every, 4);
+  config.train.algorithm = "preduce";
+  auto made = herd::policy::make_policy(config);
+  auto& policy = dynamic_cast<herd::policy::preduce_policy&>(*made);
+  policy.set_live_workers(iota(8));
+  EXPECT_EQ(policy.guard().period(), 9u);
+  for (int worker = 0; worker < 4; ++worker)
+    EXPECT_TRUE(policy.on_ready(ready(worker, 3, 0.0)).empty()) << worker;
+  const auto groups = policy.on_ready(ready(4, 1, 0.0));
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups[0].members.size(), 5u);
+  // Staleness decay 0.7: four members at step 3, one at step 1 (2 steps behind).
+  const double behind = std::exp(-0.7 * 2.0), total = 4.0 + behind;
+  for (std::size_t i = 0; i < 5; ++i)
+    EXPECT_NEAR(groups[0].member_weights[i], (groups[0].members[i] == 4 ? behind : 1.0) / total,
+                1e-6);
+
+  config.wagma.group_size = 4;
+  config.wagma.sync_every = 3;
+  config.wagma.blend = "reference";
+  const auto wagma = herd::policy::wagma_settings_of(config.wagma);
+  EXPECT_EQ(wagma.group_size, 4);
+  EXPECT_EQ(wagma.sync_every, 3);
+  EXPECT_TRUE(wagma.reference_blend);
+  config.train.algorithm = "wagma";
+  made = herd::policy::make_policy(config);
+  EXPECT_EQ(dynamic_cast<herd::policy::wagma_policy&>(*made).schedule().group_size(), 4);
 }
 
 TEST(weights, uniform_weights_are_one_over_the_members_that_answered) {

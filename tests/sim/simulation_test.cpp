@@ -282,6 +282,20 @@ TEST(Simulation, ForWorkersFitsTheImbalanceToTheJob) {
 }
 
 // The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
+// [simulate]'s keys become the simulation's settings, in seconds.
+TEST(Simulation, TheSimulateSectionMapsToTheSettings) {
+  herd::config::simulate_section simulate;
+  simulate.step_ms = 10;
+  simulate.message_us = 20;
+  simulate.steps = 50;
+  simulate.aggregators = 3;
+  const auto how = herd::sim::settings_of(simulate);
+  EXPECT_DOUBLE_EQ(how.step_seconds, 0.01);
+  EXPECT_DOUBLE_EQ(how.message_seconds, 2e-5);
+  EXPECT_DOUBLE_EQ(how.duration_seconds, 0.5);
+  EXPECT_EQ(how.aggregators, 3);
+}
+
 TEST(Simulation, ThePapersSettingsLoadAndRun) {
   for (const char* name :
        {"eager-sgd.ini", "wagma-weak-scaling.ini", "preduce-heterogeneous.ini"}) {
