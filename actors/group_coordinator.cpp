@@ -363,26 +363,13 @@ void coordinator_actor::start_rounds(const std::vector<group_decision>& decision
       budget_spent_ = true;
       continue;
     }
-    group_plan plan;
-    plan.lr_scale = lr_scale(); // at the epochs before this round's samples
+    // The rate factor at the epochs before this round's samples.
+    auto plan = plan_of(decision, next_round_++, lr_scale(), workers_);
     samples_committed_ += expected_samples;
-    plan.round = next_round_++;
-    plan.kind = decision.kind;
-    plan.weights = decision.weights;
-    plan.member_weights = decision.member_weights;
-    plan.step = decision.step;
     if (decision.intervention) {
       ++counters_.isolation_interventions;
       if (setup_.metrics)
         setup_.metrics->isolation_intervention();
-    }
-    // Reserved: growing them one member at a time asked glibc for ever larger blocks, and its
-    // first block past 1 KiB consolidated every freed message first (perf, 256 workers).
-    plan.members.reserve(decision.members.size());
-    plan.member_handles.reserve(decision.members.size());
-    for (int member : decision.members) {
-      plan.members.push_back(member);
-      plan.member_handles.push_back(workers_[static_cast<std::size_t>(member)]);
     }
     const std::size_t aggregator = next_aggregator_++ % aggregators_.size();
     in_flight_[plan.round] = {aggregator, expected_samples, decision};

@@ -5,6 +5,26 @@
 
 namespace herd::actors {
 
+group_plan plan_of(const policy::group_decision& decision, std::uint64_t round, float lr_scale,
+                   const std::vector<caf::actor>& workers) {
+  group_plan plan;
+  plan.round = round;
+  plan.lr_scale = lr_scale;
+  plan.kind = decision.kind;
+  plan.weights = decision.weights;
+  plan.member_weights = decision.member_weights;
+  plan.step = decision.step;
+  // Reserved: growing them one member at a time asked glibc for ever larger blocks, and its
+  // first block past 1 KiB consolidated every freed message first (perf, 256 workers).
+  plan.members.reserve(decision.members.size());
+  plan.member_handles.reserve(decision.members.size());
+  for (int member : decision.members) {
+    plan.members.push_back(member);
+    plan.member_handles.push_back(workers.at(static_cast<std::size_t>(member)));
+  }
+  return plan;
+}
+
 std::vector<comm::weighted_input>
 weigh_answers(const group_plan& plan, const std::vector<std::optional<contribution>>& answers,
               group_done& report) {

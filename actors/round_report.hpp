@@ -22,6 +22,11 @@ struct fresh_arrival {
   double at_seconds = 0.0;
 };
 
+/// The plan of round `round` that `decision` starts: its members (their actors from `workers`,
+/// by index), its kind, weights and step as decided, and the rate factor `lr_scale`.
+group_plan plan_of(const policy::group_decision& decision, std::uint64_t round, float lr_scale,
+                   const std::vector<caf::actor>& workers);
+
 /// The aggregator's weighting of a round in one process: the members that answered (`answers`,
 /// by position in `plan`) take part, with the plan's weights renormalised over them (uniform: the
 /// mean under sync, sum / P under the partial algorithms, where a member with nothing still

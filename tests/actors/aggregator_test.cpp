@@ -287,6 +287,67 @@ TEST(aggregator_in_one_process, a_member_that_stops_is_left_out_at_once) {
   stop_all(coordinator, workers, aggregator);
 }
 
+// A round reduces its members' send buffers with the plan's weights: given weights as given, or
+// renormalised over the members that answered; uniform over those that answered; uniform over
+// every planned member (a silent one counting as zeros) under missing-members = zero.
+TEST(aggregator_in_one_process, a_round_reduces_its_members_with_the_planned_weights) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  caf::scoped_actor coordinator{system};
+  attached_plane local(4);
+  const std::vector<std::vector<float>> sends{
+      {1, 2, 3, 4}, {10, 20, 30, 40}, {100, 200, 300, 400}, {7, 7, 7, 7}};
+  for (std::size_t w = 0; w < 4; ++w)
+    std::copy(sends[w].begin(), sends[w].end(), local.sends[w].begin());
+  aggregator_setup setup;
+  setup.plane = local.plane;
+  setup.results = herd::comm::buffer_pool::create(4);
+  setup.contribution_timeout = std::chrono::milliseconds(300);
+  const std::vector<caf::actor> workers{system.spawn(giving_worker, 0, caf::actor(coordinator)),
+                                        system.spawn(giving_worker, 1, caf::actor(coordinator)),
+                                        system.spawn(giving_worker, 2, caf::actor(coordinator)),
+                                        system.spawn<mute_worker>()};
+  auto aggregator = spawn_aggregator(system, setup, coordinator);
+  struct weighed {
+    std::vector<std::int32_t> members;
+    weighting weights;
+    std::vector<float> given;
+    std::vector<float> expected;
+  };
+  const std::vector<weighed> rounds{
+      {{0, 1, 2}, weighting::given, {0.5f, 0.3f, 0.2f}, {23.5f, 47, 70.5f, 94}},
+      {{0, 1, 3}, weighting::given, {0.5f, 0.3f, 0.2f}, {4.375f, 8.75f, 13.125f, 17.5f}},
+      {{0, 1, 2, 3}, weighting::uniform, {}, {37, 74, 111, 148}},
+      {{0, 1, 2, 3}, weighting::uniform_planned, {}, {27.75f, 55.5f, 83.25f, 111}}};
+  std::uint64_t number = 0;
+  for (const auto& round : rounds) {
+    std::vector<caf::actor> handles;
+    for (auto member : round.members)
+      handles.push_back(workers[static_cast<std::size_t>(member)]);
+    auto plan = plan_of(++number, round.members, handles, round_kind::partial);
+    plan.weights = round.weights;
+    plan.member_weights = round.given;
+    coordinator->send(aggregator, plan);
+    std::optional<group_done> report;
+    std::vector<std::vector<float>> results;
+    const std::size_t answering =
+        round.members.back() == 3 ? round.members.size() - 1 : round.members.size();
+    coordinator->receive_while([&] { return !report || results.size() < answering; })(
+        [&](const group_done& done) { report = done; },
+        [&](const round_result& result) { results.push_back(result.data->to_host()); },
+        caf::after(std::chrono::seconds(30)) >> [&] { report = group_done{}; });
+    ASSERT_TRUE(report->result.ok()) << "round " << number << ": " << report->result.message();
+    ASSERT_EQ(results.size(), answering) << "round " << number;
+    for (const auto& result : results) {
+      ASSERT_EQ(result.size(), 4u);
+      for (std::size_t i = 0; i < 4; ++i)
+        EXPECT_FLOAT_EQ(result[i], round.expected[i]) << "round " << number << ", float " << i;
+    }
+  }
+  stop_all(coordinator, workers, aggregator);
+}
+
 // A round none of whose members answered has nothing to reduce and no one to give a result to:
 // it is aborted, not reported as completed "divided by the 0 that answered".
 TEST(aggregator_in_one_process, a_round_no_member_answered_is_aborted) {

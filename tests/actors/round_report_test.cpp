@@ -29,6 +29,33 @@ group_done three_members() {
   return report;
 }
 
+// A decision's plan carries everything the policy decided: members (and their actors, by
+// index), kind, weights with the members' given weights, and wagma's step.
+TEST(round_report, a_plan_carries_the_decisions_members_kind_weights_and_step) {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  std::vector<caf::actor> workers;
+  for (int i = 0; i < 4; ++i)
+    workers.push_back(system.spawn([] { return caf::behavior{[](int) {}}; }));
+  group_decision decision;
+  decision.members = {1, 3};
+  decision.kind = round_kind::partial;
+  decision.weights = herd::policy::weighting::given;
+  decision.member_weights = {0.75f, 0.25f};
+  decision.step = 12;
+  const auto plan = herd::actors::plan_of(decision, 41, 0.5f, workers);
+  EXPECT_EQ(plan.round, 41u);
+  EXPECT_EQ(plan.lr_scale, 0.5f);
+  EXPECT_EQ(plan.members, (std::vector<std::int32_t>{1, 3}));
+  EXPECT_EQ(plan.member_handles, (std::vector<caf::actor>{workers[1], workers[3]}));
+  EXPECT_EQ(plan.kind, round_kind::partial);
+  EXPECT_EQ(plan.weights, herd::policy::weighting::given);
+  EXPECT_EQ(plan.member_weights, (std::vector<float>{0.75f, 0.25f}));
+  EXPECT_EQ(plan.step, 12u);
+  for (const auto& worker : workers)
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
 // The aggregator's side: four planned members, one silent, one with nothing to give. The three
 // that answered are the round's members; the two with gradients are its inputs, each weighted
 // 1/3 (uniform: renormalised over those that answered, the one with nothing included).
