@@ -357,13 +357,29 @@ std::string run_directory_problem(const std::string& directory, const std::strin
   if (!resume_path.empty()) {
     std::filesystem::path resumed;
     try {
-      resumed = std::filesystem::path(resolve(resume_path)).parent_path();
+      resumed = resolve(resume_path);
     } catch (const std::exception&) {
       return {}; // the resume itself says what is wrong with its path
     }
     std::error_code unknown;
-    if (std::filesystem::equivalent(resumed.empty() ? "." : resumed, directory, unknown))
-      return {};
+    const auto resumed_directory = resumed.parent_path();
+    if (std::filesystem::equivalent(resumed_directory.empty() ? "." : resumed_directory, directory,
+                                    unknown)) {
+      // Going back to an earlier checkpoint: the later ones are another branch of the run, and
+      // keeping this run's newest would prune them first.
+      const auto name = resumed.filename().string();
+      const auto newer = std::count_if(existing.begin(), existing.end(), [&](const auto& file) {
+        return std::filesystem::path(file).filename().string() > name;
+      });
+      if (newer == 0)
+        return {};
+      return "checkpoint.dir = " + directory + " holds " + std::to_string(newer) + " checkpoint" +
+             (newer == 1 ? "" : "s") + " newer than " + resumed.string() +
+             " (the newest: " + existing.back() +
+             "), which this run would delete as it keeps its own: to go on " +
+             "from the earlier one, give this run another checkpoint.dir, or move the newer " +
+             "ones away";
+    }
   }
   const std::string held = "checkpoint.dir = " + directory + " holds " +
                            std::to_string(existing.size()) + " checkpoint" +

@@ -120,8 +120,9 @@ std::string directory_problem(const std::string& directory);
 /// checkpoints of another run, which this one would prune as it keeps its own, or a run writes
 /// its checkpoints there now (directory_lock.hpp; its own directory too). A run that
 /// resumes from a checkpoint in it may (`resume_path`: the checkpoint or directory it resumes
-/// from, empty for a new run). `resume_option` names where a resume is asked ("--resume",
-/// "job_options.resume_from"), for the advice.
+/// from, empty for a new run), unless the directory holds checkpoints newer than that one (a
+/// run going back to an earlier checkpoint would prune the later ones). `resume_option` names where
+/// a resume is asked ("--resume", "job_options.resume_from"), for the advice.
 std::string run_directory_problem(const std::string& directory, const std::string& resume_path,
                                   const std::string& resume_option);
 

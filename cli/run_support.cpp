@@ -500,8 +500,10 @@ void say_resume_refused(const std::string& command, const std::string& resume_pa
     try {
       const auto intact = checkpoint::read_file(*older);
       std::cerr << "herd " << command << ": the newest intact checkpoint there is " << *older
-                << " (round " << intact.head.rounds << "): remove the damaged one, or --resume "
-                << *older << '\n';
+                << " (round " << intact.head.rounds << "): move the damaged one away, or --resume "
+                << *older
+                << " --checkpoint.dir=DIR (a run from it in this directory would prune the "
+                   "damaged one)\n";
       return;
     } catch (const checkpoint::checkpoint_error&) {
     }

@@ -2083,7 +2083,7 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
 
   // Another worker count: refused, naming the key.
   args = run;
-  args.insert(args.end(), {"--train.workers=4", "--resume", files[0].string()});
+  args.insert(args.end(), {"--train.workers=4", "--resume", checkpoints});
   auto other = herd(args);
   EXPECT_EQ(other.exit_code, 2) << other.output;
   EXPECT_THAT(other.output, HasSubstr("train.workers: the checkpoint has 2, this run 4"));
@@ -2107,7 +2107,16 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   ASSERT_FALSE(intact.empty());
   EXPECT_THAT(truncated.output, HasSubstr("herd train: the newest intact checkpoint there is " +
                                           intact + " (round "));
-  EXPECT_THAT(truncated.output, HasSubstr("remove the damaged one, or --resume " + intact));
+  EXPECT_THAT(truncated.output, HasSubstr("move the damaged one away, or --resume " + intact +
+                                          " --checkpoint.dir=DIR"));
+  // Resumed from there into its own directory, the run would prune the newer, damaged one.
+  args = run;
+  args.insert(args.end(), {"--resume", intact});
+  auto back = herd(args);
+  EXPECT_EQ(back.exit_code, 2) << back.output;
+  EXPECT_THAT(back.output, HasSubstr("holds 1 checkpoint newer than " + intact +
+                                     " (the newest: " + newest + "), which this run would delete"));
+  EXPECT_TRUE(std::filesystem::exists(newest));
 }
 
 // scripts/bench-cluster runs both layouts of a job and prints their per-round medians and the
