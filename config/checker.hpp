@@ -2,11 +2,13 @@
 // collects one sentence per problem, and the per-section checks that live outside validate.cpp.
 #pragma once
 
+#include "config/number_text.hpp"
 #include "herd/config.hpp"
 
 #include <algorithm>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace herd::config::validation {
@@ -22,7 +24,10 @@ public:
     if (ok)
       return;
     std::ostringstream shown;
-    shown << value;
+    if constexpr (std::is_floating_point_v<T>)
+      shown << shortest_text(value); // 60000.01 past a bound of 60000 is not shown as 60000
+    else
+      shown << value;
     std::ostringstream message;
     message << key << " = " << abbreviate(shown.str());
     // Where it came from; in settings that came from somewhere, a value nothing set is the

@@ -1,5 +1,7 @@
 #include "config/ini_values.hpp"
 
+#include "config/number_text.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -21,8 +23,11 @@ std::string render(const std::string& value) {
   return quoted + '"';
 }
 
-// The shortest text that reads back to the same double, so to_ini() round-trips.
 std::string render(double value) {
+  return shortest_text(value); // so that to_ini() round-trips
+}
+
+std::string shortest_text(double value) {
   for (int precision = 6; precision <= 17; ++precision) {
     std::ostringstream out;
     out.precision(precision);

@@ -673,6 +673,11 @@ TEST_F(config_files, bad_imbalance_values_name_key_value_and_what_is_allowed) {
               HasSubstr("imbalance.delay-ms = -1 (command line): must lie in [0, 60000]"));
   EXPECT_THAT(first_error("", {"--imbalance.delay-ms=60000.5"}),
               HasSubstr("imbalance.delay-ms = 60000.5"));
+  // Shown as given, never rounded onto the bound it is past.
+  EXPECT_THAT(first_error("", {"--imbalance.delay-ms=60000.01"}),
+              HasSubstr("imbalance.delay-ms = 60000.01 (command line)"));
+  EXPECT_THAT(first_error("", {"--data.validation-fraction=0.5000001"}),
+              HasSubstr("data.validation-fraction = 0.5000001 (command line)"));
   EXPECT_THAT(first_error("", {"--imbalance.workers=[2,1,2]"}),
               HasSubstr("imbalance.workers = [2, 1, 2] (command line): worker 2 is listed twice"));
   EXPECT_THAT(first_error("", {"--imbalance.workers=[-1]"}),
