@@ -21,23 +21,19 @@ namespace {
 
 // A data error about a path the checkpoint's settings gave (not this command line) says so, and
 // which key to give: a relative path is as the run was given it, relative to where it ran.
-std::string with_path_origin(const std::string& problem, const config::run_config& config,
+std::string with_path_origin(const models::data_error& problem, const config::run_config& config,
                              const std::vector<std::string>& given) {
-  const std::pair<const char*, const std::string*> paths[] = {
-      {"data.train-features", &config.data.train_features},
-      {"data.train-labels", &config.data.train_labels},
-      {"data.test-features", &config.data.test_features},
-      {"data.test-labels", &config.data.test_labels}};
-  for (const auto& [key, value] : paths) {
-    const std::string option = std::string("--") + key + "=";
-    const bool on_command_line = std::any_of(
-        given.begin(), given.end(), [&](const auto& arg) { return arg.rfind(option, 0) == 0; });
-    if (!value->empty() && !on_command_line && problem.rfind(*value, 0) == 0)
-      return problem + " (" + key + " = \"" + *value +
-             "\" is the checkpoint's setting, as its run was given it; give " + option +
-             "PATH for where the file is now)";
-  }
-  return problem;
+  const auto key = data_key_of(config, problem.file());
+  if (key.empty())
+    return problem.what();
+  const std::string option = "--" + key + "=";
+  const bool on_command_line = std::any_of(
+      given.begin(), given.end(), [&](const auto& arg) { return arg.rfind(option, 0) == 0; });
+  if (on_command_line)
+    return problem.what();
+  return problem.what() + std::string(" (") + key + " = \"" + problem.file() +
+         "\" is the checkpoint's setting, as its run was given it; give " + option +
+         "PATH for where the file is now)";
 }
 
 // The run's test set made into what the model reads, and checked: token rows as wide as the
@@ -245,8 +241,8 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
         loaded.test = {data, &data->test};
     }
   } catch (const models::data_error& bad) {
-    std::cerr << "herd " << command << ": "
-              << with_path_origin(bad.what(), loaded.config, choice.settings) << '\n';
+    std::cerr << "herd " << command << ": " << with_path_origin(bad, loaded.config, choice.settings)
+              << '\n';
     return std::nullopt;
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -137,13 +138,41 @@ void print_config_errors(const std::string& name, const config::invalid_config& 
 }
 
 std::shared_ptr<const models::train_test_split>
-load_data_or_report(const std::string& name, const config::run_config& config) {
+load_data_or_report(const std::string& name, const config::run_config& config,
+                    const config::value_origins* origins) {
   try {
     return load_data(config, name);
   } catch (const models::data_error& bad) {
-    std::cerr << "herd " << name << ": " << bad.what() << '\n';
+    std::string said = bad.what();
+    if (const auto key = data_key_of(config, bad.file()); !key.empty()) {
+      said += " (" + key + " = \"" + bad.file() + "\"";
+      if (origins != nullptr)
+        if (const auto origin = origins->find(key); origin != origins->end())
+          said += ", " + origin->second;
+      std::error_code unknown;
+      if (std::filesystem::path(bad.file()).is_relative())
+        said += "; a relative path is read from the working directory, " +
+                std::filesystem::current_path(unknown).string();
+      said += ")";
+    }
+    std::cerr << "herd " << name << ": " << said << '\n';
     return nullptr;
   }
+}
+
+std::string data_key_of(const config::run_config& config, const std::string& file) {
+  if (file.empty())
+    return {};
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{
+                                       "data.train-features", &config.data.train_features},
+                                   {"data.train-labels", &config.data.train_labels},
+                                   {"data.test-features", &config.data.test_features},
+                                   {"data.test-labels", &config.data.test_labels},
+                                   {"data.validation-features", &config.data.validation_features},
+                                   {"data.validation-labels", &config.data.validation_labels}})
+    if (*value == file)
+      return key;
+  return {};
 }
 
 std::shared_ptr<const models::train_test_split> load_data(const config::run_config& config,

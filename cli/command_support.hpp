@@ -127,10 +127,16 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
   return std::nullopt;
 }
 
+/// The data.* key whose value is the path `file` (data.train-features and the other files of
+/// data.dataset = npy), or "" where none is.
+std::string data_key_of(const config::run_config& config, const std::string& file);
+
 /// The configured dataset, or null after printing "herd <name>: <what is wrong>" (a missing or
-/// corrupt file) on stderr.
+/// corrupt file) on stderr; a file a data.* key names is said with the key, where its value came
+/// from (`origins`, where given) and, for a relative path, the directory it was read from.
 std::shared_ptr<const models::train_test_split>
-load_data_or_report(const std::string& name, const config::run_config& config);
+load_data_or_report(const std::string& name, const config::run_config& config,
+                    const config::value_origins* origins = nullptr);
 
 /// Prints a dataset's notes as "herd <command>: <note>" on stderr, broken between words to fit a
 /// terminal.

@@ -313,7 +313,8 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     return interrupted();
   const auto load_start = std::chrono::steady_clock::now();
   // Read on a thread of its own, so that a stop signal meanwhile ends the command at once.
-  run_unless_stopped(command, [&] { run.data = load_data_or_report(command, run.config); });
+  run_unless_stopped(command,
+                     [&] { run.data = load_data_or_report(command, run.config, &origins); });
   if (interrupted_before_run(command)) // loading may have taken seconds
     return interrupted();
   if (!run.data)

@@ -102,9 +102,7 @@ public:
       inflateEnd(&stream_);
   }
 
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw data_error(path_ + ": " + problem);
-  }
+  [[noreturn]] void fail(const std::string& problem) const { throw data_error(path_, problem); }
 
   bool is_gzip() const { return gzip_; }
   std::uint64_t file_bytes() const { return file_bytes_; }

@@ -70,9 +70,7 @@ public:
       ::close(fd_);
   }
 
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw data_error(path_ + ": " + problem);
-  }
+  [[noreturn]] void fail(const std::string& problem) const { throw data_error(path_, problem); }
 
   const std::string& path() const { return path_; }
   std::uint64_t bytes() const { return bytes_; }
@@ -213,10 +211,9 @@ checked_file check_features(const std::string& path) {
   // (tokenizers give int64).
   const auto& header = result.header;
   if (header.shape.size() < 2)
-    throw data_error(path +
-                     ": features must have at least 2 dimensions (n x d, n x h x w or "
-                     "n x c x h x w), but the file holds " +
-                     shape_string(header.shape));
+    throw data_error(path, "features must have at least 2 dimensions (n x d, n x h x w or "
+                           "n x c x h x w), but the file holds " +
+                               shape_string(header.shape));
   return result;
 }
 
@@ -225,11 +222,11 @@ checked_file check_labels(const std::string& path) {
   const auto& header = result.header;
   if (header.dtype != npy_dtype::int32 && header.dtype != npy_dtype::int64 &&
       header.dtype != npy_dtype::uint8)
-    throw data_error(path + ": labels of dtype " + npy_dtype_name(header.dtype) +
-                     " (expected int32 '<i4', int64 '<i8' or uint8 '|u1')");
+    throw data_error(path, "labels of dtype " + npy_dtype_name(header.dtype) +
+                               " (expected int32 '<i4', int64 '<i8' or uint8 '|u1')");
   if (header.shape.size() != 1)
-    throw data_error(path + ": labels must be 1-dimensional (n), but the file holds " +
-                     shape_string(header.shape));
+    throw data_error(path, "labels must be 1-dimensional (n), but the file holds " +
+                               shape_string(header.shape));
   return result;
 }
 
@@ -398,11 +395,11 @@ npy_samples read_npy_samples(const std::string& path, std::uint64_t max_bytes) {
     max_bytes = default_max_data_bytes();
   const std::uint64_t bytes = features.header.values * npy_loaded_bytes_per_value;
   if (bytes > max_bytes)
-    throw data_error(path + ": " + shape_string(features.header.shape) + " values take " +
-                     std::to_string(bytes) + " bytes of memory once loaded, more than " +
-                     std::to_string(max_bytes) +
-                     (default_limit ? " (half the physical memory)" : "") +
-                     "; split the file into smaller ones");
+    throw data_error(path, shape_string(features.header.shape) + " values take " +
+                               std::to_string(bytes) + " bytes of memory once loaded, more than " +
+                               std::to_string(max_bytes) +
+                               (default_limit ? " (half the physical memory)" : "") +
+                               "; split the file into smaller ones");
   return read_samples(features);
 }
 

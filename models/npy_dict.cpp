@@ -75,9 +75,7 @@ public:
   }
 
 private:
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw data_error(path_ + ": " + problem);
-  }
+  [[noreturn]] void fail(const std::string& problem) const { throw data_error(path_, problem); }
 
   char peek() const { return position_ < text_.size() ? text_[position_] : '\0'; }
   bool take(char c) {

@@ -17,6 +17,15 @@ namespace herd::models {
 class data_error : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+  /// A problem of one file: the message is "<file>: <problem>", and file() names it.
+  data_error(const std::string& file, const std::string& problem)
+      : std::runtime_error(file + ": " + problem), file_(file) {}
+
+  /// The file the problem is of, as its path was given; empty for a problem of several.
+  const std::string& file() const { return file_; }
+
+private:
+  std::string file_;
 };
 
 /// The most values one IDX file may declare, whatever else allows: far more than any

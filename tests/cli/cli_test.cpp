@@ -727,6 +727,21 @@ TEST_F(herd_cli, trains_on_npy_files) {
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.9) << result.output;
   EXPECT_THAT(result.output, Not(HasSubstr("no training sample")));
 
+  // A file that is not there is named with its key, where the key was set, and (a relative path)
+  // the directory it was looked for in.
+  const auto settings = path("typo.ini");
+  std::ofstream(settings) << "[data]\ndataset = \"npy\"\ntrain-features = \"" +
+                                 path("train_x.npy") + "\"\ntrain-labels = \"" +
+                                 path("train_y.npy") + "\"\ntest-features = \"" +
+                                 path("test_x.npy") + "\"\ntest-labels = \"test_yy.npy\"\n";
+  auto typo = herd({"train", "--config", settings, "--train.epochs=1"});
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_THAT(typo.output,
+              HasSubstr("test_yy.npy: no such file (data.test-labels = \"test_yy.npy\", in " +
+                        settings + ", line 6; a relative path is read from the working "
+                        "directory, " +
+                        std::filesystem::current_path().string() + ")"));
+
   // Labels 1 and 2: a model of 3 classes, whose class 0 nothing trains; a note says why.
   std::vector<std::string> one_based{"train", "--train.workers=2", "--model.hidden=[16]",
                                      "--train.epochs=1", "--train.batch-size=16"};
