@@ -401,7 +401,7 @@ void check_shape(const std::string& file, const checkpoint::structure& saved,
   std::string text = "was written by a run of another shape: ";
   for (std::size_t i = 0; i < differ.size(); ++i)
     text += (i ? "; " : "") + differ[i];
-  throw checkpoint::checkpoint_error(file, text);
+  throw checkpoint::checkpoint_error(file, text, checkpoint::checkpoint_error::kind::other_shape);
 }
 
 // Refuses a worker's record that is not worker `index`'s, whose tensors are of another size, or

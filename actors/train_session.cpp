@@ -430,11 +430,11 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
     loaded.state = std::make_shared<const run_checkpoint>(load_for_resume(
         loaded.file, structure_of(config, *model, data.train.size()), model->parameter_count()));
   } catch (const checkpoint::checkpoint_error& refused) {
-    if (refused.problem().rfind("was written by a run of another shape", 0) != 0)
+    if (refused.problem_kind() != checkpoint::checkpoint_error::kind::other_shape)
       throw;
     throw checkpoint::checkpoint_error(
-        loaded.file,
-        refused.problem() + differing_settings(loaded.file, config, refused.problem()));
+        loaded.file, refused.problem() + differing_settings(loaded.file, config, refused.problem()),
+        refused.problem_kind());
   }
   check_same_optimizer(loaded.file, *loaded.state, config);
   check_policy_state(loaded.file, *loaded.state, config);

@@ -178,8 +178,8 @@ std::vector<std::string> differences(const structure& saved, const structure& no
   return out;
 }
 
-checkpoint_error::checkpoint_error(const std::string& file, const std::string& problem)
-    : std::runtime_error(file + ": " + problem), file_(file), problem_(problem) {}
+checkpoint_error::checkpoint_error(const std::string& file, const std::string& problem, kind what)
+    : std::runtime_error(file + ": " + problem), file_(file), problem_(problem), kind_(what) {}
 
 std::string encode(header head, std::string_view payload) {
   head.payload_bytes = payload.size();

@@ -130,10 +130,16 @@ int run_train(const std::vector<std::string>& args) {
       options.resume = std::move(loaded.state);
     } catch (const checkpoint::checkpoint_error& unusable) {
       say_resume_refused("train", resume_path, unusable);
-      if (unusable.problem().rfind("was written by a run of another shape", 0) == 0)
+      if (unusable.problem_kind() == checkpoint::checkpoint_error::kind::other_shape) {
+        if (parsed.config_file.empty())
+          std::cerr << "herd train: the checkpoint's settings are not read back: to go on with "
+                       "its run, give this one the same settings (that run's --config and "
+                       "--section.key=value)\n";
         std::cerr << "herd train: to start a new run from its parameters instead (another "
-                     "algorithm, worker count or batch size), use --init-from "
+                     "algorithm, worker count or batch size; the optimizer's state and the round "
+                     "count start afresh), use --init-from "
                   << resume_path << '\n';
+      }
       return exit_bad_input;
     }
   }

@@ -1655,6 +1655,16 @@ TEST_F(herd_cli, init_from_starts_a_new_run_from_a_checkpoints_parameters) {
                         "--train.workers=4", "--train.epochs=3", "--resume", checkpoints});
   EXPECT_EQ(reshaped.exit_code, 2) << reshaped.output;
   EXPECT_THAT(reshaped.output, HasSubstr("use --init-from " + checkpoints));
+  // Without --config the reason may be settings left out: the checkpoint's are not read back.
+  EXPECT_THAT(reshaped.output, HasSubstr("herd train: the checkpoint's settings are not read "
+                                         "back: to go on with its run, give this one the same "
+                                         "settings"));
+  const auto settings = path("reshaped.ini");
+  std::ofstream(settings) << "[train]\nworkers = 4\n";
+  auto from_file = herd({"train", "--config", settings, "--data.dataset=synthetic",
+                         "--model.hidden=[16]", "--train.epochs=3", "--resume", checkpoints});
+  EXPECT_EQ(from_file.exit_code, 2) << from_file.output;
+  EXPECT_THAT(from_file.output, Not(HasSubstr("are not read back")));
 }
 
 TEST_F(herd_cli, a_resume_with_no_epoch_left_says_the_run_trains_no_further) {
