@@ -4,6 +4,7 @@
 #include "actors/train_session.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/run_support.hpp"
 #include "herd/data.hpp"
 #include "herd/sequential.hpp"
 
@@ -219,7 +220,14 @@ std::optional<checkpoint_model> load_checkpoint_model(const std::string& command
   } catch (const config::invalid_config& invalid) {
     print_config_errors(command, invalid);
     return std::nullopt;
-  } catch (const std::exception& bad) { // checkpoint_error names the file and the problem
+  } catch (const checkpoint::checkpoint_error& unusable) { // names the file and the problem
+    std::cerr << "herd " << command << ": " << unusable.what() << '\n';
+    if (const auto intact = intact_before(choice.path, unusable))
+      std::cerr << "herd " << command << ": the newest intact checkpoint there is " << intact->file
+                << " (round " << intact->rounds << "): --checkpoint " << intact->file
+                << " reads it\n";
+    return std::nullopt;
+  } catch (const std::exception& bad) {
     std::cerr << "herd " << command << ": " << bad.what() << '\n';
     return std::nullopt;
   }

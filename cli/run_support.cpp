@@ -483,32 +483,37 @@ std::string checkpoint_dir_problem(const config::run_config& config,
   return checkpoint::run_directory_problem(config.checkpoint.dir, resume_path, "--resume");
 }
 
-void say_resume_refused(const std::string& command, const std::string& resume_path,
-                        const checkpoint::checkpoint_error& unusable) {
-  std::cerr << "herd " << command << ": cannot resume from " << unusable.what() << '\n';
+std::optional<intact_checkpoint> intact_before(const std::string& path,
+                                               const checkpoint::checkpoint_error& unusable) {
   std::error_code error;
-  if (!std::filesystem::is_directory(resume_path, error))
-    return;
+  if (!std::filesystem::is_directory(path, error))
+    return std::nullopt;
   try {
     checkpoint::read_file(unusable.file());
-    return; // it reads: not damaged, and an older one would be refused alike
+    return std::nullopt; // it reads: not damaged, and an older one would be refused alike
   } catch (const checkpoint::checkpoint_error&) {
   }
-  const auto files = checkpoint::list(resume_path);
+  const auto files = checkpoint::list(path);
   for (auto older = files.rbegin(); older != files.rend(); ++older) {
     if (*older >= unusable.file())
       continue;
     try {
-      const auto intact = checkpoint::read_file(*older);
-      std::cerr << "herd " << command << ": the newest intact checkpoint there is " << *older
-                << " (round " << intact.head.rounds << "): move the damaged one away, or --resume "
-                << *older
-                << " --checkpoint.dir=DIR (a run from it in this directory would prune the "
-                   "damaged one)\n";
-      return;
+      return intact_checkpoint{*older, checkpoint::read_file(*older).head.rounds};
     } catch (const checkpoint::checkpoint_error&) {
     }
   }
+  return std::nullopt;
+}
+
+void say_resume_refused(const std::string& command, const std::string& resume_path,
+                        const checkpoint::checkpoint_error& unusable) {
+  std::cerr << "herd " << command << ": cannot resume from " << unusable.what() << '\n';
+  if (const auto intact = intact_before(resume_path, unusable))
+    std::cerr << "herd " << command << ": the newest intact checkpoint there is " << intact->file
+              << " (round " << intact->rounds << "): move the damaged one away, or --resume "
+              << intact->file
+              << " --checkpoint.dir=DIR (a run from it in this directory would prune the "
+                 "damaged one)\n";
 }
 
 void announce_resume(const std::string& command, const std::string& file,

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,6 +100,18 @@ std::string checkpoint_dir_problem(const config::run_config& config,
 /// line when `config` leaves it nothing to train (train.epochs reached, or train.max-seconds).
 void announce_resume(const std::string& command, const std::string& file,
                      const actors::run_checkpoint& state, const config::run_config& config);
+
+/// A checkpoint that reads, and its round.
+struct intact_checkpoint {
+  std::string file;
+  std::uint64_t rounds = 0;
+};
+
+/// Where `path` is a directory and `unusable`'s file, its newest checkpoint, is damaged: the newest
+/// checkpoint before it that reads. Nothing for a file, or for a checkpoint refused for another
+/// reason (one that reads: an older one would be refused alike).
+std::optional<intact_checkpoint> intact_before(const std::string& path,
+                                               const checkpoint::checkpoint_error& unusable);
 
 /// Says why --resume `resume_path` is refused (`unusable`); where it named a directory whose
 /// newest checkpoint is damaged, also the newest intact one before it, to resume from instead.

@@ -2142,6 +2142,12 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   EXPECT_THAT(back.output, HasSubstr("holds 1 checkpoint newer than " + intact +
                                      " (the newest: " + newest + "), which this run would delete"));
   EXPECT_TRUE(std::filesystem::exists(newest));
+  // herd evaluate names it as well.
+  auto evaluated = herd({"evaluate", "--checkpoint", checkpoints});
+  EXPECT_EQ(evaluated.exit_code, 2) << evaluated.output;
+  EXPECT_THAT(evaluated.output, HasSubstr("herd evaluate: the newest intact checkpoint there is " +
+                                          intact + " (round "));
+  EXPECT_THAT(evaluated.output, HasSubstr("--checkpoint " + intact + " reads it"));
 }
 
 // scripts/bench-cluster runs both layouts of a job and prints their per-round medians and the
