@@ -388,7 +388,10 @@ std::string abbreviate(const std::string& text) {
   constexpr std::size_t shown_prefix = 80;
   if (text.size() <= longest_shown)
     return text;
-  return text.substr(0, shown_prefix) + "... (" + std::to_string(text.size()) + " bytes)";
+  // A quoted value's length is the value's, not its quotes' too.
+  const bool quoted = text.front() == '"' && text.back() == '"';
+  return text.substr(0, shown_prefix) + "... (" +
+         std::to_string(text.size() - (quoted ? 2 : 0)) + " bytes)";
 }
 
 // stat() comes before open(), and the open is non-blocking: opening a FIFO for reading waits for a
