@@ -237,7 +237,13 @@ private:
     if (start != 0 && std::string(" \t\n=,[{").find(text_[start - 1]) == std::string::npos)
       return true;
     const auto token = token_at(text_, i);
-    return !non_decimal(token) || fail(non_decimal_problem(token));
+    if (!non_decimal(token))
+      return true;
+    // Named by its key, as the command line's "--train.seed=0042" is.
+    const std::string key = last_key_.empty()  ? std::string()
+                            : section_.empty() ? last_key_ + " = "
+                                               : section_ + "." + last_key_ + " = ";
+    return fail(key + non_decimal_problem(token));
   }
 
   // A section header, "[train]" or "[a.b.c]": CAF recurses once per dot.

@@ -269,9 +269,11 @@ TEST_F(front_end, a_syntax_error_of_another_ini_dialect_says_what_to_write_inste
 TEST_F(front_end, numbers_with_a_leading_zero_are_refused_not_read_in_another_base) {
   const auto file = write("octal.ini", "[train]\nworkers = 2\nseed = 0042\n");
   EXPECT_THAT(errors_of(file, {}),
-              HasSubstr(file + ": line 3: 0042: a leading 0 would read this number as octal"));
+              HasSubstr(file + ": line 3: train.seed = 0042: a leading 0 would read this number "
+                               "as octal"));
   const auto listed = write("listed.ini", "[model]\nhidden = [256,\n064]\n");
-  EXPECT_THAT(errors_of(listed, {}), HasSubstr(listed + ": line 3: 064: a leading 0"));
+  EXPECT_THAT(errors_of(listed, {}),
+              HasSubstr(listed + ": line 3: model.hidden = 064: a leading 0"));
   for (const char* option : {"--train.workers=010", "--train.lr=0x10", "--metrics.port=09464",
                              "--model.hidden=064,32", "--train.seed=-0b1"})
     EXPECT_THAT(errors_of("", {option}), HasSubstr("a leading 0 would read this number")) << option;
