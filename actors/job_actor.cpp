@@ -550,9 +550,7 @@ void spawn_parts(caf::actor_system& system, const std::shared_ptr<job_plan>& pla
       serving.model = plan->model;
       serving.init_seed = train.seed;
       serving.initial_parameters = initial;
-      serving.optimizer = optimizer_of(config);
-      serving.optimizer.learning_rate = static_cast<float>(
-          config.async.lr > 0.0 ? config.async.lr : config.train.lr / train.workers);
+      serving.optimizer = server_optimizer_of(config);
       serving.ops = plan->compute.serve;
       serving.workers = train.workers;
       parts.run.parameter_server = hold_plan(spawn_parameter_server(system, std::move(serving)));

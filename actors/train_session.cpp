@@ -262,6 +262,13 @@ models::optimizer_settings optimizer_of(const config::run_config& config) {
   return optimizer;
 }
 
+models::optimizer_settings server_optimizer_of(const config::run_config& config) {
+  auto optimizer = optimizer_of(config);
+  optimizer.learning_rate = static_cast<float>(
+      config.async.lr > 0.0 ? config.async.lr : config.train.lr / config.train.workers);
+  return optimizer;
+}
+
 worker_setup make_worker_setup(const config::run_config& config, int index,
                                std::shared_ptr<const models::model> model,
                                std::shared_ptr<const models::dataset> train,

@@ -19,6 +19,7 @@
 
 #include "cluster/control_gate.hpp"
 #include "cluster/node_dial.hpp"
+#include "cluster/node_plane.hpp"
 #include "cluster/node_reducer.hpp"
 #include "cluster/registry_store.hpp"
 #include "cluster/remoting.hpp"
@@ -364,12 +365,8 @@ private:
     const int size = static_cast<int>(plane_nodes.size());
     if (options_.make_plane)
       return options_.make_plane(generation, rank, size);
-    comm::gloo_plane_options plane_options;
-    plane_options.hostname = hello_.data_host;
-    plane_options.prefix = plane_prefix(welcome_.job, generation);
-    plane_options.timeout = timeout;
-    plane_options.compression = comm::wire_format_of(config_.comm.compression);
-    plane_options.error_feedback = config_.comm.error_feedback;
+    auto plane_options = node_plane_options(config_, hello_.data_host,
+                                            plane_prefix(welcome_.job, generation), timeout, key);
     // The run's options, not this object: the plane outlives it (hosted::stop ends it).
     plane_options.on_refused = [&options = options_, generation, plane_nodes, route = refusals_,
                                 node = welcome_.node](int peer, const std::string& why) {
@@ -380,18 +377,6 @@ private:
                           "re-keys the data plane");
       route->report(plane_refusal{generation, node, peer_node, why});
     };
-    if (!key.empty()) {
-      comm::plane_key sealing{};
-      if (key.size() != sealing.size())
-        throw comm::comm_error(comm::outcome::invalid_argument,
-                               "the coordinator sent a data-plane key of " +
-                                   std::to_string(key.size()) + " bytes; keys are " +
-                                   std::to_string(sealing.size()) + " bytes");
-      std::copy(key.begin(), key.end(), sealing.begin());
-      plane_options.seal_key = sealing;
-      plane_options.seal_threads = config_.comm.seal_threads;
-    }
-    plane_options.lanes = config_.comm.connections;
     if (options_.adjust_plane)
       options_.adjust_plane(generation, plane_options);
     store_ = std::make_shared<registry_store>(system_, registry_,

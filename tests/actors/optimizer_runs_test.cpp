@@ -77,6 +77,20 @@ TEST(optimizer_runs, the_optimizer_takes_every_key_from_the_settings) {
   EXPECT_FLOAT_EQ(optimizer.eps, 1e-3f);
 }
 
+// async's server steps once per worker's gradient: train.lr / P unless async.lr sets its rate;
+// the rest is the workers' optimizer.
+TEST(optimizer_runs, the_parameter_servers_rate_is_async_lr_else_lr_over_the_workers) {
+  run_config config;
+  config.train.algorithm = "async";
+  config.train.workers = 4;
+  config.train.lr = 0.05;
+  config.train.momentum = 0.8;
+  EXPECT_FLOAT_EQ(herd::actors::server_optimizer_of(config).learning_rate, 0.0125f);
+  EXPECT_FLOAT_EQ(herd::actors::server_optimizer_of(config).momentum, 0.8f);
+  config.async.lr = 0.02;
+  EXPECT_FLOAT_EQ(herd::actors::server_optimizer_of(config).learning_rate, 0.02f);
+}
+
 TEST(optimizer_runs, sync_replicas_under_adamw_go_through_the_same_states_and_learn) {
   const auto run = run_probed(adamw_job("sync", 3));
   ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;

@@ -506,6 +506,33 @@ TEST(train_session, a_step_failing_while_its_round_reads_it_aborts_the_round_and
 
 namespace {
 
+// Each worker's setup takes the run's settings: data.bucket-by-length gives every worker the same
+// order of length buckets (one stream of train.seed), and its own shuffles; the optimizer and the
+// late-gradient mode are the run's.
+TEST(worker_setup, every_worker_takes_the_runs_settings) {
+  auto config = small_config(4, 8);
+  config.train.algorithm = "majority";
+  config.majority.late_gradients = "discard";
+  config.train.lr = 0.02;
+  const auto data = synthetic(std::size_t{4} * 8 * 5);
+  const auto train = std::shared_ptr<const herd::models::dataset>(data, &data->train);
+  const auto model = herd::actors::make_model(config, data->train);
+  const auto setup = [&](int index) {
+    return herd::actors::make_worker_setup(config, index, model, train, &herd::kernels::cpu_ops(),
+                                           nullptr, nullptr, nullptr);
+  };
+  EXPECT_FALSE(setup(0).bucket_order_seed.has_value());
+  EXPECT_FLOAT_EQ(setup(2).optimizer.learning_rate, 0.02f);
+  EXPECT_EQ(setup(2).late_gradients, herd::policy::late_gradients::discard);
+  EXPECT_NE(setup(0).shuffle_seed, setup(1).shuffle_seed);
+  config.data.bucket_by_length = true;
+  ASSERT_TRUE(setup(0).bucket_order_seed.has_value());
+  EXPECT_EQ(setup(0).bucket_order_seed, setup(3).bucket_order_seed);
+  const auto first = setup(0).bucket_order_seed;
+  config.train.seed += 1;
+  EXPECT_NE(setup(0).bucket_order_seed, first);
+}
+
 TEST(train_session, stop_right_after_start_still_ends_with_a_summary) {
   auto config = small_config(4, 8);
   config.train.epochs = 100000;

@@ -26,6 +26,7 @@
 
 #include "cluster/control_gate.hpp"
 #include "cluster/gate_link.hpp"
+#include "cluster/remoting.hpp"
 #include "support/gate_wire.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
@@ -118,6 +119,24 @@ gate_settings with_token(const std::string& token) {
 }
 
 // In the clear no thread stands between the peers: each side's CAF gets the socket itself.
+// The cluster section's keys reach the gate: the token, the TLS files, and whether certificates
+// must name their peer (cluster.tls-check-names, on unless turned off).
+TEST(control_gate, the_cluster_sections_keys_reach_the_gate) {
+  herd::config::cluster_section cluster;
+  EXPECT_TRUE(herd::cluster::gate_settings_of(cluster).check_names);
+  cluster.token = "s3cret";
+  cluster.tls_ca = "ca.pem";
+  cluster.tls_cert = "node.pem";
+  cluster.tls_key = "node.key";
+  cluster.tls_check_names = false;
+  const auto settings = herd::cluster::gate_settings_of(cluster);
+  EXPECT_EQ(settings.token, "s3cret");
+  EXPECT_EQ(settings.tls.ca, "ca.pem");
+  EXPECT_EQ(settings.tls.cert, "node.pem");
+  EXPECT_EQ(settings.tls.key, "node.key");
+  EXPECT_FALSE(settings.check_names);
+}
+
 TEST(control_gate, a_dialer_with_the_token_reaches_behind_and_frames_go_both_ways) {
   behind_the_gate behind;
   notices log;
