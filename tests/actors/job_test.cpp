@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "checkpoint/format.hpp"
+#include "support/eventually.hpp"
 #include "support/session_config.hpp"
 #include "support/temp_directory.hpp"
 
@@ -309,9 +310,7 @@ TEST_F(caller_system, a_finished_jobs_facade_keeps_the_trained_model_not_every_r
 // thread (the evaluator's, a detached actor's, waits until nothing refers to the actor).
 TEST_F(caller_system, an_ended_job_leaves_neither_its_data_nor_a_thread_behind) {
   const auto wait_until = [](const std::function<bool()>& done) {
-    for (int tries = 0; tries < 500 && !done(); ++tries)
-      std::this_thread::sleep_for(10ms);
-    return done();
+    return herd::testing::eventually(done, std::chrono::seconds(5));
   };
   std::size_t threads_before = 0;
   for (int job = 0; job < 4; ++job) {

@@ -21,6 +21,7 @@
 
 #include "cluster/cluster_session.hpp"
 #include "cluster/remoting.hpp"
+#include "support/eventually.hpp"
 #include "support/gate_wire.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
@@ -122,14 +123,7 @@ private:
 
 constexpr const char* refused_to_strangers = "for welcomed nodes only";
 
-// Polls until `condition` holds or `timeout` passed.
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
-  return condition();
-}
+using herd::testing::eventually;
 
 // A member's connection that sends `bytes` once admitted, and sees whether the coordinator hangs
 // up.

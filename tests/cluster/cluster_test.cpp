@@ -29,6 +29,7 @@
 
 #include "cluster/cluster_node.hpp"
 #include "cluster/cluster_session.hpp"
+#include "support/eventually.hpp"
 #include "support/failing_backward_ops.hpp"
 #include "support/recording_probe.hpp"
 #include "support/slow_backward_ops.hpp"
@@ -43,6 +44,7 @@ using herd::cluster::cluster_session;
 using herd::cluster::node_options;
 using herd::cluster::node_outcome;
 using herd::config::run_config;
+using herd::testing::eventually;
 using herd::testing::recording_probe;
 
 constexpr int batch = 8;
@@ -107,16 +109,33 @@ bool three_workers_applied(const recording_probe& probe, std::size_t rounds) {
   return probe.rounds(0) >= rounds && probe.rounds(1) >= rounds && probe.rounds(2) >= rounds;
 }
 
-// Waits (polling) until `done`; false after `timeout`.
-template <class Done>
-bool eventually(Done done, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+// Collects the coordinator's notices.
+class notice_log final : public herd::actors::run_observer {
+public:
+  void on_notice(std::string_view text) override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    notices_.emplace_back(text);
   }
-  return true;
+  std::vector<std::string> containing(const std::string& text) const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    std::vector<std::string> found;
+    for (const auto& notice : notices_)
+      if (notice.find(text) != std::string::npos)
+        found.push_back(notice);
+    return found;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> notices_;
+};
+
+// A coordinator's options, listening on loopback; its notices go to `notices` where given.
+cluster_options on_loopback(notice_log* notices = nullptr) {
+  cluster_options options;
+  options.listen_host = "127.0.0.1";
+  options.observer = notices;
+  return options;
 }
 
 // A coordinator and one node per entry of `node_workers`, each node on a thread of its own.
@@ -124,8 +143,7 @@ cluster_run run_cluster(job j, const std::vector<int>& node_workers,
                         std::shared_ptr<herd::actors::worker_probe> probe = nullptr,
                         const herd::kernels::ops* ops = nullptr) {
   j.config.cluster.min_nodes = static_cast<int>(node_workers.size());
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   options.progress_interval = std::chrono::milliseconds(20);
   cluster_session session(j.config, j.data, options);
   cluster_run run;
@@ -154,27 +172,6 @@ std::size_t parameter_count(const job& j) {
 double norm(const std::vector<double>& values) {
   return std::sqrt(std::inner_product(values.begin(), values.end(), values.begin(), 0.0));
 }
-
-// Collects the coordinator's notices.
-class notice_log final : public herd::actors::run_observer {
-public:
-  void on_notice(std::string_view text) override {
-    std::lock_guard<std::mutex> guard(mutex_);
-    notices_.emplace_back(text);
-  }
-  std::vector<std::string> containing(const std::string& text) const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    std::vector<std::string> found;
-    for (const auto& notice : notices_)
-      if (notice.find(text) != std::string::npos)
-        found.push_back(notice);
-    return found;
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> notices_;
-};
 
 TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
   for (const char* algorithm : {"sync", "solo", "majority"}) {
@@ -339,8 +336,7 @@ TEST(cluster_runs, a_node_loads_the_training_data_without_the_validation_files) 
   j.config.data.validation_labels = "/only/on/the/coordinator/validation_y.npy";
   j.config.data.validation_fraction = 0.0;
   j.config.cluster.min_nodes = 1;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session session(j.config, j.data, options);
   auto node = node_for(j, session.port(), 2, nullptr);
   std::optional<run_config> given;
@@ -366,10 +362,8 @@ TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_
   auto j = make_job("solo", 2, 400);
   j.config.imbalance.delay_ms = 20.0; // a run long enough for the late node to find it running
   j.config.cluster.min_nodes = 1;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
   notice_log notices;
-  options.observer = &notices;
+  auto options = on_loopback(&notices);
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(2, parameter_count(j));
   node_outcome first;
@@ -397,8 +391,7 @@ TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_
 TEST(cluster_runs, a_coordinator_stopped_while_waiting_for_nodes_says_how_many_had_joined) {
   auto j = make_job("sync", 2, 10);
   j.config.cluster.min_nodes = 3;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session session(j.config, j.data, options);
   session.request_stop();
   const auto summary = session.wait_for(std::chrono::seconds(30));
@@ -414,8 +407,7 @@ TEST(cluster_runs, a_coordinator_stopped_while_waiting_for_nodes_says_how_many_h
 TEST(cluster_runs, the_metrics_show_the_cluster_forming_before_any_worker_exists) {
   auto j = make_job("sync", 2, 10);
   j.config.cluster.min_nodes = 2;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   auto metrics = std::make_shared<herd::monitoring::registry>();
   options.metrics = metrics;
   cluster_session session(j.config, j.data, options);
@@ -505,8 +497,7 @@ TEST(cluster_runs, a_waiting_node_says_when_the_reason_it_waits_changes) {
 TEST(cluster_runs, one_worker_nodes_on_one_machine_share_its_cores_for_blas) {
   auto j = make_job("sync", 3, 10);
   j.config.cluster.min_nodes = 2;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session session(j.config, j.data, options);
   std::mutex mutex;
   std::vector<std::string> notices[2];
@@ -552,8 +543,7 @@ TEST(cluster_runs, one_worker_nodes_on_one_machine_share_its_cores_for_blas) {
 
 TEST(cluster_runs, a_coordinator_port_in_use_is_named) {
   const auto j = make_job("sync", 2, 10);
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session first(j.config, j.data, options);
   options.port = first.port();
   try {
@@ -582,8 +572,7 @@ namespace {
 TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
   auto j = make_job("sync", 2, 10);
   j.config.cluster.min_nodes = 2;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session session(j.config, j.data, options);
   // A process that passed the gate but never joined: it may not read or write the store.
   caf::actor_system_config system_config;
@@ -624,8 +613,7 @@ join_run run_with_a_join(const std::string& algorithm,
                          const std::shared_ptr<recording_probe>& probe) {
   auto j = make_endless_job(algorithm, 3);
   j.config.cluster.min_nodes = 3;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session session(j.config, j.data, options);
   join_run run;
   std::atomic<bool> leave{false};
@@ -732,10 +720,8 @@ TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_ta
 TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_cleanly) {
   auto j = make_job("sync", 2, 10);
   j.config.cluster.min_nodes = 2;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
   notice_log coordinator_notices;
-  options.observer = &coordinator_notices;
+  auto options = on_loopback(&coordinator_notices);
   cluster_session session(j.config, j.data, options);
   std::mutex mutex;
   std::vector<std::string> notices;
@@ -770,8 +756,7 @@ TEST(cluster_runs, nodes_connecting_when_their_coordinator_is_stopped_end_cleanl
   for (const std::size_t count : {std::size_t{2}, std::size_t{1}}) {
     auto j = make_endless_job("sync", static_cast<int>(count));
     j.config.cluster.min_nodes = static_cast<int>(count);
-    cluster_options options;
-    options.listen_host = "127.0.0.1";
+    auto options = on_loopback();
     cluster_session session(j.config, j.data, options);
     std::mutex mutex;
     std::vector<std::vector<std::string>> notices(count);
@@ -815,10 +800,8 @@ TEST(cluster_runs, a_node_of_two_workers_leaves_without_an_aborted_round) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto j = make_endless_job("sync", 3);
     j.config.cluster.min_nodes = 2;
-    cluster_options options;
-    options.listen_host = "127.0.0.1";
     notice_log notices;
-    options.observer = &notices;
+    auto options = on_loopback(&notices);
     cluster_session session(j.config, j.data, options);
     auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
     std::atomic<bool> leave{false};
@@ -862,10 +845,8 @@ TEST(cluster_runs, a_node_that_leaves_during_a_join_leaves_once_the_join_has_end
   // A leaving node gives the coordinator 2 s to let it go; the join below takes longer than that
   // after the node asked, and well within its transfer's bound (2 x 2 s + 5 s).
   j.config.cluster.data_timeout_ms = 2000;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
   notice_log notices;
-  options.observer = &notices;
+  auto options = on_loopback(&notices);
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave_now{false}, leave_later{false};
@@ -946,10 +927,8 @@ TEST(cluster_runs, a_node_turned_away_from_a_failed_join_says_the_coordinators_r
   auto j = make_endless_job("sync", 2);
   j.config.cluster.min_nodes = 2;
   j.config.cluster.data_timeout_ms = 5000;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
   notice_log notices;
-  options.observer = &notices;
+  auto options = on_loopback(&notices);
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(2, parameter_count(j));
   std::atomic<bool> leave{false};
@@ -995,10 +974,8 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
   auto j = make_endless_job("solo", 3);
   j.config.cluster.min_nodes = 3;
   j.config.cluster.data_timeout_ms = 2000;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
   notice_log notices;
-  options.observer = &notices;
+  auto options = on_loopback(&notices);
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave{false};
@@ -1099,8 +1076,7 @@ TEST(cluster_runs, a_failed_join_frees_the_slots_for_the_next_node) {
 TEST(cluster_runs, a_node_offering_more_workers_than_are_lost_is_told_how_many_are) {
   auto j = make_endless_job("solo", 3);
   j.config.cluster.min_nodes = 2;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
+  auto options = on_loopback();
   cluster_session session(j.config, j.data, options);
   auto probe = std::make_shared<recording_probe>(3, parameter_count(j));
   std::atomic<bool> leave{false};
@@ -1156,10 +1132,8 @@ three_node_run run_three_nodes(
     std::shared_ptr<herd::monitoring::registry> metrics = nullptr) {
   auto config = j.config;
   config.cluster.min_nodes = 3;
-  cluster_options options;
-  options.listen_host = "127.0.0.1";
   notice_log notices;
-  options.observer = &notices;
+  auto options = on_loopback(&notices);
   options.metrics = std::move(metrics);
   cluster_session session(config, j.data, options);
   three_node_run run;
