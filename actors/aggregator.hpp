@@ -1,5 +1,6 @@
-// The aggregator actor: runs one group reduction at a time per round it is given (a pool of them
-// runs groups in parallel). It asks every member for its contribution, weights them, drives the
+// The aggregator actor: holds every round it is given until its members have answered, then runs
+// its reduction, waiting for the data plane in the handler, so one at a time (a pool of them runs
+// groups in parallel). It asks every member for its contribution, weights them, drives the
 // data plane, hands every member the result and reports the round to the coordinator.
 //
 // Messages it answers:

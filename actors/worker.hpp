@@ -10,9 +10,11 @@
 //   (announce_atom, step, samples)    from its compute thread: backward has begun to make the
 //                                     running step's gradient final (announce_steps)
 //   (contribute_atom, round, step) -> contribution   what its send buffer holds for that round,
-//                                     answered at once, even while a step runs (step: the local
-//                                     step the round averages, wagma; 0 otherwise;
-//                                     (contribute_atom, round) means step 0)
+//                                     answered while a step runs too; a request the send
+//                                     buffer's rule holds back (send_buffer::must_wait: the buffer
+//                                     is lent to another round) is answered once it is released
+//                                     (step: the local step the round averages, wagma; 0
+//                                     otherwise; (contribute_atom, round) means step 0)
 //   round_result                      a round's reduced buffer; applied strictly in round order
 //                                     (no buffer: the round was aborted, and is skipped)
 //   snapshot_atom                  -> parameter_snapshot   a copy of its parameters

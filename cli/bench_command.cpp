@@ -38,6 +38,12 @@ namespace {
 
 const std::vector<std::string> known_scenarios{"none", "random", "persistent", "lognormal"};
 
+// The scenarios' settings, which the help text states from here.
+constexpr double persistent_slowdown = 3.0;   // imbalance.factor of the persistent scenario
+constexpr double lognormal_sigma = 0.5;       // imbalance.sigma of the lognormal scenario
+constexpr double random_delay_step_times = 4; // the random scenario's delay, in step times
+constexpr double calibration_seconds = 5.0;   // sync without imbalance, to measure a step
+
 struct bench_arguments {
   std::string config_file;
   std::vector<std::string> overrides;
@@ -130,9 +136,9 @@ config::imbalance_section scenario_imbalance(const std::string& scenario, int wo
     imbalance.workers.clear();
     for (int w = 0; w < quarter; ++w)
       imbalance.workers.push_back(w);
-    imbalance.factor = 3.0;
+    imbalance.factor = persistent_slowdown;
   } else if (scenario == "lognormal") {
-    imbalance.sigma = 0.5;
+    imbalance.sigma = lognormal_sigma;
   }
   return imbalance;
 }
@@ -416,8 +422,12 @@ std::string bench_help() {
          "  none        no injected imbalance\n"
          "  random      each step a quarter of the workers, chosen by a shared seeded generator,\n"
          "              are delayed by --random-delay-ms\n"
-         "  persistent  workers 0 .. P/4-1 run 3x slower\n"
-         "  lognormal   every step time multiplied by max(1, LogNormal(0, 0.5))\n\n"
+         "  persistent  workers 0 .. P/4-1 run "
+      << persistent_slowdown
+      << "x slower\n"
+         "  lognormal   every step time multiplied by max(1, LogNormal(0, "
+      << lognormal_sigma
+      << "))\n\n"
          "Every run trains train.epochs epochs (it does not stop at the target), so final\n"
          "accuracies compare at equal epochs. Ctrl-C (SIGTERM, SIGHUP) stops the run under way\n"
          "and writes the table, results.csv and results.json of the runs that finished, without\n"
@@ -514,7 +524,7 @@ int run_bench(const std::vector<std::string>& raw) {
   // alone can meet a noisy neighbour), or from a calibration run when the table has none.
   auto calibrate = [&](std::vector<double> periods) {
     const double period = median(std::move(periods)).value_or(0.0);
-    delay_ms = 4.0 * 1e3 * period;
+    delay_ms = random_delay_step_times * 1e3 * period;
     std::cout << "random scenario: delay " << std::fixed << std::setprecision(2) << *delay_ms
               << " ms = four undelayed step times (sync without imbalance: " << 1e3 * period
               << " ms per step per worker, median of its runs)\n";
@@ -525,8 +535,9 @@ int run_bench(const std::vector<std::string>& raw) {
     auto calibration = job;
     calibration.train.algorithm = "sync";
     calibration.imbalance.kind = "none";
-    calibration.train.max_seconds = 5.0;
-    std::cout << "calibrating the random scenario's delay: sync without imbalance for 5 s\n";
+    calibration.train.max_seconds = calibration_seconds;
+    std::cout << "calibrating the random scenario's delay: sync without imbalance for "
+              << calibration_seconds << " s\n";
     const auto calibrated = run_one(calibration, data, args.snapshot_ms);
     if (calibrated.stop_reason == "interrupted")
       return interrupted_bench({}, args, job, delay_ms);
