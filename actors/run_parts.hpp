@@ -25,6 +25,21 @@ class training_metrics;
 
 namespace herd::actors {
 
+/// The sample indices worker `worker` trains on, as train_session assigns them.
+std::vector<std::size_t> worker_shard(const config::run_config& config,
+                                      std::size_t training_samples, int worker);
+
+/// The seed of worker `worker`'s per-epoch shuffles, as train_session assigns it.
+std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker);
+
+/// The BLAS thread count `herd train` runs with: train.blas-threads when set, else one thread
+/// per worker when several share the cores (0: one per core, for a single worker; the cores a
+/// container's CPU quota allows where that is fewer). A node passes `workers_on_machine`, the
+/// workers of every node on its machine: when a single worker shares the machine with other
+/// nodes' workers, it gets its share of the usable cores (at least one thread).
+int blas_threads_for(const config::run_config& config, int local_workers,
+                     int workers_on_machine = 0);
+
 /// Worker `index`'s setup for this run: its shard, seeds, optimizer and the algorithm's modes.
 worker_setup make_worker_setup(const config::run_config& config, int index,
                                std::shared_ptr<const models::model> model,

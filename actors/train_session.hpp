@@ -7,6 +7,7 @@
 #include "actors/checkpoint_state.hpp"
 #include "actors/checkpoint_writer.hpp"
 #include "actors/run_observer.hpp"
+#include "actors/run_parts.hpp"
 #include "actors/worker_probe.hpp"
 #include "herd/dataset.hpp"
 #include "herd/metrics.hpp"
@@ -91,14 +92,6 @@ loaded_checkpoint load_checkpoint(const config::run_config& config,
                                   const models::train_test_split& data, const std::string& path,
                                   std::shared_ptr<const models::model> model = nullptr);
 
-/// The BLAS thread count `herd train` runs with: train.blas-threads when set, else one thread
-/// per worker when several share the cores (0: one per core, for a single worker; the cores a
-/// container's CPU quota allows where that is fewer). A node passes `workers_on_machine`, the
-/// workers of every node on its machine: when a single worker shares the machine with other
-/// nodes' workers, it gets its share of the usable cores (at least one thread).
-int blas_threads_for(const config::run_config& config, int local_workers,
-                     int workers_on_machine = 0);
-
 /// One run in an actor system of its own: the job actor of herd/job_actor.hpp in a system made
 /// for it, shut down when the run has ended.
 class train_session {
@@ -141,13 +134,6 @@ private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };
-
-/// The sample indices worker `worker` trains on, as train_session assigns them.
-std::vector<std::size_t> worker_shard(const config::run_config& config,
-                                      std::size_t training_samples, int worker);
-
-/// The seed of worker `worker`'s per-epoch shuffles, as train_session assigns it.
-std::uint64_t worker_shuffle_seed(const config::run_config& config, int worker);
 
 /// The model [model] asks for (model.layers, or model.preset sized by model.hidden) over the
 /// samples and classes of `data`. Throws config::invalid_config naming the key at fault: an
