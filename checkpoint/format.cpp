@@ -345,6 +345,48 @@ std::string directory_problem(const std::string& directory) {
   return ::access(directory.c_str(), W_OK) == 0 ? std::string() : "not writable";
 }
 
+namespace {
+
+// The milliseconds a checkpoint's name counts ("herd-001764612345678-..."), if it has them.
+std::optional<std::uint64_t> named_milliseconds(const std::string& name) {
+  constexpr std::size_t digits = 15;
+  if (name.size() < prefix.size() + digits || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  std::uint64_t ms = 0;
+  for (std::size_t i = prefix.size(); i < prefix.size() + digits; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i])))
+      return std::nullopt;
+    ms = ms * 10 + static_cast<std::uint64_t>(name[i] - '0');
+  }
+  return ms;
+}
+
+// How many of a directory's checkpoints `existing` (list()'s, oldest first) are newer than
+// `resumed`: those after it, where it is one of them (a link to one too); else, for a copy under
+// another name, those named after the time its header says it was written. 0 when that cannot
+// be told (a damaged file: the resume itself says so).
+std::size_t checkpoints_newer_than(const std::vector<std::string>& existing,
+                                   const std::filesystem::path& resumed) {
+  for (std::size_t i = existing.size(); i-- > 0;) {
+    std::error_code unknown;
+    if (std::filesystem::equivalent(existing[i], resumed, unknown))
+      return existing.size() - 1 - i;
+  }
+  std::uint64_t written = 0;
+  try {
+    written = read_file(resumed.string()).head.written_unix_ms;
+  } catch (const checkpoint_error&) {
+    return 0;
+  }
+  return static_cast<std::size_t>(
+      std::count_if(existing.begin(), existing.end(), [written](const std::string& file) {
+        const auto named = named_milliseconds(std::filesystem::path(file).filename().string());
+        return named && *named > written;
+      }));
+}
+
+} // namespace
+
 std::string run_directory_problem(const std::string& directory, const std::string& resume_path,
                                   const std::string& resume_option) {
   if (const auto problem = directory_problem(directory); !problem.empty())
@@ -367,18 +409,15 @@ std::string run_directory_problem(const std::string& directory, const std::strin
                                     unknown)) {
       // Going back to an earlier checkpoint: the later ones are another branch of the run, and
       // keeping this run's newest would prune them first.
-      const auto name = resumed.filename().string();
-      const auto newer = std::count_if(existing.begin(), existing.end(), [&](const auto& file) {
-        return std::filesystem::path(file).filename().string() > name;
-      });
+      const auto newer = checkpoints_newer_than(existing, resumed);
       if (newer == 0)
         return {};
       return "checkpoint.dir = " + directory + " holds " + std::to_string(newer) + " checkpoint" +
              (newer == 1 ? "" : "s") + " newer than " + resumed.string() +
              " (the newest: " + existing.back() +
-             "), which this run would delete as it keeps its own: to go on " +
-             "from the earlier one, give this run another checkpoint.dir, or move the newer " +
-             "ones away";
+             "), which this run would delete as it keeps its own: to go on from the earlier " +
+             "one, move the newer ones away (across processes with the nodes' parts of them), " +
+             "or, in one process, give this run another checkpoint.dir (\"\" for none)";
     }
   }
   const std::string held = "checkpoint.dir = " + directory + " holds " +
@@ -405,24 +444,6 @@ std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds) {
                 static_cast<unsigned long long>(unix_ms), static_cast<unsigned long long>(rounds));
   return name;
 }
-
-namespace {
-
-// The milliseconds a checkpoint's name counts ("herd-001764612345678-..."), if it has them.
-std::optional<std::uint64_t> named_milliseconds(const std::string& name) {
-  constexpr std::size_t digits = 15;
-  if (name.size() < prefix.size() + digits || name.compare(0, prefix.size(), prefix) != 0)
-    return std::nullopt;
-  std::uint64_t ms = 0;
-  for (std::size_t i = prefix.size(); i < prefix.size() + digits; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(name[i])))
-      return std::nullopt;
-    ms = ms * 10 + static_cast<std::uint64_t>(name[i] - '0');
-  }
-  return ms;
-}
-
-} // namespace
 
 std::string next_file_name(const std::string& directory, std::uint64_t rounds) {
   std::uint64_t ms = unix_milliseconds();

@@ -41,12 +41,13 @@ const std::vector<std::string> known_scenarios{"none", "random", "persistent", "
 // The scenarios' settings, which the help text states from here.
 constexpr double persistent_slowdown = 3.0;   // imbalance.factor of the persistent scenario
 constexpr double lognormal_sigma = 0.5;       // imbalance.sigma of the lognormal scenario
-constexpr double random_delay_step_times = 4; // the random scenario's delay, in step times
+constexpr int random_delay_step_times = 4;    // the random scenario's delay, in step times
 constexpr double calibration_seconds = 5.0;   // sync without imbalance, to measure a step
 
 struct bench_arguments {
   std::string config_file;
   std::vector<std::string> overrides;
+  config::value_origins origins; // where each setting came from, once loaded
   std::vector<std::string> algorithms{"sync",  "solo",  "majority", "preduce",
                                       "wagma", "async", "local-sgd"};
   std::vector<std::string> scenarios{"none", "random", "persistent"};
@@ -55,7 +56,7 @@ struct bench_arguments {
   // What --out will hold, checked before the first run: hours of runs must not end in a file
   // that cannot be written.
   std::vector<std::string> outputs{"results.csv", "results.json", "plot.gp"};
-  std::optional<double> random_delay_ms; // default: four undelayed step times
+  std::optional<double> random_delay_ms; // default: random_delay_step_times undelayed steps
   int snapshot_ms = 100;
   bool help = false;
 };
@@ -409,7 +410,9 @@ std::string bench_help() {
          "                           repetition r runs with train.seed + r and\n"
          "                           imbalance.seed + r\n"
          "  --out DIR                output directory (default bench-results)\n"
-         "  --random-delay-ms MS     the random scenario's delay (default: four undelayed step\n"
+         "  --random-delay-ms MS     the random scenario's delay (default: "
+      << random_delay_step_times
+      << " undelayed step\n"
          "                           times: sync's wall time per step per worker, measured\n"
          "                           without imbalance)\n"
          "  --snapshot-ms MS         parameter snapshots for the accuracy curve (default 100);\n"
@@ -451,7 +454,7 @@ void write_results(const std::vector<bench_run>& runs, const bench_arguments& ar
                    bool interrupted) {
   const auto rows = make_table(runs, args);
   print_table(std::cout, rows, job.train.target_accuracy, args.snapshot_ms,
-              static_cast<std::size_t>(standard_output_columns()));
+              standard_output_table_width());
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.csv").string(), csv(rows));
   write_file_atomically((dir / "results.json").string(),
@@ -490,7 +493,7 @@ int run_bench(const std::vector<std::string>& raw) {
   if (const auto ended = start_job_command<bench_arguments>(
           "bench", args, job, [&raw] { return parse_arguments(raw); }, bench_help))
     return *ended;
-  const auto data = load_data_or_report("bench", job);
+  const auto data = load_data_or_report("bench", job, &args.origins);
   if (interrupted_before_run("bench"))
     return exit_interrupted;
   if (!data)
@@ -526,7 +529,8 @@ int run_bench(const std::vector<std::string>& raw) {
     const double period = median(std::move(periods)).value_or(0.0);
     delay_ms = random_delay_step_times * 1e3 * period;
     std::cout << "random scenario: delay " << std::fixed << std::setprecision(2) << *delay_ms
-              << " ms = four undelayed step times (sync without imbalance: " << 1e3 * period
+              << " ms = " << random_delay_step_times
+              << " undelayed step times (sync without imbalance: " << 1e3 * period
               << " ms per step per worker, median of its runs)\n";
     std::cout.unsetf(std::ios::fixed);
   };

@@ -101,9 +101,9 @@ void prepare_output_directory(const std::string& dir, const std::vector<std::str
 
 /// The start of a command that runs a configured job and writes into a directory (bench,
 /// simulate): `parse` reads the arguments (std::invalid_argument for bad ones) into `args`; then
-/// `help()` is shown if asked for, or the job is loaded and args.out_dir made, with
-/// args.outputs checked in it. Returns the exit status when the command ends here (help: 0; bad
-/// input, said on stderr: 2).
+/// `help()` is shown if asked for, or the job is loaded (where each setting came from into
+/// args.origins) and args.out_dir made, with args.outputs checked in it. Returns the exit status
+/// when the command ends here (help: 0; bad input, said on stderr: 2).
 template <class Arguments>
 std::optional<int> start_job_command(const std::string& name, Arguments& args,
                                      config::run_config& job,
@@ -115,7 +115,7 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
       std::cout << fit_help(help());
       return 0;
     }
-    job = load_for_command(name, args.config_file, args.overrides);
+    job = load_for_command(name, args.config_file, args.overrides, {}, &args.origins);
     prepare_output_directory(args.out_dir, args.outputs);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(name, invalid);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -54,6 +55,12 @@ std::string log_stamp(double seconds) {
 
 int standard_output_columns() {
   return terminal_columns(STDOUT_FILENO);
+}
+
+std::size_t standard_output_table_width() {
+  if (::isatty(STDOUT_FILENO) != 0 || std::getenv("COLUMNS") != nullptr)
+    return static_cast<std::size_t>(standard_output_columns());
+  return std::numeric_limits<std::size_t>::max();
 }
 
 std::string for_terminal(const std::string& line, int descriptor) {

@@ -8,6 +8,7 @@
 #include "herd/run_summary.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,9 @@ std::string for_terminal(const std::string& line, int descriptor);
 
 /// The width of the terminal standard output writes to, else $COLUMNS, else 80.
 int standard_output_columns();
+/// The width a table on standard output keeps to: the terminal's; off a terminal $COLUMNS where
+/// it is set, else no limit (a log or a pipe keeps a table's rows whole, as it keeps lines).
+std::size_t standard_output_table_width();
 
 /// "[   12.3s] ": what starts a log line `seconds` into the run (or the process).
 std::string log_stamp(double seconds);

@@ -275,10 +275,11 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     return bad_input();
   }
   // herd train only: a coordinator's checkpoint.dir is the nodes' too, on machines of their own.
-  if (auto note = command == "train" ? resume_saves_where_it_resumes(run.config, parsed, origins)
-                                     : std::string();
-      !note.empty())
-    std::cerr << "herd " << command << ": note: " << note << '\n';
+  const auto saves_where_it_resumes =
+      command == "train" ? resume_saves_where_it_resumes(run.config, parsed, origins)
+                         : std::string();
+  if (!saves_where_it_resumes.empty() && parsed.print_config)
+    std::cerr << "herd " << command << ": note: " << saves_where_it_resumes << '\n';
   if (!parsed.print_config)
     for (const auto& note : unused_settings_notes(run.config, origins))
       std::cerr << "herd " << command << ": note: " << note << '\n';
@@ -306,9 +307,16 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   if (auto problem = checkpoint_dir_problem(
           run.config, resume == parsed.options.end() ? std::string() : resume->second);
       !problem.empty()) { // not under --print-config: the check makes the directory
-    std::cerr << "herd " << command << ": " << problem << '\n';
+    std::cerr << "herd " << command << ": " << problem
+              << (saves_where_it_resumes.empty()
+                      ? ""
+                      : " (checkpoint.dir was not set: a resumed run saves where --resume found "
+                        "its checkpoint)")
+              << '\n';
     return bad_input();
   }
+  if (!saves_where_it_resumes.empty())
+    std::cerr << "herd " << command << ": note: " << saves_where_it_resumes << '\n';
   if (interrupted_before_run(command))
     return interrupted();
   const auto load_start = std::chrono::steady_clock::now();
@@ -512,8 +520,7 @@ void say_resume_refused(const std::string& command, const std::string& resume_pa
     std::cerr << "herd " << command << ": the newest intact checkpoint there is " << intact->file
               << " (round " << intact->rounds << "): move the damaged one away, or --resume "
               << intact->file
-              << " --checkpoint.dir=DIR (a run from it in this directory would prune the "
-                 "damaged one)\n";
+              << " --checkpoint.dir=DIR (in this directory the damaged, newer one is in the way)\n";
 }
 
 void announce_resume(const std::string& command, const std::string& file,

@@ -42,6 +42,7 @@ std::vector<std::string> simulated_algorithms() {
 struct simulate_arguments {
   std::string config_file;
   std::vector<std::string> overrides;
+  config::value_origins origins; // where each setting came from, once loaded
   std::vector<std::string> algorithms{"sync", "solo", "majority", "preduce", "wagma"};
   std::string out_dir = "simulate-results";
   std::vector<std::string> outputs{"results.json", "plot.gp"}; // checked before the first cell
@@ -539,7 +540,7 @@ int run_simulate(const std::vector<std::string>& raw) {
     if (cells.empty())
       return exit_interrupted;
   }
-  print_table(std::cout, cells, static_cast<std::size_t>(standard_output_columns()));
+  print_table(std::cout, cells, standard_output_table_width());
   // A cell of few rounds loses much to the one the run's end cuts off (its steps count, its
   // samples do not): sync at large P holds a few dozen rounds in the default 200 step times.
   if (auto note = few_rounds_note(cells); !note.empty())

@@ -215,9 +215,13 @@ private:
     case '[':
       return depth_ == 0 && at_line_start ? section_header(i) : open(c);
     case '{':
+      ++maps_open_;
       return open(c);
-    case ']':
     case '}':
+      maps_open_ = std::max(0, maps_open_ - 1);
+      depth_ = std::max(0, depth_ - 1);
+      return true;
+    case ']':
       depth_ = std::max(0, depth_ - 1);
       return true;
     case '=':
@@ -239,9 +243,10 @@ private:
     const auto token = token_at(text_, i);
     if (!non_decimal(token))
       return true;
-    // Named by its key, as the command line's "--train.seed=0042" is.
-    const std::string key = last_key_.empty()  ? std::string()
-                            : section_.empty() ? last_key_ + " = "
+    // Named by its key, as the command line's "--train.seed=0042" is (within a map, the key
+    // scanned last is the map's, not the number's: unnamed there).
+    const std::string key = last_key_.empty() || maps_open_ > 0 ? std::string()
+                            : section_.empty()                  ? last_key_ + " = "
                                                : section_ + "." + last_key_ + " = ";
     return fail(key + non_decimal_problem(token));
   }
@@ -345,6 +350,7 @@ private:
   mode current_ = mode::normal;
   int line_ = 1;
   int depth_ = 0;
+  int maps_open_ = 0;      // of depth_, the '{'s
   int opened_on_ = 0;      // the line of the outermost open list or map
   int settings_ = 0;       // see count_setting()
   bool value_seen_ = true; // something after the last key's '='

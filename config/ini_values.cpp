@@ -27,17 +27,6 @@ std::string render(double value) {
   return shortest_text(value); // so that to_ini() round-trips
 }
 
-std::string shortest_text(double value) {
-  for (int precision = 6; precision <= 17; ++precision) {
-    std::ostringstream out;
-    out.precision(precision);
-    out << value;
-    if (std::strtod(out.str().c_str(), nullptr) == value) // stod throws for a subnormal
-      return out.str();
-  }
-  return std::to_string(value);
-}
-
 std::string render(const std::vector<int>& values) {
   std::string out = "[";
   for (std::size_t i = 0; i < values.size(); ++i)

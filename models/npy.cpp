@@ -232,9 +232,9 @@ checked_file check_labels(const std::string& path) {
 
 void check_pair(const checked_file& features, const checked_file& labels) {
   if (features.header.shape[0] != labels.header.shape[0])
-    throw data_error(features.path + " has " + std::to_string(features.header.shape[0]) +
-                     " samples but " + labels.path + " has " +
-                     std::to_string(labels.header.shape[0]) + " labels");
+    throw data_error(features.path, std::to_string(features.header.shape[0]) + " samples, but " +
+                                        labels.path + " has " +
+                                        std::to_string(labels.header.shape[0]) + " labels");
 }
 
 // One sample's shape in a features file: d for n x d, 1 x h x w for n x h x w (one channel), the
@@ -259,8 +259,10 @@ npy_samples read_samples(const checked_file& features) {
   try {
     result.values = tensor({count, width});
   } catch (const std::bad_alloc&) {
-    throw data_error(features.path + ": out of memory for " + shape_string(shape) +
-                     " values; free memory or lower data.max-bytes to refuse such files up front");
+    throw data_error(
+        features.path,
+        "out of memory for " + shape_string(shape) +
+            " values; free memory or lower data.max-bytes to refuse such files up front");
   }
 
   float* destination = result.values.data();
@@ -313,8 +315,8 @@ dataset read_dataset(const checked_file& features, const checked_file& labels,
   try {
     result.labels.resize(result.images.rows());
   } catch (const std::bad_alloc&) {
-    throw data_error(labels.path + ": out of memory for " + shape_string(labels.header.shape) +
-                     " labels");
+    throw data_error(labels.path,
+                     "out of memory for " + shape_string(labels.header.shape) + " labels");
   }
   const npy_dtype label_dtype = labels.header.dtype;
   stream_values(
@@ -351,13 +353,14 @@ void check_loaded_bytes(const std::vector<const checked_file*>& files, std::uint
     const std::uint64_t bytes = file->header.values * npy_loaded_bytes_per_value;
     total += bytes;
     if (total > max_bytes)
-      throw data_error(file->path + ": " + shape_string(file->header.shape) + " values take " +
-                       std::to_string(bytes) + " bytes of memory once loaded" +
-                       (total > bytes ? " (" + std::to_string(total) + " with the files before it)"
-                                      : std::string()) +
-                       ", more than data.max-bytes = " + std::to_string(max_bytes) +
-                       (default_limit ? " (half the physical memory)" : "") +
-                       "; raise data.max-bytes if the file is right");
+      throw data_error(file->path, shape_string(file->header.shape) + " values take " +
+                                       std::to_string(bytes) + " bytes of memory once loaded" +
+                                       (total > bytes ? " (" + std::to_string(total) +
+                                                            " with the files before it)"
+                                                      : std::string()) +
+                                       ", more than data.max-bytes = " + std::to_string(max_bytes) +
+                                       (default_limit ? " (half the physical memory)" : "") +
+                                       "; raise data.max-bytes if the file is right");
   }
 }
 
@@ -427,9 +430,9 @@ train_test_split load_npy_dataset(const npy_files& files, std::uint64_t max_byte
     const auto& features = files_of.features;
     if (sample_shape_of(features.header) != sample_shape_of(train.header)) {
       auto sample = [](const npy_header& header) { return shape_string(sample_shape_of(header)); };
-      throw data_error(features.path + " holds samples of " + sample(features.header) + " but " +
-                       train.path + " holds samples of " + sample(train.header) + "; train and " +
-                       files_of.name + " samples must match");
+      throw data_error(features.path, "samples of " + sample(features.header) + ", but " +
+                                          train.path + " holds samples of " + sample(train.header) +
+                                          "; train and " + files_of.name + " samples must match");
     }
     all.insert(all.end(), {&files_of.features, &files_of.labels});
   }

@@ -40,8 +40,8 @@ private:
 };
 
 // Round `round` of `members` (their actors `handles`), of `kind`.
-group_plan plan_of(std::uint64_t round, std::vector<std::int32_t> members,
-                   std::vector<caf::actor> handles, round_kind kind) {
+group_plan hand_made_plan(std::uint64_t round, std::vector<std::int32_t> members,
+                          std::vector<caf::actor> handles, round_kind kind) {
   group_plan plan;
   plan.round = round;
   plan.members = std::move(members);
@@ -92,7 +92,7 @@ TEST(aggregator_across_nodes, members_of_a_lost_node_are_reported_unanswered_whe
   setup.node_reducers = {first_reducer, second_reducer};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
-  const auto plan = plan_of(7, {1}, {worker}, round_kind::partial);
+  const auto plan = hand_made_plan(7, {1}, {worker}, round_kind::partial);
   coordinator->send(aggregator, plan);
   coordinator->send_exit(second_reducer, caf::exit_reason::user_shutdown); // node 1 is lost
 
@@ -158,7 +158,7 @@ TEST(aggregator_across_nodes, a_rounds_data_plane_time_is_the_shortest_a_node_me
   setup.worker_nodes = {0, 1};
   setup.node_reducers = reducers;
   auto aggregator = spawn_aggregator(system, setup, coordinator);
-  const auto plan = plan_of(3, {0, 1}, workers, round_kind::full_sync);
+  const auto plan = hand_made_plan(3, {0, 1}, workers, round_kind::full_sync);
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
   coordinator->receive_while([&] { return !report; })(
@@ -226,7 +226,7 @@ TEST(aggregator_in_one_process, a_member_silent_past_the_contribution_timeout_is
                                         system.spawn(giving_worker, 2, caf::actor(coordinator))};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
-  const auto plan = plan_of(5, {0, 1, 2}, workers, round_kind::partial);
+  const auto plan = hand_made_plan(5, {0, 1, 2}, workers, round_kind::partial);
   const auto sent = std::chrono::steady_clock::now();
   coordinator->send(aggregator, plan);
   const auto [report, delivered] = hear_round(coordinator, 2);
@@ -265,7 +265,7 @@ TEST(aggregator_in_one_process, a_member_that_stops_is_left_out_at_once) {
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
   const auto sent = std::chrono::steady_clock::now();
-  coordinator->send(aggregator, plan_of(9, {0, 1, 2, 3}, workers, round_kind::partial));
+  coordinator->send(aggregator, hand_made_plan(9, {0, 1, 2, 3}, workers, round_kind::partial));
   std::this_thread::sleep_for(std::chrono::milliseconds(100)); // asked, and silent
   coordinator->send_exit(stopping, caf::exit_reason::user_shutdown);
   const auto [report, delivered] = hear_round(coordinator, 2);
@@ -325,7 +325,7 @@ TEST(aggregator_in_one_process, a_round_reduces_its_members_with_the_planned_wei
     std::vector<caf::actor> handles;
     for (auto member : round.members)
       handles.push_back(workers[static_cast<std::size_t>(member)]);
-    auto plan = plan_of(++number, round.members, handles, round_kind::partial);
+    auto plan = hand_made_plan(++number, round.members, handles, round_kind::partial);
     plan.weights = round.weights;
     plan.member_weights = round.given;
     coordinator->send(aggregator, plan);
@@ -361,7 +361,7 @@ TEST(aggregator_in_one_process, a_round_no_member_answered_is_aborted) {
   setup.contribution_timeout = std::chrono::milliseconds(100);
   const std::vector<caf::actor> workers{system.spawn<mute_worker>(), system.spawn<mute_worker>()};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
-  const auto plan = plan_of(7, {0, 1}, workers, round_kind::partial);
+  const auto plan = hand_made_plan(7, {0, 1}, workers, round_kind::partial);
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
   coordinator->receive([&](const group_done& done) { report = done; },
@@ -393,7 +393,7 @@ TEST(aggregator_in_one_process, a_reduction_the_plane_fails_is_reported_and_deli
                                         system.spawn(giving_worker, 1, caf::actor(coordinator))};
   auto aggregator = spawn_aggregator(system, setup, coordinator);
 
-  const auto plan = plan_of(3, {0, 1}, workers, round_kind::full_sync);
+  const auto plan = hand_made_plan(3, {0, 1}, workers, round_kind::full_sync);
   coordinator->send(aggregator, plan);
   std::optional<group_done> report;
   bool delivered = false;

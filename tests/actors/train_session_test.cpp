@@ -509,7 +509,7 @@ namespace {
 // Each worker's setup takes the run's settings: data.bucket-by-length gives every worker the same
 // order of length buckets (one stream of train.seed), and its own shuffles; the optimizer and the
 // late-gradient mode are the run's.
-TEST(worker_setup, every_worker_takes_the_runs_settings) {
+TEST(worker_setup, a_workers_setup_takes_the_bucket_order_shuffles_optimizer_and_late_gradients) {
   auto config = small_config(4, 8);
   config.train.algorithm = "majority";
   config.majority.late_gradients = "discard";

@@ -238,6 +238,47 @@ TEST(CheckpointFiles, NodePartsAreListedAndPrunedApartFromCheckpoints) {
   EXPECT_TRUE(prune_parts(where, "", stems[2]).empty()) << "no checkpoint kept: keep every part";
 }
 
+// A run may write its checkpoints where it resumes from, unless newer checkpoints lie beside the
+// one it resumes from: keeping its own newest, it would delete them. Which is newer is told by
+// the file itself (a link to one, or a copy under another name), not by its name.
+TEST(CheckpointFiles, ResumingFromAnEarlierCheckpointIntoItsDirectoryIsRefused) {
+  herd::testing::temp_directory dir;
+  const std::string where = dir.file("ckpt");
+  std::vector<std::string> written;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    auto head = sample_header();
+    head.written_unix_ms = 1764612345000 + 1000 * i;
+    head.rounds = 10 * (i + 1);
+    const auto name = file_name(head.written_unix_ms, head.rounds);
+    write_atomically(where, name, encode(head, random_payload(32, 3)));
+    written.push_back(where + "/" + name);
+  }
+  EXPECT_EQ(run_directory_problem(where, where, "--resume"), "");
+  EXPECT_EQ(run_directory_problem(where, written[2], "--resume"), "");
+  const auto refused = run_directory_problem(where, written[0], "--resume");
+  EXPECT_NE(refused.find("holds 2 checkpoints newer than " + written[0] +
+                         " (the newest: " + written[2] + "), which this run would delete"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(run_directory_problem(where, written[1], "--resume").find("holds 1 checkpoint newer"),
+            std::string::npos);
+  // Under names of their own: a link to the newest, a copy of the newest, a copy of the first.
+  std::filesystem::create_symlink(written[2], where + "/best.ckpt");
+  EXPECT_EQ(run_directory_problem(where, where + "/best.ckpt", "--resume"), "");
+  std::filesystem::copy_file(written[2], where + "/latest-copy.ckpt");
+  EXPECT_EQ(run_directory_problem(where, where + "/latest-copy.ckpt", "--resume"), "");
+  std::filesystem::copy_file(written[0], where + "/zz-first.ckpt");
+  EXPECT_NE(run_directory_problem(where, where + "/zz-first.ckpt", "--resume")
+                .find("holds 2 checkpoints newer than"),
+            std::string::npos);
+  // From elsewhere, the directory holds another run's checkpoints.
+  const std::string other = dir.file("other");
+  std::filesystem::create_directories(other);
+  std::filesystem::copy_file(written[0], other + "/" + file_name(1764612345000, 10));
+  EXPECT_NE(run_directory_problem(where, other, "--resume").find("of another run"),
+            std::string::npos);
+}
+
 TEST(CheckpointFiles, ResolveSaysWhatIsMissing) {
   herd::testing::temp_directory dir;
   try {

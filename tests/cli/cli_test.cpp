@@ -324,7 +324,7 @@ TEST_F(herd_cli, the_documented_types_and_defaults_are_the_ones_help_shows) {
 // herd simulate: the table, results.json with one row per algorithm and P, and its refusals.
 TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
   const auto out = path("simulated");
-  ::unsetenv("COLUMNS"); // output to a pipe is then fitted to 80 columns
+  ::setenv("COLUMNS", "80", 1); // a table in a pipe keeps to $COLUMNS where it is set
   auto run = herd({"simulate", "--algorithms=sync,solo,wagma", "--simulate.workers=[2,16]",
                    "--simulate.steps=20", "--imbalance.kind=random", "--imbalance.k=2",
                    "--simulate.network=25gbe", "--simulate.alpha-us=5", "--out", out});
@@ -350,6 +350,15 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
       headers += line.rfind("algorithm ", 0) == 0;
     }
   EXPECT_EQ(headers, 2) << run.output;
+  ::unsetenv("COLUMNS"); // and otherwise its rows whole, as a log keeps its lines
+  const auto whole = herd({"simulate", "--algorithms=sync,solo,wagma", "--simulate.workers=[2,16]",
+                           "--simulate.steps=20", "--out", path("simulated-whole")});
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  std::istringstream whole_lines(whole.output);
+  headers = 0;
+  for (std::string line; std::getline(whole_lines, line);)
+    headers += line.rfind("algorithm ", 0) == 0;
+  EXPECT_EQ(headers, 1) << whole.output;
   std::ifstream in(out + "/results.json");
   const auto written = nlohmann::json::parse(in);
   EXPECT_EQ(written["settings"]["network"], "custom");
@@ -827,8 +836,11 @@ TEST_F(herd_cli, npy_without_a_file_key_or_with_mismatched_counts_exits_2) {
   args.insert(args.end(), files.begin(), files.end());
   auto mismatch = herd(args);
   EXPECT_EQ(mismatch.exit_code, 2);
-  EXPECT_THAT(mismatch.output, HasSubstr(path("train_x.npy") + " has 400 samples"));
-  EXPECT_THAT(mismatch.output, HasSubstr(path("train_y.npy") + " has 399 labels"));
+  EXPECT_THAT(mismatch.output, HasSubstr(path("train_x.npy") + ": 400 samples, but " +
+                                         path("train_y.npy") + " has 399 labels"));
+  // Named by the key of the file it leads with, as a file that cannot be read is.
+  EXPECT_THAT(mismatch.output,
+              HasSubstr("(data.train-features = \"" + path("train_x.npy") + "\", command line)"));
   EXPECT_THAT(mismatch.output, testing::Not(HasSubstr("terminate")));
 }
 
@@ -1043,7 +1055,7 @@ TEST_F(herd_cli, bench_writes_its_table_as_csv_json_and_plots) {
             "--train.epochs=1", "--train.target-accuracy=0.3", "--algorithms=sync,solo",
             "--scenarios=none,random", "--snapshot-ms=20", "--repeat=2", "--out", out});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("four undelayed step times"));
+  EXPECT_THAT(result.output, HasSubstr(" ms = 4 undelayed step times"));
   std::ifstream csv(out + "/results.csv");
   std::vector<std::string> lines;
   for (std::string line; std::getline(csv, line);)
@@ -2105,6 +2117,37 @@ TEST_F(herd_cli, ctrl_c_writes_a_checkpoint_that_resume_goes_on_from) {
   EXPECT_EQ(crossed.exit_code, 2) << crossed.output;
   EXPECT_THAT(crossed.output, HasSubstr("this run resumes from " + elsewhere));
   EXPECT_EQ(listing(), held);
+
+  // Back to the first checkpoint, with the resumed run's newer one beside it: refused, whether
+  // checkpoint.dir names the directory or --resume chose it (said so); nothing is deleted. Into
+  // another directory the run branches from there.
+  const std::vector<std::string> without_dir{"train",
+                                             "--data.dataset=synthetic",
+                                             "--model.hidden=[32]",
+                                             "--train.workers=2",
+                                             "--train.epochs=100000",
+                                             "--train.max-seconds=1"};
+  args = run;
+  args.insert(args.end(), {"--train.max-seconds=1", "--resume", files[0].string()});
+  auto back_in_dir = herd(args);
+  EXPECT_EQ(back_in_dir.exit_code, 2) << back_in_dir.output;
+  EXPECT_THAT(back_in_dir.output, HasSubstr("holds 1 checkpoint newer than " + files[0].string()));
+  args = without_dir;
+  args.insert(args.end(), {"--resume", files[0].string()});
+  auto back_chosen = herd(args);
+  EXPECT_EQ(back_chosen.exit_code, 2) << back_chosen.output;
+  EXPECT_THAT(back_chosen.output, HasSubstr("(checkpoint.dir was not set: a resumed run saves "
+                                            "where --resume found its checkpoint)"));
+  EXPECT_THAT(back_chosen.output, Not(HasSubstr("the run saves there too")));
+  EXPECT_EQ(listing(), held);
+  const auto branch = path("branch");
+  args = without_dir;
+  args.insert(args.end(), {"--resume", files[0].string(), "--checkpoint.dir=" + branch});
+  auto branched = herd(args);
+  EXPECT_EQ(branched.exit_code, 0) << branched.output;
+  EXPECT_EQ(listing(), held);
+  ASSERT_TRUE(std::filesystem::is_directory(branch)) << branched.output;
+  EXPECT_FALSE(std::filesystem::is_empty(branch)) << "the branch saved its checkpoints there";
 
   // Another worker count: refused, naming the key.
   args = run;

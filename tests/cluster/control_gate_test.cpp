@@ -118,7 +118,6 @@ gate_settings with_token(const std::string& token) {
   return settings;
 }
 
-// In the clear no thread stands between the peers: each side's CAF gets the socket itself.
 // The cluster section's keys reach the gate: the token, the TLS files, and whether certificates
 // must name their peer (cluster.tls-check-names, on unless turned off).
 TEST(control_gate, the_cluster_sections_keys_reach_the_gate) {
@@ -137,6 +136,7 @@ TEST(control_gate, the_cluster_sections_keys_reach_the_gate) {
   EXPECT_FALSE(settings.check_names);
 }
 
+// In the clear no thread stands between the peers: each side's CAF gets the socket itself.
 TEST(control_gate, a_dialer_with_the_token_reaches_behind_and_frames_go_both_ways) {
   behind_the_gate behind;
   notices log;

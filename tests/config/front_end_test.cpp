@@ -274,6 +274,8 @@ TEST_F(front_end, numbers_with_a_leading_zero_are_refused_not_read_in_another_ba
   const auto listed = write("listed.ini", "[model]\nhidden = [256,\n064]\n");
   EXPECT_THAT(errors_of(listed, {}),
               HasSubstr(listed + ": line 3: model.hidden = 064: a leading 0"));
+  const auto mapped = write("mapped.ini", "train {\n  seed = 0042\n}\n");
+  EXPECT_THAT(errors_of(mapped, {}), HasSubstr(mapped + ": line 2: 0042: a leading 0"));
   for (const char* option : {"--train.workers=010", "--train.lr=0x10", "--metrics.port=09464",
                              "--model.hidden=064,32", "--train.seed=-0b1"})
     EXPECT_THAT(errors_of("", {option}), HasSubstr("a leading 0 would read this number")) << option;

@@ -76,7 +76,7 @@ TEST_F(npy_test, a_validation_pair_is_read_as_the_validation_set_and_checked_lik
   EXPECT_EQ(split.train.size(), 4u); // the training set stays whole
 
   write_npy<float>(files.validation_features, "<f4", {3, 5}, std::vector<float>(15, 0.75f));
-  EXPECT_THAT(load_error(files), AllOf(HasSubstr("val_x.npy holds samples of 5 but"),
+  EXPECT_THAT(load_error(files), AllOf(HasSubstr("val_x.npy: samples of 5, but"),
                                        HasSubstr("train and validation samples must match")));
   write_npy<float>(files.validation_features, "<f4", {2, 6}, std::vector<float>(12, 0.75f));
   EXPECT_THAT(load_error(files), AllOf(HasSubstr("val_x.npy"), HasSubstr("val_y.npy")));
@@ -150,7 +150,7 @@ TEST_F(npy_test, c_order_shapes_of_two_three_and_four_dimensions) {
   write_npy<float>(files.test_features, "<f4", {1, 1, 2, 3}, std::vector<float>(6, 0.0f));
   EXPECT_EQ(load_npy_dataset(files).test.sample_shape, (std::vector<std::size_t>{1, 2, 3}));
   write_npy<float>(files.test_features, "<f4", {1, 2, 2, 3}, std::vector<float>(12, 0.0f));
-  EXPECT_THAT(load_error(files), HasSubstr("test_x.npy holds samples of 2 x 2 x 3 but " +
+  EXPECT_THAT(load_error(files), HasSubstr("test_x.npy: samples of 2 x 2 x 3, but " +
                                            files.train_features + " holds samples of 1 x 2 x 3"));
 
   // n x d: flat.

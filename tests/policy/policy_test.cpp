@@ -375,59 +375,59 @@ TEST(policies, make_policy_follows_the_configured_algorithm_and_its_section) {
 }
 
 // Each partial collective takes its threshold, its sync-every, its missing-members and its
-// late-gradients from its own section, never from a sibling's: the three sections differ in
-// every key here.
+// late-gradients from its own section, never from a sibling's: sync-every and late-gradients
+// differ in every section, and each algorithm runs with both missing-members modes while its
+// siblings hold the other one.
 TEST(policies, each_partial_algorithm_reads_only_its_own_section) {
   using herd::policy::late_gradients;
   using herd::policy::weighting;
   herd::config::run_config config;
   config.train.workers = 8;
   config.solo.sync_every = 2;
-  config.solo.missing_members = "zero";
-  config.solo.late_gradients = "discard";
+  config.solo.late_gradients = "scale";
   config.majority.sync_every = 3;
-  config.majority.missing_members = "renormalise";
-  config.majority.late_gradients = "scale";
+  config.majority.late_gradients = "accumulate";
   config.quorum.fraction = 0.75;
   config.quorum.sync_every = 5;
-  config.quorum.missing_members = "zero";
-  config.quorum.late_gradients = "accumulate";
+  config.quorum.late_gradients = "discard";
   struct expected {
     const char* name;
-    const herd::config::partial_section* section;
+    herd::config::partial_section* section;
     std::size_t threshold;
     int first_full_sync; // the round
-    weighting weights;
     late_gradients late;
   };
-  for (const auto& want :
-       {expected{"solo", &config.solo, 1, 2, weighting::uniform_planned, late_gradients::discard},
-        expected{"majority", &config.majority, 4, 3, weighting::uniform, late_gradients::scale},
-        expected{"quorum", &config.quorum, 6, 5, weighting::uniform_planned,
-                 late_gradients::accumulate}}) {
-    SCOPED_TRACE(want.name);
-    config.train.algorithm = want.name;
-    EXPECT_EQ(herd::policy::partial_settings(config), want.section);
-    EXPECT_EQ(herd::policy::late_gradients_of(config), want.late);
-    auto policy = herd::policy::make_policy(config);
-    policy->set_live_workers(iota(8));
-    EXPECT_EQ(dynamic_cast<quorum_policy&>(*policy).threshold(), want.threshold);
-    // Every worker is ready each round; the round activates at the threshold's arrival.
-    int first_full_sync = 0;
-    for (std::uint64_t round = 1; round <= 6 && first_full_sync == 0; ++round) {
-      std::vector<group_decision> decided;
-      for (int worker = 0; worker < 8; ++worker)
-        for (auto& decision : policy->on_ready(ready(worker, round)))
-          decided.push_back(std::move(decision));
-      ASSERT_EQ(decided.size(), 1u) << "round " << round;
-      EXPECT_EQ(decided[0].weights, want.weights);
-      if (decided[0].kind == round_kind::full_sync)
-        first_full_sync = static_cast<int>(round);
-      EXPECT_TRUE(
-          policy->on_group_done(outcome(decided[0], std::vector<std::uint64_t>(8, round))).empty());
+  for (const auto& want : {expected{"solo", &config.solo, 1, 2, late_gradients::scale},
+                           expected{"majority", &config.majority, 4, 3, late_gradients::accumulate},
+                           expected{"quorum", &config.quorum, 6, 5, late_gradients::discard}})
+    for (const bool zero : {true, false}) {
+      SCOPED_TRACE(std::string(want.name) + (zero ? ", zero" : ", renormalise"));
+      config.train.algorithm = want.name;
+      for (herd::config::partial_section* section :
+           {&config.solo, &config.majority,
+            static_cast<herd::config::partial_section*>(&config.quorum)})
+        section->missing_members = (section == want.section) == zero ? "zero" : "renormalise";
+      EXPECT_EQ(herd::policy::partial_settings(config), want.section);
+      EXPECT_EQ(herd::policy::late_gradients_of(config), want.late);
+      auto policy = herd::policy::make_policy(config);
+      policy->set_live_workers(iota(8));
+      EXPECT_EQ(dynamic_cast<quorum_policy&>(*policy).threshold(), want.threshold);
+      // Every worker is ready each round; the round activates at the threshold's arrival.
+      int first_full_sync = 0;
+      for (std::uint64_t round = 1; round <= 6 && first_full_sync == 0; ++round) {
+        std::vector<group_decision> decided;
+        for (int worker = 0; worker < 8; ++worker)
+          for (auto& decision : policy->on_ready(ready(worker, round)))
+            decided.push_back(std::move(decision));
+        ASSERT_EQ(decided.size(), 1u) << "round " << round;
+        EXPECT_EQ(decided[0].weights, zero ? weighting::uniform_planned : weighting::uniform);
+        if (decided[0].kind == round_kind::full_sync)
+          first_full_sync = static_cast<int>(round);
+        EXPECT_TRUE(policy->on_group_done(outcome(decided[0], std::vector<std::uint64_t>(8, round)))
+                        .empty());
+      }
+      EXPECT_EQ(first_full_sync, want.first_full_sync);
     }
-    EXPECT_EQ(first_full_sync, want.first_full_sync);
-  }
 }
 
 // Every key of [preduce] and [wagma] reaches the policy, the times converted to seconds.

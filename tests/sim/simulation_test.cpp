@@ -281,7 +281,6 @@ TEST(Simulation, ForWorkersFitsTheImbalanceToTheJob) {
   EXPECT_EQ(herd::sim::for_workers(config, 6).wagma.group_size, 0);
 }
 
-// The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
 // [simulate]'s keys become the simulation's settings, in seconds.
 TEST(Simulation, TheSimulateSectionMapsToTheSettings) {
   herd::config::simulate_section simulate;
@@ -296,6 +295,7 @@ TEST(Simulation, TheSimulateSectionMapsToTheSettings) {
   EXPECT_EQ(how.aggregators, 3);
 }
 
+// The papers' settings docs/simulation.md reports: each file loads, and its smallest job runs.
 TEST(Simulation, ThePapersSettingsLoadAndRun) {
   for (const char* name :
        {"eager-sgd.ini", "wagma-weak-scaling.ini", "preduce-heterogeneous.ini"}) {
