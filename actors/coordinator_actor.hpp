@@ -173,7 +173,7 @@ private:
   std::uint64_t next_round_ = 0;
   std::size_t next_aggregator_ = 0;
   std::optional<double> policy_timer_at_; // the earliest policy deadline a timer is set for
-  std::uint64_t consecutive_aborted_rounds_ = 0;
+  abort_streak aborts_;
   std::map<std::uint64_t, round_in_flight> in_flight_;
   std::uint64_t samples_committed_ = 0; // applied, plus expected from the rounds in flight
   bool budget_spent_ = false;           // a round was not started because of the epoch limit

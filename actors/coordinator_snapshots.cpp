@@ -38,7 +38,7 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
   next_round_ = record.next_round;
   next_aggregator_ = record.next_aggregator;
   samples_committed_ = record.samples_committed;
-  consecutive_aborted_rounds_ = record.consecutive_aborted_rounds;
+  aborts_ = abort_streak(record.consecutive_aborted_rounds);
   worker_events_ = record.worker_events;
   checkpoints_.resumed(booked_counters(), evaluations_.evaluations().size());
   start_rounds(record.unstarted);
@@ -284,7 +284,7 @@ void coordinator_actor::write_checkpoint(const worker_records& records,
   record.next_round = next_round_;
   record.next_aggregator = next_aggregator_;
   record.samples_committed = samples_committed_;
-  record.consecutive_aborted_rounds = consecutive_aborted_rounds_;
+  record.consecutive_aborted_rounds = aborts_.in_a_row();
   record.worker_events = worker_events_;
   for (const auto& worker : records)
     state->workers.push_back(*worker);

@@ -16,7 +16,6 @@ namespace {
 using policy::group_decision;
 
 // Aborted rounds in a row (no round finishing between them) after which the run ends.
-constexpr std::uint64_t max_consecutive_aborted_rounds = 8;
 
 } // namespace
 
@@ -197,7 +196,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
       setup_.metrics->round_aborted();
     notice(prefix + " aborted: " + report.result.message());
   } else if (!failed) {
-    consecutive_aborted_rounds_ = 0;
+    aborts_.completed();
     samples_committed_ += report.samples;
     counters_.rounds_in_backward += report.in_backward > 0 ? 1 : 0;
     counters_.round_finished(planned.kind, report.kinds, report.samples, report.reduce_seconds,
@@ -216,10 +215,9 @@ void coordinator_actor::on_group_done(const group_done& report) {
   // A round none of whose members answered says nothing of the data plane: its members are lost
   // (a node with many workers takes as many rounds with it), and the run goes on without them.
   const bool plane_aborted = report.aborted && !report.members.empty();
-  if (failed ||
-      (plane_aborted && ++consecutive_aborted_rounds_ > max_consecutive_aborted_rounds)) {
+  if (failed || (plane_aborted && aborts_.aborted())) {
     fail(failed ? prefix + ": " + report.result.message()
-                : std::to_string(consecutive_aborted_rounds_) +
+                : std::to_string(aborts_.in_a_row()) +
                       " rounds in a row aborted; the last: " + report.result.message());
     return;
   }

@@ -84,6 +84,11 @@ private:
 
 namespace {
 
+// What the end of a job waits for: each worker's (and the server's) last parameters, then every
+// actor of the run to exit (a worker finishing a long step on a loaded machine takes seconds).
+constexpr std::chrono::seconds final_parameters_reply{10};
+constexpr std::chrono::seconds parts_exit{60};
+
 class job_actor : public caf::event_based_actor {
 public:
   job_actor(caf::actor_config& config, std::shared_ptr<job_plan> plan)
@@ -294,9 +299,8 @@ private:
   void on_parts_timeout() {
     if (finished_)
       return;
-    notice_here(std::to_string(parts_alive_.size()) +
-                " of the run's actors did not exit within 60 s of its end; the job ends without "
-                "them");
+    notice_here(std::to_string(parts_alive_.size()) + " of the run's actors did not exit within " +
+                std::to_string(parts_exit.count()) + " s of its end; the job ends without them");
     parts_alive_.clear();
     finish();
   }
@@ -304,7 +308,7 @@ private:
   // -- ending ------------------------------------------------------------------------------------
 
   // Every worker's parameters, and under async the server's, as the run left them; a part that
-  // does not answer within 10 s has none (a lost worker).
+  // does not answer within final_parameters_reply has none (a lost worker).
   void collect_final_parameters() {
     worker_parameters_.assign(run_.workers.size(), {});
     awaiting_ = run_.workers.size() + (run_.parameter_server ? 1 : 0);
@@ -317,7 +321,7 @@ private:
         shut_down_parts();
     };
     if (run_.parameter_server)
-      request(run_.parameter_server, std::chrono::seconds(10), snapshot_atom::value)
+      request(run_.parameter_server, final_parameters_reply, snapshot_atom::value)
           .then(
               [this, answered](const parameter_snapshot& snapshot) {
                 if (snapshot.parameters)
@@ -326,7 +330,7 @@ private:
               },
               [answered](caf::error&) { answered(); }); // the summary says what failed
     for (std::size_t i = 0; i < run_.workers.size(); ++i)
-      request(run_.workers[i], std::chrono::seconds(10), snapshot_atom::value)
+      request(run_.workers[i], final_parameters_reply, snapshot_atom::value)
           .then(
               [this, i, answered](const parameter_snapshot& snapshot) {
                 if (snapshot.parameters)
@@ -345,7 +349,7 @@ private:
       finish();
       return;
     }
-    delayed_send(this, std::chrono::seconds(60), parts_timeout_atom::value);
+    delayed_send(this, parts_exit, parts_timeout_atom::value);
   }
 
   void finish() {

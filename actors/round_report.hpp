@@ -64,4 +64,23 @@ fill_round_record(monitoring::training_metrics::round_record& round, const group
                   const policy::group_decision& planned, const std::vector<fresh_arrival>& arrivals,
                   double now_seconds);
 
+/// The rule that ends a run whose data plane aborts round after round: a re-key or a lost peer
+/// aborts one round or a few, a plane that cannot reduce aborts them all. More than
+/// `max_in_a_row` aborted rounds in a row (of members that answered) end the run; a completed
+/// round starts the count again.
+class abort_streak {
+public:
+  static constexpr std::uint64_t max_in_a_row = 8;
+
+  explicit abort_streak(std::uint64_t in_a_row = 0) : in_a_row_(in_a_row) {}
+  void completed() { in_a_row_ = 0; }
+  /// A round the plane aborted: true when it ends the run.
+  bool aborted() { return ++in_a_row_ > max_in_a_row; }
+  /// Aborted rounds since the last completed one (a checkpoint keeps it).
+  std::uint64_t in_a_row() const { return in_a_row_; }
+
+private:
+  std::uint64_t in_a_row_;
+};
+
 } // namespace herd::actors

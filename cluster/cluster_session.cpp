@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cluster/control_gate.hpp"
+#include "cluster/end_of_run_waits.hpp"
 #include "cluster/pause_watch.hpp"
 #include "cluster/registry.hpp"
 #include "cluster/remoting.hpp"
@@ -57,13 +58,13 @@ struct cluster_session::impl {
     if (registry) {
       {
         caf::scoped_actor self{*system};
-        self->request(registry, std::chrono::seconds(5), job_over_atom::value, failure)
+        self->request(registry, job_over_round, job_over_atom::value, failure)
             .receive([](bool) {}, [](caf::error&) {});
       }
       // Refusals and the job's end are on their way through the gate: let the nodes read them
       // and leave before the connections go.
       if (gate)
-        gate->drain(std::chrono::seconds(3));
+        gate->drain(gate_drain);
       gate.reset();
       // The published registry must go before the system, or its destructor waits forever.
       server.reset();

@@ -1,4 +1,5 @@
 // The registry actor; see registry.hpp.
+#include "cluster/end_of_run_waits.hpp"
 #include "cluster/registry_actor.hpp"
 
 namespace herd::cluster {
@@ -35,7 +36,7 @@ caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
 void registry_actor::on_ready(const node_ready& ready) {
   if (over_) { // the run ended while this node was connecting: it has nothing to do
     if (ready.control)
-      request(ready.control, std::chrono::seconds(3), job_over_atom::value, failure_)
+      request(ready.control, node_job_over_reply, job_over_atom::value, failure_)
           .then([](bool) {}, [](caf::error&) {});
     return;
   }
@@ -159,7 +160,7 @@ caf::result<bool> registry_actor::on_job_over(const std::string& failure) {
       promise.deliver(true);
   };
   for (const auto& control : controls)
-    request(control, std::chrono::seconds(3), job_over_atom::value, failure_)
+    request(control, node_job_over_reply, job_over_atom::value, failure_)
         .then([one_done](bool) mutable { one_done(); },
               [one_done](caf::error&) mutable { one_done(); });
   return promise;

@@ -449,13 +449,15 @@ TEST(wagma_runs, global_averages_leave_every_replica_with_the_same_model) {
   auto j = make_job("wagma", 8, 40);
   set_imbalance(j.config, "random");
   j.config.wagma.sync_every = 5;
-  j.config.wagma.group_size = 2;
+  j.config.wagma.group_size = 4; // not the default (2 at P = 8): the groups show it
   const auto run = run_probed(j);
   ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
   std::uint64_t globals = 0;
   for (const auto& [round, entry] : rounds_of(run, 8)) {
-    if (entry.members.size() != 8u)
+    if (entry.members.size() != 8u) {
+      EXPECT_EQ(entry.members.size(), 4u) << "round " << round << ": a group of wagma.group-size";
       continue;
+    }
     ++globals;
     for (std::size_t i = 0; i < entry.members.size(); ++i) {
       EXPECT_TRUE(entry.took_result[i]) << "round " << round << " worker " << entry.members[i];

@@ -29,6 +29,21 @@ group_done three_members() {
   return report;
 }
 
+// A data plane that aborts round after round ends the run on the ninth in a row; a completed round
+// starts the count again, and a checkpoint's count goes on.
+TEST(round_report, more_than_eight_aborted_rounds_in_a_row_end_the_run) {
+  herd::actors::abort_streak streak;
+  for (int round = 1; round <= 8; ++round)
+    EXPECT_FALSE(streak.aborted()) << round;
+  streak.completed();
+  for (int round = 1; round <= 8; ++round)
+    EXPECT_FALSE(streak.aborted()) << round;
+  EXPECT_TRUE(streak.aborted());
+  EXPECT_EQ(streak.in_a_row(), 9u);
+  herd::actors::abort_streak resumed(8);
+  EXPECT_TRUE(resumed.aborted());
+}
+
 // A decision's plan carries everything the policy decided: members (and their actors, by
 // index), kind, weights with the members' given weights, and wagma's step.
 TEST(round_report, a_plan_carries_the_decisions_members_kind_weights_and_step) {

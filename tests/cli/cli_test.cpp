@@ -957,6 +957,16 @@ TEST_F(herd_cli, a_preduce_run_reports_its_isolation_guard) {
   // The evaluated model is the mean of the replicas; it must have learned.
   EXPECT_GT(report["final_test_accuracy"].get<double>(), 0.5);
   EXPECT_THAT(temporary_files_in(dir_.path()), testing::IsEmpty());
+  // preduce.connect-every = 0 turns the guard off: the same run builds no group by it.
+  const auto unguarded_path = path("unguarded.json");
+  const auto unguarded =
+      herd({"train", "--data.dataset=synthetic", "--train.workers=4", "--model.hidden=[32]",
+            "--train.epochs=1", "--train.algorithm=preduce", "--preduce.connect-every=0",
+            "--imbalance.kind=persistent", "--imbalance.workers=[2,3]", "--imbalance.factor=3",
+            "--report", unguarded_path});
+  ASSERT_EQ(unguarded.exit_code, 0) << unguarded.output;
+  std::ifstream unguarded_in(unguarded_path);
+  EXPECT_EQ(nlohmann::json::parse(unguarded_in)["isolation_interventions"], 0);
 }
 
 TEST_F(herd_cli, bench_help_and_bad_arguments) {
