@@ -295,16 +295,16 @@ struct gate_listener::impl {
       refusal_notice(from, "refused a connection from " + from + ": " + failure.what());
       return;
     }
-    if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
-      // An alert (OpenSSL: "tlsv1 alert unknown ca") is the node ending the handshake; "unknown
-      // ca" and "bad certificate" say it did not trust this coordinator's certificate.
-      const bool alert = why.find(" alert ") != std::string::npos;
-      const bool untrusted = why.find("unknown ca") != std::string::npos ||
-                             why.find("bad certificate") != std::string::npos;
+    if (const auto shook = link->handshake(deadline, threads.stop_fd()); !shook.ok()) {
+      // An alert is the node ending the handshake; an unknown CA or a bad certificate says it did
+      // not trust this coordinator's certificate.
+      using kind = handshake_result::kind;
+      const std::string why = shook.describe();
+      const bool alert = shook.what == kind::peer_alert || shook.what == kind::refused_by_peer;
       refusal_notice(
           from,
           !alert ? "refused a connection from " + from + ": TLS handshake failed: " + why
-          : untrusted
+          : shook.what == kind::refused_by_peer
               ? "the node at " + from + " ended the TLS handshake (" + why +
                     "): it refused this coordinator's certificate: another CA than the "
                     "node's cluster.tls-ca signed it, or it does not name the address the "
@@ -407,16 +407,12 @@ struct gate_dialer::impl {
     auto link = std::make_shared<gate_link>(remote, tls.get());
     if (settings.check_names)
       link->expect_peer_name(host);
-    if (auto why = link->handshake(deadline, threads.stop_fd()); !why.empty()) {
-      // The link says "the peer's"; here the peer is the coordinator, and the CA is a file.
-      const std::string peer = "the peer's certificate";
-      const bool certificate = why.rfind(peer, 0) == 0;
-      if (certificate)
-        why = "the coordinator's certificate" + why.substr(peer.size());
-      if (const auto at = why.find("(cluster.tls-ca)"); at != std::string::npos)
-        why.replace(at, 16, "(cluster.tls-ca = " + settings.tls.ca + ")");
-      const bool wrong_name = certificate && why.find(" is not for ") != std::string::npos;
-      if (why.find("wrong version number") != std::string::npos) // a server that speaks no TLS
+    if (const auto shook = link->handshake(deadline, threads.stop_fd()); !shook.ok()) {
+      using kind = handshake_result::kind;
+      const std::string why = shook.describe("the coordinator", settings.tls.ca);
+      const bool wrong_name = shook.what == kind::wrong_name;
+      const bool certificate = wrong_name || shook.what == kind::untrusted;
+      if (shook.what == kind::plain_peer) // a server that speaks no TLS
         return fail(gate_failure::tls,
                     "the coordinator at " + host + ":" + std::to_string(port) +
                         " answered in the clear: it does not use TLS (give it the same "
@@ -437,7 +433,7 @@ struct gate_dialer::impl {
         !link->read_exactly(&answer, 1, deadline, threads.stop_fd())) {
       // Under TLS 1.3 the coordinator checks this node's certificate after the node's handshake
       // has returned: its refusal comes as an alert on the first read. Retrying cannot help.
-      if (link->secure() && link->failure().rfind("TLS: ", 0) == 0)
+      if (link->secure() && link->failed_in_tls())
         return fail(gate_failure::tls,
                     "the TLS handshake with the coordinator failed: the coordinator refused "
                     "this node's certificate (" +

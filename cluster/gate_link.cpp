@@ -330,7 +330,48 @@ void gate_link::expect_peer_name(const std::string& host) {
   }
 }
 
-std::string gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
+std::string handshake_result::describe(const std::string& peer, const std::string& ca) const {
+  switch (what) {
+  case kind::done:
+    return {};
+  case kind::deadline:
+    return "no TLS handshake before the deadline";
+  case kind::stopped:
+    return "stopped during the TLS handshake";
+  case kind::closed:
+    return "the peer closed the connection";
+  case kind::wrong_name:
+    return peer + "'s certificate is not for " + expected_name + " (it names " + detail + ")";
+  case kind::untrusted:
+    return peer + "'s certificate failed verification against the cluster CA (cluster.tls-ca" +
+           (ca.empty() ? "" : " = " + ca) + "): " + detail;
+  case kind::refused_by_peer:
+  case kind::peer_alert:
+  case kind::plain_peer:
+  case kind::other:
+    break;
+  }
+  return detail;
+}
+
+namespace {
+
+// The kind of a failed handshake from OpenSSL's first reason (peeked: its text is taken after).
+handshake_result::kind kind_of_tls_failure() {
+  using kind = handshake_result::kind;
+  const int reason = ERR_GET_REASON(ERR_peek_error());
+  if (reason == SSL_R_WRONG_VERSION_NUMBER) // a record that is no TLS: the peer speaks none
+    return kind::plain_peer;
+  if (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE)
+    return kind::refused_by_peer;
+  // OpenSSL reports an alert the peer sent as its code past SSL_AD_REASON_OFFSET.
+  return reason >= SSL_AD_REASON_OFFSET ? kind::peer_alert : kind::other;
+}
+
+} // namespace
+
+handshake_result gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
+  using kind = handshake_result::kind;
   if (ssl_ == nullptr)
     return {};
   for (;;) {
@@ -342,28 +383,25 @@ std::string gate_link::handshake(gate_clock::time_point deadline, int stop_fd) {
     // A certificate that failed a check: say which, and what it names.
     const long verified = SSL_get_verify_result(as_ssl(ssl_));
     if (verified != X509_V_OK) {
-      const bool wrong_name =
-          verified == X509_V_ERR_HOSTNAME_MISMATCH || verified == X509_V_ERR_IP_ADDRESS_MISMATCH;
-      return wrong_name ? "the peer's certificate is not for " + expected_peer_ + " (it names " +
-                              failed_certificate_ + ")"
-                        : std::string("the peer's certificate failed verification against the "
-                                      "cluster CA (cluster.tls-ca): ") +
-                              X509_verify_cert_error_string(verified);
+      if (verified == X509_V_ERR_HOSTNAME_MISMATCH || verified == X509_V_ERR_IP_ADDRESS_MISMATCH)
+        return {kind::wrong_name, failed_certificate_, expected_peer_};
+      return {kind::untrusted, X509_verify_cert_error_string(verified), {}};
     }
     const int error = SSL_get_error(as_ssl(ssl_), result);
     short events = 0;
-    if (error == SSL_ERROR_WANT_READ)
+    if (error == SSL_ERROR_WANT_READ) {
       events = POLLIN;
-    else if (error == SSL_ERROR_WANT_WRITE)
+    } else if (error == SSL_ERROR_WANT_WRITE) {
       events = POLLOUT;
-    else if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN)
-      return ERR_peek_error() != 0 ? tls_error_text()
-                                   : std::string("the peer closed the connection");
-    else
-      return tls_error_text();
+    } else if ((error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN) &&
+               ERR_peek_error() == 0) {
+      return {kind::closed, {}, {}};
+    } else {
+      const auto what = kind_of_tls_failure();
+      return {what, tls_error_text(), {}};
+    }
     if (!wait(events, deadline, stop_fd))
-      return gate_clock::now() >= deadline ? "no TLS handshake before the deadline"
-                                           : "stopped during the TLS handshake";
+      return {gate_clock::now() >= deadline ? kind::deadline : kind::stopped, {}, {}};
   }
 }
 
@@ -412,6 +450,7 @@ link_status gate_link::settle(int result, std::size_t& moved, short& wants) {
     [[fallthrough]];
   default:
     failure_ = "TLS: " + tls_error_text();
+    failed_in_tls_ = true;
     return link_status::failed;
   }
 }

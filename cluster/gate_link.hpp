@@ -45,6 +45,33 @@ private:
 /// The result of one non-blocking transfer.
 enum class link_status { done, would_block, closed, failed };
 
+/// What a TLS handshake came to, for code to act on (never its words, which OpenSSL's releases
+/// may change); describe() says it for people.
+struct handshake_result {
+  enum class kind {
+    done,
+    deadline,        // no handshake before the deadline
+    stopped,         // the stop descriptor became readable
+    closed,          // the peer closed the connection
+    wrong_name,      // the peer's certificate does not name the host dialled
+    untrusted,       // the peer's certificate failed verification against the cluster CA
+    refused_by_peer, // the peer ended the handshake: it did not trust this side's certificate
+    peer_alert,      // the peer ended the handshake with another alert
+    plain_peer,      // the peer does not speak TLS
+    other,
+  };
+  kind what = kind::done;
+  /// wrong_name: what the certificate names; untrusted: the verification's error; the kinds from
+  /// OpenSSL's reasons: their text.
+  std::string detail;
+  std::string expected_name; // wrong_name: the host dialled
+
+  bool ok() const { return what == kind::done; }
+  /// Why, in words; the peer called `peer` ("the peer", "the coordinator"), the CA named
+  /// with its file `ca` where given.
+  std::string describe(const std::string& peer = "the peer", const std::string& ca = "") const;
+};
+
 class gate_link {
 public:
   /// Takes ownership of the connected socket `fd` (made non-blocking). With a context, TLS runs on
@@ -62,9 +89,9 @@ public:
   void expect_peer_name(const std::string& host);
 
   /// Runs the TLS handshake (nothing for plain TCP) until `deadline`, or until `stop_fd` (when
-  /// not -1) becomes readable. Empty on success, else why it failed (for a certificate: which
-  /// check it failed and what the certificate names).
-  std::string handshake(gate_clock::time_point deadline, int stop_fd = -1);
+  /// not -1) becomes readable: done, or what it failed on (for a certificate: which check it
+  /// failed and what the certificate names).
+  handshake_result handshake(gate_clock::time_point deadline, int stop_fd = -1);
 
   /// Server side, after handshake(): empty when the peer's certificate names `address`, the IP it
   /// connects from, as an IP alternative name, or names a host whose DNS addresses include it;
@@ -81,6 +108,8 @@ public:
   bool has_buffered_input() const;
   /// Why the last transfer failed.
   const std::string& failure() const { return failure_; }
+  /// Whether it failed in TLS (an alert, a record that does not open), not on the socket.
+  bool failed_in_tls() const { return failed_in_tls_; }
 
   /// Blocking helpers (poll with a deadline and an optional stop descriptor).
   bool read_exactly(void* data, std::size_t size, gate_clock::time_point deadline,
@@ -116,6 +145,7 @@ private:
   short read_wants_ = POLLIN;
   short write_wants_ = POLLOUT;
   std::string failure_;
+  bool failed_in_tls_ = false;
 };
 
 /// OpenSSL's queued errors as one line (and clears the queue).

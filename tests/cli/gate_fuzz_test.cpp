@@ -246,7 +246,7 @@ private:
       return;
     }
     gate_link link(sock, tls_.get());
-    if (!link.handshake(deadline).empty())
+    if (!link.handshake(deadline).ok())
       return; // the gate is busy or going: not an input it saw
     switch (below(10)) {
     case 0:
