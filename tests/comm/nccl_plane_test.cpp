@@ -282,6 +282,11 @@ int fail(const std::string& why) {
 
 int reduce(int rank, int size, const nccl_unique_id& id, full_group_algorithm algorithm,
            wire_format format) {
+  // The rank's own GPU for everything it allocates here, as a node's worker has; the plane
+  // switches to options.device only within its own calls.
+  if (const auto status = cudaSetDevice(rank); status != cudaSuccess)
+    return fail("rank " + std::to_string(rank) + ": cudaSetDevice: " +
+                cudaGetErrorString(status));
   nccl_plane_options options;
   options.device = rank;
   options.timeout = std::chrono::seconds(60);
@@ -701,11 +706,14 @@ std::vector<float> rounded_on_the_cpu(wire_format format, const std::vector<floa
   return rounded;
 }
 
-// "" when `got` has `expected`'s bits (any NaN matching any NaN); else the first difference.
+// "" when `got` has `expected`'s bits (any NaN matching any NaN, and a zero either zero: a sum
+// that starts at +0, as every plane's does, gives +0 for a value that rounds to -0); else the first
+// difference.
 std::string same_bits(const std::vector<float>& got, const std::vector<float>& expected) {
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const bool both_nan = std::isnan(got[i]) && std::isnan(expected[i]);
-    if (!both_nan && std::memcmp(&got[i], &expected[i], sizeof(float)) != 0)
+    const bool both_zero = got[i] == 0.0f && expected[i] == 0.0f;
+    if (!both_nan && !both_zero && std::memcmp(&got[i], &expected[i], sizeof(float)) != 0)
       return "element " + std::to_string(i) + " is " + std::to_string(got[i]) + " (" +
              std::to_string(std::ldexp(got[i], 30)) + " * 2^-30), the CPU's rounding " +
              std::to_string(expected[i]);
