@@ -395,7 +395,8 @@ private:
     // The run's actors have exited (or are told to): the job lets go of its name, free for the
     // next job once the coordinator has too (the plan may live a little longer, in their cleanup).
     plan_->claims.clear();
-    if (!shared_->abandoned.load() && call("on_finished", setup_.on_finished, *summary_)) {
+    if (!shared_->abandoned.load() &&
+        call("on_finished", setup_.on_finished, *summary_, after_a_throw::called)) {
       // The summary on_finished was given cannot say it threw; the one wait() returns does,
       // without failing a run that ended well.
       auto noted = *summary_;
@@ -456,12 +457,16 @@ private:
   // A notice of the job's own, as the coordinator's reach everyone.
   void notice_here(const std::string& text) { on_notice(job_notice{shared_->name, text}); }
 
+  // Whether a callback is still called once another has thrown: only on_finished is.
+  enum class after_a_throw { skipped, called };
+
   // A caller's callback that throws would kill this actor (an exception in a handler ends it);
-  // instead the job stops and ends failed, naming the callback, and of its callbacks only
-  // on_finished comes after. Returns whether this call threw.
+  // instead the job stops and ends failed, naming the callback (`which`), and of its callbacks
+  // only on_finished comes after. Returns whether this call threw.
   template <class Callback, class Argument>
-  bool call(const char* which, const Callback& callback, const Argument& argument) {
-    if (!callback || (!callback_error_.empty() && std::string(which) != "on_finished"))
+  bool call(const char* which, const Callback& callback, const Argument& argument,
+            after_a_throw after = after_a_throw::skipped) {
+    if (!callback || (!callback_error_.empty() && after == after_a_throw::skipped))
       return false;
     const bool failed_before = !callback_error_.empty();
     shared_->calling.store(std::this_thread::get_id()); // every exception is caught below

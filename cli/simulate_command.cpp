@@ -326,9 +326,14 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
 
 // The per-worker step-time histograms of a run report (per_worker[].step_histogram). Throws
 // std::invalid_argument naming the file and what is wrong with it.
+// A problem of the --step-trace file, said in full ("--step-trace FILE: why").
+struct step_trace_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) {
   const auto fail = [&path](const std::string& why) {
-    return std::invalid_argument("--step-trace " + path + ": " + why);
+    return step_trace_error("--step-trace " + path + ": " + why);
   };
   // A report of even 1024 workers' histograms is a few MB; a FIFO or a device is refused unread.
   constexpr std::uint64_t largest_report = std::uint64_t{256} << 20;
@@ -375,9 +380,10 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
   } catch (const nlohmann::json::exception&) {
     throw fail(name + ": its step_histogram is not a list of bars {lower_seconds, "
                       "upper_seconds, count} with numbers: not a report of herd train --report");
-  } catch (const std::invalid_argument& bad) {
-    const std::string why = bad.what();
-    throw why.rfind("--step-trace", 0) == 0 ? bad : fail(why);
+  } catch (const step_trace_error&) {
+    throw;
+  } catch (const std::invalid_argument& bad) { // the trace's own check, said of the file
+    throw fail(bad.what());
   }
 }
 
