@@ -120,7 +120,9 @@ TEST(control_costs, a_nested_interval_takes_its_readings_with_it) {
         const auto start = costs.now();
         costs.reduction_nanoseconds.fetch_add(costs.nested_since(start));
       });
-  EXPECT_LT(reducing.counted, 0.5 * reducing.overhead)
+  // Uncorrected it counts two readings (twice the overhead); corrected, what is left is the
+  // readings' spread, which under ctest -j2 on 2 loaded cores once passed half the overhead.
+  EXPECT_LT(reducing.counted, 0.75 * reducing.overhead)
       << "overhead " << reducing.overhead << " ns";
 }
 
