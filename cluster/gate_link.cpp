@@ -201,14 +201,31 @@ std::string tls_library() {
   return OpenSSL_version(OPENSSL_VERSION);
 }
 
-std::string tls_error_text() {
+namespace {
+
+// This thread's OpenSSL errors, taken off its queue: their codes and their text.
+struct tls_errors {
+  std::vector<unsigned long> codes;
   std::string text;
+};
+
+tls_errors take_tls_errors() {
+  tls_errors taken;
   while (const unsigned long code = ERR_get_error()) {
     char line[256];
     ERR_error_string_n(code, line, sizeof line);
-    text += (text.empty() ? "" : "; ") + std::string(line);
+    taken.codes.push_back(code);
+    taken.text += (taken.text.empty() ? "" : "; ") + std::string(line);
   }
-  return text.empty() ? "no reason given" : text;
+  if (taken.text.empty())
+    taken.text = "no reason given";
+  return taken;
+}
+
+} // namespace
+
+std::string tls_error_text() {
+  return take_tls_errors().text;
 }
 
 // -- tls_context ----------------------------------------------------------------------------------
@@ -356,16 +373,21 @@ std::string handshake_result::describe(const std::string& peer, const std::strin
 
 namespace {
 
-// The kind of a failed handshake from OpenSSL's first reason (peeked: its text is taken after).
-handshake_result::kind kind_of_tls_failure() {
+// A failed handshake from OpenSSL's reasons, the most telling of them.
+handshake_result failed_handshake(const tls_errors& errors) {
   using kind = handshake_result::kind;
-  const int reason = ERR_GET_REASON(ERR_peek_error());
-  if (reason == SSL_R_WRONG_VERSION_NUMBER) // a record that is no TLS: the peer speaks none
-    return kind::plain_peer;
-  if (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE)
-    return kind::refused_by_peer;
-  // OpenSSL reports an alert the peer sent as its code past SSL_AD_REASON_OFFSET.
-  return reason >= SSL_AD_REASON_OFFSET ? kind::peer_alert : kind::other;
+  auto what = kind::other;
+  for (const unsigned long code : errors.codes) {
+    const int reason = ERR_GET_REASON(code);
+    if (reason == SSL_R_WRONG_VERSION_NUMBER) // a record that is no TLS: the peer speaks none
+      what = kind::plain_peer;
+    else if (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE)
+      what = kind::refused_by_peer;
+    // OpenSSL reports an alert the peer sent as its code past SSL_AD_REASON_OFFSET.
+    else if (reason >= SSL_AD_REASON_OFFSET && what == kind::other)
+      what = kind::peer_alert;
+  }
+  return {what, errors.text, {}};
 }
 
 } // namespace
@@ -397,8 +419,7 @@ handshake_result gate_link::handshake(gate_clock::time_point deadline, int stop_
                ERR_peek_error() == 0) {
       return {kind::closed, {}, {}};
     } else {
-      const auto what = kind_of_tls_failure();
-      return {what, tls_error_text(), {}};
+      return failed_handshake(take_tls_errors());
     }
     if (!wait(events, deadline, stop_fd))
       return {gate_clock::now() >= deadline ? kind::deadline : kind::stopped, {}, {}};
