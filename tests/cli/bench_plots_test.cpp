@@ -2,6 +2,7 @@
 // that never reached the target named in the speedup plot's title instead of drawn (gnuplot
 // refuses a histogram column without one valid point, and then drew no speedup plot at all).
 #include "cli/bench_plots.hpp"
+#include "cli/bench_table.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,40 @@ TEST(bench_plots, a_scenario_where_sync_never_reached_the_target_is_named) {
   EXPECT_THAT(script, HasSubstr("\\nnever reached it: solo; sync never reached it in random (no "
                                 "speedup to draw)\""));
   EXPECT_THAT(script, HasSubstr("speedup.png")) << "none still has speedups";
+}
+
+// The table: medians over the repetitions; speedup is sync's median time to the target over
+// this algorithm's, accuracy against sync's median; a cell no repetition of which reached the
+// target has no time and no speedup, and counts the runs train.max-seconds cut short.
+TEST(bench_table, rows_are_medians_against_sync_in_the_same_scenario) {
+  std::vector<bench_run> runs{run("sync", 0, 8.0, 0.90),
+                              run("sync", 1, 6.0, 0.92),
+                              run("sync", 2, 7.0, 0.91),
+                              run("solo", 0, 2.0, 0.89),
+                              run("solo", 1, 4.0, 0.88),
+                              run("solo", 2, 3.5, 0.87),
+                              run("preduce", 0, std::nullopt, 0.80)};
+  for (auto& r : runs)
+    r.summary.final_test_accuracy = r.summary.evaluations.back().test_accuracy;
+  runs.back().summary.stop_reason = "max-seconds";
+  const auto rows = herd::cli::make_table(runs, scenarios, algorithms);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].algorithm, "sync");
+  EXPECT_EQ(rows[0].runs, 3);
+  EXPECT_DOUBLE_EQ(*rows[0].seconds_to_target, 7.0);
+  EXPECT_DOUBLE_EQ(rows[0].final_accuracy, 0.91);
+  EXPECT_DOUBLE_EQ(*rows[0].speedup, 1.0);
+  EXPECT_DOUBLE_EQ(*rows[1].seconds_to_target, 3.5);
+  EXPECT_DOUBLE_EQ(*rows[1].speedup, 2.0);
+  EXPECT_NEAR(*rows[1].accuracy_vs_sync, -0.03, 1e-12);
+  EXPECT_EQ(rows[2].reached, 0);
+  EXPECT_FALSE(rows[2].seconds_to_target.has_value());
+  EXPECT_FALSE(rows[2].speedup.has_value());
+  EXPECT_EQ(rows[2].cut_short, 1);
+  // The CSV says the same, one line a row.
+  const auto csv = herd::cli::csv(rows);
+  EXPECT_THAT(csv, HasSubstr("\nnone,solo,3.5,3,0.88,-0.03,"));
+  EXPECT_THAT(csv, HasSubstr("\nnone,preduce,,0,0.8,"));
 }
 
 } // namespace
