@@ -78,7 +78,7 @@ private:
   /// (progress, checkpoints, the summary, a worker's loss or arrival) takes them from here.
   run_counters& booked_counters();
   void on_group_done(const group_done& report);
-  void on_stop() { begin_stop("interrupted"); }
+  void on_stop() { begin_stop(stop_cause::interrupted); }
   void on_admission(node_admission admission);
   void on_rekey(const plane_rekey& step);
   caf::result<bool> on_departure(const node_departure& departure);
@@ -137,7 +137,7 @@ private:
   void report_checkpoints();
 
   // -- stopping (run_phases decides, these carry it out) ----------------------------------------
-  void begin_stop(const std::string& reason);
+  void begin_stop(stop_cause reason);
   void stop_when_time_is_up();
   void fail(const std::string& error);
   void rounds_changed();

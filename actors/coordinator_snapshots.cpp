@@ -145,7 +145,7 @@ void coordinator_actor::evaluate_final() {
     }
     const std::string failed = point ? "" : "final evaluation failed: " + failure;
     // The parameters a target or the best kept are known without the final evaluation.
-    const auto& stop_reason = phases_.stop_reason();
+    const auto stop_reason = phases_.stop_reason();
     if (setup_.validation_samples > 0 && evaluations_.kept_point(stop_reason) &&
         evaluations_.kept_parameters(stop_reason, parameters))
       test_kept(std::move(parameters), failed);
@@ -156,7 +156,7 @@ void coordinator_actor::evaluate_final() {
 
 // With a validation set, the test set is measured once: on the parameters the run ends with.
 void coordinator_actor::test_kept(parameters_ptr final_parameters, std::string earlier_failure) {
-  const auto& stop_reason = phases_.stop_reason();
+  const auto stop_reason = phases_.stop_reason();
   request_evaluation(
       *this, evaluator_, *evaluations_.kept_point(stop_reason),
       evaluations_.kept_parameters(stop_reason, std::move(final_parameters)),
@@ -187,9 +187,9 @@ void coordinator_actor::record_evaluation(const evaluation_point& point, paramet
   if (setup_.observer != nullptr)
     setup_.observer->on_evaluation(point);
   if (target_reached)
-    begin_stop("target-accuracy");
+    begin_stop(stop_cause::target_accuracy);
   else if (evaluations_.plateaued())
-    begin_stop("plateau");
+    begin_stop(stop_cause::plateau);
 }
 
 // -- checkpoints (checkpoint_taker decides when, these carry it out) ---------------------------
@@ -299,7 +299,7 @@ void coordinator_actor::release_checkpoint() {
       hear(std::move(input));
   schedule_policy_time();
   if (in_flight_.empty() && samples_committed_ >= sample_budget() && phases_.running())
-    begin_stop("epochs");
+    begin_stop(stop_cause::epochs);
 }
 
 void coordinator_actor::drop_checkpoint(const std::string& why) {

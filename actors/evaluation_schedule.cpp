@@ -88,16 +88,16 @@ bool evaluation_schedule::track_best(const evaluation_point& point, parameters_p
 }
 
 const std::optional<evaluation_point>&
-evaluation_schedule::kept_point(const std::string& stop_reason) const {
-  if (stop_reason == "target-accuracy" && target_point_)
+evaluation_schedule::kept_point(stop_cause stop_reason) const {
+  if (stop_reason == stop_cause::target_accuracy && target_point_)
     return target_point_;
   return keeps_best() ? best_point_ : final_;
 }
 
 evaluation_schedule::parameters_ptr
-evaluation_schedule::kept_parameters(const std::string& stop_reason,
+evaluation_schedule::kept_parameters(stop_cause stop_reason,
                                      parameters_ptr final_parameters) const {
-  if (stop_reason == "target-accuracy" && target_point_)
+  if (stop_reason == stop_cause::target_accuracy && target_point_)
     return target_parameters_ ? target_parameters_ : final_parameters;
   return keeps_best() ? best_parameters_ : final_parameters;
 }

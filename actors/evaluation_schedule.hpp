@@ -110,11 +110,10 @@ public:
   const std::optional<evaluation_point>& final_point() const { return final_; }
   /// The evaluation of the parameters the run ends with: the target's where it stopped there
   /// (`stop_reason`) and reached it, else with patience the best one, else the final one.
-  const std::optional<evaluation_point>& kept_point(const std::string& stop_reason) const;
+  const std::optional<evaluation_point>& kept_point(stop_cause stop_reason) const;
   /// Those parameters: the target's or the best one's (kept with their evaluations), else
   /// `final_parameters`.
-  parameters_ptr kept_parameters(const std::string& stop_reason,
-                                 parameters_ptr final_parameters) const;
+  parameters_ptr kept_parameters(stop_cause stop_reason, parameters_ptr final_parameters) const;
   /// With patience: the evaluation of the highest accuracy so far (the first of equals; the final
   /// evaluation aside), and its parameters where they were recorded.
   const std::optional<evaluation_point>& best_point() const { return best_point_; }

@@ -120,7 +120,7 @@ void coordinator_actor::on_start(const run_start& start) {
   checkpoints_.start_clock(elapsed(), counters_.rounds);
   delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
   if (in_flight_.empty() && samples_committed_ >= sample_budget())
-    begin_stop("epochs"); // resumed with no epoch left to train: no worker begins a step
+    begin_stop(stop_cause::epochs); // resumed with no epoch left to train: no worker begins a step
   else
     stop_when_time_is_up(); // resumed past train.max-seconds: nor here
   if (phases_.running())
@@ -231,7 +231,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
     hear(std::move(outcome));
     if (!report.aborted &&
         (counters_.epochs() >= setup_.config.train.epochs || (budget_spent_ && in_flight_.empty())))
-      begin_stop("epochs");
+      begin_stop(stop_cause::epochs);
     // Not when the run just ended: the final evaluation measures these parameters anyway.
     if (!report.aborted && phases_.running() &&
         evaluations_.start_periodic(counters_.rounds, counters_.epochs()))
@@ -401,7 +401,7 @@ void coordinator_actor::lose_aggregator(std::size_t index, const std::string& wh
 
 // -- stopping (run_phases decides, these carry it out) ----------------------------------------
 
-void coordinator_actor::begin_stop(const std::string& reason) {
+void coordinator_actor::begin_stop(stop_cause reason) {
   if (checkpoints_.holding() && phases_.running())
     checkpoints_.abandon(); // the final checkpoint takes its place; what it kept stays kept
   carry_out(phases_.stop(reason));
@@ -411,7 +411,7 @@ void coordinator_actor::begin_stop(const std::string& reason) {
 // waiting for an evaluation) gives way to the final one, which would otherwise copy it.
 void coordinator_actor::stop_when_time_is_up() {
   if (phases_.time_is_up(elapsed()))
-    begin_stop("max-seconds");
+    begin_stop(stop_cause::max_seconds);
 }
 
 // Ends the run with an error: in-flight rounds finish, workers stop, the summary says why.

@@ -267,7 +267,7 @@ private:
       const bool deliberate = exit.reason == caf::exit_reason::user_shutdown;
       auto ended =
           error_summary(deliberate ? "" : "the job was shut down: " + system().render(exit.reason));
-      ended.stop_reason = deliberate ? "interrupted" : ended.stop_reason;
+      ended.stop_reason = deliberate ? stop_cause::interrupted : ended.stop_reason;
       summary_ = std::make_shared<const run_summary>(std::move(ended));
     }
     quit(exit.reason);
@@ -364,7 +364,7 @@ private:
     if (finished_)
       return;
     finished_ = true;
-    if (!callback_error_.empty() && summary_->stop_reason != "error") // as status() says
+    if (!callback_error_.empty() && summary_->stop_reason != stop_cause::error) // as status() says
       summary_ = std::make_shared<const run_summary>(failed_with(*summary_, callback_error_));
     const auto final_parameters = trained_model(worker_parameters_, server_parameters_);
     job_status final_status;
@@ -372,7 +372,7 @@ private:
       std::lock_guard<std::mutex> guard(shared_->mutex);
       auto& status = shared_->status;
       const auto& summary = *summary_;
-      const bool failed = summary.stop_reason == "error" || !callback_error_.empty();
+      const bool failed = summary.stop_reason == stop_cause::error || !callback_error_.empty();
       status.state = failed ? job_state::failed : job_state::finished;
       status.error = !callback_error_.empty() ? callback_error_ : summary.error;
       status.rounds = std::max(status.rounds, summary.rounds);
@@ -437,7 +437,7 @@ private:
     failed.workers = plan_->config.train.workers;
     failed.data_plane = std::string(plan_->plane->name());
     failed.compute = plan_->compute.description;
-    failed.stop_reason = "error";
+    failed.stop_reason = stop_cause::error;
     failed.error = error;
     return so_far_.summary(std::move(failed));
   }

@@ -113,7 +113,7 @@ void run_counters::server_applied(const std::vector<std::uint64_t>& staleness) {
 }
 
 run_summary failed_with(run_summary run, std::string error) {
-  run.stop_reason = "error";
+  run.stop_reason = stop_cause::error;
   run.error = std::move(error);
   return run;
 }

@@ -17,7 +17,7 @@ action run_phases::enter(run_phase next, action then) {
   return then;
 }
 
-action run_phases::stop(const std::string& reason) {
+action run_phases::stop(stop_cause reason) {
   if (phase_ != run_phase::starting && phase_ != run_phase::running)
     return action::none;
   stop_reason_ = reason;
@@ -30,8 +30,8 @@ action run_phases::fail(const std::string& error) {
     return action::none;
   if (error_.empty())
     error_ = error;
-  const auto next = stop("error");
-  stop_reason_ = "error";
+  const auto next = stop(stop_cause::error);
+  stop_reason_ = stop_cause::error;
   return next;
 }
 

@@ -6,6 +6,8 @@
 //   starting -> done (stopped or failed before the start: nothing to wait for)
 #pragma once
 
+#include "herd/run_summary.hpp"
+
 #include <cstddef>
 #include <set>
 #include <string>
@@ -39,8 +41,8 @@ public:
   run_phase phase() const { return phase_; }
   bool running() const { return phase_ == run_phase::running; }
   bool done() const { return phase_ == run_phase::done; }
-  /// epochs, target-accuracy, max-seconds, interrupted, error; empty while running.
-  const std::string& stop_reason() const { return stop_reason_; }
+  /// Why the run stopped; none while running.
+  stop_cause stop_reason() const { return stop_reason_; }
   /// The first error; the run goes on stopping as it would have.
   const std::string& error() const { return error_; }
 
@@ -48,11 +50,11 @@ public:
   bool start();
   /// A reason to stop: before the start the run is done at once; while running it drains;
   /// later reasons are ignored (the first one is the run's).
-  action stop(const std::string& reason);
-  /// `error` ends the run like a stop, with reason "error", in any phase before done.
+  action stop(stop_cause reason);
+  /// `error` ends the run like a stop, with reason stop_cause::error, in any phase before done.
   action fail(const std::string& error);
   /// Whether a running run's train.max-seconds has passed at `elapsed_seconds` since its start
-  /// (the coordinator then stops it, as any stop, with "max-seconds").
+  /// (the coordinator then stops it, as any stop, with stop_cause::max_seconds).
   bool time_is_up(double elapsed_seconds) const;
   /// The rounds in flight changed: draining ends once none is left.
   action rounds_changed(std::size_t rounds_in_flight);
@@ -71,7 +73,7 @@ private:
 
   double max_seconds_;
   run_phase phase_ = run_phase::starting;
-  std::string stop_reason_;
+  stop_cause stop_reason_ = stop_cause::none;
   std::string error_;
   std::set<int> awaiting_stop_;
 };

@@ -83,7 +83,7 @@ measured run(config::run_config config,
   session_options.blas_threads = actors::blas_threads_for(config, config.train.workers);
   actors::train_session session(config, data, session_options);
   const auto summary = session.run();
-  if (summary.stop_reason == "error") {
+  if (summary.stop_reason == actors::stop_cause::error) {
     std::cerr << "bench_checkpoint: the run failed: " << summary.error << '\n';
     std::exit(1);
   }

@@ -360,7 +360,7 @@ int run_bench(const std::vector<std::string>& raw) {
     std::cout << "calibrating the random scenario's delay: sync without imbalance for "
               << calibration_seconds << " s\n";
     const auto calibrated = run_one(calibration, data, args.snapshot_ms);
-    if (calibrated.stop_reason == "interrupted")
+    if (calibrated.stop_reason == actors::stop_cause::interrupted)
       return interrupted_bench({}, args, job, delay_ms);
     calibrate({step_period_seconds(calibrated)});
   }
@@ -391,7 +391,7 @@ int run_bench(const std::vector<std::string>& raw) {
         auto summary = run_one(config, data, args.snapshot_ms, &notices);
         bench_run result{scenario,           algorithm,         repetition,
                          std::move(summary), config.train.seed, config.imbalance.seed};
-        if (result.summary.stop_reason == "interrupted") {
+        if (result.summary.stop_reason == actors::stop_cause::interrupted) {
           std::cout << " interrupted" << std::endl;
           return interrupted_bench(runs, args, job, delay_ms);
         }

@@ -30,7 +30,7 @@ std::vector<table_row> make_table(const std::vector<bench_run>& runs,
           ++row.reached;
         }
         accuracy.push_back(s.final_test_accuracy.value_or(0.0));
-        row.cut_short += s.stop_reason == "max-seconds";
+        row.cut_short += s.stop_reason == actors::stop_cause::max_seconds;
         throughput.push_back(s.samples_per_second);
         wall.push_back(s.wall_seconds);
         waited.push_back(s.waiting.waited_seconds);
@@ -170,7 +170,7 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<ben
                    {"final_accuracy", optional(run.summary.final_test_accuracy)},
                    {"samples_per_second", run.summary.samples_per_second},
                    {"wall_seconds", run.summary.wall_seconds},
-                   {"stop_reason", run.summary.stop_reason},
+                   {"stop_reason", actors::name_of(run.summary.stop_reason)},
                    {"epochs", run.summary.epochs},
                    {"rounds", run.summary.rounds},
                    {"steps", run.summary.steps},

@@ -261,8 +261,8 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   line("algorithm", s.algorithm + " (" + std::to_string(s.workers) +
                         (s.workers == 1 ? " worker on " : " workers on ") + s.compute + ", " +
                         s.data_plane + " data plane, imbalance " + s.imbalance + ")");
-  line("stopped by", s.stop_reason + " after " + fixed(s.epochs, 2) + " epochs" +
-                         (s.error.empty() ? "" : " (" + s.error + ")"));
+  line("stopped by", std::string(actors::name_of(s.stop_reason)) + " after " + fixed(s.epochs, 2) +
+                         " epochs" + (s.error.empty() ? "" : " (" + s.error + ")"));
   if (!s.final_checkpoint_error.empty())
     line("final checkpoint", "NOT WRITTEN: " + s.final_checkpoint_error);
   line("wall time", fixed(s.wall_seconds, 1) + " s");
@@ -320,7 +320,7 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
                            const std::optional<double>& loss) {
     return fixed(*accuracy, 4) + " (loss " + fixed(loss.value_or(0.0), 4) + ")";
   };
-  const bool at_target = s.stop_reason == "target-accuracy";
+  const bool at_target = s.stop_reason == actors::stop_cause::target_accuracy;
   const std::string kept = !both       ? ""
                            : at_target ? ", those that reached the target"
                                        : ", the best evaluation's";
@@ -396,7 +396,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["backend"] = s.data_plane; // the field's first name, kept for readers of old reports
   report["compute"] = s.compute;
   report["imbalance"] = s.imbalance;
-  report["stop_reason"] = s.stop_reason;
+  report["stop_reason"] = actors::name_of(s.stop_reason);
   report["error"] = s.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.error);
   report["final_checkpoint"] =
       s.final_checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.final_checkpoint);

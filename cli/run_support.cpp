@@ -427,7 +427,8 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
 
   if (!summary->started) { // nothing ran: no summary to show, only why
     std::cerr << "herd " << command << ": " << summary->error << '\n';
-    return summary->stop_reason == "interrupted" ? exit_interrupted : exit_run_failed;
+    return summary->stop_reason == actors::stop_cause::interrupted ? exit_interrupted
+                                                                   : exit_run_failed;
   }
   print_summary(std::cout, *summary);
   if (!config.checkpoint.enabled()) // the final checkpoint line says where it is otherwise
@@ -455,9 +456,9 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
       return exit_run_failed;
     }
   }
-  if (summary->stop_reason == "error" || !summary->error.empty())
+  if (summary->stop_reason == actors::stop_cause::error || !summary->error.empty())
     return exit_run_failed;
-  if (summary->stop_reason == "interrupted")
+  if (summary->stop_reason == actors::stop_cause::interrupted)
     return exit_interrupted;
   // The run's end state is lost: a script that resumes from it must not go on.
   if (!summary->final_checkpoint_error.empty())

@@ -137,7 +137,7 @@ void registry_actor::on_stop() {
                  ? "stopped while the nodes were connecting"
                  : "stopped while waiting for nodes (" + std::to_string(nodes_.size()) + " of " +
                        std::to_string(nodes_required()) + " had joined)",
-             "interrupted");
+             actors::stop_cause::interrupted);
 }
 
 caf::result<bool> registry_actor::on_job_over(const std::string& failure) {
@@ -307,8 +307,9 @@ std::int32_t registry_actor::workers_on_machine_of(std::size_t index) const {
   return static_cast<std::int32_t>(workers);
 }
 
-void registry_actor::refuse_all(const std::string& why, const std::string& stop_reason) {
-  const auto code = stop_reason == "interrupted" ? herd_errc::run_stopped : herd_errc::join_refused;
+void registry_actor::refuse_all(const std::string& why, actors::stop_cause stop_reason) {
+  const auto code = stop_reason == actors::stop_cause::interrupted ? herd_errc::run_stopped
+                                                                   : herd_errc::join_refused;
   for (auto& node : nodes_) {
     if (!node.answered)
       answer(node, make_error(code, why));

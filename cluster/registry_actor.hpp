@@ -143,7 +143,8 @@ private:
   std::int32_t workers_on_machine_of(std::size_t index) const;
 
   // Ends a run that never started: nodes still waiting for their welcome hear why.
-  void refuse_all(const std::string& why, const std::string& stop_reason = "error");
+  void refuse_all(const std::string& why,
+                  actors::stop_cause stop_reason = actors::stop_cause::error);
   void start_run();
 
   // A node of the formed cluster was lost (not the one joining now).

@@ -17,13 +17,13 @@ namespace herd::cluster {
 using namespace herd::actors;
 
 run_summary error_summary(const config::run_config& config, std::string error,
-                          std::string stop_reason) {
+                          stop_cause stop_reason) {
   run_summary failed;
   failed.started = false;
   failed.algorithm = config.train.algorithm;
   failed.workers = config.train.workers;
   failed.data_plane = "gloo";
-  failed.stop_reason = std::move(stop_reason);
+  failed.stop_reason = stop_reason;
   failed.error = std::move(error);
   return failed;
 }

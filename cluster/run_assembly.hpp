@@ -20,7 +20,7 @@ struct registry_context;
 
 /// The summary of a run that ended before its first step.
 actors::run_summary error_summary(const config::run_config& config, std::string error,
-                                  std::string stop_reason = "error");
+                                  actors::stop_cause stop_reason = actors::stop_cause::error);
 
 /// The group coordinator's: it delivers the summary to the context's result, lets nodes join, and
 /// takes checkpoints and metrics as the settings say. `worker_hosts`: the name of the node that

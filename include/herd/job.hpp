@@ -164,20 +164,20 @@ public:
   job_status status() const;
 
   /// Asks the job to stop early: the rounds in flight finish, the workers stop, the final
-  /// evaluation runs, then the job ends (stop_reason "interrupted"). Returns at once, status()
-  /// saying stopping; nothing happens to a job that has ended. Never throws.
+  /// evaluation runs, then the job ends (stop_reason stop_cause::interrupted). Returns at once,
+  /// status() saying stopping; nothing happens to a job that has ended. Never throws.
   void stop();
 
   /// Ends the job at once, as an exit message to its actor does: its actors are told to exit, the
-  /// rounds in flight are dropped and no final evaluation runs (stop_reason "interrupted", the
-  /// summary's counters as last heard, final_parameters() empty). For a service with a
-  /// deadline: stop(), wait_for(what it can spare), then abort(). Returns at once; nothing
-  /// happens to a job that has ended. Never throws.
+  /// rounds in flight are dropped and no final evaluation runs (stop_reason
+  /// stop_cause::interrupted, the summary's counters as last heard, final_parameters() empty). For
+  /// a service with a deadline: stop(), wait_for(what it can spare), then abort(). Returns at once;
+  /// nothing happens to a job that has ended. Never throws.
   void abort();
 
   /// Blocks until the job has ended and returns its summary. A failed run is a summary too
-  /// (stop_reason "error", error saying why): wait() does not throw for it. Called from one of
-  /// the job's own callbacks, which would wait forever, it throws std::logic_error.
+  /// (stop_reason stop_cause::error, error saying why): wait() does not throw for it. Called from
+  /// one of the job's own callbacks, which would wait forever, it throws std::logic_error.
   actors::run_summary wait();
   /// The summary, once the job has ended; nothing if `timeout` passed first. Never throws.
   std::optional<actors::run_summary> wait_for(std::chrono::milliseconds timeout);

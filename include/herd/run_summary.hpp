@@ -4,10 +4,50 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace herd::actors {
+
+/// Why a run ended: the field run_summary::stop_reason, written in reports and JSON by name_of.
+enum class stop_cause {
+  none,            // not ended yet
+  epochs,          // train.epochs were trained
+  target_accuracy, // an evaluation reached train.target-accuracy
+  plateau,         // train.patience evaluations in a row without a better accuracy
+  max_seconds,     // train.max-seconds passed
+  interrupted,     // stopped on request (Ctrl-C, SIGTERM, job::stop or job::abort)
+  error,           // failed: run_summary::error says why
+};
+
+/// The name reports and JSON use: "epochs", "target-accuracy", "plateau", "max-seconds",
+/// "interrupted", "error"; "" for none.
+constexpr std::string_view name_of(stop_cause cause) {
+  switch (cause) {
+  case stop_cause::none:
+    return "";
+  case stop_cause::epochs:
+    return "epochs";
+  case stop_cause::target_accuracy:
+    return "target-accuracy";
+  case stop_cause::plateau:
+    return "plateau";
+  case stop_cause::max_seconds:
+    return "max-seconds";
+  case stop_cause::interrupted:
+    return "interrupted";
+  case stop_cause::error:
+    return "error";
+  }
+  return "";
+}
+
+/// Writes name_of(cause).
+inline std::ostream& operator<<(std::ostream& out, stop_cause cause) {
+  return out << name_of(cause);
+}
 
 /// The slowest worker now: its straggler score is its median step time over the median of all
 /// live workers' medians, over metrics.window-seconds (monitoring/straggler_stats.hpp).
@@ -108,8 +148,8 @@ struct run_summary {
   std::string data_plane; // what moved tensors: "local", "gloo"
   std::string compute = "cpu"; // where the workers compute: "cpu", "cuda:0 (NVIDIA H200)"
   std::string imbalance = "none";
-  std::string stop_reason; // epochs, target-accuracy, plateau, max-seconds, interrupted, error
-  // What went wrong: why the run failed when stop_reason == "error"; otherwise what failed at
+  stop_cause stop_reason = stop_cause::none;
+  // What went wrong: why the run failed when stop_reason is error; otherwise what failed at
   // its end without failing it (the final evaluation, a callback of job_options), or empty.
   std::string error;
   /// Why the checkpoint the run ended with could not be written ("" when it was, or none was

@@ -19,6 +19,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::run_summary;
 using herd::actors::train_session;
 using herd::config::run_config;
@@ -97,7 +99,7 @@ TEST(local_sgd_runs, every_global_average_makes_the_replicas_one_and_they_part_i
     j.config.imbalance.delay_ms = 3.0;
     const auto run = run_probed(j);
     const std::string label = "period " + std::to_string(period);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+    ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << label << ": " << run.summary.error;
     std::uint64_t globals = 0, alone = 0;
     for (const auto& [round, members] : rounds_of(run, 4)) {
       if (members.size() == 1) {
@@ -134,8 +136,8 @@ TEST(local_sgd_runs, a_period_of_one_is_synchronous_sgd) {
   local.config.local_sgd.period = 1;
   const auto with_sync = run_probed(sync);
   const auto with_local = run_probed(local);
-  ASSERT_EQ(with_sync.summary.stop_reason, "epochs") << with_sync.summary.error;
-  ASSERT_EQ(with_local.summary.stop_reason, "epochs") << with_local.summary.error;
+  ASSERT_EQ(with_sync.summary.stop_reason, stop_cause::epochs) << with_sync.summary.error;
+  ASSERT_EQ(with_local.summary.stop_reason, stop_cause::epochs) << with_local.summary.error;
   EXPECT_EQ(with_local.summary.rounds, with_sync.summary.rounds);
   EXPECT_EQ(with_local.summary.full_sync_rounds, with_local.summary.rounds);
   const auto& got = with_local.probe->last_applied()[0];
@@ -153,8 +155,8 @@ TEST(local_sgd_runs, a_period_of_one_is_synchronous_sgd) {
 TEST(async_runs, with_one_worker_it_is_plain_sgd_bit_for_bit) {
   const auto with_sync = run_probed(make_job("sync", 1, 40));
   const auto with_async = run_probed(make_job("async", 1, 40));
-  ASSERT_EQ(with_sync.summary.stop_reason, "epochs") << with_sync.summary.error;
-  ASSERT_EQ(with_async.summary.stop_reason, "epochs") << with_async.summary.error;
+  ASSERT_EQ(with_sync.summary.stop_reason, stop_cause::epochs) << with_sync.summary.error;
+  ASSERT_EQ(with_async.summary.stop_reason, stop_cause::epochs) << with_async.summary.error;
   EXPECT_EQ(with_async.summary.server_updates, 40u);
   EXPECT_EQ(with_async.summary.server_staleness_max, 0u) << "nobody else updates the server";
   ASSERT_FALSE(with_async.server_parameters.empty());
@@ -169,7 +171,7 @@ TEST(async_runs, every_gradient_is_applied_once_and_each_worker_steps_from_the_s
   j.config.imbalance.k = 1;
   j.config.imbalance.delay_ms = 3.0;
   const auto run = run_probed(j);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   // Every round is one worker's gradient applied at the server, and the epoch is 4 x 30 of them.
   EXPECT_EQ(run.summary.server_updates, 120u);
   EXPECT_EQ(run.summary.rounds, run.summary.server_updates);
@@ -207,7 +209,8 @@ TEST(async_runs, a_slow_worker_does_not_hold_the_others_back) {
     j.config.imbalance.factor = 50.0;
     j.config.model.hidden = {128}; // a step long enough that 50x of it outweighs the messages
     const auto run = run_probed(j);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << run.summary.error;
     const auto slow = run.summary.per_worker[0].steps;
     for (std::size_t w = 1; w < 3; ++w) {
       const auto fast = run.summary.per_worker[w].steps;

@@ -27,6 +27,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::train_session;
 using herd::config::run_config;
 using herd::testing::temp_directory;
@@ -108,7 +110,7 @@ void expect_second_epoch_resumed_bit_for_bit(
   auto two_epochs = sync_config();
   adjust(two_epochs);
   const auto straight = run(two_epochs, data);
-  ASSERT_EQ(straight.summary.stop_reason, "epochs") << straight.summary.error;
+  ASSERT_EQ(straight.summary.stop_reason, stop_cause::epochs) << straight.summary.error;
   ASSERT_EQ(straight.summary.rounds, 40u);
 
   temp_directory dir;
@@ -117,7 +119,7 @@ void expect_second_epoch_resumed_bit_for_bit(
   first.checkpoint.dir = dir.file("ckpt");
   first.checkpoint.every_seconds = 0;
   const auto half = run(first, data);
-  ASSERT_EQ(half.summary.stop_reason, "epochs") << half.summary.error;
+  ASSERT_EQ(half.summary.stop_reason, stop_cause::epochs) << half.summary.error;
   ASSERT_EQ(herd::checkpoint::list(first.checkpoint.dir).size(), 1u);
 
   auto second = two_epochs;
@@ -125,7 +127,7 @@ void expect_second_epoch_resumed_bit_for_bit(
   const auto state = load(second, *data, first.checkpoint.dir);
   EXPECT_EQ(state->coordinator.counters.rounds, 20u);
   const auto resumed = run(second, data, state);
-  ASSERT_EQ(resumed.summary.stop_reason, "epochs") << resumed.summary.error;
+  ASSERT_EQ(resumed.summary.stop_reason, stop_cause::epochs) << resumed.summary.error;
   EXPECT_EQ(resumed.summary.rounds, 40u); // the summary counts the whole run
   EXPECT_EQ(resumed.summary.steps, straight.summary.steps);
   EXPECT_DOUBLE_EQ(resumed.summary.epochs, straight.summary.epochs);
@@ -178,7 +180,7 @@ TEST(checkpoint, sync_resumed_under_adamw_matches_bit_for_bit) {
   auto config = sync_config();
   adamw(config);
   config.checkpoint.dir = dir.file("ckpt");
-  ASSERT_EQ(run(config, data).summary.stop_reason, "epochs");
+  ASSERT_EQ(run(config, data).summary.stop_reason, stop_cause::epochs);
   const auto state = load(config, *data, config.checkpoint.dir);
   ASSERT_FALSE(state->workers.empty());
   EXPECT_EQ(state->workers[0].velocity.size(), 2 * state->workers[0].parameters.size());
@@ -191,7 +193,7 @@ TEST(checkpoint, resuming_under_another_optimizer_is_refused_naming_it) {
   auto first = sync_config();
   first.checkpoint.dir = dir.file("ckpt");
   const auto done = run(first, data);
-  ASSERT_EQ(done.summary.stop_reason, "epochs") << done.summary.error;
+  ASSERT_EQ(done.summary.stop_reason, stop_cause::epochs) << done.summary.error;
   auto other = first;
   other.train.optimizer = "adamw";
   try {
@@ -221,7 +223,7 @@ TEST(checkpoint, resuming_with_another_evaluation_set_is_refused_naming_the_key)
   first.data.train_labels = "y.npy";
   first.data.test_features = "t_x.npy";
   first.data.test_labels = "t_y.npy";
-  ASSERT_EQ(run(first, data).summary.stop_reason, "epochs");
+  ASSERT_EQ(run(first, data).summary.stop_reason, stop_cause::epochs);
   const auto refusal = [](const run_config& now, const herd::models::train_test_split& given,
                           const std::string& directory) -> std::string {
     try {
@@ -247,7 +249,7 @@ TEST(checkpoint, resuming_with_another_evaluation_set_is_refused_naming_the_key)
   auto validated = with_files;
   validated.checkpoint.dir = other_dir.file("ckpt");
   const auto validated_run = run(validated, with_validation_set);
-  ASSERT_EQ(validated_run.summary.stop_reason, "epochs");
+  ASSERT_EQ(validated_run.summary.stop_reason, stop_cause::epochs);
   ASSERT_EQ(validated_run.summary.validation_samples, data->test.size());
   auto without = validated;
   without.data.validation_features.clear();
@@ -280,7 +282,7 @@ TEST(checkpoint, sync_resumed_from_a_periodic_checkpoint_matches_bit_for_bit) {
   with_checkpoints.checkpoint.every_rounds = 7;
   with_checkpoints.checkpoint.keep = 100;
   const auto taking = run(with_checkpoints, data);
-  ASSERT_EQ(taking.summary.stop_reason, "epochs") << taking.summary.error;
+  ASSERT_EQ(taking.summary.stop_reason, stop_cause::epochs) << taking.summary.error;
   expect_bitwise_equal(taking.parameters, straight.parameters);
 
   const auto files = herd::checkpoint::list(with_checkpoints.checkpoint.dir);
@@ -292,7 +294,7 @@ TEST(checkpoint, sync_resumed_from_a_periodic_checkpoint_matches_bit_for_bit) {
   EXPECT_GE(rounds, 14u);
   EXPECT_LT(rounds, 40u);
   const auto resumed = run(sync_config(), data, state);
-  ASSERT_EQ(resumed.summary.stop_reason, "epochs") << resumed.summary.error;
+  ASSERT_EQ(resumed.summary.stop_reason, stop_cause::epochs) << resumed.summary.error;
   expect_bitwise_equal(resumed.parameters, straight.parameters);
 }
 
@@ -369,7 +371,7 @@ TEST(checkpoint, a_stop_while_a_periodic_checkpoint_waits_writes_one_final_check
   options.ops = &ops;
   train_session session(config, data, options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "max-seconds");
+  ASSERT_EQ(summary.stop_reason, stop_cause::max_seconds);
   ASSERT_EQ(summary.rounds, 20u);
   const auto files = herd::checkpoint::list(config.checkpoint.dir);
   ASSERT_EQ(notices.written.size(), 1u) << testing::PrintToString(notices.written);
@@ -395,7 +397,8 @@ TEST(checkpoint, partial_algorithms_resume_and_reach_their_target) {
     config.checkpoint.every_rounds = 15;
     config.checkpoint.keep = 100;
     const auto first = run(config, data);
-    ASSERT_EQ(first.summary.stop_reason, "epochs") << algorithm << ": " << first.summary.error;
+    ASSERT_EQ(first.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << first.summary.error;
     const auto files = herd::checkpoint::list(config.checkpoint.dir);
     ASSERT_GE(files.size(), 2u) << algorithm;
     const auto state = load(config, *data, files[1]); // from the middle of the run
@@ -406,7 +409,8 @@ TEST(checkpoint, partial_algorithms_resume_and_reach_their_target) {
     config.train.target_accuracy = 0.6;
     config.train.eval_every = 10;
     const auto resumed = run(config, data, state);
-    ASSERT_NE(resumed.summary.stop_reason, "error") << algorithm << ": " << resumed.summary.error;
+    ASSERT_NE(resumed.summary.stop_reason, stop_cause::error)
+        << algorithm << ": " << resumed.summary.error;
     EXPECT_GT(resumed.summary.rounds, rounds) << algorithm;
     EXPECT_GT(resumed.summary.steps, steps) << algorithm;
     EXPECT_TRUE(resumed.summary.time_to_target_seconds.has_value())
@@ -426,10 +430,12 @@ TEST(checkpoint, every_algorithm_resumes_with_the_saved_parameters) {
     config.checkpoint.dir = dir.file("ckpt");
     config.checkpoint.every_seconds = 0;
     const auto first = run(config, data);
-    ASSERT_EQ(first.summary.stop_reason, "epochs") << algorithm << ": " << first.summary.error;
+    ASSERT_EQ(first.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << first.summary.error;
     const auto state = load(config, *data, config.checkpoint.dir);
     const auto again = run(config, data, state);
-    ASSERT_EQ(again.summary.stop_reason, "epochs") << algorithm << ": " << again.summary.error;
+    ASSERT_EQ(again.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << again.summary.error;
     EXPECT_EQ(again.summary.rounds, first.summary.rounds) << algorithm;
     EXPECT_EQ(again.summary.steps, first.summary.steps) << algorithm;
     ASSERT_EQ(again.summary.evaluations.size(), 1u) << algorithm; // its own final evaluation
@@ -453,7 +459,7 @@ TEST(checkpoint, a_run_stopped_at_its_target_keeps_the_parameters_that_reached_i
   config.checkpoint.dir = dir.file("ckpt");
   config.checkpoint.every_seconds = 0;
   const auto finished = run(config, data);
-  ASSERT_EQ(finished.summary.stop_reason, "target-accuracy") << finished.summary.error;
+  ASSERT_EQ(finished.summary.stop_reason, stop_cause::target_accuracy) << finished.summary.error;
   ASSERT_TRUE(finished.summary.final_test_accuracy.has_value());
 
   const auto state = load(config, *data, config.checkpoint.dir);
@@ -481,17 +487,18 @@ TEST(checkpoint, states_in_device_memory_cross_to_the_host_and_back) {
     auto config = sync_config();
     config.train.algorithm = algorithm;
     const auto straight = run(config, data, nullptr, &ops);
-    ASSERT_EQ(straight.summary.stop_reason, "epochs")
+    ASSERT_EQ(straight.summary.stop_reason, stop_cause::epochs)
         << algorithm << ": " << straight.summary.error;
     temp_directory dir;
     auto first = config;
     first.train.epochs = 1;
     first.checkpoint.dir = dir.file("ckpt");
     first.checkpoint.every_seconds = 0;
-    ASSERT_EQ(run(first, data, nullptr, &ops).summary.stop_reason, "epochs") << algorithm;
+    ASSERT_EQ(run(first, data, nullptr, &ops).summary.stop_reason, stop_cause::epochs) << algorithm;
     const auto state = load(config, *data, first.checkpoint.dir);
     const auto resumed = run(config, data, state, &ops);
-    ASSERT_EQ(resumed.summary.stop_reason, "epochs") << algorithm << ": " << resumed.summary.error;
+    ASSERT_EQ(resumed.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << resumed.summary.error;
     EXPECT_GT(resumed.summary.rounds, state->coordinator.counters.rounds) << algorithm;
     if (std::string(algorithm) == "sync")
       expect_bitwise_equal(resumed.parameters, straight.parameters);
@@ -834,7 +841,7 @@ TEST(checkpoint, a_resumed_run_keeps_the_worker_events_of_the_run_before_it) {
   state->coordinator.worker_events = {{0.5, 3, "vm-c", false, "its node vm-c left"},
                                       {0.75, 3, "vm-d", true, ""}};
   const auto resumed = run(second, data, state);
-  ASSERT_EQ(resumed.summary.stop_reason, "epochs") << resumed.summary.error;
+  ASSERT_EQ(resumed.summary.stop_reason, stop_cause::epochs) << resumed.summary.error;
   const auto& events = resumed.summary.worker_events;
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].why, "its node vm-c left");
@@ -921,7 +928,7 @@ TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
   };
   train_session session(config, data, options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   std::lock_guard<std::mutex> guard(mutex);
   ASSERT_GE(reports.size(), 5u); // about every 5 rounds, and the final one at 40
   for (const auto& report : reports)
@@ -958,7 +965,7 @@ TEST(checkpoint, a_run_that_lost_a_worker_says_why_it_writes_no_final_checkpoint
   options.observer = &observer;
   train_session session(config, data, options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   EXPECT_TRUE(summary.final_checkpoint_error.empty()) << "not an error: the run itself went well";
   EXPECT_TRUE(herd::checkpoint::list(config.checkpoint.dir).empty());
   std::lock_guard<std::mutex> guard(observer.mutex);

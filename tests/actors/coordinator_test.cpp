@@ -11,6 +11,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using namespace herd::actors;
 
 // A coordinator whose workers report through messages (a cluster's: no step inbox) is told that
@@ -33,7 +35,7 @@ TEST(group_coordinator, an_inbox_wake_without_an_inbox_changes_nothing) {
   ASSERT_EQ(summary.wait_for(std::chrono::seconds(30)), std::future_status::ready)
       << "the coordinator did not finish";
   const auto ended = summary.get();
-  EXPECT_EQ(ended.stop_reason, "interrupted");
+  EXPECT_EQ(ended.stop_reason, stop_cause::interrupted);
   EXPECT_TRUE(ended.error.empty()) << ended.error;
   EXPECT_EQ(ended.steps, 0u);
 }

@@ -25,6 +25,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::train_session;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -132,7 +134,7 @@ TEST(custom_model, trains_under_sync_and_under_solo_and_is_the_model_every_part_
     options.model = network;
     train_session session(config, data, options);
     const auto summary = session.run();
-    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << algorithm << ": " << summary.error;
     ASSERT_TRUE(summary.final_test_accuracy.has_value()) << algorithm;
     EXPECT_GT(*summary.final_test_accuracy, 0.9) << algorithm;
     std::printf("%s: %llu rounds, test accuracy %.4f\n", algorithm,

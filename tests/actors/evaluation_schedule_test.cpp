@@ -10,6 +10,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::evaluation_point;
 using herd::actors::evaluation_schedule;
 using herd::actors::replica_mean;
@@ -272,20 +274,20 @@ TEST(evaluation_schedule, patience_stops_after_evaluations_that_do_not_beat_the_
   EXPECT_EQ(schedule.best_point()->elapsed_seconds, 2.0);
   schedule.set_final(point_at(5.0, 0.6));
   schedule.record(point_at(5.0, 0.6), parameters_of(5));
-  for (const char* reason : {"plateau", "epochs", "max-seconds"}) {
+  for (const auto reason : {stop_cause::plateau, stop_cause::epochs, stop_cause::max_seconds}) {
     EXPECT_EQ(schedule.kept_point(reason)->elapsed_seconds, 2.0) << reason;
     EXPECT_EQ(schedule.kept_parameters(reason, parameters_of(9))->front(), 2.0f) << reason;
   }
   // A better evaluation starts the count again.
   schedule.record(point_at(6.0, 0.8), parameters_of(6));
   EXPECT_FALSE(schedule.plateaued());
-  EXPECT_EQ(schedule.kept_parameters("plateau", nullptr)->front(), 6.0f);
+  EXPECT_EQ(schedule.kept_parameters(stop_cause::plateau, nullptr)->front(), 6.0f);
   // The final evaluation does not count: the final checkpoint, written before it, holds the best
   // so far, and what the run keeps is what the checkpoint serves.
   schedule.set_final(point_at(7.0, 0.9));
   schedule.record(point_at(7.0, 0.9), parameters_of(7), true);
   EXPECT_EQ(schedule.best_point()->elapsed_seconds, 6.0);
-  EXPECT_EQ(schedule.kept_parameters("epochs", parameters_of(7))->front(), 6.0f);
+  EXPECT_EQ(schedule.kept_parameters(stop_cause::epochs, parameters_of(7))->front(), 6.0f);
 
   // Without patience: never a plateau, and the final parameters are kept.
   evaluation_schedule impatient(every(1));
@@ -294,8 +296,8 @@ TEST(evaluation_schedule, patience_stops_after_evaluations_that_do_not_beat_the_
   EXPECT_FALSE(impatient.plateaued());
   EXPECT_FALSE(impatient.best_point());
   impatient.set_final(point_at(9.0, 0.4));
-  EXPECT_EQ(impatient.kept_point("epochs")->elapsed_seconds, 9.0);
-  EXPECT_EQ(impatient.kept_parameters("epochs", parameters_of(9))->front(), 9.0f);
+  EXPECT_EQ(impatient.kept_point(stop_cause::epochs)->elapsed_seconds, 9.0);
+  EXPECT_EQ(impatient.kept_parameters(stop_cause::epochs, parameters_of(9))->front(), 9.0f);
 }
 
 TEST(evaluation_schedule, a_target_stop_keeps_the_targets_parameters_over_the_best) {
@@ -305,8 +307,8 @@ TEST(evaluation_schedule, a_target_stop_keeps_the_targets_parameters_over_the_be
   EXPECT_TRUE(schedule.record(point_at(1.0, 0.85), parameters_of(1)));
   schedule.set_final(point_at(2.0, 0.9));
   schedule.record(point_at(2.0, 0.9), parameters_of(2)); // the best, after the stop
-  EXPECT_EQ(schedule.kept_parameters("target-accuracy", nullptr)->front(), 1.0f);
-  EXPECT_EQ(schedule.kept_point("target-accuracy")->elapsed_seconds, 1.0);
+  EXPECT_EQ(schedule.kept_parameters(stop_cause::target_accuracy, nullptr)->front(), 1.0f);
+  EXPECT_EQ(schedule.kept_point(stop_cause::target_accuracy)->elapsed_seconds, 1.0);
 }
 
 // Resumed, the best and the count since it come from the evaluations so far; the checkpoint's
@@ -334,7 +336,7 @@ TEST(evaluation_schedule, a_resumed_run_counts_its_patience_from_the_evaluations
   from_moved.resume_from(saved, 0.0);
   EXPECT_FALSE(from_moved.best_point());
   from_moved.record(point_at(4.0, 0.5), parameters_of(4));
-  EXPECT_EQ(from_moved.kept_parameters("plateau", nullptr)->front(), 4.0f);
+  EXPECT_EQ(from_moved.kept_parameters(stop_cause::plateau, nullptr)->front(), 4.0f);
   EXPECT_FALSE(from_moved.plateaued());
 }
 

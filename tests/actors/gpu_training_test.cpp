@@ -19,6 +19,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::train_session;
 
 herd::actors::session_options quick() {
@@ -45,7 +47,7 @@ TEST(gpu_training, sync_on_the_gpu_matches_the_cpu_and_keeps_replicas_identical)
   const auto cpu_summary = on_cpu.run();
   train_session on_gpu(synthetic_config("sync", "cuda"), data, quick());
   const auto gpu_summary = on_gpu.run();
-  ASSERT_EQ(gpu_summary.stop_reason, "epochs") << gpu_summary.error;
+  ASSERT_EQ(gpu_summary.stop_reason, stop_cause::epochs) << gpu_summary.error;
   EXPECT_EQ(gpu_summary.rounds, cpu_summary.rounds);
   EXPECT_EQ(gpu_summary.compute.rfind("cuda:0 (", 0), 0u) << gpu_summary.compute;
   const auto& gpu = on_gpu.final_parameters();
@@ -70,7 +72,7 @@ TEST(gpu_training, wagma_and_preduce_on_the_gpu_learn) {
     config.train.epochs = 3;
     train_session session(config, data, quick());
     const auto summary = session.run();
-    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << algorithm << ": " << summary.error;
     ASSERT_TRUE(summary.final_test_accuracy.has_value());
     EXPECT_GT(*summary.final_test_accuracy, 0.6) << algorithm;
   }
@@ -110,7 +112,7 @@ TEST_P(gpu_quickstart, four_workers_on_one_gpu_reach_85_percent_within_three_epo
       std::make_shared<herd::models::train_test_split>(herd::models::load_fashion_mnist(dir));
   train_session session(config, data, quick());
   const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "target-accuracy") << summary.error;
+  EXPECT_EQ(summary.stop_reason, stop_cause::target_accuracy) << summary.error;
   EXPECT_EQ(summary.workers, 4);
   EXPECT_EQ(summary.aborted_rounds, 0u);
   ASSERT_TRUE(summary.final_test_accuracy.has_value());

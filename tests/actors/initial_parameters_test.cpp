@@ -13,6 +13,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::train_session;
 using testing::AllOf;
 using testing::HasSubstr;
@@ -36,7 +38,7 @@ trained_run train_from_scratch(const std::shared_ptr<const herd::models::train_t
   config.train.epochs = 3;
   train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "epochs") << summary.error;
+  EXPECT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   return {session.final_parameters().at(0), summary.final_test_accuracy.value_or(0.0)};
 }
 
@@ -52,7 +54,7 @@ double first_accuracy(const std::shared_ptr<const herd::models::train_test_split
   options.initial_parameters = std::move(initial);
   train_session session(config, data, options);
   const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "epochs") << summary.error;
+  EXPECT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   EXPECT_FALSE(summary.evaluations.empty());
   return summary.evaluations.empty() ? 0.0 : summary.evaluations.front().test_accuracy;
 }

@@ -32,6 +32,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
@@ -150,7 +152,7 @@ TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_
   EXPECT_EQ(finished->job, "stopped");
   EXPECT_EQ(finished->status.state, herd::job_state::finished);
   ASSERT_TRUE(finished->summary);
-  EXPECT_EQ(finished->summary->stop_reason, "interrupted");
+  EXPECT_EQ(finished->summary->stop_reason, stop_cause::interrupted);
   EXPECT_TRUE(finished->summary->final_test_accuracy.has_value());
 
   // The job actor exits once its subscribers heard the end: supervision by monitoring.
@@ -165,7 +167,7 @@ TEST_F(caller_system, two_jobs_run_at_once_and_stopping_one_leaves_the_other_to_
   // The other job ran on and completes its two epochs.
   const auto other = completed.facade->wait_for(120s);
   ASSERT_TRUE(other) << "the other job did not complete";
-  EXPECT_EQ(other->stop_reason, "epochs") << other->error;
+  EXPECT_EQ(other->stop_reason, stop_cause::epochs) << other->error;
   EXPECT_EQ(other->rounds, 120u);
   EXPECT_EQ(completed.facade->status().state, herd::job_state::finished);
   EXPECT_EQ(stopped.facade->status().state, herd::job_state::finished);
@@ -218,11 +220,11 @@ TEST_F(caller_system, an_exit_message_ends_the_job_interrupted_only_when_deliber
     EXPECT_GT(summary->samples, 0u);
     EXPECT_GT(summary->wall_seconds, 0.0);
     if (reason == caf::exit_reason::user_shutdown) {
-      EXPECT_EQ(summary->stop_reason, "interrupted") << summary->error;
+      EXPECT_EQ(summary->stop_reason, stop_cause::interrupted) << summary->error;
       EXPECT_EQ(summary->error, "");
       EXPECT_EQ(job.facade->status().state, herd::job_state::finished);
     } else {
-      EXPECT_EQ(summary->stop_reason, "error");
+      EXPECT_EQ(summary->stop_reason, stop_cause::error);
       EXPECT_NE(summary->error.find(reason == caf::exit_reason::kill ? "the job actor was killed"
                                                                     : "the job was shut down"),
                 std::string::npos)
@@ -300,7 +302,7 @@ TEST_F(caller_system, a_finished_jobs_facade_keeps_the_trained_model_not_every_r
   spawned_.push_back(handle.actor);
   const auto summary = handle.facade->wait_for(60s);
   ASSERT_TRUE(summary) << "the job did not end";
-  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
   EXPECT_EQ(handle.facade->final_parameters().size(), handle.facade->model()->parameter_count());
   EXPECT_TRUE(shared->worker_parameters.empty());
 }
@@ -340,7 +342,7 @@ TEST(job_actor, a_system_on_herds_scheduler_runs_a_job_to_its_end) {
   const auto job = herd::spawn_job(system, short_run(), synthetic(960), quick("on_herds"));
   const auto summary = job.facade->wait_for(120s);
   ASSERT_TRUE(summary.has_value()) << "the job did not end within 120 s";
-  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
   EXPECT_EQ(summary->rounds, 60u);
   EXPECT_GT(herd::actors::scheduler_wakes(system), 0u);
 }
@@ -412,7 +414,7 @@ TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
   };
   options.on_finished = [&](const herd::actors::run_summary& summary) {
     std::lock_guard<std::mutex> guard(mutex);
-    events.push_back("finished " + summary.stop_reason);
+    events.push_back("finished " + std::string(name_of(summary.stop_reason)));
   };
   const auto job = herd::job::start(long_run(), synthetic(960), options);
   EXPECT_EQ(job->name(), "facade");
@@ -450,7 +452,7 @@ TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
   EXPECT_EQ(seen_running.name, "facade");
   EXPECT_GT(seen_running.elapsed_seconds, 0.0);
   EXPECT_GT(seen_running.steps, 0u);
-  EXPECT_EQ(waited->stop_reason, "interrupted");
+  EXPECT_EQ(waited->stop_reason, stop_cause::interrupted);
   EXPECT_GE(waited->rounds, seen_running.rounds);
   const auto ended = job->status();
   EXPECT_EQ(ended.state, herd::job_state::finished);
@@ -484,7 +486,7 @@ TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_the
   {
     const auto job = herd::job::start(short_run(), data, quick());
     EXPECT_EQ(herd::kernels::blas_threads(), 1);
-    ASSERT_EQ(job->wait().stop_reason, "epochs");
+    ASSERT_EQ(job->wait().stop_reason, stop_cause::epochs);
   }
   // train.blas-threads, as in herd train.
   herd::kernels::set_blas_threads(1);
@@ -493,7 +495,7 @@ TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_the
   {
     const auto job = herd::job::start(configured, data, quick());
     EXPECT_EQ(herd::kernels::blas_threads(), 2);
-    ASSERT_EQ(job->wait().stop_reason, "epochs");
+    ASSERT_EQ(job->wait().stop_reason, stop_cause::epochs);
   }
   // Negative: left as the host set them.
   herd::kernels::set_blas_threads(2);
@@ -501,7 +503,7 @@ TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_the
   leaving.blas_threads = -1;
   {
     const auto job = herd::job::start(short_run(), data, leaving);
-    ASSERT_EQ(job->wait().stop_reason, "epochs");
+    ASSERT_EQ(job->wait().stop_reason, stop_cause::epochs);
   }
   EXPECT_EQ(herd::kernels::blas_threads(), 2);
 }
@@ -518,7 +520,7 @@ TEST(job_facade, abort_ends_the_job_at_once_without_a_final_evaluation) {
   EXPECT_NE(job->status().state, herd::job_state::running);
   const auto summary = job->wait_for(60s);
   ASSERT_TRUE(summary) << "the job did not end within 60 s of abort()";
-  EXPECT_EQ(summary->stop_reason, "interrupted") << summary->error;
+  EXPECT_EQ(summary->stop_reason, stop_cause::interrupted) << summary->error;
   EXPECT_FALSE(summary->final_test_accuracy);
   EXPECT_EQ(job->status().state, herd::job_state::finished);
   EXPECT_TRUE(job->final_parameters().empty());
@@ -531,7 +533,7 @@ TEST(job_facade, a_callback_that_throws_fails_the_job_in_its_status_and_its_summ
   const auto job = herd::job::start(long_run(), synthetic(960), options);
   const auto summary = job->wait_for(60s);
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "error");
+  EXPECT_EQ(summary->stop_reason, stop_cause::error);
   EXPECT_EQ(summary->error, "job_options.on_progress threw: boom");
   const auto status = job->status();
   EXPECT_EQ(status.state, herd::job_state::failed);
@@ -562,7 +564,7 @@ TEST(job_facade, after_a_callback_threw_only_on_finished_comes_and_its_own_throw
   const auto ended = herd::job::start(short_run(), synthetic(960), throwing_end);
   const auto summary = ended->wait_for(60s);
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "epochs");
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs);
   EXPECT_EQ(summary->error, "job_options.on_finished threw: cannot record it");
   EXPECT_EQ(ended->status().state, herd::job_state::finished);
 }
@@ -606,7 +608,7 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
   auto config = checkpointed_run(dir);
   {
     const auto first = herd::job::start(config, data, quick());
-    ASSERT_EQ(first->wait().stop_reason, "epochs");
+    ASSERT_EQ(first->wait().stop_reason, stop_cause::epochs);
   }
   try {
     herd::job::start(config, data, quick());
@@ -622,7 +624,7 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
   resuming.resume_from = config.checkpoint.dir;
   config.train.epochs = 2;
   const auto resumed = herd::job::start(config, data, resuming);
-  EXPECT_EQ(resumed->wait().stop_reason, "epochs");
+  EXPECT_EQ(resumed->wait().stop_reason, stop_cause::epochs);
 }
 
 // A service drops a finished job from its table in on_finished: the job (and its actor system)
@@ -711,7 +713,7 @@ TEST(job_facade, a_checkpoints_model_is_read_back_for_serving) {
   const auto config = checkpointed_run(dir);
   const auto trained = herd::job::start(config, data, quick());
   const auto summary = trained->wait();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
 
   const auto settings = herd::checkpoint::saved_settings(config.checkpoint.dir);
   EXPECT_EQ(herd::config::to_ini(settings), herd::config::to_ini(config));
@@ -901,7 +903,7 @@ namespace {
 TEST(job_facade, starts_from_given_parameters) {
   const auto data = synthetic(960);
   const auto first = herd::job::start(short_run(), data, quick());
-  ASSERT_EQ(first->wait().stop_reason, "epochs");
+  ASSERT_EQ(first->wait().stop_reason, stop_cause::epochs);
   const auto trained = std::make_shared<const std::vector<float>>(first->final_parameters());
   ASSERT_EQ(trained->size(), first->model()->parameter_count());
 
@@ -913,7 +915,7 @@ TEST(job_facade, starts_from_given_parameters) {
   auto options = quick();
   options.initial_parameters = trained;
   const auto second = herd::job::start(config, data, options);
-  ASSERT_EQ(second->wait().stop_reason, "epochs");
+  ASSERT_EQ(second->wait().stop_reason, stop_cause::epochs);
   const auto ended = second->final_parameters();
   ASSERT_EQ(ended.size(), trained->size());
   for (std::size_t i = 0; i < ended.size(); ++i)

@@ -17,6 +17,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::config::run_config;
 
 constexpr int batch = 8;
@@ -107,7 +109,7 @@ TEST(lr_schedule_runs, every_sync_round_steps_at_the_rate_of_the_epochs_before_i
   train.lr_min = 0.01;
   train.lr_warmup_epochs = 0.5;
   const auto run = run_recorded(j);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   ASSERT_EQ(run.rounds.size(), 3u * steps_per_epoch);
   const auto schedule = herd::models::lr_schedule::of(train);
   std::size_t measured = 0;
@@ -146,7 +148,7 @@ TEST(lr_schedule_runs, one_async_worker_steps_at_syncs_scheduled_rates_bit_for_b
   const auto async_run = run_recorded(with_async);
   const auto constant_run = run_recorded(constant);
   for (const auto* run : {&sync_run, &async_run, &constant_run})
-    ASSERT_EQ(run->summary.stop_reason, "epochs") << run->summary.error;
+    ASSERT_EQ(run->summary.stop_reason, stop_cause::epochs) << run->summary.error;
   ASSERT_FALSE(async_run.server_parameters.empty());
   EXPECT_EQ(async_run.server_parameters, sync_run.final_parameters[0]);
   EXPECT_NE(constant_run.final_parameters[0], sync_run.final_parameters[0]);
@@ -177,7 +179,7 @@ TEST(lr_schedule_runs, a_model_averaging_workers_own_steps_take_the_factor_of_it
   const auto scheduled_run = run_recorded(scheduled);
   const auto constant_run = run_recorded(constant);
   for (const auto* run : {&scheduled_run, &constant_run}) {
-    ASSERT_EQ(run->summary.stop_reason, "epochs") << run->summary.error;
+    ASSERT_EQ(run->summary.stop_reason, stop_cause::epochs) << run->summary.error;
     ASSERT_GT(run->rounds.size(), 10u);
   }
   EXPECT_GT(movement(constant_run), 1e-3);

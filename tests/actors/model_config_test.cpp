@@ -13,6 +13,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::make_model;
 using herd::config::invalid_config;
 using testing::HasSubstr;
@@ -216,7 +218,7 @@ TEST(model_config, every_algorithm_trains_a_convolutional_model) {
     config.train.algorithm = algorithm;
     herd::actors::train_session session(config, data);
     const auto summary = session.run();
-    EXPECT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    EXPECT_EQ(summary.stop_reason, stop_cause::epochs) << algorithm << ": " << summary.error;
     ASSERT_TRUE(summary.final_test_accuracy.has_value()) << algorithm;
     EXPECT_GT(*summary.final_test_accuracy, 0.5) << algorithm;
   }

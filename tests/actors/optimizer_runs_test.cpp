@@ -11,6 +11,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::config::run_config;
 using herd::testing::recording_probe;
 
@@ -93,7 +95,7 @@ TEST(optimizer_runs, the_parameter_servers_rate_is_async_lr_else_lr_over_the_wor
 
 TEST(optimizer_runs, sync_replicas_under_adamw_go_through_the_same_states_and_learn) {
   const auto run = run_probed(adamw_job("sync", 3));
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   const auto& fingerprints = run.probe->fingerprints();
   ASSERT_EQ(fingerprints[0].size(), 60u);
   EXPECT_EQ(fingerprints[1], fingerprints[0]);
@@ -112,7 +114,7 @@ TEST(optimizer_runs, one_async_worker_under_adamw_is_sync_bit_for_bit) {
   sgd.config.train.optimizer = "sgd";
   const auto with_sgd = run_probed(sgd);
   for (const auto* run : {&with_sync, &with_async, &with_sgd})
-    ASSERT_EQ(run->summary.stop_reason, "epochs") << run->summary.error;
+    ASSERT_EQ(run->summary.stop_reason, stop_cause::epochs) << run->summary.error;
   ASSERT_FALSE(with_async.server_parameters.empty());
   EXPECT_EQ(with_async.server_parameters, with_sync.final_parameters[0]);
   EXPECT_NE(with_sgd.final_parameters[0], with_sync.final_parameters[0]);

@@ -20,6 +20,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::run_summary;
 using herd::actors::train_session;
 using herd::config::run_config;
@@ -134,7 +136,7 @@ probed_run run_with_late_gradients(const std::string& algorithm, int workers,
   j.config.majority.late_gradients = mode;
   set_imbalance(j.config, "random");
   auto run = run_probed(j);
-  EXPECT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  EXPECT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   return run;
 }
 
@@ -186,7 +188,7 @@ TEST(partial_collectives, replicas_are_bit_identical_after_every_round_under_eve
       const auto run = run_probed(j);
       const std::string label =
           std::string(algorithm) + " imbalance=" + kind + " P=" + std::to_string(workers);
-      ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+      ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << label << ": " << run.summary.error;
       const auto& fingerprints = run.probe->fingerprints();
       ASSERT_EQ(fingerprints[0].size(), run.summary.rounds) << label;
       for (int w = 0; w < workers; ++w) {
@@ -222,7 +224,8 @@ TEST(partial_collectives, with_gradient_buckets_rounds_read_running_backward_and
     j.config.quorum.late_gradients = "accumulate";
     set_imbalance(j.config, "random");
     const auto run = run_probed(j, &ops);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << run.summary.error;
     ASSERT_TRUE(run.probe->all_stopped());
     EXPECT_GT(run.summary.rounds_in_backward, 0u) << algorithm << ": no round read a running step";
     EXPECT_GT(late_steps(run), 0u) << algorithm;
@@ -252,7 +255,7 @@ TEST(partial_collectives, with_gradient_buckets_solo_does_not_wait_for_a_delayed
   j.config.imbalance.factor = 30.0;
   j.config.solo.sync_every = 0; // no full rounds, which wait for everyone
   const auto run = run_probed(j, &ops);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   const auto slow = run.summary.per_worker[0].steps;
   const auto fast = run.summary.per_worker[1].steps;
   EXPECT_GT(run.summary.rounds_in_backward, 0u);
@@ -264,7 +267,7 @@ TEST(partial_collectives, majority_rounds_carry_at_least_half_fresh_gradients) {
     auto j = make_job("majority", workers, 30);
     set_imbalance(j.config, "random");
     const auto run = run_probed(j);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+    ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
     const auto half = static_cast<std::uint64_t>((workers + 1) / 2);
     EXPECT_GE(run.summary.fresh_contributions, run.summary.rounds * half) << "P=" << workers;
     EXPECT_GT(run.summary.partial_rounds, 0u);
@@ -279,8 +282,8 @@ TEST(partial_collectives, quorum_of_one_gives_the_same_parameters_as_sync_bit_fo
   set_imbalance(quorum.config, "random");
   const auto with_sync = run_probed(sync);
   const auto with_quorum = run_probed(quorum);
-  ASSERT_EQ(with_sync.summary.stop_reason, "epochs") << with_sync.summary.error;
-  ASSERT_EQ(with_quorum.summary.stop_reason, "epochs") << with_quorum.summary.error;
+  ASSERT_EQ(with_sync.summary.stop_reason, stop_cause::epochs) << with_sync.summary.error;
+  ASSERT_EQ(with_quorum.summary.stop_reason, stop_cause::epochs) << with_quorum.summary.error;
   EXPECT_EQ(with_quorum.summary.rounds, with_sync.summary.rounds);
   EXPECT_EQ(with_quorum.summary.full_sync_rounds, with_quorum.summary.rounds);
   ASSERT_FALSE(with_sync.final_parameters[0].empty());
@@ -303,7 +306,7 @@ TEST(partial_collectives, discard_drops_late_gradients_instead_of_sending_them) 
 void expect_preduce_groups_consistent(const probed_run& run, const job& j,
                                       const std::string& label) {
   const int workers = j.config.train.workers;
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << label << ": " << run.summary.error;
   std::map<std::uint64_t, std::vector<std::pair<int, std::uint64_t>>> rounds; // round: (w, hash)
   for (int w = 0; w < workers; ++w)
     for (const auto& [round, hash] : run.probe->fingerprints()[static_cast<std::size_t>(w)])
@@ -402,7 +405,7 @@ TEST(wagma_runs, on_time_members_take_the_average_late_ones_blend_and_global_ave
       const std::string label =
           std::string("wagma imbalance=") + kind + " P=" + std::to_string(workers);
       const auto run = run_probed(j);
-      ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+      ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << label << ": " << run.summary.error;
       const auto rounds = rounds_of(run, workers);
       // A late member blends when its step finishes; a worker stopped before that (at the end of
       // the run) never applies the round, so a round of late members only can go unapplied.
@@ -451,7 +454,7 @@ TEST(wagma_runs, global_averages_leave_every_replica_with_the_same_model) {
   j.config.wagma.sync_every = 5;
   j.config.wagma.group_size = 4; // not the default (2 at P = 8): the groups show it
   const auto run = run_probed(j);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   std::uint64_t globals = 0;
   for (const auto& [round, entry] : rounds_of(run, 8)) {
     if (entry.members.size() != 8u) {
@@ -478,8 +481,8 @@ TEST(wagma_runs, one_group_of_everyone_every_step_is_synchronous_model_averaging
   wagma.config.wagma.sync_every = 1;
   const auto with_sync = run_probed(sync);
   const auto with_wagma = run_probed(wagma);
-  ASSERT_EQ(with_sync.summary.stop_reason, "epochs") << with_sync.summary.error;
-  ASSERT_EQ(with_wagma.summary.stop_reason, "epochs") << with_wagma.summary.error;
+  ASSERT_EQ(with_sync.summary.stop_reason, stop_cause::epochs) << with_sync.summary.error;
+  ASSERT_EQ(with_wagma.summary.stop_reason, stop_cause::epochs) << with_wagma.summary.error;
   EXPECT_EQ(with_wagma.summary.rounds, with_sync.summary.rounds);
   EXPECT_EQ(with_wagma.summary.full_sync_rounds, with_wagma.summary.rounds);
   for (const auto& [round, entry] : rounds_of(with_wagma, 4)) {
@@ -510,7 +513,7 @@ TEST(partial_collectives, the_summary_compares_waiting_with_a_barrier) {
   sync.config.imbalance.factor = 40.0;
   sync.config.model.hidden = {256, 256}; // steps of about 0.1 ms, 4 ms for the slow worker
   const auto with_sync = run_probed(sync).summary;
-  ASSERT_EQ(with_sync.stop_reason, "epochs") << with_sync.error;
+  ASSERT_EQ(with_sync.stop_reason, stop_cause::epochs) << with_sync.error;
   EXPECT_GT(with_sync.waiting.steps_compared, 30u);
   EXPECT_GT(with_sync.waiting.waited_seconds, 0.5 * with_sync.waiting.barrier_seconds);
   for (const auto& worker : with_sync.per_worker) {
@@ -526,7 +529,7 @@ TEST(partial_collectives, the_summary_compares_waiting_with_a_barrier) {
   solo.config.imbalance.k = 1;
   solo.config.imbalance.delay_ms = 5.0;
   const auto with_solo = run_probed(solo).summary;
-  ASSERT_EQ(with_solo.stop_reason, "epochs") << with_solo.error;
+  ASSERT_EQ(with_solo.stop_reason, stop_cause::epochs) << with_solo.error;
   // Enough step numbers to compare (40 rounds; under a heavy load the delayed worker finished 19).
   EXPECT_GT(with_solo.waiting.steps_compared, 10u);
   EXPECT_GT(with_solo.waiting.barrier_seconds, 0.0);

@@ -8,6 +8,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::evaluation_point;
 using herd::actors::evaluation_schedule;
 using herd::actors::run_counters;
@@ -22,7 +24,7 @@ run_summary head() {
   run.compute = "cpu";
   run.imbalance = "random k=1";
   run.target_accuracy = 0.8;
-  run.stop_reason = "epochs";
+  run.stop_reason = stop_cause::epochs;
   return run;
 }
 
@@ -49,7 +51,7 @@ TEST(run_counters, the_summary_names_the_run_and_counts_its_rounds) {
   EXPECT_EQ(summary.algorithm, "majority");
   EXPECT_EQ(summary.data_plane, "local");
   EXPECT_EQ(summary.imbalance, "random k=1");
-  EXPECT_EQ(summary.stop_reason, "epochs");
+  EXPECT_EQ(summary.stop_reason, stop_cause::epochs);
   EXPECT_EQ(summary.target_accuracy, 0.8);
   EXPECT_EQ(summary.workers, 2);
   EXPECT_EQ(summary.rounds, 3u);
@@ -169,7 +171,7 @@ TEST(run_counters, a_run_stopped_at_its_target_ends_with_the_parameters_that_rea
   evaluations.set_final(after);
   evaluations.record(after);
   auto stopped = head();
-  stopped.stop_reason = "target-accuracy";
+  stopped.stop_reason = stop_cause::target_accuracy;
   const auto at_target = summarize(stopped, two_workers(), evaluations, 2.1);
   EXPECT_EQ(at_target.final_test_accuracy, 0.8538);
   EXPECT_EQ(at_target.final_test_loss, 0.41);
@@ -177,7 +179,7 @@ TEST(run_counters, a_run_stopped_at_its_target_ends_with_the_parameters_that_rea
   EXPECT_EQ(at_target.time_to_target_seconds, 2.0);
   // Stopped for another reason (the target reached earlier or not at all): the last parameters.
   auto epochs = head();
-  epochs.stop_reason = "epochs";
+  epochs.stop_reason = stop_cause::epochs;
   const auto at_the_end = summarize(epochs, two_workers(), evaluations, 2.1);
   EXPECT_EQ(at_the_end.final_test_accuracy, 0.8449);
   EXPECT_FALSE(at_the_end.after_stop_test_accuracy);
@@ -197,11 +199,11 @@ TEST(run_counters, a_missing_final_evaluation_leaves_the_final_accuracy_empty) {
 TEST(run_counters, a_run_stopped_before_its_start_has_no_workers_to_report) {
   run_counters counters(4, 128);
   auto run = head();
-  run.stop_reason = "interrupted";
+  run.stop_reason = stop_cause::interrupted;
   const auto summary = summarize(run, counters, no_evaluations(), 0.0);
   EXPECT_EQ(summary.workers, 0);
   EXPECT_TRUE(summary.per_worker.empty());
-  EXPECT_EQ(summary.stop_reason, "interrupted");
+  EXPECT_EQ(summary.stop_reason, stop_cause::interrupted);
   EXPECT_EQ(summary.epochs, 0.0);
 }
 

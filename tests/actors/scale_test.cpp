@@ -14,6 +14,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::train_session;
 
 class at_scale : public testing::TestWithParam<std::string> {};
@@ -32,7 +34,7 @@ TEST_P(at_scale, two_hundred_fifty_six_workers_keep_the_control_plane_linear) {
   train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
   ASSERT_TRUE(summary.error.empty()) << summary.error;
-  EXPECT_EQ(summary.stop_reason, "max-seconds");
+  EXPECT_EQ(summary.stop_reason, stop_cause::max_seconds);
   ASSERT_EQ(summary.per_worker.size(), static_cast<std::size_t>(workers));
   for (const auto& worker : summary.per_worker) {
     EXPECT_TRUE(worker.live) << worker.worker;

@@ -21,6 +21,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::train_session;
 using herd::config::run_config;
 
@@ -59,7 +61,7 @@ void expect_sync_equals_one_big_batch(const herd::actors::session_options& optio
 
   train_session session(config, data, options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   ASSERT_EQ(summary.rounds, static_cast<std::uint64_t>(rounds));
 
   // The reference: the same samples, step by step, in one batch of 4b.
@@ -174,7 +176,7 @@ TEST(train_session, workers_on_a_gpu_are_evaluated_on_it) {
   const auto data = synthetic(std::size_t{4} * 8 * 20);
   train_session session(config, data, options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   ASSERT_TRUE(summary.final_test_accuracy.has_value());
   int scoring = 0;
   for (const auto& count : scored)
@@ -201,7 +203,7 @@ TEST(train_session, model_averaging_on_emulated_gpu_streams_learns) {
     config.train.epochs = 3;
     train_session session(config, synthetic(std::size_t{4} * 8 * 40), options);
     const auto summary = session.run();
-    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << algorithm << ": " << summary.error;
     EXPECT_EQ(summary.compute, "separate") << algorithm;
     ASSERT_TRUE(summary.final_test_accuracy.has_value());
     EXPECT_GT(*summary.final_test_accuracy, 0.5) << algorithm;
@@ -221,7 +223,7 @@ TEST(train_session, model_averaging_in_device_memory_learns) {
     config.train.epochs = 3;
     train_session session(config, synthetic(std::size_t{4} * 8 * 40), options);
     const auto summary = session.run();
-    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << algorithm << ": " << summary.error;
     ASSERT_TRUE(summary.final_test_accuracy.has_value());
     EXPECT_GT(*summary.final_test_accuracy, 0.5) << algorithm;
     EXPECT_GT(elsewhere.counts.copies, summary.rounds) << algorithm;
@@ -251,7 +253,7 @@ TEST(train_session, sync_replicas_stay_bitwise_identical) {
   config.train.epochs = 2;
   train_session session(config, synthetic(std::size_t{3} * 16 * 15), quick());
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs");
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs);
   const auto& finals = session.final_parameters();
   ASSERT_EQ(finals.size(), 3u);
   EXPECT_EQ(finals[0], finals[1]);
@@ -268,7 +270,7 @@ TEST(train_session, summary_counts_are_consistent) {
   train_session session(config, synthetic(1003), quick());
   EXPECT_EQ(session.samples_per_epoch(), 1000u);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs");
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs);
   EXPECT_EQ(summary.algorithm, "sync");
   EXPECT_EQ(summary.data_plane, "local");
   EXPECT_EQ(summary.workers, workers);
@@ -306,7 +308,7 @@ TEST(train_session, stops_at_the_target_accuracy_and_reports_when) {
   config.train.target_accuracy = 0.6;
   train_session session(config, synthetic(2000), quick());
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "target-accuracy");
+  ASSERT_EQ(summary.stop_reason, stop_cause::target_accuracy);
   ASSERT_TRUE(summary.time_to_target_seconds.has_value());
   EXPECT_LE(*summary.time_to_target_seconds, summary.wall_seconds);
   EXPECT_LT(summary.epochs, 50.0);
@@ -329,7 +331,7 @@ TEST(train_session, snapshots_are_evaluated_after_the_run_in_time_order) {
   config.imbalance.factor = 100.0;
   train_session session(config, synthetic(std::size_t{2} * 8 * 40), options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << "the target must not stop a deferred run";
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << "the target must not stop a deferred run";
   ASSERT_GE(summary.evaluations.size(), 3u);
   for (std::size_t i = 1; i < summary.evaluations.size(); ++i)
     EXPECT_LE(summary.evaluations[i - 1].elapsed_seconds, summary.evaluations[i].elapsed_seconds);
@@ -356,7 +358,7 @@ TEST(train_session, request_stop_ends_the_run_with_a_summary) {
   session.request_stop();
   const auto summary = session.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_EQ(summary->stop_reason, stop_cause::interrupted);
   EXPECT_GT(summary->rounds, 0u);
   EXPECT_EQ(session.final_parameters().size(), 4u);
 }
@@ -377,7 +379,7 @@ TEST(train_session, a_run_that_lost_every_worker_says_why_the_last_was_lost) {
   options.ops = &ops;
   train_session session(config, synthetic(std::size_t{2} * 8 * 10), options);
   const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "error");
+  EXPECT_EQ(summary.stop_reason, stop_cause::error);
   EXPECT_NE(summary.error.find("every worker was lost; the last, worker "), std::string::npos)
       << summary.error;
   EXPECT_NE(summary.error.find("injected failure"), std::string::npos) << summary.error;
@@ -391,7 +393,7 @@ TEST(train_session, sync_continues_without_a_worker_whose_step_failed) {
   options.ops = &ops;
   train_session session(config, synthetic(std::size_t{4} * 8 * 10), options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   int lost = 0;
   for (const auto& worker : summary.per_worker)
     lost += worker.live ? 0 : 1;
@@ -456,7 +458,7 @@ TEST(train_session, sync_with_gradient_buckets_reduces_during_backward_and_train
   for (const double bucket_mb : {0.0, 0.004}) {
     train_session session(bucketed_config(bucket_mb), data, options);
     const auto summary = session.run();
-    ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+    ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
     EXPECT_EQ(summary.rounds, 10u);
     in_backward.push_back(summary.rounds_in_backward);
     ASSERT_EQ(session.final_parameters().size(), 4u);
@@ -483,7 +485,7 @@ TEST(train_session, a_step_failing_while_its_round_reads_it_aborts_the_round_and
     config.train.epochs = 2;
     train_session session(config, synthetic(std::size_t{4} * 8 * 5), options);
     const auto summary = session.run();
-    ASSERT_EQ(summary.stop_reason, "epochs") << algorithm << ": " << summary.error;
+    ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << algorithm << ": " << summary.error;
     if (config.train.algorithm == "sync")
       EXPECT_EQ(summary.aborted_rounds, 1u);
     else
@@ -541,7 +543,7 @@ TEST(train_session, stop_right_after_start_still_ends_with_a_summary) {
   session.request_stop();
   const auto summary = session.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_EQ(summary->stop_reason, stop_cause::interrupted);
   EXPECT_TRUE(summary->error.empty()) << summary->error;
 }
 
@@ -574,7 +576,7 @@ TEST(train_session, a_failed_final_evaluation_is_reported_not_replaced) {
   options.ops = &ops;
   train_session session(config, synthetic(std::size_t{2} * 8 * 10), options);
   const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "epochs");
+  EXPECT_EQ(summary.stop_reason, stop_cause::epochs);
   EXPECT_FALSE(summary.final_test_accuracy.has_value());
   EXPECT_FALSE(summary.final_test_loss.has_value());
   EXPECT_TRUE(summary.evaluations.empty());
@@ -606,7 +608,7 @@ TEST(train_session, a_failed_reduction_ends_the_run_with_an_error_instead_of_han
   session.start();
   const auto summary = session.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(summary.has_value()) << "the run hung after a failed reduction";
-  EXPECT_EQ(summary->stop_reason, "error");
+  EXPECT_EQ(summary->stop_reason, stop_cause::error);
   EXPECT_NE(summary->error.find("injected reduction failure"), std::string::npos) << summary->error;
   EXPECT_EQ(summary->rounds, 3u); // the failed round is not counted
 }
@@ -618,7 +620,7 @@ TEST(train_session, max_seconds_stops_within_a_progress_interval_or_two) {
   config.train.eval_every = 1000000;
   train_session session(config, synthetic(4000), quick());
   const auto summary = session.run();
-  EXPECT_EQ(summary.stop_reason, "max-seconds");
+  EXPECT_EQ(summary.stop_reason, stop_cause::max_seconds);
   EXPECT_GE(summary.wall_seconds, 0.3);
   EXPECT_LT(summary.wall_seconds, 5.0); // generous: a shared 2-core CI machine
 }

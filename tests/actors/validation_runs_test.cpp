@@ -19,6 +19,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::config::run_config;
 using herd::models::train_test_split;
 
@@ -82,7 +84,7 @@ TEST(validation_runs, evaluations_measure_the_held_out_samples_and_the_test_set_
   options.observer = &seen;
   herd::actors::train_session session(config, given, options);
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   EXPECT_EQ(summary.validation_samples, 120u);
   // While training, the evaluations set the validation gauge, not the test one. The observer
   // hears of them through the job's actor, late: the last may come after the end (the test
@@ -116,7 +118,7 @@ TEST(validation_runs, a_run_without_one_measures_the_test_set_and_reports_no_val
   const auto data = synthetic(2 * 30 * 8);
   herd::actors::train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
   EXPECT_EQ(summary.validation_samples, 0u);
   EXPECT_FALSE(summary.final_validation_accuracy.has_value());
   const auto test = scored(config, *data, session.final_parameters().at(0), data->test);
@@ -140,7 +142,7 @@ TEST(validation_runs, a_target_stop_keeps_the_parameters_chosen_on_validation_an
 
   herd::actors::train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "target-accuracy") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::target_accuracy) << summary.error;
   EXPECT_EQ(summary.validation_samples, data->validation.size());
   ASSERT_TRUE(summary.final_validation_accuracy && summary.final_test_accuracy);
   EXPECT_GE(*summary.final_validation_accuracy, 0.6);
@@ -185,7 +187,7 @@ TEST(validation_runs, patience_stops_a_run_that_no_longer_improves_and_keeps_the
 
   herd::actors::train_session session(config, data, herd::testing::quick_session_options());
   const auto summary = session.run();
-  ASSERT_EQ(summary.stop_reason, "plateau") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::plateau) << summary.error;
   EXPECT_LT(summary.epochs, 50.0);
   ASSERT_GE(summary.evaluations.size(), 4u);
 
@@ -215,7 +217,7 @@ TEST(validation_runs, a_job_hands_out_the_parameters_it_keeps) {
   options.progress_interval = std::chrono::milliseconds(20);
   const auto job = herd::job::start(config, data, options);
   const auto summary = job->wait();
-  ASSERT_EQ(summary.stop_reason, "plateau") << summary.error;
+  ASSERT_EQ(summary.stop_reason, stop_cause::plateau) << summary.error;
   const auto kept = job->kept_parameters();
   ASSERT_EQ(kept.size(), job->model()->parameter_count());
   EXPECT_NE(kept, job->final_parameters());
@@ -227,7 +229,7 @@ TEST(validation_runs, a_job_hands_out_the_parameters_it_keeps) {
   config.train.patience = 0;
   config.train.epochs = 2;
   const auto plain = herd::job::start(config, data, options);
-  ASSERT_EQ(plain->wait().stop_reason, "epochs");
+  ASSERT_EQ(plain->wait().stop_reason, stop_cause::epochs);
   EXPECT_FALSE(plain->final_parameters().empty());
   EXPECT_EQ(plain->kept_parameters(), plain->final_parameters());
 }

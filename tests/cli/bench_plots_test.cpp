@@ -18,6 +18,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::cli::bench_run;
 using herd::testing::read_file;
 using herd::testing::temp_directory;
@@ -141,7 +143,7 @@ TEST(bench_table, rows_are_medians_against_sync_in_the_same_scenario) {
                               run("preduce", 0, std::nullopt, 0.80)};
   for (auto& r : runs)
     r.summary.final_test_accuracy = r.summary.evaluations.back().test_accuracy;
-  runs.back().summary.stop_reason = "max-seconds";
+  runs.back().summary.stop_reason = stop_cause::max_seconds;
   const auto rows = herd::cli::make_table(runs, scenarios, algorithms);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].algorithm, "sync");

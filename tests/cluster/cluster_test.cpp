@@ -38,6 +38,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::actors::run_summary;
 using herd::cluster::cluster_options;
 using herd::cluster::cluster_session;
@@ -178,7 +180,8 @@ TEST(cluster_runs, replicas_on_different_nodes_go_through_the_same_states) {
     const auto j = make_job(algorithm, 4, 24);
     auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
     const auto run = run_cluster(j, {2, 1, 1}, probe);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << run.summary.error;
     for (const auto& node : run.nodes)
       EXPECT_TRUE(node.ok) << algorithm << ": " << node.error;
     EXPECT_EQ(run.summary.workers, 4);
@@ -211,7 +214,7 @@ TEST(cluster_runs, every_gradient_is_accounted_for_across_nodes) {
       j.config.model.hidden = {64, 64};
     auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
     const auto run = run_cluster(j, {1, 2, 1}, probe, bucket_mb > 0 ? &slow_ops : nullptr);
-    ASSERT_EQ(run.summary.stop_reason, "epochs") << label << ": " << run.summary.error;
+    ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << label << ": " << run.summary.error;
     ASSERT_TRUE(probe->all_stopped());
     EXPECT_EQ(run.summary.rounds_in_backward > 0, bucket_mb > 0) << label;
     const auto count = probe->computed()[0].size();
@@ -236,7 +239,8 @@ TEST(cluster_runs, the_model_averaging_algorithms_run_unchanged_across_nodes) {
   for (const char* algorithm : {"preduce", "wagma"}) {
     const auto j = make_job(algorithm, 4, 24);
     const auto run = run_cluster(j, {2, 2});
-    EXPECT_EQ(run.summary.stop_reason, "epochs") << algorithm << ": " << run.summary.error;
+    EXPECT_EQ(run.summary.stop_reason, stop_cause::epochs)
+        << algorithm << ": " << run.summary.error;
     EXPECT_GT(run.summary.rounds, 0u) << algorithm;
     EXPECT_EQ(run.summary.aborted_rounds, 0u) << algorithm;
     EXPECT_TRUE(run.summary.final_test_accuracy.has_value()) << algorithm;
@@ -263,7 +267,7 @@ TEST(cluster_runs, adamw_under_a_step_schedule_ends_where_one_process_does) {
     options.progress_interval = std::chrono::milliseconds(20);
     herd::actors::train_session session(config, j.data, options);
     const auto summary = session.run();
-    EXPECT_EQ(summary.stop_reason, "epochs") << summary.error;
+    EXPECT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
     return session.final_parameters().at(0);
   };
   const auto local = in_one_process(j.config);
@@ -277,7 +281,7 @@ TEST(cluster_runs, adamw_under_a_step_schedule_ends_where_one_process_does) {
 
   auto probe = std::make_shared<recording_probe>(4, parameter_count(j));
   const auto run = run_cluster(j, {2, 2}, probe);
-  ASSERT_EQ(run.summary.stop_reason, "epochs") << run.summary.error;
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::epochs) << run.summary.error;
   const auto& across = probe->last_applied()[3]; // a worker of the second node
   ASSERT_EQ(across.size(), local.size());
   const auto distance = [](const std::vector<float>& a, const std::vector<float>& b) {
@@ -300,7 +304,7 @@ TEST(cluster_runs, settings_that_do_not_fit_the_nodes_workers_are_refused_by_key
   j.config.imbalance.workers = {5}; // valid with the file's 8 workers, not with the nodes' 3
   j.config.train.workers = 8;
   const auto run = run_cluster(j, {2, 1});
-  EXPECT_EQ(run.summary.stop_reason, "error");
+  EXPECT_EQ(run.summary.stop_reason, stop_cause::error);
   EXPECT_NE(run.summary.error.find("imbalance.workers"), std::string::npos) << run.summary.error;
   for (const auto& node : run.nodes) {
     EXPECT_FALSE(node.ok);
@@ -314,7 +318,7 @@ TEST(cluster_runs, a_run_that_fails_fails_on_every_node_with_the_coordinators_re
   auto j = make_job("sync", 2, 10);
   const herd::testing::failing_backward_ops every_step_after_the_third(3, true);
   const auto run = run_cluster(j, {1, 1}, nullptr, &every_step_after_the_third);
-  ASSERT_EQ(run.summary.stop_reason, "error");
+  ASSERT_EQ(run.summary.stop_reason, stop_cause::error);
   ASSERT_FALSE(run.summary.error.empty());
   for (const auto& node : run.nodes) {
     EXPECT_FALSE(node.ok);
@@ -349,7 +353,7 @@ TEST(cluster_runs, a_node_loads_the_training_data_without_the_validation_files) 
   const auto summary = session.wait_for(std::chrono::minutes(2));
   running.join();
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
   EXPECT_TRUE(outcome.ok) << outcome.error;
   ASSERT_TRUE(given.has_value());
   EXPECT_EQ(given->data.validation_features, "");
@@ -396,7 +400,7 @@ TEST(cluster_runs, a_coordinator_stopped_while_waiting_for_nodes_says_how_many_h
   session.request_stop();
   const auto summary = session.wait_for(std::chrono::seconds(30));
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_EQ(summary->stop_reason, stop_cause::interrupted);
   EXPECT_FALSE(summary->started);
   EXPECT_NE(summary->error.find("0 of 3"), std::string::npos) << summary->error;
 }
@@ -433,7 +437,7 @@ TEST(cluster_runs, the_metrics_show_the_cluster_forming_before_any_worker_exists
   first.join();
   second.join();
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
   EXPECT_TRUE(shows(R"(herd_cluster_formed{job="herd"} 1)"));
 }
 
@@ -516,7 +520,7 @@ TEST(cluster_runs, one_worker_nodes_on_one_machine_share_its_cores_for_blas) {
   for (auto& node : nodes)
     node.join();
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "epochs") << summary->error;
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
   const int share = std::max(1, herd::kernels::usable_cores() / 3);
   const auto said = [&](int node, const std::string& text) {
     std::lock_guard<std::mutex> guard(mutex);
@@ -676,7 +680,8 @@ TEST(cluster_runs, a_node_joins_the_running_job_in_place_of_one_that_left_and_ta
     EXPECT_TRUE(run.joined.ok) << algorithm << ": " << run.joined.error;
     EXPECT_TRUE(run.joined.joined_running) << algorithm;
     EXPECT_EQ(run.joined.worker_indices, std::vector<int>{slot}) << algorithm;
-    EXPECT_EQ(run.summary.stop_reason, "interrupted") << algorithm << ": " << run.summary.error;
+    EXPECT_EQ(run.summary.stop_reason, stop_cause::interrupted)
+        << algorithm << ": " << run.summary.error;
     EXPECT_EQ(run.summary.workers_joined, 1u) << algorithm;
     ASSERT_EQ(run.summary.per_worker.size(), 3u) << algorithm;
     EXPECT_TRUE(run.summary.per_worker[static_cast<std::size_t>(slot)].live) << algorithm;
@@ -739,7 +744,7 @@ TEST(cluster_runs, a_node_whose_coordinator_is_stopped_before_the_run_ends_clean
   const auto summary = session.wait_for(std::chrono::seconds(30));
   joining.join();
   ASSERT_TRUE(summary.has_value());
-  EXPECT_EQ(summary->stop_reason, "interrupted");
+  EXPECT_EQ(summary->stop_reason, stop_cause::interrupted);
   EXPECT_TRUE(outcome.ok) << outcome.error;
   std::lock_guard<std::mutex> guard(mutex);
   ASSERT_FALSE(notices.empty());
@@ -781,7 +786,7 @@ TEST(cluster_runs, nodes_connecting_when_their_coordinator_is_stopped_end_cleanl
     for (auto& node : nodes)
       node.join();
     ASSERT_TRUE(summary.has_value());
-    EXPECT_EQ(summary->stop_reason, "interrupted");
+    EXPECT_EQ(summary->stop_reason, stop_cause::interrupted);
     std::lock_guard<std::mutex> guard(mutex);
     for (std::size_t i = 0; i < count; ++i) {
       EXPECT_TRUE(outcomes[i].ok) << outcomes[i].error;
@@ -1163,7 +1168,7 @@ three_node_run run_three_nodes(
 void expect_finished_whole(const three_node_run& run) {
   ASSERT_TRUE(run.summary.has_value()) << run.all();
   const auto& summary = *run.summary;
-  ASSERT_EQ(summary.stop_reason, "epochs") << summary.error << "\n" << run.all();
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error << "\n" << run.all();
   for (const auto& outcome : run.outcomes)
     EXPECT_TRUE(outcome.ok) << outcome.error;
   for (const auto& worker : summary.per_worker)
@@ -1282,7 +1287,7 @@ TEST(cluster_runs, a_node_that_cannot_connect_as_the_cluster_forms_ends_the_run_
           plane.hostname = "192.0.2.1"; // TEST-NET-1: no address of this machine
       });
   ASSERT_TRUE(run.summary.has_value()) << run.all();
-  EXPECT_EQ(run.summary->stop_reason, "error");
+  EXPECT_EQ(run.summary->stop_reason, stop_cause::error);
   // Slots follow the order the nodes joined in: one worker each, so its worker is its rank.
   const auto& failed = run.outcomes[2];
   ASSERT_EQ(failed.worker_indices.size(), 1u) << failed.error;

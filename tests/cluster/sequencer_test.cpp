@@ -21,6 +21,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::cluster::cluster_options;
 using herd::cluster::cluster_session;
 using herd::cluster::node_options;
@@ -183,7 +185,7 @@ TEST(sequencer_cluster, with_ticket_order_no_algorithm_or_imbalance_breaks_the_m
       const auto ran = run(algorithm, imbalance, {2, 2, 2, 2}, steps, true, false,
                            group_size > 0 ? group_size : 2);
       note(algorithm + " / " + imbalance + ", ticket order on", ran);
-      EXPECT_EQ(ran.summary.stop_reason, "epochs")
+      EXPECT_EQ(ran.summary.stop_reason, stop_cause::epochs)
           << algorithm << " / " << imbalance << ": " << ran.summary.error;
       EXPECT_EQ(ran.violations, 0u) << algorithm << " / " << imbalance << ": " << ran.violation;
       EXPECT_EQ(ran.summary.aborted_rounds, 0u) << algorithm << " / " << imbalance;
