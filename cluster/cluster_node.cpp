@@ -18,7 +18,9 @@
 #include <mutex>
 
 #include "cluster/control_gate.hpp"
+#include "cluster/node_departure.hpp"
 #include "cluster/node_dial.hpp"
+#include "cluster/node_inputs.hpp"
 #include "cluster/node_plane.hpp"
 #include "cluster/node_reducer.hpp"
 #include "cluster/registry_store.hpp"
@@ -241,28 +243,17 @@ private:
 
   bool load() {
     try {
-      config_ = config::from_ini(welcome_.settings, "the coordinator's settings");
-    } catch (const std::exception& bad) {
-      return failed(std::string("the coordinator's settings do not load here: ") + bad.what());
-    }
-    auto to_load = config_; // only the coordinator evaluates: a node reads no validation files
-    to_load.data.validation_features = to_load.data.validation_labels = "";
-    try {
-      data_ = options_.load_data(to_load);
-    } catch (const std::exception& bad) {
-      return failed(std::string("cannot load the run's dataset on this node: ") + bad.what());
-    }
-    if (data_->train.size() != welcome_.training_samples)
-      return failed(
-          "this node's training set (" +
-          (config_.data.dataset == "npy" ? config_.data.train_features : config_.data.path) +
-          ") has " + std::to_string(data_->train.size()) + " samples, the coordinator's " +
-          std::to_string(welcome_.training_samples) + "; every node needs the same dataset");
-    try {
-      model_ = make_model(config_, data_->train);
-      check_memory(config_, *model_, data_->train, options_.workers, 0); // no evaluator here
+      auto inputs = load_node_inputs(welcome_, options_, parts_dir_);
+      config_ = std::move(inputs.config);
+      data_ = std::move(inputs.data);
+      model_ = std::move(inputs.model);
+      parts_dir_ = std::move(inputs.parts_dir);
+      resumed_ = std::move(inputs.resumed);
+      if (!inputs.resumed_from.empty())
+        notify(options_, "resuming worker(s) " + index_list(welcome_.workers) + " from " +
+                             inputs.resumed_from);
     } catch (const std::exception& unfit) {
-      return failed(std::string("the coordinator's model does not fit here: ") + unfit.what());
+      return failed(unfit.what());
     }
     // A node process is Herd's own: its workers' share of the machine's cores for BLAS, counting
     // other nodes' workers on this machine (each would otherwise take every core, and their BLAS
@@ -274,31 +265,6 @@ private:
              std::to_string(welcome_.workers_on_machine - options_.workers) +
                  " worker(s) of other nodes run on this machine: " + std::to_string(blas) +
                  " BLAS thread(s) for this node's (train.blas-threads sets another count)");
-    if (options_.checkpoint_dir.empty() && config_.checkpoint.enabled())
-      parts_dir_ = config_.checkpoint.dir;
-    if (config_.checkpoint.enabled()) // found now, not at the first checkpoint
-      if (auto problem = checkpoint::directory_problem(parts_dir_); !problem.empty())
-        return failed("cannot write checkpoint parts to " + parts_dir_ + " (" + problem +
-                      "): set herd node --checkpoint-dir to a directory it can write");
-    return load_part();
-  }
-
-  // Resuming: the states of this node's workers, from the part the coordinator's checkpoint names.
-  bool load_part() {
-    const auto& part = welcome_.resume;
-    if (part.file.empty())
-      return true;
-    const auto file = parts_dir_ + "/" + part.file;
-    try {
-      if (part.workers != welcome_.workers)
-        throw std::runtime_error("the part holds " + index_list(part.workers) +
-                                 ", the welcome gives this node " + index_list(welcome_.workers));
-      resumed_ = actors::load_part(file, part, structure_of(config_, *model_, data_->train.size()),
-                                   model_->parameter_count());
-    } catch (const std::exception& bad) {
-      return failed(std::string("cannot resume from the checkpoint part: ") + bad.what());
-    }
-    notify(options_, "resuming worker(s) " + index_list(welcome_.workers) + " from " + file);
     return true;
   }
 
@@ -331,20 +297,8 @@ private:
         return failed("the data plane did not connect, because " + *why + " (" + bad.what() + ")");
       return failed(std::string("the data plane did not connect: ") + bad.what());
     }
-    notify(options_,
-           "data plane connected (" + hello_.data_host + ", " +
-               std::to_string(welcome_.plane_nodes.size()) + " nodes" +
-               (config_.comm.compression == "none"
-                    ? std::string()
-                    : ", " + config_.comm.compression + " on the wire" +
-                          (config_.comm.error_feedback ? " with error feedback" : "")) +
-               (welcome_.data_key.empty() ? ", in the clear"
-                                          : ", " + comm::sealing_text(config_.comm.seal_threads,
-                                                                      config_.comm.connections)) +
-               (config_.comm.connections == 1 ? std::string()
-                                              : ", " + std::to_string(config_.comm.connections) +
-                                                    " connections to each peer") +
-               ")");
+    notify(options_, plane_connected_text(config_, hello_.data_host, welcome_.plane_nodes.size(),
+                                          !welcome_.data_key.empty()));
     return true;
   }
 
@@ -423,80 +377,92 @@ private:
   }
 
   // Until the coordinator says the job is over, or is lost. Meanwhile, when a node joins the
-  // running job, this node connects the data plane's next generation with it.
+  // running job, this node connects the data plane's next generation with it; once it has asked
+  // to depart, it waits for the answer as departure_ says.
   void serve() {
-    bool over = false;
-    // Once this node has asked to depart: until when it waits for the answer, which says whether
-    // the coordinator let it go. Meanwhile it connects a plane a join under way asks for: the
-    // registry lets it depart once that join has ended, and says so (it then waits for its turn
-    // without a bound of its own: the registry bounds every step of a join).
-    std::optional<clock_type::time_point> departing;
-    bool released = false;
-    self_->receive_while([&] { return !over; })(
-        [&](job_over_atom, const std::string& failure) {
-          over = true;
-          outcome_.left = false; // it ended before the node could leave: nothing to leave
-          if (failure.empty())
-            outcome_.ok = true;
-          else
-            outcome_ = fail(outcome_, "the job failed on the coordinator: " + failure);
-          return true;
-        },
-        [&](depart_atom, bool answer) {
-          over = true;
-          released = answer;
-        },
-        [&](depart_atom, const std::string& under_way) { // queued behind a join or a re-key
-          departing = clock_type::time_point::max();
-          notify(options_, "leaves once the " + under_way +
-                               " under way has ended (a second stop signal leaves at once)");
-        },
-        [&](depart_atom) { departing = clock_type::now() + departure_wait(config_.cluster); },
-        [&](const plane_rebuild& rebuild) -> caf::result<bool> { return rebuild_plane(rebuild); },
-        [&](leave_atom, const std::string& why) {
-          over = true;
-          failed("the coordinator turned this node away: " + why);
-        },
-        [&](run_stopped_atom, const std::string& how) { // stopped as this node connected
-          over = true;
-          outcome_.ok = true;
-          stopped_before_run_ = true;
-          notify(options_, never_started(how));
-        },
-        [&](caf::down_msg& down) {
-          over = true;
-          if (departing)
-            return; // leaving anyway
-          // The connection closed: either side may have gone (a node paused past the timeout is
-          // dropped by the coordinator, and sees only that).
-          failed("lost the coordinator: " +
-                 (down.reason == caf::exit_reason::remote_link_unreachable
-                      ? std::string("the connection to it closed (it exited or crashed, the "
-                                    "network went away, or it dropped this node, silent past "
-                                    "cluster.node-timeout-ms: paused or overloaded)")
-                      : system_.render(down.reason)));
-          outcome_.lost_coordinator = true;
-        },
-        caf::after(leave_poll) >>
-            [&] {
-              if (departing) {
-                over = clock_type::now() >= *departing;
-                return;
-              }
-              if (!leaving(options_))
-                return;
-              outcome_.ok = true;
-              outcome_.left = true;
-              self_->send(registry_, depart_atom::value, std::string("it left the job"));
-              departing = clock_type::now() + departure_wait(config_.cluster);
-            });
+    departure_ = node_departure(departure_wait(config_.cluster));
+    self_->receive_while([this] {
+      return !over_;
+    })([this](job_over_atom, const std::string& failure) { return job_over(failure); },
+       [this](depart_atom, bool released) { departed(released); },
+       [this](depart_atom, const std::string& under_way) { departure_queued(under_way); },
+       [this](depart_atom) { departure_.turn(clock_type::now()); },
+       [this](const plane_rebuild& rebuild) -> caf::result<bool> { return rebuild_plane(rebuild); },
+       [this](leave_atom, const std::string& why) { turned_away(why); },
+       [this](run_stopped_atom, const std::string& how) { stopped_while_connecting(how); },
+       [this](caf::down_msg& down) { coordinator_lost(down); },
+       caf::after(leave_poll) >> [this] { tick(); });
     if (outcome_.left && outcome_.ok)
-      notify(options_, std::string(released ? "left the job once the rounds it was in had ended"
-                                            : "left the job before it was over") +
-                           "; the coordinator counts this node's workers lost, and another node "
-                           "may join in their place");
+      notify(options_,
+             std::string(departure_.released() ? "left the job once the rounds it was in had ended"
+                                               : "left the job before it was over") +
+                 "; the coordinator counts this node's workers lost, and another node "
+                 "may join in their place");
     else if (outcome_.ok && !stopped_before_run_)
       notify(options_, "the job is over");
+  }
+
+  bool job_over(const std::string& failure) {
+    over_ = true;
+    outcome_.left = false; // it ended before the node could leave: nothing to leave
+    if (failure.empty())
+      outcome_.ok = true;
+    else
+      outcome_ = fail(outcome_, "the job failed on the coordinator: " + failure);
+    return true;
+  }
+
+  void departed(bool released) {
+    over_ = true;
+    departure_.answered(released);
+  }
+
+  void departure_queued(const std::string& under_way) {
+    departure_.queued();
+    notify(options_, "leaves once the " + under_way +
+                         " under way has ended (a second stop signal leaves at once)");
+  }
+
+  void turned_away(const std::string& why) {
+    over_ = true;
+    failed("the coordinator turned this node away: " + why);
+  }
+
+  void stopped_while_connecting(const std::string& how) {
+    over_ = true;
+    outcome_.ok = true;
+    stopped_before_run_ = true;
+    notify(options_, never_started(how));
+  }
+
+  void coordinator_lost(const caf::down_msg& down) {
+    over_ = true;
+    if (departure_.asked())
+      return; // leaving anyway
+    // The connection closed: either side may have gone (a node paused past the timeout is
+    // dropped by the coordinator, and sees only that).
+    failed("lost the coordinator: " +
+           (down.reason == caf::exit_reason::remote_link_unreachable
+                ? std::string("the connection to it closed (it exited or crashed, the network "
+                              "went away, or it dropped this node, silent past "
+                              "cluster.node-timeout-ms: paused or overloaded)")
+                : system_.render(down.reason)));
+    outcome_.lost_coordinator = true;
+  }
+
+  // Every leave_poll: a departure waits out its bound; a stop signal asks to depart.
+  void tick() {
+    const auto now = clock_type::now();
+    if (departure_.asked()) {
+      over_ = departure_.gave_up(now);
+      return;
+    }
+    if (!leaving(options_))
+      return;
+    outcome_.ok = true;
+    outcome_.left = true;
+    self_->send(registry_, depart_atom::value, std::string("it left the job"));
+    departure_.ask(now);
   }
 
   caf::result<bool> rebuild_plane(const plane_rebuild& rebuild) {
@@ -528,6 +494,8 @@ private:
   node_welcome welcome_;
   bool welcomed_ = false;
   bool stopped_before_run_ = false; // the answer to its hello: the coordinator was stopped
+  bool over_ = false;               // serve() ends: the job is over or the node's part of it
+  node_departure departure_{clock_type::duration::zero()}; // the run's, once serve() begins
   config::run_config config_;
   std::shared_ptr<const models::train_test_split> data_;
   std::shared_ptr<const models::model> model_;

@@ -33,4 +33,18 @@ comm::gloo_plane_options node_plane_options(const config::run_config& config,
   return options;
 }
 
+std::string plane_connected_text(const config::run_config& config, const std::string& hostname,
+                                 std::size_t nodes, bool sealed) {
+  const auto& comm = config.comm;
+  std::string text = "data plane connected (" + hostname + ", " + std::to_string(nodes) + " nodes";
+  if (comm.compression != "none")
+    text += ", " + comm.compression + " on the wire" +
+            (comm.error_feedback ? " with error feedback" : "");
+  text +=
+      sealed ? ", " + comm::sealing_text(comm.seal_threads, comm.connections) : ", in the clear";
+  if (comm.connections != 1)
+    text += ", " + std::to_string(comm.connections) + " connections to each peer";
+  return text + ")";
+}
+
 } // namespace herd::cluster

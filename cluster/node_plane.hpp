@@ -7,6 +7,7 @@
 #include "herd/run_config.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 namespace herd::cluster {
@@ -20,5 +21,12 @@ comm::gloo_plane_options node_plane_options(const config::run_config& config,
                                             const std::string& prefix,
                                             std::chrono::milliseconds timeout,
                                             const std::string& key);
+
+/// What a node tells its operator once its plane listening on `hostname` connected `nodes`
+/// nodes: "data plane connected (HOST, N nodes, ...)", naming comm.compression (and
+/// comm.error-feedback) when on, whether it is sealed (with comm.seal-threads) or in the clear,
+/// and comm.connections when more than one.
+std::string plane_connected_text(const config::run_config& config, const std::string& hostname,
+                                 std::size_t nodes, bool sealed);
 
 } // namespace herd::cluster

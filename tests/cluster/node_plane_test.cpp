@@ -50,4 +50,19 @@ TEST(node_plane, every_comm_setting_and_the_key_reach_the_planes_options) {
   }
 }
 
+TEST(node_plane, the_connected_line_names_each_setting_that_is_on) {
+  herd::config::run_config config;
+  EXPECT_EQ(herd::cluster::plane_connected_text(config, "10.0.0.2", 3, false),
+            "data plane connected (10.0.0.2, 3 nodes, in the clear)");
+  config.comm.compression = "fp16";
+  config.comm.seal_threads = 1;
+  EXPECT_EQ(herd::cluster::plane_connected_text(config, "10.0.0.2", 3, true),
+            "data plane connected (10.0.0.2, 3 nodes, fp16 on the wire, sealed by 1 thread)");
+  config.comm.error_feedback = true;
+  config.comm.connections = 2;
+  EXPECT_EQ(herd::cluster::plane_connected_text(config, "10.0.0.2", 3, true),
+            "data plane connected (10.0.0.2, 3 nodes, fp16 on the wire with error feedback, "
+            "sealed by 2 threads, 2 connections to each peer)"); // a thread for each connection
+}
+
 } // namespace
