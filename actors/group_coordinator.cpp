@@ -3,6 +3,7 @@
 // leave in coordinator_nodes.cpp.
 #include "actors/coordinator_actor.hpp"
 #include "actors/imbalance.hpp"
+#include "actors/run_parts.hpp"
 #include "actors/step_inbox.hpp"
 #include "monitoring/training_metrics.hpp"
 
@@ -254,7 +255,10 @@ void coordinator_actor::on_tick() {
   }
   if (setup_.metrics) {
     setup_.metrics->train_loss(counters_.recent_loss());
-    setup_.metrics->learning_rate(setup_.config.train.lr * lr_scale());
+    // The rate updates use: under async the parameter server's.
+    const double rate =
+        policy_->applies_at_server() ? server_learning_rate(setup_.config) : setup_.config.train.lr;
+    setup_.metrics->learning_rate(rate * lr_scale());
     setup_.metrics->refresh(elapsed());
   }
   report_progress(); // after the refresh: it names the straggler the refresh found

@@ -178,9 +178,12 @@ models::optimizer_settings optimizer_of(const config::run_config& config) {
 
 models::optimizer_settings server_optimizer_of(const config::run_config& config) {
   auto optimizer = optimizer_of(config);
-  optimizer.learning_rate = static_cast<float>(
-      config.async.lr > 0.0 ? config.async.lr : config.train.lr / config.train.workers);
+  optimizer.learning_rate = static_cast<float>(server_learning_rate(config));
   return optimizer;
+}
+
+double server_learning_rate(const config::run_config& config) {
+  return config.async.lr > 0.0 ? config.async.lr : config.train.lr / config.train.workers;
 }
 
 worker_setup make_worker_setup(const config::run_config& config, int index,

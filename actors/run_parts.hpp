@@ -51,9 +51,11 @@ worker_setup make_worker_setup(const config::run_config& config, int index,
 /// The optimizer the run's settings give (train.lr, momentum, weight-decay): every worker's, and
 /// under async the parameter server's.
 models::optimizer_settings optimizer_of(const config::run_config& config);
-/// The parameter server's optimizer (async): the workers' settings at async.lr, else at
-/// train.lr / train.workers (the server takes a step for every worker's gradient).
+/// The parameter server's optimizer (async): the workers' settings at server_learning_rate.
 models::optimizer_settings server_optimizer_of(const config::run_config& config);
+/// The parameter server's learning rate (async), before train.lr-schedule's factor: async.lr,
+/// else train.lr / train.workers (the server takes a step for every worker's gradient).
+double server_learning_rate(const config::run_config& config);
 
 /// Samples that make one epoch over all shards (workers x whole batches per shard x batch size).
 std::size_t epoch_samples(const config::run_config& config, std::size_t training_samples);

@@ -508,6 +508,37 @@ TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_the
   EXPECT_EQ(herd::kernels::blas_threads(), 2);
 }
 
+// herd_learning_rate is the rate updates use: under async the parameter server's (train.lr / P
+// without async.lr), not the workers' train.lr, which no update applies.
+TEST(job_facade, the_learning_rate_metric_under_async_is_the_servers) {
+  for (const double async_lr : {0.0, 0.02}) {
+    auto config = long_run(); // 2 workers at train.lr = 0.05
+    config.train.algorithm = "async";
+    config.async.lr = async_lr;
+    auto options = quick("rate");
+    const auto registry = std::make_shared<herd::monitoring::registry>();
+    options.metrics = registry;
+    std::mutex mutex;
+    std::string exposed; // once the gauge is set, while the job runs
+    options.on_progress = [&](const herd::actors::progress&) {
+      const auto now = herd::monitoring::expose(*registry);
+      std::lock_guard<std::mutex> guard(mutex);
+      if (exposed.empty() && now.find("herd_learning_rate{") != std::string::npos)
+        exposed = now;
+    };
+    const auto job = herd::job::start(config, synthetic(960), options);
+    ASSERT_TRUE(herd::testing::eventually([&] {
+      std::lock_guard<std::mutex> guard(mutex);
+      return !exposed.empty();
+    }, 60s));
+    job->stop();
+    ASSERT_EQ(job->wait().stop_reason, stop_cause::interrupted);
+    EXPECT_THAT(exposed, HasSubstr(async_lr > 0.0 ? "herd_learning_rate{job=\"rate\"} 0.02\n"
+                                                  : "herd_learning_rate{job=\"rate\"} 0.025\n"))
+        << exposed;
+  }
+}
+
 // A callback that throws stops the job, and both status() and the summary say it failed and why.
 // abort() ends a job at once, as an exit message does: no final evaluation, interrupted.
 TEST(job_facade, abort_ends_the_job_at_once_without_a_final_evaluation) {

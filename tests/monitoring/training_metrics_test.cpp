@@ -20,6 +20,23 @@ training_metrics::identity two_workers() {
   return who;
 }
 
+// A reduction near cluster.data-timeout-ms's default (30 s) is told apart from one far past it:
+// the buckets go on to 42 s.
+TEST(training_metrics, a_reduction_near_the_data_timeout_lands_in_a_bucket_of_its_own) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  training_metrics::round_record round;
+  round.members = 2;
+  round.fresh = 2;
+  round.staleness_rounds = {0, 0};
+  round.fresh_arrival_seconds = {0.1, 0.1};
+  round.reduce_seconds = 25.0;
+  metrics.round_finished(round);
+  const std::string text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_reduce_seconds_bucket{job="test",le="20.97152"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_reduce_seconds_bucket{job="test",le="41.94304"} 1)"));
+}
+
 TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labels) {
   auto registry = std::make_shared<herd::monitoring::registry>();
   training_metrics metrics(registry, two_workers());
