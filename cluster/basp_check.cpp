@@ -2,6 +2,7 @@
 #include "cluster/basp_check.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace herd::cluster {
 
@@ -123,6 +124,7 @@ const std::string& basp_check::feed(const char* data, std::size_t size) {
   while (size > 0 && problem_.empty()) {
     if (payload_left_ > 0) {
       const auto skipped = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, size));
+      check_payload(data, skipped);
       payload_left_ -= skipped;
       if (budget_)
         budget_->give(skipped);
@@ -141,6 +143,41 @@ const std::string& basp_check::feed(const char* data, std::size_t size) {
     }
   }
   return problem_;
+}
+
+void basp_check::check_payload(const char* data, std::size_t size) {
+  // A CAF message is written as its type names joined by '+' after "@<>" ("@<>+@atom+@str").
+  constexpr std::string_view message_start = "@<>";
+  constexpr std::array<std::string_view, 2> never_sent = {"+@group", "+@config_value"};
+  constexpr std::size_t longest = 14; // "+@config_value"
+  // In `text`, what begins before `starts_before` and ends after `ends_after`: the bytes carried
+  // over from the last feed were searched then, so only what crosses into this feed is new.
+  const auto search = [&](std::string_view text, std::size_t starts_before,
+                          std::size_t ends_after) {
+    const auto counts = [&](std::size_t at, std::size_t length) {
+      return at < starts_before && at + length > ends_after;
+    };
+    for (auto at = text.find(message_start); at != std::string_view::npos;
+         at = text.find(message_start, at + 1))
+      messages_ += counts(at, message_start.size()) ? 1 : 0;
+    for (const auto& type : never_sent)
+      for (auto at = text.find(type); at != std::string_view::npos; at = text.find(type, at + 1))
+        if (counts(at, type.size()) && problem_.empty())
+          problem_ = "frame " + std::to_string(frames_) + ": a message holding a CAF " +
+                     (type == never_sent[0] ? "group" : "configuration value") +
+                     " (Herd sends none)";
+  };
+  std::string seam = carry_;
+  seam.append(data, std::min(size, longest - 1));
+  search(seam, carry_.size(), carry_.size());
+  search(std::string_view(data, size), size, 0);
+  if (problem_.empty() && messages_ > max_messages_in_a_payload)
+    problem_ = "frame " + std::to_string(frames_) + ": a payload holding more than " +
+               std::to_string(max_messages_in_a_payload) + " messages (nested)";
+  if (size >= longest - 1)
+    carry_.assign(data + size - (longest - 1), longest - 1);
+  else
+    carry_ = seam.substr(seam.size() - std::min(seam.size(), longest - 1));
 }
 
 void basp_check::check_header() {
@@ -167,6 +204,8 @@ void basp_check::check_header() {
   }
   ++frames_;
   payload_left_ = h.payload_len;
+  messages_ = 0;
+  carry_.clear();
 }
 
 } // namespace herd::cluster

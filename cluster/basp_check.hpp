@@ -50,6 +50,11 @@ public:
 
   static constexpr std::size_t header_bytes = 32;
 
+  /// The most CAF messages one payload may hold, nested ones included (a message inside a
+  /// message, an error's context): CAF reads them recursively, and some ten thousand nested in
+  /// a few hundred KB overflow its stack. Herd's own messages nest two at most.
+  static constexpr std::uint32_t max_messages_in_a_payload = 64;
+
   /// With a `budget`, a frame whose payload would take the announced bytes of all the streams
   /// sharing it past its limit breaks the stream.
   explicit basp_check(sender from, std::uint32_t max_payload_bytes = default_max_payload_bytes,
@@ -69,6 +74,10 @@ public:
 
 private:
   void check_header();
+  // The payload's next bytes: counts the messages in it, and finds the CAF types Herd never
+  // sends (a group, whose every name CAF keeps for the process's life; a configuration value,
+  // read recursively too). Patterns split between two feeds are found through carry_.
+  void check_payload(const char* data, std::size_t size);
 
   sender from_;
   std::uint32_t max_payload_;
@@ -76,6 +85,8 @@ private:
   std::size_t header_filled_ = 0;
   std::uint64_t payload_left_ = 0;
   std::uint64_t frames_ = 0;
+  std::uint32_t messages_ = 0; // in the payload being read
+  std::string carry_;          // its last bytes read, fewer than the longest pattern
   std::string problem_;
   std::shared_ptr<payload_budget> budget_; // counts payload_left_; null once moved from
 };

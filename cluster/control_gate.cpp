@@ -37,6 +37,7 @@ constexpr char refused = 'R';
 constexpr std::size_t max_token = 1024;
 constexpr std::size_t max_refusal_line = 512;
 constexpr std::chrono::milliseconds connect_timeout{5000};
+constexpr std::chrono::milliseconds accept_pause{100}; // short of descriptors: before trying again
 
 std::vector<char> preamble(const std::string& token) {
   std::vector<char> bytes(magic, magic + sizeof magic);
@@ -152,6 +153,13 @@ public:
     }
   }
 
+  // Waits `pause`; false when the set is stopping.
+  bool rest(std::chrono::milliseconds pause) const {
+    pollfd watched{stop_pipe_[0], POLLIN, 0};
+    const int ready = ::poll(&watched, 1, static_cast<int>(pause.count()));
+    return ready == 0 || (ready < 0 && errno == EINTR);
+  }
+
 private:
   int stop_pipe_[2] = {-1, -1};
   std::mutex mutex_;
@@ -181,7 +189,8 @@ struct gate_listener::impl {
   int pending = 0;
   std::map<std::string, int> pending_by_address;
   std::shared_ptr<std::atomic<int>> live = std::make_shared<std::atomic<int>>(0);
-  gate_threads threads; // last: stopped first
+  bool short_of_resources = false; // the accept thread's: said once until an accept succeeds
+  gate_threads threads;            // last: stopped first
 
   bool take_pending(const std::string& address) {
     std::lock_guard<std::mutex> guard(pending_mutex);
@@ -218,8 +227,20 @@ struct gate_listener::impl {
   void accept_loop() {
     while (threads.readable(listen_fd)) {
       const int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0)
+      if (client < 0) {
+        if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM)
+          continue; // that connection's own trouble
+        // The process or the host is short of descriptors or memory: the connections wait in
+        // the backlog, and accepting again at once would spin on them.
+        if (!short_of_resources)
+          notice("cannot accept a connection: " + errno_text() +
+                 " (pausing; if it is 'Too many open files', raise the limit with ulimit -n)");
+        short_of_resources = true;
+        if (!threads.rest(accept_pause))
+          return;
         continue;
+      }
+      short_of_resources = false;
       // A flood of connections costs a descriptor and a moment each, never a thread each.
       const std::string from = peer_of(client);
       if (!take_pending(from)) {
@@ -236,6 +257,17 @@ struct gate_listener::impl {
   // A peer that speaks the gate's plain preamble to a TLS gate (a node without cluster.tls-*):
   // told so in plain text, since it cannot read TLS.
   bool plain_preamble_on_tls_gate(int client, gate_clock::time_point deadline) {
+    // poll() wakes for the whole magic word, not for each byte already peeked at: a peer that
+    // sends part of it and waits must not keep this thread spinning (before TLS and the token).
+    const int whole = sizeof magic;
+    const int one = 1;
+    ::setsockopt(client, SOL_SOCKET, SO_RCVLOWAT, &whole, sizeof whole);
+    const bool plain = peek_magic(client, deadline);
+    ::setsockopt(client, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one); // TLS reads what comes
+    return plain;
+  }
+
+  bool peek_magic(int client, gate_clock::time_point deadline) {
     char head[sizeof magic] = {};
     for (;;) {
       const ssize_t got = ::recv(client, head, sizeof head, MSG_PEEK);
@@ -243,12 +275,14 @@ struct gate_listener::impl {
         break;
       if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
         return false;
-      pollfd watched[2] = {{client, POLLIN, 0}, {threads.stop_fd(), POLLIN, 0}};
+      pollfd watched[2] = {{client, POLLIN | POLLRDHUP, 0}, {threads.stop_fd(), POLLIN, 0}};
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - gate_clock::now());
       if (left.count() <= 0 || ::poll(watched, 2, static_cast<int>(left.count())) <= 0 ||
           watched[1].revents != 0)
         return false;
+      if ((watched[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
+        return false; // the peer stopped sending before the whole word
       if (got > 0 && std::memcmp(head, magic, static_cast<std::size_t>(got)) != 0)
         return false; // not our preamble: let TLS fail on it
     }

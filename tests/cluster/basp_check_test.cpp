@@ -187,6 +187,58 @@ TEST(basp_check, streams_sharing_a_budget_announce_at_most_its_limit) {
   EXPECT_EQ(budget->used(), 1000u);
 }
 
+// A direct message holding `depth` messages, each inside the one before (an empty forwarding
+// stack, then for each level the type names "@<>+@message", then an empty message).
+std::string nested_messages(int depth) {
+  std::string payload(1, '\0');
+  for (int level = 0; level < depth; ++level)
+    payload += std::string("\0\0\x0c", 3) + "@<>+@message";
+  return payload + std::string("\0\0\x03", 3) + "@<>";
+}
+
+// What a stream of a handshake and then `payload` in a direct message gives, fed whole or one
+// byte at a time.
+std::string problem_of(const std::string& payload, bool byte_by_byte) {
+  const std::string stream = frame(1, std::string(24, 'n')) + frame(2, payload, 0, 4, 1);
+  basp_check check(basp_check::sender::client);
+  if (!byte_by_byte)
+    return check.feed(stream.data(), stream.size());
+  for (char byte : stream)
+    if (!check.feed(&byte, 1).empty())
+      break;
+  return check.feed(nullptr, 0);
+}
+
+// CAF reads nested messages recursively: thirty thousand in 450 KB overflowed its stack and took
+// the coordinator down. A payload holds at most 64, however its bytes arrive.
+TEST(basp_check, a_payload_of_deeply_nested_messages_is_refused) {
+  for (const bool byte_by_byte : {false, true}) {
+    EXPECT_EQ(problem_of(nested_messages(63), byte_by_byte), "") << byte_by_byte;
+    EXPECT_EQ(problem_of(nested_messages(64), byte_by_byte),
+              "frame 2: a payload holding more than 64 messages (nested)")
+        << byte_by_byte;
+  }
+  // The count is the payload's own: many frames of a few messages each pass.
+  basp_check check(basp_check::sender::client);
+  std::string stream = frame(1, std::string(24, 'n'));
+  for (int i = 0; i < 10; ++i)
+    stream += frame(2, nested_messages(40), 0, 4, 1);
+  EXPECT_EQ(check.feed(stream.data(), stream.size()), "");
+}
+
+// CAF keeps every group a message names for the process's life, and reads configuration values
+// recursively: Herd sends neither, and a payload naming one is refused.
+TEST(basp_check, a_message_holding_a_group_or_a_configuration_value_is_refused) {
+  const std::string start("\0\0\x0d", 3);
+  for (const bool byte_by_byte : {false, true}) {
+    EXPECT_EQ(problem_of(std::string(1, '\0') + start + "@<>+@atom+@str", byte_by_byte), "");
+    EXPECT_EQ(problem_of(std::string(1, '\0') + start + "@<>+@group", byte_by_byte),
+              "frame 2: a message holding a CAF group (Herd sends none)");
+    EXPECT_EQ(problem_of(std::string(1, '\0') + start + "@<>+@str+@config_value", byte_by_byte),
+              "frame 2: a message holding a CAF configuration value (Herd sends none)");
+  }
+}
+
 TEST(basp_check, a_problem_stays_once_found) {
   basp_check check(basp_check::sender::client);
   const std::string bad = frame(9, "x");

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <poll.h>
 #include <random>
 #include <string>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -27,6 +29,7 @@
 #include "cluster/control_gate.hpp"
 #include "cluster/gate_link.hpp"
 #include "cluster/remoting.hpp"
+#include "support/forked_call.hpp"
 #include "support/gate_wire.hpp"
 #include "support/temp_directory.hpp"
 #include "support/test_certificates.hpp"
@@ -323,6 +326,48 @@ TEST(control_gate, silent_connections_from_one_address_do_not_keep_other_nodes_o
   EXPECT_EQ(closed, 2 * gate_listener::max_pending_per_address);
 }
 
+// CPU seconds this process has used, all its threads together.
+double process_cpu_seconds() {
+  rusage used{};
+  ::getrusage(RUSAGE_SELF, &used);
+  return static_cast<double>(used.ru_utime.tv_sec + used.ru_stime.tv_sec) +
+         static_cast<double>(used.ru_utime.tv_usec + used.ru_stime.tv_usec) * 1e-6;
+}
+
+// Out of descriptors, the gate pauses accepting and says why, rather than spinning on the
+// connections waiting in the backlog. In a child process: it lowers its own descriptor limit.
+TEST(control_gate, out_of_descriptors_it_pauses_accepting_and_says_why) {
+  const auto outcome = herd::testing::run_forked(
+      [] {
+        behind_the_gate behind;
+        notices log;
+        gate_listener gate("127.0.0.1", 0, with_token("t"), behind.admit(), log.sink());
+        // Every descriptor below the limit in use but one: that one goes to the connecting side.
+        const int limit = ::open("/dev/null", O_RDONLY) + 2;
+        const rlimit lowered{static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
+        ::setrlimit(RLIMIT_NOFILE, &lowered);
+        while (::open("/dev/null", O_RDONLY) >= 0) {
+        }
+        ::close(limit - 1);
+        const int sock = connect_loopback(gate.port()); // the gate cannot accept it: no descriptor
+        if (sock < 0)
+          return std::string("could not connect: ") + std::strerror(errno);
+        std::this_thread::sleep_for(300ms); // the notice comes at the first failed accept
+        const double before = process_cpu_seconds();
+        std::this_thread::sleep_for(1500ms);
+        return "cpu " + std::to_string(process_cpu_seconds() - before) + "\n" + log.all();
+      },
+      60s);
+  ASSERT_TRUE(outcome.finished) << outcome.report;
+  ASSERT_EQ(outcome.report.rfind("cpu ", 0), 0u) << outcome.report;
+  const double cpu = std::stod(outcome.report.substr(4));
+  // Spinning, the accept thread takes a core for the 1.5 s; pausing 100 ms at a time, nothing.
+  EXPECT_LT(cpu, 0.3) << outcome.report;
+  EXPECT_NE(outcome.report.find("cannot accept a connection: Too many open files (pausing; "),
+            std::string::npos)
+      << outcome.report;
+}
+
 // -- TLS --------------------------------------------------------------------------------------
 
 // A cluster CA and certificates it signed for a coordinator and a node.
@@ -530,6 +575,36 @@ TEST(control_gate_tls, plain_bytes_are_refused_alone_and_tls_peers_go_on) {
   send_through(*good.tls, hello);
   EXPECT_EQ(read_through(*good_behind, hello.size()), hello);
   ::close(good.caf_fd);
+}
+
+// Before TLS and the token, anyone may send part of the gate's magic word and wait, or send part
+// of it and close: neither keeps a gate thread busy.
+TEST(control_gate_tls, a_peer_that_sends_part_of_the_magic_word_costs_no_cpu) {
+  certificates certs;
+  ASSERT_TRUE(certs.made) << "openssl could not make the test certificates";
+  behind_the_gate behind;
+  gate_listener gate("127.0.0.1", 0, certs.settings("coordinator", "t"), behind.admit(), nullptr);
+  std::vector<int> waiting;
+  for (int i = 0; i < 4; ++i) {
+    waiting.push_back(connect_loopback(gate.port()));
+    ASSERT_GE(waiting.back(), 0);
+    send_all(waiting.back(), "HERD");
+  }
+  const int closing = connect_loopback(gate.port());
+  ASSERT_GE(closing, 0);
+  send_all(closing, "HE");
+  ::shutdown(closing, SHUT_WR);
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(1500ms);
+  // Spinning, five threads would take both cores of the machine for the 1.5 s.
+  EXPECT_LT(process_cpu_seconds() - before, 0.3);
+  for (int sock : waiting) {
+    EXPECT_TRUE(closed_within(sock, 10s)); // at the handshake's deadline
+    ::close(sock);
+  }
+  EXPECT_TRUE(closed_within(closing, 10s));
+  ::close(closing);
+  EXPECT_EQ(behind.admitted(), 0);
 }
 
 // A node with TLS dialling a coordinator without it: the coordinator's log names the mismatch,
