@@ -11,6 +11,7 @@
 #include "cli/bench_table.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/json_text.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/stop_signals.hpp"
@@ -275,8 +276,7 @@ void write_results(const std::vector<bench_run>& runs, const bench_arguments& ar
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.csv").string(), csv(rows));
   write_file_atomically((dir / "results.json").string(),
-                        to_json(rows, runs, job, delay_ms.value_or(0.0), interrupted).dump(2) +
-                            "\n");
+                        json_text(to_json(rows, runs, job, delay_ms.value_or(0.0), interrupted)));
   std::cout << "\nwrote " << (dir / "results.csv").string() << ", "
             << (dir / "results.json").string() << '\n';
 }

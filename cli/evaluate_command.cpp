@@ -4,6 +4,7 @@
 #include "cli/checkpoint_model.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/json_text.hpp"
 #include "cli/report.hpp"
 #include "cli/run_support.hpp"
 #include "cli/train_command.hpp"
@@ -154,7 +155,7 @@ std::string report_json(const checkpoint_model& loaded, const models::evaluation
                                  {"test_loss", whole.mean_loss},
                                  {"classes", per_class},
                                  {"confusion", counts.confusion}};
-  return report.dump(2) + "\n";
+  return json_text(report);
 }
 
 int run_evaluate(const std::vector<std::string>& args) {

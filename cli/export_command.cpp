@@ -4,6 +4,7 @@
 #include "cli/checkpoint_model.hpp"
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/json_text.hpp"
 #include "cli/report.hpp"
 #include "cli/train_command.hpp"
 #include "herd/sequential.hpp"
@@ -141,7 +142,7 @@ int run_export(const std::vector<std::string>& args) {
   try {
     description["layers"] = write_tensors(*loaded, directory);
     // Last: a directory with model.json holds a whole export.
-    write_file_atomically(directory + "/model.json", description.dump(2) + "\n");
+    write_file_atomically(directory + "/model.json", json_text(description));
   } catch (const std::runtime_error& unwritten) { // the path and the system's reason
     std::cerr << "herd export: " << unwritten.what() << '\n';
     return exit_bad_input;

@@ -1,6 +1,7 @@
 // The run summary and the JSON report; see report.hpp.
 #include "cli/report.hpp"
 
+#include "cli/json_text.hpp"
 #include "cli/stragglers.hpp"
 #include "herd/config.hpp"
 
@@ -484,7 +485,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   }
   // The settings that reproduce the run, less the cluster's secrets: a report gets passed around.
   report["config"] = config::to_ini(config::without_secrets(config), scope);
-  return report.dump(2) + "\n";
+  return json_text(report);
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

@@ -4,6 +4,7 @@
 
 #include "cli/command_keys.hpp"
 #include "cli/command_support.hpp"
+#include "cli/json_text.hpp"
 #include "cli/progress_printer.hpp"
 #include "cli/report.hpp"
 #include "cli/stop_signals.hpp"
@@ -553,7 +554,7 @@ int run_simulate(const std::vector<std::string>& raw) {
     std::cout << for_terminal("note: " + note, STDOUT_FILENO) << '\n';
   const std::filesystem::path dir(args.out_dir);
   write_file_atomically((dir / "results.json").string(),
-                        to_json(cells, job, how, args.step_trace, interrupted).dump(2) + "\n");
+                        json_text(to_json(cells, job, how, args.step_trace, interrupted)));
   std::cout << "\nwrote " << (dir / "results.json").string() << '\n';
   if (interrupted) { // an earlier sweep's plot beside these results would not be of them
     std::error_code ignored;

@@ -9,11 +9,49 @@
 
 namespace herd::cluster {
 
+namespace {
+
+// The length of the UTF-8 sequence of the byte at `at` of `text` (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF); 0 when it is not one.
+std::size_t utf8_sequence(const std::string& text, std::size_t at) {
+  const auto byte = [&text](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xbf; // the second byte's range
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    low = lead == 0xe0 ? 0xa0 : 0x80;  // not overlong
+    high = lead == 0xed ? 0x9f : 0xbf; // not a surrogate
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    low = lead == 0xf0 ? 0x90 : 0x80;  // not overlong
+    high = lead == 0xf4 ? 0x8f : 0xbf; // not past U+10FFFF
+  }
+  if (length == 0 || at + length > text.size() || byte(at + 1) < low || byte(at + 1) > high)
+    return 0;
+  for (std::size_t i = 2; i < length; ++i)
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xbf)
+      return 0;
+  return length;
+}
+
+} // namespace
+
 std::string printable(const std::string& text) {
   std::string shown;
-  for (const char c : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char c = text[at];
     const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte != 0x7f) {
+    if (byte >= 0x80) {
+      if (const auto length = utf8_sequence(text, at); length > 0) {
+        shown.append(text, at, length);
+        at += length - 1;
+        continue;
+      }
+    }
+    if (byte >= 0x20 && byte != 0x7f && byte < 0x80) {
       shown += c;
     } else if (c == '\n') {
       shown += "\\n";
@@ -34,8 +72,9 @@ std::optional<std::string> hello_refusal(const actors::node_hello& hello,
                                          bool over, std::size_t nodes) {
   if (printable(hello.name) != hello.name)
     return "the node's name \"" + printable(hello.name) +
-           "\" holds a control character, which would split the log's lines; give it a name of "
-           "printable characters (herd node --name)";
+           "\" holds a control character or a byte that is not UTF-8 (it would split the log's "
+           "lines, or lose the run's report); give it a name of printable characters (herd "
+           "node --name)";
   if (hello.protocol != actors::cluster_protocol_version)
     return "node " + hello.name + " speaks cluster protocol " + std::to_string(hello.protocol) +
            ", this coordinator " + std::to_string(actors::cluster_protocol_version) +

@@ -83,8 +83,9 @@ private:
   std::vector<std::int32_t> worker_nodes_;
 };
 
-/// `text` with its control characters written as escapes ("line\\nbreak", "\\x1b"): a node's name
-/// as a log line may hold it, which a newline would split (or forge another line with).
+/// `text` with its control characters and the bytes that are not UTF-8 written as escapes
+/// ("line\\nbreak", "\\x1b", "\\xff"): a node's name as a log line may hold it, which a newline
+/// would split (or forge another line with); a JSON report or a metrics label takes UTF-8 only.
 std::string printable(const std::string& text);
 
 /// Why `hello` is refused whatever the slots: a name with a control character, another protocol, a

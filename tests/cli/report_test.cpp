@@ -22,6 +22,8 @@
 
 namespace {
 
+using herd::actors::stop_cause;
+
 using herd::cli::check_report_path;
 using herd::cli::check_writable;
 using herd::cli::write_file_atomically;
@@ -216,6 +218,15 @@ TEST(summary, a_worker_slower_all_along_is_named_as_the_straggler) {
   EXPECT_THAT(printed(slow), testing::Not(HasSubstr("straggler ")));
 }
 
+// A text that is not UTF-8 (a node's name, a checkpoint directory's) does not lose the report at
+// the end of the run: its bytes are written as U+FFFD.
+TEST(summary, a_text_that_is_not_utf8_is_reported_with_replacement_characters) {
+  auto summary = with_step_means({1.0, 1.0}, 10);
+  summary.final_checkpoint = "/tmp/ck\xff/last.ckpt";
+  const auto report = nlohmann::json::parse(herd::cli::report_json(summary, {}));
+  EXPECT_EQ(report["final_checkpoint"], "/tmp/ck\xef\xbf\xbd/last.ckpt");
+}
+
 // Across processes the summary and report name each worker's node, and list the workers lost and
 // joined: which node left or took over, when, and why.
 TEST(summary, workers_lost_and_joined_are_listed_with_their_nodes) {
@@ -385,7 +396,7 @@ TEST(summary, every_line_fits_an_80_column_terminal) {
   summary.compute = "cuda:0 (NVIDIA H200)";
   summary.data_plane = "gloo";
   summary.imbalance = "persistent (workers 0, 1 delayed 120 ms)";
-  summary.stop_reason = "error";
+  summary.stop_reason = stop_cause::error;
   summary.error = "node 10.0.0.7:7001 lost while the job had no node to spare and min-nodes 2";
   summary.aborted_rounds = 12;
   summary.workers_joined = 4;
@@ -465,7 +476,7 @@ TEST(summary, shows_each_workers_step_time_distribution_and_reports_its_histogra
 // workers' elsewhere, the summary and the report show both.
 TEST(summary, a_run_stopped_at_its_target_shows_both_accuracies_where_they_differ) {
   herd::actors::run_summary summary;
-  summary.stop_reason = "target-accuracy";
+  summary.stop_reason = stop_cause::target_accuracy;
   summary.final_test_accuracy = 0.8538;
   summary.final_test_loss = 0.41;
   summary.after_stop_test_accuracy = 0.8449;
@@ -495,7 +506,7 @@ TEST(summary, a_run_stopped_at_its_target_shows_both_accuracies_where_they_diffe
 // on the test set, measured once; the report says which set the evaluations measured.
 TEST(summary, a_run_with_a_validation_set_shows_both_and_which_the_target_read) {
   herd::actors::run_summary summary;
-  summary.stop_reason = "target-accuracy";
+  summary.stop_reason = stop_cause::target_accuracy;
   summary.validation_samples = 6000;
   summary.final_validation_accuracy = 0.8812;
   summary.final_validation_loss = 0.33;
@@ -537,7 +548,7 @@ TEST(summary, a_run_with_a_validation_set_shows_both_and_which_the_target_read) 
 // shows the workers' last where they differ.
 TEST(summary, a_run_that_kept_its_best_evaluation_says_so_beside_the_last) {
   herd::actors::run_summary summary;
-  summary.stop_reason = "plateau";
+  summary.stop_reason = stop_cause::plateau;
   summary.final_test_accuracy = 0.8712;
   summary.final_test_loss = 0.38;
   summary.after_stop_test_accuracy = 0.8650;
@@ -553,7 +564,7 @@ TEST(summary, a_run_that_kept_its_best_evaluation_says_so_beside_the_last) {
 // measured (every worker lost after five evaluations left the line empty-handed).
 TEST(summary, a_failed_run_shows_its_last_evaluation_in_place_of_a_final_one) {
   herd::actors::run_summary summary;
-  summary.stop_reason = "error";
+  summary.stop_reason = stop_cause::error;
   summary.error = "every worker was lost";
   std::ostringstream none;
   herd::cli::print_summary(none, summary);

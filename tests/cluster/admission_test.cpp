@@ -148,13 +148,26 @@ TEST(admission, a_name_with_a_control_character_is_refused_and_shown_escaped) {
   const auto refused = herd::cluster::hello_refusal(hello_of(1, "a\nherd: node 9 joined"), defaults,
                                                     registry_phase::gathering, false, 0);
   ASSERT_TRUE(refused);
-  EXPECT_EQ(*refused, "the node's name \"a\\nherd: node 9 joined\" holds a control character, "
-                      "which would split the log's lines; give it a name of printable characters "
-                      "(herd node --name)");
+  EXPECT_EQ(*refused, "the node's name \"a\\nherd: node 9 joined\" holds a control character "
+                      "or a byte that is not UTF-8 (it would split the log's lines, or lose the "
+                      "run's report); give it a name of printable characters (herd node --name)");
   EXPECT_EQ(refused->find('\n'), std::string::npos);
   EXPECT_FALSE(herd::cluster::hello_refusal(hello_of(1, "n\xc3\xa4me"), defaults,
                                             registry_phase::gathering, false, 0))
       << "UTF-8 is printable";
+  // Bytes that are not UTF-8 are escaped, and such a name refused: a report or a metrics label
+  // holding it could not be written.
+  EXPECT_EQ(herd::cluster::printable("vm\xff"
+                                     "b"),
+            "vm\\xffb");
+  EXPECT_EQ(herd::cluster::printable("\xc3"), "\\xc3");                   // cut short
+  EXPECT_EQ(herd::cluster::printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(herd::cluster::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80"); // a surrogate
+  EXPECT_EQ(herd::cluster::printable("\xe2\x82\xac \xf0\x9f\x90\x91"),
+            "\xe2\x82\xac \xf0\x9f\x90\x91"); // the euro sign and a sheep stay
+  EXPECT_TRUE(herd::cluster::hello_refusal(hello_of(1, "vm\xff"
+                                                       "b"),
+                                           defaults, registry_phase::gathering, false, 0));
 }
 
 TEST(admission, a_node_is_refused_while_the_cluster_starts_and_once_the_job_is_over) {
