@@ -7,9 +7,12 @@
 #include "models/sampler.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -247,7 +250,10 @@ void write_corpus_cache(const std::string& path, const fortune_corpus& corpus,
 
   const auto target = std::filesystem::path(path);
   std::filesystem::create_directories(target.parent_path());
-  const auto temporary = target.string() + ".tmp." + std::to_string(::getpid());
+  // Of this process and this call: two jobs of one service may prepare the corpus at once.
+  static std::atomic<std::uint64_t> writes{0};
+  const auto temporary =
+      target.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writes++);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << header << payload;
@@ -260,12 +266,21 @@ void write_corpus_cache(const std::string& path, const fortune_corpus& corpus,
 
 std::optional<fortune_corpus> read_corpus_cache(const std::string& path,
                                                 std::uint64_t fingerprint) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  // Without blocking, and only a regular file: a FIFO there would wait for a writer forever
+  // (the corpus is then prepared again and its cache renamed over it).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return std::nullopt;
-  std::ostringstream whole;
-  whole << in.rdbuf();
-  const std::string bytes = whole.str();
+  struct stat status {};
+  std::string bytes;
+  if (::fstat(fd, &status) == 0 && S_ISREG(status.st_mode)) {
+    char buffer[1 << 16];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR))
+      if (got > 0)
+        bytes.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
   if (bytes.size() < cache_header_bytes ||
       std::memcmp(bytes.data(), cache_magic, sizeof cache_magic) != 0)
     return std::nullopt;

@@ -60,13 +60,15 @@ std::uint64_t fortune_fingerprint(const std::string& dpkg_dir,
                                   const std::vector<std::vector<std::string>>& files);
 
 /// The cache file: magic, format version, the fingerprint of the inputs, the payload's size and
-/// FNV-1a checksum, the payload (the corpus). Written to a temporary file and renamed into place,
-/// so a reader never sees half a file. Host byte order: a cache belongs to its machine.
+/// FNV-1a checksum, the payload (the corpus). Written to a temporary file of its own (threads of
+/// one process may write at once) and renamed into place, so a reader never sees half a file. Host
+/// byte order: a cache belongs to its machine.
 void write_corpus_cache(const std::string& path, const fortune_corpus& corpus,
                         std::uint64_t fingerprint);
 
-/// The cached corpus, or nullopt when the file is missing, damaged (size, magic, version or
-/// checksum wrong) or was prepared from other inputs (another fingerprint).
+/// The cached corpus, or nullopt when the file is missing, not a regular file (read without
+/// blocking), damaged (size, magic, version or checksum wrong) or was prepared from other inputs
+/// (another fingerprint).
 std::optional<fortune_corpus> read_corpus_cache(const std::string& path, std::uint64_t fingerprint);
 
 struct fortune_options {

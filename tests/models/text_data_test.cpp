@@ -15,9 +15,12 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
+#include "support/forked_call.hpp"
 #include "support/read_file.hpp"
 
 namespace {
@@ -220,6 +223,43 @@ TEST(text_data, the_cache_is_refused_when_the_inputs_changed_or_the_file_is_dama
   write_file(path, "not a cache");
   EXPECT_FALSE(herd::models::read_corpus_cache(path, 42).has_value());
   EXPECT_FALSE(herd::models::read_corpus_cache((dir.path / "absent").string(), 42).has_value());
+}
+
+// Two jobs of one service preparing the corpus at once each write a temporary file of their own.
+TEST(text_data, threads_that_write_the_cache_at_once_leave_one_whole_file) {
+  temporary_dir dir("fortune-cache-race");
+  const auto path = (dir.path / "fortunes.cache").string();
+  const auto written = small_corpus();
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> writers;
+  for (std::size_t t = 0; t < failures.size(); ++t)
+    writers.emplace_back([&, t] {
+      try {
+        for (int i = 0; i < 200; ++i)
+          herd::models::write_corpus_cache(path, written, 42);
+      } catch (const std::exception& failed) {
+        failures[t] = failed.what();
+      }
+    });
+  for (auto& writer : writers)
+    writer.join();
+  EXPECT_EQ(failures, std::vector<std::string>(2)) << "a writer failed";
+  ASSERT_TRUE(herd::models::read_corpus_cache(path, 42).has_value());
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path), {}), 1);
+}
+
+// A FIFO at the cache's path is no cache, and reading it does not wait for a writer.
+TEST(text_data, a_fifo_at_the_caches_path_is_passed_over_without_waiting) {
+  temporary_dir dir("fortune-cache-fifo");
+  const auto path = (dir.path / "fortunes.cache").string();
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  const auto outcome = herd::testing::run_forked(
+      [&path] { return herd::models::read_corpus_cache(path, 42).has_value() ? "read" : "none"; },
+      std::chrono::seconds(20));
+  ASSERT_TRUE(outcome.finished) << "reading a FIFO as the cache hung";
+  EXPECT_EQ(outcome.report, "none");
+  herd::models::write_corpus_cache(path, small_corpus(), 42); // renamed over the FIFO
+  EXPECT_TRUE(herd::models::read_corpus_cache(path, 42).has_value());
 }
 
 TEST(text_data, missing_packages_are_named_with_the_line_that_installs_them) {
