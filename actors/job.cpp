@@ -88,8 +88,10 @@ actors::job_setup setup_from(const config::run_config& config,
   setup.session.metrics = std::move(options.metrics);
   setup.session.progress_interval = options.progress_interval;
   setup.name = std::move(options.name);
-  if (!options.blas_threads)
+  if (!options.blas_threads) {
     setup.blas_threads = actors::blas_threads_for(config, config.train.workers);
+    setup.blas_threads_chosen = true;
+  }
   else if (*options.blas_threads >= 0)
     setup.blas_threads = *options.blas_threads;
   setup.on_progress = std::move(options.on_progress);

@@ -62,6 +62,9 @@ struct job_setup {
   session_options session;
   std::string name; // empty: config.metrics.job
   std::optional<int> blas_threads;
+  /// blas_threads is Herd's own choice (job_options::blas_threads unset): it never raises the
+  /// count while another job of this process runs (its workers' GEMMs would fight for the cores).
+  bool blas_threads_chosen = false;
   std::function<void(const progress&)> on_progress;
   std::function<void(const evaluation_point&)> on_evaluation;
   std::function<void(const std::string&)> on_notice;
@@ -87,7 +90,9 @@ struct job_setup {
 class job_plan;
 
 /// Checks `config` against `data` and the model, places the compute, claims the metrics name and
-/// sets the BLAS threads when setup.blas_threads asks. Throws as herd::job::start documents.
+/// sets the BLAS threads when setup.blas_threads asks (a count Herd chose only when no other job
+/// of this process runs or it is no more than the count now). Throws as herd::job::start
+/// documents.
 std::shared_ptr<job_plan> prepare_job(config::run_config config,
                                       std::shared_ptr<const models::train_test_split> data,
                                       job_setup setup);

@@ -9,6 +9,7 @@
 #include "herd/sequential.hpp"
 #include "kernels/cuda/cuda_ops.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -88,6 +89,18 @@ compute_placement::make(const config::run_config& config, const kernels::ops& cp
   return placement;
 }
 
+namespace {
+
+// The jobs of this process whose actors have not all let go of their plan.
+std::atomic<int> running_jobs{0};
+
+std::shared_ptr<const void> count_running() {
+  ++running_jobs;
+  return std::shared_ptr<const void>(nullptr, [](const void*) { --running_jobs; });
+}
+
+} // namespace
+
 job_claim::job_claim(std::shared_ptr<const void> scope, std::string name,
                      config::config_error refusal)
     : scope_(std::move(scope)), name_(std::move(name)) {
@@ -113,7 +126,11 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   // holds it out; dataset_from_memory does not): held out here, from a copy, as load_dataset would.
   if (config.data.validation_fraction > 0.0 && data->validation.size() == 0) {
     auto held = std::make_shared<models::train_test_split>(*data);
-    models::hold_out_validation(*held, config.data.validation_fraction, config.train.seed);
+    try {
+      models::hold_out_validation(*held, config.data.validation_fraction, config.train.seed);
+    } catch (const models::data_error& too_few) { // as every other refusal at the start
+      throw config::invalid_config({config::config_error{"data.validation-fraction", too_few.what()}});
+    }
     data = std::move(held);
   }
   for (const auto* set : {&data->train, &data->test})
@@ -212,8 +229,15 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   named.metrics.job = plan->name;
   plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);
   plan->plane = comm::make_local_plane(*plan->compute.reduce);
-  if (plan->setup.blas_threads)
-    kernels::set_blas_threads(*plan->setup.blas_threads);
+  const int others = running_jobs.load();
+  plan->running = count_running();
+  if (const auto& wanted = plan->setup.blas_threads) {
+    // Another job's workers may be in their GEMMs: a count Herd chose never raises theirs (0 is
+    // one thread per core).
+    const bool raises = *wanted == 0 || *wanted > kernels::blas_threads();
+    if (!plan->setup.blas_threads_chosen || others == 0 || !raises)
+      kernels::set_blas_threads(*wanted);
+  }
 
   auto& shared = *plan->shared;
   shared.name = plan->name;

@@ -78,6 +78,8 @@ public:
   std::shared_ptr<checkpoint::directory_lock> checkpoint_lock;
   std::shared_ptr<herd::job::shared_state> shared = std::make_shared<herd::job::shared_state>();
   bool launched = false;
+  /// Counts this job among the process's jobs until the last of its actors has let go of it.
+  std::shared_ptr<const void> running;
 
   /// The group coordinator's setup for this run, its events told to `observer`; the caller adds
   /// what ties it to the actors it spawns (on_finished, the control costs).

@@ -59,8 +59,9 @@ struct job_options {
   /// see it), set before the job starts. Unset: as `herd train` sets it, from train.blas-threads,
   /// whose 0 means one thread per GEMM when the job has several workers (each worker's GEMMs on
   /// a pool of every core would fight the others' for the cores: 25 to 100 times slower on 2
-  /// cores) and every core for one. 0: one per core. Negative: Herd leaves it as it is (a host
-  /// that sets OpenBLAS's threads itself).
+  /// cores) and every core for one; but never higher than it is while another job of this
+  /// process runs (a one-worker job beside a job of several leaves it at one). 0: one per core.
+  /// Negative: Herd leaves it as it is (a host that sets OpenBLAS's threads itself).
   std::optional<int> blas_threads;
 
   /// Non-null: every worker replica (and under async the parameter server) starts from these

@@ -508,6 +508,32 @@ TEST_F(blas_threads, a_job_sets_them_as_herd_train_does_unless_told_to_leave_the
   EXPECT_EQ(herd::kernels::blas_threads(), 2);
 }
 
+// A job whose BLAS count Herd chooses never raises it under another job's workers: a one-worker
+// job (every core) beside a two-worker job (one thread a GEMM) leaves it at one.
+TEST_F(blas_threads, a_job_does_not_raise_them_while_another_job_runs) {
+  const auto data = synthetic(960);
+  herd::kernels::set_blas_threads(2);
+  const auto running = herd::job::start(long_run(), data, quick("running"));
+  ASSERT_EQ(herd::kernels::blas_threads(), 1);
+  auto alone = short_run();
+  alone.train.workers = 1;
+  {
+    const auto job = herd::job::start(alone, data, quick("alone"));
+    EXPECT_EQ(herd::kernels::blas_threads(), 1) << "raised under the running job's workers";
+    ASSERT_EQ(job->wait().stop_reason, stop_cause::epochs);
+  }
+  // Asked for by the caller, it is set as asked.
+  auto asking = quick("asking");
+  asking.blas_threads = 2;
+  {
+    const auto job = herd::job::start(alone, data, asking);
+    EXPECT_EQ(herd::kernels::blas_threads(), 2);
+    ASSERT_EQ(job->wait().stop_reason, stop_cause::epochs);
+  }
+  running->stop();
+  EXPECT_EQ(running->wait().stop_reason, stop_cause::interrupted);
+}
+
 // herd_learning_rate is the rate updates use: under async the parameter server's (train.lr / P
 // without async.lr), not the workers' train.lr, which no update applies.
 TEST(job_facade, the_learning_rate_metric_under_async_is_the_servers) {
@@ -536,6 +562,21 @@ TEST(job_facade, the_learning_rate_metric_under_async_is_the_servers) {
     EXPECT_THAT(exposed, HasSubstr(async_lr > 0.0 ? "herd_learning_rate{job=\"rate\"} 0.02\n"
                                                   : "herd_learning_rate{job=\"rate\"} 0.025\n"))
         << exposed;
+  }
+}
+
+// A split given without a validation set is held out from as load_dataset would; a fraction
+// that holds out no sample is refused by its key, as every other refusal at the start.
+TEST(job_facade, a_validation_fraction_that_holds_out_no_sample_is_refused_by_its_key) {
+  auto config = short_run();
+  config.data.validation_fraction = 0.001; // of 192 samples a class: none
+  try {
+    herd::job::start(config, synthetic(960), quick())->wait();
+    FAIL() << "the job started";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "data.validation-fraction");
+    EXPECT_THAT(refused.errors()[0].message, HasSubstr("holds out no sample"));
   }
 }
 
