@@ -6,7 +6,7 @@
 
 namespace herd::cli {
 
-/// "herd 0.2.0" and one line on CUDA (what `herd --version` and `--version` on every command say).
+/// "herd 0.3.0" and one line on CUDA (what `herd --version` and `--version` on every command say).
 std::string version_text();
 
 /// CPUs, the BLAS library, GPUs, and what the build supports (CUDA kernels, NCCL, TLS).
