@@ -200,7 +200,12 @@ std::string encode(header head, std::string_view payload) {
   return out;
 }
 
-loaded decode(std::string_view bytes, const std::string& file) {
+namespace {
+
+// The header of the checkpoint whose first bytes are `bytes` (the whole file, or at least its
+// magic, header and header checksum), and where its payload begins. Throws checkpoint_error as
+// decode() does for everything before the payload.
+std::pair<loaded, std::size_t> decode_header(std::string_view bytes, const std::string& file) {
   if (bytes.size() < magic.size() || bytes.substr(0, magic.size()) != magic)
     throw checkpoint_error(file, "not a Herd checkpoint (the file does not begin with \"" +
                                      std::string(magic) + "\")");
@@ -210,7 +215,11 @@ loaded decode(std::string_view bytes, const std::string& file) {
                                      " bytes, too short for a header)");
   const std::uint64_t header_size = get_u64(bytes.substr(at, 8));
   at += 8;
-  if (header_size > max_header_bytes || bytes.size() < at + header_size + 8)
+  if (header_size > max_header_bytes)
+    throw checkpoint_error(file, "header: corrupt (it claims " + std::to_string(header_size) +
+                                     " bytes; a header holds at most " +
+                                     std::to_string(max_header_bytes) + ")");
+  if (bytes.size() < at + header_size + 8)
     throw checkpoint_error(file, "header: truncated or corrupt (it claims " +
                                      std::to_string(header_size) + " bytes, the file has " +
                                      std::to_string(bytes.size()) + " in all)");
@@ -233,12 +242,24 @@ loaded decode(std::string_view bytes, const std::string& file) {
         file, "header: format version " + std::to_string(out.head.version) + " (written by Herd " +
                   out.head.herd_version + "); this Herd reads versions " +
                   std::to_string(oldest_read_version) + " to " + std::to_string(format_version));
-  const std::uint64_t payload_size = bytes.size() - at;
-  if (payload_size != out.head.payload_bytes)
+  return {std::move(out), at};
+}
+
+// Refuses a file whose size is not the one its header gives, naming both.
+void check_payload_size(std::uint64_t payload_size, const header& head, const std::string& file) {
+  if (payload_size != head.payload_bytes)
     throw checkpoint_error(
-        file, std::string(payload_size < out.head.payload_bytes ? "truncated" : "too long") +
-                  ": the header says " + std::to_string(out.head.payload_bytes) +
+        file, std::string(payload_size < head.payload_bytes ? "truncated" : "too long") +
+                  ": the header says " + std::to_string(head.payload_bytes) +
                   " payload bytes, the file holds " + std::to_string(payload_size));
+}
+
+} // namespace
+
+loaded decode(std::string_view bytes, const std::string& file) {
+  auto [out, at] = decode_header(bytes, file);
+  const std::uint64_t payload_size = bytes.size() - at;
+  check_payload_size(payload_size, out.head, file);
   const auto payload = bytes.substr(at);
   const std::uint64_t hash = fnv1a64(payload);
   if (hash != out.head.payload_hash)
@@ -251,7 +272,12 @@ loaded decode(std::string_view bytes, const std::string& file) {
   return out;
 }
 
-std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) {
+namespace {
+
+// The first `most` bytes of the regular file `path` (all of it when it is shorter; with
+// `whole`, more is refused instead), and its size in `size`.
+std::string read_regular(const std::string& path, std::uint64_t most, bool whole,
+                         std::uint64_t& size) {
   file_descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (file.fd < 0)
     throw std::runtime_error(system_reason(errno));
@@ -261,24 +287,41 @@ std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) 
   if (!S_ISREG(status.st_mode))
     throw std::runtime_error("it is " + kernels::file_kind(status.st_mode) +
                              ", not a regular file");
-  if (static_cast<std::uint64_t>(status.st_size) > max_bytes)
+  size = static_cast<std::uint64_t>(status.st_size);
+  if (whole && size > most)
     throw std::runtime_error("it holds " + std::to_string(status.st_size) + " bytes, more than " +
-                             std::to_string(max_bytes));
+                             std::to_string(most));
   std::string bytes;
-  bytes.reserve(static_cast<std::size_t>(status.st_size));
+  bytes.reserve(static_cast<std::size_t>(std::min(size, most)));
   char buffer[1 << 16];
-  for (;;) {
-    const ssize_t got = ::read(file.fd, buffer, sizeof buffer);
+  while (bytes.size() < most || whole) {
+    const auto wanted = static_cast<std::size_t>(
+        whole ? sizeof buffer : std::min<std::uint64_t>(sizeof buffer, most - bytes.size()));
+    const ssize_t got = ::read(file.fd, buffer, wanted);
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0)
       throw std::runtime_error(system_reason(errno));
     if (got == 0)
-      return bytes;
+      break;
     bytes.append(buffer, static_cast<std::size_t>(got));
-    if (bytes.size() > max_bytes) // it grew while read
-      throw std::runtime_error("it holds more than " + std::to_string(max_bytes) + " bytes");
+    if (whole && bytes.size() > most) // it grew while read
+      throw std::runtime_error("it holds more than " + std::to_string(most) + " bytes");
   }
+  return bytes;
+}
+
+// The first `most` bytes of the regular file `path`, and its size in `size`.
+std::string read_regular_file_start(const std::string& path, std::uint64_t most,
+                                    std::uint64_t& size) {
+  return read_regular(path, most, false, size);
+}
+
+} // namespace
+
+std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) {
+  std::uint64_t size = 0;
+  return read_regular(path, max_bytes, true, size);
 }
 
 bool is_checkpoint_file(const std::string& path) {
@@ -292,9 +335,23 @@ bool is_checkpoint_file(const std::string& path) {
 
 loaded read_file(const std::string& path) {
   try {
-    return decode(read_regular_file(path, std::numeric_limits<std::uint64_t>::max()), path);
+    // The header first: a file that is no checkpoint, or whose size is not the one its header
+    // gives (a sparse file of gigabytes beside the real ones), is refused before its bytes are.
+    const std::uint64_t prefix_bytes = magic.size() + 8 + max_header_bytes + 8;
+    std::uint64_t size = 0;
+    const auto prefix = read_regular_file_start(path, prefix_bytes, size);
+    if (size > prefix.size()) {
+      const auto [front, at] = decode_header(prefix, path);
+      check_payload_size(size - at, front.head, path);
+    }
+    return decode(size > prefix.size()
+                      ? read_regular_file(path, std::numeric_limits<std::uint64_t>::max())
+                      : prefix,
+                  path);
   } catch (const checkpoint_error&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    throw checkpoint_error(path, "cannot be read: not enough memory for it");
   } catch (const std::runtime_error& unread) {
     throw checkpoint_error(path, std::string("cannot be read: ") + unread.what());
   }

@@ -291,6 +291,38 @@ TEST(CheckpointFiles, ResolveSaysWhatIsMissing) {
   EXPECT_THROW(read_file(dir.file("absent")), checkpoint_error);
 }
 
+// A sparse file of 100 GB (no disk space) beside the real checkpoints: the whole file was read
+// before its header was (std::bad_alloc, or seconds and gigabytes for 3 GB). Its header is read
+// first, and a size the header does not give is refused without reading further.
+TEST(CheckpointFiles, AFileOfAnotherSizeThanItsHeaderGivesIsRefusedUnread) {
+  herd::testing::temp_directory dir;
+  const auto real = encode(sample_header(), random_payload(64, 5));
+  const std::uint64_t huge = 100ull << 30;
+  const auto sparse = [&](const std::string& name, const std::string& start) {
+    const auto path = dir.file(name);
+    std::ofstream(path, std::ios::binary) << start;
+    std::filesystem::resize_file(path, huge);
+    return path;
+  };
+  try {
+    read_file(sparse("grown.ckpt", real));
+    ADD_FAILURE() << "a 100 GB file was read";
+  } catch (const checkpoint_error& refused) {
+    EXPECT_EQ(refused.problem(), "too long: the header says 64 payload bytes, the file holds " +
+                                     std::to_string(huge - (real.size() - 64)));
+  }
+  try {
+    read_file(sparse("zeros.ckpt", ""));
+    ADD_FAILURE() << "a 100 GB file of zeros was read";
+  } catch (const checkpoint_error& refused) {
+    EXPECT_EQ(refused.problem().rfind("not a Herd checkpoint", 0), 0u) << refused.problem();
+  }
+  // A whole checkpoint is read as before.
+  write_atomically(dir.file("real"), file_name(1764612345001, 5), real);
+  EXPECT_EQ(read_file(dir.file("real/" + file_name(1764612345001, 5))).payload,
+            decode(real, "x").payload);
+}
+
 // A FIFO waited for a writer forever, /dev/zero was read until memory ran out.
 TEST(CheckpointFiles, OnlyRegularFilesAreRead) {
   herd::testing::temp_directory dir;
