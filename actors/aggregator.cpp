@@ -7,6 +7,7 @@
 #include "actors/messages.hpp"
 #include "actors/round_report.hpp"
 #include "actors/scheduling.hpp"
+#include "actors/unexpected_messages.hpp"
 #include "kernels/check.hpp"
 
 #include <algorithm>
@@ -27,6 +28,9 @@ public:
       : caf::event_based_actor(config), setup_(std::move(setup)),
         coordinator_(std::move(coordinator)) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
+    // Nodes address it: what no handler takes is dropped, never printed whole (it has no log of
+    // its own; the coordinator's and the registry's say when a peer sends such messages).
+    set_default_handler(drop_unexpected("an aggregator", nullptr));
     // A member's answer is a plain message: an error in its place comes here, not to a request.
     set_error_handler([this](caf::error& failure) {
       member_failed(caf::actor_cast<caf::actor_addr>(current_sender()),

@@ -5,6 +5,7 @@
 #include "actors/imbalance.hpp"
 #include "actors/run_parts.hpp"
 #include "actors/step_inbox.hpp"
+#include "actors/unexpected_messages.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
@@ -32,6 +33,9 @@ coordinator_actor::coordinator_actor(caf::actor_config& config, coordinator_setu
   if (setup_.joins)
     joins_ = setup_.joins(*this);
   set_down_handler([this](caf::down_msg& down) { on_down(down); });
+  // Nodes address it across processes: what no handler takes is dropped in a line, not printed.
+  set_default_handler(
+      drop_unexpected("the group coordinator", [this](const std::string& text) { notice(text); }));
 }
 
 handler_timer coordinator_actor::timed() const {

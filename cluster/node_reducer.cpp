@@ -6,6 +6,7 @@
 #include "actors/errors.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_parts.hpp"
+#include "actors/unexpected_messages.hpp"
 #include "comm/sequencer.hpp"
 
 #include <algorithm>
@@ -57,6 +58,12 @@ public:
   }
 
   caf::behavior make_behavior() override {
+    // The coordinator's process addresses it: what no handler takes is dropped in a line.
+    set_default_handler(
+        actors::drop_unexpected("the node reducer", [this](const std::string& text) {
+          if (setup_.notice)
+            setup_.notice(text);
+        }));
     return {
         [this](reduce_order& order) -> caf::result<reduce_done> { return begin(std::move(order)); },
         [this](reduced_atom, std::uint64_t round, const comm::status& result, double seconds) {

@@ -11,6 +11,7 @@
 #include "actors/group_coordinator.hpp"
 #include "actors/messages.hpp"
 #include "actors/train_session.hpp"
+#include "actors/unexpected_messages.hpp"
 #include "comm/buffer_pool.hpp"
 #include "comm/sealing.hpp"
 #include "herd/config.hpp"
@@ -40,6 +41,9 @@ public:
   registry_actor(caf::actor_config& actor_config, std::shared_ptr<registry_context> context)
       : caf::event_based_actor(actor_config), context_(std::move(context)) {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
+    // Published to every peer: what no handler takes is dropped in a line, not printed.
+    set_default_handler(
+        actors::drop_unexpected("the registry", [this](const std::string& text) { notice(text); }));
     if (context_->options.metrics)
       cluster_metrics_.emplace(context_->options.metrics, context_->config.metrics.job,
                                nodes_required());
