@@ -86,6 +86,8 @@ private:
   void on_drain_timeout();
   void on_policy_time(double deadline);
   void on_down(const caf::down_msg& down);
+  // The wait ledger's comparison against a barrier so far, to the metrics (set).
+  void export_comparison();
   // The run's series leave the registry (where they are to), then its name is let go.
   void close_metrics();
   // lose_worker(), with a notice only when `say_so` (not when another notice covers the loss).

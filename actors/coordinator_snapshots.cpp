@@ -22,6 +22,13 @@ void coordinator_actor::resume_from(const run_checkpoint& saved) {
   const auto& record = saved.coordinator;
   counters_ = record.counters;
   counters_.samples_per_epoch = setup_.samples_per_epoch;
+  if (setup_.metrics) { // the lags and the comparison's counters go on from the checkpoint's
+    for (std::size_t worker = 0; worker < counters_.workers.size(); ++worker)
+      setup_.metrics->resumed_steps(static_cast<int>(worker), counters_.workers[worker].steps);
+    const auto compared = counters_.ledger.compare();
+    setup_.metrics->resumed_comparison(compared.waited_total, compared.barrier_total,
+                                       compared.steps_compared);
+  }
   evaluations_.resume_from(record.evaluations, counters_.epochs());
   if (const auto& reached = evaluations_.target_point()) {
     std::ostringstream text;

@@ -42,6 +42,12 @@ handler_timer coordinator_actor::timed() const {
   return {setup_.costs.get(), &control_costs::coordinator};
 }
 
+void coordinator_actor::export_comparison() {
+  const auto compared = booked_counters().ledger.compare();
+  setup_.metrics->barrier_comparison(compared.waited_total, compared.barrier_total,
+                                     compared.steps_compared);
+}
+
 void coordinator_actor::close_metrics() {
   if (setup_.metrics && setup_.close_metrics_at_end)
     setup_.metrics->close();
@@ -263,6 +269,7 @@ void coordinator_actor::on_tick() {
     const double rate =
         policy_->applies_at_server() ? server_learning_rate(setup_.config) : setup_.config.train.lr;
     setup_.metrics->learning_rate(rate * lr_scale());
+    export_comparison();
     setup_.metrics->refresh(elapsed());
   }
   report_progress(); // after the refresh: it names the straggler the refresh found
@@ -513,6 +520,8 @@ void coordinator_actor::finish() {
   run.validation_samples = setup_.validation_samples;
   if (setup_.costs)
     run.control = setup_.costs->summary();
+  if (setup_.metrics)
+    export_comparison(); // the steps settled since the last tick
   // Before the summary goes out: once it has, the job's name is free for another job.
   close_metrics();
   if (auto kept = evaluations_.kept_parameters(run.stop_reason, nullptr); setup_.on_finished) {

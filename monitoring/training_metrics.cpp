@@ -96,6 +96,28 @@ void training_metrics::add_series() {
                                 "Re-keys of the data plane begun because a node refused a peer's "
                                 "messages"))
            .add(job);
+  worker_losses_ =
+      &kept(metrics.add_counter("herd_worker_losses_total",
+                                "Workers lost (their node gone, paused past the timeout, or left)"))
+           .add(job);
+  worker_joins_ = &kept(metrics.add_counter("herd_worker_joins_total",
+                                            "Lost workers' slots a joining node took over"))
+                       .add(job);
+  compared_waited_ =
+      &kept(metrics.add_counter("herd_waited_seconds_total",
+                                "Idle time of all workers after the steps every live worker has "
+                                "finished (the steps herd_barrier_wait_seconds_total covers)"))
+           .add(job);
+  compared_barrier_ =
+      &kept(metrics.add_counter("herd_barrier_wait_seconds_total",
+                                "Idle time a synchronous barrier would have imposed on all "
+                                "workers on the same steps: the slowest's compute minus each's"))
+           .add(job);
+  compared_steps_ =
+      &kept(metrics.add_counter("herd_compared_steps_total",
+                                "Step numbers every live worker has finished: those compared "
+                                "against a barrier"))
+           .add(job);
   group_size_ = &kept(metrics.add_histogram("herd_group_size", "Members per group"))
                      .add(job, bucket_boundaries{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
   auto& rounds = kept(metrics.add_counter(
@@ -121,8 +143,9 @@ void training_metrics::add_series() {
                                   "validation set, which the evaluations then measure)"));
   learning_rate_family_ = &kept(
       metrics.add_gauge("herd_learning_rate",
-                        "Learning rate an update begun now would get: train.lr (under async the "
-                        "parameter server's rate) times its schedule's factor at the run's epochs"));
+                        "Learning rate an update begun now would get: train.lr (under async "
+                        "the parameter server's rate) times its schedule's factor at the run's "
+                        "epochs"));
 }
 
 gauge& training_metrics::score_of(int worker) {
@@ -209,6 +232,39 @@ void training_metrics::worker_lost(int worker) {
   if (record.straggler_score != nullptr)
     record.straggler_score->set(0.0);
   stragglers_.worker_lost(worker);
+  worker_losses_->increment();
+}
+
+std::uint64_t training_metrics::front_steps() const {
+  std::uint64_t fastest = 0;
+  for (const auto& record : workers_)
+    if (record.live)
+      fastest = std::max(fastest, record.steps);
+  return fastest;
+}
+
+void training_metrics::resumed_steps(int worker, std::uint64_t steps) {
+  auto& record = workers_.at(static_cast<std::size_t>(worker));
+  record.steps = std::max(record.steps, steps);
+}
+
+void training_metrics::barrier_comparison(double waited_seconds, double barrier_seconds,
+                                          std::uint64_t steps_compared) {
+  if (closed_)
+    return;
+  // Totals only grow (a lost worker's settled steps stay counted); a smaller one adds nothing.
+  compared_waited_->increment(std::max(0.0, waited_seconds - compared_.waited));
+  compared_barrier_->increment(std::max(0.0, barrier_seconds - compared_.barrier));
+  if (steps_compared > compared_.steps)
+    compared_steps_->increment(static_cast<double>(steps_compared - compared_.steps));
+  resumed_comparison(waited_seconds, barrier_seconds, steps_compared);
+}
+
+void training_metrics::resumed_comparison(double waited_seconds, double barrier_seconds,
+                                          std::uint64_t steps_compared) {
+  compared_.waited = std::max(compared_.waited, waited_seconds);
+  compared_.barrier = std::max(compared_.barrier, barrier_seconds);
+  compared_.steps = std::max(compared_.steps, steps_compared);
 }
 
 training_metrics::per_worker training_metrics::series_for(int worker, const std::string& node) {
@@ -232,7 +288,11 @@ void training_metrics::worker_joined(int worker, const std::string& node) {
     return;
   auto& record = workers_.at(static_cast<std::size_t>(worker));
   const auto old_node = record.node;
+  // It takes a live peer's parameters and step count: its lag starts from the front, not from
+  // the run's whole step count.
+  const auto front = front_steps();
   record = series_for(worker, node);
+  record.steps = front;
   // The slot's series under the node it left end: herd_worker_up 0 there would keep an alert
   // firing for a worker that is live again.
   if (old_node != node) {
@@ -246,6 +306,7 @@ void training_metrics::worker_joined(int worker, const std::string& node) {
     up_family_->remove(old);
   }
   stragglers_.worker_joined(worker);
+  worker_joins_->increment();
 }
 
 void training_metrics::close() {
@@ -284,10 +345,7 @@ void training_metrics::learning_rate(double rate) {
 void training_metrics::refresh(double now_seconds) {
   if (closed_)
     return;
-  std::uint64_t fastest = 0;
-  for (const auto& record : workers_)
-    if (record.live)
-      fastest = std::max(fastest, record.steps);
+  const auto fastest = front_steps();
   for (auto& record : workers_)
     if (record.live)
       record.lag_steps->set(static_cast<double>(fastest - record.steps));

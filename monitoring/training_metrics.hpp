@@ -73,10 +73,23 @@ public:
   /// The data plane is being re-keyed: a node refused a peer's messages (one count per attempt).
   void data_plane_rekeyed();
 
+  /// Worker `worker` was lost (counted in herd_worker_losses_total).
   void worker_lost(int worker);
   /// A lost worker's slot is live again: a node named `node` joined the running job in its
   /// place. Its series carry `node` from now on; those under the node it left end.
   void worker_joined(int worker, const std::string& node);
+  /// A resumed run: `worker` goes on from its step number `steps` (its lag counts from there,
+  /// not from 0 until its first step is reported).
+  void resumed_steps(int worker, std::uint64_t steps);
+  /// What waiting cost against a synchronous barrier on the same steps (wait_ledger): the run's
+  /// totals so far, over the step numbers every live worker has finished (all workers
+  /// together). The counters grow by the increase since the last call, or since
+  /// resumed_comparison(): a run resumed from a checkpoint starts from its totals there.
+  void barrier_comparison(double waited_seconds, double barrier_seconds,
+                          std::uint64_t steps_compared);
+  /// The comparison's totals when a run resumed: the counters count only what is added later.
+  void resumed_comparison(double waited_seconds, double barrier_seconds,
+                          std::uint64_t steps_compared);
   /// The job's recent training loss; ignored before the first step_finished (no loss yet). This,
   /// the test accuracy and the imbalance ratio have no series until their first value.
   void train_loss(double loss);
@@ -113,6 +126,8 @@ private:
   // `worker`'s straggler score, added the first time.
   gauge& score_of(int worker);
   per_worker series_for(int worker, const std::string& node);
+  // The most steps a live worker has reported (or started from).
+  std::uint64_t front_steps() const;
   // Notes `family` as one whose series of this job close() removes.
   template <class Family>
   Family& kept(Family& family) {
@@ -163,6 +178,16 @@ private:
   counter* rounds_missing_members_ = nullptr;
   counter* rounds_aborted_ = nullptr;
   counter* rekeys_ = nullptr;
+  counter* worker_losses_ = nullptr;
+  counter* worker_joins_ = nullptr;
+  counter* compared_waited_ = nullptr;
+  counter* compared_barrier_ = nullptr;
+  counter* compared_steps_ = nullptr;
+  struct compared_totals {
+    double waited = 0.0;
+    double barrier = 0.0;
+    std::uint64_t steps = 0;
+  } compared_; // what the counters above hold
   histogram* staleness_ = nullptr;
   histogram* group_size_ = nullptr;
   counter* partial_rounds_ = nullptr;

@@ -191,6 +191,73 @@ TEST(training_metrics, a_worker_whose_slot_a_joining_node_took_is_up_under_that_
       << text;
 }
 
+// A resumed run's workers go on from their step numbers, and a joining node's worker from a live
+// peer's: until its first step is reported, neither reads as the run's whole step count behind.
+TEST(training_metrics, lags_count_from_where_a_resumed_or_joined_worker_goes_on) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics resumed(registry, two_workers());
+  resumed.resumed_steps(0, 1000);
+  resumed.resumed_steps(1, 1000);
+  resumed.step_finished(0, 1001, 0.1, 0.01, 0.0, 32);
+  resumed.step_finished(0, 1002, 0.2, 0.01, 0.0, 32);
+  resumed.refresh(0.2);
+  auto text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_lag_steps{job="test",node="n1",worker="1"} 2)"));
+
+  auto joined_registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics joined(joined_registry, two_workers());
+  for (std::uint64_t step = 1; step <= 500; ++step)
+    joined.step_finished(0, step, 0.001 * static_cast<double>(step), 0.001, 0.0, 32);
+  joined.worker_lost(1);
+  joined.worker_joined(1, "n2");
+  joined.refresh(0.6);
+  text = herd::monitoring::expose(*joined_registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_lag_steps{job="test",node="n2",worker="1"} 0)"));
+  joined.step_finished(0, 501, 0.7, 0.001, 0.0, 32);
+  joined.refresh(0.7);
+  text = herd::monitoring::expose(*joined_registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_lag_steps{job="test",node="n2",worker="1"} 1)"));
+}
+
+// A node that is lost and joins again flips herd_worker_up 1, 0, 1 between two scrapes unseen:
+// the losses and joins are counted.
+TEST(training_metrics, losses_and_joins_are_counted) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  EXPECT_THAT(herd::monitoring::expose(*registry),
+              HasSubstr("herd_worker_losses_total{job=\"test\"} 0\n"));
+  for (int flap = 0; flap < 3; ++flap) {
+    metrics.worker_lost(1);
+    metrics.worker_joined(1, "n1");
+  }
+  metrics.worker_lost(0);
+  const std::string text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr("herd_worker_losses_total{job=\"test\"} 4\n"));
+  EXPECT_THAT(text, HasSubstr("herd_worker_joins_total{job=\"test\"} 3\n"));
+}
+
+// What a barrier would have cost, live: the counters grow by the comparison's increase, and a
+// resumed run's go on from the checkpoint's totals instead of counting them again.
+TEST(training_metrics, waiting_against_a_barrier_is_counted_from_the_ledgers_totals) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  metrics.barrier_comparison(0.5, 2.0, 10);
+  metrics.barrier_comparison(0.75, 3.5, 16);
+  std::string text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr("herd_waited_seconds_total{job=\"test\"} 0.75\n"));
+  EXPECT_THAT(text, HasSubstr("herd_barrier_wait_seconds_total{job=\"test\"} 3.5\n"));
+  EXPECT_THAT(text, HasSubstr("herd_compared_steps_total{job=\"test\"} 16\n"));
+
+  auto resumed_registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics resumed(resumed_registry, two_workers());
+  resumed.resumed_comparison(0.75, 3.5, 16); // a fresh process: its counters start at 0
+  resumed.barrier_comparison(1.0, 4.0, 20);
+  text = herd::monitoring::expose(*resumed_registry);
+  EXPECT_THAT(text, HasSubstr("herd_waited_seconds_total{job=\"test\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("herd_barrier_wait_seconds_total{job=\"test\"} 0.5\n"));
+  EXPECT_THAT(text, HasSubstr("herd_compared_steps_total{job=\"test\"} 4\n"));
+}
+
 } // namespace
 
 namespace {
