@@ -90,7 +90,7 @@ actors::job_setup setup_from(const config::run_config& config,
   setup.name = std::move(options.name);
   if (!options.blas_threads) {
     setup.blas_threads = actors::blas_threads_for(config, config.train.workers);
-    setup.blas_threads_chosen = true;
+    setup.blas_threads_chosen = config.train.blas_threads == 0; // a count the config gives is set
   }
   else if (*options.blas_threads >= 0)
     setup.blas_threads = *options.blas_threads;

@@ -62,8 +62,9 @@ struct job_setup {
   session_options session;
   std::string name; // empty: config.metrics.job
   std::optional<int> blas_threads;
-  /// blas_threads is Herd's own choice (job_options::blas_threads unset): it never raises the
-  /// count while another job of this process runs (its workers' GEMMs would fight for the cores).
+  /// blas_threads is Herd's own choice (job_options::blas_threads unset, train.blas-threads 0):
+  /// it never raises the count while another job of this process runs (its workers' GEMMs would
+  /// fight for the cores).
   bool blas_threads_chosen = false;
   std::function<void(const progress&)> on_progress;
   std::function<void(const evaluation_point&)> on_evaluation;

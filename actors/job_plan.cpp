@@ -94,8 +94,10 @@ namespace {
 // The jobs of this process whose actors have not all let go of their plan.
 std::atomic<int> running_jobs{0};
 
-std::shared_ptr<const void> count_running() {
-  ++running_jobs;
+// Counts a job as running until the last copy goes; `others`: the jobs running before it, read
+// in the same step (two jobs starting at once do not both see none).
+std::shared_ptr<const void> count_running(int& others) {
+  others = running_jobs.fetch_add(1);
   return std::shared_ptr<const void>(nullptr, [](const void*) { --running_jobs; });
 }
 
@@ -129,7 +131,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
     try {
       models::hold_out_validation(*held, config.data.validation_fraction, config.train.seed);
     } catch (const models::data_error& too_few) { // as every other refusal at the start
-      throw config::invalid_config({config::config_error{"data.validation-fraction", too_few.what()}});
+      throw config::invalid_config(
+          {config::config_error{"data.validation-fraction", too_few.what()}});
     }
     data = std::move(held);
   }
@@ -229,8 +232,8 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
   named.metrics.job = plan->name;
   plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);
   plan->plane = comm::make_local_plane(*plan->compute.reduce);
-  const int others = running_jobs.load();
-  plan->running = count_running();
+  int others = 0;
+  plan->running = count_running(others);
   if (const auto& wanted = plan->setup.blas_threads) {
     // Another job's workers may be in their GEMMs: a count Herd chose never raises theirs (0 is
     // one thread per core).

@@ -90,8 +90,8 @@ progress progress_of(const run_counters& counters, double elapsed_seconds,
 run_summary summarize(run_summary run, const run_counters& counters,
                       const evaluation_schedule& evaluations, double wall_seconds);
 
-/// `run` as a failed run: stop_reason "error", `error` saying why (a run that stopped because a
-/// caller's callback threw, whatever its own stop reason was).
+/// `run` as a failed run: stop_reason stop_cause::error, `error` saying why (a run that stopped
+/// because a caller's callback threw, whatever its own stop reason was).
 run_summary failed_with(run_summary run, std::string error);
 
 } // namespace herd::actors

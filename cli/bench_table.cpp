@@ -170,7 +170,7 @@ nlohmann::json to_json(const std::vector<table_row>& rows, const std::vector<ben
                    {"final_accuracy", optional(run.summary.final_test_accuracy)},
                    {"samples_per_second", run.summary.samples_per_second},
                    {"wall_seconds", run.summary.wall_seconds},
-                   {"stop_reason", actors::name_of(run.summary.stop_reason)},
+                   {"stop_reason", actors::to_string(run.summary.stop_reason)},
                    {"epochs", run.summary.epochs},
                    {"rounds", run.summary.rounds},
                    {"steps", run.summary.steps},

@@ -197,7 +197,8 @@ int run_node_command(const std::vector<std::string>& args) {
         if (cluster::printable(options.name) != options.name)
           throw std::invalid_argument("--name \"" + cluster::printable(options.name) +
                                       "\": a control character would split the coordinator's "
-                                      "log lines; give a name of printable characters");
+                                      "log lines, and a byte that is not UTF-8 lose its report; "
+                                      "give a name of printable characters");
       } else if (reader.is("--checkpoint-dir")) {
         options.checkpoint_dir = reader.value("--checkpoint-dir", " (a directory)");
       } else if (reader.is_setting()) {

@@ -262,8 +262,9 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   line("algorithm", s.algorithm + " (" + std::to_string(s.workers) +
                         (s.workers == 1 ? " worker on " : " workers on ") + s.compute + ", " +
                         s.data_plane + " data plane, imbalance " + s.imbalance + ")");
-  line("stopped by", std::string(actors::name_of(s.stop_reason)) + " after " + fixed(s.epochs, 2) +
-                         " epochs" + (s.error.empty() ? "" : " (" + s.error + ")"));
+  line("stopped by", std::string(actors::to_string(s.stop_reason)) + " after " +
+                         fixed(s.epochs, 2) + " epochs" +
+                         (s.error.empty() ? "" : " (" + s.error + ")"));
   if (!s.final_checkpoint_error.empty())
     line("final checkpoint", "NOT WRITTEN: " + s.final_checkpoint_error);
   line("wall time", fixed(s.wall_seconds, 1) + " s");
@@ -397,7 +398,7 @@ std::string report_json(const actors::run_summary& s, const config::run_config& 
   report["backend"] = s.data_plane; // the field's first name, kept for readers of old reports
   report["compute"] = s.compute;
   report["imbalance"] = s.imbalance;
-  report["stop_reason"] = actors::name_of(s.stop_reason);
+  report["stop_reason"] = actors::to_string(s.stop_reason);
   report["error"] = s.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.error);
   report["final_checkpoint"] =
       s.final_checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.final_checkpoint);

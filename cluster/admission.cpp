@@ -45,7 +45,10 @@ std::string printable(const std::string& text) {
     const char c = text[at];
     const auto byte = static_cast<unsigned char>(c);
     if (byte >= 0x80) {
-      if (const auto length = utf8_sequence(text, at); length > 0) {
+      // U+0080 to U+009F are control characters too (a terminal takes U+009B for an escape).
+      const bool c1_control =
+          byte == 0xc2 && at + 1 < text.size() && static_cast<unsigned char>(text[at + 1]) < 0xa0;
+      if (const auto length = utf8_sequence(text, at); length > 0 && !c1_control) {
         shown.append(text, at, length);
         at += length - 1;
         continue;

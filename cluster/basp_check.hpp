@@ -50,9 +50,9 @@ public:
 
   static constexpr std::size_t header_bytes = 32;
 
-  /// The most CAF messages one payload may hold, nested ones included (a message inside a
-  /// message, an error's context): CAF reads them recursively, and some ten thousand nested in
-  /// a few hundred KB overflow its stack. Herd's own messages nest two at most.
+  /// The most values one payload may hold that hold a CAF message in turn (a message, an error
+  /// and its context, a down or exit message and its reason): CAF reads them recursively, and
+  /// some ten thousand nested in a few hundred KB overflow its stack. Herd's own nest two at most.
   static constexpr std::uint32_t max_messages_in_a_payload = 64;
 
   /// With a `budget`, a frame whose payload would take the announced bytes of all the streams
@@ -85,7 +85,7 @@ private:
   std::size_t header_filled_ = 0;
   std::uint64_t payload_left_ = 0;
   std::uint64_t frames_ = 0;
-  std::uint32_t messages_ = 0; // in the payload being read
+  std::uint32_t messages_ = 0; // values nesting a message in the payload being read
   std::string carry_;          // its last bytes read, fewer than the longest pattern
   std::string problem_;
   std::shared_ptr<payload_budget> budget_; // counts payload_left_; null once moved from

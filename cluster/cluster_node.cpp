@@ -252,8 +252,8 @@ private:
       if (!inputs.resumed_from.empty())
         notify(options_, "resuming worker(s) " + index_list(welcome_.workers) + " from " +
                              inputs.resumed_from);
-    } catch (const std::exception& unfit) {
-      return failed(unfit.what());
+    } catch (const std::exception& refused) {
+      return failed(refused.what());
     }
     // A node process is Herd's own: its workers' share of the machine's cores for BLAS, counting
     // other nodes' workers on this machine (each would otherwise take every core, and their BLAS

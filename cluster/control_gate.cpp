@@ -269,22 +269,24 @@ struct gate_listener::impl {
 
   bool peek_magic(int client, gate_clock::time_point deadline) {
     char head[sizeof magic] = {};
+    bool hung_up = false;
     for (;;) {
       const ssize_t got = ::recv(client, head, sizeof head, MSG_PEEK);
       if (got == static_cast<ssize_t>(sizeof head))
         break;
       if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
         return false;
+      if (got > 0 && std::memcmp(head, magic, static_cast<std::size_t>(got)) != 0)
+        return false; // not our preamble: let TLS fail on it, without waiting for more
+      if (hung_up)
+        return false; // the peer stopped sending before the whole word
       pollfd watched[2] = {{client, POLLIN | POLLRDHUP, 0}, {threads.stop_fd(), POLLIN, 0}};
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - gate_clock::now());
       if (left.count() <= 0 || ::poll(watched, 2, static_cast<int>(left.count())) <= 0 ||
           watched[1].revents != 0)
         return false;
-      if ((watched[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
-        return false; // the peer stopped sending before the whole word
-      if (got > 0 && std::memcmp(head, magic, static_cast<std::size_t>(got)) != 0)
-        return false; // not our preamble: let TLS fail on it
+      hung_up = (watched[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
     }
     return std::memcmp(head, magic, sizeof magic) == 0;
   }

@@ -61,8 +61,10 @@ node_inputs load_node_inputs(const actors::node_welcome& welcome, const node_opt
   } catch (const std::exception& unfit) {
     refuse("the coordinator's model does not fit here", unfit);
   }
-  inputs.parts_dir =
-      parts_dir.empty() && config.checkpoint.enabled() ? config.checkpoint.dir : parts_dir;
+  // herd node --checkpoint-dir, else this run's checkpoint.dir, else what an earlier run named.
+  inputs.parts_dir = options.checkpoint_dir.empty() && config.checkpoint.enabled()
+                         ? config.checkpoint.dir
+                         : parts_dir;
   if (config.checkpoint.enabled()) // found now, not at the first checkpoint
     if (auto problem = checkpoint::directory_problem(inputs.parts_dir); !problem.empty())
       throw std::runtime_error("cannot write checkpoint parts to " + inputs.parts_dir + " (" +

@@ -34,11 +34,12 @@ struct node_inputs {
 
 /// Loads the run the coordinator's `welcome` describes with this node's `options`: its settings,
 /// its dataset (as options.load_data does; a node reads no validation files), its model, and the
-/// checkpoint part it resumes from, looked for in `parts_dir` (the directory the node knows so
-/// far; empty: the run's checkpoint.dir). Throws std::runtime_error saying what does not fit:
-/// settings that do not load, a dataset that fails to load or has another number of training
-/// samples than the coordinator's, a model too large for this machine, a checkpoint directory it
-/// cannot write, a part that holds other workers or does not read.
+/// checkpoint part it resumes from. `parts_dir`: the directory the node knows so far (its
+/// --checkpoint-dir, or what an earlier run of its named); without --checkpoint-dir, a run that
+/// writes checkpoints puts the node's parts in its own checkpoint.dir. Throws std::runtime_error
+/// saying what does not fit: settings that do not load, a dataset that fails to load or has another
+/// number of training samples than the coordinator's, a model too large for this machine, a
+/// checkpoint directory it cannot write, a part that holds other workers or does not read.
 node_inputs load_node_inputs(const actors::node_welcome& welcome, const node_options& options,
                              const std::string& parts_dir);
 

@@ -95,8 +95,7 @@ int main(int argc, char** argv) {
     std::printf("custom_model: %s, %llu rounds in %.1f s, stopped by %s; final test accuracy "
                 "%.4f\n",
                 algorithm.c_str(), static_cast<unsigned long long>(summary.rounds),
-                summary.wall_seconds,
-                std::string(herd::actors::name_of(summary.stop_reason)).c_str(), accuracy);
+                summary.wall_seconds, herd::actors::to_string(summary.stop_reason), accuracy);
     if (!summary.error.empty())
       std::printf("custom_model: error: %s\n", summary.error.c_str());
     return accuracy >= required_accuracy ? 0 : 1;

@@ -95,7 +95,8 @@ void job_book::noticed(const herd::job_notice& event) {
 void job_book::finished(const herd::job_finished& event) {
   caf::aout(this) << "job_service: " << event.job << " " << herd::to_string(event.status.state)
                   << (event.summary
-                          ? " (" + std::string(herd::actors::name_of(event.summary->stop_reason)) +
+                          ? " (" +
+                                std::string(herd::actors::to_string(event.summary->stop_reason)) +
                                 ")"
                           : std::string())
                   << "\n"; // a string: CAF's actor_ostream prints a char as its number
@@ -134,7 +135,7 @@ std::string job_book::status_json(int id, const entry& job) const {
   out["accuracy_over_time"] = curve;
   out["notices"] = job.notices;
   if (const auto summary = job.handle.facade->summary()) {
-    out["stop_reason"] = herd::actors::name_of(summary->stop_reason);
+    out["stop_reason"] = herd::actors::to_string(summary->stop_reason);
     out["final_test_accuracy"] = optional_number(summary->final_test_accuracy);
     out["wall_seconds"] = summary->wall_seconds;
     out["samples_per_second"] = summary->samples_per_second;

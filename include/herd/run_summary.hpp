@@ -6,12 +6,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace herd::actors {
 
-/// Why a run ended: the field run_summary::stop_reason, written in reports and JSON by name_of.
+/// Why a run ended: the field run_summary::stop_reason, written in reports and JSON by to_string.
 enum class stop_cause {
   none,            // not ended yet
   epochs,          // train.epochs were trained
@@ -24,7 +23,7 @@ enum class stop_cause {
 
 /// The name reports and JSON use: "epochs", "target-accuracy", "plateau", "max-seconds",
 /// "interrupted", "error"; "" for none.
-constexpr std::string_view name_of(stop_cause cause) {
+constexpr const char* to_string(stop_cause cause) {
   switch (cause) {
   case stop_cause::none:
     return "";
@@ -44,9 +43,9 @@ constexpr std::string_view name_of(stop_cause cause) {
   return "";
 }
 
-/// Writes name_of(cause).
+/// Writes to_string(cause).
 inline std::ostream& operator<<(std::ostream& out, stop_cause cause) {
-  return out << name_of(cause);
+  return out << to_string(cause);
 }
 
 /// The slowest worker now: its straggler score is its median step time over the median of all

@@ -414,7 +414,7 @@ TEST(job_facade, waits_stops_and_reports_status_from_plain_threads) {
   };
   options.on_finished = [&](const herd::actors::run_summary& summary) {
     std::lock_guard<std::mutex> guard(mutex);
-    events.push_back("finished " + std::string(name_of(summary.stop_reason)));
+    events.push_back("finished " + std::string(to_string(summary.stop_reason)));
   };
   const auto job = herd::job::start(long_run(), synthetic(960), options);
   EXPECT_EQ(job->name(), "facade");

@@ -163,6 +163,10 @@ TEST(admission, a_name_with_a_control_character_is_refused_and_shown_escaped) {
   EXPECT_EQ(herd::cluster::printable("\xc3"), "\\xc3");                   // cut short
   EXPECT_EQ(herd::cluster::printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
   EXPECT_EQ(herd::cluster::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80"); // a surrogate
+  EXPECT_EQ(herd::cluster::printable("\xc2\x9b"
+                                     "2J"),
+            "\\xc2\\x9b"
+            "2J"); // U+009B, a C1 control
   EXPECT_EQ(herd::cluster::printable("\xe2\x82\xac \xf0\x9f\x90\x91"),
             "\xe2\x82\xac \xf0\x9f\x90\x91"); // the euro sign and a sheep stay
   EXPECT_TRUE(herd::cluster::hello_refusal(hello_of(1, "vm\xff"

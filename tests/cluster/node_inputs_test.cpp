@@ -108,7 +108,8 @@ TEST(node_inputs, a_dataset_that_fails_to_load_or_differs_is_refused) {
       -> std::shared_ptr<const herd::models::train_test_split> {
     throw std::runtime_error("train_x.npy: no such file");
   };
-  EXPECT_EQ(node.refusal(), "cannot load the run's dataset on this node: train_x.npy: no such file");
+  EXPECT_EQ(node.refusal(),
+            "cannot load the run's dataset on this node: train_x.npy: no such file");
 }
 
 TEST(node_inputs, a_model_that_does_not_fit_the_data_here_is_refused) {
@@ -121,13 +122,18 @@ TEST(node_inputs, a_model_that_does_not_fit_the_data_here_is_refused) {
 }
 
 TEST(node_inputs, parts_go_to_the_nodes_directory_else_to_the_runs) {
-  herd::testing::temp_directory runs, own;
+  herd::testing::temp_directory runs, earlier, own;
   node_case node;
   EXPECT_EQ(node.load().parts_dir, "") << "a run without checkpoints has no parts directory";
-  EXPECT_EQ(node.load(own.path()).parts_dir, own.path().string());
+  EXPECT_EQ(node.load(earlier.path()).parts_dir, earlier.path().string())
+      << "one without checkpoints keeps what an earlier run named";
   node.config.checkpoint.dir = runs.path().string();
   EXPECT_EQ(node.load().parts_dir, runs.path().string());
-  EXPECT_EQ(node.load(own.path()).parts_dir, own.path().string()) << "herd node --checkpoint-dir wins";
+  EXPECT_EQ(node.load(earlier.path()).parts_dir, runs.path().string())
+      << "a run's own checkpoint.dir, not an earlier run's";
+  node.options.checkpoint_dir = own.path().string();
+  EXPECT_EQ(node.load(own.path()).parts_dir, own.path().string())
+      << "herd node --checkpoint-dir wins";
 }
 
 TEST(node_inputs, a_checkpoint_directory_it_cannot_write_is_refused_before_the_run) {
