@@ -3,6 +3,7 @@
 #include "actors/checkpoint_state.hpp"
 
 #include "herd/config.hpp"
+#include "models/npy.hpp"
 #include "models/optimizer.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cereal/types/set.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -287,6 +289,38 @@ std::string encode_payload(const run_checkpoint& state) {
   return out.str();
 }
 
+namespace {
+
+// Why `inputs`, read from a checkpoint, cannot be a trained model's (empty when they can): the
+// checksums catch damage, not a crafted file, and these sizes build the model and read samples.
+std::string unusable_inputs(const model_inputs& inputs) {
+  if (!inputs.known())
+    return {};
+  constexpr std::uint64_t most_values = std::uint64_t{1} << 31;
+  std::uint64_t values = 1;
+  std::string shape;
+  for (const auto extent : inputs.sample_shape)
+    shape += (shape.empty() ? "" : "x") + std::to_string(extent);
+  if (inputs.sample_shape.size() > 4)
+    return "a sample shape of " + std::to_string(inputs.sample_shape.size()) +
+           " extents (" + shape + "; at most 4)";
+  for (const auto extent : inputs.sample_shape) {
+    if (extent == 0 || extent >= most_values || values * extent > most_values)
+      return "a sample shape of " + shape + " (each extent at least 1, at most " +
+             std::to_string(most_values) + " values in all)";
+    values *= extent;
+  }
+  if (inputs.classes < 1 || inputs.classes > models::npy_max_classes)
+    return "classes = " + std::to_string(inputs.classes) + " (from 1 to " +
+           std::to_string(models::npy_max_classes) + ")";
+  if (!std::isfinite(inputs.mean) || !std::isfinite(inputs.stddev) || !(inputs.stddev > 0.0f))
+    return "a normalisation of mean " + std::to_string(inputs.mean) + " and deviation " +
+           std::to_string(inputs.stddev) + " (finite, the deviation above 0)";
+  return {};
+}
+
+} // namespace
+
 run_checkpoint decode_payload(const std::string& payload, const std::string& file,
                               std::uint32_t version) {
   run_checkpoint state;
@@ -332,6 +366,9 @@ run_checkpoint decode_payload(const std::string& payload, const std::string& fil
     throw checkpoint::checkpoint_error(file, "payload: the field '" + at +
                                                  "' claims more memory than there is");
   }
+  if (const auto why = unusable_inputs(state.inputs); !why.empty())
+    throw checkpoint::checkpoint_error(file, "payload: the model inputs hold " + why +
+                                                 ", which no trained model has");
   return state;
 }
 

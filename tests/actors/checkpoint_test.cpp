@@ -12,6 +12,7 @@
 #include <functional>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <sstream>
@@ -735,6 +736,47 @@ TEST(checkpoint, the_next_checkpoint_is_due_a_whole_interval_after_the_last_paus
   EXPECT_FALSE(counting.due(30.0, 99));
   EXPECT_TRUE(counting.due(30.0, 100));
 }
+// The checksums catch damage, not a crafted file: model inputs no trained model has (a shape whose
+// product wraps around, no classes, a deviation of 0 that made every sample "not finite") are
+// refused by the checkpoint, naming it, not blamed on the user's samples later.
+TEST(checkpoint, model_inputs_no_trained_model_has_are_refused_naming_the_file) {
+  const auto refusal = [](const herd::actors::model_inputs& inputs) -> std::string {
+    herd::actors::run_checkpoint state;
+    state.inputs = inputs;
+    try {
+      herd::actors::decode_payload(herd::actors::encode_payload(state), "crafted.ckpt");
+    } catch (const herd::checkpoint::checkpoint_error& refused) {
+      return refused.what();
+    }
+    return "(read)";
+  };
+  herd::actors::model_inputs fine;
+  fine.sample_shape = {1, 28, 28};
+  fine.classes = 10;
+  fine.mean = 0.5f;
+  fine.stddev = 0.25f;
+  EXPECT_EQ(refusal(fine), "(read)");
+  EXPECT_EQ(refusal({}), "(read)") << "a format-5 checkpoint has no inputs";
+  auto wrapping = fine;
+  wrapping.sample_shape = {1, 2, (std::uint64_t{1} << 63) + 392}; // 1x2x... wraps to 784
+  EXPECT_EQ(refusal(wrapping), "crafted.ckpt: payload: the model inputs hold a sample shape of "
+                               "1x2x9223372036854776200 (each extent at least 1, at most "
+                               "2147483648 values in all), which no trained model has");
+  auto empty_extent = fine;
+  empty_extent.sample_shape = {1, 0, 28};
+  EXPECT_NE(refusal(empty_extent).find("a sample shape of 1x0x28"), std::string::npos);
+  auto no_classes = fine;
+  no_classes.classes = 0;
+  EXPECT_NE(refusal(no_classes).find("classes = 0 (from 1 to 65536)"), std::string::npos);
+  auto flat = fine;
+  flat.stddev = 0.0f;
+  EXPECT_NE(refusal(flat).find("a normalisation of mean 0.500000 and deviation 0.000000"),
+            std::string::npos);
+  auto endless = fine;
+  endless.mean = std::numeric_limits<float>::infinity();
+  EXPECT_NE(refusal(endless).find("a normalisation of mean inf"), std::string::npos);
+}
+
 
 // The counters keep each worker's liveness apart from its counters; a checkpoint holds both, and
 // a lost worker comes back lost.
