@@ -46,7 +46,7 @@ using value_origins = std::map<std::string, std::string>;
 /// is "--section.key=value" (or "section.key=value"). Throws invalid_config. When `origins` is
 /// not null it receives where each key that was set came from.
 ///
-/// Before CAF's parser sees a file (front_end.hpp): it must be a regular file (a FIFO, a directory
+/// Before CAF's parser sees a file: it must be a regular file (a FIFO, a directory
 /// or a device is refused without being read) of at most max_config_bytes; a UTF-8 byte order mark
 /// is dropped and CRLF line ends read as LF; a NUL byte, a carriage return that does not end a
 /// line, nesting deeper than max_config_nesting and more than max_config_settings `key = value`

@@ -25,17 +25,18 @@ using data_notes = std::function<void(const std::string& note)>;
 /// - fashion-mnist: the IDX files in data.path (load_fashion_mnist), within data.max-bytes;
 /// - synthetic: 6000 training and 1000 test samples of Fashion-MNIST's shape (1x28x28, 10
 ///   classes) drawn from train.seed, for smoke tests without the package;
-/// - npy: data.train-features, data.train-labels, data.test-features, data.test-labels
-///   (load_npy_dataset), within data.max-bytes;
-/// - fortunes: Debian's fortunes packages, prepared once and cached in data.cache-dir
-///   (load_fortunes), texts capped at data.max-length bytes and data.max-texts texts; one note.
+/// - npy: data.train-features, data.train-labels, data.test-features, data.test-labels,
+///   within data.max-bytes;
+/// - fortunes: Debian's fortunes packages, prepared once and cached in data.cache-dir, its
+///   texts capped at data.max-length bytes and data.max-texts texts; one note.
 /// With data.validation-fraction > 0 that share of the training set is held out as the split's
 /// validation set (hold_out_validation, seeded from train.seed), with a note saying how many.
 ///
 /// Throws data_error naming the file (or directory) and the problem, and the key that names it
 /// where the key is what to change (a missing Fashion-MNIST directory: "set data.path"); and
 /// config::invalid_config (key data.dataset) for a dataset it does not know, which validate()
-/// refuses before. `notes` may be empty.
+/// refuses before. `notes` may be empty. Threads may call it at once (a service starting jobs):
+/// the fortunes cache each writes goes through a temporary file of its own.
 std::shared_ptr<const train_test_split> load_dataset(const config::run_config& config,
                                                      const data_notes& notes = {});
 

@@ -2,7 +2,8 @@
 // function Herd calls once per sample. Either way Herd copies the samples into one dataset in
 // memory (a training run reads random batches many times over, so a source is read once, up
 // front) and checks them on the way: the sizes agree, every label names a class, every value is
-// finite. Files: models/npy.hpp reads NumPy .npy arrays, include/herd/dataset.hpp IDX (MNIST) files.
+// finite. Files: load_dataset (herd/data.hpp) reads NumPy .npy arrays, herd/dataset.hpp IDX
+// (MNIST) files.
 #pragma once
 
 #include "herd/dataset.hpp"

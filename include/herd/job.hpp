@@ -60,8 +60,9 @@ struct job_options {
   /// whose 0 means one thread per GEMM when the job has several workers (each worker's GEMMs on
   /// a pool of every core would fight the others' for the cores: 25 to 100 times slower on 2
   /// cores) and every core for one; but never higher than it is while another job of this
-  /// process runs (a one-worker job beside a job of several leaves it at one). 0: one per core.
-  /// Negative: Herd leaves it as it is (a host that sets OpenBLAS's threads itself).
+  /// process runs (a one-worker job beside a job of several leaves it at one). 0: one per core
+  /// (not train.blas-threads' 0, which is Herd's choice: leave this unset for that). Negative:
+  /// Herd leaves it as it is (a host that sets OpenBLAS's threads itself).
   std::optional<int> blas_threads;
 
   /// Non-null: every worker replica (and under async the parameter server) starts from these

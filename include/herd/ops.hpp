@@ -7,7 +7,7 @@
 // must be positive: an empty shape is a caller's mistake and throws std::invalid_argument, as do
 // labels outside [0, classes), token ids outside [0, vocab) (other than padding_id), sequence
 // lengths outside their range and negative hyperparameters. (The CUDA implementation checks data on
-// the device only where its contract says so; see kernels/cuda/cuda_ops.hpp.)
+// the device only where its contract says so; docs/gpu.md.)
 #pragma once
 
 #include "herd/memory.hpp"
@@ -230,7 +230,7 @@ public:
 
   /// Inverted dropout: y[i] = keep(seed, i, p) ? x[i] * scale : 0 with scale = 1.0f / (1.0f - p)
   /// computed in float, so every implementation gives bit-identical results. keep() is a
-  /// counter-based hash of (seed, i) (splitmix64; kernels/dropout_mask.hpp): element i is dropped
+  /// counter-based hash of (seed, i) (splitmix64): element i is dropped
   /// when the top 24 bits of the hash, over 2^24, are below p. The caller passes a new seed for
   /// every step. p must lie in [0, 1); p = 0 copies x. y may alias x.
   virtual void dropout_forward(const float* x, float* y, std::size_t n, float p,

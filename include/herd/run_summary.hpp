@@ -49,7 +49,7 @@ inline std::ostream& operator<<(std::ostream& out, stop_cause cause) {
 }
 
 /// The slowest worker now: its straggler score is its median step time over the median of all
-/// live workers' medians, over metrics.window-seconds (monitoring/straggler_stats.hpp).
+/// live workers' medians, over metrics.window-seconds (docs/metrics.md).
 struct straggler_report {
   int worker = 0;
   double score = 0.0;
@@ -124,14 +124,14 @@ struct worker_event {
 };
 
 /// Waiting that happened against waiting a synchronous barrier would have imposed on the same
-/// steps (monitoring/wait_ledger.hpp), over the step numbers every worker completed.
+/// steps (docs/report.md), over the step numbers every worker completed.
 struct waiting_summary {
   std::uint64_t steps_compared = 0;
   double waited_seconds = 0.0;  // all workers together
   double barrier_seconds = 0.0; // all workers together
 };
 
-/// The control plane's work in one process (control_costs.hpp): time in the handlers of the group
+/// The control plane's work in one process: time in the handlers of the group
 /// coordinator and of the aggregators (without their data-plane reductions), and messages handled.
 /// Zero across processes, where it is not gathered.
 struct control_summary {

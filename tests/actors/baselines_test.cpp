@@ -20,7 +20,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::run_summary;
 using herd::actors::train_session;
 using herd::config::run_config;

@@ -29,7 +29,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::train_session;
 using herd::config::run_config;
 using herd::testing::temp_directory;
@@ -736,6 +735,7 @@ TEST(checkpoint, the_next_checkpoint_is_due_a_whole_interval_after_the_last_paus
   EXPECT_FALSE(counting.due(30.0, 99));
   EXPECT_TRUE(counting.due(30.0, 100));
 }
+
 // The checksums catch damage, not a crafted file: model inputs no trained model has (a shape whose
 // product wraps around, no classes, a deviation of 0 that made every sample "not finite") are
 // refused by the checkpoint, naming it, not blamed on the user's samples later.
@@ -776,7 +776,6 @@ TEST(checkpoint, model_inputs_no_trained_model_has_are_refused_naming_the_file) 
   endless.mean = std::numeric_limits<float>::infinity();
   EXPECT_NE(refusal(endless).find("a normalisation of mean inf"), std::string::npos);
 }
-
 
 // The counters keep each worker's liveness apart from its counters; a checkpoint holds both, and
 // a lost worker comes back lost.

@@ -12,7 +12,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using namespace herd::actors;
 
 // A coordinator whose workers report through messages (a cluster's: no step inbox) is told that

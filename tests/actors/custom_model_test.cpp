@@ -26,7 +26,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::train_session;
 using ::testing::AllOf;
 using ::testing::HasSubstr;

@@ -11,7 +11,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::evaluation_point;
 using herd::actors::evaluation_schedule;
 using herd::actors::replica_mean;

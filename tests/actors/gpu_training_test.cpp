@@ -20,7 +20,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::train_session;
 
 herd::actors::session_options quick() {

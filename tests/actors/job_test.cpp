@@ -33,7 +33,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 

@@ -18,7 +18,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::config::run_config;
 
 constexpr int batch = 8;

@@ -14,7 +14,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::make_model;
 using herd::config::invalid_config;
 using testing::HasSubstr;

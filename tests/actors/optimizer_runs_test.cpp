@@ -12,7 +12,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::config::run_config;
 using herd::testing::recording_probe;
 

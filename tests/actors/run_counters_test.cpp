@@ -9,7 +9,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::evaluation_point;
 using herd::actors::evaluation_schedule;
 using herd::actors::run_counters;

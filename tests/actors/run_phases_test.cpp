@@ -7,7 +7,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::run_phase;
 using herd::actors::run_phases;
 using action = run_phases::action;

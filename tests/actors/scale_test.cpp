@@ -15,7 +15,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::train_session;
 
 class at_scale : public testing::TestWithParam<std::string> {};

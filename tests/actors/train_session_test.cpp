@@ -22,7 +22,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::train_session;
 using herd::config::run_config;
 

@@ -20,7 +20,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::config::run_config;
 using herd::models::train_test_split;
 

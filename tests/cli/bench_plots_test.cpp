@@ -19,7 +19,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::cli::bench_run;
 using herd::testing::read_file;
 using herd::testing::temp_directory;

@@ -23,7 +23,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::cli::check_report_path;
 using herd::cli::check_writable;
 using herd::cli::write_file_atomically;

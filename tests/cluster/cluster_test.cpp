@@ -39,7 +39,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::actors::run_summary;
 using herd::cluster::cluster_options;
 using herd::cluster::cluster_session;

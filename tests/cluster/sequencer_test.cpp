@@ -22,7 +22,6 @@
 namespace {
 
 using herd::actors::stop_cause;
-
 using herd::cluster::cluster_options;
 using herd::cluster::cluster_session;
 using herd::cluster::node_options;
