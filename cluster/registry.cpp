@@ -446,7 +446,16 @@ std::vector<bool> registry_actor::claimed_parts() const {
 }
 
 caf::actor spawn_registry(caf::actor_system& system, std::shared_ptr<registry_context> context) {
-  return system.spawn<registry_actor>(std::move(context));
+  auto registry = system.spawn<registry_actor>(context);
+  // A registry that stops before the run started (an exception in a handler, a kill) ends the
+  // wait for the run with why: `herd coordinator` must not wait forever for nodes no one admits.
+  // Once the run started, its group coordinator (which goes with the registry) has the summary.
+  registry->attach_functor([&system, context](const caf::error& reason) {
+    if (!context->started.load())
+      context->result->deliver(
+          error_summary(context->config, "the registry stopped: " + system.render(reason)));
+  });
+  return registry;
 }
 
 } // namespace herd::cluster
