@@ -129,6 +129,12 @@ void resume_from(const std::string& path, const config::run_config& config,
 
 job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data, job_options options) {
+  return spawn_job(system, std::move(config), std::move(data), std::move(options), {});
+}
+
+job_handle spawn_job(caf::actor_system& system, config::run_config config,
+                     std::shared_ptr<const models::train_test_split> data, job_options options,
+                     std::vector<caf::actor> subscribers) {
   actors::require_message_types(system); // before anything of the job exists (its metrics)
   if (options.scheduler_threads != 0)
     throw config::invalid_config({config::config_error{
@@ -140,9 +146,9 @@ job_handle spawn_job(caf::actor_system& system, config::run_config config,
   auto setup = setup_from(config, data, std::move(options));
   check_checkpoint_dir(config, resume_path);
   resume_from(resume_path, config, *data, setup);
-  return actors::launch_job(system,
-                            actors::prepare_job(std::move(config), std::move(data),
-                                                std::move(setup)));
+  return actors::launch_job(
+      system, actors::prepare_job(std::move(config), std::move(data), std::move(setup)),
+      std::move(subscribers));
 }
 
 // -- the facade ----------------------------------------------------------------------------------

@@ -37,15 +37,19 @@ constexpr std::chrono::seconds parts_exit{60};
 
 class job_actor : public caf::event_based_actor {
 public:
-  job_actor(caf::actor_config& config, std::shared_ptr<job_plan> plan)
+  job_actor(caf::actor_config& config, std::shared_ptr<job_plan> plan,
+            std::vector<caf::actor> subscribers)
       : caf::event_based_actor(config), plan_(std::move(plan)), shared_(plan_->shared),
-        setup_(plan_->setup) {}
+        setup_(plan_->setup), first_subscribers_(std::move(subscribers)) {}
 
   const char* name() const override { return "herd.job"; }
 
   caf::behavior make_behavior() override {
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
     set_exit_handler([this](caf::exit_msg& exit) { on_exit_message(exit); });
+    for (const auto& listener : first_subscribers_)
+      on_subscribe(listener);
+    first_subscribers_.clear();
     return starting();
   }
 
@@ -440,6 +444,7 @@ private:
   std::shared_ptr<herd::job::shared_state> shared_;
   const job_setup& setup_; // plan_'s
   std::vector<caf::actor> subscribers_;
+  std::vector<caf::actor> first_subscribers_; // spawn_job's, subscribed as the actor starts
   caf::actor coordinator_;
   run_start run_;
   std::set<caf::actor_addr> parts_alive_;
@@ -457,13 +462,14 @@ private:
 
 } // namespace
 
-job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan) {
+job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan,
+                      std::vector<caf::actor> subscribers) {
   require_message_types(system);
   if (!plan || plan->launched)
     throw std::logic_error("herd::actors::launch_job: a prepared job is launched once");
   plan->launched = true;
   auto shared = plan->shared;
-  auto job = system.spawn<job_actor>(plan);
+  auto job = system.spawn<job_actor>(plan, std::move(subscribers));
   shared->actor = job.address();
   spawn_parts(system, plan, job);
   return {job, std::make_shared<herd::job>(std::move(shared))};

@@ -105,10 +105,11 @@ std::size_t samples_per_epoch(const job_plan& plan);
 /// herd::add_message_types.
 void require_message_types(caf::actor_system& system);
 
-/// Spawns the prepared run in `system` and starts it. `plan` is used up (launch it once). Throws
-/// as require_message_types does; the actors of a spawn that fails halfway are shut down before
-/// the exception leaves.
-job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan);
+/// Spawns the prepared run in `system` and starts it, `subscribers` subscribed before its first
+/// event. `plan` is used up (launch it once). Throws as require_message_types does; the actors of
+/// a spawn that fails halfway are shut down before the exception leaves.
+job_handle launch_job(caf::actor_system& system, std::shared_ptr<job_plan> plan,
+                      std::vector<caf::actor> subscribers = {});
 
 /// What the run's facades will read (train_session reads the per-worker parameters there).
 std::shared_ptr<job::shared_state> shared_state_of(const job_plan& plan);

@@ -34,7 +34,6 @@ caf::behavior job_book::make_behavior() {
       [this](const herd::job_finished& event) { finished(event); },
       // Progress events are not kept: status() reads the job's latest on request.
       [](const herd::job_progress&) {},
-      [](const herd::job_status&) {}, // the reply to subscribing
   };
 }
 
@@ -42,8 +41,13 @@ bool job_book::add(int id, herd::job_handle handle) {
   if (jobs_.count(id) != 0)
     return false;
   monitor(handle.actor);
-  send(handle.actor, herd::subscribe_atom::value, caf::actor_cast<caf::actor>(this));
-  jobs_[id].handle = std::move(handle);
+  // Subscribed by spawn_job (main.cpp): its first events may have come before it was added.
+  auto& job = jobs_[id];
+  if (auto early = early_.find(handle.facade->name()); early != early_.end()) {
+    job = std::move(early->second);
+    early_.erase(early);
+  }
+  job.handle = std::move(handle);
   return true;
 }
 
@@ -83,13 +87,12 @@ int job_book::cancel_all() {
 }
 
 void job_book::evaluated(const herd::job_evaluation& event) {
-  if (auto* job = find_by_name(event.job))
-    job->accuracy.emplace_back(event.evaluation.elapsed_seconds, event.evaluation.test_accuracy);
+  heard(event.job).accuracy.emplace_back(event.evaluation.elapsed_seconds,
+                                         event.evaluation.test_accuracy);
 }
 
 void job_book::noticed(const herd::job_notice& event) {
-  if (auto* job = find_by_name(event.job))
-    job->notices.push_back(event.text);
+  heard(event.job).notices.push_back(event.text);
 }
 
 void job_book::finished(const herd::job_finished& event) {
@@ -102,11 +105,11 @@ void job_book::finished(const herd::job_finished& event) {
                   << "\n"; // a string: CAF's actor_ostream prints a char as its number
 }
 
-job_book::entry* job_book::find_by_name(const std::string& name) {
+job_book::entry& job_book::heard(const std::string& name) {
   for (auto& [id, job] : jobs_)
     if (job.handle.facade->name() == name)
-      return &job;
-  return nullptr;
+      return job;
+  return early_[name];
 }
 
 std::string job_book::status_json(int id, const entry& job) const {

@@ -1,6 +1,6 @@
 // The service's record of its jobs: an actor that holds every job it was handed, hears their
-// events (it subscribes to each job actor), stops one when asked, and answers the HTTP threads'
-// questions with JSON. The HTTP threads talk to it only by message.
+// events (spawn_job subscribes it to each job actor), stops one when asked, and answers the HTTP
+// threads' questions with JSON. The HTTP threads talk to it only by message.
 #pragma once
 
 #include "herd/job_actor.hpp"
@@ -50,10 +50,12 @@ private:
   void noticed(const herd::job_notice& event);
   void finished(const herd::job_finished& event);
 
-  entry* find_by_name(const std::string& name);
+  // The job named `name`, or the events of a job spawned but not added yet.
+  entry& heard(const std::string& name);
   std::string status_json(int id, const entry& job) const;
 
   std::map<int, entry> jobs_;
+  std::map<std::string, entry> early_; // by job name, without a handle until it is added
 };
 
 } // namespace job_service

@@ -122,7 +122,8 @@ void start_job(caf::actor_system& system, const caf::actor& book,
     // Several jobs share this process's cores: one BLAS thread a GEMM (a process-wide setting),
     // whatever one job alone would choose.
     options.blas_threads = 1;
-    handle = herd::spawn_job(system, config, data, std::move(options));
+    // The book hears every event of the job from its first: a job that fails at once too.
+    handle = herd::spawn_job(system, config, data, std::move(options), {book});
     const std::lock_guard<std::mutex> lock(started.mutex);
     started.facades.push_back(handle.facade);
   } catch (const herd::config::invalid_config& invalid) {

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace herd {
 
@@ -44,7 +45,8 @@ using status_atom = caf::atom_constant<caf::atom("hstatus")>;
 using stop_job_atom = caf::atom_constant<caf::atom("hstop")>;
 /// (subscribe_atom, caf::actor subscriber) -> job_status: `subscriber` receives the job's events
 /// (job_progress, job_evaluation, job_notice, job_finished) as messages from now on, until it
-/// exits or unsubscribes. Subscribing twice changes nothing.
+/// exits or unsubscribes; for every event from the first, pass it to spawn_job instead.
+/// Subscribing twice changes nothing.
 using subscribe_atom = caf::atom_constant<caf::atom("hsubscribe")>;
 /// (unsubscribe_atom, caf::actor subscriber): no more events for `subscriber`; no reply.
 using unsubscribe_atom = caf::atom_constant<caf::atom("hunsub")>;
@@ -100,6 +102,14 @@ struct job_handle {
 job_handle spawn_job(caf::actor_system& system, config::run_config config,
                      std::shared_ptr<const models::train_test_split> data,
                      job_options options = {});
+
+/// As above, with `subscribers` subscribed from the job actor's first moment: they hear every
+/// event of the job (its first notices, and job_finished of a job that ends at once), which a
+/// subscribe_atom sent once spawn_job has returned may miss. No job_status reply comes for them.
+/// Null handles among them are skipped.
+job_handle spawn_job(caf::actor_system& system, config::run_config config,
+                     std::shared_ptr<const models::train_test_split> data, job_options options,
+                     std::vector<caf::actor> subscribers);
 
 } // namespace herd
 

@@ -22,6 +22,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -304,6 +305,50 @@ TEST_F(caller_system, a_finished_jobs_facade_keeps_the_trained_model_not_every_r
   EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
   EXPECT_EQ(handle.facade->final_parameters().size(), handle.facade->model()->parameter_count());
   EXPECT_TRUE(shared->worker_parameters.empty());
+}
+
+// A subscription sent once spawn_job returned misses what came before it, and a job that ended
+// first answers it with an error: a subscriber handed to spawn_job hears every event, even of a job
+// that ended before the subscriber looked.
+TEST_F(caller_system, subscribers_given_to_spawn_job_hear_every_event_from_the_first) {
+  struct heard_by_callbacks {
+    std::mutex mutex;
+    std::size_t evaluations = 0;
+    std::vector<std::string> notices;
+  };
+  auto callbacks = std::make_shared<heard_by_callbacks>();
+  auto options = quick("from_the_first");
+  options.on_evaluation = [callbacks](const herd::actors::evaluation_point&) {
+    std::lock_guard<std::mutex> guard(callbacks->mutex);
+    ++callbacks->evaluations;
+  };
+  options.on_notice = [callbacks](const std::string& text) {
+    std::lock_guard<std::mutex> guard(callbacks->mutex);
+    callbacks->notices.push_back(text);
+  };
+  caf::scoped_actor listener{system_};
+  const auto handle = herd::spawn_job(system_, short_run(), synthetic(960), options,
+                                      {caf::actor_cast<caf::actor>(listener), caf::actor{}});
+  spawned_.push_back(handle.actor);
+  const auto summary = handle.facade->wait_for(60s);
+  ASSERT_TRUE(summary) << "the job did not end";
+
+  std::size_t evaluations = 0;
+  std::vector<std::string> notices;
+  std::optional<herd::job_finished> finished;
+  while (!finished) {
+    bool empty = false;
+    listener->receive([&](const herd::job_finished& event) { finished = event; },
+                      [&](const herd::job_evaluation&) { ++evaluations; },
+                      [&](const herd::job_notice& event) { notices.push_back(event.text); },
+                      [](const herd::job_progress&) {}, caf::after(10s) >> [&] { empty = true; });
+    ASSERT_FALSE(empty) << "the subscriber heard no job_finished";
+  }
+  EXPECT_EQ(finished->status.state, herd::job_state::finished);
+  std::lock_guard<std::mutex> guard(callbacks->mutex);
+  EXPECT_GE(callbacks->evaluations, 1u);
+  EXPECT_EQ(evaluations, callbacks->evaluations);
+  EXPECT_EQ(notices, callbacks->notices);
 }
 
 // A service runs job after job in its own system: an ended job whose handle is gone leaves
