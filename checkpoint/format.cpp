@@ -1,7 +1,7 @@
 // Checkpoint files; see format.hpp.
 #include "checkpoint/format.hpp"
 
-#include "kernels/file_kind.hpp"
+#include "kernels/regular_file.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -272,58 +272,6 @@ loaded decode(std::string_view bytes, const std::string& file) {
   return out;
 }
 
-namespace {
-
-// The first `most` bytes of the regular file `path` (all of it when it is shorter; with
-// `whole`, more is refused instead), and its size in `size`.
-std::string read_regular(const std::string& path, std::uint64_t most, bool whole,
-                         std::uint64_t& size) {
-  file_descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (file.fd < 0)
-    throw std::runtime_error(system_reason(errno));
-  struct stat status {};
-  if (::fstat(file.fd, &status) != 0)
-    throw std::runtime_error(system_reason(errno));
-  if (!S_ISREG(status.st_mode))
-    throw std::runtime_error("it is " + kernels::file_kind(status.st_mode) +
-                             ", not a regular file");
-  size = static_cast<std::uint64_t>(status.st_size);
-  if (whole && size > most)
-    throw std::runtime_error("it holds " + std::to_string(status.st_size) + " bytes, more than " +
-                             std::to_string(most));
-  std::string bytes;
-  bytes.reserve(static_cast<std::size_t>(std::min(size, most)));
-  char buffer[1 << 16];
-  while (bytes.size() < most || whole) {
-    const auto wanted = static_cast<std::size_t>(
-        whole ? sizeof buffer : std::min<std::uint64_t>(sizeof buffer, most - bytes.size()));
-    const ssize_t got = ::read(file.fd, buffer, wanted);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      throw std::runtime_error(system_reason(errno));
-    if (got == 0)
-      break;
-    bytes.append(buffer, static_cast<std::size_t>(got));
-    if (whole && bytes.size() > most) // it grew while read
-      throw std::runtime_error("it holds more than " + std::to_string(most) + " bytes");
-  }
-  return bytes;
-}
-
-// The first `most` bytes of the regular file `path`, and its size in `size`.
-std::string read_regular_file_start(const std::string& path, std::uint64_t most,
-                                    std::uint64_t& size) {
-  return read_regular(path, most, false, size);
-}
-
-} // namespace
-
-std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) {
-  std::uint64_t size = 0;
-  return read_regular(path, max_bytes, true, size);
-}
-
 bool is_checkpoint_file(const std::string& path) {
   struct stat status {};
   if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode))
@@ -338,16 +286,17 @@ loaded read_file(const std::string& path) {
     // The header first: a file that is no checkpoint, or whose size is not the one its header
     // gives (a sparse file of gigabytes beside the real ones), is refused before its bytes are.
     const std::uint64_t prefix_bytes = magic.size() + 8 + max_header_bytes + 8;
-    std::uint64_t size = 0;
-    const auto prefix = read_regular_file_start(path, prefix_bytes, size);
-    if (size > prefix.size()) {
-      const auto [front, at] = decode_header(prefix, path);
-      check_payload_size(size - at, front.head, path);
-    }
-    return decode(size > prefix.size()
-                      ? read_regular_file(path, std::numeric_limits<std::uint64_t>::max())
-                      : prefix,
-                  path);
+    std::string bytes(static_cast<std::size_t>(prefix_bytes), '\0');
+    bytes.resize(file.read(bytes.data(), bytes.size()));
+    if (bytes.size() < prefix_bytes)
+      return decode(bytes, path);
+    const auto [front, at] = decode_header(bytes, path);
+    // The size it had when opened; at least what was read, where it grew since.
+    const std::uint64_t size = std::max(file.size(), std::uint64_t{bytes.size()});
+    check_payload_size(size - at, front.head, path);
+    bytes.reserve(static_cast<std::size_t>(size));
+    file.append_rest(bytes, size - bytes.size());
+    return decode(bytes, path);
   } catch (const checkpoint_error&) {
     throw;
   } catch (const std::bad_alloc&) {
@@ -362,6 +311,9 @@ void write_atomically(const std::string& directory, const std::string& name,
   std::error_code made;
   std::filesystem::create_directories(directory, made);
   if (made)
+    // Opened without blocking and only a regular file: a FIFO would wait for a writer forever, a
+    // device such as /dev/zero never ends.
+    kernels::regular_file file(path);
     throw std::runtime_error("cannot make the directory " + directory + ": " + made.message());
   const std::string target = (std::filesystem::path(directory) / name).string();
   std::string temporary = target + std::string(temporary_marker) + "XXXXXX";

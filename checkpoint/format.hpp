@@ -91,12 +91,6 @@ struct loaded {
 /// or a payload hash mismatch.
 loaded decode(std::string_view bytes, const std::string& file);
 
-/// The bytes of the regular file `path`, at most `max_bytes`. Opened without blocking and refused
-/// unless regular: a FIFO would wait for a writer forever, a device such as /dev/zero never ends.
-/// Throws std::runtime_error saying why, without the path ("it is a FIFO (named pipe), not a
-/// regular file").
-std::string read_regular_file(const std::string& path, std::uint64_t max_bytes);
-
 /// Whether `path` is a regular file that starts as a checkpoint does (its magic bytes), whole or
 /// not.
 bool is_checkpoint_file(const std::string& path);

@@ -2,10 +2,11 @@
 // cluster_security.hpp.
 #include "cli/cluster_security.hpp"
 
+#include "kernels/regular_file.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdexcept>
@@ -30,34 +31,20 @@ std::string resolve_cluster_token(config::cluster_section& cluster) {
     return {};
   const std::string& file = cluster.token_file;
   const std::string where = "cluster.token-file = " + file + ": ";
-  // O_NONBLOCK: a FIFO must not block the start; it is refused below as not a regular file.
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    throw std::invalid_argument(where + std::strerror(errno));
-  struct stat status {};
+  // A FIFO must not block the start: it is refused as not a regular file, unopened.
   std::string token;
-  std::string problem;
-  if (::fstat(fd, &status) != 0)
-    problem = std::strerror(errno);
-  else if (!S_ISREG(status.st_mode))
-    problem = "not a regular file";
-  else if (status.st_size > static_cast<off_t>(max_token_file_bytes))
-    problem = std::to_string(status.st_size) + " bytes; a token file holds at most " +
-              std::to_string(max_token_file_bytes);
-  else {
-    token.resize(static_cast<std::size_t>(status.st_size));
-    std::size_t got = 0;
-    while (got < token.size()) {
-      const ssize_t n = ::read(fd, token.data() + got, token.size() - got);
-      if (n <= 0)
-        break;
-      got += static_cast<std::size_t>(n);
-    }
-    token.resize(got);
+  mode_t mode = 0;
+  try {
+    kernels::regular_file opened(file);
+    if (opened.size() > max_token_file_bytes)
+      throw std::invalid_argument(where + std::to_string(opened.size()) +
+                                  " bytes; a token file holds at most " +
+                                  std::to_string(max_token_file_bytes));
+    token = opened.read_rest(max_token_file_bytes);
+    mode = opened.mode();
+  } catch (const kernels::file_problem& problem) {
+    throw std::invalid_argument(where + problem.what());
   }
-  ::close(fd);
-  if (!problem.empty())
-    throw std::invalid_argument(where + problem);
   std::size_t begin = 0;
   std::size_t end = token.size();
   while (begin < end && is_space(token[begin]))
@@ -76,7 +63,7 @@ std::string resolve_cluster_token(config::cluster_section& cluster) {
   // Resolved: from here on the settings hold the token itself (checked again later, where a
   // token and a token file together are a mistake).
   cluster.token_file.clear();
-  if ((status.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+  if ((mode & (S_IRWXG | S_IRWXO)) != 0)
     return where + "other users may read this file; chmod 600 it";
   return {};
 }

@@ -11,6 +11,7 @@
 #include "cli/text_table.hpp"
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
+#include "kernels/regular_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -26,7 +27,6 @@
 #include <unistd.h>
 #include <utility>
 
-#include "checkpoint/format.hpp"
 #include "sim/simulation.hpp"
 
 namespace herd::cli {
@@ -340,7 +340,7 @@ std::shared_ptr<const sim::step_trace> load_step_trace(const std::string& path) 
   constexpr std::uint64_t largest_report = std::uint64_t{256} << 20;
   std::string text;
   try {
-    text = checkpoint::read_regular_file(path, largest_report);
+    text = kernels::read_regular_file(path, largest_report);
   } catch (const std::runtime_error& unread) {
     throw fail(std::string("cannot read it (") + unread.what() +
                "); name the file a herd train --report wrote");

@@ -2,17 +2,12 @@
 // it; see front_end.hpp.
 #include "config/front_end.hpp"
 
-#include "kernels/file_kind.hpp"
+#include "kernels/regular_file.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
-#include <fcntl.h>
 #include <sstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace herd::config {
 
@@ -406,54 +401,28 @@ std::string abbreviate(const std::string& text) {
          std::to_string(text.size() - (quoted ? 2 : 0)) + " bytes)";
 }
 
-// stat() comes before open(), and the open is non-blocking: opening a FIFO for reading waits for a
-// writer forever, and /dev/zero never ends. Reading stops after the limit, whatever the file's size
-// says (files in /proc say 0).
+// Without blocking on a FIFO or reading /dev/zero forever (kernels/regular_file.hpp), and at most
+// the limit, whatever the file's size says.
 std::variant<std::string, config_error> read_config_file(const std::string& path) {
   const auto fail = [&path](const std::string& problem) {
     return config_error{"", "cannot read config file " + path + ": " + problem};
   };
-  struct stat status {};
-  if (::stat(path.c_str(), &status) != 0)
-    return fail(std::strerror(errno));
-  if (S_ISDIR(status.st_mode))
-    return fail("it is a directory");
-  if (!S_ISREG(status.st_mode))
-    return fail("it is " + kernels::file_kind(status.st_mode) +
-                ", not a regular file; name an INI file");
-  if (static_cast<std::uint64_t>(status.st_size) > max_config_bytes)
-    return fail("it is " + too_large(static_cast<std::uint64_t>(status.st_size)));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return fail(std::strerror(errno));
-  std::string text;
-  std::string problem;
-  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-    problem = "it changed while being opened and is no longer a regular file";
-  } else {
-    char buffer[1 << 16];
-    for (;;) {
-      const ssize_t got = ::read(fd, buffer, sizeof buffer);
-      if (got < 0 && errno == EINTR)
-        continue;
-      if (got < 0) {
-        problem = std::strerror(errno);
-        break;
-      }
-      if (got == 0)
-        break;
-      text.append(buffer, static_cast<std::size_t>(got));
-      if (text.size() > max_config_bytes) {
-        problem = "it is more than the " + std::to_string(max_config_bytes) +
-                  " bytes (1 MiB) a configuration may have";
-        break;
-      }
+  try {
+    kernels::regular_file file(path);
+    if (file.size() > max_config_bytes)
+      return fail("it is " + too_large(file.size()));
+    return file.read_rest(max_config_bytes);
+  } catch (const kernels::file_problem& problem) {
+    switch (problem.reason()) {
+    case kernels::file_problem::kind::not_regular:
+      return fail(problem.what() + std::string("; name an INI file"));
+    case kernels::file_problem::kind::too_large: // it grew while read
+      return fail("it is more than the " + std::to_string(max_config_bytes) +
+                  " bytes (1 MiB) a configuration may have");
+    default:
+      return fail(problem.what());
     }
   }
-  ::close(fd);
-  if (!problem.empty())
-    return fail(problem);
-  return text;
 }
 
 std::optional<std::string> checked_text::origin_of(const std::string& key) const {

@@ -3,17 +3,13 @@
 #include "config/checker.hpp"
 #include "config/ini_limits.hpp"
 #include "herd/config.hpp"
+#include "kernels/regular_file.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fcntl.h>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <tuple>
-#include <unistd.h>
 #include <vector>
 
 namespace herd::config {
@@ -40,16 +36,12 @@ constexpr std::size_t max_layers_bytes = 65536;
 // Why `file` cannot be read, or "" when it can. Without opening it for reading in a way that
 // blocks: a FIFO would wait for a writer forever.
 std::string readable_file_problem(const std::string& file) {
-  struct stat status {};
-  if (::stat(file.c_str(), &status) != 0)
-    return std::strerror(errno);
-  if (!S_ISREG(status.st_mode))
-    return "not a regular file";
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return std::strerror(errno);
-  ::close(fd);
-  return {};
+  try {
+    kernels::regular_file opened(file);
+    return {};
+  } catch (const kernels::file_problem& problem) {
+    return problem.what();
+  }
 }
 
 std::string quoted(const std::string& text) {

@@ -4,6 +4,7 @@
 
 #include "herd/idx.hpp" // data_error
 #include "kernels/check.hpp"
+#include "kernels/regular_file.hpp"
 #include "models/sampler.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -268,23 +270,11 @@ std::optional<fortune_corpus> read_corpus_cache(const std::string& path,
                                                 std::uint64_t fingerprint) {
   // Without blocking, and only a regular file: a FIFO there would wait for a writer forever
   // (the corpus is then prepared again and its cache renamed over it).
-  struct descriptor {
-    int fd;
-    ~descriptor() {
-      if (fd >= 0)
-        ::close(fd);
-    }
-  } file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (file.fd < 0)
-    return std::nullopt;
-  struct stat status {};
   std::string bytes;
-  if (::fstat(file.fd, &status) == 0 && S_ISREG(status.st_mode)) {
-    char buffer[1 << 16];
-    ssize_t got = 0;
-    while ((got = ::read(file.fd, buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR))
-      if (got > 0)
-        bytes.append(buffer, static_cast<std::size_t>(got));
+  try {
+    bytes = kernels::read_regular_file(path, std::numeric_limits<std::uint64_t>::max());
+  } catch (const std::exception&) { // unreadable, or too large for memory: prepared again
+    return std::nullopt;
   }
   if (bytes.size() < cache_header_bytes ||
       std::memcmp(bytes.data(), cache_magic, sizeof cache_magic) != 0)

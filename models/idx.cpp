@@ -5,17 +5,14 @@
 // files are opened.
 #include "herd/idx.hpp"
 
-#include "kernels/file_kind.hpp"
+#include "models/data_files.hpp"
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <iomanip>
 #include <new>
 #include <sstream>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -58,34 +55,15 @@ const char* plural(std::uint64_t count, const char* one, const char* many) {
   return count == 1 ? one : many;
 }
 
-class file_descriptor {
-public:
-  explicit file_descriptor(int fd) : fd_(fd) {}
-  file_descriptor(const file_descriptor&) = delete;
-  file_descriptor& operator=(const file_descriptor&) = delete;
-  ~file_descriptor() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  int get() const { return fd_; }
-
-private:
-  int fd_;
-};
-
 // One open IDX file, raw or gzip: reads that report how much they got, and errors that name the
 // file.
 class idx_reader {
 public:
-  explicit idx_reader(const std::string& path) : path_(path), fd_(open_regular_file()) {
-    // Again on what was opened, in case the name changed after stat().
-    struct stat status {};
-    if (::fstat(fd_.get(), &status) != 0)
-      fail(std::string("cannot open (") + std::strerror(errno) + ")");
-    refuse_unless_regular(status.st_mode);
-    file_bytes_ = static_cast<std::uint64_t>(status.st_size);
+  explicit idx_reader(const std::string& path)
+      : path_(path), file_(open_data_file(path, "; data.path must hold the IDX files")) {
+    file_bytes_ = file_.size();
     std::array<std::uint8_t, 2> start{};
-    const ssize_t got = ::pread(fd_.get(), start.data(), start.size(), 0);
+    const ssize_t got = ::pread(file_.descriptor(), start.data(), start.size(), 0);
     gzip_ = got == 2 && start[0] == 0x1f && start[1] == 0x8b;
     if (gzip_) {
       input_.resize(compressed_buffer_bytes);
@@ -129,43 +107,12 @@ public:
   }
 
 private:
-  // stat() first and open non-blocking: opening a FIFO for reading blocks until a writer comes,
-  // and a device such as /dev/zero never ends.
-  int open_regular_file() const {
-    struct stat status {};
-    if (::stat(path_.c_str(), &status) != 0) {
-      if (errno == ENOENT)
-        fail("no such file");
-      fail(std::string("cannot open (") + std::strerror(errno) + ")");
-    }
-    refuse_unless_regular(status.st_mode);
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-      fail(std::string("cannot open (") + std::strerror(errno) + ")");
-    return fd;
-  }
-
-  void refuse_unless_regular(mode_t mode) const {
-    if (!S_ISREG(mode))
-      fail("is " + kernels::file_kind(mode) +
-           ", not a regular file; data.path must hold the IDX files");
-  }
-
   std::size_t read_raw(std::uint8_t* destination, std::size_t count) {
-    std::size_t total = 0;
-    while (total < count) {
-      const std::size_t piece = std::min(count - total, read_chunk_bytes);
-      const ssize_t got = ::read(fd_.get(), destination + total, piece);
-      if (got < 0) {
-        if (errno == EINTR)
-          continue;
-        fail(std::string("read error (") + std::strerror(errno) + ")");
-      }
-      if (got == 0)
-        break;
-      total += static_cast<std::size_t>(got);
+    try {
+      return file_.read(destination, count);
+    } catch (const kernels::file_problem& problem) {
+      fail(problem.what());
     }
-    return total;
   }
 
   // Makes at least `wanted` compressed bytes available unless the file ends first; returns how
@@ -177,18 +124,12 @@ private:
     if (stream_.avail_in > 0 && stream_.next_in != input_.data())
       std::memmove(input_.data(), stream_.next_in, stream_.avail_in);
     stream_.next_in = input_.data();
-    while (stream_.avail_in < wanted && !input_ended_) {
-      const ssize_t got =
-          ::read(fd_.get(), input_.data() + stream_.avail_in, input_.size() - stream_.avail_in);
-      if (got < 0) {
-        if (errno == EINTR)
-          continue;
-        fail(std::string("read error (") + std::strerror(errno) + ")");
-      }
-      if (got == 0)
-        input_ended_ = true;
+    if (stream_.avail_in < wanted) { // fills the buffer: fewer bytes mean the file ended
+      const std::size_t room = input_.size() - stream_.avail_in;
+      const std::size_t got = read_raw(input_.data() + stream_.avail_in, room);
+      input_ended_ = got < room;
       stream_.avail_in += static_cast<uInt>(got);
-      compressed_read_ += static_cast<std::uint64_t>(got);
+      compressed_read_ += got;
     }
     return stream_.avail_in;
   }
@@ -252,7 +193,7 @@ private:
 
   std::string path_;
   std::uint64_t file_bytes_ = 0;
-  file_descriptor fd_;
+  kernels::regular_file file_;
   bool gzip_ = false;
   z_stream stream_{};
   bool inflating_ = false;

@@ -4,6 +4,7 @@
 #include "models/npy.hpp"
 
 #include "kernels/check.hpp"
+#include "models/data_files.hpp"
 #include "models/npy_dict.hpp"
 
 #include <algorithm>
@@ -12,10 +13,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
 #include <limits>
 #include <new>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace herd::models {
@@ -50,57 +49,34 @@ std::size_t item_bytes(npy_dtype dtype) {
 
 class npy_file {
 public:
-  explicit npy_file(std::string path) : path_(std::move(path)) {
-    struct stat status {};
-    if (::stat(path_.c_str(), &status) != 0)
-      fail(errno == ENOENT ? "no such file"
-                           : std::string("cannot open (") + std::strerror(errno) + ")");
-    // stat() first and open non-blocking: a FIFO would block the open, a device never ends.
-    if (!S_ISREG(status.st_mode))
-      fail("not a regular file");
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0)
-      fail(std::string("cannot open (") + std::strerror(errno) + ")");
-    bytes_ = static_cast<std::uint64_t>(status.st_size);
-  }
-  npy_file(const npy_file&) = delete;
-  npy_file& operator=(const npy_file&) = delete;
-  ~npy_file() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
+  explicit npy_file(std::string path)
+      : path_(std::move(path)), file_(open_data_file(path_, "; name an .npy file")) {}
 
   [[noreturn]] void fail(const std::string& problem) const { throw data_error(path_, problem); }
 
   const std::string& path() const { return path_; }
-  std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t bytes() const { return file_.size(); }
 
   // Reads exactly `count` bytes or fails naming `what` was cut short.
   void read_exactly(unsigned char* destination, std::size_t count, const std::string& what) {
     std::size_t total = 0;
-    while (total < count) {
-      const ssize_t got =
-          ::read(fd_, destination + total, std::min<std::size_t>(count - total, 1 << 20));
-      if (got < 0) {
-        if (errno == EINTR)
-          continue;
-        fail(std::string("read error (") + std::strerror(errno) + ")");
-      }
-      if (got == 0)
-        fail("truncated: the file ends " + std::to_string(total) + " bytes into " + what);
-      total += static_cast<std::size_t>(got);
+    try {
+      total = file_.read(destination, count);
+    } catch (const kernels::file_problem& problem) {
+      fail(problem.what());
     }
+    if (total < count)
+      fail("truncated: the file ends " + std::to_string(total) + " bytes into " + what);
   }
 
   void seek(std::uint64_t offset) {
-    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0)
+    if (::lseek(file_.descriptor(), static_cast<off_t>(offset), SEEK_SET) < 0)
       fail(std::string("cannot seek (") + std::strerror(errno) + ")");
   }
 
 private:
   std::string path_;
-  int fd_ = -1;
-  std::uint64_t bytes_ = 0;
+  kernels::regular_file file_;
 };
 
 std::uint32_t little_endian(const unsigned char* bytes, std::size_t count) {

@@ -350,9 +350,11 @@ TEST_F(front_end, a_fifo_named_as_a_tls_file_is_refused_without_blocking) {
   const auto outcome = load_in_child(
       "", {"--cluster.tls-ca=" + fifo, "--cluster.tls-cert=" + fifo, "--cluster.tls-key=" + fifo});
   EXPECT_CHILD_FINISHED(outcome);
-  EXPECT_THAT(outcome.report,
-              HasSubstr("cluster.tls-ca = \"" + fifo +
-                        "\" (command line): cannot read this file: not a regular file"));
+  EXPECT_THAT(
+      outcome.report,
+      HasSubstr("cluster.tls-ca = \"" + fifo +
+                "\" (command line): cannot read this file: it is a FIFO (named pipe), not a "
+                "regular file"));
 }
 
 // -- sizes ----------------------------------------------------------------------------------------

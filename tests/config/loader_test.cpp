@@ -127,7 +127,7 @@ TEST_F(config_files, syntax_error_names_file_and_line) {
 TEST_F(config_files, missing_file_is_an_error) {
   const auto message = first_error(dir_.file("nope.ini"), {});
   EXPECT_THAT(message, HasSubstr("nope.ini"));
-  EXPECT_THAT(message, HasSubstr("No such file"));
+  EXPECT_THAT(message, HasSubstr("no such file"));
 }
 
 TEST_F(config_files, malformed_override_is_an_error) {
