@@ -91,23 +91,48 @@ bool ends_with(const std::string& name, std::string_view end) {
   return name.size() >= end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
 }
 
-bool named(const std::string& name, std::string_view end) {
-  return name.size() > prefix.size() + end.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-         ends_with(name, end) && name.find(temporary_marker) == std::string::npos;
+// Whether `text` from `at` holds `count` digits.
+bool digits_at(std::string_view text, std::size_t at, std::size_t count) {
+  if (text.size() < at + count)
+    return false;
+  return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(at),
+                     text.begin() + static_cast<std::ptrdiff_t>(at + count),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// The length of the stem `name` starts with, as file_name() writes it ("herd-" 15 digits "-" 12
+// digits), or 0. Only such names are the run's: a copy a user made beside them
+// ("herd-best.ckpt") is never pruned, and never taken for the newest.
+std::size_t stem_length(std::string_view name) {
+  constexpr std::size_t ms_digits = 15;
+  constexpr std::size_t round_digits = 12;
+  const std::size_t dash = prefix.size() + ms_digits;
+  if (name.compare(0, prefix.size(), prefix) != 0 || !digits_at(name, prefix.size(), ms_digits) ||
+      name.size() <= dash || name[dash] != '-' || !digits_at(name, dash + 1, round_digits))
+    return 0;
+  return dash + 1 + round_digits;
 }
 
 bool is_checkpoint_name(const std::string& name) {
-  return named(name, suffix);
-}
-bool is_part_name(const std::string& name) {
-  return named(name, part_suffix);
+  const std::size_t stem = stem_length(name);
+  return stem != 0 && name.compare(stem, std::string::npos, suffix) == 0;
 }
 
-// The temporary file of an interrupted write of a file whose name ends with `end`.
-bool is_temporary_of(const std::string& name, std::string_view end) {
+// A stem, ".node-", the node's number, ".part" (part_name()).
+bool is_part_name(const std::string& name) {
+  constexpr std::string_view node = ".node-";
+  const std::size_t stem = stem_length(name);
+  if (stem == 0 || name.compare(stem, node.size(), node) != 0 || !ends_with(name, part_suffix))
+    return false;
+  const std::size_t number = stem + node.size();
+  const std::size_t end = name.size() - part_suffix.size();
+  return end > number && digits_at(name, number, end - number);
+}
+
+// The temporary file of an interrupted write of one of the run's files (`is_name`).
+bool is_temporary_of(const std::string& name, bool (*is_name)(const std::string&)) {
   const auto marker = name.find(temporary_marker);
-  return name.compare(0, prefix.size(), prefix) == 0 && marker != std::string::npos &&
-         ends_with(name.substr(0, marker), end);
+  return marker != std::string::npos && is_name(name.substr(0, marker));
 }
 
 // The regular files of `directory` whose names pass `keep`, sorted.
@@ -285,6 +310,9 @@ loaded read_file(const std::string& path) {
   try {
     // The header first: a file that is no checkpoint, or whose size is not the one its header
     // gives (a sparse file of gigabytes beside the real ones), is refused before its bytes are.
+    // Opened without blocking and only a regular file: a FIFO would wait for a writer forever, a
+    // device such as /dev/zero never ends.
+    kernels::regular_file file(path);
     const std::uint64_t prefix_bytes = magic.size() + 8 + max_header_bytes + 8;
     std::string bytes(static_cast<std::size_t>(prefix_bytes), '\0');
     bytes.resize(file.read(bytes.data(), bytes.size()));
@@ -311,9 +339,6 @@ void write_atomically(const std::string& directory, const std::string& name,
   std::error_code made;
   std::filesystem::create_directories(directory, made);
   if (made)
-    // Opened without blocking and only a regular file: a FIFO would wait for a writer forever, a
-    // device such as /dev/zero never ends.
-    kernels::regular_file file(path);
     throw std::runtime_error("cannot make the directory " + directory + ": " + made.message());
   const std::string target = (std::filesystem::path(directory) / name).string();
   std::string temporary = target + std::string(temporary_marker) + "XXXXXX";
@@ -330,6 +355,8 @@ void write_atomically(const std::string& directory, const std::string& name,
     const ssize_t n = ::write(file.fd, bytes.data() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR)
       continue;
+    if (n == 0)
+      errno = ENOSPC; // write() wrote nothing and set no error: the device took no more
     if (n <= 0)
       fail("cannot write");
     written += static_cast<std::size_t>(n);
@@ -491,7 +518,7 @@ std::vector<std::string> prune_parts(const std::string& directory, const std::st
   remove_all(directory,
              names_in(directory,
                       [&writing](const std::string& name) {
-                        return is_temporary_of(name, part_suffix) &&
+                        return is_temporary_of(name, is_part_name) &&
                                name.compare(0, writing.size(), writing) < 0;
                       }),
              removed);
@@ -518,7 +545,8 @@ std::vector<std::string> prune(const std::string& directory, std::size_t keep) {
   // machine) keeps its own.
   remove_all(
       directory,
-      names_in(directory, [](const std::string& name) { return is_temporary_of(name, suffix); }),
+      names_in(directory,
+               [](const std::string& name) { return is_temporary_of(name, is_checkpoint_name); }),
       removed);
   return removed;
 }
@@ -532,7 +560,9 @@ std::string resolve(const std::string& path) {
     return path;
   const auto files = list(path);
   if (files.empty())
-    throw checkpoint_error(path, "the directory holds no checkpoint (herd-*.ckpt)");
+    throw checkpoint_error(path, "the directory holds no checkpoint named as a run names them "
+                                 "(herd-<time>-<round>.ckpt); name a copy under another name as "
+                                 "a file");
   return files.back();
 }
 

@@ -188,7 +188,7 @@ TEST(CheckpointFiles, ACheckpointWrittenAfterTheClockWentBackIsStillTheNewest) {
     write_atomically(where, file_name(hour_ahead + rounds, rounds),
                      encode(head, random_payload(64, 5)));
   }
-  const std::string foreign = where + "/herd-notanumber.ckpt"; // sorts last; counts no time
+  const std::string foreign = where + "/herd-notanumber.ckpt"; // not one of the run's names
   std::ofstream(foreign) << "not one of ours";
   head.rounds = 600;
   const auto name = next_file_name(where, 600);
@@ -202,6 +202,57 @@ TEST(CheckpointFiles, ACheckpointWrittenAfterTheClockWentBackIsStillTheNewest) {
   const auto fresh = next_file_name(dir.file("empty"), 7);
   EXPECT_GE(fresh, file_name(before, 7));
   EXPECT_LE(fresh, file_name(unix_milliseconds(), 7));
+}
+
+// A user's copy beside the run's checkpoints ("cp ckpt/herd-...ckpt ckpt/herd-best.ckpt") sorted
+// after all of them by name: with checkpoint.keep = 1 every new checkpoint was pruned as soon as
+// it was written, and --resume DIR went back to the copy. Only the names a run writes count.
+TEST(CheckpointFiles, CopiesUnderOtherNamesAreNeitherPrunedNorTakenForTheNewest) {
+  herd::testing::temp_directory dir;
+  const std::string where = dir.path().string();
+  auto head = sample_header();
+  std::vector<std::string> stems;
+  for (std::uint64_t rounds : {100u, 200u}) {
+    head.rounds = rounds;
+    const auto name = file_name(1764612345000 + rounds, rounds);
+    stems.push_back(stem_of(name));
+    write_atomically(where, name, encode(head, random_payload(64, 5)));
+    write_atomically(where, part_name(stems.back(), 0), encode(head, random_payload(8, 5)));
+  }
+  const std::vector<std::string> copies = {"herd-best.ckpt",
+                                           "herd-1.ckpt",
+                                           "herd-" + std::string(15, '9') + "-12.ckpt",
+                                           stems[0] + "-copy.ckpt",
+                                           "herd-best.node-0.part",
+                                           stems[0] + ".node-x.part",
+                                           "herd-best.ckpt.tmp-abcdef"};
+  for (const auto& copy : copies)
+    std::filesystem::copy_file(where + "/" + stems[0] + ".ckpt", where + "/" + copy);
+  EXPECT_EQ(list(where).size(), 2u);
+  EXPECT_EQ(list_parts(where).size(), 2u);
+  EXPECT_EQ(read_file(resolve(where)).head.rounds, 200u);
+  head.rounds = 300;
+  const auto newest = next_file_name(where, 300);
+  EXPECT_EQ(newest.substr(0, 5), "herd-");
+  write_atomically(where, newest, encode(head, random_payload(64, 5)));
+  prune(where, 1);
+  prune_parts(where, stem_of(newest), stem_of(newest));
+  EXPECT_EQ(list(where), std::vector<std::string>{where + "/" + newest});
+  EXPECT_TRUE(list_parts(where).empty());
+  for (const auto& copy : copies)
+    EXPECT_TRUE(std::filesystem::exists(where + "/" + copy)) << copy << " was deleted";
+  // A directory of copies alone holds no checkpoint to resume; the copy is named as a file.
+  const std::string copies_only = dir.file("copies");
+  std::filesystem::create_directories(copies_only);
+  std::filesystem::copy_file(where + "/" + newest, copies_only + "/herd-best.ckpt");
+  try {
+    resolve(copies_only);
+    ADD_FAILURE() << "a directory of copies resolved";
+  } catch (const checkpoint_error& error) {
+    EXPECT_NE(error.problem().find("name a copy under another name as a file"), std::string::npos)
+        << error.problem();
+  }
+  EXPECT_EQ(read_file(resolve(copies_only + "/herd-best.ckpt")).head.rounds, 300u);
 }
 
 // A cluster's nodes write parts next to (or apart from) the coordinator's files: each kind is
