@@ -134,7 +134,7 @@ private:
                         const std::string& name, bool final);
   std::string parts_to_keep_from() const;
   void release_checkpoint();
-  void drop_checkpoint(const std::string& why);
+  void drop_checkpoint(const std::string& why, bool final = false);
   bool final_checkpoint_wanted();
   void report_checkpoints();
 

@@ -229,8 +229,10 @@ void coordinator_actor::collect_checkpoint(std::function<void()> then) {
   const bool final = !phases_.running();
   const auto name = checkpoint::next_file_name(checkpoints_.options().directory, counters_.rounds);
   auto failed = [this, ticket, final, then](const std::string& why) {
+    if (final) // a node's disk full or read-only, a node lost as it wrote: the end state is lost
+      final_checkpoint_error_ = why;
     if (final || ticket == checkpoints_.ticket())
-      drop_checkpoint(why);
+      drop_checkpoint(why, final);
     if (then)
       then();
   };
@@ -309,8 +311,8 @@ void coordinator_actor::release_checkpoint() {
     begin_stop(stop_cause::epochs);
 }
 
-void coordinator_actor::drop_checkpoint(const std::string& why) {
-  notice("checkpoint not taken: " + why);
+void coordinator_actor::drop_checkpoint(const std::string& why, bool final) {
+  notice((final ? "final checkpoint not written: " : "checkpoint not taken: ") + why);
   if (!checkpoints_.holding())
     return;
   checkpoints_.abandon();

@@ -304,8 +304,9 @@ std::string coordinator_help() {
          "With checkpoint.dir set, each node writes its workers' part of a checkpoint to its\n"
          "own disk and this coordinator's file commits it once every part is written\n"
          "(docs/checkpoints.md). Restarted with --resume, it goes on from the newest one.\n\n"
-         "Exit status: 0 done, 1 the run failed, 2 bad input, 130 interrupted (Ctrl-C,\n"
-         "SIGTERM or SIGHUP; before the nodes joined, it ends at once without a run).\n";
+         "Exit status: 0 done, 1 the run failed (or its final checkpoint could not be\n"
+         "written, interrupted or not), 2 bad input, 130 interrupted (Ctrl-C, SIGTERM or\n"
+         "SIGHUP; before the nodes joined, it ends at once without a run).\n";
   return out.str();
 }
 

@@ -458,11 +458,13 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
   }
   if (summary->stop_reason == actors::stop_cause::error || !summary->error.empty())
     return exit_run_failed;
-  if (summary->stop_reason == actors::stop_cause::interrupted)
-    return exit_interrupted;
-  // The run's end state is lost: a script that resumes from it must not go on.
+  // The run's end state is lost: a script that resumes from it must not go on. Before an
+  // interruption's 130, which a service manager counts as a clean stop (a stop signal is when a
+  // final checkpoint matters most).
   if (!summary->final_checkpoint_error.empty())
     return exit_run_failed;
+  if (summary->stop_reason == actors::stop_cause::interrupted)
+    return exit_interrupted;
   return exit_ok;
 }
 

@@ -65,7 +65,8 @@ std::string train_help() {
          "checkpoint.every-seconds / checkpoint.every-rounds and when the run stops\n"
          "(Ctrl-C included).\n\n"
          "Exit status: 0 done, 1 the run failed (or its final checkpoint could not be\n"
-         "written), 2 bad input, 130 interrupted (by SIGINT, SIGTERM or SIGHUP).\n";
+         "written, interrupted or not), 2 bad input, 130 interrupted (by SIGINT, SIGTERM\n"
+         "or SIGHUP).\n";
   return out.str();
 }
 

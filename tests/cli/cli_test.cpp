@@ -1972,26 +1972,34 @@ TEST_F(herd_cli, evaluate_scores_the_parameters_that_reached_the_target) {
 }
 
 // A final checkpoint that cannot be written (here its directory became a file; a full disk in
-// life) loses the run's end state: the summary and the report say so, and the exit status is 1.
+// life) loses the run's end state: the summary and the report say so, and the exit status is 1,
+// also where a stop signal ended the run (its 130 counts as a clean stop to a service manager).
 TEST_F(herd_cli, a_final_checkpoint_that_cannot_be_written_fails_the_run) {
-  const auto checkpoints = path("gone");
-  auto herd_run =
-      start_herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]", "--train.workers=2",
-                  "--train.eval-every=2000", "--train.epochs=100000", "--train.max-seconds=4",
-                  "--checkpoint.dir=" + checkpoints, "--checkpoint.every-seconds=0", "--report",
-                  path("run.json")},
-                 path("run.log"));
-  ASSERT_TRUE(herd_run->wait_for_output("evaluation at round", 120s)) << herd_run->output();
-  std::filesystem::remove_all(checkpoints);
-  std::ofstream(checkpoints) << "not a directory";
-  ASSERT_EQ(herd_run->wait(120s), std::optional<int>(1)) << herd_run->output();
-  EXPECT_THAT(herd_run->output(), HasSubstr("herd: final checkpoint not written: "));
-  EXPECT_THAT(herd_run->output(), HasSubstr("  final checkpoint  NOT WRITTEN: "));
-  EXPECT_THAT(herd_run->output(), HasSubstr("  stopped by        max-seconds"));
-  std::ifstream in(path("run.json"));
-  const auto report = nlohmann::json::parse(in);
-  EXPECT_TRUE(report["final_checkpoint_error"].is_string()) << report.dump();
-  EXPECT_TRUE(report["error"].is_null());
+  for (const bool interrupted : {false, true}) {
+    const std::string label = interrupted ? "interrupted" : "max-seconds";
+    const auto checkpoints = path("gone-" + label);
+    const auto report_file = path("run-" + label + ".json");
+    auto herd_run =
+        start_herd({"train", "--data.dataset=synthetic", "--model.hidden=[32]", "--train.workers=2",
+                    "--train.eval-every=2000", "--train.epochs=100000",
+                    interrupted ? "--train.max-seconds=600" : "--train.max-seconds=4",
+                    "--checkpoint.dir=" + checkpoints, "--checkpoint.every-seconds=0", "--report",
+                    report_file},
+                   path(label + ".log"));
+    ASSERT_TRUE(herd_run->wait_for_output("evaluation at round", 120s)) << herd_run->output();
+    std::filesystem::remove_all(checkpoints);
+    std::ofstream(checkpoints) << "not a directory";
+    if (interrupted)
+      ::kill(herd_run->pid(), SIGINT);
+    ASSERT_EQ(herd_run->wait(120s), std::optional<int>(1)) << label << "\n" << herd_run->output();
+    EXPECT_THAT(herd_run->output(), HasSubstr("herd: final checkpoint not written: "));
+    EXPECT_THAT(herd_run->output(), HasSubstr("  final checkpoint  NOT WRITTEN: "));
+    EXPECT_THAT(herd_run->output(), HasSubstr(std::string("  stopped by        ") + label));
+    std::ifstream in(report_file);
+    const auto report = nlohmann::json::parse(in);
+    EXPECT_TRUE(report["final_checkpoint_error"].is_string()) << report.dump();
+    EXPECT_TRUE(report["error"].is_null());
+  }
 }
 
 // Two runs started into one empty checkpoint.dir deleted each other's checkpoints (each keeps its

@@ -368,6 +368,29 @@ TEST(cluster_cli, a_node_killed_during_a_checkpoint_write_leaves_the_previous_on
   EXPECT_TRUE(reached_target(report, 0.85, 4.0)) << run.logs();
 }
 
+// The final checkpoint's first phase failing on a node (its disk full or read-only; here its
+// directory became a file) loses the run's end state as surely as the coordinator's own write
+// failing: the summary says NOT WRITTEN and the exit status is 1, where it was 0 and one line.
+TEST(cluster_cli, a_final_checkpoint_a_node_cannot_write_fails_the_run) {
+  temp_directory dir;
+  cluster run(dir, {"--data.dataset=synthetic", "--train.algorithm=sync", "--train.epochs=1000",
+                    "--train.max-seconds=600", "--cluster.min-nodes=1",
+                    "--checkpoint.dir=" + dir.file("checkpoints"), "--checkpoint.every-seconds=0"});
+  const auto parts = dir.file("parts");
+  run.add_node(1, {"--checkpoint-dir", parts});
+  ASSERT_TRUE(run.coordinator_says("(node0) ready", 60s)) << run.logs();
+  std::this_thread::sleep_for(500ms); // training
+  std::filesystem::remove_all(parts);
+  std::ofstream(parts) << "not a directory";
+  ::kill(run.coordinator().pid(), SIGINT);
+  ASSERT_EQ(run.coordinator().wait(120s), std::optional<int>(1)) << run.logs();
+  EXPECT_NE(run.coordinator().output().find("herd: final checkpoint not written: "),
+            std::string::npos)
+      << run.logs();
+  EXPECT_NE(run.coordinator().output().find("  final checkpoint  NOT WRITTEN: "), std::string::npos)
+      << run.logs();
+}
+
 // A node that cannot write its parts says so when it joins, not at the first checkpoint.
 TEST(cluster_cli, a_node_that_cannot_write_its_checkpoint_parts_says_where_when_it_joins) {
   temp_directory dir;
