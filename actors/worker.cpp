@@ -160,7 +160,7 @@ private:
     ready.step = step;
     ready.samples = samples;
     ready.part = step_report::announcement;
-    report_step(this, coordinator_, setup_.inbox.get(), ready);
+    report(ready);
   }
 
   // Answered at once, or once the send buffer is released (policy::send_buffer::must_wait).
@@ -218,7 +218,7 @@ private:
   }
 
   void deliver_checkpoints() {
-    if (checkpoints_.empty() || !at_rest())
+    if (checkpoints_.empty() || !at_rest() || !relay_caught_up())
       return;
     auto record = std::make_shared<worker_record>();
     const std::size_t count = params_.size();
@@ -292,21 +292,39 @@ private:
   void deliver_stop() {
     if (!stop_promise_ || buffer_.computing() || (stop_settles_ && !results_in()))
       return;
-    if (setup_.relayed_reports && !relay_flushed_) { // its relay's reports go before the answer
-      if (!std::exchange(relay_flushing_, true))
-        request(coordinator_, caf::infinite, flush_atom::value)
-            .then([this] { relay_flushed(); }, [this](caf::error&) { relay_flushed(); });
+    if (!relay_caught_up())
       return;
-    }
     // Last: once the answer is out the owner may destroy what the worker borrowed (its ops).
     report_unsent();
     stop_promise_->deliver(worker_stopped{setup_.index, buffer_.steps()});
     stop_promise_.reset();
   }
 
-  void relay_flushed() {
-    relay_flushed_ = true;
-    deliver_stop();
+  void report(const step_ready& ready) {
+    report_step(this, coordinator_, setup_.inbox.get(), ready);
+    ++reports_sent_;
+  }
+
+  // Across processes the step reports go through the node's relay, two hops to the coordinator,
+  // while a stop's or a checkpoint's answer goes straight back: the answer must not overtake a
+  // report (a checkpoint would lack an arrival the worker's saved state has used, and a resumed
+  // run wait for it forever). True once the relay has passed on every report sent; else it is
+  // asked to, and the answers are tried again once it has.
+  bool relay_caught_up() {
+    if (!setup_.relayed_reports || reports_flushed_ == reports_sent_)
+      return true;
+    if (!std::exchange(relay_flushing_, true)) {
+      const std::uint64_t sent = reports_sent_;
+      const auto flushed = [this, sent] {
+        relay_flushing_ = false;
+        reports_flushed_ = sent;
+        deliver_checkpoints();
+        deliver_stop(); // last: once it is answered the owner may destroy what the worker borrowed
+      };
+      request(coordinator_, caf::infinite, flush_atom::value)
+          .then([flushed] { flushed(); }, [flushed](caf::error&) { flushed(); });
+    }
+    return false;
   }
 
   // Every round answered and not applied yet has its result here (applied at once, or kept for a
@@ -418,7 +436,7 @@ private:
     ready.samples = outcome.samples;
     ready.late = end.late;
     ready.part = announced ? step_report::after_announcement : step_report::whole;
-    report_step(this, coordinator_, setup_.inbox.get(), ready);
+    report(ready);
     apply_ready_results(); // any that arrived while the step ran; may start the next step
     deliver_stop();
   }
@@ -512,8 +530,12 @@ private:
   }
 
   // WAGMA's late member: its round averaged `members` models (its stored one among them) into
-  // `average`; with its fresh model the result is (sum + fresh) / (members + 1).
+  // `average`; with its fresh model the result is (sum + fresh) / (members + 1). Alone in its
+  // group (P not a power of two, or its partners lost) the average is its own older model:
+  // averaging a group of one changes nothing, and its fresh model stays.
   void blend(const float* average, std::uint32_t members) {
+    if (members <= 1)
+      return;
     const float n = static_cast<float>(members);
     const float* inputs[] = {params_.data(), average}; // out may alias inputs[0] only
     const float weights[] = {1.0f / (n + 1.0f), n / (n + 1.0f)};
@@ -578,7 +600,9 @@ private:
   double last_wait_seconds_ = 0.0;
   std::optional<caf::response_promise> stop_promise_;
   bool stop_settles_ = true; // the stop waits for the results of the rounds answered
-  bool relay_flushing_ = false, relay_flushed_ = false; // setup_.relayed_reports, at the stop
+  // setup_.relayed_reports: the step reports sent, and those the relay has passed on.
+  std::uint64_t reports_sent_ = 0, reports_flushed_ = 0;
+  bool relay_flushing_ = false;
   std::vector<caf::typed_response_promise<worker_state>> exports_; // waiting for rounds to apply
   std::vector<caf::typed_response_promise<worker_checkpoint>> checkpoints_; // waiting for rest
   caf::strong_actor_ptr self_while_computing_;

@@ -120,7 +120,7 @@ struct worker_setup {
   /// would wait out the delay of a step it took as announced.
   bool announce_delayed_steps = false;
   /// Across processes: the actor the worker reports to is its node's step relay
-  /// (cluster/step_relay.hpp), which it asks to flush before it answers a stop.
+  /// (cluster/step_relay.hpp), which it asks to flush before it answers a stop or a checkpoint.
   bool relayed_reports = false;
   /// In the coordinator's process: the worker posts its step reports into the coordinator's
   /// inbox (coordinator_setup::inbox, step_inbox.hpp) instead of sending one message each.

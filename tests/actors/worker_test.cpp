@@ -1,6 +1,8 @@
 // The worker actor on its own, with the test playing coordinator and aggregator: it keeps
 // answering while its step runs, and applies round results in round order whatever order they
 // arrive in.
+#include "actors/checkpoint_messages.hpp"
+#include "actors/checkpoint_state.hpp"
 #include "actors/messages.hpp"
 #include "actors/worker.hpp"
 #include "herd/sequential.hpp"
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <gtest/gtest.h>
 #include <map>
@@ -75,6 +78,14 @@ private:
   std::vector<std::string> events_;
 };
 
+// What a WAGMA member made late holds: its initial model, its model right after it applied its
+// round's result, and the model its step 1 alone gives.
+struct late_member_outcome {
+  std::vector<float> initial;
+  std::vector<float> applied;
+  std::vector<float> fresh;
+};
+
 class worker_actor_test : public testing::Test {
 protected:
   worker_actor_test() : system_(make_config()) {}
@@ -105,6 +116,12 @@ protected:
   }
 
   void adopt_and_go_through_the_same_states(const struct placement& where);
+
+  // The round of step 1 asks while step 1 runs and gets the stored (initial) model; the round's
+  // result averages `members` models into what `average_of` makes of the initial model.
+  late_member_outcome
+  late_wagma_member(const std::function<std::vector<float>(const std::vector<float>&)>& average_of,
+                    std::uint32_t members);
 
   std::vector<float> snapshot(caf::scoped_actor& self, const caf::actor& worker) {
     std::vector<float> parameters;
@@ -205,6 +222,46 @@ TEST_F(worker_actor_test, a_stop_during_a_step_answers_after_applying_the_result
                   [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   EXPECT_EQ(probe->events(), (std::vector<std::string>{"applied 0", "stopped"}));
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+// Across processes the step reports go through the node's relay (two hops to the coordinator)
+// while a checkpoint's answer goes straight back to the node: an answer that overtook the report of
+// the step it holds left the checkpoint without that arrival, and a run resumed from it waited
+// for the arrival forever. The answer waits until the relay has passed the reports on.
+TEST_F(worker_actor_test,
+       a_relayed_worker_answers_a_checkpoint_once_its_relay_passed_its_reports_on) {
+  gated_ops ops;
+  auto worker_config = setup(ops);
+  worker_config.relayed_reports = true;
+  caf::scoped_actor relay{system_};
+  auto worker = spawn_worker(system_, worker_config, relay);
+  relay->send(worker, start_atom::value, 1.0f);
+  ops.wait_until_entered();
+  caf::scoped_actor node{system_};
+  node->send(worker, checkpoint_atom::value); // its answer comes back as a message
+  ops.release();
+  relay->receive([](const step_ready&) {},
+                 caf::after(std::chrono::seconds(10)) >> [] { ADD_FAILURE() << "no step_ready"; });
+  std::optional<caf::response_promise> flush;
+  relay->receive([&](flush_atom) { flush = relay->make_response_promise(); },
+                 caf::after(std::chrono::seconds(10)) >> [] {});
+  ASSERT_TRUE(flush) << "the worker did not ask its relay to flush";
+  bool answered = false;
+  node->receive([&](const worker_checkpoint&) { answered = true; },
+                caf::after(std::chrono::milliseconds(300)) >> [] {});
+  EXPECT_FALSE(answered) << "the checkpoint was answered before the relay passed the report on";
+  flush->deliver(caf::unit);
+  node->receive(
+      [&](const worker_checkpoint& saved) {
+        answered = true;
+        EXPECT_EQ(saved.record->buffer.steps(), 1u);
+      },
+      caf::after(std::chrono::seconds(10)) >> [] {});
+  EXPECT_TRUE(answered) << "no checkpoint once the relay had flushed";
+  node->request(worker, std::chrono::seconds(10), stop_atom::value, false)
+      .receive([](const worker_stopped&) {},
+               [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
+  node->send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
 // Across processes a round's result reaches the worker through its node, and the coordinator's
@@ -401,10 +458,10 @@ private:
   std::map<std::uint64_t, std::vector<float>> applied_; // parameters right after each round
 };
 
-// WAGMA's stale formula on a constructed late arrival: the round of step 1 asks while step 1
-// runs, gets the stored (initial) model, and averages it with two others into R (S = 3); when
-// step 1 finishes, the worker's model is (sum + fresh) / (S + 1) = (3 R + fresh) / 4.
-TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_over_s_plus_one) {
+late_member_outcome worker_actor_test::late_wagma_member(
+    const std::function<std::vector<float>(const std::vector<float>&)>& average_of,
+    std::uint32_t members) {
+  late_member_outcome outcome;
   gated_ops ops;
   auto probe = std::make_shared<gradient_probe>();
   auto worker_config = setup(ops);
@@ -413,7 +470,7 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
   worker_config.probe = probe;
   caf::scoped_actor coordinator{system_};
   auto worker = spawn_worker(system_, worker_config, coordinator);
-  const auto initial = snapshot(coordinator, worker);
+  outcome.initial = snapshot(coordinator, worker);
   coordinator->send(worker, start_atom::value, 1.0f);
   ops.wait_until_entered();
   coordinator
@@ -425,39 +482,56 @@ TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_o
             EXPECT_EQ(reply.step, 0u);
           },
           [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
-  std::mt19937_64 rng(4);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto average = std::make_shared<std::vector<float>>(model_->parameter_count());
-  for (auto& value : *average)
-    value = normal(rng);
-  coordinator->send(worker, round_result{0, host_buffer(*average), 3});
+  coordinator->send(worker, round_result{0, host_buffer(average_of(outcome.initial)), members});
   ops.release();
   std::optional<step_ready> ready;
   coordinator->receive([&](const step_ready& report) { ready = report; },
                        caf::after(std::chrono::seconds(10)) >> [] {});
-  ASSERT_TRUE(ready);
-  EXPECT_TRUE(ready->late) << "its round was asked before step 1 finished";
+  EXPECT_TRUE(ready && ready->late) << "its round was asked before step 1 finished";
   // The worker goes on with step 2 at once: read its model as it left round 0.
   snapshot(coordinator, worker); // round 0 is applied before this answer (same actor, in order)
-  const auto applied = probe->after_round(0);
-  ASSERT_TRUE(applied) << "round 0 was not applied";
-  const auto& blended = *applied;
-
-  std::vector<float> fresh = initial;
-  herd::models::optimizer optimizer(fresh.size(), hyper_);
-  optimizer.step(herd::kernels::cpu_ops(), fresh.data(), probe->gradient(1).data());
-  ASSERT_EQ(blended.size(), fresh.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < fresh.size(); ++i) {
-    const double expected = (3.0 * (*average)[i] + fresh[i]) / 4.0;
-    worst = std::max(worst, std::abs(blended[i] - expected));
-  }
-  EXPECT_LT(worst, 1e-6);
-  EXPECT_NE(blended, *average);
+  if (const auto applied = probe->after_round(0))
+    outcome.applied = *applied;
+  else
+    ADD_FAILURE() << "round 0 was not applied";
+  outcome.fresh = outcome.initial;
+  herd::models::optimizer optimizer(outcome.fresh.size(), hyper_);
+  optimizer.step(herd::kernels::cpu_ops(), outcome.fresh.data(), probe->gradient(1).data());
   coordinator->request(worker, std::chrono::seconds(10), stop_atom::value)
       .receive([](const worker_stopped&) {},
                [&](caf::error& failure) { ADD_FAILURE() << system_.render(failure); });
   coordinator->send_exit(worker, caf::exit_reason::user_shutdown);
+  return outcome;
+}
+
+// WAGMA's stale formula on a constructed late arrival: the round averaged the stored model with two
+// others into R (S = 3); when step 1 finishes, the worker's model is (sum + fresh) / (S + 1) =
+// (3 R + fresh) / 4.
+TEST_F(worker_actor_test, a_late_wagma_member_sets_its_model_to_sum_plus_fresh_over_s_plus_one) {
+  std::vector<float> average(model_->parameter_count());
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& value : average)
+    value = normal(rng);
+  const auto outcome = late_wagma_member([&](const std::vector<float>&) { return average; }, 3);
+  ASSERT_EQ(outcome.applied.size(), outcome.fresh.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < outcome.fresh.size(); ++i) {
+    const double expected = (3.0 * average[i] + outcome.fresh[i]) / 4.0;
+    worst = std::max(worst, std::abs(outcome.applied[i] - expected));
+  }
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_NE(outcome.applied, average);
+}
+
+// A group of one (P not a power of two, or its partners lost) averages the late member's stored
+// model alone: blending that into its fresh one threw half of its own step away. Averaging a
+// group of one changes nothing.
+TEST_F(worker_actor_test, a_late_wagma_member_alone_in_its_group_keeps_its_fresh_model) {
+  const auto outcome =
+      late_wagma_member([](const std::vector<float>& stored) { return stored; }, 1);
+  EXPECT_EQ(outcome.applied, outcome.fresh);
+  EXPECT_NE(outcome.applied, outcome.initial);
 }
 
 // Rounds of consecutive steps come from different aggregators, in any order. Here step 2's
