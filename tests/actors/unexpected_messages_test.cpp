@@ -3,11 +3,12 @@
 #include "actors/unexpected_messages.hpp"
 
 #include <caf/all.hpp>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -74,6 +75,33 @@ TEST(unexpected_messages, once_the_interval_passed_the_next_message_has_a_line_a
   EXPECT_THAT(lines[0], HasSubstr("dropped a message that none of its handlers takes (the latest "
                                   "holds 1 value;"));
   EXPECT_THAT(lines[1], HasSubstr("(the latest holds 2 values;"));
+  self->send_exit(actor, caf::exit_reason::user_shutdown);
+}
+
+// The messages dropped between two lines are counted, not lost: the next line says how many.
+TEST(unexpected_messages, the_next_line_counts_every_message_dropped_since_the_last) {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  notices heard;
+  const auto interval = std::chrono::seconds(1);
+  auto actor = system.spawn(listener, &heard, interval);
+  caf::scoped_actor self{system};
+  const auto handled = [&] {
+    self->request(actor, std::chrono::seconds(10), 1).receive([](int) {}, [](caf::error&) {});
+  };
+  self->send(actor, std::string("said"));
+  for (int i = 0; i < 3; ++i) // within the interval: counted, no line
+    self->send(actor, std::string("counted"));
+  handled();
+  ASSERT_EQ(heard.all().size(), 1u);
+  std::this_thread::sleep_for(interval + std::chrono::milliseconds(100));
+  self->send(actor, std::string("the next"));
+  handled();
+  const auto lines = heard.all();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[0], HasSubstr("the listener dropped a message that"));
+  EXPECT_THAT(lines[1], HasSubstr("the listener dropped 4 messages that none of its handlers "
+                                  "takes (the latest holds 1 value;"));
   self->send_exit(actor, caf::exit_reason::user_shutdown);
 }
 
