@@ -313,6 +313,8 @@ void coordinator_actor::release_checkpoint() {
 
 void coordinator_actor::drop_checkpoint(const std::string& why, bool final) {
   notice((final ? "final checkpoint not written: " : "checkpoint not taken: ") + why);
+  if (setup_.metrics)
+    setup_.metrics->checkpoint_failed();
   if (!checkpoints_.holding())
     return;
   checkpoints_.abandon();
@@ -356,8 +358,14 @@ void coordinator_actor::report_checkpoints() {
              report.error);
       if (report.final)
         final_checkpoint_error_ = report.error;
+      if (setup_.metrics)
+        setup_.metrics->checkpoint_failed();
       continue;
     }
+    // The state it holds is as of its collection: about now less its write (a report waits up
+    // to a progress interval to be read here).
+    if (setup_.metrics)
+      setup_.metrics->checkpoint_written(elapsed() - report.write_seconds, report.pause_seconds);
     char size[96];
     if (report.parts > 0) // the coordinator's file lists the parts; the nodes hold the states
       std::snprintf(size, sizeof size, "%zu parts of %.1f MB on the nodes",

@@ -129,6 +129,8 @@ void coordinator_actor::on_start(const run_start& start) {
   else
     start_rounds(policy_->set_live_workers(live_workers()));
   checkpoints_.start_clock(elapsed(), counters_.rounds);
+  if (setup_.metrics && checkpoints_.enabled())
+    setup_.metrics->checkpoints_on(checkpoints_.options().every_seconds, elapsed());
   delayed_send(this, setup_.progress_interval, caf::tick_atom::value);
   if (in_flight_.empty() && samples_committed_ >= sample_budget())
     begin_stop(stop_cause::epochs); // resumed with no epoch left to train: no worker begins a step

@@ -342,9 +342,53 @@ void training_metrics::learning_rate(double rate) {
   first_set(*learning_rate_family_, learning_rate_).set(rate);
 }
 
+void training_metrics::checkpoints_on(double every_seconds, double now_seconds) {
+  if (closed_ || checkpoints_written_ != nullptr)
+    return;
+  const labels job{{"job", who_.job}};
+  checkpoints_written_ = &kept(registry_->add_counter("herd_checkpoints_written_total",
+                                                      "Checkpoints written (periodic and final)"))
+                              .add(job);
+  checkpoint_failures_ =
+      &kept(registry_->add_counter("herd_checkpoint_failures_total",
+                                   "Checkpoints not taken (a worker lost, a node that did not "
+                                   "answer) or not written (a full or read-only disk)"))
+           .add(job);
+  unsaved_seconds_ =
+      &kept(registry_->add_gauge("herd_unsaved_training_seconds",
+                                 "Training since the state the newest checkpoint holds (or since "
+                                 "the run started or resumed): what a crash now would lose"))
+           .add(job);
+  checkpoint_pause_ = &kept(registry_->add_gauge("herd_checkpoint_pause_seconds",
+                                                 "Training held for the newest checkpoint written"))
+                           .add(job);
+  kept(registry_->add_gauge("herd_checkpoint_interval_seconds",
+                            "checkpoint.every-seconds: training between periodic checkpoints (0: "
+                            "by rounds only)"))
+      .add(job)
+      .set(every_seconds);
+  saved_at_ = now_seconds;
+  unsaved_seconds_->set(0.0);
+}
+
+void training_metrics::checkpoint_written(double state_seconds, double pause_seconds) {
+  if (closed_ || checkpoints_written_ == nullptr)
+    return;
+  checkpoints_written_->increment();
+  checkpoint_pause_->set(pause_seconds);
+  saved_at_ = std::max(saved_at_, state_seconds);
+}
+
+void training_metrics::checkpoint_failed() {
+  if (!closed_ && checkpoint_failures_ != nullptr)
+    checkpoint_failures_->increment();
+}
+
 void training_metrics::refresh(double now_seconds) {
   if (closed_)
     return;
+  if (unsaved_seconds_ != nullptr)
+    unsaved_seconds_->set(std::max(0.0, now_seconds - saved_at_));
   const auto fastest = front_steps();
   for (auto& record : workers_)
     if (record.live)

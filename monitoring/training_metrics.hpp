@@ -100,7 +100,18 @@ public:
   /// The learning rate the latest round was given (train.lr times the schedule's factor).
   void learning_rate(double rate);
 
-  /// Recomputes the straggler scores, the imbalance ratio and the lags at `now_seconds`.
+  /// Checkpoints are on (checkpoint.dir), one due every `every_seconds` of training (0: by rounds
+  /// only). The checkpoint series appear; the training not yet saved counts from `now_seconds`
+  /// (the run's start, or the checkpoint it resumed from, holds the state until then).
+  void checkpoints_on(double every_seconds, double now_seconds);
+  /// A checkpoint holding the run's state as of `state_seconds` of training is on disk; training
+  /// was held `pause_seconds` for it.
+  void checkpoint_written(double state_seconds, double pause_seconds);
+  /// A checkpoint was not taken (a worker lost, a node that did not answer) or not written.
+  void checkpoint_failed();
+
+  /// Recomputes the straggler scores, the imbalance ratio, the lags and the training not yet
+  /// saved at `now_seconds`.
   void refresh(double now_seconds);
 
   /// The live worker with the highest straggler score at the last refresh(); none before any
@@ -199,6 +210,12 @@ private:
   gauge* test_accuracy_ = nullptr;
   gauge* validation_accuracy_ = nullptr;
   gauge* learning_rate_ = nullptr;
+  // With checkpoints on (checkpoints_on()); null without.
+  counter* checkpoints_written_ = nullptr;
+  counter* checkpoint_failures_ = nullptr;
+  gauge* unsaved_seconds_ = nullptr;
+  gauge* checkpoint_pause_ = nullptr;
+  double saved_at_ = 0.0; // training seconds the newest checkpoint holds
   bool stepped_ = false; // a step was booked: the coordinator's recent loss is one
 };
 

@@ -126,6 +126,7 @@ TEST(prometheus, a_real_server_scrapes_herd_and_every_dashboard_query_returns_da
        "--train.epochs=1000", "--train.max-seconds=60", "--train.eval-every=50",
        "--train.algorithm=solo", "--imbalance.kind=persistent", "--imbalance.workers=[1]",
        "--imbalance.factor=3", "--metrics.job=herd-e2e", "--metrics.window-seconds=5",
+       "--checkpoint.dir=" + dir.file("checkpoints"), "--checkpoint.every-seconds=2",
        "--metrics.port=" + std::to_string(herd_port)},
       dir.file("herd.log"));
   httplib::Client endpoint("127.0.0.1", herd_port);

@@ -236,6 +236,33 @@ TEST(training_metrics, losses_and_joins_are_counted) {
   EXPECT_THAT(text, HasSubstr("herd_worker_joins_total{job=\"test\"} 3\n"));
 }
 
+// What a crash would lose, live: with checkpoints on, the training since the state the newest
+// checkpoint holds (from the start or resume until the first), and the checkpoints written and
+// failed. A run without checkpoint.dir has none of these series.
+TEST(training_metrics, the_training_a_crash_would_lose_counts_from_the_newest_checkpoint) {
+  auto registry = std::make_shared<herd::monitoring::registry>();
+  training_metrics metrics(registry, two_workers());
+  metrics.refresh(5.0);
+  EXPECT_EQ(herd::monitoring::expose(*registry).find("checkpoint"), std::string::npos);
+  metrics.checkpoints_on(60.0, 10.0); // resumed at 10 s of training
+  metrics.refresh(25.0);
+  std::string text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr("herd_unsaved_training_seconds{job=\"test\"} 15\n"));
+  EXPECT_THAT(text, HasSubstr("herd_checkpoint_interval_seconds{job=\"test\"} 60\n"));
+  EXPECT_THAT(text, HasSubstr("herd_checkpoints_written_total{job=\"test\"} 0\n"));
+  metrics.checkpoint_written(70.0, 0.25);
+  metrics.checkpoint_failed(); // a later one: the newest written still holds 70 s
+  metrics.refresh(100.0);
+  text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr("herd_unsaved_training_seconds{job=\"test\"} 30\n"));
+  EXPECT_THAT(text, HasSubstr("herd_checkpoints_written_total{job=\"test\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("herd_checkpoint_failures_total{job=\"test\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("herd_checkpoint_pause_seconds{job=\"test\"} 0.25\n"));
+  metrics.close(); // the series go with the job
+  EXPECT_EQ(herd::monitoring::expose(*registry).find("herd_unsaved_training_seconds{"),
+            std::string::npos);
+}
+
 // What a barrier would have cost, live: the counters grow by the comparison's increase, and a
 // resumed run's go on from the checkpoint's totals instead of counting them again.
 TEST(training_metrics, waiting_against_a_barrier_is_counted_from_the_ledgers_totals) {
