@@ -9,6 +9,7 @@
 #include "cli/stop_signals.hpp"
 #include "cli/train_command.hpp"
 #include "herd/config.hpp"
+#include "monitoring/process_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -397,9 +398,14 @@ open_metrics_endpoint(const config::run_config& config,
   if (config.metrics.port == 0 || !registry)
     return nullptr;
   try {
+    // The run's families, then the process's own (CPU, memory, descriptors), read at the scrape.
     return std::make_unique<monitoring::metrics_endpoint>(
-        config.metrics.bind, config.metrics.port,
-        [registry] { return monitoring::expose(*registry); });
+        config.metrics.bind, config.metrics.port, [registry] {
+          std::ostringstream text;
+          monitoring::serialize(text, registry->collect());
+          monitoring::serialize(text, monitoring::process_families());
+          return text.str();
+        });
   } catch (const std::exception& failure) {
     // Either key may be at fault (a port in use, an address that does not resolve): both named.
     throw std::invalid_argument("metrics.bind = \"" + config.metrics.bind + "\", metrics.port = " +

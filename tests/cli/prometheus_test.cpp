@@ -320,7 +320,7 @@ TEST(prometheus, the_dashboards_sections_are_rows_and_its_panels_do_not_overlap)
             << "panel " << id << " overlaps at " << x << "," << y;
   }
   EXPECT_EQ(rows, (std::vector<std::string>{"Overview", "Stragglers", "Rounds", "Data plane",
-                                            "Progress", "Cluster"}));
+                                            "Progress", "Cluster", "Processes"}));
 }
 
 TEST(prometheus, the_alert_rules_and_scrape_config_pass_promtool) {
