@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "checkpoint/format.hpp"
+
 namespace herd::actors {
 
 namespace {
@@ -29,12 +31,23 @@ std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_con
   return checkpoints;
 }
 
-std::shared_ptr<checkpoint::directory_lock> lock_checkpoint_dir(const config::run_config& config) {
+std::shared_ptr<checkpoint::directory_lock>
+lock_checkpoint_dir(const config::run_config& config, const std::optional<std::string>& resume_path,
+                    const std::string& resume_option) {
+  std::shared_ptr<checkpoint::directory_lock> lock;
   try {
-    return std::make_shared<checkpoint::directory_lock>(config.checkpoint.dir);
+    lock = std::make_shared<checkpoint::directory_lock>(config.checkpoint.dir);
   } catch (const std::runtime_error& held) {
     throw config::invalid_config({config::config_error{"checkpoint.dir", held.what()}});
   }
+  if (!resume_path)
+    return lock;
+  // Released as the refusal leaves: the run that wrote them may go on there.
+  if (auto problem = checkpoint::existing_checkpoints_problem(config.checkpoint.dir, *resume_path,
+                                                              resume_option);
+      !problem.empty())
+    throw config::invalid_config({config::config_error{"checkpoint.dir", std::move(problem)}});
+  return lock;
 }
 
 const char* herd_version() {

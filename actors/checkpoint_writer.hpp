@@ -62,8 +62,15 @@ std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_con
                                                            const models::dataset& training);
 
 /// Holds `config`'s checkpoint.dir for one run; throws config::invalid_config (key
-/// checkpoint.dir) while another run, in this process or another, holds it.
-std::shared_ptr<checkpoint::directory_lock> lock_checkpoint_dir(const config::run_config& config);
+/// checkpoint.dir) while another run, in this process or another, holds it, and, once held, where
+/// it holds checkpoints this run would prune (checkpoint::existing_checkpoints_problem(); the run
+/// resumes from `resume_path`, which its caller calls `resume_option`; empty for a new run; none
+/// for a resume whose path is not known, which is not checked): another run may have written them
+/// after the run's first check, while it loaded its data.
+std::shared_ptr<checkpoint::directory_lock>
+lock_checkpoint_dir(const config::run_config& config,
+                    const std::optional<std::string>& resume_path = std::string(),
+                    const std::string& resume_option = "--resume");
 
 /// The version of Herd that writes checkpoints (their headers name it).
 const char* herd_version();

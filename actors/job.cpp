@@ -123,6 +123,8 @@ void resume_from(const std::string& path, const config::run_config& config,
   if (path.empty())
     return;
   setup.session.resume = actors::load_checkpoint(config, data, path, setup.session.model).state;
+  setup.session.resume_path = path;
+  setup.session.resume_option = "job_options.resume_from";
 }
 
 } // namespace

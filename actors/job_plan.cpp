@@ -226,8 +226,12 @@ std::shared_ptr<job_plan> prepare_job(config::run_config config,
             "job_options.name = \"" + plan->name +
                 "\": a running job records its metrics under this name in the same registry; "
                 "give each job its own name (job_options.name, or metrics.job)"}));
-  if (plan->config.checkpoint.enabled())
-    plan->checkpoint_lock = lock_checkpoint_dir(plan->config); // in this process or another
+  if (const auto& session = plan->setup.session; plan->config.checkpoint.enabled())
+    plan->checkpoint_lock = lock_checkpoint_dir( // in this process or another
+        plan->config,
+        session.resume && session.resume_path.empty() ? std::nullopt
+                                                      : std::optional(session.resume_path),
+        session.resume_option);
   auto named = plan->config;
   named.metrics.job = plan->name;
   plan->metrics = make_training_metrics(named, std::move(registry), options.node_name);

@@ -56,6 +56,12 @@ struct session_options {
   std::string node_name; // empty: this host's name
   /// Non-null: the run goes on from this checkpoint (load_checkpoint()) instead of starting.
   std::shared_ptr<const run_checkpoint> resume;
+  /// Where `resume` was read from as the caller gave it (a file, or the directory whose newest it
+  /// was), and what the caller calls that option: checkpoint.dir, once locked, is checked again
+  /// for checkpoints this run would prune (lock_checkpoint_dir()); not where `resume` is set
+  /// without its path.
+  std::string resume_path;
+  std::string resume_option = "--resume";
   /// Not empty: every worker replica (and under async the parameter server) starts from these
   /// parameters instead of the model's own initialisation (model::initial_parameters(train.seed)):
   /// a run's final_parameters(), a checkpoint's (model_parameters(load_checkpoint(...).state)),

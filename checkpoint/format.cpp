@@ -429,6 +429,12 @@ std::string run_directory_problem(const std::string& directory, const std::strin
     return "checkpoint.dir = " + directory + ": cannot write checkpoints there (" + problem + ")";
   if (auto held = directory_lock::holder_problem(directory); !held.empty())
     return held; // resuming from there too: that run is not over
+  return existing_checkpoints_problem(directory, resume_path, resume_option);
+}
+
+std::string existing_checkpoints_problem(const std::string& directory,
+                                         const std::string& resume_path,
+                                         const std::string& resume_option) {
   const auto existing = list(directory);
   if (existing.empty())
     return {};

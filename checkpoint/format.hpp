@@ -120,6 +120,13 @@ std::string directory_problem(const std::string& directory);
 std::string run_directory_problem(const std::string& directory, const std::string& resume_path,
                                   const std::string& resume_option);
 
+/// run_directory_problem() less the directory's checks and its holder's, for a run that now holds
+/// the directory's lock: the checkpoints another run wrote there since it was first checked (a
+/// short run that came and went while this one loaded its data), which it would prune.
+std::string existing_checkpoints_problem(const std::string& directory,
+                                         const std::string& resume_path,
+                                         const std::string& resume_option);
+
 /// Milliseconds since 1970, now: what file names count in.
 std::uint64_t unix_milliseconds();
 

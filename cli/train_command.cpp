@@ -129,6 +129,7 @@ int run_train(const std::vector<std::string>& args) {
       auto loaded = actors::load_checkpoint(config, *data, resume_path);
       announce_resume("train", loaded.file, *loaded.state, config);
       options.resume = std::move(loaded.state);
+      options.resume_path = resume_path;
     } catch (const checkpoint::checkpoint_error& unusable) {
       say_resume_refused("train", resume_path, unusable);
       if (unusable.problem_kind() == checkpoint::checkpoint_error::kind::other_shape) {

@@ -109,7 +109,8 @@ cluster_session::cluster_session(config::run_config config,
   context.resume = context.options.resume;
   context.resume_file = context.options.resume_file;
   if (context.config.checkpoint.enabled())
-    context.checkpoint_lock = lock_checkpoint_dir(context.config); // throws naming the holder
+    context.checkpoint_lock = // throws naming the holder
+        lock_checkpoint_dir(context.config, context.resume_file, "--resume");
   configure_remoting(impl_->system_config, context.config.cluster);
   impl_->system = std::make_unique<caf::actor_system>(impl_->system_config);
   impl_->registry = spawn_registry(*impl_->system, impl_->context);

@@ -3,7 +3,9 @@
 // not fit the run is refused by name.
 #include "actors/checkpoint_state.hpp"
 #include "actors/checkpoint_taker.hpp"
+#include "actors/checkpoint_writer.hpp"
 #include "actors/train_session.hpp"
+#include "herd/config.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -949,6 +951,29 @@ TEST(checkpoint, payloads_of_versions_5_to_9_are_read_without_the_later_parts) {
   EXPECT_EQ(restored.best_point()->round, 40u);
   EXPECT_EQ(restored.best_point()->test_accuracy, 0.875);
   EXPECT_EQ(*restored.best_parameters(), (std::vector<float>{1.5f, -2.0f}));
+}
+
+// A run checks checkpoint.dir before it loads its data and locks it only once it starts: a short
+// run that came and went meanwhile left checkpoints there, which this one would prune, final
+// one included. Once locked the directory is checked again, and the lock goes with the refusal.
+TEST(checkpoint, checkpoints_written_before_the_lock_was_taken_are_refused_once_it_is) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  const auto config = one_checkpointed_epoch(dir.file("ckpt"), data); // the other run's
+  const auto written = herd::checkpoint::list(config.checkpoint.dir);
+  ASSERT_EQ(written.size(), 1u);
+  try {
+    herd::actors::lock_checkpoint_dir(config, std::string(), "--resume");
+    ADD_FAILURE() << "a directory holding another run's checkpoints was locked";
+  } catch (const herd::config::invalid_config& refused) {
+    ASSERT_EQ(refused.errors().size(), 1u);
+    EXPECT_EQ(refused.errors()[0].key, "checkpoint.dir");
+    EXPECT_THAT(refused.errors()[0].message,
+                HasSubstr("holds 1 checkpoint of another run (the newest: " + written[0]));
+  }
+  // Released with the refusal; the run that resumes from those checkpoints may lock it.
+  EXPECT_TRUE(herd::actors::lock_checkpoint_dir(config, config.checkpoint.dir, "--resume"));
+  EXPECT_EQ(herd::checkpoint::list(config.checkpoint.dir), written);
 }
 
 // Checkpoint files are written by the writer's thread; the session reports each one.
