@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/format.hpp"
+
 namespace herd::actors {
 
 struct part_request;
@@ -80,6 +82,12 @@ public:
   }
   /// The directory checkpoints go to, and how many are kept.
   const checkpoint_options& options() const { return writer_->options(); }
+  /// The file name of the next checkpoint, after `rounds` rounds (checkpoint::next_file_name()):
+  /// after every file in the directory and every name handed out before, written or still queued.
+  std::string next_name(std::uint64_t rounds) {
+    last_name_ = checkpoint::next_file_name(options().directory, rounds, last_name_);
+    return last_name_;
+  }
   /// Stops holding at `elapsed` seconds, from which checkpoint.every-seconds counts again
   /// (training time: a long pause, waiting for an evaluation, does not make the next one due at
   /// once); the kept inputs, in order, for the policy to hear now.
@@ -121,6 +129,7 @@ private:
   std::optional<std::array<std::uint64_t, 5>> newest_mark_;
   std::string newest_path_;
   std::vector<checkpoint_report> taken_;
+  std::string last_name_; // the last next_name()
   std::vector<checkpoint_report> take_from_writer();
 };
 

@@ -227,7 +227,7 @@ void coordinator_actor::collect_when_ready() {
 void coordinator_actor::collect_checkpoint(std::function<void()> then) {
   const auto ticket = checkpoints_.ticket();
   const bool final = !phases_.running();
-  const auto name = checkpoint::next_file_name(checkpoints_.options().directory, counters_.rounds);
+  const auto name = checkpoints_.next_name(counters_.rounds);
   auto failed = [this, ticket, final, then](const std::string& why) {
     if (final) // a node's disk full or read-only, a node lost as it wrote: the end state is lost
       final_checkpoint_error_ = why;

@@ -487,8 +487,11 @@ std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds) {
   return name;
 }
 
-std::string next_file_name(const std::string& directory, std::uint64_t rounds) {
+std::string next_file_name(const std::string& directory, std::uint64_t rounds,
+                           const std::string& after) {
   std::uint64_t ms = unix_milliseconds();
+  if (const auto at = named_milliseconds(after))
+    ms = std::max(ms, *at + 1);
   const auto names = names_in(directory, is_checkpoint_name);
   for (auto newest = names.rbegin(); newest != names.rend(); ++newest)
     if (const auto at = named_milliseconds(*newest)) {

@@ -136,10 +136,12 @@ std::uint64_t unix_milliseconds();
 std::string file_name(std::uint64_t unix_ms, std::uint64_t rounds);
 
 /// The file name of a checkpoint written into `directory` now, after `rounds` rounds: named at
-/// this millisecond, or at one after the newest checkpoint's name in `directory` where that is
+/// this millisecond, or at one after the newest checkpoint's name in `directory`, or after
+/// `after` (the last name the run handed out, whose file may not be written yet), where that is
 /// later. A clock set back (an NTP step, a VM restored) must not make a new checkpoint sort before
 /// older ones: pruning would delete it as soon as it was written, and a resume pass over it.
-std::string next_file_name(const std::string& directory, std::uint64_t rounds);
+std::string next_file_name(const std::string& directory, std::uint64_t rounds,
+                           const std::string& after = {});
 
 /// The name without ".ckpt" ("herd-001764612345678-000000001234"): what a cluster's node parts
 /// of that checkpoint are named after.

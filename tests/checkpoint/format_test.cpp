@@ -197,6 +197,11 @@ TEST(CheckpointFiles, ACheckpointWrittenAfterTheClockWentBackIsStillTheNewest) {
   write_atomically(where, name, encode(head, random_payload(64, 5)));
   prune(where, 2);
   EXPECT_EQ(read_file(resolve(where)).head.rounds, 600u);
+  // A name handed out whose file is not written yet (a periodic checkpoint still queued when the
+  // final one is named) counts as much as a file: the final one must sort after it.
+  const auto queued = file_name(hour_ahead + 900, 650);
+  EXPECT_EQ(next_file_name(where, 700, queued), file_name(hour_ahead + 901, 700));
+  EXPECT_EQ(next_file_name(where, 700, "not a name"), file_name(hour_ahead + 402, 700));
   // Without a clock set back, a name counts the time now.
   const auto before = unix_milliseconds();
   const auto fresh = next_file_name(dir.file("empty"), 7);
