@@ -13,12 +13,23 @@ checkpoint_taker::checkpoint_taker(std::shared_ptr<const checkpoint_options> opt
     writer_ = std::make_unique<checkpoint_writer>(*options);
 }
 
-bool checkpoint_taker::due(double elapsed, std::uint64_t rounds) const {
+bool checkpoint_taker::interval_passed(double elapsed, std::uint64_t rounds) const {
   if (!enabled() || holding())
     return false;
   const auto& options = writer_->options();
   return (options.every_rounds > 0 && rounds >= last_rounds_ + options.every_rounds) ||
          (options.every_seconds > 0.0 && elapsed >= last_at_ + options.every_seconds);
+}
+
+bool checkpoint_taker::due(double elapsed, std::uint64_t rounds) const {
+  return interval_passed(elapsed, rounds) && writer_->idle();
+}
+
+bool checkpoint_taker::first_wait_for_write(double elapsed, std::uint64_t rounds) {
+  if (waited_for_write_ || !interval_passed(elapsed, rounds) || writer_->idle())
+    return false;
+  waited_for_write_ = true;
+  return true;
 }
 
 void checkpoint_taker::begin(double elapsed, std::uint64_t rounds) {

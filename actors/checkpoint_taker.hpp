@@ -42,8 +42,14 @@ public:
   bool enabled() const { return writer_ != nullptr; }
   /// A periodic checkpoint is being taken: the policy's inputs go to keep().
   bool holding() const { return phase_ != phase::idle; }
-  /// Whether one is due at `elapsed` seconds with `rounds` finished (never while holding).
+  /// Whether one is due at `elapsed` seconds with `rounds` finished: never while holding, nor
+  /// while the last one is still being written (an interval shorter than a write queued
+  /// checkpoints without end, each a copy of every worker's state in memory: a gigabyte in
+  /// seconds); it is then taken once that write has ended.
   bool due(double elapsed, std::uint64_t rounds) const;
+  /// True the first time in the run that a checkpoint whose interval had passed waits for the
+  /// last one's write (for a notice: the interval is shorter than a write).
+  bool first_wait_for_write(double elapsed, std::uint64_t rounds);
   /// The run (re)starts at `elapsed` seconds with `rounds` finished: the intervals count from here.
   void start_clock(double elapsed, std::uint64_t rounds) {
     last_at_ = elapsed;
@@ -130,6 +136,8 @@ private:
   std::string newest_path_;
   std::vector<checkpoint_report> taken_;
   std::string last_name_; // the last next_name()
+  bool waited_for_write_ = false;
+  bool interval_passed(double elapsed, std::uint64_t rounds) const;
   std::vector<checkpoint_report> take_from_writer();
 };
 

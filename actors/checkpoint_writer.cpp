@@ -80,6 +80,11 @@ void checkpoint_writer::flush() {
   changed_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
+bool checkpoint_writer::idle() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return queue_.empty() && !busy_;
+}
+
 std::vector<checkpoint_report> checkpoint_writer::take_reports() {
   std::lock_guard<std::mutex> guard(mutex_);
   return std::move(reports_);

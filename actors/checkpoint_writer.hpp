@@ -92,6 +92,8 @@ public:
 
   /// Waits until every queued checkpoint is written.
   void flush();
+  /// Whether nothing is queued or being written now.
+  bool idle() const;
 
   /// The reports of checkpoints written since the last call, oldest first.
   std::vector<checkpoint_report> take_reports();
@@ -101,7 +103,7 @@ private:
   checkpoint_report write_now(const run_checkpoint& state, checkpoint_report report);
 
   checkpoint_options options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::pair<std::shared_ptr<const run_checkpoint>, checkpoint_report>> queue_;
   bool busy_ = false;

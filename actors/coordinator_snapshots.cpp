@@ -203,7 +203,13 @@ void coordinator_actor::record_evaluation(const evaluation_point& point, paramet
 
 // Holds the rounds from now on when a checkpoint is due; true when it began one.
 bool coordinator_actor::begin_checkpoint_if_due() {
-  if (!phases_.running() || holding() || !checkpoints_.due(elapsed(), counters_.rounds))
+  if (!phases_.running() || holding())
+    return false;
+  if (checkpoints_.first_wait_for_write(elapsed(), counters_.rounds))
+    notice("a checkpoint came due while the last one was still being written: each waits for "
+           "the write before it (checkpoint.every-seconds or every-rounds is shorter than a "
+           "write; the checkpoints' lines say how long each takes)");
+  if (!checkpoints_.due(elapsed(), counters_.rounds))
     return false;
   checkpoints_.begin(elapsed(), counters_.rounds);
   return true;
