@@ -228,9 +228,13 @@ void training_metrics::worker_lost(int worker) {
   auto& record = workers_.at(static_cast<std::size_t>(worker));
   record.live = false;
   record.up->set(0.0);
-  record.lag_steps->set(0.0);
+  // Its lag and score end: a 0 would read as the front runner and the fastest worker.
+  const labels mine{{"job", who_.job}, {"node", record.node}, {"worker", std::to_string(worker)}};
+  lag_family_->remove(mine);
+  record.lag_steps = nullptr;
   if (record.straggler_score != nullptr)
-    record.straggler_score->set(0.0);
+    score_family_->remove(mine);
+  record.straggler_score = nullptr;
   stragglers_.worker_lost(worker);
   worker_losses_->increment();
 }

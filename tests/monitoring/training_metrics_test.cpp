@@ -65,7 +65,7 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   metrics.learning_rate(0.0125);
   // Worker 1, a step behind, has been in its second step for 0.01 s: less than its typical 0.03.
   metrics.refresh(0.11);
-  const std::string text = herd::monitoring::expose(*registry);
+  std::string text = herd::monitoring::expose(*registry);
   EXPECT_THAT(text, HasSubstr(R"(herd_samples_total{job="test",node="n1",worker="0"} 64)"));
   EXPECT_THAT(text,
               HasSubstr(R"(herd_worker_late_steps_total{job="test",node="n1",worker="0"} 1)"));
@@ -98,9 +98,16 @@ TEST(training_metrics, steps_rounds_and_losses_appear_under_their_names_and_labe
   EXPECT_THAT(text, HasSubstr(R"(herd_test_accuracy{job="test"} 0.5)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_learning_rate{job="test"} 0.0125)"));
   EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_lag_steps{job="test",node="n1",worker="1"} )"));
   metrics.worker_lost(1);
-  EXPECT_THAT(herd::monitoring::expose(*registry),
-              HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 0)"));
+  metrics.refresh(1.0);
+  text = herd::monitoring::expose(*registry);
+  EXPECT_THAT(text, HasSubstr(R"(herd_worker_up{job="test",node="n1",worker="1"} 0)"));
+  // A lost worker's lag and score end: a 0 read as the front runner and the fastest worker.
+  EXPECT_EQ(text.find(R"(herd_worker_lag_steps{job="test",node="n1",worker="1"})"),
+            std::string::npos);
+  EXPECT_EQ(text.find(R"(herd_worker_straggler_score{job="test",node="n1",worker="1"})"),
+            std::string::npos);
 }
 
 // A round that completed without some of its members counts once, however many were missing.
