@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 namespace herd::actors {
 
@@ -463,8 +465,13 @@ void coordinator_actor::carry_out(action next) {
   case action::stop_workers:
     stop_workers();
     break;
-  case action::evaluate_final:
+  case action::evaluate_final: {
     wall_seconds_ = elapsed();
+    // The final evaluation (and checkpoint) can take seconds with nothing else to show.
+    std::ostringstream ended;
+    ended << std::fixed << std::setprecision(1) << "training ended at " << wall_seconds_ << " s ("
+          << to_string(phases_.stop_reason()) << "); the final evaluation runs";
+    notice(ended.str());
     after_periodic_evaluation([this] {
       if (final_checkpoint_wanted())
         collect_checkpoint([this] { evaluate_kept(0); });
@@ -472,6 +479,7 @@ void coordinator_actor::carry_out(action next) {
         evaluate_kept(0);
     });
     break;
+  }
   case action::finish:
     finish();
     break;
@@ -498,7 +506,9 @@ void coordinator_actor::stop_workers() {
 void coordinator_actor::report_progress() {
   if (setup_.observer == nullptr)
     return;
-  auto now = progress_of(booked_counters(), elapsed(), evaluations_.latest_accuracy());
+  // Once training ended its clock stops: the final evaluation's seconds are no training time.
+  auto now = progress_of(booked_counters(), wall_seconds_ > 0.0 ? wall_seconds_ : elapsed(),
+                         evaluations_.latest_accuracy());
   if (setup_.metrics)
     if (const auto slowest = setup_.metrics->straggler())
       now.straggler = straggler_report{slowest->worker, slowest->score};
