@@ -123,7 +123,7 @@ std::string listen_problem(const std::string& host, const config::cluster_sectio
   if (is_loopback_host(host))
     return {};
   const std::string how =
-      "create a token file readable by you only (umask 077; openssl rand -hex 32 > "
+      "Create a token file readable by you only (umask 077; openssl rand -hex 32 > "
       "/etc/herd/token) and pass --cluster.token-file=/etc/herd/token here and to every node, or "
       "listen on 127.0.0.1 for nodes on this machine";
   const std::string address = host.empty() ? "every address" : host;

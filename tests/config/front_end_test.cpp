@@ -344,6 +344,12 @@ TEST_F(front_end, dev_zero_is_refused_without_reading_it) {
   EXPECT_THAT(errors_of(dir_.path().string(), {}), HasSubstr("it is a directory"));
 }
 
+// Scripts say "no config file" as --config /dev/null: the defaults, with the overrides on them.
+TEST_F(front_end, dev_null_is_an_empty_file) {
+  EXPECT_EQ(load_in_child("/dev/null", {"--train.workers=3"}).report, "accepted");
+  EXPECT_EQ(load("/dev/null", {"--train.workers=3"}).train.workers, 3);
+}
+
 TEST_F(front_end, a_fifo_named_as_a_tls_file_is_refused_without_blocking) {
   const auto fifo = dir_.file("ca.pem");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
