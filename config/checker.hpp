@@ -40,6 +40,12 @@ public:
     errors_.push_back({key, message.str()});
   }
 
+  /// `value` of `key` must be one of `names`: else "KEY = "VALUE" (origin): unknown WHAT;
+  /// allowed: a, b, c" (no "unknown WHAT" for an empty `what`), and for a near miss (a letter or
+  /// two off, or only its case) "; did you mean b?".
+  void require_one_of(const std::vector<std::string>& names, const std::string& key,
+                      const std::string& value, const std::string& what);
+
   std::vector<config_error> take() { return std::move(errors_); }
 
 private:

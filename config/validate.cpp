@@ -1,11 +1,13 @@
 // Semantic checks of a run_config: ranges and known names, each failure a sentence that names the
 // key, the value and what is allowed.
 #include "config/checker.hpp"
+#include "config/front_end.hpp"
 #include "config/ini_limits.hpp"
 #include "herd/config.hpp"
 #include "kernels/regular_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -13,6 +15,39 @@
 #include <vector>
 
 namespace herd::config {
+
+namespace validation {
+
+void checker::require_one_of(const std::vector<std::string>& names, const std::string& key,
+                             const std::string& value, const std::string& what) {
+  if (contains(names, value))
+    return;
+  std::string allowed = (what.empty() ? "" : "unknown " + what + "; ") + "allowed: " + join(names);
+  // A near miss: the same name in other case, else one a letter or two off (not for a value so
+  // short that two letters make it anything).
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string* closest = nullptr;
+  std::size_t best = value.size() > 3 ? 3 : 2;
+  for (const auto& name : names) {
+    if (name == lower) {
+      closest = &name;
+      break;
+    }
+    if (value.size() >= name.size() + best) // the distance is at least the lengths' difference
+      continue;
+    if (const auto distance = edit_distance(value, name); distance < best) {
+      best = distance;
+      closest = &name;
+    }
+  }
+  if (closest != nullptr)
+    allowed += "; did you mean " + *closest + "?";
+  require(false, key, '"' + value + '"', allowed);
+}
+
+} // namespace validation
 
 namespace {
 
@@ -60,12 +95,10 @@ std::string render(const std::vector<int>& values) {
 void check_partial(checker& check, const std::string& section, const partial_section& partial) {
   check.require(partial.sync_every >= 0 && partial.sync_every <= 1000000, section + ".sync-every",
                 partial.sync_every, "must be between 0 (never) and 1000000 rounds");
-  check.require(contains(known_late_gradient_modes(), partial.late_gradients),
-                section + ".late-gradients", quoted(partial.late_gradients),
-                "unknown mode; allowed: " + join(known_late_gradient_modes()));
-  check.require(contains(known_missing_member_modes(), partial.missing_members),
-                section + ".missing-members", quoted(partial.missing_members),
-                "unknown mode; allowed: " + join(known_missing_member_modes()));
+  check.require_one_of(known_late_gradient_modes(), section + ".late-gradients",
+                       partial.late_gradients, "mode");
+  check.require_one_of(known_missing_member_modes(), section + ".missing-members",
+                       partial.missing_members, "mode");
 }
 
 // The job size an algorithm's settings must fit, and how a message names it: train.workers for a
@@ -130,8 +163,7 @@ void check_wagma(checker& check, const wagma_section& wagma, const job_size& job
                       std::to_string(padded) + ")");
   check.require(wagma.sync_every >= 0 && wagma.sync_every <= 1000000, "wagma.sync-every",
                 wagma.sync_every, "must be between 0 (never) and 1000000 steps");
-  check.require(contains(known_wagma_blends(), wagma.blend), "wagma.blend", quoted(wagma.blend),
-                "unknown blend; allowed: " + join(known_wagma_blends()));
+  check.require_one_of(known_wagma_blends(), "wagma.blend", wagma.blend, "blend");
 }
 
 void check_local_sgd(checker& check, const local_sgd_section& local_sgd) {
@@ -223,8 +255,7 @@ void check_cluster(checker& check, const cluster_section& cluster) {
                     "cannot read this file: " + readable_file_problem(cluster.token_file));
   }
   const std::vector<std::string> encryptions{"auto", "on", "off"};
-  check.require(contains(encryptions, cluster.data_encryption), "cluster.data-encryption",
-                quoted(cluster.data_encryption), "allowed: " + join(encryptions));
+  check.require_one_of(encryptions, "cluster.data-encryption", cluster.data_encryption, "");
   // The keys reach the nodes over the control plane: in the clear without TLS.
   check.require(cluster.data_encryption != "on" || any_tls, "cluster.data-encryption",
                 quoted(cluster.data_encryption),
@@ -270,9 +301,7 @@ void check_slow_workers(checker& check, const imbalance_section& imbalance, int 
 // smaller ones).
 void check_imbalance(checker& check, const imbalance_section& imbalance, int workers,
                      const std::string& which) {
-  check.require(contains(known_imbalance_kinds(), imbalance.kind), "imbalance.kind",
-                quoted(imbalance.kind),
-                "unknown imbalance kind; allowed: " + join(known_imbalance_kinds()));
+  check.require_one_of(known_imbalance_kinds(), "imbalance.kind", imbalance.kind, "imbalance kind");
   const bool workers_valid = workers >= 1; // 0: not known (a bad count is reported on its own)
   const bool random = imbalance.kind == "random" && workers_valid;
   const bool persistent = imbalance.kind == "persistent" && workers_valid;
@@ -299,11 +328,9 @@ void check_simulate(checker& check, const simulate_section& simulate) {
                   "every job size must be between 1 and 65536 workers");
   check.require(simulate.step_ms > 0.0 && simulate.step_ms <= 3600000.0, "simulate.step-ms",
                 simulate.step_ms, "must lie in (0, 3600000] milliseconds");
-  check.require(contains(known_networks(), simulate.network), "simulate.network",
-                quoted(simulate.network), "unknown network; allowed: " + join(known_networks()));
-  check.require(contains(known_collectives(), simulate.collective), "simulate.collective",
-                quoted(simulate.collective),
-                "unknown collective; allowed: " + join(known_collectives()));
+  check.require_one_of(known_networks(), "simulate.network", simulate.network, "network");
+  check.require_one_of(known_collectives(), "simulate.collective", simulate.collective,
+                       "collective");
   check.require(simulate.alpha_us >= 0.0 && simulate.alpha_us <= 1e6, "simulate.alpha-us",
                 simulate.alpha_us, "must lie in [0, 1000000] microseconds (0 = the network's)");
   check.require(simulate.bandwidth_gbs >= 0.0 && simulate.bandwidth_gbs <= 1e5,
@@ -341,9 +368,7 @@ void check_model(checker& check, const model_section& model) {
 std::vector<config_error> validate(const run_config& config, const value_origins& origins) {
   checker check(origins);
   const auto& train = config.train;
-  check.require(contains(known_algorithms(), train.algorithm), "train.algorithm",
-                '"' + train.algorithm + '"',
-                "unknown algorithm; allowed: " + join(known_algorithms()));
+  check.require_one_of(known_algorithms(), "train.algorithm", train.algorithm, "algorithm");
   check.require(train.workers >= 1 && train.workers <= 1024, "train.workers", train.workers,
                 train.workers > 1024 ? "must be between 1 and 1024 (herd simulate takes larger "
                                        "jobs, up to 65536 workers, in simulate.workers)"
@@ -370,13 +395,10 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                 "must be 0 (count rounds: train.eval-every) or at least 0.001 epochs");
   check.require(train.blas_threads >= 0 && train.blas_threads <= 256, "train.blas-threads",
                 train.blas_threads, "must be between 0 (automatic) and 256");
-  check.require(contains(known_backends(), train.backend), "train.backend",
-                '"' + train.backend + '"', "unknown backend; allowed: " + join(known_backends()));
+  check.require_one_of(known_backends(), "train.backend", train.backend, "backend");
   check.require(train.device >= 0, "train.device", train.device,
                 "must not be negative (a CUDA device index)");
-  check.require(contains(known_datasets(), config.data.dataset), "data.dataset",
-                '"' + config.data.dataset + '"',
-                "unknown dataset; allowed: " + join(known_datasets()));
+  check.require_one_of(known_datasets(), "data.dataset", config.data.dataset, "dataset");
   check.require(config.data.dataset != "fashion-mnist" || !config.data.path.empty(), "data.path",
                 "\"\"", "must name the directory holding the Fashion-MNIST files");
   check.require(config.data.path.size() <= max_path_bytes, "data.path", quoted(config.data.path),
@@ -492,9 +514,8 @@ std::vector<config_error> validate(const run_config& config, const value_origins
                     "the largest of train.workers and simulate.workers");
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);
-  check.require(contains(known_compressions(), config.comm.compression), "comm.compression",
-                quoted(config.comm.compression),
-                "unknown compression; allowed: " + join(known_compressions()));
+  check.require_one_of(known_compressions(), "comm.compression", config.comm.compression,
+                       "compression");
   check.require(!config.comm.error_feedback || config.comm.compression != "none",
                 "comm.error-feedback", "true",
                 "feeds back what comm.compression's rounding loses; set comm.compression = fp16 "

@@ -8,9 +8,7 @@ namespace herd::config::validation {
 
 // An optimizer's own keys are refused under the other unless at their defaults, as a schedule's.
 void check_optimizer(checker& check, const train_section& train) {
-  check.require(contains(known_optimizers(), train.optimizer), "train.optimizer",
-                '"' + train.optimizer + '"',
-                "unknown optimizer; allowed: " + join(known_optimizers()));
+  check.require_one_of(known_optimizers(), "train.optimizer", train.optimizer, "optimizer");
   const train_section defaults;
   const bool adamw = train.optimizer == "adamw";
   check.require(!adamw || train.momentum == defaults.momentum, "train.momentum", train.momentum,
@@ -36,9 +34,7 @@ void check_optimizer(checker& check, const train_section& train) {
 // their defaults (which --print-config and checkpoints write out): a value set for nothing is more
 // likely a forgotten train.lr-schedule than a wish.
 void check_lr_schedule(checker& check, const train_section& train) {
-  check.require(contains(known_lr_schedules(), train.lr_schedule), "train.lr-schedule",
-                '"' + train.lr_schedule + '"',
-                "unknown schedule; allowed: " + join(known_lr_schedules()));
+  check.require_one_of(known_lr_schedules(), "train.lr-schedule", train.lr_schedule, "schedule");
   const std::string epochs = std::to_string(train.epochs);
   check.require(std::isfinite(train.lr_warmup_epochs) && train.lr_warmup_epochs >= 0.0 &&
                     (train.lr_warmup_epochs < static_cast<double>(train.epochs) ||

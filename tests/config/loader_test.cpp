@@ -146,6 +146,14 @@ TEST_F(config_files, bad_values_name_key_value_and_what_is_allowed) {
   EXPECT_THAT(first_error("", {"--train.algorithm=bogus"}),
               HasSubstr("train.algorithm = \"bogus\" (command line): unknown algorithm; "
                         "allowed: sync, solo, majority, quorum, preduce, wagma, async, local-sgd"));
+  // A near miss of a name is suggested, as a mistyped key is; one far off is not.
+  EXPECT_THAT(first_error("", {"--train.algorithm=sol"}),
+              HasSubstr("local-sgd; did you mean solo?"));
+  EXPECT_THAT(first_error("", {"--train.algorithm=SOLO"}), HasSubstr("; did you mean solo?"));
+  EXPECT_THAT(first_error("", {"--train.lr-schedule=cosin"}), HasSubstr("; did you mean cosine?"));
+  EXPECT_THAT(first_error("", {"--imbalance.kind=persistant"}),
+              HasSubstr("; did you mean persistent?"));
+  EXPECT_EQ(first_error("", {"--train.algorithm=bogus"}).find("did you mean"), std::string::npos);
   EXPECT_THAT(first_error("", {"--train.momentum=1"}), HasSubstr("train.momentum = 1"));
   EXPECT_THAT(first_error("", {"--model.hidden=[0]"}),
               HasSubstr("model.hidden = [0] (command line): hidden layer 1 has 0 units"));
