@@ -63,7 +63,8 @@ std::string train_help() {
          "flight and prints the summary; before the run starts it ends herd at once; a\n"
          "second Ctrl-C aborts. With checkpoint.dir set, checkpoints are written every\n"
          "checkpoint.every-seconds / checkpoint.every-rounds and when the run stops\n"
-         "(Ctrl-C included).\n\n"
+         "(Ctrl-C included). A run resumed with --resume goes on counting: its epochs\n"
+         "and train.max-seconds include the training its checkpoint holds.\n\n"
          "Exit status: 0 done, 1 the run failed (or its final checkpoint could not be\n"
          "written, interrupted or not), 2 bad input, 130 interrupted (by SIGINT, SIGTERM\n"
          "or SIGHUP).\n";

@@ -291,12 +291,12 @@ TEST(checkpoint, sync_resumed_from_a_periodic_checkpoint_matches_bit_for_bit) {
   expect_bitwise_equal(taking.parameters, straight.parameters);
 
   const auto files = herd::checkpoint::list(with_checkpoints.checkpoint.dir);
-  // About every 7 rounds (a round the policy started as one was due finishes first), and the
-  // final one.
-  ASSERT_GE(files.size(), 4u);
-  const auto state = load(with_checkpoints, *data, files[2]);
+  // About every 7 rounds (a round the policy started as one was due finishes first; on a loaded
+  // machine one waits for the write before it), and the final one.
+  ASSERT_GE(files.size(), 2u);
+  const auto state = load(with_checkpoints, *data, files[files.size() - 2]); // newest periodic
   const auto rounds = state->coordinator.counters.rounds;
-  EXPECT_GE(rounds, 14u);
+  EXPECT_GE(rounds, 7u);
   EXPECT_LT(rounds, 40u);
   const auto resumed = run(sync_config(), data, state);
   ASSERT_EQ(resumed.summary.stop_reason, stop_cause::epochs) << resumed.summary.error;
@@ -406,7 +406,9 @@ TEST(checkpoint, partial_algorithms_resume_and_reach_their_target) {
         << algorithm << ": " << first.summary.error;
     const auto files = herd::checkpoint::list(config.checkpoint.dir);
     ASSERT_GE(files.size(), 2u) << algorithm;
-    const auto state = load(config, *data, files[1]); // from the middle of the run
+    // From the middle of the run: its newest periodic checkpoint (one waits for the write before
+    // it on a loaded machine, so there may be few).
+    const auto state = load(config, *data, files[files.size() - 2]);
     const auto rounds = state->coordinator.counters.rounds;
     const auto steps = state->coordinator.counters.steps;
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cluster/registry_store.hpp"
+#include "support/herd_system_config.hpp"
 
 namespace {
 
@@ -38,22 +39,12 @@ caf::behavior waiting_registry(caf::event_based_actor* self,
 }
 
 struct registry_store_test : ::testing::Test {
-  registry_store_test() : system(configured()) {
+  registry_store_test() : system(herd::testing::herd_system_config()) {
     registry = system.spawn(waiting_registry, waiting);
   }
   ~registry_store_test() override {
     caf::anon_send_exit(registry, caf::exit_reason::kill);
     registry = nullptr;
-  }
-
-  static caf::actor_system_config& configured() {
-    static caf::actor_system_config config;
-    static bool once = [] {
-      herd::actors::add_message_types(config);
-      return true;
-    }();
-    static_cast<void>(once);
-    return config;
   }
 
   // What get() threw, or outcome::done with no exception.

@@ -11,13 +11,14 @@
 #include <string>
 
 #include "cluster/registry.hpp"
+#include "support/herd_system_config.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
 struct registry_test : ::testing::Test {
-  registry_test() : system(configured()) {
+  registry_test() : system(herd::testing::herd_system_config()) {
     context->result = std::make_shared<herd::actors::run_outcome>();
     context->config.cluster.min_nodes = 2;
     registry = herd::cluster::spawn_registry(system, context);
@@ -26,16 +27,6 @@ struct registry_test : ::testing::Test {
     if (registry)
       caf::anon_send_exit(registry, caf::exit_reason::kill);
     registry = nullptr;
-  }
-
-  static caf::actor_system_config& configured() {
-    static caf::actor_system_config config;
-    static bool once = [] {
-      herd::actors::add_message_types(config);
-      return true;
-    }();
-    static_cast<void>(once);
-    return config;
   }
 
   caf::actor_system system;
