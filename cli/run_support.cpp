@@ -240,7 +240,7 @@ std::string resume_saves_where_it_resumes(config::run_config& config, const run_
     if (checkpoint::list(path.string()).empty())
       return {}; // the resume says the directory holds none
     directory = path;
-  } else if (std::filesystem::is_regular_file(path, failed))
+  } else if (checkpoint::is_checkpoint_file(path.string())) // not a report given by mistake
     directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   else
     return {};

@@ -1626,6 +1626,16 @@ TEST_F(herd_cli, a_resumed_run_saves_where_it_resumed_from_unless_told_otherwise
   EXPECT_THAT(unsaved.output, Not(HasSubstr("where --resume found")));
   EXPECT_THAT(unsaved.output, HasSubstr("model not saved: set checkpoint.dir to keep it"));
   EXPECT_EQ(count(), 3) << unsaved.output;
+
+  // A file that is no checkpoint (a report given by mistake) is refused without a note that the
+  // run would save beside it.
+  std::ofstream(path("report.json")) << "{}\n";
+  resumed.pop_back();
+  resumed.back() = path("report.json");
+  const auto report = herd(resumed);
+  EXPECT_EQ(report.exit_code, 2) << report.output;
+  EXPECT_THAT(report.output, HasSubstr("not a Herd checkpoint"));
+  EXPECT_THAT(report.output, Not(HasSubstr("where --resume found")));
 }
 
 // --init-from: a new run (another algorithm and worker count) from a checkpoint's parameters.
