@@ -49,9 +49,36 @@ double avoided_fraction(const actors::waiting_summary& w) {
 constexpr std::size_t shown_events = 8;
 
 // "31.2 s: worker 2 (node vm-c) lost: it left the job", "40.1 s: worker 2 joined (node vm-d)".
-std::string event_line(const actors::worker_event& e) {
+// One node's workers lost (or joined) together, for one line: a node of 8 workers lost printed
+// its reason 8 times.
+struct event_group {
+  actors::worker_event first;
+  std::vector<int> workers;
+};
+
+std::vector<event_group> grouped(const std::vector<actors::worker_event>& events) {
+  std::vector<event_group> groups;
+  for (const auto& e : events) {
+    if (!groups.empty()) {
+      const auto& last = groups.back().first;
+      if (!e.node.empty() && e.node == last.node && e.joined == last.joined && e.why == last.why &&
+          e.seconds - last.seconds < 1.0) {
+        groups.back().workers.push_back(e.worker);
+        continue;
+      }
+    }
+    groups.push_back({e, {e.worker}});
+  }
+  return groups;
+}
+
+std::string event_line(const event_group& group) {
+  const auto& e = group.first;
   const std::string node = e.node.empty() ? std::string() : " (node " + e.node + ")";
-  return fixed(e.seconds, 1) + " s: worker " + std::to_string(e.worker) +
+  std::string workers = group.workers.size() == 1 ? "worker " : "workers ";
+  for (std::size_t i = 0; i < group.workers.size(); ++i)
+    workers += (i == 0 ? "" : ", ") + std::to_string(group.workers[i]);
+  return fixed(e.seconds, 1) + " s: " + workers +
          (e.joined ? " joined" + node : node + " lost: " + e.why);
 }
 
@@ -289,10 +316,11 @@ void print_summary(std::ostream& out, const actors::run_summary& s) {
   if (s.workers_joined > 0)
     line("workers joined", std::to_string(s.workers_joined) +
                                " (a node took over lost workers' slots during the run)");
-  for (std::size_t i = 0; i < std::min(s.worker_events.size(), shown_events); ++i)
-    line(i == 0 ? "worker events" : "", event_line(s.worker_events[i]));
-  if (s.worker_events.size() > shown_events)
-    line("", "and " + std::to_string(s.worker_events.size() - shown_events) +
+  const auto events = grouped(s.worker_events);
+  for (std::size_t i = 0; i < std::min(events.size(), shown_events); ++i)
+    line(i == 0 ? "worker events" : "", event_line(events[i]));
+  if (events.size() > shown_events)
+    line("", "and " + std::to_string(events.size() - shown_events) +
                  " more (the report's worker_events lists them all)");
   if (s.stale_contributions + s.empty_contributions > 0 || late_steps(s) > 0)
     line("contributions", std::to_string(s.fresh_contributions) + " fresh, " +

@@ -240,6 +240,15 @@ TEST(summary, workers_lost_and_joined_are_listed_with_their_nodes) {
                               "was lost: vm-c\n                    left the job\n"
                               "                    40.1 s: worker 2 joined (node vm-d)\n"));
   EXPECT_THAT(text, HasSubstr("  straggler         worker 1 (node vm-b): mean step 4.00x"));
+  // A node's workers lost together are one line, not its reason once per worker.
+  auto together = summary;
+  together.worker_events = {{5.61, 0, "vm-b", false, "its process cannot be reached"},
+                            {5.62, 1, "vm-b", false, "its process cannot be reached"},
+                            {5.63, 2, "vm-c", false, "its process cannot be reached"}};
+  const auto grouped = printed(together);
+  EXPECT_THAT(grouped, HasSubstr("  worker events     5.6 s: workers 0, 1 (node vm-b) lost: its "
+                                 "process cannot be\n"));
+  EXPECT_THAT(grouped, HasSubstr("5.6 s: worker 2 (node vm-c) lost: its process"));
   const auto report = nlohmann::json::parse(herd::cli::report_json(summary, {}));
   EXPECT_EQ(report["per_worker"][2]["node"], "vm-d");
   ASSERT_EQ(report["worker_events"].size(), 2u);
