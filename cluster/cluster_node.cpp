@@ -119,10 +119,14 @@ class joined_node {
 public:
   // `parts_dir`: where this node's checkpoint parts are, as far as it knows (the run's
   // checkpoint.dir once welcomed, kept for the next membership).
+  // `deadline`: when joining gives up, which the setting `limit` ("cluster.join-timeout-s = 600
+  // s", or cluster.rejoin-s for a node joining again) set.
   joined_node(caf::actor_system& system, const node_options& options, caf::actor registry,
-              clock_type::time_point deadline, hosted& parts, std::string& parts_dir)
+              clock_type::time_point deadline, std::string limit, hosted& parts,
+              std::string& parts_dir)
       : system_(system), options_(options), registry_(std::move(registry)), deadline_(deadline),
-        parts_(parts), parts_dir_(parts_dir), self_(system), hello_(hello_of(options, parts_dir)),
+        limit_(std::move(limit)), parts_(parts), parts_dir_(parts_dir), self_(system),
+        hello_(hello_of(options, parts_dir)),
         refusals_(std::make_shared<refusal_route>(registry_, caf::actor_cast<caf::actor>(self_))) {
     outcome_.workers = options.workers;
     self_->monitor(registry_);
@@ -154,8 +158,8 @@ private:
     // loss while the cluster forms (a request's receive would wait out its timeout instead).
     self_->send(registry_, hello_);
     notify(options_, "connected to the coordinator; waiting for its welcome (a run starts once "
-                     "cluster.min-nodes nodes have joined; at most cluster.join-timeout-s = " +
-                         std::to_string(options_.cluster.join_timeout_s) + " s)");
+                     "cluster.min-nodes nodes have joined; at most " +
+                         limit_ + ")");
     if (auto refused = await_welcome(); !refused.empty()) {
       if (!stopped_before_run_) // else the node's part is over, not failed
         return failed(std::move(refused));
@@ -486,6 +490,7 @@ private:
   const node_options& options_;
   caf::actor registry_;
   clock_type::time_point deadline_;
+  std::string limit_; // the setting that set deadline_, for messages
   hosted& parts_;
   std::string& parts_dir_;
   caf::scoped_actor self_;
@@ -541,7 +546,11 @@ node_outcome run_node(const node_options& options) {
     }
     hosted parts;
     try {
-      outcome = joined_node(system, options, registry, deadline, parts, parts_dir).run();
+      const std::string limit =
+          lost.empty()
+              ? "cluster.join-timeout-s = " + std::to_string(options.cluster.join_timeout_s) + " s"
+              : "cluster.rejoin-s = " + std::to_string(options.cluster.rejoin_s) + " s";
+      outcome = joined_node(system, options, registry, deadline, limit, parts, parts_dir).run();
     } catch (const std::exception& error) {
       outcome = fail(outcome, error.what());
     }

@@ -441,6 +441,13 @@ TEST(cluster_cli, a_node_paused_past_the_node_timeout_joins_the_job_again) {
   ASSERT_TRUE(run.coordinator_says("(node1) joined the running job", 60s)) << run.logs();
   EXPECT_TRUE(paused.running()) << run.logs();
   EXPECT_NE(paused.output().find("joining the running job again"), std::string::npos) << run.logs();
+  // Its wait is the rejoin window's, not the first join's ten minutes.
+  const auto again = paused.output().find("joining the running job again");
+  EXPECT_NE(paused.output().find("waiting for its welcome (a run starts once cluster.min-nodes "
+                                 "nodes have joined; at most cluster.rejoin-s = ",
+                                 again),
+            std::string::npos)
+      << run.logs();
   run.coordinator().stop(SIGINT, 60s);
   EXPECT_EQ(paused.wait(30s), 0) << run.logs();
   EXPECT_EQ(run.node(0).wait(30s), 0) << run.logs();
