@@ -239,6 +239,7 @@ void coordinator_actor::on_group_done(const group_done& report) {
   policy_input outcome;
   outcome.is_arrival = false;
   outcome.outcome = outcome_of(report);
+  outcome.outcome.at_seconds = elapsed();
   if (!phases_.running())
     checkpoints_.keep(std::move(outcome)); // for the final checkpoint
   if (phases_.running()) {

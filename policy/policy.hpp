@@ -93,6 +93,10 @@ struct member_contribution {
 struct group_outcome {
   std::vector<int> members;
   std::vector<member_contribution> contributions; // the members that answered
+  // The coordinator's clock when the round ended: a policy that decides by time (a wait window)
+  // decides with it, not with its last arrival's. Not saved with a checkpoint's kept outcomes: a
+  // resumed run hears them at 0, with its clock already past their end.
+  double at_seconds = 0.0;
 };
 
 class grouping_policy {

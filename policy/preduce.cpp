@@ -267,6 +267,7 @@ void preduce_policy::enqueue(queued_worker ready) {
 }
 
 std::vector<group_decision> preduce_policy::on_group_done(const group_outcome& outcome) {
+  now_ = std::max(now_, outcome.at_seconds);
   // The members that answered took the result: its version is the freshest of theirs.
   std::uint64_t freshest = 0;
   for (const auto& given : outcome.contributions)

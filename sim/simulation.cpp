@@ -195,6 +195,7 @@ private:
     auto found = rounds_.find(round);
     policy::group_outcome outcome;
     outcome.members = found->second.planned.members;
+    outcome.at_seconds = now();
     const auto& answers = found->second.answers;
     for (std::size_t position = 0; position < answers.size(); ++position) {
       outcome.contributions.push_back(

@@ -249,6 +249,7 @@ private:
     flying_.erase(flying_.begin() + static_cast<std::ptrdiff_t>(index));
     group_outcome outcome;
     outcome.members = group.members;
+    outcome.at_seconds = clock_;
     std::uint64_t freshest = 0;
     for (int member : group.members)
       if (state_[static_cast<std::size_t>(member)] != worker_state::lost)

@@ -332,6 +332,25 @@ TEST(preduce_policy, a_member_of_a_group_in_flight_is_queued_again_once_its_grou
   EXPECT_EQ(policy.queued(), 1u);
 }
 
+// A group's end brings its members back; the queue's window is judged on the clock of that end,
+// not on the last arrival's, so a window that closed meanwhile forms its group then, not a timer
+// tick later.
+TEST(preduce_policy, a_finished_group_judges_the_wait_window_on_its_own_clock) {
+  preduce_policy policy(plain_settings(3, 0.01));
+  policy.set_live_workers(iota(4));
+  policy.on_ready(ready(0, 1, 0.0));
+  policy.on_ready(ready(1, 1, 0.0));
+  const auto first = policy.on_ready(ready(2, 1, 0.0));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(policy.on_ready(ready(3, 1, 0.001)).empty()) << "alone in the queue";
+  EXPECT_TRUE(policy.on_ready(ready(0, 2, 0.002)).empty()) << "held: its group is in flight";
+  auto ended = done(first[0]);
+  ended.at_seconds = 0.05; // worker 3 has waited 49 ms of a 10 ms window
+  const auto second = policy.on_group_done(ended);
+  ASSERT_EQ(second.size(), 1u) << "workers 3 and 0 are queued past the window";
+  EXPECT_EQ(sorted(second[0].members), (std::vector<int>{0, 3}));
+}
+
 // -- weights on decisions -----------------------------------------------------------------------
 
 TEST(preduce_policy, decisions_carry_staleness_weights_in_member_order) {
