@@ -19,6 +19,7 @@
 #include <optional>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <system_error>
 #include <unistd.h>
 
@@ -345,10 +346,22 @@ void write_atomically(const std::string& directory, const std::string& name,
   file_descriptor file{::mkstemp(temporary.data())};
   if (file.fd < 0)
     throw std::runtime_error("cannot create a file in " + directory + ": " + system_reason(errno));
-  auto fail = [&temporary](const std::string& what) {
-    const std::string reason = system_reason(errno);
+  // Names the file the caller asked for (the temporary one is gone when this is read) and, when
+  // the device is full, how much would not fit.
+  auto fail = [&](const std::string& what) {
+    const int error = errno;
+    std::string reason = system_reason(error);
     ::unlink(temporary.c_str());
-    throw std::runtime_error(what + " " + temporary + ": " + reason);
+    struct statvfs device {};
+    if ((error == ENOSPC || error == EDQUOT) && ::statvfs(directory.c_str(), &device) == 0) {
+      char sizes[128];
+      std::snprintf(sizes, sizeof sizes, " (%.1f MB to write, %.1f MB free there)",
+                    static_cast<double>(bytes.size()) / 1e6,
+                    static_cast<double>(device.f_bavail) * static_cast<double>(device.f_frsize) /
+                        1e6);
+      reason += sizes;
+    }
+    throw std::runtime_error(what + " " + target + ": " + reason);
   };
   std::size_t written = 0;
   while (written < bytes.size()) {
@@ -369,7 +382,7 @@ void write_atomically(const std::string& directory, const std::string& name,
   }
   file.fd = -1;
   if (::rename(temporary.c_str(), target.c_str()) != 0)
-    fail("cannot rename to " + target + ":");
+    fail("cannot rename a temporary file to");
   sync_directory(directory);
 }
 

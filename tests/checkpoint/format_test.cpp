@@ -4,6 +4,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <utility>
 
@@ -168,6 +169,37 @@ TEST(CheckpointFiles, WritesReadsAndKeepsTheNewest) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(where),
                           std::filesystem::directory_iterator()),
             2);
+}
+
+// A full disk: the error names the checkpoint asked for (its temporary file is removed) and what
+// did not fit, and leaves nothing behind. Needs a small tmpfs (root); skipped without one.
+TEST(CheckpointFiles, AFullDiskIsReportedWithTheSizesAndLeavesNothing) {
+  herd::testing::temp_directory dir;
+  const std::string where = dir.file("small");
+  std::filesystem::create_directories(where);
+  if (::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=256k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs on " << where << " (not root?)";
+  struct unmount_at_end {
+    std::string path;
+    ~unmount_at_end() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{where};
+  const std::string name = file_name(1764612345000, 7);
+  try {
+    write_atomically(where, name, encode(sample_header(), random_payload(1 << 20, 5)));
+    FAIL() << "1 MB fitted in a 256 KB tmpfs";
+  } catch (const std::runtime_error& full) {
+    const std::string what = full.what();
+    EXPECT_NE(what.find("cannot write " + where + "/" + name +
+                        ": No space left on device (1.0 "
+                        "MB to write, "),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find(" MB free there)"), std::string::npos) << what;
+    EXPECT_EQ(what.find(".tmp-"), std::string::npos) << what;
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(where),
+                          std::filesystem::directory_iterator()),
+            0);
 }
 
 // By time first: a new run writing into a directory of an older, longer one keeps its own newest.
