@@ -316,8 +316,7 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
               << '\n';
     return bad_input();
   }
-  if (!saves_where_it_resumes.empty())
-    std::cerr << "herd " << command << ": note: " << saves_where_it_resumes << '\n';
+  run.resume_note = saves_where_it_resumes;
   if (interrupted_before_run(command))
     return interrupted();
   const auto load_start = std::chrono::steady_clock::now();

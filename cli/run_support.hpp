@@ -51,6 +51,10 @@ struct prepared_run {
   /// herd_run_finished{job}: 0 while the run goes on, 1 once it has ended without failing (the
   /// process is about to exit as asked); null when metrics.port is 0.
   monitoring::gauge* run_finished = nullptr;
+  /// "checkpoint.dir = ...: the run saves there too" when `herd train --resume` without
+  /// checkpoint.dir set saves where it resumes from; said once the checkpoint is accepted (not
+  /// before a refusal).
+  std::string resume_note;
 };
 
 /// prepare_run()'s answer: the run's inputs or, without them, the exit status to end with (the

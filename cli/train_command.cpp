@@ -129,6 +129,8 @@ int run_train(const std::vector<std::string>& args) {
     try {
       auto loaded = actors::load_checkpoint(config, *data, resume_path);
       announce_resume("train", loaded.file, *loaded.state, config);
+      if (!prepared->resume_note.empty())
+        std::cerr << "herd train: note: " << prepared->resume_note << '\n';
       options.resume = std::move(loaded.state);
       options.resume_path = resume_path;
     } catch (const checkpoint::checkpoint_error& unusable) {

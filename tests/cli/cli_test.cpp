@@ -1636,6 +1636,14 @@ TEST_F(herd_cli, a_resumed_run_saves_where_it_resumed_from_unless_told_otherwise
   EXPECT_EQ(report.exit_code, 2) << report.output;
   EXPECT_THAT(report.output, HasSubstr("not a Herd checkpoint"));
   EXPECT_THAT(report.output, Not(HasSubstr("where --resume found")));
+
+  // Nor is a checkpoint of another shape: the run that would save there never starts.
+  resumed.back() = newest();
+  resumed[3] = "--train.workers=3";
+  const auto other_shape = herd(resumed);
+  EXPECT_EQ(other_shape.exit_code, 2) << other_shape.output;
+  EXPECT_THAT(other_shape.output, HasSubstr("another shape"));
+  EXPECT_THAT(other_shape.output, Not(HasSubstr("where --resume found")));
 }
 
 // --init-from: a new run (another algorithm and worker count) from a checkpoint's parameters.
