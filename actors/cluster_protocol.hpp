@@ -35,7 +35,8 @@ namespace herd::actors {
 /// node still connects the plane of a join under way, which the registry lets end first; 23: the
 /// registry tells a leaving node that its departure waits for a join under way, and when it
 /// begins, so that the node waits for a join longer than its own bound; 24: the job's end says
-/// whether the run failed, and why ((job_over_atom, failure)), so that a node exits 1 with it.
-constexpr std::uint32_t cluster_protocol_version = 24;
+/// whether the run failed, and why ((job_over_atom, failure)), so that a node exits 1 with it;
+/// 25: and how it ended ((job_over_atom, failure, ending)), which the node's last line says.
+constexpr std::uint32_t cluster_protocol_version = 25;
 
 } // namespace herd::actors

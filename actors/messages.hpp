@@ -47,8 +47,9 @@ using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using store_set_atom = caf::atom_constant<caf::atom("storeset")>;
 using store_get_atom = caf::atom_constant<caf::atom("storeget")>;
 using store_peek_atom = caf::atom_constant<caf::atom("storepeek")>;
-/// (job_over_atom, failure): the job is over; `failure` says why the run failed, empty where it
-/// ended well (a node's exit status follows it).
+/// (job_over_atom, failure, ending): the job is over; `failure` says why the run failed, empty
+/// where it ended well (a node's exit status follows it); `ending`, in words, how it ended (what
+/// stopped it, the rounds, the accuracy, the final checkpoint), for the node's last line.
 using job_over_atom = caf::atom_constant<caf::atom("jobover")>;
 using export_atom = caf::atom_constant<caf::atom("export")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;

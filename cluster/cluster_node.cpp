@@ -387,7 +387,8 @@ private:
     departure_ = node_departure(departure_wait(config_.cluster));
     self_->receive_while([this] {
       return !over_;
-    })([this](job_over_atom, const std::string& failure) { return job_over(failure); },
+    })([this](job_over_atom, const std::string& failure,
+              const std::string& ending) { return job_over(failure, ending); },
        [this](depart_atom, bool released) { departed(released); },
        [this](depart_atom, const std::string& under_way) { departure_queued(under_way); },
        [this](depart_atom) { departure_.turn(clock_type::now()); },
@@ -403,11 +404,12 @@ private:
                  "; the coordinator counts this node's workers lost, and another node "
                  "may join in their place");
     else if (outcome_.ok && !stopped_before_run_)
-      notify(options_, "the job is over");
+      notify(options_, "the job is over" + (ending_.empty() ? "" : ": " + ending_));
   }
 
-  bool job_over(const std::string& failure) {
+  bool job_over(const std::string& failure, const std::string& ending) {
     over_ = true;
+    ending_ = ending;
     outcome_.left = false; // it ended before the node could leave: nothing to leave
     if (failure.empty())
       outcome_.ok = true;
@@ -500,6 +502,7 @@ private:
   bool welcomed_ = false;
   bool stopped_before_run_ = false; // the answer to its hello: the coordinator was stopped
   bool over_ = false;               // serve() ends: the job is over or the node's part of it
+  std::string ending_;              // how the job ended, as the coordinator says
   node_departure departure_{clock_type::duration::zero()}; // the run's, once serve() begins
   config::run_config config_;
   std::shared_ptr<const models::train_test_split> data_;

@@ -28,6 +28,29 @@ using namespace herd::actors;
 
 namespace {
 
+// How a run ended, for the nodes' last line: "stopped by max-seconds after 0.62 epochs, 812
+// rounds in 60.0 s; test accuracy 0.8531; final checkpoint ckpt/herd-...ckpt (on the
+// coordinator)".
+std::string ending_of(const run_summary& summary) {
+  char text[160];
+  std::snprintf(text, sizeof text, "stopped by %s after %.2f epochs, %llu rounds in %.1f s",
+                to_string(summary.stop_reason), summary.epochs,
+                static_cast<unsigned long long>(summary.rounds), summary.wall_seconds);
+  std::string ending = text;
+  const bool validating = summary.validation_samples > 0;
+  if (const auto& accuracy =
+          validating ? summary.final_validation_accuracy : summary.final_test_accuracy) {
+    std::snprintf(text, sizeof text, "; %s accuracy %.4f", validating ? "validation" : "test",
+                  *accuracy);
+    ending += text;
+  }
+  if (!summary.final_checkpoint.empty())
+    ending += "; final checkpoint " + summary.final_checkpoint + " (on the coordinator)";
+  else if (!summary.final_checkpoint_error.empty())
+    ending += "; final checkpoint NOT WRITTEN: " + summary.final_checkpoint_error;
+  return ending;
+}
+
 std::string make_job_name() {
   std::random_device entropy;
   const auto value = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
@@ -49,8 +72,9 @@ struct cluster_session::impl {
   std::unique_ptr<pause_watch> watch; // says when this process stood still past the node timeout
   bool shut_down = false;
 
-  // `failure`: why the run failed, which the nodes hear; empty where it ended well.
-  void shutdown(const std::string& failure) {
+  // `failure`: why the run failed, which the nodes hear; empty where it ended well. `ending`: how
+  // it ended, in words (empty where it never started).
+  void shutdown(const std::string& failure, const std::string& ending = {}) {
     if (shut_down || !system)
       return;
     shut_down = true;
@@ -58,7 +82,7 @@ struct cluster_session::impl {
     if (registry) {
       {
         caf::scoped_actor self{*system};
-        self->request(registry, job_over_round, job_over_atom::value, failure)
+        self->request(registry, job_over_round, job_over_atom::value, failure, ending)
             .receive([](bool) {}, [](caf::error&) {});
       }
       // Refusals and the job's end are on their way through the gate: let the nodes read them
@@ -184,7 +208,10 @@ std::optional<run_summary> cluster_session::wait_for(std::chrono::milliseconds t
   if (!result.wait_for(timeout))
     return std::nullopt;
   auto summary = result.summary();
-  impl_->shutdown(summary && summary->started ? summary->error : std::string());
+  if (summary && summary->started)
+    impl_->shutdown(summary->error, ending_of(*summary));
+  else
+    impl_->shutdown({});
   return summary;
 }
 

@@ -36,7 +36,7 @@ caf::result<node_welcome> registry_actor::on_hello(const node_hello& hello) {
 void registry_actor::on_ready(const node_ready& ready) {
   if (over_) { // the run ended while this node was connecting: it has nothing to do
     if (ready.control)
-      request(ready.control, node_job_over_reply, job_over_atom::value, failure_)
+      request(ready.control, node_job_over_reply, job_over_atom::value, failure_, ending_)
           .then([](bool) {}, [](caf::error&) {});
     return;
   }
@@ -140,9 +140,11 @@ void registry_actor::on_stop() {
              actors::stop_cause::interrupted);
 }
 
-caf::result<bool> registry_actor::on_job_over(const std::string& failure) {
+caf::result<bool> registry_actor::on_job_over(const std::string& failure,
+                                              const std::string& ending) {
   over_ = true;
   failure_ = failure;
+  ending_ = ending;
   std::vector<caf::actor> controls;
   for (auto& node : nodes_) {
     if (!node.answered && node.live) // waiting for its turn to join
@@ -160,7 +162,7 @@ caf::result<bool> registry_actor::on_job_over(const std::string& failure) {
       promise.deliver(true);
   };
   for (const auto& control : controls)
-    request(control, node_job_over_reply, job_over_atom::value, failure_)
+    request(control, node_job_over_reply, job_over_atom::value, failure_, ending_)
         .then([one_done](bool) mutable { one_done(); },
               [one_done](caf::error&) mutable { one_done(); });
   return promise;

@@ -14,8 +14,8 @@
 //   (depart_atom, why)                             a node leaves the running job: answered with
 //                                                  (depart_atom, bool) once its rounds have ended
 //   stop_atom                                      stop the run (or the wait for nodes)
-//   (job_over_atom, failure)      -> bool          tell the nodes (and whether the run failed, and
-//                                                  why); answered once they know
+//   (job_over_atom, failure, ending) -> bool       tell the nodes (whether the run failed and why,
+//                                                  how it ended); answered once they know
 //   (join_done_atom, node, error)                  the coordinator finished a node's join (node -1:
 //                                                  it uses the re-keyed data plane)
 //   plane_refusal                                  a node refused a peer's data-plane messages: the

@@ -77,7 +77,9 @@ public:
         [this](leave_atom, const std::string& why) { on_leaving(why); },
         [this](depart_atom, const std::string& why) { on_depart(why); },
         [this](stop_atom) { on_stop(); },
-        [this](job_over_atom, const std::string& failure) { return on_job_over(failure); },
+        [this](job_over_atom, const std::string& failure, const std::string& ending) {
+          return on_job_over(failure, ending);
+        },
         [this](join_done_atom, std::int32_t node, const comm::status& result) {
           on_join_done(node, result);
         },
@@ -125,7 +127,7 @@ private:
 
   // Answers once every live node acknowledged (or did not within a few seconds), so the
   // session closes the connections only after the nodes know.
-  caf::result<bool> on_job_over(const std::string& failure);
+  caf::result<bool> on_job_over(const std::string& failure, const std::string& ending);
 
   void on_join_done(std::int32_t node, const comm::status& result);
   void on_down(const caf::down_msg& down);
@@ -260,6 +262,7 @@ private:
   registry_phase phase_ = registry_phase::gathering;
   bool over_ = false;    // refused, stopped, or over: no node joins any more
   std::string failure_;  // once over: why the run failed, empty where it ended well
+  std::string ending_;   // once over: how the run ended, in words
   std::string over_why_; // ": why", when the run ended before it started
   std::vector<node_entry> nodes_;
   slot_table slots_;

@@ -361,6 +361,40 @@ TEST(cluster_runs, a_node_loads_the_training_data_without_the_validation_files) 
   EXPECT_EQ(given->data.test_features, "test_x.npy");
 }
 
+// A node's last line says how the job ended, as the coordinator's summary does: what stopped it,
+// the rounds, the accuracy.
+TEST(cluster_runs, a_node_says_how_the_job_ended) {
+  auto j = make_job("sync", 1, 10);
+  j.config.cluster.min_nodes = 1;
+  cluster_session session(j.config, j.data, on_loopback());
+  auto node = node_for(j, session.port(), 1, nullptr);
+  std::mutex mutex;
+  std::vector<std::string> notices;
+  node.on_notice = [&](const std::string& text) {
+    std::lock_guard<std::mutex> guard(mutex);
+    notices.push_back(text);
+  };
+  node_outcome outcome;
+  std::thread running([&] { outcome = herd::cluster::run_node(node); });
+  const auto summary = session.wait_for(std::chrono::minutes(2));
+  running.join();
+  ASSERT_TRUE(summary.has_value());
+  ASSERT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
+  ASSERT_TRUE(summary->final_test_accuracy.has_value());
+  EXPECT_TRUE(outcome.ok) << outcome.error;
+  std::lock_guard<std::mutex> guard(mutex);
+  ASSERT_FALSE(notices.empty());
+  char accuracy[32];
+  std::snprintf(accuracy, sizeof accuracy, "%.4f", *summary->final_test_accuracy);
+  EXPECT_EQ(notices.back().rfind("the job is over: stopped by epochs after 1.00 epochs, " +
+                                     std::to_string(summary->rounds) + " rounds in ",
+                                 0),
+            0u)
+      << notices.back();
+  EXPECT_NE(notices.back().find(std::string("; test accuracy ") + accuracy), std::string::npos)
+      << notices.back();
+}
+
 TEST(cluster_runs, a_node_that_comes_when_no_worker_is_lost_is_refused_with_the_reason) {
   auto j = make_job("solo", 2, 400);
   j.config.imbalance.delay_ms = 20.0; // a run long enough for the late node to find it running
