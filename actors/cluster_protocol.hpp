@@ -36,7 +36,8 @@ namespace herd::actors {
 /// registry tells a leaving node that its departure waits for a join under way, and when it
 /// begins, so that the node waits for a join longer than its own bound; 24: the job's end says
 /// whether the run failed, and why ((job_over_atom, failure)), so that a node exits 1 with it;
-/// 25: and how it ended ((job_over_atom, failure, ending)), which the node's last line says.
+/// 25: and how it ended ((job_over_atom, failure, ending)), which the node's last line says;
+/// bytes travel as herd.bytes (wire_bytes), never as CAF's @charbuf, which the gate refuses.
 constexpr std::uint32_t cluster_protocol_version = 25;
 
 } // namespace herd::actors

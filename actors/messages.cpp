@@ -105,7 +105,31 @@ void add_error_category(caf::actor_system_config& config) {
                             });
 }
 
+caf::error load_wire_bytes(caf::deserializer& source, std::vector<char>& data) {
+  std::size_t count = 0;
+  if (auto failed = source.begin_sequence(count))
+    return failed;
+  data.clear();
+  if (const auto* binary = dynamic_cast<const caf::binary_deserializer*>(&source)) {
+    if (count > binary->remaining())
+      return caf::make_error(caf::sec::end_of_stream);
+    data.resize(count);
+    if (auto failed = count > 0 ? source.apply_raw(count, data.data()) : caf::error{})
+      return failed;
+  } else {
+    constexpr std::size_t chunk = std::size_t{1} << 20;
+    while (data.size() < count) {
+      const auto at = data.size();
+      data.resize(at + std::min(chunk, count - at));
+      if (auto failed = source.apply_raw(data.size() - at, data.data() + at))
+        return failed;
+    }
+  }
+  return source.end_sequence();
+}
+
 void add_message_types(caf::actor_system_config& config) {
+  config.add_message_type<wire_bytes>("herd.bytes");
   config.add_message_type<step_ready>("herd.step_ready");
   config.add_message_type<step_batch>("herd.step_batch");
   config.add_message_type<contribution_asks>("herd.contribution_asks");

@@ -293,6 +293,31 @@ typename Inspector::result_type inspect(Inspector& f, worker_stopped& x) {
   return f(caf::meta::type_name("herd.worker_stopped"), x.worker, x.steps);
 }
 
+/// Bytes in a message between processes. CAF 0.17 sizes (and zeroes) a std::vector<char> to the
+/// count its sender wrote before it checks that the bytes are there, so 85 bytes from a peer could
+/// make a process allocate 4 GiB; these are read only as far as the message holds them
+/// (load_wire_bytes). Written as CAF writes a std::vector<char>.
+struct wire_bytes {
+  std::vector<char> data;
+};
+
+/// Reads what a std::vector<char> is written as (its count, then the bytes) into `data`, failing
+/// with caf::sec::end_of_stream, before it allocates, when the count is more than `source` has
+/// left; a deserializer that cannot say what it has left is read a MiB at a time.
+caf::error load_wire_bytes(caf::deserializer& source, std::vector<char>& data);
+
+template <class Inspector>
+typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>::type
+inspect(Inspector& f, wire_bytes& x) {
+  return f(caf::meta::type_name("herd.bytes"), x.data);
+}
+
+template <class Inspector>
+typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type
+inspect(Inspector& f, wire_bytes& x) {
+  return load_wire_bytes(f, x.data);
+}
+
 /// A copy of a worker's parameters, for evaluation. Between processes the floats travel as one
 /// byte block (CAF 0.17 moves a vector<char> about 5x faster than a vector<float>), in the host's
 /// byte order: every node of a cluster must share it (x86-64 and arm64 both are little-endian).
@@ -305,20 +330,20 @@ struct parameter_snapshot {
 template <class Inspector>
 typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>::type
 inspect(Inspector& f, parameter_snapshot& x) {
-  std::vector<char> bytes;
+  wire_bytes bytes;
   if (x.parameters)
-    bytes.assign(reinterpret_cast<const char*>(x.parameters->data()),
-                 reinterpret_cast<const char*>(x.parameters->data() + x.parameters->size()));
+    bytes.data.assign(reinterpret_cast<const char*>(x.parameters->data()),
+                      reinterpret_cast<const char*>(x.parameters->data() + x.parameters->size()));
   return f(caf::meta::type_name("herd.parameter_snapshot"), x.worker, x.step, bytes);
 }
 
 template <class Inspector>
 typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type
 inspect(Inspector& f, parameter_snapshot& x) {
-  std::vector<char> bytes;
+  wire_bytes bytes;
   auto loaded = caf::meta::load_callback([&]() -> caf::error {
-    auto parameters = std::make_shared<std::vector<float>>(bytes.size() / sizeof(float));
-    std::memcpy(parameters->data(), bytes.data(), parameters->size() * sizeof(float));
+    auto parameters = std::make_shared<std::vector<float>>(bytes.data.size() / sizeof(float));
+    std::memcpy(parameters->data(), bytes.data.data(), parameters->size() * sizeof(float));
     x.parameters = std::move(parameters);
     return caf::none;
   });

@@ -184,7 +184,7 @@ std::vector<double> control_round_trips(const options& opts, bool tls) {
       const auto start = clock_type::now();
       bool answered = false;
       self->request(registry, 10s, herd::actors::store_peek_atom::value, std::string("key"))
-          .receive([&](bool, const std::vector<char>&) { answered = true; },
+          .receive([&](bool, const herd::actors::wire_bytes&) { answered = true; },
                    [&](caf::error& refused) {
                      // The registry refuses a process it did not welcome: the answer we time.
                      answered = refused != caf::make_error(caf::sec::request_timeout);

@@ -2,7 +2,9 @@
 #include "cluster/basp_check.hpp"
 
 #include <algorithm>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace herd::cluster {
 
@@ -151,7 +153,12 @@ void basp_check::check_payload(const char* data, std::size_t size) {
   // down or exit message (their reason, an error). Whole names, not "@<>": three bytes turn up
   // by chance in a snapshot's megabytes of floats, nine do not.
   constexpr std::array<std::string_view, 4> nesting = {"+@message", "+@error", "+@down", "+@exit"};
-  constexpr std::array<std::string_view, 2> never_sent = {"+@group", "+@config_value"};
+  // A byte vector (@charbuf) is sized to the count its sender wrote before its bytes are read:
+  // Herd's bytes travel as herd.bytes, which reads only the bytes that are there.
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 3> never_sent = {
+      {{"+@group", "group"},
+       {"+@config_value", "configuration value"},
+       {"+@charbuf", "byte vector"}}};
   constexpr std::size_t longest = 14; // "+@config_value"
   // In `text`, what begins before `starts_before` and ends after `ends_after`: the bytes carried
   // over from the last feed were searched then, so only what crosses into this feed is new.
@@ -163,12 +170,11 @@ void basp_check::check_payload(const char* data, std::size_t size) {
     for (const auto& type : nesting)
       for (auto at = text.find(type); at != std::string_view::npos; at = text.find(type, at + 1))
         messages_ += counts(at, type.size()) ? 1 : 0;
-    for (const auto& type : never_sent)
+    for (const auto& [type, what] : never_sent)
       for (auto at = text.find(type); at != std::string_view::npos; at = text.find(type, at + 1))
         if (counts(at, type.size()) && problem_.empty())
           problem_ = "frame " + std::to_string(frames_) + ": a message holding a CAF " +
-                     (type == never_sent[0] ? "group" : "configuration value") +
-                     " (Herd sends none)";
+                     std::string(what) + " (Herd sends none)";
   };
   std::string seam = carry_;
   seam.append(data, std::min(size, longest - 1));

@@ -72,7 +72,7 @@ void registry_actor::on_ready(const node_ready& ready) {
 
 void registry_actor::on_set(const std::string& key, const bytes& value) {
   if (keys_.admits(sender_process()))
-    keys_.set(key, value);
+    keys_.set(key, value.data);
   else
     notice("ignored a rendezvous key from a process that is not a welcomed node");
 }
@@ -95,11 +95,11 @@ caf::result<bytes> registry_actor::on_get(const std::string& key) {
                       read_refusal(process, "the data plane's rendezvous is for welcomed nodes "
                                             "only"));
   if (const auto* value = keys_.find(key))
-    return *value;
+    return bytes{*value};
   auto promise = make_response_promise<bytes>();
-  keys_.wait(key, [this, promise, key, process](const bytes* value) mutable {
+  keys_.wait(key, [this, promise, key, process](const rendezvous_keys::value_type* value) mutable {
     if (value != nullptr)
-      promise.deliver(*value);
+      promise.deliver(bytes{*value});
     else
       // Only the reason: the store names the key, and a node leads its error with the reason.
       promise.deliver(make_error(
@@ -117,7 +117,7 @@ caf::result<bool, bytes> registry_actor::on_peek(const std::string& key) {
                       read_refusal(process, "the data plane's rendezvous is for welcomed nodes "
                                             "only"));
   const auto* value = keys_.find(key);
-  return {value != nullptr, value != nullptr ? *value : bytes{}};
+  return {value != nullptr, value != nullptr ? bytes{*value} : bytes{}};
 }
 
 void registry_actor::on_leaving(const std::string& why) {

@@ -34,7 +34,7 @@ namespace herd::cluster {
 // The actors of one process, which a cluster connects across processes.
 using namespace herd::actors;
 
-using bytes = std::vector<char>;
+using bytes = actors::wire_bytes; // a rendezvous value on the wire
 
 class registry_actor : public caf::event_based_actor {
 public:

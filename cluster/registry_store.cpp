@@ -17,7 +17,7 @@ using actors::store_set_atom;
 
 void registry_store::set(const std::string& key, const std::vector<char>& value) {
   caf::scoped_actor self{system_};
-  self->send(registry_, store_set_atom::value, key, value);
+  self->send(registry_, store_set_atom::value, key, actors::wire_bytes{value});
 }
 
 std::vector<char> registry_store::get(const std::string& key, std::chrono::milliseconds timeout) {
@@ -36,7 +36,7 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
                                 std::to_string(timeout.count()) + " ms): " + why);
   };
   while (!value && !failure)
-    self->receive([&](std::vector<char>& found) { value = std::move(found); },
+    self->receive([&](actors::wire_bytes& found) { value = std::move(found.data); },
                   [&](caf::error& error) {
                     const auto why = system_.render(error);
                     // The reason is the node's to lead with (refusal()), not to repeat here.
@@ -76,9 +76,9 @@ std::optional<std::vector<char>> registry_store::peek(const std::string& key) {
   std::string failure;
   self->request(registry_, std::chrono::seconds(5), store_peek_atom::value, key)
       .receive(
-          [&](bool set, std::vector<char>& found) {
+          [&](bool set, actors::wire_bytes& found) {
             if (set)
-              value = std::move(found);
+              value = std::move(found.data);
           },
           [&](caf::error& error) { failure = system_.render(error); });
   if (!failure.empty())

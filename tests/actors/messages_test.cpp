@@ -49,6 +49,44 @@ TEST(messages, a_failed_result_keeps_its_kind_and_words_across_processes) {
   EXPECT_TRUE(ok.result.message().empty());
 }
 
+// Bytes from another process are read only as far as the message holds them: a count a peer made
+// up (5 bytes claiming 4 GiB) is refused before anything is allocated for it. Written as CAF
+// writes a std::vector<char>, so a snapshot's bytes are what they were.
+TEST(messages, bytes_are_read_only_as_far_as_the_message_holds_them) {
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  const std::vector<char> sent{'a', 'b', 'c', '\0', 'd'};
+  std::vector<char> as_wire_bytes;
+  std::vector<char> as_char_vector;
+  {
+    caf::binary_serializer sink{system, as_wire_bytes};
+    herd::actors::wire_bytes value{sent};
+    EXPECT_FALSE(sink(value));
+    caf::binary_serializer plain{system, as_char_vector};
+    auto copy = sent;
+    EXPECT_FALSE(plain(copy));
+  }
+  EXPECT_EQ(as_wire_bytes, as_char_vector);
+  EXPECT_EQ(round_trip(system, herd::actors::wire_bytes{sent}).data, sent);
+
+  // The count as a varbyte: 0xF0000000 in five bytes, then 3 bytes of the promised 4 GiB.
+  const std::vector<char> claim{'\x80', '\x80', '\x80', '\x80', '\x0f', 'x', 'y', 'z'};
+  herd::actors::wire_bytes read;
+  caf::binary_deserializer source{system, claim};
+  EXPECT_EQ(source(read), caf::sec::end_of_stream);
+  EXPECT_LT(read.data.capacity(), 1024u) << "sized to the count before its bytes were read";
+
+  // A snapshot's floats come back bit for bit.
+  herd::actors::parameter_snapshot snapshot;
+  snapshot.worker = 3;
+  snapshot.parameters = std::make_shared<std::vector<float>>(std::vector<float>{1.5f, -0.0f, 3e9f});
+  const auto back = round_trip(system, snapshot);
+  ASSERT_TRUE(back.parameters);
+  EXPECT_EQ(*back.parameters, *snapshot.parameters);
+  EXPECT_EQ(back.worker, 3);
+}
+
 TEST(messages, a_failed_request_is_a_timeout_or_a_lost_peer) {
   EXPECT_EQ(herd::actors::status_of(caf::sec::request_timeout, "late").kind(), outcome::timeout);
   EXPECT_EQ(herd::actors::status_of(caf::sec::request_receiver_down, "gone").kind(),

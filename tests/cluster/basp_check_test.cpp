@@ -235,7 +235,7 @@ TEST(basp_check, a_large_snapshot_of_floats_passes) {
   for (auto& value : parameters)
     value = weights(generator);
   std::string payload(1, '\0');
-  payload += std::string("\0\0\x1a", 3) + "@<>+herd.snapshot+@charbuf";
+  payload += std::string("\0\0\x1b", 3) + "@<>+herd.parameter_snapshot";
   payload.append(reinterpret_cast<const char*>(parameters.data()),
                  parameters.size() * sizeof(float));
   std::size_t by_chance = 0;
@@ -255,6 +255,9 @@ TEST(basp_check, a_message_holding_a_group_or_a_configuration_value_is_refused) 
               "frame 2: a message holding a CAF group (Herd sends none)");
     EXPECT_EQ(problem_of(std::string(1, '\0') + start + "@<>+@str+@config_value", byte_by_byte),
               "frame 2: a message holding a CAF configuration value (Herd sends none)");
+    // A byte vector's count is trusted before its bytes are read (4 GiB from five bytes).
+    EXPECT_EQ(problem_of(std::string(1, '\0') + start + "@<>+@atom+@str+@charbuf", byte_by_byte),
+              "frame 2: a message holding a CAF byte vector (Herd sends none)");
   }
 }
 

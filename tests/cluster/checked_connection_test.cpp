@@ -102,7 +102,7 @@ public:
     caf::scoped_actor self{system_};
     std::string answer;
     self->request(registry_, 10s, herd::actors::store_get_atom::value, std::string("any-key"))
-        .receive([&](const std::vector<char>&) { answer = "a value"; },
+        .receive([&](const herd::actors::wire_bytes&) { answer = "a value"; },
                  [&](caf::error& error) { answer = system_.render(error); });
     return answer;
   }

@@ -625,7 +625,7 @@ TEST(cluster_runs, only_welcomed_nodes_may_use_the_data_planes_rendezvous) {
   std::string refusal;
   self->request(registry, std::chrono::seconds(10), herd::actors::store_get_atom::value,
                 std::string("any-key"))
-      .receive([](const std::vector<char>&) {},
+      .receive([](const herd::actors::wire_bytes&) {},
                [&](caf::error& error) { refusal = system.render(error); });
   EXPECT_NE(refusal.find("for welcomed nodes only"), std::string::npos) << refusal;
   session.request_stop();

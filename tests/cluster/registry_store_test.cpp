@@ -30,9 +30,10 @@ using bytes = std::vector<char>;
 // A registry that answers reads of "set" at once and keeps every other read waiting.
 caf::behavior waiting_registry(caf::event_based_actor* self,
                                std::shared_ptr<std::vector<caf::response_promise>> waiting) {
-  return {[self, waiting](store_get_atom, const std::string& key) -> caf::result<bytes> {
+  return {[self, waiting](store_get_atom,
+                          const std::string& key) -> caf::result<herd::actors::wire_bytes> {
     if (key == "set")
-      return bytes{'o', 'k'};
+      return herd::actors::wire_bytes{{'o', 'k'}};
     waiting->push_back(self->make_response_promise());
     return waiting->back();
   }};
