@@ -94,11 +94,13 @@ void load(Archive& archive, run_counters& x) {
   archive(x.samples_per_epoch);
   cereal::size_type count = 0;
   archive(cereal::make_size_tag(count));
-  x.set_workers(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < x.workers.size(); ++i) {
+  // Grown as each worker is read: a count a damaged file claims costs no memory of its own.
+  x.set_workers(0);
+  for (cereal::size_type i = 0; i < count; ++i) {
     bool live = true;
-    archive(live, x.workers[i]);
-    x.live[i] = live ? 1 : 0;
+    x.workers.emplace_back();
+    archive(live, x.workers.back());
+    x.live.push_back(live ? 1 : 0);
   }
   archive_run_totals(archive, x);
 }

@@ -66,8 +66,16 @@ TEST(bounded_archive, a_count_above_the_bytes_left_is_refused_before_sizing) {
   std::vector<float> floats;
   std::string text;
   EXPECT_THAT(refusal(bytes, floats, text),
-              HasSubstr("a count of 1099511627776 is more than the 24 bytes left to read"));
+              HasSubstr("a count of 1099511627776 (of 4 bytes each) is more than the 24 bytes "
+                        "left to read"));
   EXPECT_LT(floats.capacity(), 1000u);
+  // Numbers wider than a byte: the count is checked against the bytes they take (6 floats are
+  // not in 24 bytes less the size tag's 8).
+  auto four = written(std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f});
+  const std::uint64_t six = 6;
+  std::memcpy(four.data(), &six, sizeof six);
+  EXPECT_THAT(refusal(four, floats), HasSubstr("a count of 6 (of 4 bytes each) is more than the "
+                                               "16 bytes left to read"));
   std::deque<std::uint64_t> counts;
   EXPECT_THAT(refusal(bytes, counts), HasSubstr("a count of 1099511627776"));
   // A string's length is a count too; a read past the end names the bytes left.
@@ -76,6 +84,33 @@ TEST(bounded_archive, a_count_above_the_bytes_left_is_refused_before_sizing) {
   int numbers[2] = {0, 0};
   EXPECT_THAT(refusal(std::string(6, '\0'), numbers[0], numbers[1]),
               HasSubstr("Failed to read 4 bytes: 2 are left"));
+}
+
+// A record (a worker's state) takes far more memory than its fewest bytes on disk: a count of
+// them within the bytes left is still not sized up front, but grown as records are read. cereal's
+// own vector would take 100,000 records' memory (40 MB here; gigabytes for a crafted checkpoint)
+// before the first failed read.
+struct wide_record {
+  std::vector<float> values;
+  std::string name;
+  std::uint64_t padding[50] = {};
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(values, name);
+    for (auto& word : padding)
+      archive(word);
+  }
+};
+
+TEST(bounded_archive, records_are_grown_as_they_are_read_not_sized_to_the_count) {
+  auto bytes = written(std::vector<wide_record>(2));
+  bytes.append(100000, '\0'); // zeros read as empty records, 416 bytes each
+  const std::uint64_t claimed = 100000;
+  std::memcpy(bytes.data(), &claimed, sizeof claimed);
+  std::vector<wide_record> records;
+  EXPECT_THAT(refusal(bytes, records), HasSubstr("Failed to read 8 bytes"));
+  EXPECT_LT(records.capacity(), 1000u) << "sized to the count before the records were read";
+  EXPECT_GT(records.size(), 200u) << "the records that were there were read";
 }
 
 } // namespace
