@@ -45,6 +45,9 @@ public:
   const char* name() const override { return "herd.job"; }
 
   caf::behavior make_behavior() override {
+    // A running job is its own owner: a caller may keep only the facade (whose reference is
+    // weak), or drop the handle, and the run still goes on to its end. Let go in on_exit.
+    keeps_itself_ = caf::actor_cast<caf::actor>(this);
     set_down_handler([this](caf::down_msg& down) { on_down(down); });
     set_exit_handler([this](caf::exit_msg& exit) { on_exit_message(exit); });
     for (const auto& listener : first_subscribers_)
@@ -244,6 +247,7 @@ private:
     server_parameters_.clear();
     kept_parameters_.reset();
     plan_.reset(); // setup_ refers into it: no handler runs after this
+    keeps_itself_ = nullptr;
   }
 
   void on_parts_timeout() {
@@ -445,6 +449,7 @@ private:
   const job_setup& setup_; // plan_'s
   std::vector<caf::actor> subscribers_;
   std::vector<caf::actor> first_subscribers_; // spawn_job's, subscribed as the actor starts
+  caf::actor keeps_itself_; // until it exits: nobody else need hold the job while it runs
   caf::actor coordinator_;
   run_start run_;
   std::set<caf::actor_addr> parts_alive_;

@@ -59,5 +59,3 @@ private:
 };
 
 } // namespace job_service
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_handle)

@@ -11,31 +11,33 @@
 //   GET    /metrics     every job's metrics in Prometheus' text format, labelled job="job-N"
 //
 // SIGINT or SIGTERM stops the server, stops every running job and waits for them.
-#include "job_book.hpp"
-
 #include "herd/config.hpp"
 #include "herd/data.hpp"
 #include "herd/job_actor.hpp"
 #include "herd/metrics.hpp"
 
 #include <caf/all.hpp>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <httplib.h>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 #include <vector>
+
+#include "job_book.hpp"
 
 namespace {
 
@@ -182,8 +184,12 @@ void wake_stop_waiter() {
   on_stop_signal(0);
 }
 
+// The id in the path; -1 (no such job: 404) for digits beyond any id handed out.
 int job_id(const httplib::Request& request) {
-  return std::stoi(request.matches[1].str());
+  const std::string digits = request.matches[1].str();
+  int id = -1;
+  const auto [end, problem] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  return problem == std::errc() && end == digits.data() + digits.size() ? id : -1;
 }
 
 } // namespace

@@ -66,19 +66,20 @@ run_config from_ini(const std::string& ini, const std::string& origin,
 /// A run_config built in code gets the messages its INI form would get from load() or from_ini(),
 /// less the "(in FILE, line N)" that `origins` adds: "train.workers = 0: must be between 1 and
 /// 1024". With `origins` not empty, a key it does not name is "(the default)".
-std::vector<config_error> validate(const run_config& config, const value_origins& origins = {});
+[[nodiscard]] std::vector<config_error> validate(const run_config& config,
+                                                 const value_origins& origins = {});
 
 /// validate() for a run that trains: its checks against the worker count use train.workers even
 /// where [simulate] sets the job sizes herd simulate sweeps (against whose largest validate()
 /// checks imbalance.k and imbalance.workers). job::start runs this one.
-std::vector<config_error> validate_run(const run_config& config,
-                                       const value_origins& origins = {});
+[[nodiscard]] std::vector<config_error> validate_run(const run_config& config,
+                                                     const value_origins& origins = {});
 
 /// Checks that need the training set's size: every worker's shard must hold at least one batch.
 /// `origins` (from load()) adds where each value came from to the messages.
-std::vector<config_error> validate_against_data(const run_config& config,
-                                                std::size_t training_samples,
-                                                const value_origins& origins = {});
+[[nodiscard]] std::vector<config_error> validate_against_data(const run_config& config,
+                                                              std::size_t training_samples,
+                                                              const value_origins& origins = {});
 
 /// `text` as messages show it: whole when it is short, else its first 80 bytes, "..." and its
 /// length, so that a 10 MB value does not become a 10 MB message.

@@ -118,7 +118,8 @@ struct job_status {
   /// The slowest worker now, by its straggler score (its median step time over the median of all
   /// workers' medians over metrics.window-seconds); unknown until workers have stepped.
   std::optional<actors::straggler_report> straggler;
-  std::string error; // why, when failed
+  std::string error; // why, when failed; when finished, what failed without failing the run
+                     // (the final evaluation), as run_summary::error
 };
 
 /// A running or ended job. Every member function may be called from any thread at any time; from
@@ -140,9 +141,9 @@ public:
   /// another type or labels is std::invalid_argument. What the model's own initial_parameters()
   /// or make_workspace() throw passes through as it is (both are called once here, before
   /// anything starts).
-  static std::unique_ptr<job> start(config::run_config config,
-                                    std::shared_ptr<const models::train_test_split> data,
-                                    job_options options = {});
+  [[nodiscard]] static std::unique_ptr<job>
+  start(config::run_config config, std::shared_ptr<const models::train_test_split> data,
+        job_options options = {});
 
   /// A job start() made is stopped (as stop()) if it is still running, and waited for up to 60 s
   /// (then aborted, as abort()), before its actor system shuts down; that shutdown waits for the
@@ -157,7 +158,7 @@ public:
   /// own callbacks (above) to finish that: true once none is left (at once when there was none).
   /// For a service before it returns from main(), so that no such shutdown still runs while the
   /// process's static objects are destroyed. Never throws.
-  static bool await_detached_shutdowns(std::chrono::milliseconds timeout);
+  [[nodiscard]] static bool await_detached_shutdowns(std::chrono::milliseconds timeout);
 
   job(const job&) = delete;
   job& operator=(const job&) = delete;
@@ -185,19 +186,19 @@ public:
   std::optional<actors::run_summary> wait_for(std::chrono::milliseconds timeout);
 
   /// The summary of an ended job; nothing while it runs.
-  std::optional<actors::run_summary> summary() const;
+  [[nodiscard]] std::optional<actors::run_summary> summary() const;
 
   /// The model's parameters as training left them (model().parameter_count() floats): under
   /// async the parameter server's, else the live workers' (their element-wise mean where model
   /// averaging left them different). Empty until the job has ended, and when no worker's
   /// parameters could be collected.
-  std::vector<float> final_parameters() const;
+  [[nodiscard]] std::vector<float> final_parameters() const;
 
   /// The parameters the run keeps, those the summary's final_test_accuracy measured: where it
   /// stopped at train.target-accuracy the parameters that reached it, else with train.patience
   /// those of the best evaluation while training (as the final checkpoint serves them), else
   /// final_parameters(). Empty until the job has ended, and where those are.
-  std::vector<float> kept_parameters() const;
+  [[nodiscard]] std::vector<float> kept_parameters() const;
 
   /// The model the job trains (options.model, or the one [model] asked for).
   std::shared_ptr<const models::model> model() const;

@@ -89,9 +89,11 @@ struct job_handle {
 
 /// Spawns a job's actors (the job actor, its group coordinator, aggregators, evaluator, workers)
 /// in `system` and starts the run. The job actor lives until the run has ended and its
-/// subscribers have heard job_finished; an exit message to it (caf::exit_reason::user_shutdown,
-/// say) ends the job at once, without a final evaluation. The actor system must not be destroyed
-/// while a job runs in it: stop the job and wait for it (or monitor its actor) first.
+/// subscribers have heard job_finished, whether or not anyone holds its handle: a caller may keep
+/// only the facade, or neither, and the run goes on to its end. An exit message to it
+/// (caf::exit_reason::user_shutdown, say) ends the job at once, without a final evaluation. The
+/// actor system must not be destroyed while a job runs in it: stop the job and wait for it (or
+/// monitor its actor) first.
 ///
 /// Throws, before anything is spawned: std::logic_error when `system` was made without
 /// herd::add_message_types; config::invalid_config as job::start (each problem naming its key,
@@ -99,17 +101,17 @@ struct job_handle {
 /// checkpoint::checkpoint_error for an unusable options.resume_from; what job::start throws
 /// besides (a metric name clash, what the model's initial_parameters() or make_workspace()
 /// throw). No series of the job stays in options.metrics then.
-job_handle spawn_job(caf::actor_system& system, config::run_config config,
-                     std::shared_ptr<const models::train_test_split> data,
-                     job_options options = {});
+[[nodiscard]] job_handle spawn_job(caf::actor_system& system, config::run_config config,
+                                   std::shared_ptr<const models::train_test_split> data,
+                                   job_options options = {});
 
 /// As above, with `subscribers` subscribed from the job actor's first moment: they hear every
 /// event of the job (its first notices, and job_finished of a job that ends at once), which a
 /// subscribe_atom sent once spawn_job has returned may miss. No job_status reply comes for them.
 /// Null handles among them are skipped.
-job_handle spawn_job(caf::actor_system& system, config::run_config config,
-                     std::shared_ptr<const models::train_test_split> data, job_options options,
-                     std::vector<caf::actor> subscribers);
+[[nodiscard]] job_handle spawn_job(caf::actor_system& system, config::run_config config,
+                                   std::shared_ptr<const models::train_test_split> data,
+                                   job_options options, std::vector<caf::actor> subscribers);
 
 } // namespace herd
 
@@ -118,3 +120,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_progress)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_evaluation)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_notice)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_finished)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herd::job_handle) // to hand a job to an actor of your own

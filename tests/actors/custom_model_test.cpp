@@ -201,7 +201,8 @@ TEST(custom_model, a_job_that_fails_to_start_calls_no_callback) {
   options.model = network;
   std::atomic<int> finished{0};
   options.on_finished = [&finished](const herd::actors::run_summary&) { ++finished; };
-  EXPECT_THROW(herd::job::start(config_for("sync"), clusters(960), options), std::exception);
+  EXPECT_THROW(static_cast<void>(herd::job::start(config_for("sync"), clusters(960), options)),
+               std::exception);
   std::this_thread::sleep_for(std::chrono::milliseconds(200)); // a late callback would come now
   EXPECT_EQ(finished.load(), 0);
 }
@@ -220,8 +221,9 @@ TEST(custom_model, a_model_whose_workspace_throws_is_refused_before_anything_is_
   options.model = network;
   options.name = "retried";
   options.metrics = std::make_shared<herd::monitoring::registry>();
-  EXPECT_THROW(herd::spawn_job(system, config_for("sync"), clusters(960), options),
-               std::runtime_error);
+  EXPECT_THROW(
+      static_cast<void>(herd::spawn_job(system, config_for("sync"), clusters(960), options)),
+      std::runtime_error);
   EXPECT_EQ(system.registry().running(), before);
   network->fail_workspace = false;
   const auto retried = herd::spawn_job(system, config_for("sync"), clusters(960), options);

@@ -351,6 +351,36 @@ TEST_F(caller_system, subscribers_given_to_spawn_job_hear_every_event_from_the_f
   EXPECT_EQ(notices, callbacks->notices);
 }
 
+// The job actor owns itself while it runs: a caller that keeps only the facade (whose reference
+// is weak), or drops the handle altogether, still has a job that runs to its end, and its
+// subscribers hear it end. (The run's actors were taken down with a job actor nobody held, and
+// its notices then reached an actor being destroyed.)
+TEST_F(caller_system, a_job_whose_handle_is_dropped_runs_to_its_end) {
+  caf::scoped_actor listener{system_};
+  std::shared_ptr<herd::job> facade;
+  {
+    const auto handle = herd::spawn_job(system_, short_run(), synthetic(960), quick("dropped"),
+                                        {caf::actor_cast<caf::actor>(listener)});
+    facade = handle.facade;
+  }
+  const auto summary = facade->wait_for(60s);
+  ASSERT_TRUE(summary) << "the job did not end";
+  EXPECT_EQ(summary->stop_reason, stop_cause::epochs) << summary->error;
+  EXPECT_EQ(summary->rounds, 60u);
+  bool finished = false;
+  while (!finished) {
+    bool empty = false;
+    listener->receive(
+        [&](const herd::job_finished& event) {
+          finished = true;
+          EXPECT_EQ(event.status.state, herd::job_state::finished);
+        },
+        [](const herd::job_evaluation&) {}, [](const herd::job_notice&) {},
+        [](const herd::job_progress&) {}, caf::after(10s) >> [&] { empty = true; });
+    ASSERT_FALSE(empty) << "the subscriber heard no job_finished";
+  }
+}
+
 // A service runs job after job in its own system: an ended job whose handle is gone leaves
 // nothing behind, neither its data (the evaluator held the test set, so the whole split) nor a
 // thread (the evaluator's, a detached actor's, waits until nothing refers to the actor).
@@ -727,7 +757,7 @@ TEST(job_facade, a_checkpoint_directory_of_another_run_is_refused) {
     ASSERT_EQ(first->wait().stop_reason, stop_cause::epochs);
   }
   try {
-    herd::job::start(config, data, quick());
+    static_cast<void>(herd::job::start(config, data, quick()));
     ADD_FAILURE() << "a job started among another run's checkpoints";
   } catch (const herd::config::invalid_config& refused) {
     ASSERT_EQ(refused.errors().size(), 1u);
@@ -801,7 +831,7 @@ TEST(job_facade, a_checkpoint_directory_a_running_job_writes_to_is_refused) {
   auto second = checkpointed_run(dir);
   second.train.seed = 7;
   try {
-    herd::job::start(second, data, quick("second"));
+    static_cast<void>(herd::job::start(second, data, quick("second")));
     ADD_FAILURE() << "a second running job writes to the first one's checkpoint.dir";
   } catch (const herd::config::invalid_config& refused) {
     ASSERT_EQ(refused.errors().size(), 1u);
@@ -813,7 +843,8 @@ TEST(job_facade, a_checkpoint_directory_a_running_job_writes_to_is_refused) {
   }
   // The same directory by another name is the same directory.
   second.checkpoint.dir = dir.file("ckpt") + "/../ckpt";
-  EXPECT_THROW(herd::job::start(second, data, quick("third")), herd::config::invalid_config);
+  EXPECT_THROW(static_cast<void>(herd::job::start(second, data, quick("third"))),
+               herd::config::invalid_config);
   first->stop();
   first->wait();
 }
@@ -881,7 +912,7 @@ TEST(job_facade, a_facade_made_without_a_jobs_state_is_refused_at_once) {
 
 TEST(job_facade, a_null_dataset_is_refused_naming_it) {
   try {
-    herd::job::start(short_run(), nullptr, quick());
+    static_cast<void>(herd::job::start(short_run(), nullptr, quick()));
     ADD_FAILURE() << "a job started without data";
   } catch (const herd::config::invalid_config& refused) {
     ASSERT_EQ(refused.errors().size(), 1u);
@@ -977,7 +1008,7 @@ TEST(job_facade, options_no_job_can_use_are_refused_naming_them) {
   auto key_of_refusal = [](std::shared_ptr<const herd::models::train_test_split> data,
                            const herd::job_options& options) -> std::string {
     try {
-      herd::job::start(short_run(), std::move(data), options);
+      static_cast<void>(herd::job::start(short_run(), std::move(data), options));
     } catch (const herd::config::invalid_config& refused) {
       EXPECT_EQ(refused.errors().size(), 1u) << refused.what();
       return refused.errors().front().key + " | " + refused.what();
@@ -1040,7 +1071,7 @@ TEST(job_facade, starts_from_given_parameters) {
   // Parameters of another model are refused, naming the option.
   options.initial_parameters = std::make_shared<const std::vector<float>>(std::vector<float>(7));
   try {
-    herd::job::start(config, data, options);
+    static_cast<void>(herd::job::start(config, data, options));
     ADD_FAILURE() << "7 starting parameters were accepted";
   } catch (const herd::config::invalid_config& refused) {
     ASSERT_EQ(refused.errors().size(), 1u);

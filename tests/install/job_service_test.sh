@@ -84,6 +84,9 @@ grep -q "\"name\":\"job-$long_id\"" <<< "$listed" || fail "GET /jobs lacks job-$
 stopped=$(request DELETE "/jobs/$long_id")
 [[ $(status_of "$stopped") == 202 ]] || fail "DELETE answered $(status_of "$stopped"): $stopped"
 [[ $(status_of "$(request DELETE /jobs/999)") == 404 ]] || fail "DELETE of an unknown job was not 404"
+# An id beyond any int is no job too (it was a 500: the parse threw).
+[[ $(status_of "$(request GET /jobs/99999999999999)") == 404 ]] ||
+  fail "GET of an id beyond any job was not 404"
 
 # wait_for ID: polls until the job has ended; prints its last status.
 wait_for() {
