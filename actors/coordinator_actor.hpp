@@ -184,6 +184,7 @@ private:
   std::string final_checkpoint_;       // the file that holds the state at the end
   double elapsed_offset_ = 0.0;        // a resumed run's training time before this process
   bool rounds_abandoned_ = false;      // the drain timed out
+  int failed_evaluations_ = 0;         // periodic evaluations failed in a row
   // What waits for the periodic evaluation under way (the final checkpoint, which must count it).
   std::function<void()> after_periodic_;
 };

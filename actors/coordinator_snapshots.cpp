@@ -14,6 +14,12 @@
 
 namespace herd::actors {
 
+namespace {
+// Periodic evaluations that may fail in a row before a run stopped by them (a target accuracy,
+// patience) fails: one can fail by chance (a timeout on a loaded machine), several cannot.
+constexpr int evaluations_failed_in_a_row = 3;
+} // namespace
+
 // -- resuming from a checkpoint --------------------------------------------------------------
 
 // The state the checkpoint saved; the workers were made from it. The policy then hears what it
@@ -84,10 +90,21 @@ void coordinator_actor::evaluate_periodically() {
   evaluate_now([this](std::optional<evaluation_point> point, parameters_ptr parameters,
                       const std::string& failure) {
     evaluations_.periodic_ended();
+    failed_evaluations_ = point ? 0 : failed_evaluations_ + 1;
     if (point)
       record_evaluation(*point, std::move(parameters));
     else
       notice("evaluation failed: " + failure);
+    // A stopping rule that reads the evaluations can never stop a run whose evaluations all fail:
+    // it would train to its last epoch and end as if it had just not reached its target.
+    const auto& train = setup_.config.train;
+    if (failed_evaluations_ >= evaluations_failed_in_a_row &&
+        (train.target_accuracy > 0.0 || train.patience > 0) && phases_.running()) {
+      fail(std::to_string(failed_evaluations_) +
+           " evaluations in a row failed, and train.target-accuracy or train.patience stops "
+           "the run by them; the last: " +
+           failure);
+    }
     if (auto then = std::exchange(after_periodic_, nullptr))
       then();
     collect_when_ready();

@@ -67,6 +67,8 @@ public:
                      const herd::models::tensor& x, herd::models::tensor& probs,
                      herd::models::model_workspace& work) const override {
     evaluated_batches.fetch_add(1, std::memory_order_relaxed);
+    if (fail_evaluation)
+      throw std::runtime_error("no probabilities for you");
     inner_.probabilities(ops, params, x, probs, work);
   }
 
@@ -75,6 +77,7 @@ public:
   mutable std::atomic<std::uint64_t> evaluated_batches{0};
   bool fail_workspace = false; // a model whose workers cannot start
   bool short_initial_parameters = false; // a model that disagrees with its own parameter_count()
+  bool fail_evaluation = false;          // a model that cannot be evaluated
 
 private:
   example::two_layer_network inner_;
@@ -171,6 +174,35 @@ std::string refusal(const std::shared_ptr<const herd::models::model>& model) {
     return refused.what();
   }
   return "accepted";
+}
+
+// A run stopped by its evaluations (a target accuracy, patience) whose evaluations all fail would
+// train to its last epoch and end as if it had only missed its target: it fails after three in a
+// row. Without such a rule the failures are notices, and the run ends by its epochs.
+TEST(custom_model, a_run_stopped_by_evaluations_that_all_fail_fails) {
+  const auto data = clusters(4 * 16 * 40);
+  for (const bool stopped_by_evaluations : {true, false}) {
+    auto network = std::make_shared<counted_network>(8);
+    network->fail_evaluation = true;
+    auto config = config_for("sync");
+    config.train.epochs = 6;
+    config.train.eval_every = 10;
+    config.train.target_accuracy = stopped_by_evaluations ? 0.99 : 0.0;
+    auto options = herd::testing::quick_session_options();
+    options.model = network;
+    train_session session(config, data, options);
+    const auto summary = session.run();
+    if (stopped_by_evaluations) {
+      EXPECT_EQ(summary.stop_reason, stop_cause::error);
+      EXPECT_THAT(summary.error,
+                  HasSubstr("3 evaluations in a row failed, and train.target-accuracy or "
+                            "train.patience stops the run by them; the last: "));
+      EXPECT_THAT(summary.error, HasSubstr("no probabilities for you"));
+      EXPECT_LT(summary.epochs, 6.0);
+    } else {
+      EXPECT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
+    }
+  }
 }
 
 TEST(custom_model, a_model_that_does_not_fit_the_data_is_refused_naming_both) {
