@@ -33,8 +33,15 @@ std::string argument_reader::value(const std::string& name, const std::string& h
   std::string text;
   if (arg.size() > name.size() && arg[name.size()] == '=')
     text = arg.substr(name.size() + 1);
-  else if (index_ + 1 < args_.size())
-    text = args_[++index_];
+  else if (index_ + 1 < args_.size()) {
+    text = args_[index_ + 1];
+    // "--out --algorithms=sync" took the option for a directory and lost it.
+    if (text.rfind("--", 0) == 0)
+      throw std::invalid_argument(name + " needs a value" + hint + ", not the option after it (" +
+                                  text + "); a value that starts with -- goes after =: " + name +
+                                  "=" + text);
+    ++index_;
+  }
   if (text.empty())
     throw std::invalid_argument(name + " needs a value" + hint);
   const std::string option = name == "-c" ? "--config" : name; // one option, two spellings

@@ -31,7 +31,8 @@ public:
 
   /// The current argument is option `name`, with or without `=value`.
   bool is(const std::string& name) const;
-  /// The value of option `name` (from `=value` or the next argument, which is then consumed).
+  /// The value of option `name` (from `=value` or the next argument, which is then consumed; a
+  /// next argument that starts with "--" is an option, refused as a value).
   /// Throws std::invalid_argument "<name> needs a value<hint>" when there is none, and naming
   /// both values when `name` was given a value before (no option is given twice; the last one
   /// would silently win).
@@ -102,13 +103,16 @@ void prepare_output_directory(const std::string& dir, const std::vector<std::str
 /// The start of a command that runs a configured job and writes into a directory (bench,
 /// simulate): `parse` reads the arguments (std::invalid_argument for bad ones) into `args`; then
 /// `help()` is shown if asked for, or the job is loaded (where each setting came from into
-/// args.origins) and args.out_dir made, with args.outputs checked in it. Returns the exit status
-/// when the command ends here (help: 0; bad input, said on stderr: 2).
+/// args.origins), `check_inputs` reads what else the command needs (std::invalid_argument for
+/// bad input; before the directory is made, so that bad input leaves none behind), and
+/// args.out_dir is made, with args.outputs checked in it. Returns the exit status when the
+/// command ends here (help: 0; bad input, said on stderr: 2).
 template <class Arguments>
-std::optional<int> start_job_command(const std::string& name, Arguments& args,
-                                     config::run_config& job,
-                                     const std::function<Arguments()>& parse,
-                                     const std::function<std::string()>& help) {
+std::optional<int> start_job_command(
+    const std::string& name, Arguments& args, config::run_config& job,
+    const std::function<Arguments()>& parse, const std::function<std::string()>& help,
+    const std::function<void(const Arguments&, const config::run_config&)>& check_inputs =
+        nullptr) {
   try {
     args = parse();
     if (args.help) {
@@ -116,6 +120,8 @@ std::optional<int> start_job_command(const std::string& name, Arguments& args,
       return 0;
     }
     job = load_for_command(name, args.config_file, args.overrides, {}, &args.origins);
+    if (check_inputs)
+      check_inputs(args, job);
     prepare_output_directory(args.out_dir, args.outputs);
   } catch (const config::invalid_config& invalid) {
     print_config_errors(name, invalid);

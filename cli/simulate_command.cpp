@@ -191,7 +191,8 @@ void print_table(std::ostream& out, const std::vector<cell>& cells, std::size_t 
          "reductions and messages are idle time too, not a barrier's); group: mean\n"
          "members per round; staleness: mean (max), in rounds (rd, gradients) or steps\n"
          "(st, models); late: steps whose round closed without them; host s: what\n"
-         "simulating the cell took here.\n";
+         "simulating the cell took here. -: not measured (no barrier time without\n"
+         "imbalance; no vs sync without sync in --algorithms).\n";
 }
 
 // The imbalance every cell shares, with its settings (a cell caps imbalance.k and the slow
@@ -438,38 +439,46 @@ int simulate_command(const std::vector<std::string>& args) {
 
 namespace {
 
+// Whether `key` was set on the command line.
+bool given_on_the_command_line(const simulate_arguments& args, const std::string& key) {
+  return std::any_of(args.overrides.begin(), args.overrides.end(),
+                     [prefix = "--" + key + "="](const std::string& setting) {
+                       return setting.rfind(prefix, 0) == 0;
+                     });
+}
+
+// The --step-trace, read and checked before --out is made; null without one.
+std::shared_ptr<const sim::step_trace> read_step_trace(const simulate_arguments& args,
+                                                       const config::run_config& job) {
+  if (args.step_trace.empty()) {
+    if (given_on_the_command_line(args, "train.seed"))
+      std::cerr << "herd simulate: note: train.seed seeds the draws from a --step-trace only; "
+                   "the imbalance's draws take imbalance.seed\n";
+    return nullptr;
+  }
+  // The trace's mean takes simulate.step-ms's place: one given with it would go unused.
+  if (given_on_the_command_line(args, "simulate.step-ms"))
+    throw std::invalid_argument("--simulate.step-ms: the steps take the times of --step-trace "
+                                "(its mean is simulate.steps' unit); give one of the two");
+  if (job.simulate.step_ms != config::run_config{}.simulate.step_ms)
+    std::cerr << "herd simulate: note: " << args.config_file
+              << "'s simulate.step-ms is not used: the steps take the times of --step-trace\n";
+  return load_step_trace(args.step_trace);
+}
+
 int run_simulate(const std::vector<std::string>& raw) {
   simulate_arguments args;
   config::run_config job;
+  std::shared_ptr<const sim::step_trace> trace;
   if (const auto ended = start_job_command<simulate_arguments>(
-          "simulate", args, job, [&raw] { return parse_arguments(raw); }, simulate_help))
+          "simulate", args, job, [&raw] { return parse_arguments(raw); }, simulate_help,
+          [&trace](const simulate_arguments& parsed, const config::run_config& loaded) {
+            trace = read_step_trace(parsed, loaded);
+          }))
     return *ended;
   auto how = sim::settings_of(job.simulate);
-  const auto given = [&args](const std::string& key) {
-    return std::any_of(args.overrides.begin(), args.overrides.end(),
-                       [prefix = "--" + key + "="](const std::string& setting) {
-                         return setting.rfind(prefix, 0) == 0;
-                       });
-  };
-  if (args.step_trace.empty() && given("train.seed"))
-    std::cerr << "herd simulate: note: train.seed seeds the draws from a --step-trace only; the "
-                 "imbalance's draws take imbalance.seed\n";
-  if (!args.step_trace.empty()) {
-    // The trace's mean takes simulate.step-ms's place: one given with it would go unused.
-    if (given("simulate.step-ms")) {
-      std::cerr << "herd simulate: --simulate.step-ms: the steps take the times of --step-trace "
-                   "(its mean is simulate.steps' unit); give one of the two\n";
-      return exit_bad_input;
-    }
-    if (job.simulate.step_ms != config::run_config{}.simulate.step_ms)
-      std::cerr << "herd simulate: note: " << args.config_file
-                << "'s simulate.step-ms is not used: the steps take the times of --step-trace\n";
-    try {
-      how.trace = load_step_trace(args.step_trace);
-    } catch (const std::invalid_argument& bad) {
-      std::cerr << "herd simulate: " << bad.what() << '\n';
-      return exit_bad_input;
-    }
+  if (trace) {
+    how.trace = trace;
     // simulate.steps counts the trace's mean step times.
     how.step_seconds = how.trace->mean_seconds();
     how.duration_seconds = job.simulate.steps * how.step_seconds;
@@ -541,9 +550,10 @@ int run_simulate(const std::vector<std::string>& raw) {
   }
   clear_progress();
   if (interrupted) {
+    // Two lines where one would wrap at 80 columns mid-word.
     std::cout << "herd simulate: interrupted by " << stop_signal_name() << " after " << cells.size()
               << " of " << total << " cells"
-              << (cells.empty() ? "; nothing written" : "; no plot of a partial sweep") << '\n';
+              << (cells.empty() ? "; nothing written" : ";\n  no plot of a partial sweep") << '\n';
     if (cells.empty())
       return exit_interrupted;
   }

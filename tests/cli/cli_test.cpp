@@ -220,6 +220,16 @@ TEST_F(herd_cli, near_misses_and_repeats_are_named) {
     EXPECT_THAT(async.output, HasSubstr("does not use this setting")) << command;
   }
   EXPECT_EQ(herd({"train", "--async.lr=0.1", "--print-config"}).exit_code, 0);
+  // An option where a value belongs is not taken for the value (a directory named
+  // "--algorithms=sync", and the algorithms lost).
+  const auto swallowed = herd({"simulate", "--out", "--algorithms=sync"});
+  EXPECT_EQ(swallowed.exit_code, 2) << swallowed.output;
+  EXPECT_THAT(swallowed.output,
+              HasSubstr("--out needs a value, not the option after it (--algorithms=sync); a "
+                        "value that starts with -- goes after =: --out=--algorithms=sync"));
+  EXPECT_FALSE(std::filesystem::exists("--algorithms=sync"));
+  EXPECT_THAT(herd({"train", "--report", "--train.workers=2"}).output,
+              HasSubstr("--report needs a value"));
 }
 
 TEST_F(herd_cli, devices_lists_the_cpus_blas_gpus_and_what_the_build_supports) {
@@ -427,8 +437,8 @@ TEST_F(herd_cli, an_interrupted_simulation_writes_the_cells_it_finished) {
                    "--simulate.steps=20000", "--out", out},
                   std::chrono::milliseconds(3000));
   EXPECT_EQ(run.exit_code, 130) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("herd simulate: interrupted by SIGINT after 2 of 3 cells; no "
-                                    "plot of a partial sweep"));
+  EXPECT_THAT(run.output, HasSubstr("herd simulate: interrupted by SIGINT after 2 of 3 cells;\n"
+                                    "  no plot of a partial sweep"));
   std::ifstream in(out + "/results.json");
   const auto results = nlohmann::json::parse(in);
   EXPECT_EQ(results["interrupted"], true);
@@ -529,6 +539,11 @@ TEST_F(herd_cli, simulate_replays_the_step_times_of_a_report) {
   auto tiny = herd({"simulate", "--step-trace", path("tiny.json"), "--out", out});
   EXPECT_EQ(tiny.exit_code, 2) << tiny.output;
   EXPECT_THAT(tiny.output, HasSubstr("a step of less than a microsecond is no step of training"));
+  // A trace refused leaves no --out directory behind (it was made before the trace was read).
+  const auto fresh = path("never-made");
+  auto absent = herd({"simulate", "--step-trace", path("absent.json"), "--out", fresh});
+  EXPECT_EQ(absent.exit_code, 2) << absent.output;
+  EXPECT_FALSE(std::filesystem::exists(fresh)) << absent.output;
   // simulate.step-ms given beside a trace went unused without a word.
   auto both = herd(
       {"simulate", "--step-trace", path("report.json"), "--simulate.step-ms=500", "--out", out});
