@@ -282,8 +282,9 @@ nlohmann::json to_json(const std::vector<cell>& cells, const config::run_config&
   return out;
 }
 
-// One data file per algorithm and a script for throughput.png: applied steps/s against P,
-// log-log.
+// One data file per algorithm and a script for throughput.png, applied steps/s against P (log-log),
+// and, with sync among the algorithms, speedup.png: applied steps/s over sync's at the same P (a
+// log-log plot of throughput squeezes a 2-9x speedup into a sliver).
 bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
           const std::vector<std::string>& algorithms, std::string scenario) {
   // As written inside gnuplot's double quotes (a --step-trace path may hold a quote), and in lines
@@ -297,9 +298,14 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
   scenario = quoted;
   if (const auto at = scenario.find("; network "); at != std::string::npos)
     scenario.replace(at, 2, "\\n");
+  std::map<int, double> sync; // applied steps/s of sync's cell at each P
+  for (const auto& c : cells)
+    if (c.result.algorithm == "sync")
+      sync[c.result.workers] = c.result.applied_per_second;
   std::ostringstream script;
   script << "# Applied steps per second against the number of workers, one line per algorithm;\n"
-            "# simulate wrote this.\n"
+            "# simulate wrote this. Run it in this directory (gnuplot plot.gp): the data files\n"
+            "# are beside it.\n"
             "set terminal pngcairo size 900,560\nset output 'throughput.png'\n"
             "set title \"simulated throughput: steps applied per second\\n"
          << scenario
@@ -308,21 +314,42 @@ bool plot(const std::filesystem::path& dir, const std::vector<cell>& cells,
             "set ylabel 'steps applied per second, all workers'\nset logscale x 2\n"
             "set logscale y 10\nset format y '%.0s%c'\n" // 1k, 10k, 1M: not 1.04858x10^6
             "set key top left\nset grid\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\nplot ";
-  for (std::size_t i = 0; i < algorithms.size(); ++i) {
-    const std::string name = "throughput-" + algorithms[i] + ".dat";
+  // Its own colour and dashes: two algorithms with the same numbers stay visible, one over the
+  // other.
+  const auto lines = [&algorithms](int column) {
+    std::ostringstream plotted;
+    for (std::size_t i = 0; i < algorithms.size(); ++i)
+      plotted << (i ? ", " : "") << "'throughput-" << algorithms[i] << ".dat' using 1:" << column
+              << " with linespoints lw 2 lc " << plot_colour(i) << " dt " << i + 1 << " title '"
+              << algorithms[i] << "'";
+    return plotted.str();
+  };
+  for (const auto& algorithm : algorithms) {
     std::ostringstream data;
-    data << "# workers applied_steps_per_second steps_per_second idle_fraction\n";
+    data << "# workers applied_steps_per_second steps_per_second idle_fraction "
+            "applied_over_sync\n";
     for (const auto& c : cells)
-      if (c.result.algorithm == algorithms[i])
+      if (c.result.algorithm == algorithm) {
+        const auto base = sync.find(c.result.workers);
         data << c.result.workers << ' ' << c.result.applied_per_second << ' '
-             << c.result.steps_per_second << ' ' << c.result.idle_fraction << '\n';
-    write_file_atomically((dir / name).string(), data.str());
-    // Its own colour and dashes: two algorithms with the same numbers stay visible, one over the
-    // other.
-    script << (i ? ", " : "") << "'" << name << "' using 1:2 with linespoints lw 2 lc "
-           << plot_colour(i) << " dt " << i + 1 << " title '" << algorithms[i] << "'";
+             << c.result.steps_per_second << ' ' << c.result.idle_fraction << ' ';
+        if (base != sync.end() && base->second > 0.0)
+          data << c.result.applied_per_second / base->second << '\n';
+        else
+          data << "NaN\n"; // no sync cell at this P: no point
+      }
+    write_file_atomically((dir / ("throughput-" + algorithm + ".dat")).string(), data.str());
   }
-  script << '\n';
+  script << lines(2) << '\n';
+  if (!sync.empty())
+    script << "set output 'speedup.png'\n"
+              "set title \"simulated speedup: steps applied per second over sync's at the same "
+              "P\\n"
+           << scenario
+           << "\" noenhanced\n"
+              "set ylabel 'applied steps per second / sync'\nunset logscale y\n"
+              "set format y '%gx'\nset yrange [0:*]\nplot "
+           << lines(5) << '\n';
   return run_gnuplot(dir.string(), script.str());
 }
 
@@ -571,15 +598,18 @@ int run_simulate(const std::vector<std::string>& raw) {
     for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
       const auto name = entry.path().filename().string();
       const bool plotted =
-          name == "throughput.png" || name == "plot.gp" ||
+          name == "throughput.png" || name == "speedup.png" || name == "plot.gp" ||
           (name.rfind("throughput-", 0) == 0 && entry.path().extension() == ".dat");
       if (plotted && std::filesystem::remove(entry.path(), ignored))
         std::cout << "removed " << entry.path().string() << " (an earlier sweep's plot)\n";
     }
     return exit_interrupted;
   }
-  if (plot(dir, cells, args.algorithms, scenario.str()))
+  if (plot(dir, cells, args.algorithms, scenario.str())) {
     std::cout << "wrote " << (dir / "throughput.png").string() << '\n';
+    if (std::find(args.algorithms.begin(), args.algorithms.end(), "sync") != args.algorithms.end())
+      std::cout << "wrote " << (dir / "speedup.png").string() << '\n';
+  }
   return exit_ok;
 }
 

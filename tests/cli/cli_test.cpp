@@ -385,6 +385,27 @@ TEST_F(herd_cli, simulate_writes_a_row_per_algorithm_and_job_size) {
     EXPECT_DOUBLE_EQ(cell["applied_steps_per_second"].get<double>(),
                      cell["samples_applied"].get<double>() / 32 /
                          cell["simulated_seconds"].get<double>());
+  // The plots' data: each algorithm's applied steps/s, and its speedup over sync's at the same P
+  // (sync's own is 1); a second image plots the speedup.
+  for (const std::string name : {"sync", "solo"}) {
+    std::ifstream data(out + "/throughput-" + name + ".dat");
+    std::string header;
+    std::getline(data, header);
+    EXPECT_THAT(header, HasSubstr("applied_over_sync")) << name;
+    for (std::size_t row = 0; row < 2; ++row) {
+      int workers = 0;
+      double applied = 0.0, steps = 0.0, idle = 0.0, over_sync = 0.0;
+      data >> workers >> applied >> steps >> idle >> over_sync;
+      const auto& sync_cell = results[row]; // sync at P = 2, then 16
+      EXPECT_EQ(workers, sync_cell["workers"].get<int>()) << name;
+      EXPECT_NEAR(over_sync, applied / sync_cell["applied_steps_per_second"].get<double>(),
+                  1e-4 * over_sync)
+          << name << " at P = " << workers;
+    }
+  }
+  if (std::filesystem::exists(out + "/throughput.png")) { // gnuplot is there
+    EXPECT_TRUE(std::filesystem::exists(out + "/speedup.png"));
+  }
   auto help = herd({"simulate", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("simulate.network"));
