@@ -352,15 +352,20 @@ void write_atomically(const std::string& directory, const std::string& name,
     const int error = errno;
     std::string reason = system_reason(error);
     ::unlink(temporary.c_str());
+    const auto megabytes = [](double size) {
+      char text[32];
+      std::snprintf(text, sizeof text, size < 1e5 ? "%.3f MB" : "%.1f MB", size / 1e6);
+      return std::string(text);
+    };
     struct statvfs device {};
-    if ((error == ENOSPC || error == EDQUOT) && ::statvfs(directory.c_str(), &device) == 0) {
-      char sizes[128];
-      std::snprintf(sizes, sizeof sizes, " (%.1f MB to write, %.1f MB free there)",
-                    static_cast<double>(bytes.size()) / 1e6,
-                    static_cast<double>(device.f_bavail) * static_cast<double>(device.f_frsize) /
-                        1e6);
-      reason += sizes;
-    }
+    if (error == ENOSPC && ::statvfs(directory.c_str(), &device) == 0)
+      reason +=
+          " (" + megabytes(static_cast<double>(bytes.size())) + " to write, " +
+          megabytes(static_cast<double>(device.f_bavail) * static_cast<double>(device.f_frsize)) +
+          " free there)";
+    else if (error == EDQUOT)
+      reason += " (" + megabytes(static_cast<double>(bytes.size())) +
+                " to write: the user's disk quota is spent)";
     throw std::runtime_error(what + " " + target + ": " + reason);
   };
   std::size_t written = 0;

@@ -36,10 +36,10 @@ std::string argument_reader::value(const std::string& name, const std::string& h
   else if (index_ + 1 < args_.size()) {
     text = args_[index_ + 1];
     // "--out --algorithms=sync" took the option for a directory and lost it.
-    if (text.rfind("--", 0) == 0)
+    if (text.rfind("--", 0) == 0 || text == "-c" || text == "-h")
       throw std::invalid_argument(name + " needs a value" + hint + ", not the option after it (" +
-                                  text + "); a value that starts with -- goes after =: " + name +
-                                  "=" + text);
+                                  text + "); a value that starts with - goes after =, as " + name +
+                                  "=VALUE");
     ++index_;
   }
   if (text.empty())

@@ -32,16 +32,22 @@ namespace {
 // rounds in 60.0 s; test accuracy 0.8531; final checkpoint ckpt/herd-...ckpt (on the
 // coordinator)".
 std::string ending_of(const run_summary& summary) {
+  // "stopped by interrupted" and "stopped by error" would not read.
+  const std::string how = summary.stop_reason == stop_cause::interrupted ? "interrupted"
+                          : summary.stop_reason == stop_cause::error
+                              ? "failed"
+                              : std::string("stopped by ") + to_string(summary.stop_reason);
   char text[160];
-  std::snprintf(text, sizeof text, "stopped by %s after %.2f epochs, %llu rounds in %.1f s",
-                to_string(summary.stop_reason), summary.epochs,
+  std::snprintf(text, sizeof text, " after %.2f epochs, %llu rounds in %.1f s", summary.epochs,
                 static_cast<unsigned long long>(summary.rounds), summary.wall_seconds);
-  std::string ending = text;
-  const bool validating = summary.validation_samples > 0;
-  if (const auto& accuracy =
-          validating ? summary.final_validation_accuracy : summary.final_test_accuracy) {
-    std::snprintf(text, sizeof text, "; %s accuracy %.4f", validating ? "validation" : "test",
-                  *accuracy);
+  std::string ending = how + text;
+  if (const auto& accuracy = summary.final_validation_accuracy;
+      summary.validation_samples > 0 && accuracy) {
+    std::snprintf(text, sizeof text, "; validation accuracy %.4f", *accuracy);
+    ending += text;
+  }
+  if (const auto& accuracy = summary.final_test_accuracy) {
+    std::snprintf(text, sizeof text, "; test accuracy %.4f", *accuracy);
     ending += text;
   }
   if (!summary.final_checkpoint.empty())

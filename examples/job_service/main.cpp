@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -184,12 +185,16 @@ void wake_stop_waiter() {
   on_stop_signal(0);
 }
 
-// The id in the path; -1 (no such job: 404) for digits beyond any id handed out.
-int job_id(const httplib::Request& request) {
+// The id in the path; nothing, answered 404, for digits beyond any id an int holds.
+std::optional<int> job_id(const httplib::Request& request, httplib::Response& response) {
   const std::string digits = request.matches[1].str();
-  int id = -1;
+  int id = 0;
   const auto [end, problem] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
-  return problem == std::errc() && end == digits.data() + digits.size() ? id : -1;
+  if (problem == std::errc() && end == digits.data() + digits.size())
+    return id;
+  response.status = 404;
+  response.set_content(nlohmann::json({{"error", "no job " + digits}}).dump(), "application/json");
+  return std::nullopt;
 }
 
 } // namespace
@@ -223,11 +228,13 @@ int main(int argc, char** argv) {
     ask(system, book, response, job_service::list_atom::value);
   });
   server.Get(R"(/jobs/(\d+))", [&](const httplib::Request& request, httplib::Response& response) {
-    ask(system, book, response, job_service::show_atom::value, job_id(request));
+    if (const auto id = job_id(request, response))
+      ask(system, book, response, job_service::show_atom::value, *id);
   });
   server.Delete(R"(/jobs/(\d+))",
                 [&](const httplib::Request& request, httplib::Response& response) {
-                  ask(system, book, response, job_service::cancel_atom::value, job_id(request));
+                  if (const auto id = job_id(request, response))
+                    ask(system, book, response, job_service::cancel_atom::value, *id);
                 });
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& response) {
     response.set_content(herd::monitoring::expose(*metrics), "text/plain; version=0.0.4");

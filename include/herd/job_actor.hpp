@@ -90,9 +90,10 @@ struct job_handle {
 /// Spawns a job's actors (the job actor, its group coordinator, aggregators, evaluator, workers)
 /// in `system` and starts the run. The job actor lives until the run has ended and its
 /// subscribers have heard job_finished, whether or not anyone holds its handle: a caller may keep
-/// only the facade, or neither, and the run goes on to its end. An exit message to it
-/// (caf::exit_reason::user_shutdown, say) ends the job at once, without a final evaluation. The
-/// actor system must not be destroyed while a job runs in it: stop the job and wait for it (or
+/// only the facade, and the run goes on to its end. (Dropping both, the run still goes on, but
+/// nothing can stop it then, and the actor system's destructor waits for its end.) An exit message
+/// to it (caf::exit_reason::user_shutdown, say) ends the job at once, without a final evaluation.
+/// The actor system must not be destroyed while a job runs in it: stop the job and wait for it (or
 /// monitor its actor) first.
 ///
 /// Throws, before anything is spawned: std::logic_error when `system` was made without

@@ -379,6 +379,21 @@ TEST_F(caller_system, a_job_whose_handle_is_dropped_runs_to_its_end) {
         [](const herd::job_progress&) {}, caf::after(10s) >> [&] { empty = true; });
     ASSERT_FALSE(empty) << "the subscriber heard no job_finished";
   }
+  // Nothing kept at all: the run still ends by its epochs, as its subscriber hears.
+  facade.reset();
+  static_cast<void>(herd::spawn_job(system_, short_run(), synthetic(960), quick("forgotten"),
+                                    {caf::actor_cast<caf::actor>(listener)}));
+  std::optional<herd::job_finished> forgotten;
+  while (!forgotten) {
+    bool empty = false;
+    listener->receive([&](const herd::job_finished& event) { forgotten = event; },
+                      [](const herd::job_evaluation&) {}, [](const herd::job_notice&) {},
+                      [](const herd::job_progress&) {}, caf::after(60s) >> [&] { empty = true; });
+    ASSERT_FALSE(empty) << "the forgotten job's subscriber heard no job_finished";
+  }
+  EXPECT_EQ(forgotten->status.state, herd::job_state::finished);
+  ASSERT_TRUE(forgotten->summary);
+  EXPECT_EQ(forgotten->summary->stop_reason, stop_cause::epochs) << forgotten->summary->error;
 }
 
 // A service runs job after job in its own system: an ended job whose handle is gone leaves

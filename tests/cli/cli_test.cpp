@@ -226,7 +226,7 @@ TEST_F(herd_cli, near_misses_and_repeats_are_named) {
   EXPECT_EQ(swallowed.exit_code, 2) << swallowed.output;
   EXPECT_THAT(swallowed.output,
               HasSubstr("--out needs a value, not the option after it (--algorithms=sync); a "
-                        "value that starts with -- goes after =: --out=--algorithms=sync"));
+                        "value that starts with - goes after =, as --out=VALUE"));
   EXPECT_FALSE(std::filesystem::exists("--algorithms=sync"));
   EXPECT_THAT(herd({"train", "--report", "--train.workers=2"}).output,
               HasSubstr("--report needs a value"));

@@ -395,7 +395,7 @@ private:
     }
     default:
       message = caf::make_message(herd::actors::store_set_atom::value, std::string("k"),
-                                  std::vector<char>(below(64), 'v'));
+                                  herd::actors::wire_bytes{std::vector<char>(below(64), 'v')});
     }
     std::vector<char> buffer;
     caf::binary_serializer sink{system_, buffer};

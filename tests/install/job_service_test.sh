@@ -85,8 +85,9 @@ stopped=$(request DELETE "/jobs/$long_id")
 [[ $(status_of "$stopped") == 202 ]] || fail "DELETE answered $(status_of "$stopped"): $stopped"
 [[ $(status_of "$(request DELETE /jobs/999)") == 404 ]] || fail "DELETE of an unknown job was not 404"
 # An id beyond any int is no job too (it was a 500: the parse threw).
-[[ $(status_of "$(request GET /jobs/99999999999999)") == 404 ]] ||
-  fail "GET of an id beyond any job was not 404"
+beyond=$(request GET /jobs/99999999999999)
+[[ $(status_of "$beyond") == 404 ]] || fail "GET of an id beyond any job was not 404: $beyond"
+grep -q '"no job 99999999999999"' <<< "$beyond" || fail "GET of an id beyond any job: $beyond"
 
 # wait_for ID: polls until the job has ended; prints its last status.
 wait_for() {

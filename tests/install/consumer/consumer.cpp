@@ -53,7 +53,8 @@ int main() {
   try {
     herd::job_options options;
     options.resume_from = "/nonexistent/herd-checkpoints";
-    herd::job::start(config, std::make_shared<herd::models::train_test_split>(data), options);
+    const auto resumed =
+        herd::job::start(config, std::make_shared<herd::models::train_test_split>(data), options);
     std::cerr << "consumer: a job resumed from a checkpoint that does not exist\n";
     return 1;
   } catch (const herd::checkpoint::checkpoint_error& unusable) {
