@@ -303,16 +303,22 @@ idx_header read_header(idx_reader& reader, std::uint64_t max_values) {
   return header;
 }
 
-// Counts what follows the data; for gzip, reading to the end also checks every member's trailer.
+// Trailing bytes counted before a file is refused for them: a gigabyte of zeros after the data
+// compresses to a megabyte, and inflating it all to count it took seconds.
+constexpr std::uint64_t trailing_bytes_counted = std::uint64_t{1} << 20;
+
+// Counts what follows the data, up to just past trailing_bytes_counted; for gzip, reading to the
+// end also checks every member's trailer.
 std::uint64_t count_trailing_bytes(idx_reader& reader) {
   std::vector<std::uint8_t> scratch(std::size_t{1} << 16);
   std::uint64_t trailing = 0;
-  for (;;) {
+  while (trailing <= trailing_bytes_counted) {
     const std::size_t got = reader.read(scratch.data(), scratch.size());
     trailing += got;
     if (got < scratch.size())
       return trailing;
   }
+  return trailing;
 }
 
 void read_values(idx_reader& reader, idx_array& result, std::uint64_t expected) {
@@ -359,6 +365,10 @@ idx_array read_idx(const std::string& path, std::uint64_t max_values) {
   }
 
   const std::uint64_t trailing = count_trailing_bytes(reader);
+  if (trailing > trailing_bytes_counted)
+    reader.fail("more than " + std::to_string(trailing_bytes_counted) +
+                " unexpected bytes after the data (the header says " +
+                size_phrase(result.dims, expected) + ")");
   if (reader.stream_cut())
     reader.fail("truncated: the gzip stream is cut short after all " + std::to_string(expected) +
                 " values, before its end marker (the CRC-32/length trailer)");

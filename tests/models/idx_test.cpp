@@ -191,6 +191,20 @@ TEST(read_idx, bytes_after_the_data_are_counted) {
   }
 }
 
+// A gzip file whose data is followed by a gigabyte of zeros (a megabyte compressed) is refused
+// once a megabyte of them has been inflated, not after all of it: here the stream's end (whose
+// checksum is wrong, which a read to the end would report instead) is never reached.
+TEST(read_idx, a_long_trail_after_gzip_data_is_refused_without_inflating_it_all) {
+  temp_directory dir;
+  auto bytes = idx_bytes({2, 3}, random_bytes(6, 9));
+  bytes.resize(bytes.size() + (std::size_t{64} << 20), 0); // 64 MiB of zeros: 64 KB compressed
+  auto compressed = gzip_member(bytes);
+  compressed[compressed.size() - 8] ^= 0xff; // the trailer's CRC-32
+  write_raw(dir.file("trail.gz"), compressed);
+  EXPECT_THAT(read_error(dir.file("trail.gz")),
+              HasSubstr("more than 1048576 unexpected bytes after the data"));
+}
+
 TEST(read_idx, missing_file_says_so) {
   temp_directory dir;
   const std::string path = dir.file("not-there.gz");
