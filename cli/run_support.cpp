@@ -422,8 +422,11 @@ int await_run(const std::string& command, const run_handle& run, progress_printe
       const std::string again =
           stop_signal_name() == "SIGINT" ? "Ctrl-C again" : "a second " + stop_signal_name();
       if (!run.started || run.started())
+        // Once training has ended the final evaluation (and checkpoint) is what runs to its end.
         printer.on_notice("interrupted by " + stop_signal_name() +
-                          ": stopping after the rounds in flight (" + again + " aborts)");
+                          ": stopping after the rounds in flight, or the final evaluation once "
+                          "training has ended (" +
+                          again + " aborts)");
       printer.stopping();
       run.request_stop();
     }
