@@ -2,23 +2,24 @@
 #include "job_book.hpp"
 
 #include <caf/all.hpp>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace job_service {
 
 namespace {
 
+constexpr std::size_t max_curve_points = 1000; // an accuracy curve's points, at most
+
 nlohmann::json optional_number(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-std::tuple<int, std::string> not_found(int id) {
-  return {404, nlohmann::json({{"error", "no job " + std::to_string(id)}}).dump()};
-}
-
 } // namespace
 
-job_book::job_book(caf::actor_config& config) : caf::event_based_actor(config) {}
+job_book::job_book(caf::actor_config& config, int keep_finished)
+    : caf::event_based_actor(config), keep_finished_(keep_finished) {}
 
 caf::behavior job_book::make_behavior() {
   // A job actor exits once its subscribers have heard job_finished; nothing else to do then.
@@ -48,6 +49,7 @@ bool job_book::add(int id, herd::job_handle handle) {
     early_.erase(early);
   }
   job.handle = std::move(handle);
+  forget_finished(); // it may have finished before it was added
   return true;
 }
 
@@ -87,8 +89,15 @@ int job_book::cancel_all() {
 }
 
 void job_book::evaluated(const herd::job_evaluation& event) {
-  heard(event.job).accuracy.emplace_back(event.evaluation.elapsed_seconds,
-                                         event.evaluation.test_accuracy);
+  auto& curve = heard(event.job).accuracy;
+  // A long job evaluates without end: at its bound the curve keeps its first point and every
+  // other one after it, so that it still spans the whole run, at half the resolution.
+  if (curve.size() == max_curve_points) {
+    for (std::size_t kept = 1; kept < curve.size() / 2; ++kept)
+      curve[kept] = curve[2 * kept];
+    curve.resize(curve.size() / 2);
+  }
+  curve.emplace_back(event.evaluation.elapsed_seconds, event.evaluation.test_accuracy);
 }
 
 void job_book::noticed(const herd::job_notice& event) {
@@ -103,6 +112,31 @@ void job_book::finished(const herd::job_finished& event) {
                                 ")"
                           : std::string())
                   << "\n"; // a string: CAF's actor_ostream prints a char as its number
+  heard(event.job).finished_as = ++jobs_finished_;
+  forget_finished();
+}
+
+void job_book::forget_finished() {
+  std::vector<std::pair<std::uint64_t, int>> finished; // (finished_as, id), earliest first
+  for (const auto& [id, job] : jobs_)
+    if (job.finished_as)
+      finished.emplace_back(*job.finished_as, id);
+  if (finished.size() <= static_cast<std::size_t>(keep_finished_))
+    return;
+  std::sort(finished.begin(), finished.end());
+  finished.resize(finished.size() - static_cast<std::size_t>(keep_finished_));
+  for (const auto& [order, id] : finished) {
+    demonitor(jobs_[id].handle.actor);
+    jobs_.erase(id);
+  }
+}
+
+std::tuple<int, std::string> job_book::not_found(int id) const {
+  return {404,
+          nlohmann::json({{"error", "no job " + std::to_string(id) + " (the service keeps its " +
+                                        std::to_string(keep_finished_) +
+                                        " latest finished jobs: --keep-finished)"}})
+              .dump()};
 }
 
 job_book::entry& job_book::heard(const std::string& name) {

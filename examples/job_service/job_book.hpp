@@ -1,6 +1,8 @@
-// The service's record of its jobs: an actor that holds every job it was handed, hears their
+// The service's record of its jobs: an actor that holds the jobs it was handed, hears their
 // events (spawn_job subscribes it to each job actor), stops one when asked, and answers the HTTP
-// threads' questions with JSON. The HTTP threads talk to it only by message.
+// threads' questions with JSON. The HTTP threads talk to it only by message. It keeps every running
+// job and the latest finished ones (a finished job holds its final parameters: a service that kept
+// them all would grow without end).
 #pragma once
 
 #include "herd/job_actor.hpp"
@@ -8,6 +10,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,7 +33,9 @@ using cancel_all_atom = caf::atom_constant<caf::atom("cancelall")>;
 
 class job_book : public caf::event_based_actor {
 public:
-  explicit job_book(caf::actor_config& config);
+  /// keep_finished: how many finished (or failed) jobs the book still answers for; older ones
+  /// are forgotten, in the order they finished.
+  job_book(caf::actor_config& config, int keep_finished);
 
   caf::behavior make_behavior() override;
 
@@ -39,6 +44,7 @@ private:
     herd::job_handle handle;
     std::vector<std::pair<double, double>> accuracy; // (elapsed seconds, test accuracy)
     std::vector<std::string> notices;
+    std::optional<std::uint64_t> finished_as; // the how-manieth job to finish, once it has
   };
 
   bool add(int id, herd::job_handle handle);
@@ -49,11 +55,16 @@ private:
   void evaluated(const herd::job_evaluation& event);
   void noticed(const herd::job_notice& event);
   void finished(const herd::job_finished& event);
+  // Forgets the earliest finished jobs beyond keep_finished_.
+  void forget_finished();
+  std::tuple<int, std::string> not_found(int id) const;
 
   // The job named `name`, or the events of a job spawned but not added yet.
   entry& heard(const std::string& name);
   std::string status_json(int id, const entry& job) const;
 
+  int keep_finished_;
+  std::uint64_t jobs_finished_ = 0;
   std::map<int, entry> jobs_;
   std::map<std::string, entry> early_; // by job name, without a handle until it is added
 };

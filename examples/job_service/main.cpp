@@ -1,11 +1,13 @@
 // An HTTP job server: Herd's training jobs inside a CAF actor system this program owns.
 //
-//   job_service [--port N] [--bind ADDRESS]      (default: a free port on 127.0.0.1)
+//   job_service [--port N] [--bind ADDRESS] [--keep-finished N]
+//                       default: a free port on 127.0.0.1; the 100 latest finished jobs kept
 //
 //   POST   /jobs        an INI configuration as the body (as `herd train --config` reads it);
 //                       starts a job, answers 201 {"id": N, "name": "job-N"}; a bad
 //                       configuration answers 400 with the messages `herd train` prints
-//   GET    /jobs        every job's status (JSON array)
+//   GET    /jobs        every job's status (JSON array): the running ones and the latest
+//                       --keep-finished finished ones (older ones are forgotten, answering 404)
 //   GET    /jobs/{id}   one job: state, progress, accuracy, the current straggler, its curve
 //   DELETE /jobs/{id}   stops a job early (202), 404 for an unknown id
 //   GET    /metrics     every job's metrics in Prometheus' text format, labelled job="job-N"
@@ -18,6 +20,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -44,7 +47,8 @@ namespace {
 
 constexpr auto ask_timeout = std::chrono::seconds(10);
 
-// Every job this service started, for the wait at shutdown (the actor system must outlive them).
+// The jobs this service started that may still run, for the wait at shutdown (the actor system
+// must outlive them).
 struct started_jobs {
   std::mutex mutex;
   std::vector<std::shared_ptr<herd::job>> facades;
@@ -53,28 +57,37 @@ struct started_jobs {
 struct arguments {
   std::string bind = "127.0.0.1";
   int port = 0;
+  int keep_finished = 100;
 };
+
+// The value of `flag` as a whole number within [low, high].
+int whole_number(const std::string& flag, const std::string& value, int low, int high) {
+  try {
+    std::size_t used = 0;
+    const int number = std::stoi(value, &used);
+    if (used == value.size() && number >= low && number <= high)
+      return number;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(flag + " " + value + ": not a whole number from " +
+                              std::to_string(low) + " to " + std::to_string(high));
+}
 
 arguments parse(int argc, char** argv) {
   arguments parsed;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if ((flag == "--port" || flag == "--bind") && i + 1 < argc) {
+    if ((flag == "--port" || flag == "--bind" || flag == "--keep-finished") && i + 1 < argc) {
       const std::string value = argv[++i];
-      if (flag == "--bind") {
+      if (flag == "--bind")
         parsed.bind = value;
-        continue;
-      }
-      try {
-        std::size_t used = 0;
-        parsed.port = std::stoi(value, &used);
-        if (used != value.size() || parsed.port < 0 || parsed.port > 65535)
-          throw std::invalid_argument(value);
-      } catch (const std::exception&) {
-        throw std::invalid_argument("--port " + value + ": not a port number (0-65535)");
-      }
+      else if (flag == "--port")
+        parsed.port = whole_number(flag, value, 0, 65535);
+      else
+        parsed.keep_finished = whole_number(flag, value, 0, 1000000);
     } else {
-      throw std::invalid_argument(flag + ": usage: job_service [--port N] [--bind ADDRESS]");
+      throw std::invalid_argument(
+          flag + ": usage: job_service [--port N] [--bind ADDRESS] [--keep-finished N]");
     }
   }
   return parsed;
@@ -128,7 +141,16 @@ void start_job(caf::actor_system& system, const caf::actor& book,
     // The book hears every event of the job from its first: a job that fails at once too.
     handle = herd::spawn_job(system, config, data, std::move(options), {book});
     const std::lock_guard<std::mutex> lock(started.mutex);
-    started.facades.push_back(handle.facade);
+    // A job that has ended needs no wait at shutdown: held here, it would hold its parameters.
+    auto& facades = started.facades;
+    facades.erase(std::remove_if(facades.begin(), facades.end(),
+                                 [](const std::shared_ptr<herd::job>& job) {
+                                   const auto state = job->status().state;
+                                   return state == herd::job_state::finished ||
+                                          state == herd::job_state::failed;
+                                 }),
+                  facades.end());
+    facades.push_back(handle.facade);
   } catch (const herd::config::invalid_config& invalid) {
     std::vector<std::string> messages;
     for (const auto& error : invalid.errors())
@@ -215,7 +237,7 @@ int main(int argc, char** argv) {
   caf::actor_system_config system_config;
   herd::add_message_types(system_config);
   caf::actor_system system{system_config};
-  const caf::actor book = system.spawn<job_service::job_book>();
+  const caf::actor book = system.spawn<job_service::job_book>(args.keep_finished);
   const auto metrics = std::make_shared<herd::monitoring::registry>();
   std::atomic<int> ids{0};
   started_jobs started;

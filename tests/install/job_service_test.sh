@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # examples/job_service against an installed Herd, as a user meets it: build it with the installed
 # package, start it, run two jobs at once with curl, stop one, and check that the other completes,
-# that a bad configuration answers 400 with the message herd train prints, and that /metrics
-# names both jobs.
+# that a bad configuration answers 400 with the message herd train prints, that /metrics
+# names both jobs, and that finished jobs beyond --keep-finished are forgotten.
 #   job_service_test.sh PREFIX SOURCE_DIR WORK_DIR [SANITIZER_FLAGS]
 set -euo pipefail
 prefix=$1
@@ -23,7 +23,14 @@ cmake -S "$source_dir" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BU
   > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configure failed"; }
 cmake --build "$work/build" > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build failed"; }
 
-"$work/build/job_service" --port 0 > "$work/service.log" 2>&1 &
+# A bad flag value is refused by name before anything starts.
+if "$work/build/job_service" --keep-finished -1 > "$work/bad-flag.log" 2>&1; then
+  fail "--keep-finished -1 was accepted"
+fi
+grep -q -- "--keep-finished -1: not a whole number from 0" "$work/bad-flag.log" ||
+  fail "--keep-finished -1: $(cat "$work/bad-flag.log")"
+
+"$work/build/job_service" --port 0 --keep-finished 2 > "$work/service.log" 2>&1 &
 service=$!
 trap 'kill -9 $service 2>/dev/null || true' EXIT
 url=""
@@ -109,6 +116,25 @@ short_end=$(wait_for "$short_id")
 [[ $(field "$short_end" stop_reason) == epochs ]] || fail "the other job did not run its epochs: $short_end"
 accuracy=$(field "$short_end" final_test_accuracy)
 awk -v a="$accuracy" 'BEGIN { exit !(a > 0.5) }' || fail "the other job learnt nothing: $short_end"
+
+# A third job to finish: the service keeps the 2 latest finished, so the one of the first two that
+# finished first is forgotten (404), the other and the third are still listed.
+third=$(request POST /jobs "$(job sync 2)")
+[[ $(status_of "$third") == 201 ]] || fail "the third job was refused: $third"
+third_id=$(field "$(body_of "$third")" id)
+wait_for "$third_id" > /dev/null
+listed=$(body_of "$(request GET /jobs)")
+[[ $(grep -o '"id":' <<< "$listed" | wc -l) == 2 ]] || fail "not 2 finished jobs kept: $listed"
+grep -q "\"name\":\"job-$third_id\"" <<< "$listed" || fail "the third job is not listed: $listed"
+forgotten=0
+for id in "$long_id" "$short_id"; do
+  shown=$(request GET "/jobs/$id")
+  if [[ $(status_of "$shown") == 404 ]]; then
+    grep -q "keeps its 2 latest finished jobs" <<< "$shown" || fail "a forgotten job's 404: $shown"
+    forgotten=$((forgotten + 1))
+  fi
+done
+[[ $forgotten == 1 ]] || fail "$forgotten of the first two jobs forgotten, not 1: $listed"
 
 kill -TERM $service
 wait $service || fail "the service exited $? on SIGTERM"
