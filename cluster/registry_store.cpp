@@ -40,7 +40,10 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
                   [&](caf::error& error) {
                     const auto why = system_.render(error);
                     // The reason is the node's to lead with (refusal()), not to repeat here.
-                    failure = unset("the coordinator says it will not be set");
+                    // Nothing timed out: the answer came, and it was no.
+                    failure = comm::comm_error(comm::outcome::failed,
+                                               "rendezvous key " + key +
+                                                   " will not be set: the coordinator refused it");
                     const std::lock_guard<std::mutex> lock(mutex_);
                     refusal_ = why;
                   },

@@ -26,9 +26,9 @@ public:
 
   void set(const std::string& key, const std::vector<char>& value) override;
   /// The value once another node set it. Throws comm::comm_error: outcome::timeout after
-  /// `timeout`, or when the registry says the key will not be set; outcome::peer_lost at once
-  /// when the coordinator's process is gone (its connection closed); outcome::failed when
-  /// `stopping` said so.
+  /// `timeout`; outcome::failed at once when the registry says the key will not be set
+  /// (refusal() says why) and when `stopping` said so; outcome::peer_lost at once when the
+  /// coordinator's process is gone (its connection closed).
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override;
   // One round trip, at most a few seconds: the registry answers at once.
   std::optional<std::vector<char>> peek(const std::string& key) override;

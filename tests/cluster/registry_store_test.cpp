@@ -27,13 +27,16 @@ using herd::comm::outcome;
 
 using bytes = std::vector<char>;
 
-// A registry that answers reads of "set" at once and keeps every other read waiting.
+// A registry that answers reads of "set" at once, refuses "refused" (as the coordinator does
+// when the run ended before the key was set) and keeps every other read waiting.
 caf::behavior waiting_registry(caf::event_based_actor* self,
                                std::shared_ptr<std::vector<caf::response_promise>> waiting) {
   return {[self, waiting](store_get_atom,
                           const std::string& key) -> caf::result<herd::actors::wire_bytes> {
     if (key == "set")
       return herd::actors::wire_bytes{{'o', 'k'}};
+    if (key == "refused")
+      return caf::make_error(caf::sec::runtime_error, "the run ended before it started");
     waiting->push_back(self->make_response_promise());
     return waiting->back();
   }};
@@ -50,9 +53,9 @@ struct registry_store_test : ::testing::Test {
 
   // What get() threw, or outcome::done with no exception.
   outcome outcome_of(herd::cluster::registry_store& store, std::chrono::milliseconds timeout,
-                     std::string* message = nullptr) {
+                     std::string* message = nullptr, const std::string& key = "unset") {
     try {
-      store.get("unset", timeout);
+      store.get(key, timeout);
     } catch (const comm_error& failure) {
       if (message != nullptr)
         *message = failure.what();
@@ -80,6 +83,21 @@ TEST_F(registry_store_test, a_key_never_set_ends_the_read_at_its_timeout) {
   EXPECT_NE(message.find("rendezvous key unset not set by the other nodes (waited up to 300 ms)"),
             std::string::npos)
       << message;
+}
+
+// The coordinator's no is an answer, not a timeout: it said it was refused (it said it waited out
+// its timeout), and refusal() holds the coordinator's reason for the node to lead with.
+TEST_F(registry_store_test, a_key_the_registry_refuses_ends_the_read_at_once_as_a_refusal) {
+  herd::cluster::registry_store store(system, registry);
+  std::string message;
+  EXPECT_EQ(outcome_of(store, 60s, &message, "refused"), outcome::failed) << message;
+  EXPECT_NE(message.find("rendezvous key refused will not be set: the coordinator refused it"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("waited"), std::string::npos) << message;
+  ASSERT_TRUE(store.refusal().has_value());
+  EXPECT_NE(store.refusal()->find("the run ended before it started"), std::string::npos)
+      << *store.refusal();
 }
 
 // The coordinator killed while a node's rendezvous waits: the read used to wait out its whole
