@@ -16,9 +16,9 @@ std::vector<config_error> values_beyond_ini(const run_config& config) {
   for (const auto& spec : keys()) {
     const std::string shown = spec.show(config);
     std::string problem;
-    if (spec.type == "real" && !std::isfinite(std::strtod(shown.c_str(), nullptr)))
+    if (spec.kind == value_kind::real && !std::isfinite(std::strtod(shown.c_str(), nullptr)))
       problem = "expected a finite number";
-    else if (spec.type == "integer" && shown.find('-') == std::string::npos &&
+    else if (spec.kind == value_kind::integer && shown.find('-') == std::string::npos &&
              std::strtoull(shown.c_str(), nullptr, 10) >
                  static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max()))
       problem = "expected an integer between 0 and 9223372036854775807";

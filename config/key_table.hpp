@@ -13,9 +13,15 @@
 
 namespace herd::config {
 
+/// What a key's value is: its checks branch on this, --help says it in words (to_string).
+enum class value_kind { boolean, integer, real, string, integer_list };
+
+/// "boolean", "integer", "real", "string", "integer list".
+const char* to_string(value_kind kind);
+
 struct key_spec {
   std::string name; // "train.lr"
-  std::string type; // "real", for --help
+  value_kind kind = value_kind::string;
   std::string help;
   /// Converts a parsed value into the key's field; an empty string on success, else what was
   /// expected.

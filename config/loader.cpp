@@ -12,6 +12,7 @@
 
 #include <caf/actor_system_config.hpp>
 #include <caf/config_value.hpp>
+#include <caf/pec.hpp>
 #include <caf/settings.hpp>
 
 #include <algorithm>
@@ -105,7 +106,7 @@ void assign_value(const std::string& name, const caf::config_value& value,
     const bool digits = !written.empty() &&
                         written.find_first_not_of("0123456789", written[0] == '-' ? 1 : 0) ==
                             std::string::npos;
-    if (digits && problem == "expected an integer")
+    if (digits && spec->kind == value_kind::integer && caf::holds_alternative<std::string>(value))
       problem = "too large for an integer";
     // A number is quoted as written; text stays quoted as the string it was read as.
     const bool number = !written.empty() &&
@@ -175,14 +176,14 @@ std::string line_hint(const checked_text& checked, int line) {
   if (value.empty() || value.front() == '"' || value.front() == '[' || value.front() == '{')
     return {};
   const bool word = std::isalpha(static_cast<unsigned char>(value.front())) != 0;
-  if (spec->type == "boolean")
+  if (spec->kind == value_kind::boolean)
     return as_set + "expected true or false";
-  if (spec->type == "string")
+  if (spec->kind == value_kind::string)
     return as_set + "strings are written in double quotes: " + name + " = \"" + value + "\"";
-  if (spec->type.find("list") != std::string::npos && value.find(',') != std::string::npos)
+  if (spec->kind == value_kind::integer_list && value.find(',') != std::string::npos)
     return as_set + "lists are written in brackets: " + name + " = [" + value + "]";
-  if (word && (spec->type == "integer" || spec->type == "real"))
-    return as_set + "expected " + (spec->type == "integer" ? "an integer" : "a number");
+  if (word && (spec->kind == value_kind::integer || spec->kind == value_kind::real))
+    return as_set + "expected " + (spec->kind == value_kind::integer ? "an integer" : "a number");
   return {};
 }
 
@@ -192,29 +193,29 @@ std::string line_hint(const checked_text& checked, int line) {
 std::string describe_parser_error(const caf::error& error, const checked_text& checked) {
   const auto lines =
       static_cast<std::size_t>(std::count(checked.text.begin(), checked.text.end(), '\n'));
-  // CAF renders e.g. parser_error(unexpected_character, ({"column" = 8, "line" = 7})): keep the
-  // reason in words and the position.
-  const std::string text = caf::to_string(error);
-  std::string reason = text;
-  if (auto open = text.find('('); open != std::string::npos) {
-    const auto end = text.find_first_of(",)", open + 1);
-    reason = text.substr(open + 1, end - open - 1);
-    std::replace(reason.begin(), reason.end(), '_', ' ');
-  }
-  const std::string context = caf::to_string(error.context());
-  auto number_after = [&context](const std::string& label) {
-    auto at = context.find("\"" + label + "\" = ");
-    if (at == std::string::npos)
-      return std::string{};
-    at += label.size() + 5;
-    return context.substr(at, context.find_first_not_of("0123456789", at) - at);
+  // A parser error's code is a caf::pec, said in words; its context, a dictionary, holds the
+  // position ("line" and "column").
+  const bool parser = error.category() == caf::atom("parser");
+  const auto code = static_cast<caf::pec>(error.code());
+  std::string reason = parser ? caf::to_string(code) : caf::to_string(error);
+  std::replace(reason.begin(), reason.end(), '_', ' ');
+  auto position_field = [&error](const char* label) -> std::string {
+    const auto& context = error.context();
+    if (!context.match_elements<caf::config_value::dictionary>())
+      return {};
+    const auto& fields = context.get_as<caf::config_value::dictionary>(0);
+    const auto found = fields.find(label);
+    if (found == fields.end())
+      return {};
+    const auto* number = caf::get_if<caf::config_value::integer>(&found->second);
+    return number != nullptr ? std::to_string(*number) : std::string{};
   };
-  const std::string line = number_after("line");
-  const std::string column = number_after("column");
+  const std::string line = position_field("line");
+  const std::string column = position_field("column");
   std::string where =
       line.empty() ? "" : "line " + line + (column.empty() ? "" : ", column " + column) + ": ";
   int named = line.empty() ? 0 : static_cast<int>(std::stoul(line));
-  if (named > 1 && ((reason == "unexpected newline" && column == "1") ||
+  if (named > 1 && ((parser && code == caf::pec::unexpected_newline && column == "1") ||
                     (lines > 0 && static_cast<std::size_t>(named) > lines))) {
     --named;
     where = "line " + std::to_string(named) + ", at its end: ";
