@@ -269,7 +269,9 @@ void flush_directory(const std::filesystem::path& directory) {
 
 // The summary's test accuracy when the run has no final one: why, and the last evaluation's.
 std::string unmeasured_accuracy(const actors::run_summary& s) {
-  if (s.error.rfind("training diverged", 0) == 0)
+  // A step's loss that is not a number fails the run at once (a diverged run), and it is among
+  // the recent steps' mean: the summary's facts say so, not its error's words.
+  if (!std::isfinite(s.final_train_loss))
     return "none (the parameters are not numbers: the run diverged)";
   const std::string why = s.error.empty() ? "the final evaluation failed" : "the run failed";
   if (s.evaluations.empty())
