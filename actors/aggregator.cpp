@@ -95,6 +95,12 @@ private:
     setup_.generation = topology.generation;
   }
 
+  // A node of this run not lost: its reducer takes orders.
+  bool reachable(int node) const {
+    return node >= 0 && static_cast<std::size_t>(node) < setup_.node_reducers.size() &&
+           lost_nodes_.count(node) == 0;
+  }
+
   int node_of(std::int32_t worker) const {
     return worker >= 0 && static_cast<std::size_t>(worker) < setup_.worker_nodes.size()
                ? setup_.worker_nodes[static_cast<std::size_t>(worker)]
@@ -421,8 +427,7 @@ private:
     }
     for (const auto& [node, order] : orders) {
       state.group_nodes.push_back(node);
-      if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
-          lost_nodes_.count(node) > 0)
+      if (!reachable(node))
         state.reduce_failure = {comm::outcome::peer_lost,
                                 "node " + std::to_string(node) + " was lost"};
     }
@@ -445,8 +450,7 @@ private:
         order.sequence = tickets.sequences[position];
       }
       ++position;
-      if (node < 0 || static_cast<std::size_t>(node) >= setup_.node_reducers.size() ||
-          lost_nodes_.count(node) > 0)
+      if (!reachable(node))
         continue;
       if (!state.reduce_failure.ok()) {
         // The round is lost already: the live nodes only hold it, so that the commit to skip

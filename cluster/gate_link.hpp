@@ -101,8 +101,7 @@ public:
   /// Non-blocking. `moved` is set to the bytes transferred when done.
   link_status read_some(char* data, std::size_t size, std::size_t& moved);
   link_status write_some(const char* data, std::size_t size, std::size_t& moved);
-  /// The poll() events the last read or write that would block waits for.
-  short read_wants() const { return read_wants_; }
+  /// The poll() events the last write that would block waits for.
   short write_wants() const { return write_wants_; }
   /// Bytes TLS has decrypted that no read took yet (poll() does not see them).
   bool has_buffered_input() const;

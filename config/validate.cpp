@@ -3,6 +3,7 @@
 #include "config/checker.hpp"
 #include "config/front_end.hpp"
 #include "config/ini_limits.hpp"
+#include "config/ini_values.hpp"
 #include "herd/config.hpp"
 #include "kernels/regular_file.hpp"
 
@@ -65,6 +66,9 @@ const std::string too_long_path = "is longer than " + std::to_string(max_path_by
 // one, and a long list would bury the one message that matters.
 constexpr std::size_t max_list_entries = 1024;
 constexpr std::size_t max_hidden_layers = 64;
+// The workers of a run in one process or a cluster, and of a job herd simulate sweeps.
+constexpr int max_run_workers = 1024;
+constexpr int max_swept_workers = 65536;
 // model.layers is a line or two; the model's own checks bound the layers it holds.
 constexpr std::size_t max_layers_bytes = 65536;
 
@@ -81,13 +85,6 @@ std::string readable_file_problem(const std::string& file) {
 
 std::string quoted(const std::string& text) {
   return '"' + text + '"';
-}
-
-std::string render(const std::vector<int>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(values[i]);
-  return out + "]";
 }
 
 // sync-every and late-gradients of [solo], [majority] or [quorum], checked whichever algorithm
@@ -323,9 +320,13 @@ void check_imbalance(checker& check, const imbalance_section& imbalance, int wor
 void check_simulate(checker& check, const simulate_section& simulate) {
   check.require(simulate.workers.size() <= 64, "simulate.workers",
                 std::to_string(simulate.workers.size()) + " entries", "at most 64 job sizes");
-  for (int workers : simulate.workers)
-    check.require(workers >= 1 && workers <= 65536, "simulate.workers", render(simulate.workers),
-                  "every job size must be between 1 and 65536 workers");
+  const auto& sizes = simulate.workers;
+  check.require(
+      std::all_of(sizes.begin(), sizes.end(),
+                  [](int workers) { return workers >= 1 && workers <= max_swept_workers; }),
+      "simulate.workers", render(sizes),
+      "every job size must be between 1 and " + std::to_string(max_swept_workers) +
+          " workers"); // once, however many are out of range
   check.require(simulate.step_ms > 0.0 && simulate.step_ms <= 3600000.0, "simulate.step-ms",
                 simulate.step_ms, "must lie in (0, 3600000] milliseconds");
   check.require_one_of(known_networks(), "simulate.network", simulate.network, "network");
@@ -369,10 +370,13 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   checker check(origins);
   const auto& train = config.train;
   check.require_one_of(known_algorithms(), "train.algorithm", train.algorithm, "algorithm");
-  check.require(train.workers >= 1 && train.workers <= 1024, "train.workers", train.workers,
-                train.workers > 1024 ? "must be between 1 and 1024 (herd simulate takes larger "
-                                       "jobs, up to 65536 workers, in simulate.workers)"
-                                     : "must be between 1 and 1024");
+  const bool run_valid = train.workers >= 1 && train.workers <= max_run_workers;
+  const std::string run_range = "must be between 1 and " + std::to_string(max_run_workers);
+  check.require(run_valid, "train.workers", train.workers,
+                train.workers > max_run_workers
+                    ? run_range + " (herd simulate takes larger jobs, up to " +
+                          std::to_string(max_swept_workers) + " workers, in simulate.workers)"
+                    : run_range);
   check.require(train.batch_size >= 1, "train.batch-size", train.batch_size, "must be at least 1");
   check.require(train.lr > 0.0, "train.lr", train.lr, "the learning rate must be positive");
   validation::check_lr_schedule(check, train);
@@ -440,10 +444,7 @@ std::vector<config_error> validate(const run_config& config, const value_origins
     const auto bad = std::find_if(hidden.begin(), hidden.end(),
                                   [](int size) { return size < 1 || size > 65536; });
     if (bad != hidden.end()) {
-      std::string list;
-      for (int size : hidden)
-        list += (list.empty() ? "[" : ", ") + std::to_string(size);
-      check.require(false, "model.hidden", list + "]",
+      check.require(false, "model.hidden", render(hidden),
                     "hidden layer " + std::to_string(bad - hidden.begin() + 1) + " has " +
                         std::to_string(*bad) +
                         " units; every hidden layer size must be between 1 and 65536");
@@ -478,17 +479,13 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   // it caps preduce's (sim::for_workers), and herd simulate says so.
   const auto& swept = config.simulate.workers;
   const bool sweep_valid = !swept.empty() && std::all_of(swept.begin(), swept.end(), [](int size) {
-    return size >= 1 && size <= 65536;
+    return size >= 1 && size <= max_swept_workers;
   });
-  const bool run_valid = train.workers >= 1 && train.workers <= 1024;
-  check_preduce(check, config.preduce,
-                swept.empty()
-                    ? sized(run_valid ? train.workers : 0, false)
-                    : sized(sweep_valid ? *std::max_element(swept.begin(), swept.end()) : 0, true));
-  check_wagma(check, config.wagma,
-              swept.empty()
-                  ? sized(run_valid ? train.workers : 0, false)
-                  : sized(sweep_valid ? *std::max_element(swept.begin(), swept.end()) : 0, true));
+  const int largest_swept = sweep_valid ? *std::max_element(swept.begin(), swept.end()) : 0;
+  const job_size job =
+      swept.empty() ? sized(run_valid ? train.workers : 0, false) : sized(largest_swept, true);
+  check_preduce(check, config.preduce, job);
+  check_wagma(check, config.wagma, job);
   check_local_sgd(check, config.local_sgd);
   check.require(std::isfinite(config.async.lr) && config.async.lr >= 0.0 && config.async.lr <= 100.0,
                 "async.lr", config.async.lr,
@@ -502,15 +499,11 @@ std::vector<config_error> validate(const run_config& config, const value_origins
   // One file may serve herd simulate, which sweeps [simulate] workers with one [imbalance]
   // (capped at each size), and the commands that train train.workers: checked here against the
   // largest job of either, and by a run against its own workers (validate_run).
-  const auto& sizes = config.simulate.workers;
-  const int largest_size = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
-  const bool workers_valid = train.workers >= 1 && train.workers <= 1024;
-  if (sizes.empty())
-    check_imbalance(check, config.imbalance, workers_valid ? train.workers : 0, "train.workers");
+  if (swept.empty())
+    check_imbalance(check, config.imbalance, run_valid ? train.workers : 0, "train.workers");
   else
     check_imbalance(check, config.imbalance,
-                    workers_valid && largest_size <= 65536 ? std::max(train.workers, largest_size)
-                                                           : 0,
+                    run_valid && sweep_valid ? std::max(train.workers, largest_swept) : 0,
                     "the largest of train.workers and simulate.workers");
   check_cluster(check, config.cluster);
   check_checkpoint(check, config.checkpoint);

@@ -663,6 +663,16 @@ TEST_F(config_files, a_sweeps_imbalance_is_checked_against_its_largest_job_and_a
                         "simulate.workers) = [0, 8)"));
   EXPECT_TRUE(herd::config::validate_run(load("", {"--imbalance.kind=random", "--imbalance.k=3"}))
                   .empty());
+  // A sweep with sizes out of range is named once, not once per size.
+  try {
+    load("", {"--simulate.workers=[0,70000,4]"});
+    ADD_FAILURE() << "a sweep of 0 and 70000 workers was accepted";
+  } catch (const invalid_config& sweep_refused) {
+    ASSERT_EQ(sweep_refused.errors().size(), 1u);
+    EXPECT_THAT(sweep_refused.errors().front().message,
+                HasSubstr("simulate.workers = [0, 70000, 4] (command line): every job size must be "
+                          "between 1 and 65536 workers"));
+  }
 }
 
 TEST_F(config_files, bad_imbalance_values_name_key_value_and_what_is_allowed) {
