@@ -87,9 +87,26 @@ void checkpoint_taker::abandon() {
   ++ticket_;
 }
 
-void checkpoint_taker::flush() {
-  if (writer_)
-    writer_->flush();
+bool checkpoint_taker::flush(const std::function<void(double)>& waiting) {
+  if (!writer_)
+    return true;
+  const auto say_every = writer_->options().write_notice_every;
+  const auto limit = write_hung_ ? std::chrono::milliseconds(0) : writer_->options().write_limit;
+  auto waited = std::chrono::milliseconds(0);
+  for (;;) {
+    const auto slice = std::min<std::chrono::milliseconds>(say_every, limit - waited);
+    if (writer_->flush(slice)) {
+      write_hung_ = false;
+      return true;
+    }
+    waited += slice;
+    if (waited >= limit) {
+      write_hung_ = true;
+      return false;
+    }
+    if (waiting)
+      waiting(std::chrono::duration<double>(waited).count());
+  }
 }
 
 std::vector<checkpoint_report> checkpoint_taker::take_from_writer() {
@@ -113,11 +130,12 @@ void checkpoint_taker::resumed(const run_counters& counters, std::size_t evaluat
   newest_path_ = resumed_from;
 }
 
-std::string checkpoint_taker::newest_holding(const run_counters& counters,
-                                             std::size_t evaluations) {
+std::string checkpoint_taker::newest_holding(const run_counters& counters, std::size_t evaluations,
+                                             const std::function<void(double)>& waiting) {
   if (!enabled() || !newest_mark_ || *newest_mark_ != mark_of(counters, evaluations))
     return {};
-  flush();
+  if (!flush(waiting))
+    return {};
   auto fresh = take_from_writer();
   taken_.insert(taken_.end(), fresh.begin(), fresh.end());
   return newest_path_;

@@ -80,11 +80,14 @@ public:
   void write(std::shared_ptr<run_checkpoint> state, double elapsed, bool final,
              std::string name = {});
   /// The run has ended: its checkpoints are written (flush()), and another run may have the
-  /// directory now.
-  void close() {
-    flush();
+  /// directory now. False where a write had not returned by options().write_limit: the run ends
+  /// without it, and keeps the directory (the write may still land there).
+  bool close(const std::function<void(double)>& waiting = {}) {
+    if (!flush(waiting))
+      return false;
     if (writer_ && writer_->options().lock)
       writer_->options().lock->release();
+    return true;
   }
   /// The directory checkpoints go to, and how many are kept.
   const checkpoint_options& options() const { return writer_->options(); }
@@ -102,15 +105,21 @@ public:
   /// what was kept stays kept.
   void abandon();
 
-  /// Waits until every checkpoint handed over is written.
-  void flush();
+  /// Waits until every checkpoint handed over is written, at most options().write_limit (once it
+  /// gave up, not again: it only looks whether the write has returned since); `waiting`, when
+  /// given, hears the seconds waited every options().write_notice_every meanwhile. False when the
+  /// limit passed first.
+  bool flush(const std::function<void(double)>& waiting = {});
+  /// A flush() gave up on a write that had not returned, and it has not returned since.
+  bool write_hung() const { return write_hung_; }
   /// Reports of the checkpoints written since the last call.
   std::vector<checkpoint_report> reports();
   /// The file of the newest periodic checkpoint when it holds the run as it is now (the same
   /// rounds, steps and joins in `counters`, as many `evaluations`: a final checkpoint would
   /// repeat it, and take one of the kept slots) and was written; else empty. Waits for the writer
-  /// when they agree.
-  std::string newest_holding(const run_counters& counters, std::size_t evaluations);
+  /// (flush(waiting)) when they agree; empty with write_hung() when that wait gave up.
+  std::string newest_holding(const run_counters& counters, std::size_t evaluations,
+                             const std::function<void(double)>& waiting = {});
   /// The run resumed from a checkpoint that holds `counters` and `evaluations`: until the run
   /// changes them, that checkpoint is the newest that holds its state (a run resumed with nothing
   /// left to train writes no copy of it).
@@ -137,6 +146,7 @@ private:
   std::vector<checkpoint_report> taken_;
   std::string last_name_; // the last next_name()
   bool waited_for_write_ = false;
+  bool write_hung_ = false;
   bool interval_passed(double elapsed, std::uint64_t rounds) const;
   std::vector<checkpoint_report> take_from_writer();
 };

@@ -4,6 +4,9 @@
 #include "herd/config.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
 
 #include "checkpoint/format.hpp"
 
@@ -12,8 +15,28 @@ namespace herd::actors {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+using queued_checkpoint = std::pair<std::shared_ptr<const run_checkpoint>, checkpoint_report>;
+
+checkpoint_report write_now(const checkpoint_options& options, const run_checkpoint& state,
+                            checkpoint_report report);
 
 } // namespace
+
+struct checkpoint_writer::shared_state {
+  explicit shared_state(checkpoint_options given) : options(std::move(given)) {}
+
+  // Writes what is queued until closing; runs on the writer's thread.
+  void loop();
+  bool idle() const { return queue.empty() && !busy; }
+
+  const checkpoint_options options;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<queued_checkpoint> queue;
+  bool busy = false;
+  bool closing = false;
+  std::vector<checkpoint_report> reports;
+};
 
 std::shared_ptr<checkpoint_options> checkpoint_options_for(const config::run_config& config,
                                                            const models::model& model,
@@ -55,86 +78,101 @@ const char* herd_version() {
 }
 
 checkpoint_writer::checkpoint_writer(checkpoint_options options)
-    : options_(std::move(options)), thread_([this] { loop(); }) {}
+    : shared_(std::make_shared<shared_state>(std::move(options))),
+      thread_([shared = shared_] { shared->loop(); }) {}
 
 checkpoint_writer::~checkpoint_writer() {
+  // Once a flush gave up on a write, the end does not wait for it a second time.
+  const bool written =
+      flush(gave_up_ ? std::chrono::milliseconds(0) : shared_->options.write_limit);
   {
-    std::lock_guard<std::mutex> guard(mutex_);
-    closing_ = true;
+    std::lock_guard<std::mutex> guard(shared_->mutex);
+    shared_->closing = true;
   }
-  changed_.notify_all();
-  thread_.join();
+  shared_->changed.notify_all();
+  if (written)
+    thread_.join();
+  else
+    thread_.detach(); // it holds the shared state; joining would hang with the write
+}
+
+const checkpoint_options& checkpoint_writer::options() const {
+  return shared_->options;
 }
 
 void checkpoint_writer::write(std::shared_ptr<const run_checkpoint> state,
                               checkpoint_report report) {
   {
-    std::lock_guard<std::mutex> guard(mutex_);
-    queue_.emplace_back(std::move(state), std::move(report));
+    std::lock_guard<std::mutex> guard(shared_->mutex);
+    shared_->queue.emplace_back(std::move(state), std::move(report));
   }
-  changed_.notify_all();
+  shared_->changed.notify_all();
 }
 
-void checkpoint_writer::flush() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return queue_.empty() && !busy_; });
+bool checkpoint_writer::flush(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(shared_->mutex);
+  const bool written = shared_->changed.wait_for(lock, limit, [this] { return shared_->idle(); });
+  gave_up_ = !written;
+  return written;
 }
 
 bool checkpoint_writer::idle() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return queue_.empty() && !busy_;
+  std::lock_guard<std::mutex> guard(shared_->mutex);
+  return shared_->idle();
 }
 
 std::vector<checkpoint_report> checkpoint_writer::take_reports() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return std::move(reports_);
+  std::lock_guard<std::mutex> guard(shared_->mutex);
+  return std::move(shared_->reports);
 }
 
-void checkpoint_writer::loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
+void checkpoint_writer::shared_state::loop() {
+  std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
-    changed_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-    if (queue_.empty())
+    changed.wait(lock, [this] { return closing || !queue.empty(); });
+    if (queue.empty())
       return; // closing, nothing left to write
-    auto next = std::move(queue_.front());
-    queue_.erase(queue_.begin());
-    busy_ = true;
+    auto next = std::move(queue.front());
+    queue.erase(queue.begin());
+    busy = true;
     lock.unlock();
-    auto report = write_now(*next.first, std::move(next.second));
+    auto report = write_now(options, *next.first, std::move(next.second));
     next.first.reset();
-    if (options_.on_written)
-      options_.on_written(report);
+    if (options.on_written)
+      options.on_written(report);
     lock.lock();
-    reports_.push_back(std::move(report));
-    busy_ = false;
-    changed_.notify_all();
+    reports.push_back(std::move(report));
+    busy = false;
+    changed.notify_all();
   }
 }
 
-checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
-                                               checkpoint_report report) {
+namespace {
+
+checkpoint_report write_now(const checkpoint_options& options, const run_checkpoint& state,
+                            checkpoint_report report) {
   const auto start = clock_type::now();
   try {
     checkpoint::header head;
-    head.herd_version = options_.herd_version;
-    head.shape = options_.shape;
-    head.fingerprint = options_.shape.fingerprint();
+    head.herd_version = options.herd_version;
+    head.shape = options.shape;
+    head.fingerprint = options.shape.fingerprint();
     head.written_unix_ms = checkpoint::unix_milliseconds();
     head.rounds = report.rounds;
     head.epochs = state.coordinator.counters.epochs();
     const auto bytes = checkpoint::encode(head, encode_payload(state));
     // A directory removed while the run wrote there is made again, and locked again: the next
     // run into it must not take it for free (and then prune this one's checkpoints).
-    if (options_.lock && options_.lock->hold_again())
-      report.note = "checkpoint.dir = " + options_.directory +
+    if (options.lock && options.lock->hold_again())
+      report.note = "checkpoint.dir = " + options.directory +
                     " lost its lock during the run (the directory, or its .herd-lock file, was "
                     "removed): locked again";
     const auto name = report.name.empty()
-                          ? checkpoint::next_file_name(options_.directory, report.rounds)
+                          ? checkpoint::next_file_name(options.directory, report.rounds)
                           : report.name;
-    checkpoint::write_atomically(options_.directory, name, bytes);
-    checkpoint::prune(options_.directory, options_.keep);
-    report.path = options_.directory + "/" + name;
+    checkpoint::write_atomically(options.directory, name, bytes);
+    checkpoint::prune(options.directory, options.keep);
+    report.path = options.directory + "/" + name;
     report.bytes = bytes.size();
   } catch (const std::exception& failure) {
     report.error = failure.what();
@@ -142,5 +180,7 @@ checkpoint_report checkpoint_writer::write_now(const run_checkpoint& state,
   report.write_seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   return report;
 }
+
+} // namespace
 
 } // namespace herd::actors

@@ -5,12 +5,11 @@
 
 #include "actors/checkpoint_state.hpp"
 
-#include <condition_variable>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -49,6 +48,12 @@ struct checkpoint_options {
   std::string herd_version;
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
   std::function<void(const checkpoint_report&)> on_written;
+  /// How long a run's end waits for the checkpoints still being written: a write that has not
+  /// returned by then (a disk or network filesystem that does not answer) is given up on, so that
+  /// the run still ends and says so. Generous: a legitimate write takes seconds.
+  std::chrono::milliseconds write_limit = std::chrono::minutes(10);
+  /// How often the run's end says it is still waiting for a write.
+  std::chrono::milliseconds write_notice_every = std::chrono::seconds(30);
   /// The run's hold on `directory` (lock_checkpoint_dir()), until it has written its final
   /// checkpoint (checkpoint_taker::close()) or every copy of these options is gone. Taken again
   /// before a write where someone removed the directory meanwhile.
@@ -78,20 +83,22 @@ const char* herd_version();
 class checkpoint_writer {
 public:
   explicit checkpoint_writer(checkpoint_options options);
-  /// Finishes the write under way.
+  /// Finishes the writes handed over, waiting at most options().write_limit; a write that has not
+  /// returned by then is left to its thread, which ends on its own (the process may end first).
   ~checkpoint_writer();
 
   checkpoint_writer(const checkpoint_writer&) = delete;
   checkpoint_writer& operator=(const checkpoint_writer&) = delete;
 
-  const checkpoint_options& options() const { return options_; }
+  const checkpoint_options& options() const;
 
   /// Queues `state` for writing (after the write under way, if any). `report` carries what the
   /// caller measured (rounds, pause_seconds, final).
   void write(std::shared_ptr<const run_checkpoint> state, checkpoint_report report);
 
-  /// Waits until every queued checkpoint is written.
-  void flush();
+  /// Waits until every queued checkpoint is written, at most `limit`: false when one was still
+  /// queued or being written then.
+  bool flush(std::chrono::milliseconds limit);
   /// Whether nothing is queued or being written now.
   bool idle() const;
 
@@ -99,16 +106,12 @@ public:
   std::vector<checkpoint_report> take_reports();
 
 private:
-  void loop();
-  checkpoint_report write_now(const run_checkpoint& state, checkpoint_report report);
+  // What the writer's thread works on, held by it and by this object: a thread left to a write
+  // that does not return outlives the writer.
+  struct shared_state;
 
-  checkpoint_options options_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<std::pair<std::shared_ptr<const run_checkpoint>, checkpoint_report>> queue_;
-  bool busy_ = false;
-  bool closing_ = false;
-  std::vector<checkpoint_report> reports_;
+  std::shared_ptr<shared_state> shared_;
+  bool gave_up_ = false; // the last flush() ended at its limit
   std::thread thread_; // last: started once everything above exists
 };
 

@@ -137,6 +137,9 @@ private:
   void drop_checkpoint(const std::string& why, bool final = false);
   bool final_checkpoint_wanted();
   void report_checkpoints();
+  // The run's end waits for checkpoint writes: what it says while it waits, and when it gives up.
+  void still_writing(double seconds);
+  std::string write_hung_text() const;
 
   // -- stopping (run_phases decides, these carry it out) ----------------------------------------
   void begin_stop(stop_cause reason);

@@ -3,14 +3,16 @@
 // checkpoints (every worker's whole state, written to disk; checkpoint_taker decides when), and
 // going on from one.
 #include "actors/coordinator_actor.hpp"
-#include "checkpoint/format.hpp"
 #include "monitoring/training_metrics.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
 #include <utility>
+
+#include "checkpoint/format.hpp"
 
 namespace herd::actors {
 
@@ -18,6 +20,13 @@ namespace {
 // Periodic evaluations that may fail in a row before a run stopped by them (a target accuracy,
 // patience) fails: one can fail by chance (a timeout on a loaded machine), several cannot.
 constexpr int evaluations_failed_in_a_row = 3;
+
+// Seconds as people write them: 600, 0.6.
+std::string seconds_text(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
+}
 } // namespace
 
 // -- resuming from a checkpoint --------------------------------------------------------------
@@ -361,7 +370,13 @@ bool coordinator_actor::final_checkpoint_wanted() {
     return false;
   }
   const auto newest =
-      checkpoints_.newest_holding(booked_counters(), evaluations_.evaluations().size());
+      checkpoints_.newest_holding(booked_counters(), evaluations_.evaluations().size(),
+                                  [this](double seconds) { still_writing(seconds); });
+  if (checkpoints_.write_hung()) { // a final one would wait behind it
+    final_checkpoint_error_ = write_hung_text();
+    notice("no final checkpoint: " + final_checkpoint_error_);
+    return false;
+  }
   if (newest.empty())
     return true;
   report_checkpoints(); // its own notice first
@@ -370,6 +385,18 @@ bool coordinator_actor::final_checkpoint_wanted() {
   notice("no final checkpoint: the newest, " + newest + ", holds this state (round " +
          std::to_string(counters_.rounds) + ")");
   return false;
+}
+
+void coordinator_actor::still_writing(double seconds) {
+  notice("waiting for a checkpoint's write to " + checkpoints_.options().directory + " (" +
+         seconds_text(seconds) + " s so far)");
+}
+
+std::string coordinator_actor::write_hung_text() const {
+  const auto limit = std::chrono::duration<double>(checkpoints_.options().write_limit).count();
+  return "a checkpoint's write to " + checkpoints_.options().directory +
+         " had not returned after " + seconds_text(limit) +
+         " s (a disk or network filesystem that does not answer?); the run ends without it";
 }
 
 void coordinator_actor::report_checkpoints() {

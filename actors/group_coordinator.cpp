@@ -517,7 +517,13 @@ void coordinator_actor::report_progress() {
 }
 
 void coordinator_actor::finish() {
-  checkpoints_.close(); // the final checkpoint on disk, the directory free for a resumed run
+  // The final checkpoint on disk, the directory free for a resumed run; or, past the writes'
+  // limit, the run ends without it and says so.
+  if (!checkpoints_.close([this](double seconds) { still_writing(seconds); }) &&
+      final_checkpoint_error_.empty()) {
+    final_checkpoint_error_ = write_hung_text();
+    notice(final_checkpoint_error_);
+  }
   report_checkpoints();
   report_progress();
   run_summary run;

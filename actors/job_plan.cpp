@@ -279,6 +279,8 @@ coordinator_setup job_plan::coordination(run_observer* observer) const {
   if (config.checkpoint.enabled()) {
     auto checkpoints = checkpoint_options_for(config, *model, data->train);
     checkpoints->on_written = setup.session.on_checkpoint;
+    checkpoints->write_limit = setup.session.checkpoint_write_limit;
+    checkpoints->write_notice_every = setup.session.checkpoint_write_notice_every;
     checkpoints->lock = checkpoint_lock;
     coordination.checkpoints = std::move(checkpoints);
   }

@@ -71,6 +71,10 @@ struct session_options {
   std::vector<float> initial_parameters;
   /// With checkpoint.dir set: called on the checkpoint writer's thread after each checkpoint.
   std::function<void(const checkpoint_report&)> on_checkpoint;
+  /// How long the run's end waits for a checkpoint's write before it ends without it, and how
+  /// often it says it is waiting (checkpoint_options::write_limit, write_notice_every).
+  std::chrono::milliseconds checkpoint_write_limit = std::chrono::minutes(10);
+  std::chrono::milliseconds checkpoint_write_notice_every = std::chrono::seconds(30);
   /// Non-null: the model the run trains, in place of the one [model] asks for (make_model), which
   /// is then ignored: an embedder's own class (docs/models.md, "Your own model"). Every worker,
   /// the evaluator and the checkpoints use this one object from their own threads, so its const

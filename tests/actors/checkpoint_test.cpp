@@ -14,7 +14,6 @@
 #include <fstream>
 #include <functional>
 #include <future>
-#include <future>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <limits>
@@ -775,6 +774,69 @@ TEST(checkpoint, a_checkpoint_due_while_the_last_is_being_written_waits_for_that
   EXPECT_FALSE(taker.first_wait_for_write(1.0, 6));
 }
 
+// A write that does not return (a disk or network filesystem that stopped answering) held the
+// coordinator at the run's end for good: its wait for the writer had no limit. It now waits up to
+// write_limit, saying so every write_notice_every, gives up once (a later wait only looks), and
+// the writer's end leaves the hung write to its thread instead of joining it.
+TEST(checkpoint, a_write_that_does_not_return_is_given_up_at_the_limit_and_once) {
+  temp_directory dir;
+  auto options = std::make_shared<herd::actors::checkpoint_options>();
+  options->directory = dir.file("ckpt");
+  options->write_limit = std::chrono::milliseconds(400);
+  options->write_notice_every = std::chrono::milliseconds(100);
+  auto release = std::make_shared<std::promise<void>>();
+  auto released = release->get_future().share();
+  auto writes = std::make_shared<std::atomic<int>>(0);
+  options->on_written = [released, writes](const herd::actors::checkpoint_report&) {
+    if ((*writes)++ == 0)
+      released.wait(); // the first write "hangs" until the test lets it go
+  };
+  {
+    herd::actors::checkpoint_taker taker(options);
+    taker.begin(0.0, 1);
+    taker.write(std::make_shared<herd::actors::run_checkpoint>(), 0.01, false);
+    taker.release(0.01);
+    std::vector<double> waited;
+    EXPECT_FALSE(taker.flush([&waited](double seconds) { waited.push_back(seconds); }));
+    EXPECT_TRUE(taker.write_hung());
+    // Told at 0.1, 0.2 and 0.3 s; at 0.4 s it gives up instead.
+    ASSERT_EQ(waited.size(), 3u);
+    EXPECT_DOUBLE_EQ(waited[0], 0.1);
+    EXPECT_DOUBLE_EQ(waited[2], 0.3);
+    waited.clear();
+    EXPECT_FALSE(taker.close([&waited](double seconds) { waited.push_back(seconds); }));
+    EXPECT_TRUE(waited.empty()) << "waited a second time for a write it gave up on";
+  } // the taker and its writer are gone, the write still hangs: the test is here, not stuck
+  // (its file was on disk before it hung, in on_written); the left thread ends once let go.
+  EXPECT_EQ(herd::checkpoint::list(options->directory).size(), 1u);
+  release->set_value();
+}
+
+// Given up, and then the write returns: the next wait sees it, and the run ends well.
+TEST(checkpoint, a_write_that_returns_after_the_limit_is_seen_by_the_next_wait) {
+  temp_directory dir;
+  auto options = std::make_shared<herd::actors::checkpoint_options>();
+  options->directory = dir.file("ckpt");
+  options->write_limit = std::chrono::milliseconds(100);
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::atomic<int> writes{0};
+  options->on_written = [&](const herd::actors::checkpoint_report&) {
+    if (writes++ == 0)
+      released.wait();
+  };
+  herd::actors::checkpoint_taker taker(options);
+  taker.begin(0.0, 1);
+  taker.write(std::make_shared<herd::actors::run_checkpoint>(), 0.01, false);
+  taker.release(0.01);
+  EXPECT_FALSE(taker.flush());
+  release.set_value();
+  while (writes < 1 || !taker.flush())
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(taker.write_hung());
+  EXPECT_TRUE(taker.close());
+}
+
 // The checksums catch damage, not a crafted file: model inputs no trained model has (a shape whose
 // product wraps around, no classes, a deviation of 0 that made every sample "not finite") are
 // refused by the checkpoint, naming it, not blamed on the user's samples later.
@@ -1077,6 +1139,63 @@ TEST(checkpoint, a_run_that_lost_a_worker_says_why_it_writes_no_final_checkpoint
   EXPECT_EQ(std::count(observer.seen.begin(), observer.seen.end(),
                        "no final checkpoint: 1 worker(s) lost: their states cannot be saved"),
             1);
+}
+
+} // namespace
+
+namespace {
+
+// A whole run whose checkpoint write hangs ends at the write limit, says that it waits and why it
+// ends without its final checkpoint (an error: exit status 1 for herd train), rather than never.
+TEST(checkpoint, a_run_whose_checkpoint_write_hangs_ends_at_the_limit_and_says_so) {
+  const auto data = synthetic(std::size_t{4} * 8 * 20);
+  temp_directory dir;
+  auto config = sync_config();
+  config.checkpoint.dir = dir.file("ckpt");
+  config.checkpoint.every_seconds = 0;
+  config.checkpoint.every_rounds = 5;
+  struct notices final : herd::actors::run_observer {
+    void on_notice(std::string_view text) override {
+      std::lock_guard<std::mutex> guard(mutex);
+      seen.emplace_back(text);
+    }
+    std::mutex mutex;
+    std::vector<std::string> seen;
+  } observer;
+  auto release = std::make_shared<std::promise<void>>();
+  auto released = release->get_future().share();
+  auto writes = std::make_shared<std::atomic<int>>(0);
+  auto options = herd::testing::quick_session_options();
+  options.observer = &observer;
+  options.on_checkpoint = [released, writes](const herd::actors::checkpoint_report&) {
+    if ((*writes)++ == 0)
+      released.wait(); // the first periodic write hangs
+  };
+  options.checkpoint_write_limit = std::chrono::milliseconds(600);
+  options.checkpoint_write_notice_every = std::chrono::milliseconds(200);
+  herd::actors::run_summary summary;
+  {
+    train_session session(config, data, options);
+    summary = session.run();
+  }
+  ASSERT_EQ(summary.stop_reason, stop_cause::epochs) << summary.error;
+  EXPECT_THAT(summary.final_checkpoint_error,
+              HasSubstr("a checkpoint's write to " + config.checkpoint.dir +
+                        " had not returned after 0.6 s"));
+  EXPECT_TRUE(summary.final_checkpoint.empty());
+  {
+    std::lock_guard<std::mutex> guard(observer.mutex);
+    EXPECT_EQ(std::count_if(observer.seen.begin(), observer.seen.end(),
+                            [](const std::string& text) {
+                              return text.rfind("waiting for a checkpoint's write to ", 0) == 0;
+                            }),
+              2); // at 0.2 and 0.4 s
+  }
+  // Let the hung write and the final one queued behind it land before the directory goes.
+  release->set_value();
+  for (int tries = 0; tries < 500 && *writes < 2; ++tries)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(*writes, 2);
 }
 
 } // namespace
