@@ -44,7 +44,9 @@ struct aggregator_setup {
   std::shared_ptr<comm::data_plane> plane;    // in one process: reads members' attached buffers
   std::shared_ptr<comm::buffer_pool> results; // buffers of the model's parameter count
   /// How long a member may take to answer a contribution request. Members answer from their
-  /// actor thread while computing, so this only fires for a member that died or hangs.
+  /// actor thread while computing, so this only fires for a member that died or hangs. In one
+  /// process it also bounds the plane's reduction of a round (its operation's deadline and the
+  /// wait for it) and, under async, the parameter server's answer to an update.
   std::chrono::milliseconds contribution_timeout{30000};
   /// Many processes: the node index of every worker, and every node's reducer by index, and the
   /// data plane's generation. Empty: all workers live in this process and `plane` reduces.
