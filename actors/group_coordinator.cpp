@@ -240,9 +240,9 @@ void coordinator_actor::on_group_done(const group_done& report) {
   outcome.is_arrival = false;
   outcome.outcome = outcome_of(report);
   outcome.outcome.at_seconds = elapsed();
-  if (!phases_.running())
+  if (!phases_.running()) {
     checkpoints_.keep(std::move(outcome)); // for the final checkpoint
-  if (phases_.running()) {
+  } else {
     begin_checkpoint_if_due(); // before the policy starts the next round: it holds this one
     hear(std::move(outcome));
     if (!report.aborted &&

@@ -355,44 +355,53 @@ private:
     if (marks)
       marks->begin(); // no round reads the buffer now: it was empty and lent to none
     compute_->post([this, self_address, gradient, step_number, marks] {
-      step_outcome outcome;
-      const auto start = clock_type::now();
-      try {
-        const auto& batch = sampler_.next();
-        load_batch(batch);
-        const kernels::ops& ops = *setup_.ops;
-        const auto samples = static_cast<std::uint32_t>(batch.size());
-        announcing_progress progress(setup_, step_number, marks,
-                                     [self_address, step_number, samples] {
-                                       caf::anon_send(caf::actor_cast<caf::actor>(self_address),
-                                                      announce_atom::value, step_number, samples);
-                                     });
-        outcome.loss = setup_.model->loss_and_gradient_with_progress(
-            ops, params_.data(), batch_x_, batch_y_, gradient, *workspace_, progress);
-        ops.synchronize(); // the gradient is complete before the actor hears of it
-        outcome.samples = static_cast<std::uint32_t>(batch.size());
-        if (setup_.probe) {
-          const std::size_t count = setup_.model->parameter_count();
-          std::vector<float> host_gradient(count);
-          ops.download(host_gradient.data(), gradient, count * sizeof(float));
-          setup_.probe->gradient_computed(setup_.index, step_number, host_gradient.data(), count);
-        }
-        if (setup_.imbalance) {
-          const double extra =
-              setup_.imbalance->extra_seconds(setup_.index, step_number, seconds_since(start));
-          delay_.wait(extra); // cut short by a stop; compute_seconds says how long it took
-        }
-        if (marks)
-          marks->end();
-      } catch (const std::exception& failure) {
-        outcome.error = failure.what();
-        if (marks) // a round reading the gradient fails instead of waiting for the rest
-          marks->abandon("worker " + std::to_string(setup_.index) + "'s step " +
-                         std::to_string(step_number) + " failed: " + outcome.error);
-      }
-      outcome.compute_seconds = seconds_since(start);
-      caf::anon_send(caf::actor_cast<caf::actor>(self_address), step_done_atom::value, outcome);
+      caf::anon_send(caf::actor_cast<caf::actor>(self_address), step_done_atom::value,
+                     compute_step(self_address, gradient, step_number, marks));
     });
+  }
+
+  // One step on the compute thread: the next batch's loss and gradient into `gradient` (its
+  // buckets marked as backward finishes them, and announced to the actor at `self_address` as
+  // backward begins), the injected delay, and a failure caught as the outcome's error.
+  step_outcome compute_step(const caf::actor_addr& self_address, float* gradient,
+                            std::uint64_t step_number, comm::gradient_marks* marks) {
+    step_outcome outcome;
+    const auto start = clock_type::now();
+    try {
+      const auto& batch = sampler_.next();
+      load_batch(batch);
+      const kernels::ops& ops = *setup_.ops;
+      const auto samples = static_cast<std::uint32_t>(batch.size());
+      announcing_progress progress(setup_, step_number, marks,
+                                   [self_address, step_number, samples] {
+                                     caf::anon_send(caf::actor_cast<caf::actor>(self_address),
+                                                    announce_atom::value, step_number, samples);
+                                   });
+      outcome.loss = setup_.model->loss_and_gradient_with_progress(
+          ops, params_.data(), batch_x_, batch_y_, gradient, *workspace_, progress);
+      ops.synchronize(); // the gradient is complete before the actor hears of it
+      outcome.samples = samples;
+      if (setup_.probe) {
+        const std::size_t count = setup_.model->parameter_count();
+        std::vector<float> host_gradient(count);
+        ops.download(host_gradient.data(), gradient, count * sizeof(float));
+        setup_.probe->gradient_computed(setup_.index, step_number, host_gradient.data(), count);
+      }
+      if (setup_.imbalance) {
+        const double extra =
+            setup_.imbalance->extra_seconds(setup_.index, step_number, seconds_since(start));
+        delay_.wait(extra); // cut short by a stop; compute_seconds says how long it took
+      }
+      if (marks)
+        marks->end();
+    } catch (const std::exception& failure) {
+      outcome.error = failure.what();
+      if (marks) // a round reading the gradient fails instead of waiting for the rest
+        marks->abandon("worker " + std::to_string(setup_.index) + "'s step " +
+                       std::to_string(step_number) + " failed: " + outcome.error);
+    }
+    outcome.compute_seconds = seconds_since(start);
+    return outcome;
   }
 
   // The batch's rows into batch_x_ (through a host staging tensor when that is on a GPU: the one
