@@ -1110,6 +1110,16 @@ TEST(checkpoint, only_the_newest_keep_files_remain_and_each_is_reported) {
             1); // no temporary file left behind
 }
 
+// The notices a run says, kept for a test to read.
+struct notice_log final : herd::actors::run_observer {
+  void on_notice(std::string_view text) override {
+    std::lock_guard<std::mutex> guard(mutex);
+    seen.emplace_back(text);
+  }
+  std::mutex mutex;
+  std::vector<std::string> seen;
+};
+
 // A run that lost a worker cannot be resumed from its end; it says so rather than leaving the
 // final checkpoint out without a word.
 TEST(checkpoint, a_run_that_lost_a_worker_says_why_it_writes_no_final_checkpoint) {
@@ -1118,14 +1128,7 @@ TEST(checkpoint, a_run_that_lost_a_worker_says_why_it_writes_no_final_checkpoint
   auto config = sync_config();
   config.checkpoint.dir = dir.file("ckpt");
   config.checkpoint.every_seconds = 0;
-  struct notices final : herd::actors::run_observer {
-    void on_notice(std::string_view text) override {
-      std::lock_guard<std::mutex> guard(mutex);
-      seen.emplace_back(text);
-    }
-    std::mutex mutex;
-    std::vector<std::string> seen;
-  } observer;
+  notice_log observer;
   herd::testing::failing_backward_ops ops(10);
   auto options = herd::testing::quick_session_options();
   options.ops = &ops;
@@ -1154,14 +1157,7 @@ TEST(checkpoint, a_run_whose_checkpoint_write_hangs_ends_at_the_limit_and_says_s
   config.checkpoint.dir = dir.file("ckpt");
   config.checkpoint.every_seconds = 0;
   config.checkpoint.every_rounds = 5;
-  struct notices final : herd::actors::run_observer {
-    void on_notice(std::string_view text) override {
-      std::lock_guard<std::mutex> guard(mutex);
-      seen.emplace_back(text);
-    }
-    std::mutex mutex;
-    std::vector<std::string> seen;
-  } observer;
+  notice_log observer;
   auto release = std::make_shared<std::promise<void>>();
   auto released = release->get_future().share();
   auto writes = std::make_shared<std::atomic<int>>(0);
