@@ -14,9 +14,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -261,7 +264,7 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
     run.config = load_for_command(command, parsed.config_file, parsed.overrides,
                                   parsed.command_overrides, &origins);
     if (!parsed.report_file.empty())
-      check_report_path(parsed.report_file, parsed.config_file);
+      check_report_path(parsed.report_file, parsed.config_file, &run.config);
     if (check) {
       auto checked = run.config; // --print-config shows the settings as they were given
       check(checked);
@@ -374,16 +377,58 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
   return {std::move(run), exit_ok};
 }
 
+namespace {
+
+// What an existing regular file at `path` holds when it is data a report must not replace: a
+// NumPy array, an IDX dataset, or a gzip-compressed file (Fashion-MNIST's downloads); else empty.
+std::string data_held_by(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) // nor opens a FIFO, which would block
+    return {};
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[6] = {};
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  const auto read = in.gcount();
+  if (read == 6 && std::memcmp(head, "\x93NUMPY", 6) == 0)
+    return "a NumPy array (.npy)";
+  // IDX: two zero bytes, the element type (0x08 unsigned bytes to 0x0E doubles), the dimensions.
+  const std::set<unsigned char> idx_types{0x08, 0x09, 0x0B, 0x0C, 0x0D, 0x0E};
+  if (read >= 4 && head[0] == 0 && head[1] == 0 && idx_types.count(head[2]) > 0 && head[3] >= 1 &&
+      head[3] <= 4)
+    return "an IDX dataset";
+  if (read >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+    return "gzip-compressed data";
+  return {};
+}
+
+} // namespace
+
 // A report that cannot be written should be known before the run, not after it; and a report
-// must never replace the run's own settings, nor a checkpoint (the one --resume, --init-from or
-// herd evaluate reads, a tab completion away).
-void check_report_path(const std::string& path, const std::string& config_file) {
+// must never replace the run's own settings, its data, nor a checkpoint (the one --resume,
+// --init-from or herd evaluate reads, a tab completion away).
+void check_report_path(const std::string& path, const std::string& config_file,
+                       const config::run_config* config) {
   if (!config_file.empty() && same_file(path, config_file))
     throw std::invalid_argument("--report " + path + " is the --config file " + config_file +
                                 ": the report would replace it; name another file");
+  if (config != nullptr) {
+    const auto& data = config->data;
+    for (const auto& [key, file] : {std::pair{"data.train-features", data.train_features},
+                                    std::pair{"data.train-labels", data.train_labels},
+                                    std::pair{"data.test-features", data.test_features},
+                                    std::pair{"data.test-labels", data.test_labels},
+                                    std::pair{"data.validation-features", data.validation_features},
+                                    std::pair{"data.validation-labels", data.validation_labels}})
+      if (!file.empty() && same_file(path, file))
+        throw std::invalid_argument("--report " + path + " is the run's " + key + " file " + file +
+                                    ": the report would replace it; name another file");
+  }
   if (checkpoint::is_checkpoint_file(path))
     throw std::invalid_argument("--report " + path +
                                 " is a checkpoint: the report would replace it; name another file");
+  if (const auto held = data_held_by(path); !held.empty())
+    throw std::invalid_argument("--report " + path + " holds " + held +
+                                ": the report would replace it; name another file");
   try {
     check_writable(path);
   } catch (const std::runtime_error& failure) {

@@ -82,8 +82,11 @@ run_preparation prepare_run(const std::string& command, const run_arguments& par
 
 /// Throws std::invalid_argument naming the path when a report could not be written there (no
 /// such directory, none that takes new files, an existing target that is not a regular file), or
-/// when it names the file `config_file` (the --config file; empty: none), which it would replace.
-void check_report_path(const std::string& path, const std::string& config_file);
+/// when it would replace what the run reads: the file `config_file` (the --config file; empty:
+/// none), one of `config`'s data files (null: none named), a checkpoint, or any data file (a
+/// NumPy array, an IDX dataset, gzip-compressed data).
+void check_report_path(const std::string& path, const std::string& config_file,
+                       const config::run_config* config = nullptr);
 
 /// Serves `registry` on metrics.bind:metrics.port; null when metrics.port is 0. Throws
 /// std::invalid_argument naming the key and the address when the port cannot be opened.

@@ -1279,6 +1279,38 @@ TEST_F(herd_cli, a_model_that_does_not_fit_the_data_or_an_unknown_preset_exits_2
       HasSubstr("sequential 1x28x28: flatten, dense 16, relu, dense 10 (12730 parameters)"));
 }
 
+// --report over the run's own training data replaced it with JSON, and the next run failed on
+// "bad magic": a report never replaces a data file the run names, nor any file that holds data.
+TEST_F(herd_cli, a_report_never_replaces_the_runs_data_nor_any_data_file) {
+  const auto write_bytes = [this](const std::string& name, const std::string& bytes) {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+    return path(name);
+  };
+  const auto features = write_bytes("x.npy", std::string("\x93NUMPY\x01\x00", 8) + "rest");
+  const auto idx = write_bytes("images-idx3-ubyte", std::string("\x00\x00\x08\x03", 4) + "rest");
+  const auto gzipped = write_bytes("labels.gz", std::string("\x1f\x8b\x08", 3) + "rest");
+  auto named = herd({"train", "--data.dataset=npy", "--data.train-features=" + features,
+                     "--data.train-labels=y.npy", "--data.test-features=tx.npy",
+                     "--data.test-labels=ty.npy", "--report", features});
+  EXPECT_EQ(named.exit_code, 2) << named.output;
+  EXPECT_THAT(named.output, HasSubstr("--report " + features +
+                                      " is the run's data.train-features "
+                                      "file " +
+                                      features + ": the report would replace it"));
+  const std::vector<std::pair<std::string, std::string>> held{
+      {features, "holds a NumPy array (.npy)"},
+      {idx, "holds an IDX dataset"},
+      {gzipped, "holds gzip-compressed data"}};
+  for (const auto& [file, what] : held) {
+    auto over = herd({"train", "--data.dataset=synthetic", "--report", file});
+    EXPECT_EQ(over.exit_code, 2) << over.output;
+    EXPECT_THAT(over.output, HasSubstr("--report " + file + " " + what +
+                                       ": the report would replace it; name another file"));
+  }
+  EXPECT_EQ(herd::testing::read_file(features), std::string("\x93NUMPY\x01\x00", 8) + "rest");
+  EXPECT_EQ(herd::testing::read_file(idx), std::string("\x00\x00\x08\x03", 4) + "rest");
+}
+
 TEST_F(herd_cli, a_diverging_run_stops_with_an_error_and_exit_1) {
   const auto report_path = path("diverged.json");
   auto result = herd({"train", "--data.dataset=synthetic", "--train.lr=1000", "--train.epochs=50",
