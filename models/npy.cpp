@@ -243,6 +243,12 @@ npy_samples read_samples(const checked_file& features) {
 
   float* destination = result.values.data();
   const npy_dtype dtype = features.header.dtype;
+  // "value nan at sample 5, position 3 (flat index 43)": a flat index into 60000 x 784 values
+  // means nothing to whoever has to find the value.
+  const auto value_at = [width](const std::string& value, std::uint64_t flat) {
+    return "value " + value + " at sample " + std::to_string(flat / width) + ", position " +
+           std::to_string(flat % width) + " (flat index " + std::to_string(flat) + ")";
+  };
   stream_values(
       features.path, features.header,
       [&](const npy_file& file, const unsigned char* bytes, std::uint64_t first, std::size_t n) {
@@ -263,16 +269,14 @@ npy_samples read_samples(const checked_file& features) {
                                            ? load_little_endian<std::int32_t>(bytes + 4 * i)
                                            : load_little_endian<std::int64_t>(bytes + 8 * i);
             if (whole > float_exact_integer || whole < -float_exact_integer)
-              file.fail("value " + std::to_string(whole) + " at flat index " +
-                        std::to_string(first + i) +
+              file.fail(value_at(std::to_string(whole), first + i) +
                         " is beyond 16777216 (2^24), past which a float32 does not hold whole "
                         "numbers exactly");
             value = static_cast<float>(whole);
           }
           }
           if (!std::isfinite(value))
-            file.fail("value " + std::to_string(value) + " at flat index " +
-                      std::to_string(first + i) +
+            file.fail(value_at(std::to_string(value), first + i) +
                       " is not finite as a float32 (features must be finite numbers)");
           destination[first + i] = value;
         }

@@ -187,7 +187,7 @@ TEST_F(npy_test, integer_features_load_as_whole_floats_within_2_to_the_24) {
   write_npy<std::int64_t>(files.train_features, "<i8", {4, 6}, beyond);
   EXPECT_THAT(load_error(files),
               AllOf(HasSubstr(files.train_features),
-                    HasSubstr("value -16777217 at flat index 13 is beyond 16777216")));
+                    HasSubstr("value -16777217 at sample 2, position 1 (flat index 13) is beyond 16777216")));
 }
 
 TEST_F(npy_test, refuses_a_wrong_dtype_naming_the_file) {
@@ -320,7 +320,7 @@ TEST_F(npy_test, refuses_negative_or_huge_labels_and_non_finite_features) {
   std::vector<double> values(24, 0.5);
   values[7] = 1e300; // finite as float64, not as float32
   write_npy<double>(files.train_features, "<f8", {4, 6}, values);
-  EXPECT_THAT(load_error(files), AllOf(HasSubstr(files.train_features), HasSubstr("flat index 7"),
+  EXPECT_THAT(load_error(files), AllOf(HasSubstr(files.train_features), HasSubstr("at sample 1, position 1 (flat index 7)"),
                                        HasSubstr("finite")));
 }
 
