@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -99,15 +100,34 @@ std::string bucket_note(const config::run_config& config) {
   return {};
 }
 
+// Each key's value as to_ini() writes it, by "section.key".
+std::map<std::string, std::string> ini_values(const config::run_config& config) {
+  std::map<std::string, std::string> values;
+  std::istringstream lines(config::to_ini(config));
+  std::string section;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.front() == '[')
+      section = line.substr(1, line.find(']') - 1);
+    else if (const auto equals = line.find(" = "); equals != std::string::npos)
+      values[section + "." + line.substr(0, equals)] = line.substr(equals + 3);
+  }
+  return values;
+}
+
 // Settings given (in the file or on the command line) that another setting leaves unused: said,
 // not refused, as comm.bucket-mb is (one file may serve several runs; config/quickstart.ini sets
-// train.eval-every, and the docs add train.eval-every-epochs to it).
+// train.eval-every, and the docs add train.eval-every-epochs to it). Not those given at their
+// defaults: a file that writes every key (a report's config, --print-config's) says nothing.
 std::vector<std::string> unused_settings_notes(const config::run_config& config,
                                                const config::value_origins& origins) {
   std::vector<std::string> notes;
-  const auto given = [&origins](const std::string& key) {
+  const auto values = ini_values(config);
+  const auto defaults = ini_values(config::run_config{});
+  const auto given = [&](const std::string& key) {
     const auto found = origins.find(key);
-    return found == origins.end() ? std::string() : " (" + found->second + ")";
+    if (found == origins.end() || values.at(key) == defaults.at(key))
+      return std::string();
+    return " (" + found->second + ")";
   };
   const auto& train = config.train;
   if (const auto where = given("train.eval-every"); !where.empty() && train.eval_every_epochs > 0)

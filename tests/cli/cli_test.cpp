@@ -1539,6 +1539,16 @@ TEST_F(herd_cli, settings_another_one_leaves_unused_are_named_at_the_start) {
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_THAT(plain.output, Not(HasSubstr("is not used")));
   EXPECT_THAT(plain.output, HasSubstr("herd train: validation: 600 samples held out"));
+  // Nor when a file writes every key at its default, as a report's config and --print-config do.
+  const auto printed = herd({"train", "--print-config"});
+  ASSERT_EQ(printed.exit_code, 0) << printed.output;
+  const auto every_key = path("every-key.ini");
+  std::ofstream(every_key) << printed.output;
+  const auto read_back =
+      herd({"train", "--config", every_key, "--data.dataset=synthetic", "--model.hidden=[8]",
+            "--train.workers=2", "--train.epochs=1"});
+  ASSERT_EQ(read_back.exit_code, 0) << read_back.output;
+  EXPECT_THAT(read_back.output, Not(HasSubstr("is not used")));
 }
 
 TEST_F(herd_cli, a_report_path_under_proc_is_refused_before_training) {
