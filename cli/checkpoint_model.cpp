@@ -148,8 +148,8 @@ std::string unscaled_problem(const models::tensor& values, const models::normali
     return {};
   text << "values up to " << *largest
        << ", but the model takes values scaled to [0, 1] (byte / 255), as its training data "
-          "were: give raw bytes as uint8 (herd scales them), or floats divided by 255, not "
-          "normalised (herd does that)";
+          "were: give raw bytes as uint8 (herd scales them), or floats divided by 255"
+       << (norm.identity() ? "" : ", not normalised (herd does that)");
   return text.str();
 }
 

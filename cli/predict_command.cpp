@@ -149,7 +149,8 @@ int run_predict(const std::vector<std::string>& args) {
   const auto values =
       models::predict(*loaded->model, loaded->parameters, inputs.data(), inputs.rows());
   std::copy(values.begin(), values.end(), probs.data());
-  std::cerr << "herd predict: " << inputs.rows() << " samples of " << parsed.input << " through "
+  std::cerr << "herd predict: " << inputs.rows()
+            << (inputs.rows() == 1 ? " sample of " : " samples of ") << parsed.input << " through "
             << loaded->file << ", " << loaded->parameters_origin << '\n';
   if (parsed.output.empty()) {
     std::cout << csv(probs, loaded->class_names);

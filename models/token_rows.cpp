@@ -42,7 +42,7 @@ void check_token_rows(const tensor& rows, std::size_t vocabulary, const std::str
         throw data_error(place(source, r, t) + text.str() +
                          " is not a token id: " + id_rule(vocabulary) +
                          (scaled_byte ? " (if the file is uint8: its values were scaled to "
-                                        "[0, 1] as pixels; save token ids as float32)"
+                                        "[0, 1] as pixels; save token ids as int32 or int64)"
                                       : ""));
       }
       if (length != t)

@@ -108,7 +108,7 @@ TEST(model_config, token_rows_are_checked_before_the_run_naming_the_file_sample_
             "tokens.npy: sample 0, position 1: 3.5 is not a token id: token ids are "
             "whole numbers from 0 to 9 (the model's embedding knows 10)"},
            {9, 10.0f, "tokens.npy: sample 2, position 1: 10 is not a token id"},
-           {1, 0.2f, "save token ids as float32"},
+           {1, 0.2f, "save token ids as int32 or int64"},
            {6, 4.0f, "tokens.npy: sample 1, position 2: a token after the padding"},
            {4, -1.0f, "tokens.npy: sample 1 has no tokens"}}) {
     auto bad = rows;
