@@ -91,19 +91,15 @@ bool checkpoint_taker::flush(const std::function<void(double)>& waiting) {
   if (!writer_)
     return true;
   const auto say_every = writer_->options().write_notice_every;
-  const auto limit = write_hung_ ? std::chrono::milliseconds(0) : writer_->options().write_limit;
+  const auto limit = write_hung() ? std::chrono::milliseconds(0) : writer_->options().write_limit;
   auto waited = std::chrono::milliseconds(0);
   for (;;) {
     const auto slice = std::min<std::chrono::milliseconds>(say_every, limit - waited);
-    if (writer_->flush(slice)) {
-      write_hung_ = false;
+    if (writer_->flush(slice))
       return true;
-    }
     waited += slice;
-    if (waited >= limit) {
-      write_hung_ = true;
+    if (waited >= limit)
       return false;
-    }
     if (waiting)
       waiting(std::chrono::duration<double>(waited).count());
   }

@@ -110,8 +110,8 @@ public:
   /// given, hears the seconds waited every options().write_notice_every meanwhile. False when the
   /// limit passed first.
   bool flush(const std::function<void(double)>& waiting = {});
-  /// A flush() gave up on a write that had not returned, and it has not returned since.
-  bool write_hung() const { return write_hung_; }
+  /// A flush() gave up on a write that had not returned, and no flush has seen it return since.
+  bool write_hung() const { return writer_ && writer_->gave_up(); }
   /// Reports of the checkpoints written since the last call.
   std::vector<checkpoint_report> reports();
   /// The file of the newest periodic checkpoint when it holds the run as it is now (the same
@@ -146,7 +146,6 @@ private:
   std::vector<checkpoint_report> taken_;
   std::string last_name_; // the last next_name()
   bool waited_for_write_ = false;
-  bool write_hung_ = false;
   bool interval_passed(double elapsed, std::uint64_t rounds) const;
   std::vector<checkpoint_report> take_from_writer();
 };

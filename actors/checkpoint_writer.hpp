@@ -99,6 +99,8 @@ public:
   /// Waits until every queued checkpoint is written, at most `limit`: false when one was still
   /// queued or being written then.
   bool flush(std::chrono::milliseconds limit);
+  /// The last flush() ended at its limit.
+  bool gave_up() const { return gave_up_; }
   /// Whether nothing is queued or being written now.
   bool idle() const;
 
@@ -111,7 +113,7 @@ private:
   struct shared_state;
 
   std::shared_ptr<shared_state> shared_;
-  bool gave_up_ = false; // the last flush() ended at its limit
+  bool gave_up_ = false;
   std::thread thread_; // last: started once everything above exists
 };
 

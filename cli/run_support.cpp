@@ -125,7 +125,10 @@ std::vector<std::string> unused_settings_notes(const config::run_config& config,
   const auto defaults = ini_values(config::run_config{});
   const auto given = [&](const std::string& key) {
     const auto found = origins.find(key);
-    if (found == origins.end() || values.at(key) == defaults.at(key))
+    const auto value = values.find(key);
+    const auto by_default = defaults.find(key);
+    if (found == origins.end() || (value != values.end() && by_default != defaults.end() &&
+                                   value->second == by_default->second))
       return std::string();
     return " (" + found->second + ")";
   };
