@@ -15,7 +15,11 @@
 #include <caf/io/all.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <future>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "cluster/control_gate.hpp"
 #include "cluster/node_departure.hpp"
@@ -131,7 +135,12 @@ public:
     outcome_.workers = options.workers;
     self_->monitor(registry_);
   }
-  ~joined_node() { refusals_->close(); }
+  // A plane's rendezvous left to its own thread (connect_beside()) lets go of this system here.
+  ~joined_node() {
+    refusals_->close();
+    if (store_)
+      store_->close();
+  }
   joined_node(const joined_node&) = delete;
   joined_node& operator=(const joined_node&) = delete;
 
@@ -282,8 +291,11 @@ private:
             : std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
                   deadline_ - clock_type::now(), clock_type::duration(std::chrono::seconds(5))));
     try {
-      parts_.plane =
-          plane_of(welcome_.generation, welcome_.plane_nodes, welcome_.data_key, timeout);
+      auto connected = connect_beside(
+          plane_maker(welcome_.generation, welcome_.plane_nodes, welcome_.data_key, timeout));
+      if (!connected)
+        return false; // said why
+      parts_.plane = std::move(*connected);
     } catch (const std::exception& bad) {
       if (leaving(options_)) // a stop signal ended the rendezvous
         return failed("interrupted while the data plane connected");
@@ -306,6 +318,65 @@ private:
     return true;
   }
 
+  using plane_maker_type = std::function<std::shared_ptr<comm::data_plane>()>;
+
+  // Runs `make` (a rendezvous and Gloo's connects, which nothing can interrupt and which a
+  // firewall between the nodes holds for minutes) on a thread of its own, and waits for it here,
+  // where a stop signal, the coordinator's loss or its stop ends the wait at once: the thread is
+  // then left to end by itself (everything it uses is its own). Says every minute that it waits.
+  // The plane, or nothing where the wait ended otherwise (said why); throws what `make` threw.
+  std::optional<std::shared_ptr<comm::data_plane>> connect_beside(plane_maker_type make) {
+    using plane_promise = std::promise<std::shared_ptr<comm::data_plane>>;
+    auto made = std::make_shared<plane_promise>();
+    auto plane = made->get_future();
+    std::thread([make = std::move(make), made] {
+      try {
+        made->set_value(make());
+      } catch (...) {
+        made->set_exception(std::current_exception());
+      }
+    }).detach();
+    const auto started = clock_type::now();
+    auto next_word = started + std::chrono::seconds(15);
+    while (plane.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+      std::optional<std::string> stopped;
+      std::optional<std::string> gone;
+      self_->receive([&](run_stopped_atom, std::string& text) { stopped = std::move(text); },
+                     [&](caf::down_msg& down) { gone = system_.render(down.reason); },
+                     caf::after(std::chrono::milliseconds(100)) >> [] {});
+      if (leaving(options_)) {
+        failed("interrupted while the data plane connected");
+        return std::nullopt;
+      }
+      if (stopped) { // the run's end, not this node's failure
+        notify(options_, never_started(*stopped));
+        outcome_.ok = true;
+        return std::nullopt;
+      }
+      if (gone) {
+        if (auto why = store_ ? store_->refusal() : std::nullopt) { // it ended the run first
+          failed("the data plane did not connect, because " + *why);
+          return std::nullopt;
+        }
+        // As when it goes mid-run: the node may join again.
+        failed("lost the coordinator while the data plane connected: " + *gone);
+        outcome_.lost_coordinator = true;
+        return std::nullopt;
+      }
+      if (const auto now = clock_type::now(); now >= next_word) {
+        next_word = now + std::chrono::minutes(1);
+        notify(options_,
+               "the data plane has not connected after " +
+                   std::to_string(
+                       std::chrono::duration_cast<std::chrono::seconds>(now - started).count()) +
+                   " s: the nodes dial each other on ports the kernel picks (32768-60999 on "
+                   "Debian), which a firewall or security group that admits only the "
+                   "coordinator's port blocks; admit all TCP between the cluster's addresses");
+      }
+    }
+    return plane.get();
+  }
+
   // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
   // coordinator's rendezvous, its messages sealed with `key` (from the coordinator; "" = in the
   // clear). Generation 0 is the plane the cluster formed with; every node joining the running job
@@ -314,6 +385,14 @@ private:
                                              const std::vector<std::int32_t>& plane_nodes,
                                              const std::string& key,
                                              std::chrono::milliseconds timeout) {
+    return plane_maker(generation, plane_nodes, key, timeout)();
+  }
+
+  // What plane_of() connects, made ready here and run by the caller: it holds copies of what it
+  // needs, not this object.
+  plane_maker_type plane_maker(std::uint32_t generation,
+                               const std::vector<std::int32_t>& plane_nodes, const std::string& key,
+                               std::chrono::milliseconds timeout) {
     auto found = std::find(plane_nodes.begin(), plane_nodes.end(), welcome_.node);
     if (found == plane_nodes.end())
       throw comm::comm_error(comm::outcome::invalid_argument,
@@ -322,7 +401,9 @@ private:
     const int rank = static_cast<int>(found - plane_nodes.begin());
     const int size = static_cast<int>(plane_nodes.size());
     if (options_.make_plane)
-      return options_.make_plane(generation, rank, size);
+      return [make = options_.make_plane, generation, rank, size] {
+        return make(generation, rank, size);
+      };
     auto plane_options = node_plane_options(config_, hello_.data_host,
                                             plane_prefix(welcome_.job, generation), timeout, key);
     // The run's options, not this object: the plane outlives it (hosted::stop ends it).
@@ -339,7 +420,9 @@ private:
       options_.adjust_plane(generation, plane_options);
     store_ = std::make_shared<registry_store>(system_, registry_,
                                               [&options = options_] { return leaving(options); });
-    return comm::make_gloo_plane(rank, size, store_, plane_options);
+    return [rank, size, store = store_, plane_options] {
+      return comm::make_gloo_plane(rank, size, store, plane_options);
+    };
   }
 
   // The workers and the node reducer; the registry hears that the node is ready.

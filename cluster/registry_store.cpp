@@ -15,7 +15,44 @@ using actors::store_get_atom;
 using actors::store_peek_atom;
 using actors::store_set_atom;
 
+class registry_store::call_guard {
+public:
+  call_guard(registry_store& store, const std::string& key) : store_(store) {
+    const std::lock_guard<std::mutex> lock(store_.mutex_);
+    if (store_.closed_)
+      throw comm::comm_error(comm::outcome::failed,
+                             "rendezvous key " + key + ": this node stopped using the rendezvous");
+    ++store_.calls_;
+  }
+  ~call_guard() {
+    // A call's scoped actor leaves this thread holding the system's logger (CAF keeps it in a
+    // thread-local), and the system's destructor waits for the logger to go: a rendezvous thread
+    // left in Gloo's connect would hold the node's end forever.
+    caf::logger::set_current_actor_system(nullptr);
+    {
+      const std::lock_guard<std::mutex> lock(store_.mutex_);
+      --store_.calls_;
+    }
+    store_.calls_ended_.notify_all();
+  }
+  call_guard(const call_guard&) = delete;
+  call_guard& operator=(const call_guard&) = delete;
+
+private:
+  registry_store& store_;
+};
+
+bool registry_store::close(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  closed_ = true;
+  if (!calls_ended_.wait_for(lock, wait, [this] { return calls_ == 0; }))
+    return false;
+  registry_ = nullptr;
+  return true;
+}
+
 void registry_store::set(const std::string& key, const std::vector<char>& value) {
+  const call_guard counted(*this, key);
   caf::scoped_actor self{system_};
   self->send(registry_, store_set_atom::value, key, actors::wire_bytes{value});
 }
@@ -24,6 +61,7 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
   // A plain send, not a request, and a monitor: the answer comes as a message, and so does the
   // coordinator's loss and a stop signal, at once. A request's receive waited out its whole
   // timeout (cluster.join-timeout-s) for a coordinator that was gone.
+  const call_guard counted(*this, key);
   caf::scoped_actor self{system_};
   self->monitor(registry_);
   self->send(registry_, store_get_atom::value, key);
@@ -74,6 +112,7 @@ std::optional<std::string> registry_store::refusal() const {
 }
 
 std::optional<std::vector<char>> registry_store::peek(const std::string& key) {
+  const call_guard counted(*this, key);
   caf::scoped_actor self{system_};
   std::optional<std::vector<char>> value;
   std::string failure;

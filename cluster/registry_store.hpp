@@ -6,6 +6,8 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -36,12 +38,24 @@ public:
   /// it said so: the cause of a failed rendezvous, which Gloo's account of it puts last.
   std::optional<std::string> refusal() const;
 
+  /// Ends this store's use of the actor system: waits (up to `wait`) for the calls under way,
+  /// which a stop signal or the coordinator's answer ends at once, then lets go of the registry;
+  /// later calls throw comm::comm_error (outcome::failed). For a rendezvous left to a thread of
+  /// its own that may outlive the system. False where a call was still under way after `wait`.
+  bool close(std::chrono::milliseconds wait = std::chrono::seconds(5));
+
 private:
+  // Counts a call for close(); throws where the store is closed.
+  class call_guard;
+
   caf::actor_system& system_;
   caf::actor registry_;
   std::function<bool()> stopping_;
   mutable std::mutex mutex_; // Gloo may read keys from more than one thread
   std::optional<std::string> refusal_;
+  std::condition_variable calls_ended_;
+  int calls_ = 0;
+  bool closed_ = false;
 };
 
 } // namespace herd::cluster

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <map>
@@ -829,6 +830,65 @@ TEST(cluster_runs, nodes_connecting_when_their_coordinator_is_stopped_end_cleanl
           << count << " node(s)";
     }
   }
+}
+
+// Nodes whose data plane cannot connect (a firewall between them): a stop signal did nothing
+// until the connect gave up, minutes later, and a node whose coordinator was gone waited out the
+// rest of its join timeout in silence. The wait is now the node's own: a stop signal ends it at
+// once, and so does the coordinator's loss.
+TEST(cluster_runs, a_node_whose_data_plane_hangs_ends_at_once_on_a_stop_or_its_coordinators_loss) {
+  auto j = make_endless_job("sync", 2);
+  j.config.cluster.min_nodes = 2;
+  auto options = on_loopback();
+  auto session = std::make_unique<cluster_session>(j.config, j.data, options);
+  // Planes that never connect, until the test lets them go (they then fail).
+  auto release = std::make_shared<std::promise<void>>();
+  auto released = release->get_future().share();
+  auto connecting = std::make_shared<std::atomic<int>>(0);
+  const auto hanging_plane =
+      [released, connecting](std::uint32_t, int, int) -> std::shared_ptr<herd::comm::data_plane> {
+    ++*connecting;
+    released.wait();
+    throw std::runtime_error("released by the test");
+  };
+  std::atomic<bool> leave{false};
+  auto stopped_node = node_for(j, session->port(), 1, nullptr);
+  stopped_node.make_plane = hanging_plane;
+  stopped_node.leave = &leave;
+  auto other_node = node_for(j, session->port(), 1, nullptr);
+  other_node.make_plane = hanging_plane;
+  other_node.cluster.rejoin_s = 0;
+  std::promise<node_outcome> stopped_outcome;
+  std::promise<node_outcome> other_outcome;
+  auto stopped_ended = stopped_outcome.get_future();
+  auto other_ended = other_outcome.get_future();
+  std::thread first([&] { stopped_outcome.set_value(herd::cluster::run_node(stopped_node)); });
+  std::thread second([&] { other_outcome.set_value(herd::cluster::run_node(other_node)); });
+  ASSERT_TRUE(eventually([&] { return connecting->load() == 2; }, std::chrono::seconds(60)));
+  leave = true; // one stop signal
+  const bool stopped_in_time =
+      stopped_ended.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  EXPECT_TRUE(stopped_in_time) << "a stop signal did not end the data plane's wait";
+  if (stopped_in_time) {
+    const auto outcome = stopped_ended.get();
+    EXPECT_FALSE(outcome.ok);
+    EXPECT_THAT(outcome.error, testing::HasSubstr("interrupted while the data plane connected"));
+  }
+  // The coordinator's run ends without the node that left; then the coordinator goes.
+  EXPECT_TRUE(session->wait_for(std::chrono::seconds(30)).has_value());
+  session.reset();
+  const bool other_in_time =
+      other_ended.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  EXPECT_TRUE(other_in_time) << "the coordinator's loss did not end the data plane's wait";
+  if (other_in_time) {
+    const auto outcome = other_ended.get();
+    EXPECT_FALSE(outcome.ok);
+    EXPECT_THAT(outcome.error,
+                testing::HasSubstr("lost the coordinator while the data plane connected"));
+  }
+  release->set_value(); // the planes' threads end; so do the nodes of a run that failed this test
+  first.join();
+  second.join();
 }
 
 // A node of two workers leaves a sync run: both its workers leave the rounds before its data

@@ -128,4 +128,55 @@ TEST_F(registry_store_test, a_stop_signal_ends_the_read) {
   EXPECT_EQ(read.get(), outcome::failed);
 }
 
+// A rendezvous left to a thread of its own may outlive the node's actor system: close() waits for
+// the read under way (a stop signal ends it), lets go of the registry, and every later call is
+// refused instead of reaching a system that may be gone.
+TEST_F(registry_store_test, a_closed_store_waits_for_the_read_under_way_and_refuses_later_calls) {
+  std::atomic<bool> stop{false};
+  herd::cluster::registry_store store(system, registry, [&stop] { return stop.load(); });
+  auto read = std::async(std::launch::async, [&] { return outcome_of(store, 60s); });
+  std::this_thread::sleep_for(200ms); // the read waits
+  EXPECT_FALSE(store.close(300ms)) << "closed while a read was under way";
+  stop = true;
+  EXPECT_TRUE(store.close());
+  EXPECT_EQ(read.wait_for(0s), std::future_status::ready) << "close() returned before the read";
+  EXPECT_EQ(read.get(), outcome::failed);
+  std::string message;
+  EXPECT_EQ(outcome_of(store, 5s, &message, "set"), outcome::failed);
+  EXPECT_NE(message.find("this node stopped using the rendezvous"), std::string::npos) << message;
+  EXPECT_THROW(store.set("key", {'x'}), comm_error);
+}
+
+// A rendezvous thread left in Gloo's connect after its reads: CAF keeps the system's logger in a
+// thread-local of each thread that made a scoped actor, and the system's destructor waits for the
+// logger, so a node whose data plane hung never ended after a stop signal. The store's calls leave
+// nothing of the system on their thread.
+TEST(registry_store_alone, a_thread_that_read_keys_and_lives_on_does_not_hold_the_systems_end) {
+  std::promise<void> read;
+  std::promise<void> let_go;
+  auto released = let_go.get_future().share();
+  std::thread connecting;
+  // The system is made, used and destroyed on a thread of its own (CAF clears the destroying
+  // thread's reference, not another's), which must end while the reading thread lives on.
+  auto node = std::async(std::launch::async, [&] {
+    caf::actor_system system{herd::testing::herd_system_config()};
+    auto waiting = std::make_shared<std::vector<caf::response_promise>>();
+    auto registry = system.spawn(waiting_registry, waiting);
+    auto store = std::make_shared<herd::cluster::registry_store>(system, registry);
+    connecting = std::thread([store, &read, released] {
+      EXPECT_EQ(store->get("set", 5s), (bytes{'o', 'k'}));
+      read.set_value();
+      released.wait(); // as a thread in Gloo's connect, alive after its last read
+    });
+    read.get_future().wait();
+    EXPECT_TRUE(store->close());
+    caf::anon_send_exit(registry, caf::exit_reason::kill);
+  });
+  const bool in_time = node.wait_for(30s) == std::future_status::ready;
+  EXPECT_TRUE(in_time) << "the actor system's end waited for the reading thread";
+  let_go.set_value();
+  node.wait();
+  connecting.join();
+}
+
 } // namespace
