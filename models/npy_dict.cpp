@@ -156,9 +156,14 @@ private:
     if (!descr.empty() && descr[0] == '>')
       fail("big-endian dtype '" + descr + "'; save it little-endian, e.g. a.astype('<" +
            descr.substr(1) + "')");
+    // Text (NumPy's unicode, bytes and object arrays): class names or words, not numbers yet.
+    const bool text = descr.size() > 1 && (descr[1] == 'U' || descr[1] == 'S' || descr[1] == 'O');
     fail("unsupported dtype '" + descr +
          "' (supported: features '<f4' float32, '<f8' float64, '<i4' int32, '<i8' int64 or "
-         "'|u1' uint8; labels '<i4' int32, '<i8' int64 or '|u1' uint8)");
+         "'|u1' uint8; labels '<i4' int32, '<i8' int64 or '|u1' uint8)" +
+         (text ? std::string("; these are text: number the class names (or tokens) first, e.g. "
+                             "np.unique(y, return_inverse=True)[1] for labels 0..C-1")
+               : std::string()));
   }
 
   const std::string& path_;

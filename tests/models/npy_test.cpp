@@ -206,6 +206,12 @@ TEST_F(npy_test, refuses_a_wrong_dtype_naming_the_file) {
                               "'|u1' uint8; labels")));
   write_npy<float>(files.train_labels, ">f4", {4}, {0, 1, 2, 1});
   EXPECT_THAT(load_error(files), AllOf(HasSubstr(files.train_labels), HasSubstr("big-endian")));
+  // Class names saved as strings: how to number them.
+  write_npy<std::uint32_t>(files.train_labels, "<U1", {4}, {'a', 'b', 'a', 'c'});
+  EXPECT_THAT(load_error(files),
+              AllOf(HasSubstr("unsupported dtype '<U1'"),
+                    HasSubstr("these are text: number the class names (or tokens) first, e.g. "
+                              "np.unique(y, return_inverse=True)[1]")));
 }
 
 TEST_F(npy_test, refuses_a_wrong_rank_naming_the_file) {
