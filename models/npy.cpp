@@ -90,7 +90,8 @@ npy_header read_header(npy_file& file) {
   npy_header header;
   header.file_bytes = file.bytes();
   if (file.bytes() == 0)
-    file.fail("empty file (a .npy file starts with the magic \\x93NUMPY)");
+    file.fail("empty file: its size is 0 bytes (files under /proc and /sys say 0 whatever they "
+              "hold; a .npy file starts with the magic \\x93NUMPY)");
   std::array<unsigned char, 8> start{};
   if (file.bytes() < start.size())
     file.fail("truncated: " + std::to_string(file.bytes()) +
