@@ -366,12 +366,8 @@ private:
       if (const auto now = clock_type::now(); now >= next_word) {
         next_word = now + std::chrono::minutes(1);
         notify(options_,
-               "the data plane has not connected after " +
-                   std::to_string(
-                       std::chrono::duration_cast<std::chrono::seconds>(now - started).count()) +
-                   " s: the nodes dial each other on ports the kernel picks (32768-60999 on "
-                   "Debian), which a firewall or security group that admits only the "
-                   "coordinator's port blocks; admit all TCP between the cluster's addresses");
+               plane_waiting_text(
+                   std::chrono::duration_cast<std::chrono::seconds>(now - started).count()));
       }
     }
     return plane.get();

@@ -47,4 +47,11 @@ std::string plane_connected_text(const config::run_config& config, const std::st
   return text + ")";
 }
 
+std::string plane_waiting_text(long long seconds) {
+  return "the data plane has not connected after " + std::to_string(seconds) +
+         " s: the nodes dial each other on ports the kernel picks (32768-60999 on Debian), which "
+         "a firewall or security group that admits only the coordinator's port blocks; admit "
+         "all TCP between the cluster's addresses";
+}
+
 } // namespace herd::cluster

@@ -29,4 +29,8 @@ comm::gloo_plane_options node_plane_options(const config::run_config& config,
 std::string plane_connected_text(const config::run_config& config, const std::string& hostname,
                                  std::size_t nodes, bool sealed);
 
+/// What a node and its coordinator say while a data plane has not connected after `seconds`: the
+/// nodes dial each other on ports the kernel picks, which a firewall may block, and what to admit.
+std::string plane_waiting_text(long long seconds);
+
 } // namespace herd::cluster

@@ -1,5 +1,6 @@
 // The registry actor; see registry.hpp.
 #include "cluster/end_of_run_waits.hpp"
+#include "cluster/node_plane.hpp"
 #include "cluster/registry_actor.hpp"
 
 namespace herd::cluster {
@@ -261,6 +262,30 @@ void registry_actor::form_cluster() {
     welcome(index, false);
   notice("cluster formed: " + count_of(static_cast<int>(nodes_.size()), "node") + ", " +
          count_of(workers, "worker") + "; connecting the data plane");
+  constexpr std::int32_t first_word_s = 15;
+  delayed_send(this, std::chrono::seconds(first_word_s), plane_wait_atom::value, first_word_s);
+}
+
+void registry_actor::on_plane_wait(std::int32_t seconds) {
+  if (over_ || phase_ != registry_phase::connecting)
+    return;
+  std::string waiting_for;
+  std::size_t ready = 0;
+  std::size_t live = 0;
+  for (std::size_t index = 0; index < nodes_.size(); ++index) {
+    if (!nodes_[index].live || nodes_[index].departed)
+      continue;
+    ++live;
+    if (nodes_[index].ready)
+      ++ready;
+    else
+      waiting_for += (waiting_for.empty() ? "" : ", ") + label(index);
+  }
+  notice(plane_waiting_text(seconds) + " (" + std::to_string(ready) + " of " +
+         std::to_string(live) + " nodes connected; waiting for " + waiting_for + ")");
+  constexpr std::int32_t word_every_s = 60;
+  delayed_send(this, std::chrono::seconds(word_every_s), plane_wait_atom::value,
+               seconds + word_every_s);
 }
 
 void registry_actor::spawn_coordinator() {

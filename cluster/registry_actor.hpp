@@ -84,10 +84,14 @@ public:
           on_join_done(node, result);
         },
         [this](const plane_refusal& refusal) { on_refusal(refusal); },
+        [this](plane_wait_atom, std::int32_t seconds) { on_plane_wait(seconds); },
     };
   }
 
 private:
+  // (plane_wait_atom, seconds), to itself: the cluster formed `seconds` ago, its data plane may
+  // still be connecting.
+  using plane_wait_atom = caf::atom_constant<caf::atom("planewait")>;
   struct node_entry {
     node_hello hello;
     caf::response_promise welcome;
@@ -111,6 +115,9 @@ private:
 
   caf::result<node_welcome> on_hello(const node_hello& hello);
   void on_ready(const node_ready& ready);
+  // Says which nodes have not connected the data plane yet, and why that may be; again a minute
+  // later while the run has not started.
+  void on_plane_wait(std::int32_t seconds);
 
   // Only nodes this cluster welcomed take part in the data plane's rendezvous.
   void on_set(const std::string& key, const bytes& value);

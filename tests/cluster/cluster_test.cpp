@@ -839,7 +839,8 @@ TEST(cluster_runs, nodes_connecting_when_their_coordinator_is_stopped_end_cleanl
 TEST(cluster_runs, a_node_whose_data_plane_hangs_ends_at_once_on_a_stop_or_its_coordinators_loss) {
   auto j = make_endless_job("sync", 2);
   j.config.cluster.min_nodes = 2;
-  auto options = on_loopback();
+  notice_log coordinator_notices;
+  auto options = on_loopback(&coordinator_notices);
   auto session = std::make_unique<cluster_session>(j.config, j.data, options);
   // Planes that never connect, until the test lets them go (they then fail).
   auto release = std::make_shared<std::promise<void>>();
@@ -865,6 +866,13 @@ TEST(cluster_runs, a_node_whose_data_plane_hangs_ends_at_once_on_a_stop_or_its_c
   std::thread first([&] { stopped_outcome.set_value(herd::cluster::run_node(stopped_node)); });
   std::thread second([&] { other_outcome.set_value(herd::cluster::run_node(other_node)); });
   ASSERT_TRUE(eventually([&] { return connecting->load() == 2; }, std::chrono::seconds(60)));
+  // After 15 s the coordinator says what it waits for, and what may block it.
+  ASSERT_TRUE(eventually(
+      [&] { return !coordinator_notices.containing("the data plane has not connected").empty(); },
+      std::chrono::seconds(40)));
+  EXPECT_THAT(coordinator_notices.containing("the data plane has not connected").front(),
+              testing::AllOf(testing::HasSubstr("after 15 s: the nodes dial each other"),
+                             testing::HasSubstr("(0 of 2 nodes connected; waiting for node ")));
   leave = true; // one stop signal
   const bool stopped_in_time =
       stopped_ended.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
