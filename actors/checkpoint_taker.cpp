@@ -90,7 +90,8 @@ void checkpoint_taker::abandon() {
 bool checkpoint_taker::flush(const std::function<void(double)>& waiting) {
   if (!writer_)
     return true;
-  const auto say_every = writer_->options().write_notice_every;
+  const auto say_every =
+      std::max(writer_->options().write_notice_every, std::chrono::milliseconds(1));
   const auto limit = write_hung() ? std::chrono::milliseconds(0) : writer_->options().write_limit;
   auto waited = std::chrono::milliseconds(0);
   for (;;) {

@@ -35,6 +35,7 @@ struct checkpoint_writer::shared_state {
   std::vector<queued_checkpoint> queue;
   bool busy = false;
   bool closing = false;
+  bool abandoned = false; // its writer gave up on it: no callback, nothing more written
   std::vector<checkpoint_report> reports;
 };
 
@@ -88,6 +89,10 @@ checkpoint_writer::~checkpoint_writer() {
   {
     std::lock_guard<std::mutex> guard(shared_->mutex);
     shared_->closing = true;
+    if (!written) { // the run reported these as not written: none lands, and none calls back later
+      shared_->abandoned = true;
+      shared_->queue.clear();
+    }
   }
   shared_->changed.notify_all();
   if (written)
@@ -138,7 +143,10 @@ void checkpoint_writer::shared_state::loop() {
     lock.unlock();
     auto report = write_now(options, *next.first, std::move(next.second));
     next.first.reset();
-    if (options.on_written)
+    lock.lock();
+    const bool call_back = !abandoned && options.on_written;
+    lock.unlock();
+    if (call_back)
       options.on_written(report);
     lock.lock();
     reports.push_back(std::move(report));

@@ -47,6 +47,7 @@ struct checkpoint_options {
   model_inputs inputs;  // of its training set
   std::string herd_version;
   /// Called on the writer's thread after each checkpoint (for benchmarks and tests); may be empty.
+  /// Not for a write the writer gave up on (write_limit) that returns later.
   std::function<void(const checkpoint_report&)> on_written;
   /// How long a run's end waits for the checkpoints still being written: a write that has not
   /// returned by then (a disk or network filesystem that does not answer) is given up on, so that
@@ -84,7 +85,8 @@ class checkpoint_writer {
 public:
   explicit checkpoint_writer(checkpoint_options options);
   /// Finishes the writes handed over, waiting at most options().write_limit; a write that has not
-  /// returned by then is left to its thread, which ends on its own (the process may end first).
+  /// returned by then is left to its thread, which ends on its own (the process may end first)
+  /// without calling on_written or writing what was queued behind it.
   ~checkpoint_writer();
 
   checkpoint_writer(const checkpoint_writer&) = delete;

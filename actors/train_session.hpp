@@ -69,7 +69,8 @@ struct session_options {
   /// at round 0 (to go on with all of a run's state, use `resume`, which excludes this). The
   /// constructor throws config::invalid_config naming both sizes when they do not fit the model.
   std::vector<float> initial_parameters;
-  /// With checkpoint.dir set: called on the checkpoint writer's thread after each checkpoint.
+  /// With checkpoint.dir set: called on the checkpoint writer's thread after each checkpoint (not
+  /// for a write the run gave up on at checkpoint_write_limit, should it return later).
   std::function<void(const checkpoint_report&)> on_checkpoint;
   /// How long the run's end waits for a checkpoint's write before it ends without it, and how
   /// often it says it is waiting (checkpoint_options::write_limit, write_notice_every).

@@ -402,14 +402,17 @@ private:
       };
     auto plane_options = node_plane_options(config_, hello_.data_host,
                                             plane_prefix(welcome_.job, generation), timeout, key);
-    // The run's options, not this object: the plane outlives it (hosted::stop ends it).
-    plane_options.on_refused = [&options = options_, generation, plane_nodes, route = refusals_,
+    // Copies, not this object nor the run's options: the plane outlives the one (hosted::stop
+    // ends it), and one left to its own thread (connect_beside()) may outlive the other.
+    plane_options.on_refused = [on_notice = options_.on_notice, generation, plane_nodes,
+                                route = refusals_,
                                 node = welcome_.node](int peer, const std::string& why) {
       const auto peer_node = plane_nodes[static_cast<std::size_t>(peer)];
-      notify(options, "refused data-plane peer node " + std::to_string(peer_node) +
-                          " (generation " + std::to_string(generation) + "): " + why +
-                          "; the rounds it shares with this node abort until the coordinator "
-                          "re-keys the data plane");
+      if (on_notice)
+        on_notice("refused data-plane peer node " + std::to_string(peer_node) + " (generation " +
+                  std::to_string(generation) + "): " + why +
+                  "; the rounds it shares with this node abort until the coordinator re-keys the "
+                  "data plane");
       route->report(plane_refusal{generation, node, peer_node, why});
     };
     if (options_.adjust_plane)

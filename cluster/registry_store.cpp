@@ -42,6 +42,11 @@ private:
   registry_store& store_;
 };
 
+bool registry_store::closing() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return closed_;
+}
+
 bool registry_store::close(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
   closed_ = true;
@@ -53,7 +58,7 @@ bool registry_store::close(std::chrono::milliseconds wait) {
 
 void registry_store::set(const std::string& key, const std::vector<char>& value) {
   const call_guard counted(*this, key);
-  caf::scoped_actor self{system_};
+  caf::scoped_actor self{system_, true}; // hidden: no actor count waits for it
   self->send(registry_, store_set_atom::value, key, actors::wire_bytes{value});
 }
 
@@ -62,7 +67,7 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
   // coordinator's loss and a stop signal, at once. A request's receive waited out its whole
   // timeout (cluster.join-timeout-s) for a coordinator that was gone.
   const call_guard counted(*this, key);
-  caf::scoped_actor self{system_};
+  caf::scoped_actor self{system_, true}; // hidden: no actor count waits for it
   self->monitor(registry_);
   self->send(registry_, store_get_atom::value, key);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -93,7 +98,7 @@ std::vector<char> registry_store::get(const std::string& key, std::chrono::milli
                   },
                   caf::after(std::chrono::milliseconds(100)) >>
                       [&] {
-                        if (stopping_ && stopping_())
+                        if ((stopping_ && stopping_()) || closing())
                           failure =
                               comm::comm_error(comm::outcome::failed,
                                                "stopped while waiting for rendezvous key " + key);
@@ -113,7 +118,7 @@ std::optional<std::string> registry_store::refusal() const {
 
 std::optional<std::vector<char>> registry_store::peek(const std::string& key) {
   const call_guard counted(*this, key);
-  caf::scoped_actor self{system_};
+  caf::scoped_actor self{system_, true}; // hidden: no actor count waits for it
   std::optional<std::vector<char>> value;
   std::string failure;
   self->request(registry_, std::chrono::seconds(5), store_peek_atom::value, key)

@@ -38,8 +38,8 @@ public:
   /// it said so: the cause of a failed rendezvous, which Gloo's account of it puts last.
   std::optional<std::string> refusal() const;
 
-  /// Ends this store's use of the actor system: waits (up to `wait`) for the calls under way,
-  /// which a stop signal or the coordinator's answer ends at once, then lets go of the registry;
+  /// Ends this store's use of the actor system: ends the reads under way (within 100 ms), waits
+  /// (up to `wait`) for every call under way to return, then lets go of the registry;
   /// later calls throw comm::comm_error (outcome::failed). For a rendezvous left to a thread of
   /// its own that may outlive the system. False where a call was still under way after `wait`.
   bool close(std::chrono::milliseconds wait = std::chrono::seconds(5));
@@ -47,6 +47,7 @@ public:
 private:
   // Counts a call for close(); throws where the store is closed.
   class call_guard;
+  bool closing() const;
 
   caf::actor_system& system_;
   caf::actor registry_;

@@ -3,13 +3,13 @@
 #include "config/key_table.hpp"
 
 #include "config/ini_values.hpp"
-
 #include "herd/config.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
+#include <type_traits>
 
 namespace herd::config {
 
@@ -25,6 +25,7 @@ key_spec make_key(std::string name, value_kind kind, std::string help, Field fie
   key_spec spec;
   spec.name = std::move(name);
   spec.kind = kind;
+  spec.unsigned_64 = std::is_same_v<T, std::uint64_t>;
   spec.help = std::move(help);
   spec.assign = [field, expected = std::move(expected)](const caf::config_value& value,
                                                         run_config& config) {

@@ -22,6 +22,8 @@ const char* to_string(value_kind kind);
 struct key_spec {
   std::string name; // "train.lr"
   value_kind kind = value_kind::string;
+  /// An integer held in 64 unsigned bits, whose conversion names the range it takes.
+  bool unsigned_64 = false;
   std::string help;
   /// Converts a parsed value into the key's field; an empty string on success, else what was
   /// expected.

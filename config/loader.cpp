@@ -106,7 +106,8 @@ void assign_value(const std::string& name, const caf::config_value& value,
     const bool digits = !written.empty() &&
                         written.find_first_not_of("0123456789", written[0] == '-' ? 1 : 0) ==
                             std::string::npos;
-    if (digits && spec->kind == value_kind::integer && caf::holds_alternative<std::string>(value))
+    if (digits && spec->kind == value_kind::integer && !spec->unsigned_64 &&
+        caf::holds_alternative<std::string>(value))
       problem = "too large for an integer";
     // A number is quoted as written; text stays quoted as the string it was read as.
     const bool number = !written.empty() &&

@@ -91,7 +91,7 @@ int job_book::cancel_all() {
 void job_book::evaluated(const herd::job_evaluation& event) {
   auto& curve = heard(event.job).accuracy;
   // A long job evaluates without end: at its bound the curve keeps its first point and every
-  // other one after it, so that it still spans the whole run, at half the resolution.
+  // other one after it, so that it still spans the whole run (the older part the sparser).
   if (curve.size() == max_curve_points) {
     for (std::size_t kept = 1; kept < curve.size() / 2; ++kept)
       curve[kept] = curve[2 * kept];

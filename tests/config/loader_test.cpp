@@ -410,6 +410,10 @@ TEST_F(config_files, empty_and_fractional_values_are_shown_as_written) {
   EXPECT_THAT(first_error("", {"--train.workers=99999999999999999999"}),
               HasSubstr("train.workers = 99999999999999999999 (command line): too large for an "
                         "integer"));
+  // A 64-bit unsigned key says the range it takes.
+  EXPECT_THAT(first_error("", {"--train.seed=18446744073709551615"}),
+              HasSubstr("train.seed = 18446744073709551615 (command line): expected an integer "
+                        "between 0 and 9223372036854775807"));
   EXPECT_THAT(first_error("", {"--model.hidden="}), HasSubstr("[] for no hidden layer"));
   // A bad hidden layer size names its place in the list.
   EXPECT_THAT(first_error("", {"--model.hidden=[256,0]"}),
