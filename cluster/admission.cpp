@@ -101,7 +101,7 @@ std::optional<std::string> hello_refusal(const actors::node_hello& hello,
     return "the job is over";
   if (phase == registry_phase::connecting)
     return "the cluster has formed with " + std::to_string(nodes) +
-           " nodes and is starting; try again once it runs";
+           " nodes and is starting; once it runs, a node joins only in place of lost workers";
   return std::nullopt;
 }
 

@@ -179,7 +179,8 @@ TEST(admission, a_node_is_refused_while_the_cluster_starts_and_once_the_job_is_o
       herd::cluster::hello_refusal(hello_of(1), defaults, registry_phase::connecting, false, 3);
   ASSERT_TRUE(starting);
   EXPECT_EQ(*starting,
-            "the cluster has formed with 3 nodes and is starting; try again once it runs");
+            "the cluster has formed with 3 nodes and is starting; once it runs, a node joins "
+            "only in place of lost workers");
   EXPECT_EQ(herd::cluster::hello_refusal(hello_of(1), defaults, registry_phase::running, true, 3),
             "the job is over");
   EXPECT_FALSE(
