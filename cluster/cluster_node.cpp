@@ -16,10 +16,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <future>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "cluster/control_gate.hpp"
 #include "cluster/node_departure.hpp"
@@ -27,6 +25,7 @@
 #include "cluster/node_inputs.hpp"
 #include "cluster/node_plane.hpp"
 #include "cluster/node_reducer.hpp"
+#include "cluster/plane_beside.hpp"
 #include "cluster/registry_store.hpp"
 #include "cluster/remoting.hpp"
 #include "cluster/step_relay.hpp"
@@ -320,57 +319,33 @@ private:
 
   using plane_maker_type = std::function<std::shared_ptr<comm::data_plane>()>;
 
-  // Runs `make` (a rendezvous and Gloo's connects, which nothing can interrupt and which a
-  // firewall between the nodes holds for minutes) on a thread of its own, and waits for it here,
-  // where a stop signal, the coordinator's loss or its stop ends the wait at once: the thread is
-  // then left to end by itself (everything it uses is its own). Says every minute that it waits.
-  // The plane, or nothing where the wait ended otherwise (said why); throws what `make` threw.
+  // connect_beside() (plane_beside.hpp) for this node: the plane, or nothing where a stop signal,
+  // the coordinator's stop or its loss ended the wait first (said why).
   std::optional<std::shared_ptr<comm::data_plane>> connect_beside(plane_maker_type make) {
-    using plane_promise = std::promise<std::shared_ptr<comm::data_plane>>;
-    auto made = std::make_shared<plane_promise>();
-    auto plane = made->get_future();
-    std::thread([make = std::move(make), made] {
-      try {
-        made->set_value(make());
-      } catch (...) {
-        made->set_exception(std::current_exception());
+    auto waited = cluster::connect_beside(
+        std::move(make), self_, [this] { return leaving(options_); },
+        [this](const std::string& text) { notify(options_, text); });
+    switch (waited.how) {
+    case plane_wait::end::connected:
+      return std::move(waited.plane);
+    case plane_wait::end::stop_signal:
+      failed("interrupted while the data plane connected");
+      break;
+    case plane_wait::end::run_stopped: // the run's end, not this node's failure
+      notify(options_, never_started(waited.why));
+      outcome_.ok = true;
+      break;
+    case plane_wait::end::coordinator_gone:
+      if (auto why = store_ ? store_->refusal() : std::nullopt) { // it ended the run first
+        failed("the data plane did not connect, because " + *why);
+        break;
       }
-    }).detach();
-    const auto started = clock_type::now();
-    auto next_word = started + std::chrono::seconds(15);
-    while (plane.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
-      std::optional<std::string> stopped;
-      std::optional<std::string> gone;
-      self_->receive([&](run_stopped_atom, std::string& text) { stopped = std::move(text); },
-                     [&](caf::down_msg& down) { gone = system_.render(down.reason); },
-                     caf::after(std::chrono::milliseconds(100)) >> [] {});
-      if (leaving(options_)) {
-        failed("interrupted while the data plane connected");
-        return std::nullopt;
-      }
-      if (stopped) { // the run's end, not this node's failure
-        notify(options_, never_started(*stopped));
-        outcome_.ok = true;
-        return std::nullopt;
-      }
-      if (gone) {
-        if (auto why = store_ ? store_->refusal() : std::nullopt) { // it ended the run first
-          failed("the data plane did not connect, because " + *why);
-          return std::nullopt;
-        }
-        // As when it goes mid-run: the node may join again.
-        failed("lost the coordinator while the data plane connected: " + *gone);
-        outcome_.lost_coordinator = true;
-        return std::nullopt;
-      }
-      if (const auto now = clock_type::now(); now >= next_word) {
-        next_word = now + std::chrono::minutes(1);
-        notify(options_,
-               plane_waiting_text(
-                   std::chrono::duration_cast<std::chrono::seconds>(now - started).count()));
-      }
+      // As when it goes mid-run: the node may join again.
+      failed("lost the coordinator while the data plane connected: " + waited.why);
+      outcome_.lost_coordinator = true;
+      break;
     }
-    return plane.get();
+    return std::nullopt;
   }
 
   // This node's rank in the data plane of `generation` among `plane_nodes`, connected through the
